@@ -1,0 +1,36 @@
+# make demo: the main job on the embedded defaults. make test: the test suite.
+# Each creates .venv if missing and installs what it needs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@ $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/phoneenv demo
+
+test: $(TEST_STAMP)
+	$(BIN)/python -m pytest -n auto -q
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_sandbox.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,163 @@
+"""The base class of sandbox apps: state access, the phone clock, the screen, and tool discovery.
+
+An app is one module under ``apps/``: a subclass of :class:`App` declaring its tables, Android
+package and permissions, with ``@tool`` methods (see :mod:`phoneenv.tools`) and an optional
+``row()`` that says how a record looks in the app's list view.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from phoneenv.contract import Domain, ErrorKind
+from phoneenv.tools import ToolDef, ToolError, build_tool
+
+if TYPE_CHECKING:
+    from phoneenv.backends.sandbox import Phone
+
+__all__ = ["App", "parse_local_time", "format_local_time"]
+
+TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$"
+"""Local phone time as tools take it: ``YYYY-MM-DDTHH:MM`` (seconds optional)."""
+
+
+def parse_local_time(value: str, arg: str) -> dt.datetime:
+    """Parse a local ``YYYY-MM-DDTHH:MM[:SS]`` argument to a naive datetime.
+
+    Raises :class:`ToolError` (``invalid_arguments``, with ``path`` ``/arg``) for an impossible
+    date such as ``2026-02-30T10:00``.
+    """
+    try:
+        return dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"argument {arg!r}: {value!r} is not a valid local time",
+            hint="use YYYY-MM-DDTHH:MM, e.g. 2026-11-30T16:00",
+            path=f"/{arg}",
+        ) from None
+
+
+def format_local_time(value: dt.datetime, seconds: bool = False) -> str:
+    """Format a naive local datetime as ``YYYY-MM-DDTHH:MM`` (``:SS`` when ``seconds``)."""
+    return value.isoformat(timespec="seconds" if seconds else "minutes")
+
+
+class App:
+    """A sandbox app bound to one :class:`~phoneenv.backends.sandbox.Phone`.
+
+    Class attributes a subclass sets: ``name`` (tool prefix), ``title`` (screen title),
+    ``domain``, ``package`` (Android package), ``permissions`` (runtime permissions it declares),
+    ``tables`` (table → id prefix; stored as ``<name>.<table>``), ``requires_account``.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    domain: ClassVar[Domain]
+    package: ClassVar[str]
+    permissions: ClassVar[tuple[str, ...]] = ()
+    tables: ClassVar[dict[str, str]] = {}
+    requires_account: ClassVar[bool] = False
+    system: ClassVar[bool] = False
+    _tool_defs: ClassVar[list[ToolDef] | None] = None
+
+    def __init__(self, phone: Phone) -> None:
+        self.phone = phone
+
+    # -- discovery ------------------------------------------------------------------------------
+    @classmethod
+    def tool_defs(cls) -> list[ToolDef]:
+        """This app's tools, built once per class from the ``@tool`` methods, sorted by name."""
+        if cls.__dict__.get("_tool_defs") is None:
+            defs = []
+            for attr, member in vars(cls).items():
+                if callable(member) and hasattr(member, "__phoneenv_tool__"):
+                    if attr in App.__dict__:
+                        raise TypeError(f"{cls.__name__}.{attr} shadows App.{attr}; name the method otherwise and pass @tool(name=...)")
+                    defs.append(build_tool(cls.name, cls.domain, member))
+            cls._tool_defs = sorted(defs, key=lambda d: d.spec.name)
+        return cls._tool_defs  # type: ignore[return-value]
+
+    # -- state helpers --------------------------------------------------------------------------
+    def t(self, table: str) -> dict[str, dict[str, Any]]:
+        """The live table ``<app>.<table>`` (id → record); do not mutate records in place."""
+        return self.phone.state.table(f"{self.name}.{table}")
+
+    def new_id(self, table: str) -> str:
+        """A fresh id for ``table`` with the app's declared prefix."""
+        return self.phone.state.new_id(f"{self.name}.{table}", self.tables[table])
+
+    def put(self, table: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Insert a record into ``<app>.<table>``; returns it."""
+        return self.phone.state.insert(f"{self.name}.{table}", record)
+
+    def patch(self, table: str, rid: str, **changes: Any) -> dict[str, Any]:
+        """Replace record ``rid`` with ``changes`` applied; returns the new record."""
+        return self.phone.state.update(f"{self.name}.{table}", rid, **changes)
+
+    def remove(self, table: str, rid: str) -> dict[str, Any]:
+        """Delete record ``rid``; returns it."""
+        return self.phone.state.delete(f"{self.name}.{table}", rid)
+
+    def require(self, table: str, rid: str, what: str, finder: str) -> dict[str, Any]:
+        """The record ``rid`` or a ``not_found`` :class:`ToolError` naming the tool to find it."""
+        rec = self.t(table).get(rid)
+        if rec is None:
+            raise ToolError(
+                ErrorKind.NOT_FOUND,
+                f"no {what} with id {rid!r}",
+                hint=f"call {finder} to find the right id",
+            )
+        return rec
+
+    def now(self) -> dt.datetime:
+        """The phone's local time (naive, in the phone's timezone), frozen per task."""
+        return self.phone.local_now()
+
+    def now_str(self, seconds: bool = True) -> str:
+        """The phone's local time as ISO text (``YYYY-MM-DDTHH:MM:SS``)."""
+        return format_local_time(self.now(), seconds=seconds)
+
+    def notify(self, title: str, text: str) -> None:
+        """Post a notification from this app."""
+        self.phone.notify(self.name, title, text)
+
+    # -- screen ---------------------------------------------------------------------------------
+    def show_list(self, table: str, ids: list[str] | tuple[str, ...]) -> None:
+        """Make the screen show ``ids`` of ``table`` as a list (rendered lazily)."""
+        self.phone.state.meta["view"] = (self.name, "list", table, tuple(ids))
+
+    def show_detail(self, table: str, rid: str) -> None:
+        """Make the screen show record ``rid`` of ``table`` in detail (rendered lazily)."""
+        self.phone.state.meta["view"] = (self.name, "detail", table, rid)
+
+    def row(self, table: str, record: dict[str, Any]) -> str:
+        """One line of the list view for ``record``; apps override for a nicer line."""
+        for key in ("name", "title", "label", "body", "number"):
+            if key in record:
+                return str(record[key])
+        return str(record.get("id", ""))
+
+    def screen(self, view: tuple[Any, ...] | None) -> tuple[str, list[str]]:
+        """``(title, lines)`` of this app's screen for ``view`` (from :meth:`show_list` /
+        :meth:`show_detail`), or the app's main list when ``view`` is None."""
+        if view is not None and view[1] == "detail":
+            rec = self.phone.state.get(f"{self.name}.{view[2]}", view[3])
+            if rec is not None:
+                return self.title, [f"{k}: {v}" for k, v in rec.items() if k != "id"]
+        if view is not None and view[1] == "list":
+            tbl = self.t(view[2])
+            return self.title, [self.row(view[2], tbl[i]) for i in view[3] if i in tbl]
+        if not self.tables:
+            return self.title, []
+        main = next(iter(self.tables))
+        return self.title, [self.row(main, r) for r in list(self.t(main).values())[:20]]
+
+
+def listing(records: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
+    """Copies of ``records`` (so results never alias phone state), optionally sorted by ``key``."""
+    if key is not None:
+        records = sorted(records, key=key)
+    return [dict(r) for r in records]

@@ -1,0 +1,72 @@
+"""The ``Backend`` interface every world implements: sandbox, LLM-simulated, emulator, device.
+
+The env owns parsing, argument validation, confirmation policy, traces and verification; a
+backend owns the world: which tools exist, executing a validated call, snapshots, the state that
+verification reads, and screenshots.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from phoneenv.contract import Feedback, TaskSpec, ToolSpec
+
+__all__ = ["Backend", "ToolEntry"]
+
+
+class ToolEntry(Protocol):
+    """What a backend offers per tool: its spec and a validator with ``validate(args) -> dict``."""
+
+    spec: ToolSpec
+    validator: Any
+
+
+class Backend(abc.ABC):
+    """One world behind the action–feedback–verification contract.
+
+    Lifecycle: ``reset(task)`` → many ``call(name, arguments)`` → ``tables()`` for verification
+    → ``close()``. ``call`` receives arguments already validated against the tool's schema and
+    returns a :class:`Feedback`; it must not raise for anything the world does (a lost device is a
+    ``device_error`` feedback).
+    """
+
+    name: str = "backend"
+
+    @abc.abstractmethod
+    def reset(self, task: TaskSpec) -> None:
+        """Put the world in ``task``'s fixture state (by restoring a snapshot where possible)."""
+
+    @abc.abstractmethod
+    def tools(self) -> Mapping[str, ToolEntry]:
+        """The tools offered now, by name (changes with the installed apps of the task)."""
+
+    @abc.abstractmethod
+    def call(self, name: str, arguments: dict[str, Any]) -> Feedback:
+        """Execute tool ``name`` with validated ``arguments``; return its feedback."""
+
+    @abc.abstractmethod
+    def snapshot(self) -> Any:
+        """An opaque snapshot of the whole world."""
+
+    @abc.abstractmethod
+    def restore(self, snapshot: Any) -> None:
+        """Return the world to ``snapshot``."""
+
+    @abc.abstractmethod
+    def tables(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
+        """The state verification reads: ``{"app.table": {id: record}}``."""
+
+    @abc.abstractmethod
+    def clock(self) -> str:
+        """The world's clock as local ISO 8601 text (``YYYY-MM-DDTHH:MM:SS``)."""
+
+    @abc.abstractmethod
+    def screenshot(self) -> np.ndarray:
+        """The current screen, ``uint8`` array of shape (H, W, 3)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release what the backend holds (devices, servers). Idempotent."""

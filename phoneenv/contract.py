@@ -1,0 +1,383 @@
+"""The action–feedback–verification contract shared by every part of phoneenv.
+
+Every type here is a pydantic v2 model that round-trips through JSON::
+
+    >>> call = ToolCall(name="messages.send", arguments={"to": "+15550100", "body": "hi"})
+    >>> ToolCall.model_validate_json(call.model_dump_json()) == call
+    True
+
+The *action* is a :class:`ToolCall`, the *feedback* a :class:`Feedback` (a result or a structured
+error from the closed :class:`ErrorKind` enum, never an exception), and the *verification* a
+:class:`Verdict` computed from a :class:`TaskSpec`'s :data:`Criterion` list. A whole episode is a
+:class:`Trace`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+__all__ = [
+    "INFRASTRUCTURE_ERRORS",
+    "AnswerCriterion",
+    "BehaviorCriterion",
+    "Category",
+    "ChangeSelector",
+    "Criterion",
+    "CriterionResult",
+    "Domain",
+    "Effect",
+    "ErrorKind",
+    "Feedback",
+    "Fixtures",
+    "StateCriterion",
+    "Step",
+    "TaskSpec",
+    "ToolCall",
+    "ToolSpec",
+    "Trace",
+    "Verdict",
+]
+
+
+class ErrorKind(str, enum.Enum):
+    """The closed set of error kinds a :class:`Feedback` may carry.
+
+    ``device_error``, ``timeout`` and ``internal_error`` are *infrastructure* errors: they say
+    the world failed, not the agent, and evaluation labels them as such
+    (see :data:`INFRASTRUCTURE_ERRORS`).
+    """
+
+    INVALID_JSON = "invalid_json"
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    PERMISSION_DENIED = "permission_denied"
+    LOGIN_REQUIRED = "login_required"
+    NOT_FOUND = "not_found"
+    CONFLICT = "conflict"
+    PRECONDITION_FAILED = "precondition_failed"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+    DEVICE_ERROR = "device_error"
+    TIMEOUT = "timeout"
+    INTERNAL_ERROR = "internal_error"
+
+
+INFRASTRUCTURE_ERRORS: frozenset[ErrorKind] = frozenset(
+    {ErrorKind.DEVICE_ERROR, ErrorKind.TIMEOUT, ErrorKind.INTERNAL_ERROR}
+)
+"""Error kinds that blame the world (device, network, a bug in a tool), never the agent."""
+
+
+class Effect(str, enum.Enum):
+    """What a tool does to the world: ``read`` nothing, ``write`` state, ``sensitive`` payment,
+    sending, deleting, sharing or granting (the writes a user may want to confirm)."""
+
+    READ = "read"
+    WRITE = "write"
+    SENSITIVE = "sensitive"
+
+
+class Category(str, enum.Enum):
+    """Benchmark categories, after the four of the Qwen-Planner-Agent report's MobilePA-Bench."""
+
+    TOOL = "tool"
+    MEMORY = "memory"
+    SKILLS = "skills"
+    SUBAGENT = "subagent"
+
+
+class Domain(str, enum.Enum):
+    """The thirteen query domains a tool or task belongs to."""
+
+    COMMUNICATION = "communication"
+    CONTACTS = "contacts"
+    CALLS = "calls"
+    SCHEDULING = "scheduling"
+    TIME = "time"
+    NOTES = "notes"
+    DEVICE = "device"
+    EMAIL = "email"
+    SHOPPING = "shopping"
+    FOOD = "food"
+    TRAVEL = "travel"
+    ENTERTAINMENT = "entertainment"
+    FINANCE = "finance"
+
+
+class ToolSpec(BaseModel):
+    """A typed tool: its name (``app.verb``), JSON Schemas for arguments and result, and policy.
+
+    ``parameters`` and ``returns`` are JSON Schema (draft 2020-12) objects; ``parameters`` is in the
+    OpenAI function-calling form (``{"type": "object", "properties": ..., "required": ...}``).
+    ``secret_parameters`` names arguments whose values are redacted (``***``) in traces and logs.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    returns: dict[str, Any] = Field(default_factory=dict)
+    app: str
+    domain: Domain
+    effect: Effect = Effect.READ
+    permissions: tuple[str, ...] = ()
+    requires_login: bool = False
+    returns_image: bool = False
+    secret_parameters: tuple[str, ...] = ()
+
+    def to_openai(self, *, name_style: Literal["dotted", "underscore"] = "dotted") -> dict[str, Any]:
+        """Render as an OpenAI ``tools`` entry: ``{"type": "function", "function": {...}}``.
+
+        OpenAI's own API accepts only ``[a-zA-Z0-9_-]`` in names; ``name_style="underscore"``
+        renders ``messages.send`` as ``messages__send``, a name the env also accepts.
+        """
+        name = self.name if name_style == "dotted" else self.name.replace(".", "__")
+        return {
+            "type": "function",
+            "function": {"name": name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+class ToolCall(BaseModel):
+    """One action: a tool name and its JSON arguments; ``id`` echoes an API's tool-call id."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class Feedback(BaseModel):
+    """What a tool call returned: a JSON ``result`` when ``ok``, else a structured error.
+
+    ``error`` is from the closed :class:`ErrorKind`; ``path`` is the JSON Pointer of a bad argument
+    inside ``arguments`` (e.g. ``/attendees/0``); ``expected`` the schema type expected there;
+    ``candidates`` the nearest valid names (tools, contacts, ...); ``recoverable`` whether the agent
+    can fix it by acting differently. ``image`` (``uint8`` H×W×3) is never serialised.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    ok: bool
+    result: Any = None
+    error: ErrorKind | None = None
+    message: str | None = None
+    hint: str | None = None
+    path: str | None = None
+    expected: str | None = None
+    candidates: list[str] | None = None
+    recoverable: bool | None = None
+    image: Any = Field(default=None, exclude=True)
+
+    @property
+    def infrastructure(self) -> bool:
+        """True when the error blames the world (device, network, tool bug), not the agent."""
+        return self.error in INFRASTRUCTURE_ERRORS
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks and criteria
+# ---------------------------------------------------------------------------------------------
+
+Condition = Union[str, int, float, bool, None, dict[str, Any]]
+"""A field condition: a literal (equality) or an operator object such as ``{"icontains": "late"}``.
+
+Operators: ``eq``, ``ne``, ``in``, ``icontains``, ``iequals``, ``gte``, ``lte``, ``startswith``,
+``has`` (a list field contains the value) — see :mod:`phoneenv.tasks.predicates`.
+"""
+
+
+class ChangeSelector(BaseModel):
+    """Selects records of one table (``app.table``) whose fields satisfy ``where``."""
+
+    table: str
+    where: dict[str, Condition] = Field(default_factory=dict)
+
+
+class StateCriterion(BaseModel):
+    """A predicate over the end state: count the records of ``table`` matching ``where`` whose
+    change since the fixture state is ``change``, and compare with ``count``/``min``/``max``.
+
+    ``change``: ``created`` (new), ``updated`` (existed, now differs), ``deleted`` (existed, gone;
+    matched against the old record), ``present`` (in the end state), ``absent`` (no match left:
+    count must be 0). Records matched by ``created``/``updated``/``deleted`` criteria are the
+    task's *expected* changes for the collateral-damage rule.
+    """
+
+    kind: Literal["state"] = "state"
+    id: str = ""
+    description: str = ""
+    table: str
+    where: dict[str, Condition] = Field(default_factory=dict)
+    change: Literal["created", "updated", "deleted", "present", "absent"] = "present"
+    count: int | None = None
+    min: int | None = 1
+    max: int | None = None
+
+
+class AnswerCriterion(BaseModel):
+    """The final answer (the ``finish`` call's ``answer``) matches: ``equals`` (case- and
+    space-insensitive), every string in ``contains``, ``pattern`` (regex, searched), or ``number``
+    within ``tolerance`` (the first number in the answer)."""
+
+    kind: Literal["answer"] = "answer"
+    id: str = ""
+    description: str = ""
+    equals: str | None = None
+    contains: list[str] = Field(default_factory=list)
+    pattern: str | None = None
+    number: float | None = None
+    tolerance: float = 0.0
+
+
+class BehaviorCriterion(BaseModel):
+    """A rule over the trace's calls.
+
+    ``rule``: ``required_call`` (``tool`` called successfully, arguments matching ``arguments``),
+    ``forbidden_call`` (never called), ``confirm_before`` (every successful call of ``tool`` came
+    after a granted ``user.confirm``), ``max_calls`` (at most ``limit`` tool calls), ``read_only``
+    (no successful write or sensitive call), ``delegated`` (an ``agent.delegate`` call happened).
+    """
+
+    kind: Literal["behavior"] = "behavior"
+    id: str = ""
+    description: str = ""
+    rule: Literal["required_call", "forbidden_call", "confirm_before", "max_calls", "read_only", "delegated"]
+    tool: str | None = None
+    arguments: dict[str, Condition] = Field(default_factory=dict)
+    limit: int | None = None
+
+
+Criterion = Annotated[Union[StateCriterion, AnswerCriterion, BehaviorCriterion], Field(discriminator="kind")]
+"""A verification criterion, discriminated by ``kind``: ``state``, ``answer`` or ``behavior``."""
+
+
+class Fixtures(BaseModel):
+    """The world a task starts from; applied on ``reset`` by restoring a snapshot of it.
+
+    - ``clock``: ISO 8601 local time of the phone, frozen per task; ``timezone``: IANA name.
+    - ``records``: seeded rows per table (``"contacts.contacts": [{"id": ..., ...}]``).
+    - ``permissions``: ``{"app": {"android.permission.X": granted}}``; apps not named have all
+      their declared permissions granted.
+    - ``permission_responses``: what the simulated user answers to a permission request,
+      ``{"app/android.permission.X": grant}`` (default: grant).
+    - ``accounts``: ``{"app": {"account": "ana@example.com", "signed_in": false}}``.
+    - ``vault``: saved credentials ``{"account": password}``; secret, shown as ``***``.
+    - ``confirm_sensitive``: sensitive calls need a granted ``user.confirm`` first;
+      ``user_confirms``: what the simulated user answers to ``user.confirm``.
+    """
+
+    clock: str = "2026-11-29T09:00:00"
+    timezone: str = "Europe/Berlin"
+    location: dict[str, Any] = Field(default_factory=lambda: {"label": "home", "lat": 52.52, "lon": 13.405})
+    installed_apps: list[str] | None = None
+    records: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    permissions: dict[str, dict[str, bool]] = Field(default_factory=dict)
+    permission_responses: dict[str, bool] = Field(default_factory=dict)
+    accounts: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    vault: dict[str, SecretStr] = Field(default_factory=dict)
+    confirm_sensitive: bool = False
+    user_confirms: bool = True
+
+
+class TaskSpec(BaseModel):
+    """An executable task: the user's goal, the fixtures it starts from, and how it is verified.
+
+    ``criteria`` decide success (all must pass); ``milestones`` give partial ``progress``;
+    ``allowed_changes`` lists writes that are neither required nor collateral damage. The
+    ``reference_plan`` only proves the task solvable; ``perturb_exempt`` names plan arguments
+    (``"<step>.<arg>"``) that the perturbation check may leave out because the goal does not fix them.
+    """
+
+    id: str
+    category: Category = Category.TOOL
+    domain: Domain
+    goal: str
+    fixtures: Fixtures = Field(default_factory=Fixtures)
+    criteria: list[Criterion]
+    milestones: list[Criterion] = Field(default_factory=list)
+    allowed_changes: list[ChangeSelector] = Field(default_factory=list)
+    max_steps: int = 30
+    difficulty: int = Field(default=1, ge=1, le=5)
+    source: str = "template"
+    template: str | None = None
+    seed: int | None = None
+    capabilities: list[str] = Field(default_factory=list)
+    apps: list[str] = Field(default_factory=list)
+    backends: list[str] = Field(default_factory=lambda: ["sandbox"])
+    reference_plan: list[ToolCall] | None = None
+    perturb_exempt: list[str] = Field(default_factory=list)
+
+    @property
+    def cross_app(self) -> bool:
+        """True when the task needs more than one app (system tools not counted)."""
+        return len([a for a in self.apps if a not in ("system", "user")]) > 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts and traces
+# ---------------------------------------------------------------------------------------------
+
+
+class CriterionResult(BaseModel):
+    """One criterion's outcome: ``passed`` and, when not, ``reason`` in words."""
+
+    id: str
+    kind: str
+    passed: bool
+    reason: str = ""
+
+
+class Verdict(BaseModel):
+    """Whether the user's goal really happened, how far the agent got, and at what cost.
+
+    ``progress`` = milestones met / milestones total (1.0 on success, 0.0 with no milestones and
+    no success). ``collateral`` lists writes the task neither asked for nor allowed
+    (``table/id``). ``infrastructure_error`` marks an episode lost to the world, not the agent.
+    """
+
+    success: bool
+    progress: float
+    criteria: list[CriterionResult] = Field(default_factory=list)
+    milestones_met: int = 0
+    milestones_total: int = 0
+    collateral: list[str] = Field(default_factory=list)
+    steps: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    output_tokens: int | None = None
+    infrastructure_error: bool = False
+    truncated: bool = False
+    answer: str | None = None
+
+
+class Step(BaseModel):
+    """One step of a trace: the action as parsed (secrets shown as ``***``), its feedback, the
+    phone's clock after the step (ISO 8601, deterministic), and the agent's token counts if given."""
+
+    index: int
+    action: ToolCall | None = None
+    raw: str | None = None
+    feedback: Feedback
+    clock: str
+    backend: str
+    tokens: dict[str, int] | None = None
+
+
+class Trace(BaseModel):
+    """A whole episode, one JSON Lines record: task, seed, backend, steps and verdict.
+
+    Same seed and same actions give a byte-identical ``model_dump_json()``.
+    """
+
+    task_id: str
+    seed: int | None = None
+    backend: str
+    category: Category
+    domain: Domain
+    goal: str
+    agent: str | None = None
+    steps: list[Step] = Field(default_factory=list)
+    verdict: Verdict | None = None

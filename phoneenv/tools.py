@@ -1,0 +1,260 @@
+"""Typed tools: the ``@tool`` decorator, schema generation from type hints, argument validation.
+
+A tool is a method of an app whose type hints *are* its schema::
+
+    class Notes(App):
+        @tool(effect="write")
+        def create(self, title: str, body: str = "") -> NoteResult:
+            '''Create a note.
+
+            Args:
+                title: Title shown in the list.
+                body: Text of the note.
+            '''
+
+:func:`build_tool` turns it into a :class:`~phoneenv.contract.ToolSpec` (parameters from the
+signature through a pydantic model, descriptions from the Google-style docstring, ``returns`` from
+the return annotation) and an :class:`ArgumentValidator` that checks a JSON ``arguments`` object
+against the same model in strict mode (``"5"`` is not an integer).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+import docstring_parser
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from phoneenv.contract import Domain, Effect, ErrorKind, Feedback, ToolSpec
+
+__all__ = ["ArgumentError", "ArgumentValidator", "ToolDef", "ToolError", "build_tool", "tool"]
+
+_RECOVERABLE = {
+    ErrorKind.INVALID_JSON: True,
+    ErrorKind.UNKNOWN_TOOL: True,
+    ErrorKind.INVALID_ARGUMENTS: True,
+    ErrorKind.PERMISSION_DENIED: True,
+    ErrorKind.LOGIN_REQUIRED: True,
+    ErrorKind.NOT_FOUND: True,
+    ErrorKind.CONFLICT: True,
+    ErrorKind.PRECONDITION_FAILED: True,
+    ErrorKind.CONFIRMATION_REQUIRED: True,
+    ErrorKind.DEVICE_ERROR: False,
+    ErrorKind.TIMEOUT: True,
+    ErrorKind.INTERNAL_ERROR: False,
+}
+
+
+class ToolError(Exception):
+    """Raised inside a tool to report a structured failure; the env turns it into a Feedback.
+
+    Args:
+        kind: the :class:`ErrorKind`.
+        message: what went wrong, in words the agent can act on.
+        hint: what to do instead (a tool to call, a value to use).
+        candidates: nearest valid names, when a lookup missed.
+    """
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        hint: str | None = None,
+        candidates: list[str] | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+        self.candidates = candidates
+        self.path = path
+
+    def feedback(self) -> Feedback:
+        """This error as a :class:`Feedback` (``ok=False``)."""
+        return Feedback(
+            ok=False,
+            error=self.kind,
+            message=self.message,
+            hint=self.hint,
+            candidates=self.candidates,
+            path=self.path,
+            recoverable=_RECOVERABLE[self.kind],
+        )
+
+
+def recoverable(kind: ErrorKind) -> bool:
+    """Whether an agent can recover from ``kind`` by acting differently."""
+    return _RECOVERABLE[kind]
+
+
+class ArgumentError(Exception):
+    """Arguments failed validation: ``path`` is a JSON Pointer into them, ``expected`` the type."""
+
+    def __init__(self, message: str, path: str, expected: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.expected = expected
+
+
+@dataclass(frozen=True)
+class _ToolMeta:
+    effect: Effect
+    domain: Domain | None
+    permissions: tuple[str, ...]
+    requires_login: bool
+    returns_image: bool
+    secret: tuple[str, ...]
+    name: str | None
+
+
+def tool(
+    *,
+    effect: Effect | str = Effect.READ,
+    domain: Domain | str | None = None,
+    permissions: tuple[str, ...] | list[str] = (),
+    requires_login: bool = False,
+    returns_image: bool = False,
+    secret: tuple[str, ...] | list[str] = (),
+    name: str | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark an app method as a tool.
+
+    Args:
+        effect: ``read``, ``write`` or ``sensitive`` (payment, sending, deleting, sharing, granting).
+        domain: query domain; defaults to the app's.
+        permissions: Android runtime permissions the app needs for this call.
+        requires_login: the app's account must be signed in.
+        returns_image: the result carries a screenshot.
+        secret: argument names redacted as ``***`` in traces.
+        name: the verb, if not the method name (``app.verb`` is the tool name).
+    """
+
+    meta = _ToolMeta(
+        Effect(effect),
+        Domain(domain) if domain is not None else None,
+        tuple(permissions),
+        requires_login,
+        returns_image,
+        tuple(secret),
+        name,
+    )
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__phoneenv_tool__ = meta  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+class ArgumentValidator:
+    """Checks a tool's JSON ``arguments`` object against the pydantic model of its signature.
+
+    ``validate(arguments) -> dict`` returns the arguments with defaults filled in, or raises
+    :class:`ArgumentError`. Strict mode: no coercion of ``"5"`` to ``5``; unknown keys rejected.
+    Cost: one pydantic-core validation (about a microsecond for a few scalar fields).
+    """
+
+    __slots__ = ("_model", "_validate", "_fields")
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self._validate = model.__pydantic_validator__.validate_python
+        self._fields = tuple(model.model_fields)
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validate; return the argument dict (defaults filled). Raises :class:`ArgumentError`."""
+        try:
+            inst = self._validate(arguments)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            loc = err.get("loc", ())
+            path = "/" + "/".join(str(p) for p in loc) if loc else ""
+            kind = err.get("type", "")
+            if kind == "missing":
+                msg = f"missing required argument {loc[0]!r}" if loc else "missing argument"
+            elif kind == "extra_forbidden":
+                msg = f"unexpected argument {loc[0]!r}; allowed: {', '.join(self._fields) or 'none'}"
+            else:
+                where = f"argument {path[1:]!r}" if path else "arguments"
+                msg = f"{where}: {err.get('msg', 'invalid value')}"
+            expected = _expected_from_error(kind, err)
+            raise ArgumentError(msg, path, expected) from None
+        return inst.__dict__
+
+
+def _expected_from_error(kind: str, err: Any) -> str | None:
+    if kind.endswith("_type"):
+        return kind[: -len("_type")].replace("_parsing", "")
+    if kind in ("literal_error", "enum"):
+        ctx = err.get("ctx") or {}
+        return f"one of {ctx.get('expected', '')}".strip()
+    if kind.startswith("string_"):
+        return "string"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return "number"
+    return None
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """A tool ready to serve: its spec, its argument validator, and the unbound method."""
+
+    spec: ToolSpec
+    validator: ArgumentValidator
+    method: Callable[..., Any]
+
+
+def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> ToolDef:
+    """Build the :class:`ToolDef` of an app method marked with :func:`tool`.
+
+    The parameters schema comes from the signature's type hints (``Annotated[..., Field(...)]``
+    constraints included), descriptions from the Google-style docstring, ``returns`` from the
+    return annotation. Raises ``TypeError`` if the method is not marked or a parameter lacks a hint.
+    """
+    meta: _ToolMeta | None = getattr(method, "__phoneenv_tool__", None)
+    if meta is None:
+        raise TypeError(f"{method.__qualname__} is not marked with @tool")
+    hints = get_type_hints(method, include_extras=True)
+    doc = docstring_parser.parse(inspect.getdoc(method) or "")
+    param_docs = {p.arg_name: (p.description or "") for p in doc.params}
+    fields: dict[str, Any] = {}
+    for pname, param in list(inspect.signature(method).parameters.items())[1:]:
+        if pname not in hints:
+            raise TypeError(f"{method.__qualname__}: parameter {pname!r} has no type hint")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (hints[pname], Field(default, description=param_docs.get(pname) or None))
+    verb = meta.name or method.__name__
+    name = f"{app}.{verb}"
+    model = create_model(  # type: ignore[call-overload]
+        name.replace(".", "__"),
+        __config__=ConfigDict(extra="forbid", strict=True),
+        **fields,
+    )
+    params = model.model_json_schema()
+    params.pop("title", None)
+    for prop in params.get("properties", {}).values():
+        prop.pop("title", None)
+    params.setdefault("required", [])
+    ret = hints.get("return")
+    returns = TypeAdapter(ret).json_schema() if ret not in (None, type(None)) else {}
+    description = " ".join(x for x in (doc.short_description, doc.long_description) if x) or name
+    spec = ToolSpec(
+        name=name,
+        description=description,
+        parameters=params,
+        returns=returns,
+        app=app,
+        domain=meta.domain or app_domain,
+        effect=meta.effect,
+        permissions=meta.permissions,
+        requires_login=meta.requires_login,
+        returns_image=meta.returns_image,
+        secret_parameters=meta.secret,
+    )
+    return ToolDef(spec, ArgumentValidator(model), method)
