@@ -1,18 +1,30 @@
 """Sandbox apps, one module each: state tables, typed tools, screen, Android package.
 
-``APP_CLASSES`` maps app name → :class:`phoneenv.app.App` subclass; the sandbox backend serves
-every app listed here.
+``APP_CLASSES`` maps app name → :class:`phoneenv.app.App` subclass, discovered from the modules
+of this package (every ``App`` subclass with a ``name`` defined in a module here), in module order.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+
 from phoneenv.app import App
 
-from apps.contacts import Contacts
-from apps.system import Screen, System
 
-APP_CLASSES: dict[str, type[App]] = {
-    cls.name: cls for cls in (Contacts, System, Screen)
-}
+def _discover() -> dict[str, type[App]]:
+    found: dict[str, type[App]] = {}
+    for mod_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{mod_info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, App) and cls is not App and cls.__module__ == module.__name__ and "name" in cls.__dict__:
+                if cls.name in found:
+                    raise TypeError(f"two apps named {cls.name!r}: {found[cls.name]} and {cls}")
+                found[cls.name] = cls
+    return found
+
+
+APP_CLASSES: dict[str, type[App]] = _discover()
 
 __all__ = ["APP_CLASSES"]
