@@ -354,8 +354,10 @@ class Verdict(BaseModel):
 
 
 class Step(BaseModel):
-    """One step of a trace: the action as parsed (secrets shown as ``***``), its feedback, the
-    phone's clock after the step (ISO 8601, deterministic), and the agent's token counts if given."""
+    """One step of a trace: the action as parsed (secrets shown as ``***``) or the ``raw`` text
+    (first 200 characters) when it did not parse, its feedback, the phone's clock after the step
+    (ISO 8601, deterministic), the agent's token counts if given, and the wall-clock latency in
+    seconds only when the env records it."""
 
     index: int
     action: ToolCall | None = None
@@ -364,6 +366,7 @@ class Step(BaseModel):
     clock: str
     backend: str
     tokens: dict[str, int] | None = None
+    latency_s: float | None = None
 
 
 class Trace(BaseModel):

@@ -20,8 +20,9 @@ against the same model in strict mode (``"5"`` is not an integer).
 
 from __future__ import annotations
 
+import difflib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
@@ -30,7 +31,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_mod
 
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback, ToolSpec
 
-__all__ = ["ArgumentError", "ArgumentValidator", "ToolDef", "ToolError", "build_tool", "tool"]
+__all__ = ["ArgumentError", "ArgumentValidator", "ToolDef", "ToolError", "build_tool", "nearest_tools", "tool"]
 
 _RECOVERABLE = {
     ErrorKind.INVALID_JSON: True,
@@ -230,7 +231,7 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (hints[pname], Field(default, description=param_docs.get(pname) or None))
     verb = meta.name or method.__name__
-    name = f"{app}.{verb}"
+    name = f"{app}.{verb}" if app else verb
     model = create_model(  # type: ignore[call-overload]
         name.replace(".", "__"),
         __config__=ConfigDict(extra="forbid", strict=True),
@@ -258,3 +259,19 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
         secret_parameters=meta.secret,
     )
     return ToolDef(spec, ArgumentValidator(model), method)
+
+
+def nearest_tools(name: str, specs: Sequence[ToolSpec], n: int = 3) -> list[str]:
+    """Up to ``n`` tool names closest to ``name`` (difflib ratio ≥ 0.5), best first; when none is
+    close, the tools of the app named by ``name``'s prefix (``"mesages.snd"`` → messages tools)."""
+    names = [s.name for s in specs]
+    name = name[:100]
+    near = difflib.get_close_matches(name, names, n=n, cutoff=0.5)
+    if near:
+        return near
+    app = name.split(".", 1)[0]
+    apps = sorted({s.app for s in specs})
+    close_app = difflib.get_close_matches(app, apps, n=1, cutoff=0.6)
+    if close_app:
+        return [s.name for s in specs if s.app == close_app[0]][:n]
+    return []

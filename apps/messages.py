@@ -1,0 +1,334 @@
+"""Messages: SMS conversations with phone numbers, grouped into one thread per number.
+
+Table ``messages.messages``: ``{"id": "m_1", "number": "+4915...", "direction": "in" | "out",
+"body": str, "time": "YYYY-MM-DDTHH:MM:SS", "read": bool}``. ``number`` is the other party's
+normalized number (:func:`apps.contacts.normalize_number`); two numbers are the same thread when
+:func:`apps.contacts.same_number` says so. Contact names come from ``contacts.contacts``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from apps.contacts import PHONE_PATTERN, normalize_number, same_number
+from phoneenv.app import App
+from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.tools import ToolError, tool
+
+READ = "android.permission.READ_SMS"
+SEND = "android.permission.SEND_SMS"
+
+Number = Annotated[
+    str,
+    Field(
+        pattern=PHONE_PATTERN,
+        description="Phone number, digits with optional leading + (spaces and dashes ignored)",
+    ),
+]
+Body = Annotated[str, Field(min_length=1, max_length=1000)]
+Limit = Annotated[int, Field(ge=1, le=100)]
+
+
+class Message(TypedDict):
+    """An SMS message; ``contact`` is the name saved for ``number``, if any."""
+
+    id: str
+    number: str
+    contact: str | None
+    direction: Literal["in", "out"]
+    body: str
+    time: str
+    read: bool
+
+
+class MessageList(TypedDict):
+    """Messages and how many matched in all."""
+
+    messages: list[Message]
+    total: int
+
+
+class Thread(TypedDict):
+    """A conversation with one number: its newest message and how many are unread."""
+
+    number: str
+    contact: str | None
+    last_message: Message
+    unread: int
+    count: int
+
+
+class ThreadList(TypedDict):
+    """Conversations, newest first."""
+
+    threads: list[Thread]
+    total: int
+
+
+class Conversation(TypedDict):
+    """The messages exchanged with one number, oldest first."""
+
+    number: str
+    contact: str | None
+    messages: list[Message]
+    unread: int
+    total: int
+
+
+class MarkedRead(TypedDict):
+    """How many incoming messages of a thread were marked read."""
+
+    number: str
+    marked: int
+
+
+class Deleted(TypedDict):
+    """Confirmation of a deletion."""
+
+    deleted: str
+
+
+def id_key(rid: str) -> tuple[str, int]:
+    """Sort key for ids like ``m_12`` that orders ``m_9`` before ``m_10``."""
+    m = re.match(r"^(.*?)(\d+)$", rid)
+    return (m.group(1), int(m.group(2))) if m else (rid, -1)
+
+
+def _newest_first(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:
+    return rec["time"], id_key(rec["id"])
+
+
+class Messages(App):
+    """SMS messaging."""
+
+    name = "messages"
+    title = "Messages"
+    domain = Domain.COMMUNICATION
+    package = "com.google.android.apps.messaging"
+    permissions = (READ, SEND)
+    tables: ClassVar[dict[str, str]] = {"messages": "m_"}
+
+    # -- helpers --------------------------------------------------------------------------------
+    def contact_name(self, number: str) -> str | None:
+        """The name of the contact whose number is ``number`` (formatting ignored), or None."""
+        for rec in self.phone.state.tables.get("contacts.contacts", {}).values():
+            if same_number(rec.get("phone", ""), number):
+                return rec["name"]
+        return None
+
+    def _out(self, rec: dict[str, Any], names: dict[str, str | None] | None = None) -> Message:
+        if names is None:
+            contact = self.contact_name(rec["number"])
+        else:
+            if rec["number"] not in names:
+                names[rec["number"]] = self.contact_name(rec["number"])
+            contact = names[rec["number"]]
+        return {
+            "id": rec["id"],
+            "number": rec["number"],
+            "contact": contact,
+            "direction": rec["direction"],
+            "body": rec["body"],
+            "time": rec["time"],
+            "read": bool(rec.get("read", False)),
+        }
+
+    def _thread(self, number: str) -> list[dict[str, Any]]:
+        """Messages exchanged with ``number``, oldest first."""
+        recs = [r for r in self.t("messages").values() if same_number(r["number"], number)]
+        recs.sort(key=_newest_first)
+        return recs
+
+    def _require_thread(self, number: str) -> list[dict[str, Any]]:
+        recs = self._thread(number)
+        if not recs:
+            raise ToolError(
+                ErrorKind.NOT_FOUND,
+                f"no messages with {number}",
+                hint="call messages.list_threads or messages.search to find the conversation; "
+                "messages.send starts a new one",
+            )
+        return recs
+
+    def _store(self, number: str, body: str) -> dict[str, Any]:
+        rec = {
+            "id": self.new_id("messages"),
+            "number": normalize_number(number),
+            "direction": "out",
+            "body": body,
+            "time": self.now_str(),
+            "read": True,
+        }
+        self.put("messages", rec)
+        return rec
+
+    def row(self, table: str, record: dict[str, Any]) -> str:
+        who = self.contact_name(record["number"]) or record["number"]
+        arrow = "\u2192" if record["direction"] == "out" else "\u2190"
+        dot = "" if record.get("read", True) else "\u25cf "
+        return f"{dot}{arrow} {who}: {record['body']}"
+
+    # -- tools ----------------------------------------------------------------------------------
+    @tool(permissions=(READ,))
+    def list_threads(self, limit: Limit = 20) -> ThreadList:
+        """List conversations, one per phone number, the most recently active first. Each has the
+        contact name (if the number is saved), the newest message and the number of unread
+        incoming messages.
+
+        Args:
+            limit: Maximum number of conversations returned.
+        """
+        groups: list[list[dict[str, Any]]] = []
+        for rec in sorted(self.t("messages").values(), key=_newest_first, reverse=True):
+            for grp in groups:
+                if same_number(grp[0]["number"], rec["number"]):
+                    grp.append(rec)
+                    break
+            else:
+                groups.append([rec])
+        names: dict[str, str | None] = {}
+        threads: list[Thread] = []
+        for grp in groups[:limit]:
+            last = self._out(grp[0], names)
+            threads.append(
+                {
+                    "number": last["number"],
+                    "contact": last["contact"],
+                    "last_message": last,
+                    "unread": sum(1 for r in grp if r["direction"] == "in" and not r.get("read", False)),
+                    "count": len(grp),
+                }
+            )
+        self.show_list("messages", [t["last_message"]["id"] for t in threads])
+        return {"threads": threads, "total": len(groups)}
+
+    @tool(permissions=(READ,))
+    def read_thread(self, number: Number, limit: Limit = 50) -> Conversation:
+        """Show the conversation with a phone number, oldest message first (the newest `limit`
+        messages). Reading does not mark messages read; call messages.mark_read for that.
+
+        Args:
+            number: The other party's phone number, e.g. "+49 151 2345678".
+            limit: Maximum number of messages returned (the most recent ones).
+        """
+        recs = self._require_thread(number)
+        names: dict[str, str | None] = {}
+        page = [self._out(r, names) for r in recs[-limit:]]
+        self.show_list("messages", [m["id"] for m in page])
+        return {
+            "number": recs[-1]["number"],
+            "contact": page[-1]["contact"],
+            "messages": page,
+            "unread": sum(1 for r in recs if r["direction"] == "in" and not r.get("read", False)),
+            "total": len(recs),
+        }
+
+    @tool(permissions=(READ,))
+    def get(self, message_id: str) -> Message:
+        """Get one message by id.
+
+        Args:
+            message_id: The message's id, e.g. "m_3".
+        """
+        rec = self.require("messages", message_id, "message", "messages.search")
+        self.show_detail("messages", message_id)
+        return self._out(rec)
+
+    @tool(permissions=(READ,))
+    def search(self, query: Annotated[str, Field(min_length=1, max_length=100)], limit: Limit = 20) -> MessageList:
+        """Find messages whose text or sender/recipient contact name contains the query
+        (case-insensitive), newest first.
+
+        Args:
+            query: Words to look for, e.g. "dinner" or a contact's name "ana".
+            limit: Maximum number of messages returned.
+        """
+        q = query.casefold().strip()
+        names: dict[str, str | None] = {}
+        hits = []
+        for rec in sorted(self.t("messages").values(), key=_newest_first, reverse=True):
+            msg = self._out(rec, names)
+            if q in msg["body"].casefold() or (msg["contact"] is not None and q in msg["contact"].casefold()):
+                hits.append(msg)
+        page = hits[:limit]
+        self.show_list("messages", [m["id"] for m in page])
+        return {"messages": page, "total": len(hits)}
+
+    @tool(permissions=(READ,))
+    def list_unread(self, limit: Limit = 50) -> MessageList:
+        """List unread incoming messages from all conversations, newest first.
+
+        Args:
+            limit: Maximum number of messages returned.
+        """
+        recs = [r for r in self.t("messages").values() if r["direction"] == "in" and not r.get("read", False)]
+        recs.sort(key=_newest_first, reverse=True)
+        names: dict[str, str | None] = {}
+        page = [self._out(r, names) for r in recs[:limit]]
+        self.show_list("messages", [m["id"] for m in page])
+        return {"messages": page, "total": len(recs)}
+
+    @tool(effect=Effect.WRITE, permissions=(READ,))
+    def mark_read(self, number: Number) -> MarkedRead:
+        """Mark every incoming message of the conversation with a number as read.
+
+        Args:
+            number: The other party's phone number.
+        """
+        recs = self._require_thread(number)
+        marked = 0
+        for rec in recs:
+            if rec["direction"] == "in" and not rec.get("read", False):
+                self.patch("messages", rec["id"], read=True)
+                marked += 1
+        self.show_list("messages", [r["id"] for r in recs])
+        return {"number": recs[-1]["number"], "marked": marked}
+
+    @tool(effect=Effect.SENSITIVE, permissions=(SEND,))
+    def send(self, to: Number, body: Body) -> Message:
+        """Send an SMS to a phone number (saved as a contact or not). To text a contact by name,
+        look up their number with contacts.search first.
+
+        Args:
+            to: The recipient's phone number, e.g. "+49 151 2345678".
+            body: The text of the message (1 to 1000 characters).
+        """
+        if not body.strip():
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                "argument 'body': the message is blank",
+                hint="write the text to send",
+                path="/body",
+            )
+        rec = self._store(to, body)
+        self.show_list("messages", [r["id"] for r in self._thread(rec["number"])])
+        return self._out(rec)
+
+    @tool(effect=Effect.SENSITIVE, permissions=(READ, SEND))
+    def forward(self, message_id: str, to: Number) -> Message:
+        """Forward a message's text unchanged to another phone number as a new SMS.
+
+        Args:
+            message_id: The id of the message to forward, e.g. "m_3".
+            to: The recipient's phone number.
+        """
+        src = self.require("messages", message_id, "message", "messages.search")
+        rec = self._store(to, src["body"])
+        self.show_list("messages", [r["id"] for r in self._thread(rec["number"])])
+        return self._out(rec)
+
+    @tool(effect=Effect.SENSITIVE, permissions=(READ,))
+    def delete(self, message_id: str) -> Deleted:
+        """Delete one message.
+
+        Args:
+            message_id: The message's id, e.g. "m_3".
+        """
+        rec = self.require("messages", message_id, "message", "messages.search")
+        self.remove("messages", message_id)
+        self.show_list("messages", [r["id"] for r in self._thread(rec["number"])])
+        return {"deleted": message_id}

@@ -1,0 +1,336 @@
+"""Phone: placing and ending calls, the call log, and blocked numbers.
+
+Tables:
+
+- ``phone.calls``: ``{"id": "call_1", "number": "+4915...", "direction": "in" | "out" | "missed",
+  "time": "YYYY-MM-DDTHH:MM:SS", "duration_s": int}`` — the call log.
+- ``phone.blocked``: ``{"id": "blk_1", "number": "+4915..."}``.
+- ``phone.active``: at most one record, ``{"id": "active", "number": str, "call_id": str,
+  "started": "YYYY-MM-DDTHH:MM:SS"}`` — the call in progress.
+
+There is no real other party: ``phone.call`` logs an outgoing call with ``duration_s`` 0 and makes
+it the active call; ``phone.end_call`` sets its duration to the phone-clock seconds elapsed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from apps.contacts import PHONE_PATTERN, normalize_number, same_number
+from phoneenv.app import App
+from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.tools import ToolError, tool
+
+CALL = "android.permission.CALL_PHONE"
+READ_LOG = "android.permission.READ_CALL_LOG"
+WRITE_LOG = "android.permission.WRITE_CALL_LOG"
+
+ACTIVE = "active"
+
+Number = Annotated[
+    str,
+    Field(
+        pattern=PHONE_PATTERN,
+        description="Phone number, digits with optional leading + (spaces and dashes ignored)",
+    ),
+]
+
+
+class CallEntry(TypedDict):
+    """A call-log entry; ``contact`` is the name saved for ``number``, if any."""
+
+    id: str
+    number: str
+    contact: str | None
+    direction: Literal["in", "out", "missed"]
+    time: str
+    duration_s: int
+
+
+class CallLog(TypedDict):
+    """Call-log entries, newest first, and how many matched in all."""
+
+    calls: list[CallEntry]
+    total: int
+
+
+class ActiveCall(TypedDict):
+    """The call in progress."""
+
+    call_id: str
+    number: str
+    contact: str | None
+    started: str
+    elapsed_s: int
+
+
+class CurrentCall(TypedDict):
+    """Whether a call is in progress, and which."""
+
+    active: bool
+    call: ActiveCall | None
+
+
+class BlockedNumber(TypedDict):
+    """A blocked number."""
+
+    id: str
+    number: str
+    contact: str | None
+
+
+class BlockedList(TypedDict):
+    """Blocked numbers."""
+
+    blocked: list[BlockedNumber]
+    total: int
+
+
+class Unblocked(TypedDict):
+    """A number that is no longer blocked."""
+
+    unblocked: str
+
+
+class Deleted(TypedDict):
+    """Confirmation of a deletion."""
+
+    deleted: str
+
+
+def _id_key(rid: str) -> tuple[str, int]:
+    m = re.match(r"^(.*?)(\d+)$", rid)
+    return (m.group(1), int(m.group(2))) if m else (rid, -1)
+
+
+def _newest(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:
+    return rec["time"], _id_key(rec["id"])
+
+
+class PhoneApp(App):
+    """The dialer."""
+
+    name = "phone"
+    title = "Phone"
+    domain = Domain.CALLS
+    package = "com.google.android.dialer"
+    permissions = (CALL, READ_LOG, WRITE_LOG)
+    tables: ClassVar[dict[str, str]] = {"calls": "call_", "blocked": "blk_", "active": "active_"}
+
+    # -- helpers --------------------------------------------------------------------------------
+    def contact_name(self, number: str) -> str | None:
+        """The name of the contact whose number is ``number`` (formatting ignored), or None."""
+        for rec in self.phone.state.tables.get("contacts.contacts", {}).values():
+            if same_number(rec.get("phone", ""), number):
+                return rec["name"]
+        return None
+
+    def _entry(self, rec: dict[str, Any]) -> CallEntry:
+        return {
+            "id": rec["id"],
+            "number": rec["number"],
+            "contact": self.contact_name(rec["number"]),
+            "direction": rec["direction"],
+            "time": rec["time"],
+            "duration_s": int(rec.get("duration_s", 0)),
+        }
+
+    def _elapsed(self, active: dict[str, Any]) -> int:
+        started = dt.datetime.fromisoformat(active["started"]).replace(tzinfo=self.phone.tz)
+        return max(0, int(self.phone.state.meta["now"] - started.timestamp()))
+
+    def _active(self, active: dict[str, Any]) -> ActiveCall:
+        return {
+            "call_id": active["call_id"],
+            "number": active["number"],
+            "contact": self.contact_name(active["number"]),
+            "started": active["started"],
+            "elapsed_s": self._elapsed(active),
+        }
+
+    def _blocked(self, number: str) -> dict[str, Any] | None:
+        for rec in self.t("blocked").values():
+            if same_number(rec["number"], number):
+                return rec
+        return None
+
+    def row(self, table: str, record: dict[str, Any]) -> str:
+        who = self.contact_name(record["number"]) or record["number"]
+        if table == "calls":
+            mark = {"in": "\u2199", "out": "\u2197", "missed": "\u2717"}.get(record["direction"], "")
+            secs = int(record.get("duration_s", 0))
+            return f"{mark} {who}  {record['time'].replace('T', ' ')[:16]}  {secs // 60}:{secs % 60:02d}"
+        if table == "active":
+            return f"On call with {who} since {record['started'][11:16]}"
+        return f"Blocked: {who}"
+
+    # -- tools ----------------------------------------------------------------------------------
+    @tool(effect=Effect.SENSITIVE, permissions=(CALL,))
+    def call(self, number: Number) -> ActiveCall:
+        """Place a phone call to a number; it stays in progress until phone.end_call. To call a
+        contact by name, look up their number with contacts.search first.
+
+        Args:
+            number: The number to call, e.g. "+49 151 2345678".
+        """
+        active = self.t("active").get(ACTIVE)
+        if active is not None:
+            who = self.contact_name(active["number"]) or active["number"]
+            raise ToolError(
+                ErrorKind.CONFLICT,
+                f"a call with {who} is already in progress",
+                hint="call phone.end_call first",
+            )
+        blocked = self._blocked(number)
+        if blocked is not None:
+            raise ToolError(
+                ErrorKind.PRECONDITION_FAILED,
+                f"{blocked['number']} is blocked",
+                hint=f"call phone.unblock_number with number={blocked['number']!r} first, if the user wants that",
+            )
+        entry = {
+            "id": self.new_id("calls"),
+            "number": normalize_number(number),
+            "direction": "out",
+            "time": self.now_str(),
+            "duration_s": 0,
+        }
+        self.put("calls", entry)
+        rec = {"id": ACTIVE, "number": entry["number"], "call_id": entry["id"], "started": entry["time"]}
+        self.put("active", rec)
+        self.show_detail("active", ACTIVE)
+        return self._active(rec)
+
+    @tool(effect=Effect.WRITE)
+    def end_call(self) -> CallEntry:
+        """Hang up the call in progress; its call-log entry gets the call's duration."""
+        active = self.t("active").get(ACTIVE)
+        if active is None:
+            raise ToolError(
+                ErrorKind.PRECONDITION_FAILED,
+                "no call is in progress",
+                hint="phone.current_call tells whether a call is in progress; phone.call places one",
+            )
+        elapsed = self._elapsed(active)
+        self.remove("active", ACTIVE)
+        rec = self.t("calls").get(active["call_id"])
+        if rec is None:  # a seeded active call without a log entry
+            rec = {
+                "id": active["call_id"],
+                "number": active["number"],
+                "direction": "out",
+                "time": active["started"],
+                "duration_s": elapsed,
+            }
+        else:
+            rec = self.patch("calls", rec["id"], duration_s=elapsed)
+        self.show_list("calls", [rec["id"]])
+        return self._entry(rec)
+
+    @tool()
+    def current_call(self) -> CurrentCall:
+        """Whether a call is in progress, with whom and for how long."""
+        active = self.t("active").get(ACTIVE)
+        if active is None:
+            return {"active": False, "call": None}
+        self.show_detail("active", ACTIVE)
+        return {"active": True, "call": self._active(active)}
+
+    @tool(permissions=(READ_LOG,))
+    def call_log(
+        self,
+        filter: Literal["all", "missed", "in", "out"] = "all",
+        number: Number | None = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    ) -> CallLog:
+        """List calls from the call log, newest first, each with the contact name if the number
+        is saved.
+
+        Args:
+            filter: "missed" for missed calls, "in" for answered incoming calls, "out" for
+                outgoing calls, "all" for every call.
+            number: Only calls with this phone number.
+            limit: Maximum number of calls returned.
+        """
+        recs = [
+            r
+            for r in self.t("calls").values()
+            if (filter == "all" or r["direction"] == filter) and (number is None or same_number(r["number"], number))
+        ]
+        recs.sort(key=_newest, reverse=True)
+        page = recs[:limit]
+        self.show_list("calls", [r["id"] for r in page])
+        return {"calls": [self._entry(r) for r in page], "total": len(recs)}
+
+    @tool(effect=Effect.SENSITIVE, permissions=(WRITE_LOG,))
+    def delete_call_log_entry(self, call_id: str) -> Deleted:
+        """Delete one entry from the call log.
+
+        Args:
+            call_id: The entry's id, e.g. "call_3", from phone.call_log.
+        """
+        self.require("calls", call_id, "call-log entry", "phone.call_log")
+        active = self.t("active").get(ACTIVE)
+        if active is not None and active["call_id"] == call_id:
+            raise ToolError(
+                ErrorKind.CONFLICT,
+                f"{call_id} is the call in progress",
+                hint="call phone.end_call first",
+            )
+        self.remove("calls", call_id)
+        self.show_list("calls", sorted(self.t("calls"), key=_id_key))
+        return {"deleted": call_id}
+
+    @tool(effect=Effect.WRITE)
+    def block_number(self, number: Number) -> BlockedNumber:
+        """Block a phone number: calls from it no longer ring and it cannot be called.
+
+        Args:
+            number: The number to block.
+        """
+        dup = self._blocked(number)
+        if dup is not None:
+            raise ToolError(
+                ErrorKind.CONFLICT,
+                f"{dup['number']} is already blocked",
+                hint="nothing to do; phone.list_blocked lists blocked numbers",
+                candidates=[dup["number"]],
+            )
+        rec = {"id": self.new_id("blocked"), "number": normalize_number(number)}
+        self.put("blocked", rec)
+        self.show_list("blocked", sorted(self.t("blocked"), key=_id_key))
+        return {"id": rec["id"], "number": rec["number"], "contact": self.contact_name(rec["number"])}
+
+    @tool(effect=Effect.WRITE)
+    def unblock_number(self, number: Number) -> Unblocked:
+        """Unblock a blocked phone number.
+
+        Args:
+            number: The blocked number.
+        """
+        rec = self._blocked(number)
+        if rec is None:
+            raise ToolError(
+                ErrorKind.NOT_FOUND,
+                f"{number} is not blocked",
+                hint="call phone.list_blocked to see the blocked numbers",
+                candidates=[r["number"] for r in sorted(self.t("blocked").values(), key=lambda r: _id_key(r["id"]))],
+            )
+        self.remove("blocked", rec["id"])
+        self.show_list("blocked", sorted(self.t("blocked"), key=_id_key))
+        return {"unblocked": rec["number"]}
+
+    @tool()
+    def list_blocked(self) -> BlockedList:
+        """List the blocked phone numbers."""
+        recs = sorted(self.t("blocked").values(), key=lambda r: _id_key(r["id"]))
+        self.show_list("blocked", [r["id"] for r in recs])
+        blocked: list[BlockedNumber] = [
+            {"id": r["id"], "number": r["number"], "contact": self.contact_name(r["number"])} for r in recs
+        ]
+        return {"blocked": blocked, "total": len(recs)}

@@ -1,0 +1,456 @@
+"""``PhonePlan-v0``: a Gymnasium env where each action is one typed tool call on a phone.
+
+    >>> import gymnasium as gym, phoneenv, json
+    >>> env = gym.make("PhonePlan-v0", task="clock.what_time/0")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step('{"name": "clock.now", "arguments": {}}')
+    >>> json.loads(obs["feedback"])["ok"]
+    True
+
+Observation (a ``Dict`` space): ``goal`` (the user's words), ``feedback`` (the last
+:class:`~phoneenv.contract.Feedback` as ASCII JSON), ``frame`` (the active frame, ``"main"``), and
+``screenshot`` (``uint8`` (H, W, 3)) when made with ``screenshots=True``. Action: a JSON string (or a
+dict) ``{"name": "app.verb", "arguments": {...}}``; OpenAI's ``{"function": {...}}`` wrapper and
+``arguments`` given as a JSON string are accepted. Anything else becomes an ``invalid_json``
+feedback; the env never raises on an action.
+
+The episode terminates when the agent calls ``finish`` (with its ``answer``) and is truncated at
+``max_steps``. The reward is 1.0 when the verdict succeeds, else 0.0, given at the end; ``info``
+then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``progress``,
+``success``, and the efficiency figures, so RL code shapes its own reward without re-running.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import string
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from phoneenv.backends.base import Backend
+from phoneenv.contract import Effect, ErrorKind, Feedback, Step, TaskSpec, ToolCall, ToolSpec, Trace
+from phoneenv.tasks.verify import CallRecord, verify
+from phoneenv.tools import ArgumentError, build_tool, nearest_tools, recoverable, tool
+
+__all__ = ["MAX_ACTION_CHARS", "PhonePlanEnv"]
+
+log = logging.getLogger(__name__)
+
+CHARSET = string.printable
+"""Characters of the Text spaces: printable ASCII. Feedback JSON is ASCII-escaped to fit."""
+MAX_ACTION_CHARS = 65_536
+"""Longest action string parsed; longer ones are rejected as ``invalid_json`` unread."""
+MAX_TEXT = 1 << 18
+_RAW_KEEP = 200
+
+
+class _EnvTools:
+    """Tools the env itself serves: ``finish`` and the simulated user."""
+
+    def __init__(self, env: PhonePlanEnv) -> None:
+        self.env = env
+
+    @tool()
+    def finish(self, answer: str | None = None) -> dict[str, Any]:
+        """End the episode. Give the answer to the user's question, or a one-line summary of what was done.
+
+        Args:
+            answer: The final answer or summary for the user.
+        """
+        return {"finished": True}
+
+    @tool()
+    def confirm(self, question: str) -> dict[str, Any]:
+        """Ask the user to confirm an action before doing it (sending, deleting, paying, granting).
+
+        Args:
+            question: What you are about to do, in one sentence.
+        """
+        ok = self.env.task.fixtures.user_confirms
+        return {"confirmed": ok, "reply": "Yes, go ahead." if ok else "No, don't do that."}
+
+
+_FINISH = build_tool("", "device", _EnvTools.finish)  # type: ignore[arg-type]
+_CONFIRM = build_tool("user", "device", _EnvTools.confirm)  # type: ignore[arg-type]
+
+
+def _ascii(text: str) -> str:
+    return text if text.isascii() else text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+class PhonePlanEnv(gym.Env[dict[str, Any], str]):
+    """Carry out a phone user's request by calling typed tools; verified from the end state.
+
+    Args:
+        task: a task id or :class:`TaskSpec` to run every episode.
+        tasks: a selector over the suite (``"all"``, ``"category:tool"``, ``"domain:time"``,
+            ``"template:NAME"``, ``"app:NAME"``, an id glob such as ``"clock.*"``) or a list of
+            :class:`TaskSpec`; ``reset`` draws one with the env's seeded RNG. Default: the suite.
+        backend: ``"sandbox"`` or a :class:`~phoneenv.backends.base.Backend` instance.
+        screenshots: add ``screenshot`` (``uint8`` (H, W, 3)) to observations.
+        max_steps: truncate after this many actions (default: the task's ``max_steps``).
+        render_mode: ``"rgb_array"`` or None.
+        record_wall_time: add wall-clock step latency to trace steps (breaks byte-identical traces).
+
+    Raises:
+        ValueError / KeyError: an unknown backend, selector or task id (at construction).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+
+    def __init__(
+        self,
+        task: str | TaskSpec | None = None,
+        tasks: str | Sequence[TaskSpec] | None = None,
+        backend: str | Backend = "sandbox",
+        screenshots: bool = False,
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+        record_wall_time: bool = False,
+        screen_size: tuple[int, int] = (360, 640),
+    ) -> None:
+        from phoneenv.tasks import select
+
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', not {render_mode!r}")
+        if task is not None:
+            self._pool: list[TaskSpec] = select(task) if isinstance(task, str) else [task]
+            if isinstance(task, str) and len(self._pool) != 1:
+                raise KeyError(f"task {task!r} names {len(self._pool)} tasks; use tasks= for a selector")
+        elif tasks is None or isinstance(tasks, str):
+            self._pool = select(tasks or "all")
+        else:
+            self._pool = list(tasks)
+        if not self._pool:
+            raise ValueError(f"no task matches {tasks!r}")
+        self._by_id = {t.id: t for t in self._pool}
+        if isinstance(backend, str):
+            if backend != "sandbox":
+                raise ValueError(f"unknown backend {backend!r}; available: 'sandbox'")
+            from phoneenv.backends.sandbox import SandboxBackend
+
+            backend = SandboxBackend(screen_size=screen_size)
+        self.backend: Backend = backend
+        self.screenshots = screenshots
+        self.render_mode = render_mode
+        self.record_wall_time = record_wall_time
+        self._max_steps_override = max_steps
+        self._env_tools = _EnvTools(self)
+        text = spaces.Text(max_length=MAX_TEXT, charset=CHARSET)
+        obs: dict[str, spaces.Space[Any]] = {
+            "goal": spaces.Text(max_length=MAX_TEXT, charset=CHARSET),
+            "feedback": text,
+            "frame": spaces.Text(max_length=64, charset=CHARSET),
+        }
+        if screenshots:
+            w, h = screen_size
+            obs["screenshot"] = spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
+        self.observation_space = spaces.Dict(obs)
+        self.action_space = spaces.Text(max_length=MAX_ACTION_CHARS, charset=CHARSET)
+        self.task: TaskSpec = self._pool[0]
+        self._tool_map: dict[str, Any] = {}
+        self._tools_key: Any = None
+        self._openai: list[dict[str, Any]] = []
+        self._done = True
+        self._steps: list[tuple[Any, ...]] = []
+        self._calls: list[CallRecord] = []
+
+    # -- tools ----------------------------------------------------------------------------------
+    def _refresh_tools(self) -> None:
+        btools = self.backend.tools()
+        if btools is self._tools_key:
+            return
+        tmap: dict[str, Any] = dict(btools)
+        tmap["finish"] = _FINISH
+        tmap["user.confirm"] = _CONFIRM
+        for name in list(tmap):
+            if "." in name:
+                tmap[name.replace(".", "__")] = tmap[name]
+        self._tool_map = tmap
+        self._tools_key = btools
+        specs = [e.spec for e in btools.values()] + [_CONFIRM.spec, _FINISH.spec]
+        self._specs: list[ToolSpec] = specs
+        self._openai = [s.to_openai() for s in specs]
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools offered in this episode in OpenAI ``tools`` format (``finish`` included)."""
+        self._refresh_tools()
+        return self._openai
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        """The :class:`ToolSpec` of every tool offered in this episode."""
+        self._refresh_tools()
+        return self._specs
+
+    @property
+    def pool(self) -> list[TaskSpec]:
+        """The tasks ``reset`` draws from."""
+        return self._pool
+
+    # -- gym API --------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start an episode: pick the task (``options={"task": id or TaskSpec}``, else drawn from
+        the pool with the seeded RNG), restore its fixture snapshot, return (observation, info).
+
+        Raises ``KeyError`` for a task id not in the pool.
+        """
+        super().reset(seed=seed)
+        want = (options or {}).get("task")
+        if isinstance(want, TaskSpec):
+            task = want
+        elif isinstance(want, str):
+            task = self._by_id.get(want) or _lookup(want)
+        elif len(self._pool) == 1:
+            task = self._pool[0]
+        else:
+            task = self._pool[int(self.np_random.integers(len(self._pool)))]
+        self.task = task
+        self._seed = seed
+        self.backend.reset(task)
+        self._refresh_tools()
+        self._before = {k: dict(v) for k, v in self.backend.tables().items()}
+        self._max_steps = self._max_steps_override or task.max_steps
+        self._steps = []
+        self._calls = []
+        self._errors = 0
+        self._confirmed = False
+        self._answer: str | None = None
+        self._done = False
+        self._verdict: Any = None
+        self._goal = _ascii(task.goal)
+        self._infra = False
+        started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()})
+        self._last = started
+        info = {
+            "task_id": task.id,
+            "category": task.category.value,
+            "domain": task.domain.value,
+            "tools": self._openai,
+            "max_steps": self._max_steps,
+        }
+        return self._obs(started), info
+
+    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Apply one action (a tool call as JSON text or dict); never raises on a bad action."""
+        if self._done:
+            fb = Feedback(
+                ok=False,
+                error=ErrorKind.PRECONDITION_FAILED,
+                message="the episode is over",
+                hint="call reset() to start a new episode",
+                recoverable=False,
+            )
+            return self._obs(fb), 0.0, True, False, {"feedback": fb}
+        t0 = time.perf_counter() if self.record_wall_time else 0.0
+        call, raw, fb = self._parse(action)
+        if fb is None:
+            assert call is not None
+            fb = self._execute(call)
+        n = len(self._steps) + 1
+        if not fb.ok:
+            self._errors += 1
+            if fb.infrastructure:
+                self._infra = True
+        latency = time.perf_counter() - t0 if self.record_wall_time else None
+        self._steps.append((n, call, raw, fb, self.backend.clock(), latency, None))
+        self._last = fb
+        terminated = call is not None and call.name == "finish" and fb.ok
+        truncated = not terminated and n >= self._max_steps
+        info: dict[str, Any] = {"feedback": fb, "step": n}
+        reward = 0.0
+        if terminated or truncated:
+            self._done = True
+            verdict = self._finish_episode(truncated)
+            reward = 1.0 if verdict.success else 0.0
+            info.update(
+                verdict=verdict.model_dump(mode="json"),
+                success=verdict.success,
+                progress=verdict.progress,
+                steps=verdict.steps,
+                tool_calls=verdict.tool_calls,
+                errors=verdict.errors,
+                infrastructure_error=verdict.infrastructure_error,
+            )
+        return self._obs(fb), reward, terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
+        """The phone screen as ``uint8`` (H, W, 3) when ``render_mode="rgb_array"``, else None."""
+        if self.render_mode == "rgb_array":
+            return self.backend.screenshot()
+        return None
+
+    def close(self) -> None:
+        """Close the backend."""
+        self.backend.close()
+
+    # -- internals ------------------------------------------------------------------------------
+    def _obs(self, fb: Feedback) -> dict[str, Any]:
+        text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+        if len(text) > MAX_TEXT:
+            text = Feedback(ok=fb.ok, error=fb.error, message="result too long to show; narrow the query").model_dump_json(
+                exclude_none=True
+            )
+        obs = {"goal": self._goal, "feedback": text, "frame": "main"}
+        if self.screenshots:
+            obs["screenshot"] = fb.image if fb.image is not None else self.backend.screenshot()
+        return obs
+
+    def _parse(self, action: Any) -> tuple[ToolCall | None, str | None, Feedback | None]:
+        """(call, raw text kept for the trace when unparseable, error feedback or None)."""
+        obj = action
+        if isinstance(action, (bytes, bytearray)):
+            try:
+                action = bytes(action).decode("utf-8")
+            except UnicodeDecodeError:
+                return None, repr(bytes(action[:_RAW_KEEP])), _invalid("the action is not UTF-8 text")
+            obj = action
+        if isinstance(action, str):
+            if len(action) > MAX_ACTION_CHARS:
+                return None, action[:_RAW_KEEP], _invalid(f"the action is {len(action)} characters; at most {MAX_ACTION_CHARS}")
+            try:
+                obj = json.loads(action)
+            except (ValueError, RecursionError) as exc:
+                return None, action[:_RAW_KEEP], _invalid(f"the action is not valid JSON: {str(exc)[:120]}")
+        if not isinstance(obj, dict):
+            return None, str(action)[:_RAW_KEEP], _invalid(f"the action must be a JSON object, not {type(obj).__name__}")
+        if "function" in obj and isinstance(obj["function"], dict):
+            obj = obj["function"]
+        name = obj.get("name")
+        args = obj.get("arguments", {})
+        if args is None:
+            args = {}
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except (ValueError, RecursionError):
+                return None, str(action)[:_RAW_KEEP], _invalid("'arguments' is a string that is not valid JSON")
+        if not isinstance(name, str) or not name:
+            return None, str(action)[:_RAW_KEEP], _invalid("the action needs a string 'name' (the tool to call)")
+        if not isinstance(args, dict):
+            return None, str(action)[:_RAW_KEEP], _invalid("'arguments' must be a JSON object")
+        return ToolCall(name=name[:_RAW_KEEP], arguments=args), None, None
+
+    def _execute(self, call: ToolCall) -> Feedback:
+        entry = self._tool_map.get(call.name)
+        if entry is None:
+            near = nearest_tools(call.name, self._specs)
+            fb = Feedback(
+                ok=False,
+                error=ErrorKind.UNKNOWN_TOOL,
+                message=f"there is no tool {call.name[:80]!r}",
+                hint=f"did you mean {near[0]}?" if near else "see the tool list",
+                candidates=near,
+                recoverable=True,
+            )
+            self._record(call, None, fb)
+            return fb
+        spec = entry.spec
+        call.name = spec.name
+        try:
+            args = entry.validator.validate(call.arguments)
+        except ArgumentError as exc:
+            fb = Feedback(
+                ok=False,
+                error=ErrorKind.INVALID_ARGUMENTS,
+                message=f"{spec.name}: {exc.message}",
+                hint="check the tool's parameters schema",
+                path=exc.path,
+                expected=exc.expected,
+                recoverable=True,
+            )
+            self._record(call, spec, fb)
+            return fb
+        if spec.secret_parameters:
+            call.arguments = {k: ("***" if k in spec.secret_parameters and v is not None else v) for k, v in call.arguments.items()}
+        if entry is _FINISH:
+            self._answer = args["answer"]
+            fb = Feedback(ok=True, result={"finished": True})
+        elif entry is _CONFIRM:
+            res = self._env_tools.confirm(**args)
+            self._confirmed = res["confirmed"]
+            fb = Feedback(ok=True, result=res)
+        elif spec.effect is Effect.SENSITIVE and self.task.fixtures.confirm_sensitive and not self._confirmed:
+            fb = Feedback(
+                ok=False,
+                error=ErrorKind.CONFIRMATION_REQUIRED,
+                message=f"{spec.name} is sensitive; the user wants to confirm it first",
+                hint="call user.confirm with what you are about to do, then retry",
+                recoverable=True,
+            )
+        else:
+            if spec.effect is Effect.SENSITIVE:
+                self._confirmed = False
+            fb = self.backend.call(spec.name, args)
+        self._record(call, spec, fb)
+        return fb
+
+    def _record(self, call: ToolCall, spec: ToolSpec | None, fb: Feedback) -> None:
+        confirmed = bool(fb.ok and call.name == "user.confirm" and fb.result["confirmed"])
+        self._calls.append(CallRecord(call.name, call.arguments, fb.ok, spec.effect if spec else None, confirmed))
+
+    def _finish_episode(self, truncated: bool) -> Any:
+        self._verdict = verify(
+            self.task,
+            self._before,
+            self.backend.tables(),
+            self._calls,
+            self._answer,
+            steps=len(self._steps),
+            errors=self._errors,
+            truncated=truncated,
+            infrastructure_error=self._infra,
+        )
+        return self._verdict
+
+    @property
+    def verdict(self) -> Any:
+        """The last episode's :class:`~phoneenv.contract.Verdict`, or None while it runs."""
+        return self._verdict
+
+    @property
+    def trace(self) -> Trace:
+        """The current episode as a :class:`Trace` (secrets shown as ``***``)."""
+        steps = []
+        for n, call, raw, fb, clock, latency, tokens in self._steps:
+            steps.append(
+                Step(index=n, action=call, raw=raw, feedback=fb, clock=clock, backend=self.backend.name, tokens=tokens, latency_s=latency)
+            )
+        return Trace(
+            task_id=self.task.id,
+            seed=self._seed if hasattr(self, "_seed") else None,
+            backend=self.backend.name,
+            category=self.task.category,
+            domain=self.task.domain,
+            goal=self.task.goal,
+            steps=steps,
+            verdict=self._verdict,
+        )
+
+    def set_step_tokens(self, tokens: dict[str, int]) -> None:
+        """Attach the agent's token counts (``prompt``, ``output``, ``thinking``) to the last step."""
+        if self._steps:
+            self._steps[-1] = (*self._steps[-1][:6], dict(tokens))
+
+
+def _invalid(message: str) -> Feedback:
+    return Feedback(
+        ok=False,
+        error=ErrorKind.INVALID_JSON,
+        message=message,
+        hint='send one JSON object: {"name": "app.verb", "arguments": {...}}',
+        recoverable=recoverable(ErrorKind.INVALID_JSON),
+    )
+
+
+def _lookup(task_id: str) -> TaskSpec:
+    from phoneenv.tasks import get_task
+
+    return get_task(task_id)

@@ -1,0 +1,84 @@
+"""The task suite: ``TaskSpec``s built from parameterised templates, selection, and verification.
+
+    >>> from phoneenv.tasks import select
+    >>> len(select("category:tool")) >= 300
+    True
+
+Selectors: ``"all"``; ``"category:NAME"``; ``"domain:NAME"``; ``"template:NAME"``;
+``"app:NAME"`` (tasks that use the app); ``"cross-app"``; an exact id; or an id glob
+(``"clock.*"``). Several selectors joined by ``,`` are a union.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+
+from phoneenv.contract import TaskSpec
+
+__all__ = ["get_task", "load_suite", "select"]
+
+
+@functools.lru_cache(maxsize=1)
+def _suite() -> tuple[TaskSpec, ...]:
+    from phoneenv.tasks.templates import all_templates
+
+    tasks: list[TaskSpec] = []
+    for tpl in all_templates().values():
+        tasks.extend(tpl.tasks())
+    return tuple(tasks)
+
+
+def load_suite() -> list[TaskSpec]:
+    """Every task of the built-in suite (built once per process, in template order)."""
+    return list(_suite())
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict[str, TaskSpec]:
+    return {t.id: t for t in _suite()}
+
+
+def get_task(task_id: str) -> TaskSpec:
+    """The task with id ``task_id``. Raises ``KeyError`` naming close ids when there is none."""
+    try:
+        return _index()[task_id]
+    except KeyError:
+        import difflib
+
+        near = difflib.get_close_matches(task_id, list(_index()), n=3)
+        raise KeyError(f"no task {task_id!r}" + (f"; did you mean {', '.join(near)}?" if near else "")) from None
+
+
+def select(selector: str) -> list[TaskSpec]:
+    """The tasks a selector names, in suite order. Raises ``KeyError`` for an unknown exact id
+    and ``ValueError`` for an unknown selector kind."""
+    out: dict[str, TaskSpec] = {}
+    for part in (p.strip() for p in selector.split(",")):
+        if not part:
+            continue
+        for t in _select_one(part):
+            out.setdefault(t.id, t)
+    return list(out.values())
+
+
+def _select_one(sel: str) -> list[TaskSpec]:
+    suite = _suite()
+    if sel == "all":
+        return list(suite)
+    if sel == "cross-app":
+        return [t for t in suite if t.cross_app]
+    if ":" in sel:
+        kind, _, value = sel.partition(":")
+        if kind == "category":
+            return [t for t in suite if t.category.value == value]
+        if kind == "domain":
+            return [t for t in suite if t.domain.value == value]
+        if kind == "template":
+            return [t for t in suite if t.template == value]
+        if kind == "app":
+            return [t for t in suite if value in t.apps]
+        raise ValueError(f"unknown selector kind {kind!r}; use category:, domain:, template:, app:")
+    if any(ch in sel for ch in "*?["):
+        return [t for t in suite if fnmatch.fnmatchcase(t.id, sel)]
+    return [get_task(sel)]

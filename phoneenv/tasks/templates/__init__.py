@@ -1,0 +1,174 @@
+"""Task templates: functions from a seeded :class:`~phoneenv.tasks.world.World` to a :class:`Draft`.
+
+    @template("clock.what_time", apps=["clock"], domain=Domain.TIME, capabilities=["lookup"])
+    def what_time(w: World) -> Draft:
+        ...
+
+Each template yields ``count`` tasks with ids ``<name>/<k>``; task ``k`` uses the world of seed
+``crc32(name) * 1000 + k``, so ids and contents are stable across processes and Python versions.
+Modules of this package are imported by :func:`all_templates`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from phoneenv.contract import (
+    AnswerCriterion,
+    BehaviorCriterion,
+    Category,
+    ChangeSelector,
+    Criterion,
+    Domain,
+    Fixtures,
+    StateCriterion,
+    TaskSpec,
+    ToolCall,
+)
+from phoneenv.tasks.world import World
+
+__all__ = [
+    "Draft",
+    "Template",
+    "all_templates",
+    "answer",
+    "behavior",
+    "call",
+    "state",
+    "template",
+]
+
+
+@dataclass
+class Draft:
+    """What a template returns for one world: the goal, how to verify it, and a reference plan.
+
+    ``plan`` must end with a ``finish`` call. ``fixtures`` defaults to ``world.fixtures()``.
+    """
+
+    goal: str
+    criteria: list[Criterion]
+    plan: list[ToolCall]
+    milestones: list[Criterion] = field(default_factory=list)
+    allowed_changes: list[ChangeSelector] = field(default_factory=list)
+    fixtures: Fixtures | None = None
+    perturb_exempt: list[str] = field(default_factory=list)
+    max_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class Template:
+    """A registered template: metadata plus the ``build(world) -> Draft`` function."""
+
+    name: str
+    build: Callable[[World], Draft]
+    apps: tuple[str, ...]
+    domain: Domain
+    category: Category
+    difficulty: int
+    capabilities: tuple[str, ...]
+    count: int
+    max_steps: int
+
+    def seed(self, k: int) -> int:
+        """The world seed of this template's task ``k``."""
+        return zlib.crc32(self.name.encode()) * 1000 + k
+
+    def task(self, k: int) -> TaskSpec:
+        """Build task ``k`` (``0 <= k < count``). Raises ``ValueError`` for a malformed draft."""
+        seed = self.seed(k)
+        world = World(seed)
+        draft = self.build(world)
+        if not draft.plan or draft.plan[-1].name != "finish":
+            raise ValueError(f"template {self.name}: the reference plan must end with finish")
+        return TaskSpec(
+            id=f"{self.name}/{k}",
+            category=self.category,
+            domain=self.domain,
+            goal=draft.goal,
+            fixtures=draft.fixtures or world.fixtures(),
+            criteria=draft.criteria,
+            milestones=draft.milestones,
+            allowed_changes=draft.allowed_changes,
+            max_steps=draft.max_steps or self.max_steps,
+            difficulty=self.difficulty,
+            source="template",
+            template=self.name,
+            seed=seed,
+            capabilities=list(self.capabilities),
+            apps=list(self.apps),
+            reference_plan=draft.plan,
+            perturb_exempt=draft.perturb_exempt,
+        )
+
+    def tasks(self) -> list[TaskSpec]:
+        """All ``count`` tasks of this template."""
+        return [self.task(k) for k in range(self.count)]
+
+
+_REGISTRY: dict[str, Template] = {}
+
+
+def template(
+    name: str,
+    *,
+    apps: list[str],
+    domain: Domain | str,
+    category: Category | str = Category.TOOL,
+    difficulty: int = 1,
+    capabilities: list[str] | None = None,
+    count: int = 8,
+    max_steps: int = 20,
+) -> Callable[[Callable[[World], Draft]], Callable[[World], Draft]]:
+    """Register a template function under ``name`` (``<area>.<what>``).
+
+    Raises ``ValueError`` on a duplicate name.
+    """
+
+    def register(fn: Callable[[World], Draft]) -> Callable[[World], Draft]:
+        if name in _REGISTRY:
+            raise ValueError(f"duplicate template {name!r}")
+        _REGISTRY[name] = Template(
+            name, fn, tuple(apps), Domain(domain), Category(category), difficulty, tuple(capabilities or ()), count, max_steps
+        )
+        return fn
+
+    return register
+
+
+def all_templates() -> dict[str, Template]:
+    """Every registered template by name (imports this package's modules once)."""
+    for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        importlib.import_module(f"{__name__}.{mod.name}")
+    return dict(sorted(_REGISTRY.items()))
+
+
+# -- small constructors that keep templates short ------------------------------------------------
+
+
+def call(tool: str, /, **arguments: Any) -> ToolCall:
+    """A reference-plan step: ``call("contacts.create", name="Ana", phone="+49...")``."""
+    return ToolCall(name=tool, arguments=arguments)
+
+
+def state(table: str, change: str = "present", /, *, count: int | None = None, **where: Any) -> StateCriterion:
+    """A state criterion on ``table``; keyword arguments are the ``where`` clause (``id=`` included).
+    ``count=1`` by default for created/updated/deleted."""
+    if count is None and change in ("created", "updated", "deleted"):
+        count = 1
+    return StateCriterion(id=f"{change}:{table}", table=table, change=change, where=where, count=count)  # type: ignore[arg-type]
+
+
+def answer(id: str = "answer", **kw: Any) -> AnswerCriterion:
+    """An answer criterion (``equals=``, ``contains=[...]``, ``pattern=``, ``number=``, ``tolerance=``)."""
+    return AnswerCriterion(id=id, **kw)
+
+
+def behavior(rule: str, tool: str | None = None, *, id: str = "", **kw: Any) -> BehaviorCriterion:
+    """A behaviour criterion (``required_call``, ``forbidden_call``, ``confirm_before``, ...)."""
+    return BehaviorCriterion(id=id or f"{rule}:{tool or ''}", rule=rule, tool=tool, **kw)  # type: ignore[arg-type]
