@@ -159,6 +159,20 @@ class PhoneApp(App):
                 return rec
         return None
 
+    def remove(self, table: str, rid: str) -> dict[str, Any]:
+        """Delete record ``rid``, first reserving its id so :meth:`new_id` never hands it out again.
+
+        ``PhoneState.new_id`` counts up from 0 and takes the first id not in the table, so without
+        this a deleted ``call_3`` would be reused by the next insert and a diff would report one
+        "updated" record instead of a deletion and a creation.
+        """
+        prefix = self.tables[table]
+        if rid.startswith(prefix) and rid[len(prefix) :].isdigit():
+            seq = self.phone.state.meta["seq"]
+            key = f"{self.name}.{table}"
+            seq[key] = max(seq.get(key, 0), int(rid[len(prefix) :]))
+        return super().remove(table, rid)
+
     def row(self, table: str, record: dict[str, Any]) -> str:
         who = self.contact_name(record["number"]) or record["number"]
         if table == "calls":
@@ -203,7 +217,7 @@ class PhoneApp(App):
         self.put("calls", entry)
         rec = {"id": ACTIVE, "number": entry["number"], "call_id": entry["id"], "started": entry["time"]}
         self.put("active", rec)
-        self.show_detail("active", ACTIVE)
+        self.show_list("active", [ACTIVE])
         return self._active(rec)
 
     @tool(effect=Effect.WRITE)
@@ -238,7 +252,7 @@ class PhoneApp(App):
         active = self.t("active").get(ACTIVE)
         if active is None:
             return {"active": False, "call": None}
-        self.show_detail("active", ACTIVE)
+        self.show_list("active", [ACTIVE])
         return {"active": True, "call": self._active(active)}
 
     @tool(permissions=(READ_LOG,))

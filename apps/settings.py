@@ -155,7 +155,7 @@ class Settings(App):
     # -- helpers --------------------------------------------------------------------------------
     def value(self, key: str) -> Value:
         """The current value of setting ``key`` (its default when no record exists)."""
-        rec = self.t("settings").get(key)
+        rec = self.phone.state.get("settings.settings", key)
         return DEFAULTS[key] if rec is None else rec["value"]
 
     def _write(self, key: str, value: Value) -> Change | None:
@@ -163,7 +163,7 @@ class Settings(App):
         old = self.value(key)
         if old == value and type(old) is type(value):
             return None
-        if key in self.t("settings"):
+        if self.phone.state.get("settings.settings", key) is not None:
             self.patch("settings", key, value=value)
         else:
             self.put("settings", {"id": key, "value": value})

@@ -272,3 +272,13 @@ def test_screenshot_renders(b: SandboxBackend) -> None:
     img = b.screenshot()
     assert img.shape == (640, 360, 3)
     assert b.phone.state.meta["foreground"] == "messages"
+
+
+def test_deleted_ids_are_never_reused(b: SandboxBackend) -> None:
+    from phoneenv.state import diff_tables
+
+    snap = b.snapshot()
+    ok(b, "messages.delete", message_id="m_5")
+    assert ok(b, "messages.send", to=BEN, body="new")["id"] == "m_6"
+    changes = [(c.id, c.kind) for c in diff_tables(snap.tables, b.tables()) if c.table == "messages.messages"]
+    assert changes == [("m_5", "deleted"), ("m_6", "created")]

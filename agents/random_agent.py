@@ -1,0 +1,105 @@
+"""The random agent: well-formed tool calls drawn from the tools' JSON Schemas (a floor baseline).
+
+Strings with a ``pattern`` are drawn from the pattern (``rstr.xeger``); parameters named
+``*_id`` reuse ids seen in earlier results, so some calls touch real records. Each step finishes
+the episode with probability ``finish_p``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+import rstr
+
+from agents.base import Agent, AgentAction
+
+__all__ = ["RandomAgent", "sample_schema"]
+
+_WORDS = ["hello", "meeting", "Ana", "tomorrow", "call me", "groceries", "late", "office", "ok", "note"]
+_ID = re.compile(r"^[a-z]+_\d+$")
+
+
+def sample_schema(schema: dict[str, Any], rng: random.Random, xeger: rstr.Rstr, ids: list[str], name: str = "") -> Any:
+    """A random JSON value valid for ``schema`` (the subset tools use: object, string with
+    pattern/enum/length, integer/number with bounds, boolean, array, anyOf, const)."""
+    if "anyOf" in schema:
+        branches = [b for b in schema["anyOf"] if b.get("type") != "null"] or schema["anyOf"]
+        return sample_schema(rng.choice(branches), rng, xeger, ids, name)
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    if kind == "object":
+        out = {}
+        required = set(schema.get("required", []))
+        for key, sub in schema.get("properties", {}).items():
+            if key in required or rng.random() < 0.4:
+                out[key] = sample_schema(sub, rng, xeger, ids, key)
+        return out
+    if kind == "string":
+        if name.endswith("_id") and ids:
+            return rng.choice(ids)
+        if "pattern" in schema:
+            return xeger.xeger(schema["pattern"])
+        lo, hi = schema.get("minLength", 1), min(schema.get("maxLength", 40), 40)
+        text = rng.choice(_WORDS)
+        return (text * (lo // len(text) + 1))[: max(lo, min(len(text), hi))]
+    if kind == "integer":
+        lo, hi = schema.get("minimum", 0), schema.get("maximum", 100)
+        return rng.randint(lo, min(hi, lo + 1000))
+    if kind == "number":
+        return rng.uniform(schema.get("minimum", 0.0), schema.get("maximum", 100.0))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "array":
+        return [sample_schema(schema.get("items", {}), rng, xeger, ids, name) for _ in range(rng.randint(0, 2))]
+    return None
+
+
+def _collect_ids(value: Any, out: list[str]) -> None:
+    if isinstance(value, dict):
+        for v in value.values():
+            _collect_ids(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _collect_ids(v, out)
+    elif isinstance(value, str) and _ID.match(value) and value not in out:
+        out.append(value)
+
+
+class RandomAgent(Agent):
+    """Uniformly random tool, schema-valid random arguments.
+
+    Args:
+        seed: RNG seed (same seed, same calls for the same observations).
+        finish_p: probability of calling ``finish`` at each step.
+    """
+
+    name = "random"
+
+    def __init__(self, seed: int = 0, finish_p: float = 0.15) -> None:
+        self.rng = random.Random(seed)
+        self.xeger = rstr.Rstr(self.rng)
+        self.finish_p = finish_p
+        self._tools: list[dict[str, Any]] = []
+        self._ids: list[str] = []
+
+    def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
+        """Take the episode's tool list."""
+        self._tools = [t["function"] for t in info["tools"] if t["function"]["name"] != "finish"]
+        self._ids = []
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction:
+        """A random well-formed call (or ``finish`` with probability ``finish_p``)."""
+        fb = info.get("feedback")
+        if fb is not None and getattr(fb, "ok", False):
+            _collect_ids(fb.result, self._ids)
+        if not self._tools or self.rng.random() < self.finish_p:
+            return AgentAction(json.dumps({"name": "finish", "arguments": {"answer": self.rng.choice(_WORDS)}}))
+        fn = self.rng.choice(self._tools)
+        args = sample_schema(fn["parameters"], self.rng, self.xeger, self._ids)
+        return AgentAction(json.dumps({"name": fn["name"], "arguments": args}))

@@ -1,0 +1,47 @@
+"""The reference agent: plays a task's reference plan, step by step (for validation and demos)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from phoneenv.contract import TaskSpec
+from phoneenv.tasks import get_task
+
+from agents.base import Agent, AgentAction
+
+__all__ = ["ReferenceAgent"]
+
+
+class ReferenceAgent(Agent):
+    """Replays ``TaskSpec.reference_plan`` for the task named in ``info["task_id"]``.
+
+    Args:
+        lookup: task id → :class:`TaskSpec` (default: the built-in suite's ``get_task``).
+
+    Raises:
+        ValueError: at ``reset``, when the task has no reference plan.
+    """
+
+    name = "reference"
+
+    def __init__(self, lookup: Callable[[str], TaskSpec] = get_task) -> None:
+        self.lookup = lookup
+        self._plan: list[str] = []
+        self._i = 0
+
+    def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
+        """Load the plan of ``info["task_id"]``."""
+        task = self.lookup(info["task_id"])
+        if not task.reference_plan:
+            raise ValueError(f"task {task.id} has no reference plan")
+        self._plan = [c.model_dump_json(exclude_none=True) for c in task.reference_plan]
+        self._i = 0
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction:
+        """The plan's next step; ``finish`` once the plan is used up."""
+        if self._i < len(self._plan):
+            self._i += 1
+            return AgentAction(self._plan[self._i - 1])
+        return AgentAction(json.dumps({"name": "finish", "arguments": {}}))

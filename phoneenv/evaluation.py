@@ -1,0 +1,197 @@
+"""Run a planner over tasks, write one JSON Lines trace per episode, and score the results.
+
+The evaluator lives apart from the agents: it takes any object with ``name``,
+``reset(observation, info)`` and ``act(observation, info) -> (action, tokens)``-like
+:class:`AgentLike`, so ``phoneenv`` never imports ``agents``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from phoneenv.contract import Category, TaskSpec
+
+__all__ = ["AgentLike", "EpisodeResult", "Scoreboard", "run_episodes", "score"]
+
+CATEGORY_LABELS = {Category.TOOL: "Tool", Category.MEMORY: "Memory", Category.SKILLS: "Skills", Category.SUBAGENT: "Sub-agent"}
+
+
+class AgentLike(Protocol):
+    """What the evaluator needs of a planner (see ``agents.base.Agent``)."""
+
+    name: str
+
+    def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None: ...
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Any: ...
+
+
+@dataclass
+class EpisodeResult:
+    """One episode's outcome: task, verdict figures, agent tokens and wall time (seconds)."""
+
+    task_id: str
+    category: str
+    domain: str
+    success: bool
+    progress: float
+    steps: int
+    errors: int
+    infrastructure_error: bool
+    output_tokens: int
+    wall_s: float
+    trace_path: str | None
+
+
+def _trace_name(task_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", task_id) + ".jsonl"
+
+
+def run_episodes(
+    agent: AgentLike,
+    tasks: Iterable[TaskSpec],
+    out_dir: Path | None = None,
+    *,
+    seed: int = 0,
+    on_episode: Callable[[EpisodeResult], None] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> list[EpisodeResult]:
+    """Run ``agent`` once on each task through ``PhonePlan-v0``; return the results in order.
+
+    Args:
+        agent: the planner.
+        tasks: the tasks to run.
+        out_dir: where ``<task_id>.jsonl`` traces go (one line: the :class:`Trace`); None: none.
+        seed: the episode seed passed to ``reset``.
+        on_episode: called after each episode (progress bars).
+        env_kwargs: extra keyword arguments for the env (``screenshots``, ``max_steps``...).
+    """
+    from phoneenv.env import PhonePlanEnv
+
+    tasks = list(tasks)
+    if not tasks:
+        return []
+    env = PhonePlanEnv(tasks=tasks, **(env_kwargs or {}))
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for task in tasks:
+        t0 = time.perf_counter()
+        obs, info = env.reset(seed=seed, options={"task": task})
+        agent.reset(obs, info)
+        out_tokens = 0
+        while True:
+            decision = agent.act(obs, info)
+            action, tokens = (decision.action, decision.tokens) if hasattr(decision, "action") else (decision, None)
+            obs, _, terminated, truncated, info = env.step(action)
+            if tokens:
+                env.set_step_tokens(tokens)
+                out_tokens += int(tokens.get("output", 0)) + int(tokens.get("thinking", 0))
+            if terminated or truncated:
+                break
+        wall = time.perf_counter() - t0
+        trace = env.trace
+        trace.agent = agent.name
+        path = None
+        if out_dir is not None:
+            path = out_dir / _trace_name(task.id)
+            path.write_text(trace.model_dump_json() + "\n", encoding="utf-8")
+        v = info["verdict"]
+        res = EpisodeResult(
+            task_id=task.id,
+            category=task.category.value,
+            domain=task.domain.value,
+            success=v["success"],
+            progress=v["progress"],
+            steps=v["steps"],
+            errors=v["errors"],
+            infrastructure_error=v["infrastructure_error"],
+            output_tokens=out_tokens,
+            wall_s=wall,
+            trace_path=str(path) if path else None,
+        )
+        results.append(res)
+        if on_episode is not None:
+            on_episode(res)
+    env.close()
+    return results
+
+
+@dataclass
+class Row:
+    """One scoreboard row: episodes, success rate and mean progress (both in [0, 1]), or empty."""
+
+    label: str
+    episodes: int
+    success: float | None
+    progress: float | None
+
+
+@dataclass
+class Scoreboard:
+    """Scores by category (Tool, Memory, Skills, Sub-agent, Overall; empty ones kept) and by
+    domain, plus mean steps per episode, error rate (errored steps / steps), infrastructure
+    errors, mean output tokens per task, and total wall time in seconds."""
+
+    agent: str
+    categories: list[Row]
+    domains: list[Row]
+    mean_steps: float
+    error_rate: float
+    infrastructure_errors: int
+    mean_output_tokens: float
+    wall_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The scoreboard as plain JSON data."""
+        return asdict(self)
+
+
+def _row(label: str, rs: list[EpisodeResult]) -> Row:
+    if not rs:
+        return Row(label, 0, None, None)
+    return Row(label, len(rs), sum(r.success for r in rs) / len(rs), sum(r.progress for r in rs) / len(rs))
+
+
+def score(agent: str, results: list[EpisodeResult], wall_s: float | None = None) -> Scoreboard:
+    """Aggregate episode results into a :class:`Scoreboard`.
+
+    Overall is the mean over episodes (not over categories). Infrastructure-error episodes are
+    counted apart and left out of the success and progress rates.
+    """
+    scored = [r for r in results if not r.infrastructure_error]
+    by_cat: dict[str, list[EpisodeResult]] = defaultdict(list)
+    by_dom: dict[str, list[EpisodeResult]] = defaultdict(list)
+    for r in scored:
+        by_cat[r.category].append(r)
+        by_dom[r.domain].append(r)
+    cats = [_row(label, by_cat.get(cat.value, [])) for cat, label in CATEGORY_LABELS.items()]
+    cats.append(_row("Overall", scored))
+    doms = [_row(d, by_dom[d]) for d in sorted(by_dom)]
+    steps = sum(r.steps for r in results)
+    return Scoreboard(
+        agent=agent,
+        categories=cats,
+        domains=doms,
+        mean_steps=steps / len(results) if results else 0.0,
+        error_rate=sum(r.errors for r in results) / steps if steps else 0.0,
+        infrastructure_errors=sum(r.infrastructure_error for r in results),
+        mean_output_tokens=sum(r.output_tokens for r in results) / len(results) if results else 0.0,
+        wall_s=wall_s if wall_s is not None else sum(r.wall_s for r in results),
+    )
+
+
+def write_results(out_dir: Path, results: list[EpisodeResult], board: Scoreboard) -> None:
+    """Write ``results.jsonl`` (one line per episode) and ``scoreboard.json`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / "results.jsonl").open("w", encoding="utf-8") as fh:
+        for r in results:
+            fh.write(json.dumps(asdict(r)) + "\n")
+    (out_dir / "scoreboard.json").write_text(json.dumps(board.to_json(), indent=2) + "\n", encoding="utf-8")
