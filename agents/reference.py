@@ -6,10 +6,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from agents.base import Agent, AgentAction
 from phoneenv.contract import TaskSpec
 from phoneenv.tasks import get_task
-
-from agents.base import Agent, AgentAction
 
 __all__ = ["ReferenceAgent"]
 

@@ -205,20 +205,6 @@ class Calendar(App):
             out.append(name)
         return tuple(out)
 
-    def remove(self, table: str, rid: str) -> dict[str, Any]:
-        """Delete record ``rid``, first reserving its id so :meth:`new_id` never hands it out again.
-
-        ``PhoneState.new_id`` counts up from 0 and takes the first id not in the table, so without
-        this a deleted ``ev_3`` would be reused by the next insert and a diff would report one
-        "updated" record instead of a deletion and a creation.
-        """
-        prefix = self.tables[table]
-        if rid.startswith(prefix) and rid[len(prefix) :].isdigit():
-            seq = self.phone.state.meta["seq"]
-            key = f"{self.name}.{table}"
-            seq[key] = max(seq.get(key, 0), int(rid[len(prefix) :]))
-        return super().remove(table, rid)
-
     def row(self, table: str, record: dict[str, Any]) -> str:
         when = record["start"][:10] + (" all day" if record.get("all_day") else f" {record['start'][11:16]}")
         where = f" @ {record['location']}" if record.get("location") else ""
@@ -371,11 +357,12 @@ class Calendar(App):
         if start is not None or end is not None:
             old_s = dt.datetime.fromisoformat(rec["start"])
             old_e = dt.datetime.fromisoformat(rec["end"])
+            all_day = bool(rec.get("all_day", False))
             new_s = _minute(start, "start") if start is not None else old_s
+            if all_day:  # an all-day event moves by whole days
+                new_s = dt.datetime.combine(new_s.date(), dt.time())
             new_e = _minute(end, "end") if end is not None else new_s + (old_e - old_s)
-            changes["start"], changes["end"] = self._times(
-                new_s, new_e, bool(rec.get("all_day", False)), end_given=end is not None
-            )
+            changes["start"], changes["end"] = self._times(new_s, new_e, all_day, end_given=end is not None)
         if not changes:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS,

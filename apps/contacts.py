@@ -6,11 +6,10 @@ Table ``contacts.contacts``: ``{"id": "c_1", "name": str, "phone": "+4915...", "
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from typing_extensions import TypedDict
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from phoneenv.app import App, listing
 from phoneenv.contract import Domain, Effect, ErrorKind
@@ -77,7 +76,7 @@ class Contacts(App):
     domain = Domain.CONTACTS
     package = "com.android.contacts"
     permissions = (READ, WRITE)
-    tables = {"contacts": "c_"}
+    tables: ClassVar[dict[str, str]] = {"contacts": "c_"}
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         star = "* " if record.get("favorite") else ""
@@ -107,10 +106,7 @@ class Contacts(App):
         hits = []
         for rec in self.t("contacts").values():
             hay = f"{rec['name']} {rec.get('email') or ''} {rec.get('relation') or ''}".casefold()
-            if q in hay or (
-                len(qd) >= 3
-                and qd in "".join(ch for ch in rec["phone"] if ch.isdigit())
-            ):
+            if q in hay or (len(qd) >= 3 and qd in "".join(ch for ch in rec["phone"] if ch.isdigit())):
                 hits.append(rec)
         hits.sort(key=lambda r: r["name"])
         self.show_list("contacts", [r["id"] for r in hits[:limit]])
@@ -159,8 +155,7 @@ class Contacts(App):
         self,
         name: Name,
         phone: Phone,
-        email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
-        | None = None,
+        email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] | None = None,
         relation: Annotated[str, Field(max_length=40)] | None = None,
         birthday: Annotated[str, Field(pattern=r"^\d{2}-\d{2}$")] | None = None,
     ) -> Contact:
@@ -200,8 +195,7 @@ class Contacts(App):
         contact_id: str,
         name: Name | None = None,
         phone: Phone | None = None,
-        email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
-        | None = None,
+        email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] | None = None,
         relation: Annotated[str, Field(max_length=40)] | None = None,
         birthday: Annotated[str, Field(pattern=r"^\d{2}-\d{2}$")] | None = None,
     ) -> Contact:

@@ -153,6 +153,8 @@ class Mail(App):
             limit: Maximum number of messages returned.
         """
         q = query.strip().casefold()
+        if not q:
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "the query is blank", hint="search for a word", path="/query")
         recs = [
             r
             for r in self.t("messages").values()

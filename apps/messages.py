@@ -98,7 +98,8 @@ def id_key(rid: str) -> tuple[str, int]:
     return (m.group(1), int(m.group(2))) if m else (rid, -1)
 
 
-def _newest_first(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:
+def _chrono(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:
+    """Chronological sort key: time, then id."""
     return rec["time"], id_key(rec["id"])
 
 
@@ -140,7 +141,7 @@ class Messages(App):
     def _thread(self, number: str) -> list[dict[str, Any]]:
         """Messages exchanged with ``number``, oldest first."""
         recs = [r for r in self.t("messages").values() if same_number(r["number"], number)]
-        recs.sort(key=_newest_first)
+        recs.sort(key=_chrono)
         return recs
 
     def _require_thread(self, number: str) -> list[dict[str, Any]]:
@@ -166,20 +167,6 @@ class Messages(App):
         self.put("messages", rec)
         return rec
 
-    def remove(self, table: str, rid: str) -> dict[str, Any]:
-        """Delete record ``rid``, first reserving its id so :meth:`new_id` never hands it out again.
-
-        ``PhoneState.new_id`` counts up from 0 and takes the first id not in the table, so without
-        this a deleted ``m_3`` would be reused by the next insert and a diff would report one
-        "updated" record instead of a deletion and a creation.
-        """
-        prefix = self.tables[table]
-        if rid.startswith(prefix) and rid[len(prefix) :].isdigit():
-            seq = self.phone.state.meta["seq"]
-            key = f"{self.name}.{table}"
-            seq[key] = max(seq.get(key, 0), int(rid[len(prefix) :]))
-        return super().remove(table, rid)
-
     def row(self, table: str, record: dict[str, Any]) -> str:
         who = self.contact_name(record["number"]) or record["number"]
         arrow = "\u2192" if record["direction"] == "out" else "\u2190"
@@ -197,7 +184,7 @@ class Messages(App):
             limit: Maximum number of conversations returned.
         """
         groups: list[list[dict[str, Any]]] = []
-        for rec in sorted(self.t("messages").values(), key=_newest_first, reverse=True):
+        for rec in sorted(self.t("messages").values(), key=_chrono, reverse=True):
             for grp in groups:
                 if same_number(grp[0]["number"], rec["number"]):
                     grp.append(rec)
@@ -264,7 +251,7 @@ class Messages(App):
         q = query.casefold().strip()
         names: dict[str, str | None] = {}
         hits = []
-        for rec in sorted(self.t("messages").values(), key=_newest_first, reverse=True):
+        for rec in sorted(self.t("messages").values(), key=_chrono, reverse=True):
             msg = self._out(rec, names)
             if q in msg["body"].casefold() or (msg["contact"] is not None and q in msg["contact"].casefold()):
                 hits.append(msg)
@@ -280,7 +267,7 @@ class Messages(App):
             limit: Maximum number of messages returned.
         """
         recs = [r for r in self.t("messages").values() if r["direction"] == "in" and not r.get("read", False)]
-        recs.sort(key=_newest_first, reverse=True)
+        recs.sort(key=_chrono, reverse=True)
         names: dict[str, str | None] = {}
         page = [self._out(r, names) for r in recs[:limit]]
         self.show_list("messages", [m["id"] for m in page])

@@ -143,6 +143,8 @@ class Notes(App):
             limit: Maximum number of notes returned.
         """
         q = query.strip().casefold()
+        if not q:
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "the query is blank", hint="search for a word", path="/query")
         hits = _order(
             [
                 r

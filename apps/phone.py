@@ -159,20 +159,6 @@ class PhoneApp(App):
                 return rec
         return None
 
-    def remove(self, table: str, rid: str) -> dict[str, Any]:
-        """Delete record ``rid``, first reserving its id so :meth:`new_id` never hands it out again.
-
-        ``PhoneState.new_id`` counts up from 0 and takes the first id not in the table, so without
-        this a deleted ``call_3`` would be reused by the next insert and a diff would report one
-        "updated" record instead of a deletion and a creation.
-        """
-        prefix = self.tables[table]
-        if rid.startswith(prefix) and rid[len(prefix) :].isdigit():
-            seq = self.phone.state.meta["seq"]
-            key = f"{self.name}.{table}"
-            seq[key] = max(seq.get(key, 0), int(rid[len(prefix) :]))
-        return super().remove(table, rid)
-
     def row(self, table: str, record: dict[str, Any]) -> str:
         who = self.contact_name(record["number"]) or record["number"]
         if table == "calls":

@@ -11,11 +11,10 @@ manager) when none is given; a password given as an argument is a secret paramet
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from typing_extensions import TypedDict
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from phoneenv.app import App, listing
 from phoneenv.contract import Domain, Effect, ErrorKind
@@ -107,7 +106,7 @@ class System(App):
     domain = Domain.DEVICE
     package = "android"
     system = True
-    tables = {"notifications": "ntf_"}
+    tables: ClassVar[dict[str, str]] = {"notifications": "ntf_"}
 
     def _app(self, app: str) -> dict[str, Any]:
         rec = self.phone.state.get("system.apps", app)
@@ -124,11 +123,7 @@ class System(App):
     @tool()
     def list_apps(self) -> AppList:
         """List the installed apps."""
-        apps = [
-            r
-            for r in self.phone.state.table("system.apps").values()
-            if not self.phone.apps[r["id"]].system
-        ]
+        apps = [r for r in self.phone.state.table("system.apps").values() if not self.phone.apps[r["id"]].system]
         return {"apps": listing(apps, key=lambda r: r["name"])}
 
     @tool()
@@ -160,9 +155,7 @@ class System(App):
         rec = self.phone.state.get("system.permissions", f"{app}/{permission}")
         if rec is None:
             declared = sorted(
-                r["permission"]
-                for r in self.phone.state.table("system.permissions").values()
-                if r["app"] == app
+                r["permission"] for r in self.phone.state.table("system.permissions").values() if r["app"] == app
             )
             raise ToolError(
                 ErrorKind.NOT_FOUND,
@@ -205,15 +198,8 @@ class System(App):
     @tool()
     def list_accounts(self) -> AccountList:
         """List app accounts and whether each is signed in."""
-        accounts = sorted(
-            self.phone.state.table("system.accounts").values(), key=lambda r: r["app"]
-        )
-        return {
-            "accounts": [
-                {"app": r["app"], "account": r["account"], "signed_in": r["signed_in"]}
-                for r in accounts
-            ]
-        }
+        accounts = sorted(self.phone.state.table("system.accounts").values(), key=lambda r: r["app"])
+        return {"accounts": [{"app": r["app"], "account": r["account"], "signed_in": r["signed_in"]} for r in accounts]}
 
     @tool(effect=Effect.WRITE, secret=("password",))
     def sign_in(
@@ -233,13 +219,8 @@ class System(App):
         self._app(app)
         rec = self.phone.state.get("system.accounts", app)
         if rec is None:
-            raise ToolError(
-                ErrorKind.PRECONDITION_FAILED, f"{app} has no account to sign in to"
-            )
-        if (
-            rec["account"] is not None
-            and rec["account"].casefold() != account.casefold()
-        ):
+            raise ToolError(ErrorKind.PRECONDITION_FAILED, f"{app} has no account to sign in to")
+        if rec["account"] is not None and rec["account"].casefold() != account.casefold():
             raise ToolError(
                 ErrorKind.NOT_FOUND,
                 f"{account!r} is not an account of this user for {app}",
@@ -259,9 +240,7 @@ class System(App):
                 "wrong password",
                 hint="omit the password to use the saved one",
             )
-        new = self.phone.state.update(
-            "system.accounts", app, account=rec["account"] or account, signed_in=True
-        )
+        new = self.phone.state.update("system.accounts", app, account=rec["account"] or account, signed_in=True)
         return {"app": app, "account": new["account"], "signed_in": True}
 
     @tool(effect=Effect.WRITE)
@@ -284,11 +263,7 @@ class System(App):
         Args:
             unread_only: Only notifications not yet marked read.
         """
-        recs = [
-            r
-            for r in self.t("notifications").values()
-            if not (unread_only and r["read"])
-        ]
+        recs = [r for r in self.t("notifications").values() if not (unread_only and r["read"])]
         recs.sort(key=lambda r: (r["time"], r["id"]), reverse=True)
         return {"notifications": listing(recs)}
 

@@ -17,7 +17,7 @@ from phoneenv.tools import ToolDef, ToolError, build_tool
 if TYPE_CHECKING:
     from phoneenv.backends.sandbox import Phone
 
-__all__ = ["App", "parse_local_time", "format_local_time"]
+__all__ = ["App", "format_local_time", "parse_local_time"]
 
 TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$"
 """Local phone time as tools take it: ``YYYY-MM-DDTHH:MM`` (seconds optional)."""
@@ -75,7 +75,9 @@ class App:
             for attr, member in vars(cls).items():
                 if callable(member) and hasattr(member, "__phoneenv_tool__"):
                     if attr in App.__dict__:
-                        raise TypeError(f"{cls.__name__}.{attr} shadows App.{attr}; name the method otherwise and pass @tool(name=...)")
+                        raise TypeError(
+                            f"{cls.__name__}.{attr} shadows App.{attr}; name the method otherwise and pass @tool(name=...)"
+                        )
                     defs.append(build_tool(cls.name, cls.domain, member))
             cls._tool_defs = sorted(defs, key=lambda d: d.spec.name)
         return cls._tool_defs  # type: ignore[return-value]

@@ -72,7 +72,13 @@ def print_scoreboard(board: Scoreboard) -> None:
     t.add_column("Progress %", justify="right")
     for row in board.categories:
         style = "bold" if row.label == "Overall" else ("dim" if row.episodes == 0 else None)
-        t.add_row(row.label, str(row.episodes) if row.episodes else "empty", _pct(row.success), _pct(row.progress), style=style)
+        t.add_row(
+            row.label,
+            str(row.episodes) if row.episodes else "empty",
+            _pct(row.success),
+            _pct(row.progress),
+            style=style,
+        )
     console.print(t)
     d = Table(title="By domain", title_justify="left")
     d.add_column("Domain")
@@ -110,8 +116,13 @@ def _run(agent_name: str, tasks: list[TaskSpec], out: Path | None, seed: int) ->
 @app.command("eval")
 def eval_cmd(
     agent: Annotated[str, typer.Option(help="Planner: reference or random.")] = "reference",
-    tasks: Annotated[str, typer.Option(help="Task selector: all, category:tool, domain:time, template:NAME, app:NAME, an id or glob.")] = "all",
-    out: Annotated[Path, typer.Option(help="Output folder: traces/<task>.jsonl, results.jsonl, scoreboard.json.")] = Path("runs/eval"),
+    tasks: Annotated[
+        str,
+        typer.Option(help="Task selector: all, category:tool, domain:time, template:NAME, app:NAME, an id or glob."),
+    ] = "all",
+    out: Annotated[
+        Path, typer.Option(help="Output folder: traces/<task>.jsonl, results.jsonl, scoreboard.json.")
+    ] = Path("runs/eval"),
     seed: Annotated[int, typer.Option(help="Episode seed (and the random agent's seed).")] = 0,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard."""

@@ -27,7 +27,7 @@ import logging
 import string
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -102,7 +102,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         ValueError / KeyError: an unknown backend, selector or task id (at construction).
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -196,7 +196,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         return self._pool
 
     # -- gym API --------------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start an episode: pick the task (``options={"task": id or TaskSpec}``, else drawn from
         the pool with the seeded RNG), restore its fixture snapshot, return (observation, info).
 
@@ -295,9 +297,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     def _obs(self, fb: Feedback) -> dict[str, Any]:
         text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
         if len(text) > MAX_TEXT:
-            text = Feedback(ok=fb.ok, error=fb.error, message="result too long to show; narrow the query").model_dump_json(
-                exclude_none=True
-            )
+            text = Feedback(
+                ok=fb.ok, error=fb.error, message="result too long to show; narrow the query"
+            ).model_dump_json(exclude_none=True)
         obs = {"goal": self._goal, "feedback": text, "frame": "main"}
         if self.screenshots:
             obs["screenshot"] = fb.image if fb.image is not None else self.backend.screenshot()
@@ -314,13 +316,21 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             obj = action
         if isinstance(action, str):
             if len(action) > MAX_ACTION_CHARS:
-                return None, action[:_RAW_KEEP], _invalid(f"the action is {len(action)} characters; at most {MAX_ACTION_CHARS}")
+                return (
+                    None,
+                    action[:_RAW_KEEP],
+                    _invalid(f"the action is {len(action)} characters; at most {MAX_ACTION_CHARS}"),
+                )
             try:
                 obj = json.loads(action)
             except (ValueError, RecursionError) as exc:
                 return None, action[:_RAW_KEEP], _invalid(f"the action is not valid JSON: {str(exc)[:120]}")
         if not isinstance(obj, dict):
-            return None, str(action)[:_RAW_KEEP], _invalid(f"the action must be a JSON object, not {type(obj).__name__}")
+            return (
+                None,
+                str(action)[:_RAW_KEEP],
+                _invalid(f"the action must be a JSON object, not {type(obj).__name__}"),
+            )
         if "function" in obj and isinstance(obj["function"], dict):
             obj = obj["function"]
         name = obj.get("name")
@@ -369,7 +379,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._record(call, spec, fb)
             return fb
         if spec.secret_parameters:
-            call.arguments = {k: ("***" if k in spec.secret_parameters and v is not None else v) for k, v in call.arguments.items()}
+            call.arguments = {
+                k: ("***" if k in spec.secret_parameters and v is not None else v) for k, v in call.arguments.items()
+            }
         if entry is _FINISH:
             self._answer = args["answer"]
             fb = Feedback(ok=True, result={"finished": True})
@@ -421,7 +433,16 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         steps = []
         for n, call, raw, fb, clock, latency, tokens in self._steps:
             steps.append(
-                Step(index=n, action=call, raw=raw, feedback=fb, clock=clock, backend=self.backend.name, tokens=tokens, latency_s=latency)
+                Step(
+                    index=n,
+                    action=call,
+                    raw=raw,
+                    feedback=fb,
+                    clock=clock,
+                    backend=self.backend.name,
+                    tokens=tokens,
+                    latency_s=latency,
+                )
             )
         return Trace(
             task_id=self.task.id,

@@ -20,7 +20,12 @@ from phoneenv.contract import Category, TaskSpec
 
 __all__ = ["AgentLike", "EpisodeResult", "Scoreboard", "run_episodes", "score"]
 
-CATEGORY_LABELS = {Category.TOOL: "Tool", Category.MEMORY: "Memory", Category.SKILLS: "Skills", Category.SUBAGENT: "Sub-agent"}
+CATEGORY_LABELS = {
+    Category.TOOL: "Tool",
+    Category.MEMORY: "Memory",
+    Category.SKILLS: "Skills",
+    Category.SUBAGENT: "Sub-agent",
+}
 
 
 class AgentLike(Protocol):

@@ -65,7 +65,11 @@ def render_phone(phone: Phone, size: tuple[int, int] = (360, 640)) -> np.ndarray
     """Draw the foreground app of ``phone`` (the launcher's app grid when none is open)."""
     st = phone.state
     settings = st.tables.get("settings.settings", {})
-    marks = [name for key, name in (("wifi", "WiFi"), ("bluetooth", "BT"), ("dnd", "DND")) if settings.get(key, {}).get("value")]
+    marks = [
+        name
+        for key, name in (("wifi", "WiFi"), ("bluetooth", "BT"), ("dnd", "DND"))
+        if settings.get(key, {}).get("value")
+    ]
     status = " ".join([phone.local_now().strftime("%a %d %b %H:%M"), *marks])
     fg = st.meta.get("foreground", "launcher")
     app = phone.apps.get(fg)

@@ -51,7 +51,7 @@ class PhoneState:
         ValueError: a row without ``id`` or with a duplicate id.
     """
 
-    __slots__ = ("tables", "meta")
+    __slots__ = ("meta", "tables")
 
     def __init__(self, records: Mapping[str, Iterable[Record]] | None = None, *, now: float = 0.0) -> None:
         self.tables: dict[str, dict[str, Record]] = {}
@@ -65,6 +65,14 @@ class PhoneState:
                 if rid in tbl:
                     raise ValueError(f"duplicate id {rid!r} in {table!r}")
                 tbl[rid] = dict(row)
+        seq = self.meta["seq"]
+        for table, tbl in self.tables.items():
+            top = 0
+            for rid in tbl:
+                digits = rid[len(rid.rstrip("0123456789")) :]
+                if digits:
+                    top = max(top, int(digits))
+            seq[table] = top
 
     # -- reads ----------------------------------------------------------------------------------
     def table(self, name: str) -> dict[str, Record]:
@@ -81,7 +89,8 @@ class PhoneState:
 
     # -- writes ---------------------------------------------------------------------------------
     def new_id(self, table: str, prefix: str) -> str:
-        """A fresh id ``<prefix><n>`` not yet used in ``table`` (deterministic counter)."""
+        """A fresh id ``<prefix><n>``: the counter starts above the largest number among the
+        seeded ids, so an id deleted during an episode is never handed out again."""
         seq = self.meta["seq"]
         n = seq.get(table, 0)
         tbl = self.table(table)

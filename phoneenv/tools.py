@@ -161,7 +161,7 @@ class ArgumentValidator:
     Cost: one pydantic-core validation (about a microsecond for a few scalar fields).
     """
 
-    __slots__ = ("_model", "_validate", "_fields")
+    __slots__ = ("_fields", "_model", "_validate")
 
     def __init__(self, model: Any) -> None:
         self._model = model

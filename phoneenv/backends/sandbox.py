@@ -69,7 +69,14 @@ class Phone:
         when = dt.datetime.fromtimestamp(st.meta["now"], self.tz).replace(tzinfo=None)
         st.insert(
             "system.notifications",
-            {"id": rid, "app": app, "title": title, "text": text, "time": when.isoformat(timespec="seconds"), "read": False},
+            {
+                "id": rid,
+                "app": app,
+                "title": title,
+                "text": text,
+                "time": when.isoformat(timespec="seconds"),
+                "read": False,
+            },
         )
 
     def permission_granted(self, app: str, permission: str) -> bool:
@@ -114,13 +121,23 @@ def build_fixture_state(fixtures: Fixtures, classes: Mapping[str, type[App]]) ->
         apps_t[name] = {"id": name, "name": name, "title": cls.title, "package": cls.package}
         declared = fixtures.permissions.get(name, {})
         for perm in cls.permissions:
-            perms[f"{name}/{perm}"] = {"id": f"{name}/{perm}", "app": name, "permission": perm, "granted": declared.get(perm, True)}
+            perms[f"{name}/{perm}"] = {
+                "id": f"{name}/{perm}",
+                "app": name,
+                "permission": perm,
+                "granted": declared.get(perm, True),
+            }
         for perm in declared:
             if perm not in cls.permissions:
                 raise ValueError(f"fixtures set permission {perm!r} that app {name!r} does not declare")
     accounts = state.table("system.accounts")
     for app, acc in fixtures.accounts.items():
-        accounts[app] = {"id": app, "app": app, "account": acc["account"], "signed_in": bool(acc.get("signed_in", False))}
+        accounts[app] = {
+            "id": app,
+            "app": app,
+            "account": acc["account"],
+            "signed_in": bool(acc.get("signed_in", False)),
+        }
     for name in installed:
         if classes[name].requires_account and name not in accounts:
             accounts[name] = {"id": name, "app": name, "account": None, "signed_in": False}
@@ -204,7 +221,9 @@ class SandboxBackend(Backend):
         """
         entry = self._tools.get(name)
         if entry is None:
-            return Feedback(ok=False, error=ErrorKind.UNKNOWN_TOOL, message=f"{name!r} is not installed", recoverable=True)
+            return Feedback(
+                ok=False, error=ErrorKind.UNKNOWN_TOOL, message=f"{name!r} is not installed", recoverable=True
+            )
         phone = self.phone
         meta = phone.state.meta
         meta["now"] += SECONDS_PER_CALL
@@ -269,4 +288,3 @@ class SandboxBackend(Backend):
         from phoneenv.screen import render_phone
 
         return render_phone(self.phone, self.screen_size)
-

@@ -131,7 +131,9 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     info, fbs = run_plan(env, task, task.reference_plan)
     for i, fb in enumerate(fbs):
         if not fb.ok:
-            problems.append(f"reference step {i} ({task.reference_plan[i].name}) failed: {fb.error.value}: {fb.message}")
+            problems.append(
+                f"reference step {i} ({task.reference_plan[i].name}) failed: {fb.error.value}: {fb.message}"
+            )
     verdict = info["verdict"]
     if not verdict["success"]:
         why = [f"{c['id']}: {c['reason']}" for c in verdict["criteria"] if not c["passed"]] + verdict["collateral"]

@@ -53,7 +53,9 @@ class CallRecord:
     confirmed: bool = False
 
 
-def _state_matches(crit: StateCriterion, changes: Sequence[Change], after: Mapping[str, Mapping[str, Any]]) -> list[Change] | int:
+def _state_matches(
+    crit: StateCriterion, changes: Sequence[Change], after: Mapping[str, Mapping[str, Any]]
+) -> list[Change] | int:
     if crit.change in ("present", "absent"):
         return sum(1 for rec in after.get(crit.table, {}).values() if match(rec, crit.where))
     out = []

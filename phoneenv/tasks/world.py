@@ -113,7 +113,9 @@ class World:
                     "email": f"{first.lower()}.{last.lower()}@example.com" if self.rng.random() < 0.7 else None,
                     "relation": relations[i] if i < len(relations) else None,
                     "favorite": self.rng.random() < 0.25,
-                    "birthday": f"{self.rng.randrange(1, 13):02d}-{self.rng.randrange(1, 29):02d}" if self.rng.random() < 0.5 else None,
+                    "birthday": f"{self.rng.randrange(1, 13):02d}-{self.rng.randrange(1, 29):02d}"
+                    if self.rng.random() < 0.5
+                    else None,
                 }
             )
         self.records["contacts.contacts"] = people
@@ -205,7 +207,17 @@ class World:
         notes = []
         for i, (title, body, tags) in enumerate(self.rng.sample(NOTE_SEEDS, 5)):
             stamp = self.ts(self.rng.randrange(60, 20000))
-            notes.append({"id": f"n_{i + 1}", "title": title, "body": body, "pinned": i == 0, "created": stamp, "updated": stamp, "tags": tags})
+            notes.append(
+                {
+                    "id": f"n_{i + 1}",
+                    "title": title,
+                    "body": body,
+                    "pinned": i == 0,
+                    "created": stamp,
+                    "updated": stamp,
+                    "tags": tags,
+                }
+            )
         self.records["notes.notes"] = notes
 
     def _mail(self) -> None:

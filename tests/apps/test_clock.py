@@ -300,6 +300,28 @@ def test_tool_specs() -> None:
     for name in names:
         spec = tools[name].spec
         assert spec.domain == "time" and spec.description and not spec.permissions and not spec.requires_login
-        want = Effect.READ if name in {"clock.now", "clock.world_time", "clock.list_alarms", "clock.list_timers"} else Effect.WRITE
+        want = (
+            Effect.READ
+            if name in {"clock.now", "clock.world_time", "clock.list_alarms", "clock.list_timers"}
+            else Effect.WRITE
+        )
         assert spec.effect is want, name
     assert tools["clock.create_alarm"].spec.parameters["required"] == ["time"]
+
+
+def test_screen_rows() -> None:
+    phone = Phone(SEEDED)
+    ok(phone("clock.create_alarm", time="07:30", label="Work", days=["mon", "fri"]))
+    ok(phone("clock.list_alarms"))
+    device = phone.backend.phone
+    assert device.apps["clock"].screen(device.state.meta["view"]) == (
+        "Clock",
+        ["06:00  mon  on", "07:30  Work  mon,fri  on"],
+    )
+    ok(phone("clock.start_timer", duration_seconds=3725, label="Roast"))  # 09:00:03
+    ok(phone("clock.list_timers"))  # 09:00:04
+    assert device.apps["clock"].screen(device.state.meta["view"])[1] == [
+        "Roast  1:02:04  running",
+        "Eggs  0:00:00  finished",
+    ]
+    assert phone.backend.screenshot().shape == (640, 360, 3)

@@ -8,6 +8,7 @@ import pytest
 
 from phoneenv.backends.sandbox import SandboxBackend
 from phoneenv.contract import AnswerCriterion, ErrorKind, Feedback, Fixtures, TaskSpec
+from phoneenv.state import diff_tables
 from phoneenv.tools import ArgumentError
 
 ANA = "+491511111111"
@@ -15,14 +16,51 @@ BEN = "+491522222222"
 SHOP = "+491633333333"
 
 CONTACTS = [
-    {"id": "c_1", "name": "Ana Lima", "phone": ANA, "email": None, "relation": "sister", "favorite": True, "birthday": None},
-    {"id": "c_2", "name": "Ben Ott", "phone": "+49 152 2222222", "email": None, "relation": None, "favorite": False, "birthday": None},
+    {
+        "id": "c_1",
+        "name": "Ana Lima",
+        "phone": ANA,
+        "email": None,
+        "relation": "sister",
+        "favorite": True,
+        "birthday": None,
+    },
+    {
+        "id": "c_2",
+        "name": "Ben Ott",
+        "phone": "+49 152 2222222",
+        "email": None,
+        "relation": None,
+        "favorite": False,
+        "birthday": None,
+    },
 ]
 MESSAGES = [
-    {"id": "m_1", "number": ANA, "direction": "in", "body": "Dinner at 8?", "time": "2026-11-28T18:00:00", "read": True},
+    {
+        "id": "m_1",
+        "number": ANA,
+        "direction": "in",
+        "body": "Dinner at 8?",
+        "time": "2026-11-28T18:00:00",
+        "read": True,
+    },
     {"id": "m_2", "number": ANA, "direction": "out", "body": "Sure!", "time": "2026-11-28T18:05:00", "read": True},
-    {"id": "m_3", "number": ANA, "direction": "in", "body": "Bring the wine", "time": "2026-11-29T08:30:00", "read": False},
-    {"id": "m_4", "number": SHOP, "direction": "in", "body": "Your PARCEL is ready", "time": "2026-11-29T07:00:00", "read": False},
+    {
+        "id": "m_3",
+        "number": ANA,
+        "direction": "in",
+        "body": "Bring the wine",
+        "time": "2026-11-29T08:30:00",
+        "read": False,
+    },
+    {
+        "id": "m_4",
+        "number": SHOP,
+        "direction": "in",
+        "body": "Your PARCEL is ready",
+        "time": "2026-11-29T07:00:00",
+        "read": False,
+    },
     {"id": "m_5", "number": BEN, "direction": "in", "body": "Call me", "time": "2026-11-27T10:00:00", "read": False},
 ]
 
@@ -170,7 +208,8 @@ def test_send_stores_outgoing_read_message_with_clock_time(b: SandboxBackend) ->
     stored = msgs(b)["m_6"]
     assert stored == {k: v for k, v in res.items() if k != "contact"}
     threads = ok(b, "messages.list_threads")["threads"]
-    assert [(t["number"], t["count"], t["last_message"]["id"]) for t in threads][0] == (SHOP, 2, "m_6")
+    first = threads[0]
+    assert (first["number"], first["count"], first["last_message"]["id"]) == (SHOP, 2, "m_6")
     # a number nobody has messaged before starts a new thread
     res = ok(b, "messages.send", to="+44 20 7946 0000", body="Hello")
     assert (res["id"], res["number"], res["time"]) == ("m_7", "+442079460000", "2026-11-29T09:00:04")
@@ -275,8 +314,6 @@ def test_screenshot_renders(b: SandboxBackend) -> None:
 
 
 def test_deleted_ids_are_never_reused(b: SandboxBackend) -> None:
-    from phoneenv.state import diff_tables
-
     snap = b.snapshot()
     ok(b, "messages.delete", message_id="m_5")
     assert ok(b, "messages.send", to=BEN, body="new")["id"] == "m_6"

@@ -101,6 +101,8 @@ def test_search_title_body_and_tags_case_insensitive() -> None:
     everything = ok(phone("notes.search", query="i", limit=2))
     assert ids(everything) == ["n_2", "n_1"] and everything["total"] == 3
     assert ok(phone("notes.search", query="zebra")) == {"notes": [], "total": 0}
+    fb = phone("notes.search", query="   ")
+    assert fb.error is ErrorKind.INVALID_ARGUMENTS and fb.path == "/query"
 
 
 def test_get_and_not_found() -> None:
@@ -241,3 +243,14 @@ def test_tool_specs() -> None:
         spec = tools[name].spec
         assert spec.domain == "notes" and spec.description and not spec.permissions
     assert tools["notes.create"].spec.parameters["required"] == ["title"]
+
+
+def test_screen_rows() -> None:
+    phone = Phone()
+    ok(phone("notes.list"))
+    app = phone.backend.phone.apps["notes"]
+    assert app.screen(phone.backend.phone.state.meta["view"]) == (
+        "Keep Notes",
+        ["* Wifi password", "Groceries  #shopping", "Book ideas  #Reading"],
+    )
+    assert phone.backend.screenshot().shape == (640, 360, 3)

@@ -14,7 +14,15 @@ SHOP = "+491633333333"
 SPAM = "+491700000000"
 
 CONTACTS = [
-    {"id": "c_1", "name": "Ana Lima", "phone": "+49 151 1111111", "email": None, "relation": None, "favorite": False, "birthday": None},
+    {
+        "id": "c_1",
+        "name": "Ana Lima",
+        "phone": "+49 151 1111111",
+        "email": None,
+        "relation": None,
+        "favorite": False,
+        "birthday": None,
+    },
 ]
 CALLS = [
     {"id": "call_1", "number": ANA, "direction": "in", "time": "2026-11-28T10:00:00", "duration_s": 120},
@@ -97,9 +105,30 @@ def test_call_log_newest_first_with_filters(b: SandboxBackend) -> None:
     res = ok(b, "phone.call_log")
     assert res["total"] == 3
     assert res["calls"] == [
-        {"id": "call_3", "number": ANA, "contact": "Ana Lima", "direction": "out", "time": "2026-11-29T08:00:00", "duration_s": 60},
-        {"id": "call_2", "number": SHOP, "contact": None, "direction": "missed", "time": "2026-11-28T12:00:00", "duration_s": 0},
-        {"id": "call_1", "number": ANA, "contact": "Ana Lima", "direction": "in", "time": "2026-11-28T10:00:00", "duration_s": 120},
+        {
+            "id": "call_3",
+            "number": ANA,
+            "contact": "Ana Lima",
+            "direction": "out",
+            "time": "2026-11-29T08:00:00",
+            "duration_s": 60,
+        },
+        {
+            "id": "call_2",
+            "number": SHOP,
+            "contact": None,
+            "direction": "missed",
+            "time": "2026-11-28T12:00:00",
+            "duration_s": 0,
+        },
+        {
+            "id": "call_1",
+            "number": ANA,
+            "contact": "Ana Lima",
+            "direction": "in",
+            "time": "2026-11-28T10:00:00",
+            "duration_s": 120,
+        },
     ]
     assert b.phone.state.meta["view"] == ("phone", "list", "calls", ("call_3", "call_2", "call_1"))
     assert [c["id"] for c in ok(b, "phone.call_log", filter="missed")["calls"]] == ["call_2"]
@@ -173,7 +202,11 @@ def test_block_and_unblock(b: SandboxBackend) -> None:
     assert ok(b, "phone.list_blocked") == {"blocked": [{"id": "blk_1", "number": SPAM, "contact": None}], "total": 1}
     fb = call(b, "phone.block_number", number="+49-170-0000000")
     assert not fb.ok and fb.error is ErrorKind.CONFLICT and fb.candidates == [SPAM]
-    assert ok(b, "phone.block_number", number="+49 151 1111111") == {"id": "blk_2", "number": ANA, "contact": "Ana Lima"}
+    assert ok(b, "phone.block_number", number="+49 151 1111111") == {
+        "id": "blk_2",
+        "number": ANA,
+        "contact": "Ana Lima",
+    }
     assert [r["number"] for r in ok(b, "phone.list_blocked")["blocked"]] == [SPAM, ANA]
     assert call(b, "phone.call", number=ANA).error is ErrorKind.PRECONDITION_FAILED
     assert ok(b, "phone.unblock_number", number=SPAM) == {"unblocked": SPAM}

@@ -134,7 +134,15 @@ def template(
         if name in _REGISTRY:
             raise ValueError(f"duplicate template {name!r}")
         _REGISTRY[name] = Template(
-            name, fn, tuple(apps), Domain(domain), Category(category), difficulty, tuple(capabilities or ()), count, max_steps
+            name,
+            fn,
+            tuple(apps),
+            Domain(domain),
+            Category(category),
+            difficulty,
+            tuple(capabilities or ()),
+            count,
+            max_steps,
         )
         return fn
 

@@ -39,7 +39,11 @@ def favorite(w: World) -> Draft:
         goal=f"Add {c['name']} to my favorites.",
         criteria=[state("contacts.contacts", "updated", id=c["id"], favorite=True)],
         milestones=[behavior("required_call", "contacts.search")],
-        plan=[call("contacts.search", query=c["name"]), call("contacts.set_favorite", contact_id=c["id"], favorite=True), call("finish", answer="Done.")],
+        plan=[
+            call("contacts.search", query=c["name"]),
+            call("contacts.set_favorite", contact_id=c["id"], favorite=True),
+            call("finish", answer="Done."),
+        ],
         perturb_exempt=["0.query", "2.answer"],
     )
 
@@ -53,12 +57,22 @@ def update_email(w: World) -> Draft:
         goal=f"{first}'s email address is now {email}; update the contact.",
         criteria=[state("contacts.contacts", "updated", id=c["id"], email=email, phone=c["phone"], name=c["name"])],
         milestones=[behavior("required_call", "contacts.search")],
-        plan=[call("contacts.search", query=first), call("contacts.update", contact_id=c["id"], email=email), call("finish", answer="Updated.")],
+        plan=[
+            call("contacts.search", query=first),
+            call("contacts.update", contact_id=c["id"], email=email),
+            call("finish", answer="Updated."),
+        ],
         perturb_exempt=["0.query", "2.answer"],
     )
 
 
-@template("contacts.delete_contact", apps=["contacts"], domain=Domain.CONTACTS, difficulty=2, capabilities=["lookup", "delete", "confirm"])
+@template(
+    "contacts.delete_contact",
+    apps=["contacts"],
+    domain=Domain.CONTACTS,
+    difficulty=2,
+    capabilities=["lookup", "delete", "confirm"],
+)
 def delete_contact(w: World) -> Draft:
     (c,) = w.pick("contacts.contacts")
     w.confirm_sensitive = True

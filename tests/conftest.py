@@ -1,0 +1,70 @@
+"""Shared fixtures: small hand-built tasks that do not depend on the template suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from phoneenv.contract import AnswerCriterion, Fixtures, StateCriterion, TaskSpec, ToolCall
+
+ANA = {
+    "id": "c_1",
+    "name": "Ana Lima",
+    "phone": "+4915111111111",
+    "email": "ana@example.com",
+    "relation": "sister",
+    "favorite": False,
+    "birthday": None,
+}
+BEN = {
+    "id": "c_2",
+    "name": "Ben Okafor",
+    "phone": "+4916022222222",
+    "email": None,
+    "relation": "boss",
+    "favorite": True,
+    "birthday": "04-12",
+}
+
+
+@pytest.fixture
+def contacts_task() -> TaskSpec:
+    """Add Carla as a contact; verified by a created record and nothing else."""
+    return TaskSpec(
+        id="test.add_carla",
+        domain="contacts",
+        goal="Save Carla Novak, +4917033333333.",
+        fixtures=Fixtures(
+            records={"contacts.contacts": [ANA, BEN]}, clock="2026-11-29T09:00:00", timezone="Europe/Berlin"
+        ),
+        criteria=[
+            StateCriterion(
+                id="created",
+                table="contacts.contacts",
+                change="created",
+                where={"name": "Carla Novak", "phone": {"number": "+4917033333333"}},
+                count=1,
+            )
+        ],
+        reference_plan=[
+            ToolCall(name="contacts.create", arguments={"name": "Carla Novak", "phone": "+4917033333333"}),
+            ToolCall(name="finish", arguments={"answer": "Saved."}),
+        ],
+        apps=["contacts"],
+    )
+
+
+@pytest.fixture
+def answer_task() -> TaskSpec:
+    """Ask for Ben's number; verified by the answer."""
+    return TaskSpec(
+        id="test.ben_number",
+        domain="contacts",
+        goal="What is Ben's number?",
+        fixtures=Fixtures(records={"contacts.contacts": [ANA, BEN]}),
+        criteria=[AnswerCriterion(id="answer", contains=["+4916022222222"])],
+        reference_plan=[
+            ToolCall(name="contacts.search", arguments={"query": "Ben"}),
+            ToolCall(name="finish", arguments={"answer": "+4916022222222"}),
+        ],
+        apps=["contacts"],
+    )

@@ -1,0 +1,299 @@
+"""PhonePlan-v0 through the Gymnasium API: contract, robustness, determinism, vector envs."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import phoneenv  # noqa: F401  (registers PhonePlan-v0)
+from phoneenv.contract import ErrorKind, Fixtures, TaskSpec
+from phoneenv.env import MAX_ACTION_CHARS, PhonePlanEnv
+
+
+def step_json(env, tool, /, **arguments):
+    return env.step(json.dumps({"name": tool, "arguments": arguments}))
+
+
+def fb(obs):
+    return json.loads(obs["feedback"])
+
+
+def test_reference_plan_succeeds_and_reward_is_outcome(contacts_task):
+    env = gym.make("PhonePlan-v0", task=contacts_task)
+    obs, info = env.reset(seed=1)
+    assert obs["goal"] == contacts_task.goal
+    assert info["task_id"] == "test.add_carla"
+    assert any(t["function"]["name"] == "contacts.create" for t in info["tools"])
+    obs, r, term, trunc, info = step_json(env, "contacts.create", name="Carla Novak", phone="+4917033333333")
+    assert fb(obs)["ok"] and fb(obs)["result"]["id"] == "c_3"
+    assert (r, term, trunc) == (0.0, False, False)
+    obs, r, term, trunc, info = step_json(env, "finish", answer="Saved.")
+    assert (r, term, trunc) == (1.0, True, False)
+    assert info["success"] is True and info["progress"] == 1.0
+    assert info["verdict"]["tool_calls"] == 1 and info["verdict"]["steps"] == 2
+
+
+def test_wrong_number_fails_and_collateral_is_caught(contacts_task):
+    env = PhonePlanEnv(task=contacts_task)
+    env.reset(seed=0)
+    step_json(env, "contacts.create", name="Carla Novak", phone="+4917033333334")
+    *_, info = step_json(env, "finish")
+    assert info["success"] is False
+    assert info["verdict"]["criteria"][0]["reason"] == "0 matching created record(s), expected exactly 1"
+    # Right record, plus an unrequested write: collateral damage.
+    env.reset(seed=0)
+    step_json(env, "contacts.create", name="Carla Novak", phone="+4917033333333")
+    step_json(env, "contacts.set_favorite", contact_id="c_1", favorite=True)
+    *_, info = step_json(env, "finish")
+    assert info["success"] is False
+    assert info["verdict"]["collateral"] == ["contacts.contacts/c_1 updated"]
+
+
+def test_truncation_at_max_steps(contacts_task):
+    env = PhonePlanEnv(task=contacts_task, max_steps=3)
+    env.reset(seed=0)
+    for i in range(3):
+        _, r, term, trunc, info = step_json(env, "contacts.list")
+    assert (term, trunc, r) == (False, True, 0.0)
+    assert info["verdict"]["truncated"] is True
+    # Stepping past the end is an error feedback, not an exception.
+    obs, r, term, trunc, info = step_json(env, "contacts.list")
+    assert fb(obs)["error"] == "precondition_failed" and term
+
+
+@pytest.mark.parametrize(
+    ("action", "kind"),
+    [
+        ("not json", "invalid_json"),
+        ("[1, 2]", "invalid_json"),
+        ('{"arguments": {}}', "invalid_json"),
+        ('{"name": "contacts.search", "arguments": "{bad"}', "invalid_json"),
+        (b"\xff\xfe\x00", "invalid_json"),
+        (12345, "invalid_json"),
+        (None, "invalid_json"),
+        ("[" * 100_000 + "]" * 100_000, "invalid_json"),
+        ("x" * (MAX_ACTION_CHARS + 1), "invalid_json"),
+        ('{"name": "contacts.serch", "arguments": {"query": "a"}}', "unknown_tool"),
+        ('{"name": "contacts.search", "arguments": {"query": 5}}', "invalid_arguments"),
+        ('{"name": "contacts.search", "arguments": {}}', "invalid_arguments"),
+        ('{"name": "contacts.search", "arguments": {"query": "a", "bogus": 1}}', "invalid_arguments"),
+        ('{"name": "contacts.get", "arguments": {"contact_id": "c_99"}}', "not_found"),
+    ],
+)
+def test_bad_actions_become_feedback(contacts_task, action, kind):
+    env = PhonePlanEnv(task=contacts_task)
+    env.reset(seed=0)
+    obs, r, term, trunc, info = env.step(action)
+    assert fb(obs)["ok"] is False and fb(obs)["error"] == kind
+    assert fb(obs)["hint"]
+    assert env.observation_space.contains(obs)
+
+
+def test_feedback_details(contacts_task):
+    env = PhonePlanEnv(task=contacts_task)
+    env.reset(seed=0)
+    obs, *_ = step_json(env, "contacts.serch", query="a")
+    assert fb(obs)["candidates"][0] == "contacts.search"
+    obs, *_ = step_json(env, "contacts.search", query=5)
+    assert fb(obs)["path"] == "/query" and fb(obs)["expected"] == "string"
+    obs, *_ = step_json(env, "contacts.create", name="X", phone="+4915111111111")
+    assert fb(obs)["error"] == "conflict" and fb(obs)["candidates"] == ["c_1"]
+    # OpenAI-style wrapper and underscore names are accepted.
+    obs, *_ = env.step({"type": "function", "function": {"name": "contacts__search", "arguments": '{"query": "ana"}'}})
+    assert fb(obs)["ok"] and fb(obs)["result"]["total"] == 1
+
+
+def test_fuzz_ten_thousand_random_actions(contacts_task):
+    rng = random.Random(7)
+    env = PhonePlanEnv(task=contacts_task, max_steps=10**6)
+    env.reset(seed=0)
+    names = [t["function"]["name"] for t in env.tools if t["function"]["name"] != "finish"]
+    junk_values = [None, True, -1, 2**70, 1.5e308, "", "x" * 5000, "\u202e\U0001f600", [], {}, [[[]]], {"a": {"b": 1}}]
+    kinds = set()
+    for i in range(10_000):
+        choice = rng.randrange(6)
+        if choice == 0:
+            action = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40)))
+        elif choice == 1:
+            action = "".join(chr(rng.randrange(0x20, 0x3000)) for _ in range(rng.randrange(0, 60)))
+        elif choice == 2:
+            action = json.dumps(rng.choice(junk_values))
+        elif choice == 3:
+            action = {
+                "name": rng.choice(names),
+                "arguments": {
+                    k: rng.choice(junk_values)
+                    for k in rng.sample(
+                        ["query", "contact_id", "name", "phone", "app", "limit", "offset"], rng.randrange(0, 4)
+                    )
+                },
+            }
+        elif choice == 4:
+            action = json.dumps({"name": rng.choice(names) + rng.choice(["", "x", ".", "__"]), "arguments": {}})
+        else:
+            action = rng.choice([0, 3.2, object(), ["a"], ("t",), {"name": 5}])
+        obs, r, term, trunc, info = env.step(action)
+        kinds.add(fb(obs).get("error"))
+        assert not term and not trunc
+        if i % 500 == 0:
+            assert env.observation_space.contains(obs)
+    assert {"invalid_json", "unknown_tool", "invalid_arguments"} <= kinds
+
+
+def test_check_env_passes(contacts_task, answer_task):
+    check_env(PhonePlanEnv(tasks=[contacts_task, answer_task]), skip_render_check=True)
+    check_env(PhonePlanEnv(tasks=[contacts_task], render_mode="rgb_array", screenshots=True))
+
+
+def _play(env, actions, seed):
+    env.reset(seed=seed)
+    for a in actions:
+        env.step(a)
+    return env.trace.model_dump_json()
+
+
+def test_same_seed_same_actions_byte_identical_trace(contacts_task, answer_task):
+    actions = [
+        '{"name": "contacts.search", "arguments": {"query": "a"}}',
+        "garbage",
+        '{"name": "contacts.create", "arguments": {"name": "Carla Novak", "phone": "+4917033333333"}}',
+        '{"name": "finish", "arguments": {"answer": "ok"}}',
+    ]
+    a = _play(PhonePlanEnv(tasks=[contacts_task, answer_task]), actions, seed=3)
+    b = _play(PhonePlanEnv(tasks=[contacts_task, answer_task]), actions, seed=3)
+    assert a == b
+    trace = json.loads(a)
+    assert [s["clock"][-8:] for s in trace["steps"]] == ["09:00:01", "09:00:01", "09:00:02", "09:00:02"] or trace[
+        "task_id"
+    ] == "test.ben_number"
+    assert trace["verdict"] is not None
+
+
+def test_seeded_task_draw_is_deterministic():
+    from phoneenv.tasks import select
+
+    pool = select("all")
+    a = PhonePlanEnv(tasks=pool)
+    b = PhonePlanEnv(tasks=pool)
+    ids_a = [a.reset(seed=s)[1]["task_id"] for s in range(20)]
+    ids_b = [b.reset(seed=s)[1]["task_id"] for s in range(20)]
+    assert ids_a == ids_b and len(set(ids_a)) > 5
+
+
+def test_thousand_resets_leak_no_state(contacts_task):
+    env = PhonePlanEnv(task=contacts_task, max_steps=10**6)
+    env.reset(seed=0)
+    fresh = {k: dict(v) for k, v in env.backend.tables().items()}
+    rng = random.Random(1)
+    for i in range(1000):
+        env.reset(seed=i)
+        assert env.backend.tables() == fresh
+        assert env.backend.clock() == "2026-11-29T09:00:00"
+        n = rng.randrange(1, 4)
+        for j in range(n):
+            step_json(env, "contacts.create", name=f"P{i}-{j}", phone=f"+49170{i:04d}{j:03d}")
+        step_json(env, "contacts.set_favorite", contact_id="c_1", favorite=bool(i % 2))
+        step_json(env, "contacts.delete", contact_id="c_2")
+        assert len(env.backend.tables()["contacts.contacts"]) == 1 + n
+    env.reset(seed=0)
+    assert env.backend.tables() == fresh
+
+
+def test_vector_envs(contacts_task, answer_task):
+    def make():
+        return gym.make("PhonePlan-v0", tasks=[contacts_task, answer_task])
+
+    # Text observations cannot go through AsyncVectorEnv's shared memory (gymnasium reads them
+    # back as padding), so the async env copies them: shared_memory=False.
+    for vec_cls in (gym.vector.SyncVectorEnv, functools.partial(gym.vector.AsyncVectorEnv, shared_memory=False)):
+        venv = vec_cls([make, make])
+        obs, info = venv.reset(seed=[0, 1], options={"task": "test.ben_number"})
+        assert list(obs["goal"]) == ["What is Ben's number?"] * 2, vec_cls
+        actions = (
+            '{"name": "contacts.search", "arguments": {"query": "Ben"}}',
+            '{"name": "finish", "arguments": {"answer": "no idea"}}',
+        )
+        obs, rew, term, trunc, info = venv.step(actions)
+        assert json.loads(obs["feedback"][0])["result"]["total"] == 1
+        assert list(term) == [False, True] and list(rew) == [0.0, 0.0]
+        obs, rew, term, trunc, info = venv.step(('{"name": "finish", "arguments": {"answer": "+4916022222222"}}', "{}"))
+        assert term[0] and rew[0] == 1.0
+        venv.close()
+
+
+def test_screenshots_and_render(contacts_task):
+    env = gym.make("PhonePlan-v0", task=contacts_task, screenshots=True, render_mode="rgb_array")
+    obs, _ = env.reset(seed=0)
+    home = obs["screenshot"]
+    assert home.shape == (640, 360, 3) and home.dtype == np.uint8
+    obs, *_ = step_json(env, "contacts.search", query="a")
+    frame = env.render()
+    assert frame.shape == (640, 360, 3) and frame.dtype == np.uint8
+    assert np.array_equal(frame, obs["screenshot"])
+    assert not np.array_equal(frame, home)
+    obs, *_ = step_json(env, "screen.capture")
+    assert fb(obs)["result"]["foreground"] == "contacts"
+    assert np.array_equal(obs["screenshot"], frame)
+
+
+def test_permission_fixture_denied_then_requested():
+    from tests.conftest import ANA
+
+    def task(grant: bool) -> TaskSpec:
+        return TaskSpec(
+            id=f"perm-{grant}",
+            domain="contacts",
+            goal="Find Ana.",
+            fixtures=Fixtures(
+                records={"contacts.contacts": [ANA]},
+                permissions={"contacts": {"android.permission.READ_CONTACTS": False}},
+                permission_responses={"contacts/android.permission.READ_CONTACTS": grant},
+            ),
+            criteria=[{"kind": "answer", "contains": ["+4915111111111"]}],
+        )
+
+    for grant in (True, False):
+        env = PhonePlanEnv(task=task(grant))
+        env.reset(seed=0)
+        obs, *_ = step_json(env, "contacts.search", query="Ana")
+        assert fb(obs)["error"] == ErrorKind.PERMISSION_DENIED.value
+        assert "system.request_permission" in fb(obs)["hint"]
+        obs, *_ = step_json(
+            env, "system.request_permission", app="contacts", permission="android.permission.READ_CONTACTS"
+        )
+        assert fb(obs)["ok"] is grant
+        obs, *_ = step_json(env, "contacts.search", query="Ana")
+        assert fb(obs)["ok"] is grant
+        *_, info = step_json(env, "finish", answer="+4915111111111" if grant else "cannot")
+        assert info["success"] is grant
+        assert info["verdict"]["collateral"] == []
+
+
+def test_confirmation_policy(contacts_task):
+    from tests.conftest import ANA
+
+    task = TaskSpec(
+        id="confirm",
+        domain="contacts",
+        goal="Delete Ana.",
+        fixtures=Fixtures(records={"contacts.contacts": [ANA]}, confirm_sensitive=True),
+        criteria=[
+            {"kind": "state", "table": "contacts.contacts", "change": "deleted", "where": {"id": "c_1"}, "count": 1}
+        ],
+    )
+    env = PhonePlanEnv(task=task)
+    env.reset(seed=0)
+    obs, *_ = step_json(env, "contacts.delete", contact_id="c_1")
+    assert fb(obs)["error"] == "confirmation_required"
+    obs, *_ = step_json(env, "user.confirm", question="Delete Ana Lima?")
+    assert fb(obs)["result"]["confirmed"] is True
+    obs, *_ = step_json(env, "contacts.delete", contact_id="c_1")
+    assert fb(obs)["ok"]
+    *_, info = step_json(env, "finish")
+    assert info["success"]
