@@ -227,7 +227,8 @@ class System(App):
                 hint="call system.list_accounts to see the user's accounts",
                 candidates=[rec["account"]],
             )
-        saved = self.phone.fixtures.vault.get(account)
+        vault = self.phone.fixtures.vault
+        saved = next((v for k, v in vault.items() if k.casefold() == account.casefold()), None)
         if saved is None:
             raise ToolError(
                 ErrorKind.LOGIN_REQUIRED,

@@ -148,7 +148,7 @@ class App:
         if view is not None and view[1] == "detail":
             rec = self.phone.state.get(f"{self.name}.{view[2]}", view[3])
             if rec is not None:
-                return self.title, [f"{k}: {v}" for k, v in rec.items() if k != "id"]
+                return self.title, [f"{k}: {_show(v)}" for k, v in rec.items() if k != "id"]
         if view is not None and view[1] == "list":
             tbl = self.t(view[2])
             return self.title, [self.row(view[2], tbl[i]) for i in view[3] if i in tbl]
@@ -156,6 +156,17 @@ class App:
             return self.title, []
         main = next(iter(self.tables))
         return self.title, [self.row(main, r) for r in list(self.t(main).values())[:20]]
+
+
+def _show(value: Any) -> str:
+    """A record value as a person reads it on screen (lists joined, None as a dash)."""
+    if value is None:
+        return "\u2014"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "\u2014"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def listing(records: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:

@@ -159,7 +159,6 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._openai: list[dict[str, Any]] = []
         self._done = True
         self._steps: list[tuple[Any, ...]] = []
-        self._calls: list[CallRecord] = []
 
     # -- tools ----------------------------------------------------------------------------------
     def _refresh_tools(self) -> None:
@@ -221,7 +220,6 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._before = {k: dict(v) for k, v in self.backend.tables().items()}
         self._max_steps = self._max_steps_override or task.max_steps
         self._steps = []
-        self._calls = []
         self._errors = 0
         self._confirmed = False
         self._answer: str | None = None
@@ -252,19 +250,20 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             )
             return self._obs(fb), 0.0, True, False, {"feedback": fb}
         t0 = time.perf_counter() if self.record_wall_time else 0.0
-        call, raw, fb = self._parse(action)
+        name, args, raw, fb = self._parse(action)
+        rec = None
         if fb is None:
-            assert call is not None
-            fb = self._execute(call)
+            rec = self._execute(name, args)  # type: ignore[arg-type]
+            fb = rec.feedback
         n = len(self._steps) + 1
         if not fb.ok:
             self._errors += 1
             if fb.infrastructure:
                 self._infra = True
         latency = time.perf_counter() - t0 if self.record_wall_time else None
-        self._steps.append((n, call, raw, fb, self.backend.clock(), latency, None))
+        self._steps.append((rec, raw, fb, self.backend.clock_seconds(), latency, None))
         self._last = fb
-        terminated = call is not None and call.name == "finish" and fb.ok
+        terminated = rec is not None and rec.name == "finish" and fb.ok
         truncated = not terminated and n >= self._max_steps
         info: dict[str, Any] = {"feedback": fb, "step": n}
         reward = 0.0
@@ -305,18 +304,19 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             obs["screenshot"] = fb.image if fb.image is not None else self.backend.screenshot()
         return obs
 
-    def _parse(self, action: Any) -> tuple[ToolCall | None, str | None, Feedback | None]:
-        """(call, raw text kept for the trace when unparseable, error feedback or None)."""
+    def _parse(self, action: Any) -> tuple[str | None, dict[str, Any] | None, str | None, Feedback | None]:
+        """(tool name, arguments, raw text kept for the trace when unparseable, error or None)."""
         obj = action
         if isinstance(action, (bytes, bytearray)):
             try:
                 action = bytes(action).decode("utf-8")
             except UnicodeDecodeError:
-                return None, repr(bytes(action[:_RAW_KEEP])), _invalid("the action is not UTF-8 text")
+                return None, None, repr(bytes(action[:_RAW_KEEP])), _invalid("the action is not UTF-8 text")
             obj = action
         if isinstance(action, str):
             if len(action) > MAX_ACTION_CHARS:
                 return (
+                    None,
                     None,
                     action[:_RAW_KEEP],
                     _invalid(f"the action is {len(action)} characters; at most {MAX_ACTION_CHARS}"),
@@ -324,9 +324,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             try:
                 obj = json.loads(action)
             except (ValueError, RecursionError) as exc:
-                return None, action[:_RAW_KEEP], _invalid(f"the action is not valid JSON: {str(exc)[:120]}")
+                return None, None, action[:_RAW_KEEP], _invalid(f"the action is not valid JSON: {str(exc)[:120]}")
         if not isinstance(obj, dict):
             return (
+                None,
                 None,
                 str(action)[:_RAW_KEEP],
                 _invalid(f"the action must be a JSON object, not {type(obj).__name__}"),
@@ -341,31 +342,29 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             try:
                 args = json.loads(args) if args.strip() else {}
             except (ValueError, RecursionError):
-                return None, str(action)[:_RAW_KEEP], _invalid("'arguments' is a string that is not valid JSON")
+                return None, None, str(action)[:_RAW_KEEP], _invalid("'arguments' is a string that is not valid JSON")
         if not isinstance(name, str) or not name:
-            return None, str(action)[:_RAW_KEEP], _invalid("the action needs a string 'name' (the tool to call)")
+            return None, None, str(action)[:_RAW_KEEP], _invalid("the action needs a string 'name' (the tool to call)")
         if not isinstance(args, dict):
-            return None, str(action)[:_RAW_KEEP], _invalid("'arguments' must be a JSON object")
-        return ToolCall(name=name[:_RAW_KEEP], arguments=args), None, None
+            return None, None, str(action)[:_RAW_KEEP], _invalid("'arguments' must be a JSON object")
+        return name[:_RAW_KEEP], args, None, None
 
-    def _execute(self, call: ToolCall) -> Feedback:
-        entry = self._tool_map.get(call.name)
+    def _execute(self, name: str, arguments: dict[str, Any]) -> CallRecord:
+        entry = self._tool_map.get(name)
         if entry is None:
-            near = nearest_tools(call.name, self._specs)
+            near = nearest_tools(name, self._specs)
             fb = Feedback(
                 ok=False,
                 error=ErrorKind.UNKNOWN_TOOL,
-                message=f"there is no tool {call.name[:80]!r}",
+                message=f"there is no tool {name[:80]!r}",
                 hint=f"did you mean {near[0]}?" if near else "see the tool list",
                 candidates=near,
                 recoverable=True,
             )
-            self._record(call, None, fb)
-            return fb
+            return CallRecord(name, arguments, fb, None)
         spec = entry.spec
-        call.name = spec.name
         try:
-            args = entry.validator.validate(call.arguments)
+            args = entry.validator.validate(arguments)
         except ArgumentError as exc:
             fb = Feedback(
                 ok=False,
@@ -376,18 +375,18 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                 expected=exc.expected,
                 recoverable=True,
             )
-            self._record(call, spec, fb)
-            return fb
+            return CallRecord(spec.name, arguments, fb, spec.effect)
         if spec.secret_parameters:
-            call.arguments = {
-                k: ("***" if k in spec.secret_parameters and v is not None else v) for k, v in call.arguments.items()
+            arguments = {
+                k: ("***" if k in spec.secret_parameters and v is not None else v) for k, v in arguments.items()
             }
+        confirmed = False
         if entry is _FINISH:
             self._answer = args["answer"]
             fb = Feedback(ok=True, result={"finished": True})
         elif entry is _CONFIRM:
             res = self._env_tools.confirm(**args)
-            self._confirmed = res["confirmed"]
+            self._confirmed = confirmed = res["confirmed"]
             fb = Feedback(ok=True, result=res)
         elif spec.effect is Effect.SENSITIVE and self.task.fixtures.confirm_sensitive and not self._confirmed:
             fb = Feedback(
@@ -401,19 +400,14 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             if spec.effect is Effect.SENSITIVE:
                 self._confirmed = False
             fb = self.backend.call(spec.name, args)
-        self._record(call, spec, fb)
-        return fb
-
-    def _record(self, call: ToolCall, spec: ToolSpec | None, fb: Feedback) -> None:
-        confirmed = bool(fb.ok and call.name == "user.confirm" and fb.result["confirmed"])
-        self._calls.append(CallRecord(call.name, call.arguments, fb.ok, spec.effect if spec else None, confirmed))
+        return CallRecord(spec.name, arguments, fb, spec.effect, confirmed)
 
     def _finish_episode(self, truncated: bool) -> Any:
         self._verdict = verify(
             self.task,
             self._before,
             self.backend.tables(),
-            self._calls,
+            [s[0] for s in self._steps if s[0] is not None],
             self._answer,
             steps=len(self._steps),
             errors=self._errors,
@@ -431,14 +425,16 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     def trace(self) -> Trace:
         """The current episode as a :class:`Trace` (secrets shown as ``***``)."""
         steps = []
-        for n, call, raw, fb, clock, latency, tokens in self._steps:
+        fmt = self.backend.format_clock
+        for n, (rec, raw, fb, clock, latency, tokens) in enumerate(self._steps, 1):
+            call = None if rec is None else ToolCall(name=rec.name, arguments=dict(rec.arguments))
             steps.append(
                 Step(
                     index=n,
                     action=call,
                     raw=raw,
                     feedback=fb,
-                    clock=clock,
+                    clock=fmt(clock),
                     backend=self.backend.name,
                     tokens=tokens,
                     latency_s=latency,
@@ -458,7 +454,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     def set_step_tokens(self, tokens: dict[str, int]) -> None:
         """Attach the agent's token counts (``prompt``, ``output``, ``thinking``) to the last step."""
         if self._steps:
-            self._steps[-1] = (*self._steps[-1][:6], dict(tokens))
+            self._steps[-1] = (*self._steps[-1][:5], dict(tokens))
 
 
 def _invalid(message: str) -> Feedback:

@@ -64,12 +64,12 @@ def render_screen(status: str, title: str, lines: list[str], size: tuple[int, in
 def render_phone(phone: Phone, size: tuple[int, int] = (360, 640)) -> np.ndarray:
     """Draw the foreground app of ``phone`` (the launcher's app grid when none is open)."""
     st = phone.state
-    settings = st.tables.get("settings.settings", {})
-    marks = [
-        name
-        for key, name in (("wifi", "WiFi"), ("bluetooth", "BT"), ("dnd", "DND"))
-        if settings.get(key, {}).get("value")
-    ]
+    settings_app = phone.apps.get("settings")
+    marks = []
+    if settings_app is not None and hasattr(settings_app, "value"):
+        marks = [
+            name for key, name in (("wifi", "WiFi"), ("bluetooth", "BT"), ("dnd", "DND")) if settings_app.value(key)
+        ]
     status = " ".join([phone.local_now().strftime("%a %d %b %H:%M"), *marks])
     fg = st.meta.get("foreground", "launcher")
     app = phone.apps.get(fg)

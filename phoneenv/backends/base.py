@@ -61,8 +61,16 @@ class Backend(abc.ABC):
         """The state verification reads: ``{"app.table": {id: record}}``."""
 
     @abc.abstractmethod
+    def clock_seconds(self) -> float:
+        """The world's clock, seconds since the Unix epoch (cheap: read on every step)."""
+
+    @abc.abstractmethod
+    def format_clock(self, seconds: float) -> str:
+        """``seconds`` (epoch) as the world's local ISO 8601 time, ``YYYY-MM-DDTHH:MM:SS``."""
+
     def clock(self) -> str:
         """The world's clock as local ISO 8601 text (``YYYY-MM-DDTHH:MM:SS``)."""
+        return self.format_clock(self.clock_seconds())
 
     @abc.abstractmethod
     def screenshot(self) -> np.ndarray:

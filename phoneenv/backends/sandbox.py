@@ -279,9 +279,13 @@ class SandboxBackend(Backend):
         """The phone's tables, live (read-only by convention)."""
         return self.phone.state.tables
 
-    def clock(self) -> str:
-        """The phone's local time, ``YYYY-MM-DDTHH:MM:SS``."""
-        return self.phone.local_now().isoformat(timespec="seconds")
+    def clock_seconds(self) -> float:
+        """The phone clock, seconds since the Unix epoch."""
+        return self.phone.state.meta["now"]
+
+    def format_clock(self, seconds: float) -> str:
+        """``seconds`` as the phone's local time, ``YYYY-MM-DDTHH:MM:SS``."""
+        return dt.datetime.fromtimestamp(seconds, self.phone.tz).replace(tzinfo=None).isoformat(timespec="seconds")
 
     def screenshot(self) -> np.ndarray:
         """The foreground app's screen, ``uint8`` (H, W, 3), drawn with Pillow."""

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from phoneenv.contract import (
     AnswerCriterion,
@@ -22,6 +21,7 @@ from phoneenv.contract import (
     Criterion,
     CriterionResult,
     Effect,
+    Feedback,
     StateCriterion,
     TaskSpec,
     Verdict,
@@ -41,16 +41,21 @@ DEFAULT_ALLOWED: tuple[ChangeSelector, ...] = (
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?")
 
 
-@dataclass(frozen=True)
-class CallRecord:
-    """One executed step as verification sees it: tool name, arguments, whether it succeeded,
-    its effect, and (for ``user.confirm``) whether the user confirmed."""
+class CallRecord(NamedTuple):
+    """One parsed action as verification sees it: tool name (canonical when known), arguments
+    (secrets as ``***``), its feedback, the tool's effect (None for an unknown tool), and whether
+    the user confirmed (``user.confirm`` only)."""
 
     name: str
     arguments: Mapping[str, Any]
-    ok: bool
+    feedback: Feedback
     effect: Effect | None
     confirmed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call succeeded."""
+        return self.feedback.ok
 
 
 def _state_matches(

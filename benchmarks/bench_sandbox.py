@@ -1,0 +1,159 @@
+"""Sandbox throughput, reset latency and memory, each against a baseline measured in the same run.
+
+Run: ``make bench`` (or ``.venv/bin/python benchmarks/bench_sandbox.py [--quick]``).
+
+- step: ``env.step`` on a simple read call given as JSON text (parse, validate, execute,
+  feedback, observation), one process, one core; raw env and through ``gym.make`` wrappers.
+  Baseline: ``json.loads`` of the action plus ``json.dumps`` of the same result (the floor any
+  JSON-in/JSON-out step pays).
+- reset: median ``env.reset`` to a suite task's fixtures. Baseline: ``copy.deepcopy`` of the
+  same fixture tables (a naive snapshot restore).
+- memory: resident set growth for 1,024 live envs, each reset to a different task.
+  Baseline: one env.
+
+Targets (issue #2): ≥ 40,000 steps/s/core, reset ≤ 0.45 ms median, 1,024 envs ≤ 4 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import statistics
+import time
+
+import gymnasium as gym
+
+import phoneenv  # noqa: F401
+from phoneenv.env import PhonePlanEnv
+from phoneenv.tasks import load_suite
+
+ACTION = '{"name": "contacts.get", "arguments": {"contact_id": "c_1"}}'
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process in bytes (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            import os
+
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def best_rate(fn, n: int, repeats: int, between=None, chunk: int = 1_000) -> float:
+    """Best calls/second of ``fn`` over ``repeats`` runs of ``n`` calls, timed in chunks of
+    ``chunk`` calls with ``between()`` (untimed) after each chunk (an env reset: episodes are
+    short, so a trace never holds more than ``chunk`` steps)."""
+    best = 0.0
+    for _ in range(repeats):
+        spent = 0.0
+        for _ in range(n // chunk):
+            t0 = time.perf_counter()
+            for _ in range(chunk):
+                fn()
+            spent += time.perf_counter() - t0
+            if between is not None:
+                between()
+        best = max(best, (n // chunk) * chunk / spent)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    args = ap.parse_args()
+    n_steps = 5_000 if args.quick else 50_000
+    n_envs = 64 if args.quick else 1024
+    repeats = 2 if args.quick else 5
+    suite = load_suite()
+    task = next(t for t in suite if t.id == "contacts.favorite/0")
+
+    env = PhonePlanEnv(task=task, max_steps=10**9)
+    env.reset(seed=0)
+    raw_rate = best_rate(lambda: env.step(ACTION), n_steps, repeats, lambda: env.reset(seed=0))
+    wrapped = gym.make("PhonePlan-v0", task=task, max_steps=10**9)
+    wrapped.reset(seed=0)
+    wrapped_rate = best_rate(lambda: wrapped.step(ACTION), n_steps, repeats, lambda: wrapped.reset(seed=0))
+    result = env.step(ACTION)[4]["feedback"].result
+
+    def json_floor() -> None:
+        json.loads(ACTION)
+        json.dumps({"ok": True, "result": result})
+
+    floor_rate = best_rate(json_floor, n_steps, repeats)
+
+    times = []
+    for i in range(2_000 if not args.quick else 300):
+        t = suite[i % len(suite)]
+        env.reset(seed=i, options={"task": t})  # warm the fixture cache
+    for i in range(2_000 if not args.quick else 300):
+        t0 = time.perf_counter()
+        env.reset(seed=i, options={"task": task})
+        times.append(time.perf_counter() - t0)
+    reset_ms = statistics.median(times) * 1e3
+    tables = env.backend.snapshot().tables
+    deep = []
+    for _ in range(300):
+        t0 = time.perf_counter()
+        copy.deepcopy(tables)
+        deep.append(time.perf_counter() - t0)
+    deep_ms = statistics.median(deep) * 1e3
+
+    gc.collect()
+    base = rss_bytes()
+    one = PhonePlanEnv(tasks=suite)
+    one.reset(seed=0, options={"task": suite[0]})
+    gc.collect()
+    one_env = rss_bytes() - base
+    envs = []
+    before = rss_bytes()
+    for i in range(n_envs):
+        e = PhonePlanEnv(tasks=suite)
+        e.reset(seed=i, options={"task": suite[i % len(suite)]})
+        e.step(ACTION)
+        envs.append(e)
+    gc.collect()
+    grown = rss_bytes() - before
+    per_env = grown / n_envs
+
+    rows = [
+        (
+            "env.step, raw env (steps/s/core)",
+            f"{raw_rate:,.0f}",
+            "≥ 40,000",
+            f"{raw_rate / 40_000:.2f}× target",
+            f"{raw_rate / floor_rate:.2f}× JSON floor ({floor_rate:,.0f}/s)",
+        ),
+        (
+            "env.step, gym.make (steps/s/core)",
+            f"{wrapped_rate:,.0f}",
+            "≥ 40,000",
+            f"{wrapped_rate / 40_000:.2f}× target",
+            f"{wrapped_rate / floor_rate:.2f}× JSON floor",
+        ),
+        (
+            "reset median (ms)",
+            f"{reset_ms:.4f}",
+            "≤ 0.45",
+            f"{0.45 / reset_ms:.1f}× under target",
+            f"{deep_ms / reset_ms:.1f}× faster than deepcopy ({deep_ms:.3f} ms)",
+        ),
+        (
+            f"memory of {n_envs} envs (GiB)",
+            f"{grown / 2**30:.3f}",
+            "≤ 4 (1,024 envs)",
+            f"{per_env / 2**10:.0f} KiB/env",
+            f"first env {one_env / 2**20:.1f} MiB (shared caches)",
+        ),
+    ]
+    width = [max(len(r[i]) for r in rows) for i in range(5)]
+    print(f"suite: {len(suite)} tasks; one process, {n_steps:,} steps per run, best of {repeats}")
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, width)))
+
+
+if __name__ == "__main__":
+    main()
