@@ -152,7 +152,7 @@ def main() -> None:
     width = [max(len(r[i]) for r in rows) for i in range(5)]
     print(f"suite: {len(suite)} tasks; one process, {n_steps:,} steps per run, best of {repeats}")
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, width)))
+        print("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)))
 
 
 if __name__ == "__main__":
