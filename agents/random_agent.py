@@ -44,7 +44,12 @@ def sample_schema(schema: dict[str, Any], rng: random.Random, xeger: rstr.Rstr, 
         if name.endswith("_id") and ids:
             return rng.choice(ids)
         if "pattern" in schema:
-            return xeger.xeger(schema["pattern"])
+            limit = schema.get("maxLength", 10**6)
+            for _ in range(20):
+                text = xeger.xeger(schema["pattern"])
+                if schema.get("minLength", 0) <= len(text) <= limit:
+                    return text
+            return text
         lo, hi = schema.get("minLength", 1), min(schema.get("maxLength", 40), 40)
         text = rng.choice(_WORDS)
         return (text * (lo // len(text) + 1))[: max(lo, min(len(text), hi))]
@@ -56,7 +61,9 @@ def sample_schema(schema: dict[str, Any], rng: random.Random, xeger: rstr.Rstr, 
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "array":
-        return [sample_schema(schema.get("items", {}), rng, xeger, ids, name) for _ in range(rng.randint(0, 2))]
+        lo = schema.get("minItems", 0)
+        hi = max(lo, min(schema.get("maxItems", 2), 2))
+        return [sample_schema(schema.get("items", {}), rng, xeger, ids, name) for _ in range(rng.randint(lo, hi))]
     return None
 
 

@@ -39,9 +39,15 @@ def who(w: World, c: dict[str, Any]) -> tuple[str, str]:
     return first, first
 
 
-def names_pattern(firsts: list[str]) -> str:
-    """A regex that holds when every first name appears as a whole word, in any order."""
-    return "(?s)" + "".join(rf"(?=.*\b{re.escape(f)}\b)" for f in firsts)
+def names_pattern(names: list[str]) -> str:
+    """A regex that holds when every person of ``names`` (full names) is named, in any order, by
+    first name as a whole word. When every first name reads the same backwards ("Ana"), the
+    surnames are required too, or a reversed answer would still name them."""
+    firsts = [n.split()[0] for n in names]
+    words = firsts
+    if all(f.casefold() == f.casefold()[::-1] for f in firsts):
+        words = [part for n in names for part in n.split()]
+    return "(?s)" + "".join(rf"(?=.*\b{re.escape(p)}\b)" for p in words)
 
 
 def add_inbound(w: World, number: str, body: str, minutes_ago: int, read: bool) -> dict[str, Any]:
@@ -77,9 +83,9 @@ def text_contact(w: World) -> Draft:
     confirm = confirm_variant(w, 0.3)
     plan = [call("contacts.search", query=query)]
     criteria = [state("messages.messages", "created", number={"number": c["phone"]}, body={"icontains": key})]
-    goal = f'Text {name}: "{text}"'
+    goal = f'Text {name}: "{text}"' + ("" if text[-1] in "?!." else ".")
     if confirm:
-        goal += " Show me before you send it."
+        goal += " Check with me before sending it."
         plan.append(call("user.confirm", question=f'Send "{text}" to {c["name"]}?'))
         criteria.append(behavior("confirm_before", "messages.send"))
     plan += [call("messages.send", to=c["phone"], body=text), call("finish", answer=f"Sent to {c['name']}.")]
@@ -110,10 +116,9 @@ def unread_count(w: World) -> Draft:
         assert c is not None
         if c["name"] not in senders:
             senders.append(c["name"])
-    firsts = [s.split()[0] for s in senders]
     return Draft(
         goal="How many unread text messages do I have, and who are they from?",
-        criteria=[answer(number=len(unread), pattern=names_pattern(firsts)), behavior("read_only")],
+        criteria=[answer(number=len(unread), pattern=names_pattern(senders)), behavior("read_only")],
         plan=[
             call("messages.list_unread"),
             call("finish", answer=f"{len(unread)} unread, from {', '.join(senders)}."),
@@ -141,7 +146,7 @@ def last_texter(w: World) -> Draft:
     assert c is not None
     return Draft(
         goal=w.rng.choice(["Who texted me last?", "Who sent me the most recent text message?"]),
-        criteria=[answer(pattern=names_pattern([c["name"].split()[0]])), behavior("read_only")],
+        criteria=[answer(pattern=names_pattern([c["name"]])), behavior("read_only")],
         plan=[
             call("messages.list_threads"),
             call("finish", answer=f'{c["name"]}: "{last["body"]}"'),

@@ -1,0 +1,89 @@
+"""The built-in task suite: size, spread, stability, and every task proven by execution."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+import pytest
+
+from phoneenv.tasks import get_task, load_suite, select
+from phoneenv.tasks.templates import all_templates
+from phoneenv.tasks.validate import perturb, prove_suite
+
+SANDBOX_APPS = {"contacts", "messages", "phone", "calendar", "clock", "notes", "settings"}
+
+
+def test_suite_size_and_spread():
+    suite = load_suite()
+    templates = all_templates()
+    assert len(templates) >= 40
+    assert len(suite) >= 300
+    assert len({t.id for t in suite}) == len(suite)
+    assert all(t.category.value == "tool" for t in suite)
+    cross = sum(t.cross_app for t in suite)
+    assert cross * 4 >= len(suite), f"{cross} cross-app of {len(suite)}"
+    per_app = Counter(a for t in suite for a in t.apps)
+    assert set(per_app) >= SANDBOX_APPS, per_app
+    assert all(per_app[a] >= 16 for a in SANDBOX_APPS), per_app
+
+
+def test_one_template_yields_distinct_tasks():
+    for tpl in all_templates().values():
+        tasks = tpl.tasks()
+        distinct = {(t.goal, str([c.model_dump() for c in t.criteria]), t.fixtures.model_dump_json()) for t in tasks}
+        assert len(distinct) == len(tasks), f"{tpl.name}: {len(distinct)} distinct of {len(tasks)}"
+
+
+def test_task_ids_and_contents_are_stable():
+    a = get_task("contacts.add_contact/3").model_dump_json()
+    b = all_templates()["contacts.add_contact"].task(3).model_dump_json()
+    assert a == b
+    assert hashlib.sha256(a.encode()).hexdigest() == hashlib.sha256(b.encode()).hexdigest()
+
+
+def test_selectors():
+    assert {t.category.value for t in select("category:tool")} == {"tool"}
+    assert select("category:memory") == []
+    assert all(t.domain.value == "time" for t in select("domain:time"))
+    assert [t.id for t in select("template:contacts.favorite")] == [f"contacts.favorite/{k}" for k in range(8)]
+    assert all("calendar" in t.apps for t in select("app:calendar"))
+    assert all(t.cross_app for t in select("cross-app"))
+    with pytest.raises(KeyError, match="did you mean"):
+        select("contacts.add_contat/3")
+    with pytest.raises(ValueError):
+        select("color:blue")
+
+
+def test_vault_secret_never_serialised():
+    task = get_task("contacts.add_contact/0")
+    secret = task.fixtures.vault["sam.rivera@example.com"].get_secret_value()
+    assert secret.startswith("pw-")
+    assert secret not in task.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (True, False),
+        (5, 6),
+        ("c_3", "c_4"),
+        ("2026-11-30T16:00", "2026-11-30T17:00"),
+        ("2026-11-30", "2026-12-01"),
+        ("23:30", "00:30"),
+        ("+4915111111111", "+4915111111110"),
+        ("ana@example.com", "zzana@example.com"),
+        ("late", "zzetal"),
+        (["a@x.org", "b@y.org"], ["zza@x.org", "b@y.org"]),
+        (None, None),
+    ],
+)
+def test_perturb_values(value, expected):
+    assert perturb(value) == expected
+
+
+def test_every_task_is_proven():
+    proofs = prove_suite(load_suite())
+    broken = {p.task_id: p.problems for p in proofs if not p.ok}
+    assert not broken
+    assert sum(p.perturbations for p in proofs) >= len(proofs)

@@ -1,0 +1,114 @@
+"""Tool specs from type hints, strict argument validation, OpenAI rendering, contract JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from phoneenv.backends.sandbox import SandboxBackend
+from phoneenv.contract import Feedback, TaskSpec, ToolCall, Trace, Verdict
+from phoneenv.tools import ArgumentError, nearest_tools
+
+
+@pytest.fixture(scope="module")
+def tools():
+    return SandboxBackend().tools()
+
+
+def test_schema_generated_from_signature(tools):
+    spec = tools["contacts.create"].spec
+    params = spec.parameters
+    assert params["type"] == "object" and params["additionalProperties"] is False
+    assert params["required"] == ["name", "phone"]
+    assert params["properties"]["name"] == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 80,
+        "description": "Full name.",
+    }
+    assert params["properties"]["email"]["default"] is None
+    assert spec.description.startswith("Create a contact.")
+    assert spec.effect.value == "write" and spec.app == "contacts" and spec.domain.value == "contacts"
+    assert spec.permissions == ("android.permission.READ_CONTACTS", "android.permission.WRITE_CONTACTS")
+    assert set(spec.returns["properties"]) == {"id", "name", "phone", "email", "relation", "favorite", "birthday"}
+    assert tools["system.sign_in"].spec.secret_parameters == ("password",)
+    assert tools["screen.capture"].spec.returns_image
+
+
+def test_at_least_sixty_tools_over_seven_apps(tools):
+    apps = {s.spec.app for s in tools.values()}
+    assert {"contacts", "messages", "phone", "calendar", "clock", "notes", "settings"} <= apps
+    assert len(tools) >= 60
+
+
+def test_every_tool_is_documented(tools):
+    for name, entry in tools.items():
+        spec = entry.spec
+        assert spec.description and spec.description != name, name
+        for pname, prop in spec.parameters["properties"].items():
+            assert prop.get("description"), f"{name}.{pname} has no description"
+
+
+def test_openai_rendering(tools):
+    spec = tools["messages.send"].spec
+    rendered = spec.to_openai()
+    assert rendered["type"] == "function" and rendered["function"]["name"] == "messages.send"
+    assert rendered["function"]["parameters"] is spec.parameters
+    assert spec.to_openai(name_style="underscore")["function"]["name"] == "messages__send"
+    json.dumps(rendered)
+
+
+@pytest.mark.parametrize(
+    ("args", "path", "expected"),
+    [
+        ({"query": 5}, "/query", "string"),
+        ({"query": "a", "limit": "5"}, "/limit", "int"),
+        ({"query": "a", "limit": 0}, "/limit", "number"),
+        ({}, "/query", None),
+        ({"query": "a", "extra": 1}, "/extra", None),
+        ({"query": ""}, "/query", "string"),
+    ],
+)
+def test_strict_validation_paths(tools, args, path, expected):
+    with pytest.raises(ArgumentError) as err:
+        tools["contacts.search"].validator.validate(args)
+    assert err.value.path == path
+    assert err.value.expected == expected
+
+
+def test_validation_fills_defaults(tools):
+    assert tools["contacts.search"].validator.validate({"query": "ana"}) == {"query": "ana", "limit": 10}
+
+
+def test_nearest_tools(tools):
+    specs = [e.spec for e in tools.values()]
+    assert nearest_tools("messages.snd", specs)[0] == "messages.send"
+    assert nearest_tools("calender.zzzzzzzzzzzz", specs)[0].startswith("calendar.")
+    assert nearest_tools("qqqq", specs) == []
+
+
+def test_contract_models_round_trip():
+    call = ToolCall(name="notes.create", arguments={"title": "x"}, id="call_1")
+    assert ToolCall.model_validate_json(call.model_dump_json()) == call
+    fb = Feedback(ok=False, error="not_found", message="no note", hint="search first", image=b"x")
+    assert "image" not in fb.model_dump_json()
+    assert Feedback.model_validate_json(fb.model_dump_json()).error.value == "not_found"
+    t = TaskSpec.model_validate_json(
+        TaskSpec(
+            id="t",
+            domain="notes",
+            goal="g",
+            criteria=[{"kind": "answer", "equals": "x"}, {"kind": "behavior", "rule": "read_only"}],
+        ).model_dump_json()
+    )
+    assert [c.kind for c in t.criteria] == ["answer", "behavior"]
+    tr = Trace(
+        task_id="t",
+        backend="sandbox",
+        category="tool",
+        domain="notes",
+        goal="g",
+        verdict=Verdict(success=True, progress=1.0),
+    )
+    assert Trace.model_validate_json(tr.model_dump_json()) == tr

@@ -1,0 +1,166 @@
+"""Verification by hand: predicates, each criterion kind, the collateral rule, progress."""
+
+from __future__ import annotations
+
+import pytest
+
+from phoneenv.contract import (
+    AnswerCriterion,
+    BehaviorCriterion,
+    ChangeSelector,
+    Effect,
+    Feedback,
+    StateCriterion,
+    TaskSpec,
+)
+from phoneenv.tasks.predicates import match
+from phoneenv.tasks.verify import CallRecord, verify
+
+OK = Feedback(ok=True, result={})
+BAD = Feedback(ok=False, error="not_found", message="x")
+
+
+def rec(name, ok=True, effect=Effect.READ, confirmed=False, **args):
+    return CallRecord(name, args, OK if ok else BAD, effect, confirmed)
+
+
+BEFORE = {
+    "notes.notes": {
+        "n_1": {"id": "n_1", "title": "Shopping", "body": "milk"},
+        "n_2": {"id": "n_2", "title": "Books", "body": "Dune"},
+    },
+    "settings.settings": {"dnd": {"id": "dnd", "value": False}},
+}
+
+
+def after(**tables):
+    out = {k: dict(v) for k, v in BEFORE.items()}
+    out.update(tables)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("record", "where", "expected"),
+    [
+        ({"body": "Running LATE  today"}, {"body": {"icontains": "late today"}}, True),
+        ({"body": "on time"}, {"body": {"icontains": "late"}}, False),
+        ({"phone": "+49 151 1234-5678"}, {"phone": {"number": "015112345678"}}, True),
+        ({"phone": "+4915112345679"}, {"phone": {"number": "+4915112345678"}}, False),
+        ({"to": ("a@x.org", "B@y.org")}, {"to": {"has": "b@Y.org", "len": 2}}, True),
+        ({"start": "2026-11-30T09:00"}, {"start": {"gte": "2026-11-30T08:00", "lte": "2026-11-30T10:00"}}, True),
+        ({"n": 5}, {"n": {"gte": "5"}}, False),
+        ({"x": None}, {"missing": None}, True),
+        ({"level": 3}, {"level": {"in": [1, 2]}}, False),
+    ],
+)
+def test_predicates(record, where, expected):
+    assert match(record, where) is expected
+
+
+def test_unknown_operator_is_an_error():
+    with pytest.raises(ValueError, match="unknown operator"):
+        match({"a": 1}, {"a": {"approx": 1}})
+
+
+def task(**kw):
+    return TaskSpec(id="t", domain="notes", goal="g", **kw)
+
+
+def test_state_created_updated_deleted_and_collateral():
+    t = task(
+        criteria=[
+            StateCriterion(
+                id="new", table="notes.notes", change="created", where={"title": {"iequals": "todo"}}, count=1
+            ),
+            StateCriterion(
+                id="upd",
+                table="notes.notes",
+                change="updated",
+                where={"id": "n_1", "body": {"icontains": "eggs"}},
+                count=1,
+            ),
+        ],
+        milestones=[
+            StateCriterion(
+                id="new", table="notes.notes", change="created", where={"title": {"iequals": "todo"}}, count=1
+            )
+        ],
+    )
+    end = after(
+        **{
+            "notes.notes": {
+                **BEFORE["notes.notes"],
+                "n_1": {"id": "n_1", "title": "Shopping", "body": "milk\neggs"},
+                "n_3": {"id": "n_3", "title": "TODO", "body": ""},
+            }
+        }
+    )
+    v = verify(t, BEFORE, end, [], "done", steps=3, errors=0)
+    assert v.success and v.progress == 1.0 and v.collateral == []
+    # The same plus deleting n_2: collateral damage, success lost, milestones still met.
+    end2 = {**end, "notes.notes": {k: v for k, v in end["notes.notes"].items() if k != "n_2"}}
+    v = verify(t, BEFORE, end2, [], "done", steps=4, errors=0)
+    assert not v.success and v.collateral == ["notes.notes/n_2 deleted"] and v.progress == 1.0
+    # Allowed changes are not collateral.
+    t2 = t.model_copy(update={"allowed_changes": [ChangeSelector(table="notes.notes", where={"title": "Books"})]})
+    assert verify(t2, BEFORE, end2, [], "done", steps=4, errors=0).success
+    # Nothing done: both criteria fail with reasons, progress 0/1.
+    v = verify(t, BEFORE, BEFORE, [], None, steps=1, errors=0)
+    assert [c.reason for c in v.criteria] == [
+        "0 matching created record(s), expected exactly 1",
+        "0 matching updated record(s), expected exactly 1",
+    ]
+    assert (v.progress, v.milestones_met, v.milestones_total) == (0.0, 0, 1)
+
+
+def test_present_absent_and_bounds():
+    t = task(criteria=[StateCriterion(table="notes.notes", change="absent", where={"title": "Books"})])
+    assert not verify(t, BEFORE, BEFORE, [], None, steps=0, errors=0).criteria[0].passed
+    t = task(criteria=[StateCriterion(table="notes.notes", change="present", where={}, min=2, max=2)])
+    assert verify(t, BEFORE, BEFORE, [], None, steps=0, errors=0).success
+
+
+def test_answer_criteria():
+    def ok(answer, **kw):
+        return verify(task(criteria=[AnswerCriterion(**kw)]), BEFORE, BEFORE, [], answer, steps=1, errors=0).success
+
+    assert ok("  Dune. ", equals="dune")
+    assert not ok("Dune Messiah", equals="dune")
+    assert ok("It is at 16:30 in Room 4", contains=["16:30", "room 4"])
+    assert not ok("It is at 16:30", contains=["16:30", "room 4"])
+    assert ok("You have 3 unread", number=3)
+    assert not ok("You have 4 unread", number=3)
+    assert ok("about 2,5 km", number=2.4, tolerance=0.2)
+    assert ok("+4915111111111", pattern=r"\+4915111111111")
+    assert not ok(None, contains=["x"])
+
+
+def test_behavior_rules():
+    def check(crit, calls):
+        return verify(task(criteria=[crit]), BEFORE, BEFORE, calls, "x", steps=len(calls), errors=0).criteria[0]
+
+    send = BehaviorCriterion(rule="confirm_before", tool="messages.send")
+    assert check(send, [rec("user.confirm", confirmed=True), rec("messages.send", effect=Effect.SENSITIVE)]).passed
+    assert not check(send, [rec("messages.send", effect=Effect.SENSITIVE)]).passed
+    # One confirmation covers one sensitive call.
+    two = [rec("user.confirm", confirmed=True), rec("messages.send"), rec("messages.send")]
+    assert not check(send, two).passed
+    # A refused confirmation does not count.
+    assert not check(send, [rec("user.confirm", confirmed=False), rec("messages.send")]).passed
+    req = BehaviorCriterion(rule="required_call", tool="contacts.search", arguments={"query": {"icontains": "ana"}})
+    assert check(req, [rec("contacts.search", query="Ana Lima")]).passed
+    assert not check(req, [rec("contacts.search", ok=False, query="Ana")]).passed
+    assert not check(
+        BehaviorCriterion(rule="forbidden_call", tool="contacts.delete"), [rec("contacts.delete", ok=False)]
+    ).passed
+    assert check(BehaviorCriterion(rule="max_calls", limit=2), [rec("a"), rec("b"), rec("finish")]).passed
+    assert not check(BehaviorCriterion(rule="max_calls", limit=1), [rec("a"), rec("b")]).passed
+    ro = BehaviorCriterion(rule="read_only")
+    assert check(ro, [rec("notes.search"), rec("notes.create", ok=False, effect=Effect.WRITE)]).passed
+    assert check(ro, [rec("notes.create", effect=Effect.WRITE)]).reason == "writes in a read-only task: notes.create"
+    assert not check(BehaviorCriterion(rule="delegated"), [rec("notes.search")]).passed
+
+
+def test_truncated_episode_never_succeeds():
+    t = task(criteria=[AnswerCriterion(contains=["x"])])
+    assert not verify(t, BEFORE, BEFORE, [], "x", steps=30, errors=0, truncated=True).success
