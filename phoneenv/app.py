@@ -161,9 +161,9 @@ class App:
 def _show(value: Any) -> str:
     """A record value as a person reads it on screen (lists joined, None as a dash)."""
     if value is None:
-        return "\u2014"
+        return "-"
     if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or "\u2014"
+        return ", ".join(str(v) for v in value) or "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)

@@ -35,7 +35,7 @@ def render_screen(status: str, title: str, lines: list[str], size: tuple[int, in
     Args:
         status: status-bar text (clock and marks), drawn white on dark.
         title: the app's title bar text.
-        lines: rows of the view; rows that do not fit are dropped, long rows are cut with ``…``.
+        lines: rows of the view; rows that do not fit are dropped, long rows are cut with ``...``.
         size: (width, height) in pixels.
 
     Returns:
@@ -54,7 +54,7 @@ def render_screen(status: str, title: str, lines: list[str], size: tuple[int, in
     for line in lines:
         if y + 28 > h:
             break
-        text = line if len(line) <= max_chars else line[: max_chars - 1] + "\u2026"
+        text = line if len(line) <= max_chars else line[: max_chars - 3] + "..."
         d.text((12, y + 4), text, fill=_TEXT, font=body)
         d.line((12, y + 26, w - 12, y + 26), fill=_RULE)
         y += 30

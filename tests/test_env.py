@@ -297,3 +297,57 @@ def test_confirmation_policy(contacts_task):
     assert fb(obs)["ok"]
     *_, info = step_json(env, "finish")
     assert info["success"]
+
+
+def test_login_fixture_and_secrets_stay_out_of_everything(caplog):
+    import logging
+
+    secret = "correct-horse-battery"
+    task = TaskSpec(
+        id="login",
+        domain="email",
+        goal="How many emails are in my inbox?",
+        fixtures=Fixtures(
+            accounts={"mail": {"account": "sam@example.com", "signed_in": False}},
+            vault={"sam@example.com": secret},
+            records={
+                "mail.messages": [
+                    {
+                        "id": "em_1",
+                        "folder": "inbox",
+                        "from": "a@x.org",
+                        "to": ("sam@example.com",),
+                        "subject": "Hi",
+                        "body": "b",
+                        "time": "2026-11-29T08:00:00",
+                        "read": False,
+                    }
+                ]
+            },
+        ),
+        criteria=[{"kind": "answer", "number": 1}],
+    )
+    caplog.set_level(logging.DEBUG)
+    env = PhonePlanEnv(task=task, screenshots=True)
+    seen = [json.dumps(env.reset(seed=0)[0]["goal"])]
+    obs, *_ = step_json(env, "mail.list_inbox")
+    assert fb(obs)["error"] == "login_required" and "sam@example.com" in fb(obs)["hint"]
+    seen.append(obs["feedback"])
+    obs, *_ = step_json(env, "system.sign_in", app="mail", account="sam@example.com", password="wrong")
+    assert fb(obs)["error"] == "permission_denied"
+    seen.append(obs["feedback"])
+    obs, *_ = step_json(env, "system.sign_in", app="mail", account="sam@example.com", password=secret)
+    assert fb(obs)["ok"]
+    seen.append(obs["feedback"])
+    obs, *_ = step_json(env, "mail.list_inbox")
+    assert fb(obs)["ok"]
+    *_, info = step_json(env, "finish", answer="1")
+    assert info["success"]
+    trace = env.trace.model_dump_json()
+    assert secret not in trace and "wrong" not in trace
+    assert [s.action.arguments.get("password") for s in env.trace.steps if s.action.name == "system.sign_in"] == [
+        "***",
+        "***",
+    ]
+    assert all(secret not in text for text in seen)
+    assert secret not in caplog.text and secret not in task.model_dump_json()
