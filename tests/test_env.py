@@ -333,7 +333,7 @@ def test_login_fixture_and_secrets_stay_out_of_everything(caplog):
     obs, *_ = step_json(env, "mail.list_inbox")
     assert fb(obs)["error"] == "login_required" and "sam@example.com" in fb(obs)["hint"]
     seen.append(obs["feedback"])
-    obs, *_ = step_json(env, "system.sign_in", app="mail", account="sam@example.com", password="wrong")
+    obs, *_ = step_json(env, "system.sign_in", app="mail", account="sam@example.com", password="wr0ng-guess")
     assert fb(obs)["error"] == "permission_denied"
     seen.append(obs["feedback"])
     obs, *_ = step_json(env, "system.sign_in", app="mail", account="sam@example.com", password=secret)
@@ -344,7 +344,7 @@ def test_login_fixture_and_secrets_stay_out_of_everything(caplog):
     *_, info = step_json(env, "finish", answer="1")
     assert info["success"]
     trace = env.trace.model_dump_json()
-    assert secret not in trace and "wrong" not in trace
+    assert secret not in trace and "wr0ng-guess" not in trace
     assert [s.action.arguments.get("password") for s in env.trace.steps if s.action.name == "system.sign_in"] == [
         "***",
         "***",
