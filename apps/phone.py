@@ -121,6 +121,7 @@ class PhoneApp(App):
     package = "com.google.android.dialer"
     permissions = (CALL, READ_LOG, WRITE_LOG)
     tables: ClassVar[dict[str, str]] = {"calls": "call_", "blocked": "blk_", "active": "active_"}
+    transient: ClassVar[tuple[str, ...]] = ("active",)
 
     # -- helpers --------------------------------------------------------------------------------
     def contact_name(self, number: str) -> str | None:

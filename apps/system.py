@@ -107,6 +107,7 @@ class System(App):
     package = "android"
     system = True
     tables: ClassVar[dict[str, str]] = {"notifications": "ntf_"}
+    transient: ClassVar[tuple[str, ...]] = ("notifications",)
 
     def _app(self, app: str) -> dict[str, Any]:
         rec = self.phone.state.get("system.apps", app)

@@ -50,7 +50,8 @@ class App:
 
     Class attributes a subclass sets: ``name`` (tool prefix), ``title`` (screen title),
     ``domain``, ``package`` (Android package), ``permissions`` (runtime permissions it declares),
-    ``tables`` (table → id prefix; stored as ``<name>.<table>``), ``requires_account``.
+    ``tables`` (table → id prefix; stored as ``<name>.<table>``), ``requires_account``,
+    ``transient`` (tables of session state that verification's collateral rule ignores).
     """
 
     name: ClassVar[str]
@@ -60,6 +61,8 @@ class App:
     permissions: ClassVar[tuple[str, ...]] = ()
     tables: ClassVar[dict[str, str]] = {}
     requires_account: ClassVar[bool] = False
+    transient: ClassVar[tuple[str, ...]] = ()
+    """Tables holding session state (an ongoing call, notifications): never collateral damage."""
     system: ClassVar[bool] = False
     _tool_defs: ClassVar[list[ToolDef] | None] = None
 

@@ -51,7 +51,7 @@ def _progress() -> Progress:
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("success {task.fields[succ]}"),
+        TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
@@ -100,11 +100,11 @@ def _run(agent_name: str, tasks: list[TaskSpec], out: Path | None, seed: int) ->
     results: list[EpisodeResult] = []
     t0 = time.perf_counter()
     with _progress() as prog:
-        bar = prog.add_task(f"{agent_name}", total=len(tasks), succ="0.0%")
+        bar = prog.add_task(f"{agent_name}", total=len(tasks), status="success 0.0%")
 
         def tick(r: EpisodeResult) -> None:
             results.append(r)
-            prog.update(bar, advance=1, succ=f"{100 * sum(x.success for x in results) / len(results):.1f}%")
+            prog.update(bar, advance=1, status=f"success {100 * sum(x.success for x in results) / len(results):.1f}%")
 
         run_episodes(agent, tasks, out / "traces" if out else None, seed=seed, on_episode=tick)
     board = score(agent.name, results, time.perf_counter() - t0)
@@ -178,14 +178,14 @@ def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector."
     bad: list[TaskProof] = []
     n_pert = 0
     with _progress() as prog:
-        bar = prog.add_task("validate", total=len(sel), succ="")
+        bar = prog.add_task("validate", total=len(sel), status="")
 
         def tick(p: TaskProof) -> None:
             nonlocal n_pert
             n_pert += p.perturbations
             if not p.ok:
                 bad.append(p)
-            prog.update(bar, advance=1, succ=f"{len(bad)} broken")
+            prog.update(bar, advance=1, status=f"{len(bad)} broken")
 
         prove_suite(sel, tick)
     for p in bad:

@@ -413,6 +413,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             errors=self._errors,
             truncated=truncated,
             infrastructure_error=self._infra,
+            transient=self.backend.transient_tables(),
         )
         return self._verdict
 

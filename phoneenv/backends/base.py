@@ -76,5 +76,10 @@ class Backend(abc.ABC):
     def screenshot(self) -> np.ndarray:
         """The current screen, ``uint8`` array of shape (H, W, 3)."""
 
+    def transient_tables(self) -> tuple[str, ...]:
+        """Tables of session state (an ongoing call, notifications) that the collateral-damage
+        rule ignores; none by default."""
+        return ()
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release what the backend holds (devices, servers). Idempotent."""

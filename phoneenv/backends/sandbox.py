@@ -267,6 +267,10 @@ class SandboxBackend(Backend):
             return Feedback(ok=True, result=result, image=self.screenshot())
         return Feedback(ok=True, result=result)
 
+    def transient_tables(self) -> tuple[str, ...]:
+        """``<app>.<table>`` for every installed app's ``transient`` tables."""
+        return tuple(f"{name}.{t}" for name in self._installed for t in self._classes[name].transient)
+
     def snapshot(self) -> Snapshot:
         """A snapshot of the whole phone (O(records))."""
         return self.phone.state.snapshot()

@@ -8,8 +8,8 @@ perturbed plan (one argument of one state-changing call, or the answer, changed)
 
 A perturbation changes one value so that it means something else: a bool is negated, a number
 moved by one, an id pointed at the next id, a time or date shifted by an hour or a day, a phone
-number's last digit changed, other text reversed behind a ``zz`` prefix, a list's first item
-perturbed. Arguments listed in the task's ``perturb_exempt`` (``"<step>.<arg>"``) are skipped:
+number's last digit changed, an email address prefixed with ``zz``, other text ROT13-shifted
+with each digit moved by five (no character maps to itself), a list's first item perturbed. Arguments listed in the task's ``perturb_exempt`` (``"<step>.<arg>"``) are skipped:
 the goal does not fix them (a message's exact wording, a search query).
 """
 
@@ -31,6 +31,12 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 _PHONE = re.compile(r"^\+?\d[\d \-]{2,}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+_SHIFT = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM5678901234",
+)
+"""ROT13 on letters and +5 on digits: no letter or digit maps to itself, so a perturbed text
+shares no word or number with the original ("Ana" → "Nan", "3" → "8")."""
 
 
 def perturb(value: Any) -> Any:
@@ -60,7 +66,7 @@ def perturb(value: Any) -> Any:
             return value[:-1] + ("0" if last != "0" else "1")
         if _EMAIL.match(value):
             return "zz" + value
-        return "zz" + value[::-1] if value else "zz"
+        return value.translate(_SHIFT) if value.strip() else "zz"
     if isinstance(value, (list, tuple)):
         if not value:
             return ["zz"]

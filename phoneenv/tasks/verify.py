@@ -5,7 +5,8 @@ AppWorld (Trivedi et al., 2024): expected changes ⊆ diff ⊆ expected ∪ allo
 every record created, updated or deleted since the fixture state, *expected* are the changes the
 task's ``created``/``updated``/``deleted`` state criteria match, and *allowed* are the task's
 ``allowed_changes`` plus :data:`DEFAULT_ALLOWED` (consented system changes: a permission the user
-granted at a prompt, a sign-in, a notification marked read).
+granted at a prompt, a sign-in). Tables of session state the backend names transient (an ongoing
+call, notifications) are left out of the diff.
 """
 
 from __future__ import annotations
@@ -34,9 +35,8 @@ __all__ = ["DEFAULT_ALLOWED", "CallRecord", "verify"]
 DEFAULT_ALLOWED: tuple[ChangeSelector, ...] = (
     ChangeSelector(table="system.permissions", where={"granted": True}),
     ChangeSelector(table="system.accounts"),
-    ChangeSelector(table="system.notifications"),
 )
-"""Changes every task allows: consented grants, sign-ins/outs, notification bookkeeping."""
+"""Changes every task allows: a permission the user granted at a prompt, sign-ins and sign-outs."""
 
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?")
 
@@ -170,6 +170,7 @@ def verify(
     truncated: bool = False,
     infrastructure_error: bool = False,
     output_tokens: int | None = None,
+    transient: Sequence[str] = (),
 ) -> Verdict:
     """The :class:`Verdict` of an episode of ``task``.
 
@@ -178,11 +179,12 @@ def verify(
         calls: executed steps in order (see :class:`CallRecord`).
         answer: the ``finish`` answer, or None if the agent never finished.
         steps: actions taken; errors: feedbacks with ``ok=False``.
+        transient: tables of session state left out of the diff (see ``Backend.transient_tables``).
 
     Success = all criteria pass, no collateral change, and the episode was not truncated.
     Progress = milestones met / total (1.0 on success; 0.0 or 1.0 when there are no milestones).
     """
-    changes = diff_tables(before, after)
+    changes = diff_tables(before, after, ignore=transient)
     results: list[CriterionResult] = []
     expected: set[tuple[str, str]] = set()
     for crit in task.criteria:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from phoneenv.contract import ChangeSelector, Domain
+from phoneenv.contract import Domain
 from phoneenv.tasks.templates import Draft, behavior, call, state, template
 from phoneenv.tasks.world import FIRST_NAMES, LAST_NAMES, World
 
@@ -348,7 +348,6 @@ def call_with_permission(w: World) -> Draft:
         goal=f"Call my {c['relation']}.",
         criteria=[state("phone.calls", "created", number={"number": c["phone"]}, direction="out")],
         milestones=[behavior("required_call", "system.request_permission", arguments={"permission": CALL_PHONE})],
-        allowed_changes=[ChangeSelector(table="phone.active")],
         plan=[
             call("contacts.search", query=c["relation"]),
             call("system.request_permission", app="phone", permission=CALL_PHONE),

@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from phoneenv.contract import ChangeSelector, Domain
+from phoneenv.contract import Domain
 from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
 from phoneenv.tasks.world import World
 
@@ -91,7 +91,6 @@ def call_contact(w: World) -> Draft:
         criteria=[state("phone.calls", "created", number={"number": c["phone"]}, direction="out")],
         milestones=milestones,
         # The call stays in progress (or is hung up): either is fine.
-        allowed_changes=[ChangeSelector(table="phone.active", where={"number": {"number": c["phone"]}})],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
     )

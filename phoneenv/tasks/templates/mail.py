@@ -1,0 +1,205 @@
+"""Mail templates, all starting with the mail app signed out (``login_required`` until the agent
+calls ``system.sign_in``): read the latest unread subject, send, archive and reply."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from phoneenv.contract import Domain
+from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.world import World
+
+# Mails a template may add to the inbox (subjects never seeded by the world).
+EXTRA_MAILS = [
+    ("Your flight check-in is open", "Check in now for your flight on Thursday."),
+    ("Library books due Friday", "Two of your library books are due on Friday."),
+    ("Welcome to the book club", "Our first meeting is next Tuesday at the City Library."),
+    ("Parcel waiting at the post office", "Pick up your parcel within seven days."),
+]
+# (subject, body, a word of it the sent mail must contain); no key reads the same backwards.
+EMAILS = [
+    ("Saturday hike", "Let's meet at the trailhead at 9.", "trailhead"),
+    ("Book club", "I finished the book and loved the ending.", "ending"),
+    ("Photos from the trip", "I uploaded the photos to the shared album.", "album"),
+    ("Rent for December", "I transferred the rent this morning.", "transferred"),
+    ("Lunch next week", "Are you free for lunch on Wednesday?", "Wednesday"),
+    ("Thank you", "Thanks again for helping me move last weekend.", "helping"),
+]
+REPLIES = [
+    ("Thanks, I'll take a look today.", "look today"),
+    ("Got it, thank you!", "Got it"),
+    ("Sounds good, count me in.", "count me in"),
+    ("Can we talk about this on Monday?", "Monday"),
+]
+
+
+def signed_out(w: World) -> list[Any]:
+    """Sign the mail app out in the world; returns the reference-plan step that signs it in."""
+    w.accounts["mail"]["signed_in"] = False
+    return [call("system.sign_in", app="mail", account=w.user_email)]
+
+
+def confirm_variant(w: World, p: float = 0.3) -> bool:
+    """Whether this world wants sensitive calls confirmed first (seeded)."""
+    w.confirm_sensitive = w.rng.random() < p
+    return w.confirm_sensitive
+
+
+def inbox(w: World) -> list[dict[str, Any]]:
+    """The world's inbox messages."""
+    return [m for m in w.table("mail.messages") if m["folder"] == "inbox"]
+
+
+def add_mail(w: World, sender: str, subject: str, body: str, minutes_ago: int, read: bool) -> dict[str, Any]:
+    """Append an inbox message to the world and return it."""
+    rec = {
+        "id": w.next_id("mail.messages", "em_"),
+        "folder": "inbox",
+        "from": sender,
+        "to": (w.user_email,),
+        "subject": subject,
+        "body": body,
+        "time": w.ts(minutes_ago),
+        "read": read,
+    }
+    w.table("mail.messages").append(rec)
+    return rec
+
+
+def sender_name(w: World, address: str) -> str | None:
+    """The contact's full name for a sender ``address`` (None for an unknown sender)."""
+    return next((c["name"] for c in w.contacts if c["email"] == address), None)
+
+
+@template(
+    "mail.latest_unread",
+    apps=["mail"],
+    domain=Domain.EMAIL,
+    difficulty=2,
+    capabilities=["login", "lookup", "answer"],
+)
+def latest_unread(w: World) -> Draft:
+    plan = signed_out(w)
+    unread = sorted((m for m in inbox(w) if not m["read"]), key=lambda m: m["time"], reverse=True)
+    if not unread or (len(unread) > 1 and unread[0]["time"] == unread[1]["time"]) or w.rng.random() < 0.3:
+        subject, body = w.rng.choice(EXTRA_MAILS)
+        (c,) = w.pick("contacts.contacts")
+        sender = c["email"] or f"{c['name'].split()[0].lower()}@example.org"
+        # Seeded mail is at least 30 minutes old: this one is the newest.
+        unread.insert(0, add_mail(w, sender, subject, body, w.rng.randrange(2, 29), read=False))
+    latest = unread[0]
+    others = [m["subject"] for m in inbox(w) if m is not latest]
+    # Naming other mails' subjects too is not an answer.
+    avoid = "".join(rf"(?!.*{re.escape(s)})" for s in others if s.casefold() not in latest["subject"].casefold())
+    return Draft(
+        goal=w.rng.choice(
+            ["What's the subject of my latest unread email?", "What is my newest unread email about? Just the subject."]
+        ),
+        criteria=[answer(pattern=rf"(?s)^{avoid}.*{re.escape(latest['subject'])}")],
+        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"})],
+        plan=[*plan, call("mail.list_inbox", unread_only=True), call("finish", answer=latest["subject"])],
+        # The sign-in only opens the inbox; the answer proves it was read.
+        perturb_exempt=["0.app", "0.account"],
+    )
+
+
+@template(
+    "mail.send_email",
+    apps=["mail"],
+    domain=Domain.EMAIL,
+    difficulty=2,
+    capabilities=["login", "send"],
+)
+def send_email(w: World) -> Draft:
+    plan = signed_out(w)
+    people = [c for c in w.contacts if c["email"]]
+    (c,) = w.rng.sample(people, 1) if people else w.pick("contacts.contacts")
+    address = c["email"] or f"{c['name'].split()[0].lower()}.{c['name'].split()[1].lower()}@example.com"
+    subject, body, key = w.rng.choice(EMAILS)
+    goal = f'Email {c["name"]} at {address} with the subject "{subject}" and the message: "{body}"'
+    criteria = [
+        state(
+            "mail.messages",
+            "created",
+            folder="sent",
+            to={"has": address, "len": 1},
+            subject={"iequals": subject},
+            body={"icontains": key},
+        )
+    ]
+    if confirm_variant(w):
+        goal += " Check with me before sending."
+        plan.append(call("user.confirm", question=f'Send "{subject}" to {address}?'))
+        criteria.append(behavior("confirm_before", "mail.send"))
+    plan += [call("mail.send", to=[address], subject=subject, body=body), call("finish", answer="Sent.")]
+    return Draft(
+        goal=goal,
+        criteria=criteria,
+        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"})],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+    )
+
+
+@template(
+    "mail.archive",
+    apps=["mail"],
+    domain=Domain.EMAIL,
+    difficulty=2,
+    capabilities=["login", "lookup", "update"],
+)
+def archive(w: World) -> Draft:
+    plan = signed_out(w)
+    m = w.rng.choice(inbox(w))
+    return Draft(
+        goal=f'Archive the "{m["subject"]}" email.',
+        criteria=[state("mail.messages", "updated", id=m["id"], folder="archive")],
+        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"})],
+        plan=[
+            *plan,
+            call("mail.search", query=m["subject"]),
+            call("mail.archive", message_id=m["id"]),
+            call("finish", answer="Archived."),
+        ],
+        perturb_exempt=["3.answer"],
+    )
+
+
+@template(
+    "mail.reply",
+    apps=["mail"],
+    domain=Domain.EMAIL,
+    difficulty=2,
+    capabilities=["login", "lookup", "send"],
+)
+def reply(w: World) -> Draft:
+    plan = signed_out(w)
+    m = w.rng.choice(inbox(w))
+    text, key = w.rng.choice(REPLIES)
+    who = sender_name(w, m["from"])
+    about = f'the "{m["subject"]}" email' + (f" from {who.split()[0]}" if who else "")
+    goal = f'Reply to {about}: "{text}"'
+    criteria = [
+        state(
+            "mail.messages",
+            "created",
+            folder="sent",
+            to={"has": m["from"], "len": 1},
+            subject={"iequals": f"Re: {m['subject']}"},
+            body={"icontains": key},
+        )
+    ]
+    plan.append(call("mail.search", query=m["subject"]))
+    if confirm_variant(w):
+        goal += " Ask me before you send it."
+        plan.append(call("user.confirm", question=f'Reply "{text}" to {m["from"]}?'))
+        criteria.append(behavior("confirm_before", "mail.reply"))
+    plan += [call("mail.reply", message_id=m["id"], body=text), call("finish", answer="Replied.")]
+    return Draft(
+        goal=goal,
+        criteria=criteria,
+        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"})],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+    )

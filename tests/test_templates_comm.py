@@ -1,0 +1,486 @@
+"""Messages, phone and calendar templates: each task's goal and criteria checked against values
+derived by hand from its fixture records, and a plausible wrong plan that must fail, for the
+right reason, through the env."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from typing import Any
+
+import pytest
+
+from phoneenv.contract import AnswerCriterion, StateCriterion, TaskSpec
+from phoneenv.env import PhonePlanEnv
+from phoneenv.tasks.templates import all_templates
+
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]  # fmt: skip
+DAY = re.compile(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) (\d{1,2}) (" + "|".join(MONTHS) + ")")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def task(name: str, k: int) -> TaskSpec:
+    return all_templates()[name].task(k)
+
+
+def tasks(name: str) -> list[TaskSpec]:
+    return [task(name, k) for k in range(all_templates()[name].count)]
+
+
+def recs(t: TaskSpec, table: str) -> list[dict[str, Any]]:
+    return t.fixtures.records[table]
+
+
+def contact(t: TaskSpec, **where: Any) -> dict[str, Any]:
+    (c,) = [c for c in recs(t, "contacts.contacts") if all(c.get(k) == v for k, v in where.items())]
+    return c
+
+
+def by_first(t: TaskSpec, first: str) -> dict[str, Any]:
+    (c,) = [c for c in recs(t, "contacts.contacts") if c["name"].split()[0] == first]
+    return c
+
+
+def named(t: TaskSpec, phrase: str) -> dict[str, Any]:
+    """The contact a goal means by "my <relation>", a first name, or a full name."""
+    if phrase.startswith("my "):
+        return contact(t, relation=phrase[3:])
+    if " " in phrase:
+        return contact(t, name=phrase)
+    return by_first(t, phrase)
+
+
+def same(a: str, b: str) -> bool:
+    return re.sub(r"\D", "", a)[-9:] == re.sub(r"\D", "", b)[-9:]
+
+
+def goal_date(t: TaskSpec, text: str | None = None) -> dt.date:
+    """The first "<Weekday> <day> <Month>" in the goal (or ``text``), in the fixture clock's year."""
+    m = DAY.search(text or t.goal)
+    assert m, t.goal
+    day = dt.date(int(t.fixtures.clock[:4]), MONTHS.index(m.group(3)) + 1, int(m.group(2)))
+    assert MONTHS[day.month - 1] == m.group(3) and day.strftime("%A") == m.group(1), "weekday matches the date"
+    return day
+
+
+def crit(t: TaskSpec, kind: type, i: int = 0) -> Any:
+    return [c for c in t.criteria if isinstance(c, kind)][i]
+
+
+def play(t: TaskSpec, *steps: tuple[str, dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Play ``steps`` (ending with finish) in a fresh env; returns the verdict and each feedback."""
+    env = PhonePlanEnv(task=t)
+    env.reset(seed=0)
+    fbs = []
+    info: dict[str, Any] = {}
+    for name, args in steps:
+        obs, _, term, _, info = env.step(json.dumps({"name": name, "arguments": args}))
+        fbs.append(json.loads(obs["feedback"]))
+        if term:
+            break
+    assert "verdict" in info, "the plan must end with finish"
+    return info["verdict"], fbs
+
+
+def failed(verdict: dict[str, Any]) -> dict[str, str]:
+    return {c["id"]: c["reason"] for c in verdict["criteria"] if not c["passed"]}
+
+
+def confirm(t: TaskSpec) -> list[tuple[str, dict[str, Any]]]:
+    return [("user.confirm", {"question": "OK?"})] if t.fixtures.confirm_sensitive else []
+
+
+def finish(answer: str = "Done.") -> tuple[str, dict[str, Any]]:
+    return ("finish", {"answer": answer})
+
+
+# -- every template: registered, 8 tasks, ASCII goals --------------------------------------------
+
+NAMES = {
+    "messages": ["text_contact", "unread_count", "last_texter", "mark_thread_read", "delete_message", "forward"],
+    "phone": ["call_contact", "last_missed_call", "block_caller", "delete_call_entry"],
+    "calendar": ["create_event", "move_event", "delete_event", "add_attendee", "next_event"],
+}
+ALL = [f"{area}.{n}" for area, names in NAMES.items() for n in names]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_template_metadata(name):
+    tpl = all_templates()[name]
+    assert tpl.count == 8 and 1 <= tpl.difficulty <= 3 and tpl.capabilities
+    assert tpl.apps[0] == name.split(".")[0]
+    for t in tpl.tasks():
+        assert t.goal.isascii() and t.reference_plan[-1].name == "finish"
+        used = {c.name.split(".")[0] for c in t.reference_plan if "." in c.name} - {"system", "user"}
+        assert used <= set(t.apps)
+
+
+# -- messages -------------------------------------------------------------------------------------
+
+
+def test_text_contact_goal_and_wrong_recipient():
+    for t in tasks("messages.text_contact"):
+        m = re.fullmatch(r'Text (my \w+|\w+): "(.+?)"\.?( Check with me before sending it\.)?', t.goal)
+        assert m, t.goal
+        c = named(t, m.group(1))
+        created = crit(t, StateCriterion)
+        assert created.change == "created" and created.where["number"] == {"number": c["phone"]}
+        assert created.where["body"]["icontains"].casefold() in m.group(2).casefold()
+        assert t.fixtures.confirm_sensitive == bool(m.group(3))
+    t = task("messages.text_contact", 1)  # 'Text Emil: "Happy anniversary to you both!"'
+    emil = by_first(t, "Emil")
+    other = next(c for c in recs(t, "contacts.contacts") if c["id"] != emil["id"])
+    verdict, fbs = play(
+        t, ("messages.send", {"to": other["phone"], "body": "Happy anniversary to you both!"}), finish()
+    )
+    assert fbs[0]["ok"] and not verdict["success"]
+    assert failed(verdict) == {"created:messages.messages": "0 matching created record(s), expected exactly 1"}
+    assert verdict["collateral"] == [f"messages.messages/{fbs[0]['result']['id']} created"]
+    # The right number in another format and the text reworded but keeping its point: success.
+    spaced = emil["phone"][:3] + " " + emil["phone"][3:6] + " " + emil["phone"][6:]
+    verdict, _ = play(t, ("messages.send", {"to": spaced, "body": "Happy anniversary, you two!"}), finish())
+    assert verdict["success"]
+
+
+def test_unread_count_answer_and_miscount():
+    for t in tasks("messages.unread_count"):
+        unread = [m for m in recs(t, "messages.messages") if m["direction"] == "in" and not m["read"]]
+        senders = {
+            next(c["name"] for c in recs(t, "contacts.contacts") if same(c["phone"], m["number"])) for m in unread
+        }
+        ans = crit(t, AnswerCriterion)
+        assert ans.number == len(unread) > 0
+        right = f"{len(unread)} unread texts, from " + " and ".join(sorted(senders))
+        verdict, _ = play(t, ("messages.list_unread", {}), finish(right))
+        assert verdict["success"], right
+    t = task("messages.unread_count", 7)
+    inbound = [m for m in recs(t, "messages.messages") if m["direction"] == "in"]
+    assert len(inbound) != crit(t, AnswerCriterion).number
+    # Counting every incoming text, read or not.
+    names = " ".join(c["name"] for c in recs(t, "contacts.contacts"))
+    verdict, _ = play(t, ("messages.list_threads", {}), finish(f"{len(inbound)} unread texts: {names}"))
+    assert not verdict["success"]
+    n = crit(t, AnswerCriterion).number
+    assert failed(verdict) == {"answer": f"answer {len(inbound)} is not {n:g} ± 0"}
+
+
+def test_last_texter_answer_and_outgoing_confusion():
+    checked = 0
+    for t in tasks("messages.last_texter"):
+        msgs = recs(t, "messages.messages")
+        last_in = max((m for m in msgs if m["direction"] == "in"), key=lambda m: m["time"])
+        sender = next(c for c in recs(t, "contacts.contacts") if same(c["phone"], last_in["number"]))
+        pattern = crit(t, AnswerCriterion).pattern
+        assert re.search(pattern, f"It was {sender['name']}.", re.I)
+        newest = max(msgs, key=lambda m: m["time"])
+        if newest["direction"] == "out" and not same(newest["number"], sender["phone"]):
+            # The newest thread is one where the user wrote last: naming that person is wrong.
+            other = next(c for c in recs(t, "contacts.contacts") if same(c["phone"], newest["number"]))
+            verdict, _ = play(t, ("messages.list_threads", {}), finish(f"{other['name']} texted last."))
+            assert failed(verdict).keys() == {"answer"}
+            checked += 1
+    assert checked, "some world has the user's own text as the newest message"
+
+
+def test_mark_thread_read_criteria_and_marking_everything():
+    for t in tasks("messages.mark_thread_read"):
+        m = re.fullmatch(r"Mark (?:my conversation with )?(my \w+|\w+?)(?:'s texts)? as read\.", t.goal)
+        assert m, t.goal
+        c = named(t, m.group(1))
+        unread = [x for x in recs(t, "messages.messages") if same(x["number"], c["phone"]) and x["direction"] == "in"]
+        updated = crit(t, StateCriterion)
+        assert updated.where == {"number": {"number": c["phone"]}, "read": True}
+        assert updated.count == sum(not x["read"] for x in unread) > 0
+    t = task("messages.mark_thread_read", 1)  # "Mark my sister's texts as read."
+    sister = contact(t, relation="sister")
+    numbers = sorted({x["number"] for x in recs(t, "messages.messages") if x["direction"] == "in" and not x["read"]})
+    assert len(numbers) > 1
+    # Marking every conversation read: the right one is done, but the others are collateral damage.
+    verdict, _ = play(t, *[("messages.mark_read", {"number": n}) for n in numbers], finish())
+    assert not failed(verdict) and not verdict["success"]
+    others = [x["id"] for x in recs(t, "messages.messages") if not x["read"] and not same(x["number"], sister["phone"])]
+    assert sorted(verdict["collateral"]) == sorted(f"messages.messages/{i} updated" for i in others)
+
+
+def test_delete_message_target_and_confirmation():
+    for t in tasks("messages.delete_message"):
+        m = re.match(r'Delete the text (?:(\w+) sent me|I sent (\w+)) that says "(.+)"\.', t.goal)
+        assert m, t.goal
+        c = by_first(t, m.group(1) or m.group(2))
+        direction = "in" if m.group(1) else "out"
+        (target,) = [
+            x for x in recs(t, "messages.messages") if same(x["number"], c["phone"]) and x["body"] == m.group(3)
+        ]
+        assert target["direction"] == direction
+        assert crit(t, StateCriterion).where == {"id": target["id"]}
+    t = task("messages.delete_message", 3)  # confirm variant
+    assert t.fixtures.confirm_sensitive and "Ask me before" in t.goal
+    target = crit(t, StateCriterion).where["id"]
+    verdict, fbs = play(t, ("messages.delete", {"message_id": target}), finish())
+    assert fbs[0]["error"] == "confirmation_required"
+    assert failed(verdict) == {"deleted:messages.messages": "0 matching deleted record(s), expected exactly 1"}
+    # Confirmed, but the wrong message of the same conversation.
+    msgs = recs(t, "messages.messages")
+    number = next(x["number"] for x in msgs if x["id"] == target)
+    wrong = next(x["id"] for x in msgs if x["number"] == number and x["id"] != target)
+    verdict, _ = play(t, *confirm(t), ("messages.delete", {"message_id": wrong}), finish())
+    assert "deleted:messages.messages" in failed(verdict)
+    assert verdict["collateral"] == [f"messages.messages/{wrong} deleted"]
+
+
+def test_forward_body_recipient_and_wrong_recipient():
+    for t in tasks("messages.forward"):
+        m = re.fullmatch(r'Forward the text (\w+) sent me \("(.+)"\) to (my \w+|\w+)\.', t.goal)
+        assert m, t.goal
+        sender, body, to = by_first(t, m.group(1)), m.group(2), named(t, m.group(3))
+        assert [x["body"] for x in recs(t, "messages.messages")].count(body) == 1
+        assert crit(t, StateCriterion).where == {"number": {"number": to["phone"]}, "body": body}
+        assert any(
+            x["body"] == body and same(x["number"], sender["phone"]) and x["direction"] == "in"
+            for x in recs(t, "messages.messages")
+        )
+    t = task("messages.forward", 1)  # '... ("Can you pick up milk?") to my mom.'
+    src = next(x for x in recs(t, "messages.messages") if x["body"] == "Can you pick up milk?")
+    dad = next((c for c in recs(t, "contacts.contacts") if c["relation"] == "dad"), None)
+    wrong = dad or next(c for c in recs(t, "contacts.contacts") if c["relation"] not in (None, "mom"))
+    verdict, _ = play(t, ("messages.forward", {"message_id": src["id"], "to": wrong["phone"]}), finish())
+    assert "created:messages.messages" in failed(verdict) and len(verdict["collateral"]) == 1
+
+
+# -- phone ----------------------------------------------------------------------------------------
+
+
+def test_call_contact_permission_and_unrequested_call():
+    seen_denied = False
+    for t in tasks("phone.call_contact"):
+        m = re.fullmatch(r"(?:Call|Give|Phone) (my \w+|\w+)(?: a call| for me)?\.", t.goal)
+        assert m, t.goal
+        c = named(t, m.group(1))
+        assert crit(t, StateCriterion).where == {"number": {"number": c["phone"]}, "direction": "out"}
+        denied = t.fixtures.permissions.get("phone", {}).get("android.permission.CALL_PHONE") is False
+        assert denied == any(s.name == "system.request_permission" for s in t.reference_plan)
+        seen_denied |= denied
+    assert seen_denied
+    t = task("phone.call_contact", 3)  # "Give Samir a call." with CALL_PHONE denied
+    samir = by_first(t, "Samir")
+    verdict, fbs = play(t, ("phone.call", {"number": samir["phone"]}), finish("Calling."))
+    assert fbs[0]["error"] == "permission_denied"
+    assert failed(verdict) == {"created:phone.calls": "0 matching created record(s), expected exactly 1"}
+    # Asking for the permission first, then calling, hanging up after: success.
+    verdict, _ = play(
+        t,
+        ("system.request_permission", {"app": "phone", "permission": "android.permission.CALL_PHONE"}),
+        ("phone.call", {"number": samir["phone"]}),
+        ("phone.end_call", {}),
+        finish(),
+    )
+    assert verdict["success"]
+
+
+def test_last_missed_call_answer_and_last_call_confusion():
+    checked = 0
+    for t in tasks("phone.last_missed_call"):
+        calls = recs(t, "phone.calls")
+        missed = max((r for r in calls if r["direction"] == "missed"), key=lambda r: r["time"])
+        who = next((c for c in recs(t, "contacts.contacts") if same(c["phone"], missed["number"])), None)
+        pattern = crit(t, AnswerCriterion).pattern
+        text = f"{who['name']} called." if who else f"Unknown: {missed['number']}"
+        assert re.search(pattern, text, re.I), (t.id, pattern, text)
+        newest = max(calls, key=lambda r: r["time"])
+        if newest["direction"] != "missed" and who and not same(newest["number"], who["phone"]):
+            other = next(c for c in recs(t, "contacts.contacts") if same(c["phone"], newest["number"]))
+            if other["name"].split()[0] in who["name"]:
+                continue
+            verdict, _ = play(t, ("phone.call_log", {}), finish(f"{other['name']} ({newest['number']})"))
+            assert failed(verdict).keys() == {"answer"}
+            checked += 1
+    assert checked
+
+
+def test_block_caller_number_and_blocking_a_contact():
+    for t in tasks("phone.block_caller"):
+        strangers = {
+            r["number"]
+            for r in recs(t, "phone.calls")
+            if not any(same(c["phone"], r["number"]) for c in recs(t, "contacts.contacts"))
+        }
+        (number,) = strangers
+        assert crit(t, StateCriterion).where == {"number": {"number": number}}
+        assert recs(t, "phone.blocked") == []
+    t = task("phone.block_caller", 0)
+    stranger = crit(t, StateCriterion).where["number"]["number"]
+    # Blocking the newest caller, who is a saved contact.
+    newest = max((r for r in recs(t, "phone.calls") if r["number"] != stranger), key=lambda r: r["time"])
+    verdict, fbs = play(t, ("phone.block_number", {"number": newest["number"]}), finish())
+    assert failed(verdict) == {"created:phone.blocked": "0 matching created record(s), expected exactly 1"}
+    assert verdict["collateral"] == [f"phone.blocked/{fbs[0]['result']['id']} created"]
+
+
+def test_delete_call_entry_target_and_wrong_day():
+    for t in tasks("phone.delete_call_entry"):
+        m = re.match(r"Delete (the missed call from|the call from|my call to) (\w+) .*? at (\d\d:\d\d) from", t.goal)
+        assert m, t.goal
+        c = by_first(t, m.group(2))
+        when = f"{goal_date(t).isoformat()}T{m.group(3)}"
+        (entry,) = [r for r in recs(t, "phone.calls") if same(r["number"], c["phone"]) and r["time"][:16] == when]
+        assert (
+            entry["direction"]
+            == {"the missed call from": "missed", "the call from": "in", "my call to": "out"}[m.group(1)]
+        )
+        assert crit(t, StateCriterion).where == {"id": entry["id"]}
+        assert t.fixtures.confirm_sensitive == ("Confirm with me first." in t.goal)
+    t = task("phone.delete_call_entry", 7)  # "the call from Olivia on Tuesday 24 November at 12:59"
+    target = crit(t, StateCriterion).where["id"]
+    wrong = next(r["id"] for r in recs(t, "phone.calls") if r["id"] != target)
+    verdict, _ = play(t, ("phone.delete_call_log_entry", {"call_id": wrong}), finish())
+    assert failed(verdict) == {"deleted:phone.calls": "0 matching deleted record(s), expected exactly 1"}
+    assert verdict["collateral"] == [f"phone.calls/{wrong} deleted"]
+
+
+# -- calendar -------------------------------------------------------------------------------------
+
+
+def test_create_event_times_and_wrong_day():
+    for t in tasks("calendar.create_event"):
+        m = re.match(r'Add "(.+)" to my calendar (.+?) from (\d\d:\d\d) to (\d\d:\d\d)(?:, location: (.+))?\.$', t.goal)
+        assert m, t.goal
+        day = goal_date(t)
+        today = dt.date.fromisoformat(t.fixtures.clock[:10])
+        if m.group(2).startswith("tomorrow"):
+            assert day == today + dt.timedelta(days=1)
+        where = crit(t, StateCriterion).where
+        assert where["title"] == {"iequals": m.group(1)}
+        assert (where["start"], where["end"]) == (f"{day}T{m.group(3)}", f"{day}T{m.group(4)}")
+        assert where.get("location") == ({"iequals": m.group(5)} if m.group(5) else None)
+    t = task("calendar.create_event", 5)  # "Team lunch" tomorrow (Monday 9 November) from 16:00 to 17:30
+    day = goal_date(t)
+    assert day == dt.date(2026, 11, 9)
+    # The right times on today's date.
+    today = day - dt.timedelta(days=1)
+    args = {"title": "Team lunch", "start": f"{today}T16:00", "end": f"{today}T17:30"}
+    verdict, fbs = play(t, ("calendar.create_event", args), finish())
+    assert failed(verdict) == {"created:calendar.events": "0 matching created record(s), expected exactly 1"}
+    assert verdict["collateral"] == [f"calendar.events/{fbs[0]['result']['id']} created"]
+    # A 12-hour-clock slip: 04:00 to 05:30.
+    args = {"title": "Team lunch", "start": f"{day}T04:00", "end": f"{day}T05:30"}
+    verdict, _ = play(t, ("calendar.create_event", args), finish())
+    assert "created:calendar.events" in failed(verdict)
+
+
+def _event_in_goal(t: TaskSpec) -> dict[str, Any]:
+    m = re.search(r'"(.+?)" (?:today|tomorrow|on) .*? at (\d\d:\d\d)', t.goal)
+    assert m, t.goal
+    start = f"{goal_date(t, t.goal[m.start() :])}T{m.group(2)}"
+    (e,) = [e for e in recs(t, "calendar.events") if e["title"] == m.group(1) and e["start"] == start]
+    assert e["start"] > t.fixtures.clock[:16], "the event is still to come"
+    return e
+
+
+def test_move_event_times_and_moving_the_wrong_one():
+    for t in tasks("calendar.move_event"):
+        e = _event_in_goal(t)
+        start, end = (dt.datetime.fromisoformat(e[k]) for k in ("start", "end"))
+        m = re.search(r"to (\d\d:\d\d) the same day|to (\w+ \d+ \w+), same time", t.goal)
+        assert m, t.goal
+        if m.group(1):
+            new = dt.datetime.combine(start.date(), dt.time.fromisoformat(m.group(1)))
+        else:
+            new = dt.datetime.combine(goal_date(t, m.group(2)), start.time())
+        where = crit(t, StateCriterion).where
+        assert where == {
+            "id": e["id"],
+            "title": e["title"],
+            "start": new.isoformat(timespec="minutes"),
+            "end": (new + (end - start)).isoformat(timespec="minutes"),
+        }
+        # Giving only the new start keeps the length, as the goal asks: success.
+        verdict, _ = play(t, ("calendar.update_event", {"event_id": e["id"], "start": where["start"]}), finish())
+        assert verdict["success"], t.id
+    t = task("calendar.move_event", 0)  # "Book club" on Monday 9 November at 16:00 to 15:00
+    target = _event_in_goal(t)
+    wrong = next(e for e in recs(t, "calendar.events") if e["id"] != target["id"])
+    verdict, _ = play(t, ("calendar.update_event", {"event_id": wrong["id"], "start": "2026-11-09T15:00"}), finish())
+    assert failed(verdict) == {"updated:calendar.events": "0 matching updated record(s), expected exactly 1"}
+    assert verdict["collateral"] == [f"calendar.events/{wrong['id']} updated"]
+
+
+def test_delete_event_target_and_unconfirmed_delete():
+    for t in tasks("calendar.delete_event"):
+        e = _event_in_goal(t)
+        assert crit(t, StateCriterion).where == {"id": e["id"]}
+        assert t.fixtures.confirm_sensitive == ("Ask me before deleting it." in t.goal)
+    t = task("calendar.delete_event", 1)  # no confirmation asked for
+    e = _event_in_goal(t)
+    verdict, _ = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
+    assert verdict["success"]
+    t = task("calendar.delete_event", 0)  # "Ask me before deleting it."
+    e = _event_in_goal(t)
+    verdict, fbs = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
+    assert fbs[0]["error"] == "confirmation_required"
+    assert set(failed(verdict)) == {"deleted:calendar.events"}
+    # Confirmed, but another event deleted.
+    other = next(x for x in recs(t, "calendar.events") if x["id"] != e["id"])
+    verdict, _ = play(t, *confirm(t), ("calendar.delete_event", {"event_id": other["id"]}), finish())
+    assert verdict["collateral"] == [f"calendar.events/{other['id']} deleted"]
+
+
+def test_add_attendee_full_name_and_relation_word():
+    seen_relation = False
+    for t in tasks("calendar.add_attendee"):
+        e = _event_in_goal(t)
+        m = re.match(r"Add (my \w+|\w+ \w+) to ", t.goal)
+        assert m, t.goal
+        c = named(t, m.group(1))
+        seen_relation |= m.group(1).startswith("my ")
+        assert c["name"] not in e["attendees"]
+        where = crit(t, StateCriterion).where
+        assert where["id"] == e["id"] and where["attendees"] == {"has": c["name"], "len": len(e["attendees"]) + 1}
+    assert seen_relation
+    t = task("calendar.add_attendee", 0)  # "Add my dad to "Budget meeting" ..."
+    e = _event_in_goal(t)
+    dad = contact(t, relation="dad")
+    # Writing the relation instead of the person's name.
+    verdict, _ = play(t, ("calendar.add_attendee", {"event_id": e["id"], "attendee": "my dad"}), finish())
+    assert set(failed(verdict)) == {"updated:calendar.events"}
+    assert verdict["collateral"] == [f"calendar.events/{e['id']} updated"]
+    # The person's name, in any case: success.
+    verdict, _ = play(
+        t,
+        ("contacts.search", {"query": "dad"}),
+        ("calendar.add_attendee", {"event_id": e["id"], "attendee": dad["name"].lower()}),
+        finish(),
+    )
+    assert verdict["success"]
+
+
+def test_next_event_answer_and_skipped_event():
+    checked = 0
+    for t in tasks("calendar.next_event"):
+        clock = t.fixtures.clock[:16]
+        tomorrow = "tomorrow" in t.goal
+        day = goal_date(t) if tomorrow else dt.date.fromisoformat(clock[:10])
+        after = f"{day}T00:00" if tomorrow else clock
+        events = sorted(
+            (e for e in recs(t, "calendar.events") if e["start"][:10] == day.isoformat() and e["start"] > after),
+            key=lambda e: e["start"],
+        )
+        nxt = events[0]
+        assert crit(t, AnswerCriterion).contains == [nxt["title"], nxt["location"]]
+        later = sorted((e for e in recs(t, "calendar.events") if e["start"] > nxt["start"]), key=lambda e: e["start"])
+        other = next((e for e in later if e["title"] != nxt["title"]), None)
+        if other is not None:
+            # Skipping the next event: naming the one after it.
+            verdict, _ = play(t, ("calendar.list_events", {}), finish(f"{other['title']}, at {other['location']}"))
+            assert set(failed(verdict)) == {"answer"}
+            checked += 1
+    assert checked
+    t = task("calendar.next_event", 0)
+    title, place = crit(t, AnswerCriterion).contains
+    verdict, _ = play(t, ("calendar.list_events", {}), finish(f"{title} at 10:00."))
+    assert failed(verdict) == {"answer": f"answer lacks {place!r}"}
+    verdict, _ = play(t, ("calendar.list_events", {}), finish(f"Next up: {title.lower()}, in {place}."))
+    assert verdict["success"]
