@@ -21,7 +21,8 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/phoneenv demo
+	$(BIN)/phoneenv eval --agent reference --tasks all --out runs/demo/reference
+	$(BIN)/phoneenv eval --agent random --tasks all --out runs/demo/random
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -n auto -q
