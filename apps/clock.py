@@ -294,7 +294,7 @@ class Clock(App):
         self.show_detail("alarms", alarm_id)
         return self._alarm_view(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.SENSITIVE)
     def delete_alarm(self, alarm_id: str) -> Deleted:
         """Delete an alarm.
 

@@ -238,7 +238,8 @@ class BehaviorCriterion(BaseModel):
     ``rule``: ``required_call`` (``tool`` called successfully, arguments matching ``arguments``),
     ``forbidden_call`` (never called), ``confirm_before`` (every successful call of ``tool`` came
     after a granted ``user.confirm``), ``max_calls`` (at most ``limit`` tool calls), ``read_only``
-    (no successful write or sensitive call), ``delegated`` (an ``agent.delegate`` call happened).
+    (no successful write or sensitive call besides signing in and permission requests),
+    ``delegated`` (an ``agent.delegate`` call happened).
     """
 
     kind: Literal["behavior"] = "behavior"

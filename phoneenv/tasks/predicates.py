@@ -5,7 +5,7 @@ A ``where`` clause maps field names to conditions; a record matches when every c
     >>> match({"body": "Running 10 min late", "to": "+4915"}, {"body": {"icontains": "late"}, "to": "+4915"})
     True
 
-Operators: a literal means equality; ``{"eq": v}``, ``{"ne": v}``, ``{"in": [..]}``,
+Operators: a literal means equality (``True`` does not equal ``1``); ``{"eq": v}``, ``{"ne": v}``, ``{"in": [..]}``,
 ``{"iequals": s}`` (case- and space-insensitive), ``{"icontains": s}``, ``{"startswith": s}``,
 ``{"gte": x}``, ``{"lte": x}`` (numbers or ISO strings), ``{"has": v}`` (a list/tuple field holds
 ``v``, case-insensitive for strings), ``{"len": n}``, ``{"number": s}`` (same phone line: last
@@ -63,6 +63,8 @@ def check(value: Any, cond: Any) -> bool:
             if not fn(value, arg):
                 return False
         return True
+    if isinstance(cond, bool) or isinstance(value, bool):
+        return type(value) is type(cond) and value == cond
     return value == cond
 
 

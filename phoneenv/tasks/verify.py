@@ -38,6 +38,9 @@ DEFAULT_ALLOWED: tuple[ChangeSelector, ...] = (
 )
 """Changes every task allows: a permission the user granted at a prompt, sign-ins and sign-outs."""
 
+CONSENTED_CALLS = frozenset({"system.sign_in", "system.sign_out", "system.request_permission"})
+"""Writes a read-only task still permits: they only produce :data:`DEFAULT_ALLOWED` changes."""
+
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?")
 
 
@@ -127,7 +130,11 @@ def _behavior_ok(crit: BehaviorCriterion, calls: Sequence[CallRecord]) -> tuple[
         n = sum(1 for c in calls if c.name != "finish")
         return n <= (crit.limit or 0), f"{n} tool calls, budget {crit.limit}"
     if crit.rule == "read_only":
-        bad = [c.name for c in calls if c.ok and c.effect in (Effect.WRITE, Effect.SENSITIVE)]
+        bad = [
+            c.name
+            for c in calls
+            if c.ok and c.effect in (Effect.WRITE, Effect.SENSITIVE) and c.name not in CONSENTED_CALLS
+        ]
         return not bad, f"writes in a read-only task: {', '.join(bad)}"
     if crit.rule == "delegated":
         return any(c.ok and c.name == "agent.delegate" for c in calls), "no delegation to a sub-agent"

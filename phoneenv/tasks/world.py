@@ -265,12 +265,14 @@ class World:
         return self.rng.sample(pool, k)
 
     def next_id(self, table: str, prefix: str) -> str:
-        """The id the sandbox will give the next record created in ``table`` (for reference plans)."""
-        used = {r["id"] for r in self.table(table)}
-        n = 1
-        while f"{prefix}{n}" in used:
-            n += 1
-        return f"{prefix}{n}"
+        """The id the sandbox will give the next record created in ``table``: one above the
+        largest number among the table's ids, as :meth:`PhoneState.new_id` counts."""
+        top = 0
+        for r in self.table(table):
+            digits = r["id"][len(r["id"].rstrip("0123456789")) :]
+            if digits:
+                top = max(top, int(digits))
+        return f"{prefix}{top + 1}"
 
     def fixtures(self, **overrides: Any) -> Fixtures:
         """These records and policies as :class:`Fixtures`; ``overrides`` replace fields."""

@@ -300,11 +300,12 @@ def test_tool_specs() -> None:
     for name in names:
         spec = tools[name].spec
         assert spec.domain == "time" and spec.description and not spec.permissions and not spec.requires_login
-        want = (
-            Effect.READ
-            if name in {"clock.now", "clock.world_time", "clock.list_alarms", "clock.list_timers"}
-            else Effect.WRITE
-        )
+        if name in {"clock.now", "clock.world_time", "clock.list_alarms", "clock.list_timers"}:
+            want = Effect.READ
+        elif name == "clock.delete_alarm":
+            want = Effect.SENSITIVE  # deleting is sensitive
+        else:
+            want = Effect.WRITE
         assert spec.effect is want, name
     assert tools["clock.create_alarm"].spec.parameters["required"] == ["time"]
 
