@@ -32,6 +32,7 @@ __all__ = [
     "ErrorKind",
     "Feedback",
     "Fixtures",
+    "SimulatedCall",
     "StateCriterion",
     "Step",
     "TaskSpec",
@@ -255,6 +256,15 @@ Criterion = Annotated[Union[StateCriterion, AnswerCriterion, BehaviorCriterion],
 """A verification criterion, discriminated by ``kind``: ``state``, ``answer`` or ``behavior``."""
 
 
+class SimulatedCall(BaseModel):
+    """A scripted result of an LLM-simulated tool: when ``tool`` is called with exactly
+    ``arguments``, it returns ``result`` (which must validate against the tool's return schema)."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+
+
 class Fixtures(BaseModel):
     """The world a task starts from; applied on ``reset`` by restoring a snapshot of it.
 
@@ -268,6 +278,8 @@ class Fixtures(BaseModel):
     - ``vault``: saved credentials ``{"account": password}``; secret, shown as ``***``.
     - ``confirm_sensitive``: sensitive calls need a granted ``user.confirm`` first;
       ``user_confirms``: what the simulated user answers to ``user.confirm``.
+    - ``simulated``: scripted results of LLM-simulated tools for given arguments (the task's
+      world script; calls not scripted are simulated by the model).
     """
 
     clock: str = "2026-11-29T09:00:00"
@@ -281,6 +293,7 @@ class Fixtures(BaseModel):
     vault: dict[str, SecretStr] = Field(default_factory=dict)
     confirm_sensitive: bool = False
     user_confirms: bool = True
+    simulated: list[SimulatedCall] = Field(default_factory=list)
 
 
 class TaskSpec(BaseModel):
@@ -337,6 +350,8 @@ class Verdict(BaseModel):
     ``progress`` = milestones met / milestones total (1.0 on success, 0.0 with no milestones and
     no success). ``collateral`` lists writes the task neither asked for nor allowed
     (``table/id``). ``infrastructure_error`` marks an episode lost to the world, not the agent.
+    ``inconsistent`` marks an episode whose simulated world contradicted itself
+    (``inconsistencies`` says how), so evaluation and RL can drop or down-weight it.
     """
 
     success: bool
@@ -352,6 +367,8 @@ class Verdict(BaseModel):
     infrastructure_error: bool = False
     truncated: bool = False
     answer: str | None = None
+    inconsistent: bool = False
+    inconsistencies: list[str] = Field(default_factory=list)
 
 
 class Step(BaseModel):

@@ -92,11 +92,15 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         tasks: a selector over the suite (``"all"``, ``"category:tool"``, ``"domain:time"``,
             ``"template:NAME"``, ``"app:NAME"``, an id glob such as ``"clock.*"``) or a list of
             :class:`TaskSpec`; ``reset`` draws one with the env's seeded RNG. Default: the suite.
-        backend: ``"sandbox"`` or a :class:`~phoneenv.backends.base.Backend` instance.
+        backend: ``"sandbox"``, ``"llmsim"``, ``"hybrid"`` or a
+            :class:`~phoneenv.backends.base.Backend` instance.
         screenshots: add ``screenshot`` (``uint8`` (H, W, 3)) to observations.
         max_steps: truncate after this many actions (default: the task's ``max_steps``).
         render_mode: ``"rgb_array"`` or None.
         record_wall_time: add wall-clock step latency to trace steps (breaks byte-identical traces).
+        screen_size: (width, height) of screenshots in pixels.
+        simulator: the :class:`~phoneenv.llm.ChatClient` that simulates tools for ``llmsim`` and
+            ``hybrid`` (without one, only scripted results are served).
 
     Raises:
         ValueError / KeyError: an unknown backend, selector or task id (at construction).
@@ -114,6 +118,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         render_mode: str | None = None,
         record_wall_time: bool = False,
         screen_size: tuple[int, int] = (360, 640),
+        simulator: Any = None,
     ) -> None:
         from phoneenv.tasks import select
 
@@ -131,11 +136,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             raise ValueError(f"no task matches {tasks!r}")
         self._by_id = {t.id: t for t in self._pool}
         if isinstance(backend, str):
-            if backend != "sandbox":
-                raise ValueError(f"unknown backend {backend!r}; available: 'sandbox'")
-            from phoneenv.backends.sandbox import SandboxBackend
+            from phoneenv.backends import make_backend
 
-            backend = SandboxBackend(screen_size=screen_size)
+            backend = make_backend(backend, simulator=simulator, screen_size=screen_size)
         self.backend: Backend = backend
         self.screenshots = screenshots
         self.render_mode = render_mode
@@ -213,6 +216,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             task = self._pool[0]
         else:
             task = self._pool[int(self.np_random.integers(len(self._pool)))]
+        if not self.backend.can_run(task):
+            raise ValueError(
+                f"task {task.id} declares backends {task.backends}; the {self.backend.name!r} backend cannot run it faithfully"
+            )
         self.task = task
         self._seed = seed
         self.backend.reset(task)
@@ -414,6 +421,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             truncated=truncated,
             infrastructure_error=self._infra,
             transient=self.backend.transient_tables(),
+            inconsistencies=self.backend.consistency_issues(),
         )
         return self._verdict
 
@@ -436,7 +444,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                     raw=raw,
                     feedback=fb,
                     clock=fmt(clock),
-                    backend=self.backend.name,
+                    backend=self.backend.name if rec is None else self.backend.served_by(rec.name),
                     tokens=tokens,
                     latency_s=latency,
                 )

@@ -76,6 +76,19 @@ class Backend(abc.ABC):
     def screenshot(self) -> np.ndarray:
         """The current screen, ``uint8`` array of shape (H, W, 3)."""
 
+    def consistency_issues(self) -> list[str]:
+        """Contradictions the world noticed in itself this episode (a simulated order with two
+        prices); none for worlds that cannot contradict themselves."""
+        return []
+
+    def can_run(self, task: TaskSpec) -> bool:
+        """Whether this backend runs ``task`` faithfully (by default: it names this backend)."""
+        return self.name in task.backends
+
+    def served_by(self, name: str) -> str:
+        """Which backend serves tool ``name`` (a router names the inner backend)."""
+        return self.name
+
     def transient_tables(self) -> tuple[str, ...]:
         """Tables of session state (an ongoing call, notifications) that the collateral-damage
         rule ignores; none by default."""

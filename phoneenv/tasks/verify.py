@@ -178,6 +178,7 @@ def verify(
     infrastructure_error: bool = False,
     output_tokens: int | None = None,
     transient: Sequence[str] = (),
+    inconsistencies: Sequence[str] = (),
 ) -> Verdict:
     """The :class:`Verdict` of an episode of ``task``.
 
@@ -187,6 +188,7 @@ def verify(
         answer: the ``finish`` answer, or None if the agent never finished.
         steps: actions taken; errors: feedbacks with ``ok=False``.
         transient: tables of session state left out of the diff (see ``Backend.transient_tables``).
+        inconsistencies: contradictions the world reported (``Backend.consistency_issues``).
 
     Success = all criteria pass, no collateral change, and the episode was not truncated.
     Progress = milestones met / total (1.0 on success; 0.0 or 1.0 when there are no milestones).
@@ -229,4 +231,6 @@ def verify(
         infrastructure_error=infrastructure_error,
         truncated=truncated,
         answer=answer,
+        inconsistent=bool(inconsistencies),
+        inconsistencies=list(inconsistencies),
     )
