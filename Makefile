@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# torch is pinned first so that the [llm] extra does not pull a multi-GB CUDA build on CPU machines.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet -e ".[test,llm]"
 	touch $@ $(STAMP)
 
 demo: $(STAMP)

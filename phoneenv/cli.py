@@ -1,4 +1,4 @@
-"""The ``phoneenv`` command line: ``eval``, ``demo`` and ``tasks list|show|validate``.
+"""The ``phoneenv`` command line: ``eval`` and ``tasks list|show|validate|stats``.
 
 Agents are imported lazily from the ``agents`` package, so ``phoneenv`` never imports it at
 module level.
@@ -37,11 +37,42 @@ def _select(selector: str) -> list[TaskSpec]:
     return tasks
 
 
-def _make_agent(name: str, seed: int) -> Any:
+def make_client(base_url: str | None, model: str | None, api_key: str | None = None, option: str = "--model") -> Any:
+    """A chat client: OpenAI-compatible at ``base_url``, else a local transformers model at the
+    path ``model``. Raises ``typer.BadParameter`` when neither is usable."""
+    if not model:
+        raise typer.BadParameter("a model name (with --base-url) or a local model folder is needed", param_hint=option)
+    if base_url:
+        from agents.llm.client import OpenAIChatClient
+
+        return OpenAIChatClient(base_url, model, api_key=api_key)
+    if not Path(model).is_dir():
+        raise typer.BadParameter(
+            f"{model!r} is not a local model folder; pass --base-url for a served model", param_hint=option
+        )
+    from agents.llm.client import LocalChatClient
+
+    return LocalChatClient(model)
+
+
+def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
     from agents import AGENTS
 
+    if name == "llm":
+        from agents.planner import LLMPlanner
+
+        opts = llm or {}
+        client = make_client(opts.get("base_url"), opts.get("model"), opts.get("api_key"))
+        return LLMPlanner(
+            client,
+            max_steps=opts.get("max_steps", 30),
+            max_tokens=opts.get("max_tokens", 512),
+            vision=opts.get("vision", False),
+        )
     if name not in AGENTS:
-        raise typer.BadParameter(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}", param_hint="--agent")
+        raise typer.BadParameter(
+            f"unknown agent {name!r}; choose from {', '.join([*AGENTS, 'llm'])}", param_hint="--agent"
+        )
     cls = AGENTS[name]
     return cls(seed=seed) if name == "random" else cls()
 
@@ -93,10 +124,23 @@ def print_scoreboard(board: Scoreboard) -> None:
         f"infrastructure errors {board.infrastructure_errors} · mean output tokens/task {board.mean_output_tokens:.0f} · "
         f"wall time {board.wall_s:.2f} s"
     )
+    if board.cost_per_1000_tasks is not None:
+        console.print(
+            f"estimated output cost: ${board.cost_per_1000_tasks:.2f} per 1,000 tasks at ${board.price_per_mtok:g} per million output tokens"
+        )
 
 
-def _run(agent_name: str, tasks: list[TaskSpec], out: Path | None, seed: int) -> Scoreboard:
-    agent = _make_agent(agent_name, seed)
+def _run(
+    agent_name: str,
+    tasks: list[TaskSpec],
+    out: Path | None,
+    seed: int,
+    *,
+    llm: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    price_per_mtok: float | None = None,
+) -> Scoreboard:
+    agent = _make_agent(agent_name, seed, llm)
     results: list[EpisodeResult] = []
     t0 = time.perf_counter()
     with _progress() as prog:
@@ -106,8 +150,8 @@ def _run(agent_name: str, tasks: list[TaskSpec], out: Path | None, seed: int) ->
             results.append(r)
             prog.update(bar, advance=1, status=f"success {100 * sum(x.success for x in results) / len(results):.1f}%")
 
-        run_episodes(agent, tasks, out / "traces" if out else None, seed=seed, on_episode=tick)
-    board = score(agent.name, results, time.perf_counter() - t0)
+        run_episodes(agent, tasks, out / "traces" if out else None, seed=seed, on_episode=tick, env_kwargs=env_kwargs)
+    board = score(agent.name, results, time.perf_counter() - t0, price_per_mtok=price_per_mtok)
     if out is not None:
         write_results(out, results, board)
     return board
@@ -115,7 +159,7 @@ def _run(agent_name: str, tasks: list[TaskSpec], out: Path | None, seed: int) ->
 
 @app.command("eval")
 def eval_cmd(
-    agent: Annotated[str, typer.Option(help="Planner: reference or random.")] = "reference",
+    agent: Annotated[str, typer.Option(help="Planner: reference, random or llm.")] = "reference",
     tasks: Annotated[
         str,
         typer.Option(help="Task selector: all, category:tool, domain:time, template:NAME, app:NAME, an id or glob."),
@@ -124,25 +168,44 @@ def eval_cmd(
         Path, typer.Option(help="Output folder: traces/<task>.jsonl, results.jsonl, scoreboard.json.")
     ] = Path("runs/eval"),
     seed: Annotated[int, typer.Option(help="Episode seed (and the random agent's seed).")] = 0,
+    backend: Annotated[str, typer.Option(help="World: sandbox, llmsim or hybrid.")] = "sandbox",
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint of the planner model, e.g. http://127.0.0.1:8000/v1.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Planner model: a served model name (with --base-url) or a local folder.")
+    ] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key (default $OPENAI_API_KEY).")] = None,
+    max_tokens: Annotated[int, typer.Option(help="Output tokens per model call.")] = 512,
+    max_steps: Annotated[int, typer.Option(help="The planner's step budget.")] = 30,
+    vision: Annotated[bool, typer.Option(help="Send screenshots to a vision model.")] = False,
+    price_per_mtok: Annotated[
+        float | None, typer.Option(help="Price per million output tokens, for the cost per 1,000 tasks.")
+    ] = None,
+    sim_base_url: Annotated[
+        str | None, typer.Option(help="Endpoint of the simulator model (llmsim/hybrid); default: the planner's.")
+    ] = None,
+    sim_model: Annotated[
+        str | None, typer.Option(help="Simulator model (llmsim/hybrid); default: the planner's.")
+    ] = None,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard."""
-    board = _run(agent, _select(tasks), out, seed)
+    llm = {
+        "base_url": base_url,
+        "model": model,
+        "api_key": api_key,
+        "max_tokens": max_tokens,
+        "max_steps": max_steps,
+        "vision": vision,
+    }
+    env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision}
+    if backend != "sandbox" and (sim_model or model):
+        env_kwargs["simulator"] = make_client(
+            sim_base_url or base_url, sim_model or model, api_key, option="--sim-model"
+        )
+    board = _run(agent, _select(tasks), out, seed, llm=llm, env_kwargs=env_kwargs, price_per_mtok=price_per_mtok)
     print_scoreboard(board)
     console.print(f"traces in {out / 'traces'}")
-
-
-@app.command()
-def demo(
-    tasks: Annotated[str, typer.Option(help="Task selector.")] = "all",
-    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("runs/demo"),
-) -> None:
-    """The main job on the embedded defaults: the reference and the random agent over the suite."""
-    selected = _select(tasks)
-    console.print(f"[bold]PhonePlan-v0[/bold] on the sandbox phone: {len(selected)} tasks")
-    for name in ("reference", "random"):
-        board = _run(name, selected, out / name, 0)
-        print_scoreboard(board)
-    console.print(f"traces in {out}/<agent>/traces")
 
 
 @tasks_app.command("list")

@@ -289,6 +289,24 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             )
         return self._obs(fb), reward, terminated, truncated, info
 
+    def abort_infrastructure(self, reason: str) -> dict[str, Any]:
+        """End the episode because the world failed outside the env (the planner's model server
+        died past its retries); returns the final info, whose verdict has
+        ``infrastructure_error=True`` and ``success=False``. No-op info when already over."""
+        if self._done:
+            return {"verdict": None if self._verdict is None else self._verdict.model_dump(mode="json")}
+        log.warning("episode of %s aborted as an infrastructure error: %s", self.task.id, reason)
+        self._done = True
+        self._infra = True
+        verdict = self._finish_episode(truncated=True)
+        return {
+            "verdict": verdict.model_dump(mode="json"),
+            "success": False,
+            "progress": verdict.progress,
+            "infrastructure_error": True,
+            "reason": reason,
+        }
+
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         """The phone screen as ``uint8`` (H, W, 3) when ``render_mode="rgb_array"``, else None."""
         if self.render_mode == "rgb_array":

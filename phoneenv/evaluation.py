@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from phoneenv.contract import Category, TaskSpec
+from phoneenv.llm import InfrastructureError
 
 __all__ = ["AgentLike", "EpisodeResult", "Scoreboard", "run_episodes", "score"]
 
@@ -93,7 +94,11 @@ def run_episodes(
         agent.reset(obs, info)
         out_tokens = 0
         while True:
-            decision = agent.act(obs, info)
+            try:
+                decision = agent.act(obs, info)
+            except InfrastructureError as exc:
+                info = env.abort_infrastructure(f"{exc.kind}: {exc}")
+                break
             action, tokens = (decision.action, decision.tokens) if hasattr(decision, "action") else (decision, None)
             obs, _, terminated, truncated, info = env.step(action)
             if tokens:
@@ -143,7 +148,10 @@ class Row:
 class Scoreboard:
     """Scores by category (Tool, Memory, Skills, Sub-agent, Overall; empty ones kept) and by
     domain, plus mean steps per episode, error rate (errored steps / steps), infrastructure
-    errors, mean output tokens per task, and total wall time in seconds."""
+    errors, mean output tokens per task (thinking included), total wall time in seconds, and,
+    given a price per million output tokens, the estimated output cost per 1,000 tasks
+    (``mean_output_tokens × 1000 × price / 10⁶``; input tokens excluded, as the
+    Qwen-Planner-Agent report quotes cost)."""
 
     agent: str
     categories: list[Row]
@@ -153,6 +161,8 @@ class Scoreboard:
     infrastructure_errors: int
     mean_output_tokens: float
     wall_s: float
+    price_per_mtok: float | None = None
+    cost_per_1000_tasks: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The scoreboard as plain JSON data."""
@@ -165,7 +175,9 @@ def _row(label: str, rs: list[EpisodeResult]) -> Row:
     return Row(label, len(rs), sum(r.success for r in rs) / len(rs), sum(r.progress for r in rs) / len(rs))
 
 
-def score(agent: str, results: list[EpisodeResult], wall_s: float | None = None) -> Scoreboard:
+def score(
+    agent: str, results: list[EpisodeResult], wall_s: float | None = None, price_per_mtok: float | None = None
+) -> Scoreboard:
     """Aggregate episode results into a :class:`Scoreboard`.
 
     Overall is the mean over episodes (not over categories). Infrastructure-error episodes are
@@ -181,6 +193,7 @@ def score(agent: str, results: list[EpisodeResult], wall_s: float | None = None)
     cats.append(_row("Overall", scored))
     doms = [_row(d, by_dom[d]) for d in sorted(by_dom)]
     steps = sum(r.steps for r in results)
+    mean_out = sum(r.output_tokens for r in results) / len(results) if results else 0.0
     return Scoreboard(
         agent=agent,
         categories=cats,
@@ -188,8 +201,10 @@ def score(agent: str, results: list[EpisodeResult], wall_s: float | None = None)
         mean_steps=steps / len(results) if results else 0.0,
         error_rate=sum(r.errors for r in results) / steps if steps else 0.0,
         infrastructure_errors=sum(r.infrastructure_error for r in results),
-        mean_output_tokens=sum(r.output_tokens for r in results) / len(results) if results else 0.0,
+        mean_output_tokens=mean_out,
         wall_s=wall_s if wall_s is not None else sum(r.wall_s for r in results),
+        price_per_mtok=price_per_mtok,
+        cost_per_1000_tasks=None if price_per_mtok is None else mean_out * 1000 * price_per_mtok / 1e6,
     )
 
 

@@ -1,0 +1,161 @@
+"""``LLMPlanner``: an LLM that plans by calling the env's tools, one tool call per step.
+
+    >>> from agents.llm.client import OpenAIChatClient
+    >>> planner = LLMPlanner(OpenAIChatClient("http://127.0.0.1:8000/v1", "my-model"))  # doctest: +SKIP
+
+The conversation is the OpenAI chat format: a system prompt with the user's goal and the rules,
+the tools passed as ``tools`` (names rendered ``app__verb`` for APIs that forbid dots; the env
+accepts both), each model reply as an assistant message with its ``tool_calls``, and each
+feedback as a ``tool`` message. Several calls in one reply are executed in order before the model
+is asked again. A reply with no parseable call is sent to the env as it is, so it comes back as
+an ``invalid_json`` feedback the model can correct. Screenshots ride as ``image_url`` parts when
+``vision`` is on and the env gives them.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections import deque
+from typing import Any
+
+from agents.base import Agent, AgentAction
+from agents.llm.parsing import call_names_from_api
+from phoneenv.llm import ChatClient
+
+__all__ = ["SYSTEM_PROMPT", "LLMPlanner"]
+
+SYSTEM_PROMPT = """You are a phone assistant. You act on the user's phone only by calling the tools you are given, one call at a time; each call's result comes back as a tool message with "ok", and on failure "error", "message" and a "hint" that says how to recover.
+Rules:
+- Look things up before acting; never invent ids, numbers or addresses.
+- Do exactly what the user asked, nothing more: no extra messages, deletions or settings changes.
+- Before sending, deleting, paying or granting, call user.confirm if the user asked to be asked.
+- When the goal is done (or cannot be done), call finish with a short answer for the user; if the user asked a question, the answer must contain it.
+
+The user's request: {goal}"""
+
+
+def _png_data_url(image: Any) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class LLMPlanner(Agent):
+    """An :class:`~agents.base.Agent` backed by a :class:`~phoneenv.llm.ChatClient`.
+
+    Args:
+        client: the model.
+        max_steps: step budget; once spent the planner calls ``finish`` without asking the model.
+        max_tokens: output budget per model call (tokens).
+        name_style: ``"underscore"`` renders tool names as ``app__verb`` (OpenAI's API rule),
+            ``"dotted"`` keeps ``app.verb``.
+        vision: pass screenshots as image parts (the env must be made with ``screenshots=True``).
+        system_prompt: a template with ``{goal}``.
+
+    Raises (from :meth:`act`): :class:`~phoneenv.llm.InfrastructureError` when the model server
+    fails past its retries; the evaluator records the episode as an infrastructure error.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        client: ChatClient,
+        *,
+        max_steps: int = 30,
+        max_tokens: int = 512,
+        name_style: str = "underscore",
+        vision: bool = False,
+        system_prompt: str = SYSTEM_PROMPT,
+    ) -> None:
+        self.client = client
+        self.max_steps = max_steps
+        self.max_tokens = max_tokens
+        self.name_style = name_style
+        self.vision = vision
+        self.system_prompt = system_prompt
+        self.messages: list[dict[str, Any]] = []
+        self._queue: deque[dict[str, Any]] = deque()
+        self._pending: dict[str, Any] | None = None
+        self._steps = 0
+
+    def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
+        """Start the conversation from the goal and the episode's tool list."""
+        self.tools = [self._rename(t) for t in info["tools"]]
+        self.messages = [
+            {"role": "system", "content": self.system_prompt.format(goal=observation["goal"])},
+            {"role": "user", "content": observation["goal"]},
+        ]
+        self._queue.clear()
+        self._pending = None
+        self._steps = 0
+
+    def _rename(self, tool: dict[str, Any]) -> dict[str, Any]:
+        if self.name_style != "underscore":
+            return tool
+        fn = dict(tool["function"])
+        fn["name"] = fn["name"].replace(".", "__")
+        return {"type": "function", "function": fn}
+
+    def _feed_back(self, observation: dict[str, Any]) -> None:
+        pending = self._pending
+        if pending is None:
+            return
+        if pending.get("id") is not None:
+            self.messages.append({"role": "tool", "tool_call_id": pending["id"], "content": observation["feedback"]})
+        else:
+            self.messages.append(
+                {
+                    "role": "user",
+                    "content": f"Your reply had no tool call I could run. Feedback: {observation['feedback']}",
+                }
+            )
+        if self.vision and "screenshot" in observation:
+            self.messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "The screen now:"},
+                        {"type": "image_url", "image_url": {"url": _png_data_url(observation["screenshot"])}},
+                    ],
+                }
+            )
+        self._pending = None
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction:
+        """The next tool call: a queued call from the last reply, else a new model call."""
+        self._feed_back(observation)
+        self._steps += 1
+        if self._steps > self.max_steps:
+            return AgentAction(json.dumps({"name": "finish", "arguments": {"answer": "I ran out of steps."}}))
+        tokens = None
+        if not self._queue:
+            result = self.client.chat(self.messages, tools=self.tools, max_tokens=self.max_tokens)
+            tokens = result.usage.as_dict()
+            calls = result.tool_calls
+            assistant: dict[str, Any] = {"role": "assistant", "content": result.content or ""}
+            if calls:
+                assistant["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                    }
+                    for c in calls
+                ]
+            self.messages.append(assistant)
+            if not calls:
+                self._pending = {"id": None}
+                text = result.content or result.raw or ""
+                if result.parse_errors:
+                    text = text or "; ".join(result.parse_errors)
+                return AgentAction(text, tokens)
+            self._queue.extend(calls)
+        call = self._queue.popleft()
+        self._pending = call
+        action = json.dumps({"name": call_names_from_api(call["name"]), "arguments": call["arguments"]})
+        return AgentAction(action, tokens)
