@@ -104,7 +104,7 @@ class OpenAIChatClient:
         )
         self._retrying = Retrying(
             retry=retry_if_exception_type(_RETRYABLE),
-            wait=wait_exponential_jitter(initial=0.5, max=backoff_max),
+            wait=wait_exponential_jitter(multiplier=0.5, max=backoff_max, jitter=0.5),
             stop=stop_after_attempt(max(1, max_attempts)),
             reraise=True,
         )

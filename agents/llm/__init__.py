@@ -1,0 +1,1 @@
+"""LLM client layer: OpenAI-compatible and local transformers clients, reply parsing."""
