@@ -287,6 +287,13 @@ class SandboxBackend(Backend):
         """The phone clock, seconds since the Unix epoch."""
         return self.phone.state.meta["now"]
 
+    def set_clock(self, seconds: float) -> None:
+        """Move the phone clock to ``seconds`` (epoch) if that is later; a router keeps the
+        worlds of one episode on one clock this way."""
+        meta = self.phone.state.meta
+        if seconds > meta["now"]:
+            meta["now"] = seconds
+
     def format_clock(self, seconds: float) -> str:
         """``seconds`` as the phone's local time, ``YYYY-MM-DDTHH:MM:SS``."""
         return dt.datetime.fromtimestamp(seconds, self.phone.tz).replace(tzinfo=None).isoformat(timespec="seconds")
