@@ -168,7 +168,9 @@ def eval_cmd(
         Path, typer.Option(help="Output folder: traces/<task>.jsonl, results.jsonl, scoreboard.json.")
     ] = Path("runs/eval"),
     seed: Annotated[int, typer.Option(help="Episode seed (and the random agent's seed).")] = 0,
-    backend: Annotated[str, typer.Option(help="World: sandbox, llmsim or hybrid.")] = "sandbox",
+    backend: Annotated[
+        str, typer.Option(help="World: auto (each task's first declared backend), sandbox, llmsim or hybrid.")
+    ] = "auto",
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible endpoint of the planner model, e.g. http://127.0.0.1:8000/v1.")
     ] = None,
@@ -199,7 +201,7 @@ def eval_cmd(
         "vision": vision,
     }
     env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision}
-    if backend != "sandbox" and (sim_model or model):
+    if backend != "sandbox" and (sim_model or model):  # auto may meet simulated tasks
         env_kwargs["simulator"] = make_client(
             sim_base_url or base_url, sim_model or model, api_key, option="--sim-model"
         )

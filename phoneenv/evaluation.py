@@ -77,18 +77,25 @@ def run_episodes(
         out_dir: where ``<task_id>.jsonl`` traces go (one line: the :class:`Trace`); None: none.
         seed: the episode seed passed to ``reset``.
         on_episode: called after each episode (progress bars).
-        env_kwargs: extra keyword arguments for the env (``screenshots``, ``max_steps``...).
+        env_kwargs: keyword arguments for the env (``backend``, ``simulator``, ``screenshots``...);
+            ``backend="auto"`` (the default) runs each task on the first backend it declares.
     """
     from phoneenv.env import PhonePlanEnv
 
     tasks = list(tasks)
     if not tasks:
         return []
-    env = PhonePlanEnv(tasks=tasks, **(env_kwargs or {}))
+    kwargs = dict(env_kwargs or {})
+    backend = kwargs.pop("backend", "auto")
+    envs: dict[str, PhonePlanEnv] = {}
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     results = []
     for task in tasks:
+        name = task.backends[0] if backend == "auto" else backend
+        if name not in envs:
+            envs[name] = PhonePlanEnv(tasks=tasks, backend=name, **kwargs)
+        env = envs[name]
         t0 = time.perf_counter()
         obs, info = env.reset(seed=seed, options={"task": task})
         agent.reset(obs, info)
@@ -130,7 +137,8 @@ def run_episodes(
         results.append(res)
         if on_episode is not None:
             on_episode(res)
-    env.close()
+    for env in envs.values():
+        env.close()
     return results
 
 

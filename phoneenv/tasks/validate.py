@@ -130,7 +130,7 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     """
     from phoneenv.env import PhonePlanEnv
 
-    env = env or PhonePlanEnv(tasks=[task])
+    env = env or PhonePlanEnv(tasks=[task], backend=task.backends[0])
     problems: list[str] = []
     if not task.reference_plan:
         return TaskProof(task.id, False, ["no reference plan"])
@@ -160,16 +160,19 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
 
 
 def prove_suite(tasks: Iterable[TaskSpec], on_task: Callable[[TaskProof], None] | None = None) -> list[TaskProof]:
-    """Prove every task with one shared env; ``on_task`` is called after each (for progress bars)."""
+    """Prove every task, each on the first backend it declares (one shared env per backend, no
+    simulator model: simulated tools serve the task's scripted results); ``on_task`` is called
+    after each (for progress bars)."""
     from phoneenv.env import PhonePlanEnv
 
     tasks = list(tasks)
-    if not tasks:
-        return []
-    env = PhonePlanEnv(tasks=tasks)
+    envs: dict[str, PhonePlanEnv] = {}
     out = []
     for t in tasks:
-        proof = prove(t, env)
+        name = t.backends[0]
+        if name not in envs:
+            envs[name] = PhonePlanEnv(tasks=tasks, backend=name)
+        proof = prove(t, envs[name])
         out.append(proof)
         if on_task is not None:
             on_task(proof)
