@@ -48,7 +48,8 @@ __all__ = [
 class Draft:
     """What a template returns for one world: the goal, how to verify it, and a reference plan.
 
-    ``plan`` must end with a ``finish`` call. ``fixtures`` defaults to ``world.fixtures()``.
+    ``plan`` must end with a ``finish`` call. ``fixtures`` defaults to ``world.fixtures()``;
+    ``backends`` to ``["sandbox"]`` (tasks that need simulated apps say ``["hybrid"]``).
     """
 
     goal: str
@@ -59,6 +60,7 @@ class Draft:
     fixtures: Fixtures | None = None
     perturb_exempt: list[str] = field(default_factory=list)
     max_steps: int | None = None
+    backends: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class Template:
             apps=list(self.apps),
             reference_plan=draft.plan,
             perturb_exempt=draft.perturb_exempt,
+            backends=draft.backends or ["sandbox"],
         )
 
     def tasks(self) -> list[TaskSpec]:
