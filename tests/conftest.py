@@ -68,3 +68,38 @@ def answer_task() -> TaskSpec:
         ],
         apps=["contacts"],
     )
+
+
+# -- a real OpenAI-compatible server over a tiny random model (tests/llm_server.py) ---------------
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory):
+    """A tiny random Qwen2 checkpoint built from this repo's text (agents.llm.tiny), once per worker."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    for module in ("torch", "transformers", "tokenizers"):
+        pytest.importorskip(module, reason=f"the tiny model needs `{module}` (pip install -e '.[llm]')")
+    from agents.llm.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
+
+
+@pytest.fixture(scope="session")
+def llm_server(tiny_model_dir):
+    """`transformers serve` over the tiny model on 127.0.0.1 (free port), once per worker.
+
+    Yields a tests.llm_server.LLMServer: `.base_url` (``http://127.0.0.1:PORT/v1``), `.model` (the name
+    requests must send), `.scripted(text)` (extra_body forcing a reply), `.stop()`, `.kill()`. Tests that
+    kill it must start their own with serve_tiny_model instead, since this one is shared.
+    """
+    for module in ("fastapi", "uvicorn", "openai"):
+        pytest.importorskip(
+            module, reason=f"`transformers serve` needs `{module}` (pip install 'transformers[serving]')"
+        )
+    from tests.llm_server import serve_tiny_model
+
+    with serve_tiny_model(tiny_model_dir) as server:
+        yield server
