@@ -27,7 +27,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from agents.llm.parsing import parse_reply
 from phoneenv.llm import ChatResult, InfrastructureError, TokenUsage
 
-__all__ = ["LocalChatClient", "OpenAIChatClient", "thinking_tokens"]
+__all__ = ["LocalChatClient", "OpenAIChatClient", "bounded_schema", "thinking_tokens"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,28 @@ def thinking_tokens(result: ChatResult, output_tokens: int) -> int:
     if not result.thinking or total == 0:
         return 0
     return round(output_tokens * len(result.thinking) / total)
+
+
+def bounded_schema(schema: Any, max_chars: int, max_items: int = 8) -> Any:
+    """A copy of ``schema`` whose free strings get ``maxLength=max_chars``, unbounded numbers the
+    range ±10⁹ and unbounded arrays ``maxItems=max_items`` (for constrained decoding only;
+    validation uses the original schema)."""
+    if isinstance(schema, list):
+        return [bounded_schema(s, max_chars, max_items) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: bounded_schema(v, max_chars, max_items) for k, v in schema.items()}
+    kinds = out.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if "string" in kinds and not {"maxLength", "pattern", "enum", "const", "format"} & set(out):
+        out["maxLength"] = max_chars
+    if ("number" in kinds or "integer" in kinds) and not {"maximum", "exclusiveMaximum", "enum", "const"} & set(out):
+        out["maximum"] = 10**9
+    if ("number" in kinds or "integer" in kinds) and not {"minimum", "exclusiveMinimum", "enum", "const"} & set(out):
+        out["minimum"] = -(10**9)
+    if "array" in kinds and "maxItems" not in out:
+        out["maxItems"] = max(max_items, out.get("minItems", 0))
+    return out
 
 
 class OpenAIChatClient:
@@ -191,6 +213,9 @@ class LocalChatClient:
         constrained: constrain tool calls and JSON replies with xgrammar.
         temperature: 0 for greedy decoding.
         seed: torch seed for sampling.
+        max_string_chars: bound the grammar puts on free strings (no length, pattern or enum in
+            the schema), so a weak model cannot loop inside a string until the token budget ends;
+            JSON whitespace is not free either (compact JSON only).
 
     Raises:
         OSError: the folder holds no model. From :meth:`chat`: InfrastructureError when the
@@ -198,7 +223,14 @@ class LocalChatClient:
     """
 
     def __init__(
-        self, model_path: str, *, device: str = "cpu", constrained: bool = True, temperature: float = 0.0, seed: int = 0
+        self,
+        model_path: str,
+        *,
+        device: str = "cpu",
+        constrained: bool = True,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_string_chars: int = 120,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -208,6 +240,7 @@ class LocalChatClient:
         self.constrained = constrained
         self.temperature = temperature
         self.seed = seed
+        self.max_string_chars = max_string_chars
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.lm = AutoModelForCausalLM.from_pretrained(model_path).to(device).eval()
         self._torch = torch
@@ -217,12 +250,12 @@ class LocalChatClient:
     def _grammar(self, schema: dict[str, Any]) -> Any:
         import xgrammar as xgr
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(bounded_schema(schema, self.max_string_chars), sort_keys=True)
         if key not in self._grammars:
             if self._compiler is None:
                 info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.lm.config.vocab_size)
                 self._compiler = xgr.GrammarCompiler(info)
-            self._grammars[key] = self._compiler.compile_json_schema(key)
+            self._grammars[key] = self._compiler.compile_json_schema(key, any_whitespace=False)
         return self._grammars[key]
 
     @staticmethod
