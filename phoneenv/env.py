@@ -92,6 +92,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         tasks: a selector over the suite (``"all"``, ``"category:tool"``, ``"domain:time"``,
             ``"template:NAME"``, ``"app:NAME"``, an id glob such as ``"clock.*"``) or a list of
             :class:`TaskSpec`; ``reset`` draws one with the env's seeded RNG. Default: the suite.
+            A selector keeps only the tasks the backend can run faithfully (``hybrid`` tasks
+            need ``backend="hybrid"``).
         backend: ``"sandbox"``, ``"llmsim"``, ``"hybrid"`` or a
             :class:`~phoneenv.backends.base.Backend` instance.
         screenshots: add ``screenshot`` (``uint8`` (H, W, 3)) to observations.
@@ -124,22 +126,22 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', not {render_mode!r}")
-        if task is not None:
-            self._pool: list[TaskSpec] = select(task) if isinstance(task, str) else [task]
-            if isinstance(task, str) and len(self._pool) != 1:
-                raise KeyError(f"task {task!r} names {len(self._pool)} tasks; use tasks= for a selector")
-        elif tasks is None or isinstance(tasks, str):
-            self._pool = select(tasks or "all")
-        else:
-            self._pool = list(tasks)
-        if not self._pool:
-            raise ValueError(f"no task matches {tasks!r}")
-        self._by_id = {t.id: t for t in self._pool}
         if isinstance(backend, str):
             from phoneenv.backends import make_backend
 
             backend = make_backend(backend, simulator=simulator, screen_size=screen_size)
         self.backend: Backend = backend
+        if task is not None:
+            self._pool: list[TaskSpec] = select(task) if isinstance(task, str) else [task]
+            if isinstance(task, str) and len(self._pool) != 1:
+                raise KeyError(f"task {task!r} names {len(self._pool)} tasks; use tasks= for a selector")
+        elif tasks is None or isinstance(tasks, str):
+            self._pool = [t for t in select(tasks or "all") if backend.can_run(t)]
+        else:
+            self._pool = list(tasks)
+        if not self._pool:
+            raise ValueError(f"no task matches {tasks!r} on the {backend.name!r} backend")
+        self._by_id = {t.id: t for t in self._pool}
         self.screenshots = screenshots
         self.render_mode = render_mode
         self.record_wall_time = record_wall_time

@@ -99,6 +99,8 @@ class OpenAIChatClient:
         temperature: sampling temperature (0: greedy).
         structured_output: send ``response_format={"type": "json_schema", ...}`` when a
             ``json_schema`` is asked for; turned off for the client's life if the server refuses it.
+        extra_body: extra JSON fields for every request (server-specific options such as vLLM's
+            ``chat_template_kwargs``).
 
     Raises (from :meth:`chat`): :class:`~phoneenv.llm.InfrastructureError`.
     """
@@ -114,8 +116,10 @@ class OpenAIChatClient:
         backoff_max: float = 8.0,
         temperature: float = 0.0,
         structured_output: bool = True,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.model = model
+        self.extra_body = extra_body
         self.temperature = temperature
         self.structured_output = structured_output
         self._client = openai.OpenAI(
@@ -163,6 +167,8 @@ class OpenAIChatClient:
         }
         if tools:
             kwargs["tools"] = tools
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
         if json_schema is not None and self.structured_output:
             kwargs["response_format"] = {
                 "type": "json_schema",

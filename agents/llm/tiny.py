@@ -175,7 +175,7 @@ def _wrap_tokenizer(tok):
         pad_token=PAD,
         extra_special_tokens=[IM_START],
         chat_template=CHAT_TEMPLATE,
-        model_max_length=4096,
+        model_max_length=32768,
         padding_side="left",
         clean_up_tokenization_spaces=False,
     )
@@ -213,7 +213,7 @@ def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
         num_attention_heads=4,
         num_key_value_heads=2,
         intermediate_size=128,
-        max_position_embeddings=4096,
+        max_position_embeddings=32768,
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=eos_id,
