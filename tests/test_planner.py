@@ -65,7 +65,12 @@ def test_planner_solves_a_task_and_builds_the_conversation(tmp_path):
 
 def test_reply_without_a_call_is_fed_back():
     task = get_task("contacts.lookup_number/0")
-    client = Scripted([ChatResult(content="Let me think about that.", raw="Let me think about that."), calls(("finish", {"answer": "no"}))])
+    client = Scripted(
+        [
+            ChatResult(content="Let me think about that.", raw="Let me think about that."),
+            calls(("finish", {"answer": "no"})),
+        ]
+    )
     res = run_episodes(LLMPlanner(client), [task])
     assert not res[0].success and res[0].errors == 1
     fed = client.requests[1]["messages"][-1]
