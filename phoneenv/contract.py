@@ -350,7 +350,8 @@ class Verdict(BaseModel):
     ``progress`` = milestones met / milestones total (1.0 on success, 0.0 with no milestones and
     no success). ``collateral`` lists writes the task neither asked for nor allowed
     (``table/id``). ``infrastructure_error`` marks an episode lost to the world, not the agent.
-    ``inconsistent`` marks an episode whose simulated world contradicted itself
+    Token totals are the agent's (None when it reported none); ``output_tokens`` includes
+    ``thinking_tokens``. ``inconsistent`` marks an episode whose simulated world contradicted itself
     (``inconsistencies`` says how), so evaluation and RL can drop or down-weight it.
     """
 
@@ -363,7 +364,9 @@ class Verdict(BaseModel):
     steps: int = 0
     tool_calls: int = 0
     errors: int = 0
+    prompt_tokens: int | None = None
     output_tokens: int | None = None
+    thinking_tokens: int | None = None
     infrastructure_error: bool = False
     truncated: bool = False
     answer: str | None = None

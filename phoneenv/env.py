@@ -229,6 +229,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._before = {k: dict(v) for k, v in self.backend.tables().items()}
         self._max_steps = self._max_steps_override or task.max_steps
         self._steps = []
+        self._pending_tokens: dict[str, int] | None = None
+        self._token_totals: dict[str, int] = {}
         self._errors = 0
         self._confirmed = False
         self._answer: str | None = None
@@ -270,7 +272,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             if fb.infrastructure:
                 self._infra = True
         latency = time.perf_counter() - t0 if self.record_wall_time else None
-        self._steps.append((rec, raw, fb, self.backend.clock_seconds(), latency, None))
+        self._steps.append((rec, raw, fb, self.backend.clock_seconds(), latency, self._pending_tokens))
+        self._pending_tokens = None
         self._last = fb
         terminated = rec is not None and rec.name == "finish" and fb.ok
         truncated = not terminated and n >= self._max_steps
@@ -440,6 +443,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             errors=self._errors,
             truncated=truncated,
             infrastructure_error=self._infra,
+            tokens=self._token_totals or None,
             transient=self.backend.transient_tables(),
             inconsistencies=self.backend.consistency_issues(),
         )
@@ -480,10 +484,17 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             verdict=self._verdict,
         )
 
-    def set_step_tokens(self, tokens: dict[str, int]) -> None:
-        """Attach the agent's token counts (``prompt``, ``output``, ``thinking``) to the last step."""
-        if self._steps:
-            self._steps[-1] = (*self._steps[-1][:5], dict(tokens))
+    def add_agent_tokens(self, tokens: dict[str, int]) -> None:
+        """Record what the agent's model spent to produce the next action (``prompt``,
+        ``output`` — thinking included — and ``thinking`` tokens): attached to the next step and
+        summed into the verdict's ``prompt_tokens``/``output_tokens``/``thinking_tokens``. Call
+        before :meth:`step`."""
+        pending = self._pending_tokens or {}
+        for key in ("prompt", "output", "thinking"):
+            value = int(tokens.get(key, 0) or 0)
+            pending[key] = pending.get(key, 0) + value
+            self._token_totals[key] = self._token_totals.get(key, 0) + value
+        self._pending_tokens = pending
 
 
 def _invalid(message: str) -> Feedback:

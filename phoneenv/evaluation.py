@@ -99,7 +99,6 @@ def run_episodes(
         t0 = time.perf_counter()
         obs, info = env.reset(seed=seed, options={"task": task})
         agent.reset(obs, info)
-        out_tokens = 0
         while True:
             try:
                 decision = agent.act(obs, info)
@@ -107,10 +106,9 @@ def run_episodes(
                 info = env.abort_infrastructure(f"{exc.kind}: {exc}")
                 break
             action, tokens = (decision.action, decision.tokens) if hasattr(decision, "action") else (decision, None)
-            obs, _, terminated, truncated, info = env.step(action)
             if tokens:
-                env.set_step_tokens(tokens)
-                out_tokens += int(tokens.get("output", 0)) + int(tokens.get("thinking", 0))
+                env.add_agent_tokens(tokens)
+            obs, _, terminated, truncated, info = env.step(action)
             if terminated or truncated:
                 break
         wall = time.perf_counter() - t0
@@ -130,7 +128,7 @@ def run_episodes(
             steps=v["steps"],
             errors=v["errors"],
             infrastructure_error=v["infrastructure_error"],
-            output_tokens=out_tokens,
+            output_tokens=v["output_tokens"] or 0,
             wall_s=wall,
             trace_path=str(path) if path else None,
         )

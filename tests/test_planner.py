@@ -54,13 +54,15 @@ def test_planner_solves_a_task_and_builds_the_conversation(tmp_path):
     assistant, tool_msg = second["messages"][2], second["messages"][3]
     assert assistant["tool_calls"][0]["function"]["name"] == "contacts__search"
     assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "call_0" and json.loads(tool_msg["content"])["ok"]
-    # Output tokens counted once per model call (thinking included in output).
-    assert res[0].output_tokens == 2 * (20 + 5)
+    # Output tokens counted once per model call; thinking is part of output, not added to it.
+    assert res[0].output_tokens == 2 * 20
     trace = json.loads((tmp_path / "contacts.favorite-0.jsonl").read_text())
     assert [s["action"]["name"] for s in trace["steps"]] == ["contacts.search", "contacts.set_favorite", "finish"]
     assert trace["steps"][0]["tokens"] == {"prompt": 100, "output": 20, "thinking": 5}
     assert trace["steps"][1]["tokens"] == {"prompt": 100, "output": 20, "thinking": 5}
     assert trace["steps"][2]["tokens"] is None  # the second call of that reply cost nothing more
+    v = trace["verdict"]
+    assert (v["prompt_tokens"], v["output_tokens"], v["thinking_tokens"]) == (200, 40, 10)
 
 
 def test_reply_without_a_call_is_fed_back():
@@ -91,4 +93,4 @@ def test_infrastructure_error_is_labelled_not_blamed():
     assert res[0].infrastructure_error and not res[0].success
     board = score("llm", res, price_per_mtok=2.0)
     assert board.infrastructure_errors == 1 and board.categories[-1].episodes == 0
-    assert board.cost_per_1000_tasks == 25 * 1000 * 2.0 / 1e6
+    assert board.cost_per_1000_tasks == 20 * 1000 * 2.0 / 1e6

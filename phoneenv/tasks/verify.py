@@ -176,7 +176,7 @@ def verify(
     errors: int,
     truncated: bool = False,
     infrastructure_error: bool = False,
-    output_tokens: int | None = None,
+    tokens: Mapping[str, int] | None = None,
     transient: Sequence[str] = (),
     inconsistencies: Sequence[str] = (),
 ) -> Verdict:
@@ -187,6 +187,7 @@ def verify(
         calls: executed steps in order (see :class:`CallRecord`).
         answer: the ``finish`` answer, or None if the agent never finished.
         steps: actions taken; errors: feedbacks with ``ok=False``.
+        tokens: the agent's totals (``prompt``, ``output`` with thinking included, ``thinking``).
         transient: tables of session state left out of the diff (see ``Backend.transient_tables``).
         inconsistencies: contradictions the world reported (``Backend.consistency_issues``).
 
@@ -227,7 +228,9 @@ def verify(
         steps=steps,
         tool_calls=sum(1 for c in calls if c.name != "finish"),
         errors=errors,
-        output_tokens=output_tokens,
+        prompt_tokens=None if tokens is None else tokens.get("prompt", 0),
+        output_tokens=None if tokens is None else tokens.get("output", 0),
+        thinking_tokens=None if tokens is None else tokens.get("thinking", 0),
         infrastructure_error=infrastructure_error,
         truncated=truncated,
         answer=answer,

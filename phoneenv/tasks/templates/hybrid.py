@@ -1,0 +1,665 @@
+"""Hybrid templates: a goal that needs a sandbox app (messages, contacts, calendar, mail, notes)
+and an LLM-simulated app (food, parcels, cinema) in one episode (``backends=["hybrid"]``).
+
+The simulated side is scripted (``fixtures.simulated``): the calls a reasonable plan makes
+return fixed, schema-valid results derived from the world's seed, so the tasks are proven without
+a simulator model (an unscripted simulated call then fails as a ``device_error``); with a
+simulator, calls off the script are simulated over the fact ledger. Writes of simulated apps land
+in the ledger's tables (``food.orders``, ``parcels.parcels``, ``cinema.bookings``), which the
+criteria read next to the sandbox's tables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from phoneenv.contract import Domain, SimulatedCall
+from phoneenv.tasks.templates import Draft, behavior, call, state, template
+from phoneenv.tasks.world import World
+
+HYBRID = ["hybrid"]
+
+RESTAURANTS: list[tuple[str, str, list[tuple[str, str, float]]]] = [
+    ("Pizza Roma", "pizza", [
+        ("Margherita", "Tomato, mozzarella, basil", 8.5),
+        ("Diavola", "Spicy salami, chili", 10.0),
+        ("Quattro Formaggi", "Four cheeses", 11.0),
+        ("Tiramisu", "Coffee, mascarpone", 5.5),
+    ]),
+    ("Saigon Kitchen", "vietnamese", [
+        ("Pho Bo", "Beef noodle soup", 12.5),
+        ("Summer Rolls", "Rice paper, shrimp, herbs", 6.0),
+        ("Bun Cha", "Grilled pork, noodles", 11.5),
+        ("Iced Coffee", "With condensed milk", 3.5),
+    ]),
+    ("Sushi Yama", "sushi", [
+        ("Salmon Maki", "8 pieces", 7.0),
+        ("Dragon Roll", "Eel, avocado, cucumber", 13.5),
+        ("Miso Soup", "Tofu, wakame", 3.0),
+        ("Chirashi Bowl", "Mixed sashimi on rice", 16.0),
+    ]),
+    ("Green Bowl", "vegan", [
+        ("Buddha Bowl", "Quinoa, hummus, roast veg", 11.0),
+        ("Falafel Wrap", "Tahini, pickles", 8.0),
+        ("Lentil Soup", "Red lentils, lemon", 6.5),
+        ("Carrot Cake", "Vegan frosting", 4.5),
+    ]),
+    ("Curry House", "indian", [
+        ("Chicken Tikka Masala", "With basmati rice", 13.0),
+        ("Palak Paneer", "Spinach, cottage cheese", 11.5),
+        ("Garlic Naan", "From the tandoor", 3.5),
+        ("Mango Lassi", "Yoghurt drink", 4.0),
+    ]),
+]  # fmt: skip
+SHOPS = [
+    ("Northwind Books", "northwindbooks.com", "2 paperback books"),
+    ("Kitchen Corner", "kitchencorner.com", "cast-iron pan"),
+    ("Trailhead Outdoor", "trailhead-outdoor.com", "hiking boots"),
+    ("PixelPeak Electronics", "pixelpeak.com", "USB-C monitor"),
+    ("Green Thumb Garden", "greenthumb.com", "seed starter kit"),
+    ("Loom & Thread", "loomandthread.com", "wool blanket"),
+]
+CARRIERS = {"DHL": "+4922899000", "UPS": "+4969664000", "Hermes": "+4940537555", "DPD": "+4960219020"}
+WINDOWS = {"morning": ("08:00", "12:00"), "afternoon": ("12:00", "17:00"), "evening": ("17:00", "21:00")}
+MOVIES = [
+    ("The Last Lighthouse", "drama", 118, "FSK 12", "A keeper's final winter on a storm-battered island."),
+    ("Orbit of Glass", "sci-fi", 134, "FSK 12", "A repair crew finds something alive on a derelict station."),
+    ("Paper Tigers", "comedy", 97, "FSK 6", "Three retired origami champions plan one last heist."),
+    ("Salt and Silver", "thriller", 112, "FSK 16", "A fishmonger stumbles into a smuggling ring."),
+    ("A Quiet Harbour", "romance", 105, "FSK 0", "Two ferry captains keep missing each other."),
+    ("Northern Lights Express", "family", 92, "FSK 0", "A night train to the Arctic and a lost reindeer."),
+]
+CINEMAS = ["Kino Central", "Astor Filmpalast", "Odeon Riverside", "Cinema Paradiso"]
+NUMBER_WORDS = {1: "a", 2: "two", 3: "three"}
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _day_words(day: dt.date) -> str:
+    """``Saturday 5 December``."""
+    return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
+
+
+def _stamp(t: dt.datetime) -> str:
+    return t.isoformat(timespec="seconds")
+
+
+def _num(x: float) -> str:
+    """An amount as its shortest text, a substring of every usual rendering: 24.0 → "24",
+    23.9 → "23.9" (in "23.90"), 23.45 → "23.45"."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def _money(x: float) -> float:
+    return round(x + 1e-9, 2)
+
+
+def _named(crit: Any, id: str) -> Any:
+    """``crit`` with its id set (several criteria on one table need distinct ids)."""
+    crit.id = id
+    return crit
+
+
+def _sms_to(c: dict[str, Any], **body: Any) -> Any:
+    return state("messages.messages", "created", number={"number": c["phone"]}, direction="out", body=body)
+
+
+def _ids(w: World, prefix: str, n: int, lo: int, hi: int) -> list[str]:
+    """``n`` distinct, non-consecutive ids ``<prefix><k>`` (so an id moved by one names nothing)."""
+    picked: list[int] = []
+    while len(picked) < n:
+        k = w.rng.randrange(lo, hi)
+        if all(abs(k - p) > 1 for p in picked):
+            picked.append(k)
+    return [f"{prefix}{k}" for k in picked]
+
+
+def _sim(tool: str, result: Any, **arguments: Any) -> SimulatedCall:
+    return SimulatedCall(tool=tool, arguments=arguments, result=result)
+
+
+def _restaurant(w: World, rid: str, name: str, cuisine: str) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "restaurant_id": rid,
+        "name": name,
+        "cuisine": cuisine,
+        "rating": w.rng.choice([4.2, 4.4, 4.5, 4.6, 4.8]),
+        "delivery_fee": w.rng.choice([0.0, 1.5, 2.0, 2.5]),
+        "min_order": w.rng.choice([10.0, 12.0, 15.0]),
+        "eta_minutes": w.rng.choice([25, 30, 35, 40]),
+        "open_now": True,
+        "currency": "EUR",
+    }
+
+
+def _listing(rec: dict[str, Any]) -> dict[str, Any]:
+    """A seeded record as a search result (the schema's fields only, no ``id``)."""
+    return {k: v for k, v in rec.items() if k != "id"}
+
+
+def _tracking(w: World, carrier: str) -> str:
+    if carrier == "DHL":
+        return f"JJD00{w.rng.randrange(10**12, 10**13)}"
+    if carrier == "UPS":
+        return f"1Z{w.rng.choice(['999AA1', '4E6W70', '7X2Y11'])}{w.rng.randrange(10**9, 10**10)}"
+    if carrier == "Hermes":
+        return f"H10{w.rng.randrange(10**14, 10**15)}"
+    return f"0{w.rng.randrange(10**12, 10**13)}D"
+
+
+def _parcel(w: World, shop: tuple[str, str, str], carrier: str, delivery: dt.date) -> dict[str, Any]:
+    """A parcel record in transit (the tracker's list fields, plus ``id`` for the sandbox)."""
+    tid = _tracking(w, carrier)
+    return {
+        "id": tid,
+        "tracking_id": tid,
+        "carrier": carrier,
+        "sender": shop[0],
+        "description": shop[2],
+        "status": "in_transit",
+        "last_update": w.ts(w.rng.randrange(60, 600)),
+        "estimated_delivery": delivery.isoformat(),
+    }
+
+
+def _tracked(p: dict[str, Any], hub: str) -> dict[str, Any]:
+    """``parcels.track_parcel``'s result for parcel record ``p``."""
+    return {
+        **_listing(p),
+        "location": hub,
+        "events": [
+            {"time": p["last_update"], "location": hub, "description": "Arrived at the sorting centre"},
+        ],
+    }
+
+
+# -- templates ----------------------------------------------------------------------------------
+
+
+@template(
+    "hybrid.order_food_text_eta",
+    apps=["food", "contacts", "messages"],
+    domain=Domain.FOOD,
+    difficulty=3,
+    capabilities=["lookup", "purchase", "send"],
+)
+def order_food_text_eta(w: World) -> Draft:
+    name, cuisine, menu = w.rng.choice(RESTAURANTS)
+    other_name, other_cuisine, _ = w.rng.choice([r for r in RESTAURANTS if r[0] != name])
+    rid, other_rid = _ids(w, "rst_", 2, 10, 90)
+    rest = _restaurant(w, rid, name, cuisine)
+    other = _restaurant(w, other_rid, other_name, other_cuisine)
+    w.table("food.restaurants").extend([rest, other])
+    item_ids = _ids(w, "itm_", len(menu), 100, 400)
+    k = w.rng.randrange(3)
+    dish, _, price = menu[k]
+    qty = w.rng.choice([1, 2])
+    c = w.rng.choice(w.contacts)
+
+    placed = w.now + dt.timedelta(minutes=1)
+    eta = placed + dt.timedelta(minutes=rest["eta_minutes"] + w.rng.choice([2, 4, 7, 9]))
+    subtotal = _money(price * qty)
+    total = _money(subtotal + rest["delivery_fee"])
+    order = {
+        "order_id": f"ord_{w.rng.randrange(200, 900)}",
+        "restaurant_id": rid,
+        "restaurant_name": name,
+        "items": [{"item_id": item_ids[k], "name": dish, "qty": qty, "price": price}],
+        "subtotal": subtotal,
+        "delivery_fee": rest["delivery_fee"],
+        "total": total,
+        "currency": "EUR",
+        "status": "placed",
+        "placed_at": _stamp(placed),
+        "eta": _stamp(eta),
+        "last_update": _stamp(placed),
+    }
+    menu_result = {
+        "restaurant_id": rid,
+        "name": name,
+        "currency": "EUR",
+        "menu": [
+            {
+                "item_id": iid,
+                "name": n,
+                "description": d,
+                "category": "desserts & drinks" if i == 3 else "mains",
+                "price": p,
+                "available": True,
+            }
+            for i, (iid, (n, d, p)) in enumerate(zip(item_ids, menu, strict=True))
+        ],
+    }
+    found = {"restaurants": [_listing(rest)], "total": 1}
+    items = [{"item_id": item_ids[k], "qty": qty}]
+    hhmm = eta.strftime("%H:%M")
+    simulated = [
+        _sim("food.search_restaurants", found, query=name),
+        _sim("food.search_restaurants", found, query=name.lower()),
+        _sim("food.search_restaurants", found, query=cuisine),
+        _sim("food.get_menu", menu_result, restaurant_id=rid),
+        _sim("food.place_order", order, restaurant_id=rid, items=items),
+    ]
+    plan = [
+        call("food.search_restaurants", query=name),
+        call("food.get_menu", restaurant_id=rid),
+        call("food.place_order", restaurant_id=rid, items=items),
+        call("contacts.search", query=c["name"]),
+        call("messages.send", to=c["phone"], body=f"Food from {name} is on its way, it should arrive at {hhmm}."),
+        call("finish", answer=f"Ordered; it arrives at {hhmm} and {c['name']} knows."),
+    ]
+    what = f"{NUMBER_WORDS[qty]} {dish}"
+    return Draft(
+        goal=f"Order {what} from {name} for delivery home and text {c['name']} what time it will arrive.",
+        criteria=[
+            state("food.orders", "created", restaurant_id=rid, total=total),
+            _sms_to(c, icontains=hhmm),
+        ],
+        milestones=[
+            behavior("required_call", "food.get_menu", arguments={"restaurant_id": rid}),
+            state("food.orders", "created", restaurant_id=rid, total=total),
+        ],
+        plan=plan,
+        fixtures=w.fixtures(simulated=simulated),
+        perturb_exempt=["5.answer"],
+        backends=HYBRID,
+    )
+
+
+@template(
+    "hybrid.parcel_window_calendar",
+    apps=["mail", "parcels", "calendar"],
+    domain=Domain.SHOPPING,
+    difficulty=3,
+    capabilities=["lookup", "extract", "create"],
+)
+def parcel_window_calendar(w: World) -> Draft:
+    shop = w.rng.choice(SHOPS)
+    carrier = w.rng.choice(list(CARRIERS))
+    day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 4))
+    p = _parcel(w, shop, carrier, day)
+    other_shop = w.rng.choice([s for s in SHOPS if s != shop])
+    old = _parcel(w, other_shop, w.rng.choice(list(CARRIERS)), w.now.date() - dt.timedelta(days=3))
+    old.update(status="delivered", estimated_delivery=None, last_update=w.ts(60 * 24 * 3 - 45))
+    w.table("parcels.parcels").extend([p, old])
+    order_no = w.rng.randrange(10000, 99999)
+    w.table("mail.messages").append(
+        {
+            "id": w.next_id("mail.messages", "em_"),
+            "folder": "inbox",
+            "from": f"shipping@{shop[1]}",
+            "to": (w.user_email,),
+            "subject": f"Your {shop[0]} order #{order_no} has shipped",
+            "body": f"Thanks for shopping at {shop[0]}! Your {shop[2]} left our warehouse today with {carrier}. "
+            f"Tracking number: {p['tracking_id']}.",
+            "time": w.ts(w.rng.randrange(120, 1500)),
+            "read": False,
+        }
+    )
+    h = w.rng.randrange(8, 18)
+    m = w.rng.choice([0, 30])
+    ws = f"{h:02d}:{m:02d}"
+    we = f"{h + 2:02d}:{m:02d}"
+    options = [
+        {"date": (day + dt.timedelta(days=d)).isoformat(), "window_start": a, "window_end": b}
+        for d in (1, 2)
+        for a, b in (WINDOWS["morning"], WINDOWS["evening"])
+    ]
+    window = {
+        "tracking_id": p["tracking_id"],
+        "status": "in_transit",
+        "delivery_date": day.isoformat(),
+        "window_start": ws,
+        "window_end": we,
+        "can_reschedule": True,
+        "options": options,
+    }
+    hub = w.rng.choice(["Leipzig hub", "Kassel hub", "Hamburg depot", "Cologne hub"])
+    tid = p["tracking_id"]
+    simulated = [
+        _sim("parcels.get_delivery_window", window, tracking_id=tid),
+        _sim("parcels.track_parcel", _tracked(p, hub), tracking_id=tid),
+        _sim("parcels.list_parcels", {"parcels": [_listing(p), _listing(old)], "total": 2}),
+    ]
+    start, end = f"{day.isoformat()}T{ws}", f"{day.isoformat()}T{we}"
+    return Draft(
+        goal=f"My {shop[2]} from {shop[0]} has shipped. Find out when it will be delivered and block the "
+        'delivery window in my calendar, titled "Parcel delivery".',
+        criteria=[
+            state("calendar.events", "created", title={"icontains": "parcel"}, start=start, end=end),
+        ],
+        milestones=[behavior("required_call", "parcels.get_delivery_window", arguments={"tracking_id": tid})],
+        plan=[
+            call("mail.search", query=shop[0]),
+            call("parcels.get_delivery_window", tracking_id=tid),
+            call("calendar.create_event", title="Parcel delivery", start=start, end=end),
+            call("finish", answer=f"It comes on {_day_words(day)} between {ws} and {we}; it is in your calendar."),
+        ],
+        fixtures=w.fixtures(simulated=simulated),
+        perturb_exempt=["3.answer"],
+        backends=HYBRID,
+    )
+
+
+@template(
+    "hybrid.parcel_reschedule_text",
+    apps=["messages", "parcels", "contacts"],
+    domain=Domain.SHOPPING,
+    difficulty=3,
+    capabilities=["lookup", "extract", "update", "send"],
+)
+def parcel_reschedule_text(w: World) -> Draft:
+    shop = w.rng.choice(SHOPS)
+    carrier = w.rng.choice(list(CARRIERS))
+    day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 3))
+    p = _parcel(w, shop, carrier, day)
+    w.table("parcels.parcels").append(p)
+    old_ws, old_we = w.rng.choice(list(WINDOWS.values()))
+    tid = p["tracking_id"]
+    w.table("messages.messages").append(
+        {
+            "id": w.next_id("messages.messages", "m_"),
+            "number": CARRIERS[carrier],
+            "direction": "in",
+            "body": f"{carrier}: Your parcel {tid} from {shop[0]} will be delivered on {_day_words(day)} "
+            f"between {old_ws} and {old_we}. Change the day in the Parcel Tracker app.",
+            "time": w.ts(w.rng.randrange(30, 600)),
+            "read": False,
+        }
+    )
+    new_day = day + dt.timedelta(days=w.rng.randrange(1, 4))
+    window = w.rng.choice([k for k, v in WINDOWS.items() if v != (old_ws, old_we)])
+    ws, we = WINDOWS[window]
+    c = w.rng.choice(w.contacts)
+    changed = {
+        "tracking_id": tid,
+        "status": "in_transit",
+        "delivery_date": new_day.isoformat(),
+        "window_start": ws,
+        "window_end": we,
+        "last_update": _stamp(w.now + dt.timedelta(minutes=1)),
+    }
+    options = [
+        {"date": (day + dt.timedelta(days=d)).isoformat(), "window_start": a, "window_end": b}
+        for d in range(1, 4)
+        for a, b in WINDOWS.values()
+    ]
+    current = {
+        "tracking_id": tid,
+        "status": "in_transit",
+        "delivery_date": day.isoformat(),
+        "window_start": old_ws,
+        "window_end": old_we,
+        "can_reschedule": True,
+        "options": options,
+    }
+    hub = w.rng.choice(["Leipzig hub", "Kassel hub", "Hamburg depot", "Cologne hub"])
+    simulated = [
+        _sim("parcels.reschedule_delivery", changed, tracking_id=tid, date=new_day.isoformat(), window=window),
+        _sim("parcels.get_delivery_window", current, tracking_id=tid),
+        _sim("parcels.track_parcel", _tracked(p, hub), tracking_id=tid),
+        _sim("parcels.list_parcels", {"parcels": [_listing(p)], "total": 1}),
+    ]
+    return Draft(
+        goal=f"I won't be home when my {shop[0]} parcel comes. Move the delivery to {_day_words(new_day)} in the "
+        f"{window}, and text {c['name']} the new day and time window.",
+        criteria=[
+            state(
+                "parcels.parcels",
+                "updated",
+                tracking_id=tid,
+                delivery_date=new_day.isoformat(),
+                window_start=ws,
+                window_end=we,
+            ),
+            _sms_to(c, icontains=ws),
+        ],
+        milestones=[behavior("required_call", "parcels.reschedule_delivery", arguments={"tracking_id": tid})],
+        plan=[
+            call("messages.search", query=shop[0]),
+            call("parcels.reschedule_delivery", tracking_id=tid, date=new_day.isoformat(), window=window),
+            call("contacts.search", query=c["name"]),
+            call(
+                "messages.send",
+                to=c["phone"],
+                body=f"My {shop[0]} parcel now arrives on {_day_words(new_day)} between {ws} and {we}.",
+            ),
+            call("finish", answer=f"Moved to {_day_words(new_day)}, {ws}-{we}, and told {c['name']}."),
+        ],
+        fixtures=w.fixtures(simulated=simulated),
+        perturb_exempt=["4.answer"],
+        backends=HYBRID,
+    )
+
+
+@template(
+    "hybrid.cinema_book_text",
+    apps=["cinema", "contacts", "messages"],
+    domain=Domain.ENTERTAINMENT,
+    difficulty=4,
+    capabilities=["lookup", "filter", "purchase", "send"],
+)
+def cinema_book_text(w: World) -> Draft:
+    title, genre, runtime, rating, synopsis = w.rng.choice(MOVIES)
+    cinema, other_cinema = w.rng.sample(CINEMAS, 2)
+    day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 7))
+    mid, other_mid = _ids(w, "mov_", 2, 10, 90)
+    movie = {
+        "movie_id": mid,
+        "title": title,
+        "genre": genre,
+        "runtime_min": runtime,
+        "age_rating": rating,
+        "language": w.rng.choice(["German", "English (OV)"]),
+        "synopsis": synopsis,
+    }
+    o_title, o_genre, o_runtime, o_rating, o_synopsis = w.rng.choice([m for m in MOVIES if m[0] != title])
+    other_movie = {
+        "movie_id": other_mid,
+        "title": o_title,
+        "genre": o_genre,
+        "runtime_min": o_runtime,
+        "age_rating": o_rating,
+        "language": "German",
+        "synopsis": o_synopsis,
+    }
+    # the target: the first screening after 19:00 at `cinema`; decoys: an earlier one there, a
+    # later one there, and one at the other cinema between 19:00 and the target
+    target_t = w.rng.choice(["20:00", "20:15", "20:30", "20:45"])
+    rows = [
+        (cinema, w.rng.choice(["17:00", "17:30", "18:15"]), "1"),
+        (other_cinema, "19:15", str(w.rng.randrange(2, 6))),
+        (cinema, target_t, str(w.rng.randrange(2, 8))),
+        (cinema, w.rng.choice(["22:30", "22:45", "23:00"]), "1"),
+    ]
+    sids = _ids(w, "shw_", len(rows), 100, 900)
+    price = w.rng.choice([9.5, 11.0, 12.5, 13.0])
+    showtimes = [
+        {
+            "showtime_id": sid,
+            "movie_id": mid,
+            "cinema": cin,
+            "hall": f"Saal {hall}",
+            "start": f"{day.isoformat()}T{t}:00",
+            "format": "2D",
+            "price_per_seat": price,
+            "currency": "EUR",
+            "seats_available": w.rng.randrange(12, 80),
+        }
+        for sid, (cin, t, hall) in zip(sids, rows, strict=True)
+    ]
+    show = showtimes[2]
+    row = w.rng.choice("DEFGH")
+    n = w.rng.randrange(4, 12)
+    seats = [f"{row}{n}", f"{row}{n + 1}"]
+    booking = {
+        "booking_id": f"bkg_{w.rng.randrange(10, 99)}",
+        "showtime_id": show["showtime_id"],
+        "movie_id": mid,
+        "movie_title": title,
+        "cinema": cinema,
+        "hall": show["hall"],
+        "start": show["start"],
+        "seats": seats,
+        "price": _money(price * 2),
+        "currency": "EUR",
+        "status": "confirmed",
+        "booked_at": _stamp(w.now + dt.timedelta(minutes=1)),
+    }
+    found = {"movies": [movie], "total": 1}
+    date = day.isoformat()
+    simulated = [
+        _sim("cinema.search_movies", found, query=title),
+        _sim("cinema.search_movies", found, query=title.lower()),
+        _sim("cinema.search_movies", found, query=title, date=date),
+        _sim("cinema.search_movies", {"movies": [movie, other_movie], "total": 2}, date=date),
+        _sim("cinema.list_showtimes", {"date": date, "showtimes": showtimes}, movie_id=mid, date=date),
+        _sim(
+            "cinema.list_showtimes",
+            {"date": date, "showtimes": [s for s in showtimes if s["cinema"] == cinema]},
+            movie_id=mid,
+            date=date,
+            cinema=cinema,
+        ),
+        _sim("cinema.book_tickets", booking, showtime_id=show["showtime_id"], seats=seats),
+    ]
+    c = w.rng.choice(w.contacts)
+    first = c["name"].split()[0]
+    return Draft(
+        goal=f"Book seats {seats[0]} and {seats[1]} for {title} on {_day_words(day)}, the first screening after "
+        f"7 pm at {cinema}, and text {c['name']} the start time and the cinema.",
+        criteria=[
+            _named(
+                state("cinema.bookings", "created", showtime_id=show["showtime_id"], seats={"has": seats[0], "len": 2}),
+                "created:cinema.bookings:seat1",
+            ),
+            _named(
+                state("cinema.bookings", "created", showtime_id=show["showtime_id"], seats={"has": seats[1]}),
+                "created:cinema.bookings:seat2",
+            ),
+            _named(_sms_to(c, icontains=target_t), "created:messages.messages:time"),
+            _named(_sms_to(c, icontains=cinema), "created:messages.messages:cinema"),
+        ],
+        milestones=[behavior("required_call", "cinema.list_showtimes", arguments={"movie_id": mid})],
+        plan=[
+            call("cinema.search_movies", query=title),
+            call("cinema.list_showtimes", movie_id=mid, date=date),
+            call("cinema.book_tickets", showtime_id=show["showtime_id"], seats=seats),
+            call("contacts.search", query=c["name"]),
+            call(
+                "messages.send",
+                to=c["phone"],
+                body=f"Hi {first}, I got us tickets for {title} on {day.strftime('%A')}: {target_t} at {cinema}, "
+                f"seats {seats[0]} and {seats[1]}.",
+            ),
+            call("finish", answer=f"Booked {target_t} at {cinema} and texted {first}."),
+        ],
+        fixtures=w.fixtures(simulated=simulated),
+        perturb_exempt=["5.answer"],
+        backends=HYBRID,
+    )
+
+
+@template(
+    "hybrid.cancel_order_note_refund",
+    apps=["food", "notes"],
+    domain=Domain.FOOD,
+    difficulty=3,
+    capabilities=["lookup", "filter", "cancel", "update"],
+)
+def cancel_order_note_refund(w: World) -> Draft:
+    (name, cuisine, menu), (o_name, o_cuisine, o_menu) = w.rng.sample(RESTAURANTS, 2)
+    rid, o_rid = _ids(w, "rst_", 2, 10, 90)
+    rest, other = _restaurant(w, rid, name, cuisine), _restaurant(w, o_rid, o_name, o_cuisine)
+    w.table("food.restaurants").extend([rest, other])
+    oids = _ids(w, "ord_", 3, 200, 900)
+    ages = [w.rng.randrange(8, 20), 60 * 24 * w.rng.randrange(2, 6) + 30, 60 * 24 * w.rng.randrange(8, 20) + 30]
+    specs = [(rest, menu, "preparing"), (rest, menu, "delivered"), (other, o_menu, "delivered")]
+    orders = []
+    for oid, age, (r, m, status) in zip(oids, ages, specs, strict=True):
+        picks = w.rng.sample(range(len(m)), 2)
+        items = [
+            {"item_id": f"itm_{100 + 10 * j + i}", "name": m[j][0], "qty": w.rng.choice([1, 2]), "price": m[j][2]}
+            for i, j in enumerate(picks)
+        ]
+        subtotal = _money(sum(it["qty"] * it["price"] for it in items))
+        placed = w.now - dt.timedelta(minutes=age)
+        open_ = status != "delivered"
+        orders.append(
+            {
+                "id": oid,
+                "order_id": oid,
+                "restaurant_id": r["restaurant_id"],
+                "restaurant_name": r["name"],
+                "items": items,
+                "subtotal": subtotal,
+                "delivery_fee": r["delivery_fee"],
+                "total": _money(subtotal + r["delivery_fee"]),
+                "currency": "EUR",
+                "status": status,
+                "placed_at": _stamp(placed),
+                "eta": _stamp(placed + dt.timedelta(minutes=r["eta_minutes"] + 5)) if open_ else None,
+                "last_update": _stamp(placed + dt.timedelta(minutes=3 if open_ else r["eta_minutes"])),
+            }
+        )
+    w.table("food.orders").extend(orders)
+    target = orders[0]
+    refund = target["total"]
+    amount = _num(refund)
+    # an "Expenses" note whose lines share no amount with the refund
+    lines = []
+    for label in w.rng.sample(["Groceries", "Taxi", "Pharmacy", "Cinema", "Haircut", "Books"], 3):
+        while True:
+            v = f"{w.rng.randrange(4, 90)}.{w.rng.choice(['00', '20', '50', '80'])}"
+            if amount not in v:
+                break
+        lines.append(f"{label} {v}")
+    nid = w.next_id("notes.notes", "n_")
+    stamp = w.ts(w.rng.randrange(600, 5000))
+    w.table("notes.notes").append(
+        {
+            "id": nid,
+            "title": "Expenses",
+            "body": "\n".join(lines),
+            "pinned": False,
+            "created": stamp,
+            "updated": stamp,
+            "tags": ("money",),
+        }
+    )
+    listed = [{k: o[k] for k in ("order_id", "restaurant_id", "restaurant_name", "total", "currency", "status",
+                                 "placed_at")} for o in orders]  # fmt: skip
+    cancelled = {
+        "order_id": target["order_id"],
+        "status": "cancelled",
+        "refund": refund,
+        "currency": "EUR",
+        "last_update": _stamp(w.now + dt.timedelta(minutes=1)),
+    }
+    simulated = [
+        _sim("food.list_past_orders", {"orders": listed, "total": 3}),
+        _sim("food.list_past_orders", {"orders": listed[:1], "total": 1}, status="preparing"),
+        _sim("food.order_status", {**_listing(target), "courier": None}, order_id=target["order_id"]),
+        _sim("food.cancel_order", cancelled, order_id=target["order_id"]),
+    ]
+    return Draft(
+        goal=f'Cancel my {name} order that is still being prepared, and add the refund to my "Expenses" note.',
+        criteria=[
+            state("food.orders", "updated", order_id=target["order_id"], status="cancelled"),
+            state("notes.notes", "updated", id=nid, body={"icontains": amount}),
+        ],
+        milestones=[behavior("required_call", "food.list_past_orders")],
+        plan=[
+            call("food.list_past_orders"),
+            call("food.cancel_order", order_id=target["order_id"]),
+            call("notes.search", query="Expenses"),
+            call("notes.append", note_id=nid, text=f"Refund {name} +{amount}"),
+            call("finish", answer=f"Cancelled; {amount} EUR refunded and noted."),
+        ],
+        fixtures=w.fixtures(simulated=simulated),
+        perturb_exempt=["4.answer"],
+        backends=HYBRID,
+    )
