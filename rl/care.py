@@ -1,0 +1,1008 @@
+"""CARE: Competence-Aware Reward-and-Advantage Engineering for group-based RL (GRPO-style).
+
+Source: the Qwen-Planner-Agent report (CARE); vanilla group normalisation is GRPO (Shao et al.
+2024, "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models").
+
+A *group* is G rollouts of the same task (same task id and seed). Per rollout ``i``:
+
+* ``s_i ∈ {0, 1}``  success (the verifier's verdict),
+* ``q_i ∈ [0, 1]``  milestone progress,
+* ``c_i ∈ [0, 1]``  efficiency cost (normalised output tokens and/or tool calls, see
+  :func:`efficiency_cost`).
+
+The group success rate is ``p = mean(s)``.
+
+Reward (by competence, :func:`reward_mode`, :func:`care_rewards`)::
+
+    p <  p_low            shaping     r_i = s_i + λ·q_i
+    p_low ≤ p ≤ p_high    outcome     r_i = s_i
+    p >  p_high           efficiency  r_i = s_i·(1 − μ·c_i)      (penalty on successes only)
+
+Ordering guarantee (a failure never outscores a success, in every mode): ``λ`` and ``μ`` are
+hard-capped at :data:`LAMBDA_MAX` = :data:`MU_MAX` = 0.5 (checked by :class:`CareConfig`, and the
+controllers' bounds must lie inside the caps) and ``q, c ∈ [0, 1]`` are checked. Then
+
+* shaping:    best failure ``λ·q ≤ 0.5`` < ``1 ≤ 1 + λ·q`` worst success;
+* outcome:    failure 0 < success 1;
+* efficiency: failure 0 (no penalty, no progress) < ``0.5 ≤ 1 − μ·c`` worst success.
+
+So the success/failure gap (≥ 0.5) is never smaller than the spread that shaping or the penalty
+can create inside either class (≤ 0.5).
+
+Advantage (:func:`care_advantages`)::
+
+    A_i = (r_i − mean(r)) / max(std(r), σ_floor),     σ_floor = sqrt(p_f·(1 − p_f))
+
+versus vanilla GRPO (:func:`grpo_advantages`)::
+
+    A_i = (r_i − mean(r)) / (std(r) + ε),             ε = 1e-4 (TRL's value)
+
+The floor we choose: ``p_f = 0.25``, ``σ_floor = sqrt(0.1875) = √3/4 ≈ 0.4330``. Why:
+
+* ``sqrt(p(1−p))`` is exactly the std of a 0/1 group with success rate ``p``. With 0/1 rewards the
+  floor therefore binds exactly when ``p < 0.25`` or ``p > 0.75`` — the groups that the default
+  thresholds ``p_low = 0.25``, ``p_high = 0.75`` send to shaping or efficiency mode. Every
+  outcome-mode group (``0.25 ≤ p ≤ 0.75``) has ``std ≥ 0.433`` and is normalised exactly as in
+  GRPO (without ε): CARE only departs from GRPO in the groups whose reward it changed.
+* It caps the amplification ``1/σ`` at ``1/0.433 ≈ 2.31`` (vanilla: up to ``1/ε = 10⁴`` for a
+  near-constant group). In an all-success group ``|r_i − mean(r)| ≤ μ·(max c − min c) ≤ μ``, so
+  every efficiency advantage obeys ``|A_i| ≤ μ/0.433`` (0.23 at the default ``μ = 0.1``), small
+  next to the ±1 advantages of a balanced win/loss group.
+* It tempers the over-weighting of near-saturated groups by std normalisation (the "question
+  difficulty bias" of dividing by a small group std, Liu et al. 2025, "Understanding R1-Zero-Like
+  Training"): the lone success in a 1-of-8 0/1 group gets ``0.875/0.433 = 2.02`` instead of
+  ``0.875/0.331 = 2.65``, still the largest advantage any group gives.
+* 2-of-8 (``p = 0.25``) sits exactly on the floor, so a single extra success still moves the
+  group into full GRPO scaling; ``p_f`` is retuned by the controller inside ``[0.05, 0.5]``
+  (floor 0.218 … 0.5).
+
+Std convention: **population std (ddof = 0)**, ``std = sqrt(mean((r − mean(r))²))``. Reasons: the
+floor is the Bernoulli (ddof = 0) std, so ``p_f`` keeps its literal meaning for every G; it is
+defined for G = 1 (std 0, advantage 0). TRL's ``GRPOTrainer`` computes the group std with
+``torch.std``, whose default is the *unbiased* estimator (ddof = 1), and divides by
+``std + 1e-4``; for G = 8 its std is ``sqrt(8/7) ≈ 1.069×`` ours, so its advantages are ``0.935×``
+ours. :func:`grpo_advantages` takes ``ddof`` (0 by default; 1 reproduces TRL). The GRPO paper
+does not state which std it uses.
+
+Worked example (all-success group of 8, output tokens 100, 200, …, 800, token budget 1000,
+``weight = 1`` → ``c = 0.1, …, 0.8``; efficiency mode, ``μ = 0.1``)::
+
+    r        = 1 − 0.1·c = 0.99, 0.98, …, 0.92          mean(r) = 0.955
+    r − mean = ±0.035, ±0.025, ±0.015, ±0.005
+    std(r)   = sqrt(2·(0.035² + 0.025² + 0.015² + 0.005²)/8) = sqrt(0.000525) = 0.022913
+    vanilla  A = (r − mean)/(0.022913 + 1e-4)  = ±1.521, ±1.086, ±0.652, ±0.217
+    TRL      A = (r − mean)/(0.024495 + 1e-4)  = ±1.423, ±1.016, ±0.610, ±0.203   (ddof = 1)
+    CARE     A = (r − mean)/0.43301            = ±0.0808, ±0.0577, ±0.0346, ±0.0115
+
+Vanilla GRPO turns a 100-token difference between two successes into a ±1.5 advantage, as large
+as winning versus losing; CARE keeps it below 0.081.
+
+No function here ever returns NaN: inputs are validated (NaN, range, shape) and the denominator
+is at least ``σ_floor > 0``. An all-failure group gets zero advantages (there is nothing to
+prefer) unless :attr:`CareConfig.shape_all_failure` is set.
+
+Controllers (:class:`RuleController` default, :class:`LLMController` optional) retune ``p_low``,
+``p_high``, ``lam``, ``mu`` and ``p_f`` every ``every`` optimiser steps from
+:class:`TrainingStats`. Every parameter has a :class:`Bound` (``min``, ``max``, ``max_step``);
+every change is returned as a :class:`ControllerChange` (old, new, reason, step) and logged via
+:mod:`logging` (logger ``rl.care``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from numbers import Real
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "DEFAULT_BOUNDS",
+    "LAMBDA_MAX",
+    "MU_MAX",
+    "PARAMS",
+    "Bound",
+    "CareConfig",
+    "ControllerChange",
+    "GroupResult",
+    "LLMController",
+    "RewardMode",
+    "RuleController",
+    "TrainingStats",
+    "care_advantages",
+    "care_rewards",
+    "efficiency_cost",
+    "group_care",
+    "grpo_advantages",
+    "reward_mode",
+    "success_floor",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Hard cap on the progress weight λ: the best failure (λ·1 ≤ 0.5) stays ≥ 0.5 below the worst success (1).
+LAMBDA_MAX = 0.5
+#: Hard cap on the efficiency weight μ: the worst success (1 − μ·1 ≥ 0.5) stays ≥ 0.5 above any failure (0).
+MU_MAX = 0.5
+#: The parameters the controllers retune (names of :class:`CareConfig` fields).
+PARAMS: tuple[str, ...] = ("p_low", "p_high", "lam", "mu", "p_f")
+
+
+class RewardMode(str, Enum):
+    """Which reward a group gets, by its success rate ``p`` (see :func:`reward_mode`)."""
+
+    SHAPING = "shaping"
+    OUTCOME = "outcome"
+    EFFICIENCY = "efficiency"
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CareConfig:
+    r"""CARE hyper-parameters (the controllers replace them with :func:`dataclasses.replace`).
+
+    Parameters:
+        p_low (`float`, defaults to `0.25`):
+            Groups with success rate ``p < p_low`` get progress shaping ``r = s + λ·q``. 0.25 puts
+            1-of-8 and 1-of-5 groups in shaping, 2-of-8 and 1-of-4 (on the boundary) in outcome
+            mode, and equals the default floor ``p_f`` so that, for 0/1 rewards, the floor binds exactly on
+            the groups CARE re-rewards.
+        p_high (`float`, defaults to `0.75`):
+            Groups with ``p > p_high`` get the efficiency penalty ``r = s·(1 − μ·c)``. 0.75 is the
+            mirror of ``p_low``: 7-of-8 and 8-of-8 groups are "solved", 6-of-8 still learns the
+            outcome. Must satisfy ``p_low ≤ p_high``.
+        lam (`float`, defaults to `0.3`):
+            λ, weight of milestone progress in shaping mode; ``0 ≤ λ ≤ LAMBDA_MAX = 0.5``. 0.3 lets
+            progress rank failures (a failure at full progress gets 0.3) while keeping the win
+            (≥ 1) more than 3× the best failure; the cap keeps the success/failure gap ≥ 0.5.
+        mu (`float`, defaults to `0.1`):
+            μ, weight of the efficiency cost on successes in efficiency mode; ``0 ≤ μ ≤ MU_MAX =
+            0.5``. 0.1 costs the most expensive success 10% of its reward — enough to rank
+            successes by efficiency, too little to make the policy trade success for brevity. The
+            cap keeps the worst success (≥ 0.5) above any failure (0).
+        p_f (`float`, defaults to `0.25`):
+            Declared success rate of the std floor ``σ_floor = sqrt(p_f·(1 − p_f))``;
+            ``0 < p_f ≤ 0.5`` (the function is symmetric, 0.5 is its maximum 0.5). 0.25 gives
+            ``σ_floor = √3/4 ≈ 0.433``; see the module docstring for why.
+        shape_all_failure (`bool`, defaults to `False`):
+            Whether an all-failure group (``p = 0``) gets non-zero advantages from progress
+            shaping. Off by default: with no success in the group there is no evidence of what
+            finishing looks like, and ranking failures by milestones alone invites milestone
+            farming; the group then contributes nothing, as in GRPO. The rewards are still
+            ``λ·q`` (for logging).
+    """
+
+    p_low: float = field(default=0.25, metadata={"help": "p < p_low → progress shaping r = s + λ·q."})
+    p_high: float = field(default=0.75, metadata={"help": "p > p_high → efficiency r = s·(1 − μ·c)."})
+    lam: float = field(default=0.3, metadata={"help": "λ, progress weight in shaping mode, ≤ 0.5."})
+    mu: float = field(default=0.1, metadata={"help": "μ, efficiency weight on successes, ≤ 0.5."})
+    p_f: float = field(default=0.25, metadata={"help": "std floor sqrt(p_f(1 − p_f)), 0 < p_f ≤ 0.5."})
+    shape_all_failure: bool = field(default=False, metadata={"help": "Advantages from progress when p = 0."})
+
+    def __post_init__(self) -> None:
+        for name in PARAMS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+                raise ValueError(f"CareConfig.{name} must be a finite number, got {value!r}")
+        if not 0.0 <= self.p_low <= self.p_high <= 1.0:
+            raise ValueError(f"CareConfig needs 0 ≤ p_low ≤ p_high ≤ 1, got p_low={self.p_low}, p_high={self.p_high}")
+        if not 0.0 <= self.lam <= LAMBDA_MAX:
+            raise ValueError(f"CareConfig.lam must lie in [0, {LAMBDA_MAX}], got {self.lam}")
+        if not 0.0 <= self.mu <= MU_MAX:
+            raise ValueError(f"CareConfig.mu must lie in [0, {MU_MAX}], got {self.mu}")
+        if not 0.0 < self.p_f <= 0.5:
+            raise ValueError(f"CareConfig.p_f must lie in (0, 0.5], got {self.p_f}")
+
+
+# --------------------------------------------------------------------------------------------
+# Validation helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _vector(name: str, values: ArrayLike, n: int | None = None) -> np.ndarray:
+    """``values`` as a finite 1-D float64 array (of length ``n`` when given), else ValueError."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of numbers: {exc}") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size < 1:
+        raise ValueError(f"{name} is empty: a group needs G ≥ 1 rollouts")
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name} has length {arr.size}, expected {n} (one value per rollout of the group)")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def _unit_vector(name: str, values: ArrayLike, n: int | None = None) -> np.ndarray:
+    arr = _vector(name, values, n)
+    if np.any(arr < 0.0) or np.any(arr > 1.0):
+        raise ValueError(f"{name} must lie in [0, 1], got min {arr.min()}, max {arr.max()}")
+    return arr
+
+
+def _success_vector(values: ArrayLike, n: int | None = None) -> np.ndarray:
+    arr = _vector("success", values, n)
+    if not np.all((arr == 0.0) | (arr == 1.0)):
+        raise ValueError("success must contain only 0 and 1 (or booleans)")
+    return arr
+
+
+def _check_rate(name: str, p: float) -> float:
+    if isinstance(p, bool) or not isinstance(p, Real):
+        raise ValueError(f"{name} must be a number, got {p!r}")
+    p = float(p)
+    if not math.isfinite(p) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1], got {p}")
+    return p
+
+
+#: Largest reward magnitude the advantage functions accept (keeps std and mean finite).
+_REWARD_ABS_MAX = 1e100
+
+
+def _rewards_vector(values: ArrayLike, n: int | None = None) -> np.ndarray:
+    arr = _vector("rewards", values, n)
+    if np.any(np.abs(arr) > _REWARD_ABS_MAX):
+        raise ValueError(f"rewards must have magnitude ≤ {_REWARD_ABS_MAX:g}")
+    return arr
+
+
+def _pop_std(x: np.ndarray) -> float:
+    """Population std (ddof = 0); exactly 0 for a constant vector (no rounding residue)."""
+    if np.all(x == x[0]):
+        return 0.0
+    return float(np.std(x, ddof=0))
+
+
+# --------------------------------------------------------------------------------------------
+# Rewards and advantages
+# --------------------------------------------------------------------------------------------
+
+
+def reward_mode(p: float, cfg: CareConfig) -> RewardMode:
+    """The reward mode of a group with success rate ``p``.
+
+    ``p < cfg.p_low`` → :attr:`RewardMode.SHAPING`; ``cfg.p_low ≤ p ≤ cfg.p_high`` →
+    :attr:`RewardMode.OUTCOME`; ``p > cfg.p_high`` → :attr:`RewardMode.EFFICIENCY` (the boundaries
+    belong to outcome mode).
+
+    Args:
+        p: group success rate, a float in [0, 1].
+        cfg: the thresholds.
+
+    Raises:
+        ValueError: ``p`` is not a finite number in [0, 1].
+
+    Source: the Qwen-Planner-Agent report (CARE, reward by competence).
+    """
+    p = _check_rate("p", p)
+    if p < cfg.p_low:
+        return RewardMode.SHAPING
+    if p > cfg.p_high:
+        return RewardMode.EFFICIENCY
+    return RewardMode.OUTCOME
+
+
+def care_rewards(
+    success: ArrayLike,
+    progress: ArrayLike | None,
+    cost: ArrayLike | None,
+    cfg: CareConfig,
+) -> tuple[np.ndarray, RewardMode]:
+    """CARE rewards of one group and the mode used.
+
+    With ``p = mean(s)`` and ``mode = reward_mode(p, cfg)``::
+
+        shaping     r_i = s_i + λ·q_i
+        outcome     r_i = s_i
+        efficiency  r_i = s_i·(1 − μ·c_i)
+
+    Because ``λ, μ ≤ 0.5`` and ``q, c ∈ [0, 1]``, every success's reward exceeds every failure's
+    by at least 0.5 in every mode.
+
+    Args:
+        success: shape ``(G,)``, values 0/1 (bools accepted), converted to float64.
+        progress: shape ``(G,)``, float64 in [0, 1], or None (all zeros).
+        cost: shape ``(G,)``, float64 in [0, 1] (see :func:`efficiency_cost`), or None (all zeros).
+        cfg: the hyper-parameters.
+
+    Returns:
+        ``(rewards, mode)``: rewards of shape ``(G,)``, float64; the :class:`RewardMode`.
+
+    Raises:
+        ValueError: G < 1, not 1-D, mismatched lengths, NaN/inf, success not 0/1, progress or cost
+        outside [0, 1].
+
+    Source: the Qwen-Planner-Agent report (CARE).
+    """
+    s = _success_vector(success)
+    g = s.size
+    q = np.zeros(g) if progress is None else _unit_vector("progress", progress, g)
+    c = np.zeros(g) if cost is None else _unit_vector("cost", cost, g)
+    mode = reward_mode(float(s.mean()), cfg)
+    if mode is RewardMode.SHAPING:
+        rewards = s + cfg.lam * q
+    elif mode is RewardMode.EFFICIENCY:
+        rewards = s * (1.0 - cfg.mu * c)
+    else:
+        rewards = s.copy()
+    return rewards, mode
+
+
+def success_floor(p_f: float) -> float:
+    """The success-variance std floor ``σ_floor = sqrt(p_f·(1 − p_f))``.
+
+    It is the population std of a 0/1 group whose success rate is ``p_f`` (e.g. ``p_f = 0.25`` →
+    ``sqrt(0.1875) = √3/4 ≈ 0.4330``; ``p_f = 0.5`` → 0.5, the maximum).
+
+    Args:
+        p_f: a float in [0, 1].
+
+    Returns:
+        A float in [0, 0.5].
+
+    Raises:
+        ValueError: ``p_f`` is not a finite number in [0, 1].
+
+    Source: the Qwen-Planner-Agent report (CARE, success-variance floor).
+    """
+    p_f = _check_rate("p_f", p_f)
+    return math.sqrt(p_f * (1.0 - p_f))
+
+
+def care_advantages(rewards: ArrayLike, success: ArrayLike, cfg: CareConfig) -> np.ndarray:
+    """CARE advantages of one group: group normalisation with a success-variance std floor.
+
+    ::
+
+        A_i = (r_i − mean(r)) / max(std(r), σ_floor),   σ_floor = sqrt(p_f·(1 − p_f))
+
+    ``std`` is the population std (ddof = 0). A group whose rewards are all equal gets exact
+    zeros; an all-failure group gets zeros unless ``cfg.shape_all_failure``. The denominator is
+    at least ``σ_floor > 0``, so the result is never NaN. See the module docstring for the worked
+    example (all-success group of 8: vanilla ±1.52, CARE ±0.081).
+
+    Args:
+        rewards: shape ``(G,)``, finite float64 (typically from :func:`care_rewards`).
+        success: shape ``(G,)``, values 0/1.
+        cfg: uses ``p_f`` and ``shape_all_failure``.
+
+    Returns:
+        Advantages, shape ``(G,)``, float64.
+
+    Raises:
+        ValueError: G < 1, not 1-D, mismatched lengths, NaN/inf or ``|r| > 1e100``, success not
+        0/1.
+
+    Source: the Qwen-Planner-Agent report (CARE); GRPO (Shao et al. 2024) for the normalisation.
+    """
+    r = _rewards_vector(rewards)
+    s = _success_vector(success, r.size)
+    if not cfg.shape_all_failure and not np.any(s):
+        return np.zeros_like(r)
+    std = _pop_std(r)
+    if std == 0.0:
+        return np.zeros_like(r)
+    return (r - r.mean()) / max(std, success_floor(cfg.p_f))
+
+
+def grpo_advantages(rewards: ArrayLike, eps: float = 1e-4, ddof: int = 0) -> np.ndarray:
+    """Vanilla GRPO group-normalised advantages, for comparison.
+
+    ::
+
+        A_i = (r_i − mean(r)) / (std(r) + eps)
+
+    ``ddof = 0`` (default) is the population std used by CARE; ``ddof = 1`` (with ``eps = 1e-4``)
+    reproduces TRL's ``GRPOTrainer`` (``torch.std`` is unbiased by default). A constant group (or
+    G = 1) gets zeros, never NaN.
+
+    Args:
+        rewards: shape ``(G,)``, finite float64.
+        eps: positive float added to the std.
+        ddof: 0 or 1.
+
+    Returns:
+        Advantages, shape ``(G,)``, float64.
+
+    Raises:
+        ValueError: G < 1, not 1-D, NaN/inf or ``|r| > 1e100``, ``eps ≤ 0``, ``ddof`` not 0 or 1.
+
+    Source: Shao et al. 2024, "DeepSeekMath" (GRPO, outcome supervision: ``Â = (r − mean)/std``).
+    """
+    r = _rewards_vector(rewards)
+    if isinstance(eps, bool) or not isinstance(eps, Real) or not math.isfinite(eps) or eps <= 0:
+        raise ValueError(f"eps must be a positive finite number, got {eps!r}")
+    if ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
+    if np.all(r == r[0]):
+        return np.zeros_like(r)
+    return (r - r.mean()) / (float(np.std(r, ddof=ddof)) + eps)
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """CARE outcome for one group.
+
+    Attributes:
+        rewards: shape ``(G,)`` float64, from :func:`care_rewards`.
+        advantages: shape ``(G,)`` float64, from :func:`care_advantages`.
+        mode: the :class:`RewardMode` used.
+        p: group success rate ``mean(s)``.
+        std: population std of the rewards.
+        floor: ``σ_floor = sqrt(p_f(1 − p_f))`` of the config used.
+        floored: whether the floor was the denominator (``std < floor``, non-zero advantages).
+    """
+
+    rewards: np.ndarray
+    advantages: np.ndarray
+    mode: RewardMode
+    p: float
+    std: float
+    floor: float
+    floored: bool
+
+
+def group_care(
+    success: ArrayLike,
+    progress: ArrayLike | None,
+    cost: ArrayLike | None,
+    cfg: CareConfig,
+) -> GroupResult:
+    """Rewards and advantages of one group (:func:`care_rewards` then :func:`care_advantages`).
+
+    Args:
+        success: shape ``(G,)``, 0/1.
+        progress: shape ``(G,)`` in [0, 1], or None.
+        cost: shape ``(G,)`` in [0, 1], or None.
+        cfg: the hyper-parameters.
+
+    Returns:
+        A :class:`GroupResult`.
+
+    Raises:
+        ValueError: as :func:`care_rewards`.
+
+    Source: the Qwen-Planner-Agent report (CARE).
+    """
+    s = _success_vector(success)
+    rewards, mode = care_rewards(s, progress, cost, cfg)
+    advantages = care_advantages(rewards, s, cfg)
+    std = _pop_std(rewards)
+    floor = success_floor(cfg.p_f)
+    floored = bool(np.any(advantages != 0.0)) and std < floor
+    return GroupResult(rewards, advantages, mode, float(s.mean()), std, floor, floored)
+
+
+def efficiency_cost(
+    output_tokens: ArrayLike | None,
+    tool_calls: ArrayLike | None,
+    budget_tokens: float,
+    budget_calls: float,
+    weight: float = 1.0,
+) -> np.ndarray:
+    """Map raw per-rollout counts to an efficiency cost in [0, 1].
+
+    ::
+
+        c_i = w·min(tokens_i / budget_tokens, 1) + (1 − w)·min(calls_i / budget_calls, 1)
+
+    ``w = weight`` is the share of the cost given to output tokens (1: tokens only, 0: tool calls
+    only). Budgets are absolute (per task family), not relative to the group, so the cost of a
+    rollout does not depend on its siblings and saturates at 1 beyond the budget.
+
+    Args:
+        output_tokens: shape ``(G,)``, counts ≥ 0 (float64 accepted); may be None when ``w = 0``.
+        tool_calls: shape ``(G,)``, counts ≥ 0; may be None when ``w = 1``.
+        budget_tokens: positive float.
+        budget_calls: positive float.
+        weight: float in [0, 1].
+
+    Returns:
+        Costs, shape ``(G,)``, float64 in [0, 1].
+
+    Raises:
+        ValueError: negative or NaN counts, mismatched lengths, G < 1, a needed array is None,
+        budgets ≤ 0, weight outside [0, 1].
+
+    Source: the Qwen-Planner-Agent report (CARE efficiency cost).
+    """
+    w = _check_rate("weight", weight)
+    for name, budget in (("budget_tokens", budget_tokens), ("budget_calls", budget_calls)):
+        if isinstance(budget, bool) or not isinstance(budget, Real) or not math.isfinite(budget) or budget <= 0:
+            raise ValueError(f"{name} must be a positive finite number, got {budget!r}")
+    if output_tokens is None and tool_calls is None:
+        raise ValueError("efficiency_cost needs output_tokens or tool_calls")
+    parts: list[np.ndarray] = []
+    n: int | None = None
+    for name, counts, budget, share in (
+        ("output_tokens", output_tokens, budget_tokens, w),
+        ("tool_calls", tool_calls, budget_calls, 1.0 - w),
+    ):
+        if counts is None:
+            if share > 0.0:
+                raise ValueError(f"{name} is None but its weight is {share}")
+            continue
+        arr = _vector(name, counts, n)
+        n = arr.size
+        if np.any(arr < 0):
+            raise ValueError(f"{name} must be ≥ 0")
+        parts.append(share * np.minimum(arr / float(budget), 1.0))
+    cost = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+    return np.clip(cost, 0.0, 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Controllers
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Allowed range ``[min, max]`` of a parameter and the largest change ``max_step`` per update.
+
+    Raises:
+        ValueError: non-finite values, ``min > max`` or ``max_step ≤ 0``.
+    """
+
+    min: float
+    max: float
+    max_step: float
+
+    def __post_init__(self) -> None:
+        if not all(math.isfinite(v) for v in (self.min, self.max, self.max_step)):
+            raise ValueError(f"Bound values must be finite, got {self}")
+        if self.min > self.max:
+            raise ValueError(f"Bound needs min ≤ max, got {self}")
+        if self.max_step <= 0:
+            raise ValueError(f"Bound.max_step must be positive, got {self.max_step}")
+
+    def clamp(self, old: float, proposed: float) -> float:
+        """``proposed`` limited to ``old ± max_step`` and then to ``[min, max]``.
+
+        With ``old`` inside the range (the controllers check this) the result satisfies both
+        (``|new − old| ≤ max_step`` up to one float rounding).
+        """
+        step = min(max(proposed - old, -self.max_step), self.max_step)
+        return min(max(old + step, self.min), self.max)
+
+
+#: Default bounds. Ranges keep the ordering guarantee (λ, μ ≤ 0.5), keep ``p_low < p_high``
+#: (0.4 < 0.6) and ``p_f`` in the useful half (floor 0.218 … 0.5); steps are small so that a run
+#: of updates drifts rather than jumps (≥ 4 updates to cross any range).
+DEFAULT_BOUNDS: Mapping[str, Bound] = {
+    "p_low": Bound(0.05, 0.4, 0.05),
+    "p_high": Bound(0.6, 0.95, 0.05),
+    "lam": Bound(0.0, 0.5, 0.05),
+    "mu": Bound(0.0, 0.5, 0.05),
+    "p_f": Bound(0.05, 0.5, 0.05),
+}
+
+
+@dataclass(frozen=True)
+class TrainingStats:
+    """Training statistics over the controller's window (typically the last ``every`` steps).
+
+    Attributes:
+        success_rate: mean success over all rollouts in the window, [0, 1].
+        all_success_share: share of groups with ``p = 1``, [0, 1].
+        all_failure_share: share of groups with ``p = 0``, [0, 1].
+        token_trend: relative change of mean output tokens per rollout against the previous
+            window, ``(now − before)/before`` (e.g. +0.1: 10% longer); 0 when unknown.
+        n_groups: number of groups in the window (≥ 0).
+
+    Raises:
+        ValueError: a value is NaN or out of range.
+    """
+
+    success_rate: float
+    all_success_share: float
+    all_failure_share: float
+    token_trend: float = 0.0
+    n_groups: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("success_rate", "all_success_share", "all_failure_share"):
+            _check_rate(name, getattr(self, name))
+        if (
+            isinstance(self.token_trend, bool)
+            or not isinstance(self.token_trend, Real)
+            or not math.isfinite(self.token_trend)
+        ):
+            raise ValueError(f"token_trend must be a finite number, got {self.token_trend!r}")
+        if self.token_trend < -1.0:
+            raise ValueError(f"token_trend is a relative change and cannot be below -1, got {self.token_trend}")
+        if not isinstance(self.n_groups, int) or self.n_groups < 0:
+            raise ValueError(f"n_groups must be a non-negative int, got {self.n_groups!r}")
+        if self.all_success_share + self.all_failure_share > 1.0 + 1e-9:
+            raise ValueError("all_success_share + all_failure_share cannot exceed 1")
+
+    @classmethod
+    def from_groups(
+        cls,
+        successes: Sequence[ArrayLike],
+        mean_output_tokens: float | None = None,
+        prev_mean_output_tokens: float | None = None,
+    ) -> TrainingStats:
+        """Statistics from the success vectors of the window's groups (each shape ``(G_k,)``, 0/1)
+        and the mean output tokens per rollout now and in the previous window (for the trend)."""
+        if len(successes) == 0:
+            raise ValueError("from_groups needs at least one group")
+        groups = [_success_vector(s) for s in successes]
+        allv = np.concatenate(groups)
+        trend = 0.0
+        if mean_output_tokens is not None and prev_mean_output_tokens:
+            trend = (float(mean_output_tokens) - float(prev_mean_output_tokens)) / float(prev_mean_output_tokens)
+        return cls(
+            success_rate=float(allv.mean()),
+            all_success_share=float(np.mean([bool(np.all(g == 1.0)) for g in groups])),
+            all_failure_share=float(np.mean([bool(np.all(g == 0.0)) for g in groups])),
+            token_trend=trend,
+            n_groups=len(groups),
+        )
+
+
+@dataclass(frozen=True)
+class ControllerChange:
+    """One parameter change made by a controller.
+
+    Attributes:
+        step: the optimiser step of the update.
+        name: the :class:`CareConfig` field.
+        old: value before.
+        new: value after (inside its :class:`Bound`, within ``max_step`` of ``old``).
+        reason: why (the rule that fired, or the LLM's reason plus any clamping).
+        source: ``"rule"`` or ``"llm"``.
+        proposed: the raw proposed value (differs from ``new`` when clamped).
+        clamped: whether the bound or the step limit changed the proposal.
+    """
+
+    step: int
+    name: str
+    old: float
+    new: float
+    reason: str
+    source: str
+    proposed: float
+    clamped: bool
+
+
+class _ControllerBase:
+    """Shared state: config, bounds, cadence, history and the clamped apply."""
+
+    source = "base"
+
+    def __init__(
+        self,
+        config: CareConfig | None = None,
+        bounds: Mapping[str, Bound] | None = None,
+        every: int = 50,
+        min_groups: int = 8,
+    ) -> None:
+        self.config = config if config is not None else CareConfig()
+        self.bounds: dict[str, Bound] = dict(DEFAULT_BOUNDS if bounds is None else bounds)
+        missing = set(PARAMS) - set(self.bounds)
+        if missing:
+            raise ValueError(f"bounds missing for {sorted(missing)}")
+        for name in PARAMS:
+            b, v = self.bounds[name], getattr(self.config, name)
+            if not b.min <= v <= b.max:
+                raise ValueError(f"config.{name} = {v} lies outside its bound [{b.min}, {b.max}]")
+        if self.bounds["lam"].max > LAMBDA_MAX or self.bounds["mu"].max > MU_MAX:
+            raise ValueError(f"bounds for lam and mu must stay ≤ {LAMBDA_MAX} and ≤ {MU_MAX}")
+        if self.bounds["lam"].min < 0 or self.bounds["mu"].min < 0:
+            raise ValueError("bounds for lam and mu must be ≥ 0")
+        if self.bounds["p_low"].min < 0 or self.bounds["p_high"].max > 1:
+            raise ValueError("bounds for p_low and p_high must lie in [0, 1]")
+        if self.bounds["p_f"].min <= 0 or self.bounds["p_f"].max > 0.5:
+            raise ValueError("bounds for p_f must lie in (0, 0.5]")
+        if self.bounds["p_low"].max > self.bounds["p_high"].min:
+            raise ValueError("bounds must keep p_low ≤ p_high: p_low.max > p_high.min")
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be a positive int, got {every!r}")
+        self.every = every
+        self.min_groups = min_groups
+        self.history: list[ControllerChange] = []
+        self._last_step: int | None = None
+
+    def due(self, step: int) -> bool:
+        """Whether ``step`` is an update step: at least ``every`` steps since the last update (or
+        since step 0 before the first)."""
+        last = 0 if self._last_step is None else self._last_step
+        return step - last >= self.every
+
+    def _apply(self, step: int, proposals: Mapping[str, tuple[float, str]]) -> list[ControllerChange]:
+        changes: list[ControllerChange] = []
+        values = {name: getattr(self.config, name) for name in PARAMS}
+        for name in PARAMS:
+            if name not in proposals:
+                continue
+            proposed, reason = proposals[name]
+            old = values[name]
+            new = self.bounds[name].clamp(old, proposed)
+            clamped = new != proposed
+            if new == old:
+                if clamped:
+                    logger.info(
+                        "CARE %s step %d: %s stays %.4g (proposed %.4g is outside the bound)",
+                        self.source,
+                        step,
+                        name,
+                        old,
+                        proposed,
+                    )
+                continue
+            if clamped:
+                reason = f"{reason} (clamped from {proposed:.4g} to {new:.4g})"
+            values[name] = new
+            changes.append(ControllerChange(step, name, old, new, reason, self.source, float(proposed), clamped))
+        if changes:
+            self.config = dataclasses.replace(self.config, **{c.name: c.new for c in changes})
+            for c in changes:
+                logger.info("CARE %s step %d: %s %.4g -> %.4g (%s)", c.source, c.step, c.name, c.old, c.new, c.reason)
+            self.history.extend(changes)
+        return changes
+
+    def _start(self, step: int, stats: TrainingStats) -> bool:
+        if not isinstance(stats, TrainingStats):
+            raise ValueError(f"stats must be a TrainingStats, got {type(stats).__name__}")
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ValueError(f"step must be a non-negative int, got {step!r}")
+        if not self.due(step):
+            return False
+        self._last_step = step
+        if stats.n_groups < self.min_groups:
+            logger.info(
+                "CARE %s step %d: no change, %d groups < min_groups %d",
+                self.source,
+                step,
+                stats.n_groups,
+                self.min_groups,
+            )
+            return False
+        return True
+
+
+class RuleController(_ControllerBase):
+    """Bounded rule-based controller (the default).
+
+    Every ``every`` optimiser steps (and only with at least ``min_groups`` groups of evidence),
+    each parameter moves by at most one ``max_step`` of its :class:`Bound` in the direction of the
+    first rule that fires, and stays inside ``[min, max]``. With ``S`` = success rate, ``A1`` =
+    all-success share, ``A0`` = all-failure share, ``T`` = token trend (thresholds are the
+    constructor arguments, defaults in brackets):
+
+    * ``lam``, ``p_low`` (shaping): **up** when ``S < struggle_rate`` [0.2] or
+      ``A0 ≥ failure_share`` [0.5] (the policy rarely wins: lean on progress, shape more groups);
+      **down** when ``S > competent_rate`` [0.6] and ``A0 < 0.1`` (it wins: fade the proxy).
+    * ``mu`` (efficiency weight) and ``p_high`` (opposite direction): first **relax**
+      (μ down, p_high up) when ``S < guard_rate`` [0.4] (efficiency must not cost success) or
+      ``T < −collapse_trend`` [0.25] (outputs shrinking fast: guard against length collapse);
+      else **tighten** (μ up, p_high down) when ``A1 ≥ saturated_share`` [0.3] (many solved
+      groups with nothing but efficiency left to learn) or ``S > competent_rate`` and
+      ``T > growth_trend`` [0.05] (outputs growing while the policy wins).
+    * ``p_f`` (floor): **up** when ``S < guard_rate`` (win/loss signal first: damp low-variance
+      groups); **down** when ``A1 ≥ 0.5`` and ``T ≥ 0`` (most groups solved and tokens not
+      falling: let efficiency differences weigh more).
+
+    ``update(step, stats)`` returns the changes made (empty when not due, short of evidence or
+    nothing fired) and logs each one.
+    """
+
+    source = "rule"
+
+    def __init__(
+        self,
+        config: CareConfig | None = None,
+        bounds: Mapping[str, Bound] | None = None,
+        every: int = 50,
+        min_groups: int = 8,
+        *,
+        struggle_rate: float = 0.2,
+        failure_share: float = 0.5,
+        competent_rate: float = 0.6,
+        guard_rate: float = 0.4,
+        saturated_share: float = 0.3,
+        growth_trend: float = 0.05,
+        collapse_trend: float = 0.25,
+    ) -> None:
+        super().__init__(config, bounds, every, min_groups)
+        self.struggle_rate = struggle_rate
+        self.failure_share = failure_share
+        self.competent_rate = competent_rate
+        self.guard_rate = guard_rate
+        self.saturated_share = saturated_share
+        self.growth_trend = growth_trend
+        self.collapse_trend = collapse_trend
+
+    def directions(self, stats: TrainingStats) -> dict[str, tuple[int, str]]:
+        """Direction (−1, +1) and reason per parameter that a rule moves (the rest hold)."""
+        s, a1, a0, t = stats.success_rate, stats.all_success_share, stats.all_failure_share, stats.token_trend
+        out: dict[str, tuple[int, str]] = {}
+        if s < self.struggle_rate or a0 >= self.failure_share:
+            why = f"low competence (success {s:.3g}, all-failure share {a0:.3g}): more progress shaping"
+            out["lam"] = out["p_low"] = (+1, why)
+        elif s > self.competent_rate and a0 < 0.1:
+            why = f"competent (success {s:.3g} > {self.competent_rate}): fade progress shaping"
+            out["lam"] = out["p_low"] = (-1, why)
+        if s < self.guard_rate or t < -self.collapse_trend:
+            why = (
+                f"success {s:.3g} < {self.guard_rate}: relax efficiency pressure"
+                if s < self.guard_rate
+                else f"output tokens falling fast (trend {t:+.3g}): relax efficiency pressure"
+            )
+            out["mu"], out["p_high"] = (-1, why), (+1, why)
+        elif a1 >= self.saturated_share or (s > self.competent_rate and t > self.growth_trend):
+            why = (
+                f"all-success share {a1:.3g} ≥ {self.saturated_share}: more efficiency pressure"
+                if a1 >= self.saturated_share
+                else f"output tokens growing (trend {t:+.3g}) at success {s:.3g}: more efficiency pressure"
+            )
+            out["mu"], out["p_high"] = (+1, why), (-1, why)
+        if s < self.guard_rate:
+            out["p_f"] = (+1, f"success {s:.3g} < {self.guard_rate}: raise the std floor, win/loss signal first")
+        elif a1 >= 0.5 and t >= 0:
+            out["p_f"] = (-1, f"all-success share {a1:.3g} ≥ 0.5, tokens not falling: lower the std floor")
+        return out
+
+    def update(self, step: int, stats: TrainingStats) -> list[ControllerChange]:
+        """Apply the rules at ``step`` if due; returns the changes (see the class docstring).
+
+        Raises:
+            ValueError: ``step`` negative or not an int, ``stats`` not a :class:`TrainingStats`.
+        """
+        if not self._start(step, stats):
+            return []
+        proposals = {
+            name: (getattr(self.config, name) + d * self.bounds[name].max_step, reason)
+            for name, (d, reason) in self.directions(stats).items()
+        }
+        return self._apply(step, proposals)
+
+
+class _ChatLike(Protocol):
+    def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+_DESCRIPTIONS = {
+    "p_low": "groups with success rate p < p_low get progress shaping r = s + lam*q",
+    "p_high": "groups with p > p_high get the efficiency penalty r = s*(1 - mu*c)",
+    "lam": "weight of milestone progress q in shaping mode",
+    "mu": "weight of the efficiency cost c (tokens/tool calls) on successes",
+    "p_f": "advantage std floor sqrt(p_f*(1-p_f)); higher damps low-variance (e.g. all-success) groups",
+}
+
+
+class LLMController(_ControllerBase):
+    """Optional controller that asks a chat model for new values, then clamps and logs them.
+
+    ``client`` is any object with ``chat(messages, json_schema=..., max_tokens=...)`` returning
+    a result with ``.content`` (the :class:`phoneenv.llm.ChatClient` protocol). Every ``every``
+    steps it sends the current values, bounds, max steps and :class:`TrainingStats`, asking for
+    one JSON object ``{"<param>": {"value": number, "reason": string}, ...}`` (only the params
+    to change). Each proposed value is clamped by its :class:`Bound` (range and ``max_step``);
+    clamping is noted in the reason and the record (``clamped``, ``proposed``). A call that
+    raises, a reply that is not a JSON object, and individual entries that are unknown or not
+    finite numbers are logged (warning) and ignored: the old values stay, ``update`` never raises
+    for the model's sake. ``last_error`` keeps the last such problem (None after a clean reply).
+    """
+
+    source = "llm"
+
+    def __init__(
+        self,
+        client: _ChatLike,
+        config: CareConfig | None = None,
+        bounds: Mapping[str, Bound] | None = None,
+        every: int = 50,
+        min_groups: int = 8,
+        max_tokens: int = 512,
+    ) -> None:
+        super().__init__(config, bounds, every, min_groups)
+        self.client = client
+        self.max_tokens = max_tokens
+        self.last_error: str | None = None
+
+    def json_schema(self) -> dict[str, Any]:
+        """The reply schema: an object of optional ``{value, reason}`` entries, one per param."""
+        entry = {
+            "type": "object",
+            "properties": {"value": {"type": "number"}, "reason": {"type": "string"}},
+            "required": ["value", "reason"],
+            "additionalProperties": False,
+        }
+        return {"type": "object", "properties": dict.fromkeys(PARAMS, entry), "additionalProperties": False}
+
+    def messages(self, step: int, stats: TrainingStats) -> list[dict[str, Any]]:
+        """The chat messages of one consultation."""
+        state = {
+            "step": step,
+            "stats": dataclasses.asdict(stats),
+            "params": {
+                name: {
+                    "value": getattr(self.config, name),
+                    "min": self.bounds[name].min,
+                    "max": self.bounds[name].max,
+                    "max_step": self.bounds[name].max_step,
+                    "meaning": _DESCRIPTIONS[name],
+                }
+                for name in PARAMS
+            },
+        }
+        system = (
+            "You tune CARE, the reward and advantage scheme of a GRPO-style RL run for a planner agent. "
+            "Groups of rollouts per task are rewarded by the group's success rate p. Propose new values "
+            "only for parameters that should change, each within [min, max] and at most max_step from its "
+            "current value, with a short reason. Reply with one JSON object "
+            '{"<param>": {"value": <number>, "reason": "<why>"}}; {} keeps everything.'
+        )
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": json.dumps(state, indent=1)},
+        ]
+
+    def _fail(self, step: int, why: str) -> list[ControllerChange]:
+        self.last_error = why
+        logger.warning("CARE llm step %d: keeping old values: %s", step, why)
+        return []
+
+    def update(self, step: int, stats: TrainingStats) -> list[ControllerChange]:
+        """Consult the model at ``step`` if due; returns the (clamped) changes.
+
+        Raises:
+            ValueError: ``step`` negative or not an int, ``stats`` not a :class:`TrainingStats`
+            (caller errors; nothing the model says raises).
+        """
+        if not self._start(step, stats):
+            return []
+        try:
+            result = self.client.chat(
+                self.messages(step, stats), json_schema=self.json_schema(), max_tokens=self.max_tokens
+            )
+            content = result.content
+        except Exception as exc:  # the model may fail in any way; the run must not
+            return self._fail(step, f"chat failed: {type(exc).__name__}: {exc}")
+        if not isinstance(content, str):
+            return self._fail(step, f"reply content is {type(content).__name__}, not text")
+        text = content.strip()
+        fenced = _FENCE.match(text)
+        if fenced:
+            text = fenced.group(1)
+        try:
+            reply = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return self._fail(step, f"reply is not JSON ({exc}): {content[:200]!r}")
+        if not isinstance(reply, dict):
+            return self._fail(step, f"reply is {type(reply).__name__}, not a JSON object")
+        self.last_error = None
+        proposals: dict[str, tuple[float, str]] = {}
+        for name, entry in reply.items():
+            if name not in PARAMS:
+                self.last_error = f"unknown parameter {name!r}"
+                logger.warning("CARE llm step %d: ignoring unknown parameter %r", step, name)
+                continue
+            value, reason = (entry.get("value"), entry.get("reason")) if isinstance(entry, dict) else (entry, None)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                self.last_error = f"{name}: value {value!r} is not a finite number"
+                logger.warning("CARE llm step %d: ignoring %s: value %r is not a finite number", step, name, value)
+                continue
+            reason = reason.strip() if isinstance(reason, str) and reason.strip() else "no reason given"
+            proposals[name] = (float(value), f"llm: {reason[:300]}")
+        return self._apply(step, proposals)
