@@ -34,9 +34,12 @@ class AgentLike(Protocol):
 
     name: str
 
-    def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None: ...
+    def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
+        """Start an episode from the first observation and info (``info["tools"]``)."""
 
-    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Any: ...
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Any:
+        """The next action: an object with ``action`` (JSON text) and ``tokens``, or the text.
+        May raise :class:`~phoneenv.llm.InfrastructureError`."""
 
 
 @dataclass

@@ -80,4 +80,6 @@ class ChatClient(Protocol):
         tools: list[dict[str, Any]] | None = None,
         json_schema: dict[str, Any] | None = None,
         max_tokens: int = 512,
-    ) -> ChatResult: ...
+    ) -> ChatResult:
+        """One reply to ``messages`` (OpenAI chat format), offering ``tools`` (OpenAI format);
+        ``max_tokens`` bounds the output tokens. Raises :class:`InfrastructureError`."""

@@ -74,6 +74,7 @@ def event_phrase(e: dict[str, Any], today: dt.date) -> str:
     capabilities=["create", "time"],
 )
 def create_event(w: World) -> Draft:
+    """Template ``calendar.create_event``, e.g. task 0: "Add \"Car service\" to my calendar tomorrow (Friday 13 November) from 17:00 to 18:30, location: City Library."."""
     title = w.rng.choice(NEW_TITLES)
     offset = w.rng.choice([1, 1, 2, 3, 4, 5, 6])
     day = w.now.date() + dt.timedelta(days=offset)
@@ -103,6 +104,7 @@ def create_event(w: World) -> Draft:
     capabilities=["lookup", "update", "time"],
 )
 def move_event(w: World) -> Draft:
+    """Template ``calendar.move_event``, e.g. task 0: "Move \"Book club\" on Monday 9 November at 16:00 to 15:00 the same day, keeping its length."."""
     e = w.rng.choice(upcoming(w))
     start = dt.datetime.fromisoformat(e["start"])
     length = dt.datetime.fromisoformat(e["end"]) - start
@@ -139,6 +141,7 @@ def move_event(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_event(w: World) -> Draft:
+    """Template ``calendar.delete_event``, e.g. task 0: "Delete \"Coffee with Jonas\" on Saturday 21 November at 11:30 - take it off my calendar. Ask me before deleting it."."""
     e = w.rng.choice(upcoming(w))
     w.confirm_sensitive = w.rng.random() < 0.5
     goal = f"{w.rng.choice(['Cancel', 'Delete'])} {event_phrase(e, w.now.date())} - take it off my calendar."
@@ -168,6 +171,7 @@ def delete_event(w: World) -> Draft:
     capabilities=["lookup", "update"],
 )
 def add_attendee(w: World) -> Draft:
+    """Template ``calendar.add_attendee``, e.g. task 0: "Add my dad to \"Budget meeting\" on Wednesday 18 November at 13:30 as an attendee."."""
     e = w.rng.choice(upcoming(w))
     attendees = tuple(e["attendees"])
     free = [c for c in w.contacts if c["name"] not in attendees]
@@ -209,6 +213,7 @@ def add_attendee(w: World) -> Draft:
     capabilities=["lookup", "answer", "time"],
 )
 def next_event(w: World) -> Draft:
+    """Template ``calendar.next_event``, e.g. task 0: "What's my next event today, and where is it?"."""
     today = w.now.date()
     tomorrow = w.rng.random() < 0.4
     day = today + dt.timedelta(days=1) if tomorrow else today

@@ -43,6 +43,7 @@ def time_pattern(hour: int, minute: int) -> str:
 
 @template("clock.set_alarm", apps=["clock"], domain=Domain.TIME, capabilities=["create"])
 def set_alarm(w: World) -> Draft:
+    """Template ``clock.set_alarm``, e.g. task 0: "Set an alarm for 7:35 AM tomorrow labeled \"Catch the train\"."."""
     taken = {a["time"] for a in w.table("clock.alarms")}
     # Morning times: the phone's clock is 08:00-11:45, so a one-off alarm rings tomorrow.
     times = [f"{h:02d}:{m:02d}" for h in (5, 6, 7) for m in range(0, 60, 5)]
@@ -58,6 +59,7 @@ def set_alarm(w: World) -> Draft:
 
 @template("clock.start_timer", apps=["clock"], domain=Domain.TIME, capabilities=["create"])
 def start_timer(w: World) -> Draft:
+    """Template ``clock.start_timer``, e.g. task 0: "Start a 20-minute timer."."""
     minutes = w.rng.choice([3, 5, 8, 10, 12, 15, 20, 25, 40, 45, 90])
     length = f"{'an' if str(minutes).startswith('8') else 'a'} {minutes}-minute"  # "an 8-minute"
     where: dict[str, object] = {"duration_s": minutes * 60, "running": True}
@@ -78,6 +80,7 @@ def start_timer(w: World) -> Draft:
 
 @template("clock.alarm_off", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "update"])
 def alarm_off(w: World) -> Draft:
+    """Template ``clock.alarm_off``, e.g. task 0: "Switch off my 6:30 AM alarm, but don't delete it."."""
     alarms = w.table("clock.alarms")
     on = [a for a in alarms if a["enabled"]]
     if not on:
@@ -100,6 +103,7 @@ def alarm_off(w: World) -> Draft:
 
 @template("clock.what_time", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "answer"])
 def what_time(w: World) -> Draft:
+    """Template ``clock.what_time``, e.g. task 0: "What time is it in Sydney right now?"."""
     here = w.now.replace(tzinfo=zoneinfo.ZoneInfo(w.timezone))
     # Only cities whose clock differs from the phone's right now, so the lookup matters.
     cities = sorted(
@@ -121,6 +125,7 @@ def what_time(w: World) -> Draft:
 
 @template("clock.delete_alarm", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "delete"])
 def delete_alarm(w: World) -> Draft:
+    """Template ``clock.delete_alarm``, e.g. task 0: "Delete my 1:00 PM alarm."."""
     alarms = w.table("clock.alarms")
     i = w.rng.randrange(len(alarms))
     if w.rng.random() < 0.5:

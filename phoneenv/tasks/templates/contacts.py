@@ -9,6 +9,7 @@ from phoneenv.tasks.world import FIRST_NAMES, LAST_NAMES, World
 
 @template("contacts.add_contact", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["create"])
 def add_contact(w: World) -> Draft:
+    """Template ``contacts.add_contact``, e.g. task 0: "Save Umar Tanaka as a new contact, number +4915749951185."."""
     taken = {c["name"].split()[0] for c in w.contacts}
     first = w.rng.choice([n for n in FIRST_NAMES if n not in taken])
     name = f"{first} {w.rng.choice(LAST_NAMES)}"
@@ -23,6 +24,7 @@ def add_contact(w: World) -> Draft:
 
 @template("contacts.lookup_number", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["lookup", "answer"])
 def lookup_number(w: World) -> Draft:
+    """Template ``contacts.lookup_number``, e.g. task 0: "What is Ben's phone number?"."""
     (c,) = w.pick("contacts.contacts")
     first = c["name"].split()[0]
     return Draft(
@@ -34,6 +36,7 @@ def lookup_number(w: World) -> Draft:
 
 @template("contacts.favorite", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["lookup", "update"])
 def favorite(w: World) -> Draft:
+    """Template ``contacts.favorite``, e.g. task 0: "Add Grace Novak to my favorites."."""
     (c,) = w.pick("contacts.contacts", favorite=False)
     return Draft(
         goal=f"Add {c['name']} to my favorites.",
@@ -50,6 +53,7 @@ def favorite(w: World) -> Draft:
 
 @template("contacts.update_email", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["lookup", "update"])
 def update_email(w: World) -> Draft:
+    """Template ``contacts.update_email``, e.g. task 0: "Samir's email address is now samir.khan@proton.me; update the contact."."""
     (c,) = w.pick("contacts.contacts")
     first, last = c["name"].split()
     email = f"{first.lower()}.{last.lower()}@{w.rng.choice(['mail.com', 'proton.me', 'work.org'])}"
@@ -74,6 +78,7 @@ def update_email(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_contact(w: World) -> Draft:
+    """Template ``contacts.delete_contact``, e.g. task 0: "Delete Bianca Haddad from my contacts. Check with me before deleting."."""
     (c,) = w.pick("contacts.contacts")
     w.confirm_sensitive = True
     return Draft(

@@ -82,6 +82,7 @@ def _sms_to(c: dict[str, Any], **body: Any) -> Any:
     count=10,
 )
 def late_to_meeting(w: World) -> Draft:
+    """Template ``cross.late_to_meeting``, e.g. task 0: "Text everyone in my \"Vendor call\" meeting tomorrow (Tuesday 24 November) at 16:00 that I will be 10 minutes late."."""
     day = w.now.date() + dt.timedelta(days=1)
     people = w.rng.sample(w.contacts, w.rng.choice([2, 3]))
     title = w.rng.choice(["Quarterly planning", "Vendor call", "Hiring sync", "Roadmap review"])
@@ -112,6 +113,7 @@ def late_to_meeting(w: World) -> Draft:
     count=10,
 )
 def text_missed_caller(w: World) -> Draft:
+    """Template ``cross.text_missed_caller``, e.g. task 0: "I just missed a call. Text whoever it was: \"Sorry I missed your call, I will ring you back tonight.\""."""
     (c,) = w.pick("contacts.contacts")
     calls = w.table("phone.calls")
     latest = min(int((w.now - dt.datetime.fromisoformat(x["time"])).total_seconds() // 60) for x in calls)
@@ -147,6 +149,7 @@ def text_missed_caller(w: World) -> Draft:
     count=10,
 )
 def save_unknown_number(w: World) -> Draft:
+    """Template ``cross.save_unknown_number``, e.g. task 0: "Someone texted me about the bike you are selling. Save their number as a contact named Ana Silva."."""
     number = _unknown_number(w)
     taken = {_first(c) for c in w.contacts}
     first = w.rng.choice([n for n in FIRST_NAMES if n not in taken])
@@ -176,6 +179,7 @@ def save_unknown_number(w: World) -> Draft:
     count=10,
 )
 def event_from_email(w: World) -> Draft:
+    """Template ``cross.event_from_email``, e.g. task 0: "Paul Ivanova emailed me about dinner. Put it in my calendar, two hours long, with the place as the location."."""
     (c,) = w.pick("contacts.contacts")
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(2, 6))
     hour, minute = w.rng.choice([(19, 30), (20, 0), (18, 45)])
@@ -221,6 +225,7 @@ def event_from_email(w: World) -> Draft:
     count=10,
 )
 def note_contact_number(w: World) -> Draft:
+    """Template ``cross.note_contact_number``, e.g. task 0: "Make a note titled \"For the babysitter\" with Zoe Haddad's phone number in it."."""
     (c,) = w.pick("contacts.contacts")
     title = w.rng.choice(["Numbers", "Emergency contacts", "For the babysitter"])
     return Draft(
@@ -245,6 +250,7 @@ def note_contact_number(w: World) -> Draft:
     count=10,
 )
 def sms_event_location(w: World) -> Draft:
+    """Template ``cross.sms_event_location``, e.g. task 0: "Text Ben Becker the address of my birthday party on Monday 23 November."."""
     c1, c2 = w.rng.sample(w.contacts, 2)
     place = w.rng.choice(["Kastanienallee 12", "Harbour Hall", "Studio 9", "North Park gate"])
     title = w.rng.choice(["Birthday party", "Pottery class", "Climbing session", "Film night"])
@@ -273,6 +279,7 @@ def sms_event_location(w: World) -> Draft:
     count=10,
 )
 def alarm_before_first_event(w: World) -> Draft:
+    """Template ``cross.alarm_before_first_event``, e.g. task 0: "Set an alarm 90 minutes before my first event tomorrow."."""
     day = w.now.date() + dt.timedelta(days=1)
     events = [e for e in w.table("calendar.events") if e["start"][:10] == day.isoformat()]
     if not events:
@@ -302,6 +309,7 @@ def alarm_before_first_event(w: World) -> Draft:
     count=10,
 )
 def email_attendees(w: World) -> Draft:
+    """Template ``cross.email_attendees``, e.g. task 0: "Email everyone invited to the \"Launch retro\" meeting, subject \"Agenda\", with a short agenda."."""
     with_email = [c for c in w.contacts if c["email"]]
     people = w.rng.sample(with_email, 2)
     title = w.rng.choice(["Budget review", "Launch retro", "Partner workshop"])
@@ -342,6 +350,7 @@ def email_attendees(w: World) -> Draft:
     count=10,
 )
 def call_with_permission(w: World) -> Draft:
+    """Template ``cross.call_with_permission``, e.g. task 0: "Call my dentist."."""
     c = w.rng.choice([x for x in w.contacts if x["relation"]])
     w.permissions = {"phone": {CALL_PHONE: False}}
     return Draft(
@@ -367,6 +376,7 @@ def call_with_permission(w: World) -> Draft:
     count=10,
 )
 def share_note_sms(w: World) -> Draft:
+    """Template ``cross.share_note_sms``, e.g. task 0: "Text Nico Becker what is in my \"Books to read\" note."."""
     (note,) = w.pick("notes.notes")
     (c,) = w.pick("contacts.contacts")
     first_line = note["body"].splitlines()[0]
@@ -393,6 +403,7 @@ def share_note_sms(w: World) -> Draft:
     count=10,
 )
 def block_spam_caller(w: World) -> Draft:
+    """Template ``cross.block_spam_caller``, e.g. task 0: "An unknown number keeps calling and texting me about a prize. Block it and delete its texts."."""
     number = _unknown_number(w)
     calls = w.table("phone.calls")
     for ago in (15, 40):
@@ -437,6 +448,7 @@ def block_spam_caller(w: World) -> Draft:
     count=10,
 )
 def email_note(w: World) -> Draft:
+    """Template ``cross.email_note``, e.g. task 0: "Email my \"Packing list\" note to Caleb Costa, with the note's title as the subject."."""
     (note,) = w.pick("notes.notes")
     c = w.rng.choice([x for x in w.contacts if x["email"]])
     return Draft(

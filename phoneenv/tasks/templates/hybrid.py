@@ -187,6 +187,7 @@ def _tracked(p: dict[str, Any], hub: str) -> dict[str, Any]:
     capabilities=["lookup", "purchase", "send"],
 )
 def order_food_text_eta(w: World) -> Draft:
+    """Template ``hybrid.order_food_text_eta``, e.g. task 0: "Order two Quattro Formaggi from Pizza Roma for delivery home and text Vera Becker what time it will arrive."."""
     name, cuisine, menu = w.rng.choice(RESTAURANTS)
     other_name, other_cuisine, _ = w.rng.choice([r for r in RESTAURANTS if r[0] != name])
     rid, other_rid = _ids(w, "rst_", 2, 10, 90)
@@ -277,6 +278,7 @@ def order_food_text_eta(w: World) -> Draft:
     capabilities=["lookup", "extract", "create"],
 )
 def parcel_window_calendar(w: World) -> Draft:
+    """Template ``hybrid.parcel_window_calendar``, e.g. task 0: "My wool blanket from Loom & Thread has shipped. Find out when it will be delivered and block the delivery window in my calendar, titled \"Parcel delivery\"."."""
     shop = w.rng.choice(SHOPS)
     carrier = w.rng.choice(list(CARRIERS))
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 4))
@@ -352,6 +354,7 @@ def parcel_window_calendar(w: World) -> Draft:
     capabilities=["lookup", "extract", "update", "send"],
 )
 def parcel_reschedule_text(w: World) -> Draft:
+    """Template ``hybrid.parcel_reschedule_text``, e.g. task 0: "I won't be home when my Northwind Books parcel comes. Move the delivery to Wednesday 11 November in the afternoon, and text Rosa Lima the new day and time window."."""
     shop = w.rng.choice(SHOPS)
     carrier = w.rng.choice(list(CARRIERS))
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 3))
@@ -443,6 +446,7 @@ def parcel_reschedule_text(w: World) -> Draft:
     capabilities=["lookup", "filter", "purchase", "send"],
 )
 def cinema_book_text(w: World) -> Draft:
+    """Template ``hybrid.cinema_book_text``, e.g. task 0: "Book seats G8 and G9 for A Quiet Harbour on Wednesday 25 November, the first screening after 7 pm at Odeon Riverside, and text Quinn Costa the start time and the cinema."."""
     title, genre, runtime, rating, synopsis = w.rng.choice(MOVIES)
     cinema, other_cinema = w.rng.sample(CINEMAS, 2)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 7))
@@ -571,6 +575,7 @@ def cinema_book_text(w: World) -> Draft:
     capabilities=["lookup", "filter", "cancel", "update"],
 )
 def cancel_order_note_refund(w: World) -> Draft:
+    """Template ``hybrid.cancel_order_note_refund``, e.g. task 0: "Cancel my Sushi Yama order that is still being prepared, and add the refund to my \"Expenses\" note."."""
     (name, cuisine, menu), (o_name, o_cuisine, o_menu) = w.rng.sample(RESTAURANTS, 2)
     rid, o_rid = _ids(w, "rst_", 2, 10, 90)
     rest, other = _restaurant(w, rid, name, cuisine), _restaurant(w, o_rid, o_name, o_cuisine)

@@ -80,6 +80,7 @@ def sender_name(w: World, address: str) -> str | None:
     capabilities=["login", "lookup", "answer"],
 )
 def latest_unread(w: World) -> Draft:
+    """Template ``mail.latest_unread``, e.g. task 0: "What's the subject of my latest unread email?"."""
     plan = signed_out(w)
     unread = sorted((m for m in inbox(w) if not m["read"]), key=lambda m: m["time"], reverse=True)
     if not unread or (len(unread) > 1 and unread[0]["time"] == unread[1]["time"]) or w.rng.random() < 0.3:
@@ -112,6 +113,7 @@ def latest_unread(w: World) -> Draft:
     capabilities=["login", "send"],
 )
 def send_email(w: World) -> Draft:
+    """Template ``mail.send_email``, e.g. task 0: "Email Wes Khan at wes.khan@example.com with the subject \"Thank you\" and the message: \"Thanks again for helping me move last weekend.\""."""
     plan = signed_out(w)
     people = [c for c in w.contacts if c["email"]]
     (c,) = w.rng.sample(people, 1) if people else w.pick("contacts.contacts")
@@ -150,6 +152,7 @@ def send_email(w: World) -> Draft:
     capabilities=["login", "lookup", "update"],
 )
 def archive(w: World) -> Draft:
+    """Template ``mail.archive``, e.g. task 0: "Archive the \"Your order has shipped\" email."."""
     plan = signed_out(w)
     m = w.rng.choice(inbox(w))
     return Draft(
@@ -174,6 +177,7 @@ def archive(w: World) -> Draft:
     capabilities=["login", "lookup", "send"],
 )
 def reply(w: World) -> Draft:
+    """Template ``mail.reply``, e.g. task 0: "Reply to the \"Your order has shipped\" email from Hugo: \"Thanks, I'll take a look today.\""."""
     plan = signed_out(w)
     m = w.rng.choice(inbox(w))
     text, key = w.rng.choice(REPLIES)

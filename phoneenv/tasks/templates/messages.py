@@ -77,6 +77,7 @@ def confirm_variant(w: World, p: float = 0.4) -> bool:
     capabilities=["lookup", "send"],
 )
 def text_contact(w: World) -> Draft:
+    """Template ``messages.text_contact``, e.g. task 0: "Text Jonas: \"I'm running about 15 minutes late\". Check with me before sending it."."""
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
     text, key = w.rng.choice(TEXTS)
@@ -105,6 +106,7 @@ def text_contact(w: World) -> Draft:
     capabilities=["lookup", "answer"],
 )
 def unread_count(w: World) -> Draft:
+    """Template ``messages.unread_count``, e.g. task 0: "How many unread text messages do I have, and who are they from?"."""
     msgs = w.table("messages.messages")
     unread = [m for m in msgs if m["direction"] == "in" and not m["read"]]
     if not unread:
@@ -134,6 +136,7 @@ def unread_count(w: World) -> Draft:
     capabilities=["lookup", "answer"],
 )
 def last_texter(w: World) -> Draft:
+    """Template ``messages.last_texter``, e.g. task 0: "Who sent me the most recent text message?"."""
     msgs = w.table("messages.messages")
     inbound = sorted((m for m in msgs if m["direction"] == "in"), key=lambda m: m["time"], reverse=True)
     if not inbound or (len(inbound) > 1 and inbound[0]["time"] == inbound[1]["time"]):
@@ -161,6 +164,7 @@ def last_texter(w: World) -> Draft:
     capabilities=["lookup", "update"],
 )
 def mark_thread_read(w: World) -> Draft:
+    """Template ``messages.mark_thread_read``, e.g. task 0: "Mark my dad's texts as read."."""
     msgs = w.table("messages.messages")
     numbers = sorted({m["number"] for m in msgs if m["direction"] == "in" and not m["read"]})
     if numbers:
@@ -196,6 +200,7 @@ def mark_thread_read(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_message(w: World) -> Draft:
+    """Template ``messages.delete_message``, e.g. task 0: "Delete the text Yara sent me that says \"Lunch tomorrow?\"."."""
     msgs = w.table("messages.messages")
     seen: dict[tuple[str, str], int] = {}
     for m in msgs:
@@ -238,6 +243,7 @@ def delete_message(w: World) -> Draft:
     capabilities=["lookup", "send"],
 )
 def forward(w: World) -> Draft:
+    """Template ``messages.forward``, e.g. task 0: "Forward the text Umar sent me (\"Meeting moved to 3\") to Felix."."""
     msgs = w.table("messages.messages")
     bodies: dict[str, int] = {}
     for m in msgs:

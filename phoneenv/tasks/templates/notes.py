@@ -70,6 +70,7 @@ def _no_palindrome(w: World, digits: int) -> str:
 
 @template("notes.create_note", apps=["notes"], domain=Domain.NOTES, capabilities=["create"])
 def create_note(w: World) -> Draft:
+    """Template ``notes.create_note``, e.g. task 0: "Make a new note titled \"Garden to-do\" listing: trim hedge, water tomatoes."."""
     title, pool = w.rng.choice(NEW_NOTES)
     items = w.rng.sample(pool, w.rng.choice([2, 3]))
     body = "\n".join(items)
@@ -86,6 +87,7 @@ def create_note(w: World) -> Draft:
 
 @template("notes.append_item", apps=["notes"], domain=Domain.NOTES, capabilities=["lookup", "update"])
 def append_item(w: World) -> Draft:
+    """Template ``notes.append_item``, e.g. task 0: "Add headphones to my packing list."."""
     title = w.rng.choice(sorted(LISTS))
     said, query, items = LISTS[title]
     note = _ensure_note(w, title)
@@ -117,6 +119,7 @@ def append_item(w: World) -> Draft:
 
 @template("notes.lookup_fact", apps=["notes"], domain=Domain.NOTES, difficulty=2, capabilities=["lookup", "answer"])
 def lookup_fact(w: World) -> Draft:
+    """Template ``notes.lookup_fact``, e.g. task 0: "Which parking spot did I write down for the airport garage?"."""
     kind = w.rng.choice(["wifi_net", "wifi_pw", "locker", "bike", "parking"])
     if kind in ("wifi_net", "wifi_pw"):
         net = w.rng.choice(WIFI_NETS)
@@ -154,6 +157,7 @@ def lookup_fact(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_note(w: World) -> Draft:
+    """Template ``notes.delete_note``, e.g. task 0: "Delete my \"Gift ideas\" note. Ask me before you delete it."."""
     (note,) = w.pick("notes.notes")
     w.confirm_sensitive = w.rng.random() < 0.5
     goal = f'Delete my "{note["title"]}" note.'

@@ -76,6 +76,7 @@ def person_pattern(full_name: str) -> str:
     capabilities=["lookup", "call", "permission"],
 )
 def call_contact(w: World) -> Draft:
+    """Template ``phone.call_contact``, e.g. task 0: "Phone Maya for me."."""
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
     denied = w.rng.random() < 0.5
@@ -103,6 +104,7 @@ def call_contact(w: World) -> Draft:
     capabilities=["lookup", "answer"],
 )
 def last_missed_call(w: World) -> Draft:
+    """Template ``phone.last_missed_call``, e.g. task 0: "Who was my last missed call from?"."""
     calls = w.table("phone.calls")
     missed = sorted((r for r in calls if r["direction"] == "missed"), key=lambda r: r["time"], reverse=True)
     stranger = w.rng.random() < 0.25
@@ -134,6 +136,7 @@ def last_missed_call(w: World) -> Draft:
     capabilities=["lookup", "update"],
 )
 def block_caller(w: World) -> Draft:
+    """Template ``phone.block_caller``, e.g. task 0: "A number that isn't saved in my contacts keeps calling me. Block it."."""
     number = unknown_number(w)
     for _ in range(w.rng.randrange(1, 4)):
         add_call(w, number, w.rng.choice(["missed", "missed", "in"]), w.rng.randrange(30, 6000))
@@ -163,6 +166,7 @@ def block_caller(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_call_entry(w: World) -> Draft:
+    """Template ``phone.delete_call_entry``, e.g. task 0: "Delete my call to Jonas yesterday (Sunday 15 November) at 07:03 from my call log."."""
     calls = w.table("phone.calls")
     # The goal names a call by person, day and minute: keep the calls no other call shares those with.
     seen: dict[tuple[str, str], int] = {}

@@ -46,6 +46,7 @@ def value_of(w: World, key: str) -> Any:
 
 @template("settings.toggle", apps=["settings"], domain=Domain.DEVICE, capabilities=["update"])
 def toggle(w: World) -> Draft:
+    """Template ``settings.toggle``, e.g. task 0: "Turn on do not disturb."."""
     # Task k of the template takes toggle k (seeds are consecutive), so all eight appear.
     key, want, tool, goal = TOGGLES[w.seed % len(TOGGLES)]
     set_value(w, key, not want)
@@ -59,6 +60,7 @@ def toggle(w: World) -> Draft:
 
 @template("settings.brightness", apps=["settings"], domain=Domain.DEVICE, capabilities=["update"])
 def brightness(w: World) -> Draft:
+    """Template ``settings.brightness``, e.g. task 0: "Set the screen brightness to 10%."."""
     now = value_of(w, "brightness")
     level = w.rng.choice([n for n in range(10, 100, 5) if n != now])
     return Draft(
@@ -79,6 +81,7 @@ def brightness(w: World) -> Draft:
     capabilities=["lookup", "update", "confirm"],
 )
 def revoke_permission(w: World) -> Draft:
+    """Template ``settings.revoke_permission``, e.g. task 0: "I don't want the Phone app to be able to make phone calls anymore. Revoke that permission."."""
     app, perm, what = PERMISSIONS[w.seed % len(PERMISSIONS)]  # consecutive seeds: every permission
     w.confirm_sensitive = w.rng.random() < 0.4
     goal = f"I don't want the {APP_NAMES[app]} app to be able to {what} anymore. Revoke that permission."
@@ -99,6 +102,7 @@ def revoke_permission(w: World) -> Draft:
 
 @template("settings.airplane_mode", apps=["settings"], domain=Domain.DEVICE, difficulty=2, capabilities=["update"])
 def airplane_mode(w: World) -> Draft:
+    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding my flight, turn on airplane mode."."""
     if w.rng.random() < 0.5:
         set_value(w, "bluetooth", True)  # so the side effect shows on Bluetooth too
     keep = w.rng.choice([None, None, "wifi", "bluetooth"])
