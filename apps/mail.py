@@ -80,7 +80,7 @@ class Mail(App):
     tables: ClassVar[dict[str, str]] = {"messages": "em_"}
 
     def row(self, table: str, record: dict[str, Any]) -> str:
-        dot = "  " if record.get("read") else "• "
+        dot = "  " if record.get("read") else "* "
         who = record["from"] if record.get("folder") != "sent" else "to " + ", ".join(record["to"])
         return f"{dot}{who}  {record['subject']}"
 

@@ -169,8 +169,8 @@ class Messages(App):
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         who = self.contact_name(record["number"]) or record["number"]
-        arrow = "\u2192" if record["direction"] == "out" else "\u2190"
-        dot = "" if record.get("read", True) else "\u25cf "
+        arrow = "->" if record["direction"] == "out" else "<-"
+        dot = "" if record.get("read", True) else "* "
         return f"{dot}{arrow} {who}: {record['body']}"
 
     # -- tools ----------------------------------------------------------------------------------

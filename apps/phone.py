@@ -163,7 +163,7 @@ class PhoneApp(App):
     def row(self, table: str, record: dict[str, Any]) -> str:
         who = self.contact_name(record["number"]) or record["number"]
         if table == "calls":
-            mark = {"in": "\u2199", "out": "\u2197", "missed": "\u2717"}.get(record["direction"], "")
+            mark = {"in": "<-", "out": "->", "missed": "x "}.get(record["direction"], "")
             secs = int(record.get("duration_s", 0))
             return f"{mark} {who}  {record['time'].replace('T', ' ')[:16]}  {secs // 60}:{secs % 60:02d}"
         if table == "active":

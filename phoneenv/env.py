@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils.shared_memory import create_shared_memory
 
 from phoneenv.backends.base import Backend
 from phoneenv.contract import Effect, ErrorKind, Feedback, Step, TaskSpec, ToolCall, ToolSpec, Trace
@@ -48,6 +49,23 @@ MAX_ACTION_CHARS = 65_536
 """Longest action string parsed; longer ones are rejected as ``invalid_json`` unread."""
 MAX_TEXT = 1 << 18
 _RAW_KEEP = 200
+
+
+class TextSpace(spaces.Text):
+    """``gymnasium.spaces.Text`` for PhonePlan-v0's observations and actions.
+
+    Identical to ``Text`` except that ``AsyncVectorEnv``'s shared memory refuses it with a clear
+    error: Gymnasium's shared-memory codec cannot carry text (it reads strings back as padding),
+    so vectorised envs must copy observations (``shared_memory=False``).
+    """
+
+
+@create_shared_memory.register(TextSpace)
+def _refuse_shared_memory(space: TextSpace, n: int = 1, ctx: Any = None) -> Any:
+    raise TypeError(
+        "PhonePlan-v0 observations are text, which AsyncVectorEnv cannot keep in shared memory; "
+        "use gym.vector.AsyncVectorEnv(env_fns, shared_memory=False)"
+    )
 
 
 class _EnvTools:
@@ -147,22 +165,27 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self.record_wall_time = record_wall_time
         self._max_steps_override = max_steps
         self._env_tools = _EnvTools(self)
-        text = spaces.Text(max_length=MAX_TEXT, charset=CHARSET)
+        text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
         obs: dict[str, spaces.Space[Any]] = {
-            "goal": spaces.Text(max_length=MAX_TEXT, charset=CHARSET),
+            "goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
             "feedback": text,
-            "frame": spaces.Text(max_length=64, charset=CHARSET),
+            "frame": TextSpace(max_length=64, charset=CHARSET),
         }
         if screenshots:
             w, h = screen_size
             obs["screenshot"] = spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
         self.observation_space = spaces.Dict(obs)
-        self.action_space = spaces.Text(max_length=MAX_ACTION_CHARS, charset=CHARSET)
+        self.action_space = TextSpace(max_length=MAX_ACTION_CHARS, charset=CHARSET)
         self.task: TaskSpec = self._pool[0]
         self._tool_map: dict[str, Any] = {}
         self._tools_key: Any = None
         self._openai: list[dict[str, Any]] = []
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, not {max_steps}")
         self._done = True
+        self._goal = ""
+        self._seed: int | None = None
+        self._verdict: Any = None
         self._steps: list[tuple[Any, ...]] = []
 
     # -- tools ----------------------------------------------------------------------------------
@@ -205,11 +228,15 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start an episode: pick the task (``options={"task": id or TaskSpec}``, else drawn from
         the pool with the seeded RNG), restore its fixture snapshot, return (observation, info).
+        ``options["task"]`` may name any task of the suite, not only the pool's.
 
-        Raises ``KeyError`` for a task id not in the pool.
+        Raises ``KeyError`` for an unknown task id, ``TypeError`` for another kind of value, and
+        ``ValueError`` for a task this backend cannot run faithfully.
         """
         super().reset(seed=seed)
         want = (options or {}).get("task")
+        if want is not None and not isinstance(want, (str, TaskSpec)):
+            raise TypeError(f"options['task'] must be a task id or a TaskSpec, not {type(want).__name__}")
         if isinstance(want, TaskSpec):
             task = want
         elif isinstance(want, str):
@@ -475,7 +502,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             )
         return Trace(
             task_id=self.task.id,
-            seed=self._seed if hasattr(self, "_seed") else None,
+            seed=self._seed,
             backend=self.backend.name,
             category=self.task.category,
             domain=self.task.domain,

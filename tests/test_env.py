@@ -349,3 +349,19 @@ def test_login_fixture_and_secrets_stay_out_of_everything(caplog):
     ]
     assert all(secret not in text for text in seen)
     assert secret not in caplog.text and secret not in task.model_dump_json()
+
+
+def test_async_vector_env_with_shared_memory_is_refused_clearly(contacts_task):
+    with pytest.raises(TypeError, match="shared_memory=False"):
+        gym.vector.AsyncVectorEnv([lambda: gym.make("PhonePlan-v0", task=contacts_task)] * 2)
+
+
+def test_step_before_reset_and_bad_options_are_clear(contacts_task):
+    env = PhonePlanEnv(task=contacts_task)
+    obs, r, term, trunc, info = env.step('{"name": "contacts.list"}')
+    assert fb(obs)["error"] == "precondition_failed" and term
+    assert env.trace.steps == []
+    with pytest.raises(TypeError, match="task id or a TaskSpec"):
+        env.reset(seed=0, options={"task": 123})
+    with pytest.raises(ValueError, match="max_steps"):
+        PhonePlanEnv(task=contacts_task, max_steps=0)

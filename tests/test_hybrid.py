@@ -347,9 +347,9 @@ def test_cinema_booking_the_decoy_screening_is_unscripted_and_fails():
     (decoy,) = [s for s in shows if s["cinema"] != m.group(5)]
     steps = plan_steps(t, **{"2": {"showtime_id": decoy["showtime_id"], "seats": [m.group(1), m.group(2)]}})
     verdict, fbs, _ = play(t, *steps)
-    assert fbs[2]["error"] == "device_error"  # no simulator model: only the script is served
+    assert fbs[2]["error"] == "not_found"  # no simulator model: only the script is served
     assert {"created:cinema.bookings:seat1", "created:cinema.bookings:seat2"} <= set(failed(verdict))
-    assert verdict["infrastructure_error"] and not verdict["success"]
+    assert not verdict["infrastructure_error"] and not verdict["success"]
 
 
 # -- hybrid.cancel_order_note_refund --------------------------------------------------------------
@@ -465,7 +465,7 @@ def test_unscripted_simulated_call_is_served_by_the_model_and_merged():
 
     # the same unscripted call without a simulator is an infrastructure error
     verdict, fbs, _ = play(t, *steps)
-    assert fbs[2]["error"] == "device_error" and verdict["infrastructure_error"] and not verdict["success"]
+    assert fbs[2]["error"] == "not_found" and not verdict["infrastructure_error"] and not verdict["success"]
 
 
 def test_unscripted_read_merges_facts_but_not_the_verification_view():

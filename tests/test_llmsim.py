@@ -250,8 +250,9 @@ def test_scripted_calls_are_served_without_the_client() -> None:
     offline.reset(parcel_task(simulated=script))
     assert offline.call("parcels.track_parcel", {"tracking_id": "DHL1234567"}).result == PARCEL
     fb = offline.call("parcels.track_parcel", {"tracking_id": "UPS9999999"})
-    assert fb.error is ErrorKind.DEVICE_ERROR and "no simulator model configured" in fb.message
-    assert fb.recoverable is False and fb.infrastructure
+    # A scripted world answers what it does not know as "not found": the agent's problem.
+    assert fb.error is ErrorKind.NOT_FOUND and fb.recoverable and "nothing matches" in fb.message
+    assert not fb.infrastructure
     assert offline.ledger.facts["parcels.parcels"]["DHL1234567"]["status"] == "in_transit"
 
 

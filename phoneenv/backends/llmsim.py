@@ -917,11 +917,15 @@ class LLMSimBackend(Backend):
                 text = _compact(cached)
         if text is None:
             if self.client is None:
+                # A scripted world: it knows only what the task scripts. Anything else is
+                # answered as the app would answer a request for something that does not exist,
+                # so an agent's wrong call counts against the agent, not the infrastructure.
                 return Feedback(
                     ok=False,
-                    error=ErrorKind.DEVICE_ERROR,
-                    message=f"no simulator model configured for {name} (the call is neither scripted nor cached)",
-                    recoverable=False,
+                    error=ErrorKind.NOT_FOUND,
+                    message=f"{name}: nothing matches these arguments",
+                    hint="check the ids and values against earlier results",
+                    recoverable=True,
                 )
             try:
                 value, error = self._simulate(entry, arguments)
