@@ -18,6 +18,7 @@ from rich.table import Table
 
 from phoneenv.contract import TaskSpec
 from phoneenv.evaluation import EpisodeResult, Scoreboard, run_episodes, score, write_results
+from phoneenv.llm import InfrastructureError
 
 app = typer.Typer(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
 tasks_app = typer.Typer(help="List, show and validate the task suite.", no_args_is_help=True)
@@ -25,15 +26,15 @@ app.add_typer(tasks_app, name="tasks")
 console = Console()
 
 
-def _select(selector: str) -> list[TaskSpec]:
+def _select(selector: str, hint: str = "--tasks") -> list[TaskSpec]:
     from phoneenv.tasks import select
 
     try:
         tasks = select(selector)
     except (KeyError, ValueError) as exc:
-        raise typer.BadParameter(str(exc.args[0] if exc.args else exc), param_hint="--tasks") from None
+        raise typer.BadParameter(str(exc.args[0] if exc.args else exc), param_hint=hint) from None
     if not tasks:
-        raise typer.BadParameter(f"no task matches {selector!r}", param_hint="--tasks")
+        raise typer.BadParameter(f"no task matches {selector!r}", param_hint=hint)
     return tasks
 
 
@@ -58,11 +59,18 @@ def make_client(base_url: str | None, model: str | None, api_key: str | None = N
 def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
     from agents import AGENTS
 
+    if name not in AGENTS and name != "llm":
+        raise typer.BadParameter(
+            f"unknown agent {name!r}; choose from {', '.join([*AGENTS, 'llm'])}", param_hint="--agent"
+        )
     if name == "llm":
         from agents.planner import LLMPlanner
 
         opts = llm or {}
-        client = make_client(opts.get("base_url"), opts.get("model"), opts.get("api_key"))
+        try:
+            client = make_client(opts.get("base_url"), opts.get("model"), opts.get("api_key"))
+        except (OSError, ValueError) as exc:
+            raise typer.BadParameter(f"cannot load the model: {exc}", param_hint="--model") from None
         return LLMPlanner(
             client,
             max_steps=opts.get("max_steps", 30),
@@ -131,30 +139,52 @@ def print_scoreboard(board: Scoreboard) -> None:
 
 
 def _run(
-    agent_name: str,
+    agent: Any,
     tasks: list[TaskSpec],
     out: Path | None,
     seed: int,
     *,
-    llm: dict[str, Any] | None = None,
     env_kwargs: dict[str, Any] | None = None,
     price_per_mtok: float | None = None,
+    max_consecutive_infra: int | None = None,
 ) -> Scoreboard:
-    agent = _make_agent(agent_name, seed, llm)
     results: list[EpisodeResult] = []
     t0 = time.perf_counter()
+    stopped: InfrastructureError | None = None
     with _progress() as prog:
-        bar = prog.add_task(f"{agent_name}", total=len(tasks), status="success 0.0%")
+        bar = prog.add_task(f"{agent.name}", total=len(tasks), status="success 0.0%")
 
         def tick(r: EpisodeResult) -> None:
             results.append(r)
-            prog.update(bar, advance=1, status=f"success {100 * sum(x.success for x in results) / len(results):.1f}%")
+            scored = [x for x in results if not x.infrastructure_error]
+            rate = 100 * sum(x.success for x in scored) / len(scored) if scored else 0.0
+            prog.update(bar, advance=1, status=f"success {rate:.1f}%")
 
-        run_episodes(agent, tasks, out / "traces" if out else None, seed=seed, on_episode=tick, env_kwargs=env_kwargs)
+        try:
+            run_episodes(
+                agent,
+                tasks,
+                out / "traces" if out else None,
+                seed=seed,
+                on_episode=tick,
+                env_kwargs=env_kwargs,
+                max_consecutive_infra=max_consecutive_infra,
+            )
+        except InfrastructureError as exc:
+            stopped = exc
     board = score(agent.name, results, time.perf_counter() - t0, price_per_mtok=price_per_mtok)
     if out is not None:
         write_results(out, results, board)
+    if stopped is not None:
+        print_scoreboard(board)
+        console.print(f"[red]stopped:[/red] {stopped}")
+        raise typer.Exit(code=2)
     return board
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code=2)
 
 
 @app.command("eval")
@@ -162,12 +192,14 @@ def eval_cmd(
     agent: Annotated[str, typer.Option(help="Planner: reference, random or llm.")] = "reference",
     tasks: Annotated[
         str,
-        typer.Option(help="Task selector: all, category:tool, domain:time, template:NAME, app:NAME, an id or glob."),
+        typer.Option(
+            help="Task selector: all, cross-app, category:tool, domain:time, template:NAME, app:NAME, an id or glob."
+        ),
     ] = "all",
     out: Annotated[
-        Path, typer.Option(help="Output folder: traces/<task>.jsonl, results.jsonl, scoreboard.json.")
+        Path, typer.Option(help="Output folder: traces/<task-id>.jsonl, results.jsonl, scoreboard.json.")
     ] = Path("runs/eval"),
-    seed: Annotated[int, typer.Option(help="Episode seed (and the random agent's seed).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Episode seed (and the random agent's seed).")] = 0,
     backend: Annotated[
         str, typer.Option(help="World: auto (each task's first declared backend), sandbox, llmsim or hybrid.")
     ] = "auto",
@@ -178,11 +210,13 @@ def eval_cmd(
         str | None, typer.Option(help="Planner model: a served model name (with --base-url) or a local folder.")
     ] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (default $OPENAI_API_KEY).")] = None,
-    max_tokens: Annotated[int, typer.Option(help="Output tokens per model call.")] = 512,
-    max_steps: Annotated[int, typer.Option(help="The planner's step budget.")] = 30,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Output tokens per model call.")] = 512,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="Truncate episodes after this many actions (default: each task's own).")
+    ] = None,
     vision: Annotated[bool, typer.Option(help="Send screenshots to a vision model.")] = False,
     price_per_mtok: Annotated[
-        float | None, typer.Option(help="Price per million output tokens, for the cost per 1,000 tasks.")
+        float | None, typer.Option(min=0.0, help="Price per million output tokens, for the cost per 1,000 tasks.")
     ] = None,
     sim_base_url: Annotated[
         str | None, typer.Option(help="Endpoint of the simulator model (llmsim/hybrid); default: the planner's.")
@@ -190,30 +224,86 @@ def eval_cmd(
     sim_model: Annotated[
         str | None, typer.Option(help="Simulator model (llmsim/hybrid); default: the planner's.")
     ] = None,
+    max_consecutive_infra: Annotated[
+        int, typer.Option(min=1, help="Stop after this many infrastructure errors in a row (a dead server).")
+    ] = 5,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard."""
+    from phoneenv.backends import BACKENDS, make_backend
+
+    if backend != "auto" and backend not in BACKENDS:
+        raise typer.BadParameter(
+            f"unknown backend {backend!r}; choose from auto, {', '.join(BACKENDS)}", param_hint="--backend"
+        )
+    selected = _select(tasks)
+    if backend != "auto":
+        probe = make_backend(backend)
+        runnable = [t for t in selected if probe.can_run(t)]
+        if not runnable:
+            raise typer.BadParameter(
+                f"none of the {len(selected)} selected tasks runs on the {backend!r} backend", param_hint="--backend"
+            )
+        if len(runnable) < len(selected):
+            console.print(
+                f"skipping {len(selected) - len(runnable)} tasks the {backend!r} backend cannot run faithfully"
+            )
+        selected = runnable
     llm = {
         "base_url": base_url,
         "model": model,
         "api_key": api_key,
         "max_tokens": max_tokens,
-        "max_steps": max_steps,
+        "max_steps": max_steps or 30,
         "vision": vision,
     }
-    env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision}
-    if backend != "sandbox" and (sim_model or model):  # auto may meet simulated tasks
-        env_kwargs["simulator"] = make_client(
-            sim_base_url or base_url, sim_model or model, api_key, option="--sim-model"
+    planner = _make_agent(agent, seed, llm)
+    env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision, "max_steps": max_steps}
+    needs_sim = backend in ("llmsim", "hybrid") or (
+        backend == "auto" and any(t.backends[0] != "sandbox" for t in selected)
+    )
+    if needs_sim and (sim_model or (agent == "llm" and model)):
+        if sim_model is None and sim_base_url is None and agent == "llm":
+            env_kwargs["simulator"] = planner.client  # one model plays planner and simulator
+        else:
+            env_kwargs["simulator"] = make_client(
+                sim_base_url or base_url, sim_model or model, api_key, option="--sim-model"
+            )
+    try:
+        board = _run(
+            planner,
+            selected,
+            out,
+            seed,
+            env_kwargs=env_kwargs,
+            price_per_mtok=price_per_mtok,
+            max_consecutive_infra=max_consecutive_infra,
         )
-    board = _run(agent, _select(tasks), out, seed, llm=llm, env_kwargs=env_kwargs, price_per_mtok=price_per_mtok)
+    except (OSError, ValueError, KeyError) as exc:
+        _fail(str(exc))
     print_scoreboard(board)
     console.print(f"traces in {out / 'traces'}")
+    if board.infrastructure_errors and board.categories[-1].episodes == 0:
+        _fail("every episode ended in an infrastructure error (is the model server up?)")
 
 
 @tasks_app.command("list")
-def tasks_list(selector: Annotated[str, typer.Argument(help="Task selector.")] = "all") -> None:
-    """List tasks: id, category, domain, difficulty, apps and goal."""
-    sel = _select(selector)
+def tasks_list(
+    selector: Annotated[str, typer.Argument(help="Task selector.")] = "all",
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line, for scripts.")] = False,
+) -> None:
+    """List tasks: id, category, domain, difficulty, apps, backends and goal."""
+    sel = _select(selector, "SELECTOR")
+    if as_json:
+        for task in sel:
+            row = {
+                "id": task.id,
+                "category": task.category.value,
+                "domain": task.domain.value,
+                "difficulty": task.difficulty,
+            }
+            row.update(apps=task.apps, backends=task.backends, goal=task.goal)
+            typer.echo(json.dumps(row))
+        return
     t = Table(title=f"{len(sel)} tasks")
     for col in ("id", "category", "domain", "diff", "apps", "goal"):
         t.add_column(col, overflow="fold")
@@ -239,7 +329,7 @@ def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector."
     """Prove tasks by execution: reference plan succeeds, empty and perturbed plans fail."""
     from phoneenv.tasks.validate import TaskProof, prove_suite
 
-    sel = _select(selector)
+    sel = _select(selector, "SELECTOR")
     bad: list[TaskProof] = []
     n_pert = 0
     with _progress() as prog:
@@ -267,7 +357,7 @@ def tasks_stats(selector: Annotated[str, typer.Argument(help="Task selector.")] 
     """Counts of tasks by category, domain, app and template; share of cross-app tasks."""
     from collections import Counter
 
-    sel = _select(selector)
+    sel = _select(selector, "SELECTOR")
     stats = {
         "tasks": len(sel),
         "templates": len({t.template for t in sel}),
@@ -275,6 +365,8 @@ def tasks_stats(selector: Annotated[str, typer.Argument(help="Task selector.")] 
         "by_category": dict(Counter(t.category.value for t in sel)),
         "by_domain": dict(Counter(t.domain.value for t in sel)),
         "by_app": dict(Counter(a for t in sel for a in t.apps)),
+        "by_backend": dict(Counter(t.backends[0] for t in sel)),
+        "by_template": dict(Counter(t.template for t in sel)),
     }
     console.print_json(json.dumps(stats))
 

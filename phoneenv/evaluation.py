@@ -71,6 +71,7 @@ def run_episodes(
     seed: int = 0,
     on_episode: Callable[[EpisodeResult], None] | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    max_consecutive_infra: int | None = None,
 ) -> list[EpisodeResult]:
     """Run ``agent`` once on each task through ``PhonePlan-v0``; return the results in order.
 
@@ -82,6 +83,9 @@ def run_episodes(
         on_episode: called after each episode (progress bars).
         env_kwargs: keyword arguments for the env (``backend``, ``simulator``, ``screenshots``...);
             ``backend="auto"`` (the default) runs each task on the first backend it declares.
+        max_consecutive_infra: stop after this many infrastructure-error episodes in a row (a
+            dead model server) by raising :class:`~phoneenv.llm.InfrastructureError`; the
+            episodes before it are already reported through ``on_episode``.
     """
     from phoneenv.env import PhonePlanEnv
 
@@ -94,6 +98,7 @@ def run_episodes(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     results = []
+    streak = 0
     for task in tasks:
         name = task.backends[0] if backend == "auto" else backend
         if name not in envs:
@@ -138,6 +143,13 @@ def run_episodes(
         results.append(res)
         if on_episode is not None:
             on_episode(res)
+        streak = streak + 1 if res.infrastructure_error else 0
+        if max_consecutive_infra is not None and streak >= max_consecutive_infra:
+            for e in envs.values():
+                e.close()
+            raise InfrastructureError(
+                f"{streak} episodes in a row ended in an infrastructure error; is the model server up?"
+            )
     for env in envs.values():
         env.close()
     return results

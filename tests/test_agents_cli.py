@@ -103,3 +103,21 @@ def test_cli_tasks_commands():
     assert shown["id"] == "contacts.favorite/0" and set(shown["fixtures"]["vault"].values()) == {"**********"}
     res = runner.invoke(app, ["tasks", "validate", "template:contacts.favorite"])
     assert res.exit_code == 0 and "8/8 tasks proven" in res.output
+
+
+def test_cli_backend_errors_are_one_liners(tmp_path):
+    res = runner.invoke(app, ["eval", "--backend", "nope", "--out", str(tmp_path)])
+    assert res.exit_code != 0 and "unknown backend" in res.output and "Traceback" not in res.output
+    res = runner.invoke(
+        app, ["eval", "--tasks", "hybrid.cinema_book_text/0", "--backend", "sandbox", "--out", str(tmp_path)]
+    )
+    flat = " ".join(res.output.replace("\u2502", " ").split())
+    assert res.exit_code != 0 and "runs on the 'sandbox' backend" in flat
+
+
+def test_cli_list_json_and_stats():
+    res = runner.invoke(app, ["tasks", "list", "template:contacts.favorite", "--json"])
+    rows = [json.loads(line) for line in res.output.splitlines()]
+    assert [r["id"] for r in rows] == [f"contacts.favorite/{k}" for k in range(8)]
+    stats = json.loads(runner.invoke(app, ["tasks", "stats"]).output)
+    assert stats["by_template"]["contacts.favorite"] == 8 and sum(stats["by_backend"].values()) == stats["tasks"]

@@ -94,3 +94,14 @@ def test_infrastructure_error_is_labelled_not_blamed():
     board = score("llm", res, price_per_mtok=2.0)
     assert board.infrastructure_errors == 1 and board.categories[-1].episodes == 0
     assert board.cost_per_1000_tasks == 20 * 1000 * 2.0 / 1e6
+
+
+def test_a_dead_model_server_stops_the_run():
+    import pytest
+
+    tasks = [get_task(f"contacts.lookup_number/{k}") for k in range(4)]
+    client = Scripted([InfrastructureError("connection refused", kind="connection")] * 4)
+    seen = []
+    with pytest.raises(InfrastructureError, match="2 episodes in a row"):
+        run_episodes(LLMPlanner(client), tasks, on_episode=seen.append, max_consecutive_infra=2)
+    assert [r.infrastructure_error for r in seen] == [True, True]
