@@ -1,8 +1,9 @@
 """Reinforcement learning for planners trained through the ``PhonePlan-v0`` env API.
 
-This package will hold CARE (competence-aware reward and advantage engineering), multi-turn
-rollouts, TRL trainers and the SFT cold start. It talks to the environment only through the
-Gymnasium API; today it exports nothing.
+- :mod:`rl.care`: CARE (competence-aware reward and advantage engineering): group rewards by
+  competence, success-variance-floored advantages, bounded controllers.
+
+Modules import their heavy dependencies (torch, transformers, TRL) lazily; ``import rl`` is cheap.
 """
 
 __all__: list[str] = []
