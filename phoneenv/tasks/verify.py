@@ -197,8 +197,12 @@ def verify(
     changes = diff_tables(before, after, ignore=transient)
     results: list[CriterionResult] = []
     expected: set[tuple[str, str]] = set()
+    seen: dict[str, int] = {}
     for crit in task.criteria:
         res, matched = evaluate(crit, changes, after, calls, answer)
+        n = seen[res.id] = seen.get(res.id, 0) + 1
+        if n > 1:  # keep ids unique within a verdict: "created:messages.messages#2"
+            res.id = f"{res.id}#{n}"
         results.append(res)
         expected.update((c.table, c.id) for c in matched)
     met = 0
