@@ -1,0 +1,271 @@
+"""A seeded task sampler that weights tasks by capability, difficulty, source, category and domain,
+with the probability mass split across groups (templates by default), not by raw task counts.
+
+Formula. For a task ``t`` with group ``g(t)`` (its template by default) the *task factor* is the
+product of the configured weights of its attributes (a key not configured weighs
+``default_weight``, 1 by default)::
+
+    f(t) = w_source[source] · w_category[category] · w_domain[domain] · w_difficulty[difficulty]
+           · Π_{c ∈ capabilities(t)} w_capability[c]
+
+A group's *mass* is its group weight times the mean factor of its tasks, and a task's probability
+is its group's share of the total mass times its share of the group's factors::
+
+    m_g  = w_group[g] · mean_{t ∈ g} f(t)
+    P(t) = m_g / Σ_h m_h  ·  f(t) / Σ_{u ∈ g} f(u)
+         = w_group[g(t)] · f(t) / |g(t)|  /  Z,        Z = Σ_u w_group[g(u)] · f(u) / |g(u)|
+
+So with all weights equal every group gets the same mass whatever its size (100 tasks of template
+A and 10 of B: A's tasks get 1/200 each, B's 1/20, half the mass each), and a weight scales the mass
+of the tasks it applies to relative to their group-mates and, through the mean, their group's mass
+relative to the others. Capability weights multiply (a task tagged ``lookup`` and ``send`` with
+``w_capability = {"send": 3}`` has factor 3); a weight of 0 removes the tasks it applies to, and a
+group whose factors are all 0 gets no mass.
+
+Worked example: template A (100 tasks, difficulty 1), template B (10 tasks, difficulty 3),
+``difficulty={3: 2.0}``: ``m_A = 1``, ``m_B = 2``, so ``P(B) = 2/3``, each B task ``1/15`` and
+each A task ``1/300``.
+
+Groups: ``group_by="template"`` (tasks without a template are each their own group, keyed by id),
+``"source"``, ``"category"``, ``"domain"``, ``"difficulty"``, ``"task"`` (every task its own group:
+probability proportional to ``f(t)``, raw counts decide) or a callable ``TaskSpec -> str``.
+
+Draws use ``numpy.random.default_rng(seed)``: the same tasks, weights and seed give the same
+sequence. :meth:`TaskSampler.summary` reports the effective distribution (probability mass per
+group, capability, difficulty, source, category and domain); it is logged at INFO on construction.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from phoneenv.contract import TaskSpec
+
+__all__ = ["SamplerConfig", "TaskSampler"]
+
+log = logging.getLogger(__name__)
+
+_GROUPERS: dict[str, Callable[[TaskSpec], str]] = {
+    "template": lambda t: t.template if t.template is not None else f"task:{t.id}",
+    "source": lambda t: t.source,
+    "category": lambda t: t.category.value,
+    "domain": lambda t: t.domain.value,
+    "difficulty": lambda t: str(t.difficulty),
+    "task": lambda t: t.id,
+}
+
+
+@dataclass
+class SamplerConfig:
+    """Weights of :class:`TaskSampler` (see the module docstring for the formula).
+
+    Parameters:
+        capability (`dict[str, float]`, defaults to `{}`):
+            Weight per capability tag (`"lookup"`, `"send"`, `"login"`...); a task's factor is the
+            product over its tags. Empty: every tag weighs `default_weight`.
+        difficulty (`dict[int, float]`, defaults to `{}`):
+            Weight per difficulty 1-5 (string keys such as `"3"` are accepted, for JSON/YAML configs).
+        source (`dict[str, float]`, defaults to `{}`):
+            Weight per task source (`"template"`, hand-written or mined sources).
+        category (`dict[str, float]`, defaults to `{}`):
+            Weight per category (`"tool"`, `"memory"`, `"skills"`, `"subagent"`).
+        domain (`dict[str, float]`, defaults to `{}`):
+            Weight per domain (`"contacts"`, `"email"`...).
+        group (`dict[str, float]`, defaults to `{}`):
+            Weight per group key (a template name with the default `group_by`).
+        group_by (`str` or callable, defaults to `"template"`):
+            What the mass is split across: a template's variants share one group's mass, so a
+            template with many variants does not dominate. `"task"` disables the split.
+        default_weight (`float`, defaults to `1.0`):
+            Weight of any key not listed in the tables above; 1 leaves it neutral.
+        seed (`int`, defaults to `0`):
+            Seed of the sampler's `numpy` generator.
+    """
+
+    capability: dict[str, float] = field(default_factory=dict)
+    difficulty: dict[int, float] = field(default_factory=dict)
+    source: dict[str, float] = field(default_factory=dict)
+    category: dict[str, float] = field(default_factory=dict)
+    domain: dict[str, float] = field(default_factory=dict)
+    group: dict[str, float] = field(default_factory=dict)
+    group_by: str | Callable[[TaskSpec], str] = "template"
+    default_weight: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.difficulty = {int(k): v for k, v in self.difficulty.items()}
+        for name in ("capability", "difficulty", "source", "category", "domain", "group"):
+            for key, w in getattr(self, name).items():
+                _check_weight(f"{name}[{key!r}]", w)
+        _check_weight("default_weight", self.default_weight)
+        if isinstance(self.group_by, str) and self.group_by not in _GROUPERS:
+            raise ValueError(f"group_by must be one of {sorted(_GROUPERS)} or a callable, not {self.group_by!r}")
+
+
+def _check_weight(name: str, w: float) -> None:
+    if not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+        raise ValueError(f"weight {name} must be a finite number >= 0, not {w!r}")
+
+
+class TaskSampler:
+    """Draws tasks with the probabilities of the module docstring's formula.
+
+    Args:
+        tasks: the pool (TaskSpecs or a suite selector such as ``"all"``).
+        config: the weights; keyword arguments override its fields (``TaskSampler(tasks,
+            difficulty={3: 2.0}, seed=1)``).
+
+    Raises:
+        ValueError: an empty pool, a negative or non-finite weight, or weights that give every
+            task probability 0.
+    """
+
+    def __init__(self, tasks: Sequence[TaskSpec] | str, config: SamplerConfig | None = None, **overrides: Any) -> None:
+        if isinstance(tasks, str):
+            from phoneenv.tasks import select
+
+            tasks = select(tasks)
+        self.tasks: list[TaskSpec] = list(tasks)
+        if not self.tasks:
+            raise ValueError("the task pool is empty")
+        base = config or SamplerConfig()
+        if overrides:
+            fields = {k: getattr(base, k) for k in base.__dataclass_fields__}
+            base = SamplerConfig(**{**fields, **overrides})
+        self.config = base
+        group_of = base.group_by if callable(base.group_by) else _GROUPERS[base.group_by]
+        self.groups: list[str] = [group_of(t) for t in self.tasks]
+        self.factors = np.array([self.factor(t) for t in self.tasks], dtype=float)
+        sizes: dict[str, int] = defaultdict(int)
+        for g in self.groups:
+            sizes[g] += 1
+        raw = np.array([self._w(base.group, g) * f / sizes[g] for g, f in zip(self.groups, self.factors, strict=True)])
+        total = raw.sum()
+        if not total > 0:
+            raise ValueError("the weights give every task probability 0")
+        self.probs: np.ndarray = raw / total
+        self._index = {t.id: i for i, t in enumerate(self.tasks)}
+        self._warn_unused_keys()
+        self.rng = np.random.default_rng(base.seed)
+        self.log_summary()
+
+    # -- weights ---------------------------------------------------------------------------------
+    def _w(self, table: Mapping[Any, float], key: Any) -> float:
+        return float(table.get(key, self.config.default_weight))
+
+    def factor(self, task: TaskSpec) -> float:
+        """The task factor ``f(t)``: the product of its attributes' weights."""
+        c = self.config
+        f = (
+            self._w(c.source, task.source)
+            * self._w(c.category, task.category.value)
+            * self._w(c.domain, task.domain.value)
+            * self._w(c.difficulty, task.difficulty)
+        )
+        for cap in task.capabilities:
+            f *= self._w(c.capability, cap)
+        return f
+
+    def _warn_unused_keys(self) -> None:
+        c = self.config
+        seen = {
+            "capability": {cap for t in self.tasks for cap in t.capabilities},
+            "difficulty": {t.difficulty for t in self.tasks},
+            "source": {t.source for t in self.tasks},
+            "category": {t.category.value for t in self.tasks},
+            "domain": {t.domain.value for t in self.tasks},
+            "group": set(self.groups),
+        }
+        for name, present in seen.items():
+            unused = [k for k in getattr(c, name) if k not in present]
+            if unused:
+                log.warning("sampler: %s weights %s match no task in the pool", name, unused)
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def sample(self, n: int = 1, *, replace: bool = True) -> list[TaskSpec]:
+        """``n`` tasks drawn from the sampler's generator (with replacement by default; without,
+        ``n`` must not exceed the number of tasks with non-zero probability)."""
+        idx = self.rng.choice(len(self.tasks), size=n, replace=replace, p=self.probs)
+        return [self.tasks[i] for i in idx]
+
+    def draw(self) -> TaskSpec:
+        """One task."""
+        return self.sample(1)[0]
+
+    def __iter__(self) -> Iterator[TaskSpec]:
+        """An endless stream of draws."""
+        while True:
+            yield self.draw()
+
+    def reseed(self, seed: int) -> None:
+        """Restart the generator from ``seed``."""
+        self.rng = np.random.default_rng(seed)
+
+    # -- the effective distribution --------------------------------------------------------------
+    def probability(self, task_id: str) -> float:
+        """``P(t)`` of one task (``KeyError`` when not in the pool)."""
+        return float(self.probs[self._index[task_id]])
+
+    def probabilities(self) -> dict[str, float]:
+        """``P(t)`` of every task, by id."""
+        return {t.id: float(p) for t, p in zip(self.tasks, self.probs, strict=True)}
+
+    def summary(self) -> dict[str, Any]:
+        """The effective distribution: probability mass per group, capability, difficulty,
+        source, category and domain (each sorted by decreasing mass), pool and group counts,
+        ``effective_groups`` (``exp`` of the entropy of the group masses: the number of equally
+        likely groups it is worth) and the smallest and largest non-zero task probability.
+
+        A task counts fully towards each of its capabilities, so capability masses can sum to more
+        than 1 (``"(none)"`` collects untagged tasks); the other breakdowns sum to 1.
+        """
+        by: dict[str, dict[str, float]] = {k: defaultdict(float) for k in _BREAKDOWNS}
+        for t, g, p in zip(self.tasks, self.groups, self.probs, strict=True):
+            by["group"][g] += p
+            for cap in t.capabilities or ["(none)"]:
+                by["capability"][cap] += p
+            by["difficulty"][str(t.difficulty)] += p
+            by["source"][t.source] += p
+            by["category"][t.category.value] += p
+            by["domain"][t.domain.value] += p
+        masses = np.array([m for m in by["group"].values() if m > 0])
+        nonzero = self.probs[self.probs > 0]
+        return {
+            "tasks": len(self.tasks),
+            "tasks_nonzero": int((self.probs > 0).sum()),
+            "groups": len(by["group"]),
+            "group_by": self.config.group_by if isinstance(self.config.group_by, str) else "custom",
+            "effective_groups": float(np.exp(-(masses * np.log(masses)).sum())),
+            "min_task_p": float(nonzero.min()),
+            "max_task_p": float(nonzero.max()),
+            **{f"by_{k}": dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))) for k, v in by.items()},
+        }
+
+    def log_summary(self, level: int = logging.INFO) -> dict[str, Any]:
+        """Log :meth:`summary` (one line per breakdown) and return it."""
+        s = self.summary()
+        log.log(
+            level,
+            "task sampler: %d tasks (%d drawable) in %d groups by %s, effective groups %.1f, task p in [%.3g, %.3g]",
+            s["tasks"],
+            s["tasks_nonzero"],
+            s["groups"],
+            s["group_by"],
+            s["effective_groups"],
+            s["min_task_p"],
+            s["max_task_p"],
+        )
+        for k in _BREAKDOWNS:
+            items = ", ".join(f"{key}={p:.3f}" for key, p in s[f"by_{k}"].items())
+            log.log(level, "task sampler mass by %s: %s", k, items)
+        return s
+
+
+_BREAKDOWNS = ("group", "capability", "difficulty", "source", "category", "domain")

@@ -1,0 +1,656 @@
+"""The planning cold start: supervised fine-tuning on verified traces, with erroneous turns masked.
+
+Pipeline::
+
+    traces (phoneenv Trace objects or JSONL files, e.g. from reference_traces)
+      → traces_to_examples   chat examples in the LLMPlanner's format, per-turn loss weights
+      → tokenize_example     input_ids + per-token assistant_masks (prefix rendering)
+      → build_sft_dataset    a pre-tokenised datasets.Dataset
+      → train_sft            TRL SFTTrainer on it (CPU is fine for the tiny model)
+
+**Conversation format.** Exactly what :class:`agents.planner.LLMPlanner` (``name_style="underscore"``)
+sends to its model: a system message ``SYSTEM_PROMPT.format(goal=...)``, the goal as the user
+message, then per trace step one assistant message with one ``tool_calls`` entry (tool names
+``app__verb``, ``arguments`` a JSON string as ``json.dumps`` writes it, ids ``call_<step>``) and
+one ``tool`` message whose content is the feedback JSON the env put in the observation. A step
+whose action did not parse becomes an assistant message with the raw text (the trace keeps its
+first 200 characters) and a ``user`` message "Your reply had no tool call I could run. Feedback:
+...", as the planner writes it. The feedback of the last step (the ``finish`` result) is left out:
+the planner never sees it. ``tools`` are the
+env's tools in OpenAI format, renamed ``app__verb`` (the planner's ``info["tools"]``).
+
+**Loss weights.** Every assistant message carries ``"weight"`` (the per-message weight of
+OpenAI's chat fine-tuning format): 1 when its call drew an ``ok`` feedback, 0 when it drew an error
+(``invalid_arguments``, ``unknown_tool``, ``confirmation_required``, an unparseable reply, an
+infrastructure error...) or when an argument was redacted (``"***"``, a secret the trace does not
+keep, so the call cannot be learnt as written). Weight-0 turns stay in the context — the model
+learns to recover from the error feedback that follows — but add no loss.
+
+**Masking.** :func:`tokenize_example` renders the whole conversation with the tokenizer's chat
+template, then, for each trained assistant message ``i``, renders the prefix ``messages[:i]`` with
+the generation prompt and the prefix ``messages[:i+1]``; the characters between the two lengths are
+the assistant's reply (up to and including the end-of-turn token, the newline after it excluded),
+checked to be a prefix of the full rendering. Tokens whose character offset starts inside such a
+span get mask 1, all others (system, user, tool results, the ``<|im_start|>assistant\\n`` header,
+weight-0 replies) 0. No ``{% generation %}`` markers are needed, so any template that renders
+prefixes consistently works (the check raises otherwise).
+
+**TRL.** SFTTrainer (TRL 1.16) accepts pre-tokenised datasets (an ``input_ids`` column) and, during
+dataset preparation, folds an ``assistant_masks`` column into ``labels`` (-100 where the mask is 0)
+whatever ``assistant_only_loss`` says; ``completion_mask`` would only be honoured with
+``completion_only_loss=True``. So the dataset carries ``input_ids`` + ``assistant_masks`` and the
+trainer is used unmodified (its default collator pads the labels with -100). ``assistant_only_loss``
+must stay off: it needs a conversational (untokenised) dataset and ``{% generation %}`` markers in
+the template (TRL swaps in a training template of its own when they are missing) and raises on a
+tokenised dataset. TRL truncation (``max_length``) is disabled: cutting a planning conversation
+from either end drops either the trained turns or the goal and tools, so over-long examples are
+dropped instead (:attr:`SFTRunConfig.max_length`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import math
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agents.planner import SYSTEM_PROMPT
+from phoneenv.contract import Feedback, TaskSpec, ToolSpec, Trace
+
+__all__ = [
+    "NO_CALL_PREFIX",
+    "REDACTED",
+    "SFTRunConfig",
+    "build_sft_dataset",
+    "episode_tools",
+    "feedback_text",
+    "load_traces",
+    "planner_tools",
+    "reference_traces",
+    "tokenize_example",
+    "trace_to_example",
+    "traces_to_examples",
+    "train_sft",
+]
+
+log = logging.getLogger(__name__)
+
+REDACTED = "***"
+"""How a trace shows a secret argument; a call carrying it is kept in context but not trained."""
+
+NO_CALL_PREFIX = "Your reply had no tool call I could run. Feedback: "
+"""The user message :class:`~agents.planner.LLMPlanner` sends after a reply with no tool call."""
+
+TraceSource = Trace | str | Path
+
+
+# ---------------------------------------------------------------------------------------------
+# Traces
+# ---------------------------------------------------------------------------------------------
+
+
+def load_traces(sources: TraceSource | Iterable[TraceSource]) -> list[Trace]:
+    """Traces from :class:`Trace` objects, JSONL files (one trace a line) or folders of them.
+
+    A folder contributes its ``*.jsonl`` files in name order; ``results.jsonl`` (the evaluator's
+    per-episode summary, not traces) is skipped.
+    """
+    if isinstance(sources, (Trace, str, Path)):
+        sources = [sources]
+    out: list[Trace] = []
+    for src in sources:
+        if isinstance(src, Trace):
+            out.append(src)
+            continue
+        path = Path(src)
+        files = sorted(p for p in path.glob("*.jsonl") if p.name != "results.jsonl") if path.is_dir() else [path]
+        for f in files:
+            with f.open(encoding="utf-8") as fh:
+                out.extend(Trace.model_validate_json(line) for line in fh if line.strip())
+    return out
+
+
+def reference_traces(
+    selector: str | Sequence[TaskSpec],
+    out_dir: Path | str,
+    *,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+) -> list[Trace]:
+    """Run :class:`~agents.reference.ReferenceAgent` on the selected tasks that have a reference
+    plan, through :func:`phoneenv.evaluation.run_episodes` (one JSONL trace per episode in
+    ``out_dir``), and load the traces back, in task order.
+
+    Args:
+        selector: a suite selector (``"contacts.*"``, ``"template:mail.reply"``...) or TaskSpecs
+            (tasks outside the suite are looked up among themselves first).
+        out_dir: where the traces go.
+        seed: the episode seed.
+        env_kwargs: passed to the env (``backend="auto"`` by default: each task's first backend).
+    """
+    from agents.reference import ReferenceAgent
+    from phoneenv.evaluation import run_episodes
+    from phoneenv.tasks import get_task, select
+
+    tasks = select(selector) if isinstance(selector, str) else list(selector)
+    tasks = [t for t in tasks if t.reference_plan]
+    if not tasks:
+        raise ValueError(f"no task with a reference plan matches {selector!r}")
+    by_id = {t.id: t for t in tasks}
+    agent = ReferenceAgent(lookup=lambda task_id: by_id.get(task_id) or get_task(task_id))
+    results = run_episodes(agent, tasks, Path(out_dir), seed=seed, env_kwargs=env_kwargs)
+    return load_traces([r.trace_path for r in results if r.trace_path])
+
+
+# ---------------------------------------------------------------------------------------------
+# Traces → chat examples
+# ---------------------------------------------------------------------------------------------
+
+
+def _api_name(name: str) -> str:
+    return name.replace(".", "__")
+
+
+def planner_tools(tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tools as the LLMPlanner offers them: OpenAI ``tools`` entries named ``app__verb``.
+
+    Accepts :class:`ToolSpec`\\ s or OpenAI entries (``env.tools``/``info["tools"]``), dotted or not.
+    """
+    out = []
+    for tool in tool_specs_or_tools:
+        if isinstance(tool, ToolSpec):
+            out.append(tool.to_openai(name_style="underscore"))
+        else:
+            fn = dict(tool["function"])
+            fn["name"] = _api_name(fn["name"])
+            out.append({"type": "function", "function": fn})
+    return out
+
+
+_ENV_TOOLS: dict[str, list[dict[str, Any]]] = {}
+
+
+def episode_tools(backend: str = "sandbox") -> list[dict[str, Any]]:
+    """The tools a ``PhonePlan-v0`` episode on ``backend`` offers (finish and user.confirm
+    included), renamed ``app__verb``: what the planner passes as ``tools``. Cached per backend."""
+    if backend not in _ENV_TOOLS:
+        from phoneenv.env import PhonePlanEnv
+
+        env = PhonePlanEnv(backend=backend)
+        try:
+            _ENV_TOOLS[backend] = planner_tools(env.tools)
+        finally:
+            env.close()
+    return copy.deepcopy(_ENV_TOOLS[backend])
+
+
+def feedback_text(feedback: Feedback) -> str:
+    """The observation's ``feedback`` string for a step's :class:`Feedback` (as
+    ``PhonePlanEnv._obs`` writes it: compact JSON, ASCII, ``None`` fields left out, replaced by a
+    short error when longer than the observation allows)."""
+    from phoneenv.env import MAX_TEXT
+
+    text = feedback.model_dump_json(exclude_none=True, ensure_ascii=True)
+    if len(text) > MAX_TEXT:
+        text = Feedback(
+            ok=feedback.ok, error=feedback.error, message="result too long to show; narrow the query"
+        ).model_dump_json(exclude_none=True)
+    return text
+
+
+def _goal_text(goal: str) -> str:
+    from phoneenv.env import _ascii  # the env's goal observation is ASCII with backslash escapes
+
+    return _ascii(goal)
+
+
+def _redacted(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_redacted(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_redacted(v) for v in value)
+    return value == REDACTED
+
+
+def _task_apps(trace: Trace) -> set[str]:
+    from phoneenv.tasks import get_task
+
+    apps = {s.action.name.split(".")[0] for s in trace.steps if s.action is not None and "." in s.action.name}
+    with contextlib.suppress(KeyError):  # a task outside the suite: the apps the trace called
+        apps.update(get_task(trace.task_id).apps)
+    return apps | {"system", "user"}
+
+
+def _scope_tools(tools: list[dict[str, Any]], trace: Trace, scope: str) -> list[dict[str, Any]]:
+    if scope == "all":
+        return tools
+    if scope != "apps":
+        raise ValueError(f"tools_scope must be 'all' or 'apps', not {scope!r}")
+    apps = _task_apps(trace)
+    keep = []
+    for t in tools:
+        name = t["function"]["name"]
+        if "__" not in name or name.split("__")[0] in apps:
+            keep.append(t)
+    return keep
+
+
+def trace_to_example(
+    trace: Trace,
+    tools: list[dict[str, Any]],
+    *,
+    system_prompt: str = SYSTEM_PROMPT,
+) -> dict[str, Any]:
+    """One trace as a chat example ``{"task_id", "success", "messages", "tools"}`` (see the
+    module docstring for the format and the ``weight`` of each assistant message)."""
+    goal = _goal_text(trace.goal)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt.format(goal=goal)},
+        {"role": "user", "content": goal},
+    ]
+    last = len(trace.steps) - 1
+    for n, step in enumerate(trace.steps):
+        fb = feedback_text(step.feedback)
+        if step.action is None:
+            messages.append({"role": "assistant", "content": step.raw or "", "weight": 0})
+            if n < last:
+                messages.append({"role": "user", "content": NO_CALL_PREFIX + fb})
+            continue
+        call_id = f"call_{step.index}"
+        ok = step.feedback.ok and not _redacted(step.action.arguments)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {
+                            "name": _api_name(step.action.name),
+                            "arguments": json.dumps(step.action.arguments),
+                        },
+                    }
+                ],
+                "weight": 1 if ok else 0,
+            }
+        )
+        if n < last:
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": fb})
+    success = bool(trace.verdict and trace.verdict.success)
+    return {"task_id": trace.task_id, "success": success, "messages": messages, "tools": tools}
+
+
+def traces_to_examples(
+    traces: TraceSource | Iterable[TraceSource],
+    tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]] | None = None,
+    *,
+    include_failed: bool = False,
+    include_inconsistent: bool = False,
+    tools_scope: Literal["all", "apps"] = "all",
+    system_prompt: str = SYSTEM_PROMPT,
+) -> list[dict[str, Any]]:
+    """Verified traces → chat examples in the LLMPlanner's format (see the module docstring).
+
+    Args:
+        traces: :class:`Trace` objects, JSONL files or folders of them.
+        tool_specs_or_tools: the tools offered (ToolSpecs or OpenAI entries); None: the env's own
+            for each trace's backend (:func:`episode_tools`).
+        include_failed: keep traces whose verdict did not succeed (or that have none); their
+            ``ok`` turns are trained too, so use with care. Default: successful traces only.
+        include_inconsistent: keep traces whose simulated world contradicted itself
+            (``verdict.inconsistent``); dropped by default.
+        tools_scope: ``"all"``: every tool, as the planner sees them; ``"apps"``: only tools of
+            the task's apps (the suite's ``TaskSpec.apps`` plus apps the trace called) and of
+            ``system``/``user`` plus ``finish`` — much shorter sequences, for small-context
+            models and tests, at the price of a prompt the planner never shows.
+        system_prompt: the planner's system prompt template (``{goal}``).
+    """
+    given = planner_tools(tool_specs_or_tools) if tool_specs_or_tools is not None else None
+    out = []
+    dropped = 0
+    for trace in load_traces(traces):
+        v = trace.verdict
+        if not include_failed and not (v is not None and v.success):
+            dropped += 1
+            continue
+        if not include_inconsistent and v is not None and v.inconsistent:
+            dropped += 1
+            continue
+        tools = given if given is not None else episode_tools(trace.backend)
+        out.append(trace_to_example(trace, _scope_tools(tools, trace, tools_scope), system_prompt=system_prompt))
+    if dropped:
+        log.info("traces_to_examples: kept %d traces, dropped %d (failed or inconsistent)", len(out), dropped)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenisation with a per-token loss mask
+# ---------------------------------------------------------------------------------------------
+
+
+def _render(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
+    return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen)
+
+
+def tokenize_example(example: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
+    """``{"input_ids", "assistant_masks"}`` for a chat example: mask 1 exactly on the tokens of
+    assistant messages whose ``weight`` is non-zero (default 1), end-of-turn token included.
+
+    Raises ``ValueError`` when the chat template does not render the conversation's prefixes as
+    prefixes of the whole (the mask would be wrong).
+    """
+    messages = example["messages"]
+    tools = example.get("tools") or None
+    full = _render(tokenizer, messages, tools, False)
+    eos = tokenizer.eos_token
+    spans: list[tuple[int, int]] = []
+    for i, msg in enumerate(messages):
+        if msg["role"] != "assistant" or not msg.get("weight", 1):
+            continue
+        before = _render(tokenizer, messages[:i], tools, True)
+        through = _render(tokenizer, messages[: i + 1], tools, False)
+        if not (full.startswith(before) and full.startswith(through) and len(before) <= len(through)):
+            raise ValueError(
+                f"the chat template does not render message {i} of {example.get('task_id', '?')} prefix-consistently"
+            )
+        start, end = len(before), len(through)
+        if eos:
+            k = full.rfind(eos, start, end)
+            if k >= 0:
+                end = k + len(eos)
+        spans.append((start, end))
+    enc = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+    ids = list(enc["input_ids"])
+    mask = [0] * len(ids)
+    for j, (s, e) in enumerate(enc["offset_mapping"]):
+        for a, b in spans:
+            if a <= s < b:
+                mask[j] = 1
+                if e > b:
+                    log.warning("token %d of %s straddles the end of a trained span", j, example.get("task_id"))
+                break
+            if s < a < e:
+                log.warning("token %d of %s straddles the start of a trained span", j, example.get("task_id"))
+    return {"input_ids": ids, "assistant_masks": mask}
+
+
+def build_sft_dataset(
+    traces: TraceSource | Iterable[TraceSource] | list[dict[str, Any]],
+    tokenizer: Any,
+    tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]] | None = None,
+    *,
+    include_failed: bool = False,
+    include_inconsistent: bool = False,
+    tools_scope: Literal["all", "apps"] = "all",
+    max_length: int | None = None,
+) -> Any:
+    """A pre-tokenised :class:`datasets.Dataset` for SFTTrainer: columns ``input_ids``,
+    ``assistant_masks`` (see :func:`tokenize_example`) and ``task_id``.
+
+    ``traces`` may also be examples from :func:`traces_to_examples`. ``tokenizer`` is a tokenizer or
+    a checkpoint path. Examples longer than ``max_length`` tokens and examples with no trained
+    token are dropped (logged), never truncated.
+    """
+    from datasets import Dataset
+
+    if isinstance(tokenizer, (str, Path)):
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+    if isinstance(traces, list) and traces and isinstance(traces[0], dict):
+        examples = traces
+    else:
+        examples = traces_to_examples(
+            traces,  # type: ignore[arg-type]
+            tool_specs_or_tools,
+            include_failed=include_failed,
+            include_inconsistent=include_inconsistent,
+            tools_scope=tools_scope,
+        )
+    rows: dict[str, list[Any]] = {"input_ids": [], "assistant_masks": [], "task_id": []}
+    too_long = untrained = 0
+    for ex in examples:
+        tok = tokenize_example(ex, tokenizer)
+        if max_length is not None and len(tok["input_ids"]) > max_length:
+            too_long += 1
+            continue
+        if not any(tok["assistant_masks"]):
+            untrained += 1
+            continue
+        rows["input_ids"].append(tok["input_ids"])
+        rows["assistant_masks"].append(tok["assistant_masks"])
+        rows["task_id"].append(ex.get("task_id", ""))
+    if too_long or untrained:
+        log.warning(
+            "build_sft_dataset: dropped %d examples over max_length=%s and %d with no trained token",
+            too_long,
+            max_length,
+            untrained,
+        )
+    if not rows["input_ids"]:
+        raise ValueError("no SFT example left (all traces failed, too long, or without a trained turn)")
+    return Dataset.from_dict(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SFTRunConfig:
+    """Settings of :func:`train_sft` (mapped onto TRL's ``SFTConfig``; the rest of it keeps TRL's defaults).
+
+    Parameters:
+        learning_rate (`float`, defaults to `1e-4`):
+            AdamW peak learning rate. Higher than TRL's 2e-5 because the cold start runs few steps
+            on few traces; lower it for large models (1e-5 to 2e-5 is typical for full fine-tuning).
+        num_train_epochs (`float`, defaults to `3.0`):
+            Passes over the dataset when `max_steps` is -1. Three epochs is the usual SFT setting
+            for a small, high-quality set.
+        max_steps (`int`, defaults to `-1`):
+            Optimizer steps; overrides `num_train_epochs` when positive (tests use it to fix cost).
+        per_device_train_batch_size (`int`, defaults to `1`):
+            Conversations per micro-batch. Planning conversations are long (every tool in the
+            prompt is ~11.8k tokens with the tiny model's tokenizer), so one at a time keeps memory
+            flat and needs no padding; raise
+            `gradient_accumulation_steps` for a larger effective batch.
+        gradient_accumulation_steps (`int`, defaults to `1`):
+            Micro-batches per optimizer step.
+        lr_scheduler_type (`str`, defaults to `"constant_with_warmup"`):
+            A constant rate after warmup: short runs should not spend half their steps decaying.
+        warmup_steps (`int`, defaults to `0`):
+            Linear warmup steps (0: none; with 2-3 steps for a real model's first updates).
+        weight_decay (`float`, defaults to `0.0`):
+            AdamW weight decay; none, as in TRL's default.
+        max_grad_norm (`float`, defaults to `1.0`):
+            Gradient clipping norm (Trainer's default).
+        seed (`int`, defaults to `0`):
+            Seed for weight init of new heads, data order and dropout.
+        logging_steps (`int`, defaults to `1`):
+            Log every optimizer step so the returned loss curve has one point per step (cheap).
+        max_length (`int` or `None`, defaults to `None`):
+            Drop examples longer than this many tokens (never truncate, see the module docstring).
+            None keeps all; set it to the model's context length.
+        tools_scope (`str`, defaults to `"all"`):
+            `"all"`: the whole tool list, as the planner shows it at inference; `"apps"`: only the
+            task's apps' tools (short sequences, for small-context models and tests).
+        include_failed (`bool`, defaults to `False`):
+            Also train on traces whose verdict failed (their `ok` turns). Off: cold-start data
+            should be verified successes.
+        include_inconsistent (`bool`, defaults to `False`):
+            Keep traces whose simulated world contradicted itself.
+        activation_checkpointing (`bool`, defaults to `False`):
+            Recompute activations in the backward pass (transformers 5's name for gradient
+            checkpointing; TRL turns it on by default). Off: it slows small models down; turn it
+            on for long sequences on large models.
+        dtype (`str`, defaults to `"float32"`):
+            The dtype the weights are loaded in (a `torch` dtype name). fp32 weights are the safe
+            default (TRL's too); `"bfloat16"` halves the memory of large models.
+        bf16 (`bool`, defaults to `False`):
+            bf16 mixed precision (TRL's default is on); off because CPU runs and fp32 tiny models
+            gain nothing from it. Turn it on for GPU training of real models.
+        tensorboard (`bool`, defaults to `True`):
+            Also write TensorBoard event files to `out_dir/tensorboard` when `tensorboard` is
+            installed (cheap: one event file, written on each log).
+        save_model (`bool`, defaults to `True`):
+            Save the fine-tuned model and tokenizer to `out_dir/model`.
+        extra (`dict`, defaults to `{}`):
+            Any other `SFTConfig` field, passed through as is; it overrides the fields set here
+            (e.g. `{"dataloader_pin_memory": True}` on GPU, `{"report_to": "wandb"}`).
+    """
+
+    learning_rate: float = 1e-4
+    num_train_epochs: float = 3.0
+    max_steps: int = -1
+    per_device_train_batch_size: int = 1
+    gradient_accumulation_steps: int = 1
+    lr_scheduler_type: str = "constant_with_warmup"
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    seed: int = 0
+    logging_steps: int = 1
+    max_length: int | None = None
+    tools_scope: Literal["all", "apps"] = "all"
+    include_failed: bool = False
+    include_inconsistent: bool = False
+    activation_checkpointing: bool = False
+    dtype: str = "float32"
+    bf16: bool = False
+    tensorboard: bool = True
+    save_model: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_sft_config(self, out_dir: Path | str) -> Any:
+        """The TRL ``SFTConfig`` for a run writing into ``out_dir``."""
+        from trl import SFTConfig
+
+        kwargs: dict[str, Any] = dict(
+            output_dir=str(out_dir),
+            learning_rate=self.learning_rate,
+            num_train_epochs=self.num_train_epochs,
+            max_steps=self.max_steps,
+            per_device_train_batch_size=self.per_device_train_batch_size,
+            gradient_accumulation_steps=self.gradient_accumulation_steps,
+            lr_scheduler_type=self.lr_scheduler_type,
+            warmup_steps=self.warmup_steps,
+            weight_decay=self.weight_decay,
+            max_grad_norm=self.max_grad_norm,
+            seed=self.seed,
+            data_seed=self.seed,
+            logging_steps=self.logging_steps,
+            # the new name: setting TRL's `gradient_checkpointing` default raises a FutureWarning in transformers 5
+            activation_checkpointing=self.activation_checkpointing,
+            bf16=self.bf16,
+            max_length=None,  # over-long examples are dropped in build_sft_dataset, never truncated
+            assistant_only_loss=False,  # the mask comes from our assistant_masks column
+            completion_only_loss=False,
+            packing=False,
+            report_to="none",  # TensorBoard is added as a callback writing to a known folder
+            save_strategy="no",
+            dataloader_num_workers=0,
+            dataloader_pin_memory=False,  # nothing to pin on CPU; extra={'dataloader_pin_memory': True} on GPU
+        )
+        kwargs.update(self.extra)  # extra wins
+        return SFTConfig(**kwargs)
+
+
+def _jsonl_callback(path: Path) -> Any:
+    from transformers import TrainerCallback
+
+    class JsonlLogger(TrainerCallback):
+        """Appends every Trainer log record (with step and epoch) to a JSON Lines file."""
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and logs:
+                rec = {"step": state.global_step, "epoch": state.epoch, "time": time.time(), **logs}
+                with path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(rec, default=float) + "\n")
+
+    return JsonlLogger()
+
+
+def train_sft(
+    model_dir: Path | str,
+    traces: TraceSource | Iterable[TraceSource] | list[dict[str, Any]],
+    out_dir: Path | str,
+    cfg: SFTRunConfig | None = None,
+    *,
+    tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Fine-tune the checkpoint in ``model_dir`` on ``traces`` with TRL's SFTTrainer.
+
+    Writes ``out_dir/sft_log.jsonl`` (one Trainer log record a line), ``out_dir/tensorboard``
+    (when enabled) and ``out_dir/model`` (when ``save_model``). Returns ``{"losses"`` (training loss
+    per logging step), ``"steps"``, ``"examples"``, ``"trained_tokens"`` (mask-1 tokens in the
+    dataset), ``"tokens"`` (all tokens), ``"train_runtime"`` (s), ``"log_path"``, ``"model_dir"``
+    (or None), ``"config"}``.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTTrainer
+
+    cfg = cfg or SFTRunConfig()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    dataset = build_sft_dataset(
+        traces,
+        tokenizer,
+        tool_specs_or_tools,
+        include_failed=cfg.include_failed,
+        include_inconsistent=cfg.include_inconsistent,
+        tools_scope=cfg.tools_scope,
+        max_length=cfg.max_length,
+    )
+    trained = sum(sum(m) for m in dataset["assistant_masks"])
+    total = sum(len(x) for x in dataset["input_ids"])
+    log.info("SFT on %d examples: %d tokens, %d trained (%.1f%%)", len(dataset), total, trained, 100 * trained / total)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, cfg.dtype))
+    log_path = out_dir / "sft_log.jsonl"
+    log_path.unlink(missing_ok=True)
+    callbacks = [_jsonl_callback(log_path)]
+    if cfg.tensorboard:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+            from transformers.integrations import TensorBoardCallback
+
+            callbacks.append(TensorBoardCallback(SummaryWriter(log_dir=str(out_dir / "tensorboard"))))
+        except (ImportError, RuntimeError):  # RuntimeError: the callback finds no tensorboard
+            log.info("tensorboard is not installed; logging to %s only", log_path)
+    trainer = SFTTrainer(
+        model=model,
+        args=cfg.to_sft_config(out_dir),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )
+    result = trainer.train()
+    losses = [float(r["loss"]) for r in trainer.state.log_history if "loss" in r and math.isfinite(r["loss"])]
+    saved = None
+    if cfg.save_model:
+        saved = out_dir / "model"
+        trainer.save_model(str(saved))
+        tokenizer.save_pretrained(saved)
+    for cb in callbacks[1:]:
+        if getattr(cb, "tb_writer", None) is not None:  # the callback closes it on train end
+            cb.tb_writer.close()
+    return {
+        "losses": losses,
+        "steps": trainer.state.global_step,
+        "examples": len(dataset),
+        "trained_tokens": trained,
+        "tokens": total,
+        "train_runtime": result.metrics.get("train_runtime"),
+        "log_path": str(log_path),
+        "model_dir": str(saved) if saved else None,
+        "config": asdict(cfg),
+    }
