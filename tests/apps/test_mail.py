@@ -311,7 +311,7 @@ def test_screen_rows() -> None:
     assert app.screen(phone.backend.phone.state.meta["view"]) == (
         "Gmail",
         [
-            "• ana@example.com  Dinner Friday?",
+            "* ana@example.com  Dinner Friday?",
             "  billing@power.example  Your invoice",
             "  to ana@example.com, bob@example.com  Trip photos",
         ],

@@ -162,7 +162,7 @@ def test_read_thread_oldest_first_and_does_not_mark_read(b: SandboxBackend) -> N
     assert [m["id"] for m in ok(b, "messages.read_thread", number=ANA, limit=2)["messages"]] == ["m_2", "m_3"]
     title, lines = b.phone.apps["messages"].screen(b.phone.state.meta["view"])
     assert title == "Messages"
-    assert lines == ["\u2192 Ana Lima: Sure!", "\u25cf \u2190 Ana Lima: Bring the wine"]
+    assert lines == ["-> Ana Lima: Sure!", "* <- Ana Lima: Bring the wine"]
 
 
 def test_read_thread_unknown_number_is_not_found(b: SandboxBackend) -> None:

@@ -1,0 +1,899 @@
+"""Multi-turn rollouts of a local Hugging Face chat model through ``PhonePlan-v0``, for token-level RL.
+
+    >>> group = rollout_group(model, tokenizer, "contacts.lookup_number/0", seed=0, G=4,
+    ...                       max_turns=6, max_new_tokens=128, temperature=1.0)  # doctest: +SKIP
+    >>> [t.success for t in group.trajectories], group.trajectories[0].episode_mask.sum()  # doctest: +SKIP
+
+An episode is the :class:`~agents.planner.LLMPlanner` conversation, driven token by token: the
+system prompt (:data:`agents.planner.SYSTEM_PROMPT` with the goal) and the user's goal, the env's
+tools in OpenAI format with ``app__verb`` names, then turns of *reply → env step(s) → feedback*.
+Each reply is parsed with :func:`agents.llm.parsing.parse_reply`; its tool calls are sent to the
+env one per ``step`` (as the planner does), each feedback comes back as a ``tool`` message (a reply
+without a call is sent as it is and its ``invalid_json`` feedback comes back as a ``user`` message).
+With ``constrained=True`` replies are decoded under an xgrammar grammar of one call of any offered
+tool (:meth:`agents.llm.client.LocalChatClient.call_schema` over
+:func:`~agents.llm.client.bounded_schema`, the same grammar as :class:`LocalChatClient`), so even a
+tiny random model emits schema-valid calls. The env is reached only through the Gymnasium API
+(``gym.make("PhonePlan-v0")``, ``reset``, ``step``, and ``add_agent_tokens`` so that the verdict
+counts the model's tokens); the verdict comes from the final ``info``.
+
+**Token sequences.** The episode is one token sequence built by concatenation, never by
+re-rendering the chat: the first prompt is ``apply_chat_template(messages, tools=...,
+add_generation_prompt=True)``; each reply appends exactly the tokens the model sampled (its
+closing end-of-turn token included); each batch of feedback appends the chat template's own
+rendering of those messages up to the next generation prompt (computed, as TRL's multi-turn tool
+loop does, from a minimal dummy conversation trimmed at the end-of-turn token). So the model
+always conditions on its own tokens (a constrained reply ``{"name": ...}`` is not re-rendered as
+``<tool_call>…``), and for every turn ``t``::
+
+    episode_ids[: turns[t].start]                         == turns[t].prompt_ids
+    episode_ids[turns[t].start : turns[t].start + C_t]    == turns[t].completion_ids
+    episode_mask[i] == 1  ⇔  token i was sampled by the model
+
+A reply cut at ``max_new_tokens`` gets the end-of-turn token appended with mask 0 before the
+feedback (it was not sampled). Shapes and dtypes (``L`` episode length, ``P`` length of the first
+prompt, ``P_t``/``C_t`` prompt and completion lengths of turn ``t``):
+
+* ``Turn.prompt_ids``: ``(P_t,)`` int64, everything the model saw before the reply;
+* ``Turn.completion_ids``: ``(C_t,)`` int64, the sampled reply tokens (all mask 1);
+* ``Turn.logprobs``: ``(C_t,)`` float32, their log-probs (finite, ≤ 0);
+* ``Trajectory.episode_ids``: ``(L,)`` int64, the whole episode;
+* ``Trajectory.episode_mask``: ``(L,)`` int64, 1 on sampled tokens, 0 on prompt and feedback;
+* ``Trajectory.episode_logprobs``: ``(L,)`` float32, log-probs where the mask is 1, exactly 0.0
+  elsewhere;
+* ``Trajectory.prompt_ids`` / ``completion_ids`` / ``env_mask`` / ``completion_logprobs``:
+  ``(P,)`` / ``(L − P,)`` views of the above, TRL's ``rollout_func`` view (:func:`to_trl`);
+* ``Group.success`` / ``progress`` / ``output_tokens`` / ``tool_calls``: ``(G,)`` float64, in
+  member order.
+
+Tensors live on the CPU. **Log-probs** are ``log_softmax(logits / T)`` of the model's *raw*
+logits at the sampled tokens (``T`` the sampling temperature, 1 when greedy), computed by one
+forward pass over the finished episode (causal attention makes that equal to the per-turn values):
+the quantity TRL's ``GRPOTrainer`` computes for the same policy. The grammar mask is part of the
+sampler, not of the policy, so a token forced by the grammar can have a log-prob well below 0.
+(Generation scores are not used: xgrammar masks the logits in place, so ``output_logits`` would
+return masked values on CPU.)
+
+**Groups and reproducibility.** A :class:`Group` is ``G`` episodes of the same task and env seed.
+Members differ only by sampling: member ``k``'s turn ``t`` is sampled under
+``torch.manual_seed(sampling_seed(sample_seed, task_id, seed, k, t))`` inside
+``torch.random.fork_rng`` (the caller's RNG state is untouched), so a member's episode does not
+depend on ``G``, on the other members or on the env driver. With ``G > 1`` the members run over
+one :class:`gymnasium.vector.SyncVectorEnv` (one sub-env per member, stepped in lockstep; members
+whose episode is over get an empty action that the default next-step autoreset turns into a
+reset, and their outputs are ignored); ``vector=False`` steps one ``gym.make`` env per member
+instead. Both drivers give identical trajectories.
+
+An episode ends when the env terminates (``finish``) or truncates (the task's ``max_steps``). If
+``max_turns`` model replies have been spent first, or the context is full, the rollout itself
+sends ``finish`` (``"I ran out of steps."``, no tokens, as :class:`LLMPlanner` does), so every
+trajectory carries the env's verdict; the feedback to the last reply, which the model never
+conditioned on, is then left out, so every episode sequence ends on the model's last reply
+(with its end-of-turn token unless that reply was cut at ``max_new_tokens``).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+import zlib
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FORCED_FINISH",
+    "Group",
+    "Trajectory",
+    "Turn",
+    "rollout_group",
+    "rollout_members",
+    "sampling_seed",
+    "to_trl",
+]
+
+FORCED_FINISH = json.dumps({"name": "finish", "arguments": {"answer": "I ran out of steps."}})
+"""The action the rollout sends itself when ``max_turns`` replies are spent or the context is full."""
+
+_IDLE_ACTION = ""
+"""Action for a finished member of a vector env: it is ignored (the sub-env autoresets on it) or,
+later, answered with ``invalid_json``; the outputs are discarded either way."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    """One model reply and what the env made of it.
+
+    Attributes:
+        index: the turn's number in its episode, from 0.
+        start: offset of the reply in :attr:`Trajectory.episode_ids`.
+        prompt_ids: ``(P_t,)`` int64, the context the reply was sampled from (the first prompt,
+            earlier replies and feedback); a view of the episode's ids.
+        completion_ids: ``(C_t,)`` int64, the sampled tokens (end-of-turn token included when
+            sampled).
+        logprobs: ``(C_t,)`` float32, log-probs of ``completion_ids`` under the policy at
+            temperature ``T`` (see the module docstring).
+        text: ``completion_ids`` decoded with special tokens kept.
+        calls: the parsed tool calls (``{"id", "name", "arguments"}``, names as written).
+        parse_errors: parse errors of the reply.
+        actions: the actions sent to the env for this reply, in order (JSON text, or the raw reply).
+        feedback: the env's feedback JSON for each action sent.
+        truncated: the reply hit ``max_new_tokens`` without an end-of-turn token.
+        seed: the torch seed the reply was sampled under.
+    """
+
+    index: int
+    start: int
+    prompt_ids: Any
+    completion_ids: Any
+    logprobs: Any
+    text: str
+    calls: list[dict[str, Any]]
+    parse_errors: list[str]
+    actions: list[str] = field(default_factory=list)
+    feedback: list[str] = field(default_factory=list)
+    truncated: bool = False
+    seed: int = 0
+
+
+@dataclass
+class Trajectory:
+    """One episode of a group member.
+
+    Attributes:
+        task_id: the task.
+        seed: the env seed of ``reset`` (shared by the group).
+        group_index: this member's position in its group, ``0 ≤ group_index < G``.
+        turns: the model's replies, in order.
+        verdict: the env's final ``info["verdict"]`` (a :class:`~phoneenv.contract.Verdict` as a dict).
+        success: ``verdict["success"]``.
+        progress: ``verdict["progress"]`` in [0, 1].
+        output_tokens: tokens the model sampled in the episode (``episode_mask.sum()``; also what
+            the verdict's ``output_tokens`` counts, via ``add_agent_tokens``).
+        tool_calls: ``verdict["tool_calls"]``.
+        episode_ids: ``(L,)`` int64, the whole episode.
+        episode_mask: ``(L,)`` int64, 1 exactly on sampled tokens.
+        episode_logprobs: ``(L,)`` float32, log-probs on sampled tokens, 0.0 elsewhere.
+        prompt_length: ``P``, length of the first prompt (``episode_mask[:P]`` is all 0).
+        messages: the chat as the planner would keep it (system, user, assistant, tool, ...).
+        env_reward: the env's reward (1.0 on success, else 0.0).
+        terminated: the episode ended with ``finish``; ``truncated``: at the env's ``max_steps``.
+        forced_finish: the rollout sent ``finish`` itself (``max_turns`` spent or context full).
+        sample_seed: the base seed member seeds were derived from.
+    """
+
+    task_id: str
+    seed: int
+    group_index: int
+    turns: list[Turn]
+    verdict: dict[str, Any]
+    success: bool
+    progress: float
+    output_tokens: int
+    tool_calls: int
+    episode_ids: Any
+    episode_mask: Any
+    episode_logprobs: Any
+    prompt_length: int
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    env_reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    forced_finish: bool = False
+    sample_seed: int = 0
+
+    @property
+    def prompt_ids(self) -> Any:
+        """``(P,)`` int64: the first prompt (TRL's ``prompt_ids``)."""
+        return self.episode_ids[: self.prompt_length]
+
+    @property
+    def completion_ids(self) -> Any:
+        """``(L − P,)`` int64: everything after the first prompt (TRL's ``completion_ids``)."""
+        return self.episode_ids[self.prompt_length :]
+
+    @property
+    def env_mask(self) -> Any:
+        """``(L − P,)`` int64: :attr:`episode_mask` over :attr:`completion_ids` (TRL's ``env_mask``)."""
+        return self.episode_mask[self.prompt_length :]
+
+    @property
+    def completion_logprobs(self) -> Any:
+        """``(L − P,)`` float32: :attr:`episode_logprobs` over :attr:`completion_ids`."""
+        return self.episode_logprobs[self.prompt_length :]
+
+
+@dataclass
+class Group:
+    """``G`` trajectories of the same task and env seed, in member order (``group_index`` 0..G−1).
+
+    Raises:
+        ValueError: (at construction) an empty group, or members of another task or seed, or
+        member indices that are not ``0..G−1`` in order.
+    """
+
+    task_id: str
+    seed: int
+    trajectories: list[Trajectory]
+
+    def __post_init__(self) -> None:
+        if not self.trajectories:
+            raise ValueError("a group needs at least one trajectory")
+        for k, t in enumerate(self.trajectories):
+            if (t.task_id, t.seed) != (self.task_id, self.seed):
+                raise ValueError(
+                    f"member {k} ran {t.task_id!r} seed {t.seed}, not the group's {self.task_id!r} seed {self.seed}"
+                )
+            if t.group_index != k:
+                raise ValueError(f"member {k} has group_index {t.group_index}")
+
+    @property
+    def G(self) -> int:
+        """The group size."""
+        return len(self.trajectories)
+
+    @property
+    def success(self) -> np.ndarray:
+        """``(G,)`` float64, 0/1."""
+        return np.array([float(t.success) for t in self.trajectories], dtype=np.float64)
+
+    @property
+    def progress(self) -> np.ndarray:
+        """``(G,)`` float64 in [0, 1]."""
+        return np.array([float(t.progress) for t in self.trajectories], dtype=np.float64)
+
+    @property
+    def output_tokens(self) -> np.ndarray:
+        """``(G,)`` float64, sampled tokens per episode."""
+        return np.array([float(t.output_tokens) for t in self.trajectories], dtype=np.float64)
+
+    @property
+    def tool_calls(self) -> np.ndarray:
+        """``(G,)`` float64, tool calls per episode (the verdict's count)."""
+        return np.array([float(t.tool_calls) for t in self.trajectories], dtype=np.float64)
+
+
+def to_trl(trajectories: Sequence[Trajectory]) -> dict[str, list[Any]]:
+    """The whole-episode view of ``trajectories`` as the dict a TRL ``rollout_func`` returns.
+
+    Keys: ``prompt_ids``, ``completion_ids`` (``list[list[int]]``), ``logprobs``
+    (``list[list[float]]``, 0.0 on feedback tokens), ``env_mask`` (``list[list[int]]``, TRL's
+    multi-turn mask: 1 on sampled tokens), and per-episode extras forwarded to reward functions:
+    ``task_id`` (str), ``env_seed`` (int), ``group_index`` (int), ``success``, ``progress``,
+    ``output_tokens``, ``tool_calls`` (float), ``turns`` (int).
+
+    Raises:
+        ValueError: a trajectory without any token after its first prompt (``max_turns=0``):
+        TRL needs a non-empty completion.
+    """
+    out: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "prompt_ids",
+            "completion_ids",
+            "logprobs",
+            "env_mask",
+            "task_id",
+            "env_seed",
+            "group_index",
+            "success",
+            "progress",
+            "output_tokens",
+            "tool_calls",
+            "turns",
+        )
+    }
+    for t in trajectories:
+        if t.completion_ids.numel() == 0:
+            raise ValueError(f"trajectory of {t.task_id} (member {t.group_index}) has no completion tokens")
+        out["prompt_ids"].append(t.prompt_ids.tolist())
+        out["completion_ids"].append(t.completion_ids.tolist())
+        out["logprobs"].append(t.completion_logprobs.tolist())
+        out["env_mask"].append(t.env_mask.tolist())
+        out["task_id"].append(t.task_id)
+        out["env_seed"].append(int(t.seed))
+        out["group_index"].append(int(t.group_index))
+        out["success"].append(float(t.success))
+        out["progress"].append(float(t.progress))
+        out["output_tokens"].append(float(t.output_tokens))
+        out["tool_calls"].append(float(t.tool_calls))
+        out["turns"].append(len(t.turns))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Sampling
+# ------------------------------------------------------------------------------------------------
+
+
+def sampling_seed(sample_seed: int, task_id: str, seed: int, member: int, turn: int) -> int:
+    """The torch seed of member ``member``'s turn ``turn`` (a 63-bit int, deterministic)."""
+    words = [
+        int(sample_seed) & 0xFFFFFFFF,
+        (int(sample_seed) >> 32) & 0xFFFFFFFF,
+        zlib.crc32(task_id.encode("utf-8")),
+        int(seed) & 0xFFFFFFFF,
+        int(member),
+        int(turn),
+    ]
+    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+class _Grammars:
+    """xgrammar compilers per tokenizer (weakly keyed) and compiled call grammars per tool list."""
+
+    def __init__(self) -> None:
+        self._by_tokenizer: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
+
+    def get(self, tokenizer: Any, vocab_size: int, tools: list[dict[str, Any]], max_string_chars: int) -> Any:
+        import xgrammar as xgr
+
+        from agents.llm.client import LocalChatClient, bounded_schema
+
+        entry = self._by_tokenizer.get(tokenizer)
+        if entry is None or entry[0][0] != vocab_size:
+            info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
+            entry = ((vocab_size, xgr.GrammarCompiler(info)), {})
+            self._by_tokenizer[tokenizer] = entry
+        (_, compiler), cache = entry
+        key = json.dumps(bounded_schema(LocalChatClient.call_schema(tools), max_string_chars), sort_keys=True)
+        if key not in cache:
+            cache[key] = compiler.compile_json_schema(key, any_whitespace=False)
+        return cache[key]
+
+
+_GRAMMARS = _Grammars()
+
+
+def _model_device(model: Any) -> Any:
+    import torch
+
+    try:
+        return next(model.parameters()).device
+    except StopIteration:  # pragma: no cover - a model without parameters
+        return torch.device("cpu")
+
+
+def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    ids = list(eos) if isinstance(eos, (list, tuple)) else [eos]
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.insert(0, tokenizer.eos_token_id)
+    return [int(i) for i in ids if i is not None]
+
+
+class _Sampler:
+    """One reply for a token context with ``model.generate`` (pure temperature sampling)."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        constrained: bool,
+        max_string_chars: int,
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.temperature = float(temperature)
+        self.constrained = constrained
+        self.max_string_chars = max_string_chars
+        self.device = _model_device(model)
+        self.stop_ids = _stop_ids(model, tokenizer)
+        self.eos_id = int(tokenizer.eos_token_id) if tokenizer.eos_token_id is not None else self.stop_ids[0]
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad) if pad is not None else self.eos_id
+        self.context_limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        self.vocab_size = int(model.config.vocab_size)
+
+    def room(self, context_len: int) -> int:
+        """How many tokens may still be generated after ``context_len`` (``max_new_tokens`` at most)."""
+        if self.context_limit is None:
+            return self.max_new_tokens
+        return max(0, min(self.max_new_tokens, int(self.context_limit) - context_len))
+
+    def generate(self, context: list[int], tools: list[dict[str, Any]], seed: int) -> tuple[list[int], bool]:
+        """Sample one reply; returns ``(new token ids, ended with a stop token)``."""
+        import torch
+
+        processors = []
+        if self.constrained and tools:
+            import xgrammar as xgr
+
+            grammar = _GRAMMARS.get(self.tokenizer, self.vocab_size, tools, self.max_string_chars)
+            processors.append(xgr.contrib.hf.LogitsProcessor(grammar))
+        input_ids = torch.tensor([context], dtype=torch.long, device=self.device)
+        sample = self.temperature > 0
+        kwargs: dict[str, Any] = {"do_sample": sample}
+        if sample:
+            kwargs.update(temperature=self.temperature, top_k=0, top_p=1.0)
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices), torch.no_grad():
+            torch.manual_seed(seed)
+            out = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=self.room(len(context)),
+                logits_processor=processors or None,
+                eos_token_id=self.stop_ids,
+                pad_token_id=self.pad_id,
+                use_cache=True,  # trainers turn the config's cache off for gradient checkpointing
+                **kwargs,
+            )
+        new = out[0, input_ids.shape[1] :].tolist()
+        for i, tok in enumerate(new):  # cut after the first stop token (nothing follows it for batch 1)
+            if tok in self.stop_ids:
+                return new[: i + 1], True
+        return new, False
+
+    def logprobs(self, ids: Sequence[int], mask: Sequence[int]) -> Any:
+        """``(L,)`` float32: ``log_softmax(logits / T)`` at tokens where ``mask`` is 1, 0.0 elsewhere."""
+        import torch
+
+        out = torch.zeros(len(ids), dtype=torch.float32)
+        positions = [i for i, m in enumerate(mask) if m]
+        if not positions:
+            return out
+        if positions[0] == 0:
+            raise ValueError("the first token of an episode cannot be a sampled token")
+        temp = self.temperature if self.temperature > 0 else 1.0
+        input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
+        keep = torch.tensor([p - 1 for p in positions], dtype=torch.long, device=self.device)
+        with torch.no_grad():
+            logits = self.model(input_ids=input_ids, logits_to_keep=keep).logits[0].float()
+        logps = torch.log_softmax(logits / temp, dim=-1)
+        targets = torch.tensor([ids[p] for p in positions], dtype=torch.long, device=self.device)
+        values = logps.gather(1, targets[:, None])[:, 0].cpu()
+        out[torch.tensor(positions)] = values
+        return out
+
+
+def _suffix_ids(tokenizer: Any, messages: list[dict[str, Any]], eos_id: int) -> list[int]:
+    """The template's tokens for feedback ``messages`` that follow an assistant turn, from just
+    after its end-of-turn token to the next generation prompt (TRL's dummy-conversation method)."""
+    if messages[0]["role"] == "tool":
+        name = messages[0].get("name") or "tool"
+        assistant = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": name, "arguments": {}}}],
+        }
+    else:
+        assistant = {"role": "assistant", "content": "x"}
+    dummy = [{"role": "user", "content": "x"}, assistant]
+    prefix = list(tokenizer.apply_chat_template(dummy, tokenize=True, add_generation_prompt=False, return_dict=False))
+    full = list(
+        tokenizer.apply_chat_template(dummy + messages, tokenize=True, add_generation_prompt=True, return_dict=False)
+    )
+    ends = [i for i, t in enumerate(prefix) if t == eos_id]
+    if ends:
+        prefix = prefix[: ends[-1] + 1]
+    if full[: len(prefix)] != prefix:
+        raise ValueError("the chat template is not prefix-preserving for feedback messages")
+    return full[len(prefix) :]
+
+
+# ------------------------------------------------------------------------------------------------
+# Env drivers (Gymnasium API only)
+# ------------------------------------------------------------------------------------------------
+
+
+def _unbatch_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
+    """Sub-env ``i``'s info out of a vector env's batched info dict (``key``/``_key`` pairs)."""
+    out: dict[str, Any] = {}
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get(f"_{key}")
+        if mask is not None and not mask[i]:
+            continue
+        if isinstance(value, dict):
+            out[key] = _unbatch_info(value, i)
+        else:
+            item = value[i]
+            out[key] = item.item() if isinstance(item, np.generic) else item
+    return out
+
+
+class _SerialEnvs:
+    """One ``gym.make`` env per member, each stepped on its own."""
+
+    def __init__(self, n: int, task_id: str, env_kwargs: dict[str, Any]) -> None:
+        import gymnasium as gym
+
+        import phoneenv  # noqa: F401 - registers PhonePlan-v0
+
+        self.envs = [gym.make("PhonePlan-v0", task=task_id, **env_kwargs) for _ in range(n)]
+
+    def reset(self, seed: int, task_id: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        return [env.reset(seed=seed, options={"task": task_id}) for env in self.envs]
+
+    def add_tokens(self, k: int, tokens: dict[str, int]) -> None:
+        self.envs[k].get_wrapper_attr("add_agent_tokens")(tokens)
+
+    def step(self, actions: dict[int, str]) -> dict[int, tuple[Any, ...]]:
+        return {k: self.envs[k].step(a) for k, a in actions.items()}
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+class _VectorEnvs:
+    """A :class:`gymnasium.vector.SyncVectorEnv` with one sub-env per member, stepped in lockstep."""
+
+    def __init__(self, n: int, task_id: str, env_kwargs: dict[str, Any]) -> None:
+        import gymnasium as gym
+        from gymnasium.vector import SyncVectorEnv
+
+        import phoneenv  # noqa: F401 - registers PhonePlan-v0
+
+        def make() -> Any:
+            return gym.make("PhonePlan-v0", task=task_id, **env_kwargs)
+
+        self.n = n
+        self.vec = SyncVectorEnv([make for _ in range(n)])
+
+    def reset(self, seed: int, task_id: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        obs, infos = self.vec.reset(seed=[seed] * self.n, options={"task": task_id})
+        return [({k: v[i] for k, v in obs.items()}, _unbatch_info(infos, i)) for i in range(self.n)]
+
+    def add_tokens(self, k: int, tokens: dict[str, int]) -> None:
+        self.vec.envs[k].get_wrapper_attr("add_agent_tokens")(tokens)
+
+    def step(self, actions: dict[int, str]) -> dict[int, tuple[Any, ...]]:
+        batch = tuple(actions.get(k, _IDLE_ACTION) for k in range(self.n))
+        obs, rewards, terms, truncs, infos = self.vec.step(batch)
+        return {
+            k: (
+                {key: v[k] for key, v in obs.items()},
+                float(rewards[k]),
+                bool(terms[k]),
+                bool(truncs[k]),
+                _unbatch_info(infos, k),
+            )
+            for k in actions
+        }
+
+    def close(self) -> None:
+        self.vec.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Episodes
+# ------------------------------------------------------------------------------------------------
+
+
+def _offered(tool: dict[str, Any], tool_filter: Sequence[str] | None) -> bool:
+    if tool_filter is None:
+        return True
+    name = tool["function"]["name"].replace("__", ".")
+    return name in tool_filter or name.split(".", 1)[0] in tool_filter
+
+
+def _rename(tool: dict[str, Any]) -> dict[str, Any]:
+    fn = dict(tool["function"])
+    fn["name"] = fn["name"].replace(".", "__")
+    return {"type": "function", "function": fn}
+
+
+@dataclass
+class _Slot:
+    member: int
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    ids: list[int]
+    mask: list[int]
+    prompt_length: int
+    turns: list[Turn] = field(default_factory=list)
+    queue: deque[tuple[str, dict[str, Any] | None]] = field(default_factory=deque)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    last_truncated: bool = False
+    done: bool = False
+    final: tuple[float, bool, bool, dict[str, Any]] | None = None
+    forced: bool = False
+
+
+def rollout_members(
+    model: Any,
+    tokenizer: Any,
+    task_id: str,
+    seed: int,
+    members: Sequence[int],
+    *,
+    max_turns: int,
+    max_new_tokens: int,
+    temperature: float,
+    constrained: bool = True,
+    env_kwargs: dict[str, Any] | None = None,
+    vector: bool | None = None,
+    sample_seed: int = 0,
+    max_string_chars: int = 120,
+    system_prompt: str | None = None,
+    tool_filter: Sequence[str] | None = None,
+) -> list[Trajectory]:
+    """Run the episodes of the given group ``members`` (indices into a group of the same task and
+    seed) side by side; see :func:`rollout_group` for the arguments. Used directly when a group is
+    split over processes: each process runs its members, with the seeds they would get in one call.
+    Returns the trajectories in the order of ``members``."""
+    from agents.llm.parsing import parse_reply
+    from agents.planner import SYSTEM_PROMPT
+
+    members = [int(m) for m in members]
+    if not members:
+        return []
+    if len(set(members)) != len(members) or min(members) < 0:
+        raise ValueError(f"members must be distinct non-negative indices, got {members}")
+    if max_turns < 0 or max_new_tokens < 1:
+        raise ValueError("max_turns must be ≥ 0 and max_new_tokens ≥ 1")
+    env_kwargs = dict(env_kwargs or {})
+    env_kwargs.pop("task", None)
+    use_vector = len(members) > 1 if vector is None else vector
+    sampler = _Sampler(
+        model,
+        tokenizer,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        constrained=constrained,
+        max_string_chars=max_string_chars,
+    )
+    template = system_prompt or SYSTEM_PROMPT
+    envs = (_VectorEnvs if use_vector else _SerialEnvs)(len(members), task_id, env_kwargs)
+    was_training = bool(getattr(model, "training", False))
+    model.eval()
+    try:
+        slots: list[_Slot] = []
+        for k, (obs, info) in enumerate(envs.reset(seed, task_id)):
+            tools = [_rename(t) for t in info["tools"] if _offered(t, tool_filter)]
+            if not tools:
+                raise ValueError(f"tool_filter {list(tool_filter or [])} leaves no tool of {task_id}")
+            messages = [
+                {"role": "system", "content": template.format(goal=obs["goal"])},
+                {"role": "user", "content": obs["goal"]},
+            ]
+            ids = list(
+                tokenizer.apply_chat_template(
+                    messages, tools=tools, tokenize=True, add_generation_prompt=True, return_dict=False
+                )
+            )
+            slots.append(_Slot(members[k], tools, messages, ids, [0] * len(ids), len(ids)))
+
+        while not all(s.done for s in slots):
+            actions: dict[int, str] = {}
+            for k, slot in enumerate(slots):
+                if slot.done:
+                    continue
+                if not slot.queue:
+                    _next_reply(slot, k, envs, sampler, tokenizer, task_id, seed, sample_seed, max_turns, parse_reply)
+                action, _ = slot.queue[0]
+                actions[k] = action
+            results = envs.step(actions)
+            for k, (obs, reward, terminated, truncated, info) in results.items():
+                slot = slots[k]
+                _, call = slot.queue.popleft()
+                feedback = obs["feedback"]
+                if slot.turns and not slot.forced:
+                    slot.turns[-1].feedback.append(feedback)
+                if call is not None:
+                    msg = {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": feedback}
+                else:
+                    msg = {"role": "user", "content": f"Your reply had no tool call I could run. Feedback: {feedback}"}
+                if not slot.forced:
+                    slot.messages.append(msg)
+                    slot.pending.append(msg)
+                if terminated or truncated:
+                    slot.done = True
+                    slot.queue.clear()
+                    slot.final = (float(reward), bool(terminated), bool(truncated), info)
+                elif not slot.queue:
+                    if slot.last_truncated:  # close the cut reply with an end-of-turn token it did not sample
+                        slot.ids.append(sampler.eos_id)
+                        slot.mask.append(0)
+                    suffix = _suffix_ids(tokenizer, slot.pending, sampler.eos_id)
+                    slot.ids.extend(suffix)
+                    slot.mask.extend([0] * len(suffix))
+                    slot.pending = []
+
+        return [_finish_slot(slot, sampler, task_id, seed, sample_seed) for slot in slots]
+    finally:
+        envs.close()
+        if was_training:
+            model.train()
+
+
+def _next_reply(
+    slot: _Slot,
+    k: int,
+    envs: Any,
+    sampler: _Sampler,
+    tokenizer: Any,
+    task_id: str,
+    seed: int,
+    sample_seed: int,
+    max_turns: int,
+    parse_reply: Any,
+) -> None:
+    """Sample the slot's next reply and queue its actions (or queue the forced ``finish``)."""
+    import torch
+
+    from agents.llm.parsing import call_names_from_api
+
+    if len(slot.turns) >= max_turns or sampler.room(len(slot.ids)) < 1:
+        # The model never sees what follows its last reply: drop the feedback appended after it,
+        # so the episode ends on the model's own last token.
+        end = slot.turns[-1].start + len(slot.turns[-1].completion_ids) if slot.turns else slot.prompt_length
+        del slot.ids[end:], slot.mask[end:]
+        envs.add_tokens(k, {"prompt": 0, "output": 0})
+        slot.forced = True
+        slot.queue.append((FORCED_FINISH, None))
+        return
+    turn_seed = sampling_seed(sample_seed, task_id, seed, slot.member, len(slot.turns))
+    context = list(slot.ids)
+    new, ended = sampler.generate(context, slot.tools, turn_seed)
+    start = len(slot.ids)
+    slot.ids.extend(new)
+    slot.mask.extend([1] * len(new))
+    slot.last_truncated = not ended
+    text = tokenizer.decode(new, skip_special_tokens=False)
+    reply = text
+    for tok in {tokenizer.eos_token, tokenizer.pad_token, *(tokenizer.convert_ids_to_tokens(sampler.stop_ids))}:
+        if tok and tok in reply:
+            reply = reply.split(tok)[0]
+    result = parse_reply(reply)
+    thinking = len(tokenizer(result.thinking, add_special_tokens=False)["input_ids"]) if result.thinking else 0
+    envs.add_tokens(k, {"prompt": len(context), "output": len(new), "thinking": thinking})
+    assistant: dict[str, Any] = {"role": "assistant", "content": result.content or ""}
+    if result.tool_calls:
+        assistant["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+            }
+            for c in result.tool_calls
+        ]
+    slot.messages.append(assistant)
+    turn = Turn(
+        index=len(slot.turns),
+        start=start,
+        prompt_ids=torch.tensor(context, dtype=torch.long),
+        completion_ids=torch.tensor(new, dtype=torch.long),
+        logprobs=torch.zeros(len(new), dtype=torch.float32),
+        text=text,
+        calls=list(result.tool_calls),
+        parse_errors=list(result.parse_errors),
+        truncated=not ended,
+        seed=turn_seed,
+    )
+    slot.turns.append(turn)
+    if result.tool_calls:
+        for c in result.tool_calls:
+            action = json.dumps({"name": call_names_from_api(c["name"]), "arguments": c["arguments"]})
+            turn.actions.append(action)
+            slot.queue.append((action, c))
+    else:
+        action = result.content or result.raw or "; ".join(result.parse_errors)
+        turn.actions.append(action)
+        slot.queue.append((action, None))
+
+
+def _finish_slot(slot: _Slot, sampler: _Sampler, task_id: str, seed: int, sample_seed: int) -> Trajectory:
+    import torch
+
+    assert slot.final is not None
+    reward, terminated, truncated, info = slot.final
+    verdict = dict(info.get("verdict") or {})
+    episode_ids = torch.tensor(slot.ids, dtype=torch.long)
+    episode_mask = torch.tensor(slot.mask, dtype=torch.long)
+    episode_logprobs = sampler.logprobs(slot.ids, slot.mask)
+    for turn in slot.turns:
+        end = turn.start + turn.completion_ids.numel()
+        turn.prompt_ids = episode_ids[: turn.start]
+        turn.completion_ids = episode_ids[turn.start : end]
+        turn.logprobs = episode_logprobs[turn.start : end]
+    return Trajectory(
+        task_id=task_id,
+        seed=int(seed),
+        group_index=slot.member,
+        turns=slot.turns,
+        verdict=verdict,
+        success=bool(verdict.get("success", False)),
+        progress=float(verdict.get("progress", 0.0)),
+        output_tokens=int(episode_mask.sum()),
+        tool_calls=int(verdict.get("tool_calls", 0)),
+        episode_ids=episode_ids,
+        episode_mask=episode_mask,
+        episode_logprobs=episode_logprobs,
+        prompt_length=slot.prompt_length,
+        messages=slot.messages,
+        env_reward=reward,
+        terminated=terminated,
+        truncated=truncated,
+        forced_finish=slot.forced,
+        sample_seed=int(sample_seed),
+    )
+
+
+def rollout_group(
+    model: Any,
+    tokenizer: Any,
+    task_id: str,
+    seed: int,
+    G: int,
+    *,
+    max_turns: int,
+    max_new_tokens: int,
+    temperature: float,
+    constrained: bool = True,
+    env_kwargs: dict[str, Any] | None = None,
+    vector: bool | None = None,
+    sample_seed: int = 0,
+    max_string_chars: int = 120,
+    system_prompt: str | None = None,
+    tool_filter: Sequence[str] | None = None,
+) -> Group:
+    """Run ``G`` episodes of ``task_id`` from env seed ``seed`` with ``model`` as the planner.
+
+    Args:
+        model: a Hugging Face causal LM (any device; put in eval mode during the rollout and
+            restored after).
+        tokenizer: its tokenizer, with a chat template that renders ``tools`` and ``tool`` messages.
+        task_id: the task (``reset(options={"task": task_id})``).
+        seed: the env seed, shared by the group.
+        G: group size (≥ 1).
+        max_turns: model replies per episode at most; then the rollout sends ``finish``.
+        max_new_tokens: tokens per reply at most.
+        temperature: sampling temperature (0: greedy, then all members are identical).
+        constrained: decode each reply under the grammar of one call of an offered tool.
+        env_kwargs: extra ``gym.make("PhonePlan-v0", ...)`` arguments (``backend``,
+            ``max_steps``, ...).
+        vector: run the members over one ``SyncVectorEnv`` (default when ``G > 1``) or over one
+            env each.
+        sample_seed: base seed of the members' sampling seeds (see :func:`sampling_seed`).
+        max_string_chars: bound the grammar puts on free strings (as :class:`LocalChatClient`).
+        system_prompt: a template with ``{goal}`` (default :data:`agents.planner.SYSTEM_PROMPT`).
+        tool_filter: offer the model only the env's tools whose app (``contacts`` in
+            ``contacts.search``) or full dotted name is listed (e.g. ``["contacts", "user",
+            "finish"]``); None offers every tool in ``info["tools"]``, as :class:`LLMPlanner`
+            does. The env still accepts any call; this shortens prompts (all 88 sandbox tools
+            are ~11.7k tokens with the tiny tokenizer) and acts as a tool-retrieval curriculum.
+
+    Returns:
+        A :class:`Group` of ``G`` trajectories (member ``k`` at index ``k``).
+
+    Raises:
+        ValueError: ``G < 1``, ``max_turns < 0`` or ``max_new_tokens < 1``; KeyError: unknown task.
+    """
+    if G < 1:
+        raise ValueError(f"G must be ≥ 1, got {G}")
+    trajectories = rollout_members(
+        model,
+        tokenizer,
+        task_id,
+        seed,
+        range(G),
+        max_turns=max_turns,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        constrained=constrained,
+        env_kwargs=env_kwargs,
+        vector=vector,
+        sample_seed=sample_seed,
+        max_string_chars=max_string_chars,
+        system_prompt=system_prompt,
+        tool_filter=tool_filter,
+    )
+    return Group(task_id=task_id, seed=int(seed), trajectories=trajectories)
