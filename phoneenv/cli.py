@@ -371,5 +371,106 @@ def tasks_stats(selector: Annotated[str, typer.Argument(help="Task selector.")] 
     console.print_json(json.dumps(stats))
 
 
+train_app = typer.Typer(
+    help="Train planners: SFT cold start, then RL with CARE or GRPO (CPU runs use a tiny model).", no_args_is_help=True
+)
+app.add_typer(train_app, name="train")
+
+DEFAULT_TRAIN_TASKS = "template:contacts.lookup_number,template:contacts.favorite"
+
+
+def _base_model(model: Path | None, out: Path) -> Path:
+    if model is not None:
+        if not model.is_dir():
+            raise typer.BadParameter(f"{model} is not a model folder", param_hint="--model")
+        return model
+    from agents.llm.tiny import build_tiny_model
+
+    path = out / "base"
+    if not (path / "config.json").exists():
+        console.print(f"no --model: building a tiny random model from this repo's text into {path}")
+        build_tiny_model(path)
+    return path
+
+
+def _task_apps(tasks: list[TaskSpec]) -> list[str]:
+    return sorted({a for t in tasks for a in t.apps} | {"user", "finish"})
+
+
+@train_app.command("sft")
+def train_sft_cmd(
+    model: Annotated[Path | None, typer.Option(help="Model folder (default: a tiny model built here).")] = None,
+    tasks: Annotated[
+        str, typer.Option(help="Tasks whose reference traces are the training data.")
+    ] = DEFAULT_TRAIN_TASKS,
+    out: Annotated[Path, typer.Option(help="Output folder: traces/, sft_log.jsonl, tensorboard/, model/.")] = Path(
+        "runs/sft"
+    ),
+    steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 30,
+    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 5e-3,
+    all_tools: Annotated[
+        bool, typer.Option(help="Show every tool in the prompt (as the planner does), not only the task's apps'.")
+    ] = False,
+) -> None:
+    """Cold start: supervised training on verified reference traces, erroneous turns masked."""
+    from rl.sft import SFTRunConfig, reference_traces, train_sft
+
+    selected = [t for t in _select(tasks) if "sandbox" in t.backends]
+    if not selected:
+        raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
+    base = _base_model(model, out)
+    traces = reference_traces(",".join(t.id for t in selected), out / "traces")
+    cfg = SFTRunConfig(learning_rate=lr, max_steps=steps, tools_scope="all" if all_tools else "apps")
+    summary = train_sft(base, traces, out, cfg)
+    losses = summary["losses"]
+    console.print_json(json.dumps({k: v for k, v in summary.items() if k not in ("losses", "config")}, default=str))
+    if losses:
+        console.print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f} over {summary['steps']} steps")
+
+
+@train_app.command("rl")
+def train_rl_cmd(
+    algo: Annotated[str, typer.Option(help="care (competence-aware) or grpo (vanilla group normalisation).")] = "care",
+    model: Annotated[
+        Path | None, typer.Option(help="Model folder, e.g. runs/sft/model (default: a tiny model built here).")
+    ] = None,
+    tasks: Annotated[str, typer.Option(help="Training tasks (sandbox).")] = DEFAULT_TRAIN_TASKS,
+    out: Annotated[Path, typer.Option(help="Output folder: metrics JSONL, tensorboard, final/.")] = Path("runs/rl"),
+    steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 10,
+    group_size: Annotated[int, typer.Option(min=2, help="Rollouts per group (same task and seed).")] = 4,
+    max_turns: Annotated[int, typer.Option(min=1, help="Turns per episode.")] = 4,
+    max_new_tokens: Annotated[int, typer.Option(min=8, help="Tokens per reply.")] = 64,
+    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 1e-4,
+    seed: Annotated[int, typer.Option(min=0, help="Training seed.")] = 0,
+    all_tools: Annotated[bool, typer.Option(help="Show every tool in the prompt, not only the task's apps'.")] = False,
+) -> None:
+    """Online RL through the env API with TRL's GRPOTrainer: CARE or vanilla GRPO advantages."""
+    from rl.trainers import TrainConfig, train_rl
+
+    if algo not in ("care", "grpo"):
+        raise typer.BadParameter(f"unknown algorithm {algo!r}; choose care or grpo", param_hint="--algo")
+    selected = [t for t in _select(tasks) if "sandbox" in t.backends]
+    if not selected:
+        raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
+    base = _base_model(model, out)
+    cfg = TrainConfig(
+        model_path=str(base),
+        output_dir=str(out),
+        tasks=[t.id for t in selected],
+        algo=algo,
+        num_generations=group_size,
+        per_device_train_batch_size=group_size,
+        max_turns=max_turns,
+        max_new_tokens=max_new_tokens,
+        max_steps=steps,
+        learning_rate=lr,
+        seed=seed,
+        use_cpu=True,
+        tool_filter=None if all_tools else _task_apps(selected),
+    )
+    summary = train_rl(cfg)
+    console.print_json(json.dumps(summary, default=str))
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()
