@@ -223,6 +223,12 @@ class TrainConfig:
             The JSONL file; None means ``<output_dir>/metrics.jsonl``.
         save_final (`bool`, defaults to `True`):
             Save the trained model and tokenizer to ``<output_dir>/final``.
+        sampler (`rl.sampler.SamplerConfig`, `dict` or `None`, defaults to `None`):
+            Draw the training prompts with :class:`rl.sampler.TaskSampler` (weights by capability,
+            difficulty, source...; its distribution is logged) instead of one prompt per task ×
+            seed. `None` keeps every task once per seed: the right default for small task sets.
+        num_prompts (`int` or `None`, defaults to `None`):
+            Prompts drawn by the sampler (default: tasks × seeds).
     """
 
     model_path: str | None = None
@@ -262,6 +268,8 @@ class TrainConfig:
     report_to: str = "tensorboard"
     metrics_path: str | None = None
     save_final: bool = True
+    sampler: Any = None
+    num_prompts: int | None = None
 
     def __post_init__(self) -> None:
         if self.algo not in ("care", "grpo"):
@@ -336,10 +344,22 @@ def _task_ids(tasks: str | Sequence[str], max_tasks: int | None) -> list[str]:
 
 
 def build_dataset(cfg: TrainConfig) -> Any:
-    """A ``datasets.Dataset`` with one ``prompt`` (:func:`episode_prompt`) per task × seed."""
+    """A ``datasets.Dataset`` of ``prompt`` keys (:func:`episode_prompt`): one per task × seed, or
+    ``cfg.num_prompts`` drawn by :class:`rl.sampler.TaskSampler` when ``cfg.sampler`` is set
+    (seeds taken round-robin from ``cfg.seeds``)."""
     from datasets import Dataset
 
-    rows = [episode_prompt(t, s) for t in _task_ids(cfg.tasks, cfg.max_tasks) for s in cfg.seeds]
+    ids = _task_ids(cfg.tasks, cfg.max_tasks)
+    if cfg.sampler is None:
+        rows = [episode_prompt(t, s) for t in ids for s in cfg.seeds]
+    else:
+        from phoneenv.tasks import get_task
+        from rl.sampler import SamplerConfig, TaskSampler
+
+        sc = cfg.sampler if isinstance(cfg.sampler, SamplerConfig) else SamplerConfig(**cfg.sampler)
+        sampler = TaskSampler([get_task(t) for t in ids], sc)
+        n = cfg.num_prompts or len(ids) * len(cfg.seeds)
+        rows = [episode_prompt(t.id, cfg.seeds[i % len(cfg.seeds)]) for i, t in enumerate(sampler.sample(n))]
     return Dataset.from_dict({"prompt": rows})
 
 

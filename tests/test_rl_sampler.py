@@ -134,3 +134,19 @@ def test_suite_pool_by_template():
     # Every template gets the same mass, whatever its number of variants (8 or 10 in the suite).
     masses = list(summ["by_group"].values())
     assert max(masses) == pytest.approx(min(masses)) == pytest.approx(1 / summ["groups"])
+
+
+def test_training_prompts_can_be_drawn_by_the_sampler():
+    pytest.importorskip("datasets")
+    import json as _json
+
+    from rl.trainers import TrainConfig, build_dataset
+
+    tasks = [f"contacts.favorite/{k}" for k in range(8)] + ["contacts.add_contact/0"]
+    plain = build_dataset(TrainConfig(tasks=tasks, seeds=[0, 1]))
+    assert len(plain) == 18
+    drawn = build_dataset(TrainConfig(tasks=tasks, seeds=[0], sampler={"seed": 3}, num_prompts=400))
+    templates = [_json.loads(p)["task"].split("/")[0] for p in drawn["prompt"]]
+    # Two templates, equal mass: the one-task template gets about half the draws, not 1/9.
+    share = templates.count("contacts.add_contact") / len(templates)
+    assert 0.4 < share < 0.6
