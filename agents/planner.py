@@ -55,6 +55,8 @@ class LLMPlanner(Agent):
             ``"dotted"`` keeps ``app.verb``.
         vision: pass screenshots as image parts (the env must be made with ``screenshots=True``).
         system_prompt: a template with ``{goal}``.
+        tool_filter: offer only these tools or apps (``"clock"``, ``"settings.set_dnd"``,
+            ``"finish"``); None offers every tool of the episode. The env still accepts any call.
 
     Raises (from :meth:`act`): :class:`~phoneenv.llm.InfrastructureError` when the model server
     fails past its retries; the evaluator records the episode as an infrastructure error.
@@ -71,6 +73,7 @@ class LLMPlanner(Agent):
         name_style: str = "underscore",
         vision: bool = False,
         system_prompt: str = SYSTEM_PROMPT,
+        tool_filter: list[str] | None = None,
     ) -> None:
         self.client = client
         self.max_steps = max_steps
@@ -78,6 +81,7 @@ class LLMPlanner(Agent):
         self.name_style = name_style
         self.vision = vision
         self.system_prompt = system_prompt
+        self.tool_filter = None if tool_filter is None else set(tool_filter)
         self.messages: list[dict[str, Any]] = []
         self._queue: deque[dict[str, Any]] = deque()
         self._pending: dict[str, Any] | None = None
@@ -85,7 +89,7 @@ class LLMPlanner(Agent):
 
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
         """Start the conversation from the goal and the episode's tool list."""
-        self.tools = [self._rename(t) for t in info["tools"]]
+        self.tools = [self._rename(t) for t in info["tools"] if self._offered(t["function"]["name"])]
         self.messages = [
             {"role": "system", "content": self.system_prompt.format(goal=observation["goal"])},
             {"role": "user", "content": observation["goal"]},
@@ -93,6 +97,11 @@ class LLMPlanner(Agent):
         self._queue.clear()
         self._pending = None
         self._steps = 0
+
+    def _offered(self, name: str) -> bool:
+        if self.tool_filter is None:
+            return True
+        return name in self.tool_filter or name.split(".", 1)[0] in self.tool_filter
 
     def _rename(self, tool: dict[str, Any]) -> dict[str, Any]:
         if self.name_style != "underscore":

@@ -28,7 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TASKS = "template:settings.toggle,template:clock.start_timer,template:settings.brightness"
 
 
-def evaluate(model_dir: Path, task_ids: list[str], max_tokens: int) -> dict[str, float]:
+def evaluate(model_dir: Path, task_ids: list[str], max_tokens: int, apps: list[str]) -> dict[str, float]:
     """Success rate and mean output tokens and tool calls per episode of the LLM planner."""
     from agents.llm.client import LocalChatClient
     from agents.planner import LLMPlanner
@@ -37,7 +37,7 @@ def evaluate(model_dir: Path, task_ids: list[str], max_tokens: int) -> dict[str,
 
     client = LocalChatClient(str(model_dir))
     tasks = [get_task(t) for t in task_ids]
-    planner = LLMPlanner(client, max_steps=4, max_tokens=max_tokens)
+    planner = LLMPlanner(client, max_steps=4, max_tokens=max_tokens, tool_filter=apps)
     res = run_episodes(planner, tasks, env_kwargs={"max_steps": 4})
     n = len(res)
     return {
@@ -70,7 +70,7 @@ def main() -> None:
     )
     sft_model = Path(sft["model_dir"])
     apps = sorted({"settings", "clock", "user", "finish"})
-    rows: dict[str, dict[str, float]] = {"sft": evaluate(sft_model, tasks, 64)}
+    rows: dict[str, dict[str, float]] = {"sft": evaluate(sft_model, tasks, 64, apps)}
     for algo in ("care", "grpo"):
         cfg = TrainConfig(
             model_path=str(sft_model),
@@ -89,7 +89,7 @@ def main() -> None:
             report_to="none",
         )
         summary = train_rl(cfg)
-        rows[algo] = evaluate(Path(summary["final_model"]), tasks, 64)
+        rows[algo] = evaluate(Path(summary["final_model"]), tasks, 64, apps)
         rows[algo]["train_success"] = summary["success"]
     wall = time.perf_counter() - t0
     print(

@@ -105,3 +105,11 @@ def test_a_dead_model_server_stops_the_run():
     with pytest.raises(InfrastructureError, match="2 episodes in a row"):
         run_episodes(LLMPlanner(client), tasks, on_episode=seen.append, max_consecutive_infra=2)
     assert [r.infrastructure_error for r in seen] == [True, True]
+
+
+def test_tool_filter_limits_the_offered_tools():
+    task = get_task("contacts.lookup_number/0")
+    client = Scripted([calls(("finish", {"answer": "x"}))])
+    run_episodes(LLMPlanner(client, tool_filter=["contacts", "finish"]), [task])
+    names = {t["function"]["name"] for t in client.requests[0]["tools"]}
+    assert "finish" in names and all(n == "finish" or n.startswith("contacts__") for n in names)
