@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # torch is pinned first so that the [llm] extra does not pull a multi-GB CUDA build on CPU machines.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl]"
+	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory]"
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
