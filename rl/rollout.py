@@ -336,7 +336,7 @@ class _Grammars:
     def get(self, tokenizer: Any, vocab_size: int, tools: list[dict[str, Any]], max_string_chars: int) -> Any:
         import xgrammar as xgr
 
-        from agents.llm.client import LocalChatClient, bounded_schema
+        from agents.llm.client import LocalChatClient, compile_grammar
 
         entry = self._by_tokenizer.get(tokenizer)
         if entry is None or entry[0][0] != vocab_size:
@@ -344,9 +344,10 @@ class _Grammars:
             entry = ((vocab_size, xgr.GrammarCompiler(info)), {})
             self._by_tokenizer[tokenizer] = entry
         (_, compiler), cache = entry
-        key = json.dumps(bounded_schema(LocalChatClient.call_schema(tools), max_string_chars), sort_keys=True)
+        schema = LocalChatClient.call_schema(tools)
+        key = json.dumps([max_string_chars, schema], sort_keys=True)
         if key not in cache:
-            cache[key] = compiler.compile_json_schema(key, any_whitespace=False)
+            cache[key] = compile_grammar(compiler, schema, max_string_chars, tool_call=True)
         return cache[key]
 
 

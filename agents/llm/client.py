@@ -85,6 +85,29 @@ def bounded_schema(schema: Any, max_chars: int, max_items: int = 8) -> Any:
     return out
 
 
+JSON_SEPARATORS = (", ", ": ")
+"""Separators of constrained JSON: those of ``json.dumps`` and of chat templates' ``tojson``, so
+constrained output looks like the tool calls a model was trained on."""
+
+
+def compile_grammar(compiler: Any, schema: dict[str, Any], max_string_chars: int, *, tool_call: bool) -> Any:
+    """Compile ``schema`` (bounded with :func:`bounded_schema`) for xgrammar: JSON with
+    :data:`JSON_SEPARATORS` and no free whitespace, in the schema's property order; with
+    ``tool_call``, wrapped in Hermes/Qwen ``<tool_call>…</tool_call>`` tags (a newline allowed
+    inside each tag), the format chat templates render tool calls in."""
+    import xgrammar as xgr
+
+    text = json.dumps(bounded_schema(schema, max_string_chars))
+    body = xgr.Grammar.from_json_schema(text, any_whitespace=False, separators=JSON_SEPARATORS)
+    if tool_call:
+        body = xgr.Grammar.concat(
+            xgr.Grammar.from_ebnf('root ::= "<tool_call>" "\\n"?'),
+            body,
+            xgr.Grammar.from_ebnf('root ::= "\\n"? "</tool_call>"'),
+        )
+    return compiler.compile_grammar(body)
+
+
 class OpenAIChatClient:
     """A model served behind an OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM's
     ``vllm serve``, ``transformers serve``, OpenAI).
@@ -253,15 +276,15 @@ class LocalChatClient:
         self._compiler: Any = None
         self._grammars: dict[str, Any] = {}
 
-    def _grammar(self, schema: dict[str, Any]) -> Any:
+    def _grammar(self, schema: dict[str, Any], tool_call: bool) -> Any:
         import xgrammar as xgr
 
-        key = json.dumps(bounded_schema(schema, self.max_string_chars), sort_keys=True)
+        key = json.dumps([tool_call, schema], sort_keys=True)
         if key not in self._grammars:
             if self._compiler is None:
                 info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.lm.config.vocab_size)
                 self._compiler = xgr.GrammarCompiler(info)
-            self._grammars[key] = self._compiler.compile_json_schema(key, any_whitespace=False)
+            self._grammars[key] = compile_grammar(self._compiler, schema, self.max_string_chars, tool_call=tool_call)
         return self._grammars[key]
 
     @staticmethod
@@ -309,7 +332,7 @@ class LocalChatClient:
         if self.constrained and schema is not None:
             import xgrammar as xgr
 
-            processors.append(xgr.contrib.hf.LogitsProcessor(self._grammar(schema)))
+            processors.append(xgr.contrib.hf.LogitsProcessor(self._grammar(schema, tool_call=json_schema is None)))
         torch.manual_seed(self.seed)
         with torch.no_grad():
             out = self.lm.generate(
