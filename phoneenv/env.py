@@ -22,6 +22,7 @@ then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``prog
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import string
@@ -121,6 +122,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         screen_size: (width, height) of screenshots in pixels.
         simulator: the :class:`~phoneenv.llm.ChatClient` that simulates tools for ``llmsim`` and
             ``hybrid`` (without one, only scripted results are served).
+        skills: the harness's skills: ``True`` for the shipped ones (``apps/skills``), a
+            :class:`~phoneenv.harness.skills.SkillLibrary`, or ``False`` for none. Skills that
+            cover the episode's tools are listed in ``info["skills"]`` (name and description);
+            their bodies are read with the ``skills.read`` tool.
 
     Raises:
         ValueError / KeyError: an unknown backend, selector or task id (at construction).
@@ -139,6 +144,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         record_wall_time: bool = False,
         screen_size: tuple[int, int] = (360, 640),
         simulator: Any = None,
+        skills: Any = True,
     ) -> None:
         from phoneenv.tasks import select
 
@@ -165,6 +171,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self.record_wall_time = record_wall_time
         self._max_steps_override = max_steps
         self._env_tools = _EnvTools(self)
+        if skills is True:
+            skills = _shipped_skills()
+        self._skills: Any = skills or None
+        self._skill_scope: Any = None
+        self._skill_info: list[dict[str, str]] = []
         text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
         obs: dict[str, spaces.Space[Any]] = {
             "goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
@@ -196,12 +207,22 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         tmap: dict[str, Any] = dict(btools)
         tmap["finish"] = _FINISH
         tmap["user.confirm"] = _CONFIRM
+        extra = [_CONFIRM.spec, _FINISH.spec]
+        self._skill_scope, self._skill_info = None, []
+        if self._skills is not None:
+            from phoneenv.harness.skills import READ_TOOL
+
+            scope = self._skills.scoped(list(tmap))
+            if len(scope):
+                self._skill_scope, self._skill_info = scope, scope.descriptions()
+                tmap[READ_TOOL.spec.name] = READ_TOOL
+                extra.insert(0, READ_TOOL.spec)
         for name in list(tmap):
             if "." in name:
                 tmap[name.replace(".", "__")] = tmap[name]
         self._tool_map = tmap
         self._tools_key = btools
-        specs = [e.spec for e in btools.values()] + [_CONFIRM.spec, _FINISH.spec]
+        specs = [e.spec for e in btools.values()] + extra
         self._specs: list[ToolSpec] = specs
         self._openai = [s.to_openai() for s in specs]
 
@@ -272,6 +293,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             "category": task.category.value,
             "domain": task.domain.value,
             "tools": self._openai,
+            "skills": self._skill_info,
             "max_steps": self._max_steps,
         }
         return self._obs(started), info
@@ -441,6 +463,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         if entry is _FINISH:
             self._answer = args["answer"]
             fb = Feedback(ok=True, result={"finished": True})
+        elif self._skill_scope is not None and spec.name == "skills.read":
+            fb = self._skill_scope.call(args)
         elif entry is _CONFIRM:
             res = self._env_tools.confirm(**args)
             self._confirmed = confirmed = res["confirmed"]
@@ -522,6 +546,13 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             pending[key] = pending.get(key, 0) + value
             self._token_totals[key] = self._token_totals.get(key, 0) + value
         self._pending_tokens = pending
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_skills() -> Any:
+    from phoneenv.harness.skills import SkillLibrary
+
+    return SkillLibrary.load()
 
 
 def _invalid(message: str) -> Feedback:

@@ -44,7 +44,7 @@ _RECOVERABLE = {
     ErrorKind.PRECONDITION_FAILED: True,
     ErrorKind.CONFIRMATION_REQUIRED: True,
     ErrorKind.DEVICE_ERROR: False,
-    ErrorKind.TIMEOUT: True,
+    ErrorKind.TIMEOUT: False,
     ErrorKind.INTERNAL_ERROR: False,
 }
 

@@ -365,3 +365,17 @@ def test_step_before_reset_and_bad_options_are_clear(contacts_task):
         env.reset(seed=0, options={"task": 123})
     with pytest.raises(ValueError, match="max_steps"):
         PhonePlanEnv(task=contacts_task, max_steps=0)
+
+
+def test_skills_are_listed_and_read_on_demand():
+    env = gym.make("PhonePlan-v0", task="mail.latest_unread/0")
+    _, info = env.reset(seed=0)
+    names = [s["name"] for s in info["skills"]]
+    assert "sign-in-to-mail" in names and all("body" not in s for s in info["skills"])
+    assert any(t["function"]["name"] == "skills.read" for t in info["tools"])
+    obs, *_ = env.step({"name": "skills.read", "arguments": {"name": "sign-in-to-mail"}})
+    assert "system.sign_in" in fb(obs)["result"]["body"]
+    obs, *_ = env.step({"name": "skills.read", "arguments": {"name": "sign-in-to-mial"}})
+    assert fb(obs)["error"] == "not_found" and fb(obs)["candidates"][0] == "sign-in-to-mail"
+    bare = PhonePlanEnv(task="mail.latest_unread/0", skills=False)
+    assert bare.reset(seed=0)[1]["skills"] == [] and "skills.read" not in {t["function"]["name"] for t in bare.tools}
