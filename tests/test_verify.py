@@ -167,6 +167,12 @@ def test_truncated_episode_never_succeeds():
 
 
 def test_repeated_criterion_ids_are_numbered():
-    t = task(criteria=[AnswerCriterion(id="a", contains=["x"]), AnswerCriterion(id="a", contains=["y"]), AnswerCriterion(id="a", contains=["z"])])
+    t = task(
+        criteria=[
+            AnswerCriterion(id="a", contains=["x"]),
+            AnswerCriterion(id="a", contains=["y"]),
+            AnswerCriterion(id="a", contains=["z"]),
+        ]
+    )
     v = verify(t, BEFORE, BEFORE, [], "x z", steps=1, errors=0)
     assert [(c.id, c.passed) for c in v.criteria] == [("a", True), ("a#2", False), ("a#3", True)]
