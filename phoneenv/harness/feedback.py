@@ -41,7 +41,7 @@ from types import MappingProxyType
 from typing import Any
 
 from phoneenv.contract import ErrorKind, Feedback, ToolSpec
-from phoneenv.tools import ArgumentError, ToolError, nearest_tools
+from phoneenv.tools import ArgumentError, ToolError, nearest_tools, recoverable
 
 __all__ = [
     "BUILDERS",
@@ -67,22 +67,7 @@ __all__ = [
     "unknown_tool",
 ]
 
-RECOVERABLE: Mapping[ErrorKind, bool] = MappingProxyType(
-    {
-        ErrorKind.INVALID_JSON: True,
-        ErrorKind.UNKNOWN_TOOL: True,
-        ErrorKind.INVALID_ARGUMENTS: True,
-        ErrorKind.PERMISSION_DENIED: True,
-        ErrorKind.LOGIN_REQUIRED: True,
-        ErrorKind.NOT_FOUND: True,
-        ErrorKind.CONFLICT: True,
-        ErrorKind.PRECONDITION_FAILED: True,
-        ErrorKind.CONFIRMATION_REQUIRED: True,
-        ErrorKind.DEVICE_ERROR: False,
-        ErrorKind.TIMEOUT: False,
-        ErrorKind.INTERNAL_ERROR: False,
-    }
-)
+RECOVERABLE: Mapping[ErrorKind, bool] = MappingProxyType({kind: recoverable(kind) for kind in ErrorKind})
 """Whether the agent can fix an error of each kind by acting differently. Infrastructure kinds
 (:data:`~phoneenv.contract.INFRASTRUCTURE_ERRORS`) never are: the world failed, not the agent."""
 
