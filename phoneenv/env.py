@@ -37,8 +37,9 @@ from gymnasium.vector.utils.shared_memory import create_shared_memory
 
 from phoneenv.backends.base import Backend
 from phoneenv.contract import Effect, ErrorKind, Feedback, Step, TaskSpec, ToolCall, ToolSpec, Trace
+from phoneenv.harness import feedback
 from phoneenv.tasks.verify import CallRecord, verify
-from phoneenv.tools import ArgumentError, build_tool, nearest_tools, recoverable, tool
+from phoneenv.tools import ArgumentError, build_tool, tool
 
 __all__ = ["MAX_ACTION_CHARS", "PhonePlanEnv"]
 
@@ -431,29 +432,13 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     def _execute(self, name: str, arguments: dict[str, Any]) -> CallRecord:
         entry = self._tool_map.get(name)
         if entry is None:
-            near = nearest_tools(name, self._specs)
-            fb = Feedback(
-                ok=False,
-                error=ErrorKind.UNKNOWN_TOOL,
-                message=f"there is no tool {name[:80]!r}",
-                hint=f"did you mean {near[0]}?" if near else "see the tool list",
-                candidates=near,
-                recoverable=True,
-            )
+            fb = feedback.unknown_tool(name, self._specs)
             return CallRecord(name, arguments, fb, None)
         spec = entry.spec
         try:
             args = entry.validator.validate(arguments)
         except ArgumentError as exc:
-            fb = Feedback(
-                ok=False,
-                error=ErrorKind.INVALID_ARGUMENTS,
-                message=f"{spec.name}: {exc.message}",
-                hint="check the tool's parameters schema",
-                path=exc.path,
-                expected=exc.expected,
-                recoverable=True,
-            )
+            fb = feedback.invalid_arguments(spec.name, exc, spec.parameters)
             return CallRecord(spec.name, arguments, fb, spec.effect)
         if spec.secret_parameters:
             arguments = {
@@ -470,13 +455,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._confirmed = confirmed = res["confirmed"]
             fb = Feedback(ok=True, result=res)
         elif spec.effect is Effect.SENSITIVE and self.task.fixtures.confirm_sensitive and not self._confirmed:
-            fb = Feedback(
-                ok=False,
-                error=ErrorKind.CONFIRMATION_REQUIRED,
-                message=f"{spec.name} is sensitive; the user wants to confirm it first",
-                hint="call user.confirm with what you are about to do, then retry",
-                recoverable=True,
-            )
+            fb = feedback.confirmation_required(spec.name)
         else:
             if spec.effect is Effect.SENSITIVE:
                 self._confirmed = False
@@ -556,13 +535,7 @@ def _shipped_skills() -> Any:
 
 
 def _invalid(message: str) -> Feedback:
-    return Feedback(
-        ok=False,
-        error=ErrorKind.INVALID_JSON,
-        message=message,
-        hint='send one JSON object: {"name": "app.verb", "arguments": {...}}',
-        recoverable=recoverable(ErrorKind.INVALID_JSON),
-    )
+    return feedback.invalid_json(message)
 
 
 def _lookup(task_id: str) -> TaskSpec:

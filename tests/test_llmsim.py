@@ -226,7 +226,7 @@ def test_env_reports_invalid_arguments_with_path() -> None:
     env.reset(seed=0)
     obs, *_ = env.step(act("food.place_order", restaurant_id="rst_1", items=[{"item_id": "m_1", "qty": 0}]))
     fb = json.loads(obs["feedback"])
-    assert fb["error"] == "invalid_arguments" and fb["path"] == "/items/0/qty" and fb["expected"] == "number"
+    assert fb["error"] == "invalid_arguments" and fb["path"] == "/items/0/qty" and fb["expected"] == "integer"
 
 
 def test_schema_validator_error_text() -> None:

@@ -26,9 +26,10 @@ import numpy as np
 
 from phoneenv.app import App
 from phoneenv.backends.base import Backend
-from phoneenv.contract import ErrorKind, Feedback, Fixtures, TaskSpec, ToolSpec
+from phoneenv.contract import Feedback, Fixtures, TaskSpec, ToolSpec
+from phoneenv.harness import feedback
 from phoneenv.state import PhoneState, Snapshot
-from phoneenv.tools import ArgumentValidator, ToolError, recoverable
+from phoneenv.tools import ArgumentValidator, ToolError
 
 __all__ = ["SECONDS_PER_CALL", "Phone", "SandboxBackend", "app_classes"]
 
@@ -221,9 +222,7 @@ class SandboxBackend(Backend):
         """
         entry = self._tools.get(name)
         if entry is None:
-            return Feedback(
-                ok=False, error=ErrorKind.UNKNOWN_TOOL, message=f"{name!r} is not installed", recoverable=True
-            )
+            return feedback.unknown_tool(name, [e.spec for e in self._tools.values()])
         phone = self.phone
         meta = phone.state.meta
         meta["now"] += SECONDS_PER_CALL
@@ -232,23 +231,10 @@ class SandboxBackend(Backend):
         if spec.permissions:
             for perm in spec.permissions:
                 if not phone.permission_granted(app, perm):
-                    return Feedback(
-                        ok=False,
-                        error=ErrorKind.PERMISSION_DENIED,
-                        message=f"{app} does not hold {perm}",
-                        hint=f"call system.request_permission with app={app!r} and permission={perm!r}",
-                        recoverable=True,
-                    )
+                    return feedback.permission_denied(app, perm)
         if spec.requires_login and not phone.signed_in(app):
             acc = phone.state.get("system.accounts", app)
-            who = acc["account"] if acc and acc["account"] else "the user's account"
-            return Feedback(
-                ok=False,
-                error=ErrorKind.LOGIN_REQUIRED,
-                message=f"{app} needs a signed-in account",
-                hint=f"call system.sign_in with app={app!r} and account={who!r}",
-                recoverable=True,
-            )
+            return feedback.login_required(app, acc["account"] if acc else None)
         if not phone.apps[app].system:
             meta["foreground"] = app
         try:
@@ -257,12 +243,7 @@ class SandboxBackend(Backend):
             return exc.feedback()
         except Exception:
             log.exception("tool %s raised", name)
-            return Feedback(
-                ok=False,
-                error=ErrorKind.INTERNAL_ERROR,
-                message=f"{name} failed inside the sandbox",
-                recoverable=recoverable(ErrorKind.INTERNAL_ERROR),
-            )
+            return feedback.internal_error(name, "the sandbox")
         if spec.returns_image:
             return Feedback(ok=True, result=result, image=self.screenshot())
         return Feedback(ok=True, result=result)

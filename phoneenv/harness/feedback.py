@@ -41,7 +41,8 @@ from types import MappingProxyType
 from typing import Any
 
 from phoneenv.contract import ErrorKind, Feedback, ToolSpec
-from phoneenv.tools import ArgumentError, ToolError, nearest_tools, recoverable
+from phoneenv.tools import ArgumentError, ToolError, nearest_tools
+from phoneenv.tools import recoverable as _tool_recoverable
 
 __all__ = [
     "BUILDERS",
@@ -67,7 +68,7 @@ __all__ = [
     "unknown_tool",
 ]
 
-RECOVERABLE: Mapping[ErrorKind, bool] = MappingProxyType({kind: recoverable(kind) for kind in ErrorKind})
+RECOVERABLE: Mapping[ErrorKind, bool] = MappingProxyType({kind: _tool_recoverable(kind) for kind in ErrorKind})
 """Whether the agent can fix an error of each kind by acting differently. Infrastructure kinds
 (:data:`~phoneenv.contract.INFRASTRUCTURE_ERRORS`) never are: the world failed, not the agent."""
 

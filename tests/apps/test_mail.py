@@ -115,7 +115,7 @@ def test_every_tool_needs_sign_in_and_no_secret_leaks() -> None:
     for name, args in ONE_CALL_EACH.items():
         fb = phone(name, **args)
         assert fb.error is ErrorKind.LOGIN_REQUIRED and fb.recoverable, name
-        assert fb.hint == "call system.sign_in with app='mail' and account='sam@example.com'"
+        assert fb.hint == 'call system.sign_in {"app": "mail", "account": "sam@example.com"}, then retry'
     assert phone.backend.tables() == before.tables
     assert phone.backend.clock() == "2026-11-29T09:00:09"
 
