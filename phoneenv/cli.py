@@ -227,6 +227,9 @@ def eval_cmd(
     max_consecutive_infra: Annotated[
         int, typer.Option(min=1, help="Stop after this many infrastructure errors in a row (a dead server).")
     ] = 5,
+    split: Annotated[
+        str | None, typer.Option(help="Keep only tasks of this split: train, dev or test (fixed by task-id hash).")
+    ] = None,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard."""
     from phoneenv.backends import BACKENDS, make_backend
@@ -236,6 +239,14 @@ def eval_cmd(
             f"unknown backend {backend!r}; choose from auto, {', '.join(BACKENDS)}", param_hint="--backend"
         )
     selected = _select(tasks)
+    if split is not None:
+        from phoneenv.tasks import SPLITS, split_of
+
+        if split not in SPLITS:
+            raise typer.BadParameter(f"unknown split {split!r}; choose from {', '.join(SPLITS)}", param_hint="--split")
+        selected = [t for t in selected if split_of(t.id) == split]
+        if not selected:
+            raise typer.BadParameter(f"no selected task is in the {split} split", param_hint="--split")
     if backend != "auto":
         probe = make_backend(backend)
         runnable = [t for t in selected if probe.can_run(t)]

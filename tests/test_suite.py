@@ -88,3 +88,18 @@ def test_every_task_is_proven():
     broken = {p.task_id: p.problems for p in proofs if not p.ok}
     assert not broken
     assert sum(p.perturbations for p in proofs) >= len(proofs)
+
+
+def test_splits_partition_the_suite_stably():
+    from phoneenv.tasks import split_of
+
+    parts = {name: {t.id for t in select(f"split:{name}")} for name in ("train", "dev", "test")}
+    assert set().union(*parts.values()) == {t.id for t in load_suite()}
+    assert sum(len(p) for p in parts.values()) == len(load_suite())
+    n = len(load_suite())
+    assert 0.7 * n < len(parts["train"]) < 0.9 * n and len(parts["dev"]) > 0.05 * n and len(parts["test"]) > 0.05 * n
+    # Fixed by the id alone: a hand-computed value.
+    bucket = int.from_bytes(hashlib.sha256(b"contacts.favorite/0").digest()[:8], "big") % 100
+    assert split_of("contacts.favorite/0") == ("train" if bucket < 80 else "dev" if bucket < 90 else "test")
+    with pytest.raises(ValueError):
+        select("split:holdout")

@@ -5,18 +5,30 @@
     True
 
 Selectors: ``"all"``; ``"category:NAME"``; ``"domain:NAME"``; ``"template:NAME"``;
-``"app:NAME"`` (tasks that use the app); ``"cross-app"``; an exact id; or an id glob
-(``"clock.*"``). Several selectors joined by ``,`` are a union.
+``"app:NAME"`` (tasks that use the app); ``"split:train|dev|test"`` (fixed by a hash of the task
+id, see :func:`split_of`); ``"cross-app"``; an exact id; or an id glob (``"clock.*"``). Several
+selectors joined by ``,`` are a union.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import functools
+import hashlib
 
 from phoneenv.contract import TaskSpec
 
-__all__ = ["get_task", "load_suite", "select"]
+__all__ = ["SPLITS", "get_task", "load_suite", "select", "split_of"]
+
+SPLITS = ("train", "dev", "test")
+
+
+def split_of(task_id: str) -> str:
+    """The fixed split of a task: ``train`` (80%), ``dev`` (10%) or ``test`` (10%), from the
+    first 8 bytes of SHA-256 of its id modulo 100, so a task never changes split when others are
+    added or removed."""
+    bucket = int.from_bytes(hashlib.sha256(task_id.encode()).digest()[:8], "big") % 100
+    return "train" if bucket < 80 else ("dev" if bucket < 90 else "test")
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,7 +90,11 @@ def _select_one(sel: str) -> list[TaskSpec]:
             return [t for t in suite if t.template == value]
         if kind == "app":
             return [t for t in suite if value in t.apps]
-        raise ValueError(f"unknown selector kind {kind!r}; use category:, domain:, template:, app:")
+        if kind == "split":
+            if value not in SPLITS:
+                raise ValueError(f"unknown split {value!r}; use one of {', '.join(SPLITS)}")
+            return [t for t in suite if split_of(t.id) == value]
+        raise ValueError(f"unknown selector kind {kind!r}; use category:, domain:, template:, app:, split:")
     if any(ch in sel for ch in "*?["):
         return [t for t in suite if fnmatch.fnmatchcase(t.id, sel)]
     return [get_task(sel)]
