@@ -37,8 +37,10 @@ __all__ = [
     "Template",
     "all_templates",
     "answer",
+    "ask_first",
     "behavior",
     "call",
+    "confirm_variant",
     "state",
     "template",
 ]
@@ -178,6 +180,28 @@ def state(table: str, change: str = "present", /, *, count: int | None = None, *
 def answer(id: str = "answer", **kw: Any) -> AnswerCriterion:
     """An answer criterion (``equals=``, ``contains=[...]``, ``pattern=``, ``number=``, ``tolerance=``)."""
     return AnswerCriterion(id=id, **kw)
+
+
+def confirm_variant(w: World, p: float) -> bool:
+    """Draw (seeded) whether this world's user wants sensitive calls confirmed first; sets
+    ``w.confirm_sensitive`` and returns it."""
+    w.confirm_sensitive = w.rng.random() < p
+    return w.confirm_sensitive
+
+
+def ask_first(
+    plan: list[ToolCall],
+    criteria: list[Criterion],
+    tool: str,
+    question: str,
+    milestones: list[Criterion] | None = None,
+) -> None:
+    """Add the confirmation a sensitive ``tool`` needs: a ``user.confirm`` step to ``plan``, a
+    ``confirm_before`` criterion to ``criteria`` and, when given, a milestone requiring it."""
+    plan.append(call("user.confirm", question=question))
+    criteria.append(behavior("confirm_before", tool))
+    if milestones is not None:
+        milestones.append(behavior("required_call", "user.confirm"))
 
 
 def behavior(rule: str, tool: str | None = None, *, id: str = "", **kw: Any) -> BehaviorCriterion:

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
 from phoneenv.tasks.world import World
 
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -143,16 +143,14 @@ def move_event(w: World) -> Draft:
 def delete_event(w: World) -> Draft:
     """Template ``calendar.delete_event``, e.g. task 0: "Delete \"Coffee with Jonas\" on Saturday 21 November at 11:30 - take it off my calendar. Ask me before deleting it."."""
     e = w.rng.choice(upcoming(w))
-    w.confirm_sensitive = w.rng.random() < 0.5
+    confirm_variant(w, 0.5)
     goal = f"{w.rng.choice(['Cancel', 'Delete'])} {event_phrase(e, w.now.date())} - take it off my calendar."
     plan = [call("calendar.search_events", query=e["title"])]
     criteria = [state("calendar.events", "deleted", id=e["id"])]
     milestones = [behavior("required_call", "calendar.search_events")]
     if w.confirm_sensitive:
         goal += " Ask me before deleting it."
-        plan.append(call("user.confirm", question=f"Delete {e['title']} on {e['start'][:10]}?"))
-        criteria.append(behavior("confirm_before", "calendar.delete_event"))
-        milestones.append(behavior("required_call", "user.confirm"))
+        ask_first(plan, criteria, "calendar.delete_event", f"Delete {e['title']} on {e['start'][:10]}?", milestones)
     plan += [call("calendar.delete_event", event_id=e["id"]), call("finish", answer=f"Deleted {e['title']}.")]
     return Draft(
         goal=goal,

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
 from phoneenv.tasks.world import World
 
 # Mails a template may add to the inbox (subjects never seeded by the world).
@@ -38,12 +38,6 @@ def signed_out(w: World) -> list[Any]:
     """Sign the mail app out in the world; returns the reference-plan step that signs it in."""
     w.accounts["mail"]["signed_in"] = False
     return [call("system.sign_in", app="mail", account=w.user_email)]
-
-
-def confirm_variant(w: World, p: float = 0.3) -> bool:
-    """Whether this world wants sensitive calls confirmed first (seeded)."""
-    w.confirm_sensitive = w.rng.random() < p
-    return w.confirm_sensitive
 
 
 def inbox(w: World) -> list[dict[str, Any]]:
@@ -130,10 +124,9 @@ def send_email(w: World) -> Draft:
             body={"icontains": key},
         )
     ]
-    if confirm_variant(w):
+    if confirm_variant(w, 0.3):
         goal += " Check with me before sending."
-        plan.append(call("user.confirm", question=f'Send "{subject}" to {address}?'))
-        criteria.append(behavior("confirm_before", "mail.send"))
+        ask_first(plan, criteria, "mail.send", f'Send "{subject}" to {address}?')
     plan += [call("mail.send", to=[address], subject=subject, body=body), call("finish", answer="Sent.")]
     return Draft(
         goal=goal,
@@ -195,10 +188,9 @@ def reply(w: World) -> Draft:
         )
     ]
     plan.append(call("mail.search", query=m["subject"]))
-    if confirm_variant(w):
+    if confirm_variant(w, 0.3):
         goal += " Ask me before you send it."
-        plan.append(call("user.confirm", question=f'Reply "{text}" to {m["from"]}?'))
-        criteria.append(behavior("confirm_before", "mail.reply"))
+        ask_first(plan, criteria, "mail.reply", f'Reply "{text}" to {m["from"]}?')
     plan += [call("mail.reply", message_id=m["id"], body=text), call("finish", answer="Replied.")]
     return Draft(
         goal=goal,

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
 from phoneenv.tasks.world import MESSAGE_SEEDS, World
 
 # (text to send, a word of it the sent message must contain)
@@ -64,12 +64,6 @@ def add_inbound(w: World, number: str, body: str, minutes_ago: int, read: bool) 
     return rec
 
 
-def confirm_variant(w: World, p: float = 0.4) -> bool:
-    """Whether this world wants sensitive calls confirmed (seeded)."""
-    w.confirm_sensitive = w.rng.random() < p
-    return w.confirm_sensitive
-
-
 @template(
     "messages.text_contact",
     apps=["messages", "contacts"],
@@ -87,8 +81,7 @@ def text_contact(w: World) -> Draft:
     goal = f'Text {name}: "{text}"' + ("" if text[-1] in "?!." else ".")
     if confirm:
         goal += " Check with me before sending it."
-        plan.append(call("user.confirm", question=f'Send "{text}" to {c["name"]}?'))
-        criteria.append(behavior("confirm_before", "messages.send"))
+        ask_first(plan, criteria, "messages.send", f'Send "{text}" to {c["name"]}?')
     plan += [call("messages.send", to=c["phone"], body=text), call("finish", answer=f"Sent to {c['name']}.")]
     return Draft(
         goal=goal,
@@ -222,9 +215,7 @@ def delete_message(w: World) -> Draft:
     milestones = [behavior("required_call", "messages.search")]
     if confirm:
         goal += " Ask me before you delete it."
-        plan.append(call("user.confirm", question=f'Delete the message "{m["body"]}" ({c["name"]})?'))
-        criteria.append(behavior("confirm_before", "messages.delete"))
-        milestones.append(behavior("required_call", "user.confirm"))
+        ask_first(plan, criteria, "messages.delete", f'Delete the message "{m["body"]}" ({c["name"]})?', milestones)
     plan += [call("messages.delete", message_id=m["id"]), call("finish", answer="Deleted the message.")]
     return Draft(
         goal=goal,

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from phoneenv.contract import Domain, StateCriterion
-from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
 from phoneenv.tasks.world import NOTE_SEEDS, World
 
 # New notes (titles never seeded by the world) and their items; no item reads the same backwards.
@@ -159,14 +159,13 @@ def lookup_fact(w: World) -> Draft:
 def delete_note(w: World) -> Draft:
     """Template ``notes.delete_note``, e.g. task 0: "Delete my \"Gift ideas\" note. Ask me before you delete it."."""
     (note,) = w.pick("notes.notes")
-    w.confirm_sensitive = w.rng.random() < 0.5
+    confirm_variant(w, 0.5)
     goal = f'Delete my "{note["title"]}" note.'
     criteria = [state("notes.notes", "deleted", id=note["id"])]
     plan = [call("notes.search", query=note["title"])]
     if w.confirm_sensitive:
         goal += " Ask me before you delete it."
-        criteria.append(behavior("confirm_before", "notes.delete"))
-        plan.append(call("user.confirm", question=f'Delete the note "{note["title"]}"?'))
+        ask_first(plan, criteria, "notes.delete", f'Delete the note "{note["title"]}"?')
     plan += [call("notes.delete", note_id=note["id"]), call("finish", answer="Deleted.")]
     return Draft(
         goal=goal,

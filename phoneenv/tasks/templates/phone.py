@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
 from phoneenv.tasks.world import World
 
 CALL_PHONE = "android.permission.CALL_PHONE"
@@ -178,17 +178,20 @@ def delete_call_entry(w: World) -> Draft:
     first = c["name"].split()[0]
     what = {"missed": f"the missed call from {first}", "in": f"the call from {first}", "out": f"my call to {first}"}
     when = dt.datetime.fromisoformat(entry["time"])
-    confirm = w.rng.random() < 0.5
-    w.confirm_sensitive = confirm
+    confirm = confirm_variant(w, 0.5)
     goal = f"Delete {what[entry['direction']]} {day_words(when.date(), w.now.date())} at {when:%H:%M} from my call log."
     plan = [call("phone.call_log", number=c["phone"])]
     criteria = [state("phone.calls", "deleted", id=entry["id"])]
     milestones = [behavior("required_call", "phone.call_log")]
     if confirm:
         goal += " Confirm with me first."
-        plan.append(call("user.confirm", question=f"Delete the {when:%H:%M} call with {c['name']} from the log?"))
-        criteria.append(behavior("confirm_before", "phone.delete_call_log_entry"))
-        milestones.append(behavior("required_call", "user.confirm"))
+        ask_first(
+            plan,
+            criteria,
+            "phone.delete_call_log_entry",
+            f"Delete the {when:%H:%M} call with {c['name']} from the log?",
+            milestones,
+        )
     plan += [call("phone.delete_call_log_entry", call_id=entry["id"]), call("finish", answer="Deleted it.")]
     return Draft(
         goal=goal,

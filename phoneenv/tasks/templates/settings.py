@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from phoneenv.contract import ChangeSelector, Domain
-from phoneenv.tasks.templates import Draft, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, ask_first, behavior, call, confirm_variant, state, template
 from phoneenv.tasks.world import World
 
 # (setting, value wanted, tool, what the user says)
@@ -83,13 +83,12 @@ def brightness(w: World) -> Draft:
 def revoke_permission(w: World) -> Draft:
     """Template ``settings.revoke_permission``, e.g. task 0: "I don't want the Phone app to be able to make phone calls anymore. Revoke that permission."."""
     app, perm, what = PERMISSIONS[w.seed % len(PERMISSIONS)]  # consecutive seeds: every permission
-    w.confirm_sensitive = w.rng.random() < 0.4
+    confirm_variant(w, 0.4)
     goal = f"I don't want the {APP_NAMES[app]} app to be able to {what} anymore. Revoke that permission."
     criteria = [state("system.permissions", "updated", id=f"{app}/{perm}", granted=False)]
     plan = [call("settings.list_app_permissions", app=app)]
     if w.confirm_sensitive:
-        plan.append(call("user.confirm", question=f"Revoke {perm} from {app}?"))
-        criteria.append(behavior("confirm_before", "settings.revoke_permission"))
+        ask_first(plan, criteria, "settings.revoke_permission", f"Revoke {perm} from {app}?")
     plan += [call("settings.revoke_permission", app=app, permission=perm), call("finish", answer="Revoked.")]
     return Draft(
         goal=goal,
