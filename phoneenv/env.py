@@ -391,7 +391,12 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             try:
                 action = bytes(action).decode("utf-8")
             except UnicodeDecodeError:
-                return None, None, repr(bytes(action[:_RAW_KEEP])), _invalid("the action is not UTF-8 text")
+                return (
+                    None,
+                    None,
+                    repr(bytes(action[:_RAW_KEEP])),
+                    feedback.invalid_json("the action is not UTF-8 text"),
+                )
             obj = action
         if isinstance(action, str):
             if len(action) > MAX_ACTION_CHARS:
@@ -399,18 +404,23 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                     None,
                     None,
                     action[:_RAW_KEEP],
-                    _invalid(f"the action is {len(action)} characters; at most {MAX_ACTION_CHARS}"),
+                    feedback.invalid_json(f"the action is {len(action)} characters; at most {MAX_ACTION_CHARS}"),
                 )
             try:
                 obj = json.loads(action)
             except (ValueError, RecursionError) as exc:
-                return None, None, action[:_RAW_KEEP], _invalid(f"the action is not valid JSON: {str(exc)[:120]}")
+                return (
+                    None,
+                    None,
+                    action[:_RAW_KEEP],
+                    feedback.invalid_json(f"the action is not valid JSON: {str(exc)[:120]}"),
+                )
         if not isinstance(obj, dict):
             return (
                 None,
                 None,
                 str(action)[:_RAW_KEEP],
-                _invalid(f"the action must be a JSON object, not {type(obj).__name__}"),
+                feedback.invalid_json(f"the action must be a JSON object, not {type(obj).__name__}"),
             )
         if "function" in obj and isinstance(obj["function"], dict):
             obj = obj["function"]
@@ -422,11 +432,21 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             try:
                 args = json.loads(args) if args.strip() else {}
             except (ValueError, RecursionError):
-                return None, None, str(action)[:_RAW_KEEP], _invalid("'arguments' is a string that is not valid JSON")
+                return (
+                    None,
+                    None,
+                    str(action)[:_RAW_KEEP],
+                    feedback.invalid_json("'arguments' is a string that is not valid JSON"),
+                )
         if not isinstance(name, str) or not name:
-            return None, None, str(action)[:_RAW_KEEP], _invalid("the action needs a string 'name' (the tool to call)")
+            return (
+                None,
+                None,
+                str(action)[:_RAW_KEEP],
+                feedback.invalid_json("the action needs a string 'name' (the tool to call)"),
+            )
         if not isinstance(args, dict):
-            return None, None, str(action)[:_RAW_KEEP], _invalid("'arguments' must be a JSON object")
+            return None, None, str(action)[:_RAW_KEEP], feedback.invalid_json("'arguments' must be a JSON object")
         return name[:_RAW_KEEP], args, None, None
 
     def _execute(self, name: str, arguments: dict[str, Any]) -> CallRecord:
@@ -532,10 +552,6 @@ def _shipped_skills() -> Any:
     from phoneenv.harness.skills import SkillLibrary
 
     return SkillLibrary.load()
-
-
-def _invalid(message: str) -> Feedback:
-    return feedback.invalid_json(message)
 
 
 def _lookup(task_id: str) -> TaskSpec:

@@ -75,17 +75,13 @@ class ToolError(Exception):
         self.candidates = candidates
         self.path = path
 
-    def feedback(self) -> Feedback:
-        """This error as a :class:`Feedback` (``ok=False``)."""
-        return Feedback(
-            ok=False,
-            error=self.kind,
-            message=self.message,
-            hint=self.hint,
-            candidates=self.candidates,
-            path=self.path,
-            recoverable=_RECOVERABLE[self.kind],
-        )
+    def feedback(self, schema: dict[str, Any] | None = None) -> Feedback:
+        """This error as a :class:`Feedback` (``ok=False``), built by
+        :func:`phoneenv.harness.feedback.from_tool_error` (``schema``: the tool's parameters,
+        to name the expected type at ``path``)."""
+        from phoneenv.harness.feedback import from_tool_error
+
+        return from_tool_error(self, schema)
 
 
 def recoverable(kind: ErrorKind) -> bool:

@@ -240,7 +240,7 @@ class SandboxBackend(Backend):
         try:
             result = entry.method(phone.apps[app], **arguments)
         except ToolError as exc:
-            return exc.feedback()
+            return exc.feedback(spec.parameters)
         except Exception:
             log.exception("tool %s raised", name)
             return feedback.internal_error(name, "the sandbox")
