@@ -169,9 +169,9 @@ def test_same_seed_same_actions_byte_identical_trace(contacts_task, answer_task)
     b = _play(PhonePlanEnv(tasks=[contacts_task, answer_task]), actions, seed=3)
     assert a == b
     trace = json.loads(a)
-    assert [s["clock"][-8:] for s in trace["steps"]] == ["09:00:01", "09:00:01", "09:00:02", "09:00:02"] or trace[
-        "task_id"
-    ] == "test.ben_number"
+    # Both tasks start at 09:00:00; a call that reaches the phone moves its clock one second, and
+    # an action that does not parse ("garbage") or finish does not.
+    assert [s["clock"][-8:] for s in trace["steps"]] == ["09:00:01", "09:00:01", "09:00:02", "09:00:02"]
     assert trace["verdict"] is not None
 
 
