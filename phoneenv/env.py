@@ -288,7 +288,6 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._goal = _ascii(task.goal)
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()})
-        self._last = started
         info = {
             "task_id": task.id,
             "category": task.category.value,
@@ -324,7 +323,6 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         latency = time.perf_counter() - t0 if self.record_wall_time else None
         self._steps.append((rec, raw, fb, self.backend.clock_seconds(), latency, self._pending_tokens))
         self._pending_tokens = None
-        self._last = fb
         terminated = rec is not None and rec.name == "finish" and fb.ok
         truncated = not terminated and n >= self._max_steps
         info: dict[str, Any] = {"feedback": fb, "step": n}
