@@ -465,7 +465,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         confirmed = False
         if entry is _FINISH:
             self._answer = args["answer"]
-            fb = Feedback(ok=True, result={"finished": True})
+            fb = Feedback(ok=True, result=self._env_tools.finish(**args))
         elif self._skill_scope is not None and spec.name == "skills.read":
             fb = self._skill_scope.call(args)
         elif entry is _CONFIRM:
