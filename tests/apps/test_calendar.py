@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from phoneenv.backends.sandbox import SandboxBackend
-from phoneenv.contract import AnswerCriterion, ErrorKind, Feedback, Fixtures, TaskSpec
+from phoneenv.contract import AnswerCriterion, ErrorKind, Fixtures, TaskSpec
 from phoneenv.state import diff_tables
 from phoneenv.tools import ArgumentError
+from tests.apps.helpers import call, ok
 
 EVENTS = [
     {
@@ -90,17 +91,6 @@ def b() -> SandboxBackend:
     backend = SandboxBackend()
     backend.reset(TASK)
     return backend
-
-
-def call(b: SandboxBackend, name: str, **args: Any) -> Feedback:
-    entry = b.tools()[name]
-    return b.call(name, entry.validator.validate(args))
-
-
-def ok(b: SandboxBackend, name: str, **args: Any) -> Any:
-    fb = call(b, name, **args)
-    assert fb.ok, fb
-    return fb.result
 
 
 def events(b: SandboxBackend) -> dict[str, dict[str, Any]]:

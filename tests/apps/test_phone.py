@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from phoneenv.backends.sandbox import SandboxBackend
-from phoneenv.contract import AnswerCriterion, ErrorKind, Feedback, Fixtures, TaskSpec
+from phoneenv.contract import AnswerCriterion, ErrorKind, Fixtures, TaskSpec
+from tests.apps.helpers import call, ok
 
 ANA = "+491511111111"
 SHOP = "+491633333333"
@@ -59,17 +60,6 @@ def b() -> SandboxBackend:
     backend = SandboxBackend()
     backend.reset(TASK)
     return backend
-
-
-def call(b: SandboxBackend, name: str, **args: Any) -> Feedback:
-    entry = b.tools()[name]
-    return b.call(name, entry.validator.validate(args))
-
-
-def ok(b: SandboxBackend, name: str, **args: Any) -> Any:
-    fb = call(b, name, **args)
-    assert fb.ok, fb
-    return fb.result
 
 
 def table(b: SandboxBackend, name: str) -> dict[str, dict[str, Any]]:
