@@ -80,7 +80,7 @@ import zlib
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -373,8 +373,21 @@ def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
     return [int(i) for i in ids if i is not None]
 
 
+class Sample(NamedTuple):
+    """One sampled reply: ``ids`` (new token ids), ``ended`` (it ends with a stop token) and
+    ``logprobs`` (the sampling engine's log-prob of each id, or None when the engine reports none
+    and the trainer's model scores the episode afterwards)."""
+
+    ids: list[int]
+    ended: bool
+    logprobs: list[float] | None = None
+
+
 class _Sampler:
     """One reply for a token context with ``model.generate`` (pure temperature sampling)."""
+
+    reports_logprobs = False
+    """Whether :meth:`generate_many` returns the engine's log-probs (then the episode is not re-scored)."""
 
     def __init__(
         self,
@@ -439,6 +452,11 @@ class _Sampler:
             if tok in self.stop_ids:
                 return new[: i + 1], True
         return new, False
+
+    def generate_many(self, requests: Sequence[tuple[list[int], list[dict[str, Any]], int]]) -> list[Sample]:
+        """One reply per ``(context ids, offered tools, seed)`` request, in order (here one
+        ``model.generate`` call each; engines that batch override this)."""
+        return [Sample(*self.generate(context, tools, seed)) for context, tools, seed in requests]
 
     def logprobs(self, ids: Sequence[int], mask: Sequence[int]) -> Any:
         """``(L,)`` float32: ``log_softmax(logits / T)`` at tokens where ``mask`` is 1, 0.0 elsewhere."""
@@ -625,11 +643,14 @@ def rollout_members(
     max_string_chars: int = 120,
     system_prompt: str | None = None,
     tool_filter: Sequence[str] | None = None,
+    llm: Any = None,
 ) -> list[Trajectory]:
     """Run the episodes of the given group ``members`` (indices into a group of the same task and
     seed) side by side; see :func:`rollout_group` for the arguments. Used directly when a group is
     split over processes: each process runs its members, with the seeds they would get in one call.
-    Returns the trajectories in the order of ``members``."""
+    With ``llm`` (a ``vllm.LLM``), replies are sampled by vLLM (:class:`rl.vllm_engine.VLLMSampler`:
+    all pending replies of the members in one call, vLLM's log-probs kept) and ``model`` only
+    gives the config. Returns the trajectories in the order of ``members``."""
     from agents.llm.parsing import parse_reply
     from agents.planner import SYSTEM_PROMPT
 
@@ -643,14 +664,18 @@ def rollout_members(
     env_kwargs = dict(env_kwargs or {})
     env_kwargs.pop("task", None)
     use_vector = len(members) > 1 if vector is None else vector
-    sampler = _Sampler(
-        model,
-        tokenizer,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        constrained=constrained,
-        max_string_chars=max_string_chars,
-    )
+    sampler_kwargs: dict[str, Any] = {
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "constrained": constrained,
+        "max_string_chars": max_string_chars,
+    }
+    if llm is not None:
+        from rl.vllm_engine import VLLMSampler
+
+        sampler: _Sampler = VLLMSampler(llm, model, tokenizer, **sampler_kwargs)
+    else:
+        sampler = _Sampler(model, tokenizer, **sampler_kwargs)
     template = system_prompt or SYSTEM_PROMPT
     envs = (_VectorEnvs if use_vector else _SerialEnvs)(len(members), task_id, env_kwargs)
     was_training = bool(getattr(model, "training", False))
@@ -673,12 +698,22 @@ def rollout_members(
             slots.append(_Slot(members[k], tools, messages, ids, [0] * len(ids), len(ids)))
 
         while not all(s.done for s in slots):
+            # Every live member without queued actions needs a reply: sample them in one batch.
+            wanting = []
+            for k, slot in enumerate(slots):
+                if not slot.done and not slot.queue:
+                    request = _reply_request(slot, k, envs, sampler, task_id, seed, sample_seed, max_turns)
+                    if request is not None:
+                        wanting.append((k, request))
+            samples = sampler.generate_many(
+                [(list(slots[k].ids), slots[k].tools, turn_seed) for k, turn_seed in wanting]
+            )
+            for (k, turn_seed), sample in zip(wanting, samples, strict=True):
+                _apply_reply(slots[k], k, envs, sampler, tokenizer, turn_seed, sample, parse_reply)
             actions: dict[int, str] = {}
             for k, slot in enumerate(slots):
                 if slot.done:
                     continue
-                if not slot.queue:
-                    _next_reply(slot, k, envs, sampler, tokenizer, task_id, seed, sample_seed, max_turns, parse_reply)
                 action, _ = slot.queue[0]
                 actions[k] = action
             results = envs.step(actions)
@@ -715,23 +750,18 @@ def rollout_members(
             model.train()
 
 
-def _next_reply(
+def _reply_request(
     slot: _Slot,
     k: int,
     envs: Any,
     sampler: _Sampler,
-    tokenizer: Any,
     task_id: str,
     seed: int,
     sample_seed: int,
     max_turns: int,
-    parse_reply: Any,
-) -> None:
-    """Sample the slot's next reply and queue its actions (or queue the forced ``finish``)."""
-    import torch
-
-    from agents.llm.parsing import call_names_from_api
-
+) -> int | None:
+    """The seed of the slot's next reply, or None after queueing the forced ``finish`` (turn
+    budget spent or context full)."""
     if len(slot.turns) >= max_turns or sampler.room(len(slot.ids)) < 1:
         # The model never sees what follows its last reply: drop the feedback appended after it,
         # so the episode ends on the model's own last token.
@@ -740,10 +770,27 @@ def _next_reply(
         envs.add_tokens(k, {"prompt": 0, "output": 0})
         slot.forced = True
         slot.queue.append((FORCED_FINISH, None))
-        return
-    turn_seed = sampling_seed(sample_seed, task_id, seed, slot.member, len(slot.turns))
+        return None
+    return sampling_seed(sample_seed, task_id, seed, slot.member, len(slot.turns))
+
+
+def _apply_reply(
+    slot: _Slot,
+    k: int,
+    envs: Any,
+    sampler: _Sampler,
+    tokenizer: Any,
+    turn_seed: int,
+    sample: Sample,
+    parse_reply: Any,
+) -> None:
+    """Append the sampled reply to the slot's episode and queue its actions."""
+    import torch
+
+    from agents.llm.parsing import call_names_from_api
+
     context = list(slot.ids)
-    new, ended = sampler.generate(context, slot.tools, turn_seed)
+    new, ended = list(sample.ids), bool(sample.ended)
     start = len(slot.ids)
     slot.ids.extend(new)
     slot.mask.extend([1] * len(new))
@@ -772,7 +819,11 @@ def _next_reply(
         start=start,
         prompt_ids=torch.tensor(context, dtype=torch.long),
         completion_ids=torch.tensor(new, dtype=torch.long),
-        logprobs=torch.zeros(len(new), dtype=torch.float32),
+        logprobs=(
+            torch.zeros(len(new), dtype=torch.float32)
+            if sample.logprobs is None
+            else torch.tensor(sample.logprobs, dtype=torch.float32)
+        ),
         text=text,
         calls=list(result.tool_calls),
         parse_errors=list(result.parse_errors),
@@ -799,7 +850,12 @@ def _finish_slot(slot: _Slot, sampler: _Sampler, task_id: str, seed: int, sample
     verdict = dict(info.get("verdict") or {})
     episode_ids = torch.tensor(slot.ids, dtype=torch.long)
     episode_mask = torch.tensor(slot.mask, dtype=torch.long)
-    episode_logprobs = sampler.logprobs(slot.ids, slot.mask)
+    if sampler.reports_logprobs:  # the engine's own log-probs of what it sampled, 0.0 elsewhere
+        episode_logprobs = torch.zeros(len(slot.ids), dtype=torch.float32)
+        for turn in slot.turns:
+            episode_logprobs[turn.start : turn.start + turn.completion_ids.numel()] = turn.logprobs
+    else:
+        episode_logprobs = sampler.logprobs(slot.ids, slot.mask)
     for turn in slot.turns:
         end = turn.start + turn.completion_ids.numel()
         turn.prompt_ids = episode_ids[: turn.start]

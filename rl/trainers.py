@@ -68,12 +68,13 @@ only builds ``trainer.vllm_generation`` and pushes the current weights into it b
 Sampling must go through that engine instead of ``model.generate``: in colocate mode each rank owns
 a ``vllm.LLM`` (``trainer.vllm_generation.llm``), so ranks may run different numbers of turns; a
 turn is ``llm.generate([{"prompt_token_ids": ids}], SamplingParams(temperature=T,
-max_tokens=max_new_tokens, seed=turn_seed, structured_outputs=StructuredOutputsParams(json=call_schema)))``
-(vLLM's structured outputs use xgrammar too). Server mode (``trl vllm-serve``) gathers prompts
-from all ranks per call and would need the same number of calls on every rank, which variable
-episodes do not give. That vLLM turn generator is not written yet (no vLLM/GPU here): the rollout
-raises ``NotImplementedError`` when ``trainer.use_vllm`` is set. On CPU, and on one GPU without
-vLLM, plain ``transformers`` generation is used.
+max_tokens=max_new_tokens, seed=turn_seed, structured_outputs=StructuredOutputsParams(grammar=call_grammar_ebnf)))``
+(vLLM's structured outputs use xgrammar too); :class:`rl.vllm_engine.VLLMSampler` does this,
+batching the pending replies of a group's members into one call and returning vLLM's sampled
+log-probs for TRL's importance-sampling correction. Server mode (``trl vllm-serve``) gathers
+prompts from all ranks per call and would need the same number of calls on every rank, which
+variable episodes do not give: the rollout refuses it (and colocate tensor parallelism > 1) with
+a ``ValueError``. On CPU, and on one GPU without vLLM, plain ``transformers`` generation is used.
 """
 
 from __future__ import annotations
@@ -392,10 +393,15 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
         import torch
         from trl.models import unwrap_model_for_generation
 
+        llm = None
+        generation = None
         if getattr(trainer, "use_vllm", False):
-            raise NotImplementedError(
-                "use_vllm=True needs a vLLM turn generator for the multi-turn rollout (see rl.trainers docstring)"
-            )
+            from rl.vllm_engine import check_vllm_generation
+
+            generation = trainer.vllm_generation
+            llm = check_vllm_generation(generation)
+            if getattr(generation, "enable_sleep_mode", False):  # TRL's own generate wakes it the same way
+                llm.wake_up(tags=["kv_cache"])
         args = trainer.args
         ds = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
         if ds is not None and getattr(ds, "zero_stage", None) == 3 and not args.ds3_gather_for_generation:
@@ -441,9 +447,13 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
                     sample_seed=_group_sample_seed(cfg.seed, step, group),
                     max_string_chars=cfg.max_string_chars,
                     tool_filter=cfg.tool_filter,
+                    llm=llm,
                 )
                 for (i, _), traj in zip(places, trajs, strict=True):
                     trajectories[i] = traj
+        if generation is not None and getattr(generation, "enable_sleep_mode", False):
+            llm.sleep(level=2)
+            generation._llm_weights_sleeping = True  # TRL re-pushes the weights before the next rollout
         done = [t for t in trajectories if t is not None]
         assert len(done) == len(prompts)
         trainer._phone_trajectories = done

@@ -90,11 +90,12 @@ JSON_SEPARATORS = (", ", ": ")
 constrained output looks like the tool calls a model was trained on."""
 
 
-def compile_grammar(compiler: Any, schema: dict[str, Any], max_string_chars: int, *, tool_call: bool) -> Any:
-    """Compile ``schema`` (bounded with :func:`bounded_schema`) for xgrammar: JSON with
-    :data:`JSON_SEPARATORS` and no free whitespace, in the schema's property order; with
+def call_grammar(schema: dict[str, Any], max_string_chars: int, *, tool_call: bool) -> Any:
+    """The uncompiled ``xgrammar.Grammar`` of ``schema`` (bounded with :func:`bounded_schema`):
+    JSON with :data:`JSON_SEPARATORS` and no free whitespace, in the schema's property order; with
     ``tool_call``, wrapped in Hermes/Qwen ``<tool_call>…</tool_call>`` tags (a newline allowed
-    inside each tag), the format chat templates render tool calls in."""
+    inside each tag), the format chat templates render tool calls in. ``str()`` of it is the
+    grammar's EBNF text, which is what vLLM's ``StructuredOutputsParams(grammar=...)`` takes."""
     import xgrammar as xgr
 
     text = json.dumps(bounded_schema(schema, max_string_chars))
@@ -105,7 +106,12 @@ def compile_grammar(compiler: Any, schema: dict[str, Any], max_string_chars: int
             body,
             xgr.Grammar.from_ebnf('root ::= "\\n"? "</tool_call>"'),
         )
-    return compiler.compile_grammar(body)
+    return body
+
+
+def compile_grammar(compiler: Any, schema: dict[str, Any], max_string_chars: int, *, tool_call: bool) -> Any:
+    """:func:`call_grammar` compiled by ``compiler`` (an ``xgrammar.GrammarCompiler``)."""
+    return compiler.compile_grammar(call_grammar(schema, max_string_chars, tool_call=tool_call))
 
 
 class OpenAIChatClient:
