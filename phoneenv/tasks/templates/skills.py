@@ -1,0 +1,585 @@
+"""Skills templates: requests whose app-specific procedure lives only in a skill's body.
+
+Each goal names a procedure ("split the bill", "archive my note", "set up my wake-up routine")
+without saying how this phone does it; the rule - a note and message format, a required
+confirmation, a pair of alarms, a forward layout, a contact card, an invite form, an
+out-of-office text - is written in one shipped skill (``apps/skills/*/<name>/SKILL.md``) that
+the agent reads with ``skills.read``. The criteria check that the rule was followed (exact formats
+as state criteria, confirmations as ``confirm_before``); a milestone records reading the skill.
+A plan that does what the goal says, competently but without the skill, fails every task.
+
+| template | skill | the rule the goal does not state |
+|---|---|---|
+| ``skills.split_bill`` | ``split-a-bill`` | shares rounded down, the user takes the leftover cents; a note ``Split: <what>`` with fixed lines and tag ``split``; a ``[Split]`` text per person, each confirmed first |
+| ``skills.archive_note`` | ``archive-a-note`` | archiving = title prefix ``[Archived] ``, tag ``archived``, unpinned; never delete |
+| ``skills.wake_routine`` | ``wake-up-routine`` | two alarms, ``Wake up`` and ``Wake up (backup)`` 10 minutes later, same days; an alarm already at a time is reused |
+| ``skills.forward_email`` | ``forward-an-email`` | ``mail.send`` with ``Fwd: `` subject and the forwarded-message block (From, Date ``YYYY-MM-DD HH:MM``, Subject) |
+| ``skills.share_contact`` | ``share-a-contact`` | a vCard 3.0 text (RFC 2426), confirmed with the user first |
+| ``skills.meeting_invite`` | ``send-a-meeting-invite`` | attendees as ``Full Name <email>``; invitees without email get an ``Invitation:`` text |
+| ``skills.out_of_office`` | ``out-of-office`` | reply to unread mail only, skip no-reply senders, fixed ``[Out of office]`` text, then mark read |
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from phoneenv.contract import BehaviorCriterion, Category, Criterion, Domain, StateCriterion, ToolCall
+from phoneenv.tasks.templates import Draft, behavior, call, state, template
+from phoneenv.tasks.templates.clock import spoken
+from phoneenv.tasks.templates.messages import who
+from phoneenv.tasks.world import World
+
+__all__ = [
+    "ARCHIVE_PREFIX",
+    "BACKUP_LABEL",
+    "COUNT",
+    "FORWARD_SEPARATOR",
+    "WAKE_LABEL",
+    "cents",
+    "day_words",
+    "forward_body",
+    "invite_text",
+    "out_of_office_text",
+    "read_skill",
+    "split_note",
+    "split_request",
+    "vcard",
+]
+
+COUNT = 16
+"""Tasks per skills template (7 templates: 112 tasks)."""
+
+ARCHIVE_PREFIX = "[Archived] "
+"""Title prefix of an archived note (skill ``archive-a-note``)."""
+WAKE_LABEL = "Wake up"
+"""Label of the main alarm of a wake-up routine (skill ``wake-up-routine``)."""
+BACKUP_LABEL = "Wake up (backup)"
+"""Label of the backup alarm, 10 minutes after the main one (skill ``wake-up-routine``)."""
+BACKUP_AFTER = dt.timedelta(minutes=10)
+FORWARD_SEPARATOR = "---------- Forwarded message ----------"
+"""The line that opens a forwarded message (skill ``forward-an-email``)."""
+
+SKILLS = Category.SKILLS
+
+
+# -- the formats the skills define ---------------------------------------------------------------
+
+
+def cents(amount: int) -> str:
+    """An amount in cents as the skills write money: ``8750`` -> ``"87.50"`` (two decimals, a dot).
+
+    Raises ``ValueError`` for a negative amount."""
+    if amount < 0:
+        raise ValueError(f"amount must not be negative, got {amount}")
+    return f"{amount // 100}.{amount % 100:02d}"
+
+
+def split_note(what: str, total: int, shares: dict[str, int], mine: int) -> tuple[str, str]:
+    """(title, body) of the note skill ``split-a-bill`` defines. ``total``, ``shares`` (full name
+    -> share) and ``mine`` are in cents; people are listed by full name A-Z, ``Me`` last."""
+    lines = [f"Total: {cents(total)} EUR"]
+    lines += [f"{name}: {cents(shares[name])} EUR" for name in sorted(shares, key=str.casefold)]
+    lines.append(f"Me: {cents(mine)} EUR")
+    return f"Split: {what}", "\n".join(lines)
+
+
+def split_request(what: str, share: int) -> str:
+    """The payment-request text of skill ``split-a-bill`` (``share`` in cents)."""
+    return f"[Split] {what}: your share is {cents(share)} EUR"
+
+
+def vcard(contact: dict[str, Any]) -> str:
+    """A contact as the vCard 3.0 text (RFC 2426) skill ``share-a-contact`` sends: ``FN``,
+    ``TEL;TYPE=CELL``, and ``EMAIL`` only when the contact has one."""
+    lines = ["BEGIN:VCARD", "VERSION:3.0", f"FN:{contact['name']}", f"TEL;TYPE=CELL:{contact['phone']}"]
+    if contact.get("email"):
+        lines.append(f"EMAIL:{contact['email']}")
+    lines.append("END:VCARD")
+    return "\n".join(lines)
+
+
+def forward_body(original: dict[str, Any], note: str | None = None) -> str:
+    """The body of a forward of mail record ``original`` (skill ``forward-an-email``): the
+    user's ``note`` and an empty line when given, the separator, ``From``/``Date``/``Subject``
+    lines (the date as ``YYYY-MM-DD HH:MM``), an empty line, the original body."""
+    when = original["time"][:16].replace("T", " ")
+    block = (
+        f"{FORWARD_SEPARATOR}\nFrom: {original['from']}\nDate: {when}\n"
+        f"Subject: {original['subject']}\n\n{original['body']}"
+    )
+    return f"{note}\n\n{block}" if note else block
+
+
+def invite_text(title: str, start: str, end: str) -> str:
+    """The invitation text for an invitee without email (skill ``send-a-meeting-invite``);
+    ``start``/``end`` are ``YYYY-MM-DDTHH:MM``."""
+    return f"Invitation: {title}, {start[:10]} {start[11:16]}-{end[11:16]}"
+
+
+def out_of_office_text(back: dt.date, cover: dict[str, Any]) -> str:
+    """The out-of-office reply of skill ``out-of-office``: the day the user is back and the
+    covering contact's full name and email."""
+    return (
+        f"[Out of office] I am away and back on {back.isoformat()}. "
+        f"For anything urgent, contact {cover['name']} ({cover['email']})."
+    )
+
+
+def day_words(day: dt.date) -> str:
+    """``Thursday 3 December``: how goals name a day."""
+    return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
+
+
+def read_skill(name: str) -> tuple[ToolCall, BehaviorCriterion]:
+    """The reference-plan step that reads skill ``name`` and the milestone that records it."""
+    return call("skills.read", name=name), behavior(
+        "required_call", "skills.read", id=f"read:{name}", arguments={"name": name}
+    )
+
+
+def _named(crit: StateCriterion, suffix: str) -> StateCriterion:
+    crit.id = f"{crit.id}:{suffix}"
+    return crit
+
+
+def _possessive(name: str) -> str:
+    return f"{name}'" if name.endswith("s") else f"{name}'s"
+
+
+def _join(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+# -- split a bill --------------------------------------------------------------------------------
+
+BILLS = [
+    "Dinner at Cafe Luna", "Pizza night", "Taxi to the airport", "Groceries for the cabin", "Concert tickets",
+    "Birthday cake", "Boat rental", "Escape room", "Brunch at The Green Table", "Karaoke night",
+]  # fmt: skip
+
+
+@template(
+    "skills.split_bill",
+    apps=["notes", "messages", "contacts"],
+    domain=Domain.FINANCE,
+    category=SKILLS,
+    difficulty=3,
+    capabilities=["skill", "format", "arithmetic", "send", "confirm"],
+    count=COUNT,
+    max_steps=30,
+)
+def split_bill(w: World) -> Draft:
+    """Template ``skills.split_bill``, e.g. task 0: "Split the bill for \"Dinner at Cafe Luna\" (76.33 EUR) evenly between me, Grace and Ana, and ask them to pay their share."."""
+    others = w.rng.sample(w.contacts, w.rng.choice([1, 2, 2, 3]))
+    what = w.rng.choice(BILLS)
+    n = len(others) + 1
+    total = w.rng.randrange(1500, 24000)
+    share = total // n
+    mine = total - share * (n - 1)
+    named = [who(w, c) for c in others]
+    title, body = split_note(what, total, {c["name"]: share for c in others}, mine)
+    request = split_request(what, share)
+    read, read_ms = read_skill("split-a-bill")
+    note_crit = state("notes.notes", "created", title={"iequals": title}, body={"iequals": body}, tags={"has": "split"})
+    sms = [
+        _named(
+            state(
+                "messages.messages",
+                "created",
+                number={"number": c["phone"]},
+                direction="out",
+                body={"iequals": request},
+            ),
+            c["id"],
+        )
+        for c in others
+    ]
+    plan = [
+        read,
+        *(call("contacts.search", query=q) for _, q in named),
+        call("notes.create", title=title, body=body, tags=["split"]),
+    ]
+    for c in others:
+        plan += [
+            call("user.confirm", question=f"Ask {c['name']} to pay {cents(share)} EUR for {what}?"),
+            call("messages.send", to=c["phone"], body=request),
+        ]
+    plan.append(call("finish", answer=f"Split {cents(total)} EUR {n} ways; asked for {cents(share)} EUR each."))
+    return Draft(
+        goal=(
+            f'Split the bill for "{what}" ({cents(total)} EUR) evenly between '
+            f"{_join(['me', *(name for name, _ in named)])}, and ask them to pay their share."
+        ),
+        criteria=[note_crit, *sms, behavior("confirm_before", "messages.send")],
+        milestones=[read_ms, note_crit, *sms],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+    )
+
+
+# -- archive a note ------------------------------------------------------------------------------
+
+
+@template(
+    "skills.archive_note",
+    apps=["notes"],
+    domain=Domain.NOTES,
+    category=SKILLS,
+    difficulty=2,
+    capabilities=["skill", "lookup", "update", "format"],
+    count=COUNT,
+    max_steps=25,
+)
+def archive_note(w: World) -> Draft:
+    """Template ``skills.archive_note``, e.g. task 0: "Archive my \"Shopping list\" and \"Packing list\" notes."."""
+    notes = w.table("notes.notes")
+    picked = w.pick("notes.notes", w.rng.choice([1, 1, 2]))
+    if not any(n["pinned"] for n in picked) and w.rng.random() < 0.5:  # a pinned note must be unpinned
+        i = notes.index(picked[0])
+        notes[i] = picked[0] = {**picked[0], "pinned": True}
+    read, read_ms = read_skill("archive-a-note")
+    plan = [read]
+    criteria: list[Criterion] = []
+    for note in picked:
+        plan += [
+            call("notes.search", query=note["title"]),
+            call("notes.update", note_id=note["id"], title=ARCHIVE_PREFIX + note["title"]),
+            call("notes.add_tag", note_id=note["id"], tag="archived"),
+        ]
+        if note["pinned"]:
+            plan.append(call("notes.pin", note_id=note["id"], pinned=False))
+        criteria.append(
+            state(
+                "notes.notes",
+                "updated",
+                id=note["id"],
+                title={"iequals": ARCHIVE_PREFIX + note["title"]},
+                body=note["body"],
+                tags={"has": "archived", "len": len(note["tags"]) + 1},
+                pinned=False,
+            )
+        )
+    plan.append(call("finish", answer="Archived."))
+    quoted = [f'"{n["title"]}"' for n in picked]
+    return Draft(
+        goal=f"Archive my {_join(quoted)} note{'s' if len(picked) > 1 else ''}.",
+        criteria=[*criteria, behavior("forbidden_call", "notes.delete")],
+        milestones=[read_ms, *criteria],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+    )
+
+
+# -- wake-up routine -----------------------------------------------------------------------------
+
+WEEK = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+DAYSETS = [
+    ("on weekdays", WEEK[:5]),
+    ("on weekends", WEEK[5:]),
+    ("every day", WEEK),
+    ("on Mondays, Wednesdays and Fridays", ("mon", "wed", "fri")),
+    ("on Tuesdays and Thursdays", ("tue", "thu")),
+]
+
+
+def _alarm_criteria(change: str, time: str, label: str, days: tuple[str, ...], **key: Any) -> list[Criterion]:
+    """An alarm at ``time`` labelled ``label``, on, repeating on exactly ``days``: one criterion
+    with the count of days, one per day it must hold (a set of n days holding each named day)."""
+    where = {"time": time, "label": {"iequals": label}, "enabled": True}
+    out: list[Criterion] = [_named(state("clock.alarms", change, **key, **where, days={"len": len(days)}), time)]
+    if len(days) < len(WEEK):
+        out += [_named(state("clock.alarms", "present", **where, days={"has": d}), f"{time}:{d}") for d in days]
+    return out
+
+
+@template(
+    "skills.wake_routine",
+    apps=["clock"],
+    domain=Domain.TIME,
+    category=SKILLS,
+    difficulty=2,
+    capabilities=["skill", "create", "update", "format"],
+    count=COUNT,
+)
+def wake_routine(w: World) -> Draft:
+    """Template ``skills.wake_routine``, e.g. task 0: "Set up my wake-up routine for 6:10 AM on weekdays."."""
+    alarms = w.table("clock.alarms")
+    phrase, days = w.rng.choice(DAYSETS)
+    reuse = w.rng.random() < 0.5
+    old = w.rng.choice(alarms) if reuse else None
+    taken = {a["time"] for a in alarms if a is not old}
+
+    def backup_of(hhmm: str) -> str:
+        return (dt.datetime.strptime(hhmm, "%H:%M") + BACKUP_AFTER).strftime("%H:%M")
+
+    times = [f"{h:02d}:{m:02d}" for h in (5, 6, 7, 8) for m in range(0, 60, 5)]
+    main = w.rng.choice([t for t in times if t not in taken and backup_of(t) not in taken])
+    backup = backup_of(main)
+    read, read_ms = read_skill("wake-up-routine")
+    plan = [read, call("clock.list_alarms")]
+    if old is not None:  # an alarm already at the main time, switched off: reuse it
+        i = alarms.index(old)
+        alarms[i] = old = {**old, "time": main, "enabled": False, "label": w.rng.choice([None, "Alarm"])}
+        plan += [
+            call("clock.update_alarm", alarm_id=old["id"], label=WAKE_LABEL, days=list(days)),
+            call("clock.set_alarm_enabled", alarm_id=old["id"], enabled=True),
+        ]
+        main_crit = _alarm_criteria("updated", main, WAKE_LABEL, days, id=old["id"])
+    else:
+        plan.append(call("clock.create_alarm", time=main, label=WAKE_LABEL, days=list(days)))
+        main_crit = _alarm_criteria("created", main, WAKE_LABEL, days)
+    plan += [
+        call("clock.create_alarm", time=backup, label=BACKUP_LABEL, days=list(days)),
+        call("finish", answer=f"Wake-up routine set: {main} with a backup at {backup}, {phrase}."),
+    ]
+    backup_crit = _alarm_criteria("created", backup, BACKUP_LABEL, days)
+    return Draft(
+        goal=f"Set up my wake-up routine for {spoken(main)} {phrase}.",
+        criteria=[*main_crit, *backup_crit],
+        milestones=[read_ms, behavior("required_call", "clock.list_alarms"), main_crit[0], backup_crit[0]],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+    )
+
+
+# -- forward an email ----------------------------------------------------------------------------
+
+FORWARD_NOTES = ["Can you take care of this?", "FYI, see below.", "What do you think?", "Please handle this one."]
+
+
+@template(
+    "skills.forward_email",
+    apps=["mail", "contacts"],
+    domain=Domain.EMAIL,
+    category=SKILLS,
+    difficulty=2,
+    capabilities=["skill", "lookup", "send", "format"],
+    count=COUNT,
+)
+def forward_email(w: World) -> Draft:
+    """Template ``skills.forward_email``, e.g. task 0: "Forward the \"Invoice #1726\" email to Ben with the note \"What do you think?\"."."""
+    (original,) = w.pick("mail.messages", folder="inbox")
+    to = w.rng.choice([c for c in w.contacts if c["email"] and c["email"] != original["from"]])
+    name, query = who(w, to)
+    note = w.rng.choice([None, None, *FORWARD_NOTES])
+    subject = f"Fwd: {original['subject']}"
+    body = forward_body(original, note)
+    goal = f'Forward the "{original["subject"]}" email to {name}'
+    goal += f' with the note "{note}".' if note else "."
+    read, read_ms = read_skill("forward-an-email")
+    sent = state(
+        "mail.messages",
+        "created",
+        folder="sent",
+        to={"has": to["email"], "len": 1},
+        subject={"iequals": subject},
+        body={"iequals": body},
+    )
+    plan = [
+        read,
+        call("mail.search", query=original["subject"]),
+        call("contacts.search", query=query),
+        call("mail.send", to=[to["email"]], subject=subject, body=body),
+        call("finish", answer=f"Forwarded it to {to['name']}."),
+    ]
+    return Draft(
+        goal=goal,
+        criteria=[sent, behavior("forbidden_call", "mail.reply")],
+        milestones=[read_ms, sent],
+        plan=plan,
+        perturb_exempt=["4.answer"],
+    )
+
+
+# -- share a contact -----------------------------------------------------------------------------
+
+
+@template(
+    "skills.share_contact",
+    apps=["contacts", "messages"],
+    domain=Domain.CONTACTS,
+    category=SKILLS,
+    difficulty=2,
+    capabilities=["skill", "lookup", "send", "format", "confirm"],
+    count=COUNT,
+)
+def share_contact(w: World) -> Draft:
+    """Template ``skills.share_contact``, e.g. task 0: "Share Umar's contact with Zoe."."""
+    person, to = w.rng.sample(w.contacts, 2)
+    pname, pquery = who(w, person)
+    tname, tquery = who(w, to)
+    card = vcard(person)
+    goal = w.rng.choice(
+        [f"Send {tname} {_possessive(pname)} contact details.", f"Share {_possessive(pname)} contact with {tname}."]
+    )
+    read, read_ms = read_skill("share-a-contact")
+    sent = state(
+        "messages.messages", "created", number={"number": to["phone"]}, direction="out", body={"iequals": card}
+    )
+    plan = [
+        read,
+        call("contacts.search", query=pquery),
+        call("contacts.search", query=tquery),
+        call("user.confirm", question=f"Send {_possessive(person['name'])} contact card to {to['name']}?"),
+        call("messages.send", to=to["phone"], body=card),
+        call("finish", answer=f"Sent {_possessive(person['name'])} contact card to {to['name']}."),
+    ]
+    return Draft(
+        goal=goal,
+        criteria=[sent, behavior("confirm_before", "messages.send")],
+        milestones=[read_ms, sent],
+        plan=plan,
+        perturb_exempt=["5.answer"],
+    )
+
+
+# -- meeting invite ------------------------------------------------------------------------------
+
+MEETINGS = ["Budget review", "Project kickoff", "Design critique", "Quarterly planning", "Book club", "Hiring debrief",
+            "Launch retro", "Volunteer briefing"]  # fmt: skip
+ROOMS = ["Room 4.12", "Cafe Luna", "City Library", "Room 2.01"]
+
+
+@template(
+    "skills.meeting_invite",
+    apps=["calendar", "contacts", "messages"],
+    domain=Domain.SCHEDULING,
+    category=SKILLS,
+    difficulty=3,
+    capabilities=["skill", "lookup", "create", "multi-entity", "format"],
+    count=COUNT,
+    max_steps=25,
+)
+def meeting_invite(w: World) -> Draft:
+    """Template ``skills.meeting_invite``, e.g. task 0: "Invite my landlord, Jonas and Yara to \"Budget review\" on Saturday 28 November from 15:30 to 16:00 in Room 4.12."."""
+    people = w.rng.sample(w.contacts, w.rng.choice([1, 2, 2, 3]))
+    named = [who(w, c) for c in people]
+    title = w.rng.choice(MEETINGS)
+    day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 7))
+    begin = dt.datetime.combine(day, dt.time(w.rng.randrange(9, 17), w.rng.choice([0, 30])))
+    start = begin.isoformat(timespec="minutes")
+    end = (begin + dt.timedelta(minutes=w.rng.choice([30, 60, 90]))).isoformat(timespec="minutes")
+    room = w.rng.choice([None, *ROOMS])
+    attendees = [f"{c['name']} <{c['email']}>" if c["email"] else c["name"] for c in people]
+    goal = f'Invite {_join([n for n, _ in named])} to "{title}" on {day_words(day)} from {start[11:]} to {end[11:]}' + (
+        f" in {room}." if room else "."
+    )
+    where: dict[str, Any] = {"title": {"iequals": title}, "start": start, "end": end}
+    if room:
+        where["location"] = {"iequals": room}
+    event = state("calendar.events", "created", **where, attendees={"len": len(people)})
+    criteria: list[Criterion] = [event]
+    criteria += [
+        _named(state("calendar.events", "present", **where, attendees={"has": a}), c["id"])
+        for a, c in zip(attendees, people, strict=True)
+    ]
+    text = invite_text(title, start, end)
+    texted = [
+        _named(
+            state(
+                "messages.messages", "created", number={"number": c["phone"]}, direction="out", body={"iequals": text}
+            ),
+            c["id"],
+        )
+        for c in people
+        if not c["email"]
+    ]
+    read, read_ms = read_skill("send-a-meeting-invite")
+    args: dict[str, Any] = {"title": title, "start": start, "end": end, "attendees": attendees}
+    if room:
+        args["location"] = room
+    plan = [read, *(call("contacts.search", query=q) for _, q in named), call("calendar.create_event", **args)]
+    plan += [call("messages.send", to=c["phone"], body=text) for c in people if not c["email"]]
+    plan.append(call("finish", answer=f'Booked "{title}" and invited {len(people)}.'))
+    return Draft(
+        goal=goal,
+        criteria=[*criteria, *texted],
+        milestones=[read_ms, event, *texted],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+    )
+
+
+# -- out of office -------------------------------------------------------------------------------
+
+AUTOMATED = [
+    ("no-reply@cityline-rail.example.com", "Your e-ticket", "Your ticket for the 08:12 train is attached."),
+    ("noreply@bank.example.com", "Your monthly statement", "Your statement for November is ready."),
+    ("no-reply@shop.example.com", "Order confirmation", "Thanks for your order; we will email you when it ships."),
+    ("noreply@calendar-tools.example.com", "Weekly agenda", "You have 6 events next week."),
+]
+
+
+@template(
+    "skills.out_of_office",
+    apps=["mail", "contacts"],
+    domain=Domain.EMAIL,
+    category=SKILLS,
+    difficulty=3,
+    capabilities=["skill", "lookup", "send", "update", "format"],
+    count=COUNT,
+    max_steps=25,
+)
+def out_of_office(w: World) -> Draft:
+    """Template ``skills.out_of_office``, e.g. task 0: "I'm on holiday and back on Sunday 6 December. Send the out-of-office reply to my mail; Kara covers for me while I'm away."."""
+    mail = w.table("mail.messages")
+    if all(m["read"] for m in mail):  # at least one message to answer
+        i = w.rng.randrange(len(mail))
+        mail[i] = {**mail[i], "read": False}
+    if w.rng.random() < 0.5:  # an unread automatic message that must not be answered
+        sender, subject, body = w.rng.choice(AUTOMATED)
+        mail.append(
+            {
+                "id": w.next_id("mail.messages", "em_"),
+                "folder": "inbox",
+                "from": sender,
+                "to": (w.user_email,),
+                "subject": subject,
+                "body": body,
+                "time": w.ts(w.rng.randrange(20, 3000)),
+                "read": False,
+            }
+        )
+    targets = [
+        m
+        for m in mail
+        if m["folder"] == "inbox" and not m["read"] and not m["from"].startswith(("no-reply@", "noreply@"))
+    ]
+    cover = w.rng.choice([c for c in w.contacts if c["email"]])
+    name, query = who(w, cover)
+    back = w.now.date() + dt.timedelta(days=w.rng.randrange(5, 20))
+    text = out_of_office_text(back, cover)
+    read, read_ms = read_skill("out-of-office")
+    replies = [
+        _named(
+            state(
+                "mail.messages",
+                "created",
+                folder="sent",
+                to={"has": m["from"], "len": 1},
+                subject={"iequals": f"Re: {m['subject']}"},
+                body={"iequals": text},
+            ),
+            m["id"],
+        )
+        for m in targets
+    ]
+    marked = [state("mail.messages", "updated", id=m["id"], read=True, folder="inbox") for m in targets]
+    plan = [read, call("mail.list_inbox", unread_only=True), call("contacts.search", query=query)]
+    for m in targets:
+        plan += [
+            call("mail.reply", message_id=m["id"], body=text),
+            call("mail.mark_read", message_id=m["id"], read=True),
+        ]
+    plan.append(call("finish", answer=f"Sent {len(targets)} out-of-office replies."))
+    return Draft(
+        goal=(
+            f"I'm on holiday and back on {day_words(back)}. Send the out-of-office reply to my mail; "
+            f"{name} covers for me while I'm away."
+        ),
+        criteria=[*replies, *marked],
+        milestones=[read_ms, *replies],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+    )
