@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 
 from phoneenv.app import TIME_PATTERN, App, format_local_time, parse_local_time
 from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.farm.android import BOOL, AndroidDriver, Column, ListRows, ProviderTable, event_time_codec, tz_name
 from phoneenv.tools import ToolError, tool
 
 READ = "android.permission.READ_CALENDAR"
@@ -134,6 +135,60 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+EVENT_TIME = event_time_codec("all_day", "allDay")
+
+ANDROID = AndroidDriver(
+    tables={
+        "events": ProviderTable(
+            table="events",
+            uri="content://com.android.calendar/events",
+            write_uri="content://com.android.calendar/events?caller_is_syncadapter=true"
+            "&account_name=phoneenv&account_type=LOCAL",
+            read_where="deleted=0",
+            fields={
+                "title": Column("title"),
+                "start": Column("dtstart", "l", EVENT_TIME),
+                "end": Column("dtend", "l", EVENT_TIME),
+                "location": Column("eventLocation"),
+                "notes": Column("description"),
+                "all_day": Column("allDay", "i", BOOL, default=0),
+            },
+            children=(
+                ListRows(
+                    field="attendees",
+                    uri="content://com.android.calendar/attendees",
+                    parent_column="event_id",
+                    item=Column("attendeeName"),
+                    derived={"attendeeEmail": ("s", lambda a: a if "@" in a else None)},
+                ),
+            ),
+            derived={
+                "calendar_id": ("i", lambda rec, ctx: 1),
+                "eventTimezone": ("s", lambda rec, ctx: "UTC" if rec.get("all_day") else tz_name(ctx.tz)),
+            },
+            order=("title", "start", "end", "location", "attendees", "notes", "all_day"),
+            notes="CalendarContract.Events in the local calendar with _id 1: start/end → dtstart/dtend (epoch "
+            "ms; UTC midnights for all-day events, as Android requires), location → eventLocation, notes → "
+            "description, all_day → allDay; each attendee is an Attendees row (attendeeName, and attendeeEmail "
+            "when it is an address), in _id order.",
+        )
+    },
+    tools=(
+        "calendar.add_attendee",
+        "calendar.create_event",
+        "calendar.delete_event",
+        "calendar.free_slots",
+        "calendar.get_event",
+        "calendar.list_events",
+        "calendar.remove_attendee",
+        "calendar.search_events",
+        "calendar.update_event",
+    ),
+    notes="Needs a local calendar with _id 1 (the Calendar app creates it on first start).",
+)
+"""The calendar on a device: ``content://com.android.calendar`` events and attendees."""
+
+
 class Calendar(App):
     """The calendar."""
 
@@ -143,6 +198,7 @@ class Calendar(App):
     package = "com.google.android.calendar"
     permissions = (READ, WRITE)
     tables: ClassVar[dict[str, str]] = {"events": "ev_"}
+    android: ClassVar[AndroidDriver | None] = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------
     @staticmethod

@@ -18,6 +18,7 @@ import datetime as dt
 import difflib
 import functools
 import zoneinfo
+from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -25,6 +26,18 @@ from typing_extensions import TypedDict
 
 from phoneenv.app import App, format_local_time
 from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.farm.android import (
+    BOOL,
+    EMPTY_IS_NONE,
+    WEEKDAY_MASK,
+    AndroidDriver,
+    Column,
+    Ctx,
+    MappingError,
+    ProviderTable,
+    Split,
+    Wire,
+)
 from phoneenv.tools import ToolError, tool
 
 Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
@@ -124,6 +137,58 @@ def _time_info(moment: dt.datetime, zone: str) -> TimeInfo:
     }
 
 
+def _hm_encode(value: Any, ctx: Ctx) -> tuple[Wire, ...]:
+    try:
+        at = dt.time.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise MappingError(f"alarm time must be HH:MM, got {value!r}") from None
+    return at.hour, at.minute
+
+
+def _hm_decode(wires: Sequence[Wire], ctx: Ctx) -> Any:
+    hour, minute = (int(w or 0) for w in wires)
+    return f"{hour:02d}:{minute:02d}"
+
+
+ANDROID = AndroidDriver(
+    tables={
+        "alarms": ProviderTable(
+            table="alarms",
+            uri="content://com.google.android.deskclock/alarms",
+            fields={
+                "time": Split((Column("hour", "i"), Column("minutes", "i")), _hm_encode, _hm_decode),
+                "label": Column("label", "s", EMPTY_IS_NONE, default=""),
+                "enabled": Column("enabled", "i", BOOL, default=0),
+                "days": Column("daysofweek", "i", WEEKDAY_MASK, default=0),
+            },
+            derived={"vibrate": ("i", lambda rec, ctx: 1)},
+            root=True,
+            order=("time", "label", "enabled", "days"),
+            notes="DeskClock's ClockContract.AlarmsColumns (AOSP packages/apps/DeskClock): time → hour and "
+            "minutes, label → label ('' for none), enabled → enabled, days → daysofweek (Monday bit 0 .. Sunday "
+            "bit 6). The provider is not exported (needs adb root); its authority is the clock package's "
+            "(com.android.deskclock on AOSP images). DeskClock reschedules written alarms when it next starts.",
+        )
+    },
+    tools=(
+        "clock.create_alarm",
+        "clock.delete_alarm",
+        "clock.list_alarms",
+        "clock.now",
+        "clock.set_alarm_enabled",
+        "clock.update_alarm",
+        "clock.world_time",
+    ),
+    unavailable={
+        "clock.start_timer": "DeskClock keeps timers in its private preferences: no provider or shell command "
+        "reads them back (AlarmClock.ACTION_SET_TIMER only starts one)",
+        "clock.list_timers": "timers cannot be read from a device",
+        "clock.cancel_timer": "timers cannot be read from a device",
+    },
+)
+"""The clock on a device: DeskClock's alarms provider; the time comes from the episode clock."""
+
+
 class Clock(App):
     """Alarms, timers and the time around the world."""
 
@@ -132,6 +197,7 @@ class Clock(App):
     domain = Domain.TIME
     package = "com.google.android.deskclock"
     tables: ClassVar[dict[str, str]] = {"alarms": "al_", "timers": "tm_"}
+    android: ClassVar[AndroidDriver | None] = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         if table == "alarms":

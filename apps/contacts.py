@@ -13,6 +13,7 @@ from typing_extensions import TypedDict
 
 from phoneenv.app import App, listing
 from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.farm.android import BIRTHDAY, BOOL, AndroidDriver, Column, DataKind, DataRows, ProviderTable
 from phoneenv.tools import ToolError, tool
 
 PHONE_PATTERN = r"^\+?[0-9][0-9 \-]{2,19}$"
@@ -68,6 +69,59 @@ def same_number(a: str, b: str) -> bool:
     return bool(da) and da[-9:] == db[-9:]
 
 
+ANDROID = AndroidDriver(
+    tables={
+        "contacts": ProviderTable(
+            table="contacts",
+            uri="content://com.android.contacts/raw_contacts",
+            write_uri="content://com.android.contacts/raw_contacts?caller_is_syncadapter=true",
+            read_where="deleted=0",
+            fields={"favorite": Column("starred", "i", BOOL, default=0)},
+            children=(
+                DataRows(
+                    uri="content://com.android.contacts/data",
+                    parent_column="raw_contact_id",
+                    kinds={
+                        "name": DataKind("vnd.android.cursor.item/name", Column("data1")),
+                        "phone": DataKind("vnd.android.cursor.item/phone_v2", Column("data1"), {"data2": ("i", 2)}),
+                        "email": DataKind("vnd.android.cursor.item/email_v2", Column("data1"), {"data2": ("i", 1)}),
+                        "relation": DataKind(
+                            "vnd.android.cursor.item/relation",
+                            Column("data3"),
+                            {"data1": ("s", "me"), "data2": ("i", 0)},
+                        ),
+                        "birthday": DataKind(
+                            "vnd.android.cursor.item/contact_event",
+                            Column("data1", codec=BIRTHDAY),
+                            {"data2": ("i", 3)},
+                        ),
+                    },
+                ),
+            ),
+            order=("name", "phone", "email", "relation", "favorite", "birthday"),
+            notes="A contact is a local raw contact (no account) whose fields are ContactsContract.Data rows: "
+            "name → StructuredName DISPLAY_NAME (data1); phone → Phone NUMBER (data1, TYPE_MOBILE); email → "
+            "Email ADDRESS (data1, TYPE_HOME); birthday → Event START_DATE --MM-DD (TYPE_BIRTHDAY); favorite → "
+            "RawContacts STARRED. Android has no field for how the user knows someone, so relation is a Relation "
+            "row of custom TYPE (0) whose LABEL (data3) is the word ('sister') and whose NAME (data1) is 'me'. "
+            "Writes use the sync-adapter URI so a delete removes the row instead of flagging it deleted; a "
+            "contact with several rows of one kind shows its last.",
+        )
+    },
+    tools=(
+        "contacts.create",
+        "contacts.delete",
+        "contacts.favorites",
+        "contacts.get",
+        "contacts.list",
+        "contacts.search",
+        "contacts.set_favorite",
+        "contacts.update",
+    ),
+)
+"""Contacts on a device: ContactsContract raw contacts and data rows (``content`` commands)."""
+
+
 class Contacts(App):
     """The address book."""
 
@@ -77,6 +131,7 @@ class Contacts(App):
     package = "com.android.contacts"
     permissions = (READ, WRITE)
     tables: ClassVar[dict[str, str]] = {"contacts": "c_"}
+    android: ClassVar[AndroidDriver | None] = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         star = "* " if record.get("favorite") else ""

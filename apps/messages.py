@@ -9,6 +9,7 @@ normalized number (:func:`apps.contacts.normalize_number`); two numbers are the 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -17,6 +18,17 @@ from typing_extensions import TypedDict
 from apps.contacts import PHONE_PATTERN, normalize_number, same_number
 from phoneenv.app import App
 from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.farm.android import (
+    BOOL,
+    AndroidDriver,
+    Column,
+    Intent,
+    ProviderTable,
+    TypedInsert,
+    Wire,
+    enum_codec,
+    local_time_codec,
+)
 from phoneenv.tools import ToolError, tool
 
 READ = "android.permission.READ_SMS"
@@ -103,15 +115,77 @@ def _chrono(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:
     return rec["time"], id_key(rec["id"])
 
 
+PACKAGE = "com.google.android.apps.messaging"
+
+
+def _thread_id(row: Mapping[str, Wire], rows: Sequence[Mapping[str, Wire]]) -> Wire:
+    """Telephony's ``thread_id``: one conversation per address (numbers compared with
+    :func:`apps.contacts.same_number`), numbered 1, 2, ... by first appearance in ``_id`` order."""
+    seen: list[str] = []
+    for other in sorted(rows, key=lambda r: int(r["_id"] or 0)):
+        address = str(other.get("address") or "")
+        if not any(same_number(a, address) for a in seen):
+            seen.append(address)
+    mine = str(row.get("address") or "")
+    return next((i for i, a in enumerate(seen, 1) if same_number(a, mine)), None)
+
+
+ANDROID = AndroidDriver(
+    tables={
+        "messages": ProviderTable(
+            table="messages",
+            uri="content://sms",
+            fields={
+                "number": Column("address"),
+                "direction": Column("type", "i", enum_codec("sms type", {"in": 1, "out": 2})),
+                "body": Column("body"),
+                "time": Column("date", "l", local_time_codec("seconds")),
+                "read": Column("read", "i", BOOL, default=0),
+            },
+            computed={"thread_id": _thread_id},
+            notes="Telephony.Sms: number → address, direction → type (MESSAGE_TYPE_INBOX 1 / SENT 2), "
+            "time → date (epoch ms), read → read; thread_id is the provider's own.",
+        )
+    },
+    typed={
+        "messages": TypedInsert(
+            when={"direction": "out"},
+            compose=Intent("android.intent.action.SENDTO", data="smsto:{number}", package=PACKAGE),
+            text_field="body",
+            submit=("KEYCODE_ENTER",),
+        )
+    },
+    tools=(
+        "messages.delete",
+        "messages.forward",
+        "messages.get",
+        "messages.list_threads",
+        "messages.list_unread",
+        "messages.mark_read",
+        "messages.read_thread",
+        "messages.search",
+        "messages.send",
+    ),
+    notes="Sending types the text into the Messages compose screen (SENDTO smsto:NUMBER, then input "
+    "text, then Enter) and the app writes the sent row, so Messages must be the default SMS app with "
+    "'Press Enter to send' on; text that is not printable ASCII is typed through ADBKeyBoard "
+    "(com.android.adbkeyboard, set as the input method). Seeding and other writes go through "
+    "content://sms, which needs the shell allowed to write SMS (adb root, or "
+    "`appops set com.android.shell WRITE_SMS allow`).",
+)
+"""Messages on a device: ``content://sms`` and the compose screen."""
+
+
 class Messages(App):
     """SMS messaging."""
 
     name = "messages"
     title = "Messages"
     domain = Domain.COMMUNICATION
-    package = "com.google.android.apps.messaging"
+    package = PACKAGE
     permissions = (READ, SEND)
     tables: ClassVar[dict[str, str]] = {"messages": "m_"}
+    android: ClassVar[AndroidDriver | None] = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------
     def contact_name(self, number: str) -> str | None:

@@ -24,6 +24,15 @@ from typing_extensions import TypedDict
 from apps.contacts import PHONE_PATTERN, normalize_number, same_number
 from phoneenv.app import App
 from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.farm.android import (
+    INT,
+    AndroidDriver,
+    CallStateTable,
+    Column,
+    ProviderTable,
+    enum_codec,
+    local_time_codec,
+)
 from phoneenv.tools import ToolError, tool
 
 CALL = "android.permission.CALL_PHONE"
@@ -112,6 +121,48 @@ def _newest(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:
     return rec["time"], _id_key(rec["id"])
 
 
+ANDROID = AndroidDriver(
+    tables={
+        "calls": ProviderTable(
+            table="calls",
+            uri="content://call_log/calls",
+            fields={
+                "number": Column("number"),
+                "direction": Column("type", "i", enum_codec("call type", {"in": 1, "out": 2, "missed": 3})),
+                "time": Column("date", "l", local_time_codec("seconds")),
+                "duration_s": Column("duration", "l", INT, default=0),
+            },
+            notes="CallLog.Calls: direction → type (INCOMING 1 / OUTGOING 2 / MISSED 3), time → date "
+            "(epoch ms), duration_s → duration (seconds).",
+        ),
+        "blocked": ProviderTable(
+            table="blocked",
+            uri="content://com.android.blockednumber/blocked",
+            fields={"number": Column("original_number")},
+            root=True,
+            notes="BlockedNumberContract.BlockedNumbers: number → original_number. Only the system, the "
+            "default dialer and the default SMS app may use this provider: needs adb root.",
+        ),
+        "active": CallStateTable(),
+    },
+    tools=(
+        "phone.block_number",
+        "phone.call_log",
+        "phone.delete_call_log_entry",
+        "phone.list_blocked",
+        "phone.unblock_number",
+    ),
+    unavailable={
+        "phone.call": "placing a call (ACTION_CALL) makes the dialer write its own call-log row when the call "
+        "ends, with the real duration, which cannot equal the sandbox's log entry made at dialing",
+        "phone.end_call": "only meaningful after phone.call",
+        "phone.current_call": "a call the driver did not place cannot be described (telephony.registry gives "
+        "no call-log id or start time)",
+    },
+)
+"""The dialer on a device: the call log and blocked numbers (``content`` commands)."""
+
+
 class PhoneApp(App):
     """The dialer."""
 
@@ -122,6 +173,7 @@ class PhoneApp(App):
     permissions = (CALL, READ_LOG, WRITE_LOG)
     tables: ClassVar[dict[str, str]] = {"calls": "call_", "blocked": "blk_", "active": "active_"}
     transient: ClassVar[tuple[str, ...]] = ("active",)
+    android: ClassVar[AndroidDriver | None] = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------
     def contact_name(self, number: str) -> str | None:

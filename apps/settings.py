@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 
 from phoneenv.app import App
 from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.farm.android import AndroidDriver, SettingKey, SettingsTable, flag_codec, scaled_codec
 from phoneenv.tools import ToolError, tool
 
 DEFAULTS: dict[str, bool | int | str | None] = {
@@ -124,6 +125,84 @@ class PermissionResult(TypedDict):
     changed: bool
 
 
+def _switch(*words: str) -> Any:
+    """A setter ``words + (on|off word)``: ``_switch("svc", "wifi")(True)`` → ``svc wifi enable``."""
+    *cmd, on, off = words
+    return lambda value: [*cmd, on if value else off]
+
+
+ANDROID = AndroidDriver(
+    tables={
+        "settings": SettingsTable(
+            table="settings",
+            keys={
+                "wifi": SettingKey(
+                    "global",
+                    "wifi_on",
+                    flag_codec("wifi_on", "1", "0", ("2",), ("3",)),
+                    _switch("svc", "wifi", "enable", "disable"),
+                ),
+                "bluetooth": SettingKey(
+                    "global",
+                    "bluetooth_on",
+                    flag_codec("bluetooth_on", "1", "0"),
+                    _switch("svc", "bluetooth", "enable", "disable"),
+                ),
+                "dnd": SettingKey(
+                    "global",
+                    "zen_mode",
+                    flag_codec("zen_mode", "1", "0", ("2", "3")),
+                    _switch("cmd", "notification", "set_dnd", "priority", "off"),
+                ),
+                "airplane_mode": SettingKey(
+                    "global",
+                    "airplane_mode_on",
+                    flag_codec("airplane_mode_on", "1", "0"),
+                    _switch("cmd", "connectivity", "airplane-mode", "enable", "disable"),
+                ),
+                "location": SettingKey("secure", "location_mode", flag_codec("location_mode", "3", "0", ("1", "2"))),
+                "brightness": SettingKey("system", "screen_brightness", scaled_codec("screen_brightness", 255)),
+                "dark_mode": SettingKey(
+                    "secure",
+                    "ui_night_mode",
+                    flag_codec("ui_night_mode", "2", "1", (), ("0",)),
+                    _switch("cmd", "uimode", "night", "yes", "no"),
+                ),
+            },
+            unmapped={
+                "volume_ring": "AudioService keeps the ring volume as a stream index 0-7, which cannot hold a "
+                "percentage losslessly",
+                "volume_media": "AudioService keeps the media volume as a stream index 0-15, which cannot hold a "
+                "percentage losslessly",
+                "wifi_network": "the joined network is Wi-Fi state, not a setting, and has no shell setter",
+            },
+        )
+    },
+    tools=(
+        "settings.grant_permission",
+        "settings.list_app_permissions",
+        "settings.revoke_permission",
+        "settings.set_airplane_mode",
+        "settings.set_bluetooth",
+        "settings.set_brightness",
+        "settings.set_dark_mode",
+        "settings.set_dnd",
+        "settings.set_location",
+        "settings.set_wifi",
+    ),
+    unavailable={
+        "settings.get": "reads volume and Wi-Fi network settings, which have no lossless Android home",
+        "settings.list_all": "reads volume and Wi-Fi network settings, which have no lossless Android home",
+        "settings.set_volume": "a percentage does not survive AudioService's stream indices",
+    },
+    notes="Radios, do-not-disturb, airplane mode and the night theme are switched with the services' "
+    "own shell commands (svc, cmd notification|connectivity|uimode), which also update the setting read "
+    "back with settings get; location and brightness with settings put. Permissions are "
+    "system.permissions (pm grant|revoke).",
+)
+"""Settings on a device: Android's settings provider and services (``settings``, ``svc``, ``cmd``)."""
+
+
 class Settings(App):
     """The device settings."""
 
@@ -132,6 +211,7 @@ class Settings(App):
     domain = Domain.DEVICE
     package = "com.android.settings"
     tables: ClassVar[dict[str, str]] = {"settings": "set_"}
+    android: ClassVar[AndroidDriver | None] = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         key, value = record["id"], record["value"]

@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 
 from phoneenv.app import App, listing
 from phoneenv.contract import Domain, Effect, ErrorKind
+from phoneenv.farm.android import AndroidDriver, PackageTable, PermissionTable
 from phoneenv.tools import ToolError, tool
 
 AppName = Annotated[
@@ -98,6 +99,23 @@ class Capture(TypedDict):
     height: int
 
 
+ANDROID = AndroidDriver(
+    tables={"permissions": PermissionTable(), "apps": PackageTable()},
+    tools=("system.check_permission", "system.list_apps", "system.open_app", "system.request_permission"),
+    unavailable={
+        "system.sign_in": "no app with a driver needs an account; a device login would restore the app's data "
+        "(rooted/google_apis image) or go through the app's own sign-in UI",
+        "system.sign_out": "as system.sign_in",
+        "system.list_accounts": "as system.sign_in",
+        "system.list_notifications": "Android has no read/unread state for a notification to read back",
+        "system.dismiss_notification": "Android has no read/unread state for a notification to read back",
+    },
+    notes="Permissions: pm grant|revoke and dumpsys package; apps: pm list packages; system.request_permission "
+    "applies the simulated user's answer from the fixtures with pm grant.",
+)
+"""System services on a device: package manager permissions and the installed packages."""
+
+
 class System(App):
     """Android system services."""
 
@@ -108,6 +126,7 @@ class System(App):
     system = True
     tables: ClassVar[dict[str, str]] = {"notifications": "ntf_"}
     transient: ClassVar[tuple[str, ...]] = ("notifications",)
+    android: ClassVar[AndroidDriver | None] = ANDROID
 
     def _app(self, app: str) -> dict[str, Any]:
         rec = self.phone.state.get("system.apps", app)
@@ -293,6 +312,7 @@ class Screen(App):
     domain = Domain.DEVICE
     package = "com.android.systemui"
     system = True
+    android: ClassVar[AndroidDriver | None] = AndroidDriver(tables={}, tools=("screen.capture",))
 
     @tool(returns_image=True)
     def capture(self) -> Capture:
