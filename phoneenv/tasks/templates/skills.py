@@ -221,6 +221,25 @@ def split_bill(w: World) -> Draft:
 # -- archive a note ------------------------------------------------------------------------------
 
 
+# Notes a user files away once done: (title, body, tags); no title is a seeded one.
+OLD_NOTES = [
+    ("Flat viewings", "Mon 18:00 Linden St 4\nWed 17:30 Harbour Rd 12", ("home",)),
+    ("Summer trip ideas", "Lisbon\nPorto\nMadeira", ("travel",)),
+    ("Conference notes", "keynote: edge AI\ntalk: offline maps", ("work",)),
+    ("Car insurance quotes", "Allsafe 412/yr\nRoadwise 389/yr", ()),
+    ("Wedding playlist", "first dance: At Last\nSeptember", ("family",)),
+    ("Old wifi codes", "HomeNet: sunflower77", ()),
+    ("Garage sale", "bike 40\nlamp 10\nbooks 1 each", ("home",)),
+    ("Thesis outline", "1 intro\n2 method\n3 results", ("study",)),
+    ("Christmas cards 2025", "Ana - sent\nBen - sent\nGrandma - sent", ("family",)),
+    ("Marathon training", "week 1: 3x5 km\nweek 2: 3x6 km", ("sport",)),
+    ("Kitchen renovation", "tiles ordered\nsink fitted", ("home",)),
+    ("Job applications", "Acme - interview\nGlobex - rejected", ("work",)),
+    ("Baby names", "Mila\nJonah\nIda", ()),
+    ("Bike repair", "new chain\nbrake pads", ()),
+]
+
+
 @template(
     "skills.archive_note",
     apps=["notes"],
@@ -232,9 +251,26 @@ def split_bill(w: World) -> Draft:
     max_steps=25,
 )
 def archive_note(w: World) -> Draft:
-    """Template ``skills.archive_note``, e.g. task 0: "Archive my \"Shopping list\" and \"Packing list\" notes."."""
+    """Template ``skills.archive_note``, e.g. task 0: "Archive my \"Marathon training\" and \"Packing list\" notes."."""
     notes = w.table("notes.notes")
-    picked = w.pick("notes.notes", w.rng.choice([1, 1, 2]))
+    added = []
+    for title, body, tags in w.rng.sample(OLD_NOTES, 2):  # finished notes worth archiving
+        stamp = w.ts(w.rng.randrange(20000, 90000))
+        notes.append(
+            {
+                "id": w.next_id("notes.notes", "n_"),
+                "title": title,
+                "body": body,
+                "pinned": False,
+                "created": stamp,
+                "updated": stamp,
+                "tags": tags,
+            }
+        )
+        added.append(notes[-1])
+    picked = [w.rng.choice(added)]
+    if w.rng.random() < 0.4:
+        picked.append(w.rng.choice([n for n in notes if n is not picked[0]]))
     if not any(n["pinned"] for n in picked) and w.rng.random() < 0.5:  # a pinned note must be unpinned
         i = notes.index(picked[0])
         notes[i] = picked[0] = {**picked[0], "pinned": True}
@@ -565,7 +601,9 @@ def out_of_office(w: World) -> Draft:
         )
         for m in targets
     ]
-    marked = [state("mail.messages", "updated", id=m["id"], read=True, folder="inbox") for m in targets]
+    marked = [
+        _named(state("mail.messages", "updated", id=m["id"], read=True, folder="inbox"), m["id"]) for m in targets
+    ]
     plan = [read, call("mail.list_inbox", unread_only=True), call("contacts.search", query=query)]
     for m in targets:
         plan += [

@@ -1,0 +1,478 @@
+"""Skills-category tasks: counts, proofs by execution, the skill each task names, and for every
+task two plans built here from the goal and the fixture records alone: one that follows the
+skill's procedure as its SKILL.md words it (must succeed) and a naive one that does what the goal
+says without the skill (must fail, on the rule's criterion). The random agent must score near zero."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from agents import RandomAgent
+from phoneenv.contract import Category, TaskSpec
+from phoneenv.env import PhonePlanEnv
+from phoneenv.evaluation import run_episodes
+from phoneenv.harness.skills import load_skills
+from phoneenv.tasks import select
+from phoneenv.tasks.templates import all_templates
+from phoneenv.tasks.validate import prove_suite
+
+TEMPLATES = {
+    "skills.split_bill": "split-a-bill",
+    "skills.archive_note": "archive-a-note",
+    "skills.wake_routine": "wake-up-routine",
+    "skills.forward_email": "forward-an-email",
+    "skills.share_contact": "share-a-contact",
+    "skills.meeting_invite": "send-a-meeting-invite",
+    "skills.out_of_office": "out-of-office",
+}
+# Text that only the skill's body gives away: in the body, never in the goal or the description.
+MARKERS = {
+    "skills.split_bill": ["[Split]", "Total:", "Me:", "round down"],
+    "skills.archive_note": ["[Archived]", "`archived`"],
+    "skills.wake_routine": ["Wake up (backup)", "10 minutes after"],
+    "skills.forward_email": ["---------- Forwarded message ----------", "Date:"],
+    "skills.share_contact": ["BEGIN:VCARD", "TEL;TYPE=CELL:", "user.confirm"],
+    "skills.meeting_invite": ["Full Name <email>", "Invitation:"],
+    "skills.out_of_office": ["[Out of office]", "noreply@", "mail.mark_read"],
+}
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]  # fmt: skip
+WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+
+Steps = list[tuple[str, dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[TaskSpec]:
+    return select("category:skills")
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_skills()
+
+
+# -- helpers: read the fixtures and the goal as a planner would ----------------------------------
+
+
+def recs(t: TaskSpec, table: str) -> list[dict[str, Any]]:
+    return t.fixtures.records[table]
+
+
+def person(t: TaskSpec, phrase: str) -> dict[str, Any]:
+    """The contact a goal means by "my <relation>" or a first name."""
+    phrase = phrase.strip()
+    if phrase.startswith("my "):
+        hits = [c for c in recs(t, "contacts.contacts") if c["relation"] == phrase[3:]]
+    else:
+        hits = [c for c in recs(t, "contacts.contacts") if c["name"].split()[0] == phrase]
+    assert len(hits) == 1, (t.id, phrase)
+    return hits[0]
+
+
+def people(t: TaskSpec, listing: str) -> list[dict[str, Any]]:
+    """Contacts of "Ana", "Ana and Ben", "Ana, my boss and Ben"."""
+    return [person(t, p) for p in re.split(r", | and ", listing)]
+
+
+def goal_day(t: TaskSpec, words: str) -> dt.date:
+    weekday, day, month = words.split()
+    d = dt.date(int(t.fixtures.clock[:4]), MONTHS.index(month) + 1, int(day))
+    if d < dt.date.fromisoformat(t.fixtures.clock[:10]):  # a day past the year's end
+        d = d.replace(year=d.year + 1)
+    assert d.strftime("%A") == weekday, (t.id, words)
+    return d
+
+
+def money(cents: int) -> str:
+    return str((Decimal(cents) / 100).quantize(Decimal("0.01")))
+
+
+def play(t: TaskSpec, steps: Steps) -> dict[str, Any]:
+    """Play ``steps`` then finish in a fresh env; the verdict. Every step but the naive ones'
+    must be well formed, so feedback errors are returned for the caller to check."""
+    env = PhonePlanEnv(task=t)
+    env.reset(seed=0)
+    errors = []
+    for name, args in [*steps, ("finish", {"answer": "Done."})]:
+        obs, _, term, trunc, info = env.step(json.dumps({"name": name, "arguments": args}))
+        fb = json.loads(obs["feedback"])
+        if not fb["ok"]:
+            errors.append((name, fb))
+        if term or trunc:
+            break
+    verdict = info["verdict"]
+    verdict["step_errors"] = errors
+    return verdict
+
+
+def failed(verdict: dict[str, Any]) -> set[str]:
+    return {c["id"] for c in verdict["criteria"] if not c["passed"]}
+
+
+# -- per template: a plan that follows the skill, and a naive one ---------------------------------
+
+
+def split_bill(t: TaskSpec, skill: bool) -> Steps:
+    m = re.fullmatch(
+        r'Split the bill for "(?P<what>[^"]+)" \((?P<total>\d+\.\d\d) EUR\) evenly between me(?:, | and )'
+        r"(?P<who>.+), and ask them to pay their share\.",
+        t.goal,
+    )
+    assert m, t.goal
+    what, others = m["what"], people(t, m["who"])
+    total = int(Decimal(m["total"]) * 100)
+    share = total // (len(others) + 1)
+    if not skill:  # an even split as a person would write it: rounded, one text each, no confirmation
+        each = f"{total / 100 / (len(others) + 1):.2f}"
+        steps: Steps = [
+            ("notes.create", {"title": f"{what} bill", "body": f"{m['total']} EUR / {len(others) + 1} = {each} each"})
+        ]
+        return steps + [
+            (
+                "messages.send",
+                {"to": c["phone"], "body": f"Hi {c['name'].split()[0]}, your share of {what} is {each} EUR."},
+            )
+            for c in others
+        ]
+    mine = total - share * len(others)
+    lines = [f"Total: {money(total)} EUR"]
+    lines += [f"{c['name']}: {money(share)} EUR" for c in sorted(others, key=lambda c: c["name"])]
+    lines.append(f"Me: {money(mine)} EUR")
+    steps = [("notes.create", {"title": f"Split: {what}", "body": "\n".join(lines), "tags": ["split"]})]
+    for c in others:
+        steps += [
+            ("user.confirm", {"question": f"Ask {c['name']} for {money(share)} EUR?"}),
+            ("messages.send", {"to": c["phone"], "body": f"[Split] {what}: your share is {money(share)} EUR"}),
+        ]
+    return steps
+
+
+def archive_note(t: TaskSpec, skill: bool) -> Steps:
+    titles = re.findall(r'"([^"]+)"', t.goal)
+    assert titles and t.goal.startswith("Archive my ")
+    steps: Steps = []
+    for title in titles:
+        (note,) = [n for n in recs(t, "notes.notes") if n["title"] == title]
+        steps.append(("notes.search", {"query": title}))
+        if not skill:  # tag it and take it off the top of the list: an "archive" by guesswork
+            steps += [("notes.add_tag", {"note_id": note["id"], "tag": "archive"})]
+            steps += [("notes.pin", {"note_id": note["id"], "pinned": False})] if note["pinned"] else []
+            continue
+        steps += [
+            ("notes.update", {"note_id": note["id"], "title": f"[Archived] {title}"}),
+            ("notes.add_tag", {"note_id": note["id"], "tag": "archived"}),
+        ]
+        if note["pinned"]:
+            steps.append(("notes.pin", {"note_id": note["id"], "pinned": False}))
+    return steps
+
+
+DAY_PHRASES = {
+    "on weekdays": WEEKDAYS[:5],
+    "on weekends": WEEKDAYS[5:],
+    "every day": WEEKDAYS,
+    "on Mondays, Wednesdays and Fridays": ["mon", "wed", "fri"],
+    "on Tuesdays and Thursdays": ["tue", "thu"],
+}
+
+
+def wake_routine(t: TaskSpec, skill: bool) -> Steps:
+    m = re.fullmatch(r"Set up my wake-up routine for (\d{1,2}):(\d\d) (AM|PM) (.+)\.", t.goal)
+    assert m, t.goal
+    hour = int(m[1]) % 12 + (12 if m[3] == "PM" else 0)
+    main = f"{hour:02d}:{m[2]}"
+    days = DAY_PHRASES[m[4]]
+    if not skill:  # one repeating alarm at that time
+        return [("clock.create_alarm", {"time": main, "label": "Wake up", "days": days})]
+    later = dt.datetime(2026, 1, 1, hour, int(m[2])) + dt.timedelta(minutes=10)
+    steps: Steps = [("clock.list_alarms", {})]
+    for time, label in ((main, "Wake up"), (later.strftime("%H:%M"), "Wake up (backup)")):
+        old = [a for a in recs(t, "clock.alarms") if a["time"] == time]
+        if old:
+            steps.append(("clock.update_alarm", {"alarm_id": old[0]["id"], "label": label, "days": days}))
+            if not old[0]["enabled"]:
+                steps.append(("clock.set_alarm_enabled", {"alarm_id": old[0]["id"], "enabled": True}))
+        else:
+            steps.append(("clock.create_alarm", {"time": time, "label": label, "days": days}))
+    return steps
+
+
+def forward_email(t: TaskSpec, skill: bool) -> Steps:
+    m = re.fullmatch(
+        r'Forward the "(?P<subject>[^"]+)" email to (?P<who>.+?)(?: with the note "(?P<note>[^"]+)")?\.', t.goal
+    )
+    assert m, t.goal
+    (orig,) = [x for x in recs(t, "mail.messages") if x["subject"] == m["subject"]]
+    to = person(t, m["who"])
+    note = f"{m['note']}\n\n" if m["note"] else ""
+    if not skill:  # the usual guess: "Fwd:" and the original text under the note
+        body = note + orig["body"]
+    else:
+        when = f"{orig['time'][:10]} {orig['time'][11:16]}"
+        body = (
+            f"{note}{'-' * 10} Forwarded message {'-' * 10}\nFrom: {orig['from']}\nDate: {when}\n"
+            f"Subject: {orig['subject']}\n\n{orig['body']}"
+        )
+    return [("mail.send", {"to": [to["email"]], "subject": f"Fwd: {orig['subject']}", "body": body})]
+
+
+def share_contact(t: TaskSpec, skill: bool) -> Steps:
+    who = r"(my [a-z]+|[A-Z][a-z]+)"
+    m = re.fullmatch(rf"Send {who} {who}'s? contact details\.", t.goal)
+    if m:
+        to, shared = person(t, m[1]), person(t, m[2])
+    else:
+        m = re.fullmatch(rf"Share {who}'s? contact with {who}\.", t.goal)
+        assert m, t.goal
+        shared, to = person(t, m[1]), person(t, m[2])
+    if not skill:  # a friendly text with the details
+        extra = f", {shared['email']}" if shared["email"] else ""
+        return [("messages.send", {"to": to["phone"], "body": f"{shared['name']}: {shared['phone']}{extra}"})]
+    card = ["BEGIN:VCARD", "VERSION:3.0", f"FN:{shared['name']}", f"TEL;TYPE=CELL:{shared['phone']}"]
+    card += [f"EMAIL:{shared['email']}"] if shared["email"] else []
+    card.append("END:VCARD")
+    return [
+        ("user.confirm", {"question": f"Send {shared['name']}'s card to {to['name']}?"}),
+        ("messages.send", {"to": to["phone"], "body": "\n".join(card)}),
+    ]
+
+
+def meeting_invite(t: TaskSpec, skill: bool) -> Steps:
+    m = re.fullmatch(
+        r'Invite (?P<who>.+) to "(?P<title>[^"]+)" on (?P<day>\w+ \d+ \w+) from (?P<s>\d\d:\d\d) to '
+        r"(?P<e>\d\d:\d\d)(?: in (?P<room>.+))?\.",
+        t.goal,
+    )
+    assert m, t.goal
+    invitees = people(t, m["who"])
+    day = goal_day(t, m["day"]).isoformat()
+    args: dict[str, Any] = {"title": m["title"], "start": f"{day}T{m['s']}", "end": f"{day}T{m['e']}"}
+    if m["room"]:
+        args["location"] = m["room"]
+    if not skill:  # attendees by name, as the calendar tool's own description allows
+        return [("calendar.create_event", {**args, "attendees": [c["name"] for c in invitees]})]
+    args["attendees"] = [f"{c['name']} <{c['email']}>" if c["email"] else c["name"] for c in invitees]
+    text = f"Invitation: {m['title']}, {day} {m['s']}-{m['e']}"
+    return [("calendar.create_event", args)] + [
+        ("messages.send", {"to": c["phone"], "body": text}) for c in invitees if not c["email"]
+    ]
+
+
+def out_of_office(t: TaskSpec, skill: bool) -> Steps:
+    m = re.fullmatch(
+        r"I'm on holiday and back on (?P<day>\w+ \d+ \w+)\. Send the out-of-office reply to my mail; "
+        r"(?P<who>.+) covers for me while I'm away\.",
+        t.goal,
+    )
+    assert m, t.goal
+    back, cover = goal_day(t, m["day"]), person(t, m["who"])
+    unread = [x for x in recs(t, "mail.messages") if x["folder"] == "inbox" and not x["read"]]
+    if not skill:  # answer every unread message in a friendly way
+        body = f"Hi, I'm on holiday until {m['day']}. {cover['name']} ({cover['email']}) covers for me."
+        return [("mail.reply", {"message_id": x["id"], "body": body}) for x in unread]
+    body = (
+        f"[Out of office] I am away and back on {back.isoformat()}. "
+        f"For anything urgent, contact {cover['name']} ({cover['email']})."
+    )
+    steps: Steps = []
+    for x in unread:
+        if x["from"].startswith(("no-reply@", "noreply@")):
+            continue
+        steps += [
+            ("mail.reply", {"message_id": x["id"], "body": body}),
+            ("mail.mark_read", {"message_id": x["id"], "read": True}),
+        ]
+    return steps
+
+
+PLANS = {
+    "skills.split_bill": split_bill,
+    "skills.archive_note": archive_note,
+    "skills.wake_routine": wake_routine,
+    "skills.forward_email": forward_email,
+    "skills.share_contact": share_contact,
+    "skills.meeting_invite": meeting_invite,
+    "skills.out_of_office": out_of_office,
+}
+# The criterion each naive plan must fail: the rule it broke (other criteria may fail too).
+NAIVE_BREAKS = {
+    "skills.split_bill": {"created:notes.notes", "confirm_before:messages.send"},
+    "skills.archive_note": None,  # one "updated:notes.notes" criterion per note: all fail
+    "skills.wake_routine": None,  # the backup alarm's criteria, and the main one's when it exists
+    "skills.forward_email": {"created:mail.messages"},
+    "skills.share_contact": {"confirm_before:messages.send"},
+    "skills.meeting_invite": None,  # every attendee's "present:calendar.events" criterion
+    "skills.out_of_office": None,  # every reply's criterion and every mark-read criterion
+}
+
+
+# -- the suite -----------------------------------------------------------------------------------
+
+
+def test_counts_and_metadata(tasks):
+    assert len(tasks) >= 100
+    by_template = {name: [t for t in tasks if t.template == name] for name in TEMPLATES}
+    assert set(by_template) == {t.template for t in tasks}  # no skills template untested here
+    assert len(by_template) >= 6
+    for name, group in by_template.items():
+        assert len(group) == all_templates()[name].count >= 14, name
+        assert len({(t.goal, t.fixtures.model_dump_json()) for t in group}) == len(group), name
+        assert len({t.goal for t in group}) * 4 >= len(group) * 3, f"{name}: too many repeated goals"
+    for t in tasks:
+        assert t.category is Category.SKILLS and t.goal.isascii() and "skill" in t.capabilities
+        assert len(set(t.backends)) == 1 and t.backends == ["sandbox"]
+    assert all(t.category is not Category.SKILLS for t in select("category:tool"))
+
+
+def test_every_task_is_proven(tasks):
+    proofs = prove_suite(tasks)
+    assert [p.task_id for p in proofs if not p.ok] == [], [p.problems for p in proofs if not p.ok][:3]
+    assert all(p.perturbations >= 2 for p in proofs)
+    assert sum(p.perturbations for p in proofs) >= 5 * len(tasks)
+
+
+def test_each_task_names_a_skill_offered_in_its_episode(tasks, shipped):
+    env = PhonePlanEnv(tasks=tasks)
+    for t in tasks:
+        skill = TEMPLATES[t.template]
+        first = t.reference_plan[0]
+        assert (first.name, first.arguments) == ("skills.read", {"name": skill}), t.id
+        acting = [c for c in t.reference_plan if c.name not in ("skills.read", "finish")]
+        assert acting and all(i > 0 for i, c in enumerate(t.reference_plan) if c in acting)
+        assert any(
+            m.kind == "behavior" and m.tool == "skills.read" and m.arguments == {"name": skill} for m in t.milestones
+        ), t.id
+        _, info = env.reset(seed=0, options={"task": t})
+        assert skill in {s["name"] for s in info["skills"]}, t.id
+        assert "skills.read" in {f["function"]["name"] for f in info["tools"]}
+    env.reset(seed=0, options={"task": tasks[0]})
+    obs, *_ = env.step({"name": "skills.read", "arguments": {"name": "split-a-bill"}})
+    assert json.loads(obs["feedback"])["result"]["body"] == shipped["split-a-bill"].body
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_the_rule_is_in_the_skill_body_only(name, shipped):
+    s = shipped[TEMPLATES[name]]
+    for marker in MARKERS[name]:
+        assert marker in s.body, (s.name, marker)
+        assert marker not in s.description, (s.name, marker)
+    for t in select(f"template:{name}"):
+        for marker in MARKERS[name]:
+            assert marker.casefold() not in t.goal.casefold(), (t.id, marker)
+
+
+# -- following the skill succeeds; the naive plan fails -------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_skill_plan_succeeds_and_naive_plan_fails(name):
+    build = PLANS[name]
+    for t in select(f"template:{name}"):
+        good = play(t, build(t, skill=True))
+        assert good["step_errors"] == [], (t.id, good["step_errors"])
+        assert good["success"], (t.id, failed(good), good["collateral"])
+        naive = play(t, build(t, skill=False))
+        assert not naive["success"], t.id
+        broke = failed(naive)
+        want = NAIVE_BREAKS[name]
+        if want is not None:
+            assert want <= broke, (t.id, broke)
+        else:
+            rule = [c["id"] for c in naive["criteria"] if c["id"].split(":")[0] in ("updated", "created", "present")]
+            assert broke and set(rule) & broke, (t.id, broke)
+
+
+def test_split_bill_shares_by_hand():
+    """The leftover cents go to the user, and the skill's own example is what the template writes."""
+    from phoneenv.tasks.templates.skills import split_note, split_request
+
+    title, body = split_note("Pizza night", 10000, {"Ben Okafor": 3333, "Ana Lima": 3333}, 3334)
+    assert title == "Split: Pizza night"
+    assert body == "Total: 100.00 EUR\nAna Lima: 33.33 EUR\nBen Okafor: 33.33 EUR\nMe: 33.34 EUR"
+    assert split_request("Pizza night", 3333) == "[Split] Pizza night: your share is 33.33 EUR"
+    skill = load_skills()["split-a-bill"].body
+    assert json.dumps(body)[1:-1] in skill and "[Split] Pizza night: your share is 33.33 EUR" in skill
+    for t in select("template:skills.split_bill"):
+        (note,) = [c for c in t.criteria if c.id == "created:notes.notes"]
+        amounts = [Decimal(x) for x in re.findall(r"(\d+\.\d\d) EUR", note.where["body"]["iequals"])]
+        total, shares, mine = amounts[0], amounts[1:-1], amounts[-1]
+        assert sum(shares) + mine == total and mine - shares[0] < Decimal("0.01") * (len(shares) + 1)
+        assert all(s == shares[0] for s in shares) and mine >= shares[0]
+
+
+def test_near_misses_fail_on_the_one_rule_they_break():
+    """Right formats without the confirmations the skills require; the right archive marks with
+    the note deleted instead; a forward whose date keeps its seconds."""
+    t = select("skills.share_contact/0")[0]
+    steps = [s for s in share_contact(t, skill=True) if s[0] != "user.confirm"]
+    assert failed(play(t, steps)) == {"confirm_before:messages.send"}
+    t = select("skills.split_bill/1")[0]
+    steps = [s for s in split_bill(t, skill=True) if s[0] != "user.confirm"]
+    assert failed(play(t, steps)) == {"confirm_before:messages.send"}
+    t = next(t for t in select("template:skills.archive_note") if t.goal.endswith(" note."))
+    (note,) = [n for n in recs(t, "notes.notes") if f'"{n["title"]}"' in t.goal]
+    verdict = play(t, [("notes.delete", {"note_id": note["id"]})])
+    assert {"updated:notes.notes", "forbidden_call:notes.delete"} <= failed(verdict)
+    t = select("skills.forward_email/1")[0]
+    ((_, args),) = forward_email(t, skill=True)
+    (orig,) = [x for x in recs(t, "mail.messages") if f'"{x["subject"]}"' in t.goal]
+    args = {
+        **args,
+        "body": args["body"].replace(f"Date: {orig['time'][:10]} {orig['time'][11:16]}", f"Date: {orig['time']}"),
+    }
+    assert args["body"] != forward_email(t, skill=True)[0][1]["body"]
+    assert failed(play(t, [("mail.send", args)])) == {"created:mail.messages"}
+
+
+def test_out_of_office_skips_automatic_senders():
+    """A reply to a no-reply sender is collateral damage even when every other reply is right."""
+    tasks = [
+        t
+        for t in select("template:skills.out_of_office")
+        if any(x["from"].startswith(("no-reply@", "noreply@")) for x in recs(t, "mail.messages"))
+    ]
+    assert tasks, "some tasks must have an automatic sender"
+    t = tasks[0]
+    (auto,) = [x for x in recs(t, "mail.messages") if x["from"].startswith(("no-reply@", "noreply@"))]
+    steps = out_of_office(t, skill=True)
+    body = steps[0][1]["body"]
+    verdict = play(t, [*steps, ("mail.reply", {"message_id": auto["id"], "body": body})])
+    assert not verdict["success"] and failed(verdict) == set() and len(verdict["collateral"]) == 1
+
+
+def test_wake_routine_reuses_an_alarm_at_the_time():
+    reuse = [
+        t
+        for t in select("template:skills.wake_routine")
+        if any(c.name == "clock.update_alarm" for c in t.reference_plan)
+    ]
+    fresh = [t for t in select("template:skills.wake_routine") if t not in reuse]
+    assert reuse and fresh
+    t = reuse[0]
+    m = re.search(r"(\d{1,2}):(\d\d) AM", t.goal)
+    main = f"{int(m[1]):02d}:{m[2]}"
+    (old,) = [a for a in recs(t, "clock.alarms") if a["time"] == main]
+    assert old["enabled"] is False
+    days = next(v for k, v in DAY_PHRASES.items() if t.goal.endswith(f"{k}."))
+    steps = [s for s in wake_routine(t, skill=True) if s[0] not in ("clock.update_alarm", "clock.set_alarm_enabled")]
+    steps.insert(1, ("clock.create_alarm", {"time": main, "label": "Wake up", "days": days}))
+    verdict = play(t, steps)  # a second alarm at a time that has one: the old one stays off
+    assert not verdict["success"] and any(i.startswith("updated:clock.alarms") for i in failed(verdict))
+
+
+# -- the random agent ----------------------------------------------------------------------------
+
+
+def test_random_agent_scores_near_zero(tasks):
+    sample = [t for t in tasks if int(t.id.rsplit("/", 1)[1]) % 4 == 0]  # 4 per template
+    results = run_episodes(RandomAgent(seed=3), sample)
+    assert len(results) == len(sample) >= 28
+    assert sum(r.success for r in results) == 0
+    assert sum(r.progress for r in results) / len(results) < 0.2
