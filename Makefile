@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+APPIUM_STAMP := tests/appium/node_modules/.installed
 
 .PHONY: demo test lint bench clean
 
@@ -19,14 +20,23 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # torch is pinned first so that the [llm] extra does not pull a multi-GB CUDA build on CPU machines.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory]"
+	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device]"
 	touch $@ $(STAMP)
+
+# The Appium tests' server: Appium 2 and @appium/fake-driver pinned in tests/appium/package-lock.json
+# (that folder is the server's APPIUM_HOME); installed when npm exists, else those tests skip.
+$(APPIUM_STAMP): tests/appium/package.json tests/appium/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		{ npm ci --ignore-scripts --no-audit --no-fund --prefix tests/appium \
+		&& APPIUM_HOME="$(CURDIR)/tests/appium" tests/appium/node_modules/.bin/appium driver list --installed \
+		&& touch $@; } || echo "npm ci failed: the Appium tests will skip"; \
+	else echo "npm not found: the Appium tests will skip"; fi
 
 demo: $(STAMP)
 	$(BIN)/phoneenv eval --agent reference --tasks all --out runs/demo/reference
 	$(BIN)/phoneenv eval --agent random --tasks all --out runs/demo/random
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(APPIUM_STAMP)
 	$(BIN)/python -m pytest -n auto -q
 
 lint: $(TEST_STAMP)

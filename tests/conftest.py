@@ -103,3 +103,27 @@ def llm_server(tiny_model_dir):
 
     with serve_tiny_model(tiny_model_dir) as server:
         yield server
+
+
+# -- a real Appium server with the official fake driver (tests/appium_server.py) ------------------
+
+
+@pytest.fixture(scope="session")
+def appium_server(tmp_path_factory: pytest.TempPathFactory):
+    """Appium 2 with `@appium/fake-driver` on 127.0.0.1 (free port), once per worker.
+
+    Yields a tests.appium_server.AppiumServer (`.url`, `.kill()`, `.pause()`, `.startup_s`). Skips when
+    appium-python-client, Node.js or the npm install under tests/appium is missing. Tests that kill or
+    pause it must start their own with serve_appium instead, since this one is shared.
+    """
+    pytest.importorskip(
+        "appium.webdriver", reason="the Appium tests need appium-python-client (pip install -e '.[device]')"
+    )
+    from tests.appium_server import AppiumUnavailable, appium_command, serve_appium
+
+    try:
+        appium_command()
+    except AppiumUnavailable as exc:
+        pytest.skip(str(exc))
+    with serve_appium(tmp_path_factory.mktemp("appium")) as server:
+        yield server
