@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # torch is pinned first so that the [llm] extra does not pull a multi-GB CUDA build on CPU machines.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device]"
+	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device,farm]"
 	touch $@ $(STAMP)
 
 # The Appium tests' server: Appium 2 and @appium/fake-driver pinned in tests/appium/package-lock.json
@@ -36,7 +36,11 @@ demo: $(STAMP)
 	$(BIN)/phoneenv eval --agent reference --tasks all --out runs/demo/reference
 	$(BIN)/phoneenv eval --agent random --tasks all --out runs/demo/random
 
+# The adb tests need Debian's adb: installed here when missing and we are root with apt-get;
+# otherwise they skip with the reason.
 test: $(TEST_STAMP) $(APPIUM_STAMP)
+	@command -v adb >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb; } || echo "adb not installed: the adb tests will skip"
 	$(BIN)/python -m pytest -n auto -q
 
 lint: $(TEST_STAMP)

@@ -18,11 +18,13 @@ from rich.table import Table
 
 from phoneenv.contract import TaskSpec
 from phoneenv.evaluation import EpisodeResult, Scoreboard, run_episodes, score, write_results
+from phoneenv.farm.cli import device_app
 from phoneenv.llm import InfrastructureError
 
 app = typer.Typer(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
 tasks_app = typer.Typer(help="List, show and validate the task suite.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(device_app, name="device")
 console = Console()
 
 

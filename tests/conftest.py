@@ -127,3 +127,24 @@ def appium_server(tmp_path_factory: pytest.TempPathFactory):
         pytest.skip(str(exc))
     with serve_appium(tmp_path_factory.mktemp("appium")) as server:
         yield server
+
+
+# -- a real adb server of this worker's own (tests/adb.py) -----------------------------------------
+
+
+@pytest.fixture(scope="session")
+def adb_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real adb server (Debian's `adb`, or $PHONEENV_ADB) on a free loopback port, once per worker.
+
+    Yields an ``adbutils.AdbClient(host="127.0.0.1", port=port)``; the server is killed at the end.
+    Skips when adbutils or adb is missing. Tests that kill or restart a server must start their own
+    with tests.adb.AdbServer instead, since this one is shared. Connect devices with
+    tests.adb.connect_device / served_device, and disconnect them when done.
+    """
+    pytest.importorskip("adbutils", reason="the adb tests need adbutils (pip install -e '.[device]')")
+    from tests.adb import AdbServer, adb_binary
+
+    if adb_binary() is None:
+        pytest.skip("adb is not installed (Debian: apt-get install adb; `make test` installs it when run as root)")
+    with AdbServer(tmp_path_factory.mktemp("adb_home")) as server:
+        yield server.client
