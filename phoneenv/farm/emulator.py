@@ -1,0 +1,1126 @@
+"""Headless Android emulators: AVD definitions, port pairs, launch, boot wait, fixture snapshot, shutdown.
+
+The pieces, in the order a farm worker uses them:
+
+* :class:`AvdSpec` — one AVD declared in ``emulator_images/*.yaml`` (API level, ABI, system
+  image package, device profile, RAM, data partition, root, GPU mode); :func:`load_avd_spec`
+  validates a file and says which field is wrong.
+* :class:`PortAllocator` — console/adb port pairs ``(N, N+1)``, ``N`` even in 5554..5682 (the
+  range the emulator's ``-ports`` accepts), collision-free across processes on one machine: a
+  pair is taken by holding an exclusive ``fcntl.flock`` on ``<runtime dir>/<N>.lock`` *and*
+  finding both ports bindable on loopback. The kernel drops the lock when the holder exits,
+  so a crashed worker never leaks a pair.
+* :class:`EmulatorLauncher` — builds the ``emulator`` argument list, starts it headless in its own
+  process group with output to a log file, and returns a :class:`RunningEmulator`, which waits
+  for the console and for ``sys.boot_completed == 1`` (adbutils), turns animations off, saves and
+  loads snapshots through the console (:mod:`phoneenv.farm.console`) and stops the emulator:
+  console ``kill``, then SIGTERM, then SIGKILL to the group, each with a timeout.
+* :func:`sweep_stale_locks` — removes ``*.lock`` files an emulator left in its AVD directory when
+  it died without cleaning up (its PID is gone, or was reused by a later process).
+* :func:`prepare_fixture` — the boot recipe: cold boot, animations off, save the ``fixture``
+  snapshot, verify it is listed, shut down.
+
+Example (needs the Android emulator and an AVD; see ``emulator_images/README.md``)::
+
+    spec = load_avd_spec("emulator_images/pixel6-api34.yaml")
+    launcher = EmulatorLauncher(spec)
+    with launcher.start(snapshot=spec.fixture_snapshot) as emu:   # boots from the fixture
+        print(emu.serial)                                         # "emulator-5554"
+        emu.load_snapshot(spec.fixture_snapshot)                  # reset between episodes
+
+Units: every timeout and interval is in seconds; sizes are MiB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+import psutil
+import tenacity
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from phoneenv.farm.console import ConsoleAuthError, ConsoleClient, ConsoleError, validate_snapshot_name
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "ANIMATION_SETTINGS",
+    "AvdSpec",
+    "AvdSpecError",
+    "BootTimeoutError",
+    "DeviceShell",
+    "EmulatorError",
+    "EmulatorExitedError",
+    "EmulatorLauncher",
+    "EmulatorNotFoundError",
+    "PortAllocator",
+    "PortLease",
+    "PortPair",
+    "PortsExhaustedError",
+    "RunningEmulator",
+    "avd_dir",
+    "avd_home",
+    "default_images_dir",
+    "find_emulator",
+    "load_avd_spec",
+    "load_avd_specs",
+    "prepare_fixture",
+    "sweep_stale_locks",
+]
+
+FIRST_CONSOLE_PORT = 5554
+"""Lowest console port the emulator accepts (``-ports``/``-port``)."""
+LAST_CONSOLE_PORT = 5682
+"""Highest console port the emulator accepts; its adb port is 5683."""
+
+ANIMATION_SETTINGS = ("window_animation_scale", "transition_animation_scale", "animator_duration_scale")
+"""The ``settings global`` keys set to 0 so UI steps never wait on animations."""
+
+
+# --------------------------------------------------------------------------------------- errors
+
+
+class EmulatorError(RuntimeError):
+    """Base class of emulator-management failures."""
+
+
+class AvdSpecError(EmulatorError, ValueError):
+    """An AVD definition file is missing, not YAML, or fails validation (the message names the field)."""
+
+
+class EmulatorNotFoundError(EmulatorError, FileNotFoundError):
+    """No ``emulator`` executable on ``PATH`` or under ``$ANDROID_HOME``/``$ANDROID_SDK_ROOT``."""
+
+
+class PortsExhaustedError(EmulatorError):
+    """Every console/adb pair in the allocator's range is locked by another worker or in use."""
+
+
+class EmulatorExitedError(EmulatorError):
+    """The emulator process exited while it was expected to run (the message has its log tail)."""
+
+
+class BootTimeoutError(EmulatorError, TimeoutError):
+    """The console or ``sys.boot_completed`` did not come up before the deadline; the emulator was stopped."""
+
+
+# ------------------------------------------------------------------------------------ AVD spec
+
+_AVD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_MANAGED_CONFIG_KEYS = ("hw.ramSize", "disk.dataPartition.size", "hw.gpu.enabled", "hw.gpu.mode")
+
+
+class AvdSpec(BaseModel):
+    """One AVD, as declared in ``emulator_images/<name>.yaml``.
+
+    Attributes:
+        name: the AVD name (``emulator -avd NAME``), ``[A-Za-z0-9._-]``, at most 100 characters.
+        api_level: Android API level of the system image (21–36).
+        abi: ``x86_64`` (fast on x86 hosts with KVM), ``x86`` or ``arm64-v8a`` (ARM hosts).
+        tag: system-image tag: ``default`` (AOSP), ``google_apis``, ``google_apis_playstore``,
+            ``aosp_atd`` or ``google_atd`` (automated-test images).
+        system_image: the sdkmanager package; must equal
+            ``system-images;android-<api_level>;<tag>;<abi>``.
+        device: avdmanager device profile id (``avdmanager list device -c``), e.g. ``pixel_6``.
+        ram_mib: guest RAM, MiB (``-memory``, ``hw.ramSize``).
+        data_partition_mib: size of ``/data``, MiB (``-partition-size``, ``disk.dataPartition.size``).
+        rooted: whether ``adb root`` works. True for every tag except ``google_apis_playstore``
+            (production builds refuse it); checked against ``tag``. Restoring an app's data
+            snapshot for a login fixture needs it.
+        gpu: ``-gpu`` mode; ``swiftshader_indirect`` renders on the CPU and needs no display.
+        accel: ``-accel``: ``auto`` (KVM when ``/dev/kvm`` is usable), ``on`` or ``off``.
+        fixture_snapshot: name of the snapshot the boot recipe saves and resets load.
+        boot_timeout_s: seconds to wait for ``sys.boot_completed`` (cold boots without KVM are slow).
+        config: extra ``config.ini`` entries (``hw.keyboard: "yes"``); the managed keys
+            ``hw.ramSize``, ``disk.dataPartition.size``, ``hw.gpu.*`` come from the fields above.
+        description: free text.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    api_level: int = Field(ge=21, le=36)
+    abi: Literal["x86_64", "x86", "arm64-v8a"]
+    tag: Literal["default", "google_apis", "google_apis_playstore", "aosp_atd", "google_atd"]
+    system_image: str
+    device: str = "pixel_6"
+    ram_mib: int = Field(default=2048, ge=1024, le=16384)
+    data_partition_mib: int = Field(default=6144, ge=2048, le=65536)
+    rooted: bool
+    gpu: Literal["swiftshader_indirect", "angle_indirect", "host", "guest", "auto", "off"] = "swiftshader_indirect"
+    accel: Literal["auto", "on", "off"] = "auto"
+    fixture_snapshot: str = "fixture"
+    boot_timeout_s: float = Field(default=600.0, gt=0, le=7200)
+    config: dict[str, str] = Field(default_factory=dict)
+    description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _AVD_NAME.match(value):
+            raise ValueError("must be 1-100 characters from [A-Za-z0-9._-], starting with a letter or digit")
+        return value
+
+    @field_validator("device")
+    @classmethod
+    def _check_device(cls, value: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._ -]*$", value):
+            raise ValueError("must be an avdmanager device id such as 'pixel_6'")
+        return value
+
+    @field_validator("fixture_snapshot")
+    @classmethod
+    def _check_snapshot(cls, value: str) -> str:
+        return validate_snapshot_name(value)
+
+    @field_validator("config")
+    @classmethod
+    def _check_config(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if key in _MANAGED_CONFIG_KEYS:
+                raise ValueError(f"{key} is set from the spec's fields; remove it from config")
+            if not re.match(r"^[A-Za-z0-9_.]+$", key) or "\n" in item:
+                raise ValueError(f"invalid config.ini entry {key!r}={item!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> AvdSpec:
+        expected = f"system-images;android-{self.api_level};{self.tag};{self.abi}"
+        if self.system_image != expected:
+            raise ValueError(
+                f"system_image {self.system_image!r} does not match api_level/tag/abi; expected {expected!r}"
+            )
+        rootable = self.tag != "google_apis_playstore"
+        if self.rooted != rootable:
+            raise ValueError(
+                f"rooted: {self.rooted} contradicts tag {self.tag!r}: Play Store images refuse adb root, "
+                "every other tag allows it"
+            )
+        return self
+
+    @property
+    def google_apis(self) -> bool:
+        """Whether the image ships Google APIs (Play services): tags ``google_*``."""
+        return self.tag.startswith("google")
+
+    @property
+    def supports_login_restore(self) -> bool:
+        """Whether login fixtures can be restored from an app-data snapshot (needs root)."""
+        return self.rooted
+
+    def sdkmanager_command(self, sdkmanager: str = "sdkmanager") -> list[str]:
+        """``sdkmanager --install`` arguments for the emulator, platform-tools and this system image."""
+        return [sdkmanager, "--install", "emulator", "platform-tools", self.system_image]
+
+    def avdmanager_command(self, avdmanager: str = "avdmanager", path: Path | None = None) -> list[str]:
+        """``avdmanager create avd`` arguments that (re)create this AVD (``--force`` replaces one).
+
+        avdmanager asks whether to create a custom hardware profile; answer ``no`` on stdin.
+        ``path`` places the AVD directory explicitly (default ``<avd home>/<name>.avd``).
+        """
+        cmd = [
+            avdmanager,
+            "--silent",
+            "create",
+            "avd",
+            "--force",
+            "--name",
+            self.name,
+            "--package",
+            self.system_image,
+            "--tag",
+            self.tag,
+            "--abi",
+            self.abi,
+            "--device",
+            self.device,
+        ]
+        if path is not None:
+            cmd += ["--path", str(path)]
+        return cmd
+
+    def config_ini(self) -> dict[str, str]:
+        """The ``config.ini`` entries this spec manages, plus :attr:`config`."""
+        entries = {
+            "hw.ramSize": str(self.ram_mib),
+            "disk.dataPartition.size": f"{self.data_partition_mib}M",
+            "hw.gpu.enabled": "no" if self.gpu == "off" else "yes",
+            "hw.gpu.mode": self.gpu,
+        }
+        entries.update(self.config)
+        return entries
+
+    def apply_config(self, directory: Path | None = None) -> Path:
+        """Write :meth:`config_ini` into ``<directory>/config.ini`` (default: this AVD's directory).
+
+        Keys already present are replaced in place; other lines are kept. Returns the file's path.
+        Raises :class:`AvdSpecError` when the file does not exist (create the AVD first).
+        """
+        target = (directory if directory is not None else avd_dir(self.name)) / "config.ini"
+        if not target.is_file():
+            raise AvdSpecError(f"{target} does not exist; create the AVD first ({' '.join(self.avdmanager_command())})")
+        wanted = self.config_ini()
+        out: list[str] = []
+        seen: set[str] = set()
+        for line in target.read_text(encoding="utf-8").splitlines():
+            key = line.split("=", 1)[0].strip()
+            if "=" in line and key in wanted:
+                out.append(f"{key}={wanted[key]}")
+                seen.add(key)
+            else:
+                out.append(line)
+        out.extend(f"{key}={value}" for key, value in wanted.items() if key not in seen)
+        target.write_text("\n".join(out) + "\n", encoding="utf-8")
+        return target
+
+
+def default_images_dir() -> Path:
+    """Where AVD definitions live: ``$PHONEENV_EMULATOR_IMAGES``, else ``emulator_images/`` of this checkout."""
+    env = os.environ.get("PHONEENV_EMULATOR_IMAGES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "emulator_images"
+
+
+def load_avd_spec(path: str | os.PathLike[str]) -> AvdSpec:
+    """Load and validate one AVD definition (YAML).
+
+    Raises :class:`AvdSpecError` naming the file and each invalid field.
+    """
+    source = Path(path)
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise AvdSpecError(f"AVD definition {source} does not exist") from exc
+    except (OSError, yaml.YAMLError) as exc:
+        raise AvdSpecError(f"cannot read AVD definition {source}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise AvdSpecError(f"AVD definition {source} must be a YAML mapping, got {type(data).__name__}")
+    try:
+        return AvdSpec.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<spec>'}: {err['msg']}" for err in exc.errors()
+        )
+        raise AvdSpecError(f"invalid AVD definition {source}: {problems}") from exc
+
+
+def load_avd_specs(directory: str | os.PathLike[str] | None = None) -> dict[str, AvdSpec]:
+    """Every ``*.yaml``/``*.yml`` AVD definition in ``directory`` (default :func:`default_images_dir`), by AVD name.
+
+    Raises :class:`AvdSpecError` for an invalid file or two files declaring the same name.
+    """
+    root = Path(directory) if directory is not None else default_images_dir()
+    specs: dict[str, AvdSpec] = {}
+    origin: dict[str, Path] = {}
+    for path in sorted([*root.glob("*.yaml"), *root.glob("*.yml")]):
+        spec = load_avd_spec(path)
+        if spec.name in specs:
+            raise AvdSpecError(f"AVD name {spec.name!r} is declared twice: {origin[spec.name]} and {path}")
+        specs[spec.name] = spec
+        origin[spec.name] = path
+    return specs
+
+
+def avd_home(env: Mapping[str, str] | None = None) -> Path:
+    """The directory holding ``<name>.ini`` and ``<name>.avd/``, resolved as the emulator does.
+
+    Order: ``$ANDROID_AVD_HOME``, ``$ANDROID_USER_HOME/avd``, ``$ANDROID_EMULATOR_HOME/avd``,
+    ``$ANDROID_SDK_HOME/.android/avd`` (deprecated), ``$HOME/.android/avd``.
+    """
+    env = os.environ if env is None else env
+    if env.get("ANDROID_AVD_HOME"):
+        return Path(env["ANDROID_AVD_HOME"])
+    for var in ("ANDROID_USER_HOME", "ANDROID_EMULATOR_HOME"):
+        if env.get(var):
+            return Path(env[var]) / "avd"
+    if env.get("ANDROID_SDK_HOME"):
+        return Path(env["ANDROID_SDK_HOME"]) / ".android" / "avd"
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".android" / "avd"
+
+
+def avd_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
+    """The content directory of AVD ``name``: ``<avd home>/<name>.avd``."""
+    return avd_home(env) / f"{name}.avd"
+
+
+def find_emulator(env: Mapping[str, str] | None = None) -> Path:
+    """The ``emulator`` executable: on ``PATH``, else ``$ANDROID_HOME``/``$ANDROID_SDK_ROOT``'s ``emulator/emulator``.
+
+    Raises :class:`EmulatorNotFoundError` with what was searched.
+    """
+    env = os.environ if env is None else env
+    found = shutil.which("emulator", path=env.get("PATH"))
+    if found:
+        return Path(found)
+    searched = ["PATH"]
+    for var in ("ANDROID_HOME", "ANDROID_SDK_ROOT"):
+        if env.get(var):
+            candidate = Path(env[var]) / "emulator" / "emulator"
+            searched.append(str(candidate))
+            if os.access(candidate, os.X_OK):
+                return candidate
+    raise EmulatorNotFoundError(
+        "no Android emulator found (searched "
+        + ", ".join(searched)
+        + "); install it with `sdkmanager --install emulator` and put $ANDROID_HOME/emulator on PATH"
+    )
+
+
+# ---------------------------------------------------------------------------------- port pairs
+
+
+@dataclass(frozen=True)
+class PortPair:
+    """A console port (even) and its adb port (console + 1).
+
+    Attributes:
+        console: the console port ``N``.
+        adb: the adb port ``N + 1``.
+    """
+
+    console: int
+    adb: int
+
+    @property
+    def serial(self) -> str:
+        """The adb serial of an emulator on this pair: ``emulator-<console>``."""
+        return f"emulator-{self.console}"
+
+    def ports_arg(self) -> str:
+        """The ``-ports`` value: ``"<console>,<adb>"``."""
+        return f"{self.console},{self.adb}"
+
+
+def _close_fd(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)  # closing the descriptor drops its flock
+
+
+class PortLease:
+    """A port pair held by this process until :meth:`release` (or garbage collection, or exit).
+
+    Attributes:
+        pair: the ports.
+        lock_path: the lock file whose exclusive ``flock`` holds the pair.
+    """
+
+    def __init__(self, pair: PortPair, lock_path: Path, fd: int) -> None:
+        self.pair = pair
+        self.lock_path = lock_path
+        self._finalizer = weakref.finalize(self, _close_fd, fd)
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else "held"
+        return f"PortLease({self.pair.console},{self.pair.adb} {state})"
+
+    @property
+    def released(self) -> bool:
+        """Whether the pair has been given back."""
+        return not self._finalizer.alive
+
+    def release(self) -> None:
+        """Give the pair back (drop the lock). Idempotent."""
+        self._finalizer()
+
+    def __enter__(self) -> PortLease:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def _bindable(host: str, port: int, family: socket.AddressFamily = socket.AF_INET) -> bool:
+    """Whether ``port`` can be bound on ``host`` now (SO_REUSEADDR, as the emulator binds)."""
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        # No IPv6 loopback here (EADDRNOTAVAIL/EAFNOSUPPORT): nothing can hold the port there.
+        return family == socket.AF_INET6 and exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+    return True
+
+
+def default_runtime_dir() -> Path:
+    """Lock directory shared by every allocator of this user on this machine.
+
+    ``$PHONEENV_RUNTIME_DIR/emulator-ports``, else ``$XDG_RUNTIME_DIR/phoneenv/emulator-ports``,
+    else ``<tmp>/phoneenv-<uid>/emulator-ports``.
+    """
+    if os.environ.get("PHONEENV_RUNTIME_DIR"):
+        return Path(os.environ["PHONEENV_RUNTIME_DIR"]) / "emulator-ports"
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        return Path(os.environ["XDG_RUNTIME_DIR"]) / "phoneenv" / "emulator-ports"
+    return Path(tempfile.gettempdir()) / f"phoneenv-{os.getuid()}" / "emulator-ports"
+
+
+class PortAllocator:
+    """Hands out console/adb port pairs that no other allocator on this machine holds.
+
+    Args:
+        runtime_dir: directory of the per-pair lock files; every cooperating process must use the
+            same one (default :func:`default_runtime_dir`).
+        first: lowest console port (even, >= 5554).
+        last: highest console port (even, <= 5682).
+        host: loopback address probed with ``bind``.
+
+    A pair ``(N, N+1)`` is taken when (1) an exclusive non-blocking ``fcntl.flock`` on
+    ``<runtime_dir>/<N>.lock`` succeeds — this arbitrates between allocators, across processes
+    and within one — and (2) both ports bind on ``host`` (IPv4, and IPv6 loopback where present)
+    — this skips ports used by anything else, such as an emulator started by hand. Ports are
+    tried in ascending order. The lock file keeps the holder's PID for diagnostics and is never
+    deleted (deleting a lock file others may have opened would break the mutual exclusion).
+    A process outside the scheme may still take a port between the probe and the emulator's own
+    bind; the emulator then fails to start and the launcher reports it.
+
+    Linux and macOS only (``fcntl``).
+    """
+
+    def __init__(
+        self,
+        runtime_dir: str | os.PathLike[str] | None = None,
+        *,
+        first: int = FIRST_CONSOLE_PORT,
+        last: int = LAST_CONSOLE_PORT,
+        host: str = "127.0.0.1",
+    ) -> None:
+        if first % 2 or last % 2:
+            raise ValueError(f"console ports must be even, got first={first}, last={last}")
+        if not FIRST_CONSOLE_PORT <= first <= last <= LAST_CONSOLE_PORT:
+            raise ValueError(
+                f"console ports must satisfy {FIRST_CONSOLE_PORT} <= first <= last <= {LAST_CONSOLE_PORT}, "
+                f"got {first}..{last}"
+            )
+        self.runtime_dir = Path(runtime_dir) if runtime_dir is not None else default_runtime_dir()
+        self.first = first
+        self.last = last
+        self.host = host
+
+    def __repr__(self) -> str:
+        return f"PortAllocator({str(self.runtime_dir)!r}, first={self.first}, last={self.last})"
+
+    def candidates(self) -> range:
+        """The console ports tried, in order."""
+        return range(self.first, self.last + 1, 2)
+
+    def allocate(self) -> PortLease:
+        """Take the lowest free pair. Raises :class:`PortsExhaustedError` when none is free.
+
+        Keep the returned lease for as long as the ports are used: the lease owns the lock's file
+        descriptor, so dropping the last reference to it releases the pair.
+        """
+        self.runtime_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        locked: list[int] = []
+        busy: list[int] = []
+        for console in self.candidates():
+            path = self.runtime_dir / f"{console}.lock"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                locked.append(console)
+                continue
+            except BaseException:
+                os.close(fd)
+                raise
+            if not all(
+                _bindable(host, port, family)
+                for port in (console, console + 1)
+                for host, family in ((self.host, socket.AF_INET), ("::1", socket.AF_INET6))
+            ):
+                os.close(fd)
+                busy.append(console)
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            return PortLease(PortPair(console, console + 1), path, fd)
+        raise PortsExhaustedError(
+            f"no free emulator port pair in {self.first}..{self.last + 1}: "
+            f"{len(locked)} pair(s) held by other workers (locks in {self.runtime_dir}), "
+            f"{len(busy)} in use by other programs ({', '.join(map(str, busy[:8])) or 'none'}); "
+            "stop idle emulators or widen the range"
+        )
+
+
+# ------------------------------------------------------------------------------ stale locks
+
+
+def _lock_pid(lock: Path) -> int | None:
+    """The PID recorded in an emulator lock: file content, or ``pid`` inside a lock directory."""
+    source = lock / "pid" if lock.is_dir() else lock
+    try:
+        text = source.read_bytes().replace(b"\x00", b" ").decode("ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def _owner_alive(pid: int, lock_mtime: float) -> bool:
+    """Whether ``pid`` is alive and is the process that wrote the lock (not a reused PID)."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        # A process created after the lock was written cannot have written it: the PID was reused.
+        return proc.create_time() <= lock_mtime + 1.0
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.AccessDenied:
+        return True  # someone else's live process: leave its lock alone
+
+
+def sweep_stale_locks(directory: str | os.PathLike[str], *, no_pid_age_s: float = 60.0) -> list[Path]:
+    """Remove the ``*.lock`` files and directories under ``directory`` whose owner is gone.
+
+    The emulator locks files of its AVD (``hardware-qemu.ini.lock``, ``multiinstance.lock``,
+    ``userdata-qemu.img.lock``, ``snapshot.lock``, ...) with a hard link holding its PID (a
+    directory with a ``pid`` file when it came from a Windows emulator); see
+    ``android/utils/filelock.cpp`` in AOSP ``external/qemu``. A killed emulator leaves them
+    behind and the next start of that AVD refuses to run. A lock is stale when its PID no longer
+    exists, is a zombie, or belongs to a process created after the lock was written (a reused
+    PID); a lock without a PID is stale once older than ``no_pid_age_s`` seconds (the emulator's
+    own rule uses 60 s). Locks of live emulators are kept.
+
+    Returns the removed paths, sorted. A missing ``directory`` returns ``[]``.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        return []
+    removed: list[Path] = []
+    now = time.time()
+    for lock in sorted(root.rglob("*.lock")):
+        try:
+            mtime = lock.lstat().st_mtime
+        except FileNotFoundError:
+            continue
+        pid = _lock_pid(lock)
+        if pid is not None and _owner_alive(pid, mtime):
+            continue
+        if pid is None and now - mtime < no_pid_age_s:
+            continue
+        try:
+            if lock.is_dir() and not lock.is_symlink():
+                shutil.rmtree(lock)
+            else:
+                lock.unlink()
+        except FileNotFoundError:
+            continue
+        log.info("removed stale emulator lock %s (pid %s)", lock, pid)
+        removed.append(lock)
+    return removed
+
+
+# ----------------------------------------------------------------------------------- device
+
+
+@runtime_checkable
+class DeviceShell(Protocol):
+    """The two device calls the launcher needs; ``adbutils.AdbDevice`` satisfies it."""
+
+    def getprop(self, prop: str) -> str:
+        """The value of system property ``prop`` (``""`` when unset)."""
+
+    def shell(self, cmdargs: str | list | tuple) -> str:
+        """Run a shell command (argument list, quoted by the implementation); its output."""
+
+
+def adb_device_factory(host: str = "127.0.0.1", port: int = 5037) -> Callable[[str], DeviceShell]:
+    """``serial -> adbutils.AdbDevice`` through the adb server at ``host:port``."""
+    import adbutils
+
+    client = adbutils.AdbClient(host=host, port=port, socket_timeout=10)
+    return lambda serial: client.device(serial)
+
+
+def _device_errors() -> tuple[type[BaseException], ...]:
+    errors: tuple[type[BaseException], ...] = (OSError, TimeoutError)
+    try:
+        import adbutils
+
+        errors += (adbutils.AdbError, adbutils.AdbTimeout)
+    except ImportError:  # pragma: no cover - adbutils is in the farm extra
+        pass
+    return errors
+
+
+# --------------------------------------------------------------------------------- launcher
+
+
+def _log_tail(path: Path, limit: int = 2000) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            return handle.read().decode("utf-8", errors="replace").strip()
+    except OSError:
+        return "<no log>"
+
+
+class EmulatorLauncher:
+    """Starts headless emulators of one :class:`AvdSpec` on allocated port pairs.
+
+    Args:
+        spec: the AVD.
+        emulator: the ``emulator`` executable (default :func:`find_emulator` over ``env``).
+        allocator: port-pair allocator (default: the machine-wide one).
+        log_dir: where each run's log goes (default ``<tmp>/phoneenv-emulator-logs``).
+        env: environment for the emulator (default ``os.environ``); ``HOME`` here decides which
+            console token file the emulator uses, and ``ANDROID_AVD_HOME`` etc. where AVDs are.
+        token_path: console token file (default ``$HOME/.emulator_console_auth_token`` of ``env``).
+        adb_server: ``(host, port)`` of the adb server used for device calls.
+        device_factory: ``serial -> DeviceShell`` (default: adbutils through ``adb_server``).
+    """
+
+    def __init__(
+        self,
+        spec: AvdSpec,
+        *,
+        emulator: str | os.PathLike[str] | None = None,
+        allocator: PortAllocator | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        token_path: str | os.PathLike[str] | None = None,
+        adb_server: tuple[str, int] = ("127.0.0.1", 5037),
+        device_factory: Callable[[str], DeviceShell] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.env = dict(os.environ if env is None else env)
+        self._emulator = Path(emulator) if emulator is not None else None
+        self.allocator = allocator or PortAllocator()
+        self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.gettempdir()) / "phoneenv-emulator-logs"
+        home = Path(self.env.get("HOME") or Path.home())
+        self.token_path = Path(token_path) if token_path is not None else home / ".emulator_console_auth_token"
+        self.adb_server = adb_server
+        self._device_factory = device_factory
+
+    @property
+    def emulator(self) -> Path:
+        """The emulator executable (resolved on first use; :class:`EmulatorNotFoundError` if absent)."""
+        if self._emulator is None:
+            self._emulator = find_emulator(self.env)
+        return self._emulator
+
+    @property
+    def avd_dir(self) -> Path:
+        """This AVD's content directory under the launcher's environment."""
+        return avd_dir(self.spec.name, self.env)
+
+    def device_factory(self) -> Callable[[str], DeviceShell]:
+        """The ``serial -> DeviceShell`` factory in use."""
+        if self._device_factory is None:
+            self._device_factory = adb_device_factory(*self.adb_server)
+        return self._device_factory
+
+    def command(
+        self,
+        ports: PortPair,
+        *,
+        snapshot: str | None = None,
+        save_on_exit: bool = False,
+        cold_boot: bool = False,
+        read_only: bool = False,
+        extra_args: Sequence[str] = (),
+    ) -> list[str]:
+        """The emulator argument list for one run.
+
+        Always ``-avd NAME -no-window -no-audio -no-boot-anim -gpu MODE -ports C,A``, then
+        ``-no-snapshot-save`` unless ``save_on_exit`` (episodes must not persist),
+        ``-no-snapshot-load`` for ``cold_boot``, ``-snapshot NAME`` to boot from a snapshot,
+        ``-read-only`` (lets several emulators share one AVD, but disables console snapshot
+        save/load), ``-memory MiB -partition-size MiB``, ``-accel MODE`` unless ``auto``, and
+        ``extra_args``. Raises :class:`ValueError` for ``cold_boot`` together with ``snapshot``.
+        """
+        if cold_boot and snapshot:
+            raise ValueError("cold_boot and snapshot are exclusive: a cold boot loads no snapshot")
+        cmd = [
+            str(self.emulator),
+            "-avd",
+            self.spec.name,
+            "-no-window",
+            "-no-audio",
+            "-no-boot-anim",
+            "-gpu",
+            self.spec.gpu,
+            "-ports",
+            ports.ports_arg(),
+        ]
+        if not save_on_exit:
+            cmd.append("-no-snapshot-save")
+        if cold_boot:
+            cmd.append("-no-snapshot-load")
+        if snapshot:
+            cmd += ["-snapshot", validate_snapshot_name(snapshot)]
+        if read_only:
+            cmd.append("-read-only")
+        cmd += ["-memory", str(self.spec.ram_mib), "-partition-size", str(self.spec.data_partition_mib)]
+        if self.spec.accel != "auto":
+            cmd += ["-accel", self.spec.accel]
+        cmd += list(extra_args)
+        return cmd
+
+    def start(
+        self,
+        *,
+        snapshot: str | None = None,
+        save_on_exit: bool = False,
+        cold_boot: bool = False,
+        read_only: bool = False,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+        boot_timeout: float | None = None,
+        poll_interval: float = 1.0,
+    ) -> RunningEmulator:
+        """Allocate a port pair, start the emulator and (with ``wait``) wait until it has booted.
+
+        Stale locks in the AVD directory are swept first. The emulator runs in its own session
+        and process group, stdin closed, stdout and stderr appended to
+        ``<log_dir>/<avd>-<console port>-<timestamp>.log``.
+
+        Raises :class:`PortsExhaustedError`, :class:`EmulatorNotFoundError`,
+        :class:`EmulatorExitedError` (the process died while booting) or
+        :class:`BootTimeoutError` (``boot_timeout`` seconds, default the spec's, passed); on
+        every failure the emulator is stopped and the ports released.
+        """
+        command_args = dict(
+            snapshot=snapshot,
+            save_on_exit=save_on_exit,
+            cold_boot=cold_boot,
+            read_only=read_only,
+            extra_args=extra_args,
+        )
+        self.emulator  # noqa: B018 - resolve the executable (and fail) before taking ports
+        lease = self.allocator.allocate()
+        try:
+            cmd = self.command(lease.pair, **command_args)  # type: ignore[arg-type]
+            swept = sweep_stale_locks(self.avd_dir)
+            if swept:
+                log.warning("removed %d stale lock(s) of AVD %s before start", len(swept), self.spec.name)
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+            log_path = self.log_dir / f"{self.spec.name}-{lease.pair.console}-{stamp}.log"
+            with log_path.open("ab") as log_file:
+                process = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=self.env,
+                )
+        except BaseException:
+            lease.release()
+            raise
+        log.info(
+            "started %s as pid %d on ports %s (log %s)", self.spec.name, process.pid, lease.pair.ports_arg(), log_path
+        )
+        running = RunningEmulator(self, lease, process, cmd, log_path)
+        if wait:
+            try:
+                running.wait_until_ready(
+                    boot_timeout if boot_timeout is not None else self.spec.boot_timeout_s, poll_interval
+                )
+            except BaseException:
+                running.stop(console_timeout=5.0, term_timeout=5.0, kill_timeout=5.0)
+                raise
+        return running
+
+
+class RunningEmulator:
+    """One emulator process started by :class:`EmulatorLauncher`; stop it with :meth:`stop` or ``with``.
+
+    Attributes:
+        spec: its AVD.
+        ports: its console/adb port pair.
+        serial: its adb serial, ``emulator-<console port>``.
+        process: the ``subprocess.Popen`` of the emulator (process-group leader).
+        command: the argument list it was started with.
+        log_path: its log file.
+        stopped_by: how :meth:`stop` ended it (``None`` until stopped).
+    """
+
+    def __init__(
+        self,
+        launcher: EmulatorLauncher,
+        lease: PortLease,
+        process: subprocess.Popen[bytes],
+        command: list[str],
+        log_path: Path,
+    ) -> None:
+        self.launcher = launcher
+        self.spec = launcher.spec
+        self.ports = lease.pair
+        self.serial = lease.pair.serial
+        self.process = process
+        self.pgid = process.pid  # start_new_session: the emulator leads its own group
+        self.command = command
+        self.log_path = log_path
+        self.stopped_by: Literal["exited", "console", "sigterm", "sigkill"] | None = None
+        self._lease = lease
+        self._console: ConsoleClient | None = None
+
+    def __repr__(self) -> str:
+        return f"RunningEmulator({self.spec.name!r}, {self.serial}, pid={self.process.pid})"
+
+    def __enter__(self) -> RunningEmulator:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int:
+        """PID of the emulator process."""
+        return self.process.pid
+
+    def alive(self) -> bool:
+        """Whether the emulator process is still running."""
+        return self.process.poll() is None
+
+    def _check_alive(self, during: str) -> None:
+        if self.process.poll() is not None:
+            raise EmulatorExitedError(
+                f"emulator {self.spec.name} ({self.serial}) exited with code {self.process.returncode} "
+                f"while {during}; log {self.log_path}:\n{_log_tail(self.log_path)}"
+            )
+
+    def console(self, timeout: float = 10.0) -> ConsoleClient:
+        """A (cached) authenticated console client on this emulator's console port."""
+        if self._console is None:
+            self._console = ConsoleClient(
+                "127.0.0.1", self.ports.console, token_path=self.launcher.token_path, timeout=timeout
+            )
+        return self._console
+
+    def _poll(
+        self, check: Callable[[], bool], *, timeout: float, interval: float, what: str, budget: float | None = None
+    ) -> None:
+        """Call ``check`` every ``interval`` s until it returns True; :class:`BootTimeoutError` after ``timeout`` s.
+
+        ``budget`` is the deadline the caller was given, reported in the error (default ``timeout``).
+        """
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_delay(timeout),
+            wait=tenacity.wait_fixed(interval),
+            retry=tenacity.retry_if_result(lambda done: not done),
+            reraise=False,
+        )
+        try:
+            retrying(check)
+        except tenacity.RetryError as exc:
+            raise BootTimeoutError(
+                f"emulator {self.spec.name} ({self.serial}) did not finish {what} within "
+                f"{budget if budget is not None else timeout:g} s; "
+                f"log {self.log_path}:\n{_log_tail(self.log_path)}"
+            ) from exc
+
+    def wait_for_console(
+        self, timeout: float = 120.0, poll_interval: float = 0.25, *, _budget: float | None = None
+    ) -> None:
+        """Wait until the console accepts a connection and authentication (``timeout`` seconds).
+
+        Raises :class:`EmulatorExitedError` if the process dies, :class:`BootTimeoutError` on
+        timeout, :class:`phoneenv.farm.console.ConsoleAuthError` if the token is refused.
+        """
+
+        def ready() -> bool:
+            self._check_alive("opening its console")
+            try:
+                self.console().connect()
+            except ConsoleAuthError:
+                raise
+            except ConsoleError:
+                return False
+            return True
+
+        self._poll(ready, timeout=timeout, interval=poll_interval, what="opening its console", budget=_budget)
+
+    def wait_for_boot(
+        self, timeout: float = 600.0, poll_interval: float = 1.0, *, _budget: float | None = None
+    ) -> None:
+        """Wait until ``getprop sys.boot_completed`` is ``1`` through adb (``timeout`` seconds).
+
+        Until then the device may be absent from adb, ``offline``, or answer ``""``; all count as
+        not booted. Raises :class:`EmulatorExitedError` if the process dies and
+        :class:`BootTimeoutError` on timeout (the caller stops the emulator; :meth:`EmulatorLauncher.start` does).
+        """
+        factory = self.launcher.device_factory()
+        errors = _device_errors()
+
+        def booted() -> bool:
+            self._check_alive("booting")
+            try:
+                return factory(self.serial).getprop("sys.boot_completed").strip() == "1"
+            except errors as exc:
+                log.debug("%s not ready: %s", self.serial, exc)
+                return False
+
+        self._poll(
+            booted, timeout=timeout, interval=poll_interval, what="booting (sys.boot_completed=1)", budget=_budget
+        )
+
+    def wait_until_ready(self, timeout: float, poll_interval: float = 1.0) -> None:
+        """:meth:`wait_for_console` then :meth:`wait_for_boot`, sharing one ``timeout`` (seconds)."""
+        deadline = time.monotonic() + timeout
+        self.wait_for_console(timeout, min(poll_interval, 0.25), _budget=timeout)
+        self.wait_for_boot(max(0.001, deadline - time.monotonic()), poll_interval, _budget=timeout)
+
+    def device(self) -> DeviceShell:
+        """The device through the launcher's device factory (adbutils by default)."""
+        return self.launcher.device_factory()(self.serial)
+
+    def disable_animations(self) -> dict[str, str]:
+        """Set the three animation scales to 0 and read them back.
+
+        Returns ``{key: value read back}``. Raises :class:`EmulatorError` if a value did not stick.
+        """
+        device = self.device()
+        values: dict[str, str] = {}
+        for key in ANIMATION_SETTINGS:
+            device.shell(["settings", "put", "global", key, "0"])
+            values[key] = str(device.shell(["settings", "get", "global", key])).strip()
+        wrong = {key: value for key, value in values.items() if value not in ("0", "0.0")}
+        if wrong:
+            raise EmulatorError(f"animation settings on {self.serial} did not take: {wrong}")
+        return values
+
+    def save_snapshot(self, name: str | None = None) -> list[str]:
+        """Save snapshot ``name`` (default the spec's fixture) via the console; verify it is listed.
+
+        Returns the snapshot list. Raises :class:`phoneenv.farm.console.ConsoleCommandError` on
+        ``KO`` and :class:`EmulatorError` if the snapshot is not listed afterwards.
+        """
+        name = name or self.spec.fixture_snapshot
+        console = self.console()
+        console.snapshot_save(name)
+        names = console.snapshot_list()
+        if name not in names:
+            raise EmulatorError(f"snapshot {name!r} saved on {self.serial} but not listed: {names}")
+        return names
+
+    def load_snapshot(self, name: str | None = None) -> None:
+        """Load snapshot ``name`` (default the spec's fixture); :class:`~phoneenv.farm.console.SnapshotLoadError` if it cannot."""
+        self.console().snapshot_load(name or self.spec.fixture_snapshot)
+
+    def _group_members(self) -> list[psutil.Process]:
+        members = []
+        for proc in psutil.process_iter():
+            try:
+                if os.getpgid(proc.pid) == self.pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                    members.append(proc)
+            except (ProcessLookupError, psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                continue
+        return members
+
+    def _wait_group(self, timeout: float) -> bool:
+        """Reap the leader and wait up to ``timeout`` s for the whole group to exit; True if it did."""
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        if self.process.poll() is None:
+            return False
+        stragglers = self._group_members()
+        if stragglers:
+            _, alive = psutil.wait_procs(stragglers, timeout=max(0.0, deadline - time.monotonic()))
+            return not alive
+        return True
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
+    def stop(self, *, console_timeout: float = 20.0, term_timeout: float = 10.0, kill_timeout: float = 5.0) -> str:
+        """Shut the emulator down and release its ports; returns how (:attr:`stopped_by`).
+
+        1. console ``kill`` and wait up to ``console_timeout`` s (``"console"``);
+        2. SIGTERM to the process group, wait up to ``term_timeout`` s (``"sigterm"``);
+        3. SIGKILL to the group, wait up to ``kill_timeout`` s (``"sigkill"``), then sweep the
+           AVD's stale locks, which a killed emulator cannot remove itself.
+
+        ``"exited"`` means it had already exited. Idempotent. Raises :class:`EmulatorError` only
+        if processes of the group survive SIGKILL.
+        """
+        if self.stopped_by is not None:
+            return self.stopped_by
+        method: Literal["exited", "console", "sigterm", "sigkill"]
+        if self.process.poll() is not None and not self._group_members():
+            method = "exited"
+        else:
+            method = "console"
+            done = False
+            if self.process.poll() is None:
+                try:
+                    ConsoleClient(
+                        "127.0.0.1",
+                        self.ports.console,
+                        token_path=self.launcher.token_path,
+                        timeout=max(0.5, min(console_timeout, 5.0)),
+                    ).kill()
+                except ConsoleError as exc:
+                    log.info("console kill of %s failed (%s); signalling", self.serial, exc)
+                else:
+                    done = self._wait_group(console_timeout)
+            if not done:
+                method = "sigterm"
+                self._signal_group(signal.SIGTERM)
+                done = self._wait_group(term_timeout)
+            if not done:
+                method = "sigkill"
+                self._signal_group(signal.SIGKILL)
+                done = self._wait_group(kill_timeout)
+            if not done:
+                survivors = [p.pid for p in self._group_members()]
+                raise EmulatorError(f"emulator {self.serial} group {self.pgid} survived SIGKILL: pids {survivors}")
+        if self._console is not None:
+            self._console._drop()
+        if method == "sigkill":
+            removed = sweep_stale_locks(self.launcher.avd_dir)
+            if removed:
+                log.info("removed %d lock(s) left by killed emulator %s", len(removed), self.serial)
+        self._lease.release()
+        self.stopped_by = method
+        log.info("stopped %s (%s) by %s", self.spec.name, self.serial, method)
+        return method
+
+
+def prepare_fixture(
+    launcher: EmulatorLauncher,
+    *,
+    boot_timeout: float | None = None,
+    poll_interval: float = 2.0,
+    settle: Callable[[RunningEmulator], None] | None = None,
+) -> list[str]:
+    """The boot recipe: cold boot, animations off, save the fixture snapshot, shut down.
+
+    ``settle`` runs after the animations are off and before the snapshot is taken (install
+    apps, grant permissions, sign in). Returns the snapshot list read after saving. Raises what
+    :meth:`EmulatorLauncher.start`, :meth:`RunningEmulator.disable_animations` and
+    :meth:`RunningEmulator.save_snapshot` raise; the emulator is stopped in every case.
+    """
+    emulator = launcher.start(cold_boot=True, boot_timeout=boot_timeout, poll_interval=poll_interval)
+    with emulator:
+        emulator.disable_animations()
+        if settle is not None:
+            settle(emulator)
+        return emulator.save_snapshot(launcher.spec.fixture_snapshot)

@@ -1,0 +1,676 @@
+"""Emulator management: AVD specs, port pairs, stale locks, and the launcher driving a stand-in emulator.
+
+The launcher tests run a real process: ``tests/farm_standin_emulator.py`` installed as
+``emulator`` first on ``PATH``; it serves the real console protocol on the allocated console port.
+The real-emulator test (``-m emulator``) boots an AVD where the Android emulator exists.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from phoneenv.farm.console import ConsoleClient, SnapshotLoadError
+from phoneenv.farm.emulator import (
+    ANIMATION_SETTINGS,
+    AvdSpec,
+    AvdSpecError,
+    BootTimeoutError,
+    EmulatorExitedError,
+    EmulatorLauncher,
+    EmulatorNotFoundError,
+    PortAllocator,
+    PortPair,
+    PortsExhaustedError,
+    avd_dir,
+    avd_home,
+    default_images_dir,
+    find_emulator,
+    load_avd_spec,
+    load_avd_specs,
+    prepare_fixture,
+    sweep_stale_locks,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+STANDIN = Path(__file__).with_name("farm_standin_emulator.py")
+
+# Port regions per test (all above 5585, the last port adb servers scan for emulators, so no adb
+# server of a parallel test ever connects to them). Each test owns its region.
+SKIP_REGION = (5600, 5604)
+EXHAUST_REGION = (5606, 5608)
+MULTI_REGION = (5610, 5650)
+DEATH_REGION = (5652, 5654)
+LAUNCH_REGION = (5656, 5682)
+
+
+def spec(**overrides) -> AvdSpec:
+    fields = dict(
+        name="standin_api34",
+        api_level=34,
+        abi="x86_64",
+        tag="google_apis",
+        system_image="system-images;android-34;google_apis;x86_64",
+        rooted=True,
+    )
+    fields.update(overrides)
+    return AvdSpec(**fields)
+
+
+def free_pairs(first: int, last: int) -> list[int]:
+    """Console ports of ``first..last`` whose pair binds now (checked without the allocator)."""
+    free = []
+    for console in range(first, last + 1, 2):
+        ok = True
+        for port in (console, console + 1):
+            with socket.socket() as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    ok = False
+        if ok:
+            free.append(console)
+    return free
+
+
+# ------------------------------------------------------------------------------------ AVD specs
+
+
+def test_shipped_avd_definitions_load() -> None:
+    specs = load_avd_specs(REPO / "emulator_images")
+    assert sorted(specs) == [
+        "phoneenv_pixel4_api30_atd",
+        "phoneenv_pixel6_api34",
+        "phoneenv_pixel6_api34_playstore",
+    ]
+    main = specs["phoneenv_pixel6_api34"]
+    assert (main.api_level, main.abi, main.tag, main.device) == (34, "x86_64", "google_apis", "pixel_6")
+    assert main.system_image == "system-images;android-34;google_apis;x86_64"
+    assert (main.ram_mib, main.data_partition_mib, main.gpu) == (3072, 6144, "swiftshader_indirect")
+    assert main.rooted and main.google_apis and main.supports_login_restore
+    store = specs["phoneenv_pixel6_api34_playstore"]
+    assert store.google_apis and not store.rooted and not store.supports_login_restore
+    atd = specs["phoneenv_pixel4_api30_atd"]
+    assert not atd.google_apis and atd.rooted and atd.api_level == 30
+    assert default_images_dir() == REPO / "emulator_images"
+
+
+def test_spec_commands_and_config(tmp_path: Path) -> None:
+    main = load_avd_spec(REPO / "emulator_images" / "pixel6-api34.yaml")
+    assert main.sdkmanager_command() == [
+        "sdkmanager",
+        "--install",
+        "emulator",
+        "platform-tools",
+        "system-images;android-34;google_apis;x86_64",
+    ]
+    assert main.avdmanager_command(path=tmp_path / "x.avd") == [
+        "avdmanager",
+        "--silent",
+        "create",
+        "avd",
+        "--force",
+        "--name",
+        "phoneenv_pixel6_api34",
+        "--package",
+        "system-images;android-34;google_apis;x86_64",
+        "--tag",
+        "google_apis",
+        "--abi",
+        "x86_64",
+        "--device",
+        "pixel_6",
+        "--path",
+        str(tmp_path / "x.avd"),
+    ]
+    # config.ini as avdmanager writes it (excerpt): managed keys are replaced in place, others kept.
+    ini = tmp_path / "config.ini"
+    ini.write_text("AvdId=phoneenv_pixel6_api34\nhw.ramSize=1536\nhw.lcd.density=420\nhw.gpu.enabled=no\n")
+    main.apply_config(tmp_path)
+    assert ini.read_text().splitlines() == [
+        "AvdId=phoneenv_pixel6_api34",
+        "hw.ramSize=3072",
+        "hw.lcd.density=420",
+        "hw.gpu.enabled=yes",
+        "disk.dataPartition.size=6144M",
+        "hw.gpu.mode=swiftshader_indirect",
+        "hw.keyboard=yes",
+        "hw.audioInput=no",
+        "hw.camera.back=none",
+        "hw.camera.front=none",
+    ]
+    with pytest.raises(AvdSpecError, match="create the AVD first"):
+        main.apply_config(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"system_image": "system-images;android-33;google_apis;x86_64"}, "expected 'system-images;android-34"),
+        (
+            {"tag": "google_apis_playstore", "system_image": "system-images;android-34;google_apis_playstore;x86_64"},
+            "Play Store images refuse adb root",
+        ),
+        ({"rooted": False}, "contradicts tag 'google_apis'"),
+        ({"abi": "mips"}, "abi"),
+        ({"api_level": 19}, "api_level"),
+        ({"ram_mib": 256}, "ram_mib"),
+        ({"name": "bad name!"}, "name"),
+        ({"fixture_snapshot": "two words"}, "invalid snapshot name"),
+        ({"config": {"hw.ramSize": "4096"}}, "set from the spec's fields"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_invalid_specs_name_the_field(tmp_path: Path, change: dict, message: str) -> None:
+    data = json.loads(spec().model_dump_json())
+    data.update(change)
+    path = tmp_path / "bad.yaml"
+    path.write_text(json.dumps(data))  # JSON is YAML
+    with pytest.raises(AvdSpecError, match="invalid AVD definition") as err:
+        load_avd_spec(path)
+    assert message in str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_spec_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(AvdSpecError, match="does not exist"):
+        load_avd_spec(tmp_path / "none.yaml")
+    (tmp_path / "broken.yaml").write_text("name: [unclosed\n")
+    with pytest.raises(AvdSpecError, match="cannot read"):
+        load_avd_spec(tmp_path / "broken.yaml")
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    with pytest.raises(AvdSpecError, match="must be a YAML mapping"):
+        load_avd_spec(tmp_path / "list.yaml")
+    dup = tmp_path / "dup"
+    dup.mkdir()
+    for stem in ("a", "b"):
+        (dup / f"{stem}.yaml").write_text(spec().model_dump_json())
+    with pytest.raises(AvdSpecError, match="declared twice"):
+        load_avd_specs(dup)
+
+
+def test_avd_home_and_emulator_lookup(tmp_path: Path) -> None:
+    assert avd_home({"ANDROID_AVD_HOME": "/a", "ANDROID_USER_HOME": "/u", "HOME": "/h"}) == Path("/a")
+    assert avd_home({"ANDROID_USER_HOME": "/u", "HOME": "/h"}) == Path("/u/avd")
+    assert avd_home({"ANDROID_SDK_HOME": "/s", "HOME": "/h"}) == Path("/s/.android/avd")
+    assert avd_dir("x", {"HOME": "/h"}) == Path("/h/.android/avd/x.avd")
+
+    sdk = tmp_path / "sdk"
+    (sdk / "emulator").mkdir(parents=True)
+    binary = sdk / "emulator" / "emulator"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    assert find_emulator({"PATH": str(tmp_path / "empty"), "ANDROID_HOME": str(sdk)}) == binary
+    with pytest.raises(EmulatorNotFoundError, match="sdkmanager --install emulator"):
+        find_emulator({"PATH": str(tmp_path / "empty")})
+
+
+def test_command_lines_are_exact(tmp_path: Path) -> None:
+    launcher = EmulatorLauncher(spec(ram_mib=3072, data_partition_mib=6144), emulator="/sdk/emulator/emulator")
+    pair = PortPair(5556, 5557)
+    base = [
+        "/sdk/emulator/emulator",
+        "-avd",
+        "standin_api34",
+        "-no-window",
+        "-no-audio",
+        "-no-boot-anim",
+        "-gpu",
+        "swiftshader_indirect",
+        "-ports",
+        "5556,5557",
+    ]
+    sizes = ["-memory", "3072", "-partition-size", "6144"]
+    assert launcher.command(pair) == [*base, "-no-snapshot-save", *sizes]
+    assert launcher.command(pair, snapshot="fixture") == [*base, "-no-snapshot-save", "-snapshot", "fixture", *sizes]
+    assert launcher.command(pair, cold_boot=True, save_on_exit=True) == [*base, "-no-snapshot-load", *sizes]
+    assert launcher.command(pair, snapshot="fixture", read_only=True, extra_args=["-verbose"]) == [
+        *base,
+        "-no-snapshot-save",
+        "-snapshot",
+        "fixture",
+        "-read-only",
+        *sizes,
+        "-verbose",
+    ]
+    off = EmulatorLauncher(spec(accel="off", gpu="host"), emulator="emulator")
+    assert off.command(pair)[7] == "host"
+    assert off.command(pair)[-2:] == ["-accel", "off"]
+    with pytest.raises(ValueError, match="exclusive"):
+        launcher.command(pair, cold_boot=True, snapshot="fixture")
+    with pytest.raises(ValueError, match="invalid snapshot name"):
+        launcher.command(pair, snapshot="a;reboot")
+    assert pair.serial == "emulator-5556"
+
+
+# ------------------------------------------------------------------------------------ ports
+
+
+def test_allocator_validates_its_range(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="even"):
+        PortAllocator(tmp_path, first=5555, last=5561)
+    with pytest.raises(ValueError, match="5554 <= first <= last <= 5682"):
+        PortAllocator(tmp_path, first=5552, last=5560)
+    with pytest.raises(ValueError, match="5554 <= first <= last <= 5682"):
+        PortAllocator(tmp_path, first=5600, last=5690)
+    assert list(PortAllocator(tmp_path, first=5554, last=5560).candidates()) == [5554, 5556, 5558, 5560]
+
+
+def test_allocator_skips_ports_in_use(tmp_path: Path) -> None:
+    first, last = SKIP_REGION
+    if free_pairs(first, last) != [first, first + 2, first + 4]:
+        pytest.skip(f"ports {first}..{last + 1} are not all free on this machine")
+    allocator = PortAllocator(tmp_path, first=first, last=last)
+    with socket.socket() as holder:  # something else listens on the adb port of the first pair
+        holder.bind(("127.0.0.1", first + 1))
+        holder.listen()
+        lease = allocator.allocate()
+        assert lease.pair == PortPair(first + 2, first + 3)
+        second = allocator.allocate()
+        assert second.pair == PortPair(first + 4, first + 5)
+        with pytest.raises(PortsExhaustedError, match=f"1 in use by other programs \\({first}\\)"):
+            allocator.allocate()
+    lease.release()
+    assert lease.released
+    # The holder is gone: the lowest pair is free again, and so is the released one.
+    again = allocator.allocate()
+    assert again.pair.console == first
+    released = allocator.allocate()
+    assert released.pair.console == first + 2
+    for held in (again, released, second):
+        held.release()
+    # A lease nobody references is released by garbage collection (it owns the lock descriptor).
+    assert allocator.allocate().pair.console == first
+    assert allocator.allocate().pair.console == first
+
+
+def test_allocator_exhaustion_and_release(tmp_path: Path) -> None:
+    first, last = EXHAUST_REGION
+    if free_pairs(first, last) != [first, last]:
+        pytest.skip(f"ports {first}..{last + 1} are not all free on this machine")
+    a = PortAllocator(tmp_path, first=first, last=last)
+    b = PortAllocator(tmp_path, first=first, last=last)  # a second allocator over the same lock dir
+    one = a.allocate()
+    two = b.allocate()
+    assert {one.pair.console, two.pair.console} == {first, last}
+    with pytest.raises(PortsExhaustedError, match=f"no free emulator port pair in {first}..{last + 1}: 2 pair"):
+        a.allocate()
+    assert (tmp_path / f"{first}.lock").read_text().strip() == str(os.getpid())
+    with two:
+        pass
+    assert b.allocate().pair == two.pair
+    one.release()
+    one.release()  # idempotent
+
+
+def _hold_pairs(runtime_dir: str, first: int, last: int, count: int, out, barrier) -> None:
+    allocator = PortAllocator(runtime_dir, first=first, last=last)
+    leases = [allocator.allocate() for _ in range(count)]
+    out.put([lease.pair.console for lease in leases])
+    barrier.wait(30)  # hold every lease until all processes have allocated
+
+
+def test_no_duplicate_pairs_across_processes(tmp_path: Path) -> None:
+    first, last = MULTI_REGION
+    free = free_pairs(first, last)
+    processes, per_process = 4, 4
+    if len(free) < processes * per_process:
+        pytest.skip(f"fewer than {processes * per_process} free pairs in {first}..{last + 1}")
+    ctx = multiprocessing.get_context("fork")  # Linux: fcntl locks are what is under test
+    out = ctx.Queue()
+    barrier = ctx.Barrier(processes)
+    workers = [
+        ctx.Process(target=_hold_pairs, args=(str(tmp_path), first, last, per_process, out, barrier))
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    got = [out.get(timeout=60) for _ in workers]
+    for worker in workers:
+        worker.join(30)
+        assert worker.exitcode == 0
+    ports = [port for chunk in got for port in chunk]
+    assert len(ports) == processes * per_process
+    assert len(set(ports)) == len(ports), f"duplicate pairs: {sorted(ports)}"
+    assert set(ports) <= set(free)
+    # Every holder exited, so the kernel dropped their locks: the lowest free pair is available.
+    with PortAllocator(tmp_path, first=first, last=last).allocate() as lease:
+        assert lease.pair.console == free[0]
+
+
+def test_lock_dies_with_its_process(tmp_path: Path) -> None:
+    first, last = DEATH_REGION
+    if free_pairs(first, last) != [first, last]:
+        pytest.skip(f"ports {first}..{last + 1} are not all free on this machine")
+    code = (
+        "import sys, time; from phoneenv.farm.emulator import PortAllocator;"
+        f"lease = PortAllocator({str(tmp_path)!r}, first={first}, last={first}).allocate();"
+        "print(lease.pair.console, flush=True); time.sleep(60)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == str(first)
+        allocator = PortAllocator(tmp_path, first=first, last=last)
+        with allocator.allocate() as lease:
+            assert lease.pair.console == last  # the first pair is held by the other process
+        holder.send_signal(signal.SIGKILL)  # a crash: no cleanup code runs
+        holder.wait(10)
+        with allocator.allocate() as lease:
+            assert lease.pair.console == first
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
+# ------------------------------------------------------------------------------ stale locks
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(10)
+    return proc.pid
+
+
+def test_sweep_stale_locks(tmp_path: Path) -> None:
+    avd = tmp_path / "x.avd"
+    (avd / "snapshots" / "default_boot").mkdir(parents=True)
+    gone = dead_pid()
+    assert not psutil.pid_exists(gone)
+    stale_file = avd / "hardware-qemu.ini.lock"
+    stale_file.write_bytes(f"{gone}\0".encode())
+    nested = avd / "snapshots" / "default_boot" / "snapshot.lock"
+    nested.write_bytes(f"{gone}\0".encode())
+    win_dir = avd / "userdata-qemu.img.lock"  # a Windows-style lock: a directory with a pid file
+    win_dir.mkdir()
+    (win_dir / "pid").write_text(str(gone))
+    live = avd / "multiinstance.lock"
+    live.write_bytes(f"{os.getpid()}\0".encode())
+    reused = avd / "cache.img.lock"  # our PID, but written before we were born: a reused PID
+    reused.write_bytes(f"{os.getpid()}\0".encode())
+    old = psutil.Process().create_time() - 3600
+    os.utime(reused, (old, old))
+    fresh_no_pid = avd / "sdcard.img.lock"
+    fresh_no_pid.write_bytes(b"")
+    old_no_pid = avd / "encryptionkey.img.lock"
+    old_no_pid.write_bytes(b"")
+    os.utime(old_no_pid, (time.time() - 120, time.time() - 120))
+    unrelated = avd / "config.ini"
+    unrelated.write_text("x=1\n")
+
+    removed = sweep_stale_locks(avd)
+    assert removed == sorted([stale_file, nested, win_dir, reused, old_no_pid])
+    assert live.exists() and fresh_no_pid.exists() and unrelated.exists()
+    assert not stale_file.exists() and not win_dir.exists() and not nested.exists()
+    assert sweep_stale_locks(avd) == []
+    assert sweep_stale_locks(tmp_path / "missing") == []
+
+
+# ------------------------------------------------------------------------------- launcher
+
+
+class FileDevice:
+    """The device side of the stand-in: properties it writes, settings kept beside them."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+
+    def getprop(self, prop: str) -> str:
+        props = self.state / "props.json"
+        if not props.exists():
+            raise ConnectionError("device offline")  # what adb says while the emulator boots
+        return json.loads(props.read_text()).get(prop, "")
+
+    def shell(self, cmdargs) -> str:
+        settings_file = self.state / "settings.json"
+        settings = json.loads(settings_file.read_text()) if settings_file.exists() else {}
+        match list(cmdargs):
+            case ["settings", "put", "global", key, value]:
+                settings[key] = value
+                settings_file.write_text(json.dumps(settings))
+                return ""
+            case ["settings", "get", "global", key]:
+                return settings.get(key, "null")
+        raise AssertionError(f"unexpected shell command {cmdargs}")
+
+
+@pytest.fixture(scope="session")
+def port_lock_dir(tmp_path_factory) -> Path:
+    """One lock directory for every launcher test of this run, shared by the xdist workers."""
+    root = tmp_path_factory.getbasetemp()
+    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "farm-emulator-ports"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+class Rig:
+    """A stand-in emulator installed on PATH, an AVD home, a HOME for the token, a state dir."""
+
+    def __init__(self, tmp_path: Path, lock_dir: Path) -> None:
+        self.bin = tmp_path / "bin"
+        self.bin.mkdir()
+        self.emulator = self.bin / "emulator"
+        self.emulator.write_text(f"#!{sys.executable}\n" + STANDIN.read_text())
+        self.emulator.chmod(0o755)
+        self.home = tmp_path / "home"
+        self.home.mkdir()
+        self.avd_home = tmp_path / "avd"
+        self.state = tmp_path / "state"
+        self.spec = spec()
+        self.avd = self.avd_home / f"{self.spec.name}.avd"
+        self.avd.mkdir(parents=True)
+        self.logs = tmp_path / "logs"
+        self.allocator = PortAllocator(lock_dir, first=LAUNCH_REGION[0], last=LAUNCH_REGION[1])
+
+    def launcher(self, mode: str = "normal", **env: str) -> EmulatorLauncher:
+        environ = dict(os.environ)
+        environ.update(
+            PATH=f"{self.bin}{os.pathsep}{environ.get('PATH', '')}",
+            HOME=str(self.home),
+            ANDROID_AVD_HOME=str(self.avd_home),
+            STANDIN_STATE=str(self.state),
+            STANDIN_MODE=mode,
+            PYTHONPATH=str(REPO),
+            **env,
+        )
+        return EmulatorLauncher(
+            self.spec,
+            allocator=self.allocator,
+            log_dir=self.logs,
+            env=environ,
+            device_factory=lambda serial: FileDevice(self.state),
+        )
+
+
+@pytest.fixture
+def rig(tmp_path: Path, port_lock_dir: Path) -> Rig:
+    return Rig(tmp_path, port_lock_dir)
+
+
+def test_launch_boot_snapshot_and_clean_shutdown(rig: Rig) -> None:
+    launcher = rig.launcher()
+    assert launcher.emulator == rig.emulator  # found first on the environment's PATH
+    started = time.monotonic()
+    emu = launcher.start(boot_timeout=20, poll_interval=0.1)
+    boot_s = time.monotonic() - started
+    try:
+        assert emu.alive()
+        assert json.loads((rig.state / "argv.json").read_text()) == emu.command
+        assert emu.command == launcher.command(emu.ports)
+        assert emu.serial == f"emulator-{emu.ports.console}"
+        assert LAUNCH_REGION[0] <= emu.ports.console <= LAUNCH_REGION[1]
+        assert os.getpgid(emu.pid) == emu.pid  # its own process group
+        # The emulator wrote the token on first start; the launcher's console used it.
+        token = (rig.home / ".emulator_console_auth_token").read_text()
+        assert token and emu.console().authenticated
+        assert emu.console().avd_name() == rig.spec.name
+
+        assert emu.disable_animations() == dict.fromkeys(ANIMATION_SETTINGS, "0")
+        assert json.loads((rig.state / "settings.json").read_text()) == dict.fromkeys(ANIMATION_SETTINGS, "0")
+
+        assert emu.save_snapshot() == ["fixture"]
+        assert json.loads((rig.avd / "snapshots" / "fixture").read_text()) == {"sys.boot_completed": "1"}
+        (rig.state / "props.json").write_text(json.dumps({"sys.boot_completed": "1", "changed": "yes"}))
+        emu.load_snapshot()
+        assert json.loads((rig.state / "props.json").read_text()) == {"sys.boot_completed": "1"}
+        with pytest.raises(SnapshotLoadError):
+            emu.load_snapshot("never_saved")
+        # A second emulator of the same AVD gets another pair while this one runs.
+        assert (rig.avd / "hardware-qemu.ini.lock").read_bytes() == f"{emu.pid}\0".encode()
+    finally:
+        how = emu.stop(console_timeout=10)
+    assert how == "console"
+    assert emu.process.returncode == 0
+    assert not psutil.pid_exists(emu.pid) or psutil.Process(emu.pid).status() == psutil.STATUS_ZOMBIE
+    assert not (rig.avd / "hardware-qemu.ini.lock").exists()  # it cleaned up after itself
+    assert "emulator: exiting cleanly" in emu.log_path.read_text()
+    assert emu.stop() == "console"  # idempotent
+    # Its ports went back to the pool: the same pair is handed out again.
+    with rig.allocator.allocate() as lease:
+        assert lease.pair == emu.ports
+    assert boot_s < 15
+
+
+def test_hung_boot_times_out_and_kills_the_process(rig: Rig) -> None:
+    launcher = rig.launcher("hang")
+    started = time.monotonic()
+    with pytest.raises(BootTimeoutError, match=r"did not finish booting \(sys.boot_completed=1\) within 1\.5 s") as err:
+        launcher.start(boot_timeout=1.5, poll_interval=0.1)
+    elapsed = time.monotonic() - started
+    assert "console on" in str(err.value)  # the log tail is in the message
+    pid = int(next(line.split()[3] for line in _log(rig).splitlines() if line.startswith("standin emulator pid")))
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert 1.5 <= elapsed < 12
+    # Stopped and released: its ports are free for the next start.
+    argv = json.loads((rig.state / "argv.json").read_text())
+    console = int(argv[argv.index("-ports") + 1].split(",")[0])
+    with rig.allocator.allocate() as lease:
+        assert lease.pair.console == console
+
+
+def _log(rig: Rig) -> str:
+    return "".join(path.read_text() for path in sorted(rig.logs.iterdir()))
+
+
+def test_emulator_that_exits_during_boot_is_reported(rig: Rig) -> None:
+    with pytest.raises(EmulatorExitedError, match=r"exited with code 1 while opening its console") as err:
+        rig.launcher("crash").start(boot_timeout=20, poll_interval=0.1)
+    assert f"PANIC: Unknown AVD name [{rig.spec.name}]" in str(err.value)
+
+
+def test_stale_lock_of_a_crashed_run_is_swept_before_start(rig: Rig) -> None:
+    (rig.avd / "hardware-qemu.ini.lock").write_bytes(f"{dead_pid()}\0".encode())
+    with rig.launcher().start(boot_timeout=20, poll_interval=0.1) as emu:
+        assert emu.alive()
+        assert (rig.avd / "hardware-qemu.ini.lock").read_bytes() == f"{emu.pid}\0".encode()
+    assert emu.stopped_by == "console"
+
+
+def test_shutdown_escalates_to_sigterm(rig: Rig) -> None:
+    emu = rig.launcher("ignore-kill").start(boot_timeout=20, poll_interval=0.1)
+    how = emu.stop(console_timeout=0.5, term_timeout=10)
+    assert how == "sigterm"
+    assert "emulator: exiting cleanly" in emu.log_path.read_text()
+    assert not (rig.avd / "hardware-qemu.ini.lock").exists()
+
+
+def test_shutdown_escalates_to_sigkill_and_sweeps_its_locks(rig: Rig) -> None:
+    emu = rig.launcher("ignore-term").start(boot_timeout=20, poll_interval=0.1)
+    assert (rig.avd / "hardware-qemu.ini.lock").exists()
+    how = emu.stop(console_timeout=0.5, term_timeout=0.5, kill_timeout=5)
+    assert how == "sigkill"
+    assert emu.process.returncode == -signal.SIGKILL
+    assert "exiting cleanly" not in emu.log_path.read_text()
+    assert not (rig.avd / "hardware-qemu.ini.lock").exists()  # swept: its owner is dead
+    with pytest.raises(ProcessLookupError):
+        os.killpg(emu.pgid, 0)  # nothing of its group survives
+
+
+def test_prepare_fixture_recipe(rig: Rig) -> None:
+    assert prepare_fixture(rig.launcher(), boot_timeout=20, poll_interval=0.1) == ["fixture"]
+    argv = json.loads((rig.state / "argv.json").read_text())
+    assert "-no-snapshot-load" in argv and "-snapshot" not in argv
+    assert (rig.avd / "snapshots" / "fixture").is_file()
+    assert json.loads((rig.state / "settings.json").read_text()) == dict.fromkeys(ANIMATION_SETTINGS, "0")
+    # Booting later from the fixture passes -snapshot fixture.
+    with rig.launcher().start(snapshot="fixture", boot_timeout=20, poll_interval=0.1) as emu:
+        assert emu.command[emu.command.index("-snapshot") + 1] == "fixture"
+        assert ConsoleClient(
+            "127.0.0.1", emu.ports.console, token_path=rig.home / ".emulator_console_auth_token"
+        ).snapshot_list() == ["fixture"]
+
+
+@pytest.fixture
+def adb_server():
+    """A real adb server on a free port, killed afterwards."""
+    adb = shutil.which("adb")
+    if adb is None:
+        pytest.skip("adb is not installed (apt-get install adb)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    subprocess.run([adb, "-P", str(port), "start-server"], check=True, capture_output=True, timeout=30)
+    try:
+        yield port
+    finally:
+        subprocess.run([adb, "-P", str(port), "kill-server"], capture_output=True, timeout=30)
+
+
+def test_boot_wait_through_a_real_adb_server(rig: Rig, adb_server: int) -> None:
+    # The stand-in has no adbd, so the real adb server never lists emulator-N: adbutils raises
+    # "device not found" on every poll, which must read as "not booted yet" until the deadline.
+    environ = rig.launcher().env
+    launcher = EmulatorLauncher(
+        rig.spec, allocator=rig.allocator, log_dir=rig.logs, env=environ, adb_server=("127.0.0.1", adb_server)
+    )
+    with pytest.raises(BootTimeoutError, match=r"within 1\.5 s"):
+        launcher.start(boot_timeout=1.5, poll_interval=0.2)
+    import adbutils
+
+    client = adbutils.AdbClient(host="127.0.0.1", port=adb_server)
+    assert all(not d.serial.startswith("emulator-56") for d in client.device_list())
+
+
+# ----------------------------------------------------------------------------- real emulator
+
+
+@pytest.mark.emulator
+def test_real_emulator_boot_fixture_and_reset(tmp_path: Path) -> None:
+    try:
+        emulator = find_emulator()
+    except EmulatorNotFoundError as exc:
+        pytest.skip(f"no Android emulator on this machine: {exc}")
+    path = os.environ.get("PHONEENV_TEST_AVD_SPEC", str(REPO / "emulator_images" / "pixel6-api34.yaml"))
+    avd = load_avd_spec(path)
+    if not (avd_home() / f"{avd.name}.ini").exists():
+        pytest.skip(
+            f"AVD {avd.name} does not exist in {avd_home()}; create it with "
+            f"`python emulator_images/recipe.py create {path}`"
+        )
+    adb = shutil.which("adb")
+    if adb is None:
+        pytest.skip("adb is not installed")
+    subprocess.run([adb, "start-server"], check=True, capture_output=True, timeout=60)
+    launcher = EmulatorLauncher(avd, emulator=emulator, log_dir=tmp_path)
+    assert prepare_fixture(launcher, poll_interval=2.0).count(avd.fixture_snapshot) == 1
+    with launcher.start(snapshot=avd.fixture_snapshot, poll_interval=2.0) as emu:
+        device = emu.device()
+        for key in ANIMATION_SETTINGS:
+            assert device.shell(["settings", "get", "global", key]).strip() in ("0", "0.0")
+        device.shell(["settings", "put", "global", "window_animation_scale", "1"])
+        emu.load_snapshot()
+        assert device.shell(["settings", "get", "global", "window_animation_scale"]).strip() in ("0", "0.0")
+        with pytest.raises(SnapshotLoadError):
+            emu.load_snapshot("phoneenv_never_saved")
+    assert emu.stopped_by in ("console", "sigterm")
