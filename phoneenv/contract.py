@@ -14,10 +14,13 @@ error from the closed :class:`ErrorKind` enum, never an exception), and the *ver
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
+import itertools
+import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 __all__ = [
     "INFRASTRUCTURE_ERRORS",
@@ -32,6 +35,9 @@ __all__ = [
     "ErrorKind",
     "Feedback",
     "Fixtures",
+    "IntentTrigger",
+    "LocationChange",
+    "MemoryFixture",
     "SimulatedCall",
     "StateCriterion",
     "Step",
@@ -156,7 +162,10 @@ class Feedback(BaseModel):
     ``error`` is from the closed :class:`ErrorKind`; ``path`` is the JSON Pointer of a bad argument
     inside ``arguments`` (e.g. ``/attendees/0``); ``expected`` the schema type expected there;
     ``candidates`` the nearest valid names (tools, contacts, ...); ``recoverable`` whether the agent
-    can fix it by acting differently. ``image`` (``uint8`` H×W×3) is never serialised.
+    can fix it by acting differently. ``notifications`` are the memory intents that fired during
+    this step (or at reset), each ``{"type": "reminder", "memory_id", "content", "action",
+    "trigger": {"type", "value"}, "time"}`` (see :mod:`phoneenv.harness.episode_memory`); None
+    when none fired. ``image`` (``uint8`` H×W×3) is never serialised.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -170,6 +179,7 @@ class Feedback(BaseModel):
     expected: str | None = None
     candidates: list[str] | None = None
     recoverable: bool | None = None
+    notifications: list[dict[str, Any]] | None = None
     image: Any = Field(default=None, exclude=True)
 
     @property
@@ -265,6 +275,97 @@ class SimulatedCall(BaseModel):
     result: Any = None
 
 
+def _local_time(value: str, what: str) -> str:
+    """``value`` checked as an ISO 8601 local time without a UTC offset (ValueError otherwise)."""
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{what} {value!r} is not an ISO local time such as 2026-11-29T09:00:00") from None
+    if parsed.tzinfo is not None:
+        raise ValueError(f"{what} {value!r} must be local time without a UTC offset")
+    return value
+
+
+class IntentTrigger(BaseModel):
+    """When a memory intent fires: ``type`` ``time`` (``value``: an ISO local time; due once the
+    phone clock reaches it), ``place`` (a place label such as ``"office"``; due when the phone is
+    there, compared case- and space-insensitively) or ``app_event`` (an ``app.event`` name; due
+    when it happens: every successful tool call ``app.verb`` is the event ``app.verb``, and a
+    location change is ``system.location_changed``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["time", "place", "app_event"]
+    value: str = Field(min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _check_value(self) -> IntentTrigger:
+        if not self.value.strip():
+            raise ValueError("the trigger value is blank")
+        if self.type == "time":
+            _local_time(self.value, "the trigger time")
+        elif self.type == "app_event" and not re.fullmatch(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*", self.value):
+            raise ValueError(f"app event {self.value!r} is not an 'app.event' name such as 'phone.end_call'")
+        return self
+
+
+class MemoryFixture(BaseModel):
+    """One memory the task's user already has, seeded into the harness's memory store on reset
+    (:mod:`phoneenv.harness.memory`).
+
+    ``kind``: ``preference``, ``episode``, ``fact`` or ``intent``; ``content``: the memory in
+    words; ``created``: ISO local time it was written (older than the task's clock, usually);
+    ``id``: an explicit row id (≥ 1) so that later entries and reference plans can name it;
+    ``supersedes``: the ``id`` of an earlier entry of the list that this one replaces (that
+    entry's chain becomes invalid, as with ``memory.save(..., supersedes=)``); ``trigger`` and
+    ``action``: required for an intent, forbidden otherwise; ``valid``: False for a forgotten
+    memory; ``fired``: an intent that already fired.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int | None = Field(default=None, ge=1)
+    kind: Literal["preference", "episode", "fact", "intent"]
+    content: str = Field(min_length=1, max_length=2000)
+    created: str
+    supersedes: int | None = Field(default=None, ge=1)
+    trigger: IntentTrigger | None = None
+    action: str | None = Field(default=None, min_length=1, max_length=2000)
+    valid: bool = True
+    fired: bool = False
+
+    @model_validator(mode="after")
+    def _check_entry(self) -> MemoryFixture:
+        if not self.content.strip():
+            raise ValueError("the memory content is blank")
+        _local_time(self.created, "created")
+        if self.kind == "intent":
+            if self.trigger is None or self.action is None or not self.action.strip():
+                raise ValueError("an intent needs a trigger and an action")
+        elif self.trigger is not None or self.action is not None or self.fired:
+            raise ValueError(f"only intents have a trigger, an action or fired, not a {self.kind}")
+        return self
+
+
+class LocationChange(BaseModel):
+    """One step of a task's location timeline: from ``at`` (ISO local time) on, the phone is at
+    the place ``label`` (with optional coordinates in degrees)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: str
+    label: str = Field(min_length=1, max_length=100)
+    lat: float | None = Field(default=None, ge=-90, le=90)
+    lon: float | None = Field(default=None, ge=-180, le=180)
+
+    @model_validator(mode="after")
+    def _check_time(self) -> LocationChange:
+        _local_time(self.at, "at")
+        if not self.label.strip():
+            raise ValueError("the place label is blank")
+        return self
+
+
 class Fixtures(BaseModel):
     """The world a task starts from; applied on ``reset`` by restoring a snapshot of it.
 
@@ -280,6 +381,10 @@ class Fixtures(BaseModel):
       ``user_confirms``: what the simulated user answers to ``user.confirm``.
     - ``simulated``: scripted results of LLM-simulated tools for given arguments (the task's
       world script; calls not scripted are simulated by the model).
+    - ``memory``: the user's memories (:class:`MemoryFixture`) seeded into the harness's memory
+      store on reset; ids unique, ``supersedes`` naming an earlier entry's id.
+    - ``location_timeline``: where the phone goes during the episode (:class:`LocationChange`,
+      ``at`` strictly increasing); before the first change it is at ``location``.
     """
 
     clock: str = "2026-11-29T09:00:00"
@@ -294,6 +399,29 @@ class Fixtures(BaseModel):
     confirm_sensitive: bool = False
     user_confirms: bool = True
     simulated: list[SimulatedCall] = Field(default_factory=list)
+    memory: list[MemoryFixture] = Field(default_factory=list)
+    location_timeline: list[LocationChange] = Field(default_factory=list)
+
+    @field_validator("memory")
+    @classmethod
+    def _check_memory(cls, entries: list[MemoryFixture]) -> list[MemoryFixture]:
+        seen: set[int] = set()
+        for n, entry in enumerate(entries):
+            if entry.supersedes is not None and entry.supersedes not in seen:
+                raise ValueError(f"memory {n} supersedes {entry.supersedes}, which is no earlier entry's id")
+            if entry.id is not None:
+                if entry.id in seen:
+                    raise ValueError(f"memory {n}: duplicate id {entry.id}")
+                seen.add(entry.id)
+        return entries
+
+    @field_validator("location_timeline")
+    @classmethod
+    def _check_timeline(cls, changes: list[LocationChange]) -> list[LocationChange]:
+        times = [dt.datetime.fromisoformat(c.at) for c in changes]
+        if any(b <= a for a, b in itertools.pairwise(times)):
+            raise ValueError("location_timeline times must be strictly increasing")
+        return changes
 
 
 class TaskSpec(BaseModel):

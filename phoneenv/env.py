@@ -14,6 +14,13 @@ dict) ``{"name": "app.verb", "arguments": {...}}``; OpenAI's ``{"function": {...
 ``arguments`` given as a JSON string are accepted. Anything else becomes an ``invalid_json``
 feedback; the env never raises on an action.
 
+With ``memory=True`` (the default) the user's memory rides along: the tools ``memory.search``,
+``memory.save`` and ``memory.forget`` (plus ``system.wait`` and ``system.location``), the task's
+fixture memory restored on each reset (kept with ``options={"keep_memory": True}`` or a
+persistent ``memory_path``), the store verified as the table ``memory.entries``, and intents
+that fire arriving as ``notifications`` inside the step's feedback
+(see :mod:`phoneenv.harness.episode_memory`).
+
 The episode terminates when the agent calls ``finish`` (with its ``answer``) and is truncated at
 ``max_steps``. The reward is 1.0 when the verdict succeeds, else 0.0, given at the end; ``info``
 then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``progress``,
@@ -28,6 +35,7 @@ import logging
 import string
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -38,6 +46,7 @@ from gymnasium.vector.utils.shared_memory import create_shared_memory
 from phoneenv.backends.base import Backend
 from phoneenv.contract import Effect, ErrorKind, Feedback, Step, TaskSpec, ToolCall, ToolSpec, Trace
 from phoneenv.harness import feedback
+from phoneenv.harness.episode_memory import MEMORY_TABLE, EpisodeMemory
 from phoneenv.tasks.verify import CallRecord, verify
 from phoneenv.tools import ArgumentError, build_tool, tool
 
@@ -127,6 +136,14 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             :class:`~phoneenv.harness.skills.SkillLibrary`, or ``False`` for none. Skills that
             cover the episode's tools are listed in ``info["skills"]`` (name and description);
             their bodies are read with the ``skills.read`` tool.
+        memory: the user's memory (:mod:`phoneenv.harness.episode_memory`): ``True`` (default)
+            for a private in-memory store, an :class:`~phoneenv.harness.episode_memory.EpisodeMemory`,
+            or ``False`` to leave the memory tools out (no ``memory.entries`` table, no intents).
+            Each reset restores the task's fixture memory unless ``options={"keep_memory": True}``.
+        user: whose memory it is, with ``memory_path``.
+        memory_path: a SQLite file that keeps ``user``'s memory across env instances and
+            processes (episodes keep it by default; the task's fixture memory is seeded only
+            into a user without rows).
 
     Raises:
         ValueError / KeyError: an unknown backend, selector or task id (at construction).
@@ -146,6 +163,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         screen_size: tuple[int, int] = (360, 640),
         simulator: Any = None,
         skills: Any = True,
+        memory: bool | EpisodeMemory = True,
+        user: str | None = None,
+        memory_path: str | Path | None = None,
     ) -> None:
         from phoneenv.tasks import select
 
@@ -177,6 +197,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._skills: Any = skills or None
         self._skill_scope: Any = None
         self._skill_info: list[dict[str, str]] = []
+        self._memory = _make_memory(memory, user, memory_path)
+        self._memory_names: frozenset[str] = frozenset()
         text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
         obs: dict[str, spaces.Space[Any]] = {
             "goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
@@ -209,6 +231,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         tmap["finish"] = _FINISH
         tmap["user.confirm"] = _CONFIRM
         extra = [_CONFIRM.spec, _FINISH.spec]
+        if self._memory is not None:
+            mem = {n: d for n, d in self._memory.tool_defs(self.backend).items() if n not in tmap}
+            tmap.update(mem)
+            extra[:0] = [d.spec for d in mem.values()]
+            self._memory_names = frozenset(mem)
         self._skill_scope, self._skill_info = None, []
         if self._skills is not None:
             from phoneenv.harness.skills import READ_TOOL
@@ -259,6 +286,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         want = (options or {}).get("task")
         if want is not None and not isinstance(want, (str, TaskSpec)):
             raise TypeError(f"options['task'] must be a task id or a TaskSpec, not {type(want).__name__}")
+        keep = (options or {}).get("keep_memory")
+        if keep is not None and not isinstance(keep, bool):
+            raise TypeError(f"options['keep_memory'] must be a bool, not {type(keep).__name__}")
+        if keep and self._memory is None:
+            raise ValueError("options['keep_memory'] needs an env made with memory=True")
         if isinstance(want, TaskSpec):
             task = want
         elif isinstance(want, str):
@@ -276,6 +308,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self.backend.reset(task)
         self._refresh_tools()
         self._before = {k: dict(v) for k, v in self.backend.tables().items()}
+        notes = None
+        if self._memory is not None:
+            notes = self._memory.reset(task, self.backend, keep) or None
+            self._before[MEMORY_TABLE] = self._memory.table()
         self._max_steps = self._max_steps_override or task.max_steps
         self._steps = []
         self._pending_tokens: dict[str, int] | None = None
@@ -287,7 +323,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._verdict: Any = None
         self._goal = _ascii(task.goal)
         self._infra = False
-        started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()})
+        started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)
         info = {
             "task_id": task.id,
             "category": task.category.value,
@@ -315,6 +351,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         if fb is None:
             rec = self._execute(name, args)  # type: ignore[arg-type]
             fb = rec.feedback
+        if self._memory is not None and self._memory.pending:
+            notes = self._memory.observe(None if rec is None else rec.name, fb.ok)
+            if notes:
+                fb = fb.model_copy(update={"notifications": notes})
+                rec = None if rec is None else rec._replace(feedback=fb)
         n = len(self._steps) + 1
         if not fb.ok:
             self._errors += 1
@@ -367,8 +408,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         return None
 
     def close(self) -> None:
-        """Close the backend."""
+        """Close the backend and the memory store."""
         self.backend.close()
+        if self._memory is not None:
+            self._memory.close()
 
     # -- internals ------------------------------------------------------------------------------
     def _obs(self, fb: Feedback) -> dict[str, Any]:
@@ -468,6 +511,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             fb = Feedback(ok=True, result=self._env_tools.finish(**args))
         elif self._skill_scope is not None and spec.name == "skills.read":
             fb = self._skill_scope.call(args)
+        elif spec.name in self._memory_names:
+            fb = self._memory.call(spec.name, args)  # type: ignore[union-attr]
         elif entry is _CONFIRM:
             res = self._env_tools.confirm(**args)
             self._confirmed = confirmed = res["confirmed"]
@@ -484,7 +529,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._verdict = verify(
             self.task,
             self._before,
-            self.backend.tables(),
+            self._end_tables(),
             [s[0] for s in self._steps if s[0] is not None],
             self._answer,
             steps=len(self._steps),
@@ -496,6 +541,12 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             inconsistencies=self.backend.consistency_issues(),
         )
         return self._verdict
+
+    def _end_tables(self) -> Any:
+        tables = self.backend.tables()
+        if self._memory is None:
+            return tables
+        return {**tables, MEMORY_TABLE: self._memory.table()}
 
     @property
     def verdict(self) -> Any:
@@ -550,6 +601,22 @@ def _shipped_skills() -> Any:
     from phoneenv.harness.skills import SkillLibrary
 
     return SkillLibrary.load()
+
+
+def _make_memory(memory: Any, user: str | None, memory_path: str | Path | None) -> EpisodeMemory | None:
+    if isinstance(memory, EpisodeMemory):
+        if user is not None or memory_path is not None:
+            raise ValueError("pass user= and memory_path= to EpisodeMemory, not beside it")
+        return memory
+    if not isinstance(memory, bool):
+        raise TypeError(f"memory must be a bool or an EpisodeMemory, not {type(memory).__name__}")
+    if not memory:
+        if user is not None or memory_path is not None:
+            raise ValueError("user= and memory_path= need memory=True")
+        return None
+    if user is not None and memory_path is None:
+        raise ValueError("user= needs memory_path= (the SQLite file that keeps the user's memory)")
+    return EpisodeMemory(memory_path, user)
 
 
 def _lookup(task_id: str) -> TaskSpec:

@@ -65,6 +65,7 @@ import math
 import os
 import re
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +73,7 @@ from typing import Annotated, Any, Literal, NamedTuple, Protocol, get_args
 
 import numpy as np
 from pydantic import Field
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, tool
@@ -82,6 +83,7 @@ __all__ = [
     "RRF_K",
     "STOPWORDS",
     "TRIGGER_TYPES",
+    "CachedEmbedder",
     "Embedder",
     "Entry",
     "MemoryHit",
@@ -316,6 +318,69 @@ def _normalise(vecs: Any, n: int) -> np.ndarray:
     return arr / np.where(norms > 0, norms, 1.0)
 
 
+class CachedEmbedder:
+    """An :class:`Embedder` that remembers every text's vector, so a text is encoded once per
+    process however many stores, resets and searches see it (fixture memories are re-read on
+    every episode; queries repeat across episodes of a task).
+
+    Args:
+        inner: the embedder doing the work; or None with ``loader``.
+        loader: called (once) on the first text not in the cache to make the inner embedder,
+            so a model loads only when needed; its exceptions propagate (ImportError when
+            sentence-transformers is missing).
+        max_texts: the most texts kept; the least recently used are dropped beyond it
+            (16,384 vectors of all-MiniLM-L6-v2 take 24 MiB).
+
+    Calling it returns ``float32`` ``(len(texts), d)`` L2-normalised rows, as ``inner`` does.
+    ``encoded`` counts the texts actually passed to the inner embedder.
+
+    Raises:
+        ValueError: neither or both of ``inner`` and ``loader``; ``max_texts < 1``.
+    """
+
+    def __init__(
+        self,
+        inner: Embedder | None = None,
+        *,
+        loader: Callable[[], Embedder] | None = None,
+        max_texts: int = 16_384,
+    ) -> None:
+        if (inner is None) == (loader is None):
+            raise ValueError("give exactly one of inner and loader")
+        if max_texts < 1:
+            raise ValueError("max_texts must be at least 1")
+        self._inner = inner
+        self._loader = loader
+        self.max_texts = max_texts
+        self.encoded = 0
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @property
+    def inner(self) -> Embedder:
+        """The inner embedder (made by ``loader`` on first use)."""
+        if self._inner is None:
+            self._inner = self._loader()  # type: ignore[misc]
+        return self._inner
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        cache = self._cache
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if not texts:
+            return np.asarray(self.inner([]), dtype=np.float32)
+        if missing:
+            vecs = _normalise(self.inner(missing), len(missing))
+            self.encoded += len(missing)
+            for text, vec in zip(missing, vecs, strict=True):
+                cache[text] = vec
+        rows = []
+        for text in texts:
+            cache.move_to_end(text)
+            rows.append(cache[text])
+        while len(cache) > self.max_texts:
+            cache.popitem(last=False)
+        return np.stack(rows)
+
+
 # ---------------------------------------------------------------------------------------------
 # Entries
 # ---------------------------------------------------------------------------------------------
@@ -456,9 +521,12 @@ class MemoryStore:
             that needs embeddings (never for ``mode="bm25"`` nor for a store without candidates).
         min_similarity: cosine floor for a hit found by embeddings alone (see the module
             docstring); ``-1.0`` lets every entry through.
+        mode: the rankings :meth:`search` uses when not told (``"hybrid"``, ``"bm25"`` or
+            ``"embedding"``); ``"bm25"`` never loads an embedder (the fallback when
+            sentence-transformers is missing). Settable later through the ``mode`` attribute.
 
     Raises:
-        ValueError: blank ``user``.
+        ValueError: blank ``user``, unknown ``mode``.
         sqlite3.Error: the file cannot be opened or is not a memory database.
 
     Not thread-safe (one ``sqlite3`` connection, used from the creating thread). Several stores
@@ -472,9 +540,13 @@ class MemoryStore:
         embedder: Embedder | None = None,
         *,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        mode: Literal["hybrid", "bm25", "embedding"] = "hybrid",
     ) -> None:
         if not isinstance(user, str) or not user.strip():
             raise ValueError("user must be a non-blank string")
+        if mode not in ("hybrid", "bm25", "embedding"):
+            raise ValueError(f"mode {mode!r} is not hybrid, bm25 or embedding")
+        self.mode: Literal["hybrid", "bm25", "embedding"] = mode
         self.path = str(path)
         self.user = user
         self.min_similarity = float(min_similarity)
@@ -505,6 +577,14 @@ class MemoryStore:
         if self._embedder is None:
             self._embedder = default_embedder()
         return self._embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        """Use ``embedder`` from now on (vectors cached from the previous one are dropped)."""
+        self._embedder = embedder
+        self._vectors = {}
+        self._matrix_key = None
+        self._matrix = None
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -658,7 +738,7 @@ class MemoryStore:
         kind: str | None = None,
         k: int = 5,
         *,
-        mode: Literal["hybrid", "bm25", "embedding"] = "hybrid",
+        mode: Literal["hybrid", "bm25", "embedding"] | None = None,
     ) -> list[MemoryHit]:
         """The ``k`` best valid memories for ``query``, best first.
 
@@ -676,7 +756,7 @@ class MemoryStore:
             query: free text, e.g. ``"who is my sibling"`` or ``"Z7Q-42"``.
             kind: restrict to one kind.
             k: the most hits returned (≥ 1).
-            mode: which rankings to use.
+            mode: which rankings to use (default: the store's :attr:`mode`).
 
         Raises:
             ValueError: blank query, unknown kind or mode, ``k < 1``; an embedder output of the
@@ -687,6 +767,8 @@ class MemoryStore:
         self._check_kind(kind)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError("k must be a positive integer")
+        if mode is None:
+            mode = self.mode
         if mode not in ("hybrid", "bm25", "embedding"):
             raise ValueError(f"mode {mode!r} is not hybrid, bm25 or embedding")
         rows = self._candidates(kind)
@@ -906,8 +988,15 @@ Query = Annotated[str, Field(min_length=1, max_length=200)]
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT)]
 
 
+class IntentTriggerItem(TypedDict):
+    """When an intent fires: type "time" (value: local time), "place" (a place) or "app_event"."""
+
+    type: str
+    value: str
+
+
 class MemoryItem(TypedDict):
-    """A memory found by memory.search."""
+    """A memory found by memory.search; intents also say when they fire and what to do."""
 
     id: int
     kind: str
@@ -915,6 +1004,8 @@ class MemoryItem(TypedDict):
     created: str
     score: float
     why: str
+    trigger: NotRequired[IntentTriggerItem]
+    action: NotRequired[str]
 
 
 class MemoryList(TypedDict):
@@ -974,19 +1065,22 @@ class MemoryTools:
         if not query.strip():
             raise ToolError(ErrorKind.INVALID_ARGUMENTS, "the query is blank", hint="search for a word", path="/query")
         hits = self.store.search(query, kind=kind, k=k)
-        return {
-            "memories": [
-                {
-                    "id": h.id,
-                    "kind": h.kind,
-                    "content": h.content,
-                    "created": h.created,
-                    "score": round(h.score, 6),
-                    "why": h.why,
-                }
-                for h in hits
-            ]
-        }
+        out: list[MemoryItem] = []
+        for h in hits:
+            item: MemoryItem = {
+                "id": h.id,
+                "kind": h.kind,
+                "content": h.content,
+                "created": h.created,
+                "score": round(h.score, 6),
+                "why": h.why,
+            }
+            if h.kind == "intent":
+                entry = self.store.get(h.id)
+                item["trigger"] = {"type": entry.trigger.type, "value": entry.trigger.value}  # type: ignore[union-attr]
+                item["action"] = entry.action  # type: ignore[typeddict-item]
+            out.append(item)
+        return {"memories": out}
 
     @tool(effect=Effect.WRITE)
     def save(
