@@ -344,8 +344,6 @@ def test_each_task_names_a_skill_offered_in_its_episode(tasks, shipped):
         skill = TEMPLATES[t.template]
         first = t.reference_plan[0]
         assert (first.name, first.arguments) == ("skills.read", {"name": skill}), t.id
-        acting = [c for c in t.reference_plan if c.name not in ("skills.read", "finish")]
-        assert acting and all(i > 0 for i, c in enumerate(t.reference_plan) if c in acting)
         assert any(
             m.kind == "behavior" and m.tool == "skills.read" and m.arguments == {"name": skill} for m in t.milestones
         ), t.id
