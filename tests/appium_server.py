@@ -152,10 +152,21 @@ def start_appium(log_dir: Path, *, port: int | None = None, startup_timeout: flo
     return server
 
 
+def _port_taken(exc: BaseException) -> bool:
+    return isinstance(exc, AppiumStartError) and "EADDRINUSE" in str(exc)
+
+
 @contextlib.contextmanager
 def serve_appium(log_dir: Path, **kwargs: object) -> Iterator[AppiumServer]:
-    """Serve Appium for the ``with`` block (see :func:`start_appium`); always stops it on exit."""
-    server = start_appium(log_dir, **kwargs)  # type: ignore[arg-type]
+    """Serve Appium for the ``with`` block (see :func:`start_appium`); always stops it on exit.
+    Without an explicit ``port``, a port taken between picking and binding (parallel workers) is
+    retried on another free port, three attempts in all."""
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
+    attempts = 1 if kwargs.get("port") else 3
+    for attempt in Retrying(stop=stop_after_attempt(attempts), retry=retry_if_exception(_port_taken), reraise=True):
+        with attempt:
+            server = start_appium(log_dir, **kwargs)  # type: ignore[arg-type]
     try:
         yield server
     finally:

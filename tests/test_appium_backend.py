@@ -447,6 +447,7 @@ def test_disabled_and_hidden_elements_are_preconditions(ui: AppiumUi, session: A
     assert clicks(session, "forgot") == 0
     fb = call(ui, "ui.tap", text="Sync")  # in the app, not displayed: the driver refuses the click
     assert fb.error is ErrorKind.PRECONDITION_FAILED and "ui.read_screen" in fb.hint
+    assert fb.message == "precondition not met: the element with text='Sync' must be visible and interactable"
     assert clicks(session, "sync") == 0
 
 

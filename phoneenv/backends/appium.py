@@ -2,7 +2,7 @@
 
 For apps that have no intent or content-provider path, the agent works the app's UI. The tools
 go through ``appium-python-client`` to an Appium server (``pip install -e '.[device]'``; the
-server and its drivers come from npm: see the README's "Appium" section)::
+server and its drivers come from npm: see the README, "UI tools through Appium")::
 
     >>> from phoneenv.backends.appium import AppiumBackend, AppiumSession
     >>> session = AppiumSession.uiautomator2(
@@ -614,7 +614,9 @@ def exception_feedback(exc: BaseException, tool: str, *, target: str | None = No
         ),
     ):
         return feedback.precondition_failed(
-            f"the element {target or ''} must be visible and interactable".replace("  ", " "),
+            f"the element with {target} must be visible and interactable"
+            if target
+            else "the element must be visible and interactable",
             "call ui.read_screen: close what covers it or wait for it with ui.wait_for, then retry",
         )
     if isinstance(exc, se.InvalidSelectorException):
