@@ -10,6 +10,12 @@ feedback as a ``tool`` message. Several calls in one reply are executed in order
 is asked again. A reply with no parseable call is sent to the env as it is, so it comes back as
 an ``invalid_json`` feedback the model can correct. Screenshots ride as ``image_url`` parts when
 ``vision`` is on and the env gives them.
+
+Sub-agent frames (``agent.delegate``, see :mod:`phoneenv.frames`): the same model plays each
+frame. When the observation's ``frame`` changes, the planner offers the tools of the new frame
+(``info["tools"]``) and, before its next model call, tells the model in a user message which
+frame is active: its id, depth, goal and tools, and that ``finish`` returns the answer to the
+parent (or, back in a parent, that the sub-agent's answer is the last tool result).
 """
 
 from __future__ import annotations
@@ -86,6 +92,9 @@ class LLMPlanner(Agent):
         self._queue: deque[dict[str, Any]] = deque()
         self._pending: dict[str, Any] | None = None
         self._steps = 0
+        self._frame = "main"
+        self._depth = 0
+        self._frame_note: str | None = None
 
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
         """Start the conversation from the goal and the episode's tool list."""
@@ -97,6 +106,9 @@ class LLMPlanner(Agent):
         self._queue.clear()
         self._pending = None
         self._steps = 0
+        self._frame = str(observation.get("frame", "main"))
+        self._depth = int(observation.get("frame_depth", 0))
+        self._frame_note = None
 
     def _offered(self, name: str) -> bool:
         if self.tool_filter is None:
@@ -109,6 +121,31 @@ class LLMPlanner(Agent):
         fn = dict(tool["function"])
         fn["name"] = fn["name"].replace(".", "__")
         return {"type": "function", "function": fn}
+
+    def _switch_frame(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
+        """Follow a change of the active frame: offer its tools, and note it for the model."""
+        frame = str(observation.get("frame", "main"))
+        if frame == self._frame:
+            return
+        self._frame = frame
+        if info.get("tools"):
+            self.tools = [self._rename(t) for t in info["tools"] if self._offered(t["function"]["name"])]
+        depth = int(observation.get("frame_depth", 0))
+        back = depth < self._depth
+        self._depth = depth
+        goal = observation.get("frame_goal", observation["goal"])
+        names = ", ".join(t["function"]["name"] for t in self.tools)
+        returned = "The sub-agent finished; its answer is the last tool result. " if back else ""
+        if depth == 0:
+            self._frame_note = (
+                f"[frame {frame}, depth 0] {returned}You are the user's planner again. The user's request: {goal}"
+            )
+        else:
+            self._frame_note = (
+                f"[frame {frame}, depth {depth}] {returned}You act as a sub-agent. Your goal: {goal}\n"
+                f"Only these tools work in this frame: {names}. When your goal is done, call finish with "
+                "your answer: it returns to the frame that delegated to you."
+            )
 
     def _feed_back(self, observation: dict[str, Any]) -> None:
         pending = self._pending
@@ -138,10 +175,14 @@ class LLMPlanner(Agent):
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction:
         """The next tool call: a queued call from the last reply, else a new model call."""
         self._feed_back(observation)
+        self._switch_frame(observation, info)
         self._steps += 1
         if self._steps > self.max_steps:
             return AgentAction(json.dumps({"name": "finish", "arguments": {"answer": "I ran out of steps."}}))
         tokens = None
+        if not self._queue and self._frame_note is not None:
+            self.messages.append({"role": "user", "content": self._frame_note})
+            self._frame_note = None
         if not self._queue:
             result = self.client.chat(self.messages, tools=self.tools, max_tokens=self.max_tokens)
             tokens = result.usage.as_dict()

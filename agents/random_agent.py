@@ -3,6 +3,11 @@
 Strings with a ``pattern`` are drawn from the pattern (``rstr.xeger``); parameters named
 ``*_id`` reuse ids seen in earlier results, so some calls touch real records. Each step finishes
 the episode with probability ``finish_p``.
+
+Where ``agent.delegate`` is offered the random agent calls it like any tool; its ``tools``
+argument is drawn as free words, which name no tool, so its delegations almost never open a
+frame. When one does, the agent draws from that frame's tools (``info["tools"]``) until its
+``finish`` closes it.
 """
 
 from __future__ import annotations
@@ -93,15 +98,22 @@ class RandomAgent(Agent):
         self.xeger = rstr.Rstr(self.rng)
         self.finish_p = finish_p
         self._tools: list[dict[str, Any]] = []
+        self._offered: list[dict[str, Any]] = []
         self._ids: list[str] = []
 
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
         """Take the episode's tool list."""
-        self._tools = [t["function"] for t in info["tools"] if t["function"]["name"] != "finish"]
+        self._take_tools(info["tools"])
         self._ids = []
+
+    def _take_tools(self, tools: list[dict[str, Any]]) -> None:
+        self._offered = tools
+        self._tools = [t["function"] for t in tools if t["function"]["name"] != "finish"]
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction:
         """A random well-formed call (or ``finish`` with probability ``finish_p``)."""
+        if info.get("tools") is not None and info["tools"] is not self._offered:
+            self._take_tools(info["tools"])  # the active frame changed
         fb = info.get("feedback")
         if fb is not None and getattr(fb, "ok", False):
             _collect_ids(fb.result, self._ids)

@@ -1,4 +1,10 @@
-"""The reference agent: plays a task's reference plan, step by step (for validation and demos)."""
+"""The reference agent: plays a task's reference plan, step by step (for validation and demos).
+
+A plan expresses delegation with plain tool calls (:func:`phoneenv.frames.delegate_steps`): an
+``agent.delegate`` step opens a sub-agent frame, the steps after it act in that frame, and a
+``finish`` closes it (its answer returns to the parent); the last ``finish`` ends the episode.
+The agent plays them in order, as the single policy that acts in whichever frame is active.
+"""
 
 from __future__ import annotations
 

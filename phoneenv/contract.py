@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 __all__ = [
     "INFRASTRUCTURE_ERRORS",
+    "ROOT_FRAME",
     "AnswerCriterion",
     "BehaviorCriterion",
     "Category",
@@ -35,6 +36,7 @@ __all__ = [
     "ErrorKind",
     "Feedback",
     "Fixtures",
+    "Frame",
     "IntentTrigger",
     "LocationChange",
     "MemoryFixture",
@@ -250,7 +252,14 @@ class BehaviorCriterion(BaseModel):
     ``forbidden_call`` (never called), ``confirm_before`` (every successful call of ``tool`` came
     after a granted ``user.confirm``), ``max_calls`` (at most ``limit`` tool calls), ``read_only``
     (no successful write or sensitive call besides signing in and permission requests),
-    ``delegated`` (an ``agent.delegate`` call happened).
+    ``delegated`` (at least ``min_frames`` sub-agent frames were opened and finished whose goal
+    matches ``goal`` and inside which — the frame or the frames it delegated to — ``tool`` was
+    called successfully with ``arguments``; see :mod:`phoneenv.frames`).
+
+    ``tool`` is a name or an ``fnmatch`` pattern (``"messages.*"``: every tool of an app).
+    ``depth`` scopes the rule to the calls made in frames at that depth (0: the root frame, the
+    user's own planner; 1: its sub-agents); None counts every frame. For ``delegated`` it is
+    the depth of the delegated frame (None: any sub-agent frame).
     """
 
     kind: Literal["behavior"] = "behavior"
@@ -260,6 +269,9 @@ class BehaviorCriterion(BaseModel):
     tool: str | None = None
     arguments: dict[str, Condition] = Field(default_factory=dict)
     limit: int | None = None
+    depth: int | None = Field(default=None, ge=0)
+    goal: Condition = None
+    min_frames: int = Field(default=1, ge=1)
 
 
 Criterion = Annotated[Union[StateCriterion, AnswerCriterion, BehaviorCriterion], Field(discriminator="kind")]
@@ -502,11 +514,40 @@ class Verdict(BaseModel):
     inconsistencies: list[str] = Field(default_factory=list)
 
 
+ROOT_FRAME = "main"
+"""The id of the root frame: the planner that serves the user (see :mod:`phoneenv.frames`)."""
+
+
+class Frame(BaseModel):
+    """One frame of an episode's frame tree: the root (the user's planner) or a sub-agent.
+
+    ``id``: ``"main"`` for the root, else the parent's id and the child's number
+    (``"main.1"``, ``"main.1.2"``); ``parent``: the parent's id (None for the root); ``depth``:
+    0 for the root; ``goal``: the user's goal (root) or the goal given to ``agent.delegate``;
+    ``tools``: the tool names the frame may call (None for the root: every tool of the
+    episode); ``answer``: the answer its ``finish`` returned; ``opened_at``/``closed_at``: the
+    1-based indices of the steps that opened (``agent.delegate``; 0 for the root) and closed it
+    (its ``finish``; None while open or when the episode ended first); ``steps``: the indices of
+    the steps acted in this frame, its closing ``finish`` included.
+    """
+
+    id: str
+    parent: str | None = None
+    depth: int = 0
+    goal: str
+    tools: list[str] | None = None
+    answer: str | None = None
+    opened_at: int = 0
+    closed_at: int | None = None
+    steps: list[int] = Field(default_factory=list)
+
+
 class Step(BaseModel):
     """One step of a trace: the action as parsed (secrets shown as ``***``) or the ``raw`` text
     (first 200 characters) when it did not parse, its feedback, the phone's clock after the step
-    (ISO 8601, deterministic), the agent's token counts if given, and the wall-clock latency in
-    seconds only when the env records it."""
+    (ISO 8601, deterministic), the agent's token counts if given, the wall-clock latency in
+    seconds only when the env records it, and the id of the :class:`Frame` it acted in
+    (``"main"`` in traces written before frames existed)."""
 
     index: int
     action: ToolCall | None = None
@@ -516,12 +557,15 @@ class Step(BaseModel):
     backend: str
     tokens: dict[str, int] | None = None
     latency_s: float | None = None
+    frame: str = ROOT_FRAME
 
 
 class Trace(BaseModel):
-    """A whole episode, one JSON Lines record: task, seed, backend, steps and verdict.
+    """A whole episode, one JSON Lines record: task, seed, backend, steps, frame tree and verdict.
 
-    Same seed and same actions give a byte-identical ``model_dump_json()``.
+    ``frames`` is the frame tree (:class:`Frame`, root first, then in opening order); traces
+    written before frames existed load with an empty list. Same seed and same actions give a
+    byte-identical ``model_dump_json()``.
     """
 
     task_id: str
@@ -532,4 +576,5 @@ class Trace(BaseModel):
     goal: str
     agent: str | None = None
     steps: list[Step] = Field(default_factory=list)
+    frames: list[Frame] = Field(default_factory=list)
     verdict: Verdict | None = None

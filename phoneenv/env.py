@@ -8,8 +8,10 @@
     True
 
 Observation (a ``Dict`` space): ``goal`` (the user's words), ``feedback`` (the last
-:class:`~phoneenv.contract.Feedback` as ASCII JSON), ``frame`` (the active frame, ``"main"``), and
-``screenshot`` (``uint8`` (H, W, 3)) when made with ``screenshots=True``. Action: a JSON string (or a
+:class:`~phoneenv.contract.Feedback` as ASCII JSON), ``frame`` (the active frame's id: ``"main"``,
+or a sub-agent's such as ``"main.1"``), ``frame_goal`` (its goal), ``frame_depth`` (its depth,
+0 at the root; see :mod:`phoneenv.frames`), and ``screenshot`` (``uint8`` (H, W, 3)) when made
+with ``screenshots=True``. Action: a JSON string (or a
 dict) ``{"name": "app.verb", "arguments": {...}}``; OpenAI's ``{"function": {...}}`` wrapper and
 ``arguments`` given as a JSON string are accepted. Anything else becomes an ``invalid_json``
 feedback; the env never raises on an action.
@@ -44,7 +46,8 @@ from gymnasium import spaces
 from gymnasium.vector.utils.shared_memory import create_shared_memory
 
 from phoneenv.backends.base import Backend
-from phoneenv.contract import Effect, ErrorKind, Feedback, Step, TaskSpec, ToolCall, ToolSpec, Trace
+from phoneenv.contract import ROOT_FRAME, Effect, ErrorKind, Feedback, Step, TaskSpec, ToolCall, ToolSpec, Trace
+from phoneenv.frames import DELEGATE_TOOL, MAX_DEPTH, FrameStack
 from phoneenv.harness import feedback
 from phoneenv.harness.episode_memory import MEMORY_TABLE, EpisodeMemory
 from phoneenv.tasks.verify import CallRecord, verify
@@ -144,6 +147,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         memory_path: a SQLite file that keeps ``user``'s memory across env instances and
             processes (episodes keep it by default; the task's fixture memory is seeded only
             into a user without rows).
+        delegation: offer ``agent.delegate`` (sub-agent frames, :mod:`phoneenv.frames`):
+            ``True`` in every episode, ``False`` never, None (default) in the episodes of tasks
+            that list the ``agent`` app (the Sub-agent category's). ``info["tools"]`` and
+            :attr:`tools` list the active frame's tools.
 
     Raises:
         ValueError / KeyError: an unknown backend, selector or task id (at construction).
@@ -166,6 +173,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         memory: bool | EpisodeMemory = True,
         user: str | None = None,
         memory_path: str | Path | None = None,
+        delegation: bool | None = None,
     ) -> None:
         from phoneenv.tasks import select
 
@@ -199,11 +207,16 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._skill_info: list[dict[str, str]] = []
         self._memory = _make_memory(memory, user, memory_path)
         self._memory_names: frozenset[str] = frozenset()
+        self._delegation = delegation
+        self._delegate_on = False
+        self._frames: FrameStack | None = None
         text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
         obs: dict[str, spaces.Space[Any]] = {
             "goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
             "feedback": text,
             "frame": TextSpace(max_length=64, charset=CHARSET),
+            "frame_goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
+            "frame_depth": spaces.Discrete(MAX_DEPTH + 1),
         }
         if screenshots:
             w, h = screen_size
@@ -225,7 +238,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     # -- tools ----------------------------------------------------------------------------------
     def _refresh_tools(self) -> None:
         btools = self.backend.tools()
-        if btools is self._tools_key:
+        delegate = self._delegation if self._delegation is not None else "agent" in self.task.apps
+        if btools is self._tools_key and delegate == self._delegate_on:
             return
         tmap: dict[str, Any] = dict(btools)
         tmap["finish"] = _FINISH
@@ -236,6 +250,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             tmap.update(mem)
             extra[:0] = [d.spec for d in mem.values()]
             self._memory_names = frozenset(mem)
+        if delegate:
+            tmap[DELEGATE_TOOL.spec.name] = DELEGATE_TOOL
+            extra.insert(0, DELEGATE_TOOL.spec)
         self._skill_scope, self._skill_info = None, []
         if self._skills is not None:
             from phoneenv.harness.skills import READ_TOOL
@@ -250,20 +267,27 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                 tmap[name.replace(".", "__")] = tmap[name]
         self._tool_map = tmap
         self._tools_key = btools
+        self._delegate_on = delegate
         specs = [e.spec for e in btools.values()] + extra
         self._specs: list[ToolSpec] = specs
         self._openai = [s.to_openai() for s in specs]
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """The tools offered in this episode in OpenAI ``tools`` format (``finish`` included)."""
+        """The tools offered in this episode in OpenAI ``tools`` format (``finish`` included);
+        inside a sub-agent frame, that frame's tools."""
         self._refresh_tools()
+        if self._frames is not None and not self._frames.at_root:
+            return self._frames.openai()
         return self._openai
 
     @property
     def tool_specs(self) -> list[ToolSpec]:
-        """The :class:`ToolSpec` of every tool offered in this episode."""
+        """The :class:`ToolSpec` of every tool offered in this episode (inside a sub-agent
+        frame, of that frame's tools)."""
         self._refresh_tools()
+        if self._frames is not None and not self._frames.at_root:
+            return self._frames.specs()
         return self._specs
 
     @property
@@ -322,6 +346,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._done = False
         self._verdict: Any = None
         self._goal = _ascii(task.goal)
+        self._frames = FrameStack(task.goal, self._specs, self._openai)
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)
         info = {
@@ -347,6 +372,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             return self._obs(fb), 0.0, True, False, {"feedback": fb}
         t0 = time.perf_counter() if self.record_wall_time else 0.0
         name, args, raw, fb = self._parse(action)
+        frame = self._frames.begin_step()  # type: ignore[union-attr]
         rec = None
         if fb is None:
             rec = self._execute(name, args)  # type: ignore[arg-type]
@@ -364,9 +390,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         latency = time.perf_counter() - t0 if self.record_wall_time else None
         self._steps.append((rec, raw, fb, self.backend.clock_seconds(), latency, self._pending_tokens))
         self._pending_tokens = None
-        terminated = rec is not None and rec.name == "finish" and fb.ok
+        terminated = rec is not None and rec.name == "finish" and fb.ok and frame == ROOT_FRAME
         truncated = not terminated and n >= self._max_steps
-        info: dict[str, Any] = {"feedback": fb, "step": n}
+        info: dict[str, Any] = {"feedback": fb, "step": n, "frame": self._frames.active.id, "tools": self.tools}  # type: ignore[union-attr]
         reward = 0.0
         if terminated or truncated:
             self._done = True
@@ -420,7 +446,14 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             text = Feedback(
                 ok=fb.ok, error=fb.error, message="result too long to show; narrow the query"
             ).model_dump_json(exclude_none=True)
-        obs = {"goal": self._goal, "feedback": text, "frame": "main"}
+        fr = self._frames.active if self._frames is not None else None
+        obs = {
+            "goal": self._goal,
+            "feedback": text,
+            "frame": ROOT_FRAME if fr is None else fr.id,
+            "frame_goal": self._goal if fr is None or fr.depth == 0 else fr.goal_text,
+            "frame_depth": np.int64(0 if fr is None else fr.depth),
+        }
         if self.screenshots:
             obs["screenshot"] = fb.image if fb.image is not None else self.backend.screenshot()
         return obs
@@ -492,10 +525,15 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
     def _execute(self, name: str, arguments: dict[str, Any]) -> CallRecord:
         entry = self._tool_map.get(name)
+        frames: FrameStack = self._frames  # type: ignore[assignment]
         if entry is None:
-            fb = feedback.unknown_tool(name, self._specs)
+            fb = feedback.unknown_tool(name, self._specs) if frames.at_root else frames.unknown(name)
             return CallRecord(name, arguments, fb, None)
         spec = entry.spec
+        if not frames.allows(spec.name):
+            return CallRecord(spec.name, arguments, frames.outside(spec.name), spec.effect)
+        if entry is DELEGATE_TOOL:
+            return CallRecord(spec.name, arguments, frames.call(arguments), spec.effect)
         try:
             args = entry.validator.validate(arguments)
         except ArgumentError as exc:
@@ -506,8 +544,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                 k: ("***" if k in spec.secret_parameters and v is not None else v) for k, v in arguments.items()
             }
         confirmed = False
-        if entry is _FINISH:
+        if entry is _FINISH and not frames.at_root:
+            fb = frames.finish(args["answer"])
+        elif entry is _FINISH:
             self._answer = args["answer"]
+            frames.end(self._answer)
             fb = Feedback(ok=True, result=self._env_tools.finish(**args))
         elif self._skill_scope is not None and spec.name == "skills.read":
             fb = self._skill_scope.call(args)
@@ -526,11 +567,16 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         return CallRecord(spec.name, arguments, fb, spec.effect, confirmed)
 
     def _finish_episode(self, truncated: bool) -> Any:
+        frames = self._frames.step_frames if self._frames is not None else []
         self._verdict = verify(
             self.task,
             self._before,
             self._end_tables(),
-            [s[0] for s in self._steps if s[0] is not None],
+            [
+                s[0] if f == ROOT_FRAME else s[0]._replace(frame=f)
+                for s, f in zip(self._steps, frames, strict=True)
+                if s[0] is not None
+            ],
             self._answer,
             steps=len(self._steps),
             errors=self._errors,
@@ -539,6 +585,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             tokens=self._token_totals or None,
             transient=self.backend.transient_tables(),
             inconsistencies=self.backend.consistency_issues(),
+            frames=self._frames.records() if self._frames is not None else (),
         )
         return self._verdict
 
@@ -558,6 +605,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         """The current episode as a :class:`Trace` (secrets shown as ``***``)."""
         steps = []
         fmt = self.backend.format_clock
+        step_frames = self._frames.step_frames if self._frames is not None else []
         for n, (rec, raw, fb, clock, latency, tokens) in enumerate(self._steps, 1):
             call = None if rec is None else ToolCall(name=rec.name, arguments=dict(rec.arguments))
             steps.append(
@@ -570,6 +618,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                     backend=self.backend.name if rec is None else self.backend.served_by(rec.name),
                     tokens=tokens,
                     latency_s=latency,
+                    frame=step_frames[n - 1] if n <= len(step_frames) else ROOT_FRAME,
                 )
             )
         return Trace(
@@ -580,6 +629,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             domain=self.task.domain,
             goal=self.task.goal,
             steps=steps,
+            frames=self._frames.records() if self._frames is not None else [],
             verdict=self._verdict,
         )
 

@@ -11,6 +11,12 @@ moved by one, an id pointed at the next id, a time or date shifted by an hour or
 number's last digit changed, an email address prefixed with ``zz``, other text ROT13-shifted
 with each digit moved by five (no character maps to itself), a list's first item perturbed. Arguments listed in the task's ``perturb_exempt`` (``"<step>.<arg>"``) are skipped:
 the goal does not fix them (a message's exact wording, a search query).
+
+Plans with sub-agent frames (:mod:`phoneenv.frames`): a sub-agent's ``finish`` answer is a
+message between frames, not the user's answer, so it is not perturbed (a replayed plan cannot
+act on a changed answer anyway). Instead, each delegation is *inlined*: the plan without that
+``agent.delegate`` and its closing ``finish``, its steps acted by the delegating frame itself.
+That plan must fail too, which proves the task's criteria require the delegation.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phoneenv.contract import Effect, TaskSpec, ToolCall
+from phoneenv.frames import MAX_DEPTH, plan_depths, plan_frames
 
-__all__ = ["TaskProof", "perturb", "perturbations", "prove", "prove_suite", "run_plan"]
+__all__ = ["TaskProof", "inlined_plans", "perturb", "perturbations", "prove", "prove_suite", "run_plan"]
 
 _ID = re.compile(r"^([a-z]+_)(\d+)$")
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$")
@@ -77,11 +84,15 @@ def perturb(value: Any) -> Any:
 def perturbations(task: TaskSpec, effects: dict[str, Effect]) -> Iterable[tuple[str, list[ToolCall]]]:
     """Each ``("<step>.<arg>", perturbed plan)`` of the task's reference plan.
 
-    Perturbed steps: those whose tool has a ``write`` or ``sensitive`` effect, and ``finish``.
+    Perturbed steps: those whose tool has a ``write`` or ``sensitive`` effect, and the root
+    frame's ``finish`` (a sub-agent's ``finish`` is not: see the module docstring).
     """
     plan = task.reference_plan or []
     exempt = set(task.perturb_exempt)
+    depths = plan_depths(plan)
     for i, step in enumerate(plan):
+        if step.name == "finish" and depths[i] > 0:
+            continue
         if step.name != "finish" and effects.get(step.name, Effect.READ) is Effect.READ:
             continue
         for arg, value in step.arguments.items():
@@ -93,6 +104,17 @@ def perturbations(task: TaskSpec, effects: dict[str, Effect]) -> Iterable[tuple[
                 continue
             changed = step.model_copy(update={"arguments": {**step.arguments, arg: new}})
             yield key, [*plan[:i], changed, *plan[i + 1 :]]
+
+
+def inlined_plans(task: TaskSpec) -> Iterable[tuple[str, list[ToolCall]]]:
+    """Each ``("inline:<step>", plan)``: the reference plan with the delegation opened at
+    ``<step>`` removed (its ``agent.delegate`` and closing ``finish`` dropped, its steps acted by
+    the delegating frame). Delegations never closed in the plan are skipped."""
+    plan = task.reference_plan or []
+    for start, end in plan_frames(plan):
+        if end is None:
+            continue
+        yield f"inline:{start}", [c for k, c in enumerate(plan) if k not in (start, end)]
 
 
 @dataclass
@@ -107,8 +129,8 @@ class TaskProof:
 
 def run_plan(env: Any, task: TaskSpec, plan: list[ToolCall]) -> tuple[dict[str, Any], list[Any]]:
     """Play ``plan`` on ``env`` (a :class:`~phoneenv.env.PhonePlanEnv`) for ``task``; returns the
-    final info and the feedback of each step. A plan that never finishes is truncated by an
-    extra ``finish`` call so every run ends with a verdict."""
+    final info and the feedback of each step. A plan that never finishes is ended by extra
+    ``finish`` calls (one per open frame, then the root's) so every run ends with a verdict."""
     env.reset(seed=0, options={"task": task})
     info: dict[str, Any] = {}
     feedbacks = []
@@ -117,16 +139,20 @@ def run_plan(env: Any, task: TaskSpec, plan: list[ToolCall]) -> tuple[dict[str, 
         feedbacks.append(info["feedback"])
         if term or trunc:
             return info, feedbacks
-    _, _, _, _, info = env.step({"name": "finish", "arguments": {}})
+    for _ in range(MAX_DEPTH + 1):
+        _, _, term, trunc, info = env.step({"name": "finish", "arguments": {}})
+        if term or trunc:
+            break
     return info, feedbacks
 
 
 def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     """Check that ``task`` is solvable and not trivially or loosely verified.
 
-    Problems reported: no reference plan; a reference-plan step that returned an error; the
-    reference plan failing; the empty plan succeeding; a perturbed plan succeeding; no
-    perturbation to try at all.
+    Problems reported: no reference plan; a reference plan whose frames do not nest (a step
+    after the root's ``finish``); a reference-plan step that returned an error; the reference
+    plan failing; the empty plan succeeding; a perturbed or inlined plan (see
+    :func:`inlined_plans`) succeeding; no perturbation to try at all.
     """
     from phoneenv.env import PhonePlanEnv
 
@@ -134,6 +160,10 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     problems: list[str] = []
     if not task.reference_plan:
         return TaskProof(task.id, False, ["no reference plan"])
+    try:
+        plan_depths(task.reference_plan)
+    except ValueError as exc:
+        return TaskProof(task.id, False, [f"reference plan: {exc}"])
     info, fbs = run_plan(env, task, task.reference_plan)
     for i, fb in enumerate(fbs):
         if not fb.ok:
@@ -154,6 +184,11 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
         info, _ = run_plan(env, task, plan)
         if info["verdict"]["success"]:
             problems.append(f"perturbing {key} still succeeds")
+    for key, plan in inlined_plans(task):
+        n += 1
+        info, _ = run_plan(env, task, plan)
+        if info["verdict"]["success"]:
+            problems.append(f"{key} (the delegation done by its parent itself) still succeeds")
     if n == 0:
         problems.append("no argument to perturb")
     return TaskProof(task.id, not problems, problems, n)

@@ -7,10 +7,16 @@ task's ``created``/``updated``/``deleted`` state criteria match, and *allowed* a
 ``allowed_changes`` plus :data:`DEFAULT_ALLOWED` (consented system changes: a permission the user
 granted at a prompt, a sign-in). Tables of session state the backend names transient (an ongoing
 call, notifications) are left out of the diff.
+
+Behaviour criteria see which frame each call was made in (:mod:`phoneenv.frames`): ``depth``
+scopes a rule to the calls of frames at that depth (0: the root), and ``delegated`` checks the
+frame tree. :func:`calls_from_trace` and :func:`check_trace` evaluate criteria on a stored
+:class:`~phoneenv.contract.Trace`.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -23,14 +29,19 @@ from phoneenv.contract import (
     CriterionResult,
     Effect,
     Feedback,
+    Frame,
     StateCriterion,
     TaskSpec,
+    Trace,
     Verdict,
 )
 from phoneenv.state import Change, diff_tables
-from phoneenv.tasks.predicates import match, norm
+from phoneenv.tasks.predicates import check, match, norm
 
-__all__ = ["DEFAULT_ALLOWED", "CallRecord", "verify"]
+__all__ = ["DEFAULT_ALLOWED", "CallRecord", "calls_from_trace", "check_trace", "verify"]
+
+DELEGATE = "agent.delegate"
+ROOT = "main"
 
 DEFAULT_ALLOWED: tuple[ChangeSelector, ...] = (
     ChangeSelector(table="system.permissions", where={"granted": True}),
@@ -46,14 +57,15 @@ _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?")
 
 class CallRecord(NamedTuple):
     """One parsed action as verification sees it: tool name (canonical when known), arguments
-    (secrets as ``***``), its feedback, the tool's effect (None for an unknown tool), and whether
-    the user confirmed (``user.confirm`` only)."""
+    (secrets as ``***``), its feedback, the tool's effect (None for an unknown tool), whether
+    the user confirmed (``user.confirm`` only), and the id of the frame it was made in."""
 
     name: str
     arguments: Mapping[str, Any]
     feedback: Feedback
     effect: Effect | None
     confirmed: bool = False
+    frame: str = ROOT
 
     @property
     def ok(self) -> bool:
@@ -108,9 +120,66 @@ def _answer_ok(crit: AnswerCriterion, answer: str | None) -> tuple[bool, str]:
     return True, ""
 
 
-def _behavior_ok(crit: BehaviorCriterion, calls: Sequence[CallRecord]) -> tuple[bool, str]:
+def _tool_hit(pattern: str | None, name: str) -> bool:
+    if pattern is None:
+        return False
+    return name == pattern or (any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(name, pattern))
+
+
+def _delegated_ok(crit: BehaviorCriterion, calls: Sequence[CallRecord], frames: Sequence[Frame]) -> tuple[bool, str]:
+    want = crit.min_frames
+    if not frames:  # calls without a frame tree: only the count of successful delegations is known
+        n = sum(1 for c in calls if c.ok and c.name == DELEGATE)
+        if crit.tool is not None or crit.goal is not None or crit.depth is not None:
+            return False, "no frame tree to check the delegation against"
+        return n >= want, "no delegation to a sub-agent" if n == 0 else f"{n} delegation(s), expected {want}"
+    children: dict[str, list[str]] = {}
+    for f in frames:
+        if f.parent is not None:
+            children.setdefault(f.parent, []).append(f.id)
+
+    def subtree(fid: str) -> set[str]:
+        out, todo = set(), [fid]
+        while todo:
+            cur = todo.pop()
+            out.add(cur)
+            todo.extend(children.get(cur, ()))
+        return out
+
+    n = 0
+    for f in frames:
+        if f.depth < 1 or f.closed_at is None:
+            continue
+        if crit.depth is not None and f.depth != crit.depth:
+            continue
+        if crit.goal is not None and not check(f.goal, crit.goal):
+            continue
+        if crit.tool is not None:
+            inside = subtree(f.id)
+            if not any(
+                c.ok and c.frame in inside and _tool_hit(crit.tool, c.name) and match(c.arguments, crit.arguments)
+                for c in calls
+            ):
+                continue
+        n += 1
+    what = "finished sub-agent frame(s)" + (f" at depth {crit.depth}" if crit.depth is not None else "")
+    what += f" with goal {crit.goal}" if crit.goal is not None else ""
+    what += f" that called {crit.tool}" if crit.tool is not None else ""
+    what += f" with {crit.arguments}" if crit.arguments else ""
+    return n >= want, f"{n} {what}, expected at least {want}"
+
+
+def _behavior_ok(
+    crit: BehaviorCriterion, calls: Sequence[CallRecord], frames: Sequence[Frame] = ()
+) -> tuple[bool, str]:
+    if crit.rule == "delegated":
+        return _delegated_ok(crit, calls, frames)
+    if crit.depth is not None:
+        depth_of = {f.id: f.depth for f in frames}
+        calls = [c for c in calls if depth_of.get(c.frame, 0 if c.frame == ROOT else -1) == crit.depth]
+
     def hit(c: CallRecord) -> bool:
-        return c.name == crit.tool and match(c.arguments, crit.arguments)
+        return _tool_hit(crit.tool, c.name) and match(c.arguments, crit.arguments)
 
     if crit.rule == "required_call":
         return any(c.ok and hit(c) for c in calls), f"no successful call of {crit.tool} matching {crit.arguments}"
@@ -136,8 +205,6 @@ def _behavior_ok(crit: BehaviorCriterion, calls: Sequence[CallRecord]) -> tuple[
             if c.ok and c.effect in (Effect.WRITE, Effect.SENSITIVE) and c.name not in CONSENTED_CALLS
         ]
         return not bad, f"writes in a read-only task: {', '.join(bad)}"
-    if crit.rule == "delegated":
-        return any(c.ok and c.name == "agent.delegate" for c in calls), "no delegation to a sub-agent"
     raise ValueError(f"unknown behavior rule {crit.rule!r}")
 
 
@@ -147,8 +214,10 @@ def evaluate(
     after: Mapping[str, Mapping[str, Any]],
     calls: Sequence[CallRecord],
     answer: str | None,
+    frames: Sequence[Frame] = (),
 ) -> tuple[CriterionResult, list[Change]]:
-    """Evaluate one criterion; returns its result and the changes it accounts for."""
+    """Evaluate one criterion; returns its result and the changes it accounts for. ``frames``
+    is the episode's frame tree (needed by ``delegated`` and ``depth``-scoped rules)."""
     matched: list[Change] = []
     if isinstance(crit, StateCriterion):
         found = _state_matches(crit, changes, after)
@@ -161,7 +230,7 @@ def evaluate(
     elif isinstance(crit, AnswerCriterion):
         ok, why = _answer_ok(crit, answer)
     else:
-        ok, why = _behavior_ok(crit, calls)
+        ok, why = _behavior_ok(crit, calls, frames)
     return CriterionResult(id=crit.id, kind=crit.kind, passed=ok, reason="" if ok else why), matched
 
 
@@ -179,6 +248,7 @@ def verify(
     tokens: Mapping[str, int] | None = None,
     transient: Sequence[str] = (),
     inconsistencies: Sequence[str] = (),
+    frames: Sequence[Frame] = (),
 ) -> Verdict:
     """The :class:`Verdict` of an episode of ``task``.
 
@@ -190,6 +260,7 @@ def verify(
         tokens: the agent's totals (``prompt``, ``output`` with thinking included, ``thinking``).
         transient: tables of session state left out of the diff (see ``Backend.transient_tables``).
         inconsistencies: contradictions the world reported (``Backend.consistency_issues``).
+        frames: the frame tree (:class:`~phoneenv.contract.Frame`); the root alone when empty.
 
     Success = all criteria pass, no collateral change, and the episode was not truncated.
     Progress = milestones met / total (1.0 on success; 0.0 or 1.0 when there are no milestones).
@@ -199,7 +270,7 @@ def verify(
     expected: set[tuple[str, str]] = set()
     seen: dict[str, int] = {}
     for crit in task.criteria:
-        res, matched = evaluate(crit, changes, after, calls, answer)
+        res, matched = evaluate(crit, changes, after, calls, answer, frames)
         n = seen[res.id] = seen.get(res.id, 0) + 1
         if n > 1:  # keep ids unique within a verdict: "created:messages.messages#2"
             res.id = f"{res.id}#{n}"
@@ -207,7 +278,7 @@ def verify(
         expected.update((c.table, c.id) for c in matched)
     met = 0
     for crit in task.milestones:
-        res, matched = evaluate(crit, changes, after, calls, answer)
+        res, matched = evaluate(crit, changes, after, calls, answer, frames)
         met += res.passed
         expected.update((c.table, c.id) for c in matched)
     allowed = (*task.allowed_changes, *DEFAULT_ALLOWED)
@@ -241,3 +312,51 @@ def verify(
         inconsistent=bool(inconsistencies),
         inconsistencies=list(inconsistencies),
     )
+
+
+def calls_from_trace(trace: Trace, effects: Mapping[str, Effect] | None = None) -> list[CallRecord]:
+    """The :class:`CallRecord` of each parsed step of ``trace``, with its frame.
+
+    A trace stores no tool effects: pass ``effects`` (tool name → :class:`Effect`, e.g. from
+    ``{s.name: s.effect for s in env.tool_specs}``) for rules that need them (``read_only``);
+    unknown names get None. ``confirmed`` is read from ``user.confirm``'s result.
+    """
+    effects = effects or {}
+    out = []
+    for step in trace.steps:
+        if step.action is None:
+            continue
+        name = step.action.name
+        confirmed = (
+            name == "user.confirm"
+            and step.feedback.ok
+            and isinstance(step.feedback.result, Mapping)
+            and step.feedback.result.get("confirmed") is True
+        )
+        out.append(
+            CallRecord(name, step.action.arguments, step.feedback, effects.get(name), bool(confirmed), step.frame)
+        )
+    return out
+
+
+def check_trace(
+    trace: Trace, criteria: Sequence[Criterion], effects: Mapping[str, Effect] | None = None
+) -> list[CriterionResult]:
+    """Evaluate behaviour and answer criteria on a stored ``trace`` (its calls, frame tree and
+    the verdict's answer, else the root frame's ``finish`` answer).
+
+    Raises ``ValueError`` for a state criterion: a trace holds no end state.
+    """
+    calls = calls_from_trace(trace, effects)
+    answer = trace.verdict.answer if trace.verdict is not None else None
+    if answer is None:
+        root_finish = [s for s in trace.steps if s.action is not None and s.action.name == "finish" and s.frame == ROOT]
+        if root_finish and root_finish[-1].feedback.ok:
+            answer = root_finish[-1].action.arguments.get("answer")  # type: ignore[union-attr]
+    out = []
+    for crit in criteria:
+        if isinstance(crit, StateCriterion):
+            raise ValueError(f"criterion {crit.id or crit.table!r} is a state criterion; a trace holds no end state")
+        res, _ = evaluate(crit, (), {}, calls, answer, trace.frames)
+        out.append(res)
+    return out

@@ -1,0 +1,548 @@
+"""Sub-agent templates: work that splits naturally, where the user asks for it to be delegated.
+
+Each task offers ``agent.delegate`` (its ``apps`` list ``agent``; see :mod:`phoneenv.frames`).
+Its criteria check the end state *and* the split of the work: ``delegated`` criteria require
+finished sub-agent frames that used the delegated tools, and ``forbidden_call`` criteria scoped
+to a frame depth forbid the delegating frame from doing that work itself. ``phoneenv tasks
+validate`` proves each task (reference plan succeeds, empty plan fails, every perturbed plan
+fails, and every plan with one delegation inlined into its parent fails).
+"""
+
+from __future__ import annotations
+
+import calendar as _cal
+import datetime as dt
+from typing import Any
+
+from phoneenv.contract import Domain, ToolCall
+from phoneenv.frames import delegate_steps
+from phoneenv.tasks.templates import Draft, ask_first, behavior, call, confirm_variant, state, template
+from phoneenv.tasks.world import World
+
+AGENT_APP = "agent"
+"""The pseudo-app that offers ``agent.delegate`` in a task's episodes."""
+
+
+# -- shared helpers ---------------------------------------------------------------------------------
+
+
+def _date_words(day: dt.date) -> str:
+    """``Thursday 3 December``."""
+    return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
+
+
+def _first(c: dict[str, Any]) -> str:
+    return c["name"].split()[0]
+
+
+def _hhmm(hour: int, minute: int = 0) -> str:
+    return f"{hour:02d}:{minute:02d}"
+
+
+def _add_sms(w: World, number: str, body: str, minutes_ago: int) -> dict[str, Any]:
+    """An incoming, unread text from ``number``."""
+    msg = {
+        "id": w.next_id("messages.messages", "m_"),
+        "number": number,
+        "direction": "in",
+        "body": body,
+        "time": w.ts(minutes_ago),
+        "read": False,
+    }
+    w.table("messages.messages").append(msg)
+    return msg
+
+
+def _add_note(w: World, title: str, body: str, minutes_ago: int) -> dict[str, Any]:
+    stamp = w.ts(minutes_ago)
+    note = {
+        "id": w.next_id("notes.notes", "n_"),
+        "title": title,
+        "body": body,
+        "pinned": False,
+        "created": stamp,
+        "updated": stamp,
+        "tags": (),
+    }
+    w.table("notes.notes").append(note)
+    return note
+
+
+def _busy(w: World, day: dt.date, start: str, end: str) -> bool:
+    """Whether a timed event of the user's calendar overlaps [start, end) on ``day`` (HH:MM)."""
+    lo, hi = f"{day.isoformat()}T{start}", f"{day.isoformat()}T{end}"
+    return any(not e.get("all_day") and e["start"] < hi and lo < e["end"] for e in w.table("calendar.events"))
+
+
+def _sms_to(c: dict[str, Any], **body: Any) -> Any:
+    return state("messages.messages", "created", number={"number": c["phone"]}, direction="out", body=body)
+
+
+def _delegated(tool: str, **kw: Any) -> Any:
+    return behavior("delegated", tool, id=f"delegated:{tool}" + (f"@{kw['depth']}" if "depth" in kw else ""), **kw)
+
+
+def _not_itself(tool: str, depth: int = 0) -> Any:
+    return behavior("forbidden_call", tool, depth=depth, id=f"forbidden@{depth}:{tool}")
+
+
+def _finish_exempt(plan: list[ToolCall]) -> list[str]:
+    return [f"{len(plan) - 1}.answer"]
+
+
+# -- templates ------------------------------------------------------------------------------------
+
+MEETING_TITLES = ["Project kickoff", "Budget review", "Offsite planning", "Hiring debrief", "Design critique"]
+AVAILABILITY_LINES = [
+    "Hi! On {date} I'm free at {times}.",
+    "For {date}: {times} works for me.",
+    "{date} - I could do {times}.",
+    "About {date}: I'm available at {times}, nothing else that day.",
+]
+
+
+def _times_words(hours: list[int]) -> str:
+    parts = [_hhmm(h) for h in sorted(hours)]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+@template(
+    "subagent.meeting_from_availability",
+    apps=["contacts", "messages", "calendar", AGENT_APP],
+    domain=Domain.SCHEDULING,
+    category="subagent",
+    difficulty=4,
+    capabilities=["delegate", "lookup", "multi-entity", "reasoning", "create"],
+    count=18,
+    max_steps=40,
+)
+def meeting_from_availability(w: World) -> Draft:
+    """Template ``subagent.meeting_from_availability``: three people texted when they are free on
+    a day; sub-agents read their messages, the planner books the hour all three and the user
+    have free (in half the worlds a second common hour is taken in the user's calendar)."""
+    day = w.now.date() + dt.timedelta(days=w.rng.randrange(2, 6))
+    people = w.rng.sample(w.contacts, 3)
+    hours = list(range(9, 17))
+    free = [h for h in hours if not _busy(w, day, _hhmm(h), _hhmm(h + 1))]
+    common = w.rng.choice(free)
+    commons = [common]
+    blocked: int | None = None
+    if w.rng.random() < 0.5:
+        blocked = w.rng.choice([h for h in hours if h != common])
+        commons.append(blocked)
+        if not _busy(w, day, _hhmm(blocked), _hhmm(blocked + 1)):
+            events = w.table("calendar.events")
+            start = dt.datetime.combine(day, dt.time(blocked, 0))
+            events.append(
+                {
+                    "id": w.next_id("calendar.events", "ev_"),
+                    "title": w.rng.choice(["Dentist appointment", "Car service", "Parent-teacher meeting"]),
+                    "start": start.isoformat(timespec="minutes"),
+                    "end": (start + dt.timedelta(hours=1)).isoformat(timespec="minutes"),
+                    "location": None,
+                    "attendees": (),
+                    "notes": None,
+                    "all_day": False,
+                }
+            )
+    rest = [h for h in hours if h not in commons]
+    w.rng.shuffle(rest)
+    title = w.rng.choice(MEETING_TITLES)
+    plan: list[ToolCall] = []
+    for i, p in enumerate(people):
+        own = sorted([*commons, *rest[2 * i : 2 * i + w.rng.choice([1, 2])]])
+        if w.rng.random() < 0.5:  # an older message about another day
+            other = day + dt.timedelta(days=w.rng.choice([-1, 1, 2]))
+            _add_sms(
+                w, p["phone"], f"For {_date_words(other)} I could only do {_hhmm(common)}.", w.rng.randrange(700, 2000)
+            )
+        line = w.rng.choice(AVAILABILITY_LINES).format(date=_date_words(day), times=_times_words(own))
+        _add_sms(w, p["phone"], line, w.rng.randrange(20, 600))
+        plan += delegate_steps(
+            f"Read {p['name']}'s text messages and tell me at which times they said they are free on {_date_words(day)}.",
+            ["contacts.search", "messages.read_thread"],
+            [call("contacts.search", query=p["name"]), call("messages.read_thread", number=p["phone"])],
+            f"{_first(p)} is free at {_times_words(own)} on {_date_words(day)}.",
+        )
+    start = f"{day.isoformat()}T{_hhmm(common)}"
+    end = f"{day.isoformat()}T{_hhmm(common + 1)}"
+    names = [p["name"] for p in people]
+    plan += [
+        call("calendar.free_slots", date=day.isoformat(), duration_minutes=60),
+        call("calendar.create_event", title=title, start=start, end=end, attendees=names),
+        call("finish", answer=f"Booked {title} at {_hhmm(common)} with {', '.join(names)}."),
+    ]
+    made = {"title": {"iequals": title}, "start": start, "end": end}
+    return Draft(
+        goal=f"{names[0]}, {names[1]} and {names[2]} each texted me when they are free on {_date_words(day)}. "
+        "Have sub-agents read their messages (don't read them yourself), then put a one-hour "
+        f'"{title}" in my calendar at the time when all three of them and I are free, with the three of them invited.',
+        criteria=[
+            *(state("calendar.events", "created", **made, attendees={"has": n}) for n in names),
+            _delegated("messages.*"),
+            _not_itself("messages.*"),
+        ],
+        milestones=[_delegated("messages.*"), state("calendar.events", "created", title={"iequals": title})],
+        plan=plan,
+        perturb_exempt=_finish_exempt(plan),
+    )
+
+
+SERVICES = ["plumber", "electrician", "painter", "window cleaner", "gardener", "roofer"]
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+
+
+@template(
+    "subagent.cheapest_quote",
+    apps=["notes", "contacts", "messages", AGENT_APP],
+    domain=Domain.COMMUNICATION,
+    category="subagent",
+    difficulty=3,
+    capabilities=["delegate", "compare", "arithmetic", "send"],
+    count=18,
+    max_steps=30,
+)
+def cheapest_quote(w: World) -> Draft:
+    """Template ``subagent.cheapest_quote``: three quotes saved as notes (some without VAT); a
+    sub-agent compares them, the planner texts the cheapest provider."""
+    service = w.rng.choice(SERVICES)
+    people = w.rng.sample(w.contacts, 3)
+    cheapest = w.rng.randrange(18, 60) * 10
+    trap = w.rng.random() < 0.6  # a smaller number before VAT that is dearer after it
+    lines = []
+    for i in range(len(people)):
+        day = w.rng.choice(WEEKDAYS)
+        if i == 0:
+            lines.append(f"Price: {cheapest} EUR including VAT\nCan start: {day}")
+        elif i == 1 and trap:
+            lines.append(f"Price: {cheapest - 10} EUR plus 19% VAT\nCan start: {day}")
+        else:
+            lines.append(f"Price: {cheapest + w.rng.randrange(2, 20) * 10} EUR including VAT\nCan start: {day}")
+    order = list(range(3))
+    w.rng.shuffle(order)
+    for k in order:
+        _add_note(w, f"{service.capitalize()} quote - {people[k]['name']}", lines[k], w.rng.randrange(100, 5000))
+    winner = people[0]
+    body = "Your quote is accepted - please go ahead."
+    goal = (
+        f"I have three quotes for the {service} job in my notes. Have a sub-agent compare them "
+        "(don't open the notes yourself) and text the one with the lowest total price, VAT included: "
+        f'"{body}"'
+    )
+    plan = delegate_steps(
+        f"Compare the three {service} quotes in my notes and tell me whose total price, VAT included, is lowest, and how much it is.",
+        ["notes.search", "notes.get"],
+        [call("notes.search", query=f"{service} quote")],
+        f"{winner['name']}: {cheapest} EUR in total.",
+    )
+    plan.append(call("contacts.search", query=winner["name"]))
+    criteria = [_sms_to(winner, icontains="accepted"), _delegated("notes.*"), _not_itself("notes.*")]
+    if confirm_variant(w, 0.3):
+        goal += " Ask me before sending."
+        ask_first(plan, criteria, "messages.send", f"Text {winner['name']} that the quote is accepted?")
+    plan += [
+        call("messages.send", to=winner["phone"], body=body),
+        call("finish", answer=f"Accepted {winner['name']}'s quote."),
+    ]
+    return Draft(
+        goal=goal,
+        criteria=criteria,
+        milestones=[_delegated("notes.*"), _sms_to(winner, icontains="accepted")],
+        plan=plan,
+        perturb_exempt=_finish_exempt(plan),
+    )
+
+
+LIST_TITLES = ["Groceries", "Hardware store", "Pharmacy run", "Market on Saturday"]
+LIST_ITEMS = [
+    "oat milk", "coffee beans", "batteries", "light bulbs", "tomatoes", "basmati rice", "dish soap",
+    "olive oil", "apples", "duct tape", "sunscreen", "plasters",
+]  # fmt: skip
+
+
+@template(
+    "subagent.daily_brief",
+    apps=["calendar", "notes", "contacts", "messages", AGENT_APP],
+    domain=Domain.COMMUNICATION,
+    category="subagent",
+    difficulty=3,
+    capabilities=["delegate", "lookup", "summarise", "send"],
+    count=18,
+    max_steps=30,
+)
+def daily_brief(w: World) -> Draft:
+    """Template ``subagent.daily_brief``: one sub-agent reads tomorrow's calendar, another a list
+    note; the planner texts a summary with both facts."""
+    tomorrow = w.now.date() + dt.timedelta(days=1)
+    events = [e for e in w.table("calendar.events") if e["start"][:10] == tomorrow.isoformat()]
+    if not events:
+        start = dt.datetime.combine(tomorrow, dt.time(w.rng.choice([8, 9, 10]), 30))
+        ev = {
+            "id": w.next_id("calendar.events", "ev_"),
+            "title": w.rng.choice(["Team standup", "Physio", "School run"]),
+            "start": start.isoformat(timespec="minutes"),
+            "end": (start + dt.timedelta(minutes=30)).isoformat(timespec="minutes"),
+            "location": None,
+            "attendees": (),
+            "notes": None,
+            "all_day": False,
+        }
+        w.table("calendar.events").append(ev)
+        events = [ev]
+    first = min(events, key=lambda e: e["start"])
+    at = first["start"][11:16]
+    title = w.rng.choice(LIST_TITLES)
+    items = w.rng.sample(LIST_ITEMS, 3)
+    _add_note(w, title, "\n".join(items), w.rng.randrange(60, 3000))
+    (partner,) = w.pick("contacts.contacts")
+    body = f"Tomorrow my first event, {first['title']}, starts at {at}. On the {title} list: {', '.join(items)}."
+    goal = (
+        f'Text {partner["name"]} what time my first event tomorrow starts and what is on my "{title}" list. '
+        "Use one sub-agent for the calendar and another one for the notes; don't look at either yourself."
+    )
+    plan = [
+        *delegate_steps(
+            f"What is my first event tomorrow ({_date_words(tomorrow)}), and at what time does it start?",
+            ["calendar"],
+            [call("calendar.list_events", date=tomorrow.isoformat())],
+            f"{first['title']} at {at}.",
+        ),
+        *delegate_steps(
+            f'What is on my "{title}" note? List every item.',
+            ["notes"],
+            [call("notes.search", query=title)],
+            ", ".join(items),
+        ),
+        call("contacts.search", query=partner["name"]),
+    ]
+    criteria = [
+        _sms_to(partner, icontains=at),
+        *(_sms_to(partner, icontains=item) for item in items),
+        _delegated("calendar.*"),
+        _delegated("notes.*"),
+        _not_itself("calendar.*"),
+        _not_itself("notes.*"),
+    ]
+    if confirm_variant(w, 0.3):
+        goal += " Check with me before you send it."
+        ask_first(plan, criteria, "messages.send", f"Send the summary to {partner['name']}?")
+    plan += [call("messages.send", to=partner["phone"], body=body), call("finish", answer="Sent the summary.")]
+    return Draft(
+        goal=goal,
+        criteria=criteria,
+        milestones=[_delegated("calendar.*"), _delegated("notes.*"), _sms_to(partner, icontains=at)],
+        plan=plan,
+        perturb_exempt=_finish_exempt(plan),
+    )
+
+
+OFFER_ITEMS = ["office chairs", "printer paper", "team T-shirts", "conference catering", "standing desks"]
+
+
+@template(
+    "subagent.best_offer_reply",
+    apps=["mail", AGENT_APP],
+    domain=Domain.EMAIL,
+    category="subagent",
+    difficulty=3,
+    capabilities=["delegate", "compare", "reply"],
+    count=18,
+    max_steps=25,
+)
+def best_offer_reply(w: World) -> Draft:
+    """Template ``subagent.best_offer_reply``: three offers by mail; a sub-agent finds the cheapest
+    that delivers within a week (a cheaper one takes longer), the planner replies accepting it."""
+    item = w.rng.choice(OFFER_ITEMS)
+    people = w.rng.sample(w.contacts, 3)
+    senders = [p["email"] or f"{_first(p).lower()}@example.org" for p in people]
+    best = w.rng.randrange(30, 90) * 10
+    slow = w.rng.random() < 0.6  # a cheaper offer that delivers too late
+    offers = [(best, w.rng.randrange(2, 7))]
+    offers.append((best - w.rng.randrange(2, 8) * 10, w.rng.randrange(10, 21)) if slow else (best + 70, 3))
+    offers.append((best + w.rng.randrange(1, 12) * 10, w.rng.randrange(2, 8)))
+    order = list(range(3))
+    w.rng.shuffle(order)
+    ids: dict[int, str] = {}
+    for k in order:
+        price, days = offers[k]
+        mid = w.next_id("mail.messages", "em_")
+        ids[k] = mid
+        w.table("mail.messages").append(
+            {
+                "id": mid,
+                "folder": "inbox",
+                "from": senders[k],
+                "to": (w.user_email,),
+                "subject": f"Offer: {item}",
+                "body": f"Hello, we can supply the {item} for {price} EUR in total, delivered within {days} days.",
+                "time": w.ts(w.rng.randrange(60, 3000)),
+                "read": False,
+            }
+        )
+    text = "Thank you - we accept your offer. Please go ahead."
+    goal = (
+        f"Three suppliers emailed me offers for the {item}. Have a sub-agent go through them (don't read them "
+        "yourself) and find the cheapest one that delivers within 7 days; then reply to that email accepting the offer."
+    )
+    plan = delegate_steps(
+        f"Find the offers for the {item} in my mail. Which is the cheapest that delivers within 7 days? "
+        "Tell me the sender, the price and the message id.",
+        ["mail.search", "mail.read"],
+        [call("mail.search", query=item)],
+        f"{senders[0]}, {best} EUR, message {ids[0]}.",
+    )
+    criteria = [
+        state("mail.messages", "created", folder="sent", to={"has": senders[0]}, body={"icontains": "accept"}),
+        _delegated("mail.*"),
+        _not_itself("mail.search"),
+        _not_itself("mail.read"),
+        _not_itself("mail.list_*"),
+    ]
+    if confirm_variant(w, 0.3):
+        goal += " Ask me before replying."
+        ask_first(plan, criteria, "mail.reply", f"Accept the offer from {senders[0]}?")
+    plan += [call("mail.reply", message_id=ids[0], body=text), call("finish", answer=f"Accepted {senders[0]}'s offer.")]
+    return Draft(
+        goal=goal,
+        criteria=criteria,
+        milestones=[_delegated("mail.*"), behavior("required_call", "mail.reply")],
+        plan=plan,
+        perturb_exempt=_finish_exempt(plan),
+    )
+
+
+@template(
+    "subagent.birthday_note",
+    apps=["contacts", "notes", AGENT_APP],
+    domain=Domain.NOTES,
+    category="subagent",
+    difficulty=2,
+    capabilities=["delegate", "filter", "create"],
+    count=18,
+    max_steps=20,
+)
+def birthday_note(w: World) -> Draft:
+    """Template ``subagent.birthday_note``: a sub-agent finds the contacts born in a month, the
+    planner writes them into a note."""
+    month = w.rng.randrange(1, 13)
+    name = _cal.month_name[month]
+    chosen = w.rng.sample(w.contacts, w.rng.choice([2, 3]))
+    for c in w.contacts:
+        if c in chosen:
+            c["birthday"] = f"{month:02d}-{w.rng.randrange(1, 29):02d}"
+        elif c["birthday"] is not None and int(c["birthday"][:2]) == month:
+            c["birthday"] = f"{month % 12 + 1:02d}{c['birthday'][2:]}"
+    chosen.sort(key=lambda c: c["birthday"])
+    title = f"{name} birthdays"
+    lines = [f"{c['name']} - {int(c['birthday'][3:])} {name}" for c in chosen]
+    plan = [
+        *delegate_steps(
+            f"Which of my contacts have their birthday in {name}? Give their names and dates.",
+            ["contacts.list", "contacts.get"],
+            [call("contacts.list", limit=50)],
+            "; ".join(lines),
+        ),
+        call("notes.create", title=title, body="\n".join(lines)),
+        call("finish", answer=f"Noted {len(chosen)} birthdays."),
+    ]
+    return Draft(
+        goal=f"Have a sub-agent find which of my contacts have their birthday in {name} (don't go through the "
+        f'contacts yourself), then make a note titled "{title}" listing them.',
+        criteria=[
+            *(state("notes.notes", "created", title={"iequals": title}, body={"icontains": c["name"]}) for c in chosen),
+            _delegated("contacts.*"),
+            _not_itself("contacts.*"),
+        ],
+        milestones=[_delegated("contacts.*"), state("notes.notes", "created", title={"iequals": title})],
+        plan=plan,
+        perturb_exempt=_finish_exempt(plan),
+    )
+
+
+PLACES = ["Trattoria Roma", "Cafe Luna", "The Green Table", "Sushi Bar Kai", "Bistro Nord"]
+DINNER_LINES = [
+    "Dinner sounds great! I could do {a} or {b} evening.",
+    "Yes to dinner! Evenings that work for me: {a} or {b}.",
+    "I'm in. {a} or {b} in the evening?",
+]
+
+
+@template(
+    "subagent.dinner_nested",
+    apps=["contacts", "messages", "calendar", AGENT_APP],
+    domain=Domain.SCHEDULING,
+    category="subagent",
+    difficulty=5,
+    capabilities=["delegate", "nested-delegation", "lookup", "reasoning", "create"],
+    count=18,
+    max_steps=40,
+)
+def dinner_nested(w: World) -> Draft:
+    """Template ``subagent.dinner_nested`` (two levels): one sub-agent organises a dinner, with a
+    helper of its own per person to read their messages; it books the evening both can do."""
+    a, b = w.rng.sample(w.contacts, 2)
+    days = [w.now.date() + dt.timedelta(days=k) for k in range(1, 8)]
+    common, only_a, only_b = w.rng.sample(days, 3)
+    place = w.rng.choice(PLACES)
+    for p, other in ((a, only_a), (b, only_b)):
+        pair = sorted([common, other])
+        line = w.rng.choice(DINNER_LINES).format(a=_date_words(pair[0]), b=_date_words(pair[1]))
+        _add_sms(w, p["phone"], line, w.rng.randrange(30, 900))
+    title = f"Dinner with {_first(a)} and {_first(b)}"
+    start = f"{common.isoformat()}T19:30"
+    end = f"{common.isoformat()}T21:30"
+
+    def reader(p: dict[str, Any], other: dt.date) -> list[ToolCall]:
+        pair = sorted([common, other])
+        return delegate_steps(
+            f"Read {p['name']}'s text messages and tell me which evenings they can do dinner.",
+            ["contacts.search", "messages.read_thread"],
+            [call("contacts.search", query=p["name"]), call("messages.read_thread", number=p["phone"])],
+            f"{_first(p)} can do {_date_words(pair[0])} or {_date_words(pair[1])}.",
+        )
+
+    plan = [
+        *delegate_steps(
+            f"Organise a dinner with {a['name']} and {b['name']}: have a separate helper read each one's text "
+            f'messages to find the evening both can do, then create the calendar event "{title}" that evening '
+            f"from 19:30 to 21:30 at {place}, with both invited.",
+            ["agent.delegate", "contacts.search", "messages.read_thread", "calendar.create_event"],
+            [
+                *reader(a, only_a),
+                *reader(b, only_b),
+                call(
+                    "calendar.create_event",
+                    title=title,
+                    start=start,
+                    end=end,
+                    location=place,
+                    attendees=[a["name"], b["name"]],
+                ),
+            ],
+            f"Booked {title} on {_date_words(common)} at 19:30.",
+        ),
+        call("finish", answer=f"Dinner is on {_date_words(common)} at 19:30 at {place}."),
+    ]
+    made = {"title": {"icontains": "dinner"}, "start": start, "end": end, "location": {"iequals": place}}
+    return Draft(
+        goal=f"Organise a dinner with {a['name']} and {b['name']}. Hand the whole job to one sub-agent, and have it "
+        "give each person's messages to a separate helper of its own to find the evening they can both do. It should "
+        f'then put "{title}" in my calendar that evening from 19:30 to 21:30 at {place}, with both of them invited. '
+        "Don't read the messages or touch the calendar yourself.",
+        criteria=[
+            state("calendar.events", "created", **made, attendees={"has": a["name"]}),
+            state("calendar.events", "created", **made, attendees={"has": b["name"]}),
+            _delegated("messages.*", depth=2, min_frames=2),
+            _delegated("calendar.create_event", depth=1),
+            _not_itself("messages.*", 0),
+            _not_itself("messages.*", 1),
+            _not_itself("calendar.*", 0),
+        ],
+        milestones=[
+            _delegated("messages.*", depth=2),
+            _delegated("calendar.create_event", depth=1),
+            state("calendar.events", "created", title={"icontains": "dinner"}),
+        ],
+        plan=plan,
+        perturb_exempt=_finish_exempt(plan),
+    )
