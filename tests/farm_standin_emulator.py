@@ -1,22 +1,27 @@
 """A stand-in for the Android ``emulator`` executable, for the launcher tests.
 
 The tests copy this file into a temporary directory as ``emulator`` (with this interpreter in the
-shebang) and put that directory first on ``PATH``. It behaves like the emulator where the
+shebang) and put that directory first on ``PATH``. It behaves like the emulator wherever the
 launcher can observe it, without an Android image:
 
 * parses ``-avd NAME`` and ``-ports C,A``; records its argv in ``$STANDIN_STATE/argv.json``;
 * refuses to start while ``<avd dir>/hardware-qemu.ini.lock`` exists (as the emulator does),
-  then takes that lock, a hard-link-style file holding its PID and a NUL;
+  then takes that lock: a file holding its PID and a NUL, like the emulator's hard link;
 * creates ``$HOME/.emulator_console_auth_token`` if missing and serves the real console protocol
-  on ``C`` (:class:`phoneenv.farm.console.ConsoleServer`); snapshots are files under
-  ``<avd dir>/snapshots/<name>`` holding the device properties at save time;
-* listens on the adb port ``A`` (no adb protocol: the device side is read from
-  ``$STANDIN_STATE/props.json``, which it writes with ``sys.boot_completed=1`` after
-  ``$STANDIN_BOOT_DELAY`` seconds);
+  on ``C`` (:class:`phoneenv.farm.console.ConsoleServer`);
+* serves the adb wire protocol on ``A`` (:class:`phoneenv.farm.adbwire.AdbDeviceServer`) and,
+  when ``$ANDROID_ADB_SERVER_PORT`` is set, announces itself to that adb server with
+  ``host:emulator:A`` as the emulator does, so ``adb devices`` lists ``emulator-C``. Its shell
+  answers ``getprop`` (``sys.boot_completed`` turns ``1`` after ``$STANDIN_BOOT_DELAY`` seconds)
+  and ``settings get|put <namespace> <key> [value]``; anything else exits 127;
+* console snapshots save and restore that device state (properties and settings) as JSON files
+  under ``<avd dir>/snapshots/<name>``;
 * on console ``kill`` or SIGTERM it removes its lock and exits 0.
 
-``$STANDIN_MODE`` selects a fault: ``hang`` (never boots), ``crash`` (prints the emulator's
-unknown-AVD panic and exits 1), ``ignore-kill`` (acknowledges console ``kill`` but keeps
+``$STANDIN_NO_ANNOUNCE`` keeps it from announcing itself (the adb server never lists it).
+
+``$STANDIN_MODE`` selects a fault: ``hang`` (never finishes booting), ``crash`` (prints the
+emulator's unknown-AVD panic and exits 1), ``ignore-kill`` (acknowledges console ``kill`` but keeps
 running), ``ignore-term`` (also ignores SIGTERM, so only SIGKILL stops it, leaving its lock).
 """
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import signal
 import socket
 import sys
@@ -32,7 +38,60 @@ import threading
 import time
 from pathlib import Path
 
+from phoneenv.farm.adbwire import AdbDeviceServer, ShellResult, VirtualFiles
 from phoneenv.farm.console import ConsoleServer, SnapshotInfo, read_token
+
+
+class StandinDevice:
+    """The guest: system properties and the settings provider, behind an adb shell."""
+
+    def __init__(self) -> None:
+        self.files = VirtualFiles()
+        self.lock = threading.Lock()
+        self.props = {"ro.build.version.sdk": "34", "ro.kernel.qemu": "1", "sys.boot_completed": ""}
+        self.settings: dict[str, dict[str, str]] = {"global": {}, "secure": {}, "system": {}}
+
+    def banner(self) -> dict[str, str]:
+        return {"ro.product.name": "sdk_gphone64_x86_64", "ro.product.model": "standin", "ro.product.device": "emu64xa"}
+
+    def shell(self, command: str, stdin: bytes) -> ShellResult:
+        argv = shlex.split(command)
+        with self.lock:
+            match argv:
+                case ["getprop", name]:
+                    return ShellResult(f"{self.props.get(name, '')}\n".encode(), b"", 0)
+                case ["settings", "get", namespace, key] if namespace in self.settings:
+                    return ShellResult(f"{self.settings[namespace].get(key, 'null')}\n".encode(), b"", 0)
+                case ["settings", "put", namespace, key, value] if namespace in self.settings:
+                    self.settings[namespace][key] = value
+                    return ShellResult(b"", b"", 0)
+        name = argv[0] if argv else ""
+        return ShellResult(b"", f"/system/bin/sh: {name}: inaccessible or not found\n".encode(), 127)
+
+    def on_reboot(self, target: str) -> None:
+        pass
+
+    def state(self) -> dict:
+        with self.lock:
+            return {"props": dict(self.props), "settings": {k: dict(v) for k, v in self.settings.items()}}
+
+    def restore(self, state: dict) -> None:
+        with self.lock:
+            self.props = dict(state["props"])
+            self.settings = {k: dict(v) for k, v in state["settings"].items()}
+
+
+def announce(adb_port: int) -> None:
+    """``host:emulator:<adb port>`` to the adb server, as the emulator does at start-up."""
+    server_port = os.environ.get("ANDROID_ADB_SERVER_PORT")
+    if not server_port or os.environ.get("STANDIN_NO_ANNOUNCE"):
+        return
+    request = f"host:emulator:{adb_port}".encode()
+    try:
+        with socket.create_connection(("127.0.0.1", int(server_port)), timeout=5) as sock:
+            sock.sendall(b"%04x" % len(request) + request)
+    except OSError as exc:
+        print(f"emulator: cannot reach the adb server on {server_port}: {exc}", flush=True)
 
 
 def main() -> int:
@@ -60,24 +119,19 @@ def main() -> int:
         token = secrets.token_urlsafe(12)
         token_file.write_text(token)
 
-    adb_sock = socket.socket()
-    adb_sock.bind(("127.0.0.1", adb_port))
-    adb_sock.listen(1)
-
-    props_file = state / "props.json"
+    device = StandinDevice()
     snapshots = avd_dir / "snapshots"
     snapshots.mkdir(exist_ok=True)
 
     class FileSnapshots:
         def save(self, name: str) -> None:
-            props = props_file.read_text() if props_file.exists() else "{}"
-            (snapshots / name).write_text(props)
+            (snapshots / name).write_text(json.dumps(device.state()))
 
         def load(self, name: str) -> bool:
             saved = snapshots / name
             if not saved.is_file():
                 return False
-            props_file.write_text(saved.read_text())
+            device.restore(json.loads(saved.read_text()))
             return True
 
         def list(self) -> list[SnapshotInfo]:
@@ -93,11 +147,13 @@ def main() -> int:
     stop = threading.Event()
 
     def on_kill() -> None:
-        if mode != "ignore-kill" and mode != "ignore-term":
+        if mode not in ("ignore-kill", "ignore-term"):
             stop.set()
 
-    server = ConsoleServer(FileSnapshots(), port=console_port, token=token, avd_name=avd, on_kill=on_kill)
+    console = ConsoleServer(FileSnapshots(), port=console_port, token=token, avd_name=avd, on_kill=on_kill)
+    adbd = AdbDeviceServer(device, port=adb_port).start()
     print(f"emulator: console on {console_port}, adb on {adb_port}", flush=True)
+    announce(adb_port)
 
     if mode == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -110,14 +166,15 @@ def main() -> int:
         def boot() -> None:
             time.sleep(delay)
             if not stop.is_set():
-                props_file.write_text(json.dumps({"sys.boot_completed": "1"}))
+                with device.lock:
+                    device.props["sys.boot_completed"] = "1"
                 print("emulator: boot completed", flush=True)
 
         threading.Thread(target=boot, daemon=True).start()
 
     stop.wait()
-    server.close()
-    adb_sock.close()
+    console.close()
+    adbd.stop()
     lock.unlink(missing_ok=True)
     print("emulator: exiting cleanly", flush=True)
     return 0

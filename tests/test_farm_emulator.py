@@ -420,31 +420,6 @@ def test_sweep_stale_locks(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------- launcher
 
 
-class FileDevice:
-    """The device side of the stand-in: properties it writes, settings kept beside them."""
-
-    def __init__(self, state: Path) -> None:
-        self.state = state
-
-    def getprop(self, prop: str) -> str:
-        props = self.state / "props.json"
-        if not props.exists():
-            raise ConnectionError("device offline")  # what adb says while the emulator boots
-        return json.loads(props.read_text()).get(prop, "")
-
-    def shell(self, cmdargs) -> str:
-        settings_file = self.state / "settings.json"
-        settings = json.loads(settings_file.read_text()) if settings_file.exists() else {}
-        match list(cmdargs):
-            case ["settings", "put", "global", key, value]:
-                settings[key] = value
-                settings_file.write_text(json.dumps(settings))
-                return ""
-            case ["settings", "get", "global", key]:
-                return settings.get(key, "null")
-        raise AssertionError(f"unexpected shell command {cmdargs}")
-
-
 @pytest.fixture(scope="session")
 def port_lock_dir(tmp_path_factory) -> Path:
     """One lock directory for every launcher test of this run, shared by the xdist workers."""
@@ -473,8 +448,9 @@ class Rig:
         self.logs = tmp_path / "logs"
         self.allocator = PortAllocator(lock_dir, first=LAUNCH_REGION[0], last=LAUNCH_REGION[1])
 
-    def launcher(self, mode: str = "normal", **env: str) -> EmulatorLauncher:
-        environ = dict(os.environ)
+    def launcher(self, mode: str = "normal", adb=None, **env: str) -> EmulatorLauncher:
+        """A launcher for the stand-in; ``adb`` is an adbutils client of a real adb server, or None."""
+        environ = {k: v for k, v in os.environ.items() if k != "ANDROID_ADB_SERVER_PORT"}
         environ.update(
             PATH=f"{self.bin}{os.pathsep}{environ.get('PATH', '')}",
             HOME=str(self.home),
@@ -489,8 +465,11 @@ class Rig:
             allocator=self.allocator,
             log_dir=self.logs,
             env=environ,
-            device_factory=lambda serial: FileDevice(self.state),
+            adb_server=(adb.host, adb.port) if adb is not None else None,
         )
+
+    def log(self) -> str:
+        return "".join(path.read_text() for path in sorted(self.logs.iterdir()))
 
 
 @pytest.fixture
@@ -498,11 +477,25 @@ def rig(tmp_path: Path, port_lock_dir: Path) -> Rig:
     return Rig(tmp_path, port_lock_dir)
 
 
-def test_launch_boot_snapshot_and_clean_shutdown(rig: Rig) -> None:
-    launcher = rig.launcher()
+def serials(adb) -> set[str]:
+    return {info.serial for info in adb.list()}
+
+
+def gone_from_adb(adb, serial: str, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while serial in serials(adb):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_launch_boot_snapshot_reset_and_clean_shutdown(rig: Rig, adb_server) -> None:
+    launcher = rig.launcher(adb=adb_server)
     assert launcher.emulator == rig.emulator  # found first on the environment's PATH
+    assert launcher.env["ANDROID_ADB_SERVER_PORT"] == str(adb_server.port)
     started = time.monotonic()
-    emu = launcher.start(boot_timeout=20, poll_interval=0.1)
+    emu = launcher.start(boot_timeout=30, poll_interval=0.1)
     boot_s = time.monotonic() - started
     try:
         assert emu.alive()
@@ -511,56 +504,70 @@ def test_launch_boot_snapshot_and_clean_shutdown(rig: Rig) -> None:
         assert emu.serial == f"emulator-{emu.ports.console}"
         assert LAUNCH_REGION[0] <= emu.ports.console <= LAUNCH_REGION[1]
         assert os.getpgid(emu.pid) == emu.pid  # its own process group
+        # The real adb server lists it under the emulator serial, as a booted device.
+        device = adb_server.device(emu.serial)
+        assert device.get_state() == "device"
+        assert device.getprop("sys.boot_completed") == "1"
         # The emulator wrote the token on first start; the launcher's console used it.
-        token = (rig.home / ".emulator_console_auth_token").read_text()
-        assert token and emu.console().authenticated
+        assert (rig.home / ".emulator_console_auth_token").read_text()
+        assert emu.console().authenticated
         assert emu.console().avd_name() == rig.spec.name
 
         assert emu.disable_animations() == dict.fromkeys(ANIMATION_SETTINGS, "0")
-        assert json.loads((rig.state / "settings.json").read_text()) == dict.fromkeys(ANIMATION_SETTINGS, "0")
+        for key in ANIMATION_SETTINGS:
+            assert device.shell(["settings", "get", "global", key]) == "0"
 
         assert emu.save_snapshot() == ["fixture"]
-        assert json.loads((rig.avd / "snapshots" / "fixture").read_text()) == {"sys.boot_completed": "1"}
-        (rig.state / "props.json").write_text(json.dumps({"sys.boot_completed": "1", "changed": "yes"}))
+        assert json.loads((rig.avd / "snapshots" / "fixture").read_text())["settings"]["global"] == dict.fromkeys(
+            ANIMATION_SETTINGS, "0"
+        )
+        # An episode changes the device; loading the fixture puts it back.
+        device.shell(["settings", "put", "global", "window_animation_scale", "1"])
+        device.shell(["settings", "put", "global", "wifi_on", "0"])
         emu.load_snapshot()
-        assert json.loads((rig.state / "props.json").read_text()) == {"sys.boot_completed": "1"}
+        assert device.shell(["settings", "get", "global", "window_animation_scale"]) == "0"
+        assert device.shell(["settings", "get", "global", "wifi_on"]) == "null"
         with pytest.raises(SnapshotLoadError):
             emu.load_snapshot("never_saved")
-        # A second emulator of the same AVD gets another pair while this one runs.
         assert (rig.avd / "hardware-qemu.ini.lock").read_bytes() == f"{emu.pid}\0".encode()
     finally:
         how = emu.stop(console_timeout=10)
     assert how == "console"
     assert emu.process.returncode == 0
-    assert not psutil.pid_exists(emu.pid) or psutil.Process(emu.pid).status() == psutil.STATUS_ZOMBIE
     assert not (rig.avd / "hardware-qemu.ini.lock").exists()  # it cleaned up after itself
     assert "emulator: exiting cleanly" in emu.log_path.read_text()
     assert emu.stop() == "console"  # idempotent
+    assert gone_from_adb(adb_server, emu.serial)
     # Its ports went back to the pool: the same pair is handed out again.
     with rig.allocator.allocate() as lease:
         assert lease.pair == emu.ports
-    assert boot_s < 15
+    assert boot_s < 20
 
 
-def test_hung_boot_times_out_and_kills_the_process(rig: Rig) -> None:
-    launcher = rig.launcher("hang")
+def test_hung_boot_times_out_and_kills_the_process(rig: Rig, adb_server) -> None:
+    launcher = rig.launcher("hang", adb=adb_server)
     started = time.monotonic()
-    with pytest.raises(BootTimeoutError, match=r"did not finish booting \(sys.boot_completed=1\) within 1\.5 s") as err:
-        launcher.start(boot_timeout=1.5, poll_interval=0.1)
+    with pytest.raises(BootTimeoutError, match=r"did not finish booting \(sys.boot_completed=1\) within 2 s") as err:
+        launcher.start(boot_timeout=2, poll_interval=0.1)
     elapsed = time.monotonic() - started
     assert "console on" in str(err.value)  # the log tail is in the message
-    pid = int(next(line.split()[3] for line in _log(rig).splitlines() if line.startswith("standin emulator pid")))
+    pid = int(next(line.split()[3] for line in rig.log().splitlines() if line.startswith("standin emulator pid")))
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    assert 1.5 <= elapsed < 12
-    # Stopped and released: its ports are free for the next start.
+    assert 2 <= elapsed < 15
     argv = json.loads((rig.state / "argv.json").read_text())
     console = int(argv[argv.index("-ports") + 1].split(",")[0])
+    assert gone_from_adb(adb_server, f"emulator-{console}")
+    # Stopped and released: its ports are free for the next start.
     with rig.allocator.allocate() as lease:
         assert lease.pair.console == console
 
 
-def _log(rig: Rig) -> str:
-    return "".join(path.read_text() for path in sorted(rig.logs.iterdir()))
+def test_device_never_seen_by_adb_reads_as_not_booted(rig: Rig, adb_server) -> None:
+    # Not announced: the real adb server answers "device 'emulator-N' not found" on every poll.
+    launcher = rig.launcher(adb=adb_server, STANDIN_NO_ANNOUNCE="1")
+    with pytest.raises(BootTimeoutError, match=r"within 1\.5 s"):
+        launcher.start(boot_timeout=1.5, poll_interval=0.2)
+    assert "emulator: boot completed" in rig.log()  # the guest booted; adb never saw it
 
 
 def test_emulator_that_exits_during_boot_is_reported(rig: Rig) -> None:
@@ -571,14 +578,16 @@ def test_emulator_that_exits_during_boot_is_reported(rig: Rig) -> None:
 
 def test_stale_lock_of_a_crashed_run_is_swept_before_start(rig: Rig) -> None:
     (rig.avd / "hardware-qemu.ini.lock").write_bytes(f"{dead_pid()}\0".encode())
-    with rig.launcher().start(boot_timeout=20, poll_interval=0.1) as emu:
+    with rig.launcher().start(wait=False) as emu:
+        emu.wait_for_console(timeout=20)
         assert emu.alive()
         assert (rig.avd / "hardware-qemu.ini.lock").read_bytes() == f"{emu.pid}\0".encode()
     assert emu.stopped_by == "console"
 
 
 def test_shutdown_escalates_to_sigterm(rig: Rig) -> None:
-    emu = rig.launcher("ignore-kill").start(boot_timeout=20, poll_interval=0.1)
+    emu = rig.launcher("ignore-kill").start(wait=False)
+    emu.wait_for_console(timeout=20)
     how = emu.stop(console_timeout=0.5, term_timeout=10)
     assert how == "sigterm"
     assert "emulator: exiting cleanly" in emu.log_path.read_text()
@@ -586,7 +595,8 @@ def test_shutdown_escalates_to_sigterm(rig: Rig) -> None:
 
 
 def test_shutdown_escalates_to_sigkill_and_sweeps_its_locks(rig: Rig) -> None:
-    emu = rig.launcher("ignore-term").start(boot_timeout=20, poll_interval=0.1)
+    emu = rig.launcher("ignore-term").start(wait=False)
+    emu.wait_for_console(timeout=20)
     assert (rig.avd / "hardware-qemu.ini.lock").exists()
     how = emu.stop(console_timeout=0.5, term_timeout=0.5, kill_timeout=5)
     assert how == "sigkill"
@@ -597,49 +607,18 @@ def test_shutdown_escalates_to_sigkill_and_sweeps_its_locks(rig: Rig) -> None:
         os.killpg(emu.pgid, 0)  # nothing of its group survives
 
 
-def test_prepare_fixture_recipe(rig: Rig) -> None:
-    assert prepare_fixture(rig.launcher(), boot_timeout=20, poll_interval=0.1) == ["fixture"]
+def test_prepare_fixture_recipe(rig: Rig, adb_server) -> None:
+    launcher = rig.launcher(adb=adb_server)
+    assert prepare_fixture(launcher, boot_timeout=30, poll_interval=0.1) == ["fixture"]
     argv = json.loads((rig.state / "argv.json").read_text())
     assert "-no-snapshot-load" in argv and "-snapshot" not in argv
-    assert (rig.avd / "snapshots" / "fixture").is_file()
-    assert json.loads((rig.state / "settings.json").read_text()) == dict.fromkeys(ANIMATION_SETTINGS, "0")
-    # Booting later from the fixture passes -snapshot fixture.
-    with rig.launcher().start(snapshot="fixture", boot_timeout=20, poll_interval=0.1) as emu:
+    saved = json.loads((rig.avd / "snapshots" / "fixture").read_text())
+    assert saved["settings"]["global"] == dict.fromkeys(ANIMATION_SETTINGS, "0")
+    # Booting later from the fixture passes -snapshot fixture; the console lists it.
+    with launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as emu:
         assert emu.command[emu.command.index("-snapshot") + 1] == "fixture"
-        assert ConsoleClient(
-            "127.0.0.1", emu.ports.console, token_path=rig.home / ".emulator_console_auth_token"
-        ).snapshot_list() == ["fixture"]
-
-
-@pytest.fixture
-def adb_server():
-    """A real adb server on a free port, killed afterwards."""
-    adb = shutil.which("adb")
-    if adb is None:
-        pytest.skip("adb is not installed (apt-get install adb)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    subprocess.run([adb, "-P", str(port), "start-server"], check=True, capture_output=True, timeout=30)
-    try:
-        yield port
-    finally:
-        subprocess.run([adb, "-P", str(port), "kill-server"], capture_output=True, timeout=30)
-
-
-def test_boot_wait_through_a_real_adb_server(rig: Rig, adb_server: int) -> None:
-    # The stand-in has no adbd, so the real adb server never lists emulator-N: adbutils raises
-    # "device not found" on every poll, which must read as "not booted yet" until the deadline.
-    environ = rig.launcher().env
-    launcher = EmulatorLauncher(
-        rig.spec, allocator=rig.allocator, log_dir=rig.logs, env=environ, adb_server=("127.0.0.1", adb_server)
-    )
-    with pytest.raises(BootTimeoutError, match=r"within 1\.5 s"):
-        launcher.start(boot_timeout=1.5, poll_interval=0.2)
-    import adbutils
-
-    client = adbutils.AdbClient(host="127.0.0.1", port=adb_server)
-    assert all(not d.serial.startswith("emulator-56") for d in client.device_list())
+        token = rig.home / ".emulator_console_auth_token"
+        assert ConsoleClient("127.0.0.1", emu.ports.console, token_path=token).snapshot_list() == ["fixture"]
 
 
 # ----------------------------------------------------------------------------- real emulator

@@ -689,7 +689,10 @@ class EmulatorLauncher:
         env: environment for the emulator (default ``os.environ``); ``HOME`` here decides which
             console token file the emulator uses, and ``ANDROID_AVD_HOME`` etc. where AVDs are.
         token_path: console token file (default ``$HOME/.emulator_console_auth_token`` of ``env``).
-        adb_server: ``(host, port)`` of the adb server used for device calls.
+        adb_server: ``(host, port)`` of the adb server used for device calls. When given, the
+            emulator's environment gets ``ANDROID_ADB_SERVER_PORT=<port>``, the variable the
+            emulator reads to announce itself (``host:emulator:<adb port>``) to that server;
+            default ``127.0.0.1`` and ``$ANDROID_ADB_SERVER_PORT`` of ``env``, else 5037.
         device_factory: ``serial -> DeviceShell`` (default: adbutils through ``adb_server``).
     """
 
@@ -702,7 +705,7 @@ class EmulatorLauncher:
         log_dir: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         token_path: str | os.PathLike[str] | None = None,
-        adb_server: tuple[str, int] = ("127.0.0.1", 5037),
+        adb_server: tuple[str, int] | None = None,
         device_factory: Callable[[str], DeviceShell] | None = None,
     ) -> None:
         self.spec = spec
@@ -712,6 +715,10 @@ class EmulatorLauncher:
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.gettempdir()) / "phoneenv-emulator-logs"
         home = Path(self.env.get("HOME") or Path.home())
         self.token_path = Path(token_path) if token_path is not None else home / ".emulator_console_auth_token"
+        if adb_server is None:
+            adb_server = ("127.0.0.1", int(self.env.get("ANDROID_ADB_SERVER_PORT") or 5037))
+        else:
+            self.env["ANDROID_ADB_SERVER_PORT"] = str(adb_server[1])
         self.adb_server = adb_server
         self._device_factory = device_factory
 
