@@ -321,17 +321,17 @@ class EchoHandler:
     Commands (``;``-separated, ``$?`` is the previous exit code, as adbutils' v1 ``shell2`` needs):
     ``echo WORDS`` (stdout), ``err WORDS`` (stderr), ``exit N``, ``cat`` (stdin to stdout),
     ``bytes N SEED`` (N pseudo-random bytes, see :func:`pattern`), ``getprop ro.product.model``,
-    ``screencap -p`` (a fixed PNG), ``both`` (``out`` on stdout, ``err`` on stderr, exit 7), ``crash``
+    ``screencap -p`` (``png``, default a fixed 72x128 gradient), ``both`` (``out`` on stdout, ``err`` on stderr, exit 7), ``crash``
     (raises), ``badresult`` (returns a str, not a ShellResult); anything else answers
     ``sh: NAME: not found`` and exit 127. Every call is recorded in :attr:`calls`.
     """
 
-    def __init__(self, model: str = ECHO_MODEL) -> None:
+    def __init__(self, model: str = ECHO_MODEL, png: bytes | None = None) -> None:
         self.model = model
         self.files = VirtualFiles()
         self.calls: list[tuple[str, bytes]] = []
         self.reboots: list[str] = []
-        self.png = _png()
+        self.png = _png() if png is None else png
 
     def banner(self) -> dict[str, str]:
         return {"ro.product.name": "echo_phone", "ro.product.model": self.model, "ro.product.device": "echo"}
