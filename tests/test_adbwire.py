@@ -193,15 +193,18 @@ def test_one_write_in_flight_chunked_to_the_negotiated_maxdata(device: AdbDevice
         name, local_id, remote_id, _ = host.recv()
         assert (name, remote_id) == ("OKAY", 7) and local_id != 0
         received = b""
-        for expected_size in (1000, 1000, 1000, 1000, 500):
+        for expected_size in (1000, 1000, 1000, 1000):
             name, arg0, arg1, payload = host.recv()
             assert (name, arg0, arg1, len(payload)) == ("WRTE", local_id, 7, expected_size)
             received += payload
             with pytest.raises(TimeoutError):  # nothing more until this write is acknowledged
                 host.recv(timeout=0.2)
             host.send(b"OKAY", 7, local_id)
+        name, _, _, payload = host.recv()
+        assert (name, len(payload)) == ("WRTE", 500)
+        # the last write is followed by CLSE at once, as adbd closes at end of file
         assert host.recv(timeout=5) == ("CLSE", local_id, 7, b"")
-    assert received == pattern(4500, 3)
+    assert received + payload == pattern(4500, 3)
 
 
 def test_streams_interleave_on_one_connection(device: AdbDeviceServer) -> None:

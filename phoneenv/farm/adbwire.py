@@ -621,9 +621,10 @@ class _Stream:
             self.conn.send(A_WRTE, self.local_id, self.remote_id, bytes(view[offset : offset + step]))
 
     def close(self) -> None:
-        """Close from the device side: wait for the last write's ``OKAY``, then send ``CLSE``."""
+        """Close from the device side: send ``CLSE`` right after the last ``WRTE``, without waiting
+        for its ``OKAY``, as adbd's local socket does at end of file; the host delivers the data it
+        holds before closing its end."""
         with self._cv:
-            self._cv.wait_for(lambda: self._can_write or self._closed)
             was_closed = self._closed
             self._closed = True
             self._cv.notify_all()
