@@ -421,12 +421,17 @@ def test_sweep_stale_locks(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def port_lock_dir(tmp_path_factory) -> Path:
-    """One lock directory for every launcher test of this run, shared by the xdist workers."""
+def runtime_dir(tmp_path_factory) -> Path:
+    """One ``$PHONEENV_RUNTIME_DIR`` for every launcher test of this run, shared by the xdist workers."""
     root = tmp_path_factory.getbasetemp()
-    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "farm-emulator-ports"
-    shared.mkdir(exist_ok=True)
+    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "farm-runtime"
+    (shared / "emulator-ports").mkdir(parents=True, exist_ok=True)
     return shared
+
+
+@pytest.fixture
+def port_lock_dir(runtime_dir: Path) -> Path:
+    return runtime_dir / "emulator-ports"
 
 
 class Rig:
@@ -619,6 +624,59 @@ def test_prepare_fixture_recipe(rig: Rig, adb_server) -> None:
         assert emu.command[emu.command.index("-snapshot") + 1] == "fixture"
         token = rig.home / ".emulator_console_auth_token"
         assert ConsoleClient("127.0.0.1", emu.ports.console, token_path=token).snapshot_list() == ["fixture"]
+
+
+def test_recipe_dry_run_prints_the_commands() -> None:
+    recipe = [sys.executable, str(REPO / "emulator_images" / "recipe.py")]
+    spec_file = str(REPO / "emulator_images" / "pixel4-api30-atd.yaml")
+    out = subprocess.run([*recipe, "install", spec_file, "--dry-run"], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "sdkmanager --licenses",
+        "sdkmanager --install emulator platform-tools 'system-images;android-30;aosp_atd;x86_64'",
+    ]
+    out = subprocess.run([*recipe, "create", spec_file, "--dry-run"], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[0] == (
+        "avdmanager --silent create avd --force --name phoneenv_pixel4_api30_atd "
+        "--package 'system-images;android-30;aosp_atd;x86_64' --tag aosp_atd --abi x86_64 --device pixel_4"
+    )
+    assert "#   hw.ramSize=2048" in out.stdout and "#   disk.dataPartition.size=4096M" in out.stdout
+    bad = subprocess.run([*recipe, "create", "missing.yaml"], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert bad.stderr.strip() == "error: AVD definition missing.yaml does not exist"
+
+
+def test_recipe_fixture_on_the_stand_in(rig: Rig, adb_server, runtime_dir: Path, tmp_path: Path) -> None:
+    spec_file = tmp_path / "standin.yaml"
+    spec_file.write_text(rig.spec.model_dump_json())  # JSON is YAML
+    env = rig.launcher().env
+    env["PHONEENV_RUNTIME_DIR"] = str(runtime_dir)  # the lock directory the other launcher tests use
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "emulator_images" / "recipe.py"),
+            "fixture",
+            str(spec_file),
+            "--adb-port",
+            str(adb_server.port),
+            "--first-port",
+            str(LAUNCH_REGION[0]),
+            "--last-port",
+            str(LAUNCH_REGION[1]),
+            "--log-dir",
+            str(rig.logs),
+            "--boot-timeout",
+            "30",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "standin_api34: snapshot 'fixture' saved; snapshots: fixture"
+    saved = json.loads((rig.avd / "snapshots" / "fixture").read_text())
+    assert saved["settings"]["global"] == dict.fromkeys(ANIMATION_SETTINGS, "0")
+    assert "emulator: exiting cleanly" in rig.log()
 
 
 # ----------------------------------------------------------------------------- real emulator
