@@ -62,6 +62,7 @@ CHARSET = string.printable
 MAX_ACTION_CHARS = 65_536
 """Longest action string parsed; longer ones are rejected as ``invalid_json`` unread."""
 MAX_TEXT = 1 << 18
+_DEPTHS = tuple(np.int64(d) for d in range(MAX_DEPTH + 1))
 _RAW_KEEP = 200
 
 
@@ -392,7 +393,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._pending_tokens = None
         terminated = rec is not None and rec.name == "finish" and fb.ok and frame == ROOT_FRAME
         truncated = not terminated and n >= self._max_steps
-        info: dict[str, Any] = {"feedback": fb, "step": n, "frame": self._frames.active.id, "tools": self.tools}  # type: ignore[union-attr]
+        frames: FrameStack = self._frames  # type: ignore[assignment]
+        tools = self._openai if frames.at_root else frames.openai()
+        info: dict[str, Any] = {"feedback": fb, "step": n, "frame": frames.active.id, "tools": tools}
         reward = 0.0
         if terminated or truncated:
             self._done = True
@@ -446,14 +449,23 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             text = Feedback(
                 ok=fb.ok, error=fb.error, message="result too long to show; narrow the query"
             ).model_dump_json(exclude_none=True)
-        fr = self._frames.active if self._frames is not None else None
-        obs = {
-            "goal": self._goal,
-            "feedback": text,
-            "frame": ROOT_FRAME if fr is None else fr.id,
-            "frame_goal": self._goal if fr is None or fr.depth == 0 else fr.goal_text,
-            "frame_depth": np.int64(0 if fr is None else fr.depth),
-        }
+        if self._frames is None or self._frames.at_root:
+            obs = {
+                "goal": self._goal,
+                "feedback": text,
+                "frame": ROOT_FRAME,
+                "frame_goal": self._goal,
+                "frame_depth": _DEPTHS[0],
+            }
+        else:
+            fr = self._frames.active
+            obs = {
+                "goal": self._goal,
+                "feedback": text,
+                "frame": fr.id,
+                "frame_goal": fr.goal_text,
+                "frame_depth": _DEPTHS[fr.depth],
+            }
         if self.screenshots:
             obs["screenshot"] = fb.image if fb.image is not None else self.backend.screenshot()
         return obs
