@@ -921,11 +921,19 @@ class RunningEmulator:
         return self._console
 
     def _poll(
-        self, check: Callable[[], bool], *, timeout: float, interval: float, what: str, budget: float | None = None
+        self,
+        check: Callable[[], bool],
+        *,
+        timeout: float,
+        interval: float,
+        what: str,
+        budget: float | None = None,
+        last: Callable[[], str] = lambda: "",
     ) -> None:
         """Call ``check`` every ``interval`` s until it returns True; :class:`BootTimeoutError` after ``timeout`` s.
 
-        ``budget`` is the deadline the caller was given, reported in the error (default ``timeout``).
+        ``budget`` is the deadline the caller was given, reported in the error (default
+        ``timeout``); ``last()`` adds what the final poll saw.
         """
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_delay(timeout),
@@ -936,9 +944,10 @@ class RunningEmulator:
         try:
             retrying(check)
         except tenacity.RetryError as exc:
+            seen = last()
             raise BootTimeoutError(
                 f"emulator {self.spec.name} ({self.serial}) did not finish {what} within "
-                f"{budget if budget is not None else timeout:g} s; "
+                f"{budget if budget is not None else timeout:g} s{f' (last poll: {seen})' if seen else ''}; "
                 f"log {self.log_path}:\n{_log_tail(self.log_path)}"
             ) from exc
 
@@ -974,17 +983,26 @@ class RunningEmulator:
         """
         factory = self.launcher.device_factory()
         errors = _device_errors()
+        seen = [""]
 
         def booted() -> bool:
             self._check_alive("booting")
             try:
-                return factory(self.serial).getprop("sys.boot_completed").strip() == "1"
+                value = factory(self.serial).getprop("sys.boot_completed").strip()
             except errors as exc:
                 log.debug("%s not ready: %s", self.serial, exc)
+                seen[0] = f"adb: {type(exc).__name__}: {exc}"
                 return False
+            seen[0] = f"sys.boot_completed={value!r}"
+            return value == "1"
 
         self._poll(
-            booted, timeout=timeout, interval=poll_interval, what="booting (sys.boot_completed=1)", budget=_budget
+            booted,
+            timeout=timeout,
+            interval=poll_interval,
+            what="booting (sys.boot_completed=1)",
+            budget=_budget,
+            last=lambda: seen[0],
         )
 
     def wait_until_ready(self, timeout: float, poll_interval: float = 1.0) -> None:
