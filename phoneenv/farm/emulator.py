@@ -552,8 +552,10 @@ class PortAllocator:
                 os.close(fd)
                 busy.append(console)
                 continue
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            record = f"{os.getpid():>10}\n".encode()  # fixed width: rewriting never needs a truncate
+            if os.fstat(fd).st_size != len(record):
+                os.ftruncate(fd, 0)
+            os.pwrite(fd, record, 0)
             return PortLease(PortPair(console, console + 1), path, fd)
         raise PortsExhaustedError(
             f"no free emulator port pair in {self.first}..{self.last + 1}: "
