@@ -277,6 +277,46 @@ def test_malformed_input_drops_that_connection_and_the_server_keeps_serving(
     assert device.connection_count <= 1
 
 
+def test_a_host_that_stops_reading_cannot_hang_stop() -> None:
+    server = AdbDeviceServer(EchoHandler()).start()
+    host = RawAdbHost(server.port)
+    try:
+        host.handshake()
+        for stream in range(1, 17):  # 16 MiB in flight at once: far more than the socket buffers hold
+            host.send(b"OPEN", stream, 0, b"exec:bytes 1048576 0\0")
+        deadline = time.monotonic() + 10
+        while server.stats.streams < 2:  # the device blocks too (its OKAYs find no room) before 16
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.5)  # let the writers fill the socket buffers and block in sendall
+        stopper = threading.Thread(target=server.stop, daemon=True)
+        stopper.start()
+        stopper.join(timeout=5)
+        assert not stopper.is_alive(), "stop() hung on a writer blocked in sendall"
+        assert server.connection_count == 0
+    finally:
+        host.close()
+
+
+def test_a_banner_gone_bad_loses_that_handshake_not_the_server() -> None:
+    handler = EchoHandler()
+    with AdbDeviceServer(handler) as server:
+        handler.model = "now;broken"
+        with RawAdbHost(server.port) as host:
+            host.send(b"CNXN", 0x01000001, 4096, b"host::\0")
+            assert host.closed_by_peer()
+        handler.model = "Fixed"
+        with RawAdbHost(server.port) as host:
+            assert b"ro.product.model=Fixed;" in host.handshake()[3]
+
+
+def test_handler_features_join_the_transport_features() -> None:
+    handler = EchoHandler()
+    handler.banner = lambda: {"ro.product.model": "M", "features": "cmd,shell_v2"}  # type: ignore[method-assign]
+    with AdbDeviceServer(handler) as server, RawAdbHost(server.port) as host:
+        assert host.handshake()[3] == b"device::ro.product.model=M;features=shell_v2,stat_v2,ls_v2,cmd"
+
+
 def test_require_auth_asks_again_for_every_signature_and_never_accepts() -> None:
     with AdbDeviceServer(EchoHandler(), require_auth=True) as server, RawAdbHost(server.port) as host:
         name, kind, _, token = host.handshake()

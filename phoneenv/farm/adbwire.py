@@ -667,6 +667,7 @@ class _Connection:
         self.online = False
         self.host_banner = b""
         self._send_lock = threading.Lock()
+        self._close_lock = threading.Lock()
         self._lock = threading.Lock()
         self._streams: dict[int, _Stream] = {}
         self._closed = False
@@ -734,6 +735,8 @@ class _Connection:
             log.warning("adb connection from %s dropped: %s", self.peer, exc)
         except (OSError, _StreamClosed) as exc:
             log.debug("adb connection from %s ended: %s", self.peer, exc)
+        except Exception:  # e.g. the handler's banner became invalid: lose this connection, not the server
+            log.exception("adb connection from %s failed", self.peer)
         finally:
             self.close()
 
@@ -831,15 +834,17 @@ class _Connection:
             stream.on_remote_close()
 
     def close(self) -> None:
-        """Drop the connection (idempotent): wake every stream, close the socket."""
-        with self._send_lock:
+        """Drop the connection (idempotent): shut the socket (which also fails a ``sendall`` blocked
+        on a host that stopped reading), wake every stream, close the socket."""
+        with self._close_lock:
             if self._closed:
                 return
             self._closed = True
-        self._close_streams()
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        self.sock.close()
+        self._close_streams()
+        with self._send_lock:
+            self.sock.close()
         self.server._forget_connection(self)
 
 
@@ -1005,7 +1010,7 @@ class AdbDeviceServer:
             self.stats.max_open_streams = max(self.stats.max_open_streams, open_now)
 
     def _banner_bytes(self) -> bytes:
-        props = self.handler.banner()
+        props = self._call(self.handler.banner)
         if not isinstance(props, dict):
             raise ValueError(f"banner() must return a dict of str, got {type(props).__name__}")
         features = list(TRANSPORT_FEATURES)
