@@ -131,7 +131,7 @@ class FinishResult(TypedDict):
     note: str
 
 
-def printable(text: str) -> str:
+def _printable(text: str) -> str:
     """``text`` with every character outside ``string.printable`` escaped JSON-style (``\\u00e9``),
     so it fits the env's ``Text`` observation spaces."""
     if all(ch in _PRINTABLE for ch in text):
@@ -159,7 +159,7 @@ class _FrameState:
     allowed: frozenset[str] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.goal_text = printable(self.goal)
+        self.goal_text = _printable(self.goal)
         self.allowed = frozenset(self.tools) if self.tools is not None else None
 
 
@@ -209,11 +209,6 @@ class FrameStack:
         """Whether the root frame is active (no sub-agent frame open)."""
         return len(self._stack) == 1
 
-    @property
-    def open_ids(self) -> list[str]:
-        """Ids of the open frames, the root first."""
-        return [f.id for f in self._stack]
-
     def specs(self) -> list[ToolSpec]:
         """The active frame's :class:`ToolSpec` list."""
         return self.active.specs
@@ -221,12 +216,6 @@ class FrameStack:
     def openai(self) -> list[dict[str, Any]]:
         """The active frame's tools in OpenAI ``tools`` format."""
         return self.active.openai
-
-    def describe(self) -> dict[str, Any]:
-        """The active frame as ``{"id", "depth", "goal", "parent", "tools"}`` (``tools`` None at
-        the root: every tool)."""
-        f = self.active
-        return {"id": f.id, "depth": f.depth, "goal": f.goal, "parent": f.parent, "tools": f.tools}
 
     def begin_step(self) -> str:
         """Record that a new step acts in the active frame; returns that frame's id."""

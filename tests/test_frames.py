@@ -540,3 +540,9 @@ def test_llm_planner_tells_the_model_which_frame_is_active():
         and json.loads(back["messages"][-2]["content"])["result"]["status"] == "finished"
     )
     assert "notes__create" in names(back["tools"])
+
+
+def test_frame_goals_outside_printable_ascii_are_escaped_in_the_observation(env):
+    obs, *_ = delegate(env, "Café\u0000 run", ["contacts"])
+    assert obs["frame_goal"] == "Caf\\u00e9\\u0000 run" and env.observation_space.contains(obs)
+    assert env.trace.frames[1].goal == "Café\u0000 run"  # the trace keeps the goal as given
