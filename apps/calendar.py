@@ -145,6 +145,7 @@ ANDROID = AndroidDriver(
             write_uri="content://com.android.calendar/events?caller_is_syncadapter=true"
             "&account_name=phoneenv&account_type=LOCAL",
             read_where="deleted=0",
+            computed={"deleted": lambda row, rows: 0},
             fields={
                 "title": Column("title"),
                 "start": Column("dtstart", "l", EVENT_TIME),

@@ -76,6 +76,7 @@ ANDROID = AndroidDriver(
             uri="content://com.android.contacts/raw_contacts",
             write_uri="content://com.android.contacts/raw_contacts?caller_is_syncadapter=true",
             read_where="deleted=0",
+            computed={"deleted": lambda row, rows: 0},
             fields={"favorite": Column("starred", "i", BOOL, default=0)},
             children=(
                 DataRows(

@@ -1,5 +1,6 @@
 """Backends behind one interface: ``sandbox`` (in-process phone), ``llmsim`` (LLM-simulated
-long-tail apps over a fact ledger), ``hybrid`` (both in one episode)."""
+long-tail apps over a fact ledger), ``hybrid`` (both in one episode), ``emulator`` and ``device``
+(an Android emulator or phone over adb, :mod:`phoneenv.backends.adb`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,23 @@ from phoneenv.backends.base import Backend
 
 __all__ = ["BACKENDS", "Backend", "make_backend"]
 
-BACKENDS = ("sandbox", "llmsim", "hybrid")
+BACKENDS = ("sandbox", "llmsim", "hybrid", "emulator", "device")
 
 
-def make_backend(name: str, *, simulator: Any = None, screen_size: tuple[int, int] = (360, 640)) -> Backend:
+def make_backend(
+    name: str, *, simulator: Any = None, screen_size: tuple[int, int] = (360, 640), **device: Any
+) -> Backend:
     """Build a backend by name. ``simulator`` is the :class:`~phoneenv.llm.ChatClient` for
-    ``llmsim``/``hybrid``. Raises ``ValueError`` for an unknown name."""
+    ``llmsim``/``hybrid``; ``device`` options (``serial``, ``adb_host``, ``adb_port``, ...) go to
+    :class:`~phoneenv.backends.adb.AdbBackend` for ``emulator``/``device`` (defaults:
+    ``$ANDROID_SERIAL`` and the adb server on ``$ANDROID_ADB_SERVER_PORT`` or 5037). Raises
+    ``ValueError`` for an unknown name."""
+    if name in ("emulator", "device"):
+        from phoneenv.backends.adb import AdbBackend
+
+        return AdbBackend(kind=name, screen_size=screen_size, **device)  # type: ignore[arg-type]
+    if device:
+        raise ValueError(f"device options {sorted(device)} apply only to the emulator and device backends")
     if name == "sandbox":
         from phoneenv.backends.sandbox import SandboxBackend
 

@@ -1,0 +1,1406 @@
+"""The ``emulator`` and ``device`` backends: the sandbox apps' tools on an Android device over adb.
+
+    >>> import gymnasium as gym, phoneenv
+    >>> from phoneenv.backends.adb import AdbBackend
+    >>> env = gym.make("PhonePlan-v0", tasks="app:contacts",
+    ...                backend=AdbBackend(serial="emulator-5554"))  # doctest: +SKIP
+
+Each tool of an app with an Android driver (:class:`~phoneenv.farm.android.AndroidDriver`,
+declared beside the app) runs the *same* Python method as in the sandbox, against a
+:class:`DevicePhone` whose state (:class:`DeviceState`) reads and writes the device: every table
+read is a ``content query`` / ``settings get`` / ``dumpsys package`` / ``pm list packages`` over
+adb (cached for the rest of that tool call, dropped on a write), every write a ``content
+insert|update|delete`` / ``settings put`` (or the service's own command, ``svc wifi enable``) /
+``pm grant|revoke``. A tool the drivers do not list is not offered (never faked). Inserts an app
+makes through its UI (:class:`~phoneenv.farm.android.TypedInsert`: Messages' send) open the
+compose screen with an intent, type the text with ``input text`` (escaped for ``input``'s own
+rules, see :func:`input_text_commands`; text that is not printable ASCII goes through ADBKeyBoard's
+``ADB_INPUT_B64`` broadcast) and press Enter; the app writes the row, which is then read back and
+compared, so text that does not arrive intact is a ``device_error``.
+
+Shell commands are built from argument lists, each argument ``shlex.quote``-d; several commands
+go in one ``adb shell`` round trip, each followed by ``echo <nonce>:<i>:$?`` so that every
+command's output and exit status can be told apart (the nonce is 64 random bits per round trip).
+``content query`` prints values raw (``Row: 0 _id=3, body=...``, ``NULL`` for null), which a
+hostile value can make ambiguous; :func:`parse_rows` accepts a listing only when every separator
+occurs exactly once per row (counted against an ``_id``-only listing of the same rows), and
+otherwise each text cell is read alone; ``NULL`` is told from the text ``"NULL"`` with an
+``IS NULL`` query.
+
+Reset applies the task's fixtures (the same fixture state the sandbox builds, restricted to the
+mapped tables): timezone (``setprop persist.sys.timezone``) and clock (``date -u``; both need
+``adb root``), settings, runtime permissions (``pm grant|revoke``), and provider rows (delete all,
+insert the fixture's), then reads everything back and raises :class:`ResetError` naming the
+differences unless the device equals the fixture state. With a console (``emulator-N`` serials
+through ``adb emu``, or ``console_port``), a verified state is saved as a snapshot named after the
+fixtures' digest, and later resets load it (``avd snapshot load``) and verify; a failed load or
+verification falls back to re-seeding. Fixture records of tables with no mapping (mail, notes,
+timers, accounts) cannot be reached by any offered tool and are not applied; :meth:`AdbBackend.can_run`
+refuses tasks whose plan or criteria need them.
+
+The episode clock is the sandbox's: the fixture clock, one second more per tool call; tools
+timestamp records with it, so device rows carry the same times as the sandbox's.
+
+Faults (adbutils' ``AdbError``/``AdbTimeout``, a connection reset, a device offline, unauthorized
+or gone, the adb server restarted or killed, a shell cut short) become ``device_error`` /
+``timeout`` feedback (infrastructure errors, :mod:`phoneenv.harness.feedback`); :meth:`AdbBackend.call`
+never raises. After a fault, the next call first re-runs ``adb connect`` for a ``host:port``
+serial. Nothing is retried inside a call (a write may have half-happened).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import hashlib
+import io
+import itertools
+import json
+import logging
+import os
+import re
+import secrets
+import shlex
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+from phoneenv.app import App
+from phoneenv.backends.base import Backend
+from phoneenv.backends.sandbox import SECONDS_PER_CALL, Phone, app_classes, build_fixture_state
+from phoneenv.contract import ErrorKind, Feedback, StateCriterion, TaskSpec, ToolSpec
+from phoneenv.farm import android as A
+from phoneenv.harness import feedback
+from phoneenv.tools import ArgumentValidator, ToolError
+
+__all__ = [
+    "AdbBackend",
+    "DeviceFault",
+    "DevicePhone",
+    "DeviceShell",
+    "DeviceState",
+    "ResetError",
+    "UnmappedTable",
+    "input_text_commands",
+    "parse_rows",
+]
+
+log = logging.getLogger(__name__)
+
+ENV_TOOLS = frozenset({"finish", "user.confirm", "skills.read", "agent.delegate"})
+"""Tools the env serves itself (not the backend); ``memory.*`` too."""
+MAX_SCRIPT_BYTES = 16_000
+"""Longest command line sent in one ``adb shell`` (several commands are split across round trips;
+adb devices accept at least 4 KiB, modern ones 1 MiB)."""
+INPUT_TEXT_CHUNK = 200
+"""Characters per ``input text`` command (Android's ``input`` types them one key event each)."""
+B64_TEXT_CHUNK = 300
+"""Characters per ADBKeyBoard broadcast."""
+_ROW = re.compile(r"Row: (\d+) _id=(-?\d+)")
+
+
+class DeviceFault(Exception):
+    """The device or adb failed, not the agent: becomes ``device_error`` (or ``timeout``) feedback.
+
+    Args:
+        detail: what failed, in words.
+        kind: :attr:`ErrorKind.DEVICE_ERROR` or :attr:`ErrorKind.TIMEOUT`.
+    """
+
+    def __init__(self, detail: str, kind: ErrorKind = ErrorKind.DEVICE_ERROR) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.kind = kind
+
+    def feedback(self) -> Feedback:
+        """This fault as infrastructure feedback (built by :mod:`phoneenv.harness.feedback`)."""
+        if self.kind is ErrorKind.TIMEOUT:
+            return feedback.timeout(self.detail)
+        return feedback.device_error(self.detail)
+
+
+class ResetError(RuntimeError):
+    """``reset`` could not put the device in the task's fixture state; the message says what differs."""
+
+
+class UnmappedTable(KeyError):
+    """A tool touched a table that has no Android mapping (a driver lists a tool it should not)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The shell
+# ---------------------------------------------------------------------------------------------
+
+
+def _client_class() -> Any:
+    """An ``adbutils.AdbClient`` that never starts an adb server by itself (adbutils runs
+    ``adb start-server`` on the default port when a connection is refused, which would hide a
+    killed server and start one nobody owns)."""
+    import adbutils
+    from adbutils._adb import AdbConnection
+
+    class _Connection(AdbConnection):
+        def _safe_connect(self) -> Any:
+            return self._create_socket()
+
+        def close(self) -> None:  # adbutils sleeps 10 ms here after shutdown; not needed
+            sock = getattr(self, "_AdbConnection__conn", None)
+            if sock is None:
+                return
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_WR)
+            sock.close()
+            self._AdbConnection__conn = None
+
+    class _Client(adbutils.AdbClient):
+        def __init__(self, host: str, port: int, socket_timeout: float) -> None:
+            super().__init__(host=host, port=port, socket_timeout=socket_timeout)
+            self._where = (host, port)
+            self._timeout = socket_timeout
+
+        def make_connection(self, timeout: float | None = None) -> Any:
+            conn = _Connection(*self._where)
+            conn.conn.settimeout(timeout or self._timeout)
+            return conn
+
+    return _Client
+
+
+@dataclass(frozen=True)
+class _Section:
+    out: str
+    status: int
+
+
+class DeviceShell:
+    """One device's shell through an adb server (adbutils), every failure a :class:`DeviceFault`.
+
+    Args:
+        serial: the device's serial (``emulator-5554``, ``127.0.0.1:5555``, a USB serial).
+        host: the adb server's address.
+        port: the adb server's port (adb's default 5037).
+        timeout_s: seconds one round trip may take before it is a ``timeout`` fault.
+    """
+
+    def __init__(self, serial: str, host: str = "127.0.0.1", port: int = 5037, timeout_s: float = 30.0) -> None:
+        self.serial = serial
+        self.host = host
+        self.port = port
+        self.timeout_s = timeout_s
+        self.client = _client_class()(host, port, timeout_s)
+        self._device: Any = None
+        self.round_trips = 0
+
+    def _fault(self, exc: BaseException) -> DeviceFault:
+        import adbutils
+
+        text = str(exc).strip() or type(exc).__name__
+        if isinstance(exc, (adbutils.AdbTimeout, TimeoutError, socket.timeout)):
+            return DeviceFault(f"{self.serial} did not answer within {self.timeout_s:g} s ({text})", ErrorKind.TIMEOUT)
+        low = text.lower()
+        if "unauthorized" in low:
+            why = "unauthorized (the phone's 'Allow USB debugging?' prompt was not accepted)"
+        elif "offline" in low:
+            why = "offline"
+        elif "not found" in low:
+            why = "not connected to the adb server"
+        elif isinstance(exc, ConnectionRefusedError) or "connect to adb server" in low or "refused" in low:
+            why = f"unreachable: no adb server answers on {self.host}:{self.port}"
+        elif isinstance(exc, (ConnectionError, BrokenPipeError, EOFError)) or "closed" in low or "reset" in low:
+            why = "disconnected"
+        else:
+            why = "failing"
+        return DeviceFault(f"device {self.serial} is {why}: {text[:300]}")
+
+    def device(self) -> Any:
+        """The ``adbutils.AdbDevice`` (created once)."""
+        if self._device is None:
+            self._device = self.client.device(self.serial)
+        return self._device
+
+    def reconnect(self) -> None:
+        """``adb connect`` again for a ``host:port`` serial (the adb server forgets TCP devices
+        when it restarts or the connection drops); raises :class:`DeviceFault` when it fails."""
+        self._device = None
+        if not re.fullmatch(r"\[?[\w.:-]+\]?:\d+", self.serial) or self.serial.startswith("emulator-"):
+            return
+        try:
+            answer = self.client.connect(self.serial, timeout=min(self.timeout_s, 10.0))
+        except Exception as exc:
+            raise self._fault(exc) from exc
+        if "connected to" not in answer:
+            raise DeviceFault(f"adb connect {self.serial}: {answer.strip()}")
+
+    def raw(self, script: str, timeout: float | None = None) -> tuple[bytes, bytes, int]:
+        """Run one command line; returns (stdout, stderr, exit status). Uses ``shell,v2`` when the
+        device offers it (separate stderr and a real exit status)."""
+        self.round_trips += 1
+        try:
+            res = self.device().shell2(script, timeout=timeout or self.timeout_s, encoding=None, v2=True)
+        except Exception as exc:
+            self._device = None
+            raise self._fault(exc) from exc
+        return bytes(res.stdout or res.output), bytes(res.stderr), int(res.returncode)
+
+    def batch(self, commands: Sequence[Sequence[str]], *, check: bool = True) -> list[_Section]:
+        """Run ``commands`` (argument lists) in as few round trips as fit :data:`MAX_SCRIPT_BYTES`;
+        returns each command's stdout and exit status. With ``check``, a non-zero status or a
+        provider error on stderr raises :class:`DeviceFault` naming the command."""
+        out: list[_Section] = []
+        start = 0
+        while start < len(commands):
+            nonce = secrets.token_hex(8)
+            parts: list[str] = []
+            size = 0
+            end = start
+            while end < len(commands):
+                part = f"{shlex.join(commands[end])}; echo {nonce}:{end - start}:$?"
+                if parts and size + len(part) + 2 > MAX_SCRIPT_BYTES:
+                    break
+                parts.append(part)
+                size += len(part) + 2
+                end += 1
+            stdout, stderr, _ = self.raw("; ".join(parts))
+            text = _utf8(stdout, self.serial)
+            err = _utf8(stderr, self.serial)
+            sections = _split_sections(text, nonce, end - start)
+            if len(sections) < end - start:
+                done = len(sections)
+                raise DeviceFault(
+                    f"the shell of {self.serial} stopped before `{shlex.join(commands[start + done])}` finished"
+                    + (f": {err.strip()[:300]}" if err.strip() else "")
+                )
+            if check:
+                for i, sec in enumerate(sections):
+                    if sec.status != 0:
+                        raise DeviceFault(
+                            f"`{_short(commands[start + i])}` failed on {self.serial} (exit {sec.status}): "
+                            f"{(err.strip() or sec.out.strip())[:400]}"
+                        )
+                if "Error while accessing provider" in err or "Exception occurred" in err:
+                    raise DeviceFault(f"a command failed on {self.serial}: {err.strip()[:400]}")
+            out.extend(sections)
+            start = end
+        return out
+
+    def apply(self, commands: Sequence[Sequence[str]]) -> None:
+        """Run write commands (argument lists) chained with ``&&``, in as few round trips as fit
+        :data:`MAX_SCRIPT_BYTES`; the first failure stops the chain and raises
+        :class:`DeviceFault` with the device's stderr, as does a provider error on stderr (some
+        Android versions' ``content`` exits 0 after printing one)."""
+        start = 0
+        while start < len(commands):
+            nonce = secrets.token_hex(8)
+            parts: list[str] = []
+            size = 0
+            end = start
+            while end < len(commands):
+                part = shlex.join(commands[end])
+                if parts and size + len(part) + 4 > MAX_SCRIPT_BYTES:
+                    break
+                parts.append(part)
+                size += len(part) + 4
+                end += 1
+            stdout, stderr, status = self.raw(" && ".join([*parts, f"echo {nonce}"]))
+            err = _utf8(stderr, self.serial).strip()
+            done = stdout.rstrip(b"\n").endswith(nonce.encode())
+            if status != 0 or not done:
+                what = f"`{_short(commands[start])}`" + (
+                    f" .. `{_short(commands[end - 1])}`" if end - start > 1 else ""
+                )
+                raise DeviceFault(
+                    f"{what} failed on {self.serial} (exit {status}): {err[:400] or 'the shell stopped early'}"
+                )
+            if "Error while accessing provider" in err or "Exception occurred" in err:
+                raise DeviceFault(f"a command failed on {self.serial}: {err[:400]}")
+            start = end
+
+    def run(self, *args: str, check: bool = True) -> str:
+        """Run one command (an argument list); its stdout."""
+        return self.batch([list(args)], check=check)[0].out
+
+
+def _short(cmd: Sequence[str], limit: int = 160) -> str:
+    text = shlex.join(cmd)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _utf8(data: bytes, serial: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DeviceFault(f"{serial} printed bytes that are not UTF-8") from None
+
+
+def _split_sections(text: str, nonce: str, count: int) -> list[_Section]:
+    sections = []
+    pos = 0
+    for i in range(count):
+        m = re.compile(re.escape(f"{nonce}:{i}:") + r"(\d+)\n").search(text, pos)
+        if m is None:
+            break
+        sections.append(_Section(text[pos : m.start()], int(m.group(1))))
+        pos = m.end()
+    return sections
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading what Android's tools print
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_ids(text: str) -> list[int]:
+    """The ``_id`` of each row of a ``content query --projection _id`` listing (``Row: N _id=M``
+    lines, ``No result found.`` for none). Raises :class:`DeviceFault` for anything else."""
+    body = text.strip()
+    if body in ("", "No result found."):
+        return []
+    ids = []
+    for n, line in enumerate(body.split("\n")):
+        m = _ROW.fullmatch(line.strip())
+        if m is None or int(m.group(1)) != n:
+            raise DeviceFault(f"unexpected content query output: {line[:200]!r}")
+        ids.append(int(m.group(2)))
+    return ids
+
+
+def parse_rows(text: str, columns: Sequence[str], ids: Sequence[int]) -> list[dict[str, str]] | None:
+    """The cells of a ``content query`` listing whose projection is ``columns`` (``_id`` first),
+    whose rows have ``ids`` in order; None when the listing is ambiguous.
+
+    Android prints ``Row: <n> <c1>=<v1>, <c2>=<v2>, ...`` with values raw (``Content.java``), so a
+    value holding ``, <c>=`` or a newline followed by ``Row: `` could shift cells. The listing is
+    accepted only when ``\\nRow: `` occurs ``len(ids) - 1`` times and each ``, <c>=`` exactly
+    ``len(ids)`` times: then no value holds a separator, and the first-occurrence split is the
+    only one (no separator overlaps itself or another, since each begins with ``, `` or ``\\n``).
+    """
+    if columns[0] != "_id":
+        raise ValueError("the projection must start with _id")
+    if text.endswith("\n"):
+        text = text[:-1]
+    if not ids:
+        return [] if text.strip() == "No result found." else None
+    n = len(ids)
+    if not text.startswith("Row: 0 ") or text.count("\nRow: ") != n - 1:
+        return None
+    if any(text.count(f", {c}=") != n for c in columns[1:]):
+        return None
+    rows = []
+    for i, chunk in enumerate(text[len("Row: ") :].split("\nRow: ")):
+        head = f"{i} _id="
+        if not chunk.startswith(head):
+            return None
+        rest = chunk[len(head) :]
+        cells: dict[str, str] = {}
+        for prev, nxt in itertools.pairwise(columns):
+            k = rest.find(f", {nxt}=")
+            if k < 0:
+                return None
+            cells[prev] = rest[:k]
+            rest = rest[k + len(nxt) + 3 :]
+        cells[columns[-1]] = rest
+        if cells["_id"] != str(ids[i]):
+            return None
+        rows.append(cells)
+    return rows
+
+
+def parse_runtime_permissions(text: str) -> dict[str, bool]:
+    """``permission → granted`` from the ``runtime permissions:`` section of ``dumpsys package``
+    (lines ``android.permission.X: granted=true, flags=[...]``, indented under the header)."""
+    out: dict[str, bool] = {}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip() != "runtime permissions:":
+            continue
+        indent = len(line) - len(line.lstrip())
+        for sub in lines[i + 1 :]:
+            if not sub.strip():
+                continue
+            if len(sub) - len(sub.lstrip()) <= indent:
+                break
+            m = re.match(r"\s*([\w.]+): granted=(true|false)", sub)
+            if m:
+                out[m.group(1)] = m.group(2) == "true"
+        break
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Typing text
+# ---------------------------------------------------------------------------------------------
+
+
+def _input_text_chunks(text: str) -> list[str]:
+    """Arguments for ``input text`` that type ``text`` exactly (printable ASCII only).
+
+    Android's ``Input.sendText`` turns ``%s`` into a space and types everything else as is, and
+    has no escape for a literal ``%s``. So spaces are written ``%s``, and a ``%`` followed by ``s``
+    ends one argument so that the ``s`` starts the next (each ``input`` call is decoded alone).
+    """
+    chunks: list[str] = []
+    cur: list[str] = []
+    count = 0
+    prev = ""
+    for ch in text:
+        if (ch == "s" and prev == "%") or count >= INPUT_TEXT_CHUNK:
+            chunks.append("".join(cur))
+            cur, count = [], 0
+        cur.append("%s" if ch == " " else ch)
+        count += 1
+        prev = ch
+    if cur:
+        chunks.append("".join(cur))
+    return chunks
+
+
+def input_text_commands(text: str) -> list[list[str]]:
+    """Commands that type ``text`` into the focused field, exactly.
+
+    Printable ASCII goes through ``input text`` (see :func:`_input_text_chunks` for its escaping);
+    any other text (non-ASCII, newlines, tabs) through ADBKeyBoard
+    (https://github.com/senzhk/ADBKeyBoard): ``am broadcast -a ADB_INPUT_B64 --es msg <base64 of
+    UTF-8>``, which needs ADBKeyBoard installed and selected as the input method
+    (``ime set com.android.adbkeyboard/.AdbIME``). Empty text types nothing.
+    """
+    if all(" " <= ch <= "~" for ch in text):
+        return [["input", "text", chunk] for chunk in _input_text_chunks(text)]
+    out = []
+    for i in range(0, len(text), B64_TEXT_CHUNK):
+        b64 = base64.b64encode(text[i : i + B64_TEXT_CHUNK].encode("utf-8")).decode("ascii")
+        out.append(["am", "broadcast", "-a", "ADB_INPUT_B64", "--es", "msg", b64])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The device-backed state
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A mapped table: its full name, app, mapping and id prefix."""
+
+    name: str
+    app: str
+    mapping: A.TableMapping
+    prefix: str
+
+
+class _Tables(Mapping[str, dict[str, dict[str, Any]]]):
+    """``state.tables`` for the apps: mapped tables read from the device on access."""
+
+    def __init__(self, state: DeviceState) -> None:
+        self._state = state
+
+    def __getitem__(self, name: str) -> dict[str, dict[str, Any]]:
+        if name not in self._state.mapped:
+            raise KeyError(name)
+        return self._state.table(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state.mapped)
+
+    def __len__(self) -> int:
+        return len(self._state.mapped)
+
+
+class DeviceState:
+    """What the apps and :class:`~phoneenv.backends.sandbox.Phone` use of
+    :class:`~phoneenv.state.PhoneState` (``table``, ``get``, ``insert``, ``update``, ``delete``,
+    ``new_id``, ``meta``, ``tables``), over a device.
+
+    Reads go through the mapping of each table and are cached until the end of the tool call or
+    the next write to that table. ``meta`` holds the episode clock (``now``, epoch seconds), the
+    id counters (``seq``) and the screen bookkeeping (``view``, ``foreground``), as in the sandbox.
+
+    Raises :class:`UnmappedTable` for a table without a mapping, :class:`DeviceFault` when the
+    device fails, :class:`~phoneenv.farm.android.MappingError` for a value it cannot carry.
+    """
+
+    def __init__(self, backend: AdbBackend) -> None:
+        self._backend = backend
+        self.meta: dict[str, Any] = {"now": 0.0, "seq": {}, "view": None, "foreground": "launcher"}
+        self.mapped: dict[str, _Table] = backend.mapped_tables()
+        self._cache: dict[str, dict[str, dict[str, Any]]] = {}
+        self._written: dict[tuple[str, str], dict[str, Any]] = {}
+        self.in_call = False
+        self.tables = _Tables(self)
+
+    # -- call scope ------------------------------------------------------------------------------
+    def begin_call(self) -> None:
+        """Start a tool call: nothing read before is trusted."""
+        self._cache.clear()
+        self._written.clear()
+        self.in_call = True
+
+    def end_call(self) -> None:
+        """End a tool call."""
+        self.in_call = False
+        self._cache.clear()
+        self._written.clear()
+
+    def remember(self, tables: Mapping[str, dict[str, dict[str, Any]]]) -> None:
+        """Seed the cache with tables just read (a verified reset's state)."""
+        self._cache = {k: v for k, v in tables.items() if k in self.mapped}
+
+    def _spec(self, name: str) -> _Table:
+        spec = self.mapped.get(name)
+        if spec is None:
+            raise UnmappedTable(f"table {name!r} has no Android mapping")
+        return spec
+
+    # -- reads -----------------------------------------------------------------------------------
+    def table(self, name: str) -> dict[str, dict[str, Any]]:
+        """The table ``name`` as the device holds it now (id → record); do not mutate."""
+        cached = self._cache.get(name)
+        if cached is None:
+            cached = self._backend.read_table(self._spec(name))
+            self._cache[name] = cached
+        return cached
+
+    def get(self, table: str, rid: str) -> dict[str, Any] | None:
+        """The record ``rid`` of ``table``, or None (None too for a table with no mapping)."""
+        if table not in self.mapped:
+            return None
+        return self.table(table).get(rid)
+
+    # -- writes ----------------------------------------------------------------------------------
+    def new_id(self, table: str, prefix: str) -> str:
+        """A fresh id ``<prefix><n>``, counted as the sandbox counts (never reusing a number)."""
+        seq = self.meta["seq"]
+        n = seq.get(table, 0)
+        tbl = self.table(table)
+        while True:
+            n += 1
+            rid = f"{prefix}{n}"
+            if rid not in tbl:
+                break
+        seq[table] = n
+        return rid
+
+    def insert(self, table: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Write a new record to the device; returns it."""
+        spec = self._spec(table)
+        self._backend.write_insert(spec, record, typed=self.in_call)
+        self._cache.pop(table, None)
+        self._written[(table, record["id"])] = record
+        return record
+
+    def update(self, table: str, rid: str, **changes: Any) -> dict[str, Any]:
+        """Replace record ``rid`` with ``changes`` applied, on the device; returns the new record.
+        Raises ``KeyError`` when it does not exist."""
+        spec = self._spec(table)
+        old = self._written.get((table, rid)) or self.table(table).get(rid)
+        if old is None:
+            raise KeyError(f"no {rid!r} in {table!r}")
+        new = {**old, **changes}
+        self._backend.write_update(spec, old, new)
+        self._cache.pop(table, None)
+        self._written[(table, rid)] = new
+        return new
+
+    def delete(self, table: str, rid: str) -> dict[str, Any]:
+        """Delete record ``rid`` on the device; returns it. Raises ``KeyError`` when absent."""
+        spec = self._spec(table)
+        old = self._written.get((table, rid)) or self.table(table).get(rid)
+        if old is None:
+            raise KeyError(f"no {rid!r} in {table!r}")
+        self._backend.write_delete(spec, old)
+        self._cache.pop(table, None)
+        self._written.pop((table, rid), None)
+        return old
+
+
+class DevicePhone(Phone):
+    """The sandbox :class:`~phoneenv.backends.sandbox.Phone` with its state on a device: the same
+    app instances, timezone, fixtures and screen size, over a :class:`DeviceState`."""
+
+    def __init__(self, classes: Mapping[str, type[App]], state: DeviceState) -> None:
+        super().__init__(classes)
+        self.state = state  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------------------------------------
+# The backend
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    spec: ToolSpec
+    validator: ArgumentValidator
+    method: Any
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_norm(v) for v in value)
+    return value
+
+
+def _norm_table(tbl: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {rid: {k: _norm(v) for k, v in rec.items()} for rid, rec in tbl.items()}
+
+
+def _mapped_settings_keys(mapping: A.SettingsTable) -> set[str]:
+    return set(mapping.keys)
+
+
+class AdbBackend(Backend):
+    """The sandbox apps' tools on an Android device or emulator over adb (module docstring).
+
+    Args:
+        serial: the device (``emulator-5554``, ``127.0.0.1:5555``, a phone's serial); default
+            ``$ANDROID_SERIAL``, else the only device the adb server lists.
+        adb_host: the adb server's address (default ``$ANDROID_ADB_SERVER_ADDRESS`` or 127.0.0.1).
+        adb_port: the adb server's port (default ``$ANDROID_ADB_SERVER_PORT`` or 5037).
+        kind: ``"emulator"`` or ``"device"`` (the backend's name in traces).
+        timeout_s: seconds one adb round trip may take (longer is a ``timeout`` fault).
+        set_device_clock: set the device's clock and timezone to the fixture's at reset (needs
+            ``adb root``); False keeps the device's and checks nothing about them (the episode
+            clock, which tools use, still starts at the fixture's).
+        screen_size: (width, height) in pixels that screenshots are scaled to (the env's
+            observation space).
+        console: a snapshot console (:mod:`phoneenv.farm.console`) to save and load verified
+            fixture states; ``"auto"`` uses ``adb emu`` for ``emulator-N`` serials, None never.
+        console_port: the console's TCP port for a direct connection (containers, virtual devices).
+        console_token: that console's auth token.
+
+    Raises (at the first reset, not at construction): :class:`DeviceFault` when no device
+    answers; :class:`ResetError` when the device cannot be put in a task's fixture state.
+    """
+
+    def __init__(
+        self,
+        serial: str | None = None,
+        *,
+        adb_host: str | None = None,
+        adb_port: int | None = None,
+        kind: Literal["emulator", "device"] = "device",
+        timeout_s: float = 30.0,
+        set_device_clock: bool = True,
+        screen_size: tuple[int, int] = (360, 640),
+        console: Any = "auto",
+        console_port: int | None = None,
+        console_token: str | None = None,
+    ) -> None:
+        if kind not in ("emulator", "device"):
+            raise ValueError(f"kind must be 'emulator' or 'device', not {kind!r}")
+        self.name = kind
+        self.serial = serial or os.environ.get("ANDROID_SERIAL") or None
+        self.adb_host = adb_host or os.environ.get("ANDROID_ADB_SERVER_ADDRESS") or "127.0.0.1"
+        self.adb_port = int(adb_port or os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
+        self.timeout_s = timeout_s
+        self.set_device_clock = set_device_clock
+        self.screen_size = screen_size
+        self._console_arg = console
+        self._console_port = console_port
+        self._console_token = console_token
+        self._console: Any = None
+        self._classes: dict[str, type[App]] = dict(app_classes())
+        self._drivers: dict[str, A.AndroidDriver] = {
+            name: cls.android  # type: ignore[attr-defined]
+            for name, cls in self._classes.items()
+            if getattr(cls, "android", None) is not None
+        }
+        self._shell: DeviceShell | None = None
+        self.state = DeviceState(self)
+        self.phone = DevicePhone(self._classes, self.state)
+        self.phone.screen_size = screen_size
+        self._installed: tuple[str, ...] = tuple(self._drivers)
+        self._tools: dict[str, _Entry] = self._tools_for(self._installed)
+        self._front: str | None = None
+        self._suspect = False
+        self._snapshots_ok: set[str] = set()
+        self.last_reset: dict[str, Any] = {}
+
+    # -- mapping ---------------------------------------------------------------------------------
+    def mapped_tables(self) -> dict[str, _Table]:
+        """Every table with an Android mapping, by full name (``messages.messages``)."""
+        out: dict[str, _Table] = {}
+        for app, driver in self._drivers.items():
+            cls = self._classes[app]
+            for table, mapping in driver.tables.items():
+                out[f"{app}.{table}"] = _Table(f"{app}.{table}", app, mapping, cls.tables.get(table, ""))
+        return out
+
+    def _tools_for(self, installed: Sequence[str]) -> dict[str, _Entry]:
+        tools: dict[str, _Entry] = {}
+        for app in sorted(installed):
+            driver = self._drivers.get(app)
+            if driver is None:
+                continue
+            offered = set(driver.tools)
+            for td in self._classes[app].tool_defs():
+                if td.spec.name in offered:
+                    tools[td.spec.name] = _Entry(td.spec, td.validator, td.method)
+        return tools
+
+    def tools(self) -> Mapping[str, _Entry]:
+        """The tools of the installed apps that have a driver on a device, by name."""
+        return self._tools
+
+    def can_run(self, task: TaskSpec) -> bool:
+        """Whether ``task`` runs faithfully here: it runs on the sandbox (not an LLM-simulated
+        app), has a reference plan whose every tool has a driver, installs every app (the
+        device cannot hide one), seeds no read-only table, and its criteria, milestones and
+        allowed changes name only mapped tables (and mapped settings keys)."""
+        if not ({"sandbox", self.name} & set(task.backends)) or not task.reference_plan:
+            return False
+        if task.fixtures.installed_apps is not None and set(self._drivers) - set(task.fixtures.installed_apps):
+            return False
+        offered = {name for d in self._drivers.values() for name in d.tools}
+        for call in task.reference_plan:
+            app = call.name.split(".", 1)[0]
+            if call.name in ENV_TOOLS or (app == "memory" and app not in self._classes):
+                continue
+            if call.name not in offered:
+                return False
+        mapped = self.mapped_tables()
+        for table, rows in task.fixtures.records.items():
+            spec = mapped.get(table)
+            if spec is not None and rows and not isinstance(spec.mapping, (A.ProviderTable, A.SettingsTable)):
+                return False
+        selectors: list[Any] = [c for c in (*task.criteria, *task.milestones) if isinstance(c, StateCriterion)]
+        selectors += list(task.allowed_changes)
+        for sel in selectors:
+            spec = mapped.get(sel.table)
+            if spec is None:
+                return False
+            if isinstance(spec.mapping, A.SettingsTable):
+                key = sel.where.get("id")
+                keys = key.get("in", []) if isinstance(key, dict) else [key]
+                if key is not None and any(k not in spec.mapping.keys for k in keys):
+                    return False
+        return True
+
+    # -- device ----------------------------------------------------------------------------------
+    @property
+    def shell(self) -> DeviceShell:
+        """The device's shell (chosen at first use: ``serial``, or the only device listed)."""
+        if self._shell is None:
+            serial = self.serial
+            if serial is None:
+                probe = DeviceShell("?", self.adb_host, self.adb_port, self.timeout_s)
+                try:
+                    listed = [d.serial for d in probe.client.list() if d.state == "device"]
+                except Exception as exc:
+                    raise probe._fault(exc) from exc
+                if len(listed) != 1:
+                    raise DeviceFault(
+                        f"pass serial= (or set ANDROID_SERIAL): the adb server on {self.adb_host}:{self.adb_port} "
+                        f"lists {len(listed)} devices {listed}"
+                    )
+                serial = self.serial = listed[0]
+            self._shell = DeviceShell(serial, self.adb_host, self.adb_port, self.timeout_s)
+        return self._shell
+
+    def _recover(self) -> None:
+        if self._suspect:
+            self._suspect = False
+            self.shell.reconnect()
+
+    # -- reading tables --------------------------------------------------------------------------
+    def read_table(self, spec: _Table) -> dict[str, dict[str, Any]]:
+        """Read one mapped table from the device (id → record)."""
+        m = spec.mapping
+        if isinstance(m, A.ProviderTable):
+            return self._read_provider(spec, m)
+        if isinstance(m, A.SettingsTable):
+            return self._read_settings(m)
+        if isinstance(m, A.PackageTable):
+            return self._read_packages()
+        if isinstance(m, A.PermissionTable):
+            return self._read_permissions()
+        if isinstance(m, A.CallStateTable):
+            out = self.shell.run("dumpsys", "telephony.registry")
+            states = re.findall(r"mCallState=(\d+)", out)
+            if not states:
+                raise DeviceFault("dumpsys telephony.registry printed no mCallState")
+            if any(s != "0" for s in states):
+                raise DeviceFault("a call is in progress on the device, which the phone driver cannot describe")
+            return {}
+        raise UnmappedTable(spec.name)
+
+    def _query(self, uri: str, projection: Sequence[str], where: str | None = None) -> list[str]:
+        cmd = ["content", "query", "--uri", uri, "--projection", ":".join(projection), "--sort", "_id ASC"]
+        return [*cmd, "--where", where] if where else cmd
+
+    def _rows(self, uri: str, columns: Sequence[A.Column], where: str | None = None) -> list[dict[str, A.Wire]]:
+        """All rows of ``uri`` (``_id`` and ``columns``), typed, unambiguously (see :func:`parse_rows`)."""
+        names = ["_id", *(c.name for c in columns)]
+        kinds = {c.name: c.type for c in columns}
+        sec = self.shell.batch([self._query(uri, ["_id"], where), self._query(uri, names, where)])
+        ids = parse_ids(sec[0].out)
+        cells = parse_rows(sec[1].out, names, ids)
+        text_cols = [c.name for c in columns if c.type == "s"]
+        if cells is None:  # a value holds a separator: read each text cell on its own
+            cells = [{"_id": str(i)} for i in ids]
+            per_cell = [(k, col) for k in range(len(ids)) for col in names[1:]]
+            cmds = [self._query(uri, [col], f"_id={ids[k]}") for k, col in per_cell]
+            for (k, col), s in zip(per_cell, self.shell.batch(cmds), strict=True):
+                body = s.out[:-1] if s.out.endswith("\n") else s.out
+                head = f"Row: 0 {col}="
+                if not body.startswith(head):
+                    raise DeviceFault(f"unexpected content query output for {uri} _id={ids[k]}: {body[:200]!r}")
+                cells[k][col] = body[len(head) :]
+        nulls: dict[str, set[int]] = {}
+        maybe_null = [c for c in text_cols if any(row[c] == "NULL" for row in cells)]
+        if maybe_null:
+            secs = self.shell.batch(
+                [
+                    self._query(uri, ["_id"], f"({where}) AND {c} IS NULL" if where else f"{c} IS NULL")
+                    for c in maybe_null
+                ]
+            )
+            nulls = {c: set(parse_ids(s.out)) for c, s in zip(maybe_null, secs, strict=True)}
+        out = []
+        for row in cells:
+            rid = int(row["_id"])
+            typed: dict[str, A.Wire] = {"_id": rid}
+            for name in names[1:]:
+                raw = row[name]
+                if kinds[name] == "s":
+                    typed[name] = None if rid in nulls.get(name, ()) else raw
+                elif raw == "NULL":
+                    typed[name] = None
+                elif kinds[name] in ("f", "d"):
+                    typed[name] = float(raw)
+                else:
+                    try:
+                        typed[name] = int(raw)
+                    except ValueError:
+                        raise DeviceFault(f"{uri}: column {name} holds {raw!r}, not an integer") from None
+            out.append(typed)
+        return out
+
+    def _read_provider(self, spec: _Table, m: A.ProviderTable) -> dict[str, dict[str, Any]]:
+        tz = self.phone.tz
+        main = self._rows(m.uri, m.columns, m.read_where)
+        children: dict[str, dict[int, list[dict[str, A.Wire]]]] = {}
+        for child in m.children:
+            if isinstance(child, A.DataRows):
+                cols = [A.Column(child.parent_column, "i"), A.Column(child.kind_column, "s")]
+                cols += [A.Column(c, "s") for c in dict.fromkeys(k.value.name for k in child.kinds.values())]
+            else:
+                cols = [A.Column(child.parent_column, "i"), child.item]
+            grouped: dict[int, list[dict[str, A.Wire]]] = {}
+            for row in self._rows(child.uri, cols):
+                grouped.setdefault(int(row[child.parent_column] or 0), []).append(row)
+            children[child.uri] = grouped
+        out: dict[str, dict[str, Any]] = {}
+        for row in main:
+            n = int(row["_id"] or 0)
+            kids = {uri: grouped.get(n, []) for uri, grouped in children.items()}
+            rec = A.decode_record(m, spec.prefix, row, kids, tz)
+            out[rec["id"]] = rec
+        return out
+
+    def _read_settings(self, m: A.SettingsTable) -> dict[str, dict[str, Any]]:
+        keys = list(m.keys.items())
+        secs = self.shell.batch([sk.get_args() for _, sk in keys])
+        out: dict[str, dict[str, Any]] = {}
+        ctx = A.Ctx(self.phone.tz)
+        for (key, sk), sec in zip(keys, secs, strict=True):
+            text = sec.out.strip()
+            if text == "null":
+                continue
+            out[key] = {"id": key, "value": sk.codec.decode(text, ctx)}
+        return out
+
+    def _packages(self) -> set[str]:
+        out = self.shell.run("pm", "list", "packages")
+        return {line[len("package:") :].strip() for line in out.splitlines() if line.startswith("package:")}
+
+    def _read_packages(self) -> dict[str, dict[str, Any]]:
+        pkgs = self._packages()
+        return {
+            name: {"id": name, "name": name, "title": cls.title, "package": cls.package}
+            for name, cls in self._classes.items()
+            if cls.package in pkgs
+        }
+
+    def _read_permissions(self) -> dict[str, dict[str, Any]]:
+        apps = [a for a in self.state.table("system.apps") if self._classes[a].permissions]
+        secs = self.shell.batch([["dumpsys", "package", self._classes[a].package] for a in apps])
+        out: dict[str, dict[str, Any]] = {}
+        for app, sec in zip(apps, secs, strict=True):
+            granted = parse_runtime_permissions(sec.out)
+            for perm in self._classes[app].permissions:
+                rid = f"{app}/{perm}"
+                out[rid] = {"id": rid, "app": app, "permission": perm, "granted": granted.get(perm, False)}
+        return out
+
+    # -- writing ---------------------------------------------------------------------------------
+    def _bind(self, column: str, kind: A.BindType, value: A.Wire) -> list[str]:
+        if value is None:
+            return ["--bind", f"{column}:n:"]
+        if isinstance(value, bool):
+            value = int(value)
+        return ["--bind", f"{column}:{kind}:{value}"]
+
+    def _types(self, m: A.ProviderTable) -> dict[str, A.BindType]:
+        types: dict[str, A.BindType] = {c.name: c.type for c in m.columns}
+        types.update({col: t for col, (t, _) in m.derived.items()})
+        return types
+
+    def _insert_commands(self, spec: _Table, m: A.ProviderTable, record: Mapping[str, Any]) -> list[list[str]]:
+        tz = self.phone.tz
+        n = A.android_id(record["id"], spec.prefix)
+        row = A.encode_row(m, record, tz)
+        types = self._types(m)
+        cmd = ["content", "insert", "--uri", m.writes_to, "--bind", f"_id:i:{n}"]
+        for col, value in row.items():
+            cmd += self._bind(col, types[col], value)
+        cmds = [cmd]
+        cmds += self._child_inserts(m, record, n)
+        return cmds
+
+    def _child_inserts(self, m: A.ProviderTable, record: Mapping[str, Any], n: int) -> list[list[str]]:
+        cmds = []
+        for child, rows in A.encode_children(m, record, self.phone.tz):
+            for crow in rows:
+                cmd = ["content", "insert", "--uri", child.uri, "--bind", f"{child.parent_column}:i:{n}"]
+                for col, value in crow.items():
+                    cmd += self._bind(col, _child_type(child, col, crow), value)
+                cmds.append(cmd)
+        return cmds
+
+    def _child_deletes(self, m: A.ProviderTable, n: int) -> list[list[str]]:
+        cmds = []
+        for child in m.children:
+            where = f"{child.parent_column}={n}"
+            if isinstance(child, A.DataRows):
+                kinds = ", ".join(_sql_text(k.mimetype) for k in child.kinds.values())
+                where += f" AND {child.kind_column} IN ({kinds})"
+            cmds.append(["content", "delete", "--uri", child.uri, "--where", where])
+        return cmds
+
+    def write_insert(self, spec: _Table, record: dict[str, Any], typed: bool = False) -> None:
+        """Write a new record (through the app's UI when its driver types such inserts and
+        ``typed``)."""
+        m = spec.mapping
+        if isinstance(m, A.SettingsTable):
+            self._write_setting(m, record["id"], record["value"])
+            return
+        if not isinstance(m, A.ProviderTable):
+            raise A.MappingError(f"{spec.name} cannot be inserted into on a device")
+        ui = self._drivers[spec.app].typed.get(spec.name.split(".", 1)[1])
+        if typed and ui is not None and ui.applies(record):
+            self._typed_insert(spec, m, ui, record)
+            return
+        self.shell.apply(self._insert_commands(spec, m, record))
+
+    def write_update(self, spec: _Table, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        """Make record ``old`` read as ``new`` on the device."""
+        m = spec.mapping
+        if isinstance(m, A.SettingsTable):
+            self._write_setting(m, new["id"], new["value"])
+            return
+        if isinstance(m, A.PermissionTable):
+            if set(new) != set(old) or any(new[k] != old[k] for k in new if k != "granted"):
+                raise A.MappingError("only a permission's 'granted' can change on a device")
+            app = self._classes[new["app"]]
+            self.shell.apply([["pm", "grant" if new["granted"] else "revoke", app.package, new["permission"]]])
+            return
+        if not isinstance(m, A.ProviderTable):
+            raise A.MappingError(f"{spec.name} is read-only on a device")
+        n = A.android_id(old["id"], spec.prefix)
+        row = A.encode_row(m, new, self.phone.tz)
+        types = self._types(m)
+        cmds = []
+        if row:
+            cmd = ["content", "update", "--uri", m.writes_to, "--where", f"_id={n}"]
+            for col, value in row.items():
+                cmd += self._bind(col, types[col], value)
+            cmds.append(cmd)
+        child_fields = {c.field for c in m.children if isinstance(c, A.ListRows)}
+        child_fields |= {f for c in m.children if isinstance(c, A.DataRows) for f in c.kinds}
+        if any(_norm(old.get(f)) != _norm(new.get(f)) for f in child_fields):
+            cmds += self._child_deletes(m, n)
+            cmds += self._child_inserts(m, new, n)
+        self.shell.apply(cmds)
+
+    def write_delete(self, spec: _Table, old: Mapping[str, Any]) -> None:
+        """Delete record ``old`` on the device (its child rows first)."""
+        m = spec.mapping
+        if isinstance(m, A.SettingsTable):
+            self.shell.apply([m.keys[old["id"]].delete_args()])
+            return
+        if not isinstance(m, A.ProviderTable):
+            raise A.MappingError(f"{spec.name} cannot be deleted from on a device")
+        n = A.android_id(old["id"], spec.prefix)
+        cmds = self._child_deletes(m, n)
+        cmds.append(["content", "delete", "--uri", m.writes_to, "--where", f"_id={n}"])
+        self.shell.apply(cmds)
+
+    def _write_setting(self, m: A.SettingsTable, key: str, value: Any) -> None:
+        sk = m.keys.get(key)
+        if sk is None:
+            raise A.MappingError(f"setting {key!r} has no Android home: {m.unmapped.get(key, 'unmapped')}")
+        self.shell.apply([sk.put_args(value, A.Ctx(self.phone.tz))])
+
+    def _typed_insert(self, spec: _Table, m: A.ProviderTable, ui: A.TypedInsert, record: dict[str, Any]) -> None:
+        """Insert ``record`` the way a user would: open the compose screen, type the text, submit;
+        then find the row the app wrote, give it the record's id and other fields, and check the
+        text arrived intact (a :class:`DeviceFault` when it did not)."""
+        text = record[ui.text_field]
+        before = set(parse_ids(self.shell.run(*self._query(m.uri, ["_id"]))))
+        cmds = [ui.compose.args(record), *input_text_commands(text), *(["input", "keyevent", k] for k in ui.submit)]
+        self.shell.apply(cmds)
+        after = parse_ids(self.shell.run(*self._query(m.uri, ["_id"])))
+        new = [i for i in after if i not in before]
+        if len(new) != 1:
+            raise DeviceFault(
+                f"typing into {self._classes[spec.app].package} wrote {len(new)} rows to {m.uri}, expected 1 "
+                "(is it the default app, with Enter set to send, and is ADBKeyBoard the input method?)"
+            )
+        n = A.android_id(record["id"], spec.prefix)
+        row = A.encode_row(m, record, self.phone.tz)
+        text_col = m.fields[ui.text_field]
+        assert isinstance(text_col, A.Column)
+        types = self._types(m)
+        cmd = ["content", "update", "--uri", m.writes_to, "--where", f"_id={new[0]}"]
+        if new[0] != n:
+            cmd += ["--bind", f"_id:i:{n}"]
+        for col, value in row.items():
+            if col != text_col.name:
+                cmd += self._bind(col, types[col], value)
+        self.shell.apply([cmd])
+        arrived = self.shell.run(*self._query(m.uri, [text_col.name], f"_id={n}"))
+        head = f"Row: 0 {text_col.name}="
+        got = arrived[len(head) : -1] if arrived.startswith(head) and arrived.endswith("\n") else None
+        if got != text:
+            raise DeviceFault(f"the text typed into {spec.app} arrived as {got!r} instead of {text!r}")
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def expected_tables(
+        self, task: TaskSpec
+    ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, Any], tuple[str, ...]]:
+        """The fixture state of ``task`` restricted to the mapped tables (and mapped settings
+        keys): (tables, meta, installed apps), built by the sandbox's own
+        :func:`~phoneenv.backends.sandbox.build_fixture_state`."""
+        snap, installed = build_fixture_state(task.fixtures, self._classes)
+        mapped = self.mapped_tables()
+        tables: dict[str, dict[str, dict[str, Any]]] = {}
+        for name, spec in mapped.items():
+            if spec.app not in installed and not isinstance(spec.mapping, (A.PermissionTable, A.PackageTable)):
+                continue
+            tbl = snap.tables.get(name, {})
+            if isinstance(spec.mapping, A.SettingsTable):
+                tbl = {k: v for k, v in tbl.items() if k in spec.mapping.keys}
+            if isinstance(spec.mapping, A.CallStateTable):
+                tbl = {}
+            tables[name] = _norm_table(tbl)
+        return tables, snap.meta, installed
+
+    def _seed_commands(self, expected: Mapping[str, Mapping[str, Mapping[str, Any]]], tz: dt.tzinfo) -> list[list[str]]:
+        cmds: list[list[str]] = [["input", "keyevent", "KEYCODE_HOME"]]
+        ctx = A.Ctx(tz)
+        for name, spec in self.mapped_tables().items():
+            m = spec.mapping
+            if name not in expected:
+                continue
+            want = expected[name]
+            if isinstance(m, A.SettingsTable):
+                for key, sk in m.keys.items():
+                    cmds.append(sk.put_args(want[key]["value"], ctx) if key in want else sk.delete_args())
+            elif isinstance(m, A.PermissionTable):
+                for rec in want.values():
+                    pkg = self._classes[rec["app"]].package
+                    cmds.append(["pm", "grant" if rec["granted"] else "revoke", pkg, rec["permission"]])
+            elif isinstance(m, A.ProviderTable):
+                cmds.append(["content", "delete", "--uri", m.writes_to])
+                for child in m.children:
+                    if isinstance(child, A.ListRows):
+                        cmds.append(["content", "delete", "--uri", child.uri])
+                for rec in want.values():
+                    cmds += self._insert_commands(spec, m, rec)
+        return cmds
+
+    def _clock_commands(self, now: float, tz_name: str) -> list[list[str]]:
+        utc = dt.datetime.fromtimestamp(now, dt.timezone.utc)
+        return [
+            ["settings", "put", "global", "auto_time", "0"],
+            ["settings", "put", "global", "auto_time_zone", "0"],
+            ["setprop", "persist.sys.timezone", tz_name],
+            ["date", "-u", utc.strftime("%m%d%H%M%Y.%S")],
+        ]
+
+    def read_all(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Every mapped table as the device holds it now (what verification reads)."""
+        self.state.begin_call()
+        try:
+            return {name: self.state.table(name) for name in self.state.mapped if self._wanted(name)}
+        finally:
+            self.state.end_call()
+
+    def _wanted(self, name: str) -> bool:
+        app = name.split(".", 1)[0]
+        return app in self._installed or app == "system"
+
+    def _verify(self, expected: Mapping[str, Mapping[str, Mapping[str, Any]]], now: float, tz_name: str) -> list[str]:
+        """What differs between the device and ``expected`` (empty when they agree)."""
+        diffs: list[str] = []
+        actual = self.read_all()
+        for name, want in expected.items():
+            have = _norm_table(actual.get(name, {}))
+            for rid in sorted(set(want) | set(have)):
+                if want.get(rid) != have.get(rid):
+                    diffs.append(f"{name}/{rid}: expected {want.get(rid)!r}, device has {have.get(rid)!r}")
+        if self.set_device_clock:
+            secs = self.shell.batch([["date", "+%s"], ["getprop", "persist.sys.timezone"]])
+            try:
+                device_now = int(secs[0].out.strip())
+            except ValueError:
+                device_now = None
+            if device_now is None or abs(device_now - now) > 5:
+                diffs.append(f"clock: expected {int(now)}, device has {secs[0].out.strip()!r}")
+            if secs[1].out.strip() != tz_name:
+                diffs.append(f"timezone: expected {tz_name}, device has {secs[1].out.strip()!r}")
+        if not diffs:
+            self.state.remember(actual)
+        return diffs
+
+    def _console_for(self) -> Any:
+        if self._console is None and self._console_arg is not None:
+            if self._console_arg != "auto":
+                self._console = self._console_arg
+            else:
+                from phoneenv.farm.console import console_for_serial
+
+                serial = self.shell.serial
+                if self._console_port is not None or serial.startswith("emulator-"):
+                    self._console = console_for_serial(
+                        serial, console_port=self._console_port, token=self._console_token, timeout=self.timeout_s
+                    )
+        return self._console
+
+    def reset(self, task: TaskSpec) -> None:
+        """Put the device in ``task``'s fixture state and verify it (module docstring).
+
+        Raises :class:`ResetError` naming what differs when the device will not take the
+        fixtures (a missing package, a refused permission, a provider it lacks), and
+        :class:`DeviceFault` when the device does not answer.
+        """
+        import time
+
+        t0 = time.perf_counter()
+        expected, meta, installed = self.expected_tables(task)
+        tz_name = task.fixtures.timezone
+        self.phone.tz = ZoneInfo(tz_name)
+        self.phone.fixtures = task.fixtures
+        self.state.end_call()
+        self.state.meta = {"now": meta["now"], "seq": dict(meta["seq"]), "view": None, "foreground": "launcher"}
+        if tuple(installed) != self._installed:
+            self._installed = tuple(installed)
+            self._tools = self._tools_for(installed)
+        self._front = None
+        self._recover()
+        missing = [a for a in installed if a in self._drivers]
+        pkgs = self._packages()
+        absent = [f"{a} ({self._classes[a].package})" for a in missing if self._classes[a].package not in pkgs]
+        if absent:
+            raise ResetError(f"device {self.shell.serial} lacks the apps the task installs: {', '.join(absent)}")
+        digest = _fixtures_digest(task)
+        name = f"phoneenv-{digest}"
+        how = "seeded"
+        console = self._console_for()
+        clock = self._clock_commands(meta["now"], tz_name) if self.set_device_clock else []
+        diffs: list[str] | None = None
+        if console is not None and name in self._snapshots_ok:
+            try:
+                console.snapshot_load(name)
+                self._suspect = True
+                self._recover()
+                self.shell.apply(clock)
+                diffs = self._verify(expected, meta["now"], tz_name)
+                how = "snapshot"
+            except Exception as exc:  # a failed load falls back to seeding, verified below
+                log.warning("snapshot %s did not load on %s (%s); seeding instead", name, self.shell.serial, exc)
+                diffs = None
+        if diffs is None or diffs:
+            how = "seeded"
+            try:
+                self.shell.apply(clock + self._seed_commands(expected, self.phone.tz))
+            except DeviceFault as exc:
+                raise ResetError(f"device {self.shell.serial} refused the fixtures of {task.id}: {exc.detail}") from exc
+            diffs = self._verify(expected, meta["now"], tz_name)
+            if diffs:
+                raise ResetError(
+                    f"device {self.shell.serial} is not in the fixture state of {task.id} after reset "
+                    f"({len(diffs)} differences): " + "; ".join(diffs[:5])
+                )
+            if console is not None:
+                try:
+                    console.snapshot_save(name)
+                    self._snapshots_ok.add(name)
+                except Exception as exc:
+                    log.warning("could not save snapshot %s on %s: %s", name, self.shell.serial, exc)
+        self.last_reset = {"task": task.id, "how": how, "seconds": time.perf_counter() - t0}
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Feedback:
+        """Run tool ``name`` on the device: permission checks, then the app's own method with its
+        reads and writes on the device. Never raises: device faults are ``device_error`` /
+        ``timeout`` feedback, a :class:`~phoneenv.tools.ToolError` its feedback, anything else
+        ``internal_error`` (logged)."""
+        entry = self._tools.get(name)
+        if entry is None:
+            return feedback.unknown_tool(name, [e.spec for e in self._tools.values()])
+        phone = self.phone
+        meta = self.state.meta
+        meta["now"] += SECONDS_PER_CALL
+        spec = entry.spec
+        app = spec.app
+        self.state.begin_call()
+        try:
+            self._recover()
+            for perm in spec.permissions:
+                if not phone.permission_granted(app, perm):
+                    return feedback.permission_denied(app, perm)
+            if spec.requires_login and not phone.signed_in(app):
+                return feedback.login_required(app, None)
+            if not phone.apps[app].system:
+                meta["foreground"] = app
+            result = entry.method(phone.apps[app], **arguments)
+            self._show(meta.get("foreground"))
+            if spec.returns_image:
+                return Feedback(ok=True, result=result, image=self._capture())
+            return Feedback(ok=True, result=result)
+        except ToolError as exc:
+            return exc.feedback(spec.parameters)
+        except DeviceFault as exc:
+            self._suspect = True
+            log.warning("%s on %s: %s", name, self.serial, exc.detail)
+            return exc.feedback()
+        except A.MappingError as exc:
+            log.warning("%s on %s: %s", name, self.serial, exc)
+            return feedback.device_error(f"the device holds something the {app} driver cannot read: {exc}")
+        except Exception:
+            log.exception("tool %s raised on the %s backend", name, self.name)
+            return feedback.internal_error(name, f"the {self.name} backend")
+        finally:
+            self.state.end_call()
+
+    def _show(self, app: str | None) -> None:
+        """Bring ``app`` to the front as the sandbox does (its launcher activity), once per change."""
+        if app is None or app == self._front or app not in self._classes or self._classes[app].system:
+            return
+        pkg = self._classes[app].package
+        try:
+            self.shell.run(
+                "am", "start", "-a", "android.intent.action.MAIN", "-c", "android.intent.category.LAUNCHER", pkg
+            )
+            self._front = app
+        except DeviceFault as exc:
+            if "failed on" not in exc.detail:
+                raise
+            log.warning("could not bring %s to the front: %s", pkg, exc.detail)
+
+    def snapshot(self) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, Any]]:
+        """The device's mapped tables and the episode meta, as read now."""
+        return self.read_all(), json.loads(json.dumps(self.state.meta, default=list))
+
+    def restore(self, snapshot: Any) -> None:
+        """Seed the device back to ``snapshot`` and verify it (raises :class:`ResetError`)."""
+        tables, meta = snapshot
+        expected = {k: _norm_table(v) for k, v in tables.items()}
+        self.shell.apply(self._seed_commands(expected, self.phone.tz))
+        self.state.meta = {**meta, "seq": dict(meta.get("seq", {}))}
+        diffs = self._verify(expected, self.state.meta["now"], self.phone.fixtures.timezone)
+        if diffs:
+            raise ResetError("restore did not take: " + "; ".join(diffs[:5]))
+
+    def tables(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
+        """The mapped tables read from the device (the verified fixture state right after reset).
+        When the device fails, the last state read (and the fault is logged): the episode's
+        tool calls already carry the ``device_error`` that marks it an infrastructure failure."""
+        if (
+            self.state._cache
+            and not self.state.in_call
+            and set(self.state._cache) >= {n for n in self.state.mapped if self._wanted(n)}
+        ):
+            return dict(self.state._cache)
+        try:
+            tables = self.read_all()
+        except (DeviceFault, A.MappingError) as exc:
+            log.error("could not read the device's tables: %s", exc)
+            self._suspect = True
+            return dict(self._last_tables) if hasattr(self, "_last_tables") else {}
+        self._last_tables = tables
+        return tables
+
+    def transient_tables(self) -> tuple[str, ...]:
+        """Mapped tables of session state (``phone.active``)."""
+        return tuple(
+            f"{app}.{t}"
+            for app in self._installed
+            for t in self._classes[app].transient
+            if f"{app}.{t}" in self.state.mapped
+        )
+
+    def clock_seconds(self) -> float:
+        """The episode clock: the fixture clock plus one second per tool call (epoch seconds)."""
+        return float(self.state.meta["now"])
+
+    def format_clock(self, seconds: float) -> str:
+        """``seconds`` as local ISO time in the task's timezone."""
+        return dt.datetime.fromtimestamp(seconds, self.phone.tz).replace(tzinfo=None).isoformat(timespec="seconds")
+
+    def _capture(self) -> np.ndarray:
+        from PIL import Image
+
+        stdout, stderr, status = self.shell.raw("screencap -p")
+        if status != 0 or not stdout.startswith(b"\x89PNG"):
+            raise DeviceFault(f"screencap -p failed on {self.shell.serial}: {stderr.decode('utf-8', 'replace')[:200]}")
+        image = Image.open(io.BytesIO(stdout)).convert("RGB")
+        if image.size != tuple(self.screen_size):
+            image = image.resize(self.screen_size)
+        return np.asarray(image, dtype=np.uint8)
+
+    def screenshot(self) -> np.ndarray:
+        """The device screen (``screencap -p`` decoded with Pillow), ``uint8`` (H, W, 3) scaled to
+        ``screen_size``; a black frame when the device fails (logged)."""
+        try:
+            return self._capture()
+        except DeviceFault as exc:
+            log.warning("screenshot failed: %s", exc.detail)
+            self._suspect = True
+            w, h = self.screen_size
+            return np.zeros((h, w, 3), dtype=np.uint8)
+
+    def close(self) -> None:
+        """Forget the device connection (the device itself is left as it is)."""
+        self._shell = None
+
+
+def _child_type(child: A.ChildRows, col: str, row: Mapping[str, A.Wire]) -> A.BindType:
+    if isinstance(child, A.DataRows):
+        if col == child.kind_column:
+            return "s"
+        for kind in child.kinds.values():
+            if row.get(child.kind_column) == kind.mimetype:
+                if col == kind.value.name:
+                    return kind.value.type
+                if col in kind.extra:
+                    return kind.extra[col][0]
+        return "s"
+    if col == child.item.name:
+        return child.item.type
+    return child.derived[col][0] if col in child.derived else "s"
+
+
+def _sql_text(text: str) -> str:
+    """A SQL string literal (quotes doubled)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _fixtures_digest(task: TaskSpec) -> str:
+    data = task.fixtures.model_dump(mode="json", exclude={"vault", "simulated"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]

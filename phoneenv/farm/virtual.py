@@ -1,0 +1,1345 @@
+"""A virtual Android phone: the sandbox phone behind an Android-like shell, served over adb.
+
+    >>> from phoneenv.farm.virtual import VirtualDevice
+    >>> dev = VirtualDevice()
+    >>> dev.shell("getprop ro.build.version.sdk", b"").stdout
+    b'34\\n'
+    >>> dev.shell("content insert --uri content://sms --bind address:s:+4915111111111 "
+    ...           "--bind body:s:'hi there' --bind type:i:1 --bind date:l:0", b"").exit_code
+    0
+    >>> print(dev.shell("content query --uri content://sms --projection _id:address:body", b"").stdout.decode())
+    Row: 0 _id=1, address=+4915111111111, body=hi there
+    <BLANKLINE>
+    >>> dev.phone.state.get("messages.messages", "m_1")["body"]
+    'hi there'
+
+:class:`VirtualDevice` implements the transport's ``DeviceHandler`` (``banner()``,
+``shell(command, stdin)``, ``files``, ``on_reboot(target)``), so
+``phoneenv.farm.adbwire.AdbDeviceServer(VirtualDevice())`` is a phone the real ``adb`` server
+connects to. Its state is a sandbox :class:`~phoneenv.backends.sandbox.Phone`; its content
+providers, settings and permissions present that phone's tables through the apps' Android
+mappings (:mod:`phoneenv.farm.android`), so what a host writes with ``content insert`` is what the
+sandbox apps would see, and the screen (``screencap``) is the sandbox's rendering.
+
+Command lines run through :class:`~phoneenv.farm.shell.Shell` (a real shell grammar, so a host
+quoting bug runs an extra command, logged in :attr:`VirtualDevice.command_log`). Commands, with
+the output format of Android 14's own tools:
+
+- ``getprop [KEY]``, ``setprop KEY VALUE`` (``persist.sys.timezone`` sets the timezone; root);
+- ``date [-u] [+FORMAT]``, ``date [-u] MMDDhhmm[[CC]YY][.ss]`` (toybox's set form; root); the clock
+  stands still unless set;
+- ``content query|insert|update|delete --uri URI [--user N] [--bind COL:TYPE:VALUE]...
+  [--where W] [--projection A:B] [--sort S]``: ``--where``, ``--projection`` and ``--sort`` run
+  in SQLite over the provider's rows, as Android's providers do;
+- ``settings get|put|delete|list NAMESPACE [KEY [VALUE]]``;
+- ``pm grant|revoke PKG PERM``, ``pm clear PKG``, ``pm list packages [FILTER]``, ``pm path PKG``,
+  ``pm uninstall PKG``;
+- ``am start [-W] [-a A] [-d D] [-c C] [-n PKG/CLS] [PKG]``, ``am broadcast -a A [--es K V]...``
+  (``ADB_INPUT_B64``/``ADB_INPUT_TEXT`` type into the focused field through ADBKeyBoard),
+  ``am force-stop PKG``;
+- ``input text TEXT`` (Android's rules: ``%s`` is a space, one argument, printable ASCII only, a
+  newline presses Enter), ``input keyevent KEY...``, ``input tap X Y``, ``input swipe ...``;
+- ``svc wifi|bluetooth enable|disable``; ``cmd notification set_dnd|post``, ``cmd connectivity
+  airplane-mode``, ``cmd uimode night``;
+- ``screencap [-p] [FILE]``; ``dumpsys package PKG``, ``dumpsys activity [activities|top]``,
+  ``dumpsys telephony.registry``; ``echo``, ``true``, ``false``, ``exit``.
+
+Anything else answers like Android's mksh: status 127 and ``/system/bin/sh: NAME: inaccessible or
+not found``. The UI model: a foreground package, and the focused text field of a compose screen
+opened by an app's :class:`~phoneenv.farm.android.TypedInsert` intent (Messages' ``SENDTO
+smsto:``); Enter sends it, and the app writes the row itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import io
+import re
+import sqlite3
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+
+from phoneenv.app import App
+from phoneenv.backends.sandbox import Phone, app_classes, build_fixture_state
+from phoneenv.contract import Fixtures
+from phoneenv.farm import android as A
+from phoneenv.farm.shell import Invocation, Shell, ShellResult
+
+__all__ = ["KEYCODES", "LAUNCHER", "VirtualDevice", "input_text_decode"]
+
+LAUNCHER = "com.android.launcher3"
+"""The home screen's package."""
+ADB_KEYBOARD = "com.android.adbkeyboard"
+"""ADBKeyBoard's package (an input method that types text sent by broadcast)."""
+
+KEYCODES: dict[str, int] = {
+    "KEYCODE_HOME": 3,
+    "KEYCODE_BACK": 4,
+    "KEYCODE_CALL": 5,
+    "KEYCODE_ENDCALL": 6,
+    "KEYCODE_DPAD_UP": 19,
+    "KEYCODE_DPAD_DOWN": 20,
+    "KEYCODE_DPAD_LEFT": 21,
+    "KEYCODE_DPAD_RIGHT": 22,
+    "KEYCODE_DPAD_CENTER": 23,
+    "KEYCODE_POWER": 26,
+    "KEYCODE_TAB": 61,
+    "KEYCODE_SPACE": 62,
+    "KEYCODE_ENTER": 66,
+    "KEYCODE_DEL": 67,
+    "KEYCODE_MENU": 82,
+    "KEYCODE_ESCAPE": 111,
+    "KEYCODE_MOVE_END": 123,
+    "KEYCODE_APP_SWITCH": 187,
+    "KEYCODE_SLEEP": 223,
+    "KEYCODE_WAKEUP": 224,
+}
+"""Key names ``input keyevent`` accepts here, with Android's ``KeyEvent`` codes."""
+
+_SYSTEM_PACKAGES = (
+    "android",
+    "com.android.shell",
+    "com.android.providers.contacts",
+    "com.android.providers.telephony",
+    "com.android.providers.calendar",
+    "com.android.providers.blockednumber",
+    "com.android.providers.settings",
+    LAUNCHER,
+)
+
+_DEFAULT_SORT = {"content://sms": "date DESC", "content://call_log/calls": "date DESC"}
+"""Providers whose default order is not ``_id`` (Telephony.Sms and CallLog.Calls sort newest first)."""
+
+_SETTINGS_DEFAULTS: dict[str, dict[str, str]] = {
+    "global": {"auto_time": "1", "auto_time_zone": "1", "adb_enabled": "1", "device_provisioned": "1"},
+    "secure": {"default_input_method": "com.android.inputmethod.latin/.LatinIME", "user_setup_complete": "1"},
+    "system": {"screen_brightness_mode": "0", "screen_off_timeout": "60000"},
+}
+
+
+class _ProviderError(Exception):
+    """An error a provider raises: printed as ``Error while accessing provider`` plus the Java
+    exception line, status 1."""
+
+    def __init__(self, java_class: str, message: str) -> None:
+        super().__init__(message)
+        self.java_class = java_class
+        self.message = message
+
+
+@dataclass(frozen=True)
+class _Route:
+    """Where a content URI leads: an app's provider table, or one of its child row sets."""
+
+    uri: str
+    app: str
+    table: str
+    mapping: A.ProviderTable
+    prefix: str
+    child: A.ChildRows | None = None
+
+    @property
+    def full_table(self) -> str:
+        return f"{self.app}.{self.table}"
+
+
+@dataclass
+class _Compose:
+    """A compose screen with its focused text field."""
+
+    app: str
+    table: str
+    typed: A.TypedInsert
+    fields: dict[str, str]
+    text: str = ""
+
+
+def input_text_decode(arg: str) -> str:
+    """What ``input text ARG`` types: Android's ``Input.sendText`` turns ``%s`` into a space
+    (a ``%`` followed by ``s``, the ``%`` dropped); every other character is typed as is.
+    Source: AOSP ``frameworks/base/cmds/input/src/com/android/commands/input/Input.java``."""
+    buff = list(arg)
+    escape = False
+    i = 0
+    while i < len(buff):
+        if escape:
+            escape = False
+            if buff[i] == "s":
+                buff[i] = " "
+                del buff[i - 1]
+                i -= 1
+        if buff[i] == "%":
+            escape = True
+        i += 1
+    return "".join(buff)
+
+
+class VirtualDevice:
+    """A virtual Android phone over a sandbox phone, with a device shell (see the module docstring).
+
+    Args:
+        model: ``ro.product.model`` (shown by ``adb devices -l``).
+        screen_size: (width, height) of ``screencap`` in pixels.
+        root: whether the shell runs as root (``adb root`` on an emulator): needed to set the
+            clock and timezone and to reach non-exported providers (DeskClock's alarms, blocked
+            numbers). False answers those with Android's permission errors.
+        adb_keyboard: whether ADBKeyBoard is installed and the input method, so that
+            ``am broadcast -a ADB_INPUT_B64`` types text (False: the broadcast reaches no one).
+        sdk: ``ro.build.version.sdk``.
+        timezone: the initial ``persist.sys.timezone`` (IANA name).
+        clock: the initial clock, ISO local time in ``timezone``.
+        missing_packages: sandbox app packages to leave uninstalled (a device lacking an app).
+
+    Attributes:
+        phone: the sandbox phone holding the device's state (its tables are the providers' rows).
+        files: the file system ``sync:`` serves (``VirtualFiles``).
+        command_log: the argv of every simple command run, in order.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = "phoneenv Virtual Phone",
+        screen_size: tuple[int, int] = (360, 640),
+        root: bool = True,
+        adb_keyboard: bool = True,
+        sdk: int = 34,
+        timezone: str = "UTC",
+        clock: str = "2026-11-29T09:00:00",
+        missing_packages: Sequence[str] = (),
+    ) -> None:
+        from phoneenv.farm.adbwire import VirtualFiles
+
+        self._classes: dict[str, type[App]] = dict(app_classes())
+        installed = [n for n, c in self._classes.items() if c.package not in set(missing_packages)]
+        self.phone = Phone(self._classes)
+        self.phone.screen_size = screen_size
+        self.root = root
+        self.adb_keyboard = adb_keyboard
+        self.reboots: list[str] = []
+        self.props: dict[str, str] = {
+            "ro.product.model": model,
+            "ro.product.name": "phoneenv_virtual",
+            "ro.product.device": "virtual",
+            "ro.product.manufacturer": "phoneenv",
+            "ro.product.brand": "phoneenv",
+            "ro.build.version.sdk": str(sdk),
+            "ro.build.version.release": "14",
+            "ro.build.type": "userdebug",
+            "ro.debuggable": "1",
+            "ro.secure": "0" if root else "1",
+            "ro.serialno": "PHONEENV0001",
+            "sys.boot_completed": "1",
+            "init.svc.bootanim": "stopped",
+            "persist.sys.timezone": timezone,
+        }
+        self.settings: dict[str, dict[str, str]] = {ns: dict(v) for ns, v in _SETTINGS_DEFAULTS.items()}
+        self.foreground = LAUNCHER
+        self.compose: _Compose | None = None
+        self.files = VirtualFiles(mtime=0)
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        self._routes = self._build_routes()
+        self._setting_map = self._build_setting_map()
+        self._sh = Shell(self._commands(), files=self.files, clock=lambda: self.phone.state.meta["now"])
+        self.load(Fixtures(clock=clock, timezone=timezone, installed_apps=installed, accounts={}))
+
+    # -- DeviceHandler ---------------------------------------------------------------------------
+    def banner(self) -> dict[str, str]:
+        """``ro.product.name``/``model``/``device`` for the adb ``CNXN`` banner."""
+        return {k: self.props[k] for k in ("ro.product.name", "ro.product.model", "ro.product.device")}
+
+    def shell(self, command: str, stdin: bytes = b"") -> ShellResult:
+        """Run one command line as ``/system/bin/sh -c command``; never raises for its content."""
+        return self._sh.run(command, stdin)
+
+    def on_reboot(self, target: str) -> None:
+        """``adb reboot [target]``: recorded in :attr:`reboots`; the UI returns to the launcher."""
+        self.reboots.append(target)
+        self.foreground, self.compose = LAUNCHER, None
+        self._sync_meta()
+
+    @property
+    def command_log(self) -> list[list[str]]:
+        """The argv of every simple command the shell ran, in order."""
+        return self._sh.log
+
+    # -- state -----------------------------------------------------------------------------------
+    def load(self, fixtures: Fixtures) -> None:
+        """Replace the whole device state with a task's fixture state (what a verified reset
+        produces), for tests and demos; clock and timezone included."""
+        snap, _ = build_fixture_state(fixtures, self._classes)
+        self.phone.state.restore(snap)
+        self.phone.tz = ZoneInfo(fixtures.timezone)
+        self.phone.fixtures = fixtures
+        self.props["persist.sys.timezone"] = fixtures.timezone
+        self.foreground, self.compose = LAUNCHER, None
+        self._sync_meta()
+
+    @property
+    def now(self) -> float:
+        """The device clock, seconds since the epoch."""
+        return float(self.phone.state.meta["now"])
+
+    def _sync_meta(self) -> None:
+        meta = self.phone.state.meta
+        app = self._app_of_package(self.foreground)
+        meta["foreground"] = app if app is not None else "launcher"
+        meta["view"] = None
+
+    def _app_of_package(self, package: str) -> str | None:
+        for name, cls in self._classes.items():
+            if cls.package == package and self.phone.state.get("system.apps", name) is not None:
+                return name
+        return None
+
+    def _installed_packages(self) -> list[str]:
+        pkgs = [rec["package"] for rec in self.phone.state.table("system.apps").values()]
+        if self.adb_keyboard:
+            pkgs.append(ADB_KEYBOARD)
+        return sorted(set(pkgs) | set(_SYSTEM_PACKAGES))
+
+    # -- commands --------------------------------------------------------------------------------
+    def _commands(self) -> dict[str, Any]:
+        return {
+            "getprop": self._getprop,
+            "setprop": self._setprop,
+            "date": self._date,
+            "content": self._content,
+            "settings": self._settings,
+            "pm": self._pm,
+            "am": self._am,
+            "input": self._input,
+            "svc": self._svc,
+            "cmd": self._cmd,
+            "screencap": self._screencap,
+            "dumpsys": self._dumpsys,
+        }
+
+    def _getprop(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        if not args:
+            inv.write("".join(f"[{k}]: [{v}]\n" for k, v in sorted(self.props.items())))
+            return 0
+        inv.write(self.props.get(args[0], args[1] if len(args) > 1 else "") + "\n")
+        return 0
+
+    def _setprop(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        if len(args) != 2:
+            inv.error("usage: setprop NAME VALUE")
+            return 1
+        key, value = args
+        if not self.root and (key.startswith(("persist.", "ro.", "sys.")) or key.startswith("ctl.")):
+            inv.error(f"Failed to set property '{key}' to '{value}'.\nSee dmesg for error reason.")
+            return 1
+        if key.startswith("ro.") and key in self.props:
+            inv.error(f"Failed to set property '{key}' to '{value}'.\nSee dmesg for error reason.")
+            return 1
+        if key == "persist.sys.timezone":
+            try:
+                self.phone.tz = ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                inv.error(f"Failed to set property '{key}' to '{value}'.\nSee dmesg for error reason.")
+                return 1
+        self.props[key] = value
+        return 0
+
+    def _date(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        utc = False
+        fmt = "%a %b %e %H:%M:%S %Z %Y"
+        setdate = None
+        for arg in args:
+            if arg == "-u":
+                utc = True
+            elif arg.startswith("+"):
+                fmt = arg[1:]
+            elif re.fullmatch(r"\d{8}(\d{2}|\d{4})?(\.\d{2})?", arg):
+                setdate = arg
+            else:
+                inv.error(f"date: bad date '{arg}'")
+                return 1
+        tz = dt.timezone.utc if utc else self.phone.tz
+        if setdate is not None:
+            if not self.root:
+                inv.error("date: cannot set date: Operation not permitted")
+                return 1
+            try:
+                moment = _parse_toybox_date(setdate, dt.datetime.fromtimestamp(self.now, tz))
+            except ValueError:
+                inv.error(f"date: bad date '{setdate}'")
+                return 1
+            self.phone.state.meta["now"] = moment.replace(tzinfo=tz).timestamp()
+        moment = dt.datetime.fromtimestamp(self.now, tz)
+        if "%s" in fmt:
+            fmt = fmt.replace("%s", str(int(self.now)))
+        inv.write(moment.strftime(fmt) + "\n")
+        return 0
+
+    # -- content providers -----------------------------------------------------------------------
+    def _build_routes(self) -> dict[str, _Route]:
+        routes: dict[str, _Route] = {}
+        for app, cls in self._classes.items():
+            driver = getattr(cls, "android", None)
+            if driver is None:
+                continue
+            for table, mapping in driver.tables.items():
+                if not isinstance(mapping, A.ProviderTable):
+                    continue
+                prefix = cls.tables[table]
+                routes[mapping.uri] = _Route(mapping.uri, app, table, mapping, prefix)
+                for child in mapping.children:
+                    routes[child.uri] = _Route(child.uri, app, table, mapping, prefix, child)
+        return routes
+
+    def _route(self, uri: str) -> tuple[_Route, int | None]:
+        base = uri.split("?", 1)[0]
+        route = self._routes.get(base)
+        row_id = None
+        if route is None:
+            head, _, tail = base.rpartition("/")
+            if tail.isdigit() and head in self._routes:
+                route, row_id = self._routes[head], int(tail)
+        if route is None:
+            authority = uri.split("/")[2] if uri.startswith("content://") and uri.count("/") >= 2 else uri
+            if any(r.split("/")[2] == authority for r in self._routes):
+                raise _ProviderError("java.lang.IllegalArgumentException", f"Unknown URI {uri}")
+            raise _ProviderError("java.lang.IllegalArgumentException", f"Could not find provider: {authority}")
+        if route.mapping.root and not self.root:
+            authority = route.uri.split("/")[2]
+            raise _ProviderError(
+                "java.lang.SecurityException",
+                f"Permission Denial: opening provider {authority} from (pid=4242, uid=2000) that is not exported",
+            )
+        authority = route.uri.split("/")[2]
+        owner = self._classes[route.app].package
+        if authority == owner and self.phone.state.get("system.apps", route.app) is None:
+            # an app's own provider disappears with the app (DeskClock's alarms)
+            raise _ProviderError("java.lang.IllegalArgumentException", f"Could not find provider: {authority}")
+        return route, row_id
+
+    def _rows(self, route: _Route) -> tuple[list[str], list[dict[str, A.Wire]]]:
+        """The provider's columns and rows for ``route``, from the sandbox table."""
+        tz = self.phone.tz
+        records = list(self.phone.state.table(route.full_table).values())
+        mapping = route.mapping
+        child = route.child
+        if child is None:
+            rows = []
+            for rec in records:
+                row: dict[str, A.Wire] = {"_id": A.android_id(rec["id"], route.prefix)}
+                row.update(A.encode_row(mapping, rec, tz))
+                rows.append(row)
+            for row in rows:
+                for col, fn in mapping.computed.items():
+                    row[col] = fn(row, rows)
+            columns = ["_id", *(c.name for c in mapping.columns), *mapping.derived, *mapping.computed]
+            return columns, rows
+        rows = []
+        for rec in records:
+            n = A.android_id(rec["id"], route.prefix)
+            children = dict((c.uri, r) for c, r in A.encode_children(mapping, rec, tz))
+            if isinstance(child, A.DataRows):
+                kinds = list(child.kinds.values())
+                for crow in children[child.uri]:
+                    k = next(i for i, kd in enumerate(kinds) if kd.mimetype == crow[child.kind_column])
+                    rows.append({"_id": n * 16 + k + 1, child.parent_column: n, **crow})
+            else:
+                for i, crow in enumerate(children[child.uri]):
+                    rows.append({"_id": n * 1000 + i + 1, child.parent_column: n, **crow})
+        return list(child.columns), rows
+
+    def _select(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Mapping[str, A.Wire]],
+        projection: Sequence[str] | None,
+        where: str | None,
+        sort: str | None,
+        authority: str,
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run ``SELECT projection FROM rows WHERE (where) ORDER BY sort`` in SQLite, as Android's
+        SQLiteQueryBuilder would; a SQL error becomes the provider's ``SQLiteException``."""
+        db = self._db
+        cols = ", ".join(_ident(c) for c in columns)
+        db.execute("DROP TABLE IF EXISTS t")
+        db.execute(f"CREATE TABLE t ({cols})")
+        if rows:
+            marks = ", ".join("?" for _ in columns)
+            db.executemany(f"INSERT INTO t VALUES ({marks})", [tuple(r.get(c) for c in columns) for r in rows])
+        sql = f"SELECT {', '.join(projection) if projection else '*'} FROM t"
+        if where:
+            sql += f" WHERE ({where})"
+        sql += f" ORDER BY {sort}" if sort else ""
+        try:
+            cur = db.execute(sql)
+        except (sqlite3.Error, sqlite3.Warning) as exc:
+            raise _ProviderError(
+                "android.database.sqlite.SQLiteException", f"{exc} (code 1 SQLITE_ERROR): , while compiling: {sql}"
+            ) from None
+        names = [d[0] for d in cur.description]
+        return names, cur.fetchall()
+
+    def _matching(self, route: _Route, where: str | None, row_id: int | None) -> list[dict[str, A.Wire]]:
+        columns, rows = self._rows(route)
+        if row_id is not None:
+            where = f"_id={row_id}" + (f" AND ({where})" if where else "")
+        _, ids = self._select(columns, rows, ["_id"], where, None, route.uri)
+        wanted = {r[0] for r in ids}
+        return [r for r in rows if r["_id"] in wanted]
+
+    def _content(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        if not args or args[0] not in ("query", "insert", "update", "delete"):
+            inv.error("usage: adb shell content [query|insert|update|delete] --uri <URI> ...")
+            return 1
+        sub, opts = args[0], args[1:]
+        uri = where = sort = None
+        projection: list[str] | None = None
+        binds: dict[str, A.Wire] = {}
+        i = 0
+        try:
+            while i < len(opts):
+                opt = opts[i]
+                val = opts[i + 1] if i + 1 < len(opts) else None
+                if val is None and opt in ("--uri", "--where", "--sort", "--projection", "--bind", "--user", "--extra"):
+                    raise ValueError(f'Argument expected after "{opt}"')
+                if opt == "--uri":
+                    uri = val
+                elif opt == "--where":
+                    where = val
+                elif opt == "--sort":
+                    sort = val
+                elif opt == "--projection":
+                    projection = [p for p in (val or "").split(":") if p]
+                elif opt == "--bind":
+                    col, value = _parse_bind(val or "")
+                    binds[col] = value
+                elif opt in ("--user", "--extra"):
+                    pass
+                else:
+                    raise ValueError(f"Unsupported argument: {opt}")
+                i += 2
+        except ValueError as exc:
+            inv.error(f"Error: {exc}")
+            return 1
+        if uri is None:
+            inv.error("Error: Content provider URI not specified")
+            return 1
+        authority = uri.split("/")[2] if uri.startswith("content://") and uri.count("/") >= 2 else uri
+        try:
+            route, row_id = self._route(uri)
+            if sub == "query":
+                self._query(inv, route, row_id, projection, where, sort)
+            elif sub == "insert":
+                if not binds:
+                    raise _ProviderError("java.lang.IllegalArgumentException", "Bindings not specified")
+                self._insert(route, binds)
+            elif sub == "update":
+                self._update(route, binds, where, row_id)
+            else:
+                self._delete(route, where, row_id)
+        except _ProviderError as exc:
+            inv.error(f"Error while accessing provider:{authority}\n{exc.java_class}: {exc.message}")
+            return 1
+        except A.MappingError as exc:
+            inv.error(f"Error while accessing provider:{authority}\njava.lang.IllegalArgumentException: {exc}")
+            return 1
+        return 0
+
+    def _query(
+        self,
+        inv: Invocation,
+        route: _Route,
+        row_id: int | None,
+        projection: list[str] | None,
+        where: str | None,
+        sort: str | None,
+    ) -> None:
+        columns, rows = self._rows(route)
+        if row_id is not None:
+            where = f"_id={row_id}" + (f" AND ({where})" if where else "")
+        names, result = self._select(columns, rows, projection, where, sort or _DEFAULT_SORT.get(route.uri), route.uri)
+        if not result:
+            inv.write("No result found.\n")
+            return
+        lines = []
+        for n, values in enumerate(result):
+            cells = ", ".join(f"{name}={_show(v)}" for name, v in zip(names, values, strict=True))
+            lines.append(f"Row: {n} {cells}\n")
+        inv.write("".join(lines))
+
+    def _known_columns(self, route: _Route) -> set[str]:
+        mapping = route.mapping
+        if route.child is None:
+            return {"_id", *(c.name for c in mapping.columns), *mapping.derived, *mapping.computed}
+        return set(route.child.columns)
+
+    def _check_columns(self, route: _Route, values: Mapping[str, A.Wire]) -> None:
+        known = self._known_columns(route)
+        for col in values:
+            if col not in known:
+                table = route.uri.rsplit("/", 1)[-1]
+                raise _ProviderError(
+                    "android.database.sqlite.SQLiteException",
+                    f"table {table} has no column named {col} (code 1 SQLITE_ERROR)",
+                )
+
+    def _insert(self, route: _Route, values: dict[str, A.Wire]) -> int:
+        """Insert a row; returns its ``_id``."""
+        self._check_columns(route, values)
+        state = self.phone.state
+        tz = self.phone.tz
+        mapping = route.mapping
+        table = state.table(route.full_table)
+        child = route.child
+        if child is None:
+            ids = [A.android_id(rid, route.prefix) for rid in table]
+            n = values.get("_id")
+            n = int(n) if n is not None else max(ids, default=0) + 1
+            if n in ids:
+                raise _ProviderError(
+                    "android.database.sqlite.SQLiteConstraintException", "UNIQUE constraint failed: _id (code 1555)"
+                )
+            row = {c.name: values.get(c.name, c.default) for c in mapping.columns}
+            row["_id"] = n
+            rec = A.decode_record(mapping, route.prefix, row, {}, tz)
+            state.insert(route.full_table, rec)
+            return n
+        parent = values.get(child.parent_column)
+        rid = A.sandbox_id(parent, route.prefix) if parent is not None else None
+        rec = table.get(rid) if rid is not None else None
+        if rec is None:
+            raise _ProviderError(
+                "android.database.sqlite.SQLiteConstraintException",
+                f"FOREIGN KEY constraint failed: {child.parent_column}",
+            )
+        ctx = A.Ctx(tz, row=values)
+        if isinstance(child, A.DataRows):
+            kind_of = {k.mimetype: name for name, k in child.kinds.items()}
+            name = kind_of.get(str(values.get(child.kind_column)))
+            if name is None:
+                raise _ProviderError(
+                    "java.lang.IllegalArgumentException",
+                    f"this virtual device stores no data rows of mimetype {values.get(child.kind_column)!r}",
+                )
+            kind = child.kinds[name]
+            state.update(
+                route.full_table, rec["id"], **{name: kind.value.codec.decode(values.get(kind.value.name), ctx)}
+            )
+            return A.android_id(rec["id"], route.prefix) * 16 + list(child.kinds).index(name) + 1
+        item = child.item.codec.decode(values.get(child.item.name), ctx)
+        items = (*tuple(rec.get(child.field) or ()), item)
+        state.update(route.full_table, rec["id"], **{child.field: items})
+        return A.android_id(rec["id"], route.prefix) * 1000 + len(items)
+
+    def _update(self, route: _Route, values: dict[str, A.Wire], where: str | None, row_id: int | None) -> int:
+        if not values:
+            raise _ProviderError("java.lang.IllegalArgumentException", "Empty values")
+        self._check_columns(route, values)
+        state = self.phone.state
+        tz = self.phone.tz
+        mapping = route.mapping
+        matched = self._matching(route, where, row_id)
+        child = route.child
+        for row in matched:
+            merged = {**row, **values}
+            if child is None:
+                old_id = A.sandbox_id(row["_id"], route.prefix)
+                old = state.get(route.full_table, old_id)
+                assert old is not None
+                kids = dict((c.uri, r) for c, r in A.encode_children(mapping, old, tz))
+                rec = A.decode_record(mapping, route.prefix, merged, kids, tz)
+                if rec["id"] != old_id:
+                    if state.get(route.full_table, rec["id"]) is not None:
+                        raise _ProviderError(
+                            "android.database.sqlite.SQLiteConstraintException",
+                            "UNIQUE constraint failed: _id (code 1555)",
+                        )
+                    state.delete(route.full_table, old_id)
+                    state.insert(route.full_table, rec)
+                else:
+                    state.update(route.full_table, old_id, **{k: v for k, v in rec.items() if k != "id"})
+                continue
+            parent = A.sandbox_id(row[child.parent_column], route.prefix)
+            rec = state.get(route.full_table, parent)
+            assert rec is not None
+            ctx = A.Ctx(tz, row=merged)
+            if isinstance(child, A.DataRows):
+                kind_of = {k.mimetype: name for name, k in child.kinds.items()}
+                old_name = kind_of[str(row[child.kind_column])]
+                new_name = kind_of.get(str(merged[child.kind_column]))
+                if new_name is None:
+                    raise _ProviderError("java.lang.IllegalArgumentException", "unsupported mimetype")
+                kind = child.kinds[new_name]
+                changes = {old_name: None, new_name: kind.value.codec.decode(merged.get(kind.value.name), ctx)}
+                state.update(route.full_table, parent, **changes)
+            else:
+                index = int(row["_id"]) % 1000 - 1
+                items = list(rec.get(child.field) or ())
+                items[index] = child.item.codec.decode(merged.get(child.item.name), ctx)
+                state.update(route.full_table, parent, **{child.field: tuple(items)})
+        return len(matched)
+
+    def _delete(self, route: _Route, where: str | None, row_id: int | None) -> int:
+        state = self.phone.state
+        matched = self._matching(route, where, row_id)
+        child = route.child
+        if child is None:
+            for row in matched:
+                state.delete(route.full_table, A.sandbox_id(row["_id"], route.prefix))
+            return len(matched)
+        drop: dict[str, set[int]] = {}
+        for row in matched:
+            parent = A.sandbox_id(row[child.parent_column], route.prefix)
+            drop.setdefault(parent, set()).add(int(row["_id"]))
+        for parent, ids in drop.items():
+            rec = state.get(route.full_table, parent)
+            assert rec is not None
+            if isinstance(child, A.DataRows):
+                kinds = list(child.kinds)
+                state.update(route.full_table, parent, **{kinds[i % 16 - 1]: None for i in ids})
+            else:
+                items = [
+                    x
+                    for k, x in enumerate(rec.get(child.field) or ())
+                    if (A.android_id(parent, route.prefix) * 1000 + k + 1) not in ids
+                ]
+                state.update(route.full_table, parent, **{child.field: tuple(items)})
+        return len(matched)
+
+    # -- settings --------------------------------------------------------------------------------
+    def _build_setting_map(self) -> dict[tuple[str, str], tuple[str, str, A.SettingKey]]:
+        """(namespace, Android key) → (sandbox table, sandbox key, mapping) for every mapped setting."""
+        out: dict[tuple[str, str], tuple[str, str, A.SettingKey]] = {}
+        for app, cls in self._classes.items():
+            driver = getattr(cls, "android", None)
+            for table, mapping in driver.tables.items() if driver is not None else ():
+                if isinstance(mapping, A.SettingsTable):
+                    for key, sk in mapping.keys.items():
+                        out[(sk.namespace, sk.key)] = (f"{app}.{table}", key, sk)
+        return out
+
+    def setting(self, namespace: str, key: str) -> str | None:
+        """The text ``settings get NAMESPACE KEY`` prints (None for ``null``)."""
+        mapped = self._setting_map.get((namespace, key))
+        if mapped is not None:
+            table, rid, sk = mapped
+            rec = self.phone.state.get(table, rid)
+            if rec is None:
+                return None
+            return str(sk.codec.encode(rec["value"], A.Ctx(self.phone.tz)))
+        return self.settings.get(namespace, {}).get(key)
+
+    def set_setting(self, namespace: str, key: str, value: str | None) -> None:
+        """Store a setting's text (None deletes it). A mapped key stores the sandbox value its
+        codec reads from ``value``; raises :class:`~phoneenv.farm.android.MappingError` when it
+        cannot (this device cannot hold ``wifi_on=7``)."""
+        mapped = self._setting_map.get((namespace, key))
+        if mapped is None:
+            if value is None:
+                self.settings.setdefault(namespace, {}).pop(key, None)
+            else:
+                self.settings.setdefault(namespace, {})[key] = value
+            return
+        table, rid, sk = mapped
+        state = self.phone.state
+        if value is None:
+            if state.get(table, rid) is not None:
+                state.delete(table, rid)
+            return
+        decoded = sk.codec.decode(value, A.Ctx(self.phone.tz))
+        if state.get(table, rid) is not None:
+            state.update(table, rid, value=decoded)
+        else:
+            state.insert(table, {"id": rid, "value": decoded})
+
+    def _set_sandbox_setting(self, sandbox_key: str, value: Any) -> None:
+        """What a service command does (``svc wifi enable``): set the mapped setting."""
+        for (ns, key), (_, rid, sk) in self._setting_map.items():
+            if rid == sandbox_key:
+                self.set_setting(ns, key, str(sk.codec.encode(value, A.Ctx(self.phone.tz))))
+                return
+        raise KeyError(sandbox_key)
+
+    def _settings(self, inv: Invocation) -> int:
+        args = [a for a in inv.argv[1:] if a not in ("--user",)]
+        if len(args) >= 2 and args[0] in ("--user",):
+            args = args[2:]
+        if not args or args[0] not in ("get", "put", "delete", "list", "reset"):
+            inv.error("usage:  settings [--user <USER_ID> | current] get namespace key")
+            return 1
+        verb, rest = args[0], args[1:]
+        if rest and rest[0] == "--user":
+            rest = rest[2:]
+        if not rest or rest[0] not in ("system", "secure", "global"):
+            inv.error(f"Invalid namespace '{rest[0] if rest else ''}'")
+            return 1
+        ns = rest[0]
+        if verb == "list":
+            keys = {k for k in self.settings.get(ns, {})}
+            keys |= {k for (n, k) in self._setting_map if n == ns}
+            for key in sorted(keys):
+                value = self.setting(ns, key)
+                if value is not None:
+                    inv.write(f"{key}={value}\n")
+            return 0
+        if len(rest) < 2:
+            inv.error("Invalid arguments")
+            return 1
+        key = rest[1]
+        if verb == "get":
+            value = self.setting(ns, key)
+            inv.write(("null" if value is None else value) + "\n")
+            return 0
+        if verb == "delete":
+            existed = self.setting(ns, key) is not None
+            self.set_setting(ns, key, None)
+            inv.write(f"Deleted {int(existed)} rows\n")
+            return 0
+        if verb == "put":
+            if len(rest) < 3:
+                inv.error("Invalid arguments")
+                return 1
+            try:
+                self.set_setting(ns, key, rest[2])
+            except A.MappingError as exc:
+                inv.error(f"this virtual device cannot hold {ns} {key}={rest[2]!r}: {exc}")
+                return 1
+            return 0
+        inv.error("settings reset is not supported on this virtual device")
+        return 1
+
+    def _svc(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        if len(args) == 2 and args[0] in ("wifi", "bluetooth") and args[1] in ("enable", "disable"):
+            self._set_sandbox_setting(args[0], args[1] == "enable")
+            return 0
+        inv.error(f"svc: unsupported: {' '.join(args)}")
+        return 1
+
+    def _cmd(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        service, rest = (args[0], args[1:]) if args else ("", [])
+        if service == "notification" and rest[:1] == ["set_dnd"] and len(rest) == 2:
+            mode = {"on": True, "none": True, "priority": True, "alarms": True, "all": False, "off": False}.get(rest[1])
+            if mode is None:
+                inv.error(f"Unknown set_dnd mode: {rest[1]}")
+                return 1
+            self._set_sandbox_setting("dnd", mode)
+            return 0
+        if service == "notification" and rest[:1] == ["post"]:
+            return self._notify(inv, rest[1:])
+        if service == "connectivity" and rest[:1] == ["airplane-mode"]:
+            if len(rest) == 1:
+                inv.write("enabled\n" if self.setting("global", "airplane_mode_on") == "1" else "disabled\n")
+                return 0
+            if rest[1] in ("enable", "disable"):
+                self._set_sandbox_setting("airplane_mode", rest[1] == "enable")
+                return 0
+        if service == "uimode" and rest[:1] == ["night"]:
+            if len(rest) == 1:
+                inv.write(f"Night mode: {'yes' if self.setting('secure', 'ui_night_mode') == '2' else 'no'}\n")
+                return 0
+            if rest[1] in ("yes", "no"):
+                self._set_sandbox_setting("dark_mode", rest[1] == "yes")
+                inv.write(f"Night mode: {rest[1]}\n")
+                return 0
+        if service in ("notification", "connectivity", "uimode"):
+            inv.error(f"Unknown command: {' '.join(rest)}")
+            return 255
+        inv.error(f"cmd: Can't find service: {service}")
+        return 20
+
+    def _notify(self, inv: Invocation, args: list[str]) -> int:
+        title = ""
+        while args and args[0].startswith("-"):
+            opt = args.pop(0)
+            if opt in ("-t", "--title") and args:
+                title = args.pop(0)
+            elif opt in ("-S", "--style", "-c", "--conversation", "-I", "--icon") and args:
+                args.pop(0)
+        if len(args) < 2:
+            inv.error("usage: cmd notification post [flags] <tag> <text>")
+            return 255
+        self.phone.notify("shell", title or args[0], " ".join(args[1:]))
+        inv.write("Notification posted.\n")
+        return 0
+
+    # -- packages and permissions ----------------------------------------------------------------
+    def _app_for(self, package: str) -> str | None:
+        return self._app_of_package(package)
+
+    def _pm(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        while args[1:2] == ["--user"] and len(args) > 2:
+            args = [args[0], *args[3:]]
+        verb = args[0] if args else ""
+        if verb in ("grant", "revoke"):
+            if len(args) != 3:
+                inv.error(f"Error: no permission specified for {verb}")
+                return 1
+            pkg, perm = args[1], args[2]
+            app = self._app_for(pkg)
+            if app is None:
+                inv.error(
+                    f"Exception occurred while executing '{verb}':\njava.lang.IllegalArgumentException: Unknown package: {pkg}"
+                )
+                return 255
+            rid = f"{app}/{perm}"
+            if self.phone.state.get("system.permissions", rid) is None:
+                inv.error(
+                    f"Exception occurred while executing '{verb}':\njava.lang.SecurityException: "
+                    f"Package {pkg} has not requested permission {perm}"
+                )
+                return 255
+            self.phone.state.update("system.permissions", rid, granted=verb == "grant")
+            return 0
+        if verb == "list" and args[1:2] == ["packages"]:
+            flt = next((a for a in args[2:] if not a.startswith("-")), "")
+            inv.write("".join(f"package:{p}\n" for p in self._installed_packages() if flt in p))
+            return 0
+        if verb == "path" and len(args) == 2:
+            if args[1] not in self._installed_packages():
+                return 1
+            inv.write(f"package:/data/app/~~phoneenv/{args[1]}-1/base.apk\n")
+            return 0
+        if verb == "clear" and len(args) == 2:
+            app = self._app_for(args[1])
+            if app is None:
+                inv.error("Failed")
+                return 1
+            for rid, rec in list(self.phone.state.table("system.permissions").items()):
+                if rec["app"] == app:
+                    self.phone.state.update("system.permissions", rid, granted=False)
+            for route in self._routes.values():
+                if route.app == app and route.child is None and route.uri.split("/")[2] == args[1]:
+                    for rid in list(self.phone.state.table(route.full_table)):
+                        self.phone.state.delete(route.full_table, rid)
+            if self.foreground == args[1]:
+                self.foreground, self.compose = LAUNCHER, None
+                self._sync_meta()
+            inv.write("Success\n")
+            return 0
+        if verb == "uninstall" and len(args) == 2:
+            app = self._app_for(args[1])
+            if app is None:
+                inv.write("Failure [DELETE_FAILED_INTERNAL_ERROR]\n")
+                return 1
+            self.phone.state.delete("system.apps", app)
+            for rid, rec in list(self.phone.state.table("system.permissions").items()):
+                if rec["app"] == app:
+                    self.phone.state.delete("system.permissions", rid)
+            inv.write("Success\n")
+            return 0
+        inv.error(f"pm: unsupported: {' '.join(args)}")
+        return 1
+
+    def _dumpsys(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        if not args:
+            inv.write("Currently running services:\n  activity\n  package\n  telephony.registry\n")
+            return 0
+        service, rest = args[0], args[1:]
+        if service == "package":
+            pkg = next((a for a in rest if not a.startswith("-")), None)
+            app = self._app_for(pkg) if pkg else None
+            if app is None:
+                inv.write(f"Unable to find package: {pkg}\n")
+                return 0
+            inv.write(self._package_dump(app))
+            return 0
+        if service == "activity":
+            what = rest[0] if rest else "activities"
+            activity = self._activity()
+            if what in ("activities", "a"):
+                inv.write(
+                    "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n"
+                    "Display #0 (activities from top to bottom):\n"
+                    f"  ResumedActivity: ActivityRecord{{7f3a21 u0 {activity} t7}}\n"
+                    f"  mResumedActivity: ActivityRecord{{7f3a21 u0 {activity} t7}}\n"
+                )
+                return 0
+            if what == "top":
+                inv.write(f"TASK 7 id=7 userId=0\n  ACTIVITY {activity} 7f3a21 pid=4321\n")
+                return 0
+            inv.write(f"Bad activity command, or no activities match: {what}\n")
+            return 0
+        if service == "telephony.registry":
+            inv.write("last known state:\n  Phone Id=0\n    mCallState=0\n    mCallIncomingNumber=\n")
+            return 0
+        inv.write(f"Can't find service: {service}\n")
+        return 0
+
+    def _activity(self) -> str:
+        if self.compose is not None:
+            return f"{self._classes[self.compose.app].package}/.ui.conversation.ConversationActivity"
+        if self.foreground == LAUNCHER:
+            return f"{LAUNCHER}/.uioverrides.QuickstepLauncher"
+        return f"{self.foreground}/.MainActivity"
+
+    def _package_dump(self, app: str) -> str:
+        cls = self._classes[app]
+        perms = sorted(
+            (r for r in self.phone.state.table("system.permissions").values() if r["app"] == app),
+            key=lambda r: r["permission"],
+        )
+        lines = [
+            "Packages:",
+            f"  Package [{cls.package}] (4c1d2e0):",
+            "    userId=10071",
+            f"    pkg=Package{{9a4f1 {cls.package}}}",
+            f"    codePath=/data/app/~~phoneenv/{cls.package}-1",
+            "    versionCode=1 minSdk=26 targetSdk=34",
+            "    versionName=1.0",
+            "    requested permissions:",
+            *(f"      {r['permission']}" for r in perms),
+            "    install permissions:",
+            "      android.permission.INTERNET: granted=true",
+            "    User 0: ceDataInode=0 installed=true hidden=false suspended=false stopped=false notLaunched=false enabled=0",
+            "      gids=[3003]",
+            "      runtime permissions:",
+            *(
+                f"        {r['permission']}: granted={'true' if r['granted'] else 'false'}, "
+                "flags=[ USER_SENSITIVE_WHEN_GRANTED|USER_SENSITIVE_WHEN_DENIED]"
+                for r in perms
+            ),
+            "",
+        ]
+        return "\n".join(lines)
+
+    # -- UI: activities, typing, keys, screen ----------------------------------------------------
+    def _am(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        verb = args[0] if args else ""
+        if verb == "force-stop" and len(args) == 2:
+            if self.foreground == args[1]:
+                self.foreground, self.compose = LAUNCHER, None
+                self._sync_meta()
+            return 0
+        if verb not in ("start", "broadcast"):
+            inv.error(f"am: unsupported: {' '.join(args)}")
+            return 1
+        intent = _parse_intent(args[1:])
+        if intent is None:
+            inv.error("Error: bad intent arguments")
+            return 1
+        if verb == "broadcast":
+            return self._broadcast(inv, intent)
+        return self._start(inv, intent)
+
+    def _start(self, inv: Invocation, intent: dict[str, Any]) -> int:
+        shown = _describe_intent(intent)
+        inv.write(f"Starting: Intent {{ {shown} }}\n")
+        pkg = intent.get("package") or (intent.get("component") or "").split("/")[0] or None
+        action, data = intent.get("action"), intent.get("data")
+        target = None
+        if action == "android.intent.action.MAIN" or intent.get("component"):
+            if pkg is not None and self._app_of_package(pkg) is not None:
+                target = pkg
+                self.compose = None
+        else:
+            for app, cls in self._classes.items():
+                driver = getattr(cls, "android", None)
+                if driver is None or self.phone.state.get("system.apps", app) is None:
+                    continue
+                for table, typed in driver.typed.items():
+                    fields = _match_compose(typed.compose, action, data, pkg)
+                    if fields is not None:
+                        target = cls.package
+                        self.compose = _Compose(app, table, typed, fields)
+        if target is None:
+            inv.error(f"Error: Activity not started, unable to resolve Intent {{ {shown} }}")
+            return 1
+        self.foreground = target
+        self._sync_meta()
+        if intent.get("wait"):
+            inv.write(
+                f"Status: ok\nLaunchState: COLD\nActivity: {self._activity()}\nTotalTime: 0\nWaitTime: 0\nComplete\n"
+            )
+        return 0
+
+    def _broadcast(self, inv: Invocation, intent: dict[str, Any]) -> int:
+        inv.write(f"Broadcasting: Intent {{ {_describe_intent(intent)} flg=0x400000 }}\n")
+        action = intent.get("action")
+        extras = intent.get("extras", {})
+        if self.adb_keyboard and action in ("ADB_INPUT_B64", "ADB_INPUT_TEXT") and "msg" in extras:
+            text = extras["msg"]
+            if action == "ADB_INPUT_B64":
+                try:
+                    text = base64.b64decode(text, validate=True).decode("utf-8")
+                except (ValueError, UnicodeDecodeError):
+                    text = ""
+            self._type(text)
+        inv.write("Broadcast completed: result=0\n")
+        return 0
+
+    def _type(self, text: str) -> None:
+        if self.compose is not None:
+            self.compose.text += text
+
+    def _input(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        if args and args[0] in ("keyboard", "touchscreen", "dpad", "touchpad"):
+            args = args[1:]
+        verb = args[0] if args else ""
+        if verb == "text":
+            if len(args) < 2:
+                inv.error('Error: Argument expected after "text"')
+                return 1
+            text = input_text_decode(args[1])
+            bad = [ch for ch in text if not (" " <= ch <= "~" or ch in "\n\t")]
+            if bad:
+                inv.error(
+                    "Exception occurred while executing 'text':\njava.lang.NullPointerException: "
+                    "Attempt to get length of null array"
+                )
+                return 255
+            for ch in text:
+                if ch == "\n":
+                    self._key(KEYCODES["KEYCODE_ENTER"])
+                elif ch != "\t":
+                    self._type(ch)
+            return 0
+        if verb == "keyevent":
+            keys = [a for a in args[1:] if a not in ("--longpress", "--doubletap")]
+            if not keys:
+                inv.error('Error: Argument expected after "keyevent"')
+                return 1
+            for key in keys:
+                code = (
+                    int(key) if key.isdigit() else KEYCODES.get(key if key.startswith("KEYCODE_") else f"KEYCODE_{key}")
+                )
+                if code is None:
+                    inv.error(f"Error: Unknown keycode: {key}")
+                    return 1
+                self._key(code)
+            return 0
+        if verb in ("tap", "swipe", "draganddrop", "roll", "press", "motionevent"):
+            nums = args[1:]
+            if verb == "tap" and (len(nums) != 2 or not all(_is_number(n) for n in nums)):
+                inv.error("Error: tap needs X Y")
+                return 1
+            if verb == "swipe" and (len(nums) not in (4, 5) or not all(_is_number(n) for n in nums)):
+                inv.error("Error: swipe needs X1 Y1 X2 Y2 [DURATION(ms)]")
+                return 1
+            return 0
+        inv.error(f"Error: Unknown command: {verb}")
+        return 1
+
+    def _key(self, code: int) -> None:
+        if code in (KEYCODES["KEYCODE_HOME"], KEYCODES["KEYCODE_BACK"]):
+            self.compose = None
+            self.foreground = LAUNCHER
+            self._sync_meta()
+        elif code == KEYCODES["KEYCODE_DEL"]:
+            if self.compose is not None:
+                self.compose.text = self.compose.text[:-1]
+        elif code == KEYCODES["KEYCODE_ENTER"] and self.compose is not None and self.compose.text:
+            self._submit(self.compose)
+            self.compose.text = ""
+
+    def _submit(self, compose: _Compose) -> None:
+        """The app writes what was typed as a new row (Messages: a sent SMS, read, dated now)."""
+        if (compose.app, compose.table) == ("messages", "messages"):
+            route = self._routes[self._classes["messages"].android.tables["messages"].uri]  # type: ignore[union-attr]
+            self._insert(
+                route,
+                {
+                    "address": compose.fields.get("number", ""),
+                    "body": compose.text,
+                    "type": 2,
+                    "date": round(self.now * 1000),
+                    "read": 1,
+                },
+            )
+
+    def _screencap(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        png = "-p" in args
+        path = next((a for a in args if not a.startswith("-")), None)
+        image = self.screen()
+        if png or (path is not None and path.endswith(".png")):
+            buf = io.BytesIO()
+            from PIL import Image
+
+            Image.fromarray(image).save(buf, format="PNG")
+            data = buf.getvalue()
+        else:
+            h, w, _ = image.shape
+            rgba = np.concatenate([image, np.full((h, w, 1), 255, dtype=np.uint8)], axis=2)
+            data = np.array([w, h, 1], dtype="<u4").tobytes() + rgba.tobytes()
+        if path is not None:
+            try:
+                self.files.write(path, data, 0o660, int(self.now))
+            except (OSError, ValueError) as exc:
+                inv.error(f"Error opening file: {path} ({exc})")
+                return 1
+            return 0
+        inv.write(data)
+        return 0
+
+    def screen(self) -> np.ndarray:
+        """The screen now, ``uint8`` (H, W, 3): the sandbox's rendering of the foreground app, or
+        the compose screen with the text being typed."""
+        from phoneenv.screen import render_phone, render_screen
+
+        size = self.phone.screen_size
+        if self.compose is not None:
+            cls = self._classes[self.compose.app]
+            status = self.phone.local_now().strftime("%a %d %b %H:%M")
+            to = " ".join(self.compose.fields.values())
+            return render_screen(status, f"{cls.title}: {to}", [f"> {self.compose.text}_"], size)
+        return render_phone(self.phone, size)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _show(value: Any) -> str:
+    """A cell as Android's ``content query`` prints it (``Cursor.getType`` per column)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return "BLOB"
+    if isinstance(value, float):
+        return repr(value) if value != int(value) or abs(value) >= 1e7 else f"{value:.1f}"
+    return str(value)
+
+
+def _parse_bind(arg: str) -> tuple[str, A.Wire]:
+    """``COLUMN:TYPE:VALUE`` as Android's ``Content.parseBindValue`` reads it (value = everything
+    after the second colon)."""
+    first = arg.find(":")
+    second = arg.find(":", first + 1) if first >= 0 else -1
+    if first < 0 or second < 0:
+        raise ValueError(f"Binding not well formed: {arg}")
+    column, kind, value = arg[:first], arg[first + 1 : second], arg[second + 1 :]
+    if kind == "s":
+        return column, value
+    k = kind.lower()
+    try:
+        if k == "b":
+            return column, int(value.lower() == "true")
+        if k in ("i", "l"):
+            return column, int(value)
+        if k in ("f", "d"):
+            return column, float(value)
+    except ValueError:
+        raise ValueError(f"Invalid {kind} value: {value}") from None
+    if k == "n":
+        return column, None
+    raise ValueError(f"Unsupported type: {kind}")
+
+
+def _parse_intent(args: list[str]) -> dict[str, Any] | None:
+    """``am`` intent arguments: ``-a -d -c -n -t -f -p``, ``--es/--ez/--ei/--el/-e KEY VALUE``,
+    ``-W``, and a trailing package, component or data URI; None when malformed."""
+    out: dict[str, Any] = {"extras": {}}
+    names = {
+        "-a": "action",
+        "-d": "data",
+        "-c": "category",
+        "-n": "component",
+        "-t": "type",
+        "-f": "flags",
+        "-p": "package",
+    }
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-W", "-S", "--wait"):
+            out["wait"] = True
+            i += 1
+        elif a in names or a in ("--user", "--receiver-permission"):
+            if i + 1 >= len(args):
+                return None
+            if a in names:
+                out[names[a]] = args[i + 1]
+            i += 2
+        elif a in ("--es", "--ez", "--ei", "--el", "-e"):
+            if i + 2 >= len(args):
+                return None
+            out["extras"][args[i + 1]] = args[i + 2]
+            i += 3
+        elif a.startswith("-"):
+            return None
+        else:
+            if "/" in a and "://" not in a:
+                out["component"] = a
+            elif ":" in a:
+                out["data"] = a
+            else:
+                out["package"] = a
+            i += 1
+    return out
+
+
+def _describe_intent(intent: Mapping[str, Any]) -> str:
+    parts = []
+    if intent.get("action"):
+        parts.append(f"act={intent['action']}")
+    if intent.get("category"):
+        parts.append(f"cat=[{intent['category']}]")
+    if intent.get("data"):
+        parts.append(f"dat={intent['data']}")
+    if intent.get("package"):
+        parts.append(f"pkg={intent['package']}")
+    if intent.get("component"):
+        parts.append(f"cmp={intent['component']}")
+    if intent.get("extras"):
+        parts.append("(has extras)")
+    return " ".join(parts)
+
+
+def _match_compose(compose: A.Intent, action: str | None, data: str | None, pkg: str | None) -> dict[str, str] | None:
+    """The record fields named in ``compose.data`` (``smsto:{number}``) when an ``am start``
+    matches the compose intent, else None."""
+    if action != compose.action or data is None or compose.data is None:
+        return None
+    if pkg is not None and compose.package is not None and pkg != compose.package:
+        return None
+    pattern = ""
+    names = []
+    for literal, name, _, _ in _formatter.parse(compose.data):
+        pattern += re.escape(literal)
+        if name:
+            names.append(name)
+            pattern += f"(?P<{name}>.+)"
+    m = re.fullmatch(pattern, data)
+    return None if m is None else {n: m.group(n) for n in names}
+
+
+_formatter = string.Formatter()
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_toybox_date(text: str, now: dt.datetime) -> dt.datetime:
+    """toybox ``date``'s set format ``MMDDhhmm[[CC]YY][.ss]`` (seconds default to 0)."""
+    main, _, secs = text.partition(".")
+    month, day, hour, minute = int(main[0:2]), int(main[2:4]), int(main[4:6]), int(main[6:8])
+    year = now.year
+    if len(main) == 10:
+        year = 2000 + int(main[8:10])
+    elif len(main) == 12:
+        year = int(main[8:12])
+    return dt.datetime(year, month, day, hour, minute, int(secs) if secs else 0)
