@@ -683,6 +683,85 @@ def test_recipe_fixture_on_the_stand_in(rig: Rig, adb_server, runtime_dir: Path,
     assert "emulator: exiting cleanly" in rig.log()
 
 
+def test_cli_list_and_stop(tmp_path: Path, monkeypatch) -> None:
+    import threading
+
+    from typer.testing import CliRunner
+
+    from phoneenv.cli import app
+    from phoneenv.farm.console import ConsoleServer, MemorySnapshotHooks
+
+    runner = CliRunner()
+    avds = tmp_path / "avd"
+    avds.mkdir()
+    (avds / "phoneenv_pixel6_api34.ini").write_text("path=/x\n")  # what avdmanager leaves per AVD
+    monkeypatch.setenv("ANDROID_AVD_HOME", str(avds))
+    result = runner.invoke(app, ["device", "emulator", "list", str(REPO / "emulator_images")])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "phoneenv_pixel4_api30_atd\tsystem-images;android-30;aosp_atd;x86_64\tpixel_4\tnot created",
+        "phoneenv_pixel6_api34_playstore\tsystem-images;android-34;google_apis_playstore;x86_64\tpixel_6\tnot created",
+        "phoneenv_pixel6_api34\tsystem-images;android-34;google_apis;x86_64\tpixel_6\tcreated",
+    ]
+
+    killed = threading.Event()
+    token = tmp_path / ".emulator_console_auth_token"
+    token.write_text("t0k")
+    with ConsoleServer(MemorySnapshotHooks(), token="t0k", on_kill=killed.set) as server:
+        args = ["device", "emulator", "stop", "127.0.0.1:5555", "--console-port", str(server.port)]
+        result = runner.invoke(app, [*args, "--token-path", str(token)])
+        assert result.exit_code == 0, result.output
+        assert killed.wait(5)
+        token.write_text("wrong")
+        result = runner.invoke(app, [*args, "--token-path", str(token)])
+        assert result.exit_code == 1
+        assert "rejected the token" in result.output
+    result = runner.invoke(app, ["device", "emulator", "stop", "R58M123"])
+    assert result.exit_code == 1 and "pass --console-port" in result.output
+
+
+def test_cli_start_runs_until_sigterm(rig: Rig, adb_server, runtime_dir: Path, tmp_path: Path) -> None:
+    spec_file = tmp_path / "standin.yaml"
+    spec_file.write_text(rig.spec.model_dump_json())
+    env = rig.launcher().env
+    env["PHONEENV_RUNTIME_DIR"] = str(runtime_dir)
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from phoneenv.cli import app; app()",
+            "device",
+            "emulator",
+            "start",
+            str(spec_file),
+            "--adb-port",
+            str(adb_server.port),
+            "--first-port",
+            str(LAUNCH_REGION[0]),
+            "--last-port",
+            str(LAUNCH_REGION[1]),
+            "--boot-timeout",
+            "30",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        first = cli.stdout.readline()
+        assert first.startswith("booted standin_api34 as emulator-"), first + cli.stdout.read()
+        serial = first.split()[3]
+        assert adb_server.device(serial).getprop("sys.boot_completed") == "1"
+        cli.send_signal(signal.SIGTERM)
+        out, _ = cli.communicate(timeout=60)
+    finally:
+        cli.kill()
+    assert cli.returncode == 0, out
+    assert out.splitlines()[-1] == f"stopped {serial} (console)"
+    assert gone_from_adb(adb_server, serial)
+
+
 # ----------------------------------------------------------------------------- real emulator
 
 

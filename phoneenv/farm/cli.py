@@ -85,3 +85,101 @@ def serve(
         signal.signal(signal.SIGTERM, previous)
         server.stop()
     console.print("stopped", highlight=False)
+
+
+# -- phoneenv device emulator ... (headless Android emulators; phoneenv.farm.emulator) ----------------
+
+emulator_app = typer.Typer(
+    help="Headless Android emulators of the AVDs declared in emulator_images/.", no_args_is_help=True
+)
+device_app.add_typer(emulator_app, name="emulator")
+
+
+def _emulator_errors() -> tuple[type[BaseException], ...]:
+    from phoneenv.farm.console import ConsoleError
+    from phoneenv.farm.emulator import EmulatorError
+
+    return (EmulatorError, ConsoleError, ValueError)
+
+
+@emulator_app.command("list")
+def emulator_list(
+    directory: Annotated[
+        str | None, typer.Argument(help="Folder of AVD definitions (default emulator_images/).")
+    ] = None,
+) -> None:
+    """The AVD definitions, and whether each AVD exists on this machine (tab-separated)."""
+    from phoneenv.farm.emulator import avd_home, load_avd_specs
+
+    try:
+        specs = load_avd_specs(directory)
+    except _emulator_errors() as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    for name, spec in specs.items():
+        created = "created" if (avd_home() / f"{name}.ini").exists() else "not created"
+        typer.echo(f"{name}\t{spec.system_image}\t{spec.device}\t{created}")  # tab-separated, for scripts
+
+
+@emulator_app.command("start")
+def emulator_start(
+    spec: Annotated[str, typer.Argument(help="AVD definition (YAML), e.g. emulator_images/pixel6-api34.yaml.")],
+    snapshot: Annotated[str | None, typer.Option(help="Boot from this snapshot (e.g. fixture).")] = None,
+    cold: Annotated[bool, typer.Option("--cold", help="Cold boot: load no snapshot.")] = False,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="-read-only (shared AVD; no snapshot save/load).")
+    ] = False,
+    boot_timeout: Annotated[float | None, typer.Option(help="Seconds to wait for boot (default: the spec's).")] = None,
+    adb_port: Annotated[
+        int | None, typer.Option(help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037).")
+    ] = None,
+    first_port: Annotated[int, typer.Option(help="Lowest console port to allocate (even).")] = 5554,
+    last_port: Annotated[int, typer.Option(help="Highest console port to allocate (even).")] = 5682,
+) -> None:
+    """Start the AVD headless, wait for boot, run until Ctrl-C or SIGTERM, then stop it cleanly."""
+    from phoneenv.farm.emulator import EmulatorLauncher, PortAllocator, load_avd_spec
+
+    try:
+        launcher = EmulatorLauncher(
+            load_avd_spec(spec),
+            allocator=PortAllocator(first=first_port, last=last_port),
+            adb_server=("127.0.0.1", adb_port) if adb_port else None,
+        )
+        emu = launcher.start(snapshot=snapshot, cold_boot=cold, read_only=read_only, boot_timeout=boot_timeout)
+    except _emulator_errors() as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        console.print(f"booted {emu.spec.name} as {emu.serial} (ports {emu.ports.ports_arg()})", highlight=False)
+        console.print(f"log: {emu.log_path}; Ctrl-C stops it", highlight=False)
+        while not stop.wait(0.5) and emu.alive():
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        how = emu.stop()
+    console.print(f"stopped {emu.serial} ({how})", highlight=False)
+
+
+@emulator_app.command("stop")
+def emulator_stop(
+    serial: Annotated[str, typer.Argument(help="emulator-N, or any serial with --console-port.")],
+    console_port: Annotated[int | None, typer.Option(help="Talk to this console port directly.")] = None,
+    host: Annotated[str, typer.Option(help="Console host, with --console-port.")] = "127.0.0.1",
+    token_path: Annotated[str | None, typer.Option(help="Console token file.")] = None,
+) -> None:
+    """Ask a running emulator to exit through its console: 'kill' ('adb emu kill' for emulator-N)."""
+    from phoneenv.farm.console import console_for_serial
+
+    if console_port is None and not serial.startswith("emulator-"):
+        console.print(f"[red]error:[/red] {serial} is not an emulator-N serial: pass --console-port", highlight=False)
+        raise typer.Exit(1)
+    try:
+        console_for_serial(serial, host=host, console_port=console_port, token_path=token_path).kill()
+    except _emulator_errors() as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    console.print(f"asked {serial} to exit", highlight=False)
