@@ -34,8 +34,9 @@ What is implemented, on the wire:
   unknown service, ``CLSE(0, host id)``. Each stream keeps one ``WRTE`` in flight: the next is sent
   only after the host's ``OKAY``; payloads are cut to the negotiated maxdata. Host writes are
   acknowledged with ``OKAY`` once consumed (back-pressure), or at once when the service reads no
-  input. Many streams per connection, many connections per server, each stream served on its
-  own thread.
+  input. A stream the device ends gets ``CLSE`` right after its last ``WRTE``, as ``adbd`` closes
+  at end of file. Many streams per connection, many connections per server, each stream served
+  on its own thread; the handler's methods are called one at a time.
 - **Services**:
 
   - ``shell:<cmd>``: raw (v1): stderr and stdout merged on one stream, no exit code; host input
