@@ -352,10 +352,16 @@ def test_parse_real_snapshot_list_output() -> None:
     assert parse_snapshot_list(["1         clean      1.1G 2026-09-30 11:00:00   00:02:00.000"]) == ["clean"]
 
 
-def test_console_for_serial_picks_the_path() -> None:
+def test_console_for_serial_picks_the_path(tmp_path) -> None:
     assert isinstance(console_for_serial("emulator-5554"), AdbEmuConsole)
-    direct = console_for_serial("127.0.0.1:5555", console_port=5554, token="t")
-    assert isinstance(direct, ConsoleClient) and direct.port == 5554
+    via_adb = console_for_serial("emulator-5556", token_path=tmp_path / ".emulator_console_auth_token")
+    assert isinstance(via_adb, AdbEmuConsole) and via_adb.home == tmp_path and via_adb.port == 5556
+    for direct in (
+        console_for_serial("emulator-5554", token="t"),
+        console_for_serial("emulator-5554", token_path=tmp_path / "token.txt"),
+        console_for_serial("127.0.0.1:5555", console_port=5554, token="t"),
+    ):
+        assert isinstance(direct, ConsoleClient) and direct.port == 5554
     with pytest.raises(ValueError, match="console_port="):
         console_for_serial("127.0.0.1:5555")
     with pytest.raises(ValueError, match="emulator-N"):

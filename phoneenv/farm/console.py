@@ -377,7 +377,6 @@ class ConsoleClient(_SnapshotCommands):
         self._token = token
         self.timeout = float(timeout)
         self._sock: socket.socket | None = None
-        self._reader: socket.SocketIO | None = None
         self._buffer = b""
         self._lock = threading.RLock()
         self.greeting: list[str] = []
@@ -675,25 +674,28 @@ def console_for_serial(
 ) -> SnapshotConsole:
     """The console of the device ``serial``, reached the way that serial allows.
 
-    * ``emulator-N``: :class:`AdbEmuConsole` (``adb -s emulator-N emu ...``), unless
-      ``console_port`` is given, which selects a direct :class:`ConsoleClient`.
+    * ``emulator-N`` with no ``token``/``console_port`` and the standard token file name:
+      :class:`AdbEmuConsole` (``adb -s emulator-N emu ...``; ``token_path``'s folder becomes adb's
+      ``HOME``).
+    * ``emulator-N`` with a ``token``, a ``console_port`` or a token file of another name: a
+      direct :class:`ConsoleClient` on ``host:console_port`` (default port ``N``).
     * anything else (``host:port`` from ``adb connect``, a container): a direct
       :class:`ConsoleClient` on ``host:console_port`` with the token; ``console_port`` is
       required, since adb does not know it. Raises :class:`ValueError` without it.
     """
-    if console_port is not None:
-        return ConsoleClient(host, console_port, token_path=token_path, token=token, timeout=timeout)
-    if _EMULATOR_SERIAL.match(serial):
+    match = _EMULATOR_SERIAL.match(serial)
+    standard_file = token_path is None or Path(token_path).name == DEFAULT_TOKEN_PATH.name
+    if match and console_port is None and token is None and standard_file:
         home = Path(token_path).expanduser().parent if token_path is not None else None
-        if token_path is not None and Path(token_path).name != ".emulator_console_auth_token":
-            raise ValueError(
-                "adb emu reads $HOME/.emulator_console_auth_token only; pass console_port= for a token elsewhere"
-            )
         return AdbEmuConsole(serial, adb_path=adb_path, home=home, timeout=max(timeout, 1.0))
-    raise ValueError(
-        f"serial {serial!r} is not an emulator-N serial, so adb cannot reach its console; "
-        "pass console_port= (and host=, token=) for a direct console connection"
-    )
+    if console_port is None and match:
+        console_port = int(match.group(1))
+    if console_port is None:
+        raise ValueError(
+            f"serial {serial!r} is not an emulator-N serial, so adb cannot reach its console; "
+            "pass console_port= (and host=, token=) for a direct console connection"
+        )
+    return ConsoleClient(host, console_port, token_path=token_path, token=token, timeout=timeout)
 
 
 # ------------------------------------------------------------------------------------ server
