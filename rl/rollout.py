@@ -445,6 +445,10 @@ class _Sampler:
                 eos_token_id=self.stop_ids,
                 pad_token_id=self.pad_id,
                 use_cache=True,  # trainers turn the config's cache off for gradient checkpointing
+                # transformers turns synced_gpus on under ZeRO-3 (an all_reduce per new token); the
+                # rollout runs with gathered weights and ranks make different numbers of calls, so
+                # syncing would hang the first rank that finishes its episodes.
+                synced_gpus=False,
                 **kwargs,
             )
         new = out[0, input_ids.shape[1] :].tolist()

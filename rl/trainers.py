@@ -61,7 +61,10 @@ is appended too (``kind: "log"``).
 (or ``..._zero3.yaml``). Generation runs inside TRL's ``unwrap_model_for_generation``; with ZeRO-3
 keep ``ds3_gather_for_generation=True`` (the default): episodes have different numbers of turns
 on different ranks, and without gathered weights every forward pass would be a collective that
-the ranks make a different number of times (a hang), so the rollout refuses that combination.
+the ranks make a different number of times (a hang), so the rollout refuses that combination;
+for the same reason it passes ``synced_gpus=False`` to ``generate`` (transformers turns it on
+under ZeRO-3). Both configs are launched for real on two CPU ranks in the tests
+(``tests/test_rl_deepspeed.py``: ``use_cpu``, no bf16, DeepSpeed over gloo).
 vLLM: TRL's flag is ``GRPOConfig(use_vllm=True, vllm_mode="colocate",
 vllm_gpu_memory_utilization=0.3)`` (``TrainConfig.grpo_kwargs``); with a ``rollout_func`` TRL then
 only builds ``trainer.vllm_generation`` and pushes the current weights into it before each call.
@@ -738,8 +741,10 @@ def train_rl(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> dict
         ``algo``, ``steps`` (optimiser steps done), ``episodes`` (rollouts run), ``wall_seconds``,
         ``seconds_per_step``, ``rollout_seconds_per_step``, ``train_loss``, the means over all
         rollouts of ``success``, ``progress``, ``output_tokens``, ``tool_calls``, ``metrics_path``,
-        ``output_dir``, ``final_model`` (a folder, or None) and ``care`` (the CARE parameters
-        at the end, as retuned by the controller if any; None for GRPO).
+        ``output_dir``, ``final_model`` (a folder, or None), ``care`` (the CARE parameters
+        at the end, as retuned by the controller if any; None for GRPO) and ``distributed``
+        (``type``: accelerate's distributed type such as ``"DEEPSPEED"`` or ``"NO"``,
+        ``num_processes``, ``process_index``, ``zero_stage``: the DeepSpeed ZeRO stage or None).
     """
     trainer = make_trainer(cfg, model, tokenizer)
     started = time.perf_counter()
@@ -773,19 +778,34 @@ def train_rl(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> dict
         "output_dir": cfg.output_dir,
         "final_model": final,
         "care": asdict(trainer.care_config) if cfg.algo == "care" else None,
+        "distributed": _distributed_summary(trainer.accelerator),
+    }
+
+
+def _distributed_summary(accelerator: Any) -> dict[str, Any]:
+    plugin = getattr(accelerator.state, "deepspeed_plugin", None)
+    kind = accelerator.distributed_type
+    return {
+        "type": str(getattr(kind, "value", kind)),
+        "num_processes": int(accelerator.num_processes),
+        "process_index": int(accelerator.process_index),
+        "zero_stage": int(plugin.zero_stage) if plugin is not None else None,
     }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m rl.trainers CONFIG.json``: train from a JSON object of :class:`TrainConfig`
-    fields and print the summary as JSON (``accelerate launch ... -m rl.trainers CONFIG.json``)."""
+    fields and print the summary as JSON, once, from the main process (``accelerate launch ... -m
+    rl.trainers CONFIG.json``)."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         raise SystemExit("usage: python -m rl.trainers CONFIG.json")
     cfg = TrainConfig(**json.loads(Path(args[0]).read_text(encoding="utf-8")))
-    print(json.dumps(train_rl(cfg), indent=2))
+    summary = train_rl(cfg)
+    if summary["distributed"]["process_index"] == 0:  # one summary per launch, not one per rank
+        print(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":
