@@ -105,9 +105,20 @@ def _pct(x: float | None) -> str:
 
 
 def print_scoreboard(board: Scoreboard) -> None:
-    """Print a scoreboard as rich tables."""
+    """Print a scoreboard as rich tables: first the report's layout (one row, the columns
+    Overall, Tool, Memory, Skills, Sub-agent with their task counts; success %), then the
+    per-category and per-domain detail."""
+    rows = {row.label: row for row in board.categories}
+    report = Table(title=f"Success % — agent: {board.agent}", title_justify="left")
+    report.add_column("Agent")
+    order = ["Overall", *[r.label for r in board.categories if r.label != "Overall"]]
+    for label in order:
+        report.add_column(f"{label}\n({rows[label].tasks} tasks)", justify="right")
+    report.add_row(board.agent, *[_pct(rows[label].success) for label in order])
+    console.print(report)
     t = Table(title=f"Scoreboard — agent: {board.agent}", title_justify="left")
     t.add_column("Category")
+    t.add_column("Tasks", justify="right")
     t.add_column("Episodes", justify="right")
     t.add_column("Success %", justify="right")
     t.add_column("Progress %", justify="right")
@@ -115,6 +126,7 @@ def print_scoreboard(board: Scoreboard) -> None:
         style = "bold" if row.label == "Overall" else ("dim" if row.episodes == 0 else None)
         t.add_row(
             row.label,
+            str(row.tasks),
             str(row.episodes) if row.episodes else "empty",
             _pct(row.success),
             _pct(row.progress),

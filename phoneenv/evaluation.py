@@ -157,12 +157,14 @@ def run_episodes(
 
 @dataclass
 class Row:
-    """One scoreboard row: episodes, success rate and mean progress (both in [0, 1]), or empty."""
+    """One scoreboard row: episodes, distinct tasks, success rate and mean progress (both in
+    [0, 1], None when empty)."""
 
     label: str
     episodes: int
     success: float | None
     progress: float | None
+    tasks: int = 0
 
 
 @dataclass
@@ -193,7 +195,13 @@ class Scoreboard:
 def _row(label: str, rs: list[EpisodeResult]) -> Row:
     if not rs:
         return Row(label, 0, None, None)
-    return Row(label, len(rs), sum(r.success for r in rs) / len(rs), sum(r.progress for r in rs) / len(rs))
+    return Row(
+        label,
+        len(rs),
+        sum(r.success for r in rs) / len(rs),
+        sum(r.progress for r in rs) / len(rs),
+        tasks=len({r.task_id for r in rs}),
+    )
 
 
 def score(

@@ -48,21 +48,24 @@ def test_reference_and_random_agents_on_tasks(tmp_path):
 
 
 def test_scoreboard_by_hand():
-    def r(cat, dom, ok, prog, steps, errors, infra=False):
-        return EpisodeResult("t", cat, dom, ok, prog, steps, errors, infra, 10, 0.5, None)
+    def r(cat, dom, ok, prog, steps, errors, infra=False, task="t"):
+        return EpisodeResult(task, cat, dom, ok, prog, steps, errors, infra, 10, 0.5, None)
 
     results = [
-        r("tool", "time", True, 1.0, 4, 1),
-        r("tool", "notes", False, 0.5, 6, 3),
-        r("tool", "notes", False, 0.0, 10, 10, infra=True),
+        r("tool", "time", True, 1.0, 4, 1, task="a"),
+        r("tool", "notes", False, 0.5, 6, 3, task="b"),
+        r("tool", "notes", False, 0.0, 10, 10, infra=True, task="c"),
+        r("skills", "notes", True, 1.0, 0, 0, task="d"),
+        r("skills", "notes", False, 0.0, 0, 0, task="d"),  # a second episode of the same task
     ]
     board = score("x", results)
     cats = {row.label: row for row in board.categories}
-    assert (cats["Tool"].episodes, cats["Tool"].success, cats["Tool"].progress) == (2, 0.5, 0.75)
-    assert cats["Memory"].episodes == 0 and cats["Memory"].success is None
-    assert cats["Overall"].success == 0.5
+    assert (cats["Tool"].episodes, cats["Tool"].tasks, cats["Tool"].success, cats["Tool"].progress) == (2, 2, 0.5, 0.75)
+    assert (cats["Skills"].episodes, cats["Skills"].tasks, cats["Skills"].success) == (2, 1, 0.5)
+    assert cats["Memory"].episodes == 0 and cats["Memory"].tasks == 0 and cats["Memory"].success is None
+    assert (cats["Overall"].tasks, cats["Overall"].success) == (3, 0.5)
     assert {row.label: row.success for row in board.domains} == {"notes": 0.0, "time": 1.0}
-    assert board.mean_steps == 20 / 3
+    assert board.mean_steps == 20 / 5
     assert board.error_rate == 14 / 20
     assert board.infrastructure_errors == 1
 
