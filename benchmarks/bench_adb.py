@@ -18,8 +18,9 @@ text, answered ``OKAY``), over a fresh TCP connection per request:
   PNG to ``uint8`` H×W×3 with Pillow, as a screenshot observation needs.
 - baselines: ``host:version`` (the adb server alone, same client code) and a TCP echo round trip
   on loopback (the floor of any socket round trip here).
-- episode reset on the virtual device: measured when ``phoneenv.backends.adb`` exists (see
-  :func:`episode_reset_figure`, the hook to complete once that backend lands).
+- episode reset on the device: ``env.reset`` through ``phoneenv.backends.adb.AdbBackend`` on the
+  first suite task it can run (fixtures applied over adb and verified by reading them back); see
+  :func:`episode_reset_figure`.
 
 The device is ``phoneenv.farm.virtual.VirtualDevice`` when that module exists (its screencap
 renders the sandbox phone), else the test suite's echo device answering ``screencap -p`` with a
@@ -138,31 +139,30 @@ def make_device() -> tuple[Any, str]:
     return EchoHandler(png=sandbox_png()), "tests.adb.EchoHandler (phoneenv.farm.virtual absent): a fixed 360×640 PNG"
 
 
-def episode_reset_figure(serial: str, adb_port: int, n: int) -> tuple[float, float] | str:
-    """HOOK: median and p95 ``env.reset`` in ms on the virtual device through
-    ``backend="device"``, or a line saying why it was not measured.
-
-    Completed when ``phoneenv.backends.adb`` lands: the ``gym.make`` keywords below (``serial``,
-    ``adb_port``) are this benchmark's guess at that backend's API; a mismatch is reported, not
-    hidden.
-    """
+def episode_reset_figure(serial: str, adb_port: int, n: int) -> tuple[float, float, str] | str:
+    """Median and p95 ``env.reset`` in ms on the served device through
+    ``phoneenv.backends.adb.AdbBackend`` (fixtures applied over adb and read back), with the task
+    used; or a line saying why it was not measured (no such backend, no task it can run, or an
+    error, reported rather than hidden)."""
     if importlib.util.find_spec("phoneenv.backends.adb") is None:
         return "not measured: phoneenv.backends.adb does not exist yet"
     import gymnasium as gym
 
     import phoneenv  # noqa: F401  (registers PhonePlan-v0)
+    from phoneenv.backends.adb import AdbBackend
     from phoneenv.tasks import load_suite
 
     try:
-        tasks = [t for t in load_suite() if "device" in t.backends]
-        if not tasks:
-            return "not measured: no task lists the device backend"
-        env = gym.make("PhonePlan-v0", task=tasks[0], backend="device", serial=serial, adb_port=adb_port)
+        backend = AdbBackend(serial=serial, adb_port=adb_port)
+        task = next((t for t in load_suite() if backend.can_run(t)), None)
+        if task is None:
+            return "not measured: AdbBackend can run no task of the suite"
+        env = gym.make("PhonePlan-v0", task=task, backend=backend)
         samples = timings_ms(lambda: env.reset(seed=0), n, warmup=2)
         env.close()
     except Exception as exc:
-        return f"not measured: the hook needs updating to phoneenv.backends.adb's API ({type(exc).__name__}: {exc})"
-    return median_p95(samples)
+        return f"not measured: {type(exc).__name__}: {exc}"
+    return (*median_p95(samples), task.id)
 
 
 def main() -> None:
@@ -241,9 +241,9 @@ def main() -> None:
         flag = "" if target is None else ("  meets the target" if med <= target else "  MISSES the target")
         print(f"{label:44} {med:10.3f} {p95:8.3f}  {med / host_version[0]:14.2f} {med / tcp[0]:10.1f}{flag}")
     if isinstance(reset, str):
-        print(f"{'episode reset on the virtual device':44} {reset}")
+        print(f"{'episode reset on the device (AdbBackend)':44} {reset}")
     else:
-        print(f"{'episode reset on the virtual device':44} {reset[0]:10.3f} {reset[1]:8.3f}")
+        print(f"{'episode reset on the device (AdbBackend)':44} {reset[0]:10.3f} {reset[1]:8.3f}  task {reset[2]}")
 
 
 if __name__ == "__main__":

@@ -167,6 +167,24 @@ def test_server_rejects_a_handler_or_banner_it_cannot_serve() -> None:
         AdbDeviceServer(EchoHandler(), maxdata=100)
 
 
+def test_worker_pool_reuses_idle_threads_and_never_queues_behind_a_blocked_job() -> None:
+    from phoneenv.farm.adbwire import _WorkerPool
+
+    pool = _WorkerPool("test-pool")
+    release = threading.Event()
+    names: list[str] = []
+    pool.submit(release.wait)  # blocks a worker
+    ran = threading.Event()
+    pool.submit(lambda: (names.append(threading.current_thread().name), ran.set()))
+    assert ran.wait(5), "a job waited behind a blocked one"
+    time.sleep(0.05)  # the second worker is idle again
+    ran.clear()
+    pool.submit(lambda: (names.append(threading.current_thread().name), ran.set()))
+    assert ran.wait(5) and names[0] == names[1]  # the idle worker took it: no new thread
+    release.set()
+    pool.close()
+
+
 # -- the endpoint through a bare socket ----------------------------------------------------------
 
 

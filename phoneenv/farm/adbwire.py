@@ -36,7 +36,8 @@ What is implemented, on the wire:
   acknowledged with ``OKAY`` once consumed (back-pressure), or at once when the service reads no
   input. A stream the device ends gets ``CLSE`` right after its last ``WRTE``, as ``adbd`` closes
   at end of file. Many streams per connection, many connections per server, each stream served
-  on its own thread; the handler's methods are called one at a time.
+  on its own thread (reused from a pool that grows when all are busy); the handler's methods are
+  called one at a time.
 - **Services**:
 
   - ``shell:<cmd>``: raw (v1): stderr and stdout merged on one stream, no exit code; host input
@@ -80,6 +81,7 @@ import itertools
 import logging
 import os
 import posixpath
+import queue
 import secrets
 import socket
 import socketserver
@@ -655,6 +657,61 @@ class _StreamReader:
         return out
 
 
+class _WorkerPool:
+    """The threads that run stream services. A job goes to an idle worker, or to a new one when
+    none is idle, so a stream never queues behind another that blocks (on the host's ``OKAY``, on
+    stdin); reusing threads saves their start-up on every short command. A worker idle for
+    ``idle_s`` seconds exits; after :meth:`close`, workers exit once their job ends."""
+
+    def __init__(self, name: str, idle_s: float = 30.0) -> None:
+        self._name = name
+        self._idle_s = idle_s
+        self._jobs: queue.SimpleQueue[tuple[Callable[..., object], tuple] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # workers waiting for a job and not yet claimed by a submit()
+        self._closed = False
+        self._ids = itertools.count(1)
+
+    def submit(self, fn: Callable[..., object], *args: object) -> None:
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._jobs.put((fn, args))
+        if spawn:
+            threading.Thread(target=self._work, name=f"{self._name}-{next(self._ids)}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=self._idle_s)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle == 0:  # a submit() claimed this worker just now: take its job
+                        continue
+                    self._idle -= 1
+                return
+            if job is None:
+                return
+            fn, args = job
+            try:
+                fn(*args)
+            except Exception:  # the services catch their own errors; this keeps the worker alive
+                log.exception("a stream service failed")
+            with self._lock:
+                if self._closed:
+                    return
+                self._idle += 1
+
+    def close(self) -> None:
+        """Let idle workers exit now and busy ones when their job ends."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, 0
+        for _ in range(idle):
+            self._jobs.put(None)
+
+
 class _Connection:
     """One TCP connection from an adb host: handshake, message dispatch, streams."""
 
@@ -801,9 +858,7 @@ class _Connection:
         self.server._count("streams")
         self.server._note_open_streams(open_now)
         self.send(A_OKAY, local_id, m.arg0)
-        threading.Thread(
-            target=self.server._run_service, args=(stream, service), name=f"adb-{service.kind}-{local_id}", daemon=True
-        ).start()
+        self.server._workers.submit(self.server._run_service, stream, service)
 
     def _on_stream_message(self, m: Message) -> None:
         if m.arg0 == 0 and m.command != A_CLSE:
@@ -864,7 +919,7 @@ class AdbDeviceServer:
     ``stdin_timeout_s``: seconds a ``shell,v2,raw:`` stream waits for each stdin packet (see the
     module docstring). Raises ``TypeError`` when ``handler`` is not a :class:`DeviceHandler` and
     ``ValueError`` for out-of-range parameters. Runs on threads: one accepting, one per connection,
-    one per stream. :attr:`stats` counts what happened.
+    one per open stream (reused). :attr:`stats` counts what happened.
     """
 
     def __init__(
@@ -901,6 +956,7 @@ class AdbDeviceServer:
         self._requested_port = port
         self._server: socketserver.ThreadingTCPServer | None = None
         self._thread: threading.Thread | None = None
+        self._workers = _WorkerPool("adb-stream")
         self._handler_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._connections: set[_Connection] = set()
@@ -927,6 +983,7 @@ class AdbDeviceServer:
             address_family = family
 
         self._server = _Server((self.host, self._requested_port), _RequestHandler)
+        self._workers = _WorkerPool("adb-stream")
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="adb-device-accept", daemon=True
         )
@@ -942,6 +999,7 @@ class AdbDeviceServer:
         server.shutdown()
         server.server_close()
         self.close_all_connections()
+        self._workers.close()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._thread = None
