@@ -64,7 +64,7 @@ def test_scoreboard_by_hand():
     assert (cats["Skills"].episodes, cats["Skills"].tasks, cats["Skills"].success) == (2, 1, 0.5)
     assert cats["Memory"].episodes == 0 and cats["Memory"].tasks == 0 and cats["Memory"].success is None
     assert (cats["Overall"].tasks, cats["Overall"].success) == (3, 0.5)
-    assert {row.label: row.success for row in board.domains} == {"notes": 0.0, "time": 1.0}
+    assert {row.label: row.success for row in board.domains} == {"notes": 1 / 3, "time": 1.0}
     assert board.mean_steps == 20 / 5
     assert board.error_rate == 14 / 20
     assert board.infrastructure_errors == 1
@@ -78,7 +78,7 @@ def test_cli_eval_writes_traces_and_scoreboard(tmp_path):
     assert "Overall" in res.output and "Sub-agent" in res.output
     assert len(list((tmp_path / "traces").glob("*.jsonl"))) == 8
     board = json.loads((tmp_path / "scoreboard.json").read_text())
-    assert board["categories"][-1] == {"label": "Overall", "episodes": 8, "success": 1.0, "progress": 1.0}
+    assert board["categories"][-1] == {"label": "Overall", "episodes": 8, "success": 1.0, "progress": 1.0, "tasks": 8}
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 8
 
 
