@@ -593,7 +593,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             steps=len(self._steps),
             errors=self._errors,
             truncated=truncated,
-            infrastructure_error=self._infra,
+            infrastructure_error=self._infra or self.backend.infrastructure_fault() is not None,
             tokens=self._token_totals or None,
             transient=self.backend.transient_tables(),
             inconsistencies=self.backend.consistency_issues(),

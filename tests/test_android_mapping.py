@@ -14,7 +14,7 @@ from phoneenv.tasks import load_suite
 
 BERLIN = ZoneInfo("Europe/Berlin")
 HOSTILE = [
-    "it's \"quoted\"",
+    'it\'s "quoted"',
     "a; reboot",
     "x && rm -rf /",
     "a | cat",
@@ -84,7 +84,14 @@ def test_suite_fixture_records_round_trip_through_every_provider_table():
 @pytest.mark.parametrize("text", HOSTILE)
 def test_text_round_trips_unchanged(text):
     sms = APP_CLASSES["messages"].android.tables["messages"]
-    rec = {"id": "m_7", "number": "+4915111111111", "direction": "out", "body": text, "time": "2026-11-29T09:00:01", "read": True}
+    rec = {
+        "id": "m_7",
+        "number": "+4915111111111",
+        "direction": "out",
+        "body": text,
+        "time": "2026-11-29T09:00:01",
+        "read": True,
+    }
     row = A.encode_row(sms, rec, BERLIN)
     assert row["body"] == text
     row["_id"] = 7
@@ -93,7 +100,14 @@ def test_text_round_trips_unchanged(text):
 
 def test_sms_row_uses_telephony_columns_and_constants():
     sms = APP_CLASSES["messages"].android.tables["messages"]
-    rec = {"id": "m_2", "number": "+4915111111111", "direction": "in", "body": "hi", "time": "2026-11-29T09:00:00", "read": False}
+    rec = {
+        "id": "m_2",
+        "number": "+4915111111111",
+        "direction": "in",
+        "body": "hi",
+        "time": "2026-11-29T09:00:00",
+        "read": False,
+    }
     row = A.encode_row(sms, rec, BERLIN)
     # 09:00 in Berlin on 29 Nov 2026 (CET, UTC+1) is 08:00 UTC.
     utc_ms = calendar.timegm((2026, 11, 29, 8, 0, 0)) * 1000
@@ -104,10 +118,21 @@ def test_sms_row_uses_telephony_columns_and_constants():
 def test_call_log_types_and_duration():
     calls = APP_CLASSES["phone"].android.tables["calls"]
     tz = ZoneInfo("America/New_York")
-    rec = {"id": "call_4", "number": "+4917657480530", "direction": "missed", "time": "2026-11-10T22:17:00", "duration_s": 0}
+    rec = {
+        "id": "call_4",
+        "number": "+4917657480530",
+        "direction": "missed",
+        "time": "2026-11-10T22:17:00",
+        "duration_s": 0,
+    }
     row = A.encode_row(calls, rec, tz)
     # 22:17 EST (UTC-5) is 03:17 UTC the next day.
-    assert row == {"number": "+4917657480530", "type": 3, "date": calendar.timegm((2026, 11, 11, 3, 17, 0)) * 1000, "duration": 0}
+    assert row == {
+        "number": "+4917657480530",
+        "type": 3,
+        "date": calendar.timegm((2026, 11, 11, 3, 17, 0)) * 1000,
+        "duration": 0,
+    }
     assert calls.uri == "content://call_log/calls"
 
 
@@ -163,7 +188,9 @@ def test_contacts_are_raw_contacts_with_data_rows():
     ]
     # A kind the mapping does not carry (a photo row) is ignored, not an error.
     row = {"_id": 5, "starred": 1}
-    back = A.decode_record(contacts, "c_", row, {child.uri: [*rows, {"mimetype": "vnd.android.cursor.item/photo"}]}, BERLIN)
+    back = A.decode_record(
+        contacts, "c_", row, {child.uri: [*rows, {"mimetype": "vnd.android.cursor.item/photo"}]}, BERLIN
+    )
     assert back == rec
 
 
@@ -209,7 +236,14 @@ def test_ids():
 
 def test_unmappable_values_are_refused():
     sms = APP_CLASSES["messages"].android.tables["messages"]
-    rec = {"id": "m_1", "number": "+1", "direction": "sideways", "body": "x", "time": "2026-11-29T09:00:00", "read": False}
+    rec = {
+        "id": "m_1",
+        "number": "+1",
+        "direction": "sideways",
+        "body": "x",
+        "time": "2026-11-29T09:00:00",
+        "read": False,
+    }
     with pytest.raises(A.MappingError, match="sms type"):
         A.encode_row(sms, rec, BERLIN)
     with pytest.raises(A.MappingError, match="has no Android column"):

@@ -195,6 +195,8 @@ class DeviceShell:
         self.client = _client_class()(host, port, timeout_s)
         self._device: Any = None
         self.round_trips = 0
+        self.sent: list[list[str]] = []
+        """Every command sent, as its argument list, in order (the ``echo`` markers left out)."""
 
     def _fault(self, exc: BaseException) -> DeviceFault:
         import adbutils
@@ -223,18 +225,52 @@ class DeviceShell:
             self._device = self.client.device(self.serial)
         return self._device
 
-    def reconnect(self) -> None:
-        """``adb connect`` again for a ``host:port`` serial (the adb server forgets TCP devices
-        when it restarts or the connection drops); raises :class:`DeviceFault` when it fails."""
-        self._device = None
-        if not re.fullmatch(r"\[?[\w.:-]+\]?:\d+", self.serial) or self.serial.startswith("emulator-"):
-            return
+    def state(self) -> str | None:
+        """The adb server's state for this serial (``device``, ``offline``, ``unauthorized``...),
+        None when it is not listed. Raises :class:`DeviceFault` when no adb server answers."""
         try:
-            answer = self.client.connect(self.serial, timeout=min(self.timeout_s, 10.0))
+            return next((d.state for d in self.client.list() if d.serial == self.serial), None)
         except Exception as exc:
             raise self._fault(exc) from exc
-        if "connected to" not in answer:
-            raise DeviceFault(f"adb connect {self.serial}: {answer.strip()}")
+
+    def reconnect(self, wait_s: float = 5.0) -> None:
+        """Make the adb server talk to the device again after a fault: for a ``host:port`` serial
+        (which the adb server forgets when it restarts, and keeps ``offline`` after a dropped
+        connection) ``adb disconnect`` + ``adb connect``; then wait up to ``wait_s`` seconds for
+        the state ``device``. Raises :class:`DeviceFault` saying the state it saw (``unauthorized``,
+        ``offline``, not listed) or why ``adb connect`` failed."""
+        import tenacity
+
+        self._device = None
+        if re.fullmatch(r"\[?[\w.:-]+\]?:\d+", self.serial) and not self.serial.startswith("emulator-"):
+            try:
+                with contextlib.suppress(Exception):
+                    self.client.disconnect(self.serial)
+                answer = self.client.connect(self.serial, timeout=min(self.timeout_s, 10.0))
+            except Exception as exc:
+                raise self._fault(exc) from exc
+            if "authenticate" in answer:  # adb 29: "failed to authenticate to HOST:PORT"
+                raise DeviceFault(
+                    f"device {self.serial} is unauthorized (the phone's 'Allow USB debugging?' prompt was not "
+                    f"accepted): adb connect said {answer.strip()!r}"
+                )
+            if "connected to" not in answer:
+                raise DeviceFault(f"adb connect {self.serial}: {answer.strip()}")
+        try:
+            for attempt in tenacity.Retrying(
+                stop=tenacity.stop_after_delay(wait_s),
+                wait=tenacity.wait_fixed(0.05),
+                retry=tenacity.retry_if_result(lambda state: state != "device"),
+            ):
+                with attempt:
+                    state = self.state()
+                if not attempt.retry_state.outcome.failed:  # type: ignore[union-attr]
+                    attempt.retry_state.set_result(state)
+        except tenacity.RetryError as exc:
+            seen = exc.last_attempt.result()
+            shown = "not listed" if seen is None else seen
+            why = " (the phone's 'Allow USB debugging?' prompt was not accepted)" if seen == "unauthorized" else ""
+            raise DeviceFault(f"device {self.serial} is {shown}{why} after reconnecting") from None
 
     def raw(self, script: str, timeout: float | None = None) -> tuple[bytes, bytes, int]:
         """Run one command line; returns (stdout, stderr, exit status). Uses ``shell,v2`` when the
@@ -265,6 +301,7 @@ class DeviceShell:
                 parts.append(part)
                 size += len(part) + 2
                 end += 1
+            self.sent.extend(list(c) for c in commands[start:end])
             stdout, stderr, _ = self.raw("; ".join(parts))
             text = _utf8(stdout, self.serial)
             err = _utf8(stderr, self.serial)
@@ -306,6 +343,7 @@ class DeviceShell:
                 parts.append(part)
                 size += len(part) + 4
                 end += 1
+            self.sent.extend(list(c) for c in commands[start:end])
             stdout, stderr, status = self.raw(" && ".join([*parts, f"echo {nonce}"]))
             err = _utf8(stderr, self.serial).strip()
             done = stdout.rstrip(b"\n").endswith(nonce.encode())
@@ -658,7 +696,8 @@ class AdbBackend(Backend):
     Args:
         serial: the device (``emulator-5554``, ``127.0.0.1:5555``, a phone's serial); default
             ``$ANDROID_SERIAL``, else the only device the adb server lists.
-        adb_host: the adb server's address (default ``$ANDROID_ADB_SERVER_ADDRESS`` or 127.0.0.1).
+        adb_host: the adb server's address (default ``$ANDROID_ADB_SERVER_ADDRESS``, or
+            ``$ANDROID_ADB_SERVER_HOST``, or 127.0.0.1).
         adb_port: the adb server's port (default ``$ANDROID_ADB_SERVER_PORT`` or 5037).
         kind: ``"emulator"`` or ``"device"`` (the backend's name in traces).
         timeout_s: seconds one adb round trip may take (longer is a ``timeout`` fault).
@@ -694,7 +733,12 @@ class AdbBackend(Backend):
             raise ValueError(f"kind must be 'emulator' or 'device', not {kind!r}")
         self.name = kind
         self.serial = serial or os.environ.get("ANDROID_SERIAL") or None
-        self.adb_host = adb_host or os.environ.get("ANDROID_ADB_SERVER_ADDRESS") or "127.0.0.1"
+        self.adb_host = (
+            adb_host
+            or os.environ.get("ANDROID_ADB_SERVER_ADDRESS")
+            or os.environ.get("ANDROID_ADB_SERVER_HOST")
+            or "127.0.0.1"
+        )
         self.adb_port = int(adb_port or os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
         self.timeout_s = timeout_s
         self.set_device_clock = set_device_clock
@@ -718,7 +762,10 @@ class AdbBackend(Backend):
         self._front: str | None = None
         self._suspect = False
         self._snapshots_ok: set[str] = set()
+        self._fault: str | None = None
+        self._last_tables: dict[str, dict[str, dict[str, Any]]] = {}
         self.last_reset: dict[str, Any] = {}
+        """How the last reset went: ``task``, ``how`` (``seeded`` or ``snapshot``), ``seconds``."""
 
     # -- mapping ---------------------------------------------------------------------------------
     def mapped_tables(self) -> dict[str, _Table]:
@@ -1182,6 +1229,13 @@ class AdbBackend(Backend):
                     )
         return self._console
 
+    @staticmethod
+    def snapshot_name(task: TaskSpec) -> str:
+        """The console snapshot a verified fixture state of ``task`` is saved as:
+        ``phoneenv-`` and 16 hex digits of SHA-256 over the fixtures (vault left out), so tasks
+        with equal fixtures share it."""
+        return f"phoneenv-{_fixtures_digest(task)}"
+
     def reset(self, task: TaskSpec) -> None:
         """Put the device in ``task``'s fixture state and verify it (module docstring).
 
@@ -1202,14 +1256,14 @@ class AdbBackend(Backend):
             self._installed = tuple(installed)
             self._tools = self._tools_for(installed)
         self._front = None
+        self._fault = None
         self._recover()
         missing = [a for a in installed if a in self._drivers]
         pkgs = self._packages()
         absent = [f"{a} ({self._classes[a].package})" for a in missing if self._classes[a].package not in pkgs]
         if absent:
             raise ResetError(f"device {self.shell.serial} lacks the apps the task installs: {', '.join(absent)}")
-        digest = _fixtures_digest(task)
-        name = f"phoneenv-{digest}"
+        name = self.snapshot_name(task)
         how = "seeded"
         console = self._console_for()
         clock = self._clock_commands(meta["now"], tz_name) if self.set_device_clock else []
@@ -1319,22 +1373,25 @@ class AdbBackend(Backend):
 
     def tables(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
         """The mapped tables read from the device (the verified fixture state right after reset).
-        When the device fails, the last state read (and the fault is logged): the episode's
-        tool calls already carry the ``device_error`` that marks it an infrastructure failure."""
-        if (
-            self.state._cache
-            and not self.state.in_call
-            and set(self.state._cache) >= {n for n in self.state.mapped if self._wanted(n)}
-        ):
-            return dict(self.state._cache)
+        When the device fails, the last state read, and :meth:`infrastructure_fault` says why,
+        so the episode's verdict is labelled an infrastructure error."""
+        cache = self.state._cache
+        if cache and not self.state.in_call and set(cache) >= {n for n in self.state.mapped if self._wanted(n)}:
+            self._last_tables = dict(cache)
+            return self._last_tables
         try:
             tables = self.read_all()
         except (DeviceFault, A.MappingError) as exc:
-            log.error("could not read the device's tables: %s", exc)
+            log.error("could not read the tables of %s: %s", self.serial, exc)
             self._suspect = True
-            return dict(self._last_tables) if hasattr(self, "_last_tables") else {}
+            self._fault = f"reading the device's state failed: {exc}"
+            return dict(self._last_tables)
         self._last_tables = tables
         return tables
+
+    def infrastructure_fault(self) -> str | None:
+        """Why reading the device's state failed this episode (None when it did not)."""
+        return self._fault
 
     def transient_tables(self) -> tuple[str, ...]:
         """Mapped tables of session state (``phone.active``)."""
@@ -1356,6 +1413,7 @@ class AdbBackend(Backend):
     def _capture(self) -> np.ndarray:
         from PIL import Image
 
+        self.shell.sent.append(["screencap", "-p"])
         stdout, stderr, status = self.shell.raw("screencap -p")
         if status != 0 or not stdout.startswith(b"\x89PNG"):
             raise DeviceFault(f"screencap -p failed on {self.shell.serial}: {stderr.decode('utf-8', 'replace')[:200]}")

@@ -81,6 +81,12 @@ class Backend(abc.ABC):
         prices); none for worlds that cannot contradict themselves."""
         return []
 
+    def infrastructure_fault(self) -> str | None:
+        """A failure of the world this episode that no tool feedback reported (a device lost
+        while verification read its state), or None; the env then marks the verdict an
+        infrastructure error. None by default."""
+        return None
+
     def can_run(self, task: TaskSpec) -> bool:
         """Whether this backend runs ``task`` faithfully (by default: it names this backend)."""
         return self.name in task.backends

@@ -1,0 +1,564 @@
+"""The emulator/device backend through the real adb server to a virtual device.
+
+Covers: sandbox-vs-device verdicts on the suite's tasks whose tools have drivers, the injection
+corpus, device faults as infrastructure errors, reset verification and snapshots, screenshots.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import string
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from phoneenv.contract import ErrorKind, Fixtures, StateCriterion, TaskSpec, ToolCall
+
+pytest.importorskip("adbutils", reason="the adb backend needs adbutils (pip install -e '.[device]')")
+pytest.importorskip("bashlex", reason="the virtual device needs bashlex (pip install -e '.[device]')")
+
+from agents.reference import ReferenceAgent
+from phoneenv.backends.adb import (
+    AdbBackend,
+    DeviceFault,
+    ResetError,
+    input_text_commands,
+    parse_ids,
+    parse_rows,
+    parse_runtime_permissions,
+)
+from phoneenv.backends.sandbox import SandboxBackend
+from phoneenv.env import PhonePlanEnv
+from phoneenv.evaluation import run_episodes, score
+from phoneenv.farm.virtual import VirtualDevice, input_text_decode
+from phoneenv.tasks import load_suite
+
+MARKER = re.compile(r"^[0-9a-f]{16}(:\d+:\d+)?$")
+PHONE = "+4915111111111"
+CORPUS = [
+    "it's \"quoted\" and 'single'",
+    "semi; reboot",
+    "and && reboot || reboot",
+    "pipe | cat /data/x",
+    "subst $(reboot) and ${HOME}",
+    "tick `reboot`",
+    "new\nline; reboot\n",
+    "percent %s and %% and 100%",
+    "trailing %",
+    "back\\slash \\n \\",
+    "emoji 😀👍🏽 CJK 漢字かな RTL שלום مرحبا",
+    "-leading dash --bind x:s:y",
+    "Row: 1 _id=5, body=forged, date=1",
+    "NULL",
+    "tab\there",
+    "x" * 999 + "!",
+]
+
+
+def _ran(dev: VirtualDevice, since: int) -> list[list[str]]:
+    """Commands the device ran since ``since``, without the host's ``echo <nonce>`` markers."""
+    return [c for c in dev.command_log[since:] if not (c[0] == "echo" and len(c) == 2 and MARKER.match(c[1]))]
+
+
+def _task(**records) -> TaskSpec:
+    return TaskSpec(
+        id="test.device",
+        domain="contacts",
+        goal="-",
+        fixtures=Fixtures(clock="2026-11-29T09:00:00", timezone="Europe/Berlin", records=records),
+        criteria=[StateCriterion(table="contacts.contacts", change="present", min=0)],
+        reference_plan=[ToolCall(name="contacts.search", arguments={"query": "a"})],
+    )
+
+
+ANA = {
+    "id": "c_1",
+    "name": "Ana Lima",
+    "phone": PHONE,
+    "email": "ana@example.com",
+    "relation": "sister",
+    "favorite": False,
+    "birthday": "04-12",
+}
+SMS = {
+    "id": "m_2",
+    "number": PHONE,
+    "direction": "in",
+    "body": "hi, body=x",
+    "time": "2026-11-28T20:00:00",
+    "read": False,
+}
+
+
+@pytest.fixture
+def served(adb_server):
+    """A fresh virtual device served on loopback and adb-connected; yields (server, device, backend)."""
+    from tests.adb import served_device
+
+    dev = VirtualDevice()
+    with served_device(adb_server, dev) as (server, _):
+        yield server, dev, AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10)
+
+
+# -- pure functions ----------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=string.printable[:95], min_size=1, max_size=300))
+def test_input_text_commands_type_printable_ascii_exactly(text):
+    cmds = input_text_commands(text)
+    assert all(c[:2] == ["input", "text"] and len(c) == 3 for c in cmds)
+    assert "".join(input_text_decode(c[2]) for c in cmds) == text
+    assert all(" " not in c[2] for c in cmds)
+
+
+def test_input_text_commands_route_other_text_through_adb_keyboard():
+    [cmd] = input_text_commands("a\nb 😀")
+    assert cmd[:6] == ["am", "broadcast", "-a", "ADB_INPUT_B64", "--es", "msg"]
+    import base64
+
+    assert base64.b64decode(cmd[6]).decode() == "a\nb 😀"
+    assert input_text_commands("%s") == [["input", "text", "%"], ["input", "text", "s"]]
+
+
+def test_parse_rows_accepts_only_unambiguous_listings():
+    cols = ["_id", "address", "body"]
+    text = "Row: 0 _id=1, address=+1, body=a, b\nRow: 1 _id=2, address=+2, body=c\n"
+    assert parse_rows(text, cols, [1, 2]) == [
+        {"_id": "1", "address": "+1", "body": "a, b"},
+        {"_id": "2", "address": "+2", "body": "c"},
+    ]
+    forged = (
+        "Row: 0 _id=1, address=+1, body=x\nRow: 1 _id=2, address=+2, body=y\n"  # one row whose body forges a second
+    )
+    assert parse_rows(forged, cols, [1]) is None
+    assert parse_rows("Row: 0 _id=1, address=+1, body=x, body=y\n", cols, [1]) is None
+    assert parse_rows("No result found.\n", cols, []) == []
+    assert parse_ids("Row: 0 _id=4\nRow: 1 _id=9\n") == [4, 9]
+    with pytest.raises(DeviceFault):
+        parse_ids("Row: 0 _id=4, x=1\n")
+
+
+def test_parse_runtime_permissions():
+    text = (
+        "    User 0: installed=true\n      runtime permissions:\n"
+        "        android.permission.READ_SMS: granted=true, flags=[ USER_SET ]\n"
+        "        android.permission.SEND_SMS: granted=false, flags=[ ]\n"
+        "    User 10: installed=false\n      runtime permissions:\n"
+        "        android.permission.READ_SMS: granted=false\n"
+    )
+    assert parse_runtime_permissions(text) == {
+        "android.permission.READ_SMS": True,
+        "android.permission.SEND_SMS": False,
+    }
+
+
+def test_tools_offered_are_exactly_the_drivers():
+    backend = AdbBackend(serial="none")
+    names = set(backend.tools())
+    assert {
+        "contacts.search",
+        "messages.send",
+        "calendar.create_event",
+        "clock.create_alarm",
+        "settings.set_wifi",
+    } <= names
+    assert {"phone.call", "settings.get", "clock.start_timer", "system.sign_in"}.isdisjoint(names)
+    assert not any(n.startswith(("notes.", "mail.")) for n in names)
+    fb = backend.call("notes.create", {"title": "x"})
+    assert fb.error is ErrorKind.UNKNOWN_TOOL
+
+
+# -- the comparison ------------------------------------------------------------------------------
+
+
+def runnable() -> list[TaskSpec]:
+    backend = AdbBackend(serial="none")
+    return [t for t in load_suite() if backend.can_run(t)]
+
+
+def sample(tasks: list[TaskSpec]) -> list[TaskSpec]:
+    """The first task of every third template, in suite order (deterministic)."""
+    seen: list[str | None] = []
+    out = []
+    for t in tasks:
+        if t.template not in seen:
+            seen.append(t.template)
+            if len(seen) % 3 == 1:
+                out.append(t)
+    return out
+
+
+def _summary(trace_path: str) -> tuple:
+    trace = json.loads(Path(trace_path).read_text())
+    v = trace["verdict"]
+    failed = sorted((c["id"], c["reason"]) for c in v["criteria"] if not c["passed"])
+    steps = [json.dumps(s["feedback"], sort_keys=True) for s in trace["steps"]]
+    return v["success"], v["progress"], failed, v["collateral"], v["errors"], v["infrastructure_error"], steps
+
+
+def compare(tasks: list[TaskSpec], backend: AdbBackend, tmp_path: Path) -> list[str]:
+    """Run the reference agent on ``tasks`` on both backends; the tasks whose verdict (success,
+    progress, failed criteria with reasons, collateral, errors) or any step's feedback differ."""
+    dev = run_episodes(ReferenceAgent(), tasks, tmp_path / "device", env_kwargs={"backend": backend})
+    box = run_episodes(ReferenceAgent(), tasks, tmp_path / "sandbox", env_kwargs={"backend": "sandbox"})
+    bad = []
+    for d, s in zip(dev, box, strict=True):
+        if _summary(d.trace_path) != _summary(s.trace_path):
+            bad.append(d.task_id)
+    return bad
+
+
+def test_coverage_of_the_suite():
+    tasks = runnable()
+    apps = Counter(a for t in tasks for a in t.apps)
+    assert len(tasks) >= 270, len(tasks)
+    for app in ("contacts", "messages", "phone", "calendar", "settings", "clock"):
+        assert apps[app] >= 8, (app, apps[app])
+    assert not any(t.id.startswith(("hybrid.", "mail.", "notes.")) for t in tasks)
+
+
+def test_reference_verdicts_match_the_sandbox_on_a_sample(served, tmp_path):
+    server, dev, backend = served
+    tasks = sample(runnable())
+    assert len(tasks) >= 10 and len({a for t in tasks for a in t.apps} - {"system", "user"}) >= 5
+    assert compare(tasks, backend, tmp_path) == []
+
+
+@pytest.mark.slow
+def test_reference_verdicts_match_the_sandbox_on_every_runnable_task(served, tmp_path):
+    server, dev, backend = served
+    tasks = runnable()
+    t0 = time.perf_counter()
+    bad = compare(tasks, backend, tmp_path)
+    print(f"\n{len(tasks)} tasks compared in {time.perf_counter() - t0:.0f} s")
+    assert bad == []
+
+
+# -- injection -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["messages.send", "contacts.create", "calendar.create_event", "clock.create_alarm"])
+def test_hostile_text_arrives_intact_and_runs_nothing(served, field):
+    server, dev, backend = served
+    backend.reset(_task(**{"contacts.contacts": [ANA], "messages.messages": [SMS]}))
+    sent, ran = len(backend.shell.sent), len(dev.command_log)
+    typed: set[str] = set()
+    written: list[tuple[str, str]] = []
+    for i, text in enumerate(CORPUS):
+        if field == "messages.send":
+            args, table, key = {"to": PHONE, "body": text}, "messages.messages", "body"
+        elif field == "contacts.create":
+            args, table, key = {"name": text[:80], "phone": f"+49170{i:07d}"}, "contacts.contacts", "name"
+        elif field == "calendar.create_event":
+            args = {
+                "title": text[:200],
+                "start": "2026-11-30T10:00",
+                "end": "2026-11-30T11:00",
+                "location": text[:200],
+                "notes": text,
+            }
+            table, key = "calendar.events", "title"
+        else:
+            args, table, key = {"time": "07:30", "label": text[:60]}, "clock.alarms", "label"
+        k = len(backend.shell.sent)
+        fb = backend.call(field, args)
+        typed |= {c[0] + " " + c[1] for c in backend.shell.sent[k:] if c[0] in ("input", "am")}
+        assert fb.ok, (text, fb)
+        rid = fb.result["id"]
+        want = args[key].strip() if field in ("contacts.create", "calendar.create_event") else args[key]
+        assert dev.phone.state.get(table, rid)[key] == want, text
+        written.append((rid, want))
+        if field == "calendar.create_event":
+            assert dev.phone.state.get(table, rid)["notes"] == text
+            assert dev.phone.state.get(table, rid)["location"] == text[:200].strip()
+    read_back = backend.tables()[table]  # through `content query` and its parsing
+    assert [read_back[rid][key] for rid, _ in written] == [want for _, want in written]
+    # The device ran exactly the argument lists the host built: nothing more, nothing split.
+    assert _ran(dev, ran) == backend.shell.sent[sent:]
+    assert all(
+        c[0] in {"content", "settings", "pm", "am", "input", "dumpsys", "date", "getprop", "setprop", "svc", "cmd"}
+        for c in _ran(dev, ran)
+    )
+    if field == "messages.send":
+        assert {"input text", "am broadcast", "am start"} <= typed  # both typing paths were used
+
+
+# -- faults --------------------------------------------------------------------------------------
+
+
+def _contacts_task() -> TaskSpec:
+    return next(t for t in runnable() if t.template == "contacts.add_contact")
+
+
+class _Scripted:
+    """Plays ``plan``; runs ``hook`` just before action number ``at`` (0-based)."""
+
+    name = "scripted"
+
+    def __init__(self, plan: list[ToolCall], at: int, hook) -> None:
+        self.plan, self.at, self.hook, self.i = plan, at, hook, 0
+
+    def reset(self, observation, info) -> None:
+        self.i = 0
+
+    def act(self, observation, info) -> str:
+        if self.i == self.at:
+            self.hook()
+        call = self.plan[min(self.i, len(self.plan) - 1)]
+        self.i += 1
+        return call.model_dump_json()
+
+
+def test_connections_dropped_mid_call_are_device_errors_and_the_env_keeps_going(served):
+    server, dev, backend = served
+    task = _contacts_task()
+    env = PhonePlanEnv(task=task, backend=backend)
+    env.reset(seed=0)
+    real_shell = dev.shell
+
+    def dropping(command: str, stdin: bytes = b""):
+        if "content query" in command:
+            dev.shell = real_shell  # once
+            server.close_all_connections()
+        return real_shell(command, stdin)
+
+    dev.shell = dropping
+    obs, *_ = env.step({"name": "contacts.search", "arguments": {"query": "a"}})
+    fb = json.loads(obs["feedback"])
+    assert fb["ok"] is False and fb["error"] in ("device_error", "timeout"), fb
+    assert fb["recoverable"] is False
+    obs, *_ = env.step({"name": "contacts.search", "arguments": {"query": "a"}})  # reconnected
+    assert json.loads(obs["feedback"])["ok"] is True
+    *_, info = env.step({"name": "finish", "arguments": {"answer": "x"}})
+    assert info["infrastructure_error"] is True and info["success"] is False
+
+
+def test_a_device_gone_mid_episode_is_an_infrastructure_failure_in_the_evaluation(adb_server):
+    from tests.adb import served_device
+
+    dev = VirtualDevice()
+    task = _contacts_task()
+    with served_device(adb_server, dev) as (server, _):
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=5)
+        agent = _Scripted(list(task.reference_plan), at=1, hook=server.stop)
+        [res] = run_episodes(agent, [task], env_kwargs={"backend": backend})
+    assert res.infrastructure_error is True and res.success is False
+    board = score("scripted", [res])
+    assert board.infrastructure_errors == 1 and board.categories[-1].episodes == 0
+
+
+def test_unauthorized_device(adb_server):
+    from phoneenv.farm.adbwire import AdbDeviceServer
+    from tests.adb import connect_device, served_device
+
+    dev = VirtualDevice()
+    task = _contacts_task()
+    with served_device(adb_server, dev) as (server, _):
+        port = server.port
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=5)
+        backend.reset(task)
+        server.stop()
+        with AdbDeviceServer(dev, port=port, require_auth=True) as locked:
+            with contextlib.suppress(Exception):
+                connect_device(adb_server, locked.serial, timeout=5, state="unauthorized")
+            kinds, messages = [], []
+            for _ in range(2):
+                fb = backend.call("contacts.search", {"query": "a"})
+                kinds.append(fb.error)
+                messages.append(fb.message or "")
+            with pytest.raises(DeviceFault, match="unauthorized"):
+                backend.reset(task)
+    assert set(kinds) == {ErrorKind.DEVICE_ERROR}
+    assert all("unauthorized" in m for m in messages[1:]), messages
+
+
+def test_adb_server_killed_then_restarted(tmp_path):
+    from tests.adb import AdbServer, adb_binary, served_device, server_version
+
+    if adb_binary() is None:
+        pytest.skip("adb is not installed")
+    dev = VirtualDevice()
+    task = _contacts_task()
+    adb = AdbServer(tmp_path / "adb").start()
+    try:
+        port = adb.port
+        with served_device(adb.client, dev) as (server, _):
+            backend = AdbBackend(serial=server.serial, adb_port=port, timeout_s=5)
+            backend.reset(task)
+            adb.process.kill()
+            adb.process.wait()
+            fb = backend.call("contacts.search", {"query": "a"})
+            assert fb.error is ErrorKind.DEVICE_ERROR and "no adb server answers" in fb.message
+            assert server_version(port) is None  # the backend did not start a server itself
+            adb.process = None
+            adb = AdbServer(tmp_path / "adb2", port=port).start()  # restarted: it forgot the device
+            fb = backend.call("contacts.search", {"query": "a"})
+            assert fb.ok, fb  # the backend ran `adb connect` again
+    finally:
+        adb.stop()
+
+
+# -- reset ---------------------------------------------------------------------------------------
+
+
+def _device_tables(dev: VirtualDevice, backend: AdbBackend) -> dict:
+    mapped = backend.mapped_tables()
+    out = {}
+    for name, tbl in dev.phone.state.tables.items():
+        if name in mapped and name != "phone.active":
+            spec = mapped[name]
+            rows = {k: {f: tuple(v) if isinstance(v, list) else v for f, v in r.items()} for k, r in tbl.items()}
+            if spec.mapping.__class__.__name__ == "SettingsTable":
+                rows = {k: v for k, v in rows.items() if k in spec.mapping.keys}
+            out[name] = rows
+    return out
+
+
+def _sandbox_tables(task: TaskSpec, backend: AdbBackend) -> dict:
+    """The same tables from the sandbox's own reset (an independent path to the fixture state)."""
+    box = SandboxBackend()
+    box.reset(task)
+    mapped = backend.mapped_tables()
+    out = {}
+    for name, tbl in box.tables().items():
+        if name in mapped and name != "phone.active":
+            rows = {k: {f: tuple(v) if isinstance(v, list) else v for f, v in r.items()} for k, r in tbl.items()}
+            if name == "settings.settings":
+                rows = {k: v for k, v in rows.items() if k in mapped[name].mapping.keys}
+            out[name] = rows
+    return out
+
+
+def test_reset_restores_a_corrupted_device(served):
+    server, dev, backend = served
+    task = next(t for t in runnable() if t.template == "cross.late_to_meeting")
+    backend.reset(task)
+    assert _device_tables(dev, backend) == _sandbox_tables(task, backend)
+    sh = dev.shell
+    sh("content delete --uri content://com.android.contacts/raw_contacts --where _id=1", b"")
+    sh(
+        "svc wifi disable; svc bluetooth enable; pm revoke com.google.android.apps.messaging android.permission.SEND_SMS",
+        b"",
+    )
+    sh(
+        "content insert --uri content://sms --bind address:s:+1 --bind body:s:stray --bind type:i:1 --bind date:l:0",
+        b"",
+    )
+    ev = next(iter(dev.phone.state.table("calendar.events")))
+    dev.phone.state.update("calendar.events", ev, attendees=("Someone Else",), title="renamed")
+    dev.shell("setprop persist.sys.timezone Pacific/Fiji; date -u 010100002030", b"")
+    assert _device_tables(dev, backend) != _sandbox_tables(task, backend)
+    backend.reset(task)
+    assert _device_tables(dev, backend) == _sandbox_tables(task, backend)
+    assert dev.props["persist.sys.timezone"] == task.fixtures.timezone
+    env = PhonePlanEnv(task=task, backend=backend)
+    env.reset(seed=0)
+    for call in task.reference_plan:
+        *_, info = env.step(call.model_dump())
+    assert info["success"] is True
+
+
+def test_a_device_that_refuses_a_fixture_fails_reset_loudly(adb_server):
+    from tests.adb import served_device
+
+    task = next(t for t in runnable() if t.template == "clock.alarm_off")
+    with served_device(adb_server, VirtualDevice(root=False)) as (server, _):
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10)
+        with pytest.raises(ResetError, match="refused the fixtures"):
+            backend.reset(task)
+        backend.set_device_clock = False  # the clock aside, DeskClock's provider needs root
+        with pytest.raises(ResetError, match="Permission Denial"):
+            backend.reset(task)
+    with served_device(adb_server, VirtualDevice(missing_packages=["com.google.android.apps.messaging"])) as (
+        server,
+        _,
+    ):
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10)
+        with pytest.raises(ResetError, match=r"lacks the apps the task installs: messages"):
+            backend.reset(task)
+
+
+def test_a_device_that_silently_drops_rows_fails_verification(adb_server):
+    from tests.adb import served_device
+
+    dev = VirtualDevice()
+    real = dev._insert
+
+    def dropping(route, values):
+        if values.get("mimetype") == "vnd.android.cursor.item/email_v2":
+            return 0  # the provider "accepts" the row and keeps nothing
+        return real(route, values)
+
+    dev._insert = dropping
+    with served_device(adb_server, dev) as (server, _):
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10)
+        with pytest.raises(
+            ResetError, match=r"not in the fixture state.*contacts\.contacts/c_1.*'email': 'ana@example.com'"
+        ):
+            backend.reset(_task(**{"contacts.contacts": [ANA]}))
+
+
+def test_snapshots_through_the_console(adb_server):
+    from phoneenv.farm.console import ConsoleServer, MemorySnapshotHooks
+    from tests.adb import served_device
+
+    dev = VirtualDevice()
+    hooks = MemorySnapshotHooks(capture=dev.phone.state.snapshot, restore=dev.phone.state.restore)
+    task = _task(**{"contacts.contacts": [ANA], "messages.messages": [SMS]})
+    with ConsoleServer(hooks, token="tok") as console, served_device(adb_server, dev) as (server, _):
+        backend = AdbBackend(
+            serial=server.serial, adb_port=adb_server.port, console_port=console.port, console_token="tok"
+        )
+        backend.reset(task)
+        assert backend.last_reset["how"] == "seeded"
+        assert [s.name for s in hooks.list()] == [backend.snapshot_name(task)]
+        backend.call("messages.delete", {"message_id": "m_2"})
+        backend.reset(task)
+        assert backend.last_reset["how"] == "snapshot"
+        assert dev.phone.state.get("messages.messages", "m_2") == SMS
+        # a snapshot that restores the wrong state is caught by verification and re-seeded
+        hooks._states[hooks.list()[0].name].tables["contacts.contacts"].clear()
+        backend.reset(task)
+        assert backend.last_reset["how"] == "seeded"
+        assert dev.phone.state.get("contacts.contacts", "c_1") == ANA
+
+
+# -- screen and construction -----------------------------------------------------------------------
+
+
+def test_screenshots_are_the_device_screen(served):
+    server, dev, backend = served
+    backend.reset(_task(**{"contacts.contacts": [ANA]}))
+    fb = backend.call("contacts.search", {"query": "ana"})
+    assert fb.ok
+    image = backend.screenshot()
+    assert image.shape == (640, 360, 3) and image.dtype.name == "uint8"
+    assert (image == dev.screen()).all()
+    assert dev.foreground == "com.android.contacts"
+    shot = backend.call("screen.capture", {})
+    assert shot.ok and shot.result["foreground"] == "contacts" and (shot.image == image).all()
+
+
+def test_make_backend_and_env_defaults_from_adb_environment(served, monkeypatch):
+    import gymnasium as gym
+
+    import phoneenv  # noqa: F401
+    from phoneenv.backends import make_backend
+
+    server, dev, backend = served
+    monkeypatch.setenv("ANDROID_SERIAL", server.serial)
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(backend.adb_port))
+    b = make_backend("emulator")
+    assert (b.name, b.serial, b.adb_port) == ("emulator", server.serial, backend.adb_port)
+    env = gym.make("PhonePlan-v0", tasks="contacts.add_contact/*", backend="device")
+    obs, info = env.reset(seed=0)
+    assert "contacts.create" in {t["function"]["name"] for t in info["tools"]}
+    assert "notes.create" not in {t["function"]["name"] for t in info["tools"]}
+    env.close()
