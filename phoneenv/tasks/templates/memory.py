@@ -1,0 +1,913 @@
+"""Memory templates: requests that only what the harness remembers about the user can fulfil.
+
+Every task seeds the user's memory (``Fixtures.memory``) with the fact, preference, episode or
+intent it needs, among distractor memories, and leaves the rest of the phone unable to tell:
+no contact carries a ``relation``, no app names the plumber, the usual restaurant or the new
+gate code. The reference plan looks the memory up with ``memory.search`` (a milestone), then
+acts; criteria check what was done, so a guess, an outdated memory or acting before an intent's
+moment fails.
+
+| template | what memory says | how the task is verified |
+|---|---|---|
+| ``memory.text_relation`` | who "my sister" (boss, landlord, ...) is | the text reaches that person |
+| ``memory.call_past_provider`` | two episodes with two plumbers (...): the newer is "last time" | the call goes to the newer one |
+| ``memory.usual_booking`` | the usual table (restaurant, party size, time), an outdated one | the booking text and the calendar event |
+| ``memory.preference_setting`` | wake-up time, tea steeping time, brightness, ring volume, gym slot | the alarm, timer, setting or event takes the preferred value; an outdated preference fails |
+| ``memory.updated_fact`` | a code that changed (old and new fact, linked or not) | the text carries the new code and no message the old |
+| ``memory.recall_answer`` | a code, a parking spot, a wine, what the plumber cost | the answer names the newest value only; read only |
+| ``memory.save_preference`` | an old preference the user now changes (or none) | ``memory.entries``: the new one created, the old superseded |
+| ``memory.forget_outdated`` | a fact the user says is obsolete, beside similar ones | ``memory.entries``: that entry invalid, nothing else touched |
+| ``memory.intent_time`` | "remind me at 10:30 to text Ana ..." among later and place intents | the text is sent at or after the intent's time (``system.wait``) |
+| ``memory.intent_place`` | "when I get to the office, call Ben" and a location timeline | the call or text happens at or after the arrival |
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from phoneenv.contract import Category, Domain
+from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates.messages import TEXTS
+from phoneenv.tasks.world import World
+
+__all__ = ["COUNT", "MemoryBook", "ago", "forget_relations"]
+
+MEMORY = Category.MEMORY
+COUNT = 12
+"""Tasks per memory template (10 templates; 15 for ``memory.preference_setting``: 123 tasks)."""
+
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]  # fmt: skip
+
+# Distractor memories: (kind, content, topic); a template leaves out the topics it asks about.
+DISTRACTORS = [
+    ("preference", "I prefer aisle seats on long flights", "seat"),
+    ("preference", "I take my coffee with oat milk", "coffee"),
+    ("preference", "No phone calls before 9 in the morning, please", "calls"),
+    ("preference", "I like the thermostat at 21 degrees", "home"),
+    ("preference", "I'd rather take the train than fly for trips under four hours", "travel"),
+    ("preference", "For birthdays I usually send flowers", "gifts"),
+    ("fact", "My passport expires in March 2028", "passport"),
+    ("fact", "Our car is a blue Skoda Octavia", "car"),
+    ("fact", "The recycling is collected on Tuesdays", "home"),
+    ("fact", "My shoe size is 43", "clothes"),
+    ("fact", "The spare key is with the neighbours on the second floor", "home"),
+    ("fact", "I'm allergic to penicillin", "health"),
+    ("episode", "Renewed the car insurance online; the new policy starts in January", "car"),
+    ("episode", "Went to the farmers market and bought honey and apples", "shopping"),
+    ("episode", "Booked the flights to Lisbon for the spring holidays", "travel"),
+    ("episode", "Returned the broken headphones to the electronics shop", "shopping"),
+]
+
+
+def ago(w: World, days: int) -> str:
+    """A local time ``days`` days before the world's clock, at a seeded hour between 07:00 and
+    22:59 (``YYYY-MM-DDTHH:MM:SS``)."""
+    day = w.now.date() - dt.timedelta(days=days)
+    return dt.datetime.combine(day, dt.time(w.rng.randrange(7, 23), w.rng.randrange(60))).isoformat(timespec="seconds")
+
+
+def forget_relations(w: World) -> None:
+    """Drop every contact's ``relation``: who someone is to the user must come from memory."""
+    for c in w.contacts:
+        c["relation"] = None
+
+
+def _first(c: dict[str, Any]) -> str:
+    return c["name"].split()[0]
+
+
+def _day_label(day: dt.date) -> str:
+    return f"{WEEKDAYS[day.weekday()]} {day.day} {MONTHS[day.month - 1]}"
+
+
+def _next_weekday(w: World, weekday: int) -> dt.date:
+    """The next date (tomorrow at the earliest) that falls on ``weekday`` (0 = Monday)."""
+    day = w.now.date() + dt.timedelta(days=1)
+    while day.weekday() != weekday:
+        day += dt.timedelta(days=1)
+    return day
+
+
+def _only(new: str, old: str | None = None) -> str:
+    """A regex (case-insensitive where used) that holds when a text names ``new`` and not ``old``."""
+    neg = "" if old is None else rf"(?!.*{re.escape(old)})"
+    return rf"(?s)^{neg}(?=.*{re.escape(new)})"
+
+
+@dataclass
+class MemoryBook:
+    """The memories a template seeds: entries are added in any order, then sorted by creation
+    time and numbered 1, 2, ... (the ids a reference plan can name). ``supersedes`` links are
+    given as the earlier entry's dict."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(
+        self, kind: str, content: str, created: str, *, supersedes: dict[str, Any] | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        """Add one memory and return its (mutable until :meth:`fixtures`) dict."""
+        entry = {"kind": kind, "content": content, "created": created, "_sup": supersedes, **extra}
+        self.entries.append(entry)
+        return entry
+
+    def distract(self, w: World, n: int, skip: tuple[str, ...] = ()) -> None:
+        """Add ``n`` distractor memories whose topics are not in ``skip``."""
+        pool = [d for d in DISTRACTORS if d[2] not in skip]
+        for kind, content, _ in w.rng.sample(pool, n):
+            self.add(kind, content, ago(w, w.rng.randrange(5, 500)))
+
+    def fixtures(self) -> list[dict[str, Any]]:
+        """The entries as ``Fixtures.memory`` dicts, oldest first, ids assigned (read each
+        entry's id from its dict afterwards)."""
+        order = sorted(self.entries, key=lambda e: e["created"])
+        for i, e in enumerate(order, 1):
+            e["id"] = i
+        out = []
+        for e in order:
+            item = {k: v for k, v in e.items() if k != "_sup"}
+            if e["_sup"] is not None:
+                item["supersedes"] = e["_sup"]["id"]
+            out.append(item)
+        return out
+
+
+def _old_and_new(
+    w: World, book: MemoryBook, kind: str, old: str, new: str, link: bool | None = None
+) -> tuple[dict[str, Any], dict[str, Any], bool]:
+    """An outdated memory and the newer one that replaced it; linked by ``supersedes`` when
+    ``link`` (drawn when None). Returns (old entry, new entry, linked)."""
+    linked = w.rng.random() < 0.5 if link is None else link
+    old_e = book.add(kind, old, ago(w, w.rng.randrange(250, 700)))
+    new_e = book.add(kind, new, ago(w, w.rng.randrange(10, 200)), supersedes=old_e if linked else None)
+    return old_e, new_e, linked
+
+
+def _sms(c: dict[str, Any], contains: str, **where: Any) -> Any:
+    """A text to ``c`` created whose body contains ``contains`` (and whose fields match ``where``)."""
+    return state(
+        "messages.messages",
+        "created",
+        number={"number": c["phone"]},
+        direction="out",
+        body={"icontains": contains},
+        **where,
+    )
+
+
+def _mem_draft(w: World, book: MemoryBook, fixture_extra: dict[str, Any] | None = None, **kw: Any) -> Draft:
+    """A :class:`Draft` whose fixtures are the world's plus ``book``'s memories (and ``fixture_extra``)."""
+    fixtures = w.fixtures(memory=book.fixtures(), **(fixture_extra or {}))
+    return Draft(fixtures=fixtures, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Facts: who is who
+# ---------------------------------------------------------------------------------------------
+
+RELATIONS = ["sister", "brother", "mom", "dad", "boss", "landlord", "neighbor", "coworker", "coach", "cousin",
+             "best friend", "babysitter"]  # fmt: skip
+RELATION_PHRASES = ["{name} is my {rel}", "My {rel} is {name}", "{first} ({name}) is my {rel}"]
+
+
+@template(
+    "memory.text_relation",
+    apps=["contacts", "messages"],
+    domain=Domain.COMMUNICATION,
+    category=MEMORY,
+    difficulty=2,
+    capabilities=["recall", "lookup", "send"],
+    count=COUNT,
+)
+def text_relation(w: World) -> Draft:
+    """Template ``memory.text_relation``: "Text my sister: ..." where only a memory says who the
+    sister is, beside memories of who the boss, the neighbour and others are."""
+    forget_relations(w)
+    people = w.rng.sample(w.contacts, 4)
+    # A relation that is part of the person's name or email ("dad" in "Haddad") would let
+    # contacts.search find them without memory.
+    rels = [r for r in RELATIONS if r not in f"{people[0]['name']} {people[0]['email'] or ''}".casefold()]
+    rels = w.rng.sample(rels, 4)
+    book = MemoryBook()
+    for p, r in zip(people, rels, strict=True):
+        phrase = w.rng.choice(RELATION_PHRASES)
+        book.add("fact", phrase.format(name=p["name"], first=_first(p), rel=r), ago(w, w.rng.randrange(30, 900)))
+    book.distract(w, 3)
+    target, rel = people[0], rels[0]
+    text, key = w.rng.choice(TEXTS)
+    end = "" if text[-1] in "?!." else "."
+    goal = w.rng.choice([f'Text my {rel}: "{text}"{end}', f'Send my {rel} a message saying "{text}"{end}'])
+    return _mem_draft(
+        w,
+        book,
+        goal=goal,
+        criteria=[_sms(target, key)],
+        milestones=[behavior("required_call", "memory.search"), behavior("required_call", "contacts.search")],
+        plan=[
+            call("memory.search", query=f"who is my {rel}"),
+            call("contacts.search", query=target["name"]),
+            call("messages.send", to=target["phone"], body=text),
+            call("finish", answer=f"Sent to {target['name']}, your {rel}."),
+        ],
+        perturb_exempt=["3.answer"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Episodes: "the plumber I used last time"
+# ---------------------------------------------------------------------------------------------
+
+TRADES = {
+    "plumber": (["fixed the leaking kitchen sink", "replaced the bathroom tap", "unblocked the shower drain"],
+                "The bathroom sink is blocked again"),
+    "electrician": (["fixed the fuse box", "rewired the kitchen lights", "installed the outdoor lamp"],
+                    "The kitchen lights keep flickering again"),
+    "locksmith": (["changed the front door lock", "opened the door when I was locked out"],
+                  "The front door lock is sticking again"),
+    "painter": (["painted the living room", "repainted the hallway"], "The bedroom walls need a fresh coat"),
+    "cleaner": (["did a deep clean of the flat", "cleaned all the windows"],
+                "The flat needs a proper clean before the party"),
+    "mechanic": (["changed the brake pads", "did the winter check on the car"], "The car is making that noise again"),
+    "piano tuner": (["tuned the piano"], "The piano sounds off again"),
+    "dog sitter": (["looked after the dog for the weekend"], "I'm away next weekend and the dog needs looking after"),
+}  # fmt: skip
+
+
+@template(
+    "memory.call_past_provider",
+    apps=["contacts", "phone"],
+    domain=Domain.CALLS,
+    category=MEMORY,
+    difficulty=3,
+    capabilities=["recall", "recency", "lookup", "call"],
+    count=COUNT,
+)
+def call_past_provider(w: World) -> Draft:
+    """Template ``memory.call_past_provider``: "Call the plumber I used last time", with two
+    episodes of two different plumbers (the newer one is meant) and episodes of other trades."""
+    forget_relations(w)
+    trade, other = w.rng.sample(sorted(TRADES), 2)
+    jobs, problem = TRADES[trade]
+    older, newer, third = w.rng.sample(w.contacts, 3)
+    book = MemoryBook()
+    phrasing = [
+        "Had {name} over as our {trade}: {first} {job}.",
+        "{name}, the {trade}, {job}. Paid {price} EUR.",
+        "Our {trade} {name} came round and {job}.",
+    ]
+    for who, days in ((older, w.rng.randrange(300, 700)), (newer, w.rng.randrange(20, 200))):
+        text = w.rng.choice(phrasing).format(
+            name=who["name"], first=_first(who), trade=trade, job=w.rng.choice(jobs), price=w.rng.randrange(60, 400)
+        )
+        book.add("episode", text, ago(w, days))
+    book.add(
+        "episode", f"{third['name']}, the {other}, {w.rng.choice(TRADES[other][0])}.", ago(w, w.rng.randrange(5, 400))
+    )
+    book.distract(w, 3)
+    goal = f"{problem}. " + w.rng.choice(
+        [f"Call the {trade} I used last time.", f"Give the {trade} we had last time a ring."]
+    )
+    return _mem_draft(
+        w,
+        book,
+        goal=goal,
+        criteria=[state("phone.calls", "created", number={"number": newer["phone"]}, direction="out")],
+        milestones=[behavior("required_call", "memory.search")],
+        plan=[
+            call("memory.search", query=f"{trade}", kind="episode"),
+            call("contacts.search", query=newer["name"]),
+            call("phone.call", number=newer["phone"]),
+            call("finish", answer=f"Calling {newer['name']}, the {trade} from last time."),
+        ],
+        perturb_exempt=["3.answer"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Preferences that decide arguments
+# ---------------------------------------------------------------------------------------------
+
+RESTAURANTS = ["Trattoria Roma", "Sushi Kaito", "Bistro Lumiere", "Taverna Olympia", "The Green Table",
+               "Curry House Mumbai", "Casa Pepe"]  # fmt: skip
+OCCASIONS = [
+    # (how the memory says it, how the goal says it, weekday, times)
+    ("Friday dinners", "Friday dinner", 4, ["19:00", "19:30", "20:00"]),
+    ("date night on Saturdays", "Saturday date night", 5, ["19:30", "20:00", "20:30"]),
+    ("Sunday brunch", "Sunday brunch", 6, ["10:30", "11:00", "11:30"]),
+]
+
+
+def _business(w: World, name: str) -> dict[str, Any]:
+    """Add a business to the address book (a Berlin landline, no email) and return it."""
+    taken = {c["phone"] for c in w.contacts}
+    while True:
+        phone = f"+4930{w.rng.randrange(10**7, 10**8)}"
+        if phone not in taken:
+            break
+    rec = {
+        "id": w.next_id("contacts.contacts", "c_"),
+        "name": name,
+        "phone": phone,
+        "email": None,
+        "relation": None,
+        "favorite": False,
+        "birthday": None,
+    }
+    w.contacts.append(rec)
+    return rec
+
+
+@template(
+    "memory.usual_booking",
+    apps=["contacts", "messages", "calendar"],
+    domain=Domain.FOOD,
+    category=MEMORY,
+    difficulty=3,
+    capabilities=["recall", "preference", "send", "create"],
+    count=COUNT,
+)
+def usual_booking(w: World) -> Draft:
+    """Template ``memory.usual_booking``: "Book our usual Friday dinner table", where a preference
+    names the restaurant, party size and time (sometimes replacing an older usual place), among
+    other restaurants in the address book."""
+    forget_relations(w)
+    mem_words, goal_words, weekday, times = w.rng.choice(OCCASIONS)
+    usual, old_place, lunch = w.rng.sample(RESTAURANTS, 3)
+    places = {name: _business(w, name) for name in (usual, old_place, lunch)}
+    size, hhmm = w.rng.choice([2, 3, 4, 5, 6]), w.rng.choice(times)
+    old_size, old_time = w.rng.choice([2, 4, 6]), w.rng.choice(times)
+    book = MemoryBook()
+    new_text = f"For {mem_words} we always book {usual}: a table for {size} at {hhmm}."
+    if w.rng.random() < 0.6:
+        _old_and_new(
+            w,
+            book,
+            "preference",
+            f"For {mem_words} we always book {old_place}: a table for {old_size} at {old_time}.",
+            f"We switched our {mem_words} to {usual}: now it's a table for {size} at {hhmm}.",
+        )
+    else:
+        book.add("preference", new_text, ago(w, w.rng.randrange(30, 400)))
+    book.add("preference", f"For work lunches I like {lunch}.", ago(w, w.rng.randrange(10, 300)))
+    book.distract(w, 3, skip=("coffee",))
+    day = _next_weekday(w, weekday)
+    start = dt.datetime.combine(day, dt.time.fromisoformat(hhmm))
+    s, e = start.isoformat(timespec="minutes"), (start + dt.timedelta(hours=2)).isoformat(timespec="minutes")
+    rest = places[usual]
+    body = (
+        f"Hello, I'd like to book a table for {size} on {_day_label(day)} at {hhmm}, under the name Sam Rivera. Thanks!"
+    )
+    return _mem_draft(
+        w,
+        book,
+        goal=f"Book our usual {goal_words} table for {_day_label(day)}: text the restaurant, and put it in my calendar.",
+        criteria=[
+            _sms(rest, hhmm),
+            _sms(rest, f"for {size}"),
+            state("calendar.events", "created", start=s, location={"iequals": usual}),
+        ],
+        milestones=[behavior("required_call", "memory.search"), _sms(rest, hhmm)],
+        plan=[
+            call("memory.search", query=f"usual {goal_words} restaurant table"),
+            call("contacts.search", query=usual),
+            call("messages.send", to=rest["phone"], body=body),
+            call(
+                "calendar.create_event", title=f"{goal_words.capitalize()} at {usual}", start=s, end=e, location=usual
+            ),
+            call(
+                "finish",
+                answer=f"Booked {usual} for {size} at {hhmm} on {_day_label(day)} and added it to your calendar.",
+            ),
+        ],
+        perturb_exempt=["3.title", "3.end", "4.answer"],
+    )
+
+
+ALARM_TIMES = ["05:45", "06:10", "06:20", "06:40", "06:50", "07:05", "07:20", "07:40"]
+TEAS = {"green tea": [2, 3], "black tea": [4, 5], "rooibos": [6, 7], "chamomile tea": [5, 8]}
+
+
+@template(
+    "memory.preference_setting",
+    apps=["clock", "settings", "calendar"],
+    domain=Domain.DEVICE,
+    category=MEMORY,
+    difficulty=2,
+    capabilities=["recall", "preference", "create", "update"],
+    count=15,
+)
+def preference_setting(w: World) -> Draft:
+    """Template ``memory.preference_setting``: "Set an alarm for my usual wake-up time", "Start a
+    timer for my green tea", "Put the brightness back to how I like it", "... ringer volume",
+    "Put my usual gym session in my calendar": the value comes only from a preference, which
+    may have replaced an outdated one (the outdated value fails)."""
+    variant = ["alarm", "tea", "brightness", "volume", "gym"][w.seed % 5]
+    book = MemoryBook()
+    milestones = [behavior("required_call", "memory.search")]
+    exempt: list[str] = []
+    if variant == "alarm":
+        taken = {a["time"] for a in w.table("clock.alarms")}
+        old, new = w.rng.sample([t for t in ALARM_TIMES if t not in taken], 2)
+        if w.rng.random() < 0.6:
+            _old_and_new(
+                w, book, "preference", f"On workdays I get up at {old}",
+                f"Since I started the new job I get up at {new} on workdays",
+            )  # fmt: skip
+        else:
+            book.add("preference", f"On workdays I get up at {new}", ago(w, w.rng.randrange(20, 400)))
+        goal = w.rng.choice(
+            ["Set an alarm for my usual wake-up time tomorrow.", "Set my alarm for when I usually get up."]
+        )
+        act = call("clock.create_alarm", time=new, label="Wake up")
+        criteria = [state("clock.alarms", "created", time=new, enabled=True)]
+        query, exempt = "usual wake-up time", ["1.label"]
+    elif variant == "tea":
+        tea = w.rng.choice(sorted(TEAS))
+        old, new = w.rng.sample(TEAS[tea], 2)
+        if w.rng.random() < 0.6:
+            _old_and_new(
+                w, book, "preference", f"I steep my {tea} for {old} minutes",
+                f"{tea.capitalize()} gets bitter at {old} minutes; now I steep it for exactly {new} minutes",
+            )  # fmt: skip
+        else:
+            book.add("preference", f"I steep my {tea} for exactly {new} minutes", ago(w, w.rng.randrange(20, 400)))
+        goal = f"Start a timer for my {tea}."
+        act = call("clock.start_timer", duration_seconds=new * 60, label=tea.capitalize())
+        criteria = [state("clock.timers", "created", duration_s=new * 60, running=True)]
+        query, exempt = f"how long I steep {tea}", ["1.label"]
+    elif variant == "brightness":
+        level = w.rng.choice([25, 30, 35, 40, 45, 75, 80, 85])
+        book.add("preference", f"I keep my screen brightness at {level}%", ago(w, w.rng.randrange(20, 400)))
+        goal = w.rng.choice(
+            ["Put the screen brightness back to how I like it.", "Set the brightness the way I like it."]
+        )
+        act = call("settings.set_brightness", level=level)
+        criteria = [state("settings.settings", "updated", id="brightness", value=level)]
+        query = "screen brightness I like"
+    elif variant == "volume":
+        level = w.rng.choice([15, 20, 30, 40, 55, 85, 90])
+        book.add("preference", f"I keep the ringer volume at {level}", ago(w, w.rng.randrange(20, 400)))
+        goal = "Set my ringer volume the way I like it."
+        act = call("settings.set_volume", stream="ring", level=level)
+        criteria = [state("settings.settings", "updated", id="volume_ring", value=level)]
+        query = "ringer volume preference"
+    else:
+        weekday = w.rng.randrange(7)
+        old_t, new_t = w.rng.sample(["07:00", "12:30", "17:30", "18:00", "18:30", "19:30"], 2)
+        minutes = w.rng.choice([45, 60, 75, 90])
+        day_name = WEEKDAYS[weekday]
+        if w.rng.random() < 0.6:
+            _old_and_new(
+                w, book, "preference", f"I go to the gym on {day_name}s at {old_t} for {minutes} minutes",
+                f"The gym class moved: on {day_name}s I now go at {new_t}, still {minutes} minutes",
+            )  # fmt: skip
+        else:
+            book.add(
+                "preference",
+                f"I go to the gym on {day_name}s at {new_t} for {minutes} minutes",
+                ago(w, w.rng.randrange(20, 300)),
+            )
+        day = _next_weekday(w, weekday)
+        start = dt.datetime.combine(day, dt.time.fromisoformat(new_t))
+        s, e = (
+            start.isoformat(timespec="minutes"),
+            (start + dt.timedelta(minutes=minutes)).isoformat(timespec="minutes"),
+        )
+        goal = f"Put my usual gym session in my calendar for {_day_label(day)}."
+        act = call("calendar.create_event", title="Gym", start=s, end=e)
+        criteria = [state("calendar.events", "created", title={"icontains": "gym"}, start=s, end=e)]
+        query = f"gym on {day_name}s"
+    book.distract(w, 4, skip=("home",))
+    return _mem_draft(
+        w,
+        book,
+        goal=goal,
+        criteria=criteria,
+        milestones=milestones,
+        plan=[call("memory.search", query=query), act, call("finish", answer="Done, as you like it.")],
+        perturb_exempt=[*exempt, "2.answer"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Conflicting facts: the newer must win
+# ---------------------------------------------------------------------------------------------
+
+CODES = [
+    # (what it is, the query that finds it)
+    ("gate code of our building", "building gate code"),
+    ("wifi password at home", "home wifi password"),
+    ("code for the bike shed", "bike shed code"),
+    ("garage door code", "garage door code"),
+    ("key safe code at the holiday flat", "holiday flat key safe code"),
+]
+WORDS = ["Sunflower", "Harbour", "Maple", "Comet", "Lantern", "Pebble", "Orchid", "Falcon"]
+
+
+def _code(w: World, thing: str) -> str:
+    if "wifi" in thing:
+        return f"{w.rng.choice(WORDS)}-{w.rng.randrange(1000, 9999)}"
+    if w.rng.random() < 0.5:
+        return f"{w.rng.randrange(1000, 9999)}"
+    letters = "".join(w.rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") for _ in range(2))
+    return f"{letters}{w.rng.randrange(2, 9)}-{w.rng.randrange(10, 99)}"
+
+
+def _two_codes(w: World, thing: str) -> tuple[str, str]:
+    """An old and a new code of ``thing``, neither contained in the other."""
+    while True:
+        old, new = _code(w, thing), _code(w, thing)
+        if old.casefold() not in new.casefold() and new.casefold() not in old.casefold():
+            return old, new
+
+
+@template(
+    "memory.updated_fact",
+    apps=["contacts", "messages"],
+    domain=Domain.COMMUNICATION,
+    category=MEMORY,
+    difficulty=3,
+    capabilities=["recall", "conflict", "send"],
+    count=COUNT,
+)
+def updated_fact(w: World) -> Draft:
+    """Template ``memory.updated_fact``: "Text Ana the gate code" when memory holds the old code
+    and the new one (linked by ``supersedes`` or not: then the newer date decides); the old code
+    sent anywhere fails."""
+    forget_relations(w)
+    thing, query = w.rng.choice(CODES)
+    old, new = _two_codes(w, thing)
+    book = MemoryBook()
+    _old_and_new(w, book, "fact", f"The {thing} is {old}", f"The {thing} has changed, it is now {new}")
+    other_thing = w.rng.choice([c for c in CODES if c[0] != thing])[0]
+    book.add("fact", f"The {other_thing} is {_code(w, other_thing)}", ago(w, w.rng.randrange(20, 600)))
+    book.distract(w, 3)
+    (friend,) = w.pick("contacts.contacts")
+    first = _first(friend)
+    reason = w.rng.choice(["is coming over later", "is picking up a parcel for me", "is looking after the place"])
+    return _mem_draft(
+        w,
+        book,
+        goal=f"{first} {reason}. Text {first} the {thing}.",
+        criteria=[_sms(friend, new), state("messages.messages", "absent", body={"icontains": old})],
+        milestones=[behavior("required_call", "memory.search")],
+        plan=[
+            call("memory.search", query=query),
+            call("contacts.search", query=first),
+            call("messages.send", to=friend["phone"], body=f"Hi {first}, the {thing} is {new}."),
+            call("finish", answer=f"Sent {first} the {thing} ({new})."),
+        ],
+        perturb_exempt=["3.answer"],
+    )
+
+
+WINES = ["Riesling from the Mosel", "Rioja Reserva", "Gruner Veltliner", "Barolo", "Pinot Noir from Baden"]
+
+
+@template(
+    "memory.recall_answer",
+    apps=[],
+    domain=Domain.DEVICE,
+    category=MEMORY,
+    difficulty=2,
+    capabilities=["recall", "answer"],
+    count=COUNT,
+)
+def recall_answer(w: World) -> Draft:
+    """Template ``memory.recall_answer``: questions only memory answers (a locker code that
+    changed, where the car is parked, the wine we liked, what the plumber cost last time); the
+    answer must name the newest value and not an outdated one; read only."""
+    variant = ["locker", "parking", "wine", "price"][w.seed % 4]
+    book = MemoryBook()
+    old: str | None = None
+    if variant == "locker":
+        old, new = (str(x) for x in w.rng.sample(range(100, 999), 2))
+        _old_and_new(w, book, "fact", f"My locker at the gym is number {old}", f"I moved to locker {new} at the gym")
+        goal, query = "Which locker do I have at the gym?", "gym locker number"
+        reply = f"Locker {new}."
+    elif variant == "parking":
+        level, spot = w.rng.randrange(1, 5), w.rng.randrange(100, 399)
+        zone = w.rng.choice(["P1", "P3", "P4"])
+        new = f"{zone}, level {level}, spot {spot}"
+        book.add("episode", f"Parked the car at the airport in {new} before the flight", ago(w, w.rng.randrange(2, 9)))
+        old_spot = str(w.rng.choice([s for s in range(100, 399) if s != spot]))
+        book.add(
+            "episode",
+            f"Parked at the airport in P2, spot {old_spot}, for the last trip",
+            ago(w, w.rng.randrange(60, 300)),
+        )
+        old = f"spot {old_spot}"
+        goal, query = "Where did I park the car at the airport?", "parked car airport"
+        reply = f"In {new}."
+        new = str(spot)
+    elif variant == "wine":
+        (host,) = w.pick("contacts.contacts")
+        wine, other = w.rng.sample(WINES, 2)
+        book.add("episode", f"Dinner at {_first(host)}'s place: we loved the {wine}", ago(w, w.rng.randrange(5, 200)))
+        book.add("episode", f"The {other} at the wine bar was too sour for us", ago(w, w.rng.randrange(5, 300)))
+        goal, query = f"What was the wine we loved at {_first(host)}'s dinner?", f"wine dinner at {_first(host)}'s"
+        reply, new, old = f"The {wine}.", wine, other
+    else:
+        trade = w.rng.choice(["plumber", "electrician", "locksmith"])
+        while True:
+            old_p, new_p = (str(x) for x in w.rng.sample(range(60, 480), 2))
+            if old_p not in new_p and new_p not in old_p:
+                break
+        a, b = w.rng.sample(w.contacts, 2)
+        book.add(
+            "episode", f"Paid {a['name']}, the {trade}, {old_p} EUR for a repair", ago(w, w.rng.randrange(300, 700))
+        )
+        book.add(
+            "episode", f"Paid {b['name']}, the {trade}, {new_p} EUR for a repair", ago(w, w.rng.randrange(10, 200))
+        )
+        goal, query = f"How much did the {trade} charge me last time?", f"paid the {trade}"
+        reply, new, old = f"{new_p} EUR.", new_p, old_p
+    book.distract(w, 4)
+    return _mem_draft(
+        w,
+        book,
+        goal=goal,
+        criteria=[answer(pattern=_only(new, old)), behavior("read_only")],
+        milestones=[behavior("required_call", "memory.search")],
+        plan=[call("memory.search", query=query), call("finish", answer=reply)],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Changing what is remembered
+# ---------------------------------------------------------------------------------------------
+
+CHANGES = [
+    # (kind, old or None, new memory, key of the new one, query, the user's words)
+    ("preference", "I prefer window seats on flights", "I prefer aisle seats on flights", "aisle", "seats on flights",
+     "From now on I want aisle seats on flights, not the window. Remember that."),
+    ("preference", "I take my coffee black", "I take my coffee with oat milk now", "oat milk", "how I take my coffee",
+     "I've switched to coffee with oat milk - please remember that."),
+    ("preference", "I eat meat", "I'm pescetarian now: fish yes, meat no", "pescetarian", "what I eat",
+     "Note that I'm pescetarian now: fish is fine, meat is not."),
+    ("preference", "Meetings from 8 in the morning are fine", "No meetings before 10 in the morning", "before 10",
+     "meeting times",
+     "Remember: no meetings before 10 in the morning from now on."),
+    ("preference", "I like hotel rooms on a high floor", "I prefer hotel rooms on a low floor", "low floor",
+     "hotel room floor",
+     "I'd rather have hotel rooms on a low floor now. Keep that in mind."),
+    ("preference", "I fly with Lufthansa when I can", "I prefer flying with KLM", "KLM", "airline I fly with",
+     "I prefer KLM these days when I fly. Remember that."),
+    ("fact", None, "I'm allergic to shellfish", "shellfish", "allergies",
+     "Remember that I'm allergic to shellfish."),
+    ("preference", None, "I like my steak medium rare", "medium rare", "how I like my steak",
+     "Remember that I like my steak medium rare."),
+    ("fact", None, "My blood type is A negative", "A negative", "blood type",
+     "Please remember my blood type: A negative."),
+]  # fmt: skip
+
+
+@template(
+    "memory.save_preference",
+    apps=[],
+    domain=Domain.DEVICE,
+    category=MEMORY,
+    difficulty=2,
+    capabilities=["remember", "conflict"],
+    count=COUNT,
+)
+def save_preference(w: World) -> Draft:
+    """Template ``memory.save_preference``: the user states a new preference or fact; it must be
+    saved, and an older preference it replaces superseded (``memory.entries``: the new entry
+    created, the old one updated to ``valid: False``, nothing else touched)."""
+    kind, old, new, key, query, words = CHANGES[w.seed % len(CHANGES)]
+    book = MemoryBook()
+    book.distract(w, 5, skip=("seat", "coffee"))
+    old_e = book.add(kind, old, ago(w, w.rng.randrange(100, 700))) if old else None
+    fixtures = book.fixtures()
+    criteria = [state("memory.entries", "created", kind=kind, content={"icontains": key}, valid=True)]
+    save = call("memory.save", kind=kind, content=new)
+    if old_e is not None:
+        criteria.append(state("memory.entries", "updated", id=old_e["id"], valid=False))
+        save = call("memory.save", kind=kind, content=new, supersedes=old_e["id"])
+    return Draft(
+        goal=words,
+        criteria=criteria,
+        milestones=[behavior("required_call", "memory.search")],
+        plan=[call("memory.search", query=query), save, call("finish", answer="Got it, I'll remember that.")],
+        fixtures=w.fixtures(memory=fixtures),
+        perturb_exempt=["2.answer"],
+    )
+
+
+OBSOLETE = [
+    # (the memory, a similar memory to keep, the user's words, query)
+    ("My car is parked in spot 17 of the garage on Kantstrasse", "The bike is in the shed behind the house",
+     "I sold the car, so forget where it's parked.", "car parking spot"),
+    ("My gym membership number is GM-55821", "My library card number is LB-20417",
+     "I cancelled the gym membership - forget its number.", "gym membership number"),
+    ("Choir rehearsal is on Wednesdays at 19:30", "Yoga is on Mondays at 18:00",
+     "I left the choir, so forget the rehearsal times.", "choir rehearsal"),
+    ("My bank adviser at Sparkasse is Ms Lenz", "My insurance agent at Allianz is Mr Brandt",
+     "I moved my accounts to another bank; forget the old bank adviser.", "bank adviser"),
+    ("The babysitter's rate is 12 EUR an hour", "The dog walker's rate is 15 EUR a walk",
+     "We don't need a babysitter any more - forget the babysitter's rate.", "babysitter rate"),
+]  # fmt: skip
+
+
+@template(
+    "memory.forget_outdated",
+    apps=[],
+    domain=Domain.DEVICE,
+    category=MEMORY,
+    difficulty=2,
+    capabilities=["remember", "delete"],
+    count=10,
+)
+def forget_outdated(w: World) -> Draft:
+    """Template ``memory.forget_outdated``: "I sold the car, so forget where it's parked": that
+    memory must become invalid and a similar one must stay."""
+    gone, keep, words, query = OBSOLETE[w.seed % len(OBSOLETE)]
+    book = MemoryBook()
+    target = book.add("fact", gone, ago(w, w.rng.randrange(30, 700)))
+    book.add("fact", keep, ago(w, w.rng.randrange(30, 700)))
+    book.distract(w, 4)
+    fixtures = book.fixtures()
+    return Draft(
+        goal=words,
+        criteria=[state("memory.entries", "updated", id=target["id"], valid=False)],
+        milestones=[behavior("required_call", "memory.search")],
+        plan=[
+            call("memory.search", query=query),
+            call("memory.forget", id=target["id"]),
+            call("finish", answer="Forgotten."),
+        ],
+        fixtures=w.fixtures(memory=fixtures),
+        perturb_exempt=["2.answer"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Intents that must fire, and be acted on at the right moment
+# ---------------------------------------------------------------------------------------------
+
+REMINDER_TEXTS = [
+    ("that the keys are under the blue flowerpot", "The keys are under the blue flowerpot", "flowerpot"),
+    ("that I'll pick up the cake", "I'll pick up the cake on my way", "cake"),
+    ("to bring the camping chairs", "Could you bring the camping chairs?", "camping chairs"),
+    ("that the parcel is at the neighbour's", "Your parcel is at the neighbour's", "parcel"),
+    ("to send me the photos", "Could you send me the photos from Saturday?", "photos"),
+    ("that dinner is at 8", "Dinner is at 8 tonight, see you there", "dinner"),
+]
+ERRANDS = ["buy milk", "pick up the dry cleaning", "get stamps", "return the library books"]
+
+
+def _intent(book: MemoryBook, w: World, content: str, ttype: str, value: str, action: str) -> dict[str, Any]:
+    return book.add(
+        "intent", content, ago(w, w.rng.randrange(1, 4)), trigger={"type": ttype, "value": value}, action=action
+    )
+
+
+@template(
+    "memory.intent_time",
+    apps=["contacts", "messages"],
+    domain=Domain.COMMUNICATION,
+    category=MEMORY,
+    difficulty=4,
+    capabilities=["recall", "intent", "wait", "send"],
+    count=COUNT,
+)
+def intent_time(w: World) -> Draft:
+    """Template ``memory.intent_time``: "keep an eye on my reminders and take care of the next
+    one": a time intent ("remind me at 10:30 to text Ana that ...") fires only once the clock
+    reaches it (``system.wait``), and the text must be sent then, not before; a later intent and
+    a place intent must not be acted on."""
+    forget_relations(w)
+    minutes = w.rng.choice([20, 25, 30, 40, 45, 60, 75, 90])
+    due = w.now + dt.timedelta(minutes=minutes)
+    later = due + dt.timedelta(hours=w.rng.randrange(2, 6))
+    person, other = w.rng.sample(w.contacts, 2)
+    (what, text, key), (what2, text2, _) = w.rng.sample(REMINDER_TEXTS, 2)
+    book = MemoryBook()
+    _intent(
+        book, w, f"Remind me at {due:%H:%M} to text {_first(person)} {what}", "time",
+        due.isoformat(timespec="seconds"), f'Text {_first(person)}: "{text}"',
+    )  # fmt: skip
+    _intent(
+        book, w, f"Remind me at {later:%H:%M} to text {_first(other)} {what2}", "time",
+        later.isoformat(timespec="seconds"), f'Text {_first(other)}: "{text2}"',
+    )  # fmt: skip
+    errand = w.rng.choice(ERRANDS)
+    _intent(book, w, f"When I'm at the supermarket, remind me to {errand}", "place", "supermarket", errand.capitalize())
+    book.distract(w, 3)
+    goal = w.rng.choice(
+        [
+            "I'll be in meetings for a while. Keep an eye on my reminders and, when the next one comes up, do what it says.",
+            "Wait for my next reminder to come up and take care of it for me.",
+        ]
+    )
+    return _mem_draft(
+        w,
+        book,
+        goal=goal,
+        criteria=[_sms(person, key, time={"gte": due.isoformat(timespec="seconds")})],
+        milestones=[behavior("required_call", "memory.search"), behavior("required_call", "system.wait")],
+        plan=[
+            call("memory.search", query="remind me", kind="intent"),
+            call("system.wait", minutes=minutes),
+            call("contacts.search", query=_first(person)),
+            call("messages.send", to=person["phone"], body=text),
+            call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {_first(person)}."),
+        ],
+        perturb_exempt=["4.answer"],
+        max_steps=25,
+    )
+
+
+PLACES = ["office", "train station", "gym", "pharmacy", "post office", "university library"]
+
+
+@template(
+    "memory.intent_place",
+    apps=["contacts", "phone", "messages"],
+    domain=Domain.CALLS,
+    category=MEMORY,
+    difficulty=4,
+    capabilities=["recall", "intent", "wait", "call", "send"],
+    count=COUNT,
+)
+def intent_place(w: World) -> Draft:
+    """Template ``memory.intent_place``: "when I get to the office, remind me to call Ben": the
+    task's location timeline brings the phone there after some minutes (``system.wait``), the
+    place intent fires, and the call or text must happen then, not before; an intent for another
+    place must not be acted on."""
+    forget_relations(w)
+    place, elsewhere = w.rng.sample(PLACES, 2)
+    minutes = w.rng.choice([10, 15, 20, 25, 30, 40])
+    arrive = w.now + dt.timedelta(minutes=minutes)
+    home = arrive + dt.timedelta(hours=w.rng.randrange(3, 7))
+    person, other = w.rng.sample(w.contacts, 2)
+    first = _first(person)
+    book = MemoryBook()
+    if w.rng.random() < 0.5:
+        topic = w.rng.choice(["the lease", "the invoice", "the weekend plans", "the birthday present"])
+        _intent(
+            book,
+            w,
+            f"When I get to the {place}, remind me to call {first} about {topic}",
+            "place",
+            place,
+            f"Call {first}",
+        )
+        act = call("phone.call", number=person["phone"])
+        criteria = [state("phone.calls", "created", number={"number": person["phone"]}, direction="out",
+                          time={"gte": arrive.isoformat(timespec="seconds")})]  # fmt: skip
+        done = f"called {first}"
+    else:
+        what, text, key = w.rng.choice(REMINDER_TEXTS)
+        _intent(
+            book,
+            w,
+            f"When I get to the {place}, remind me to text {first} {what}",
+            "place",
+            place,
+            f'Text {first}: "{text}"',
+        )
+        act = call("messages.send", to=person["phone"], body=text)
+        criteria = [_sms(person, key, time={"gte": arrive.isoformat(timespec="seconds")})]
+        done = f"texted {first}"
+    _intent(
+        book,
+        w,
+        f"When I get to the {elsewhere}, remind me to call {_first(other)}",
+        "place",
+        elsewhere,
+        f"Call {_first(other)}",
+    )
+    book.distract(w, 3)
+    timeline = [
+        {"at": arrive.isoformat(timespec="seconds"), "label": place},
+        {"at": home.isoformat(timespec="seconds"), "label": "home"},
+    ]
+    goal = w.rng.choice(
+        [
+            f"I'm on my way to the {place}, I'll be there in about {minutes} minutes. Take care of what I wanted to do when I get there.",
+            f"Heading to the {place} now (about {minutes} minutes). When I arrive, do what I asked you to remind me of there.",
+        ]
+    )
+    return _mem_draft(
+        w,
+        book,
+        goal=goal,
+        criteria=criteria,
+        milestones=[behavior("required_call", "memory.search"), behavior("required_call", "system.wait")],
+        plan=[
+            call("memory.search", query=f"when I get to the {place}", kind="intent"),
+            call("system.wait", minutes=minutes),
+            call("contacts.search", query=first),
+            act,
+            call("finish", answer=f"You reached the {place}, so I {done}."),
+        ],
+        perturb_exempt=["4.answer"],
+        max_steps=25,
+        fixture_extra={"location_timeline": timeline},
+    )
