@@ -313,7 +313,10 @@ def test_reset_without_memory_never_touches_the_store(monkeypatch):
     env = PhonePlanEnv(tasks=[plain, seeded], memory=EpisodeMemory(embedder=CountingEmbedder()))
     for _ in range(3):
         env.reset(options={"task": plain})
+        env.step({"name": "clock.now", "arguments": {}})
+        env.step({"name": "finish", "arguments": {"answer": "done"}})
     assert calls == []
+    assert env._memory._store is None  # no SQLite connection for tasks that never use memory
     env.reset(options={"task": seeded})
     env.reset(options={"task": seeded})  # untouched since: nothing to restore
     assert calls == [len(SEED)]

@@ -68,11 +68,13 @@ import bisect
 import datetime as dt
 import functools
 import logging
+import math
 import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -294,10 +296,11 @@ class EpisodeMemory:
     def __init__(self, path: str | Path | None = None, user: str | None = None, embedder: Embedder | None = None):
         self.persistent = path is not None
         self.user = "default" if user is None else user
-        self.store = MemoryStore(":memory:" if path is None else path, user=self.user)
+        self._path = ":memory:" if path is None else path
+        self._store: MemoryStore | None = None
         self._embedder = None if embedder is None else CachedEmbedder(embedder)
         self._resolved = False
-        self._tools = MemoryTools(self.store, self._now)
+        self._tools: MemoryTools | None = None
         self._world = _WorldTools(self)
         self._backend: Any = None
         self._wait_ok = False
@@ -305,11 +308,25 @@ class EpisodeMemory:
         self._dirty = False  # the store differs from _state's snapshot
         self._table: dict[str, dict[str, Any]] | None = None
         self.pending = 0  # valid intents not fired yet
+        self._wake = math.inf  # clock (epoch s) at which an intent may next come due
+        self._events: set[str] = set()  # app events pending intents wait for
+        self._tz: dt.tzinfo = dt.timezone.utc
         self._fixtures = Fixtures()
         self._times: list[dt.datetime] = []
         self._places: list[Any] = []
         self._place = ""
         self.loaded = False
+        if self.persistent:
+            self.store  # noqa: B018 - open the file now, so a bad path fails here
+
+    @property
+    def store(self) -> MemoryStore:
+        """The user's :class:`~phoneenv.harness.memory.MemoryStore` (an in-memory one is opened
+        on first use: envs whose tasks never use memory hold no SQLite connection)."""
+        if self._store is None:
+            self._store = MemoryStore(self._path, user=self.user)
+            self._tools = MemoryTools(self._store, self._now)
+        return self._store
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -332,7 +349,11 @@ class EpisodeMemory:
             return ToolError(ErrorKind.UNKNOWN_TOOL, f"there is no tool {name[:80]!r}").feedback()
         if name == "memory.search" and not self._resolved:
             self._resolve()
-        owner = self._world if tdef.spec.app == "system" else self._tools
+        if tdef.spec.app == "system":
+            owner: Any = self._world
+        else:
+            self.store  # noqa: B018 - opened on first use; it makes self._tools
+            owner = self._tools
         try:
             result = tdef.method(owner, **arguments)
         except ToolError as exc:
@@ -340,7 +361,8 @@ class EpisodeMemory:
         if name in ("memory.save", "memory.forget"):
             self._dirty = True
             self._table = None
-            self.pending = self._count_pending()
+            if self.pending:
+                self._rearm()
         return Feedback(ok=True, result=result)
 
     def _resolve(self) -> None:
@@ -393,10 +415,14 @@ class EpisodeMemory:
         self._wait_ok = callable(getattr(backend, "set_clock", None))
         if fx is not self._fixtures:
             self._fixtures = fx
+            self._tz = ZoneInfo(fx.timezone)
             self._times = [dt.datetime.fromisoformat(c.at) for c in fx.location_timeline]
             self._places = list(fx.location_timeline)
         self._place = self._place_now()
-        return self.observe(None, False) or []
+        if not self.pending:
+            return []
+        self._rearm()
+        return self._fire(None, False) or []
 
     def observe(self, tool_name: str | None, ok: bool) -> list[dict[str, Any]] | None:
         """After a step: fire the intents that are due now, mark them fired, and return them as
@@ -408,6 +434,42 @@ class EpisodeMemory:
         """
         if not self.pending:
             return None
+        if self._backend.clock_seconds() < self._wake and not (ok and tool_name in self._events):
+            return None
+        notes = self._fire(tool_name, ok)
+        self._rearm()
+        return notes
+
+    def _rearm(self) -> None:
+        """When :meth:`observe` must look again: the earliest pending time trigger or, with place
+        triggers (or location-change events) pending, the next move of the location timeline
+        (epoch seconds, in the task's timezone, as the backends keep their clocks); and the app
+        events pending intents wait for."""
+        wake, events, places, n = math.inf, set(), False, 0
+        for e in self.store.entries("intent"):
+            if e.fired:
+                continue
+            n += 1
+            ttype, value = e.trigger  # type: ignore[misc]
+            if ttype == "time":
+                wake = min(wake, self._epoch(dt.datetime.fromisoformat(value)))
+            elif ttype == "place":
+                places = True
+            else:
+                events.add(value)
+                places = places or value == LOCATION_EVENT
+        if places and self._times:
+            now = dt.datetime.fromisoformat(self._now())
+            later = [t for t in self._times if t > now]
+            if later:
+                wake = min(wake, self._epoch(later[0]))
+        self.pending, self._wake, self._events = n, wake, events
+
+    def _epoch(self, local: dt.datetime) -> float:
+        return local.replace(tzinfo=self._tz).timestamp()
+
+    def _fire(self, tool_name: str | None, ok: bool) -> list[dict[str, Any]] | None:
+        """Mark fired and return (as notifications) every pending intent due now."""
         now = self._now()
         place = self._place_now(now)
         events = set()
@@ -441,12 +503,13 @@ class EpisodeMemory:
         """The store as the verified table ``memory.entries`` (see the module docstring); the
         returned dict and its records must not be mutated."""
         if self._table is None:
-            self._table = _table(self.store.snapshot())
+            self._table = _EMPTY_TABLE if self._store is None else _table(self._store.snapshot())
         return self._table
 
     def close(self) -> None:
-        """Close the store's database connection."""
-        self.store.close()
+        """Close the store's database connection (if one was opened)."""
+        if self._store is not None:
+            self._store.close()
 
     # -- internals ------------------------------------------------------------------------------
 
