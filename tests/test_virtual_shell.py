@@ -227,6 +227,16 @@ def test_clock_and_timezone(dev):
     assert run(user, "setprop", "persist.sys.timezone", "Asia/Tokyo")[2] == 1
 
 
+def test_a_timezone_change_keeps_stored_instants(dev):
+    run(dev, "content", "insert", "--uri", "content://sms", "--bind", "address:s:+1", "--bind", "body:s:x",
+        "--bind", "type:i:1", "--bind", "date:l:1795939200000")  # fmt: skip
+    assert dev.phone.state.get("messages.messages", "m_1")["time"] == "2026-11-29T09:00:00"  # Berlin
+    run(dev, "setprop", "persist.sys.timezone", "America/New_York")
+    assert dev.phone.state.get("messages.messages", "m_1")["time"] == "2026-11-29T03:00:00"  # the same instant
+    out, _, _ = run(dev, "content", "query", "--uri", "content://sms", "--projection", "date")
+    assert out == "Row: 0 date=1795939200000\n"
+
+
 # -- UI: typing ------------------------------------------------------------------------------
 
 

@@ -101,6 +101,9 @@ INPUT_TEXT_CHUNK = 200
 """Characters per ``input text`` command (Android's ``input`` types them one key event each)."""
 B64_TEXT_CHUNK = 300
 """Characters per ADBKeyBoard broadcast."""
+CLOCK_TOLERANCE_S = 10
+"""How far (seconds) the device clock may be from the fixture clock when a reset verifies it: the
+clock is set last, and a real device's keeps running while the tables are read back."""
 _ROW = re.compile(r"Row: (\d+) _id=(-?\d+)")
 
 
@@ -1172,6 +1175,8 @@ class AdbBackend(Backend):
         return cmds
 
     def _clock_commands(self, now: float, tz_name: str) -> list[list[str]]:
+        """Commands that stop network time and set the timezone (``setprop``) and, last, the clock
+        (toybox ``date -u MMDDhhmmYYYY.ss``); both need root."""
         utc = dt.datetime.fromtimestamp(now, dt.timezone.utc)
         return [
             ["settings", "put", "global", "auto_time", "0"],
@@ -1192,8 +1197,16 @@ class AdbBackend(Backend):
         app = name.split(".", 1)[0]
         return app in self._installed or app == "system"
 
-    def _verify(self, expected: Mapping[str, Mapping[str, Mapping[str, Any]]], now: float, tz_name: str) -> list[str]:
-        """What differs between the device and ``expected`` (empty when they agree)."""
+    def _verify(
+        self,
+        expected: Mapping[str, Mapping[str, Mapping[str, Any]]],
+        now: float,
+        tz_name: str,
+        check_clock: bool = True,
+    ) -> list[str]:
+        """What differs between the device and ``expected`` (empty when they agree); with
+        ``check_clock``, also the device clock (within :data:`CLOCK_TOLERANCE_S` of ``now``, as a
+        real device's runs while it is read) and timezone."""
         diffs: list[str] = []
         actual = self.read_all()
         for name, want in expected.items():
@@ -1201,13 +1214,13 @@ class AdbBackend(Backend):
             for rid in sorted(set(want) | set(have)):
                 if want.get(rid) != have.get(rid):
                     diffs.append(f"{name}/{rid}: expected {want.get(rid)!r}, device has {have.get(rid)!r}")
-        if self.set_device_clock:
+        if self.set_device_clock and check_clock:
             secs = self.shell.batch([["date", "+%s"], ["getprop", "persist.sys.timezone"]])
             try:
                 device_now = int(secs[0].out.strip())
             except ValueError:
                 device_now = None
-            if device_now is None or abs(device_now - now) > 5:
+            if device_now is None or abs(device_now - now) > CLOCK_TOLERANCE_S:
                 diffs.append(f"clock: expected {int(now)}, device has {secs[0].out.strip()!r}")
             if secs[1].out.strip() != tz_name:
                 diffs.append(f"timezone: expected {tz_name}, device has {secs[1].out.strip()!r}")
@@ -1282,7 +1295,8 @@ class AdbBackend(Backend):
         if diffs is None or diffs:
             how = "seeded"
             try:
-                self.shell.apply(clock + self._seed_commands(expected, self.phone.tz))
+                # timezone first, clock last (so verification finds it fresh): see _clock_commands
+                self.shell.apply(clock[:-1] + self._seed_commands(expected, self.phone.tz) + clock[-1:])
             except DeviceFault as exc:
                 raise ResetError(f"device {self.shell.serial} refused the fixtures of {task.id}: {exc.detail}") from exc
             diffs = self._verify(expected, meta["now"], tz_name)
@@ -1367,7 +1381,7 @@ class AdbBackend(Backend):
         expected = {k: _norm_table(v) for k, v in tables.items()}
         self.shell.apply(self._seed_commands(expected, self.phone.tz))
         self.state.meta = {**meta, "seq": dict(meta.get("seq", {}))}
-        diffs = self._verify(expected, self.state.meta["now"], self.phone.fixtures.timezone)
+        diffs = self._verify(expected, self.state.meta["now"], self.phone.fixtures.timezone, check_clock=False)
         if diffs:
             raise ResetError("restore did not take: " + "; ".join(diffs[:5]))
 

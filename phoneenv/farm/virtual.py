@@ -343,12 +343,29 @@ class VirtualDevice:
             return 1
         if key == "persist.sys.timezone":
             try:
-                self.phone.tz = ZoneInfo(value)
+                tz = ZoneInfo(value)
             except (ZoneInfoNotFoundError, ValueError):
                 inv.error(f"Failed to set property '{key}' to '{value}'.\nSee dmesg for error reason.")
                 return 1
+            self._retime(tz)
         self.props[key] = value
         return 0
+
+    def _retime(self, tz: Any) -> None:
+        """Change the timezone keeping every stored instant: providers hold epoch milliseconds,
+        so the sandbox records' local times are re-read in ``tz``."""
+        old = self.phone.tz
+        state = self.phone.state
+        for route in self._routes.values():
+            if route.child is not None:
+                continue
+            for rid, rec in list(state.table(route.full_table).items()):
+                row = {"_id": A.android_id(rid, route.prefix), **A.encode_row(route.mapping, rec, old)}
+                kids = dict((c.uri, r) for c, r in A.encode_children(route.mapping, rec, old))
+                new = A.decode_record(route.mapping, route.prefix, row, kids, tz)
+                if new != rec:
+                    state.update(route.full_table, rid, **{k: v for k, v in new.items() if k != "id"})
+        self.phone.tz = tz
 
     def _date(self, inv: Invocation) -> int:
         args = inv.argv[1:]
