@@ -160,13 +160,14 @@ def shared_embedder() -> CachedEmbedder | None:
 class _Seeded:
     """A task's memory fixture seeded once: the snapshot, its verified table, pending intents."""
 
-    __slots__ = ("fixtures", "intents", "snapshot", "table")
+    __slots__ = ("fixtures", "intents", "snapshot", "table", "watch")
 
     def __init__(self, fixtures: Fixtures, snapshot: MemorySnapshot) -> None:
         self.fixtures = fixtures
         self.snapshot = snapshot
         self.table = _table(snapshot)
         self.intents = sum(1 for r in snapshot if r[2] == "intent" and r[5] and not r[10])
+        self.watch: tuple[Any, ...] | None = None  # EpisodeMemory._rearm's result at the fixture's start
 
 
 _seeded: OrderedDict[tuple[int, str], _Seeded] = OrderedDict()
@@ -180,6 +181,11 @@ def _entries(memory: list[MemoryFixture]) -> list[dict[str, Any]]:
             item["trigger"] = (m.trigger.type, m.trigger.value)  # type: ignore[union-attr]
         out.append(item)
     return out
+
+
+def _norm_place(label: str) -> str:
+    """A place label compared case- and space-insensitively, as ``MemoryStore.due_intents`` does."""
+    return " ".join(label.split()).casefold()
 
 
 def _seeded_for(fixtures: Fixtures, user: str) -> _Seeded:
@@ -310,6 +316,7 @@ class EpisodeMemory:
         self.pending = 0  # valid intents not fired yet
         self._wake = math.inf  # clock (epoch s) at which an intent may next come due
         self._events: set[str] = set()  # app events pending intents wait for
+        self._at: set[str] = set()  # places pending intents wait for (normalised)
         self._tz: dt.tzinfo = dt.timezone.utc
         self._fixtures = Fixtures()
         self._times: list[dt.datetime] = []
@@ -411,17 +418,20 @@ class EpisodeMemory:
         if self.persistent or (keep and self.loaded):
             self.pending = self._count_pending()
         self.loaded = True
-        self._backend = backend
-        self._wait_ok = callable(getattr(backend, "set_clock", None))
+        if backend is not self._backend:
+            self._backend = backend
+            self._wait_ok = callable(getattr(backend, "set_clock", None))
         if fx is not self._fixtures:
             self._fixtures = fx
             self._tz = ZoneInfo(fx.timezone)
             self._times = [dt.datetime.fromisoformat(c.at) for c in fx.location_timeline]
             self._places = list(fx.location_timeline)
-        self._place = self._place_now()
         if not self.pending:
             return []
+        self._place = self._place_now()
         self._rearm()
+        if self._backend.clock_seconds() < self._wake and _norm_place(self._place) not in self._at:
+            return []  # nothing due at the start
         return self._fire(None, False) or []
 
     def observe(self, tool_name: str | None, ok: bool) -> list[dict[str, Any]] | None:
@@ -445,7 +455,11 @@ class EpisodeMemory:
         triggers (or location-change events) pending, the next move of the location timeline
         (epoch seconds, in the task's timezone, as the backends keep their clocks); and the app
         events pending intents wait for."""
-        wake, events, places, n = math.inf, set(), False, 0
+        pristine = self._state is not None and not self._dirty  # the fixture's start: cacheable
+        if pristine and self._state.watch is not None:  # type: ignore[union-attr]
+            self.pending, self._wake, self._events, self._at = self._state.watch  # type: ignore[union-attr]
+            return
+        wake, events, at, n = math.inf, set(), set(), 0
         for e in self.store.entries("intent"):
             if e.fired:
                 continue
@@ -454,16 +468,17 @@ class EpisodeMemory:
             if ttype == "time":
                 wake = min(wake, self._epoch(dt.datetime.fromisoformat(value)))
             elif ttype == "place":
-                places = True
+                at.add(_norm_place(value))
             else:
                 events.add(value)
-                places = places or value == LOCATION_EVENT
-        if places and self._times:
+        if (at or LOCATION_EVENT in events) and self._times:
             now = dt.datetime.fromisoformat(self._now())
             later = [t for t in self._times if t > now]
             if later:
                 wake = min(wake, self._epoch(later[0]))
-        self.pending, self._wake, self._events = n, wake, events
+        self.pending, self._wake, self._events, self._at = n, wake, events, at
+        if pristine:
+            self._state.watch = (n, wake, events, at)  # type: ignore[union-attr]
 
     def _epoch(self, local: dt.datetime) -> float:
         return local.replace(tzinfo=self._tz).timestamp()
