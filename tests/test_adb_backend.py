@@ -242,6 +242,110 @@ def test_reference_verdicts_match_the_sandbox_on_every_runnable_task(served, tmp
     assert bad == []
 
 
+def _every_tool_script(task: TaskSpec) -> list[tuple[str, dict]]:
+    """One or more calls of every tool the drivers offer (errors included), from ``task``'s fixtures."""
+    rec = task.fixtures.records
+    c, m, ev = rec["contacts.contacts"][0], rec["messages.messages"][0], rec["calendar.events"][0]
+    call, al, day = rec["phone.calls"][0], rec["clock.alarms"][0], rec["calendar.events"][0]["start"][:10]
+    new = "+4917000000001"
+    return [
+        ("contacts.search", {"query": c["name"][:3]}),
+        ("contacts.get", {"contact_id": c["id"]}),
+        ("contacts.list", {"offset": 2, "limit": 5}),
+        ("contacts.favorites", {}),
+        (
+            "contacts.create",
+            {"name": "Zed Tester", "phone": new, "email": "z@example.com", "relation": "coach", "birthday": "02-29"},
+        ),
+        ("contacts.create", {"name": "Dup", "phone": new}),  # conflict
+        (
+            "contacts.update",
+            {"contact_id": c["id"], "email": "new@example.com", "relation": "friend", "birthday": "12-31"},
+        ),
+        ("contacts.set_favorite", {"contact_id": c["id"]}),
+        ("contacts.get", {"contact_id": "c_999"}),  # not_found
+        ("contacts.delete", {"contact_id": rec["contacts.contacts"][1]["id"]}),
+        ("messages.list_threads", {"limit": 5}),
+        ("messages.read_thread", {"number": m["number"]}),
+        ("messages.get", {"message_id": m["id"]}),
+        ("messages.search", {"query": m["body"][:5]}),
+        ("messages.list_unread", {}),
+        ("messages.mark_read", {"number": m["number"]}),
+        ("messages.send", {"to": c["phone"], "body": "See you at 5, 100% sure"}),
+        ("messages.forward", {"message_id": m["id"], "to": new}),
+        ("messages.delete", {"message_id": m["id"]}),
+        ("phone.call_log", {"filter": "missed"}),
+        ("phone.call_log", {"number": call["number"], "limit": 3}),
+        ("phone.block_number", {"number": "+4917000000002"}),
+        ("phone.block_number", {"number": "+49 170 000 00002"}),  # conflict
+        ("phone.list_blocked", {}),
+        ("phone.unblock_number", {"number": "+4917000000002"}),
+        ("phone.delete_call_log_entry", {"call_id": call["id"]}),
+        ("calendar.list_events", {"date": day, "days": 3}),
+        ("calendar.get_event", {"event_id": ev["id"]}),
+        ("calendar.search_events", {"query": ev["title"][:4]}),
+        ("calendar.free_slots", {"date": day, "duration_minutes": 30}),
+        (
+            "calendar.create_event",
+            {
+                "title": "Offsite",
+                "start": f"{day}T07:00",
+                "end": f"{day}T08:30",
+                "location": "HQ",
+                "attendees": ["Ana", "z@example.com"],
+                "notes": "bring laptop",
+            },
+        ),
+        (
+            "calendar.create_event",
+            {"title": "Holiday", "start": f"{day}T00:00", "end": f"{day}T00:00", "all_day": True},
+        ),
+        ("calendar.update_event", {"event_id": ev["id"], "start": f"{day}T18:00", "notes": "moved"}),
+        ("calendar.add_attendee", {"event_id": ev["id"], "attendee": "Zed Tester"}),
+        ("calendar.remove_attendee", {"event_id": ev["id"], "attendee": "Zed Tester"}),
+        ("calendar.delete_event", {"event_id": ev["id"]}),
+        ("clock.now", {}),
+        ("clock.world_time", {"timezone": "Asia/Tokyo"}),
+        ("clock.create_alarm", {"time": "06:45", "label": "Gym", "days": ["fri", "mon", "fri"]}),
+        ("clock.list_alarms", {}),
+        ("clock.update_alarm", {"alarm_id": al["id"], "time": "07:15", "days": ["sat", "sun"]}),
+        ("clock.set_alarm_enabled", {"alarm_id": al["id"], "enabled": False}),
+        ("clock.delete_alarm", {"alarm_id": al["id"]}),
+        ("settings.set_wifi", {"enabled": False}),
+        ("settings.set_bluetooth", {"enabled": True}),
+        ("settings.set_dnd", {"enabled": True}),
+        ("settings.set_airplane_mode", {"enabled": True}),
+        ("settings.set_airplane_mode", {"enabled": False}),
+        ("settings.set_location", {"enabled": False}),
+        ("settings.set_brightness", {"level": 35}),
+        ("settings.set_dark_mode", {"enabled": True}),
+        ("settings.list_app_permissions", {"app": "messages"}),
+        ("settings.revoke_permission", {"app": "messages", "permission": "android.permission.SEND_SMS"}),
+        ("messages.send", {"to": new, "body": "denied"}),  # permission_denied
+        ("system.check_permission", {"app": "messages", "permission": "android.permission.SEND_SMS"}),
+        ("system.request_permission", {"app": "messages", "permission": "android.permission.SEND_SMS"}),
+        ("settings.revoke_permission", {"app": "calendar", "permission": "android.permission.WRITE_CALENDAR"}),
+        ("settings.grant_permission", {"app": "calendar", "permission": "android.permission.WRITE_CALENDAR"}),
+        ("system.list_apps", {}),
+        ("system.open_app", {"app": "clock"}),
+        ("screen.capture", {}),
+    ]
+
+
+def test_every_offered_tool_answers_as_in_the_sandbox(served):
+    server, dev, backend = served
+    task = next(t for t in runnable() if t.template == "cross.late_to_meeting")
+    script = _every_tool_script(task)
+    assert {name for name, _ in script} == set(backend.tools())
+    box = SandboxBackend()
+    box.reset(task)
+    backend.reset(task)
+    for name, args in script:
+        want, got = box.call(name, dict(args)), backend.call(name, dict(args))
+        assert got.model_dump_json() == want.model_dump_json(), name
+    assert {k: v for k, v in backend.tables().items() if k != "phone.active"} == _sandbox_tables_of(box, backend)
+
+
 # -- injection -----------------------------------------------------------------------------------
 
 
@@ -457,6 +561,19 @@ def _device_tables(dev: VirtualDevice, backend: AdbBackend) -> dict:
             rows = {k: {f: tuple(v) if isinstance(v, list) else v for f, v in r.items()} for k, r in tbl.items()}
             if spec.mapping.__class__.__name__ == "SettingsTable":
                 rows = {k: v for k, v in rows.items() if k in spec.mapping.keys}
+            out[name] = rows
+    return out
+
+
+def _sandbox_tables_of(box: SandboxBackend, backend: AdbBackend) -> dict:
+    """``box``'s tables restricted to what ``backend`` maps (settings: mapped keys), lists as tuples."""
+    mapped = backend.mapped_tables()
+    out = {}
+    for name, tbl in box.tables().items():
+        if name in mapped and name != "phone.active":
+            rows = {k: {f: tuple(v) if isinstance(v, list) else v for f, v in r.items()} for k, r in tbl.items()}
+            if name == "settings.settings":
+                rows = {k: v for k, v in rows.items() if k in mapped[name].mapping.keys}
             out[name] = rows
     return out
 

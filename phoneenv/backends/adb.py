@@ -1237,9 +1237,13 @@ class AdbBackend(Backend):
 
                 serial = self.shell.serial
                 if self._console_port is not None or serial.startswith("emulator-"):
-                    self._console = console_for_serial(
-                        serial, console_port=self._console_port, token=self._console_token, timeout=self.timeout_s
-                    )
+                    try:
+                        self._console = console_for_serial(
+                            serial, console_port=self._console_port, token=self._console_token, timeout=self.timeout_s
+                        )
+                    except (OSError, ValueError) as exc:  # no adb binary for `adb emu`, a bad token path
+                        log.warning("no console for %s (%s): resets will re-seed", serial, exc)
+                        self._console_arg = None
         return self._console
 
     @staticmethod
