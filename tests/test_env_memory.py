@@ -569,3 +569,31 @@ def test_behavior_criteria_see_memory_calls():
     act(env, "memory.search", query="sister")
     _, _, _, _, info = env.step({"name": "finish", "arguments": {"answer": "x"}})
     assert info["success"] is True
+
+
+def test_a_broken_embedder_is_an_infrastructure_error_not_an_exception():
+    def broken(texts):
+        raise RuntimeError("CUDA out of memory")
+
+    env = make_env(task(SEED), memory=EpisodeMemory(embedder=broken))
+    env.reset(seed=0)
+    fb, _ = act(env, "memory.search", query="sister")
+    assert fb["ok"] is False and fb["error"] == "internal_error" and fb["recoverable"] is False
+    _, _, _, _, info = env.step({"name": "finish", "arguments": {"answer": "done"}})
+    assert info["infrastructure_error"] is True
+
+
+def test_gym_make_passes_the_memory_options(tmp_path, monkeypatch):
+    import gymnasium as gym
+
+    monkeypatch.setattr(episode_memory, "_shared", CachedEmbedder(CountingEmbedder()))
+    path = tmp_path / "sam.sqlite"
+    env = gym.make("PhonePlan-v0", task=task(SEED), user="sam", memory_path=str(path))
+    env.reset(seed=0)
+    assert search(env, "tea") == []
+    act(env, "memory.save", kind="preference", content="I drink green tea")
+    env.close()
+    env = gym.make("PhonePlan-v0", task=task(SEED), user="sam", memory_path=str(path))
+    env.reset(seed=0)
+    assert [h["content"] for h in search(env, "tea")] == ["I drink green tea"]
+    env.close()

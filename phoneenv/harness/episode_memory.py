@@ -80,6 +80,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from phoneenv.contract import Domain, ErrorKind, Feedback, Fixtures, MemoryFixture, TaskSpec
+from phoneenv.harness.feedback import internal_error
 from phoneenv.harness.memory import (
     CachedEmbedder,
     Embedder,
@@ -348,8 +349,9 @@ class EpisodeMemory:
         """Run tool ``name`` with ``arguments`` already validated against its schema.
 
         Returns ``Feedback(ok=True, result=...)`` or the tool's structured error
-        (``not_found``, ``invalid_arguments``, ``precondition_failed``); an unknown name is
-        ``unknown_tool``. Never raises for what the agent sent.
+        (``not_found``, ``invalid_arguments``); an unknown name is ``unknown_tool``; anything
+        else the store or embedder raises is logged and returned as ``internal_error`` (an
+        infrastructure error). Never raises.
         """
         tdef = _defs().get(name)
         if tdef is None or (name == WAIT_TOOL and not self._wait_ok):
@@ -365,6 +367,9 @@ class EpisodeMemory:
             result = tdef.method(owner, **arguments)
         except ToolError as exc:
             return exc.feedback(tdef.spec.parameters)
+        except Exception:  # a broken embedder or database: the world's fault, never the agent's
+            log.exception("tool %s raised", name)
+            return internal_error(name, "the memory store")
         if name in ("memory.save", "memory.forget"):
             self._dirty = True
             self._table = None
