@@ -353,6 +353,7 @@ def test_every_offered_tool_answers_as_in_the_sandbox(served):
 def test_hostile_text_arrives_intact_and_runs_nothing(served, field):
     server, dev, backend = served
     backend.reset(_task(**{"contacts.contacts": [ANA], "messages.messages": [SMS]}))
+    backend.shell.record = True
     sent, ran = len(backend.shell.sent), len(dev.command_log)
     typed: set[str] = set()
     written: list[tuple[str, str]] = []

@@ -198,8 +198,11 @@ class DeviceShell:
         self.client = _client_class()(host, port, timeout_s)
         self._device: Any = None
         self.round_trips = 0
+        self.record = False
+        """Keep every command sent in :attr:`sent` (off by default: an evaluation sends millions)."""
         self.sent: list[list[str]] = []
-        """Every command sent, as its argument list, in order (the ``echo`` markers left out)."""
+        """With :attr:`record`, every command sent as its argument list, in order (the ``echo``
+        markers left out)."""
 
     def _fault(self, exc: BaseException) -> DeviceFault:
         import adbutils
@@ -304,7 +307,7 @@ class DeviceShell:
                 parts.append(part)
                 size += len(part) + 2
                 end += 1
-            self.sent.extend(list(c) for c in commands[start:end])
+            self._note(commands[start:end])
             stdout, stderr, _ = self.raw("; ".join(parts))
             text = _utf8(stdout, self.serial)
             err = _utf8(stderr, self.serial)
@@ -346,7 +349,7 @@ class DeviceShell:
                 parts.append(part)
                 size += len(part) + 4
                 end += 1
-            self.sent.extend(list(c) for c in commands[start:end])
+            self._note(commands[start:end])
             stdout, stderr, status = self.raw(" && ".join([*parts, f"echo {nonce}"]))
             err = _utf8(stderr, self.serial).strip()
             done = stdout.rstrip(b"\n").endswith(nonce.encode())
@@ -360,6 +363,10 @@ class DeviceShell:
             if "Error while accessing provider" in err or "Exception occurred" in err:
                 raise DeviceFault(f"a command failed on {self.serial}: {err[:400]}")
             start = end
+
+    def _note(self, commands: Sequence[Sequence[str]]) -> None:
+        if self.record:
+            self.sent.extend(list(c) for c in commands)
 
     def run(self, *args: str, check: bool = True) -> str:
         """Run one command (an argument list); its stdout."""
@@ -1431,7 +1438,7 @@ class AdbBackend(Backend):
     def _capture(self) -> np.ndarray:
         from PIL import Image
 
-        self.shell.sent.append(["screencap", "-p"])
+        self.shell._note([["screencap", "-p"]])
         stdout, stderr, status = self.shell.raw("screencap -p")
         if status != 0 or not stdout.startswith(b"\x89PNG"):
             raise DeviceFault(f"screencap -p failed on {self.shell.serial}: {stderr.decode('utf-8', 'replace')[:200]}")

@@ -42,12 +42,15 @@ import bashlex.errors
 
 from phoneenv.farm.adbwire import ShellResult
 
-__all__ = ["SHELL", "Invocation", "Shell", "ShellResult"]
+__all__ = ["LOG_LIMIT", "SHELL", "Invocation", "Shell", "ShellResult"]
 
 log = logging.getLogger(__name__)
 
 SHELL = "/system/bin/sh"
 """The shell's name in its error messages (Android's mksh)."""
+
+LOG_LIMIT = 100_000
+"""Commands :attr:`Shell.log` keeps: past twice this many, the oldest are dropped down to it."""
 
 _BIN_DIRS = ("/system/bin/", "/system/xbin/", "/vendor/bin/", "/bin/", "/usr/bin/")
 _BLANKS = " \t\n"
@@ -110,7 +113,7 @@ class Shell:
         clock: seconds since the epoch for files' ``mtime`` (default 0).
 
     ``log`` lists the argv of every simple command run, in order (command substitutions
-    included, before the command that uses them).
+    included, before the command that uses them), the latest :data:`LOG_LIMIT` at least.
     """
 
     def __init__(
@@ -135,6 +138,7 @@ class Shell:
         self.files = files
         self.clock = clock or (lambda: 0.0)
         self.log: list[list[str]] = []
+        self.log_limit = LOG_LIMIT
         self.status = 0
         self._src = ""
 
@@ -262,6 +266,8 @@ class Shell:
             err += f"{SHELL}: {exc}\n".encode()
             return 1
         self.log.append(list(argv))
+        if len(self.log) > 2 * self.log_limit:
+            del self.log[: len(self.log) - self.log_limit]
         name = argv[0]
         for prefix in _BIN_DIRS:
             if name.startswith(prefix) and "/" not in name[len(prefix) :]:
