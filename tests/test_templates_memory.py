@@ -13,6 +13,7 @@ pytest.importorskip("rank_bm25")
 
 from phoneenv.contract import ToolCall
 from phoneenv.env import PhonePlanEnv
+from phoneenv.harness import episode_memory
 from phoneenv.harness.episode_memory import EpisodeMemory
 from phoneenv.harness.memory import tokenize
 from phoneenv.tasks import select
@@ -192,6 +193,15 @@ def test_reference_search_finds_the_needed_memory(one_torch_thread):
             assert t.template == "memory.save_preference" and "supersedes" not in t.reference_plan[1].arguments
             continue
         assert needed in [h["id"] for h in hits], (t.id, t.reference_plan[0].arguments, hits)
+    # Every fixture memory and query is encoded once per process: episodes again encode nothing.
+    shared = episode_memory.shared_embedder()
+    if shared is not None:
+        assert env._memory.store.embedder is shared
+        encoded = shared.encoded
+        for t in MEM:
+            env.reset(options={"task": t})
+            env.step(t.reference_plan[0].model_dump())
+        assert shared.encoded == encoded
     env.close()
 
 
