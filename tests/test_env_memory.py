@@ -302,6 +302,8 @@ def test_memory_options_are_checked():
         PhonePlanEnv(task=task(), memory=False, memory_path="x.sqlite")
     with pytest.raises(TypeError, match="memory must be"):
         PhonePlanEnv(task=task(), memory="yes")
+    with pytest.raises(ValueError, match="non-blank"):
+        EpisodeMemory(user=" ")
 
 
 def test_reset_without_memory_never_touches_the_store(monkeypatch):

@@ -301,6 +301,8 @@ class EpisodeMemory:
     """
 
     def __init__(self, path: str | Path | None = None, user: str | None = None, embedder: Embedder | None = None):
+        if user is not None and (not isinstance(user, str) or not user.strip()):
+            raise ValueError(f"user must be a non-blank string, not {user!r}")
         self.persistent = path is not None
         self.user = "default" if user is None else user
         self._path = ":memory:" if path is None else path

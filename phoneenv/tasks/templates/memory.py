@@ -37,7 +37,8 @@ __all__ = ["COUNT", "MemoryBook", "ago", "forget_relations"]
 
 MEMORY = Category.MEMORY
 COUNT = 12
-"""Tasks per memory template (10 templates; 15 for ``memory.preference_setting``: 123 tasks)."""
+"""Tasks per memory template (15 for ``memory.preference_setting``, 10 for
+``memory.forget_outdated``: 121 tasks from 10 templates)."""
 
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
