@@ -291,6 +291,46 @@ def test_unresolvable_intent(dev):
     assert code == 1 and "unable to resolve Intent" in err
 
 
+def test_activities_notifications_clear_and_reboot(dev):
+    run(
+        dev,
+        "am",
+        "start",
+        "-a",
+        "android.intent.action.MAIN",
+        "-c",
+        "android.intent.category.LAUNCHER",
+        "com.google.android.deskclock",
+    )
+    assert "ACTIVITY com.google.android.deskclock/.MainActivity" in run(dev, "dumpsys", "activity", "top")[0]
+    assert dev.phone.state.meta["foreground"] == "clock"
+    assert run(dev, "input", "tap", "100", "200")[2] == 0
+    assert run(dev, "input", "swipe", "1", "2", "3")[2] == 1  # needs X1 Y1 X2 Y2
+    run(dev, "content", "insert", "--uri", "content://com.google.android.deskclock/alarms", "--bind", "hour:i:7",
+        "--bind", "minutes:i:5", "--bind", "enabled:i:1")  # fmt: skip
+    assert dev.phone.state.get("clock.alarms", "al_1") == {
+        "id": "al_1",
+        "time": "07:05",
+        "label": None,
+        "enabled": True,
+        "days": (),
+    }
+    assert run(dev, "pm", "clear", "com.google.android.deskclock")[0] == "Success\n"
+    assert dev.phone.state.table("clock.alarms") == {}  # its own provider's rows went with its data
+    assert run(dev, "pm", "clear", "com.android.contacts")[2] == 0
+    perms = dev.phone.state.table("system.permissions")
+    assert not any(r["granted"] for r in perms.values() if r["app"] == "contacts")  # runtime grants reset
+    out, _, code = run(dev, "cmd", "notification", "post", "-t", "Title", "tag1", "some text")
+    assert code == 0 and out == "Notification posted.\n"
+    [note] = dev.phone.state.table("system.notifications").values()
+    assert (note["app"], note["title"], note["text"], note["read"]) == ("shell", "Title", "some text", False)
+    assert run(dev, "am", "force-stop", "com.google.android.deskclock")[2] == 0
+    assert dev.foreground == "com.android.launcher3"
+    dev.on_reboot("bootloader")
+    assert dev.reboots == ["bootloader"]
+    assert run(dev, "cmd", "nosuch")[2] == 20
+
+
 # -- screen ----------------------------------------------------------------------------------
 
 
