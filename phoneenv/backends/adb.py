@@ -59,12 +59,15 @@ import itertools
 import json
 import logging
 import os
+import posixpath
 import re
 import secrets
 import shlex
 import socket
+import tarfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -86,6 +89,7 @@ __all__ = [
     "DeviceState",
     "ResetError",
     "UnmappedTable",
+    "check_package",
     "input_text_commands",
     "parse_rows",
 ]
@@ -105,6 +109,18 @@ CLOCK_TOLERANCE_S = 10
 """How far (seconds) the device clock may be from the fixture clock when a reset verifies it: the
 clock is set last, and a real device's keeps running while the tables are read back."""
 _ROW = re.compile(r"Row: (\d+) _id=(-?\d+)")
+DATA_DIR = "/data/data"
+"""Where apps' private data directories are (``/data/user/0`` links here)."""
+_PACKAGE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+")
+
+
+def check_package(package: str) -> str:
+    """``package`` when it is a valid Android package name (dot-separated segments of letters,
+    digits and ``_``, each starting with a letter: ``PackageParser.validateName``); raises
+    ``ValueError`` otherwise, so that no path or command is ever built from anything else."""
+    if not isinstance(package, str) or not _PACKAGE.fullmatch(package):
+        raise ValueError(f"not an Android package name: {package!r}")
+    return package
 
 
 class DeviceFault(Exception):
@@ -720,6 +736,18 @@ class AdbBackend(Backend):
             fixture states; ``"auto"`` uses ``adb emu`` for ``emulator-N`` serials, None never.
         console_port: the console's TCP port for a direct connection (containers, virtual devices).
         console_token: that console's auth token.
+        app_snapshots: save each verified fixture state's private app data (the apps of
+            :meth:`private_apps` and signed-in logins) as ``tar -czf`` archives under
+            ``snapshot_dir`` on the device, and restore them at later resets (``am force-stop``,
+            ``pm clear``, ``tar -xzf``, ``chown -R`` to the app's uid from ``dumpsys package``,
+            ``restorecon -R``), then verify as after seeding; a failed restore falls back to
+            seeding (logged). Needs root (``adb root``, or ``su -c`` on a rooted phone). Default
+            (None): on for ``kind="device"`` without a console (phones), off for emulators and
+            wherever console snapshots exist.
+        snapshot_dir: the device folder for those archives (``<digest>/<package>.tgz``) and for
+            pushed login snapshots (``logins/<package>.tgz``).
+        login_snapshots: the host folder of login snapshots (``<package>.tgz`` + ``.json``, made by
+            ``phoneenv device capture-login``); default ``$PHONEENV_LOGIN_SNAPSHOTS``.
 
     Raises (at the first reset, not at construction): :class:`DeviceFault` when no device
     answers; :class:`ResetError` when the device cannot be put in a task's fixture state.
@@ -738,9 +766,21 @@ class AdbBackend(Backend):
         console: Any = "auto",
         console_port: int | None = None,
         console_token: str | None = None,
+        app_snapshots: bool | None = None,
+        snapshot_dir: str = "/data/local/tmp/phoneenv",
+        login_snapshots: str | os.PathLike[str] | None = None,
     ) -> None:
         if kind not in ("emulator", "device"):
             raise ValueError(f"kind must be 'emulator' or 'device', not {kind!r}")
+        if not snapshot_dir.startswith("/") or any(c in snapshot_dir for c in "\0\n"):
+            raise ValueError(f"snapshot_dir must be an absolute device path, not {snapshot_dir!r}")
+        self.app_snapshots = app_snapshots
+        self.snapshot_dir = posixpath.normpath(snapshot_dir)
+        self.login_snapshots = login_snapshots or os.environ.get("PHONEENV_LOGIN_SNAPSHOTS") or None
+        self._root: bool | None = None
+        self._app_snaps: set[tuple[str, str]] = set()
+        self._probed: set[str] = set()
+        self._pushed: set[tuple[str, str]] = set()
         self.name = kind
         self.serial = serial or os.environ.get("ANDROID_SERIAL") or None
         self.adb_host = (
@@ -775,7 +815,8 @@ class AdbBackend(Backend):
         self._fault: str | None = None
         self._last_tables: dict[str, dict[str, dict[str, Any]]] = {}
         self.last_reset: dict[str, Any] = {}
-        """How the last reset went: ``task``, ``how`` (``seeded`` or ``snapshot``), ``seconds``."""
+        """How the last reset went: ``task``, ``how`` (``seeded``, ``snapshot`` or ``app_snapshots``),
+        ``seconds``."""
 
     # -- mapping ---------------------------------------------------------------------------------
     def mapped_tables(self) -> dict[str, _Table]:
@@ -1136,6 +1177,215 @@ class AdbBackend(Backend):
         if got != text:
             raise DeviceFault(f"the text typed into {spec.app} arrived as {got!r} instead of {text!r}")
 
+    # -- app data: pm clear, per-app data snapshots, logins ---------------------------------------
+    def private_apps(self, installed: Sequence[str]) -> list[str]:
+        """The installed apps whose mapped tables live in their own private data (a provider whose
+        authority is the app's package: DeskClock's alarms). A reset ``pm clear``-s them before
+        seeding (which also drops what no mapping reads: DeskClock's timers and preferences), and
+        their data directories are what per-app data snapshots save and restore."""
+        out = []
+        for app in installed:
+            driver, cls = self._drivers.get(app), self._classes.get(app)
+            if driver is None or cls is None or cls.system:
+                continue
+            if any(
+                isinstance(m, A.ProviderTable) and m.uri.split("/")[2] == cls.package for m in driver.tables.values()
+            ):
+                out.append(app)
+        return out
+
+    def login_fixtures(self, task: TaskSpec, installed: Sequence[str]) -> dict[str, tuple[str, str | None, bool]]:
+        """``app → (package, account, signed_in)`` for the task's ``accounts`` fixtures that a
+        device reset applies: those of installed apps the task involves (``task.apps``); the
+        others (the suite's default mail account on a task that never opens mail) are left as
+        the device has them."""
+        out: dict[str, tuple[str, str | None, bool]] = {}
+        for app, acc in sorted(task.fixtures.accounts.items()):
+            if app in task.apps and app in installed and app in self._classes and not self._classes[app].system:
+                pkg = check_package(self._classes[app].package)
+                out[app] = (pkg, acc.get("account"), bool(acc.get("signed_in")))
+        return out
+
+    def _is_root(self) -> bool:
+        if self._root is None:
+            self._root = self.shell.run("id", "-u").strip() == "0"
+        return self._root
+
+    def _as_root(self, cmd: list[str]) -> list[str]:
+        """``cmd`` as root: as is when ``adb shell`` is root (``adb root``), else through ``su -c``
+        (Magisk's form), the command line quoted once more for su's own shell."""
+        return cmd if self._is_root() else ["su", "-c", shlex.join(cmd)]
+
+    def _archive(self, digest: str, package: str) -> str:
+        return f"{self.snapshot_dir}/{digest}/{check_package(package)}.tgz"
+
+    def _uids(self, packages: Sequence[str]) -> dict[str, int]:
+        """Each package's app uid (``userId=`` of ``dumpsys package``); :class:`DeviceFault` when absent."""
+        secs = self.shell.batch([["dumpsys", "package", p] for p in packages])
+        out = {}
+        for pkg, sec in zip(packages, secs, strict=True):
+            m = re.search(r"^\s*userId=(\d+)\s*$", sec.out, re.M)
+            if m is None:
+                raise DeviceFault(f"dumpsys package {pkg} on {self.shell.serial} printed no userId=")
+            out[pkg] = int(m.group(1))
+        return out
+
+    def _restore_commands(self, package: str, archive: str, uid: int) -> list[list[str]]:
+        """Replace ``package``'s data with ``archive``: stop it, ``pm clear`` it, untar as root,
+        give the files back to the app's uid and restore their SELinux labels."""
+        home = f"{DATA_DIR}/{package}"
+        return [
+            ["am", "force-stop", package],
+            ["pm", "clear", package],
+            self._as_root(["tar", "-xzf", archive, "-C", DATA_DIR]),
+            self._as_root(["chown", "-R", f"{uid}:{uid}", home]),
+            self._as_root(["restorecon", "-R", home]),
+        ]
+
+    def _app_snapshots_ready(self, digest: str, packages: Sequence[str]) -> bool:
+        """Whether every package has a saved archive for ``digest`` (this session, or found on the
+        device once: a non-empty file; its contents are verified after the restore anyway)."""
+        missing = [p for p in packages if (digest, p) not in self._app_snaps]
+        if missing and digest not in self._probed:
+            self._probed.add(digest)
+            secs = self.shell.batch(
+                [self._as_root(["stat", "-c", "%s", self._archive(digest, p)]) for p in missing], check=False
+            )
+            for pkg, sec in zip(missing, secs, strict=True):
+                if sec.status == 0 and sec.out.strip().isdigit() and int(sec.out.strip()) > 0:
+                    self._app_snaps.add((digest, pkg))
+        return all((digest, p) in self._app_snaps for p in packages)
+
+    def _save_app_snapshots(self, digest: str, packages: Sequence[str]) -> None:
+        """Archive each package's (verified) data directory under the fixtures' digest."""
+        cmds = [self._as_root(["mkdir", "-p", f"{self.snapshot_dir}/{digest}"])]
+        for pkg in packages:
+            cmds += [
+                ["am", "force-stop", pkg],
+                self._as_root(["tar", "-czf", self._archive(digest, pkg), "-C", DATA_DIR, pkg]),
+            ]
+        try:
+            self.shell.apply(cmds)
+        except DeviceFault as exc:
+            log.warning("could not save the app data snapshots of %s on %s: %s", digest, self.shell.serial, exc.detail)
+            return
+        self._app_snaps.update((digest, p) for p in packages)
+
+    def login_snapshot(self, package: str) -> tuple[Path, dict[str, Any]] | None:
+        """The login snapshot of ``package`` in :attr:`login_snapshots` (``<package>.tgz`` and
+        its ``<package>.json``: account and the session files that name it), None when absent."""
+        if self.login_snapshots is None:
+            return None
+        base = Path(self.login_snapshots)
+        archive, meta = base / f"{check_package(package)}.tgz", base / f"{package}.json"
+        if not archive.is_file() or not meta.is_file():
+            return None
+        return archive, json.loads(meta.read_text())
+
+    def _login_commands(self, logins: Mapping[str, tuple[str, str | None, bool]]) -> list[list[str]]:
+        """Commands applying the login fixtures: a signed-in app's login snapshot is pushed and
+        restored (as :meth:`_restore_commands`), a signed-out app is ``pm clear``-ed. Raises
+        :class:`ResetError` naming the capture command when a snapshot is missing or is another
+        account's."""
+        cmds: list[list[str]] = []
+        restore = {}
+        for app, (pkg, account, on) in logins.items():
+            if not on:
+                cmds += [["am", "force-stop", pkg], ["pm", "clear", pkg]]
+                continue
+            found = self.login_snapshot(pkg)
+            how = (
+                f"sign in to {app} ({pkg}) as {account} by hand on {self.shell.serial}, then run "
+                f"`phoneenv device capture-login --app {shlex.quote(app)} --account {shlex.quote(str(account))} "
+                f"--serial {shlex.quote(self.shell.serial)} --out {shlex.quote(str(self.login_snapshots or 'LOGIN_DIR'))}`"
+            )
+            if found is None:
+                raise ResetError(f"no login snapshot for {app} signed in as {account}: {how}")
+            archive, meta = found
+            if meta.get("account") != account:
+                raise ResetError(
+                    f"the login snapshot of {pkg} is signed in as {meta.get('account')!r}, not {account!r}: {how}"
+                )
+            remote = f"{self.snapshot_dir}/logins/{pkg}.tgz"
+            key = (pkg, hashlib.sha256(archive.read_bytes()).hexdigest())
+            if key not in self._pushed:
+                try:
+                    self.shell.device().sync.push(archive.read_bytes(), remote)
+                except Exception as exc:
+                    raise self.shell._fault(exc) from exc
+                self._pushed.add(key)
+            restore[pkg] = remote
+        if restore:
+            uids = self._uids(sorted(restore))
+            for pkg, remote in restore.items():
+                cmds += self._restore_commands(pkg, remote, uids[pkg])
+        return cmds
+
+    def _verify_logins(self, logins: Mapping[str, tuple[str, str | None, bool]]) -> list[str]:
+        """What differs between the login fixtures and the device: each login snapshot's session
+        files (``markers``, the files that named the account when it was captured) are read as
+        root; signed in means every one is back and names the account, signed out that none does.
+        An app with no login snapshot signed out has nothing to read (``pm clear`` said Success)."""
+        diffs = []
+        for app, (pkg, account, on) in logins.items():
+            found = self.login_snapshot(pkg)
+            if found is None:
+                continue
+            meta = found[1]
+            markers = [m for m in meta.get("markers", []) if isinstance(m, str)]
+            secs = self.shell.batch([self._as_root(["cat", f"{DATA_DIR}/{pkg}/{m}"]) for m in markers], check=False)
+            named = [s.status == 0 and str(meta.get("account")) in s.out for s in secs]
+            if on and not (named and all(named)):
+                diffs.append(f"login {app}: expected {account} signed in, {pkg}'s session files do not name it")
+            if not on and any(named):
+                diffs.append(
+                    f"login {app}: expected signed out, {pkg}'s session files still name {meta.get('account')}"
+                )
+        return diffs
+
+    def capture_login(self, app: str, account: str, folder: str | os.PathLike[str]) -> Path:
+        """Save ``app``'s data, signed in by hand as ``account``, as its login snapshot in
+        ``folder``: ``<package>.tgz`` (``tar -czf`` of ``/data/data/<package>`` as root, read back
+        with ``cat`` over ``shell,v2``) and ``<package>.json`` (``account``, ``package``, and
+        ``markers``: the archive's files that contain the account's name, which verification
+        reads). Returns the archive's path. Raises ``ValueError`` for an unknown app or when no
+        file names the account (not signed in), :class:`DeviceFault` when the device fails."""
+        cls = self._classes.get(app)
+        if cls is None or cls.system:
+            raise ValueError(
+                f"unknown app {app!r}; apps: {', '.join(sorted(a for a, c in self._classes.items() if not c.system))}"
+            )
+        pkg = check_package(cls.package)
+        if pkg not in self._packages():
+            raise ValueError(f"{self.shell.serial} has no {pkg} installed")
+        remote = f"{self.snapshot_dir}/logins/{pkg}.tgz"
+        self.shell.apply(
+            [
+                self._as_root(["mkdir", "-p", f"{self.snapshot_dir}/logins"]),
+                ["am", "force-stop", pkg],
+                self._as_root(["tar", "-czf", remote, "-C", DATA_DIR, pkg]),
+            ]
+        )
+        cmd = self._as_root(["cat", remote])
+        self.shell._note([cmd])
+        data, err, status = self.shell.raw(shlex.join(cmd))
+        if status != 0:
+            raise DeviceFault(f"reading {remote} failed on {self.shell.serial}: {err.decode('utf-8', 'replace')[:300]}")
+        markers = []
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for info in tar.getmembers():
+                body = tar.extractfile(info) if info.isfile() else None
+                if body is not None and account.encode("utf-8") in body.read():
+                    markers.append(posixpath.relpath(posixpath.normpath(info.name), pkg))
+        if not markers:
+            raise ValueError(f"no file in {pkg}'s data names {account!r}: sign in to {app} by hand first")
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{pkg}.tgz").write_bytes(data)
+        meta = {"app": app, "package": pkg, "account": account, "markers": sorted(markers)}
+        (out / f"{pkg}.json").write_text(json.dumps(meta, indent=2) + "\n")
+        return out / f"{pkg}.tgz"
+
     # -- lifecycle -------------------------------------------------------------------------------
     def expected_tables(
         self, task: TaskSpec
@@ -1284,6 +1534,8 @@ class AdbBackend(Backend):
         self._recover()
         missing = [a for a in installed if a in self._drivers]
         pkgs = self._packages()
+        logins = self.login_fixtures(task, installed)
+        missing += [a for a in logins if a not in missing]
         absent = [f"{a} ({self._classes[a].package})" for a in missing if self._classes[a].package not in pkgs]
         if absent:
             raise ResetError(f"device {self.shell.serial} lacks the apps the task installs: {', '.join(absent)}")
@@ -1298,19 +1550,53 @@ class AdbBackend(Backend):
                 self._suspect = True
                 self._recover()
                 self.shell.apply(clock)
-                diffs = self._verify(expected, meta["now"], tz_name)
+                diffs = self._verify(expected, meta["now"], tz_name) + self._verify_logins(logins)
                 how = "snapshot"
             except Exception as exc:  # a failed load falls back to seeding, verified below
                 log.warning("snapshot %s did not load on %s (%s); seeding instead", name, self.shell.serial, exc)
                 diffs = None
+        private = self.private_apps(installed)
+        private_pkgs = [self._classes[a].package for a in private]
+        snap_pkgs = sorted({*private_pkgs, *(pkg for pkg, _, on in logins.values() if on)})
+        digest = _fixtures_digest(task)
+        use_app = self.app_snapshots if self.app_snapshots is not None else self.name == "device" and console is None
+        if (diffs is None or diffs) and use_app and snap_pkgs:
+            try:
+                if self._app_snapshots_ready(digest, snap_pkgs):
+                    uids = self._uids(snap_pkgs)
+                    cmds = list(clock[:-1])
+                    for pkg in snap_pkgs:
+                        cmds += self._restore_commands(pkg, self._archive(digest, pkg), uids[pkg])
+                    cmds += [c for a, (pkg, _, on) in logins.items() if not on for c in (["pm", "clear", pkg],)]
+                    own = {f"{a}.{t}" for a in private for t in self._drivers[a].tables}
+                    rest = {k: v for k, v in expected.items() if k not in own}
+                    self.shell.apply(cmds + self._seed_commands(rest, self.phone.tz) + clock[-1:])
+                    diffs = self._verify(expected, meta["now"], tz_name) + self._verify_logins(logins)
+                    how = "app_snapshots"
+                    if diffs:
+                        log.warning(
+                            "the app data snapshots %s of %s did not restore on %s (%s); seeding instead",
+                            digest, ", ".join(snap_pkgs), self.shell.serial, "; ".join(diffs[:3]),
+                        )  # fmt: skip
+            except DeviceFault as exc:
+                log.warning(
+                    "restoring the app data snapshots %s of %s failed on %s (%s); seeding instead",
+                    digest, ", ".join(snap_pkgs), self.shell.serial, exc.detail,
+                )  # fmt: skip
+                diffs = None
         if diffs is None or diffs:
             how = "seeded"
             try:
-                # timezone first, clock last (so verification finds it fresh): see _clock_commands
-                self.shell.apply(clock[:-1] + self._seed_commands(expected, self.phone.tz) + clock[-1:])
+                # timezone first, clock last (so verification finds it fresh): see _clock_commands;
+                # apps whose own data holds mapped tables are wiped first, logins restored after
+                clears = [c for pkg in private_pkgs for c in (["am", "force-stop", pkg], ["pm", "clear", pkg])]
+                login = self._login_commands(logins)
+                self.shell.apply(
+                    clock[:-1] + clears + login + self._seed_commands(expected, self.phone.tz) + clock[-1:]
+                )
             except DeviceFault as exc:
                 raise ResetError(f"device {self.shell.serial} refused the fixtures of {task.id}: {exc.detail}") from exc
-            diffs = self._verify(expected, meta["now"], tz_name)
+            diffs = self._verify(expected, meta["now"], tz_name) + self._verify_logins(logins)
             if diffs:
                 raise ResetError(
                     f"device {self.shell.serial} is not in the fixture state of {task.id} after reset "
@@ -1322,6 +1608,8 @@ class AdbBackend(Backend):
                     self._snapshots_ok.add(name)
                 except Exception as exc:
                     log.warning("could not save snapshot %s on %s: %s", name, self.shell.serial, exc)
+            if use_app and snap_pkgs:
+                self._save_app_snapshots(digest, snap_pkgs)
         self.last_reset = {"task": task.id, "how": how, "seconds": time.perf_counter() - t0}
 
     def call(self, name: str, arguments: dict[str, Any]) -> Feedback:

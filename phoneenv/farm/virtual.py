@@ -42,7 +42,31 @@ the output format of Android 14's own tools:
 - ``svc wifi|bluetooth enable|disable``; ``cmd notification set_dnd|post``, ``cmd connectivity
   airplane-mode``, ``cmd uimode night``;
 - ``screencap [-p] [FILE]``; ``dumpsys package PKG``, ``dumpsys activity [activities|top]``,
-  ``dumpsys telephony.registry``; ``echo``, ``true``, ``false``, ``exit``.
+  ``dumpsys telephony.registry``; ``echo``, ``true``, ``false``, ``exit``;
+- app data (:ref:`below <app-data>`): ``su -c CMDLINE`` / ``su 0|root CMD...`` (with ``su=True``),
+  ``id [-u]``, ``tar -c|-x [-z] -f ARCHIVE [-C DIR] [MEMBER...]``, ``stat -c FORMAT PATH...``
+  (``%u %g %U %G %a %s %n %C``), ``chown [-R] UID[:GID] PATH...``, ``restorecon [-R] [-F] PATH...``,
+  ``rm [-r] [-f] PATH...``, ``mkdir [-p] PATH...``, ``cat PATH...``.
+
+.. _app-data:
+
+App data: every installed app has a private data directory ``/data/data/<package>`` owned by
+its uid (``userId=`` in ``dumpsys package``, from 10100 up) with the SELinux label
+``u:object_r:app_data_file:s0``. It holds the app's tables whose Android home is the app itself,
+one JSON file each (``databases/<table>.json``, a list of records): tables with no Android
+mapping (timers, notes, mail) and provider tables whose authority is the app's own package
+(DeskClock's alarms); and its sign-in session, ``shared_prefs/account.xml`` (an Android
+``SharedPreferences`` XML map with ``account`` and ``signed_in``). Reading those files (``cat``,
+``tar -c``, ``stat``, a ``<`` redirection) shows the tables as they are now; writing them (``tar
+-x``, ``rm``, ``>``) changes the tables: a missing or unparsable file is an empty table (an app
+finding a corrupt database starts afresh) or a signed-out app. Files the app's uid does not own
+(``chown`` not done after a root ``tar -x``) cannot be opened by the app: its own provider answers
+``SQLiteCantOpenDatabaseException`` until ownership is fixed. ``/data/data`` is reachable as root
+only (``root=True``, or through ``su``); the shell user gets ``Permission denied``.
+``pm clear PKG`` empties the data directory (the directory stays, owned by the app), wipes those
+tables, signs the app out and resets its runtime permissions (AOSP ``clearApplicationUserData`` →
+``PermissionManager.resetRuntimePermissions``: user grants revoked; this sandbox has no
+system-fixed or default grants to keep).
 
 Anything else answers like Android's mksh: status 127 and ``/system/bin/sh: NAME: inaccessible or
 not found``. The UI model: a foreground package, and the focused text field of a compose screen
@@ -55,9 +79,15 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import io
+import json
+import posixpath
 import re
+import shlex
 import sqlite3
+import stat as st
 import string
+import tarfile
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +145,17 @@ _SYSTEM_PACKAGES = (
 
 _DEFAULT_SORT = {"content://sms": "date DESC", "content://call_log/calls": "date DESC"}
 """Providers whose default order is not ``_id`` (Telephony.Sms and CallLog.Calls sort newest first)."""
+
+DATA_DIR = "/data/data"
+"""Where apps' private data directories live (``/data/user/0`` links here on Android)."""
+SHELL_UID = 2000
+"""The uid of ``adb shell`` without root (``shell``)."""
+FIRST_APP_UID = 10100
+"""The uid of the first app (Android's app uids start at 10000, ``Process.FIRST_APPLICATION_UID``)."""
+APP_DATA_LABEL = "u:object_r:app_data_file:s0"
+"""The SELinux label ``restorecon`` gives files under an app's data directory."""
+ACCOUNT_FILE = "shared_prefs/account.xml"
+"""Where an app keeps its sign-in session, relative to its data directory."""
 
 _SETTINGS_DEFAULTS: dict[str, dict[str, str]] = {
     "global": {"auto_time": "1", "auto_time_zone": "1", "adb_enabled": "1", "device_provisioned": "1"},
@@ -195,11 +236,16 @@ class VirtualDevice:
         timezone: the initial ``persist.sys.timezone`` (IANA name).
         clock: the initial clock, ISO local time in ``timezone``.
         missing_packages: sandbox app packages to leave uninstalled (a device lacking an app).
+        su: whether ``su`` exists (a rooted phone: Magisk's ``su -c``), so a non-root shell can
+            reach app data and root-only commands through it.
 
     Attributes:
         phone: the sandbox phone holding the device's state (its tables are the providers' rows).
         files: the file system ``sync:`` serves (``VirtualFiles``).
         command_log: the argv of every simple command run, in order.
+        uids: package → app uid (``dumpsys package``'s ``userId=``).
+        owners: path → (uid, gid) of the files under ``/data`` that root does not own.
+        labels: path → SELinux label of the files under app data directories.
     """
 
     def __init__(
@@ -213,6 +259,7 @@ class VirtualDevice:
         timezone: str = "UTC",
         clock: str = "2026-11-29T09:00:00",
         missing_packages: Sequence[str] = (),
+        su: bool = False,
     ) -> None:
         from phoneenv.farm.adbwire import VirtualFiles
 
@@ -246,7 +293,17 @@ class VirtualDevice:
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._routes = self._build_routes()
         self._setting_map = self._build_setting_map()
-        self._sh = Shell(self._commands(), files=self.files, clock=lambda: self.phone.state.meta["now"])
+        self.su = su
+        self._as_root = False
+        self.uids: dict[str, int] = {
+            cls.package: FIRST_APP_UID + i
+            for i, cls in enumerate(c for _, c in sorted(self._classes.items()) if not c.system)
+        }
+        self.owners: dict[str, tuple[int, int]] = {}
+        self.labels: dict[str, str] = {}
+        self._private = self._build_private()
+        self._unreadable: set[str] = set()
+        self._sh = Shell(self._commands(), files=_DataFiles(self), clock=lambda: self.phone.state.meta["now"])
         self.load(Fixtures(clock=clock, timezone=timezone, installed_apps=installed, accounts={}))
 
     # -- DeviceHandler ---------------------------------------------------------------------------
@@ -280,6 +337,12 @@ class VirtualDevice:
         self.props["persist.sys.timezone"] = fixtures.timezone
         self.foreground, self.compose = LAUNCHER, None
         self._sync_meta()
+        self._unreadable.clear()
+        for pkg in self._private:
+            if self._app_of_package(pkg) is not None:
+                self.files.mkdir(f"{DATA_DIR}/{pkg}", 0o700, mtime=int(self.now))
+                self._own(f"{DATA_DIR}/{pkg}", pkg)
+                self.export_data(pkg)
 
     @property
     def now(self) -> float:
@@ -319,6 +382,15 @@ class VirtualDevice:
             "cmd": self._cmd,
             "screencap": self._screencap,
             "dumpsys": self._dumpsys,
+            "su": self._su,
+            "id": self._id,
+            "tar": self._tar,
+            "stat": self._stat,
+            "chown": self._chown,
+            "restorecon": self._restorecon,
+            "rm": self._rm,
+            "mkdir": self._mkdir,
+            "cat": self._cat,
         }
 
     def _getprop(self, inv: Invocation) -> int:
@@ -335,7 +407,7 @@ class VirtualDevice:
             inv.error("usage: setprop NAME VALUE")
             return 1
         key, value = args
-        if not self.root and (key.startswith(("persist.", "ro.", "sys.")) or key.startswith("ctl.")):
+        if not self.is_root and (key.startswith(("persist.", "ro.", "sys.")) or key.startswith("ctl.")):
             inv.error(f"Failed to set property '{key}' to '{value}'.\nSee dmesg for error reason.")
             return 1
         if key.startswith("ro.") and key in self.props:
@@ -384,7 +456,7 @@ class VirtualDevice:
                 return 1
         tz = dt.timezone.utc if utc else self.phone.tz
         if setdate is not None:
-            if not self.root:
+            if not self.is_root:
                 inv.error("date: cannot set date: Operation not permitted")
                 return 1
             try:
@@ -428,7 +500,7 @@ class VirtualDevice:
             if any(r.split("/")[2] == authority for r in self._routes):
                 raise _ProviderError("java.lang.IllegalArgumentException", f"Unknown URI {uri}")
             raise _ProviderError("java.lang.IllegalArgumentException", f"Could not find provider: {authority}")
-        if route.mapping.root and not self.root:
+        if route.mapping.root and not self.is_root:
             authority = route.uri.split("/")[2]
             raise _ProviderError(
                 "java.lang.SecurityException",
@@ -439,6 +511,12 @@ class VirtualDevice:
         if authority == owner and self.phone.state.get("system.apps", route.app) is None:
             # an app's own provider disappears with the app (DeskClock's alarms)
             raise _ProviderError("java.lang.IllegalArgumentException", f"Could not find provider: {authority}")
+        if authority == owner and owner in self._unreadable:
+            raise _ProviderError(
+                "android.database.sqlite.SQLiteCantOpenDatabaseException",
+                "unknown error (code 14 SQLITE_CANTOPEN): Could not open database (its files are not owned by "
+                f"uid {self.uids[owner]})",
+            )
         return route, row_id
 
     def _rows(self, route: _Route) -> tuple[list[str], list[dict[str, A.Wire]]]:
@@ -935,10 +1013,17 @@ class VirtualDevice:
             for rid, rec in list(self.phone.state.table("system.permissions").items()):
                 if rec["app"] == app:
                     self.phone.state.update("system.permissions", rid, granted=False)
-            for route in self._routes.values():
-                if route.app == app and route.child is None and route.uri.split("/")[2] == args[1]:
-                    for rid in list(self.phone.state.table(route.full_table)):
-                        self.phone.state.delete(route.full_table, rid)
+            pkg = args[1]
+            if pkg in self._private:
+                home = f"{DATA_DIR}/{pkg}"
+                if self.files.exists(home):
+                    self.files.remove(home, recursive=True)
+                for path in [p for p in (*self.owners, *self.labels) if p == home or p.startswith(home + "/")]:
+                    self.owners.pop(path, None)
+                    self.labels.pop(path, None)
+                self.files.mkdir(home, 0o700, mtime=int(self.now))
+                self._own(home, pkg)
+                self.import_data(pkg)  # no files: every private table empty, signed out
             if self.foreground == args[1]:
                 self.foreground, self.compose = LAUNCHER, None
                 self._sync_meta()
@@ -1010,7 +1095,7 @@ class VirtualDevice:
         lines = [
             "Packages:",
             f"  Package [{cls.package}] (4c1d2e0):",
-            "    userId=10071",
+            f"    userId={self.uids.get(cls.package, FIRST_APP_UID)}",
             f"    pkg=Package{{9a4f1 {cls.package}}}",
             f"    codePath=/data/app/~~phoneenv/{cls.package}-1",
             "    versionCode=1 minSdk=26 targetSdk=34",
@@ -1030,6 +1115,463 @@ class VirtualDevice:
             "",
         ]
         return "\n".join(lines)
+
+    # -- app data: private data directories, su, tar and file tools ------------------------------
+    @property
+    def is_root(self) -> bool:
+        """Whether the command running now runs as root (``root=True``, or inside ``su``)."""
+        return self.root or self._as_root
+
+    def _build_private(self) -> dict[str, tuple[str, dict[str, str]]]:
+        """package → (app, {file path in its data directory: full table name}) for every
+        non-system app: its unmapped tables and its own-authority provider tables."""
+        out: dict[str, tuple[str, dict[str, str]]] = {}
+        for app, cls in self._classes.items():
+            if cls.system:
+                continue
+            driver = getattr(cls, "android", None)
+            files: dict[str, str] = {}
+            for table in cls.tables:
+                mapping = driver.tables.get(table) if driver is not None else None
+                own = isinstance(mapping, A.ProviderTable) and mapping.uri.split("/")[2] == cls.package
+                if mapping is None or own:
+                    files[f"databases/{table}.json"] = f"{app}.{table}"
+            out[cls.package] = (app, files)
+        return out
+
+    def _own(self, path: str, package: str) -> None:
+        uid = self.uids[package]
+        self.owners[path] = (uid, uid)
+        self.labels[path] = APP_DATA_LABEL
+
+    def _owner(self, path: str) -> tuple[int, int]:
+        inside = path == DATA_DIR or path.startswith(DATA_DIR + "/")
+        return self.owners.get(path, (0, 0) if inside else (SHELL_UID, SHELL_UID))
+
+    def _package_of(self, path: str) -> str | None:
+        """The package whose data directory holds ``path`` (None elsewhere)."""
+        try:
+            norm = self.files.normpath(path)
+        except (TypeError, ValueError):
+            return None
+        parts = norm.split("/")
+        if norm.startswith(DATA_DIR + "/") and len(parts) >= 4 and parts[3] in self._private:
+            return parts[3]
+        return None
+
+    def _subtree(self, path: str) -> list[str]:
+        out = [path]
+        if self.files.stat(path).is_dir:
+            for name, _ in self.files.listdir(path):
+                out += self._subtree(posixpath.join(path, name))
+        return out
+
+    def _put(self, package: str, rel: str, data: bytes) -> None:
+        """Write ``data`` to ``rel`` in the app's data directory as the app would (owned by it),
+        leaving an identical file (and its owner) alone."""
+        home = f"{DATA_DIR}/{package}"
+        path = f"{home}/{rel}"
+        with _suppress_missing():
+            if self.files.read(path) == data:
+                return
+        parent = posixpath.dirname(path)
+        if not self.files.exists(parent):
+            self.files.mkdir(parent, 0o771, mtime=int(self.now))
+            self._own(parent, package)
+        self.files.write(path, data, 0o660, int(self.now))
+        self._own(path, package)
+
+    def export_data(self, package: str) -> None:
+        """Write the app's private tables and sign-in session to its data directory (what the
+        app would have on disk now)."""
+        app, tables = self._private[package]
+        home = f"{DATA_DIR}/{package}"
+        if self._app_of_package(package) is None or not self.files.exists(home):
+            return
+        state = self.phone.state
+        for rel, table in tables.items():
+            records = sorted(state.table(table).values(), key=lambda r: r["id"])
+            self._put(package, rel, (json.dumps(records, sort_keys=True, ensure_ascii=False) + "\n").encode())
+        acc = state.get("system.accounts", app)
+        path = f"{home}/{ACCOUNT_FILE}"
+        if acc is not None and (acc.get("signed_in") or acc.get("account")):
+            self._put(package, ACCOUNT_FILE, _account_xml(acc.get("account"), bool(acc.get("signed_in"))))
+        elif self.files.exists(path):
+            self.files.remove(path)
+
+    def import_data(self, package: str) -> None:
+        """Read the app's data directory back into its tables (files changed on disk): a missing
+        or unparsable table file is an empty table, a missing session file a signed-out app;
+        files not owned by the app's uid or not labelled ``app_data_file`` make its provider
+        unreadable."""
+        app, tables = self._private[package]
+        home = f"{DATA_DIR}/{package}"
+        state = self.phone.state
+        for rel, table in tables.items():
+            records: Any = []
+            with _suppress_missing():
+                records = json.loads(self.files.read(f"{home}/{rel}").decode("utf-8"))
+            if not isinstance(records, list) or not all(
+                isinstance(r, dict) and isinstance(r.get("id"), str) and r["id"] for r in records
+            ):
+                records = []
+            state.tables[table] = {r["id"]: {k: _tuples(v) for k, v in r.items()} for r in records}
+        account, signed_in, present = None, False, False
+        with _suppress_missing():
+            account, signed_in = _read_account_xml(self.files.read(f"{home}/{ACCOUNT_FILE}"))
+            present = True
+        accounts = state.table("system.accounts")
+        if present or app in accounts:
+            accounts[app] = {"id": app, "app": app, "account": account, "signed_in": signed_in}
+        uid = self.uids[package]
+        paths = self._subtree(home) if self.files.exists(home) else []
+        if any(self._owner(p) != (uid, uid) or self.labels.get(p) != APP_DATA_LABEL for p in paths):
+            self._unreadable.add(package)
+        else:
+            self._unreadable.discard(package)
+
+    def _denied(self, inv: Invocation, path: str) -> bool:
+        """Refuse the shell user a path under ``/data/data`` (mode 0771 dirs owned by system and
+        apps) with ``Permission denied``; export app data about to be read."""
+        try:
+            norm = self.files.normpath(path)
+        except ValueError:
+            return False
+        if (norm == DATA_DIR or norm.startswith(DATA_DIR + "/")) and not self.is_root:
+            inv.error(f"{inv.argv[0]}: {path}: Permission denied")
+            return True
+        pkg = self._package_of(norm)
+        if pkg is not None:
+            self.export_data(pkg)
+        return False
+
+    def _changed(self, paths: Sequence[str]) -> None:
+        for pkg in dict.fromkeys(p for p in map(self._package_of, paths) if p is not None):
+            self.import_data(pkg)
+
+    def _su(self, inv: Invocation) -> int:
+        if not (self.su or self.root):
+            inv.error(f"/system/bin/sh: {inv.argv[0]}: inaccessible or not found")
+            return 127
+        args = inv.argv[1:]
+        if len(args) == 2 and args[0] == "-c":
+            line = args[1]
+        elif len(args) >= 2 and args[0] in ("0", "root"):
+            line = shlex.join(args[1:])
+        else:
+            inv.error("usage: su -c CMDLINE | su 0 COMMAND [ARG...]")
+            return 1
+        before = self._as_root
+        self._as_root = True
+        try:
+            res = self._sh.run(line, inv.stdin)
+        finally:
+            self._as_root = before
+        inv.write(res.stdout)
+        inv.stderr += res.stderr
+        return res.exit_code
+
+    def _id(self, inv: Invocation) -> int:
+        uid = 0 if self.is_root else SHELL_UID
+        if inv.argv[1:] == ["-u"]:
+            inv.write(f"{uid}\n")
+            return 0
+        name = _user_name(uid)
+        inv.write(f"uid={uid}({name}) gid={uid}({name}) groups={uid}({name})\n")
+        return 0
+
+    def _tar(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        mode = archive = None
+        gz = False
+        where = "/"
+        members: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "-C" and i + 1 < len(args):
+                where = args[i + 1]
+                i += 2
+                continue
+            if (a.startswith("-") and a != "-") or (i == 0 and a and set(a) <= set("cxtzvf")):
+                takes = 0
+                for ch in a.lstrip("-"):
+                    if ch in "cxt":
+                        mode = ch
+                    elif ch == "z":
+                        gz = True
+                    elif ch == "f":
+                        takes += 1
+                    elif ch != "v":
+                        inv.error(f"tar: Unknown option '{ch}'")
+                        return 1
+                if takes:
+                    if i + 1 >= len(args):
+                        inv.error("tar: Needs -f argument")
+                        return 1
+                    archive = args[i + 1]
+                    i += 1
+                i += 1
+                continue
+            members.append(a)
+            i += 1
+        if mode not in ("c", "x") or archive is None or (mode == "c" and not members):
+            inv.error("usage: tar -c|-x [-z] -f ARCHIVE [-C DIR] [MEMBER...]")
+            return 1
+        if not where.startswith("/"):
+            inv.error(f"tar: chdir '{where}': No such file or directory")
+            return 1
+        return (
+            self._tar_create(inv, archive, where, members, gz)
+            if mode == "c"
+            else self._tar_extract(inv, archive, where, gz)
+        )
+
+    def _tar_create(self, inv: Invocation, archive: str, where: str, members: list[str], gz: bool) -> int:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz" if gz else "w", format=tarfile.GNU_FORMAT) as tar:
+            for member in members:
+                top = posixpath.join(where, member)
+                if self._denied(inv, top):
+                    return 1
+                try:
+                    paths = self._subtree(self.files.normpath(top))
+                except (OSError, ValueError):
+                    inv.error(f"tar: {member}: No such file or directory")
+                    return 1
+                base = self.files.normpath(where)
+                for path in paths:
+                    info = tarfile.TarInfo(posixpath.relpath(path, base))
+                    fst = self.files.stat(path)
+                    info.mode = st.S_IMODE(fst.mode)
+                    info.mtime = fst.mtime
+                    info.uid, info.gid = self._owner(path)
+                    info.uname, info.gname = _user_name(info.uid), _user_name(info.gid)
+                    if fst.is_dir:
+                        info.type = tarfile.DIRTYPE
+                        tar.addfile(info)
+                    else:
+                        data = self.files.read(path)
+                        info.size = len(data)
+                        tar.addfile(info, io.BytesIO(data))
+        if self._denied(inv, archive):
+            return 1
+        try:
+            self.files.write(archive, buf.getvalue(), 0o600 if self.is_root else 0o644, int(self.now))
+        except (OSError, ValueError) as exc:
+            inv.error(f"tar: {archive}: {exc}")
+            return 1
+        self.owners[self.files.normpath(archive)] = (0, 0) if self.is_root else (SHELL_UID, SHELL_UID)
+        self._changed([archive])
+        return 0
+
+    def _tar_extract(self, inv: Invocation, archive: str, where: str, gz: bool) -> int:
+        if self._denied(inv, archive):
+            return 1
+        try:
+            data = self.files.read(archive)
+        except (OSError, ValueError):
+            inv.error(f"tar: {archive}: No such file or directory")
+            return 1
+        base = self.files.normpath(where)
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz" if gz else "r:*") as tar:
+                entries = []
+                for info in tar.getmembers():
+                    name = posixpath.normpath(info.name)
+                    if name.startswith("/") or name == ".." or name.startswith("../"):
+                        inv.error(f"tar: refusing to extract {info.name!r} outside {where}")
+                        return 1
+                    if not (info.isdir() or info.isfile()):
+                        inv.error(f"tar: {info.name}: links and devices are not supported here")
+                        return 1
+                    entries.append((info, tar.extractfile(info).read() if info.isfile() else None))  # type: ignore[union-attr]
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            inv.error(f"tar: {archive}: not a {'gzip ' if gz else ''}tar archive ({exc})")
+            return 1
+        written = []
+        for info, body in entries:
+            path = posixpath.join(base, posixpath.normpath(info.name))
+            if self._denied(inv, path):
+                return 1
+            try:
+                if body is None:
+                    self.files.mkdir(path, info.mode, mtime=info.mtime)
+                else:
+                    self.files.write(path, body, info.mode, info.mtime)
+            except (OSError, ValueError) as exc:
+                inv.error(f"tar: {info.name}: {exc}")
+                return 1
+            # root keeps the archive's owners (tar's --same-owner); the label is the creator's
+            self.owners[path] = (info.uid, info.gid) if self.is_root else (SHELL_UID, SHELL_UID)
+            self.labels[path] = "u:object_r:system_data_file:s0"
+            written.append(path)
+        self._changed(written)
+        return 0
+
+    def _stat(self, inv: Invocation) -> int:
+        args = inv.argv[1:]
+        if len(args) < 3 or args[0] != "-c":
+            inv.error("stat: this device's stat needs -c FORMAT PATH...")
+            return 1
+        fmt, status = args[1], 0
+        for path in args[2:]:
+            if self._denied(inv, path):
+                status = 1
+                continue
+            try:
+                norm = self.files.normpath(path)
+                fst = self.files.stat(norm)
+            except (OSError, ValueError):
+                inv.error(f"stat: '{path}': No such file or directory")
+                status = 1
+                continue
+            uid, gid = self._owner(norm)
+            fields = {
+                "u": str(uid),
+                "g": str(gid),
+                "U": _user_name(uid),
+                "G": _user_name(gid),
+                "a": f"{st.S_IMODE(fst.mode):o}",
+                "s": str(fst.size),
+                "n": path,
+                "F": "directory" if fst.is_dir else "regular file",
+                "C": self.labels.get(norm, "u:object_r:system_data_file:s0"),
+                "%": "%",
+            }
+            inv.write(re.sub(r"%(.)", lambda m, f=fields: f.get(m.group(1), m.group(0)), fmt) + "\n")
+        return status
+
+    def _paths_with_flags(self, inv: Invocation, flags: str) -> tuple[set[str], list[str]] | None:
+        seen: set[str] = set()
+        rest = []
+        for a in inv.argv[1:]:
+            if a.startswith("-") and len(a) > 1 and not rest:
+                if set(a[1:]) - set(flags):
+                    inv.error(f"{inv.argv[0]}: Unknown option '{a}'")
+                    return None
+                seen |= set(a[1:])
+            else:
+                rest.append(a)
+        return seen, rest
+
+    def _chown(self, inv: Invocation) -> int:
+        parsed = self._paths_with_flags(inv, "Rhf")
+        if parsed is None:
+            return 1
+        flags, rest = parsed
+        if len(rest) < 2:
+            inv.error("usage: chown [-R] USER[:GROUP] FILE...")
+            return 1
+        user, _, group = rest[0].replace(".", ":", 1).partition(":")
+        uid, gid = _uid_of(user), _uid_of(group or user)
+        if uid is None or gid is None:
+            inv.error(f"chown: bad user or group '{rest[0]}'")
+            return 1
+        if not self.is_root:
+            inv.error(f"chown: {rest[1]}: Operation not permitted")
+            return 1
+        changed = []
+        for path in rest[1:]:
+            try:
+                paths = self._subtree(self.files.normpath(path)) if "R" in flags else [self.files.normpath(path)]
+                self.files.stat(paths[0])
+            except (OSError, ValueError):
+                inv.error(f"chown: {path}: No such file or directory")
+                return 1
+            for p in paths:
+                self.owners[p] = (uid, gid)
+            changed += paths
+        self._changed(changed)
+        return 0
+
+    def _restorecon(self, inv: Invocation) -> int:
+        parsed = self._paths_with_flags(inv, "RFvnD")
+        if parsed is None:
+            return 1
+        flags, rest = parsed
+        if not self.is_root:
+            inv.error("SELinux: Could not set context: Permission denied")
+            return 1
+        changed = []
+        for path in rest:
+            try:
+                paths = self._subtree(self.files.normpath(path)) if "R" in flags else [self.files.normpath(path)]
+            except (OSError, ValueError):
+                inv.error(f"SELinux: Could not get canonical path for {path} restorecon: No such file or directory.")
+                return 255
+            for p in paths:
+                if self._package_of(p) is not None:
+                    self.labels[p] = APP_DATA_LABEL
+            changed += paths
+        self._changed(changed)
+        return 0
+
+    def _rm(self, inv: Invocation) -> int:
+        parsed = self._paths_with_flags(inv, "rRf")
+        if parsed is None:
+            return 1
+        flags, rest = parsed
+        status = 0
+        for path in rest:
+            if self._denied(inv, path):
+                status = 1
+                continue
+            try:
+                norm = self.files.normpath(path)
+                if self.files.stat(norm).is_dir and not flags & {"r", "R"}:
+                    inv.error(f"rm: {path}: Is a directory")
+                    status = 1
+                    continue
+                gone = self._subtree(norm)
+                self.files.remove(norm, recursive=True)
+            except (OSError, ValueError):
+                if "f" not in flags:
+                    inv.error(f"rm: {path}: No such file or directory")
+                    status = 1
+                continue
+            for p in gone:
+                self.owners.pop(p, None)
+                self.labels.pop(p, None)
+            self._changed([norm])
+        return status
+
+    def _mkdir(self, inv: Invocation) -> int:
+        parsed = self._paths_with_flags(inv, "p")
+        if parsed is None:
+            return 1
+        flags, rest = parsed
+        for path in rest:
+            if self._denied(inv, path):
+                return 1
+            try:
+                norm = self.files.normpath(path)
+                if self.files.exists(norm) and "p" not in flags:
+                    inv.error(f"mkdir: {path}: File exists")
+                    return 1
+                self.files.mkdir(norm, 0o775, mtime=int(self.now))
+            except (OSError, ValueError) as exc:
+                inv.error(f"mkdir: {path}: {exc}")
+                return 1
+            if self.is_root:
+                self.owners.setdefault(norm, (0, 0))
+            self._changed([norm])
+        return 0
+
+    def _cat(self, inv: Invocation) -> int:
+        status = 0
+        if not inv.argv[1:]:
+            inv.write(inv.stdin)
+        for path in inv.argv[1:]:
+            if self._denied(inv, path):
+                status = 1
+                continue
+            try:
+                inv.write(self.files.read(path))
+            except (OSError, ValueError):
+                inv.error(f"cat: {path}: No such file or directory")
+                status = 1
+        return status
 
     # -- UI: activities, typing, keys, screen ----------------------------------------------------
     def _am(self, inv: Invocation) -> int:
@@ -1219,6 +1761,89 @@ class VirtualDevice:
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
+
+
+class _DataFiles:
+    """The files the shell's redirections see: the device's, with app data directories kept in
+    step with the tables (a read exports them, a write imports them) and ``/data/data`` refused
+    to the shell user."""
+
+    def __init__(self, device: VirtualDevice) -> None:
+        self._dev = device
+
+    def _check(self, path: str) -> str | None:
+        dev = self._dev
+        norm = dev.files.normpath(path)
+        if (norm == DATA_DIR or norm.startswith(DATA_DIR + "/")) and not dev.is_root:
+            raise PermissionError(13, "Permission denied", path)
+        return dev._package_of(norm)
+
+    def read(self, path: str) -> bytes:
+        """The bytes of ``path`` (app data exported first)."""
+        pkg = self._check(path)
+        if pkg is not None:
+            self._dev.export_data(pkg)
+        return self._dev.files.read(path)
+
+    def write(self, path: str, data: bytes, mode: int, mtime: int) -> None:
+        """Write ``path``; app data is imported into the app's tables after."""
+        pkg = self._check(path)
+        dev = self._dev
+        dev.files.write(path, data, mode, mtime)
+        if dev.is_root:
+            dev.owners[dev.files.normpath(path)] = (0, 0)
+        if pkg is not None:
+            dev.import_data(pkg)
+
+
+class _suppress_missing:
+    """Ignore a missing/undecodable file (``OSError``, ``ValueError``, XML/JSON errors)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        return kind is not None and issubclass(kind, (OSError, ValueError, ET.ParseError))
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists back to the tuples the sandbox stores."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _account_xml(account: str | None, signed_in: bool) -> bytes:
+    """An Android ``SharedPreferences`` file holding the session (``XmlUtils.writeMapXml`` layout)."""
+    root = ET.Element("map")
+    if account is not None:
+        ET.SubElement(root, "string", name="account").text = account
+    ET.SubElement(root, "boolean", name="signed_in", value="true" if signed_in else "false")
+    ET.indent(root, "    ")
+    return b"<?xml version='1.0' encoding='utf-8' standalone='yes' ?>\n" + ET.tostring(root, encoding="utf-8") + b"\n"
+
+
+def _read_account_xml(data: bytes) -> tuple[str | None, bool]:
+    """(account, signed_in) from :func:`_account_xml`'s file; raises ``ET.ParseError``."""
+    root = ET.fromstring(data)
+    node = root.find("string[@name='account']")
+    flag = root.find("boolean[@name='signed_in']")
+    return (node.text or "" if node is not None else None), (flag is not None and flag.get("value") == "true")
+
+
+def _user_name(uid: int) -> str:
+    """Android's name for ``uid`` (``u0_a100`` for app uid 10100)."""
+    names = {0: "root", 1000: "system", SHELL_UID: "shell"}
+    return names.get(uid, f"u0_a{uid - 10000}" if uid >= 10000 else str(uid))
+
+
+def _uid_of(name: str) -> int | None:
+    """The uid for a ``chown`` user: a number, ``root``/``system``/``shell`` or ``u0_aN``."""
+    if name.isdigit():
+        return int(name)
+    fixed = {"root": 0, "system": 1000, "shell": SHELL_UID}
+    if name in fixed:
+        return fixed[name]
+    m = re.fullmatch(r"u0_a(\d+)", name)
+    return 10000 + int(m.group(1)) if m else None
 
 
 def _ident(name: str) -> str:
