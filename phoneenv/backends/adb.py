@@ -1182,15 +1182,15 @@ class AdbBackend(Backend):
         """The installed apps whose mapped tables live in their own private data (a provider whose
         authority is the app's package: DeskClock's alarms). A reset ``pm clear``-s them before
         seeding (which also drops what no mapping reads: DeskClock's timers and preferences), and
-        their data directories are what per-app data snapshots save and restore."""
+        their data directories are what per-app data snapshots save and restore. Raises
+        ``ValueError`` for an app whose package is not a valid package name."""
         out = []
         for app in installed:
             driver, cls = self._drivers.get(app), self._classes.get(app)
             if driver is None or cls is None or cls.system:
                 continue
-            if any(
-                isinstance(m, A.ProviderTable) and m.uri.split("/")[2] == cls.package for m in driver.tables.values()
-            ):
+            pkg = check_package(cls.package)  # a name that reaches shell commands and paths
+            if any(isinstance(m, A.ProviderTable) and m.uri.split("/")[2] == pkg for m in driver.tables.values()):
                 out.append(app)
         return out
 

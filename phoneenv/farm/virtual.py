@@ -1191,6 +1191,8 @@ class VirtualDevice:
         state = self.phone.state
         for rel, table in tables.items():
             records = sorted(state.table(table).values(), key=lambda r: r["id"])
+            if not records and not self.files.exists(f"{home}/{rel}"):
+                continue  # an app creates a database when it first stores something
             self._put(package, rel, (json.dumps(records, sort_keys=True, ensure_ascii=False) + "\n").encode())
         acc = state.get("system.accounts", app)
         path = f"{home}/{ACCOUNT_FILE}"
@@ -1202,8 +1204,8 @@ class VirtualDevice:
     def import_data(self, package: str) -> None:
         """Read the app's data directory back into its tables (files changed on disk): a missing
         or unparsable table file is an empty table, a missing session file a signed-out app;
-        files not owned by the app's uid or not labelled ``app_data_file`` make its provider
-        unreadable."""
+        files it opens (or their folders) not owned by the app's uid or not labelled
+        ``app_data_file`` make its provider unreadable."""
         app, tables = self._private[package]
         home = f"{DATA_DIR}/{package}"
         state = self.phone.state
@@ -1224,7 +1226,10 @@ class VirtualDevice:
         if present or app in accounts:
             accounts[app] = {"id": app, "app": app, "account": account, "signed_in": signed_in}
         uid = self.uids[package]
-        paths = self._subtree(home) if self.files.exists(home) else []
+        paths = [home] if self.files.exists(home) else []
+        for rel in [*tables, ACCOUNT_FILE]:  # the files the app opens, and their folders
+            if self.files.exists(f"{home}/{rel}"):
+                paths += [posixpath.dirname(f"{home}/{rel}"), f"{home}/{rel}"]
         if any(self._owner(p) != (uid, uid) or self.labels.get(p) != APP_DATA_LABEL for p in paths):
             self._unreadable.add(package)
         else:
@@ -1244,6 +1249,12 @@ class VirtualDevice:
         if pkg is not None:
             self.export_data(pkg)
         return False
+
+    def _fresh(self, paths: Sequence[str]) -> None:
+        """Export the app data under ``paths`` before a command changes it (files show the
+        tables as they are now)."""
+        for pkg in dict.fromkeys(p for p in map(self._package_of, paths) if p is not None):
+            self.export_data(pkg)
 
     def _changed(self, paths: Sequence[str]) -> None:
         for pkg in dict.fromkeys(p for p in map(self._package_of, paths) if p is not None):
@@ -1471,6 +1482,7 @@ class VirtualDevice:
         if not self.is_root:
             inv.error(f"chown: {rest[1]}: Operation not permitted")
             return 1
+        self._fresh(rest[1:])
         changed = []
         for path in rest[1:]:
             try:
@@ -1493,6 +1505,7 @@ class VirtualDevice:
         if not self.is_root:
             inv.error("SELinux: Could not set context: Permission denied")
             return 1
+        self._fresh(rest)
         changed = []
         for path in rest:
             try:
@@ -1789,6 +1802,8 @@ class _DataFiles:
         """Write ``path``; app data is imported into the app's tables after."""
         pkg = self._check(path)
         dev = self._dev
+        if pkg is not None:
+            dev.export_data(pkg)  # the files show the tables as they are before this write
         dev.files.write(path, data, mode, mtime)
         if dev.is_root:
             dev.owners[dev.files.normpath(path)] = (0, 0)
