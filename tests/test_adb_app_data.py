@@ -364,3 +364,22 @@ def test_reference_verdicts_match_the_sandbox_with_app_snapshots(adb_server, tmp
         assert compare(tasks, backend, tmp_path / "first") == []
         assert compare(tasks, backend, tmp_path / "second") == []
         assert backend.last_reset["how"] == "app_snapshots"
+
+
+def test_capture_login_command(adb_server, login_phone, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from phoneenv.farm.cli import device_app
+
+    server, dev, _ = login_phone
+    args = ["capture-login", "--app", "mail", "--account", ACCOUNT, "--out", str(tmp_path)]
+    args += ["--serial", server.serial, "--adb-port", str(adb_server.port)]
+    res = CliRunner().invoke(device_app, args)
+    assert res.exit_code == 1 and "no file in com.google.android.gm's data names" in res.output
+    _sign_in_by_hand(dev)
+    res = CliRunner().invoke(device_app, args)
+    assert res.exit_code == 0, res.output
+    assert "saved" in res.output and (tmp_path / f"{MAIL}.tgz").is_file()
+    assert json.loads((tmp_path / f"{MAIL}.json").read_text())["account"] == ACCOUNT
+    res = CliRunner().invoke(device_app, [*args[:2], "nosuchapp", *args[3:]])
+    assert res.exit_code == 1 and "unknown app 'nosuchapp'" in res.output

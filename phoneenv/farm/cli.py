@@ -87,6 +87,34 @@ def serve(
     console.print("stopped", highlight=False)
 
 
+@device_app.command("capture-login")
+def capture_login(
+    app: Annotated[str, typer.Option(help="The sandbox app signed in on the device, e.g. mail.")],
+    account: Annotated[str, typer.Option(help="The account it is signed in as (its files must name it).")],
+    out: Annotated[str, typer.Option(help="Host folder for <package>.tgz and <package>.json.")],
+    serial: Annotated[
+        str | None, typer.Option(help="Device serial (default: $ANDROID_SERIAL or the only one).")
+    ] = None,
+    adb_port: Annotated[
+        int | None, typer.Option(help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037).")
+    ] = None,
+) -> None:
+    """Save an app you signed in to by hand as a login snapshot (needs root: adb root or su).
+
+    Later resets of tasks whose fixtures say the app is signed in restore it
+    (AdbBackend(login_snapshots=OUT) or $PHONEENV_LOGIN_SNAPSHOTS=OUT).
+    """
+    from phoneenv.backends.adb import AdbBackend, DeviceFault
+
+    backend = AdbBackend(serial=serial, adb_port=adb_port)
+    try:
+        path = backend.capture_login(app, account, out)
+    except (ValueError, DeviceFault) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    console.print(f"saved {path}", highlight=False)
+
+
 # -- phoneenv device emulator ... (headless Android emulators; phoneenv.farm.emulator) ----------------
 
 emulator_app = typer.Typer(
