@@ -71,7 +71,9 @@ def serve(
         console.print(f"[red]error:[/red] cannot listen on {host}:{port}: {exc.strerror or exc}")
         raise typer.Exit(1) from None
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Both signals set the event explicitly: a process started with SIGINT ignored (as some
+    # launchers and test runners start children) would otherwise never see Ctrl-C.
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         model = handler.banner().get("ro.product.model", "device")
         console.print(f"serving {model} on {server.serial}", highlight=False)
@@ -82,7 +84,8 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.stop()
     console.print("stopped", highlight=False)
 
