@@ -34,7 +34,12 @@ insert the fixture's), then reads everything back and raises :class:`ResetError`
 differences unless the device equals the fixture state. With a console (``emulator-N`` serials
 through ``adb emu``, or ``console_port``), a verified state is saved as a snapshot named after the
 fixtures' digest, and later resets load it (``avd snapshot load``) and verify; a failed load or
-verification falls back to re-seeding. Fixture records of tables with no mapping (mail, notes,
+verification falls back to re-seeding. Apps whose own data holds mapped tables
+(:meth:`AdbBackend.private_apps`) are ``pm clear``-ed before seeding; on phones (no console),
+their verified data directories are saved as per-app ``tar`` archives and restored at later
+resets (``app_snapshots``), and logins are applied by restoring a login snapshot captured by
+hand (:meth:`AdbBackend.capture_login`), both verified and both needing root (``adb root`` or
+``su -c``). Fixture records of tables with no mapping (mail, notes,
 timers, accounts) cannot be reached by any offered tool and are not applied; :meth:`AdbBackend.can_run`
 refuses tasks whose plan or criteria need them.
 
