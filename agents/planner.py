@@ -24,13 +24,14 @@ import base64
 import io
 import json
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from agents.base import Agent, AgentAction
 from agents.llm.parsing import call_names_from_api
 from phoneenv.llm import ChatClient
 
-__all__ = ["SYSTEM_PROMPT", "LLMPlanner"]
+__all__ = ["SYSTEM_PROMPT", "LLMPlanner", "frame_note"]
 
 SYSTEM_PROMPT = """You are a phone assistant. You act on the user's phone only by calling the tools you are given, one call at a time; each call's result comes back as a tool message with "ok", and on failure "error", "message" and a "hint" that says how to recover.
 Rules:
@@ -48,6 +49,21 @@ def _png_data_url(image: Any) -> str:
     buf = io.BytesIO()
     Image.fromarray(image).save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def frame_note(frame: str, depth: int, previous_depth: int, goal: str, tool_names: Sequence[str]) -> str:
+    """The user message that tells the model the active sub-agent frame changed: ``frame`` (id),
+    its ``depth`` (0 = the user's planner), the depth it came from, the frame's ``goal`` and the
+    names of the tools that work in it. Used by :class:`LLMPlanner` and by :mod:`rl.rollout`, so
+    training and evaluation prompts match."""
+    returned = "The sub-agent finished; its answer is the last tool result. " if depth < previous_depth else ""
+    if depth == 0:
+        return f"[frame {frame}, depth 0] {returned}You are the user's planner again. The user's request: {goal}"
+    return (
+        f"[frame {frame}, depth {depth}] {returned}You act as a sub-agent. Your goal: {goal}\n"
+        f"Only these tools work in this frame: {', '.join(tool_names)}. When your goal is done, call finish with "
+        "your answer: it returns to the frame that delegated to you."
+    )
 
 
 class LLMPlanner(Agent):
@@ -131,21 +147,10 @@ class LLMPlanner(Agent):
         if info.get("tools"):
             self.tools = [self._rename(t) for t in info["tools"] if self._offered(t["function"]["name"])]
         depth = int(observation.get("frame_depth", 0))
-        back = depth < self._depth
-        self._depth = depth
         goal = observation.get("frame_goal", observation["goal"])
-        names = ", ".join(t["function"]["name"] for t in self.tools)
-        returned = "The sub-agent finished; its answer is the last tool result. " if back else ""
-        if depth == 0:
-            self._frame_note = (
-                f"[frame {frame}, depth 0] {returned}You are the user's planner again. The user's request: {goal}"
-            )
-        else:
-            self._frame_note = (
-                f"[frame {frame}, depth {depth}] {returned}You act as a sub-agent. Your goal: {goal}\n"
-                f"Only these tools work in this frame: {names}. When your goal is done, call finish with "
-                "your answer: it returns to the frame that delegated to you."
-            )
+        names = [t["function"]["name"] for t in self.tools]
+        self._frame_note = frame_note(frame, depth, self._depth, goal, names)
+        self._depth = depth
 
     def _feed_back(self, observation: dict[str, Any]) -> None:
         pending = self._pending

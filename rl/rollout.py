@@ -628,6 +628,28 @@ class _Slot:
     done: bool = False
     final: tuple[float, bool, bool, dict[str, Any]] | None = None
     forced: bool = False
+    frame: str = "main"
+    depth: int = 0
+    frame_note: str | None = None
+
+
+def _follow_frame(slot: _Slot, obs: dict[str, Any], info: dict[str, Any], tool_filter: Sequence[str] | None) -> None:
+    """After a step: if the active sub-agent frame changed (``agent.delegate`` opened one, or a
+    ``finish`` closed one), offer the new frame's tools (``info["tools"]``) to the sampler's grammar
+    and queue :func:`agents.planner.frame_note` for the model, as :class:`LLMPlanner` does."""
+    from agents.planner import frame_note
+
+    frame = str(obs.get("frame", "main"))
+    if frame == slot.frame:
+        return
+    slot.frame = frame
+    tools = [_rename(t) for t in info.get("tools") or [] if _offered(t, tool_filter)]
+    if tools:
+        slot.tools = tools
+    depth = int(obs.get("frame_depth", 0))
+    goal = str(obs.get("frame_goal", obs.get("goal", "")))
+    slot.frame_note = frame_note(frame, depth, slot.depth, goal, [t["function"]["name"] for t in slot.tools])
+    slot.depth = depth
 
 
 def rollout_members(
@@ -734,11 +756,17 @@ def rollout_members(
                 if not slot.forced:
                     slot.messages.append(msg)
                     slot.pending.append(msg)
+                    _follow_frame(slot, obs, info, tool_filter)
                 if terminated or truncated:
                     slot.done = True
                     slot.queue.clear()
                     slot.final = (float(reward), bool(terminated), bool(truncated), info)
                 elif not slot.queue:
+                    if slot.frame_note is not None:  # as LLMPlanner: the frame change, before the next reply
+                        note = {"role": "user", "content": slot.frame_note}
+                        slot.messages.append(note)
+                        slot.pending.append(note)
+                        slot.frame_note = None
                     if slot.last_truncated:  # close the cut reply with an end-of-turn token it did not sample
                         slot.ids.append(sampler.eos_id)
                         slot.mask.append(0)

@@ -293,3 +293,70 @@ def test_vllm_engine_on_gpu(tiny_model_dir) -> None:
     assert len(trajs) == 2
     for traj in trajs:
         assert traj.turns and all(turn.calls for turn in traj.turns if not turn.truncated)
+
+
+class ScriptedEngine:
+    """``vllm.LLM.generate`` that answers each request with the next scripted reply (token ids of
+    the text plus the end-of-turn token), recording the grammar each request was constrained by."""
+
+    def __init__(self, tokenizer, replies: list[str]) -> None:
+        self.tokenizer = tokenizer
+        self.replies = list(replies)
+        self.grammars: list[str] = []
+
+    def generate(self, prompts, sampling_params, use_tqdm=True):
+        outputs = []
+        for _prompt, p in zip(prompts, sampling_params, strict=True):
+            self.grammars.append(p.get("grammar", ""))
+            text = self.replies.pop(0)
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [p["stop_token_ids"][0]]
+            per_pos = [{tok: SimpleNamespace(logprob=-0.5)} for tok in ids]
+            outputs.append(
+                SimpleNamespace(
+                    outputs=[SimpleNamespace(token_ids=ids, logprobs=per_pos, finish_reason="stop", stop_reason=None)]
+                )
+            )
+        return outputs
+
+
+def _call(name: str, **arguments) -> str:
+    import json
+
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def test_rollout_follows_sub_agent_frames(tiny, dict_params) -> None:
+    """After ``agent.delegate`` the rollout offers only the frame's tools (the grammar of the next
+    reply) and tells the model, as LLMPlanner does; after the child's ``finish`` the parent's
+    tools come back. The frame notes are context (mask 0), never sampled tokens."""
+    from agents.planner import frame_note
+    from rl.rollout import rollout_members
+
+    model, tokenizer = tiny
+    task = "subagent.best_offer_reply/0"
+    engine = ScriptedEngine(
+        tokenizer,
+        [
+            _call("agent__delegate", goal="Find the offers.", tools=["mail.search", "mail.read"]),
+            _call("mail__search", query="standing desks"),
+            _call("finish", answer="em_5"),
+            _call("finish", answer="done"),
+        ],
+    )
+    (traj,) = rollout_members(model, tokenizer, task, 0, [0], max_turns=4, max_new_tokens=200, temperature=1.0,
+                              constrained=True, llm=engine)  # fmt: skip
+    assert len(traj.turns) == 4 and traj.terminated
+    g_root, g_child, g_child2, g_back = engine.grammars
+    assert "agent__delegate" in g_root and "mail__reply" in g_root
+    for g in (g_child, g_child2):  # only the frame's tools (and finish) may be called in the child
+        assert "mail__search" in g and "mail__read" in g and "finish" in g
+        assert "mail__reply" not in g and "agent__delegate" not in g
+    assert "mail__reply" in g_back and "agent__delegate" in g_back
+    notes = [m["content"] for m in traj.messages if m["role"] == "user" and m["content"].startswith("[frame ")]
+    child_tools = notes[0].split("Only these tools work in this frame: ")[1].split(". When")[0].split(", ")
+    assert sorted(child_tools) == ["finish", "mail__read", "mail__search"]
+    assert notes[0] == frame_note("main.1", 1, 0, "Find the offers.", child_tools)
+    assert notes[1] == frame_note("main", 0, 1, traj.messages[1]["content"], [])
+    text = tokenizer.decode(traj.episode_ids[traj.episode_mask == 0])
+    assert all(n in text for n in notes)
+    assert not any(n in tokenizer.decode(traj.episode_ids[traj.episode_mask == 1]) for n in notes)
