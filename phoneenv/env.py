@@ -471,7 +471,22 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         return obs
 
     def _parse(self, action: Any) -> tuple[str | None, dict[str, Any] | None, str | None, Feedback | None]:
-        """(tool name, arguments, raw text kept for the trace when unparseable, error or None)."""
+        """(tool name, arguments, raw text kept for the trace when unparseable, error or None).
+
+        Never raises: a Python object that fails while being read (a ``__str__`` or ``.get`` that
+        raises, nesting deeper than the interpreter's recursion limit) is an ``invalid_json`` error.
+        """
+        try:
+            return self._parse_action(action)
+        except Exception as exc:  # RecursionError included: anything a hostile object can raise
+            return (
+                None,
+                None,
+                f"<unreadable {type(action).__name__}>",
+                feedback.invalid_json(f"the action could not be read ({type(exc).__name__}); send JSON text"),
+            )
+
+    def _parse_action(self, action: Any) -> tuple[str | None, dict[str, Any] | None, str | None, Feedback | None]:
         obj = action
         if isinstance(action, (bytes, bytearray)):
             try:

@@ -109,6 +109,44 @@ def test_feedback_details(contacts_task):
     assert fb(obs)["ok"] and fb(obs)["result"]["total"] == 1
 
 
+def test_hostile_python_objects_are_invalid_json_not_exceptions(contacts_task):
+    """Objects that fail while being read (``__str__``/``__repr__``/``.get`` raising, nesting past
+    the recursion limit) come back as ``invalid_json``; the episode goes on."""
+
+    class BadText:
+        def __str__(self):
+            raise RuntimeError("no str")
+
+        def __repr__(self):
+            raise RuntimeError("no repr")
+
+    class BadDict(dict):
+        def get(self, *args):
+            raise RuntimeError("no get")
+
+    deep: dict = {}
+    node = deep
+    for _ in range(5000):
+        node["a"] = {}
+        node = node["a"]
+    env = PhonePlanEnv(task=contacts_task)
+    env.reset(seed=0)
+    for action, error in [
+        (BadText(), "RuntimeError"),
+        (BadDict(name="contacts.search"), "RuntimeError"),
+        ({"name": BadText(), "arguments": {}}, "RuntimeError"),
+        (deep, "RecursionError"),
+    ]:
+        obs, reward, terminated, truncated, info = env.step(action)
+        got = fb(obs)
+        assert got["error"] == "invalid_json" and error in got["message"]
+        assert not terminated and not truncated
+    assert [s.raw for s in env.trace.steps] == ["<unreadable BadText>", "<unreadable BadDict>", "<unreadable dict>",
+                                                "<unreadable dict>"]  # fmt: skip
+    obs, *_ = step_json(env, "contacts.search", query="ana")
+    assert fb(obs)["ok"]
+
+
 def test_fuzz_ten_thousand_random_actions(contacts_task):
     rng = random.Random(7)
     env = PhonePlanEnv(task=contacts_task, max_steps=10**6)
