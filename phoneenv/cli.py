@@ -207,7 +207,7 @@ def eval_cmd(
     tasks: Annotated[
         str,
         typer.Option(
-            help="Task selector: all, cross-app, category:tool, domain:time, template:NAME, app:NAME, an id or glob."
+            help="Task selector: all, cross-app, category:tool|memory|skills|subagent, domain:time, template:NAME, app:NAME, split:train|dev|test, an id or glob; several joined by commas."
         ),
     ] = "all",
     out: Annotated[
@@ -215,7 +215,10 @@ def eval_cmd(
     ] = Path("runs/eval"),
     seed: Annotated[int, typer.Option(min=0, help="Episode seed (and the random agent's seed).")] = 0,
     backend: Annotated[
-        str, typer.Option(help="World: auto (each task's first declared backend), sandbox, llmsim or hybrid.")
+        str,
+        typer.Option(
+            help="World: auto (each task's first declared backend), sandbox, llmsim, hybrid, emulator or device (adb: ANDROID_SERIAL picks the device, ANDROID_ADB_SERVER_PORT the adb server)."
+        ),
     ] = "auto",
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible endpoint of the planner model, e.g. http://127.0.0.1:8000/v1.")
@@ -308,7 +311,9 @@ def eval_cmd(
     print_scoreboard(board)
     console.print(f"traces in {out / 'traces'}")
     if board.infrastructure_errors and board.categories[-1].episodes == 0:
-        _fail("every episode ended in an infrastructure error (is the model server up?)")
+        _fail(
+            "every episode ended in an infrastructure error (is the model server or the device up? see the warnings above)"
+        )
 
 
 @tasks_app.command("list")

@@ -8,6 +8,7 @@ The evaluator lives apart from the agents: it takes any object with ``name``,
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections import defaultdict
@@ -18,6 +19,8 @@ from typing import Any, Protocol
 
 from phoneenv.contract import Category, TaskSpec
 from phoneenv.llm import InfrastructureError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["AgentLike", "EpisodeResult", "Scoreboard", "run_episodes", "score"]
 
@@ -84,8 +87,12 @@ def run_episodes(
         env_kwargs: keyword arguments for the env (``backend``, ``simulator``, ``screenshots``...);
             ``backend="auto"`` (the default) runs each task on the first backend it declares.
         max_consecutive_infra: stop after this many infrastructure-error episodes in a row (a
-            dead model server) by raising :class:`~phoneenv.llm.InfrastructureError`; the
-            episodes before it are already reported through ``on_episode``.
+            dead model server, a lost device) by raising :class:`~phoneenv.llm.InfrastructureError`;
+            the episodes before it are already reported through ``on_episode``.
+
+    A ``reset`` that raises :class:`~phoneenv.llm.InfrastructureError` (a device that is gone or
+    refuses the task's fixtures) gives an episode with ``infrastructure_error=True``, no steps and
+    no trace; the run goes on with the next task.
     """
     from phoneenv.env import PhonePlanEnv
 
@@ -105,7 +112,23 @@ def run_episodes(
             envs[name] = PhonePlanEnv(tasks=tasks, backend=name, **kwargs)
         env = envs[name]
         t0 = time.perf_counter()
-        obs, info = env.reset(seed=seed, options={"task": task})
+        try:
+            obs, info = env.reset(seed=seed, options={"task": task})
+        except InfrastructureError as exc:  # a device lost, or refusing the fixtures: not the agent's episode
+            log.warning("reset of %s failed on %s: %s", task.id, name, exc)
+            res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
+                                time.perf_counter() - t0, None)  # fmt: skip
+            results.append(res)
+            if on_episode is not None:
+                on_episode(res)
+            streak += 1
+            if max_consecutive_infra is not None and streak >= max_consecutive_infra:
+                for e in envs.values():
+                    e.close()
+                raise InfrastructureError(
+                    f"{streak} episodes in a row ended in an infrastructure error; the last: {exc}", kind=exc.kind
+                ) from exc
+            continue
         agent.reset(obs, info)
         while True:
             try:

@@ -462,6 +462,37 @@ def test_a_device_gone_mid_episode_is_an_infrastructure_failure_in_the_evaluatio
     assert board.infrastructure_errors == 1 and board.categories[-1].episodes == 0
 
 
+def test_a_device_lost_between_episodes_fails_those_resets_as_infrastructure(adb_server):
+    """A reset that cannot reach the device is an infrastructure episode (no steps, no trace); the
+    run goes on, and stops with an InfrastructureError after max_consecutive_infra of them."""
+    from phoneenv.llm import InfrastructureError
+    from tests.adb import served_device
+
+    dev = VirtualDevice()
+    task = _contacts_task()
+    done = []
+    with served_device(adb_server, dev) as (server, _):
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=5)
+        agent = _Scripted(list(task.reference_plan), at=-1, hook=None)
+
+        def after(result) -> None:
+            done.append(result)
+            if len(done) == 1:  # the device goes away after the first episode
+                server.stop()
+
+        with pytest.raises(InfrastructureError, match="2 episodes in a row") as caught:
+            run_episodes(
+                agent, [task, task, task, task], env_kwargs={"backend": backend}, on_episode=after,
+                max_consecutive_infra=2,
+            )  # fmt: skip
+    assert isinstance(caught.value.__cause__, DeviceFault)
+    first, *lost = done
+    assert first.success is True and first.infrastructure_error is False
+    assert len(lost) == 2 and all(r.infrastructure_error and r.steps == 0 and r.trace_path is None for r in lost)
+    board = score("scripted", done)
+    assert board.infrastructure_errors == 2 and board.categories[-1].episodes == 1
+
+
 def test_unauthorized_device(adb_server):
     from phoneenv.farm.adbwire import AdbDeviceServer
     from tests.adb import connect_device, served_device

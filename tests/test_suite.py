@@ -53,6 +53,12 @@ def test_selectors():
         select("contacts.add_contat/3")
     with pytest.raises(ValueError):
         select("color:blue")
+    # The scoreboard's "Sub-agent" label works as a category name; unknown names list the known ones.
+    assert [t.id for t in select("category:sub-agent")] == [t.id for t in select("category:subagent")] != []
+    with pytest.raises(ValueError, match="use one of tool, memory, skills, subagent"):
+        select("category:tools")
+    with pytest.raises(ValueError, match="unknown domain 'clock'"):
+        select("domain:clock")
 
 
 def test_vault_secret_never_serialised():

@@ -84,6 +84,7 @@ from phoneenv.backends.sandbox import SECONDS_PER_CALL, Phone, app_classes, buil
 from phoneenv.contract import ErrorKind, Feedback, StateCriterion, TaskSpec, ToolSpec
 from phoneenv.farm import android as A
 from phoneenv.harness import feedback
+from phoneenv.llm import InfrastructureError
 from phoneenv.tools import ArgumentValidator, ToolError
 
 __all__ = [
@@ -128,16 +129,18 @@ def check_package(package: str) -> str:
     return package
 
 
-class DeviceFault(Exception):
-    """The device or adb failed, not the agent: becomes ``device_error`` (or ``timeout``) feedback.
+class DeviceFault(InfrastructureError):
+    """The device or adb failed, not the agent: becomes ``device_error`` (or ``timeout``) feedback
+    during a step; raised from ``reset`` or construction, evaluation counts the episode as an
+    infrastructure error (an :class:`~phoneenv.llm.InfrastructureError`).
 
     Args:
         detail: what failed, in words.
-        kind: :attr:`ErrorKind.DEVICE_ERROR` or :attr:`ErrorKind.TIMEOUT`.
+        kind: :attr:`ErrorKind.DEVICE_ERROR` or :attr:`ErrorKind.TIMEOUT` (also the error's label).
     """
 
     def __init__(self, detail: str, kind: ErrorKind = ErrorKind.DEVICE_ERROR) -> None:
-        super().__init__(detail)
+        super().__init__(detail, kind=kind.value)
         self.detail = detail
         self.kind = kind
 
@@ -148,8 +151,12 @@ class DeviceFault(Exception):
         return feedback.device_error(self.detail)
 
 
-class ResetError(RuntimeError):
-    """``reset`` could not put the device in the task's fixture state; the message says what differs."""
+class ResetError(InfrastructureError):
+    """``reset`` could not put the device in the task's fixture state; the message says what
+    differs. An infrastructure error (label ``reset``): evaluation counts the episode apart."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="reset")
 
 
 class UnmappedTable(KeyError):

@@ -16,7 +16,7 @@ import fnmatch
 import functools
 import hashlib
 
-from phoneenv.contract import TaskSpec
+from phoneenv.contract import Category, Domain, TaskSpec
 
 __all__ = ["SPLITS", "get_task", "load_suite", "select", "split_of"]
 
@@ -83,8 +83,13 @@ def _select_one(sel: str) -> list[TaskSpec]:
     if ":" in sel:
         kind, _, value = sel.partition(":")
         if kind == "category":
+            value = value.replace("-", "")  # "sub-agent", as the scoreboard labels it
+            if value not in {c.value for c in Category}:
+                raise ValueError(f"unknown category {value!r}; use one of {', '.join(c.value for c in Category)}")
             return [t for t in suite if t.category.value == value]
         if kind == "domain":
+            if value not in {d.value for d in Domain}:
+                raise ValueError(f"unknown domain {value!r}; use one of {', '.join(d.value for d in Domain)}")
             return [t for t in suite if t.domain.value == value]
         if kind == "template":
             return [t for t in suite if t.template == value]
