@@ -335,10 +335,19 @@ def tasks_list(
             typer.echo(json.dumps(row))
         return
     t = Table(title=f"{len(sel)} tasks")
-    for col in ("id", "category", "domain", "diff", "apps", "goal"):
+    t.add_column("id", no_wrap=True)  # ids are copied from here: never fold them
+    for col in ("category", "domain", "diff", "apps", "backends", "goal"):
         t.add_column(col, overflow="fold")
     for task in sel:
-        t.add_row(task.id, task.category.value, task.domain.value, str(task.difficulty), ",".join(task.apps), task.goal)
+        t.add_row(
+            task.id,
+            task.category.value,
+            task.domain.value,
+            str(task.difficulty),
+            ",".join(task.apps),
+            ",".join(task.backends),
+            task.goal,
+        )
     console.print(t)
 
 
