@@ -258,10 +258,11 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
 
 
 def nearest_tools(name: str, specs: Sequence[ToolSpec], n: int = 3) -> list[str]:
-    """Up to ``n`` tool names closest to ``name`` (difflib ratio ≥ 0.5), best first; when none is
-    close, the tools of the app named by ``name``'s prefix (``"mesages.snd"`` → messages tools)."""
+    """Up to ``n`` tool names closest to ``name`` (difflib ratio ≥ 0.5, compared in lower case),
+    best first; when none is close, the tools of the app named by ``name``'s prefix
+    (``"mesages.snd"`` → messages tools)."""
     names = [s.name for s in specs]
-    name = name[:100]
+    name = name[:100].lower()
     near = difflib.get_close_matches(name, names, n=n, cutoff=0.5)
     if near:
         return near

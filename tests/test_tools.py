@@ -85,6 +85,7 @@ def test_nearest_tools(tools):
     specs = [e.spec for e in tools.values()]
     assert nearest_tools("messages.snd", specs)[0] == "messages.send"
     assert nearest_tools("calender.zzzzzzzzzzzz", specs)[0].startswith("calendar.")
+    assert nearest_tools("MESSAGES.SEND", specs)[0] == "messages.send"  # case is not a typo
     assert nearest_tools("qqqq", specs) == []
 
 
