@@ -448,19 +448,27 @@ def train_sft_cmd(
     steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 30,
     lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 5e-3,
     all_tools: Annotated[
-        bool, typer.Option(help="Show every tool in the prompt (as the planner does), not only the task's apps'.")
+        bool, typer.Option(help="Show every tool in the prompt (as the planner does), not only the tasks' apps'.")
     ] = False,
 ) -> None:
-    """Cold start: supervised training on verified reference traces, erroneous turns masked."""
-    from rl.sft import SFTRunConfig, reference_traces, train_sft
+    """Cold start: supervised training on verified reference traces, erroneous turns masked.
+
+    The prompts offer the tools ``train rl`` offers for the same ``--tasks`` (the env's tools of
+    the tasks' apps, ``user`` and ``finish``; every tool with ``--all-tools``), so RL starts from
+    a model trained on the prompts it will see."""
+    from rl.sft import SFTRunConfig, episode_tools, reference_traces, train_sft
 
     selected = [t for t in _select(tasks) if "sandbox" in t.backends]
     if not selected:
         raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
     base = _base_model(model, out)
     traces = reference_traces(",".join(t.id for t in selected), out / "traces")
-    cfg = SFTRunConfig(learning_rate=lr, max_steps=steps, tools_scope="all" if all_tools else "apps")
-    summary = train_sft(base, traces, out, cfg)
+    cfg = SFTRunConfig(learning_rate=lr, max_steps=steps, tools_scope="all")
+    apps = set(_task_apps(selected))
+    offered = (
+        None if all_tools else [t for t in episode_tools("sandbox") if t["function"]["name"].split("__")[0] in apps]
+    )
+    summary = train_sft(base, traces, out, cfg, tool_specs_or_tools=offered)
     losses = summary["losses"]
     console.print_json(json.dumps({k: v for k, v in summary.items() if k not in ("losses", "config")}, default=str))
     if losses:

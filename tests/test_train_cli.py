@@ -33,3 +33,29 @@ def test_sft_then_rl_from_the_command_line(tmp_path, monkeypatch):
     assert records and (rl / "final" / "config.json").exists()
     res = runner.invoke(app, ["train", "rl", "--algo", "ppo", "--out", str(rl)])
     assert res.exit_code != 0 and "unknown algorithm" in res.output
+
+
+def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
+    """`train sft` trains on prompts with exactly the tools `train rl` offers for the same tasks
+    (the rollout's own filter decides), not a per-trace subset the RL prompts never show."""
+    import rl.sft
+    from phoneenv.cli import _task_apps
+    from phoneenv.tasks import select
+    from rl.rollout import _offered
+
+    seen = {}
+
+    def fake_train_sft(base, traces, out, cfg, tool_specs_or_tools=None):
+        seen["tools"] = [t["function"]["name"] for t in tool_specs_or_tools]
+        seen["scope"] = cfg.tools_scope
+        return {"losses": [], "steps": 0}
+
+    monkeypatch.setattr(rl.sft, "train_sft", fake_train_sft)
+    monkeypatch.setattr("phoneenv.cli._base_model", lambda model, out: tmp_path / "base")
+    selector = "template:settings.toggle,template:clock.start_timer"
+    res = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "sft"), "--tasks", selector])
+    assert res.exit_code == 0, res.output
+    rl_filter = _task_apps(select(selector))
+    expected = [t["function"]["name"] for t in rl.sft.episode_tools("sandbox") if _offered(t, rl_filter)]
+    assert seen == {"tools": expected, "scope": "all"}
+    assert "clock__start_timer" in expected and "finish" in expected and "contacts__search" not in expected
