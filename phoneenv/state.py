@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["Change", "PhoneState", "Snapshot", "diff_tables"]
+__all__ = ["Change", "PhoneState", "Snapshot", "diff_tables", "next_id"]
 
 Record = dict[str, Any]
 
@@ -38,6 +38,20 @@ class Change(NamedTuple):
     kind: str
     old: Record | None
     new: Record | None
+
+
+def next_id(seq: dict[str, int], table: str, existing: Mapping[str, Any], prefix: str) -> str:
+    """The next free id ``<prefix><n>`` of ``table``: ``n`` counts up from ``seq[table]`` (the
+    largest number handed out or seeded so far), skipping ids in ``existing``; ``seq`` is updated,
+    so a number is never handed out twice, even after its record is deleted."""
+    n = seq.get(table, 0)
+    while True:
+        n += 1
+        rid = f"{prefix}{n}"
+        if rid not in existing:
+            break
+    seq[table] = n
+    return rid
 
 
 class PhoneState:
@@ -91,16 +105,7 @@ class PhoneState:
     def new_id(self, table: str, prefix: str) -> str:
         """A fresh id ``<prefix><n>``: the counter starts above the largest number among the
         seeded ids, so an id deleted during an episode is never handed out again."""
-        seq = self.meta["seq"]
-        n = seq.get(table, 0)
-        tbl = self.table(table)
-        while True:
-            n += 1
-            rid = f"{prefix}{n}"
-            if rid not in tbl:
-                break
-        seq[table] = n
-        return rid
+        return next_id(self.meta["seq"], table, self.table(table), prefix)
 
     def insert(self, table: str, record: Record) -> Record:
         """Insert ``record`` (which has an ``id``); returns it. Raises KeyError on a duplicate id."""

@@ -85,6 +85,7 @@ from phoneenv.contract import ErrorKind, Feedback, StateCriterion, TaskSpec, Too
 from phoneenv.farm import android as A
 from phoneenv.harness import feedback
 from phoneenv.llm import InfrastructureError
+from phoneenv.state import next_id
 from phoneenv.tools import ArgumentValidator, ToolError
 
 __all__ = [
@@ -649,16 +650,7 @@ class DeviceState:
     # -- writes ----------------------------------------------------------------------------------
     def new_id(self, table: str, prefix: str) -> str:
         """A fresh id ``<prefix><n>``, counted as the sandbox counts (never reusing a number)."""
-        seq = self.meta["seq"]
-        n = seq.get(table, 0)
-        tbl = self.table(table)
-        while True:
-            n += 1
-            rid = f"{prefix}{n}"
-            if rid not in tbl:
-                break
-        seq[table] = n
-        return rid
+        return next_id(self.meta["seq"], table, self.table(table), prefix)
 
     def insert(self, table: str, record: dict[str, Any]) -> dict[str, Any]:
         """Write a new record to the device; returns it."""
