@@ -62,6 +62,47 @@ class EpisodeResult:
     trace_path: str | None
 
 
+def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path | None, t0: float) -> EpisodeResult:
+    """One episode of ``agent`` on ``task``; its trace is written to ``out_dir``. An
+    :class:`InfrastructureError` from the agent ends the episode as an infrastructure error; one
+    from ``env.reset`` propagates."""
+    obs, info = env.reset(seed=seed, options={"task": task})
+    agent.reset(obs, info)
+    while True:
+        try:
+            decision = agent.act(obs, info)
+        except InfrastructureError as exc:
+            info = env.abort_infrastructure(f"{exc.kind}: {exc}")
+            break
+        action, tokens = (decision.action, decision.tokens) if hasattr(decision, "action") else (decision, None)
+        if tokens:
+            env.add_agent_tokens(tokens)
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    wall = time.perf_counter() - t0
+    trace = env.trace
+    trace.agent = agent.name
+    path = None
+    if out_dir is not None:
+        path = out_dir / _trace_name(task.id)
+        path.write_text(trace.model_dump_json() + "\n", encoding="utf-8")
+    v = info["verdict"]
+    return EpisodeResult(
+        task_id=task.id,
+        category=task.category.value,
+        domain=task.domain.value,
+        success=v["success"],
+        progress=v["progress"],
+        steps=v["steps"],
+        errors=v["errors"],
+        infrastructure_error=v["infrastructure_error"],
+        output_tokens=v["output_tokens"] or 0,
+        wall_s=wall,
+        trace_path=str(path) if path else None,
+    )
+
+
 def _trace_name(task_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", task_id) + ".jsonl"
 
@@ -112,57 +153,14 @@ def run_episodes(
             envs[name] = PhonePlanEnv(tasks=tasks, backend=name, **kwargs)
         env = envs[name]
         t0 = time.perf_counter()
+        reason: BaseException | None = None
         try:
-            obs, info = env.reset(seed=seed, options={"task": task})
-        except InfrastructureError as exc:  # a device lost, or refusing the fixtures: not the agent's episode
+            res = _play(agent, env, task, seed, out_dir, t0)
+        except InfrastructureError as exc:  # from reset: a device lost or refusing the fixtures
             log.warning("reset of %s failed on %s: %s", task.id, name, exc)
+            reason = exc
             res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
                                 time.perf_counter() - t0, None)  # fmt: skip
-            results.append(res)
-            if on_episode is not None:
-                on_episode(res)
-            streak += 1
-            if max_consecutive_infra is not None and streak >= max_consecutive_infra:
-                for e in envs.values():
-                    e.close()
-                raise InfrastructureError(
-                    f"{streak} episodes in a row ended in an infrastructure error; the last: {exc}", kind=exc.kind
-                ) from exc
-            continue
-        agent.reset(obs, info)
-        while True:
-            try:
-                decision = agent.act(obs, info)
-            except InfrastructureError as exc:
-                info = env.abort_infrastructure(f"{exc.kind}: {exc}")
-                break
-            action, tokens = (decision.action, decision.tokens) if hasattr(decision, "action") else (decision, None)
-            if tokens:
-                env.add_agent_tokens(tokens)
-            obs, _, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                break
-        wall = time.perf_counter() - t0
-        trace = env.trace
-        trace.agent = agent.name
-        path = None
-        if out_dir is not None:
-            path = out_dir / _trace_name(task.id)
-            path.write_text(trace.model_dump_json() + "\n", encoding="utf-8")
-        v = info["verdict"]
-        res = EpisodeResult(
-            task_id=task.id,
-            category=task.category.value,
-            domain=task.domain.value,
-            success=v["success"],
-            progress=v["progress"],
-            steps=v["steps"],
-            errors=v["errors"],
-            infrastructure_error=v["infrastructure_error"],
-            output_tokens=v["output_tokens"] or 0,
-            wall_s=wall,
-            trace_path=str(path) if path else None,
-        )
         results.append(res)
         if on_episode is not None:
             on_episode(res)
@@ -170,9 +168,11 @@ def run_episodes(
         if max_consecutive_infra is not None and streak >= max_consecutive_infra:
             for e in envs.values():
                 e.close()
+            detail = f"the last: {reason}" if reason is not None else "is the model server up?"
             raise InfrastructureError(
-                f"{streak} episodes in a row ended in an infrastructure error; is the model server up?"
-            )
+                f"{streak} episodes in a row ended in an infrastructure error; {detail}",
+                kind=getattr(reason, "kind", "connection"),
+            ) from reason
     for env in envs.values():
         env.close()
     return results
