@@ -80,7 +80,7 @@ def main() -> None:
     apps = sorted({a.strip() for a in args.apps.split(",") if a.strip()})
     # SFT prompts offer exactly the tools that evaluation and RL offer (the env's, filtered to
     # ``apps``), so the cold start trains on the prompts the model is later judged on.
-    offered = [t for t in episode_tools("sandbox") if t["function"]["name"].split("__")[0] in apps]
+    offered = episode_tools("sandbox", tool_filter=apps)
     sft = train_sft(
         base,
         traces,

@@ -464,10 +464,7 @@ def train_sft_cmd(
     base = _base_model(model, out)
     traces = reference_traces(",".join(t.id for t in selected), out / "traces")
     cfg = SFTRunConfig(learning_rate=lr, max_steps=steps, tools_scope="all")
-    apps = set(_task_apps(selected))
-    offered = (
-        None if all_tools else [t for t in episode_tools("sandbox") if t["function"]["name"].split("__")[0] in apps]
-    )
+    offered = None if all_tools else episode_tools("sandbox", tool_filter=_task_apps(selected))
     summary = train_sft(base, traces, out, cfg, tool_specs_or_tools=offered)
     losses = summary["losses"]
     console.print_json(json.dumps({k: v for k, v in summary.items() if k not in ("losses", "config")}, default=str))

@@ -176,9 +176,15 @@ def planner_tools(tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]]) -> l
 _ENV_TOOLS: dict[str, list[dict[str, Any]]] = {}
 
 
-def episode_tools(backend: str = "sandbox") -> list[dict[str, Any]]:
+def episode_tools(backend: str = "sandbox", tool_filter: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The tools a ``PhonePlan-v0`` episode on ``backend`` offers (finish and user.confirm
-    included), renamed ``app__verb``: what the planner passes as ``tools``. Cached per backend."""
+    included), renamed ``app__verb``: what the planner passes as ``tools``. Cached per backend.
+    With ``tool_filter`` (app names or full dotted names), only the tools the RL rollout offers
+    under the same filter (:func:`rl.rollout.rollout_group`'s ``tool_filter``), in the same order."""
+    if tool_filter is not None:
+        from rl.rollout import _offered
+
+        return [t for t in episode_tools(backend) if _offered(t, tool_filter)]
     if backend not in _ENV_TOOLS:
         from phoneenv.env import PhonePlanEnv
 
