@@ -172,7 +172,7 @@ def test_vllm_rollout_reproduces_the_transformers_rollout_and_batches_members(ti
     model, tokenizer = tiny
     reference = _rollout(tiny)
     engine = HFEngine(model, tokenizer)
-    got = _rollout(tiny, llm=_DictEngine(engine))
+    got = _rollout(tiny, llm=engine)
     for a, b in zip(reference.trajectories, got.trajectories, strict=True):
         assert torch.equal(a.episode_ids, b.episode_ids) and torch.equal(a.episode_mask, b.episode_mask)
         assert a.verdict == b.verdict and [t.text for t in a.turns] == [t.text for t in b.turns]
@@ -194,7 +194,7 @@ def test_a_stop_token_dropped_by_the_engine_is_put_back(tiny, dict_params) -> No
 
     model, tokenizer = tiny
     reference = _rollout(tiny, G=1)
-    got = _rollout(tiny, llm=_DictEngine(HFEngine(model, tokenizer, drop_stop_token=True)), G=1)
+    got = _rollout(tiny, llm=HFEngine(model, tokenizer, drop_stop_token=True), G=1)
     a, b = reference.trajectories[0], got.trajectories[0]
     assert torch.equal(a.episode_ids, b.episode_ids)
     for turn in b.turns:
@@ -206,16 +206,6 @@ def test_a_stop_token_dropped_by_the_engine_is_put_back(tiny, dict_params) -> No
             )
             assert turn.logprobs[-1].item() == 0.0  # not reported by the engine
     assert all(math.isfinite(x) for x in b.episode_logprobs.tolist())
-
-
-class _DictEngine:
-    """Hands ``VLLMSampler`` a params factory that keeps plain dicts (no vLLM import)."""
-
-    def __init__(self, engine: HFEngine) -> None:
-        self.engine = engine
-
-    def generate(self, prompts, sampling_params, use_tqdm=True):
-        return self.engine.generate(prompts, sampling_params, use_tqdm=use_tqdm)
 
 
 @pytest.fixture
@@ -263,7 +253,7 @@ def test_trainer_samples_through_the_colocated_engine(tmp_path, tiny_model_dir, 
     trainer.vllm_importance_sampling_clip_max = 3.0
     trainer.vllm_importance_sampling_clip_min = None
     trainer._last_loaded_step = -1
-    trainer.vllm_generation = SimpleNamespace(mode="colocate", llm=_DictEngine(engine), tensor_parallel_size=1,
+    trainer.vllm_generation = SimpleNamespace(mode="colocate", llm=engine, tensor_parallel_size=1,
                                               enable_sleep_mode=False, sync_weights=sync_weights)  # fmt: skip
     trainer.train()
     assert syncs == [0, 1]  # the weights were pushed before each step's rollout
