@@ -9,16 +9,40 @@ Operators: a literal means equality (``True`` does not equal ``1``); ``{"eq": v}
 ``{"iequals": s}`` (case- and space-insensitive), ``{"icontains": s}``, ``{"startswith": s}``,
 ``{"gte": x}``, ``{"lte": x}`` (numbers or ISO strings), ``{"has": v}`` (a list/tuple field holds
 ``v``, case-insensitive for strings), ``{"len": n}``, ``{"number": s}`` (same phone line: last
-nine digits equal). Several operators in one object must all hold. An unknown operator raises
+nine digits equal), ``{"regex": p}`` (a string field matches the pattern, case-insensitive).
+
+Composition: ``{"any": [c1, c2, ...]}`` holds when one alternative holds, ``{"not": c}`` when
+``c`` does not. Several operators in one object must all hold.
+
+People by identity (:mod:`phoneenv.tasks.identity`), against the contacts of a
+:class:`Context`: ``{"person": "c_3"}`` (the field names contact ``c_3`` and nobody else: full
+name, unique first name, e-mail or number), ``{"has_person": "c_3"}`` (a list field holds a
+reference to ``c_3``), ``{"people": ["c_3", "c_5"]}`` (a list field names exactly these people,
+each item one of them). Facts in text (:mod:`phoneenv.tasks.answers`): ``{"states": {"time":
+"16:00"}}`` (the text claims that value of that type and no other). An unknown operator raises
 ``ValueError`` (a task bug, caught by ``phoneenv tasks validate``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["OPERATORS", "match", "norm"]
+from phoneenv.tasks.identity import contact_ids
+
+__all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What context-dependent operators see: the user's contacts (records with ``id``,
+    ``name``, ``phone``, ``email``) and the phone's local clock (``YYYY-MM-DDTHH:MM:SS``)."""
+
+    contacts: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    now: str | None = None
 
 
 def norm(text: Any) -> str:
@@ -50,17 +74,76 @@ OPERATORS = {
     "has": _has,
     "len": lambda v, a: isinstance(v, (list, tuple, str)) and len(v) == a,
     "number": lambda v, a: v is not None and len(_digits(a)) >= 3 and _digits(v)[-9:] == _digits(a)[-9:],
+    "regex": lambda v, a: isinstance(v, str) and _regex(a).search(v) is not None,
 }
 
 
-def check(value: Any, cond: Any) -> bool:
-    """Whether ``value`` satisfies one condition (literal or operator object)."""
+@functools.lru_cache(maxsize=512)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _items(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [] if value is None else [value]
+
+
+def _person(value: Any, cid: Any, ctx: Context) -> bool:
+    return contact_ids(value, ctx.contacts) == {cid}
+
+
+def _has_person(value: Any, cid: Any, ctx: Context) -> bool:
+    return any(contact_ids(v, ctx.contacts) == {cid} for v in _items(value))
+
+
+def _people(value: Any, cids: Any, ctx: Context) -> bool:
+    found: set[str] = set()
+    for v in _items(value):
+        ids = contact_ids(v, ctx.contacts)
+        if len(ids) != 1:
+            return False
+        found |= ids
+    return found == set(cids)
+
+
+def _states(value: Any, facts: Any, ctx: Context) -> bool:
+    from phoneenv.tasks.answers import states_facts
+
+    return isinstance(value, str) and states_facts(value, facts, ctx)
+
+
+CONTEXT_OPERATORS: dict[str, Callable[[Any, Any, Context], bool]] = {
+    "person": _person,
+    "has_person": _has_person,
+    "people": _people,
+    "states": _states,
+}
+"""Operators that need a :class:`Context` (contacts, clock) besides the value and argument."""
+
+
+_EMPTY = Context()
+
+
+def check(value: Any, cond: Any, ctx: Context | None = None) -> bool:
+    """Whether ``value`` satisfies one condition (literal or operator object); ``ctx`` serves
+    the identity and fact operators (no contacts without it, so ``person`` never holds).
+
+    Raises ``ValueError`` for an unknown operator."""
     if isinstance(cond, dict):
         for op, arg in cond.items():
-            fn = OPERATORS.get(op)
-            if fn is None:
-                raise ValueError(f"unknown operator {op!r}; known: {sorted(OPERATORS)}")
-            if not fn(value, arg):
+            if op == "any":
+                ok = any(check(value, alt, ctx) for alt in arg)
+            elif op == "not":
+                ok = not check(value, arg, ctx)
+            elif op in CONTEXT_OPERATORS:
+                ok = CONTEXT_OPERATORS[op](value, arg, ctx or _EMPTY)
+            elif op in OPERATORS:
+                ok = OPERATORS[op](value, arg)
+            else:
+                known = sorted({*OPERATORS, *CONTEXT_OPERATORS, "any", "not"})
+                raise ValueError(f"unknown operator {op!r}; known: {known}")
+            if not ok:
                 return False
         return True
     if isinstance(cond, bool) or isinstance(value, bool):
@@ -68,6 +151,6 @@ def check(value: Any, cond: Any) -> bool:
     return value == cond
 
 
-def match(record: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+def match(record: Mapping[str, Any], where: Mapping[str, Any], ctx: Context | None = None) -> bool:
     """Whether ``record`` satisfies every condition of ``where`` (missing fields are None)."""
-    return all(check(record.get(field), cond) for field, cond in where.items())
+    return all(check(record.get(name), cond, ctx) for name, cond in where.items())

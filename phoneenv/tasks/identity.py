@@ -1,0 +1,131 @@
+"""People by identity, not by the string used to name them.
+
+A user's contact can be named many ways in a tool call or an answer: the full name ("Ana Lima"),
+the first name when no other contact shares it ("Ana"), an e-mail address of the contact, or any
+spelling of the contact's phone number ("+49 151 2345 6789", "015123456789"). Verification
+resolves each reference to the set of contact ids it may denote, so a recipient or attendee given
+in any of these forms matches, and a reference to someone else never does.
+
+    >>> book = [{"id": "c_1", "name": "Ana Lima", "phone": "+4915123456789", "email": "ana@x.org"},
+    ...         {"id": "c_2", "name": "Ana Costa", "phone": "+4917012345678", "email": None},
+    ...         {"id": "c_3", "name": "Ben Weber", "phone": "+4916011112222", "email": None}]
+    >>> sorted(contact_ids("ana lima", book)), sorted(contact_ids("Ben", book))
+    (['c_1'], ['c_3'])
+    >>> sorted(contact_ids("Ana", book))  # ambiguous: either Ana
+    ['c_1', 'c_2']
+    >>> sorted(contact_ids("0170 1234 5678", book)), sorted(contact_ids("ANA@x.org", book))
+    (['c_2'], ['c_1'])
+
+Phone numbers are compared on their last nine digits (the subscriber number and the end of the
+area or mobile prefix), which ignores the country code and a national trunk ``0``, as
+``{"number": ...}`` in :mod:`phoneenv.tasks.predicates` does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["CONTACTS_TABLE", "contact_ids", "mentioned_contacts", "same_number"]
+
+CONTACTS_TABLE = "contacts.contacts"
+"""The table whose records are the user's contacts (``id``, ``name``, ``phone``, ``email``)."""
+
+_DIGITS = re.compile(r"\d")
+_PHONE_IN_TEXT = re.compile(r"\+?\d[\d ()\-./]{5,}\d")
+_EMAIL_IN_TEXT = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def _fold(text: Any) -> str:
+    return " ".join(str(text or "").casefold().split())
+
+
+def _digits(text: Any) -> str:
+    return "".join(_DIGITS.findall(str(text or "")))
+
+
+def same_number(a: Any, b: Any) -> bool:
+    """Whether two phone numbers denote the same line: at least 7 digits each, and equal last
+    nine digits (or all digits, when either has fewer than nine)."""
+    da, db = _digits(a), _digits(b)
+    if len(da) < 7 or len(db) < 7:
+        return False
+    n = min(9, len(da), len(db))
+    return da[-n:] == db[-n:]
+
+
+def contact_ids(ref: Any, contacts: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ids of the contacts that ``ref`` may denote.
+
+    Args:
+        ref: a name, first name, e-mail address or phone number (any formatting); a contact id
+            (``"c_3"``) denotes that contact. Non-strings denote nobody.
+        contacts: contact records with ``id``, ``name``, ``phone`` and ``email``.
+
+    Returns:
+        The matching ids: one for an exact reference, several for an ambiguous first name, none
+        for a stranger. A first name matches only when it is a whole first word of a name.
+    """
+    if not isinstance(ref, str) or not ref.strip():
+        return set()
+    people = list(contacts)
+    text = _fold(ref)
+    by_id = {str(c.get("id")) for c in people if str(c.get("id")) == ref.strip()}
+    if by_id:
+        return by_id
+    if "@" in text:
+        return {c["id"] for c in people if c.get("email") and _fold(c["email"]) == text}
+    if _digits(text) and not any(ch.isalpha() for ch in text):
+        return {c["id"] for c in people if same_number(c.get("phone"), text)}
+    full = {c["id"] for c in people if _fold(c.get("name")) == text}
+    if full:
+        return full
+    return {c["id"] for c in people if _fold(c.get("name")).split(" ")[0] == text}
+
+
+def mentioned_contacts(text: Any, contacts: Iterable[Mapping[str, Any]]) -> list[set[str]]:
+    """Each person named in free ``text``, as the set of contact ids that mention may denote.
+
+    A full name counts once (its first name is not counted again); a first name alone counts
+    when it stands as a whole word; e-mail addresses and phone numbers of contacts count too.
+    Mentions of the same contact are merged. Returns a list of id sets, in order of first
+    mention; an ambiguous first name gives a set of several ids.
+    """
+    people = list(contacts)
+    src = str(text or "")
+    low = src.casefold()
+    spans: list[tuple[int, int, set[str]]] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= s or a >= e for s, e, _ in spans)
+
+    for c in sorted(people, key=lambda c: -len(str(c.get("name") or ""))):
+        name = _fold(c.get("name"))
+        if not name:
+            continue
+        for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", low):
+            if free(*m.span()):
+                spans.append((m.start(), m.end(), {c["id"]}))
+    firsts: dict[str, set[str]] = {}
+    for c in people:
+        first = _fold(c.get("name")).split(" ")[0]
+        if first:
+            firsts.setdefault(first, set()).add(c["id"])
+    for first, ids in firsts.items():
+        for m in re.finditer(rf"(?<!\w){re.escape(first)}(?!\w)", low):
+            if free(*m.span()):
+                spans.append((m.start(), m.end(), set(ids)))
+    for m in _EMAIL_IN_TEXT.finditer(src):
+        ids = contact_ids(m.group(), people)
+        if ids and free(*m.span()):
+            spans.append((m.start(), m.end(), ids))
+    for m in _PHONE_IN_TEXT.finditer(src):
+        ids = contact_ids(m.group(), people)
+        if ids and free(*m.span()):
+            spans.append((m.start(), m.end(), ids))
+    out: list[set[str]] = []
+    for _, _, ids in sorted(spans, key=lambda s: s[0]):
+        if ids not in out:
+            out.append(ids)
+    return out
