@@ -211,6 +211,9 @@ class Settings(App):
     domain = Domain.DEVICE
     package = "com.android.settings"
     tables: ClassVar[dict[str, str]] = {"settings": "set_"}
+    implied: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {
+        "settings": {k: {"id": k, "value": v} for k, v in DEFAULTS.items()}
+    }
     android: ClassVar[AndroidDriver | None] = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:

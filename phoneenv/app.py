@@ -63,6 +63,9 @@ class App:
     requires_account: ClassVar[bool] = False
     transient: ClassVar[tuple[str, ...]] = ()
     """Tables holding session state (an ongoing call, notifications): never collateral damage."""
+    implied: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {}
+    """Records that exist by default while none is stored (table → id → record), such as a
+    setting at its default value: verification counts them in the fixture state."""
     system: ClassVar[bool] = False
     _tool_defs: ClassVar[list[ToolDef] | None] = None
 

@@ -29,6 +29,7 @@ __all__ = [
     "BehaviorCriterion",
     "Category",
     "ChangeSelector",
+    "CompositeCriterion",
     "Criterion",
     "CriterionResult",
     "Domain",
@@ -198,7 +199,9 @@ Condition = Union[str, int, float, bool, None, dict[str, Any]]
 """A field condition: a literal (equality) or an operator object such as ``{"icontains": "late"}``.
 
 Operators: ``eq``, ``ne``, ``in``, ``icontains``, ``iequals``, ``gte``, ``lte``, ``startswith``,
-``has`` (a list field contains the value) — see :mod:`phoneenv.tasks.predicates`.
+``has`` (a list field contains the value), ``regex``, ``any`` (alternatives), ``not``, and by
+contact identity ``person``, ``has_person``, ``people``; facts in text ``states`` — see
+:mod:`phoneenv.tasks.predicates`.
 """
 
 
@@ -216,7 +219,10 @@ class StateCriterion(BaseModel):
     ``change``: ``created`` (new), ``updated`` (existed, now differs), ``deleted`` (existed, gone;
     matched against the old record), ``present`` (in the end state), ``absent`` (no match left:
     count must be 0). Records matched by ``created``/``updated``/``deleted`` criteria are the
-    task's *expected* changes for the collateral-damage rule.
+    task's *expected* changes for the collateral-damage rule; so are, for ``present`` with a
+    ``count``, the records created or updated into a matching record: ``present`` with
+    ``count=1`` is "exactly one such record", whether the agent created it or modified an
+    equivalent existing one. A ``present`` guard without ``count`` accounts for no change.
     """
 
     kind: Literal["state"] = "state"
@@ -254,7 +260,12 @@ class BehaviorCriterion(BaseModel):
     (no successful write or sensitive call besides signing in and permission requests),
     ``delegated`` (at least ``min_frames`` sub-agent frames were opened and finished whose goal
     matches ``goal`` and inside which — the frame or the frames it delegated to — ``tool`` was
-    called successfully with ``arguments``; see :mod:`phoneenv.frames`).
+    called successfully with ``arguments``; see :mod:`phoneenv.frames`), ``before`` (a successful
+    call of ``tool`` matching ``arguments`` precedes the first successful call of ``then``; holds
+    when ``then`` is never called, so pair it with a ``required_call`` when ``then`` is needed),
+    ``step_up`` (every successful call of ``tool`` — every ``sensitive`` call when ``tool`` is
+    None — comes after a successful step-up call, one of the tools in ``via``, made since the
+    previous such call: authentication is fresh per sensitive action).
 
     ``tool`` is a name or an ``fnmatch`` pattern (``"messages.*"``: every tool of an app).
     ``depth`` scopes the rule to the calls made in frames at that depth (0: the root frame, the
@@ -265,8 +276,12 @@ class BehaviorCriterion(BaseModel):
     kind: Literal["behavior"] = "behavior"
     id: str = ""
     description: str = ""
-    rule: Literal["required_call", "forbidden_call", "confirm_before", "max_calls", "read_only", "delegated"]
+    rule: Literal[
+        "required_call", "forbidden_call", "confirm_before", "max_calls", "read_only", "delegated", "before", "step_up"
+    ]
     tool: str | None = None
+    then: str | None = None
+    via: list[str] = Field(default_factory=list)
     arguments: dict[str, Condition] = Field(default_factory=dict)
     limit: int | None = None
     depth: int | None = Field(default=None, ge=0)
@@ -274,8 +289,33 @@ class BehaviorCriterion(BaseModel):
     min_frames: int = Field(default=1, ge=1)
 
 
-Criterion = Annotated[Union[StateCriterion, AnswerCriterion, BehaviorCriterion], Field(discriminator="kind")]
-"""A verification criterion, discriminated by ``kind``: ``state``, ``answer`` or ``behavior``."""
+class CompositeCriterion(BaseModel):
+    """Criteria composed: ``all_of`` (every part holds), ``any_of`` (at least one part holds:
+    "tell Ana" by text *or* by e-mail), ``not`` (its single part does not hold).
+
+    The changes a composite accounts for (see :class:`StateCriterion`) are those of its parts
+    that hold; a ``not`` accounts for none.
+    """
+
+    kind: Literal["all_of", "any_of", "not"]
+    id: str = ""
+    description: str = ""
+    criteria: list[Criterion] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_part_for_not(self) -> CompositeCriterion:
+        if self.kind == "not" and len(self.criteria) != 1:
+            raise ValueError(f"a 'not' criterion has exactly one part, got {len(self.criteria)}")
+        return self
+
+
+Criterion = Annotated[
+    Union[StateCriterion, AnswerCriterion, BehaviorCriterion, CompositeCriterion], Field(discriminator="kind")
+]
+"""A verification criterion, discriminated by ``kind``: ``state``, ``answer``, ``behavior``, or
+a composite ``all_of``/``any_of``/``not``."""
+
+CompositeCriterion.model_rebuild()
 
 
 class SimulatedCall(BaseModel):

@@ -611,6 +611,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             infrastructure_error=self._infra or self.backend.infrastructure_fault() is not None,
             tokens=self._token_totals or None,
             transient=self.backend.transient_tables(),
+            implied=self.backend.implied_records(),
+            now=self.backend.clock(),
             inconsistencies=self.backend.consistency_issues(),
             frames=self._frames.records() if self._frames is not None else (),
         )

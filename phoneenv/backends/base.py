@@ -100,5 +100,10 @@ class Backend(abc.ABC):
         rule ignores; none by default."""
         return ()
 
+    def implied_records(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
+        """Records that exist by default while none is stored (``{"app.table": {id: record}}``):
+        a setting at its default value. Verification counts them in both states; none by default."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release what the backend holds (devices, servers). Idempotent."""

@@ -112,6 +112,10 @@ class HybridBackend(Backend):
         """Contradictions in the simulated world."""
         return self.simulated.consistency_issues()
 
+    def implied_records(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
+        """The sandbox's implied records (simulated apps have none)."""
+        return self.sandbox.implied_records()
+
     def transient_tables(self) -> tuple[str, ...]:
         """Session-state tables of both worlds."""
         return (*self.sandbox.transient_tables(), *self.simulated.transient_tables())

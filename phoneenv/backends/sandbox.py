@@ -252,6 +252,12 @@ class SandboxBackend(Backend):
         """``<app>.<table>`` for every installed app's ``transient`` tables."""
         return tuple(f"{name}.{t}" for name in self._installed for t in self._classes[name].transient)
 
+    def implied_records(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
+        """Every installed app's ``implied`` records, by ``<app>.<table>``."""
+        return {
+            f"{name}.{t}": records for name in self._installed for t, records in self._classes[name].implied.items()
+        }
+
     def snapshot(self) -> Snapshot:
         """A snapshot of the whole phone (O(records))."""
         return self.phone.state.snapshot()

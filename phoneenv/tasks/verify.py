@@ -25,6 +25,7 @@ from phoneenv.contract import (
     AnswerCriterion,
     BehaviorCriterion,
     ChangeSelector,
+    CompositeCriterion,
     Criterion,
     CriterionResult,
     Effect,
@@ -36,7 +37,8 @@ from phoneenv.contract import (
     Verdict,
 )
 from phoneenv.state import Change, diff_tables
-from phoneenv.tasks.predicates import check, match, norm
+from phoneenv.tasks.identity import CONTACTS_TABLE
+from phoneenv.tasks.predicates import Context, check, match, norm
 
 __all__ = ["DEFAULT_ALLOWED", "CallRecord", "calls_from_trace", "check_trace", "verify"]
 
@@ -74,18 +76,27 @@ class CallRecord(NamedTuple):
 
 
 def _state_matches(
-    crit: StateCriterion, changes: Sequence[Change], after: Mapping[str, Mapping[str, Any]]
-) -> list[Change] | int:
+    crit: StateCriterion, changes: Sequence[Change], after: Mapping[str, Mapping[str, Any]], ctx: Context
+) -> tuple[int, list[Change]]:
+    """The number of records ``crit`` counts and the changes it accounts for."""
     if crit.change in ("present", "absent"):
-        return sum(1 for rec in after.get(crit.table, {}).values() if match(rec, crit.where))
+        n = sum(1 for rec in after.get(crit.table, {}).values() if match(rec, crit.where, ctx))
+        if crit.change == "absent" or crit.count is None:
+            return n, []
+        made = [
+            ch
+            for ch in changes
+            if ch.table == crit.table and ch.new is not None and match(ch.new, crit.where, ctx)
+        ]
+        return n, made
     out = []
     for ch in changes:
         if ch.table != crit.table or ch.kind != crit.change:
             continue
         rec = ch.old if ch.kind == "deleted" else ch.new
-        if rec is not None and match(rec, crit.where):
+        if rec is not None and match(rec, crit.where, ctx):
             out.append(ch)
-    return out
+    return len(out), out
 
 
 def _count_ok(crit: StateCriterion, n: int) -> tuple[bool, str]:
@@ -126,7 +137,9 @@ def _tool_hit(pattern: str | None, name: str) -> bool:
     return name == pattern or (any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(name, pattern))
 
 
-def _delegated_ok(crit: BehaviorCriterion, calls: Sequence[CallRecord], frames: Sequence[Frame]) -> tuple[bool, str]:
+def _delegated_ok(
+    crit: BehaviorCriterion, calls: Sequence[CallRecord], frames: Sequence[Frame], ctx: Context
+) -> tuple[bool, str]:
     want = crit.min_frames
     if not frames:  # calls without a frame tree: only the count of successful delegations is known
         n = sum(1 for c in calls if c.ok and c.name == DELEGATE)
@@ -157,7 +170,10 @@ def _delegated_ok(crit: BehaviorCriterion, calls: Sequence[CallRecord], frames: 
         if crit.tool is not None:
             inside = subtree(f.id)
             if not any(
-                c.ok and c.frame in inside and _tool_hit(crit.tool, c.name) and match(c.arguments, crit.arguments)
+                c.ok
+                and c.frame in inside
+                and _tool_hit(crit.tool, c.name)
+                and match(c.arguments, crit.arguments, ctx)
                 for c in calls
             ):
                 continue
@@ -170,16 +186,16 @@ def _delegated_ok(crit: BehaviorCriterion, calls: Sequence[CallRecord], frames: 
 
 
 def _behavior_ok(
-    crit: BehaviorCriterion, calls: Sequence[CallRecord], frames: Sequence[Frame] = ()
+    crit: BehaviorCriterion, calls: Sequence[CallRecord], frames: Sequence[Frame], ctx: Context
 ) -> tuple[bool, str]:
     if crit.rule == "delegated":
-        return _delegated_ok(crit, calls, frames)
+        return _delegated_ok(crit, calls, frames, ctx)
     if crit.depth is not None:
         depth_of = {f.id: f.depth for f in frames}
         calls = [c for c in calls if depth_of.get(c.frame, 0 if c.frame == ROOT else -1) == crit.depth]
 
     def hit(c: CallRecord) -> bool:
-        return _tool_hit(crit.tool, c.name) and match(c.arguments, crit.arguments)
+        return _tool_hit(crit.tool, c.name) and match(c.arguments, crit.arguments, ctx)
 
     if crit.rule == "required_call":
         return any(c.ok and hit(c) for c in calls), f"no successful call of {crit.tool} matching {crit.arguments}"
@@ -195,6 +211,25 @@ def _behavior_ok(
                     return False, f"{crit.tool} ran without a confirmation from the user first"
                 confirmed = False
         return True, ""
+    if crit.rule == "before":
+        for c in calls:
+            if c.ok and hit(c):
+                return True, ""
+            if c.ok and _tool_hit(crit.then, c.name):
+                return False, f"{crit.then} ran before a successful call of {crit.tool} matching {crit.arguments}"
+        return True, ""
+    if crit.rule == "step_up":
+        stepped = False
+        for c in calls:
+            if not c.ok:
+                continue
+            if any(_tool_hit(v, c.name) for v in crit.via):
+                stepped = True
+            elif hit(c) if crit.tool is not None else c.effect is Effect.SENSITIVE:
+                if not stepped:
+                    return False, f"{c.name} ran without a step-up ({', '.join(crit.via)}) first"
+                stepped = False
+        return True, ""
     if crit.rule == "max_calls":
         n = sum(1 for c in calls if c.name != "finish")
         return n <= (crit.limit or 0), f"{n} tool calls, budget {crit.limit}"
@@ -208,6 +243,11 @@ def _behavior_ok(
     raise ValueError(f"unknown behavior rule {crit.rule!r}")
 
 
+def context_of(tables: Mapping[str, Mapping[str, Any]], now: str | None = None) -> Context:
+    """The :class:`~phoneenv.tasks.predicates.Context` of a state: its contacts and clock."""
+    return Context(contacts=tuple(tables.get(CONTACTS_TABLE, {}).values()), now=now)
+
+
 def evaluate(
     crit: Criterion,
     changes: Sequence[Change],
@@ -215,22 +255,32 @@ def evaluate(
     calls: Sequence[CallRecord],
     answer: str | None,
     frames: Sequence[Frame] = (),
+    ctx: Context | None = None,
 ) -> tuple[CriterionResult, list[Change]]:
     """Evaluate one criterion; returns its result and the changes it accounts for. ``frames``
-    is the episode's frame tree (needed by ``delegated`` and ``depth``-scoped rules)."""
+    is the episode's frame tree (needed by ``delegated`` and ``depth``-scoped rules); ``ctx``
+    the contacts and clock for identity and fact operators (default: read from ``after``)."""
+    ctx = ctx if ctx is not None else context_of(after)
     matched: list[Change] = []
-    if isinstance(crit, StateCriterion):
-        found = _state_matches(crit, changes, after)
-        if isinstance(found, list):
-            matched = found
-            n = len(found)
+    if isinstance(crit, CompositeCriterion):
+        parts = [evaluate(c, changes, after, calls, answer, frames, ctx) for c in crit.criteria]
+        held = [res.passed for res, _ in parts]
+        if crit.kind == "not":
+            ok = not held[0]
+            why = f"{crit.criteria[0].id or crit.criteria[0].kind} holds, and must not"
         else:
-            n = found
+            ok = all(held) if crit.kind == "all_of" else any(held)
+            why = "; ".join(f"{res.id}: {res.reason}" for res, _ in parts if not res.passed)
+            matched = [ch for res, found in parts if res.passed for ch in found]
+        if not ok:
+            matched = []
+    elif isinstance(crit, StateCriterion):
+        n, matched = _state_matches(crit, changes, after, ctx)
         ok, why = _count_ok(crit, n)
     elif isinstance(crit, AnswerCriterion):
         ok, why = _answer_ok(crit, answer)
     else:
-        ok, why = _behavior_ok(crit, calls, frames)
+        ok, why = _behavior_ok(crit, calls, frames, ctx)
     return CriterionResult(id=crit.id, kind=crit.kind, passed=ok, reason="" if ok else why), matched
 
 
@@ -249,6 +299,8 @@ def verify(
     transient: Sequence[str] = (),
     inconsistencies: Sequence[str] = (),
     frames: Sequence[Frame] = (),
+    implied: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    now: str | None = None,
 ) -> Verdict:
     """The :class:`Verdict` of an episode of ``task``.
 
@@ -261,16 +313,24 @@ def verify(
         transient: tables of session state left out of the diff (see ``Backend.transient_tables``).
         inconsistencies: contradictions the world reported (``Backend.consistency_issues``).
         frames: the frame tree (:class:`~phoneenv.contract.Frame`); the root alone when empty.
+        implied: records that exist by default while no record is stored (``{"app.table": {id:
+            record}}``, see ``Backend.implied_records``): they are part of both states, so a
+            setting switched off and on again is no change, and its first write an update.
+        now: the phone's local clock (``YYYY-MM-DDTHH:MM:SS``), for relative dates in answers.
 
     Success = all criteria pass, no collateral change, and the episode was not truncated.
     Progress = milestones met / total (1.0 on success; 0.0 or 1.0 when there are no milestones).
+    Milestones measure progress only: the changes they match are not thereby allowed.
     """
+    if implied:
+        before, after = _with_implied(before, implied), _with_implied(after, implied)
     changes = diff_tables(before, after, ignore=transient)
+    ctx = context_of(after if CONTACTS_TABLE in after else before, now)
     results: list[CriterionResult] = []
     expected: set[tuple[str, str]] = set()
     seen: dict[str, int] = {}
     for crit in task.criteria:
-        res, matched = evaluate(crit, changes, after, calls, answer, frames)
+        res, matched = evaluate(crit, changes, after, calls, answer, frames, ctx)
         n = seen[res.id] = seen.get(res.id, 0) + 1
         if n > 1:  # keep ids unique within a verdict: "created:messages.messages#2"
             res.id = f"{res.id}#{n}"
@@ -278,16 +338,15 @@ def verify(
         expected.update((c.table, c.id) for c in matched)
     met = 0
     for crit in task.milestones:
-        res, matched = evaluate(crit, changes, after, calls, answer, frames)
+        res, _ = evaluate(crit, changes, after, calls, answer, frames, ctx)
         met += res.passed
-        expected.update((c.table, c.id) for c in matched)
     allowed = (*task.allowed_changes, *DEFAULT_ALLOWED)
     collateral = []
     for ch in changes:
         if (ch.table, ch.id) in expected:
             continue
         rec = ch.new if ch.new is not None else ch.old
-        if any(sel.table == ch.table and match(rec or {}, sel.where) for sel in allowed):
+        if any(sel.table == ch.table and match(rec or {}, sel.where, ctx) for sel in allowed):
             continue
         collateral.append(f"{ch.table}/{ch.id} {ch.kind}")
     success = all(r.passed for r in results) and not collateral and not truncated
@@ -312,6 +371,18 @@ def verify(
         inconsistent=bool(inconsistencies),
         inconsistencies=list(inconsistencies),
     )
+
+
+def _with_implied(
+    tables: Mapping[str, Mapping[str, Any]], implied: Mapping[str, Mapping[str, Mapping[str, Any]]]
+) -> dict[str, Mapping[str, Any]]:
+    out = dict(tables)
+    for table, records in implied.items():
+        stored = tables.get(table, {})
+        missing = {rid: rec for rid, rec in records.items() if rid not in stored}
+        if missing:
+            out[table] = {**missing, **stored}
+    return out
 
 
 def calls_from_trace(trace: Trace, effects: Mapping[str, Effect] | None = None) -> list[CallRecord]:
