@@ -84,9 +84,7 @@ def _state_matches(
         if crit.change == "absent" or crit.count is None:
             return n, []
         made = [
-            ch
-            for ch in changes
-            if ch.table == crit.table and ch.new is not None and match(ch.new, crit.where, ctx)
+            ch for ch in changes if ch.table == crit.table and ch.new is not None and match(ch.new, crit.where, ctx)
         ]
         return n, made
     out = []
@@ -170,10 +168,7 @@ def _delegated_ok(
         if crit.tool is not None:
             inside = subtree(f.id)
             if not any(
-                c.ok
-                and c.frame in inside
-                and _tool_hit(crit.tool, c.name)
-                and match(c.arguments, crit.arguments, ctx)
+                c.ok and c.frame in inside and _tool_hit(crit.tool, c.name) and match(c.arguments, crit.arguments, ctx)
                 for c in calls
             ):
                 continue
