@@ -365,12 +365,18 @@ def tasks_show(task_id: Annotated[str, typer.Argument(help="The task id.")]) -> 
 
 @tasks_app.command("validate")
 def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector.")] = "all") -> None:
-    """Prove tasks by execution: reference plan succeeds, empty and perturbed plans fail."""
+    """Prove tasks by execution: reference plan succeeds, empty and perturbed plans fail, and
+    every verdict probe gets the verdict it declares (a table of probes per template)."""
+    from rich.table import Table
+
     from phoneenv.tasks.validate import TaskProof, prove_suite
 
     sel = _select(selector, "SELECTOR")
+    by_id = {t.id: t for t in sel}
     bad: list[TaskProof] = []
     n_pert = 0
+    # template -> [tasks, must-pass probes, accepted, must-fail probes, rejected]
+    rows: dict[str, list[int]] = {}
     with _progress() as prog:
         bar = prog.add_task("validate", total=len(sel), status="")
 
@@ -379,26 +385,59 @@ def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector."
             n_pert += p.perturbations
             if not p.ok:
                 bad.append(p)
+            task = by_id[p.task_id]
+            row = rows.setdefault(task.template or task.source, [0, 0, 0, 0, 0])
+            row[0] += 1
+            failed = " ".join(p.problems)
+            for probe in task.probes:
+                ok = f"probe {probe.name!r}" not in failed
+                k = 1 if probe.expect == "pass" else 3
+                row[k] += 1
+                row[k + 1] += ok
             prog.update(bar, advance=1, status=f"{len(bad)} broken")
 
         prove_suite(sel, tick)
+    table = Table(title="Verdict probes by template")
+    for col in ("template", "tasks", "probes/task", "must pass", "accepted", "must fail", "rejected"):
+        table.add_column(col, justify="left" if col == "template" else "right")
+    totals = [0, 0, 0, 0, 0]
+    for name, row in sorted(rows.items()):
+        totals = [a + b for a, b in zip(totals, row, strict=True)]
+        table.add_row(name, str(row[0]), f"{(row[1] + row[3]) / row[0]:.1f}", *(str(x) for x in row[1:]))
+    table.add_row("all", str(totals[0]), f"{(totals[1] + totals[3]) / max(totals[0], 1):.1f}", *map(str, totals[1:]))
+    console.print(table)
     for p in bad:
         console.print(f"[red]BROKEN[/red] {p.task_id}")
         for problem in p.problems:
             console.print(f"    {problem}")
-    console.print(f"{len(sel) - len(bad)}/{len(sel)} tasks proven ({n_pert} perturbed plans run)")
+    console.print(
+        f"{len(sel) - len(bad)}/{len(sel)} tasks proven ({n_pert} perturbed plans run; "
+        f"{totals[2]}/{totals[1]} must-pass probes accepted, {totals[4]}/{totals[3]} must-fail probes rejected)"
+    )
     if bad:
         raise typer.Exit(code=1)
 
 
 @tasks_app.command("stats")
 def tasks_stats(selector: Annotated[str, typer.Argument(help="Task selector.")] = "all") -> None:
-    """Counts of tasks by category, domain, app and template; share of cross-app tasks."""
+    """Counts of tasks by category, domain, app and template; share of cross-app tasks; tasks
+    by the number of tool calls their reference plan needs; distinct goals."""
     from collections import Counter
 
+    from phoneenv.tasks import needed_calls
+
     sel = _select(selector, "SELECTOR")
+    calls = Counter(min(needed_calls(t), 3) for t in sel)
+    n = max(len(sel), 1)
     stats = {
         "tasks": len(sel),
+        "distinct_goals": len({t.goal for t in sel}),
+        "by_needed_calls": {"1": calls[1], "2": calls[2], "3+": calls[3], "0": calls[0]},
+        "share_by_needed_calls": {
+            "1": round(calls[1] / n, 4),
+            "2": round(calls[2] / n, 4),
+            "3+": round(calls[3] / n, 4),
+        },
         "templates": len({t.template for t in sel}),
         "cross_app": sum(t.cross_app for t in sel),
         "by_category": dict(Counter(t.category.value for t in sel)),

@@ -41,6 +41,7 @@ __all__ = [
     "IntentTrigger",
     "LocationChange",
     "MemoryFixture",
+    "Probe",
     "SimulatedCall",
     "StateCriterion",
     "Step",
@@ -476,6 +477,21 @@ class Fixtures(BaseModel):
         return changes
 
 
+class Probe(BaseModel):
+    """A verdict probe: a plausible alternative plan and the verdict a careful person gives it.
+
+    ``expect="pass"``: another way to do the task right (another channel, an equivalent
+    existing record, the answer in another format) that must succeed; ``expect="fail"``: a
+    near miss (a hedged answer, contradicting content, a stray record, the wrong person) that
+    must not. ``plan`` is the whole plan, ending with ``finish``; ``phoneenv tasks validate``
+    plays it and compares the verdict.
+    """
+
+    name: str = Field(min_length=1)
+    expect: Literal["pass", "fail"]
+    plan: list[ToolCall] = Field(min_length=1)
+
+
 class TaskSpec(BaseModel):
     """An executable task: the user's goal, the fixtures it starts from, and how it is verified.
 
@@ -483,6 +499,7 @@ class TaskSpec(BaseModel):
     ``allowed_changes`` lists writes that are neither required nor collateral damage. The
     ``reference_plan`` only proves the task solvable; ``perturb_exempt`` names plan arguments
     (``"<step>.<arg>"``) that the perturbation check may leave out because the goal does not fix them.
+    ``probes`` are alternative plans with the verdict each must get (see :class:`Probe`).
     """
 
     id: str
@@ -503,6 +520,7 @@ class TaskSpec(BaseModel):
     backends: list[str] = Field(default_factory=lambda: ["sandbox"])
     reference_plan: list[ToolCall] | None = None
     perturb_exempt: list[str] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list)
 
     @property
     def cross_app(self) -> bool:

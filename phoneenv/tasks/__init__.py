@@ -18,7 +18,7 @@ import hashlib
 
 from phoneenv.contract import Category, Domain, TaskSpec
 
-__all__ = ["SPLITS", "get_task", "load_suite", "select", "split_of"]
+__all__ = ["SPLITS", "get_task", "load_suite", "needed_calls", "select", "split_of"]
 
 SPLITS = ("train", "dev", "test")
 
@@ -39,6 +39,13 @@ def _suite() -> tuple[TaskSpec, ...]:
     for tpl in all_templates().values():
         tasks.extend(tpl.tasks())
     return tuple(tasks)
+
+
+def needed_calls(task: TaskSpec) -> int:
+    """The tool calls the task's reference plan makes, ``finish`` calls and confirmations
+    with the user (``user.confirm``) not counted; 0 without a plan. Reference plans are the
+    shortest way the template author knows, so this is the task's length in calls."""
+    return sum(1 for c in task.reference_plan or () if c.name not in ("finish", "user.confirm"))
 
 
 def load_suite() -> list[TaskSpec]:

@@ -17,6 +17,11 @@ message between frames, not the user's answer, so it is not perturbed (a replaye
 act on a changed answer anyway). Instead, each delegation is *inlined*: the plan without that
 ``agent.delegate`` and its closing ``finish``, its steps acted by the delegating frame itself.
 That plan must fail too, which proves the task's criteria require the delegation.
+
+Verdict probes (:class:`~phoneenv.contract.Probe`, written beside each template) are played too:
+each must get the verdict it declares, so a plausible right alternative (another channel, an
+equivalent record, the answer in words) is accepted and a near miss (a hedge, contradicting
+content, a stray record, the wrong person) rejected.
 """
 
 from __future__ import annotations
@@ -125,6 +130,10 @@ class TaskProof:
     ok: bool
     problems: list[str] = field(default_factory=list)
     perturbations: int = 0
+    probes: int = 0
+    """Verdict probes played."""
+    probes_as_expected: int = 0
+    """Probes whose verdict was the one declared (must-pass accepted, must-fail rejected)."""
 
 
 def run_plan(env: Any, task: TaskSpec, plan: list[ToolCall]) -> tuple[dict[str, Any], list[Any]]:
@@ -152,7 +161,8 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     Problems reported: no reference plan; a reference plan whose frames do not nest (a step
     after the root's ``finish``); a reference-plan step that returned an error; the reference
     plan failing; the empty plan succeeding; a perturbed or inlined plan (see
-    :func:`inlined_plans`) succeeding; no perturbation to try at all.
+    :func:`inlined_plans`) succeeding; no perturbation to try at all; a verdict probe whose
+    verdict differs from the one it declares.
     """
     from phoneenv.env import PhonePlanEnv
 
@@ -191,7 +201,19 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
             problems.append(f"{key} (the delegation done by its parent itself) still succeeds")
     if n == 0:
         problems.append("no argument to perturb")
-    return TaskProof(task.id, not problems, problems, n)
+    as_expected = 0
+    for probe in task.probes:
+        info, _ = run_plan(env, task, probe.plan)
+        verdict = info["verdict"]
+        if verdict["success"] == (probe.expect == "pass"):
+            as_expected += 1
+            continue
+        if probe.expect == "pass":
+            why = [f"{c['id']}: {c['reason']}" for c in verdict["criteria"] if not c["passed"]] + verdict["collateral"]
+            problems.append(f"probe {probe.name!r} must pass but fails: {'; '.join(why)}")
+        else:
+            problems.append(f"probe {probe.name!r} must fail but succeeds")
+    return TaskProof(task.id, not problems, problems, n, len(task.probes), as_expected)
 
 
 def prove_suite(tasks: Iterable[TaskSpec], on_task: Callable[[TaskProof], None] | None = None) -> list[TaskProof]:

@@ -26,6 +26,7 @@ from phoneenv.contract import (
     Criterion,
     Domain,
     Fixtures,
+    Probe,
     StateCriterion,
     TaskSpec,
     ToolCall,
@@ -41,6 +42,10 @@ __all__ = [
     "behavior",
     "call",
     "confirm_variant",
+    "fails",
+    "finishing",
+    "passes",
+    "replacing",
     "state",
     "template",
 ]
@@ -52,6 +57,7 @@ class Draft:
 
     ``plan`` must end with a ``finish`` call. ``fixtures`` defaults to ``world.fixtures()``;
     ``backends`` to ``["sandbox"]`` (tasks that need simulated apps say ``["hybrid"]``).
+    ``probes`` are alternative plans and the verdict each must get (:func:`passes`, :func:`fails`).
     """
 
     goal: str
@@ -63,6 +69,7 @@ class Draft:
     perturb_exempt: list[str] = field(default_factory=list)
     max_steps: int | None = None
     backends: list[str] | None = None
+    probes: list[Probe] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,9 @@ class Template:
         draft = self.build(world)
         if not draft.plan or draft.plan[-1].name != "finish":
             raise ValueError(f"template {self.name}: the reference plan must end with finish")
+        for p in draft.probes:
+            if p.plan[-1].name != "finish":
+                raise ValueError(f"template {self.name}: probe {p.name!r} must end with finish")
         return TaskSpec(
             id=f"{self.name}/{k}",
             category=self.category,
@@ -108,6 +118,7 @@ class Template:
             apps=list(self.apps),
             reference_plan=draft.plan,
             perturb_exempt=draft.perturb_exempt,
+            probes=draft.probes,
             backends=draft.backends or ["sandbox"],
         )
 
@@ -207,3 +218,33 @@ def ask_first(
 def behavior(rule: str, tool: str | None = None, *, id: str = "", **kw: Any) -> BehaviorCriterion:
     """A behaviour criterion (``required_call``, ``forbidden_call``, ``confirm_before``, ...)."""
     return BehaviorCriterion(id=id or f"{rule}:{tool or ''}", rule=rule, tool=tool, **kw)  # type: ignore[arg-type]
+
+
+# -- verdict probes ------------------------------------------------------------------------------
+
+
+def passes(name: str, plan: list[ToolCall]) -> Probe:
+    """A probe that must succeed: another right way to do the task (another channel, an
+    equivalent existing record, the answer in other words)."""
+    return Probe(name=name, expect="pass", plan=plan)
+
+
+def fails(name: str, plan: list[ToolCall]) -> Probe:
+    """A probe that must not succeed: a near miss (a hedge, contradicting content, a stray
+    record, the wrong person)."""
+    return Probe(name=name, expect="fail", plan=plan)
+
+
+def finishing(plan: list[ToolCall], answer: str | None = None, **typed: Any) -> list[ToolCall]:
+    """``plan`` with its final ``finish`` replaced by one with ``answer`` (and ``value=`` when
+    given): ``finishing(plan, "It's three")``."""
+    if not plan or plan[-1].name != "finish":
+        raise ValueError("the plan must end with finish")
+    return [*plan[:-1], call("finish", answer=answer, **typed)]
+
+
+def replacing(plan: list[ToolCall], index: int, *steps: ToolCall) -> list[ToolCall]:
+    """``plan`` with step ``index`` replaced by ``steps`` (none: the step dropped; the step
+    itself among them: steps added around it). Negative indices count from the end."""
+    i = index % len(plan)
+    return [*plan[:i], *steps, *plan[i + 1 :]]

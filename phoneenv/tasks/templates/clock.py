@@ -5,7 +5,7 @@ from __future__ import annotations
 import zoneinfo
 
 from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, passes, replacing, state, template
 from phoneenv.tasks.world import World
 
 ALARM_LABELS = ["Gym", "Take medicine", "Catch the train", "Walk the dog", "Flight check-in", "Yoga", "Call mom"]
@@ -49,11 +49,37 @@ def set_alarm(w: World) -> Draft:
     times = [f"{h:02d}:{m:02d}" for h in (5, 6, 7) for m in range(0, 60, 5)]
     time = w.rng.choice([t for t in times if t not in taken])
     label = w.rng.choice(ALARM_LABELS)
+    plan = [call("clock.create_alarm", time=time, label=label), call("finish", answer=f"Alarm set for {time}.")]
+    evening = f"{int(time[:2]) + 12}:{time[3:]}"
+    other = next(a for a in ("21:00", "22:00", "23:00") if a not in taken)
     return Draft(
         goal=f'Set an alarm for {spoken(time)} tomorrow labeled "{label}".',
         criteria=[state("clock.alarms", "created", time=time, label={"iequals": label}, enabled=True, days={"len": 0})],
-        plan=[call("clock.create_alarm", time=time, label=label), call("finish", answer=f"Alarm set for {time}.")],
+        plan=plan,
         perturb_exempt=["1.answer"],
+        probes=[
+            passes(
+                "label in other case", replacing(plan, 0, call("clock.create_alarm", time=time, label=label.upper()))
+            ),
+            passes("looked up first", [call("clock.list_alarms"), *plan]),
+            fails(
+                "evening instead of morning", replacing(plan, 0, call("clock.create_alarm", time=evening, label=label))
+            ),
+            fails("a stray second alarm", [plan[0], call("clock.create_alarm", time=other), plan[-1]]),
+            fails(
+                "repeats every day",
+                replacing(
+                    plan,
+                    0,
+                    call(
+                        "clock.create_alarm",
+                        time=time,
+                        label=label,
+                        days=["mon", "tue", "wed", "thu", "fri", "sat", "sun"],
+                    ),
+                ),
+            ),
+        ],
     )
 
 
