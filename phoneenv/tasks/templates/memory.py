@@ -318,7 +318,10 @@ def call_past_provider(w: World) -> Draft:
             passes("number typed with spaces", replacing(plan, 2, call("phone.call", number=_spaced(newer["phone"])))),
             passes("looked through the contacts", [*plan[:2], call("contacts.list"), *plan[2:]]),
             fails(f"calls the older {trade}", replacing(plan, 2, call("phone.call", number=older["phone"]))),
-            fails("calls both", replacing(plan, 2, call("phone.call", number=older["phone"]), plan[2])),
+            fails(
+                "calls both",
+                replacing(plan, 2, call("phone.call", number=older["phone"]), call("phone.end_call"), plan[2]),
+            ),
         ],
     )
 
@@ -827,13 +830,36 @@ def save_preference(w: World) -> Draft:
     if old_e is not None:
         criteria.append(state("memory.entries", "updated", id=old_e["id"], valid=False))
         save = call("memory.save", kind=kind, content=new, supersedes=old_e["id"])
+    plan = [call("memory.search", query=query), save, call("finish", answer="Got it, I'll remember that.")]
+    probes = [
+        passes("searched memory twice", [call("memory.search", query=key), *plan]),
+        passes(
+            "in other words",
+            replacing(
+                plan,
+                1,
+                save.model_copy(update={"arguments": {**save.arguments, "content": f"Remember: {new.lower()}"}}),
+            ),
+        ),
+        fails("saved twice", replacing(plan, 1, save, call("memory.save", kind=kind, content=new))),
+    ]
+    if old_e is not None:
+        probes.append(fails("the old one left valid", replacing(plan, 1, call("memory.save", kind=kind, content=new))))
+    else:
+        probes.append(
+            fails(
+                "saved something else",
+                replacing(plan, 1, call("memory.save", kind=kind, content="I like window seats")),
+            )
+        )
     return Draft(
         goal=words,
         criteria=criteria,
-        milestones=[behavior("required_call", "memory.search")],
-        plan=[call("memory.search", query=query), save, call("finish", answer="Got it, I'll remember that.")],
+        milestones=[state("memory.entries", "created", content={"icontains": key})],
+        plan=plan,
         fixtures=w.fixtures(memory=fixtures),
         perturb_exempt=["2.answer"],
+        probes=probes,
     )
 
 
@@ -867,20 +893,27 @@ def forget_outdated(w: World) -> Draft:
     gone, keep, words, query = OBSOLETE[w.seed % len(OBSOLETE)]
     book = MemoryBook()
     target = book.add("fact", gone, ago(w, w.rng.randrange(30, 700)))
-    book.add("fact", keep, ago(w, w.rng.randrange(30, 700)))
+    similar = book.add("fact", keep, ago(w, w.rng.randrange(30, 700)))
     book.distract(w, 4)
     fixtures = book.fixtures()
+    plan = [
+        call("memory.search", query=query),
+        call("memory.forget", id=target["id"]),
+        call("finish", answer="Forgotten."),
+    ]
     return Draft(
         goal=words,
         criteria=[state("memory.entries", "updated", id=target["id"], valid=False)],
-        milestones=[behavior("required_call", "memory.search")],
-        plan=[
-            call("memory.search", query=query),
-            call("memory.forget", id=target["id"]),
-            call("finish", answer="Forgotten."),
-        ],
+        milestones=[_searched(*query.split())],
+        plan=plan,
         fixtures=w.fixtures(memory=fixtures),
         perturb_exempt=["2.answer"],
+        probes=[
+            passes("searched memory twice", [call("memory.search", query=query.split()[0]), *plan]),
+            passes("listed what is remembered first", [call("memory.search", query="my"), *plan]),
+            fails("forgot the similar one instead", replacing(plan, 1, call("memory.forget", id=similar["id"]))),
+            fails("forgot the similar one too", replacing(plan, 1, plan[1], call("memory.forget", id=similar["id"]))),
+        ],
     )
 
 
@@ -937,10 +970,19 @@ def intent_time(w: World) -> Draft:
     errand = w.rng.choice(ERRANDS)
     _intent(book, w, f"When I'm at the supermarket, remind me to {errand}", "place", "supermarket", errand.capitalize())
     book.distract(w, 3)
+    plan = [
+        call("memory.search", query="remind me", kind="intent"),
+        call("system.wait", minutes=minutes),
+        call("contacts.search", query=_first(person)),
+        call("messages.send", to=person["phone"], body=text),
+        call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {_first(person)}."),
+    ]
+    away = w.rng.choice(["in meetings", "driving", "at the dentist", "in a workshop", "on a long call"])
     goal = w.rng.choice(
         [
-            "I'll be in meetings for a while. Keep an eye on my reminders and, when the next one comes up, do what it says.",
-            "Wait for my next reminder to come up and take care of it for me.",
+            f"I'll be {away} for a while. Keep an eye on my reminders and, when the next one comes up, do what it says.",
+            f"I'm {away} for the next couple of hours. Wait for my next reminder to come up and take care of it for me.",
+            f"While I'm {away}, handle my next reminder when it comes up.",
         ]
     )
     return _mem_draft(
@@ -948,16 +990,30 @@ def intent_time(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[_sms(person, key, time={"gte": due.isoformat(timespec="seconds")})],
-        milestones=[behavior("required_call", "memory.search"), behavior("required_call", "system.wait")],
-        plan=[
-            call("memory.search", query="remind me", kind="intent"),
-            call("system.wait", minutes=minutes),
-            call("contacts.search", query=_first(person)),
-            call("messages.send", to=person["phone"], body=text),
-            call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {_first(person)}."),
-        ],
+        milestones=[_sms(person), _sms(person, time={"gte": due.isoformat(timespec="seconds")})],
+        plan=plan,
         perturb_exempt=["4.answer"],
         max_steps=25,
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(plan, 3, call("messages.send", to=_spaced(person["phone"]), body=text)),
+            ),
+            passes(
+                "waited in two steps",
+                replacing(
+                    plan,
+                    1,
+                    call("system.wait", minutes=minutes // 2),
+                    call("system.wait", minutes=minutes - minutes // 2),
+                ),
+            ),
+            fails("sent before the reminder came up", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
+            fails(
+                "acted on the later reminder too",
+                replacing(plan, 3, plan[3], call("messages.send", to=other["phone"], body=text2)),
+            ),
+        ],
     )
 
 
@@ -997,7 +1053,7 @@ def intent_place(w: World) -> Draft:
             f"Call {first}",
         )
         act = call("phone.call", number=person["phone"])
-        criteria = [state("phone.calls", "created", number={"number": person["phone"]}, direction="out",
+        criteria = [state("phone.calls", "created", number={"person": person["id"]}, direction="out",
                           time={"gte": arrive.isoformat(timespec="seconds")})]  # fmt: skip
         done = f"called {first}"
     else:
@@ -1022,6 +1078,18 @@ def intent_place(w: World) -> Draft:
         f"Call {_first(other)}",
     )
     book.distract(w, 3)
+    plan = [
+        call("memory.search", query=f"when I get to the {place}", kind="intent"),
+        call("system.wait", minutes=minutes),
+        call("contacts.search", query=first),
+        act,
+        call("finish", answer=f"You reached the {place}, so I {done}."),
+    ]
+    hang_up = [call("phone.end_call")] if act.name == "phone.call" else []
+    if act.name == "phone.call":
+        reached = state("phone.calls", "created", number={"person": person["id"]}, direction="out")
+    else:
+        reached = _sms(person)
     timeline = [
         {"at": arrive.isoformat(timespec="seconds"), "label": place},
         {"at": home.isoformat(timespec="seconds"), "label": "home"},
@@ -1037,15 +1105,40 @@ def intent_place(w: World) -> Draft:
         book,
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "memory.search"), behavior("required_call", "system.wait")],
-        plan=[
-            call("memory.search", query=f"when I get to the {place}", kind="intent"),
-            call("system.wait", minutes=minutes),
-            call("contacts.search", query=first),
-            act,
-            call("finish", answer=f"You reached the {place}, so I {done}."),
-        ],
+        milestones=[_searched(place, "remind", "when I get"), reached],
+        plan=plan,
         perturb_exempt=["4.answer"],
         max_steps=25,
         fixture_extra={"location_timeline": timeline},
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(
+                    plan,
+                    3,
+                    act.model_copy(
+                        update={
+                            "arguments": {
+                                **act.arguments,
+                                ("number" if act.name == "phone.call" else "to"): _spaced(person["phone"]),
+                            }
+                        }
+                    ),
+                ),
+            ),
+            passes(
+                "waited in two steps",
+                replacing(
+                    plan,
+                    1,
+                    call("system.wait", minutes=minutes // 2),
+                    call("system.wait", minutes=minutes - minutes // 2),
+                ),
+            ),
+            fails("acted before getting there", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
+            fails(
+                f"also acted on the {elsewhere} reminder",
+                replacing(plan, 3, act, *hang_up, call("phone.call", number=other["phone"])),
+            ),
+        ],
     )
