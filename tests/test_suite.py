@@ -63,7 +63,7 @@ def test_selectors():
 
 def test_vault_secret_never_serialised():
     task = get_task("contacts.add_contact/0")
-    secret = task.fixtures.vault["sam.rivera@example.com"].get_secret_value()
+    secret = task.fixtures.vault[task.fixtures.accounts["mail"]["account"]].get_secret_value()
     assert secret.startswith("pw-")
     assert secret not in task.model_dump_json()
 
