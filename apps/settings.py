@@ -78,6 +78,13 @@ class Setting(TypedDict):
     value: Value
 
 
+class StoredSetting(TypedDict):
+    """A setting as stored: its key is the record id."""
+
+    id: str
+    value: Value
+
+
 class SettingList(TypedDict):
     """Every setting with its current value."""
 
@@ -211,6 +218,7 @@ class Settings(App):
     domain = Domain.DEVICE
     package = "com.android.settings"
     tables: ClassVar[dict[str, str]] = {"settings": "set_"}
+    records: ClassVar[dict[str, Any]] = {"settings": StoredSetting}
     android: ClassVar[AndroidDriver | None] = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:
