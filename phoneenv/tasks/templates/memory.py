@@ -341,12 +341,8 @@ OCCASIONS = [
 
 
 def _business(w: World, name: str) -> dict[str, Any]:
-    """Add a business to the address book (a Berlin landline, no email) and return it."""
-    taken = {c["phone"] for c in w.contacts}
-    while True:
-        phone = f"+4930{w.rng.randrange(10**7, 10**8)}"
-        if phone not in taken:
-            break
+    """Add a business to the address book (a landline in the home city, no email) and return it."""
+    phone = w.phone_number("landline")
     rec = {
         "id": w.next_id("contacts.contacts", "c_"),
         "name": name,
@@ -397,9 +393,7 @@ def usual_booking(w: World) -> Draft:
     start = dt.datetime.combine(day, dt.time.fromisoformat(hhmm))
     s, e = start.isoformat(timespec="minutes"), (start + dt.timedelta(hours=2)).isoformat(timespec="minutes")
     rest = places[usual]
-    body = (
-        f"Hello, I'd like to book a table for {size} on {_day_label(day)} at {hhmm}, under the name Sam Rivera. Thanks!"
-    )
+    body = f"Hello, I'd like to book a table for {size} on {_day_label(day)} at {hhmm}, under the name {w.user_name}. Thanks!"
     plan = [
         call("memory.search", query=f"usual {goal_words} restaurant table"),
         call("contacts.search", query=usual),
@@ -436,7 +430,7 @@ def usual_booking(w: World) -> Draft:
                     call(
                         "messages.send",
                         to=rest["phone"],
-                        body=f"Hi! Table for {size} at {hhmm} on {_day_label(day)}, please. Sam Rivera",
+                        body=f"Hi! Table for {size} at {hhmm} on {_day_label(day)}, please. {w.user_name}",
                     ),
                 ),
             ),
