@@ -111,7 +111,8 @@ def test_number_unit_reads_the_counted_noun():
     text = "You have 3 unread messages: 2 from Ana and 1 from Ben."
     assert ok(text, number=3, unit="message")
     assert not ok(text, number=3)  # without the unit every number is a claim
-    assert not ok("3 or 4 messages", number=3, unit="message")  # hedged numbers stay linked
+    assert not ok("3 or 4 messages", number=3, unit="message")
+    assert not ok("3, or perhaps 4 unread text messages", number=4, unit="message")  # hedged numbers stay linked
     assert ok("3 unread, from Ana", number=3, unit="message|text")  # no number carries it: all count
 
 
@@ -156,6 +157,7 @@ def test_contacts_set_semantics():
     assert not ok("Only Ben", **want)
     assert ok("Ana Lima and Ben", type="contacts", value=["c_1", "c_2"])
     assert not ok("Ana and Ben", type="contacts", value=["c_1", "c_2"])  # which Ana?
+    assert not ok("Ana and Ben", type="contacts", value=["c_1", "c_4", "c_2"])  # "Ana" is one of them, not both
     assert ok("It was Ben", type="contact", value="c_2")
     assert not ok("Ben or Carla", type="contact", value="c_2")
     assert ok("It was Ben, not Carla", type="contact", value="c_2")
