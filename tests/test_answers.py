@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from phoneenv.contract import AnswerCriterion, Feedback, Step, TaskSpec, ToolCall, Trace
@@ -331,3 +333,35 @@ def test_finish_schema_offers_the_typed_value():
     spec = next(s for s in env.tool_specs if s.name == "finish")
     types = {a.get("type") for a in spec.parameters["properties"]["value"]["anyOf"]}
     assert {"string", "number", "integer", "boolean", "array", "null"} <= types
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+_WORDS = st.lists(
+    st.sampled_from(
+        ["3", "three", "4 pm", "16:00", "not", "or", "Ana", "Ben", "+49 151 2345 6789", "2026-11-30", "tomorrow",
+         "€45,90", "1.250,00", "#4821", "an hour", "and a half", "no", "yes", ",", "on the 31st", "Feb 30", "99:99",
+         "quarter to 0", "13 pm", "0 o'clock", "1e308", "٣", "\u00a0", "maybe"]
+    ) | st.text(max_size=8),
+    max_size=12,
+).map(" ".join)  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.none() | _WORDS, given_value=_JSON)
+def test_check_answer_never_raises(text, given_value):
+    for crit in (
+        {"number": 3, "unit": "message"},
+        {"type": "time", "value": "16:00"},
+        {"type": "date", "value": "2026-11-30"},
+        {"type": "duration", "value": 5400},
+        {"type": "money", "value": 45.9, "currency": "EUR"},
+        {"type": "contacts", "value": ["c_1", "c_2"]},
+        {"type": "items", "value": ["milk"]},
+        {"type": "yes_no", "value": False},
+    ):
+        passed, why = check_answer(AnswerCriterion(**crit), text, given_value, CTX)
+        assert isinstance(passed, bool) and (passed or why)

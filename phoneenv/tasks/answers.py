@@ -66,11 +66,13 @@ Libraries, chosen for being maintained, offline and small:
 - ``price-parser`` (Zyte): reads amounts with either decimal convention and thousands
   separators; used for money and for every number (three digits after a lone separator are
   thousands: "1.250" is 1250).
-- ``dateparser``: values of month-name and relative date phrases ("Monday, December 7", "next
-  Friday", "in 3 days") with ``RELATIVE_BASE`` = the phone's clock. Its ``search_dates`` is not
-  used to *find* dates (it reads stray numbers and words such as "may" as dates); spans are found
-  by the patterns here and only their value is asked of dateparser. "on the 3rd" is resolved here
-  (dateparser reads it as March). Month-name dates without a year take the clock's year;
+- ``dateparser``: values of month-name date phrases in their many spellings ("Monday, December
+  7", "Dec. 7th", "7 of December 2026") with ``RELATIVE_BASE`` at the phone's clock. Its
+  ``search_dates`` is not used to *find* dates (it reads stray numbers and words such as "may"
+  as dates); spans are found by the patterns here and only their value is asked of dateparser.
+  The closed set of relative phrases ("tomorrow", "next Friday", "in 3 days") is resolved here
+  with the same results as dateparser's PREFER_DATES_FROM="future" at a hundredth of the cost
+  (dateparser takes ~20 ms a phrase), and "on the 3rd" too (dateparser reads it as March). Month-name dates without a year take the clock's year;
   weekdays and "the Nth" take the next such day (today counts for "the Nth", not for weekdays).
 
 Each time span with no am/pm and an hour of 1–12 written as "quarter past 3" or "3 o'clock" may
@@ -184,7 +186,7 @@ _RE_MONTH_DATE = re.compile(
 _RE_NUM_DATE = re.compile(r"\b(\d{1,2})([./])(\d{1,2})\2(\d{4})\b")
 _RE_REL_DATE = re.compile(
     rf"\b(?:the day after tomorrow|the day before yesterday|today|tonight|tomorrow|yesterday"
-    rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?{_WEEKDAY})\b",
+    rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(_WEEKDAYS)}))\b",
     re.I,
 )
 _RE_NTH = re.compile(rf"\bon the (\d{{1,2}}){_ORD}\b", re.I)
@@ -326,6 +328,35 @@ def _hm(h: int, m: int, ap: str | None) -> str | None:
     return f"{h:02d}:{m:02d}"
 
 
+_REL_DAYS = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "the day after tomorrow": 2}
+_REL_DAYS["the day before yesterday"] = -2
+
+
+def _relative_date(phrase: str, today: dt.date) -> str | None:
+    """``today``/``tomorrow``/..., ``in N days|weeks``, ``[next|this|coming|last] <weekday>``
+    (the next such day after today; ``last``: the one before), ``next|this|last week`` (today ± 7
+    days, this week: today). Same results as dateparser with PREFER_DATES_FROM="future", without
+    its cost (~20 ms a phrase)."""
+    phrase = " ".join(phrase.split())
+    if phrase in _REL_DAYS:
+        return (today + dt.timedelta(days=_REL_DAYS[phrase])).isoformat()
+    if m := re.fullmatch(r"in (\d+) (day|week)s?", phrase):
+        n = int(m[1]) * (7 if m[2] == "week" else 1)
+        return (today + dt.timedelta(days=n)).isoformat() if n < 100000 else None
+    if m := re.fullmatch(r"(next|this|last|coming) week", phrase):
+        return (today + dt.timedelta(days={"next": 7, "coming": 7, "this": 0, "last": -7}[m[1]])).isoformat()
+    words = phrase.split()
+    day = next((i for i, w in enumerate(_WEEKDAYS) if w.startswith(words[-1][:3])), None)
+    if day is None:
+        return None
+    if words[0] == "last":
+        back = (today.weekday() - day) % 7 or 7
+        return (today - dt.timedelta(days=back)).isoformat()
+    ahead = (day - today.weekday()) % 7 or 7
+    return (today + dt.timedelta(days=ahead)).isoformat()
+
+
+@functools.lru_cache(maxsize=1024)
 def _dateparse(phrase: str, now: dt.datetime | None, prefer: str) -> str | None:
     import dateparser
 
@@ -389,12 +420,7 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None) -> None:
     for m in _RE_REL_DATE.finditer(t):
         if not sc.take(m.start(), m.end(), "date") or now is None:
             continue
-        phrase = m.group().lower()
-        if phrase == "tonight":
-            phrase = "today"
-        prefer = "past" if phrase.startswith("last") else "future"
-        phrase = re.sub(r"^(?:this|coming)\s+", "", phrase)
-        d = _dateparse(phrase, now, prefer)
+        d = _relative_date(m.group().lower(), now.date())
         if d is not None:
             sc.claim("date", d, m.start(), m.end())
     for m in _RE_CLOCK.finditer(t):
@@ -455,11 +481,18 @@ def _duration_seconds(span: str) -> int | None:
 
 
 def _scan(text: str, ctx: Context) -> _Scan:
+    region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+    return _scan_cached(text, ctx.now, region)
+
+
+@functools.lru_cache(maxsize=512)
+def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
+    """All spans and claims of ``text`` (read-only once built: cached per text, clock, region)."""
     t = _words_to_digits(text)
     sc = _Scan(t, [], [])
     for m in _RE_EMAIL.finditer(t):
         sc.take(m.start(), m.end(), "other")
-    now = _now(ctx)
+    now = _now(Context(now=now_text))
     _scan_dates_times(sc, now)
     for m in _RE_DURATION.finditer(t):
         if not sc.free(m.start(), m.end()):
@@ -471,7 +504,7 @@ def _scan(text: str, ctx: Context) -> _Scan:
         sc.take(m.start(), m.end(), "duration")
         if not m[1]:  # "2 hours ago" refers to a moment, not a span of time
             sc.claim("duration", secs, m.start(), m.end())
-    _scan_phones(sc, ctx)
+    _scan_phones(sc, region)
     for m in _RE_MONEY.finditer(t):
         if not sc.take(m.start(), m.end(), "money"):
             continue
@@ -511,13 +544,12 @@ def _region(phones: tuple[str, ...]) -> str:
     return "US"
 
 
-def _scan_phones(sc: _Scan, ctx: Context) -> None:
+def _scan_phones(sc: _Scan, region: str) -> None:
     import phonenumbers
 
     masked = list(sc.text)
     for a, b, _ in sc.spans:
         masked[a:b] = " " * (b - a)
-    region = _region(tuple(str(c.get("phone") or "") for c in ctx.contacts[:20]))
     text = "".join(masked)
     try:
         found = list(phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE))
