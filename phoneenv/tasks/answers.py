@@ -111,7 +111,8 @@ __all__ = [
 ANSWER_TYPES = ("number", "money", "time", "date", "duration", "contact", "contacts", "items", "yes_no", "text")
 """The answer types :func:`extract_claims` reads."""
 
-Judge = Callable[[str, "str | None", Any], "tuple[bool, str] | bool"]
+Judge = Callable[[str, str | None, Any], tuple[bool, str] | bool]
+"""An LLM judge: ``judge(rubric, answer_text, answer_value)`` returns passed, or (passed, reason)."""
 
 
 @dataclass(frozen=True)
