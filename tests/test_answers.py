@@ -47,6 +47,7 @@ def ok(text, given=None, **crit):
         ("Not 3 — you have 5", "number", [5.0]),
         ("It's 12 not 13", "number", [12.0]),
         ("You have no unread messages", "number", [0.0]),
+        ("The first one is from Ana, 3 in all", "number", [3.0]),
         ("The 3rd message came 2 hours ago; 4 in all", "number", [4.0]),
         ("The meeting is at 4 pm", "time", ["16:00"]),
         ("14:00 or 16:00", "time", ["14:00", "16:00"]),
@@ -326,6 +327,29 @@ def test_finish_value_through_the_env():
     env, n, _ = _unread_env()
     obs, _, terminated, _, _ = env.step({"name": "finish", "arguments": {"answer": "x", "value": {"n": n}}})
     assert not terminated and json.loads(obs["feedback"])["error"] == "invalid_arguments"
+
+
+def test_unread_count_paraphrases_of_every_task():
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    for t in select("template:messages.unread_count"):
+        crit = next(c for c in t.criteria if isinstance(c, AnswerCriterion))
+        n = int(crit.number)
+        ctx = Context(contacts=tuple(t.fixtures.records["contacts.contacts"]), now=t.fixtures.clock)
+        names = t.reference_plan[-1].arguments["answer"].split("from ", 1)[1].rstrip(".")
+        phone = t.fixtures.records["contacts.contacts"][0]["phone"]
+        right = [
+            f"You have {words[n]} unread messages, from {names}.",
+            f"You have {n} unread messages: 1 from {names}.",
+            f"{names} (the first one {phone}): {n} unread texts.",
+            f"Since 2026-11-28 you got {n} unread messages from {names}.",
+        ]
+        wrong = [
+            f"{n} or {n + 1} unread messages from {names}.",
+            f"Not {n} — you have {n + 2} unread messages from {names}.",
+            f"{n + 1} unread, from {names}.",
+        ]
+        assert all(check_answer(crit, a, None, ctx)[0] for a in right), t.id
+        assert not any(check_answer(crit, a, None, ctx)[0] for a in wrong), t.id
 
 
 def test_finish_schema_offers_the_typed_value():

@@ -59,8 +59,8 @@ value too.
 Libraries, chosen for being maintained, offline and small:
 
 - ``text2num`` (``text_to_num.alpha2digit``): English number words to digits ("twenty-one" →
-  21, "three point five" → 3.5); a compiled Rust core, no data files. A few idioms where "one" is a
-  pronoun ("no one", "one of", "the one") are kept as words.
+  21, "three point five" → 3.5); a compiled Rust core, no data files. "One" used as a
+  pronoun ("no one", "the first one", "one of them") is kept as a word.
 - ``phonenumbers`` (Google's libphonenumber port): ``PhoneNumberMatcher`` finds phone numbers in
   any national or international format, so their digits are never read as a count or a time.
 - ``price-parser`` (Zyte): reads amounts with either decimal convention and thousands
@@ -134,9 +134,12 @@ class Claim:
 # --------------------------------------------------------------------------- text preparation
 
 _KEEP_ONE = re.compile(
-    r"\b(?:no one|someone|anyone|every ?one|one of|the one|this one|that one|which one|one another|ones|one's|oneself)\b",
+    r"\b(?:no|some|any|every|the|this|that|which|each|first|last|next|other|only|another|latest|newest|oldest"
+    r"|new|old|right|wrong|same|little|big)\s+one\b|\bone\s+(?:of|another)\b|\b(?:someone|anyone|everyone|ones"
+    r"|one's|oneself)\b",
     re.I,
 )
+"""Where "one" is a pronoun ("the first one", "one of them"), not a count: kept as a word."""
 
 
 def _words_to_digits(text: str) -> str:
