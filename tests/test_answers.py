@@ -389,3 +389,12 @@ def test_check_answer_never_raises(text, given_value):
     ):
         passed, why = check_answer(AnswerCriterion(**crit), text, given_value, CTX)
         assert isinstance(passed, bool) and (passed or why)
+
+
+def test_env_reads_relative_dates_against_the_phone_clock():
+    t = _task(type="date", value="2026-11-30")  # fixtures' clock: 2026-11-29T09:00:00
+    env = PhonePlanEnv(task=t)
+    env.reset(seed=0)
+    assert _finish(env, answer="It is tomorrow.")["success"]
+    env.reset(seed=0)
+    assert not _finish(env, answer="It is today.")["success"]
