@@ -113,7 +113,10 @@ def unread_count(w: World) -> Draft:
             senders.append(c["name"])
     return Draft(
         goal="How many unread text messages do I have, and who are they from?",
-        criteria=[answer(number=len(unread), pattern=names_pattern(senders)), behavior("read_only")],
+        criteria=[
+            answer(number=len(unread), unit="message|text", pattern=names_pattern(senders)),
+            behavior("read_only"),
+        ],
         plan=[
             call("messages.list_unread"),
             call("finish", answer=f"{len(unread)} unread, from {', '.join(senders)}."),
