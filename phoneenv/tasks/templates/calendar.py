@@ -262,7 +262,7 @@ def delete_event(w: World) -> Draft:
     milestones: list[Criterion] = [found(e), looked_up(query)]
     if w.confirm_sensitive:
         goal += " Ask me before deleting it or sending anything."
-        ask_first(plan, criteria, "calendar.delete_event", f"Delete {e['title']} on {e['start'][:10]}?", milestones)
+        ask_first(plan, criteria, "calendar.delete_event", f"Delete {e['title']} on {e['start'][:10]}?")
     text = f"{e['title']} is cancelled, sorry."
     plan += [call("calendar.delete_event", event_id=e["id"]), call("contacts.search", query=query)]
     if w.confirm_sensitive:

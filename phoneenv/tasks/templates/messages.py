@@ -282,7 +282,7 @@ def last_texter(w: World) -> Draft:
             answer(pattern=names_pattern([c["name"]])),
             state("messages.messages", "created", number={"person": c["id"]}, body={"icontains": key}),
         ],
-        milestones=[behavior("required_call", "messages.list_threads")],
+        milestones=[behavior("required_call", "messages.send", id="replied", arguments={"to": {"person": c["id"]}})],
         plan=plan,
         perturb_exempt=["2.answer"],
         probes=[
@@ -382,7 +382,7 @@ def delete_message(w: World) -> Draft:
     ]
     if confirm:
         goal += " Ask me before you delete it."
-        ask_first(plan, criteria, "messages.delete", f'Delete the message "{m["body"]}" ({c["name"]})?', milestones)
+        ask_first(plan, criteria, "messages.delete", f'Delete the message "{m["body"]}" ({c["name"]})?')
     plan += [call("messages.delete", message_id=m["id"]), call("finish", answer="Deleted the message.")]
     older = [x for x in msgs if x["number"] == m["number"] and x["id"] != m["id"]]
     probes = [

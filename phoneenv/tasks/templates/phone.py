@@ -158,7 +158,9 @@ def last_missed_call(w: World) -> Draft:
             ]
         ),
         criteria=[crit, state("phone.calls", "created", number={"number": last["number"]}, direction="out")],
-        milestones=[behavior("required_call", "phone.call_log")],
+        milestones=[
+            behavior("required_call", "phone.call", id="called_back", arguments={"number": {"number": last["number"]}})
+        ],
         plan=plan,
         perturb_exempt=["2.answer"],
         probes=[
