@@ -21,7 +21,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import time_pattern
+from phoneenv.tasks.templates.clock import time_said
 from phoneenv.tasks.templates.messages import looked_up, similar, tell, tell_probes, telling, who
 from phoneenv.tasks.world import World
 
@@ -164,7 +164,7 @@ def create_event(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("calendar.events", "created", **cond),
-            tell(c, {"regex": time_pattern(start.hour, start.minute)}),
+            tell(c, {"regex": time_said(start.hour, start.minute)}),
         ],
         milestones=[looked_up(query)],
         plan=plan,
@@ -191,7 +191,7 @@ def move_event(w: World) -> Draft:
             start.date(), dt.time(w.rng.choice([h for h in range(8, 20) if h != start.hour]))
         )
         how = f"to {hm(new_start)} the same day, keeping its length"
-        said = {"regex": time_pattern(new_start.hour, new_start.minute)}
+        said = {"regex": time_said(new_start.hour, new_start.minute)}
         text, wrong_text = f"{e['title']} is now at {hm(new_start)}.", f"{e['title']} is now at {hm(start)}."
     else:  # another day, same time
         new_start = start + dt.timedelta(days=w.rng.choice([1, 2, 3]))

@@ -43,6 +43,14 @@ def time_pattern(hour: int, minute: int) -> str:
     return f"{p24}|{p12}"
 
 
+def time_said(hour: int, minute: int) -> str:
+    """:func:`time_pattern`, and on the hour also the short 12-hour form ("4pm", "4 p.m.")."""
+    pattern = time_pattern(hour, minute)
+    if minute == 0:
+        pattern += rf"|(?<![\d:])0?{hour % 12 or 12}\s*{'a' if hour < 12 else 'p'}\.?m\b"
+    return pattern
+
+
 def enabled_alarm(w: World, exclude: tuple[str, ...] = ()) -> dict[str, object]:
     """An alarm of the world that is on (one is switched on when none is), not in ``exclude``."""
     alarms = w.table("clock.alarms")
