@@ -21,7 +21,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import time_said
+from phoneenv.tasks.templates.clock import spoken, time_said
 from phoneenv.tasks.templates.messages import looked_up, similar, tell, tell_probes, telling, who
 from phoneenv.tasks.world import World
 
@@ -137,6 +137,7 @@ def create_event(w: World) -> Draft:
     other = similar(w, c)
     probes = [
         *tell_probes(w, plan, 2, c, text, wrong),
+        passes("told in 12-hour form", replacing(plan, 2, telling(c, f"{title}, {spoken(hm(start))}, see you there"))),
         fails(
             "invited the wrong person",
             replacing(plan, 1, call("calendar.create_event", **{**args, "attendees": [other["name"]]})),
