@@ -147,7 +147,7 @@ def append_item(w: World) -> Draft:
         said, query, items = LISTS[title]
         note = _ensure_note(w, title)
         notes.append(note)
-        old_lines = [line for line in note["body"].split("\\n") if line.strip()]
+        old_lines = [line for line in note["body"].split("\n") if line.strip()]
         # An item that holds an old line ("oat milk" on a list with "milk") would let a note whose
         # text was replaced by the item alone pass the checks that the old lines are kept.
         fresh = [
@@ -198,7 +198,7 @@ def lookup_fact(w: World) -> Draft:
     if kind in ("wifi_net", "wifi_pw"):
         net = w.rng.choice(WIFI_NETS)
         pw = f"{w.rng.choice(['maple', 'otter', 'comet', 'cedar'])}{_no_palindrome(w, 4)}"
-        note = _ensure_note(w, "Wifi at the cabin", f"network: {net}\\npassword: {pw}", ("travel",))
+        note = _ensure_note(w, "Wifi at the cabin", f"network: {net}\npassword: {pw}", ("travel",))
         query = "cabin"
         if kind == "wifi_net":
             goal, value, decoy = "What's the wifi network called at the cabin?", net, pw

@@ -85,7 +85,7 @@ def toggle(w: World) -> Draft:
     a, b = CLAUSES[first[:2]], CLAUSES[second[:2]]
     goal = w.rng.choice(
         [f"{a[0].upper()}{a[1:]}, {b} and set the screen brightness to {level}%.",
-         f"Getting ready for bed: {a}, {b}, and dim the screen to {level} percent."]
+         f"Please {a} and {b}, and put the screen brightness at {level} percent."]
     )  # fmt: skip
     return Draft(
         goal=goal,
@@ -122,7 +122,7 @@ def brightness(w: World) -> Draft:
     word = "up" if sign > 0 else "down"
     goal = w.rng.choice(
         [f"Turn the screen brightness {word} by {up} points and the media volume down by {down}.",
-         f"Make the screen {up} percent {'brighter' if sign > 0 else 'dimmer'} than it is now, and lower the media volume by {down}."]
+         f"Make the screen {up} points {'brighter' if sign > 0 else 'dimmer'} than it is now, and lower the media volume by {down}."]
     )  # fmt: skip
     plan = [
         call("settings.list_all"),
