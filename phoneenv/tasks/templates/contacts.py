@@ -18,7 +18,7 @@ from phoneenv.tasks.templates import (
 )
 from phoneenv.tasks.templates.messages import looked_up, similar, spaced, tell, tell_probes, telling, who
 from phoneenv.tasks.templates.phone import add_call, digits_pattern, unknown_number
-from phoneenv.tasks.world import FIRST_NAMES, LAST_NAMES, World
+from phoneenv.tasks.world import World
 
 
 @template(
@@ -29,9 +29,7 @@ from phoneenv.tasks.world import FIRST_NAMES, LAST_NAMES, World
 )
 def add_contact(w: World) -> Draft:
     """Template ``contacts.add_contact``, e.g. task 0: "The last missed call was Umar Tanaka. Save the number as a new contact and make him a favorite."."""
-    taken = {c["name"].split()[0] for c in w.contacts}
-    first = w.rng.choice([n for n in FIRST_NAMES if n not in taken])
-    name = f"{first} {w.rng.choice(LAST_NAMES)}"
+    name = w.new_name()
     number = unknown_number(w)
     decoy = unknown_number(w)
     add_call(w, decoy, "in", w.rng.randrange(40, 90))
@@ -155,7 +153,7 @@ def favorite(w: World) -> Draft:
 def update_email(w: World) -> Draft:
     """Template ``contacts.update_email``, e.g. task 0: "Samir's email address is now samir.khan@proton.me; update the contact and send him a short test email there."."""
     (c,) = w.pick("contacts.contacts")
-    first, last = c["name"].split()
+    first, last = c["name"].split()[0], c["name"].split()[-1]
     email = f"{first.lower()}.{last.lower()}@{w.rng.choice(['mail.com', 'proton.me', 'work.org'])}"
     goal = w.rng.choice(
         [f"{first}'s email address is now {email}; update the contact and send a short test email there.",

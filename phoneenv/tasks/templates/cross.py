@@ -7,7 +7,7 @@ from typing import Any
 
 from phoneenv.contract import Domain
 from phoneenv.tasks.templates import Draft, behavior, call, state, template
-from phoneenv.tasks.world import FIRST_NAMES, LAST_NAMES, World
+from phoneenv.tasks.world import World
 
 CALL_PHONE = "android.permission.CALL_PHONE"
 
@@ -62,11 +62,7 @@ def _add_message(w: World, number: str, body: str, minutes_ago: int, direction: 
 
 
 def _unknown_number(w: World) -> str:
-    used = {c["phone"] for c in w.contacts}
-    while True:
-        num = f"+44{w.rng.choice(['7700', '7911', '7400'])}{w.rng.randrange(10**5, 10**6)}"
-        if num not in used:
-            return num
+    return w.phone_number("mobile")
 
 
 def _sms_to(c: dict[str, Any], **body: Any) -> Any:
@@ -151,9 +147,8 @@ def text_missed_caller(w: World) -> Draft:
 def save_unknown_number(w: World) -> Draft:
     """Template ``cross.save_unknown_number``, e.g. task 0: "Someone texted me about the bike you are selling. Save their number as a contact named Ana Silva."."""
     number = _unknown_number(w)
-    taken = {_first(c) for c in w.contacts}
-    first = w.rng.choice([n for n in FIRST_NAMES if n not in taken])
-    name = f"{first} {w.rng.choice(LAST_NAMES)}"
+    name = w.new_name()
+    first = name.split()[0]
     topic = w.rng.choice(["the bike you are selling", "the flat viewing", "the football team", "the choir rehearsal"])
     _add_message(w, number, f"Hi, this is {first}, about {topic} - can we talk?", w.rng.randrange(5, 120))
     keyword = topic.split()[-1]
@@ -180,11 +175,11 @@ def save_unknown_number(w: World) -> Draft:
 )
 def event_from_email(w: World) -> Draft:
     """Template ``cross.event_from_email``, e.g. task 0: "Paul Ivanova emailed me about dinner. Put it in my calendar, two hours long, with the place as the location."."""
-    (c,) = w.pick("contacts.contacts")
+    c = w.rng.choice([x for x in w.contacts if x["email"]])
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(2, 6))
     hour, minute = w.rng.choice([(19, 30), (20, 0), (18, 45)])
     place = w.rng.choice(["Cafe Luna", "Trattoria Roma", "The Green Table"])
-    sender = c["email"] or f"{_first(c).lower()}@example.org"
+    sender = c["email"]
     w.table("mail.messages").append(
         {
             "id": w.next_id("mail.messages", "em_"),

@@ -60,7 +60,7 @@ SHOPS = [
     ("Green Thumb Garden", "greenthumb.com", "seed starter kit"),
     ("Loom & Thread", "loomandthread.com", "wool blanket"),
 ]
-CARRIERS = {"DHL": "+4922899000", "UPS": "+4969664000", "Hermes": "+4940537555", "DPD": "+4960219020"}
+CARRIERS = ["DHL", "UPS", "Hermes", "DPD"]
 WINDOWS = {"morning": ("08:00", "12:00"), "afternoon": ("12:00", "17:00"), "evening": ("17:00", "21:00")}
 MOVIES = [
     ("The Last Lighthouse", "drama", 118, "FSK 12", "A keeper's final winter on a storm-battered island."),
@@ -280,11 +280,11 @@ def order_food_text_eta(w: World) -> Draft:
 def parcel_window_calendar(w: World) -> Draft:
     """Template ``hybrid.parcel_window_calendar``, e.g. task 0: "My wool blanket from Loom & Thread has shipped. Find out when it will be delivered and block the delivery window in my calendar, titled \"Parcel delivery\"."."""
     shop = w.rng.choice(SHOPS)
-    carrier = w.rng.choice(list(CARRIERS))
+    carrier = w.rng.choice(CARRIERS)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 4))
     p = _parcel(w, shop, carrier, day)
     other_shop = w.rng.choice([s for s in SHOPS if s != shop])
-    old = _parcel(w, other_shop, w.rng.choice(list(CARRIERS)), w.now.date() - dt.timedelta(days=3))
+    old = _parcel(w, other_shop, w.rng.choice(CARRIERS), w.now.date() - dt.timedelta(days=3))
     old.update(status="delivered", estimated_delivery=None, last_update=w.ts(60 * 24 * 3 - 45))
     w.table("parcels.parcels").extend([p, old])
     order_no = w.rng.randrange(10000, 99999)
@@ -356,7 +356,7 @@ def parcel_window_calendar(w: World) -> Draft:
 def parcel_reschedule_text(w: World) -> Draft:
     """Template ``hybrid.parcel_reschedule_text``, e.g. task 0: "I won't be home when my Northwind Books parcel comes. Move the delivery to Wednesday 11 November in the afternoon, and text Rosa Lima the new day and time window."."""
     shop = w.rng.choice(SHOPS)
-    carrier = w.rng.choice(list(CARRIERS))
+    carrier = w.rng.choice(CARRIERS)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 3))
     p = _parcel(w, shop, carrier, day)
     w.table("parcels.parcels").append(p)
@@ -365,7 +365,7 @@ def parcel_reschedule_text(w: World) -> Draft:
     w.table("messages.messages").append(
         {
             "id": w.next_id("messages.messages", "m_"),
-            "number": CARRIERS[carrier],
+            "number": w.phone_number("landline"),
             "direction": "in",
             "body": f"{carrier}: Your parcel {tid} from {shop[0]} will be delivered on {_day_words(day)} "
             f"between {old_ws} and {old_we}. Change the day in the Parcel Tracker app.",

@@ -57,17 +57,18 @@ def who(w: World, c: dict[str, Any]) -> tuple[str, str]:
 
 
 def spaced(number: str) -> str:
-    """``number`` written another way: ``+4915123456789`` -> ``0151 2345 6789`` (same line)."""
-    national = "0" + number[3:] if number.startswith("+49") else number
-    return f"{national[:4]} {national[4:8]} {national[8:]}"
+    """``number`` written another way, its digits in groups of three: ``+4915123456789`` ->
+    ``+491 512 345 678 9`` (the same line: the same digits)."""
+    digits = number.lstrip("+")
+    return ("+" if number.startswith("+") else "") + " ".join(digits[i : i + 3] for i in range(0, len(digits), 3))
 
 
 def similar(w: World, c: dict[str, Any]) -> dict[str, Any]:
     """Another contact, one sharing ``c``'s surname or initial when there is one (the wrong
     person an agent could mistake for ``c``)."""
     others = [o for o in w.contacts if o["id"] != c["id"]]
-    last, first = c["name"].split()[1], c["name"][0]
-    near = [o for o in others if o["name"].split()[1] == last or o["name"][0] == first]
+    last, first = c["name"].split()[-1], c["name"][0]
+    near = [o for o in others if o["name"].split()[-1] == last or o["name"][0] == first]
     return (near or others)[0]
 
 

@@ -49,11 +49,7 @@ def who(w: World, c: dict[str, Any]) -> tuple[str, str]:
 
 def unknown_number(w: World) -> str:
     """A number that is no contact's and not in the call log (compared on the last 9 digits)."""
-    taken = {c["phone"][-9:] for c in w.contacts} | {r["number"][-9:] for r in w.table("phone.calls")}
-    while True:
-        num = f"+49{w.rng.choice(['30', '40', '89'])}{w.rng.randrange(10**7, 10**8)}"
-        if num[-9:] not in taken:
-            return num
+    return w.phone_number("landline")
 
 
 def add_call(w: World, number: str, direction: str, minutes_ago: int) -> dict[str, Any]:
@@ -214,9 +210,7 @@ def block_caller(w: World) -> Draft:
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
-            passes(
-                "number written another way", replacing(plan, 1, call("phone.block_number", number=f"0{number[3:]}"))
-            ),
+            passes("number written another way", replacing(plan, 1, call("phone.block_number", number=spaced(number)))),
             passes("looked it up by number", [*plan[:1], call("phone.call_log", number=number), *plan[1:]]),
             fails("calls left in the log", [*plan[:2], plan[-1]]),
             fails(
