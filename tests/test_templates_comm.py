@@ -132,10 +132,11 @@ def test_text_contact_goal_and_wrong_recipient():
         for c in sent:
             assert c.change == "created" and c.where["body"]["icontains"].casefold() in m.group(3).casefold()
         assert t.fixtures.confirm_sensitive == bool(m.group(4))
-    t = task("messages.text_contact", 1)  # 'Text Emil and Quinn: "Happy anniversary to you both!"'
-    emil, quinn = by_first(t, "Emil"), by_first(t, "Quinn")
+    t = next(t for t in tasks("messages.text_contact") if not t.fixtures.confirm_sensitive)
+    m = re.match(r'Text (my \w+|\w+) and (my \w+|\w+): "(.+?)"', t.goal)
+    emil, quinn = named(t, m.group(1)), named(t, m.group(2))
     other = next(c for c in recs(t, "contacts.contacts") if c["id"] not in (emil["id"], quinn["id"]))
-    body = "Happy anniversary to you both!"
+    body = m.group(3)
     verdict, fbs = play(
         t,
         ("messages.send", {"to": emil["phone"], "body": body}),
@@ -149,8 +150,8 @@ def test_text_contact_goal_and_wrong_recipient():
     spaced = emil["phone"][:3] + " " + emil["phone"][3:6] + " " + emil["phone"][6:]
     verdict, _ = play(
         t,
-        ("messages.send", {"to": spaced, "body": "Happy anniversary, you two!"}),
-        ("messages.send", {"to": quinn["phone"], "body": "happy ANNIVERSARY"}),
+        ("messages.send", {"to": spaced, "body": f"Hi! {body}"}),
+        ("messages.send", {"to": quinn["phone"], "body": body.upper()}),
         finish(),
     )
     assert verdict["success"]
@@ -223,10 +224,15 @@ def test_mark_thread_read_criteria_and_marking_everything():
         updated = crit(t, StateCriterion)
         assert updated.where == {"number": {"person": c["id"]}, "read": True}
         assert updated.count == sum(not x["read"] for x in unread) > 0
-    t = task("messages.mark_thread_read", 1)  # "Mark my sister's texts as read."
-    sister = contact(t, relation="sister")
-    numbers = sorted({x["number"] for x in recs(t, "messages.messages") if x["direction"] == "in" and not x["read"]})
-    assert len(numbers) > 1
+
+    def unread_numbers(t: TaskSpec) -> list[str]:
+        return sorted({x["number"] for x in recs(t, "messages.messages") if x["direction"] == "in" and not x["read"]})
+
+    t = next(t for t in tasks("messages.mark_thread_read") if len(unread_numbers(t)) > 1)
+    numbers = unread_numbers(t)
+    sister = next(
+        c for c in recs(t, "contacts.contacts") if crit(t, StateCriterion).where["number"] == {"person": c["id"]}
+    )
     # Marking every conversation read: the right one is done, but the others are collateral damage.
     verdict, _ = play(t, *[("messages.mark_read", {"number": n}) for n in numbers], finish())
     assert not failed(verdict) and not verdict["success"]
@@ -299,8 +305,8 @@ def test_call_contact_permission_and_unrequested_call():
         assert denied == any(s.name == "system.request_permission" for s in t.reference_plan)
         seen_denied |= denied
     assert seen_denied
-    t = task("phone.call_contact", 3)  # "Can you ring Samir?" with CALL_PHONE denied
-    samir = by_first(t, "Samir")
+    t = next(t for t in tasks("phone.call_contact") if t.fixtures.permissions.get("phone"))  # CALL_PHONE denied
+    samir = named(t, re.fullmatch(r"(?:Call|Give|Phone|Can you ring) (my \w+|\w+)\b.*", t.goal).group(1))
     verdict, fbs = play(t, ("phone.call", {"number": samir["phone"]}), finish("Calling."))
     assert fbs[0]["error"] == "permission_denied"
     assert failed(verdict) == {"created:phone.calls": "0 matching created record(s), expected exactly 1"}
@@ -405,23 +411,35 @@ def test_create_event_times_and_wrong_day():
         assert (where["start"], where["end"]) == (f"{day}T{m.group(3)}", f"{day}T{m.group(4)}")
         assert where["attendees"] == {"people": [c["id"]]}
         assert where.get("location") == ({"iequals": m.group(6)} if m.group(6) else None)
-    t = task("calendar.create_event", 5)  # "Team lunch" tomorrow (Monday 9 November) from 16:00 to 17:30 with Vera
+    t = tasks("calendar.create_event")[0]
+    m = re.match(
+        r'(?:Add|Put) "(.+)" (?:to|in) my calendar .+? from (\d\d:\d\d) to (\d\d:\d\d) with (my \w+|\w+)', t.goal
+    )
+    title, start, end = m.group(1, 2, 3)
     day = goal_date(t)
-    assert day == dt.date(2026, 11, 9)
-    vera = by_first(t, "Vera")
-    tell = ("messages.send", {"to": vera["phone"], "body": "Team lunch on Monday at 16:00"})
-    # The right times on today's date.
+    vera = named(t, m.group(4))
+    tell = ("messages.send", {"to": vera["phone"], "body": f"{title} at {start}"})
+    # The right times on the day before.
     today = day - dt.timedelta(days=1)
-    args = {"title": "Team lunch", "start": f"{today}T16:00", "end": f"{today}T17:30", "attendees": [vera["name"]]}
+    args = {"title": title, "start": f"{today}T{start}", "end": f"{today}T{end}", "attendees": [vera["name"]]}
     verdict, fbs = play(t, ("calendar.create_event", args), tell, finish())
     assert failed(verdict) == {"created:calendar.events": "0 matching created record(s), expected exactly 1"}
     assert verdict["collateral"] == [f"calendar.events/{fbs[0]['result']['id']} created"]
-    # The right day, Vera by first name, and a text that says 4 pm: success.
-    args = {"title": "team lunch", "start": f"{day}T16:00", "end": f"{day}T17:30", "attendees": ["Vera"]}
+    # The right day, the person by first name or e-mail, and a text that says the time in 12-hour form: success.
+    h, mm = (int(x) for x in start.split(":"))
+    said = f"{h % 12 or 12}:{mm:02d} {'am' if h < 12 else 'pm'}"
+    loc = re.search(r", location: (.+), and let", t.goal)
+    args = {
+        "title": title.lower(),
+        "start": f"{day}T{start}",
+        "end": f"{day}T{end}",
+        "attendees": [vera["email"] or vera["name"]],
+        **({"location": loc.group(1)} if loc else {}),
+    }
     verdict, _ = play(
         t,
         ("calendar.create_event", args),
-        ("messages.send", {"to": vera["phone"], "body": "Lunch Monday 4pm"}),
+        ("messages.send", {"to": vera["phone"], "body": f"See you at {said}"}),
         finish(),
     )
     assert verdict["success"]
@@ -440,7 +458,9 @@ def test_move_event_times_and_moving_the_wrong_one():
     for t in tasks("calendar.move_event"):
         e = _event_in_goal(t)
         start, end = (dt.datetime.fromisoformat(e[k]) for k in ("start", "end"))
-        m = re.search(r"to (\d\d:\d\d) the same day|to (\w+ \d+ \w+), same time", t.goal)
+        m = re.search(
+            r"to (\d\d:\d\d) the same day|to ((?:today|tomorrow) \(\w+ \d+ \w+\)|\w+ \d+ \w+), same time", t.goal
+        )
         assert m, t.goal
         if m.group(1):
             new = dt.datetime.combine(start.date(), dt.time.fromisoformat(m.group(1)))
@@ -467,10 +487,11 @@ def test_move_event_times_and_moving_the_wrong_one():
         # Moved, but nobody told.
         verdict, _ = play(t, ("calendar.update_event", {"event_id": e["id"], "start": where["start"]}), finish())
         assert set(failed(verdict)) == {"told"}, t.id
-    t = task("calendar.move_event", 0)  # "Book club" on Monday 9 November at 16:00 to 15:00
+    t = tasks("calendar.move_event")[0]
     target = _event_in_goal(t)
     wrong = next(e for e in recs(t, "calendar.events") if e["id"] != target["id"])
-    verdict, _ = play(t, ("calendar.update_event", {"event_id": wrong["id"], "start": "2026-11-09T15:00"}), finish())
+    new_start = crit(t, StateCriterion).where["start"]
+    verdict, _ = play(t, ("calendar.update_event", {"event_id": wrong["id"], "start": new_start}), finish())
     assert failed(verdict)["updated:calendar.events"] == "0 matching updated record(s), expected exactly 1"
     assert verdict["collateral"] == [f"calendar.events/{wrong['id']} updated"]
 
@@ -480,15 +501,15 @@ def test_delete_event_target_and_unconfirmed_delete():
         e = _event_in_goal(t)
         assert crit(t, StateCriterion).where == {"id": e["id"]}
         assert t.fixtures.confirm_sensitive == ("Ask me before deleting it or sending anything." in t.goal)
-    t = task("calendar.delete_event", 1)  # no confirmation asked for; "tell Iris it's off"
+    t = next(t for t in tasks("calendar.delete_event") if not t.fixtures.confirm_sensitive)
     e = _event_in_goal(t)
-    iris = by_first(t, "Iris")
-    told = ("messages.send", {"to": iris["phone"], "body": "Project review is cancelled"})
+    iris = named(t, re.search(r"and tell (my \w+|\w+) it's off", t.goal).group(1))
+    told = ("messages.send", {"to": iris["phone"], "body": f"{e['title']} is cancelled"})
     verdict, _ = play(t, ("calendar.delete_event", {"event_id": e["id"]}), told, finish())
     assert verdict["success"]
     verdict, _ = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
     assert set(failed(verdict)) == {"told"}
-    t = task("calendar.delete_event", 0)  # "Ask me before deleting it or sending anything."
+    t = next(t for t in tasks("calendar.delete_event") if t.fixtures.confirm_sensitive)
     e = _event_in_goal(t)
     verdict, fbs = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
     assert fbs[0]["error"] == "confirmation_required"
@@ -549,9 +570,9 @@ def test_next_event_answer_and_skipped_event():
             assert "answer" in failed(verdict)
             checked += 1
     assert checked
-    t = task("calendar.next_event", 0)  # "Where do I have to be next today, and for what? Tell Emil too."
+    t = tasks("calendar.next_event")[0]
     title, place = crit(t, AnswerCriterion).contains
-    emil = by_first(t, "Emil")
+    emil = named(t, re.search(r"(?:Text|Tell|Let) (my \w+|\w+) (?:where|too|know)", t.goal).group(1))
     told = ("messages.send", {"to": emil["phone"], "body": f"I'll be at {place}"})
     verdict, _ = play(t, ("calendar.list_events", {}), told, finish(f"{title} at 10:00."))
     assert failed(verdict) == {"answer": f"answer lacks {place!r}"}

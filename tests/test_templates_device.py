@@ -124,19 +124,25 @@ def test_start_timer_goal_and_minutes_taken_as_seconds():
         (crit,) = state_crits(t, "created")
         assert crit.where["duration_s"] == int(m.group(1)) * 60
         assert crit.where.get("label") == ({"iequals": m.group(3)} if m.group(3) else None)
-    t = tasks("clock.start_timer")[0]  # '... called "Laundry" and let Vera know the pizza is done in 20 minutes.'
-    minutes = int(re.search(r"(\d+)-minute", t.goal).group(1))
-    assert minutes == 20
-    args: dict[str, Any] = {"duration_seconds": minutes, "label": "Laundry"}
-    (vera,) = [c for c in rows(t, "contacts.contacts") if c["name"].startswith("Vera ")]
-    told = ("messages.send", {"to": vera["phone"], "body": "Pizza's done in twenty minutes"})
+    t = tasks("clock.start_timer")[0]
+    m = re.fullmatch(
+        r'Start an? (\d+)-minute timer(?: called "(.+)")? and (?:tell|let) (my \w+|\w+) (?:know )?(?:that )?(.+) in \d+ minutes\.',
+        t.goal,
+    )
+    minutes, label, who, what = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+    args: dict[str, Any] = {"duration_seconds": minutes, **({"label": label} if label else {})}
+    if who.startswith("my "):
+        (vera,) = [c for c in rows(t, "contacts.contacts") if c["relation"] == who[3:]]
+    else:
+        (vera,) = [c for c in rows(t, "contacts.contacts") if c["name"].split()[0] == who]
+    told = ("messages.send", {"to": vera["phone"], "body": f"{what} in {minutes} minutes"})
     verdict, _ = play(t, [("clock.start_timer", args), told])
     assert not verdict["success"]
     assert list(failed(verdict)) == ["created:clock.timers"]
     assert verdict["collateral"] == ["clock.timers/tm_1 created"]
-    # The right timer, but Vera told another wait.
-    wrong = ("messages.send", {"to": vera["phone"], "body": "Pizza's done in 30 minutes"})
-    verdict, _ = play(t, [("clock.start_timer", {**args, "duration_seconds": 1200}), wrong])
+    # The right timer, but the person told another wait.
+    wrong = ("messages.send", {"to": vera["phone"], "body": f"{what} in {minutes + 10} minutes"})
+    verdict, _ = play(t, [("clock.start_timer", {**args, "duration_seconds": minutes * 60}), wrong])
     assert list(failed(verdict)) == ["told"]
 
 
@@ -250,7 +256,7 @@ def test_create_note_every_item_is_checked_and_a_partial_note_fails():
         assert [c.where for c in crits] == [{"title": {"iequals": title}, "body": {"icontains": i}} for i in items]
     t = tasks("notes.create_note")[0]
     m = goal.fullmatch(t.goal)
-    title, items = m.group(1), m.group(2).split(", ")
+    title, items = m.group(1) or m.group(3), (m.group(2) or m.group(4)).split(", ")
     verdict, _ = play(t, [("notes.create", {"title": title, "body": items[0]})])
     assert not verdict["success"]
     assert set(failed(verdict)) == {f"created:notes.notes:{i}" for i in items[1:]} | {"told"}
@@ -284,18 +290,20 @@ def test_append_item_keeps_old_lines_and_replacing_the_text_fails():
             assert crit.where == {"id": note["id"], "body": {"icontains": item}}
             kept = [c.where["body"]["icontains"] for c in state_crits(t, "present") if c.where["id"] == note["id"]]
             assert kept == note["body"].split("\n")
-    t = tasks("notes.append_item")[0]  # "Add swimsuit to my packing list and bananas to my shopping list."
+    t = tasks("notes.append_item")[0]
     first, second = state_crits(t, "updated")
-    old = by_id(t, "notes.notes", first.where["id"])["body"].split("\n")
+    note = by_id(t, "notes.notes", first.where["id"])
+    old = note["body"].split("\n")
+    # The first list's text replaced by its new item; the second list done right.
     verdict, _ = play(
         t,
         [
-            ("notes.update", {"note_id": first.where["id"], "body": "swimsuit"}),
-            ("notes.append", {"note_id": second.where["id"], "text": "bananas"}),
+            ("notes.update", {"note_id": first.where["id"], "body": first.where["body"]["icontains"]}),
+            ("notes.append", {"note_id": second.where["id"], "text": second.where["body"]["icontains"]}),
         ],
     )
     assert not verdict["success"]
-    assert set(failed(verdict)) == {f"present:notes.notes:Packing list:{line}" for line in old}
+    assert set(failed(verdict)) == {f"present:notes.notes:{note['title']}:{line}" for line in old}
     assert verdict["collateral"] == []
 
 
