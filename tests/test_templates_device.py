@@ -460,7 +460,16 @@ def test_airplane_mode_side_effects_allowed_and_forgetting_wifi_fails():
         assert key not in allowed.where["id"]["in"]
         assert [c.where for c in state_crits(t) if c.where["id"] == "dnd"] == [{"id": "dnd", "value": True}]
     t = next(t for t in tasks("settings.airplane_mode") if "Wi-Fi back on" in t.goal and setting(t, "wifi"))
-    verdict, _ = play(t, [("settings.set_airplane_mode", {"enabled": True}), ("settings.set_dnd", {"enabled": True})])
+    level = int(re.search(r"(\d+)(?:%| percent)", t.goal).group(1))
+    assert [c.where for c in state_crits(t) if c.where["id"] == "brightness"] == [{"id": "brightness", "value": level}]
+    verdict, _ = play(
+        t,
+        [
+            ("settings.set_airplane_mode", {"enabled": True}),
+            ("settings.set_dnd", {"enabled": True}),
+            ("settings.set_brightness", {"level": level}),
+        ],
+    )
     assert not verdict["success"]
     assert list(failed(verdict)) == ["present:settings.settings"]
     # Wi-Fi is not among the allowed side effects when the user wants it kept on.

@@ -269,10 +269,15 @@ def last_texter(w: World) -> Draft:
         last = inbound[0]
     c = w.contact_by_number(last["number"])
     assert c is not None
-    ask, (reply, key) = w.rng.choice(
-        [("Who texted me last?", ("I'll call you tonight", "tonight")),
-         ("Who sent me the most recent text?", ("Got your message, will reply properly later", "later")),
-         ("Who was the last person to text me?", ("Sorry, I'm in a meeting until noon", "meeting"))]
+    ask = w.rng.choice(
+        ["Who texted me last?", "Who sent me the most recent text?", "Who was the last person to text me?"]
+    )
+    reply, key = w.rng.choice(
+        [("I'll call you tonight", "tonight"),
+         ("Got your message, will reply properly later", "later"),
+         ("Sorry, I'm in a meeting until noon", "meeting"),
+         ("On my way home, talk soon", "on my way"),
+         ("Thanks, I'll check and get back to you", "get back")]
     )  # fmt: skip
     plan = [call("messages.list_threads"), call("messages.send", to=last["number"], body=reply)]
     plan.append(call("finish", answer=f"{c['name']} texted last; I replied."))

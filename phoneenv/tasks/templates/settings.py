@@ -200,6 +200,7 @@ def airplane_mode(w: World) -> Draft:
     if w.rng.random() < 0.5:
         set_value(w, "bluetooth", True)  # so the side effect shows on Bluetooth too
     keep = w.rng.choice(["wifi", "bluetooth"])
+    level = w.rng.choice([n for n in range(10, 50, 5) if n != value_of(w, "brightness")])
     criteria = [state("settings.settings", "updated", id="airplane_mode", value=True)]
     plan = [call("settings.set_airplane_mode", enabled=True)]
     goal = "I'm boarding my flight, turn on airplane mode."
@@ -209,8 +210,10 @@ def airplane_mode(w: World) -> Draft:
             keep
         ]
         goal = w.rng.choice(
-            [f"Turn on airplane mode and do not disturb, but I want {label} on during the flight.",
-             f"I'm boarding: airplane mode on, {label} back on, and don't disturb me."]
+            [f"Turn on airplane mode and do not disturb, but I want {label} on during the flight."
+             f" And dim the screen to {level}%.",
+             f"I'm boarding: airplane mode on, {label} back on, screen brightness at {level} percent,"
+             " and don't disturb me."]
         )  # fmt: skip
         side.remove(keep)
         plan.append(call(tool, enabled=True))
@@ -218,8 +221,11 @@ def airplane_mode(w: World) -> Draft:
         # Airplane mode switches it off; switched back on it is unchanged, or updated if it was off.
         crit = state("settings.settings", "present" if was_on else "updated", id=keep, value=True)
         criteria.append(crit)
-    plan.append(call("settings.set_dnd", enabled=True))
-    criteria.append(state("settings.settings", "updated", id="dnd", value=True))
+    plan += [call("settings.set_dnd", enabled=True), call("settings.set_brightness", level=level)]
+    criteria += [
+        state("settings.settings", "updated", id="dnd", value=True),
+        state("settings.settings", "updated", id="brightness", value=level),
+    ]
     plan.append(call("finish", answer="Airplane mode is on."))
     return Draft(
         goal=goal,
@@ -228,9 +234,12 @@ def airplane_mode(w: World) -> Draft:
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
-            passes("in another order", [plan[2], plan[0], plan[1], plan[3]]),
+            passes("in another order", [plan[2], plan[3], plan[0], plan[1], plan[4]]),
             passes("checked the settings after", [*plan[:-1], call("settings.list_all"), plan[-1]]),
             fails("radio not turned back on", replacing(plan, 1)),
+            fails(
+                "brightness as a volume", replacing(plan, 3, call("settings.set_volume", stream="media", level=level))
+            ),
             fails("airplane mode left off", replacing(plan, 0)),
         ],
     )
