@@ -103,7 +103,7 @@ def found(e: dict[str, Any]) -> Criterion:
     capabilities=["create", "time", "lookup", "send"],
 )
 def create_event(w: World) -> Draft:
-    """Template ``calendar.create_event``, e.g. task 0: "Put \"Car service\" in my calendar tomorrow (Friday 13 November) from 17:00 to 18:30 with Ana, location: City Library, and let her know."."""
+    """Template ``calendar.create_event``, e.g. task 0: "Put \"Tax advisor\" in my calendar on Sunday 8 November from 08:30 to 09:30 with Emily, location: Cafe Luna, and let them know."."""
     title = w.rng.choice(NEW_TITLES)
     offset = w.rng.choice([1, 1, 2, 3, 4, 5, 6])
     day = w.now.date() + dt.timedelta(days=offset)
@@ -182,7 +182,7 @@ def create_event(w: World) -> Draft:
     capabilities=["lookup", "update", "time", "send"],
 )
 def move_event(w: World) -> Draft:
-    """Template ``calendar.move_event``, e.g. task 0: "Move \"Book club\" on Monday 9 November at 16:00 to 15:00 the same day, keeping its length, and tell Ana about the new time."."""
+    """Template ``calendar.move_event``, e.g. task 0: "Move \"Yoga class\" on Friday 6 November at 16:00 to Monday 9 November, same time, and let Stanley know."."""
     e = w.rng.choice(upcoming(w))
     start = dt.datetime.fromisoformat(e["start"])
     length = dt.datetime.fromisoformat(e["end"]) - start
@@ -247,7 +247,7 @@ def move_event(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm", "send"],
 )
 def delete_event(w: World) -> Draft:
-    """Template ``calendar.delete_event``, e.g. task 0: "Cancel \"Coffee with Jonas\" on Saturday 21 November at 11:30 and tell Jonas it's off. Ask me before deleting it."."""
+    """Template ``calendar.delete_event``, e.g. task 0: "Call off \"Parent-teacher meeting\" on Monday 23 November at 11:00 and tell Maritta it's off."."""
     e = w.rng.choice(upcoming(w))
     confirm_variant(w, 0.5)
     # The person the event is with, when its title names one ("Coffee with Jonas").
@@ -295,7 +295,7 @@ def delete_event(w: World) -> Draft:
     capabilities=["lookup", "update"],
 )
 def add_attendee(w: World) -> Draft:
-    """Template ``calendar.add_attendee``, e.g. task 0: "Add my dad to \"Budget meeting\" on Wednesday 18 November at 13:30 as an attendee."."""
+    """Template ``calendar.add_attendee``, e.g. task 0: "Invite my dad to \"Parent-teacher meeting\" tomorrow (Thursday 26 November) at 12:00."."""
     e = w.rng.choice(upcoming(w))
     attendees = tuple(e["attendees"])
     free = [c for c in w.contacts if c["name"] not in attendees]
@@ -360,7 +360,7 @@ def add_attendee(w: World) -> Draft:
     capabilities=["lookup", "answer", "time", "send"],
 )
 def next_event(w: World) -> Draft:
-    """Template ``calendar.next_event``, e.g. task 0: "What's my next event today, and where is it? Text Ana where I'll be."."""
+    """Template ``calendar.next_event``, e.g. task 0: "What's my first event tomorrow (Tuesday 17 November), and where is it? Let Leslie know where I'll be."."""
     today = w.now.date()
     tomorrow = w.rng.random() < 0.4
     day = today + dt.timedelta(days=1) if tomorrow else today

@@ -68,7 +68,7 @@ WORDS = {3: "three", 5: "five", 8: "eight", 10: "ten", 12: "twelve", 15: "fiftee
 
 @template("clock.set_alarm", apps=["clock"], domain=Domain.TIME, capabilities=["create", "lookup", "update"])
 def set_alarm(w: World) -> Draft:
-    """Template ``clock.set_alarm``, e.g. task 0: "Set an alarm for 7:35 AM tomorrow labeled \"Catch the train\", and switch off my 8:00 AM one."."""
+    """Template ``clock.set_alarm``, e.g. task 0: "Set an alarm for 5:00 AM tomorrow labeled \"Walk the dog\", and switch off my 7:15 AM one."."""
     old = enabled_alarm(w)
     taken = {a["time"] for a in w.table("clock.alarms")}
     # Morning times: the phone's clock is 08:00-11:45, so a one-off alarm rings tomorrow.
@@ -134,7 +134,7 @@ def set_alarm(w: World) -> Draft:
     "clock.start_timer", apps=["clock", "contacts", "messages"], domain=Domain.TIME, capabilities=["create", "send"]
 )
 def start_timer(w: World) -> Draft:
-    """Template ``clock.start_timer``, e.g. task 0: "Start a 20-minute timer and tell Ana that dinner is ready in 20 minutes."."""
+    """Template ``clock.start_timer``, e.g. task 0: "Start a 45-minute timer called \"Tea\" and let my dad know dinner is ready in 45 minutes."."""
     minutes = w.rng.choice(sorted(WORDS))
     length = f"{'an' if str(minutes).startswith('8') else 'a'} {minutes}-minute"  # "an 8-minute"
     where: dict[str, object] = {"duration_s": minutes * 60, "running": True}
@@ -184,7 +184,7 @@ def start_timer(w: World) -> Draft:
 
 @template("clock.alarm_off", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "update"])
 def alarm_off(w: World) -> Draft:
-    """Template ``clock.alarm_off``, e.g. task 0: "Switch off my 6:30 AM and 7:00 AM alarms, but don't delete them."."""
+    """Template ``clock.alarm_off``, e.g. task 0: "Switch off my 7:45 AM and 1:00 PM alarms, but don't delete them."."""
     a = enabled_alarm(w)
     b = enabled_alarm(w, exclude=(str(a["id"]),))
     a, b = sorted((a, b), key=lambda x: str(x["time"]))
@@ -223,7 +223,7 @@ def alarm_off(w: World) -> Draft:
 
 @template("clock.what_time", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "answer"])
 def what_time(w: World) -> Draft:
-    """Template ``clock.what_time``, e.g. task 0: "What time is it in Sydney and in Tokyo right now?"."""
+    """Template ``clock.what_time``, e.g. task 0: "I have calls with Sao Paulo and Dubai - what's the time there now?"."""
     here = w.now.replace(tzinfo=zoneinfo.ZoneInfo(w.timezone))
     # Only cities whose clock differs from the phone's and from each other right now, so each
     # lookup matters.
@@ -269,7 +269,7 @@ def what_time(w: World) -> Draft:
 
 @template("clock.delete_alarm", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "delete", "update"])
 def delete_alarm(w: World) -> Draft:
-    """Template ``clock.delete_alarm``, e.g. task 0: "Delete my 1:00 PM alarm and turn my 7:15 AM one back on."."""
+    """Template ``clock.delete_alarm``, e.g. task 0: "I don't need my 6:30 AM alarm anymore, delete it. And switch the 7:15 AM alarm on again."."""
     alarms = w.table("clock.alarms")
     i = w.rng.randrange(len(alarms))
     if w.rng.random() < 0.5:

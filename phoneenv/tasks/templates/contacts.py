@@ -28,7 +28,7 @@ from phoneenv.tasks.world import World
     capabilities=["lookup", "create", "update"],
 )
 def add_contact(w: World) -> Draft:
-    """Template ``contacts.add_contact``, e.g. task 0: "The last missed call was Umar Tanaka. Save the number as a new contact and make him a favorite."."""
+    """Template ``contacts.add_contact``, e.g. task 0: "Whoever called me last and I missed is Hollie Roberts: save them in my contacts as a favorite."."""
     name = w.new_name()
     number = unknown_number(w)
     decoy = unknown_number(w)
@@ -73,7 +73,7 @@ def add_contact(w: World) -> Draft:
     capabilities=["lookup", "answer", "send"],
 )
 def lookup_number(w: World) -> Draft:
-    """Template ``contacts.lookup_number``, e.g. task 0: "What is Ben's phone number? Send it to my sister too."."""
+    """Template ``contacts.lookup_number``, e.g. task 0: "What is Irene's phone number? Send it to Rebecca too."."""
     c, to = w.pick("contacts.contacts", 2)
     first = c["name"].split()[0]
     name, query = who(w, to)
@@ -110,7 +110,7 @@ def lookup_number(w: World) -> Draft:
 
 @template("contacts.favorite", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["lookup", "update"])
 def favorite(w: World) -> Draft:
-    """Template ``contacts.favorite``, e.g. task 0: "Add Grace and my boss to my favorites."."""
+    """Template ``contacts.favorite``, e.g. task 0: "Add Gerwin and Steve to my favorites."."""
     a, b = w.pick("contacts.contacts", 2, favorite=False)
     (na, qa), (nb, qb) = who(w, a), who(w, b)
     if na.startswith("my ") and nb.startswith("my "):
@@ -151,7 +151,7 @@ def favorite(w: World) -> Draft:
     capabilities=["lookup", "update", "send"],
 )
 def update_email(w: World) -> Draft:
-    """Template ``contacts.update_email``, e.g. task 0: "Samir's email address is now samir.khan@proton.me; update the contact and send him a short test email there."."""
+    """Template ``contacts.update_email``, e.g. task 0: "Paula's email address is now paula.evans@proton.me; update the contact and send a short test email there."."""
     (c,) = w.pick("contacts.contacts")
     first, last = c["name"].split()[0], c["name"].split()[-1]
     email = f"{first.lower()}.{last.lower()}@{w.rng.choice(['mail.com', 'proton.me', 'work.org'])}"
@@ -203,7 +203,7 @@ def update_email(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_contact(w: World) -> Draft:
-    """Template ``contacts.delete_contact``, e.g. task 0: "Delete Bianca from my contacts and block her number. Check with me before deleting."."""
+    """Template ``contacts.delete_contact``, e.g. task 0: "Block Robert's number and remove them from my contacts - ask me first."."""
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
     w.confirm_sensitive = True

@@ -88,7 +88,7 @@ def sender_name(w: World, address: str) -> str | None:
     capabilities=["login", "lookup", "answer", "update"],
 )
 def latest_unread(w: World) -> Draft:
-    """Template ``mail.latest_unread``, e.g. task 0: "What's the subject of my latest unread email? Mark it as read."."""
+    """Template ``mail.latest_unread``, e.g. task 0: "Tell me the subject of the most recent email I haven't opened, then mark it as read."."""
     plan = signed_out(w)
     unread = sorted((m for m in inbox(w) if not m["read"]), key=lambda m: m["time"], reverse=True)
     if not unread or (len(unread) > 1 and unread[0]["time"] == unread[1]["time"]) or w.rng.random() < 0.3:
@@ -142,7 +142,7 @@ def latest_unread(w: World) -> Draft:
     capabilities=["login", "lookup", "send"],
 )
 def send_email(w: World) -> Draft:
-    """Template ``mail.send_email``, e.g. task 0: "Email Wes with the subject \"Thank you\" and the message: \"Thanks again for helping me move last weekend.\""."""
+    """Template ``mail.send_email``, e.g. task 0: "Send Christopher an email, subject \"Book club\": \"I finished the book and loved the ending.\" Check with me before sending."."""
     plan = signed_out(w)
     people = [c for c in w.contacts if c["email"]]
     (c,) = w.rng.sample(people, 1) if people else w.pick("contacts.contacts")
@@ -213,7 +213,7 @@ def send_email(w: World) -> Draft:
     capabilities=["login", "lookup", "update"],
 )
 def archive(w: World) -> Draft:
-    """Template ``mail.archive``, e.g. task 0: "Archive the \"Your order has shipped\" email."."""
+    """Template ``mail.archive``, e.g. task 0: "Archive the \"Team offsite\" email."."""
     plan = signed_out(w)
     m = w.rng.choice(inbox(w))
     who_sent = sender_name(w, m["from"])
@@ -258,7 +258,7 @@ def archive(w: World) -> Draft:
     capabilities=["login", "lookup", "send"],
 )
 def reply(w: World) -> Draft:
-    """Template ``mail.reply``, e.g. task 0: "Reply to the \"Your order has shipped\" email from Hugo: \"Thanks, I'll take a look today.\""."""
+    """Template ``mail.reply``, e.g. task 0: "Reply to the \"Dinner on Saturday?\" email from Wendelin: \"Thanks, I'll take a look today.\" Ask me before you send it."."""
     plan = signed_out(w)
     m = w.rng.choice(inbox(w))
     text, key = w.rng.choice(REPLIES)

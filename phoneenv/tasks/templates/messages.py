@@ -151,7 +151,7 @@ def add_inbound(w: World, number: str, body: str, minutes_ago: int, read: bool) 
     capabilities=["lookup", "send"],
 )
 def text_contact(w: World) -> Draft:
-    """Template ``messages.text_contact``, e.g. task 0: "Text Jonas and my sister: \"I'm running about 15 minutes late\"."."""
+    """Template ``messages.text_contact``, e.g. task 0: "Text Shohei and Hanako: \"Can you bring the charger tonight?\""."""
     a, b = w.pick("contacts.contacts", 2)
     (name_a, query_a), (name_b, query_b) = who(w, a), who(w, b)
     if name_a.startswith("my ") and name_b.startswith("my "):
@@ -204,7 +204,7 @@ def text_contact(w: World) -> Draft:
     capabilities=["lookup", "answer", "update"],
 )
 def unread_count(w: World) -> Draft:
-    """Template ``messages.unread_count``, e.g. task 0: "How many unread texts do I have, and who are they from? Mark them read afterwards."."""
+    """Template ``messages.unread_count``, e.g. task 0: "Count my unread text messages and tell me who sent them, then mark them as read."."""
     msgs = w.table("messages.messages")
     unread = [m for m in msgs if m["direction"] == "in" and not m["read"]]
     if not unread:
@@ -258,7 +258,7 @@ def unread_count(w: World) -> Draft:
     capabilities=["lookup", "answer", "send"],
 )
 def last_texter(w: World) -> Draft:
-    """Template ``messages.last_texter``, e.g. task 0: "Who texted me last? Text them back that I'll call tonight."."""
+    """Template ``messages.last_texter``, e.g. task 0: "Who sent me the most recent text? Text them back: \"Got your message, will reply properly later\"."."""
     msgs = w.table("messages.messages")
     inbound = sorted((m for m in msgs if m["direction"] == "in"), key=lambda m: m["time"], reverse=True)
     if not inbound or (len(inbound) > 1 and inbound[0]["time"] == inbound[1]["time"]):
@@ -310,7 +310,7 @@ def last_texter(w: World) -> Draft:
     capabilities=["lookup", "update"],
 )
 def mark_thread_read(w: World) -> Draft:
-    """Template ``messages.mark_thread_read``, e.g. task 0: "Mark my dad's texts as read."."""
+    """Template ``messages.mark_thread_read``, e.g. task 0: "Mark Taro's texts as read."."""
     msgs = w.table("messages.messages")
     numbers = sorted({m["number"] for m in msgs if m["direction"] == "in" and not m["read"]})
     if numbers:
@@ -362,7 +362,7 @@ def mark_thread_read(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_message(w: World) -> Draft:
-    """Template ``messages.delete_message``, e.g. task 0: "Delete the last text Yara sent me."."""
+    """Template ``messages.delete_message``, e.g. task 0: "Get rid of the most recent message from Marlene."."""
     msgs = w.table("messages.messages")
     latest: dict[str, dict[str, Any]] = {}
     for m in sorted(msgs, key=lambda m: m["time"]):
@@ -416,7 +416,7 @@ def delete_message(w: World) -> Draft:
     capabilities=["lookup", "send"],
 )
 def forward(w: World) -> Draft:
-    """Template ``messages.forward``, e.g. task 0: "Forward the text Umar sent me (\"Meeting moved to 3\") to Felix."."""
+    """Template ``messages.forward``, e.g. task 0: "Send Jimmy the message \"Are we still on for tonight?\" that I got from Benjamin."."""
     msgs = w.table("messages.messages")
     bodies: dict[str, int] = {}
     for m in msgs:

@@ -96,7 +96,7 @@ def all_of_words(items: list[str]) -> str:
     "notes.create_note", apps=["notes", "contacts", "messages"], domain=Domain.NOTES, capabilities=["create", "send"]
 )
 def create_note(w: World) -> Draft:
-    """Template ``notes.create_note``, e.g. task 0: "Make a new note titled \"Garden to-do\" listing: trim hedge, water tomatoes, and text the list to Ana."."""
+    """Template ``notes.create_note``, e.g. task 0: "Write down \"Movies to watch\": Arrival, Heat, Paddington. Send that list to Osamu as well."."""
     title, pool = w.rng.choice(NEW_NOTES)
     items = w.rng.sample(pool, w.rng.choice([2, 3]))
     body = "\n".join(items)
@@ -136,7 +136,7 @@ def create_note(w: World) -> Draft:
 
 @template("notes.append_item", apps=["notes"], domain=Domain.NOTES, capabilities=["lookup", "update"])
 def append_item(w: World) -> Draft:
-    """Template ``notes.append_item``, e.g. task 0: "Add headphones to my packing list and Piranesi to my \"Books to read\" note."."""
+    """Template ``notes.append_item``, e.g. task 0: "Add The Hobbit to my \"Books to read\" note and headphones to my packing list."."""
     picks = w.rng.sample(sorted(LISTS), 2)
     criteria: list[StateCriterion] = []
     plan = []
@@ -193,7 +193,7 @@ def append_item(w: World) -> Draft:
     capabilities=["lookup", "answer", "send"],
 )
 def lookup_fact(w: World) -> Draft:
-    """Template ``notes.lookup_fact``, e.g. task 0: "Which parking spot did I write down for the airport garage? Text it to Ana."."""
+    """Template ``notes.lookup_fact``, e.g. task 0: "Which parking spot did I write down for the airport garage? Joshua needs it as well, send it to them."."""
     kind = w.rng.choice(["wifi_net", "wifi_pw", "locker", "bike", "parking"])
     if kind in ("wifi_net", "wifi_pw"):
         net = w.rng.choice(WIFI_NETS)
@@ -256,7 +256,7 @@ def lookup_fact(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_note(w: World) -> Draft:
-    """Template ``notes.delete_note``, e.g. task 0: "Delete my \"Gift ideas\" note. Ask me before you delete it."."""
+    """Template ``notes.delete_note``, e.g. task 0: "I no longer need the note \"Packing list\", remove it."."""
     (note,) = w.pick("notes.notes")
     confirm_variant(w, 0.5)
     goal = w.rng.choice(

@@ -86,7 +86,7 @@ def person_pattern(full_name: str) -> str:
     capabilities=["lookup", "call", "permission"],
 )
 def call_contact(w: World) -> Draft:
-    """Template ``phone.call_contact``, e.g. task 0: "Phone Maya for me."."""
+    """Template ``phone.call_contact``, e.g. task 0: "Call my mom."."""
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
     denied = w.rng.random() < 0.6
@@ -176,7 +176,7 @@ def last_missed_call(w: World) -> Draft:
     capabilities=["lookup", "update", "delete"],
 )
 def block_caller(w: World) -> Draft:
-    """Template ``phone.block_caller``, e.g. task 0: "A number that isn't saved in my contacts keeps calling me. Block it and clear its calls from my log."."""
+    """Template ``phone.block_caller``, e.g. task 0: "Some stranger keeps ringing me. Block that number and remove it from my call history."."""
     number = unknown_number(w)
     entries = [
         add_call(w, number, w.rng.choice(["missed", "missed", "in"]), w.rng.randrange(30, 6000))
@@ -229,7 +229,7 @@ def block_caller(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_call_entry(w: World) -> Draft:
-    """Template ``phone.delete_call_entry``, e.g. task 0: "Delete my call to Jonas yesterday (Sunday 15 November) at 07:03 from my call log."."""
+    """Template ``phone.delete_call_entry``, e.g. task 0: "Delete my call to Bastian yesterday (Tuesday 3 November) at 08:49 from my call log."."""
     calls = w.table("phone.calls")
     # The goal names a call by person, day and minute: keep the calls no other call shares those with.
     seen: dict[tuple[str, str], int] = {}

@@ -69,7 +69,7 @@ def value_of(w: World, key: str) -> Any:
 
 @template("settings.toggle", apps=["settings"], domain=Domain.DEVICE, capabilities=["update"])
 def toggle(w: World) -> Draft:
-    """Template ``settings.toggle``, e.g. task 0: "Turn on do not disturb, switch Bluetooth off and set the screen brightness to 30%."."""
+    """Template ``settings.toggle``, e.g. task 0: "Turn on do not disturb, go back to the light theme and set the screen brightness to 80%."."""
     # Task k of the template starts with toggle k (seeds are consecutive), so all eight appear.
     first = TOGGLES[w.seed % len(TOGGLES)]
     second = w.rng.choice([t for t in TOGGLES if t[0] != first[0]])
@@ -110,7 +110,7 @@ def toggle(w: World) -> Draft:
 
 @template("settings.brightness", apps=["settings"], domain=Domain.DEVICE, capabilities=["lookup", "update"])
 def brightness(w: World) -> Draft:
-    """Template ``settings.brightness``, e.g. task 0: "Turn the screen brightness up by 20 points and the media volume down by 10."."""
+    """Template ``settings.brightness``, e.g. task 0: "Make the screen 20 points dimmer than it is now, and lower the media volume by 20."."""
     now = w.rng.choice(range(20, 80, 5))
     set_value(w, "brightness", now)
     vol = w.rng.choice(range(30, 80, 5))
@@ -196,7 +196,7 @@ def revoke_permission(w: World) -> Draft:
 
 @template("settings.airplane_mode", apps=["settings"], domain=Domain.DEVICE, difficulty=2, capabilities=["update"])
 def airplane_mode(w: World) -> Draft:
-    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding my flight, turn on airplane mode."."""
+    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding: airplane mode on, Wi-Fi back on, screen brightness at 40 percent, and don't disturb me."."""
     if w.rng.random() < 0.5:
         set_value(w, "bluetooth", True)  # so the side effect shows on Bluetooth too
     keep = w.rng.choice(["wifi", "bluetooth"])
