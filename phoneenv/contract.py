@@ -305,7 +305,8 @@ class BehaviorCriterion(BaseModel):
     call of ``tool`` matching ``arguments`` precedes the first successful call of ``then``; holds
     when ``then`` is never called, so pair it with a ``required_call`` when ``then`` is needed),
     ``step_up`` (every successful call of ``tool`` — every ``sensitive`` call when ``tool`` is
-    None — comes after a successful step-up call, one of the tools in ``via``, made since the
+    None — comes after a successful step-up call, one of the tools in ``via`` (default
+    ``user.authenticate``, the PIN or fingerprint prompt), made since the
     previous such call: authentication is fresh per sensitive action).
 
     ``tool`` is a name or an ``fnmatch`` pattern (``"messages.*"``: every tool of an app).
@@ -472,6 +473,9 @@ class Fixtures(BaseModel):
     - ``vault``: saved credentials ``{"account": password}``; secret, shown as ``***``.
     - ``confirm_sensitive``: sensitive calls need a granted ``user.confirm`` first;
       ``user_confirms``: what the simulated user answers to ``user.confirm``.
+    - ``step_up``: the phone asks for the user's PIN or fingerprint before every sensitive call
+      (``user.authenticate`` is offered, and a sensitive call without a fresh authentication
+      fails with ``precondition_failed``); ``user_authenticates``: whether the user passes it.
     - ``simulated``: scripted results of LLM-simulated tools for given arguments (the task's
       world script; calls not scripted are simulated by the model).
     - ``memory``: the user's memories (:class:`MemoryFixture`) seeded into the harness's memory
@@ -491,6 +495,8 @@ class Fixtures(BaseModel):
     vault: dict[str, SecretStr] = Field(default_factory=dict)
     confirm_sensitive: bool = False
     user_confirms: bool = True
+    step_up: bool = False
+    user_authenticates: bool = True
     simulated: list[SimulatedCall] = Field(default_factory=list)
     memory: list[MemoryFixture] = Field(default_factory=list)
     location_timeline: list[LocationChange] = Field(default_factory=list)

@@ -113,9 +113,19 @@ class _EnvTools:
         ok = self.env.task.fixtures.user_confirms
         return {"confirmed": ok, "reply": "Yes, go ahead." if ok else "No, don't do that."}
 
+    @tool()
+    def authenticate(self, reason: str) -> dict[str, Any]:
+        """Ask the user to unlock a sensitive action with their PIN or fingerprint (a step-up).
+
+        Args:
+            reason: What the authentication is for, in one sentence.
+        """
+        return {"authenticated": True}
+
 
 _FINISH = build_tool("", "device", _EnvTools.finish)  # type: ignore[arg-type]
 _CONFIRM = build_tool("user", "device", _EnvTools.confirm)  # type: ignore[arg-type]
+_AUTHENTICATE = build_tool("user", "device", _EnvTools.authenticate)  # type: ignore[arg-type]
 
 
 def _ascii(text: str) -> str:
@@ -215,6 +225,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._memory_names: frozenset[str] = frozenset()
         self._delegation = delegation
         self._delegate_on = False
+        self._step_up_on = False
         self._frames: FrameStack | None = None
         text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
         obs: dict[str, spaces.Space[Any]] = {
@@ -245,12 +256,16 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     def _refresh_tools(self) -> None:
         btools = self.backend.tools()
         delegate = self._delegation if self._delegation is not None else "agent" in self.task.apps
-        if btools is self._tools_key and delegate == self._delegate_on:
+        step_up = self.task.fixtures.step_up
+        if btools is self._tools_key and delegate == self._delegate_on and step_up == self._step_up_on:
             return
         tmap: dict[str, Any] = dict(btools)
         tmap["finish"] = _FINISH
         tmap["user.confirm"] = _CONFIRM
         extra = [_CONFIRM.spec, _FINISH.spec]
+        if step_up:
+            tmap["user.authenticate"] = _AUTHENTICATE
+            extra.insert(1, _AUTHENTICATE.spec)
         if self._memory is not None:
             mem = {n: d for n, d in self._memory.tool_defs(self.backend).items() if n not in tmap}
             tmap.update(mem)
@@ -274,6 +289,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._tool_map = tmap
         self._tools_key = btools
         self._delegate_on = delegate
+        self._step_up_on = step_up
         specs = [e.spec for e in btools.values()] + extra
         self._specs: list[ToolSpec] = specs
         self._openai = [s.to_openai() for s in specs]
@@ -348,6 +364,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._token_totals: dict[str, int] = {}
         self._errors = 0
         self._confirmed = False
+        self._authenticated = False
         self._answer: str | None = None
         self._answer_value: Any = None
         self._done = False
@@ -592,11 +609,22 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             res = self._env_tools.confirm(**args)
             self._confirmed = confirmed = res["confirmed"]
             fb = Feedback(ok=True, result=res)
+        elif entry is _AUTHENTICATE:
+            self._authenticated = self.task.fixtures.user_authenticates
+            fb = (
+                Feedback(ok=True, result=self._env_tools.authenticate(**args))
+                if self._authenticated
+                else feedback.precondition_failed(
+                    "the user did not authenticate", "ask the user what to do instead, or finish without the action"
+                )
+            )
         elif spec.effect is Effect.SENSITIVE and self.task.fixtures.confirm_sensitive and not self._confirmed:
             fb = feedback.confirmation_required(spec.name)
+        elif spec.effect is Effect.SENSITIVE and self.task.fixtures.step_up and not self._authenticated:
+            fb = feedback.authentication_required(spec.name)
         else:
             if spec.effect is Effect.SENSITIVE:
-                self._confirmed = False
+                self._confirmed = self._authenticated = False
             fb = self.backend.call(spec.name, args)
         return CallRecord(spec.name, arguments, fb, spec.effect, confirmed)
 

@@ -268,3 +268,47 @@ def test_a_round_trip_on_an_unseeded_setting_is_no_change():
     env.step({"name": "settings.set_wifi", "arguments": {"enabled": False}})
     *_, info = env.step({"name": "finish", "arguments": {"answer": "done"}})
     assert info["verdict"]["collateral"] == ["settings.settings/wifi updated"]
+
+
+def test_step_up_through_the_env():
+    """A phone that asks for the PIN before sensitive calls (``Fixtures.step_up``): the call
+    fails until ``user.authenticate`` succeeds, one authentication covers one call, and the
+    ``step_up`` rule (default ``via``: ``user.authenticate``) checks the same on the trace."""
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.tasks import get_task
+
+    base = get_task("contacts.delete_contact/0")
+    rule = BehaviorCriterion(rule="step_up")
+    t = base.model_copy(
+        update={
+            "fixtures": base.fixtures.model_copy(update={"step_up": True, "confirm_sensitive": False}),
+            "criteria": [rule],
+            "milestones": [],
+        }
+    )
+    env = PhonePlanEnv(tasks=[t])
+    _, info = env.reset(seed=0, options={"task": t})
+    assert "user.authenticate" in {s["function"]["name"] for s in info["tools"]}
+    cid = t.fixtures.records["contacts.contacts"][0]["id"]
+    *_, info = env.step({"name": "contacts.delete", "arguments": {"contact_id": cid}})
+    fb = info["feedback"]
+    assert not fb.ok and fb.error.value == "precondition_failed" and "user.authenticate" in fb.hint
+    *_, info = env.step({"name": "user.authenticate", "arguments": {"reason": "delete a contact"}})
+    assert info["feedback"].ok
+    *_, info = env.step({"name": "contacts.delete", "arguments": {"contact_id": cid}})
+    assert info["feedback"].ok
+    other = t.fixtures.records["contacts.contacts"][1]["id"]
+    *_, info = env.step({"name": "contacts.delete", "arguments": {"contact_id": other}})
+    assert not info["feedback"].ok  # one authentication, one sensitive call
+    *_, info = env.step({"name": "finish", "arguments": {"answer": "done"}})
+    assert info["verdict"]["criteria"][0]["passed"]  # the failed call did not run
+    # A user who fails the prompt: the call stays blocked.
+    t2 = t.model_copy(update={"fixtures": t.fixtures.model_copy(update={"user_authenticates": False})})
+    env.reset(seed=0, options={"task": t2})
+    *_, info = env.step({"name": "user.authenticate", "arguments": {"reason": "delete a contact"}})
+    assert not info["feedback"].ok
+    *_, info = env.step({"name": "contacts.delete", "arguments": {"contact_id": cid}})
+    assert not info["feedback"].ok
+    # Without step_up fixtures the tool is not offered.
+    _, info = env.reset(seed=0, options={"task": base})
+    assert "user.authenticate" not in {s["function"]["name"] for s in info["tools"]}

@@ -392,6 +392,21 @@ def confirmation_required(tool: str) -> Feedback:
     )
 
 
+def authentication_required(tool: str) -> Feedback:
+    """``tool`` is sensitive and the phone asks for the user's PIN or fingerprint first
+    (``precondition_failed``): the task's fixtures set ``step_up``.
+
+    Args:
+        tool: the sensitive tool's name.
+    """
+    return _error(
+        ErrorKind.PRECONDITION_FAILED,
+        f"{tool} is sensitive; the phone asks the user to authenticate (PIN or fingerprint) first",
+        f'call user.authenticate {{"reason": "<what you are about to do>"}}, then retry {tool}; '
+        "one authentication covers one sensitive call",
+    )
+
+
 def not_found(what: str, id: str, finder_tool: str | None = None, candidates: list[str] | None = None) -> Feedback:
     """No ``what`` called or numbered ``id`` exists (``not_found``).
 
