@@ -190,3 +190,13 @@ def test_template_with_broken_record_fails_to_build():
     broken = dataclasses.replace(tpl, build=build)
     with pytest.raises(ValueError, match=r"contacts\.favorite/1: contacts\.contacts record c_1: field 'phone'"):
         broken.task(1)
+
+
+def test_a_hand_written_task_with_a_broken_record_fails_at_reset_not_mid_episode():
+    from phoneenv.env import PhonePlanEnv
+
+    task = get_task("contacts.favorite/0").model_copy(deep=True)
+    task.fixtures.records["contacts.contacts"][0]["phone"] = None
+    env = PhonePlanEnv(tasks=[task])
+    with pytest.raises(ValueError, match=r"contacts\.contacts record c_1: field 'phone'"):
+        env.reset(seed=0, options={"task": task})

@@ -194,10 +194,17 @@ class SandboxBackend(Backend):
 
     # -- lifecycle ------------------------------------------------------------------------------
     def reset(self, task: TaskSpec) -> None:
-        """Restore ``task``'s fixture snapshot (built once per process, then cached)."""
+        """Restore ``task``'s fixture snapshot (built once per process, then cached).
+
+        Raises ``ValueError`` when a seeded record breaks its app's record schema (naming the
+        task, table, record and field: a task written by hand is checked here, a template's
+        when it is built) or the fixtures are otherwise malformed."""
         fx = task.fixtures
         hit = _fixture_cache.get(id(fx))
         if hit is None or hit[0] is not fx:
+            from phoneenv.tasks.schemas import check_fixtures
+
+            check_fixtures(task)
             snap, installed = build_fixture_state(fx, app_classes())
             hit = (fx, snap, installed, ZoneInfo(fx.timezone))
             _fixture_cache[id(fx)] = hit
