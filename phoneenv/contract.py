@@ -545,8 +545,8 @@ class CriterionResult(BaseModel):
 class Verdict(BaseModel):
     """Whether the user's goal really happened, how far the agent got, and at what cost.
 
-    ``progress`` = milestones met / milestones total (1.0 on success, 0.0 with no milestones and
-    no success). ``collateral`` lists writes the task neither asked for nor allowed
+    ``progress`` = (milestones met + success) / (milestones total + 1): 1.0 on success only, 0.0
+    with no milestones and no success. ``collateral`` lists writes the task neither asked for nor allowed
     (``table/id``). ``infrastructure_error`` marks an episode lost to the world, not the agent.
     Token totals are the agent's (None when it reported none); ``output_tokens`` includes
     ``thinking_tokens``. ``inconsistent`` marks an episode whose simulated world contradicted itself

@@ -314,8 +314,10 @@ def verify(
         now: the phone's local clock (``YYYY-MM-DDTHH:MM:SS``), for relative dates in answers.
 
     Success = all criteria pass, no collateral change, and the episode was not truncated.
-    Progress = milestones met / total (1.0 on success; 0.0 or 1.0 when there are no milestones).
-    Milestones measure progress only: the changes they match are not thereby allowed.
+    Progress = (milestones met + success) / (milestones + 1): success itself is the last
+    milestone, so a failed episode stays below 1.0 however many milestones it met (1.0 on
+    success; 0.0 or 1.0 when there are no milestones). Milestones measure progress only: the
+    changes they match are not thereby allowed.
     """
     if implied:
         before, after = _with_implied(before, implied), _with_implied(after, implied)
@@ -346,7 +348,7 @@ def verify(
         collateral.append(f"{ch.table}/{ch.id} {ch.kind}")
     success = all(r.passed for r in results) and not collateral and not truncated
     total = len(task.milestones)
-    progress = 1.0 if success else (met / total if total else 0.0)
+    progress = 1.0 if success else met / (total + 1)
     return Verdict(
         success=success,
         progress=progress,
