@@ -199,6 +199,7 @@ class Calendar(App):
     package = "com.google.android.calendar"
     permissions = (READ, WRITE)
     tables: ClassVar[dict[str, str]] = {"events": "ev_"}
+    records: ClassVar[dict[str, Any]] = {"events": Event}
     android: ClassVar[AndroidDriver | None] = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------

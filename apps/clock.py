@@ -83,6 +83,27 @@ class AlarmCreated(Alarm):
     same_time: list[str]
 
 
+class StoredAlarm(TypedDict):
+    """An alarm as stored (``next_ring`` is computed when read)."""
+
+    id: str
+    time: str
+    label: str | None
+    enabled: bool
+    days: list[str]
+
+
+class StoredTimer(TypedDict):
+    """A timer as stored (``status`` and ``remaining_s`` are computed when read)."""
+
+    id: str
+    label: str | None
+    duration_s: int
+    started: str
+    ends: str
+    running: bool
+
+
 class AlarmList(TypedDict):
     """Alarms ordered by time of day."""
 
@@ -197,6 +218,7 @@ class Clock(App):
     domain = Domain.TIME
     package = "com.google.android.deskclock"
     tables: ClassVar[dict[str, str]] = {"alarms": "al_", "timers": "tm_"}
+    records: ClassVar[dict[str, Any]] = {"alarms": StoredAlarm, "timers": StoredTimer}
     android: ClassVar[AndroidDriver | None] = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:

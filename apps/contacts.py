@@ -132,6 +132,7 @@ class Contacts(App):
     package = "com.android.contacts"
     permissions = (READ, WRITE)
     tables: ClassVar[dict[str, str]] = {"contacts": "c_"}
+    records: ClassVar[dict[str, Any]] = {"contacts": Contact}
     android: ClassVar[AndroidDriver | None] = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:

@@ -78,6 +78,7 @@ class Mail(App):
     package = "com.google.android.gm"
     requires_account = True
     tables: ClassVar[dict[str, str]] = {"messages": "em_"}
+    records: ClassVar[dict[str, Any]] = {"messages": Message}
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         dot = "  " if record.get("read") else "* "

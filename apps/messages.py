@@ -57,6 +57,17 @@ class Message(TypedDict):
     read: bool
 
 
+class StoredMessage(TypedDict):
+    """An SMS message as stored (``contact`` is looked up when read)."""
+
+    id: str
+    number: str
+    direction: Literal["in", "out"]
+    body: str
+    time: str
+    read: bool
+
+
 class MessageList(TypedDict):
     """Messages and how many matched in all."""
 
@@ -185,6 +196,7 @@ class Messages(App):
     package = PACKAGE
     permissions = (READ, SEND)
     tables: ClassVar[dict[str, str]] = {"messages": "m_"}
+    records: ClassVar[dict[str, Any]] = {"messages": StoredMessage}
     android: ClassVar[AndroidDriver | None] = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------

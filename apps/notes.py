@@ -94,6 +94,7 @@ class Notes(App):
     domain = Domain.NOTES
     package = "com.google.android.keep"
     tables: ClassVar[dict[str, str]] = {"notes": "n_"}
+    records: ClassVar[dict[str, Any]] = {"notes": Note}
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         pin = "* " if record.get("pinned") else ""

@@ -61,6 +61,32 @@ class CallEntry(TypedDict):
     duration_s: int
 
 
+class StoredCall(TypedDict):
+    """A call-log entry as stored (``contact`` is looked up when read)."""
+
+    id: str
+    number: str
+    direction: Literal["in", "out", "missed"]
+    time: str
+    duration_s: int
+
+
+class StoredBlock(TypedDict):
+    """A blocked number as stored."""
+
+    id: str
+    number: str
+
+
+class StoredActive(TypedDict):
+    """The call in progress as stored."""
+
+    id: str
+    number: str
+    call_id: str
+    started: str
+
+
 class CallLog(TypedDict):
     """Call-log entries, newest first, and how many matched in all."""
 
@@ -172,6 +198,7 @@ class PhoneApp(App):
     package = "com.google.android.dialer"
     permissions = (CALL, READ_LOG, WRITE_LOG)
     tables: ClassVar[dict[str, str]] = {"calls": "call_", "blocked": "blk_", "active": "active_"}
+    records: ClassVar[dict[str, Any]] = {"calls": StoredCall, "blocked": StoredBlock, "active": StoredActive}
     transient: ClassVar[tuple[str, ...]] = ("active",)
     android: ClassVar[AndroidDriver | None] = ANDROID
 

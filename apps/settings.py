@@ -78,6 +78,13 @@ class Setting(TypedDict):
     value: Value
 
 
+class StoredSetting(TypedDict):
+    """A setting as stored: its key is the record id."""
+
+    id: str
+    value: Value
+
+
 class SettingList(TypedDict):
     """Every setting with its current value."""
 
@@ -214,6 +221,7 @@ class Settings(App):
     implied: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {
         "settings": {k: {"id": k, "value": v} for k, v in DEFAULTS.items()}
     }
+    records: ClassVar[dict[str, Any]] = {"settings": StoredSetting}
     android: ClassVar[AndroidDriver | None] = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:

@@ -125,6 +125,7 @@ class System(App):
     package = "android"
     system = True
     tables: ClassVar[dict[str, str]] = {"notifications": "ntf_"}
+    records: ClassVar[dict[str, Any]] = {"notifications": Notification}
     transient: ClassVar[tuple[str, ...]] = ("notifications",)
     android: ClassVar[AndroidDriver | None] = ANDROID
 

@@ -50,7 +50,8 @@ class App:
 
     Class attributes a subclass sets: ``name`` (tool prefix), ``title`` (screen title),
     ``domain``, ``package`` (Android package), ``permissions`` (runtime permissions it declares),
-    ``tables`` (table → id prefix; stored as ``<name>.<table>``), ``requires_account``,
+    ``tables`` (table → id prefix; stored as ``<name>.<table>``), ``records`` (table → the
+    TypedDict of a stored record), ``requires_account``,
     ``transient`` (tables of session state that verification's collateral rule ignores).
     """
 
@@ -60,6 +61,9 @@ class App:
     package: ClassVar[str]
     permissions: ClassVar[tuple[str, ...]] = ()
     tables: ClassVar[dict[str, str]] = {}
+    records: ClassVar[dict[str, Any]] = {}
+    """Table → the TypedDict of a record as stored (what task fixtures seed); checked when a
+    template builds a task (:func:`phoneenv.tasks.schemas.check_fixtures`)."""
     requires_account: ClassVar[bool] = False
     transient: ClassVar[tuple[str, ...]] = ()
     """Tables holding session state (an ongoing call, notifications): never collateral damage."""

@@ -63,7 +63,7 @@ def test_selectors():
 
 def test_vault_secret_never_serialised():
     task = get_task("contacts.add_contact/0")
-    secret = task.fixtures.vault["sam.rivera@example.com"].get_secret_value()
+    secret = task.fixtures.vault[task.fixtures.accounts["mail"]["account"]].get_secret_value()
     assert secret.startswith("pw-")
     assert secret not in task.model_dump_json()
 
@@ -109,3 +109,16 @@ def test_splits_partition_the_suite_stably():
     assert split_of("contacts.favorite/0") == ("train" if bucket < 80 else "dev" if bucket < 90 else "test")
     with pytest.raises(ValueError):
         select("split:holdout")
+
+
+# The SHA-256 of the whole suite's task JSON (phoneenv.tasks.golden.suite_hash). Any change to a
+# template's draws or to the seeded worlds changes it. When the change is on purpose, update it:
+#     python -m phoneenv.tasks.golden
+# and paste the printed value here (say in the commit why the suite changed).
+GOLDEN = "49e93d2c049105add2207cf1b0a5f2744b7c8da115ef396c88e06ffae0d5132c"
+
+
+def test_suite_golden_hash():
+    from phoneenv.tasks.golden import suite_hash
+
+    assert suite_hash() == GOLDEN, "the suite changed: if on purpose, run `python -m phoneenv.tasks.golden`"

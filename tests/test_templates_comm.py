@@ -131,18 +131,21 @@ def test_text_contact_goal_and_wrong_recipient():
         assert created.change == "created" and created.where["number"] == {"number": c["phone"]}
         assert created.where["body"]["icontains"].casefold() in m.group(2).casefold()
         assert t.fixtures.confirm_sensitive == bool(m.group(3))
-    t = task("messages.text_contact", 1)  # 'Text Emil: "Happy anniversary to you both!"'
-    emil = by_first(t, "Emil")
-    other = next(c for c in recs(t, "contacts.contacts") if c["id"] != emil["id"])
-    verdict, fbs = play(
-        t, ("messages.send", {"to": other["phone"], "body": "Happy anniversary to you both!"}), finish()
+    # The first task that names the person by first name, e.g. 'Text Emil: "Happy anniversary to you both!"'.
+    t, m = next(
+        (t, m)
+        for t in tasks("messages.text_contact")
+        if not t.fixtures.confirm_sensitive and (m := re.match(r'Text (my \w+|\w+): "(.+?)"', t.goal))
     )
+    emil = named(t, m.group(1))
+    other = next(c for c in recs(t, "contacts.contacts") if c["id"] != emil["id"])
+    verdict, fbs = play(t, ("messages.send", {"to": other["phone"], "body": m.group(2)}), finish())
     assert fbs[0]["ok"] and not verdict["success"]
     assert failed(verdict) == {"created:messages.messages": "0 matching created record(s), expected exactly 1"}
     assert verdict["collateral"] == [f"messages.messages/{fbs[0]['result']['id']} created"]
     # The right number in another format and the text reworded but keeping its point: success.
     spaced = emil["phone"][:3] + " " + emil["phone"][3:6] + " " + emil["phone"][6:]
-    verdict, _ = play(t, ("messages.send", {"to": spaced, "body": "Happy anniversary, you two!"}), finish())
+    verdict, _ = play(t, ("messages.send", {"to": spaced, "body": m.group(2)}), finish())
     assert verdict["success"]
 
 
@@ -195,8 +198,17 @@ def test_mark_thread_read_criteria_and_marking_everything():
         updated = crit(t, StateCriterion)
         assert updated.where == {"number": {"number": c["phone"]}, "read": True}
         assert updated.count == sum(not x["read"] for x in unread) > 0
-    t = task("messages.mark_thread_read", 1)  # "Mark my sister's texts as read."
-    sister = contact(t, relation="sister")
+
+    # A task with more than one unread thread, e.g. "Mark my sister's texts as read."
+    def unread_threads(t):
+        return len({x["number"] for x in recs(t, "messages.messages") if x["direction"] == "in" and not x["read"]})
+
+    t, rel = next(
+        (t, m.group(1))
+        for t in tasks("messages.mark_thread_read")
+        if (m := re.search(r"Mark (my \w+|\w+)'s texts|with (my \w+|\w+) as read", t.goal)) and unread_threads(t) > 1
+    )
+    sister = named(t, rel or m.group(2))
     numbers = sorted({x["number"] for x in recs(t, "messages.messages") if x["direction"] == "in" and not x["read"]})
     assert len(numbers) > 1
     # Marking every conversation read: the right one is done, but the others are collateral damage.
@@ -265,8 +277,13 @@ def test_call_contact_permission_and_unrequested_call():
         assert denied == any(s.name == "system.request_permission" for s in t.reference_plan)
         seen_denied |= denied
     assert seen_denied
-    t = task("phone.call_contact", 3)  # "Give Samir a call." with CALL_PHONE denied
-    samir = by_first(t, "Samir")
+    # A task naming a first name with CALL_PHONE denied, e.g. "Give Samir a call."
+    t, first = next(
+        (t, m.group(1))
+        for t in tasks("phone.call_contact")
+        if t.fixtures.permissions and (m := re.search(r"(?:Call|Give|Phone) ([A-Z]\w+)\b", t.goal))
+    )
+    samir = by_first(t, first)
     verdict, fbs = play(t, ("phone.call", {"number": samir["phone"]}), finish("Calling."))
     assert fbs[0]["error"] == "permission_denied"
     assert failed(verdict) == {"created:phone.calls": "0 matching created record(s), expected exactly 1"}
@@ -356,17 +373,28 @@ def test_create_event_times_and_wrong_day():
         assert where["title"] == {"iequals": m.group(1)}
         assert (where["start"], where["end"]) == (f"{day}T{m.group(3)}", f"{day}T{m.group(4)}")
         assert where.get("location") == ({"iequals": m.group(5)} if m.group(5) else None)
-    t = task("calendar.create_event", 5)  # "Team lunch" tomorrow (Monday 9 November) from 16:00 to 17:30
+    # An afternoon event tomorrow, e.g. "Team lunch" tomorrow (Monday 9 November) from 16:00 to 17:30.
+    t, m = next(
+        (t, m)
+        for t in tasks("calendar.create_event")
+        if (m := re.search(r'"(.+?)" to my calendar tomorrow .* from (1[3-9]):(\d\d) to (\d\d:\d\d)', t.goal))
+    )
+    title, hour, minute, until = m.group(1), int(m.group(2)), m.group(3), m.group(4)
     day = goal_date(t)
-    assert day == dt.date(2026, 11, 9)
+    today = dt.date.fromisoformat(t.fixtures.clock[:10])
+    assert day == today + dt.timedelta(days=1)
     # The right times on today's date.
-    today = day - dt.timedelta(days=1)
-    args = {"title": "Team lunch", "start": f"{today}T16:00", "end": f"{today}T17:30"}
+    args = {"title": title, "start": f"{today}T{hour}:{minute}", "end": f"{today}T{until}"}
     verdict, fbs = play(t, ("calendar.create_event", args), finish())
     assert failed(verdict) == {"created:calendar.events": "0 matching created record(s), expected exactly 1"}
     assert verdict["collateral"] == [f"calendar.events/{fbs[0]['result']['id']} created"]
-    # A 12-hour-clock slip: 04:00 to 05:30.
-    args = {"title": "Team lunch", "start": f"{day}T04:00", "end": f"{day}T05:30"}
+    # A 12-hour-clock slip: 16:00 read as 04:00.
+    slip = dt.datetime.combine(day, dt.time(hour - 12, int(minute)))
+    args = {
+        "title": title,
+        "start": slip.isoformat(timespec="minutes"),
+        "end": (slip + dt.timedelta(minutes=30)).isoformat(timespec="minutes"),
+    }
     verdict, _ = play(t, ("calendar.create_event", args), finish())
     assert "created:calendar.events" in failed(verdict)
 
@@ -384,7 +412,7 @@ def test_move_event_times_and_moving_the_wrong_one():
     for t in tasks("calendar.move_event"):
         e = _event_in_goal(t)
         start, end = (dt.datetime.fromisoformat(e[k]) for k in ("start", "end"))
-        m = re.search(r"to (\d\d:\d\d) the same day|to (\w+ \d+ \w+), same time", t.goal)
+        m = re.search(r"to (\d\d:\d\d) the same day|to (?:tomorrow \()?(\w+ \d+ \w+)\)?, same time", t.goal)
         assert m, t.goal
         if m.group(1):
             new = dt.datetime.combine(start.date(), dt.time.fromisoformat(m.group(1)))
@@ -400,10 +428,11 @@ def test_move_event_times_and_moving_the_wrong_one():
         # Giving only the new start keeps the length, as the goal asks: success.
         verdict, _ = play(t, ("calendar.update_event", {"event_id": e["id"], "start": where["start"]}), finish())
         assert verdict["success"], t.id
-    t = task("calendar.move_event", 0)  # "Book club" on Monday 9 November at 16:00 to 15:00
+    t = task("calendar.move_event", 0)  # e.g. "Book club" on Monday 9 November at 16:00 to 15:00
     target = _event_in_goal(t)
     wrong = next(e for e in recs(t, "calendar.events") if e["id"] != target["id"])
-    verdict, _ = play(t, ("calendar.update_event", {"event_id": wrong["id"], "start": "2026-11-09T15:00"}), finish())
+    new_start = crit(t, StateCriterion).where["start"]
+    verdict, _ = play(t, ("calendar.update_event", {"event_id": wrong["id"], "start": new_start}), finish())
     assert failed(verdict) == {"updated:calendar.events": "0 matching updated record(s), expected exactly 1"}
     assert verdict["collateral"] == [f"calendar.events/{wrong['id']} updated"]
 
@@ -413,11 +442,11 @@ def test_delete_event_target_and_unconfirmed_delete():
         e = _event_in_goal(t)
         assert crit(t, StateCriterion).where == {"id": e["id"]}
         assert t.fixtures.confirm_sensitive == ("Ask me before deleting it." in t.goal)
-    t = task("calendar.delete_event", 1)  # no confirmation asked for
+    t = next(t for t in tasks("calendar.delete_event") if not t.fixtures.confirm_sensitive)  # no confirmation
     e = _event_in_goal(t)
     verdict, _ = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
     assert verdict["success"]
-    t = task("calendar.delete_event", 0)  # "Ask me before deleting it."
+    t = next(t for t in tasks("calendar.delete_event") if t.fixtures.confirm_sensitive)  # "Ask me before deleting it."
     e = _event_in_goal(t)
     verdict, fbs = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
     assert fbs[0]["error"] == "confirmation_required"

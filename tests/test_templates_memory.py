@@ -218,8 +218,8 @@ def needed_memory(task) -> int | None:
     if tpl == "memory.intent_place":
         place = task.fixtures.location_timeline[0].label
         return next(m.id for m in mem if m.trigger is not None and m.trigger.value == place)
-    key = secrets(task)[0][0].casefold()
-    found = [m for m in mem if key in m.content.casefold()]
+    key = re.compile(rf"(?<!\w){re.escape(secrets(task)[0][0])}(?!\w)", re.IGNORECASE)  # "20", not "2028"
+    found = [m for m in mem if key.search(m.content)]
     return max(found, key=lambda m: m.created).id if found else None
 
 

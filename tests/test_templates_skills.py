@@ -438,7 +438,7 @@ def test_out_of_office_skips_automatic_senders():
     ]
     assert tasks, "some tasks must have an automatic sender"
     t = tasks[0]
-    (auto,) = [x for x in recs(t, "mail.messages") if x["from"].startswith(("no-reply@", "noreply@"))]
+    auto = next(x for x in recs(t, "mail.messages") if x["from"].startswith(("no-reply@", "noreply@")))
     steps = out_of_office(t, skill=True)
     body = steps[0][1]["body"]
     verdict = play(t, [*steps, ("mail.reply", {"message_id": auto["id"], "body": body})])

@@ -1,5 +1,5 @@
-"""Seeded phone worlds: the people, threads, calls, events, alarms, notes, mail and settings a
-task starts from, drawn from fixed pools with ``random.Random(seed)`` (same seed, same world).
+"""Seeded phone worlds: the user, the people, threads, calls, events, alarms, notes, mail and
+settings a task starts from. Same seed, same world (see :class:`World` for the guarantees).
 
 Templates (see :mod:`phoneenv.tasks.templates`) take a :class:`World`, pick entities from it,
 optionally add records, and turn it into :class:`~phoneenv.contract.Fixtures`.
@@ -8,29 +8,86 @@ optionally add records, and turn it into :class:`~phoneenv.contract.Fixtures`.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import hashlib
 import random
+import re
+from dataclasses import dataclass
 from typing import Any
+
+import phonenumbers
+from faker import Faker
 
 from phoneenv.contract import Fixtures
 
-__all__ = ["World"]
+__all__ = [
+    "EVENT_TITLES",
+    "LOCALES",
+    "MESSAGE_SEEDS",
+    "NOTE_SEEDS",
+    "SETTINGS_DEFAULTS",
+    "Locale",
+    "World",
+    "first_names",
+    "stream",
+]
 
-FIRST_NAMES = [
-    "Ana", "Ben", "Carla", "David", "Elena", "Felix", "Grace", "Hugo", "Iris", "Jonas", "Kara", "Liam",
-    "Maya", "Nico", "Olivia", "Paul", "Quinn", "Rosa", "Samir", "Tara", "Umar", "Vera", "Wes", "Yara", "Zoe",
-    "Aaron", "Bianca", "Caleb", "Dana", "Emil",
-]  # fmt: skip
-LAST_NAMES = [
-    "Lima", "Becker", "Okafor", "Novak", "Silva", "Tanaka", "Moreau", "Kowalski", "Haddad", "Jensen",
-    "Rossi", "Nguyen", "Schmidt", "Costa", "Ivanova", "Murphy", "Santos", "Weber", "Khan", "Larsen",
-]  # fmt: skip
+
+@dataclass(frozen=True)
+class Locale:
+    """Where a world's phone lives: its country, time zone, home city and number plan.
+
+    ``mobile`` and ``landline`` are national number prefixes (after the country code); each is
+    followed by ``mobile_digits`` / ``landline_digits`` random digits, and a drawn number is
+    kept only when :func:`phonenumbers.is_valid_number` accepts it for ``country``.
+    """
+
+    country: str
+    faker: str
+    timezone: str
+    city: str
+    lat: float
+    lon: float
+    calling_code: str
+    mobile: tuple[str, ...]
+    mobile_digits: int
+    landline: tuple[str, ...]
+    landline_digits: int
+    currency: str
+
+
+LOCALES: dict[str, Locale] = {
+    "DE": Locale("DE", "de_DE", "Europe/Berlin", "Berlin", 52.52, 13.405, "49",
+                 ("151", "152", "157", "160", "162", "170", "171", "172", "173", "175", "176", "177", "178", "179"), 8,
+                 ("30",), 8, "EUR"),
+    "US": Locale("US", "en_US", "America/New_York", "New York", 40.7128, -74.006, "1",
+                 ("212", "332", "347", "646", "718", "917", "929"), 7, ("212", "718"), 7, "USD"),
+    "GB": Locale("GB", "en_GB", "Europe/London", "London", 51.5074, -0.1278, "44",
+                 ("74", "75", "77", "78", "79"), 8, ("20",), 8, "GBP"),
+    "JP": Locale("JP", "ja_JP", "Asia/Tokyo", "Tokyo", 35.6762, 139.6503, "81", ("70", "80", "90"), 8, ("3",), 8, "JPY"),
+    "AU": Locale("AU", "en_AU", "Australia/Sydney", "Sydney", -33.8688, 151.2093, "61", ("4",), 8, ("2",), 8, "AUD"),
+}  # fmt: skip
+"""The countries a world may be in, by ISO 3166 code (also the :mod:`phonenumbers` region)."""
+
 RELATIONS = ["sister", "brother", "mom", "dad", "boss", "dentist", "landlord", "coworker", "neighbor", "coach"]
-TIMEZONES = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "Europe/London", "Australia/Sydney"]
+FEMALE_RELATIONS = frozenset({"sister", "mom", "aunt", "daughter", "grandma"})
+MALE_RELATIONS = frozenset({"brother", "dad", "uncle", "son", "grandpa"})
+FAMILY_RELATIONS = frozenset({"sister", "brother", "mom", "dad"})
+"""Relatives who share the user's surname."""
+TIMEZONES = [loc.timezone for loc in LOCALES.values()]
+WORK_EVENTS = ["Team standup", "Project review", "Budget meeting", "Design sync"]
+"""Work events: Monday to Friday, starting 09:00-16:30 and over by 17:30."""
+PERSON_EVENTS = ["Lunch with {p}", "Call with {p}", "Coffee with {p}"]
+"""Events that name a person, who is then among the attendees."""
+PERSONAL_EVENTS = ["Dentist appointment", "Yoga class", "Parent-teacher meeting", "Gym", "Book club"]
 EVENT_TITLES = [
     "Team standup", "Dentist appointment", "Lunch with {p}", "Project review", "Yoga class", "Call with {p}",
     "Budget meeting", "Coffee with {p}", "Design sync", "Parent-teacher meeting", "Gym", "Book club",
 ]  # fmt: skip
 LOCATIONS = ["Room 4.12", "Cafe Luna", "Main Street 5", "Online", "City Library", "Office", None]
+WAKING = (dt.time(7, 0), dt.time(22, 30))
+"""Local hours in which seeded calls and messages happen (all but about 3% of them)."""
+NIGHT_SHARE = 0.03
 NOTE_SEEDS = [
     ("Shopping list", "milk\neggs\nbread", ("groceries",)),
     ("Wifi at the cabin", "network: Cabin5G", ("travel",)),
@@ -45,14 +102,60 @@ MESSAGE_SEEDS = [
     "Did you see the game?", "Lunch tomorrow?", "Happy birthday!!", "Sent you the photos", "See you at 7",
     "Where did you park?", "Can you pick up milk?", "Meeting moved to 3",
 ]  # fmt: skip
-MAIL_SUBJECTS = [
-    ("Invoice #{n}", "Please find attached invoice #{n}. Amount due: {a} EUR."),
-    ("Your order has shipped", "Order {n} is on its way and arrives Tuesday."),
+PERSONAL_MAIL = [
     ("Team offsite", "The offsite is on Friday at the lake house."),
-    ("Password reset", "Someone asked to reset your password."),
     ("Dinner on Saturday?", "Are you free for dinner on Saturday at 8?"),
     ("Quarterly report", "The quarterly report draft is ready for review."),
 ]
+"""Mail a contact writes (sent from the contact's own address)."""
+SERVICE_MAIL = [
+    ("billing", "Invoice #{n}", "Please find attached invoice #{n}. Amount due: {a} {cur}."),
+    ("orders", "Your order has shipped", "Order {n} is on its way and arrives Tuesday."),
+    ("no-reply", "Password reset", "Someone asked to reset your password."),
+]
+"""Mail from a company: (mailbox, subject, body), sent from ``mailbox@<company domain>``."""
+MAIL_SUBJECTS = [(s, b) for s, b in PERSONAL_MAIL] + [(s, b) for _, s, b in SERVICE_MAIL]
+COMPANIES = ["northwind", "brightpower", "parcelpoint", "cloudnest", "greenleaf", "urbanfiber"]
+COMPANY_TLD = {"DE": "de", "US": "com", "GB": "co.uk", "JP": "co.jp", "AU": "com.au"}
+# First names that read as ordinary words, or that templates would trip over.
+_STOPWORDS = (
+    "Will May Mark Bill Art Hope Joy Rose Amber Summer Faith Chase Hunter Page Rich Sunny Guy Autumn Crystal Ruby "
+    "Jade Dawn April June August Angel Destiny Patience Honey Pearl Ivy Holly Lily Daisy Violet Rusty Sky Storm "
+    "Sandy Penny Sage Rain Star Miles Dean Gene Don Ken Max Ray Ward Young Green Brown White Black Gray Little "
+    "King Long Love Case Hall Lane Wood Stone Street Field Church Price Cash Gay Moody Hardy Sharp Strong Wise "
+    "Mo Al Ed Jo Lu Sam"
+)
+NAME_STOPLIST = frozenset(_STOPWORDS.split())
+_NAME_RE = re.compile(r"^[A-Z][a-z]{2,11}$")
+
+
+def stream(seed: int, name: str) -> random.Random:
+    """The random stream ``name`` of world ``seed``: seeded from SHA-256 of ``"<seed>/<name>"``,
+    so it is the same in every process and Python version (``hash()`` is salted per process)."""
+    digest = hashlib.sha256(f"{seed}/{name}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+@functools.cache
+def _faker(locale: str) -> Faker:
+    return Faker(locale)
+
+
+@functools.cache
+def first_names(locale: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The Faker ``locale``'s (female, male) first names, romanised for Japanese."""
+    person = next(p for p in _faker(locale).providers if p.__provider__ == "faker.providers.person")
+    if locale == "ja_JP":
+        return frozenset(person.first_romanized_names_female), frozenset(person.first_romanized_names_male)
+    return frozenset(person.first_names_female), frozenset(person.first_names_male)
+
+
+def _usable(name: str) -> bool:
+    """A name templates can use: ASCII letters, capitalised, not a word, no relation inside."""
+    folded = name.casefold()
+    return bool(_NAME_RE.match(name)) and name not in NAME_STOPLIST and not any(r in folded for r in RELATIONS)
+
+
 SETTINGS_DEFAULTS: dict[str, Any] = {
     "wifi": True,
     "bluetooth": False,
@@ -68,23 +171,54 @@ SETTINGS_DEFAULTS: dict[str, Any] = {
 
 
 class World:
-    """One seeded world. ``records`` maps ``app.table`` to lists of record dicts.
+    """One seeded world: a user in one country, their address book and what their apps hold.
+
+    ``records`` maps ``app.table`` to lists of record dicts (what :class:`Fixtures` seeds).
+
+    Locale: each world draws a country from :data:`LOCALES` (Germany, the US, the UK, Japan,
+    Australia). The time zone, the home location (``fixtures().location``, the country's main
+    city), every phone number (E.164, valid per :mod:`phonenumbers`, distinct on the last nine
+    digits, the digits the ``number`` predicate compares) and every name (Faker with that
+    country's locale, ASCII letters only) follow it.
+
+    Streams: every app's seeded records come from its own random stream, ``stream(seed, app)``
+    (plus ``"world"`` for the country and clock, ``"people"`` for Faker, ``"accounts"`` for the
+    password), and templates draw from ``rng``, a stream of their own. So a template's draws
+    never shift the world, and one more draw in one app's generator changes only that app's
+    records (records that refer to people follow the address book, which every app reads).
+
+    Guarantees, checked over the whole suite by ``tests/test_world.py``:
+
+    - a relation with a gender (sister, mom, brother, dad) has a first name of that gender;
+      family (mom, dad, sister, brother) share the user's surname;
+    - first names are unique in a world, none is part of another person's name, none is a
+      common word or contains a relation ("dad" in "Haddad");
+    - "Lunch with {p}", "Call with {p}", "Coffee with {p}" list ``p`` among the attendees;
+    - work events (standup, project review, budget meeting, design sync) fall on weekdays
+      between 09:00 and 17:30; personal ones on any day;
+    - calls and messages happen between 07:00 and 22:30 local time, about 3% excepted;
+    - mail from a contact comes from the contact's email; company mail from a company domain.
 
     Args:
         seed: the world's seed (an int); equal seeds give equal worlds.
         n_contacts: people in the address book (≤ 30).
+        country: force a country of :data:`LOCALES` instead of drawing one.
     """
 
-    def __init__(self, seed: int, n_contacts: int = 14) -> None:
+    def __init__(self, seed: int, n_contacts: int = 14, country: str | None = None) -> None:
         self.seed = seed
-        self.rng = rng = random.Random(seed)
-        self.timezone = rng.choice(TIMEZONES)
-        day = dt.date(2026, 11, 2) + dt.timedelta(days=rng.randrange(0, 26))
-        self.now = dt.datetime.combine(day, dt.time(rng.choice([8, 9, 10, 11]), rng.choice([0, 15, 30, 45])))
-        self.user_email = "sam.rivera@example.com"
+        self.streams: dict[str, random.Random] = {}
+        base = self.stream("world")
+        self.locale = LOCALES[country] if country else base.choice(list(LOCALES.values()))
+        self.timezone = self.locale.timezone
+        day = dt.date(2026, 11, 2) + dt.timedelta(days=base.randrange(0, 26))
+        self.now = dt.datetime.combine(day, dt.time(base.choice([8, 9, 10, 11]), base.choice([0, 15, 30, 45])))
+        self.rng = self.stream("template")
+        """The templates' stream: draws here never shift the world's records."""
         self.records: dict[str, list[dict[str, Any]]] = {}
+        self._user()
         self.accounts: dict[str, dict[str, Any]] = {"mail": {"account": self.user_email, "signed_in": True}}
-        self.vault: dict[str, str] = {self.user_email: f"pw-{rng.randrange(10**8):08d}"}
+        self.vault: dict[str, str] = {self.user_email: f"pw-{self.stream('accounts').randrange(10**8):08d}"}
         self.permissions: dict[str, dict[str, bool]] = {}
         self.permission_responses: dict[str, bool] = {}
         self.confirm_sensitive = False
@@ -98,97 +232,211 @@ class World:
         self._mail()
         self.records["settings.settings"] = [{"id": k, "value": v} for k, v in SETTINGS_DEFAULTS.items()]
 
-    # -- generation -----------------------------------------------------------------------------
+    def stream(self, name: str) -> random.Random:
+        """This world's random stream ``name`` (created on first use; see :func:`stream`)."""
+        if name not in self.streams:
+            self.streams[name] = stream(self.seed, name)
+        return self.streams[name]
+
+    # -- people ---------------------------------------------------------------------------------
+    def _fake(self, rng: random.Random) -> Faker:
+        """The locale's Faker, reseeded from ``rng`` (one shared instance per locale)."""
+        fake = _faker(self.locale.faker)
+        fake.seed_instance(rng.getrandbits(64))
+        return fake
+
+    def _first_name(self, fake: Faker, female: bool) -> str:
+        if self.locale.faker == "ja_JP":
+            draw = fake.first_romanized_name_female if female else fake.first_romanized_name_male
+        else:
+            draw = fake.first_name_female if female else fake.first_name_male
+        taken = self._names_taken()
+        other = first_names(self.locale.faker)[1 if female else 0]
+        for _ in range(500):
+            name = draw()
+            folded = name.casefold()
+            if _usable(name) and name not in other and not any(folded in t or t in folded for t in taken):
+                return name
+        raise RuntimeError(f"no usable first name left in locale {self.locale.faker}")
+
+    def _last_name(self, fake: Faker) -> str:
+        draw = fake.last_romanized_name if self.locale.faker == "ja_JP" else fake.last_name
+        taken = self._names_taken()
+        for _ in range(500):
+            name = draw()
+            folded = name.casefold()
+            if _usable(name) and folded not in self._surnames and not any(t in folded for t in taken):
+                return name
+        raise RuntimeError(f"no usable surname left in locale {self.locale.faker}")
+
+    def _names_taken(self) -> set[str]:
+        """First names and surnames in use (casefolded)."""
+        return {p.casefold() for c in self.records.get("contacts.contacts", []) for p in c["name"].split()} | {
+            p.casefold() for p in self.user_name.split() if p
+        }
+
+    def _user(self) -> None:
+        rng = self.stream("people")
+        fake = self._fake(rng)
+        self.user_name = ""
+        self._surnames: set[str] = set()
+        self.user_gender = rng.choice(["female", "male"])
+        first = self._first_name(fake, self.user_gender == "female")
+        self.user_name = first
+        last = self._last_name(fake)
+        self.user_name = f"{first} {last}"
+        self._surnames = {last.casefold()}
+        self.user_email = f"{first}.{last}@{fake.free_email_domain()}".lower()
+
     def _people(self, n: int) -> None:
-        firsts = self.rng.sample(FIRST_NAMES, n)
-        relations = self.rng.sample(RELATIONS, min(6, n))
-        people = []
-        for i, first in enumerate(firsts):
-            last = self.rng.choice(LAST_NAMES)
+        rng = self.stream("people")
+        fake = self._fake(rng)
+        relations = rng.sample(RELATIONS, min(6, n))
+        family_name = self.user_name.split()[-1]
+        contact = self.stream("contacts")
+        people: list[dict[str, Any]] = []
+        self.records["contacts.contacts"] = people
+        for i in range(n):
+            relation = relations[i] if i < len(relations) else None
+            if relation in FEMALE_RELATIONS:
+                female = True
+            elif relation in MALE_RELATIONS:
+                female = False
+            else:
+                female = rng.random() < 0.5
+            first = self._first_name(fake, female)
+            last = family_name if relation in FAMILY_RELATIONS else self._last_name(fake)
+            self._surnames.add(last.casefold())
+            domain = fake.free_email_domain()
             people.append(
                 {
                     "id": f"c_{i + 1}",
                     "name": f"{first} {last}",
-                    "phone": self._phone_unique(people),
-                    "email": f"{first.lower()}.{last.lower()}@example.com" if self.rng.random() < 0.7 else None,
-                    "relation": relations[i] if i < len(relations) else None,
-                    "favorite": self.rng.random() < 0.25,
-                    "birthday": f"{self.rng.randrange(1, 13):02d}-{self.rng.randrange(1, 29):02d}"
-                    if self.rng.random() < 0.5
+                    "phone": self.phone_number("mobile", contact),
+                    "email": f"{first}.{last}@{domain}".lower() if contact.random() < 0.7 else None,
+                    "relation": relation,
+                    "favorite": contact.random() < 0.25,
+                    "birthday": f"{contact.randrange(1, 13):02d}-{contact.randrange(1, 29):02d}"
+                    if contact.random() < 0.5
                     else None,
                 }
             )
-        self.records["contacts.contacts"] = people
 
-    def _phone_unique(self, people: list[dict[str, Any]]) -> str:
-        while True:
-            num = f"+49{self.rng.choice(['151', '160', '170', '176'])}{self.rng.randrange(10**7, 10**8)}"
-            if all(p["phone"] != num for p in people):
+    def new_name(self, female: bool | None = None) -> str:
+        """A "First Last" name of this locale that no one in the world has (drawn from ``rng``,
+        the templates' stream); the first name also fits the rules names in :class:`World` keep."""
+        fake = self._fake(self.rng)
+        if female is None:
+            female = self.rng.random() < 0.5
+        return f"{self._first_name(fake, female)} {self._last_name(fake)}"
+
+    def phone_number(self, kind: str = "mobile", rng: random.Random | None = None) -> str:
+        """A valid E.164 number of this world's country, ``kind`` ``"mobile"`` or ``"landline"``
+        (a line in the home city), distinct on its last nine digits from every number in the
+        world's contacts, messages and calls. Draws from ``rng`` (default: the templates' ``rng``)."""
+        rng = rng or self.rng
+        loc = self.locale
+        prefixes, digits = (loc.mobile, loc.mobile_digits) if kind == "mobile" else (loc.landline, loc.landline_digits)
+        taken = {
+            n[-9:]
+            for table, key in (
+                ("contacts.contacts", "phone"),
+                ("messages.messages", "number"),
+                ("phone.calls", "number"),
+            )
+            for n in (r.get(key) or "" for r in self.records.get(table, []))
+        }
+        for _ in range(1000):
+            num = f"+{loc.calling_code}{rng.choice(prefixes)}{rng.randrange(10 ** (digits - 1), 10**digits)}"
+            if num[-9:] in taken:
+                continue
+            parsed = phonenumbers.parse(num)
+            if phonenumbers.is_valid_number(parsed) and phonenumbers.region_code_for_number(parsed) == loc.country:
                 return num
+        raise RuntimeError(f"no free {kind} number in {loc.country}")
 
+    # -- time -----------------------------------------------------------------------------------
     def ts(self, minutes_ago: int) -> str:
         """Local timestamp ``minutes_ago`` minutes before the world's clock (``YYYY-MM-DDTHH:MM:SS``)."""
         return (self.now - dt.timedelta(minutes=minutes_ago)).isoformat(timespec="seconds")
 
+    def waking_ago(self, rng: random.Random, lo: int, hi: int) -> int:
+        """Minutes before now in ``[lo, hi)`` that land in waking hours (07:00-22:30 local), or,
+        with probability 3%, at any hour."""
+        if rng.random() < NIGHT_SHARE:
+            return rng.randrange(lo, hi)
+        for _ in range(100):
+            minutes = rng.randrange(lo, hi)
+            if WAKING[0] <= (self.now - dt.timedelta(minutes=minutes)).time() <= WAKING[1]:
+                return minutes
+        return minutes
+
+    # -- app records ----------------------------------------------------------------------------
     def _messages(self) -> None:
+        rng = self.stream("messages")
         msgs = []
-        people = self.rng.sample(self.contacts, 5)
         k = 0
-        for p in people:
-            for _ in range(self.rng.randrange(1, 4)):
+        for p in rng.sample(self.contacts, 5):
+            for _ in range(rng.randrange(1, 4)):
                 k += 1
-                inbound = self.rng.random() < 0.6
+                inbound = rng.random() < 0.6
                 msgs.append(
                     {
                         "id": f"m_{k}",
                         "number": p["phone"],
                         "direction": "in" if inbound else "out",
-                        "body": self.rng.choice(MESSAGE_SEEDS),
-                        "time": self.ts(self.rng.randrange(10, 4000)),
-                        "read": (not inbound) or self.rng.random() < 0.6,
+                        "body": rng.choice(MESSAGE_SEEDS),
+                        "time": self.ts(self.waking_ago(rng, 10, 4000)),
+                        "read": (not inbound) or rng.random() < 0.6,
                     }
                 )
         self.records["messages.messages"] = msgs
 
     def _calls(self) -> None:
+        rng = self.stream("phone")
         calls = []
         for k in range(8):
-            p = self.rng.choice(self.contacts)
-            direction = self.rng.choice(["in", "out", "missed"])
+            p = rng.choice(self.contacts)
+            direction = rng.choice(["in", "out", "missed"])
             calls.append(
                 {
                     "id": f"call_{k + 1}",
                     "number": p["phone"],
                     "direction": direction,
-                    "time": self.ts(self.rng.randrange(30, 6000)),
-                    "duration_s": 0 if direction == "missed" else self.rng.randrange(20, 900),
+                    "time": self.ts(self.waking_ago(rng, 30, 6000)),
+                    "duration_s": 0 if direction == "missed" else rng.randrange(20, 900),
                 }
             )
         self.records["phone.calls"] = calls
         self.records["phone.blocked"] = []
 
     def _events(self) -> None:
+        rng = self.stream("calendar")
         events = []
         used: set[tuple[dt.date, int]] = set()
         for k in range(9):
+            title = rng.choice(EVENT_TITLES)
+            work = title in WORK_EVENTS
             while True:
-                day = self.now.date() + dt.timedelta(days=self.rng.randrange(0, 6))
-                hour = self.rng.randrange(9, 18)
-                if (day, hour) not in used:
+                day = self.now.date() + dt.timedelta(days=rng.randrange(0, 6))
+                hour = rng.randrange(9, 17 if work else 18)
+                if (day, hour) not in used and not (work and day.weekday() >= 5):
                     used.add((day, hour))
                     break
-            p = self.rng.choice(self.contacts)
-            title = self.rng.choice(EVENT_TITLES).format(p=p["name"].split()[0])
-            start = dt.datetime.combine(day, dt.time(hour, self.rng.choice([0, 30])))
-            attendees = tuple(sorted(a["name"] for a in self.rng.sample(self.contacts, self.rng.randrange(0, 4))))
+            start = dt.datetime.combine(day, dt.time(hour, rng.choice([0, 30])))
+            named = rng.choice(self.contacts) if "{p}" in title else None
+            people = {a["name"] for a in rng.sample(self.contacts, rng.randrange(0, 4))}
+            if named is not None:
+                title = title.format(p=named["name"].split()[0])
+                people.add(named["name"])
             events.append(
                 {
                     "id": f"ev_{k + 1}",
                     "title": title,
                     "start": start.isoformat(timespec="minutes"),
-                    "end": (start + dt.timedelta(minutes=self.rng.choice([30, 60]))).isoformat(timespec="minutes"),
-                    "location": self.rng.choice(LOCATIONS),
-                    "attendees": attendees,
+                    "end": (start + dt.timedelta(minutes=rng.choice([30, 60]))).isoformat(timespec="minutes"),
+                    "location": rng.choice(LOCATIONS),
+                    "attendees": tuple(sorted(people)),
                     "notes": None,
                     "all_day": False,
                 }
@@ -196,17 +444,19 @@ class World:
         self.records["calendar.events"] = events
 
     def _alarms(self) -> None:
-        times = sorted(self.rng.sample(["06:30", "07:00", "07:15", "07:45", "08:00", "21:30", "13:00"], 3))
+        rng = self.stream("clock")
+        times = sorted(rng.sample(["06:30", "07:00", "07:15", "07:45", "08:00", "21:30", "13:00"], 3))
         self.records["clock.alarms"] = [
-            {"id": f"al_{i + 1}", "time": t, "label": None, "enabled": self.rng.random() < 0.7, "days": ()}
+            {"id": f"al_{i + 1}", "time": t, "label": None, "enabled": rng.random() < 0.7, "days": ()}
             for i, t in enumerate(times)
         ]
         self.records["clock.timers"] = []
 
     def _notes(self) -> None:
+        rng = self.stream("notes")
         notes = []
-        for i, (title, body, tags) in enumerate(self.rng.sample(NOTE_SEEDS, 5)):
-            stamp = self.ts(self.rng.randrange(60, 20000))
+        for i, (title, body, tags) in enumerate(rng.sample(NOTE_SEEDS, 5)):
+            stamp = self.ts(rng.randrange(60, 20000))
             notes.append(
                 {
                     "id": f"n_{i + 1}",
@@ -221,21 +471,30 @@ class World:
         self.records["notes.notes"] = notes
 
     def _mail(self) -> None:
+        rng = self.stream("mail")
+        writers = [c for c in self.contacts if c["email"]]
+        tld = COMPANY_TLD[self.locale.country]
         mails = []
-        for i, (subj, body) in enumerate(self.rng.sample(MAIL_SUBJECTS, 4)):
-            n = self.rng.randrange(1000, 9999)
-            amount = self.rng.randrange(20, 900)
-            sender = self.rng.choice(self.contacts)
+        kinds = rng.sample([("personal", m) for m in PERSONAL_MAIL] + [("service", m) for m in SERVICE_MAIL], 4)
+        for i, (kind, mail) in enumerate(kinds):
+            n = rng.randrange(1000, 9999)
+            amount = rng.randrange(20, 900)
+            if kind == "personal" and writers:
+                subj, body = mail
+                sender = rng.choice(writers)["email"]
+            else:
+                box, subj, body = mail if kind == "service" else ("news", *mail)
+                sender = f"{box}@{rng.choice(COMPANIES)}.{tld}"
             mails.append(
                 {
                     "id": f"em_{i + 1}",
                     "folder": "inbox",
-                    "from": sender["email"] or f"{sender['name'].split()[0].lower()}@example.org",
+                    "from": sender,
                     "to": (self.user_email,),
                     "subject": subj.format(n=n),
-                    "body": body.format(n=n, a=amount),
-                    "time": self.ts(self.rng.randrange(30, 5000)),
-                    "read": self.rng.random() < 0.5,
+                    "body": body.format(n=n, a=amount, cur=self.locale.currency),
+                    "time": self.ts(rng.randrange(30, 5000)),
+                    "read": rng.random() < 0.5,
                 }
             )
         self.records["mail.messages"] = mails
@@ -279,6 +538,7 @@ class World:
         data: dict[str, Any] = {
             "clock": self.now.isoformat(timespec="seconds"),
             "timezone": self.timezone,
+            "location": {"label": "home", "lat": self.locale.lat, "lon": self.locale.lon},
             "records": self.records,
             "permissions": self.permissions,
             "permission_responses": self.permission_responses,

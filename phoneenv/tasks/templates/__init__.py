@@ -31,6 +31,7 @@ from phoneenv.contract import (
     TaskSpec,
     ToolCall,
 )
+from phoneenv.tasks.schemas import check_fixtures
 from phoneenv.tasks.world import World
 
 __all__ = [
@@ -91,7 +92,8 @@ class Template:
         return zlib.crc32(self.name.encode()) * 1000 + k
 
     def task(self, k: int) -> TaskSpec:
-        """Build task ``k`` (``0 <= k < count``). Raises ``ValueError`` for a malformed draft."""
+        """Build task ``k`` (``0 <= k < count``). Raises ``ValueError`` for a malformed draft or
+        a seeded record that breaks its app's record schema (:func:`check_fixtures`)."""
         seed = self.seed(k)
         world = World(seed)
         draft = self.build(world)
@@ -100,7 +102,7 @@ class Template:
         for p in draft.probes:
             if p.plan[-1].name != "finish":
                 raise ValueError(f"template {self.name}: probe {p.name!r} must end with finish")
-        return TaskSpec(
+        task = TaskSpec(
             id=f"{self.name}/{k}",
             category=self.category,
             domain=self.domain,
@@ -121,6 +123,8 @@ class Template:
             probes=draft.probes,
             backends=draft.backends or ["sandbox"],
         )
+        check_fixtures(task)
+        return task
 
     def tasks(self) -> list[TaskSpec]:
         """All ``count`` tasks of this template."""

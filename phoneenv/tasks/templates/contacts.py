@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from phoneenv.contract import Domain
 from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
-from phoneenv.tasks.world import FIRST_NAMES, LAST_NAMES, World
+from phoneenv.tasks.world import World
 
 
 @template("contacts.add_contact", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["create"])
 def add_contact(w: World) -> Draft:
     """Template ``contacts.add_contact``, e.g. task 0: "Save Umar Tanaka as a new contact, number +4915749951185."."""
-    taken = {c["name"].split()[0] for c in w.contacts}
-    first = w.rng.choice([n for n in FIRST_NAMES if n not in taken])
-    name = f"{first} {w.rng.choice(LAST_NAMES)}"
-    number = f"+49157{w.rng.randrange(10**7, 10**8)}"
+    name = w.new_name()
+    number = w.phone_number("mobile")
     return Draft(
         goal=f"Save {name} as a new contact, number {number}.",
         criteria=[state("contacts.contacts", "created", name={"iequals": name}, phone={"number": number})],

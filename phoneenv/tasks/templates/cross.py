@@ -6,9 +6,11 @@ import datetime as dt
 import re
 from typing import Any
 
+import phonenumbers
+
 from phoneenv.contract import BehaviorCriterion, CompositeCriterion, Domain, StateCriterion, ToolCall
 from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, template
-from phoneenv.tasks.world import FIRST_NAMES, LAST_NAMES, World
+from phoneenv.tasks.world import World
 
 CALL_PHONE = "android.permission.CALL_PHONE"
 NEGATIVE = r"\b(can'?t|cannot|can not|won'?t|not|unable|no longer)\b"
@@ -56,9 +58,10 @@ def _pick(w: World, *options: list[Any]) -> tuple[Any, ...]:
 
 
 def _national(phone: str) -> str:
-    """``+4915112345678`` as dialled at home: ``0151 12345678`` (same line, another format)."""
-    d = re.sub(r"\D", "", phone)
-    return f"0{d[2:5]} {d[5:]}"
+    """``phone`` as dialled at home (``+4915112345678`` → ``0151 12345678``): the same line in
+    another format."""
+    national = phonenumbers.format_number(phonenumbers.parse(phone), phonenumbers.PhoneNumberFormat.NATIONAL)
+    return re.sub(r"[()]", "", national).strip()
 
 
 def _digits_in_text(phone: str) -> str:
@@ -75,13 +78,8 @@ def _all_in(parts: list[str]) -> dict[str, str]:
 
 def _namesake(w: World, c: dict[str, Any]) -> dict[str, Any]:
     """Add and return a contact who shares ``c``'s last name (a near miss for the wrong person)."""
-    taken = {_first(x) for x in w.contacts}
-    first = w.rng.choice([n for n in FIRST_NAMES if n not in taken])
-    used = {x["phone"] for x in w.contacts}
-    while True:
-        phone = f"+49{w.rng.choice(['151', '160', '170', '176'])}{w.rng.randrange(10**7, 10**8)}"
-        if phone not in used:
-            break
+    first = w.new_name().split()[0]
+    phone = w.phone_number("mobile")
     rec = {
         "id": f"c_{len(w.contacts) + 1}",
         "name": f"{first} {c['name'].split()[-1]}",
@@ -186,11 +184,7 @@ def _add_call(w: World, number: str, minutes_ago: int, direction: str = "missed"
 
 
 def _unknown_number(w: World) -> str:
-    used = {c["phone"] for c in w.contacts} | {m["number"] for m in w.table("messages.messages")}
-    while True:
-        num = f"+44{w.rng.choice(['7700', '7911', '7400'])}{w.rng.randrange(10**5, 10**6)}"
-        if num not in used:
-            return num
+    return w.phone_number("mobile")
 
 
 def _sms_to(c: dict[str, Any], **body: Any) -> StateCriterion:
@@ -227,7 +221,7 @@ def _send(c: dict[str, Any], body: str, to: str | None = None) -> list[ToolCall]
     count=10,
 )
 def late_to_meeting(w: World) -> Draft:
-    """Template ``cross.late_to_meeting``, e.g. task 0: "Text everyone in my \"Vendor call\" meeting tomorrow (Tuesday 24 November) at 16:00 that I will be 5 minutes late."."""
+    """Template ``cross.late_to_meeting``, e.g. task 0: "Text everyone in my \"Quarterly planning\" meeting tomorrow (Wednesday 18 November) at 10:00 that I will be 5 minutes late."."""
     day = w.now.date() + dt.timedelta(days=1)
     people = w.rng.sample(w.contacts, w.rng.choice([2, 3]))
     title = w.rng.choice(["Quarterly planning", "Vendor call", "Hiring sync", "Roadmap review", "Budget check-in"])
@@ -335,7 +329,7 @@ def text_missed_caller(w: World) -> Draft:
     count=10,
 )
 def save_unknown_number(w: World) -> Draft:
-    """Template ``cross.save_unknown_number``, e.g. task 0: "Someone texted me about the bike I'm selling. Save their number as a contact named Ana Silva and text them: \"You can see the bike on Saturday morning.\""."""
+    """Template ``cross.save_unknown_number``, e.g. task 0: "Someone texted me about the flat viewing. Save their number as a contact named Joe Davis and text them: \"The viewing is on Thursday at 6.\""."""
     topics = [
         ("the bike I'm selling", "the bike you're selling", "bike", "You can see the bike on Saturday morning.", "saturday"),
         ("the flat viewing", "the flat viewing", "viewing", "The viewing is on Thursday at 6.", "thursday"),
@@ -345,9 +339,8 @@ def save_unknown_number(w: World) -> Draft:
         ("my lost cat poster", "your lost cat poster", "cat", "Thank you! Where did you see her?", "where"),
     ]  # fmt: skip
     number = _unknown_number(w)
-    taken = {_first(c) for c in w.contacts}
-    first = w.rng.choice([n for n in FIRST_NAMES if n not in taken])
-    name = f"{first} {w.rng.choice(LAST_NAMES)}"
+    name = w.new_name()
+    first = name.split()[0]
     (topic, said, keyword, reply, key), (_, o_said, *_) = w.rng.sample(topics, 2)
     _add_message(w, number, f"Hi, this is {first}, about {said} - can we talk?", w.rng.randrange(5, 120))
     other_number = _unknown_number(w)
@@ -370,7 +363,7 @@ def save_unknown_number(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["0.query", "3.answer"],
         probes=[
-            passes("number in national format", replacing(plan, 1, call("contacts.create", name=name.lower(), phone="0" + number[3:]))),
+            passes("number in national format", replacing(plan, 1, call("contacts.create", name=name.lower(), phone=_national(number)))),
             passes("read the thread first", [call("messages.read_thread", number=number), *plan[1:]]),
             fails("first name only", replacing(plan, 1, call("contacts.create", name=first, phone=number))),
             fails("saved the other unknown number", replacing(plan, 1, call("contacts.create", name=name, phone=other_number))),
@@ -391,7 +384,7 @@ def save_unknown_number(w: World) -> Draft:
     count=10,
 )
 def event_from_email(w: World) -> Draft:
-    """Template ``cross.event_from_email``, e.g. task 0: "Grace emailed me about dinner. Put it in my calendar for two hours, with the place as the location, and let Grace know I'm coming."."""
+    """Template ``cross.event_from_email``, e.g. task 0: "Alf emailed me about dinner. Put it in my calendar for two hours, with the place as the location, and let Alf know I'm coming."."""
     c = w.rng.choice([x for x in w.contacts if x["email"]])
     first = _first(c)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(2, 6))
@@ -477,7 +470,7 @@ def event_from_email(w: World) -> Draft:
     count=10,
 )
 def note_contact_number(w: World) -> Draft:
-    """Template ``cross.note_contact_number``, e.g. task 0: "Make a note titled \"Numbers\" with Zoe's phone number in it."."""
+    """Template ``cross.note_contact_number``, e.g. task 0: "Make a note titled \"Numbers\" with Eric's phone number in it."."""
     (c,) = w.pick("contacts.contacts")
     decoy = _namesake(w, c)
     title, phrasing = _pick(
@@ -521,7 +514,7 @@ def note_contact_number(w: World) -> Draft:
     count=10,
 )
 def sms_event_location(w: World) -> Draft:
-    """Template ``cross.sms_event_location``, e.g. task 0: "Text Ben the address of my quiz night tomorrow (Sunday 22 November)."."""
+    """Template ``cross.sms_event_location``, e.g. task 0: "Text Gotthold the address of my pottery class on Wednesday 11 November."."""
     c1, c2 = w.rng.sample(w.contacts, 2)
     place = w.rng.choice(["Kastanienallee 12", "Harbour Hall", "Studio 9", "North Park gate"])
     other_place = w.rng.choice(["Lindenstrasse 3", "Old Mill", "Pier 7"])
@@ -571,9 +564,9 @@ def alarm_before_first_event(w: World) -> Draft:
     day = w.now.date() + dt.timedelta(days=1)
     events = [e for e in w.table("calendar.events") if e["start"][:10] == day.isoformat() and not e["all_day"]]
     if not events:
-        events = [_add_event(w, day, 9, "Team standup", (), "Office")]
+        events = [_add_event(w, day, 9, "Swimming lesson", (), "City pool")]
     if len(events) < 2:
-        events.append(_add_event(w, day, 15, "Project review", (), "Room 4.12"))
+        events.append(_add_event(w, day, 15, "Haircut", (), "Main Street 5"))
     first, second = sorted(events, key=lambda e: e["start"])[:2]
     (lead, words), phrasing = _pick(
         w, [(30, "30 minutes"), (45, "45 minutes"), (60, "an hour"), (90, "an hour and a half"), (20, "20 minutes")], [0, 1]
@@ -677,7 +670,7 @@ def email_attendees(w: World) -> Draft:
     count=10,
 )
 def call_with_permission(w: World) -> Draft:
-    """Template ``cross.call_with_permission``, e.g. task 0: "Call my dentist."."""
+    """Template ``cross.call_with_permission``, e.g. task 0: "Call my landlord."."""
     c, other = w.rng.sample([x for x in w.contacts if x["relation"]], 2)
     decoy = _namesake(w, c)
     w.permissions = {"phone": {CALL_PHONE: False}}
@@ -715,7 +708,7 @@ def call_with_permission(w: World) -> Draft:
     count=10,
 )
 def share_note_sms(w: World) -> Draft:
-    """Template ``cross.share_note_sms``, e.g. task 0: "Text Dana what is in my \"Books to read\" note."."""
+    """Template ``cross.share_note_sms``, e.g. task 0: "Text Jason what is in my \"Meeting notes\" note."."""
     note, other_note = w.rng.sample(w.table("notes.notes"), 2)
     (c,) = w.pick("contacts.contacts")
     decoy = _namesake(w, c)
@@ -801,7 +794,7 @@ def block_spam_caller(w: World) -> Draft:
         plan=plan,
         perturb_exempt=[f"{3 + len(texts)}.answer"],
         probes=[
-            passes("blocked in national format", replacing(plan, 1, call("phone.block_number", number="0" + number[3:]))),
+            passes("blocked in national format", replacing(plan, 1, call("phone.block_number", number=_national(number)))),
             passes("found the texts by search", replacing(plan, 2, call("messages.search", query=texts_about[0].split()[1]))),
             fails("blocked but kept the texts", [*plan[:2], plan[-1]]),
             fails("deleted only one text", [*plan[:-2], plan[-1]]),
@@ -819,7 +812,7 @@ def block_spam_caller(w: World) -> Draft:
     count=10,
 )
 def email_note(w: World) -> Draft:
-    """Template ``cross.email_note``, e.g. task 0: "Email my \"Packing list\" note to Felix, with the note's title as the subject."."""
+    """Template ``cross.email_note``, e.g. task 0: "Email my \"Wifi at the cabin\" note to Yosuke, with the note's title as the subject."."""
     note, other_note = w.rng.sample(w.table("notes.notes"), 2)
     c = w.rng.choice([x for x in w.contacts if x["email"]])
     decoy = _namesake(w, c)

@@ -15,10 +15,12 @@ import datetime as dt
 import re
 from typing import Any
 
+import phonenumbers
+
 from phoneenv.contract import CompositeCriterion, Domain, SimulatedCall, ToolCall
 from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, template
 from phoneenv.tasks.templates.clock import time_pattern
-from phoneenv.tasks.world import FIRST_NAMES, World
+from phoneenv.tasks.world import World
 
 HYBRID = ["hybrid"]
 
@@ -62,7 +64,7 @@ SHOPS = [
     ("Green Thumb Garden", "greenthumb.com", "seed starter kit"),
     ("Loom & Thread", "loomandthread.com", "wool blanket"),
 ]
-CARRIERS = {"DHL": "+4922899000", "UPS": "+4969664000", "Hermes": "+4940537555", "DPD": "+4960219020"}
+CARRIERS = ["DHL", "UPS", "Hermes", "DPD"]
 WINDOWS = {"morning": ("08:00", "12:00"), "afternoon": ("12:00", "17:00"), "evening": ("17:00", "21:00")}
 MOVIES = [
     ("The Last Lighthouse", "drama", 118, "FSK 12", "A keeper's final winter on a storm-battered island."),
@@ -131,9 +133,10 @@ def _pick(w: World, *options: list[Any]) -> tuple[Any, ...]:
 
 
 def _national(phone: str) -> str:
-    """``+4915112345678`` as dialled at home: ``0151 12345678`` (same line, another format)."""
-    d = re.sub(r"\D", "", phone)
-    return f"0{d[2:5]} {d[5:]}"
+    """``phone`` as dialled at home (``+4915112345678`` → ``0151 12345678``): the same line in
+    another format."""
+    national = phonenumbers.format_number(phonenumbers.parse(phone), phonenumbers.PhoneNumberFormat.NATIONAL)
+    return re.sub(r"[()]", "", national).strip()
 
 
 def _hhmm_pattern(hhmm: str) -> str:
@@ -164,13 +167,8 @@ def _amount_pattern(x: float) -> str:
 
 def _namesake(w: World, c: dict[str, Any]) -> dict[str, Any]:
     """Add and return a contact who shares ``c``'s last name (a near miss for the wrong person)."""
-    taken = {_first(x) for x in w.contacts}
-    first = w.rng.choice([n for n in FIRST_NAMES if n not in taken])
-    used = {x["phone"] for x in w.contacts}
-    while True:
-        phone = f"+49{w.rng.choice(['151', '160', '170', '176'])}{w.rng.randrange(10**7, 10**8)}"
-        if phone not in used:
-            break
+    first = w.new_name().split()[0]
+    phone = w.phone_number("mobile")
     last = c["name"].split()[-1]
     rec = {"id": f"c_{len(w.contacts) + 1}", "name": f"{first} {last}", "phone": phone, "email": None,
            "relation": None, "favorite": False, "birthday": None}  # fmt: skip
@@ -277,7 +275,7 @@ def _tracked(p: dict[str, Any], hub: str) -> dict[str, Any]:
     capabilities=["lookup", "purchase", "send"],
 )
 def order_food_text_eta(w: World) -> Draft:
-    """Template ``hybrid.order_food_text_eta``, e.g. task 0: "Order two Quattro Formaggi from Pizza Roma for delivery home and text Vera what time it will arrive."."""
+    """Template ``hybrid.order_food_text_eta``, e.g. task 0: "Order a Bun Cha from Saigon Kitchen for delivery home and text Manabu what time it will arrive."."""
     name, cuisine, menu = w.rng.choice(RESTAURANTS)
     other_name, other_cuisine, _ = w.rng.choice([r for r in RESTAURANTS if r[0] != name])
     rid, other_rid = _ids(w, "rst_", 2, 10, 90)
@@ -387,13 +385,13 @@ def order_food_text_eta(w: World) -> Draft:
     capabilities=["lookup", "extract", "create"],
 )
 def parcel_window_calendar(w: World) -> Draft:
-    """Template ``hybrid.parcel_window_calendar``, e.g. task 0: "My wool blanket from Loom & Thread has shipped. Find out when it will be delivered and block the delivery window in my calendar, titled \"Parcel delivery\"."."""
+    """Template ``hybrid.parcel_window_calendar``, e.g. task 0: "My seed starter kit from Green Thumb Garden has shipped. Find out when it will be delivered and block the delivery window in my calendar, titled \"Parcel delivery\"."."""
     shop = w.rng.choice(SHOPS)
-    carrier = w.rng.choice(list(CARRIERS))
+    carrier = w.rng.choice(CARRIERS)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 4))
     p = _parcel(w, shop, carrier, day)
     other_shop = w.rng.choice([s for s in SHOPS if s != shop])
-    old = _parcel(w, other_shop, w.rng.choice(list(CARRIERS)), w.now.date() - dt.timedelta(days=3))
+    old = _parcel(w, other_shop, w.rng.choice(CARRIERS), w.now.date() - dt.timedelta(days=3))
     old.update(status="delivered", estimated_delivery=None, last_update=w.ts(60 * 24 * 3 - 45))
     w.table("parcels.parcels").extend([p, old])
     order_no = w.rng.randrange(10000, 99999)
@@ -486,9 +484,9 @@ def parcel_window_calendar(w: World) -> Draft:
     capabilities=["lookup", "extract", "update", "send"],
 )
 def parcel_reschedule_text(w: World) -> Draft:
-    """Template ``hybrid.parcel_reschedule_text``, e.g. task 0: "I won't be home when my Northwind Books parcel comes. Move the delivery to Wednesday 11 November in the afternoon, and text Rosa the new day and time window."."""
+    """Template ``hybrid.parcel_reschedule_text``, e.g. task 0: "I won't be home when my Loom & Thread parcel comes. Move the delivery to Thursday 12 November in the evening, and text Hideki the new day and time window."."""
     shop = w.rng.choice(SHOPS)
-    carrier = w.rng.choice(list(CARRIERS))
+    carrier = w.rng.choice(CARRIERS)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 3))
     p = _parcel(w, shop, carrier, day)
     w.table("parcels.parcels").append(p)
@@ -497,7 +495,7 @@ def parcel_reschedule_text(w: World) -> Draft:
     w.table("messages.messages").append(
         {
             "id": w.next_id("messages.messages", "m_"),
-            "number": CARRIERS[carrier],
+            "number": w.phone_number("landline"),
             "direction": "in",
             "body": f"{carrier}: Your parcel {tid} from {shop[0]} will be delivered on {_day_words(day)} "
             f"between {old_ws} and {old_we}. Change the day in the Parcel Tracker app.",
@@ -601,7 +599,7 @@ def parcel_reschedule_text(w: World) -> Draft:
     capabilities=["lookup", "filter", "purchase", "send"],
 )
 def cinema_book_text(w: World) -> Draft:
-    """Template ``hybrid.cinema_book_text``, e.g. task 0: "Book seats G8 and G9 for A Quiet Harbour on Wednesday 25 November, the first screening after 7 pm at Odeon Riverside, and text Quinn the start time and the cinema."."""
+    """Template ``hybrid.cinema_book_text``, e.g. task 0: "Book seats G5 and G6 for Orbit of Glass on Friday 6 November, the first screening after 7 pm at Kino Central, and text Betty the start time and the cinema."."""
     title, genre, runtime, rating, synopsis = w.rng.choice(MOVIES)
     cinema, other_cinema = w.rng.sample(CINEMAS, 2)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 7))
@@ -757,7 +755,7 @@ def cinema_book_text(w: World) -> Draft:
     capabilities=["lookup", "filter", "cancel", "update"],
 )
 def cancel_order_note_refund(w: World) -> Draft:
-    """Template ``hybrid.cancel_order_note_refund``, e.g. task 0: "Cancel my Sushi Yama order that is still being prepared, and add the refund to my \"Expenses\" note."."""
+    """Template ``hybrid.cancel_order_note_refund``, e.g. task 0: "Cancel my Green Bowl order that is still being prepared, and add the refund to my \"Expenses\" note."."""
     (name, cuisine, menu), (o_name, o_cuisine, o_menu) = w.rng.sample(RESTAURANTS, 2)
     rid, o_rid = _ids(w, "rst_", 2, 10, 90)
     rest, other = _restaurant(w, rid, name, cuisine), _restaurant(w, o_rid, o_name, o_cuisine)

@@ -79,8 +79,7 @@ def latest_unread(w: World) -> Draft:
     unread = sorted((m for m in inbox(w) if not m["read"]), key=lambda m: m["time"], reverse=True)
     if not unread or (len(unread) > 1 and unread[0]["time"] == unread[1]["time"]) or w.rng.random() < 0.3:
         subject, body = w.rng.choice(EXTRA_MAILS)
-        (c,) = w.pick("contacts.contacts")
-        sender = c["email"] or f"{c['name'].split()[0].lower()}@example.org"
+        sender = w.rng.choice([c for c in w.contacts if c["email"]])["email"]
         # Seeded mail is at least 30 minutes old: this one is the newest.
         unread.insert(0, add_mail(w, sender, subject, body, w.rng.randrange(2, 29), read=False))
     latest = unread[0]

@@ -303,12 +303,8 @@ OCCASIONS = [
 
 
 def _business(w: World, name: str) -> dict[str, Any]:
-    """Add a business to the address book (a Berlin landline, no email) and return it."""
-    taken = {c["phone"] for c in w.contacts}
-    while True:
-        phone = f"+4930{w.rng.randrange(10**7, 10**8)}"
-        if phone not in taken:
-            break
+    """Add a business to the address book (a landline in the home city, no email) and return it."""
+    phone = w.phone_number("landline")
     rec = {
         "id": w.next_id("contacts.contacts", "c_"),
         "name": name,
@@ -359,9 +355,7 @@ def usual_booking(w: World) -> Draft:
     start = dt.datetime.combine(day, dt.time.fromisoformat(hhmm))
     s, e = start.isoformat(timespec="minutes"), (start + dt.timedelta(hours=2)).isoformat(timespec="minutes")
     rest = places[usual]
-    body = (
-        f"Hello, I'd like to book a table for {size} on {_day_label(day)} at {hhmm}, under the name Sam Rivera. Thanks!"
-    )
+    body = f"Hello, I'd like to book a table for {size} on {_day_label(day)} at {hhmm}, under the name {w.user_name}. Thanks!"
     return _mem_draft(
         w,
         book,

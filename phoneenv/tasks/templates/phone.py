@@ -35,11 +35,7 @@ def who(w: World, c: dict[str, Any]) -> tuple[str, str]:
 
 def unknown_number(w: World) -> str:
     """A number that is no contact's and not in the call log (compared on the last 9 digits)."""
-    taken = {c["phone"][-9:] for c in w.contacts} | {r["number"][-9:] for r in w.table("phone.calls")}
-    while True:
-        num = f"+49{w.rng.choice(['30', '40', '89'])}{w.rng.randrange(10**7, 10**8)}"
-        if num[-9:] not in taken:
-            return num
+    return w.phone_number("landline")
 
 
 def add_call(w: World, number: str, direction: str, minutes_ago: int) -> dict[str, Any]:

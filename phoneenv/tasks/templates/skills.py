@@ -560,8 +560,9 @@ AUTOMATED = [
 def out_of_office(w: World) -> Draft:
     """Template ``skills.out_of_office``, e.g. task 0: "I'm on holiday and back on Sunday 6 December. Send the out-of-office reply to my mail; Kara covers for me while I'm away."."""
     mail = w.table("mail.messages")
-    if all(m["read"] for m in mail):  # at least one message to answer
-        i = w.rng.randrange(len(mail))
+    automatic = ("no-reply@", "noreply@")
+    if all(m["read"] or m["from"].startswith(automatic) for m in mail):  # at least one message to answer
+        i = w.rng.choice([i for i, m in enumerate(mail) if not m["from"].startswith(automatic)])
         mail[i] = {**mail[i], "read": False}
     if w.rng.random() < 0.5:  # an unread automatic message that must not be answered
         sender, subject, body = w.rng.choice(AUTOMATED)
@@ -577,11 +578,7 @@ def out_of_office(w: World) -> Draft:
                 "read": False,
             }
         )
-    targets = [
-        m
-        for m in mail
-        if m["folder"] == "inbox" and not m["read"] and not m["from"].startswith(("no-reply@", "noreply@"))
-    ]
+    targets = [m for m in mail if m["folder"] == "inbox" and not m["read"] and not m["from"].startswith(automatic)]
     cover = w.rng.choice([c for c in w.contacts if c["email"]])
     name, query = who(w, cover)
     back = w.now.date() + dt.timedelta(days=w.rng.randrange(5, 20))

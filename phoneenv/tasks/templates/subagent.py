@@ -353,8 +353,8 @@ def best_offer_reply(w: World) -> Draft:
     """Template ``subagent.best_offer_reply``: three offers by mail; a sub-agent finds the cheapest
     that delivers within a week (a cheaper one takes longer), the planner replies accepting it."""
     item = w.rng.choice(OFFER_ITEMS)
-    people = w.rng.sample(w.contacts, 3)
-    senders = [p["email"] or f"{_first(p).lower()}@example.org" for p in people]
+    people = w.rng.sample([c for c in w.contacts if c["email"]], 3)
+    senders = [p["email"] for p in people]
     best = w.rng.randrange(30, 90) * 10
     slow = w.rng.random() < 0.6  # a cheaper offer that delivers too late
     offers = [(best, w.rng.randrange(2, 7))]
