@@ -773,10 +773,13 @@ def block_spam_caller(w: World) -> Draft:
         if phrasing == 0
         else f"I keep getting calls and texts about {topic} from a number I don't know. Block that number and get rid of its messages."
     )  # fmt: skip
+    # a word both texts share: one search finds the number and the texts' ids
+    keyword = {"a prize": "prize", "a parcel fee": "parcel", "a loan": "loan", "my car warranty": "warranty"}.get(
+        topic, "crypto"
+    )
     plan = [
-        call("phone.call_log", filter="missed", limit=5),
+        call("messages.search", query=keyword),
         call("phone.block_number", number=number),
-        call("messages.read_thread", number=number),
         *(call("messages.delete", message_id=m["id"]) for m in texts),
         call("finish", answer="Blocked and deleted."),
     ]
@@ -792,10 +795,10 @@ def block_spam_caller(w: World) -> Draft:
             state("messages.messages", "absent", number={"number": number}),
         ],
         plan=plan,
-        perturb_exempt=[f"{3 + len(texts)}.answer"],
+        perturb_exempt=["0.query", f"{2 + len(texts)}.answer"],
         probes=[
             passes("blocked in national format", replacing(plan, 1, call("phone.block_number", number=_national(number)))),
-            passes("found the texts by search", replacing(plan, 2, call("messages.search", query=texts_about[0].split()[1]))),
+            passes("went through the call log and the thread", [call("phone.call_log", filter="missed", limit=5), plan[1], call("messages.read_thread", number=number), *plan[2:]]),
             fails("blocked but kept the texts", [*plan[:2], plan[-1]]),
             fails("deleted only one text", [*plan[:-2], plan[-1]]),
             fails(f"blocked {friend['name']} who also called", replacing(plan, 1, call("phone.block_number", number=friend["phone"]))),
