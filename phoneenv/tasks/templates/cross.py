@@ -109,6 +109,11 @@ def _lookup(c: dict[str, Any], *also: str) -> BehaviorCriterion:
     )
 
 
+def _any(id: str, *criteria: Any) -> CompositeCriterion:
+    """A milestone met by any one of ``criteria`` (the same progress made several ways)."""
+    return CompositeCriterion(kind="any_of", id=id, criteria=list(criteria))
+
+
 def _found_event(ev: dict[str, Any]) -> CompositeCriterion:
     """Milestone: the event found by its day, a word of its title, or its id."""
     words = "|".join(re.escape(x.lower()) for x in ev["title"].split() if len(x) > 2)
@@ -308,7 +313,14 @@ def text_missed_caller(w: World) -> Draft:
     return Draft(
         goal=f'{opener} {verb}: "{body}"',
         criteria=[crit],
-        milestones=[_sms_to(c)],
+        milestones=[
+            _any(
+                "looked at the missed calls",
+                behavior("required_call", "phone.call_log", arguments={"filter": "missed"}),
+                behavior("required_call", "phone.call_log", arguments={"number": {"number": c["phone"]}}),
+            ),
+            _sms_to(c),
+        ],
         plan=plan,
         perturb_exempt=["2.answer"],
         probes=[
@@ -357,6 +369,11 @@ def save_unknown_number(w: World) -> Draft:
         goal=f'Someone texted me about {topic}. Save their number as a contact named {name} and text them: "{reply}"',
         criteria=[saved, texted],
         milestones=[
+            _any(
+                "found the texter",
+                behavior("required_call", "messages.search", arguments={"query": {"regex": f"{keyword}|{first.lower()}"}}),
+                behavior("required_call", "messages.read_thread", arguments={"number": {"number": number}}),
+            ),
             state("contacts.contacts", "created", phone={"number": number}),
             state("messages.messages", "created", number={"number": number}, direction="out"),
         ],
@@ -433,7 +450,15 @@ def event_from_email(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[event, told],
-        milestones=[state("calendar.events", "created", start=s), _tell(c, "replied to the host")],
+        milestones=[
+            _any(
+                f"found mail {mail_id}",
+                behavior("required_call", "mail.search", arguments={"query": {"regex": f"dinner|{first.lower()}|{re.escape(c['email'])}"}}),
+                behavior("required_call", "mail.read", arguments={"message_id": mail_id}),
+            ),
+            state("calendar.events", "created", start=s),
+            _tell(c, "replied to the host"),
+        ],
         plan=plan,
         perturb_exempt=["0.query", "1.title", "2.body", "3.answer"],
         probes=[

@@ -395,9 +395,11 @@ def parcel_window_calendar(w: World) -> Draft:
     old.update(status="delivered", estimated_delivery=None, last_update=w.ts(60 * 24 * 3 - 45))
     w.table("parcels.parcels").extend([p, old])
     order_no = w.rng.randrange(10000, 99999)
+    mail_id = w.next_id("mail.messages", "em_")
+    shop_words = "|".join(re.escape(x.lower()) for x in [*shop[0].split(), shop[1], *shop[2].split()] if len(x) > 3)
     w.table("mail.messages").append(
         {
-            "id": w.next_id("mail.messages", "em_"),
+            "id": mail_id,
             "folder": "inbox",
             "from": f"shipping@{shop[1]}",
             "to": (w.user_email,),
@@ -455,6 +457,14 @@ def parcel_window_calendar(w: World) -> Draft:
             state("calendar.events", "created", title={"iequals": title}, start=start, end=end),
         ],
         milestones=[
+            CompositeCriterion(
+                kind="any_of",
+                id="found the shipping mail",
+                criteria=[
+                    behavior("required_call", "mail.search", arguments={"query": {"regex": shop_words}}),
+                    behavior("required_call", "mail.read", arguments={"message_id": mail_id}),
+                ],
+            ),
             behavior("required_call", "parcels.get_delivery_window", arguments={"tracking_id": tid}),
             state("calendar.events", "created", start=start),
         ],
