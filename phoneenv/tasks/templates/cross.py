@@ -297,7 +297,7 @@ def text_missed_caller(w: World) -> Draft:
         [
             ("Sorry I missed your call, I will ring you back tonight.", ["tonight"], "I will ring you back tomorrow."),
             ("Sorry, I was in a meeting. I'll call you back in an hour.", ["hour"], "I'll call you back next week."),
-            ("Can't talk right now, I'm driving. I'll call you back after 6.", ["driving", "6"], "I'll call you back after 9."),
+            ("Can't talk right now, I'm driving. I'll call you back after 6.", ["driving", "after 6"], "I'll call you back after 9."),
             ("Sorry I couldn't pick up! What was it about?", ["about"], "Please stop calling me."),
             ("I'm at the doctor's, I'll call you back at lunchtime.", ["lunch"], "I'll call you back this evening."),
         ],
