@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phoneenv.contract import Category, Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
 from phoneenv.tasks.templates.messages import TEXTS
 from phoneenv.tasks.world import World
 
@@ -148,16 +148,28 @@ def _old_and_new(
     return old_e, new_e, linked
 
 
-def _sms(c: dict[str, Any], contains: str, **where: Any) -> Any:
-    """A text to ``c`` created whose body contains ``contains`` (and whose fields match ``where``)."""
-    return state(
-        "messages.messages",
-        "created",
-        number={"number": c["phone"]},
-        direction="out",
-        body={"icontains": contains},
-        **where,
+def _sms(c: dict[str, Any], contains: str | None = None, **where: Any) -> Any:
+    """A text to contact ``c`` (by identity: any format of their number) created whose body
+    contains ``contains`` when given (and whose fields match ``where``)."""
+    if contains is not None:
+        where["body"] = {"icontains": contains}
+    return state("messages.messages", "created", number={"person": c["id"]}, direction="out", **where)
+
+
+def _searched(*words: str) -> Any:
+    """A milestone: ``memory.search`` with a query naming one of ``words`` (what this task is about)."""
+    return behavior(
+        "required_call",
+        "memory.search",
+        id=f"searched:{words[0]}",
+        arguments={"query": {"any": [{"icontains": w} for w in words]}},
     )
+
+
+def _spaced(phone: str) -> str:
+    """``+4917012345678`` written as a person might type it: ``0049 170 1234 5678``."""
+    digits = phone.lstrip("+")
+    return "00" + " ".join(digits[i : i + 4] for i in range(0, len(digits), 4))
 
 
 def _mem_draft(w: World, book: MemoryBook, fixture_extra: dict[str, Any] | None = None, **kw: Any) -> Draft:
@@ -202,19 +214,35 @@ def text_relation(w: World) -> Draft:
     text, key = w.rng.choice(TEXTS)
     end = "" if text[-1] in "?!." else "."
     goal = w.rng.choice([f'Text my {rel}: "{text}"{end}', f'Send my {rel} a message saying "{text}"{end}'])
+    plan = [
+        call("memory.search", query=f"who is my {rel}"),
+        call("contacts.search", query=target["name"]),
+        call("messages.send", to=target["phone"], body=text),
+        call("finish", answer=f"Sent to {target['name']}, your {rel}."),
+    ]
     return _mem_draft(
         w,
         book,
         goal=goal,
         criteria=[_sms(target, key)],
-        milestones=[behavior("required_call", "memory.search"), behavior("required_call", "contacts.search")],
-        plan=[
-            call("memory.search", query=f"who is my {rel}"),
-            call("contacts.search", query=target["name"]),
-            call("messages.send", to=target["phone"], body=text),
-            call("finish", answer=f"Sent to {target['name']}, your {rel}."),
-        ],
+        milestones=[_searched(rel), _sms(target)],
+        plan=plan,
         perturb_exempt=["3.answer"],
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(plan, 2, call("messages.send", to=_spaced(target["phone"]), body=text)),
+            ),
+            passes("searched memory twice", [call("memory.search", query=rel), *plan]),
+            fails(
+                f"texts the {rels[1]} instead",
+                replacing(plan, 2, call("messages.send", to=people[1]["phone"], body=text)),
+            ),
+            fails(
+                "texts someone else too",
+                replacing(plan, 2, plan[2], call("messages.send", to=people[2]["phone"], body=text)),
+            ),
+        ],
     )
 
 
@@ -272,19 +300,29 @@ def call_past_provider(w: World) -> Draft:
     goal = f"{problem}. " + w.rng.choice(
         [f"Call the {trade} I used last time.", f"Give the {trade} we had last time a ring."]
     )
+    plan = [
+        call("memory.search", query=f"{trade}", kind="episode"),
+        call("contacts.search", query=newer["name"]),
+        call("phone.call", number=newer["phone"]),
+        call("finish", answer=f"Calling {newer['name']}, the {trade} from last time."),
+    ]
     return _mem_draft(
         w,
         book,
         goal=goal,
-        criteria=[state("phone.calls", "created", number={"number": newer["phone"]}, direction="out")],
-        milestones=[behavior("required_call", "memory.search")],
-        plan=[
-            call("memory.search", query=f"{trade}", kind="episode"),
-            call("contacts.search", query=newer["name"]),
-            call("phone.call", number=newer["phone"]),
-            call("finish", answer=f"Calling {newer['name']}, the {trade} from last time."),
-        ],
+        criteria=[state("phone.calls", "created", number={"person": newer["id"]}, direction="out")],
+        milestones=[_searched(trade, trade.split()[0])],
+        plan=plan,
         perturb_exempt=["3.answer"],
+        probes=[
+            passes("number typed with spaces", replacing(plan, 2, call("phone.call", number=_spaced(newer["phone"])))),
+            passes("looked through the contacts", [*plan[:2], call("contacts.list"), *plan[2:]]),
+            fails(f"calls the older {trade}", replacing(plan, 2, call("phone.call", number=older["phone"]))),
+            fails(
+                "calls both",
+                replacing(plan, 2, call("phone.call", number=older["phone"]), call("phone.end_call"), plan[2]),
+            ),
+        ],
     )
 
 
@@ -356,28 +394,64 @@ def usual_booking(w: World) -> Draft:
     s, e = start.isoformat(timespec="minutes"), (start + dt.timedelta(hours=2)).isoformat(timespec="minutes")
     rest = places[usual]
     body = f"Hello, I'd like to book a table for {size} on {_day_label(day)} at {hhmm}, under the name {w.user_name}. Thanks!"
+    plan = [
+        call("memory.search", query=f"usual {goal_words} restaurant table"),
+        call("contacts.search", query=usual),
+        call("messages.send", to=rest["phone"], body=body),
+        call("calendar.create_event", title=f"{goal_words.capitalize()} at {usual}", start=s, end=e, location=usual),
+        call(
+            "finish",
+            answer=f"Booked {usual} for {size} at {hhmm} on {_day_label(day)} and added it to your calendar.",
+        ),
+    ]
+    e2 = (start + dt.timedelta(hours=3)).isoformat(timespec="minutes")
     return _mem_draft(
         w,
         book,
-        goal=f"Book our usual {goal_words} table for {_day_label(day)}: text the restaurant, and put it in my calendar.",
+        goal=w.rng.choice(
+            [
+                f"Book our usual {goal_words} table for {_day_label(day)}: text the restaurant, and put it in my calendar.",
+                f"Text the restaurant to book our usual {goal_words} table on {_day_label(day)}, and add it to my calendar.",
+                f"Can you book the usual {goal_words} for {_day_label(day)}? Text the place and put it in my calendar.",
+            ]
+        ),
         criteria=[
             _sms(rest, hhmm),
             _sms(rest, f"for {size}"),
             state("calendar.events", "created", start=s, location={"iequals": usual}),
         ],
-        milestones=[behavior("required_call", "memory.search"), _sms(rest, hhmm)],
-        plan=[
-            call("memory.search", query=f"usual {goal_words} restaurant table"),
-            call("contacts.search", query=usual),
-            call("messages.send", to=rest["phone"], body=body),
-            call(
-                "calendar.create_event", title=f"{goal_words.capitalize()} at {usual}", start=s, end=e, location=usual
+        milestones=[_sms(rest), state("calendar.events", "created", location={"iequals": usual})],
+        probes=[
+            passes(
+                "in other words",
+                replacing(
+                    plan,
+                    2,
+                    call(
+                        "messages.send",
+                        to=rest["phone"],
+                        body=f"Hi! Table for {size} at {hhmm} on {_day_label(day)}, please. {w.user_name}",
+                    ),
+                ),
             ),
-            call(
-                "finish",
-                answer=f"Booked {usual} for {size} at {hhmm} on {_day_label(day)} and added it to your calendar.",
+            passes(
+                "another event title",
+                replacing(
+                    plan, 3, call("calendar.create_event", title=f"Dinner - {usual}", start=s, end=e, location=usual)
+                ),
+            ),
+            fails(
+                f"books {old_place} instead",
+                replacing(plan, 2, call("messages.send", to=places[old_place]["phone"], body=body)),
+            ),
+            fails(
+                "calendar two hours late",
+                replacing(
+                    plan, 3, call("calendar.create_event", title=f"Table at {usual}", start=e, end=e2, location=usual)
+                ),
             ),
         ],
+        plan=plan,
         perturb_exempt=["3.title", "3.end", "4.answer"],
     )
 
@@ -402,7 +476,6 @@ def preference_setting(w: World) -> Draft:
     may have replaced an outdated one (the outdated value fails)."""
     variant = ["alarm", "tea", "brightness", "volume", "gym"][w.seed % 5]
     book = MemoryBook()
-    milestones = [behavior("required_call", "memory.search")]
     exempt: list[str] = []
     if variant == "alarm":
         taken = {a["time"] for a in w.table("clock.alarms")}
@@ -420,6 +493,10 @@ def preference_setting(w: World) -> Draft:
         act = call("clock.create_alarm", time=new, label="Wake up")
         criteria = [state("clock.alarms", "created", time=new, enabled=True)]
         query, exempt = "usual wake-up time", ["1.label"]
+        keys = ("wake", "get up", "alarm", "morning")
+        alt = call("clock.create_alarm", time=new)
+        wrong = call("clock.create_alarm", time=old, label="Wake up")
+        stray = call("clock.create_alarm", time="23:55")
     elif variant == "tea":
         tea = w.rng.choice(sorted(TEAS))
         old, new = w.rng.sample(TEAS[tea], 2)
@@ -434,6 +511,10 @@ def preference_setting(w: World) -> Draft:
         act = call("clock.start_timer", duration_seconds=new * 60, label=tea.capitalize())
         criteria = [state("clock.timers", "created", duration_s=new * 60, running=True)]
         query, exempt = f"how long I steep {tea}", ["1.label"]
+        keys = ("tea", "steep", tea.split()[0])
+        alt = call("clock.start_timer", duration_seconds=new * 60)
+        wrong = call("clock.start_timer", duration_seconds=old * 60, label=tea.capitalize())
+        stray = call("clock.start_timer", duration_seconds=60 * 60, label="Laundry")
     elif variant == "brightness":
         level = w.rng.choice([25, 30, 35, 40, 45, 75, 80, 85])
         book.add("preference", f"I keep my screen brightness at {level}%", ago(w, w.rng.randrange(20, 400)))
@@ -443,6 +524,10 @@ def preference_setting(w: World) -> Draft:
         act = call("settings.set_brightness", level=level)
         criteria = [state("settings.settings", "updated", id="brightness", value=level)]
         query = "screen brightness I like"
+        keys = ("bright", "screen", "display")
+        alt = act
+        wrong = call("settings.set_brightness", level=100 - level)
+        stray = call("settings.set_volume", stream="media", level=0)
     elif variant == "volume":
         level = w.rng.choice([15, 20, 30, 40, 55, 85, 90])
         book.add("preference", f"I keep the ringer volume at {level}", ago(w, w.rng.randrange(20, 400)))
@@ -450,6 +535,10 @@ def preference_setting(w: World) -> Draft:
         act = call("settings.set_volume", stream="ring", level=level)
         criteria = [state("settings.settings", "updated", id="volume_ring", value=level)]
         query = "ringer volume preference"
+        keys = ("volume", "ring", "loud", "sound")
+        alt = act
+        wrong = call("settings.set_volume", stream="media", level=level)
+        stray = call("settings.set_brightness", level=100)
     else:
         weekday = w.rng.randrange(7)
         old_t, new_t = w.rng.sample(["07:00", "12:30", "17:30", "18:00", "18:30", "19:30"], 2)
@@ -476,15 +565,36 @@ def preference_setting(w: World) -> Draft:
         act = call("calendar.create_event", title="Gym", start=s, end=e)
         criteria = [state("calendar.events", "created", title={"icontains": "gym"}, start=s, end=e)]
         query = f"gym on {day_name}s"
+        keys = ("gym", "workout", "exercise")
+        alt = call("calendar.create_event", title="Gym session", start=s, end=e)
+        old_start = dt.datetime.combine(day, dt.time.fromisoformat(old_t))
+        wrong = call(
+            "calendar.create_event",
+            title="Gym",
+            start=old_start.isoformat(timespec="minutes"),
+            end=(old_start + dt.timedelta(minutes=minutes)).isoformat(timespec="minutes"),
+        )
+        stray = call(
+            "calendar.create_event", title="Gym", start=s.replace(s[11:], "23:00"), end=s.replace(s[11:], "23:30")
+        )
     book.distract(w, 4, skip=("home",))
+    plan = [call("memory.search", query=query), act, call("finish", answer="Done, as you like it.")]
+    probes = [passes("searched memory twice", [call("memory.search", query=keys[0]), *plan])]
+    if alt is not act:
+        probes.append(passes("no label or another title", replacing(plan, 1, alt)))
+    probes += [
+        fails("the outdated or a wrong value", replacing(plan, 1, wrong)),
+        fails("something else changed too", replacing(plan, 1, act, stray)),
+    ]
     return _mem_draft(
         w,
         book,
         goal=goal,
         criteria=criteria,
-        milestones=milestones,
-        plan=[call("memory.search", query=query), act, call("finish", answer="Done, as you like it.")],
+        milestones=[_searched(*keys)],
+        plan=plan,
         perturb_exempt=[*exempt, "2.answer"],
+        probes=probes,
     )
 
 
@@ -544,19 +654,38 @@ def updated_fact(w: World) -> Draft:
     (friend,) = w.pick("contacts.contacts")
     first = _first(friend)
     reason = w.rng.choice(["is coming over later", "is picking up a parcel for me", "is looking after the place"])
+    plan = [
+        call("memory.search", query=query),
+        call("contacts.search", query=first),
+        call("messages.send", to=friend["phone"], body=f"Hi {first}, the {thing} is {new}."),
+        call("finish", answer=f"Sent {first} the {thing} ({new})."),
+    ]
+    (stranger,) = w.rng.sample([c for c in w.contacts if c is not friend], 1)
     return _mem_draft(
         w,
         book,
         goal=f"{first} {reason}. Text {first} the {thing}.",
         criteria=[_sms(friend, new), state("messages.messages", "absent", body={"icontains": old})],
-        milestones=[behavior("required_call", "memory.search")],
-        plan=[
-            call("memory.search", query=query),
-            call("contacts.search", query=first),
-            call("messages.send", to=friend["phone"], body=f"Hi {first}, the {thing} is {new}."),
-            call("finish", answer=f"Sent {first} the {thing} ({new})."),
-        ],
+        milestones=[_searched(*query.split()[-2:]), _sms(friend)],
+        plan=plan,
         perturb_exempt=["3.answer"],
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(plan, 2, call("messages.send", to=_spaced(friend["phone"]), body=f"{new} is the {thing}.")),
+            ),
+            passes("searched memory twice", [call("memory.search", query=thing), *plan]),
+            fails(
+                "the old code",
+                replacing(
+                    plan, 2, call("messages.send", to=friend["phone"], body=f"Hi {first}, the {thing} is {old}.")
+                ),
+            ),
+            fails(
+                "sent to someone else",
+                replacing(plan, 2, call("messages.send", to=stranger["phone"], body=f"Hi, the {thing} is {new}.")),
+            ),
+        ],
     )
 
 
@@ -622,13 +751,24 @@ def recall_answer(w: World) -> Draft:
         goal, query = f"How much did the {trade} charge me last time?", f"paid the {trade}"
         reply, new, old = f"{new_p} EUR.", new_p, old_p
     book.distract(w, 4)
+    plan = [call("memory.search", query=query), call("finish", answer=reply)]
+    keys = {"locker": ("locker", "gym"), "parking": ("park", "car", "airport"), "wine": ("wine", "dinner")}.get(
+        variant, ("paid", "charge", "cost", "plumber", "electrician", "locksmith")
+    )
     return _mem_draft(
         w,
         book,
         goal=goal,
         criteria=[answer(pattern=_only(new, old)), behavior("read_only")],
-        milestones=[behavior("required_call", "memory.search")],
-        plan=[call("memory.search", query=query), call("finish", answer=reply)],
+        milestones=[_searched(*keys)],
+        plan=plan,
+        probes=[
+            passes("in other words", finishing(plan, f"It's {new}, according to what you told me.")),
+            passes("searched memory twice", [call("memory.search", query=keys[0]), *plan]),
+            fails("the outdated value", finishing(plan, f"{old}.")),
+            fails("a hedge", finishing(plan, f"Either {new} or {old}, I'm not sure which.")),
+            fails("wrong, with the right value in passing", finishing(plan, f"It's {old} - {new} was the old one.")),
+        ],
     )
 
 
@@ -684,13 +824,36 @@ def save_preference(w: World) -> Draft:
     if old_e is not None:
         criteria.append(state("memory.entries", "updated", id=old_e["id"], valid=False))
         save = call("memory.save", kind=kind, content=new, supersedes=old_e["id"])
+    plan = [call("memory.search", query=query), save, call("finish", answer="Got it, I'll remember that.")]
+    probes = [
+        passes("searched memory twice", [call("memory.search", query=key), *plan]),
+        passes(
+            "in other words",
+            replacing(
+                plan,
+                1,
+                save.model_copy(update={"arguments": {**save.arguments, "content": f"Remember: {new.lower()}"}}),
+            ),
+        ),
+        fails("saved twice", replacing(plan, 1, save, call("memory.save", kind=kind, content=new))),
+    ]
+    if old_e is not None:
+        probes.append(fails("the old one left valid", replacing(plan, 1, call("memory.save", kind=kind, content=new))))
+    else:
+        probes.append(
+            fails(
+                "saved something else",
+                replacing(plan, 1, call("memory.save", kind=kind, content="I like window seats")),
+            )
+        )
     return Draft(
         goal=words,
         criteria=criteria,
-        milestones=[behavior("required_call", "memory.search")],
-        plan=[call("memory.search", query=query), save, call("finish", answer="Got it, I'll remember that.")],
+        milestones=[state("memory.entries", "created", content={"icontains": key})],
+        plan=plan,
         fixtures=w.fixtures(memory=fixtures),
         perturb_exempt=["2.answer"],
+        probes=probes,
     )
 
 
@@ -724,20 +887,27 @@ def forget_outdated(w: World) -> Draft:
     gone, keep, words, query = OBSOLETE[w.seed % len(OBSOLETE)]
     book = MemoryBook()
     target = book.add("fact", gone, ago(w, w.rng.randrange(30, 700)))
-    book.add("fact", keep, ago(w, w.rng.randrange(30, 700)))
+    similar = book.add("fact", keep, ago(w, w.rng.randrange(30, 700)))
     book.distract(w, 4)
     fixtures = book.fixtures()
+    plan = [
+        call("memory.search", query=query),
+        call("memory.forget", id=target["id"]),
+        call("finish", answer="Forgotten."),
+    ]
     return Draft(
         goal=words,
         criteria=[state("memory.entries", "updated", id=target["id"], valid=False)],
-        milestones=[behavior("required_call", "memory.search")],
-        plan=[
-            call("memory.search", query=query),
-            call("memory.forget", id=target["id"]),
-            call("finish", answer="Forgotten."),
-        ],
+        milestones=[_searched(*query.split())],
+        plan=plan,
         fixtures=w.fixtures(memory=fixtures),
         perturb_exempt=["2.answer"],
+        probes=[
+            passes("searched memory twice", [call("memory.search", query=query.split()[0]), *plan]),
+            passes("listed what is remembered first", [call("memory.search", query="my"), *plan]),
+            fails("forgot the similar one instead", replacing(plan, 1, call("memory.forget", id=similar["id"]))),
+            fails("forgot the similar one too", replacing(plan, 1, plan[1], call("memory.forget", id=similar["id"]))),
+        ],
     )
 
 
@@ -794,10 +964,19 @@ def intent_time(w: World) -> Draft:
     errand = w.rng.choice(ERRANDS)
     _intent(book, w, f"When I'm at the supermarket, remind me to {errand}", "place", "supermarket", errand.capitalize())
     book.distract(w, 3)
+    plan = [
+        call("memory.search", query="remind me", kind="intent"),
+        call("system.wait", minutes=minutes),
+        call("contacts.search", query=_first(person)),
+        call("messages.send", to=person["phone"], body=text),
+        call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {_first(person)}."),
+    ]
+    away = w.rng.choice(["in meetings", "driving", "at the dentist", "in a workshop", "on a long call"])
     goal = w.rng.choice(
         [
-            "I'll be in meetings for a while. Keep an eye on my reminders and, when the next one comes up, do what it says.",
-            "Wait for my next reminder to come up and take care of it for me.",
+            f"I'll be {away} for a while. Keep an eye on my reminders and, when the next one comes up, do what it says.",
+            f"I'm {away} for the next couple of hours. Wait for my next reminder to come up and take care of it for me.",
+            f"While I'm {away}, handle my next reminder when it comes up.",
         ]
     )
     return _mem_draft(
@@ -805,16 +984,30 @@ def intent_time(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[_sms(person, key, time={"gte": due.isoformat(timespec="seconds")})],
-        milestones=[behavior("required_call", "memory.search"), behavior("required_call", "system.wait")],
-        plan=[
-            call("memory.search", query="remind me", kind="intent"),
-            call("system.wait", minutes=minutes),
-            call("contacts.search", query=_first(person)),
-            call("messages.send", to=person["phone"], body=text),
-            call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {_first(person)}."),
-        ],
+        milestones=[_sms(person), _sms(person, time={"gte": due.isoformat(timespec="seconds")})],
+        plan=plan,
         perturb_exempt=["4.answer"],
         max_steps=25,
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(plan, 3, call("messages.send", to=_spaced(person["phone"]), body=text)),
+            ),
+            passes(
+                "waited in two steps",
+                replacing(
+                    plan,
+                    1,
+                    call("system.wait", minutes=minutes // 2),
+                    call("system.wait", minutes=minutes - minutes // 2),
+                ),
+            ),
+            fails("sent before the reminder came up", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
+            fails(
+                "acted on the later reminder too",
+                replacing(plan, 3, plan[3], call("messages.send", to=other["phone"], body=text2)),
+            ),
+        ],
     )
 
 
@@ -854,7 +1047,7 @@ def intent_place(w: World) -> Draft:
             f"Call {first}",
         )
         act = call("phone.call", number=person["phone"])
-        criteria = [state("phone.calls", "created", number={"number": person["phone"]}, direction="out",
+        criteria = [state("phone.calls", "created", number={"person": person["id"]}, direction="out",
                           time={"gte": arrive.isoformat(timespec="seconds")})]  # fmt: skip
         done = f"called {first}"
     else:
@@ -879,6 +1072,18 @@ def intent_place(w: World) -> Draft:
         f"Call {_first(other)}",
     )
     book.distract(w, 3)
+    plan = [
+        call("memory.search", query=f"when I get to the {place}", kind="intent"),
+        call("system.wait", minutes=minutes),
+        call("contacts.search", query=first),
+        act,
+        call("finish", answer=f"You reached the {place}, so I {done}."),
+    ]
+    hang_up = [call("phone.end_call")] if act.name == "phone.call" else []
+    if act.name == "phone.call":
+        reached = state("phone.calls", "created", number={"person": person["id"]}, direction="out")
+    else:
+        reached = _sms(person)
     timeline = [
         {"at": arrive.isoformat(timespec="seconds"), "label": place},
         {"at": home.isoformat(timespec="seconds"), "label": "home"},
@@ -894,15 +1099,40 @@ def intent_place(w: World) -> Draft:
         book,
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "memory.search"), behavior("required_call", "system.wait")],
-        plan=[
-            call("memory.search", query=f"when I get to the {place}", kind="intent"),
-            call("system.wait", minutes=minutes),
-            call("contacts.search", query=first),
-            act,
-            call("finish", answer=f"You reached the {place}, so I {done}."),
-        ],
+        milestones=[_searched(place, "remind", "when I get"), reached],
+        plan=plan,
         perturb_exempt=["4.answer"],
         max_steps=25,
         fixture_extra={"location_timeline": timeline},
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(
+                    plan,
+                    3,
+                    act.model_copy(
+                        update={
+                            "arguments": {
+                                **act.arguments,
+                                ("number" if act.name == "phone.call" else "to"): _spaced(person["phone"]),
+                            }
+                        }
+                    ),
+                ),
+            ),
+            passes(
+                "waited in two steps",
+                replacing(
+                    plan,
+                    1,
+                    call("system.wait", minutes=minutes // 2),
+                    call("system.wait", minutes=minutes - minutes // 2),
+                ),
+            ),
+            fails("acted before getting there", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
+            fails(
+                f"also acted on the {elsewhere} reminder",
+                replacing(plan, 3, act, *hang_up, call("phone.call", number=other["phone"])),
+            ),
+        ],
     )

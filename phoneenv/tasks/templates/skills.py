@@ -25,7 +25,7 @@ import datetime as dt
 from typing import Any
 
 from phoneenv.contract import BehaviorCriterion, Category, Criterion, Domain, StateCriterion, ToolCall
-from phoneenv.tasks.templates import Draft, behavior, call, state, template
+from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, template
 from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import who
 from phoneenv.tasks.world import World
@@ -147,6 +147,17 @@ def _possessive(name: str) -> str:
     return f"{name}'" if name.endswith("s") else f"{name}'s"
 
 
+def _spaced(phone: str) -> str:
+    """``+4917012345678`` written as a person might type it: ``0049 170 1234 5678``."""
+    digits = phone.lstrip("+")
+    return "00" + " ".join(digits[i : i + 4] for i in range(0, len(digits), 4))
+
+
+def _at(plan: list[ToolCall], tool: str, k: int = 0) -> int:
+    """The index of the ``k``-th call of ``tool`` in ``plan``."""
+    return [i for i, c in enumerate(plan) if c.name == tool][k]
+
+
 def _join(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
@@ -187,7 +198,7 @@ def split_bill(w: World) -> Draft:
             state(
                 "messages.messages",
                 "created",
-                number={"number": c["phone"]},
+                number={"person": c["id"]},
                 direction="out",
                 body={"iequals": request},
             ),
@@ -215,6 +226,26 @@ def split_bill(w: World) -> Draft:
         milestones=[read_ms, note_crit, *sms],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(
+                    plan,
+                    _at(plan, "messages.send"),
+                    call("messages.send", to=_spaced(others[0]["phone"]), body=request),
+                ),
+            ),
+            passes("looked at the notes first", [call("notes.list"), *plan]),
+            fails(
+                "shares rounded up",
+                replacing(
+                    plan,
+                    _at(plan, "messages.send"),
+                    call("messages.send", to=others[0]["phone"], body=split_request(what, share + 1)),
+                ),
+            ),
+            fails("sent without asking", [c for c in plan if c.name != "user.confirm"]),
+        ],
     )
 
 
@@ -298,12 +329,36 @@ def archive_note(w: World) -> Draft:
         )
     plan.append(call("finish", answer="Archived."))
     quoted = [f'"{n["title"]}"' for n in picked]
+    first = picked[0]
+    other = next(n for n in notes if n not in picked)
+    upd = _at(plan, "notes.update")
     return Draft(
         goal=f"Archive my {_join(quoted)} note{'s' if len(picked) > 1 else ''}.",
         criteria=[*criteria, behavior("forbidden_call", "notes.delete")],
         milestones=[read_ms, *criteria],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes("tag before title", [*plan[:upd], plan[upd + 1], plan[upd], *plan[upd + 2 :]]),
+            passes("listed the notes first", [call("notes.list"), *plan]),
+            fails(
+                "deleted instead",
+                [read, *(call("notes.delete", note_id=n["id"]) for n in picked), plan[-1]],
+            ),
+            fails(
+                "another note archived too",
+                [
+                    *plan[:-1],
+                    call("notes.update", note_id=other["id"], title=ARCHIVE_PREFIX + other["title"]),
+                    call("notes.add_tag", note_id=other["id"], tag="archived"),
+                    plan[-1],
+                ],
+            ),
+            fails(
+                "title prefix left out",
+                replacing(plan, upd, call("notes.update", note_id=first["id"], title=f"{first['title']} (archived)")),
+            ),
+        ],
     )
 
 
@@ -370,12 +425,34 @@ def wake_routine(w: World) -> Draft:
         call("finish", answer=f"Wake-up routine set: {main} with a backup at {backup}, {phrase}."),
     ]
     backup_crit = _alarm_criteria("created", backup, BACKUP_LABEL, days)
+    bk = len(plan) - 2
+    late = (dt.datetime.strptime(main, "%H:%M") + dt.timedelta(minutes=5)).strftime("%H:%M")
+    spare = next(t for t in times if t not in taken and t not in (main, backup))
     return Draft(
         goal=f"Set up my wake-up routine for {spoken(main)} {phrase}.",
         criteria=[*main_crit, *backup_crit],
-        milestones=[read_ms, behavior("required_call", "clock.list_alarms"), main_crit[0], backup_crit[0]],
+        milestones=[read_ms, main_crit[0], backup_crit[0]],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes(
+                "labels in other case",
+                replacing(
+                    plan, bk, call("clock.create_alarm", time=backup, label=BACKUP_LABEL.lower(), days=list(days))
+                ),
+            ),
+            passes("listed the timers too", [call("clock.list_timers"), *plan]),
+            fails(
+                "backup five minutes later",
+                replacing(plan, bk, call("clock.create_alarm", time=late, label=BACKUP_LABEL, days=list(days))),
+            ),
+            fails(
+                "a stray third alarm",
+                replacing(
+                    plan, bk, plan[bk], call("clock.create_alarm", time=spare, label=WAKE_LABEL, days=list(days))
+                ),
+            ),
+        ],
     )
 
 
@@ -419,12 +496,28 @@ def forward_email(w: World) -> Draft:
         call("mail.send", to=[to["email"]], subject=subject, body=body),
         call("finish", answer=f"Forwarded it to {to['name']}."),
     ]
+    wrong = next(c for c in w.contacts if c["email"] and c is not to and c["email"] != original["from"])
     return Draft(
         goal=goal,
         criteria=[sent, behavior("forbidden_call", "mail.reply")],
         milestones=[read_ms, sent],
         plan=plan,
         perturb_exempt=["4.answer"],
+        probes=[
+            passes(
+                "address in other case",
+                replacing(plan, 3, call("mail.send", to=[to["email"].upper()], subject=subject, body=body)),
+            ),
+            passes("looked at the inbox first", [call("mail.list_inbox"), *plan]),
+            fails(
+                "sent to someone else",
+                replacing(plan, 3, call("mail.send", to=[wrong["email"]], subject=subject, body=body)),
+            ),
+            fails(
+                "forwarded without the header block",
+                replacing(plan, 3, call("mail.send", to=[to["email"]], subject=subject, body=note or original["body"])),
+            ),
+        ],
     )
 
 
@@ -450,9 +543,7 @@ def share_contact(w: World) -> Draft:
         [f"Send {tname} {_possessive(pname)} contact details.", f"Share {_possessive(pname)} contact with {tname}."]
     )
     read, read_ms = read_skill("share-a-contact")
-    sent = state(
-        "messages.messages", "created", number={"number": to["phone"]}, direction="out", body={"iequals": card}
-    )
+    sent = state("messages.messages", "created", number={"person": to["id"]}, direction="out", body={"iequals": card})
     plan = [
         read,
         call("contacts.search", query=pquery),
@@ -467,6 +558,19 @@ def share_contact(w: World) -> Draft:
         milestones=[read_ms, sent],
         plan=plan,
         perturb_exempt=["5.answer"],
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(plan, 4, call("messages.send", to=_spaced(to["phone"]), body=card)),
+            ),
+            passes(
+                "opened the contact too", replacing(plan, 1, plan[1], call("contacts.get", contact_id=person["id"]))
+            ),
+            fails(
+                "the recipient's own card", replacing(plan, 4, call("messages.send", to=to["phone"], body=vcard(to)))
+            ),
+            fails("sent without asking", [c for c in plan if c.name != "user.confirm"]),
+        ],
     )
 
 
@@ -528,12 +632,33 @@ def meeting_invite(w: World) -> Draft:
     plan = [read, *(call("contacts.search", query=q) for _, q in named), call("calendar.create_event", **args)]
     plan += [call("messages.send", to=c["phone"], body=text) for c in people if not c["email"]]
     plan.append(call("finish", answer=f'Booked "{title}" and invited {len(people)}.'))
+    ev = _at(plan, "calendar.create_event")
+    later = (begin + dt.timedelta(hours=1)).isoformat(timespec="minutes")
     return Draft(
         goal=goal,
         criteria=[*criteria, *texted],
         milestones=[read_ms, event, *texted],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes(
+                "title in other case",
+                replacing(plan, ev, call("calendar.create_event", **{**args, "title": title.upper()})),
+            ),
+            passes("checked the day first", [call("calendar.list_events", date=day.isoformat()), *plan]),
+            fails(
+                "attendees by name only",
+                replacing(
+                    plan, ev, call("calendar.create_event", **{**args, "attendees": [c["name"] for c in people]})
+                ),
+            )
+            if any(c["email"] for c in people)
+            else fails("nobody texted", [c for c in plan if c.name != "messages.send"]),
+            fails(
+                "an hour late",
+                replacing(plan, ev, call("calendar.create_event", **{**args, "start": later, "end": max(end, later)})),
+            ),
+        ],
     )
 
 
@@ -608,7 +733,37 @@ def out_of_office(w: World) -> Draft:
             call("mail.mark_read", message_id=m["id"], read=True),
         ]
     plan.append(call("finish", answer=f"Sent {len(targets)} out-of-office replies."))
+    skipped = [
+        m for m in mail if m["folder"] == "inbox" and (m["read"] or m["from"].startswith(("no-reply@", "noreply@")))
+    ]
+    first = targets[0]
+    rep0 = _at(plan, "mail.reply")
+    probes = [
+        passes("marked read before replying", [*plan[:rep0], plan[rep0 + 1], plan[rep0], *plan[rep0 + 2 :]]),
+        passes("listed the whole inbox first", [call("mail.list_inbox"), *plan]),
+        fails("left unread", [c for c in plan if c.name != "mail.mark_read"]),
+        fails(
+            "says the wrong day",
+            replacing(
+                plan,
+                rep0,
+                call(
+                    "mail.reply",
+                    message_id=first["id"],
+                    body=text.replace(back.isoformat(), (back + dt.timedelta(days=1)).isoformat()),
+                ),
+            ),
+        ),
+    ]
+    if skipped:
+        probes.append(
+            fails(
+                "answered a message it should skip",
+                [*plan[:-1], call("mail.reply", message_id=skipped[0]["id"], body=text), plan[-1]],
+            )
+        )
     return Draft(
+        probes=probes,
         goal=(
             f"I'm on holiday and back on {day_words(back)}. Send the out-of-office reply to my mail; "
             f"{name} covers for me while I'm away."

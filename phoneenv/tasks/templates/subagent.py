@@ -1,7 +1,8 @@
-"""Sub-agent templates: work that splits naturally, where the user asks for it to be delegated.
+"""Sub-agent templates: work that splits naturally into parts a sub-agent can do.
 
 Each task offers ``agent.delegate`` (its ``apps`` list ``agent``; see :mod:`phoneenv.frames`).
-Its criteria check the end state *and* the split of the work: ``delegated`` criteria require
+Goals say what the user wants, never how to work; the criteria check the end state *and* the
+split of the work: ``delegated`` criteria require
 finished sub-agent frames that used the delegated tools, and ``forbidden_call`` criteria scoped
 to a frame depth forbid the delegating frame from doing that work itself. ``phoneenv tasks
 validate`` proves each task (reference plan succeeds, empty plan fails, every perturbed plan
@@ -12,11 +13,23 @@ from __future__ import annotations
 
 import calendar as _cal
 import datetime as dt
+import re
 from typing import Any
 
 from phoneenv.contract import Domain, ToolCall
 from phoneenv.frames import delegate_steps
-from phoneenv.tasks.templates import Draft, ask_first, behavior, call, confirm_variant, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    ask_first,
+    behavior,
+    call,
+    confirm_variant,
+    fails,
+    passes,
+    replacing,
+    state,
+    template,
+)
 from phoneenv.tasks.world import World
 
 AGENT_APP = "agent"
@@ -75,7 +88,14 @@ def _busy(w: World, day: dt.date, start: str, end: str) -> bool:
 
 
 def _sms_to(c: dict[str, Any], **body: Any) -> Any:
-    return state("messages.messages", "created", number={"number": c["phone"]}, direction="out", body=body)
+    """A text to contact ``c`` (by identity: any format of their number) whose body matches."""
+    return state("messages.messages", "created", number={"person": c["id"]}, direction="out", body=body)
+
+
+def _spaced(phone: str) -> str:
+    """``+4917012345678`` written as a person might type it: ``0049 170 1234 5678``."""
+    digits = phone.lstrip("+")
+    return "00" + " ".join(digits[i : i + 4] for i in range(0, len(digits), 4))
 
 
 def _delegated(tool: str, **kw: Any) -> Any:
@@ -117,9 +137,11 @@ def _times_words(hours: list[int]) -> str:
     max_steps=40,
 )
 def meeting_from_availability(w: World) -> Draft:
-    """Template ``subagent.meeting_from_availability``: three people texted when they are free on
-    a day; sub-agents read their messages, the planner books the hour all three and the user
-    have free (in half the worlds a second common hour is taken in the user's calendar)."""
+    """Template ``subagent.meeting_from_availability``, e.g. "Ana, Ben and Yara each texted me when
+    they are free on Thursday 3 December. Put a one-hour \"Budget review\" in my calendar when
+    all three of them and I are free, and invite them.": sub-agents read their messages, the
+    planner books the hour all three and the user have free (in half the worlds a second common
+    hour is taken in the user's calendar)."""
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(2, 6))
     people = w.rng.sample(w.contacts, 3)
     hours = list(range(9, 17))
@@ -173,18 +195,59 @@ def meeting_from_availability(w: World) -> Draft:
         call("finish", answer=f"Booked {title} at {_hhmm(common)} with {', '.join(names)}."),
     ]
     made = {"title": {"iequals": title}, "start": start, "end": end}
+    firsts = [_first(p) for p in people]
+    ask = w.rng.choice(
+        [
+            f'Put a one-hour "{title}" in my calendar when all three of them and I are free, and invite them.',
+            f'Find the hour when all three of them and I are free and book a one-hour "{title}" then, with them invited.',
+            f'Schedule "{title}" for an hour when the three of them and I are all free, and invite them.',
+        ]
+    )
+    wrong = blocked if blocked is not None else next(h for h in rest if h != common)
+    book = len(plan) - 2
+    made_args = {"title": title, "start": start, "end": end}
+    emails = [p["email"] or p["phone"] for p in people]
     return Draft(
-        goal=f"{names[0]}, {names[1]} and {names[2]} each texted me when they are free on {_date_words(day)}. "
-        "Have sub-agents read their messages (don't read them yourself), then put a one-hour "
-        f'"{title}" in my calendar at the time when all three of them and I are free, with the three of them invited.',
+        goal=f"{firsts[0]}, {firsts[1]} and {firsts[2]} each texted me when they are free on {_date_words(day)}. {ask}",
         criteria=[
-            *(state("calendar.events", "created", **made, attendees={"has": n}) for n in names),
+            state("calendar.events", "created", **made, attendees={"people": [p["id"] for p in people]}),
             _delegated("messages.*"),
             _not_itself("messages.*"),
         ],
-        milestones=[_delegated("messages.*"), state("calendar.events", "created", title={"iequals": title})],
+        milestones=[
+            _delegated("messages.*"),
+            state("calendar.events", "created", title={"iequals": title}, start=start),
+        ],
         plan=plan,
         perturb_exempt=_finish_exempt(plan),
+        probes=[
+            passes(
+                "attendees by e-mail or number",
+                replacing(plan, book, call("calendar.create_event", **made_args, attendees=emails)),
+            ),
+            passes(
+                "attendees by first name",
+                replacing(plan, book, call("calendar.create_event", **made_args, attendees=firsts)),
+            ),
+            fails(
+                "an hour one of them cannot do",
+                replacing(
+                    plan,
+                    book,
+                    call(
+                        "calendar.create_event",
+                        title=title,
+                        start=f"{day.isoformat()}T{_hhmm(wrong)}",
+                        end=f"{day.isoformat()}T{_hhmm(wrong + 1)}",
+                        attendees=names,
+                    ),
+                ),
+            ),
+            fails(
+                "one of them not invited",
+                replacing(plan, book, call("calendar.create_event", **made_args, attendees=names[:2])),
+            ),
+        ],
     )
 
 
@@ -203,8 +266,10 @@ WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
     max_steps=30,
 )
 def cheapest_quote(w: World) -> Draft:
-    """Template ``subagent.cheapest_quote``: three quotes saved as notes (some without VAT); a
-    sub-agent compares them, the planner texts the cheapest provider."""
+    """Template ``subagent.cheapest_quote``, e.g. "I've got three quotes for the plumber job in my
+    notes. Text whoever is cheapest with VAT included: \"Your quote is accepted - please go
+    ahead.\"": three quotes saved as notes (some without VAT); a sub-agent compares them, the
+    planner texts the cheapest provider."""
     service = w.rng.choice(SERVICES)
     people = w.rng.sample(w.contacts, 3)
     cheapest = w.rng.randrange(18, 60) * 10
@@ -223,11 +288,19 @@ def cheapest_quote(w: World) -> Draft:
     for k in order:
         _add_note(w, f"{service.capitalize()} quote - {people[k]['name']}", lines[k], w.rng.randrange(100, 5000))
     winner = people[0]
-    body = "Your quote is accepted - please go ahead."
-    goal = (
-        f"I have three quotes for the {service} job in my notes. Have a sub-agent compare them "
-        "(don't open the notes yourself) and text the one with the lowest total price, VAT included: "
-        f'"{body}"'
+    body = w.rng.choice(
+        [
+            "Your quote is accepted - please go ahead.",
+            "We accept your quote. When can you start?",
+            "Good news: your quote is accepted.",
+        ]
+    )
+    goal = w.rng.choice(
+        [
+            f"I have three quotes for the {service} job in my notes. Text the one with the lowest total price, "
+            f'VAT included: "{body}"',
+            f'I\'ve got three {service} quotes in my notes. Text whoever is cheapest once VAT is added: "{body}"',
+        ]
     )
     plan = delegate_steps(
         f"Compare the three {service} quotes in my notes and tell me whose total price, VAT included, is lowest, and how much it is.",
@@ -236,7 +309,8 @@ def cheapest_quote(w: World) -> Draft:
         f"{winner['name']}: {cheapest} EUR in total.",
     )
     plan.append(call("contacts.search", query=winner["name"]))
-    criteria = [_sms_to(winner, icontains="accepted"), _delegated("notes.*"), _not_itself("notes.*")]
+    accepted = {"icontains": "accept", "not": {"regex": r"\b(not|don't|do not|can't|cannot|won't)\b"}}
+    criteria = [_sms_to(winner, **accepted), _delegated("notes.*"), _not_itself("notes.*")]
     if confirm_variant(w, 0.3):
         goal += " Ask me before sending."
         ask_first(plan, criteria, "messages.send", f"Text {winner['name']} that the quote is accepted?")
@@ -244,12 +318,48 @@ def cheapest_quote(w: World) -> Draft:
         call("messages.send", to=winner["phone"], body=body),
         call("finish", answer=f"Accepted {winner['name']}'s quote."),
     ]
+    loser = people[1]
+    send = len(plan) - 2
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[_delegated("notes.*"), _sms_to(winner, icontains="accepted")],
+        milestones=[_delegated("notes.*"), _sms_to(winner)],
         plan=plan,
         perturb_exempt=_finish_exempt(plan),
+        probes=[
+            passes(
+                "number typed with spaces",
+                replacing(plan, send, call("messages.send", to=_spaced(winner["phone"]), body=body)),
+            ),
+            passes(
+                "in other words",
+                replacing(
+                    plan,
+                    send,
+                    call("messages.send", to=winner["phone"], body="Hi, I accept your quote, go ahead please."),
+                ),
+            ),
+            fails(
+                "the quote that only looks cheaper",
+                replacing(plan, send, call("messages.send", to=loser["phone"], body=body)),
+            ),
+            fails(
+                "a refusal that says accept",
+                replacing(
+                    plan, send, call("messages.send", to=winner["phone"], body="Sorry, I can't accept your quote.")
+                ),
+            ),
+            fails(
+                "texts a second provider too",
+                replacing(
+                    plan,
+                    send,
+                    plan[send],
+                    call("user.confirm", question=f"Text {loser['name']} too?"),
+                    call("messages.send", to=loser["phone"], body=body),
+                ),
+            ),
+        ],
     )
 
 
@@ -271,8 +381,9 @@ LIST_ITEMS = [
     max_steps=30,
 )
 def daily_brief(w: World) -> Draft:
-    """Template ``subagent.daily_brief``: one sub-agent reads tomorrow's calendar, another a list
-    note; the planner texts a summary with both facts."""
+    """Template ``subagent.daily_brief``, e.g. "Text Ana what time my first event tomorrow starts
+    and what's on my \"Groceries\" list.": one sub-agent reads tomorrow's calendar, another a
+    list note; the planner texts a summary with both facts."""
     tomorrow = w.now.date() + dt.timedelta(days=1)
     events = [e for e in w.table("calendar.events") if e["start"][:10] == tomorrow.isoformat()]
     if not events:
@@ -296,9 +407,11 @@ def daily_brief(w: World) -> Draft:
     _add_note(w, title, "\n".join(items), w.rng.randrange(60, 3000))
     (partner,) = w.pick("contacts.contacts")
     body = f"Tomorrow my first event, {first['title']}, starts at {at}. On the {title} list: {', '.join(items)}."
-    goal = (
-        f'Text {partner["name"]} what time my first event tomorrow starts and what is on my "{title}" list. '
-        "Use one sub-agent for the calendar and another one for the notes; don't look at either yourself."
+    goal = w.rng.choice(
+        [
+            f'Text {_first(partner)} what time my first event tomorrow starts and what is on my "{title}" list.',
+            f'Let {_first(partner)} know by text when my first thing tomorrow starts, and what\'s on my "{title}" list.',
+        ]
     )
     plan = [
         *delegate_steps(
@@ -327,12 +440,29 @@ def daily_brief(w: World) -> Draft:
         goal += " Check with me before you send it."
         ask_first(plan, criteria, "messages.send", f"Send the summary to {partner['name']}?")
     plan += [call("messages.send", to=partner["phone"], body=body), call("finish", answer="Sent the summary.")]
+    send = len(plan) - 2
+    (stranger,) = w.rng.sample([c for c in w.contacts if c is not partner], 1)
+    other = f"{first['title']} starts at {at}. On the list: {'; '.join(reversed(items))}."
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[_delegated("calendar.*"), _delegated("notes.*"), _sms_to(partner, icontains=at)],
+        milestones=[_delegated("calendar.*"), _delegated("notes.*"), _sms_to(partner)],
         plan=plan,
         perturb_exempt=_finish_exempt(plan),
+        probes=[
+            passes("in other words", replacing(plan, send, call("messages.send", to=partner["phone"], body=other))),
+            passes(
+                "number typed with spaces",
+                replacing(plan, send, call("messages.send", to=_spaced(partner["phone"]), body=body)),
+            ),
+            fails(
+                "an item left out",
+                replacing(plan, send, call("messages.send", to=partner["phone"], body=body.replace(items[-1], "..."))),
+            ),
+            fails(
+                "sent to someone else", replacing(plan, send, call("messages.send", to=stranger["phone"], body=body))
+            ),
+        ],
     )
 
 
@@ -350,8 +480,10 @@ OFFER_ITEMS = ["office chairs", "printer paper", "team T-shirts", "conference ca
     max_steps=25,
 )
 def best_offer_reply(w: World) -> Draft:
-    """Template ``subagent.best_offer_reply``: three offers by mail; a sub-agent finds the cheapest
-    that delivers within a week (a cheaper one takes longer), the planner replies accepting it."""
+    """Template ``subagent.best_offer_reply``, e.g. "Three suppliers emailed me offers for the
+    office chairs. Reply to the cheapest one that delivers within 7 days and accept it.": a
+    sub-agent finds the cheapest offer that delivers within a week (a cheaper one takes longer),
+    the planner replies accepting it."""
     item = w.rng.choice(OFFER_ITEMS)
     people = w.rng.sample([c for c in w.contacts if c["email"]], 3)
     senders = [p["email"] for p in people]
@@ -380,9 +512,16 @@ def best_offer_reply(w: World) -> Draft:
             }
         )
     text = "Thank you - we accept your offer. Please go ahead."
-    goal = (
-        f"Three suppliers emailed me offers for the {item}. Have a sub-agent go through them (don't read them "
-        "yourself) and find the cheapest one that delivers within 7 days; then reply to that email accepting the offer."
+    # The best offer delivers within 6 days; a cheaper slow one takes 10 days or more.
+    within = 7 if slow else w.rng.choice([7, 10])
+    goal = w.rng.choice(
+        [
+            f"Three suppliers emailed me offers for the {item}. Reply to the cheapest one that delivers within "
+            f"{within} days and accept it.",
+            f"I got three offers for the {item} by email. Accept the cheapest one that can deliver within "
+            f"{within} days - reply to it.",
+            f"Accept the cheapest offer for the {item} in my mail that delivers within {within} days, by replying to it.",
+        ]
     )
     plan = delegate_steps(
         f"Find the offers for the {item} in my mail. Which is the cheapest that delivers within 7 days? "
@@ -391,8 +530,9 @@ def best_offer_reply(w: World) -> Draft:
         [call("mail.search", query=item)],
         f"{senders[0]}, {best} EUR, message {ids[0]}.",
     )
+    accepted = {"icontains": "accept", "not": {"regex": r"\b(not|don't|do not|can't|cannot|won't)\b"}}
     criteria = [
-        state("mail.messages", "created", folder="sent", to={"has": senders[0]}, body={"icontains": "accept"}),
+        state("mail.messages", "created", folder="sent", to={"has": senders[0]}, body=accepted),
         _delegated("mail.*"),
         _not_itself("mail.search"),
         _not_itself("mail.read"),
@@ -402,12 +542,33 @@ def best_offer_reply(w: World) -> Draft:
         goal += " Ask me before replying."
         ask_first(plan, criteria, "mail.reply", f"Accept the offer from {senders[0]}?")
     plan += [call("mail.reply", message_id=ids[0], body=text), call("finish", answer=f"Accepted {senders[0]}'s offer.")]
+    send = len(plan) - 2
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[_delegated("mail.*"), behavior("required_call", "mail.reply")],
+        milestones=[_delegated("mail.*"), behavior("required_call", "mail.reply", arguments={"message_id": ids[0]})],
         plan=plan,
         perturb_exempt=_finish_exempt(plan),
+        probes=[
+            passes(
+                "a new mail instead of a reply",
+                replacing(plan, send, call("mail.send", to=[senders[0]], subject=f"Re: Offer: {item}", body=text)),
+            ),
+            passes(
+                "in other words",
+                replacing(plan, send, call("mail.reply", message_id=ids[0], body="Great, we accept. Please deliver.")),
+            ),
+            fails(
+                "accepts the dearer or slower one",
+                replacing(plan, send, call("mail.reply", message_id=ids[1], body=text)),
+            ),
+            fails(
+                "a refusal that says accept",
+                replacing(
+                    plan, send, call("mail.reply", message_id=ids[0], body="Sorry, we cannot accept this offer.")
+                ),
+            ),
+        ],
     )
 
 
@@ -422,8 +583,9 @@ def best_offer_reply(w: World) -> Draft:
     max_steps=20,
 )
 def birthday_note(w: World) -> Draft:
-    """Template ``subagent.birthday_note``: a sub-agent finds the contacts born in a month, the
-    planner writes them into a note."""
+    """Template ``subagent.birthday_note``, e.g. "Make a note titled \"March birthdays\" listing
+    which of my contacts have their birthday in March.": a sub-agent finds the contacts born in
+    that month, the planner writes them into a note; nobody else may be listed."""
     month = w.rng.randrange(1, 13)
     name = _cal.month_name[month]
     chosen = w.rng.sample(w.contacts, w.rng.choice([2, 3]))
@@ -445,17 +607,51 @@ def birthday_note(w: World) -> Draft:
         call("notes.create", title=title, body="\n".join(lines)),
         call("finish", answer=f"Noted {len(chosen)} birthdays."),
     ]
+    goal = w.rng.choice(
+        [
+            f'Make a note titled "{title}" listing which of my contacts have their birthday in {name}.',
+            f'Whose birthdays among my contacts fall in {name}? Put them in a note called "{title}".',
+            f'Write down in a new note, "{title}", everyone in my contacts with a birthday in {name}.',
+        ]
+    )
+    others = [c["name"] for c in w.contacts if c not in chosen]
+    nobody_else = {"not": {"regex": "|".join(re.escape(n) for n in others)}} if others else {}
+    extra = next(c for c in w.contacts if c not in chosen)
+    note = len(plan) - 2
     return Draft(
-        goal=f"Have a sub-agent find which of my contacts have their birthday in {name} (don't go through the "
-        f'contacts yourself), then make a note titled "{title}" listing them.',
+        goal=goal,
         criteria=[
             *(state("notes.notes", "created", title={"iequals": title}, body={"icontains": c["name"]}) for c in chosen),
+            state("notes.notes", "present", title={"iequals": title}, body=nobody_else),
             _delegated("contacts.*"),
             _not_itself("contacts.*"),
         ],
-        milestones=[_delegated("contacts.*"), state("notes.notes", "created", title={"iequals": title})],
+        milestones=[
+            _delegated("contacts.*"),
+            state("notes.notes", "created", title={"iequals": title}, body={"icontains": chosen[0]["name"]}),
+        ],
         plan=plan,
         perturb_exempt=_finish_exempt(plan),
+        probes=[
+            passes(
+                "names only, other order",
+                replacing(
+                    plan, note, call("notes.create", title=title, body=", ".join(c["name"] for c in reversed(chosen)))
+                ),
+            ),
+            passes(
+                "title in other case",
+                replacing(plan, note, call("notes.create", title=title.upper(), body="\n".join(lines))),
+            ),
+            fails(
+                "someone left out",
+                replacing(plan, note, call("notes.create", title=title, body="\n".join(lines[:-1]))),
+            ),
+            fails(
+                "someone born in another month listed too",
+                replacing(plan, note, call("notes.create", title=title, body="\n".join([*lines, extra["name"]]))),
+            ),
+        ],
     )
 
 
@@ -478,8 +674,10 @@ DINNER_LINES = [
     max_steps=40,
 )
 def dinner_nested(w: World) -> Draft:
-    """Template ``subagent.dinner_nested`` (two levels): one sub-agent organises a dinner, with a
-    helper of its own per person to read their messages; it books the evening both can do."""
+    """Template ``subagent.dinner_nested`` (two levels), e.g. "Organise a dinner with Ana and Ben:
+    find the evening they can both do from their texts and put \"Dinner with Ana and Ben\" in my
+    calendar that evening from 19:30 to 21:30 at Cafe Luna, with both of them invited.": one
+    sub-agent organises it, with a helper of its own per person to read their messages."""
     a, b = w.rng.sample(w.contacts, 2)
     days = [w.now.date() + dt.timedelta(days=k) for k in range(1, 8)]
     common, only_a, only_b = w.rng.sample(days, 3)
@@ -524,14 +722,13 @@ def dinner_nested(w: World) -> Draft:
         call("finish", answer=f"Dinner is on {_date_words(common)} at 19:30 at {place}."),
     ]
     made = {"title": {"icontains": "dinner"}, "start": start, "end": end, "location": {"iequals": place}}
+    book = next(i for i, c in enumerate(plan) if c.name == "calendar.create_event")
+    book_args = {"title": title, "start": start, "end": end, "location": place}
     return Draft(
-        goal=f"Organise a dinner with {a['name']} and {b['name']}. Hand the whole job to one sub-agent, and have it "
-        "give each person's messages to a separate helper of its own to find the evening they can both do. It should "
-        f'then put "{title}" in my calendar that evening from 19:30 to 21:30 at {place}, with both of them invited. '
-        "Don't read the messages or touch the calendar yourself.",
+        goal=f"Organise a dinner with {_first(a)} and {_first(b)}: find the evening they can both do from their "
+        f'texts and put "{title}" in my calendar that evening from 19:30 to 21:30 at {place}, with both of them invited.',
         criteria=[
-            state("calendar.events", "created", **made, attendees={"has": a["name"]}),
-            state("calendar.events", "created", **made, attendees={"has": b["name"]}),
+            state("calendar.events", "created", **made, attendees={"people": [a["id"], b["id"]]}),
             _delegated("messages.*", depth=2, min_frames=2),
             _delegated("calendar.create_event", depth=1),
             _not_itself("messages.*", 0),
@@ -541,8 +738,42 @@ def dinner_nested(w: World) -> Draft:
         milestones=[
             _delegated("messages.*", depth=2),
             _delegated("calendar.create_event", depth=1),
-            state("calendar.events", "created", title={"icontains": "dinner"}),
+            state("calendar.events", "created", title={"icontains": "dinner"}, start=start),
         ],
         plan=plan,
         perturb_exempt=_finish_exempt(plan),
+        probes=[
+            passes(
+                "attendees by first name",
+                replacing(plan, book, call("calendar.create_event", **book_args, attendees=[_first(a), _first(b)])),
+            ),
+            passes(
+                "attendees by e-mail or number",
+                replacing(
+                    plan,
+                    book,
+                    call(
+                        "calendar.create_event",
+                        **book_args,
+                        attendees=[a["email"] or a["phone"], b["email"] or b["phone"]],
+                    ),
+                ),
+            ),
+            fails(
+                "an evening only one of them can do",
+                replacing(
+                    plan,
+                    book,
+                    call(
+                        "calendar.create_event",
+                        **{**book_args, "start": f"{only_a.isoformat()}T19:30", "end": f"{only_a.isoformat()}T21:30"},
+                        attendees=[a["name"], b["name"]],
+                    ),
+                ),
+            ),
+            fails(
+                "only one of them invited",
+                replacing(plan, book, call("calendar.create_event", **book_args, attendees=[a["name"]])),
+            ),
+        ],
     )
