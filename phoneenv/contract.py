@@ -26,6 +26,7 @@ __all__ = [
     "INFRASTRUCTURE_ERRORS",
     "ROOT_FRAME",
     "AnswerCriterion",
+    "AnswerType",
     "BehaviorCriterion",
     "Category",
     "ChangeSelector",
@@ -237,10 +238,28 @@ class StateCriterion(BaseModel):
     max: int | None = None
 
 
+AnswerType = Literal["number", "money", "time", "date", "duration", "contact", "contacts", "items", "yes_no", "text"]
+"""The types of a typed answer (see :mod:`phoneenv.tasks.answers`)."""
+
+
 class AnswerCriterion(BaseModel):
-    """The final answer (the ``finish`` call's ``answer``) matches: ``equals`` (case- and
-    space-insensitive), every string in ``contains``, ``pattern`` (regex, searched), or ``number``
-    within ``tolerance`` (the first number in the answer)."""
+    """The final answer (the ``finish`` call's ``answer`` text and typed ``value``) matches.
+
+    Text checks: ``equals`` (case- and space-insensitive), every string in ``contains``,
+    ``pattern`` (regex, searched). Typed check: ``type`` with the expected ``value`` in its
+    normalised form (number/money: a number; time: ``"HH:MM"``; date: ``"YYYY-MM-DD"``;
+    duration: seconds; contact: a contact id; contacts: a list of contact ids; items: a list of
+    strings; yes_no: a bool; text: a phrase or list of phrases that must all appear), compared
+    within ``tolerance`` for numbers, money (and ``currency``, an ISO code, when given) and
+    durations; ``unit`` narrows the numbers read to those followed by that word ("message"; alternatives "message|text").
+    ``number`` without a type is the older spelling of ``type="number", value=number``. The
+    answer passes when its claims of the type are exactly the expected value (a hedge or a
+    contradicting claim fails): :func:`phoneenv.tasks.answers.check_answer` has the rules.
+
+    ``judge``: a rubric for an LLM judge, consulted only when verification is given a judge
+    (off by default), and only beside a deterministic check (a type, ``equals``, ``contains``
+    or ``pattern``).
+    """
 
     kind: Literal["answer"] = "answer"
     id: str = ""
@@ -250,6 +269,27 @@ class AnswerCriterion(BaseModel):
     pattern: str | None = None
     number: float | None = None
     tolerance: float = 0.0
+    type: AnswerType | None = None
+    value: Any = None
+    unit: str | None = None
+    currency: str | None = None
+    judge: str | None = None
+
+    @model_validator(mode="after")
+    def _typed_needs_value(self) -> AnswerCriterion:
+        if self.type is not None and self.value is None:
+            raise ValueError(f"answer criterion of type {self.type!r} needs the expected value= (normalised form)")
+        if self.type is None and self.value is not None:
+            raise ValueError("answer criterion has value= but no type=; name the type (number, time, date, ...)")
+        if self.type is not None and self.number is not None:
+            raise ValueError("give either number= or type=/value=, not both")
+        if self.judge is not None and not (
+            self.type or self.equals is not None or self.contains or self.pattern or self.number is not None
+        ):
+            raise ValueError(
+                "an answer criterion with a judge needs a deterministic check too (type, contains, pattern)"
+            )
+        return self
 
 
 class BehaviorCriterion(BaseModel):
@@ -549,7 +589,8 @@ class Verdict(BaseModel):
     with no milestones and no success. ``collateral`` lists writes the task neither asked for nor allowed
     (``table/id``). ``infrastructure_error`` marks an episode lost to the world, not the agent.
     Token totals are the agent's (None when it reported none); ``output_tokens`` includes
-    ``thinking_tokens``. ``inconsistent`` marks an episode whose simulated world contradicted itself
+    ``thinking_tokens``. ``answer`` and ``answer_value`` are the ``finish`` call's text and typed
+    value (any JSON value, as given). ``inconsistent`` marks an episode whose simulated world contradicted itself
     (``inconsistencies`` says how), so evaluation and RL can drop or down-weight it.
     """
 
@@ -568,6 +609,7 @@ class Verdict(BaseModel):
     infrastructure_error: bool = False
     truncated: bool = False
     answer: str | None = None
+    answer_value: Any = None
     inconsistent: bool = False
     inconsistencies: list[str] = Field(default_factory=list)
 

@@ -53,6 +53,10 @@ from phoneenv.harness.episode_memory import MEMORY_TABLE, EpisodeMemory
 from phoneenv.tasks.verify import CallRecord, verify
 from phoneenv.tools import ArgumentError, build_tool, tool
 
+AnswerValue = str | int | float | bool | list[str | int | float | bool] | None
+"""The JSON types ``finish``'s typed ``value`` accepts (a number, a string such as ``"16:00"``,
+a bool, or a list of names or items); anything else is an ``invalid_arguments`` feedback."""
+
 __all__ = ["MAX_ACTION_CHARS", "PhonePlanEnv"]
 
 log = logging.getLogger(__name__)
@@ -90,11 +94,12 @@ class _EnvTools:
         self.env = env
 
     @tool()
-    def finish(self, answer: str | None = None) -> dict[str, Any]:
+    def finish(self, answer: str | None = None, value: AnswerValue = None) -> dict[str, Any]:
         """End the episode. Give the answer to the user's question, or a one-line summary of what was done.
 
         Args:
             answer: The final answer or summary for the user.
+            value: The answer's value when the question asks for one: a number, a time HH:MM, a date YYYY-MM-DD, a yes/no as true/false, a list of names or items.
         """
         return {"finished": True}
 
@@ -344,6 +349,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._errors = 0
         self._confirmed = False
         self._answer: str | None = None
+        self._answer_value: Any = None
         self._done = False
         self._verdict: Any = None
         self._goal = _ascii(task.goal)
@@ -575,6 +581,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             fb = frames.finish(args["answer"])
         elif entry is _FINISH:
             self._answer = args["answer"]
+            self._answer_value = args.get("value")
             frames.end(self._answer)
             fb = Feedback(ok=True, result=self._env_tools.finish(**args))
         elif self._skill_scope is not None and spec.name == "skills.read":
@@ -612,11 +619,19 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             tokens=self._token_totals or None,
             transient=self.backend.transient_tables(),
             implied=self.backend.implied_records(),
-            now=self.backend.clock(),
             inconsistencies=self.backend.consistency_issues(),
             frames=self._frames.records() if self._frames is not None else (),
+            answer_value=self._answer_value,
+            now=self._clock_or_none(),
         )
         return self._verdict
+
+    def _clock_or_none(self) -> str | None:
+        try:
+            return self.backend.clock()
+        except Exception:
+            log.warning("backend clock unavailable for verification", exc_info=True)
+            return None
 
     def _end_tables(self) -> Any:
         tables = self.backend.tables()

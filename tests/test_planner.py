@@ -36,7 +36,7 @@ def calls(*pairs, usage=(100, 20, 5)):
 
 
 def test_planner_solves_a_task_and_builds_the_conversation(tmp_path):
-    task = get_task("contacts.favorite/0")
+    task = get_task("messages.mark_thread_read/0")  # contacts.search, messages.mark_read, finish
     plan = task.reference_plan
     client = Scripted(
         [
@@ -50,14 +50,14 @@ def test_planner_solves_a_task_and_builds_the_conversation(tmp_path):
     first, second = client.requests
     assert first["messages"][0]["role"] == "system" and task.goal in first["messages"][0]["content"]
     assert all("." not in t["function"]["name"] for t in first["tools"])
-    assert any(t["function"]["name"] == "contacts__set_favorite" for t in first["tools"])
+    assert any(t["function"]["name"] == "messages__mark_read" for t in first["tools"])
     assistant, tool_msg = second["messages"][2], second["messages"][3]
     assert assistant["tool_calls"][0]["function"]["name"] == "contacts__search"
     assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "call_0" and json.loads(tool_msg["content"])["ok"]
     # Output tokens counted once per model call; thinking is part of output, not added to it.
     assert res[0].output_tokens == 2 * 20
-    trace = json.loads((tmp_path / "contacts.favorite-0.jsonl").read_text())
-    assert [s["action"]["name"] for s in trace["steps"]] == ["contacts.search", "contacts.set_favorite", "finish"]
+    trace = json.loads((tmp_path / "messages.mark_thread_read-0.jsonl").read_text())
+    assert [s["action"]["name"] for s in trace["steps"]] == ["contacts.search", "messages.mark_read", "finish"]
     assert trace["steps"][0]["tokens"] == {"prompt": 100, "output": 20, "thinking": 5}
     assert trace["steps"][1]["tokens"] == {"prompt": 100, "output": 20, "thinking": 5}
     assert trace["steps"][2]["tokens"] is None  # the second call of that reply cost nothing more

@@ -11,7 +11,7 @@ from agents.planner import SYSTEM_PROMPT, LLMPlanner
 from phoneenv.env import PhonePlanEnv
 from phoneenv.evaluation import run_episodes
 from phoneenv.llm import ChatResult
-from phoneenv.tasks import get_task
+from phoneenv.tasks import get_task, select
 from rl.sft import (
     NO_CALL_PREFIX,
     SFTRunConfig,
@@ -24,7 +24,7 @@ from rl.sft import (
     train_sft,
 )
 
-FAVORITE = "contacts.favorite/0"  # search "Grace Novak" -> set_favorite c_14 -> finish
+FAVORITE = "contacts.favorite/0"  # search, set_favorite, search, set_favorite, finish
 
 
 def run_calls(task_id, calls):
@@ -48,11 +48,11 @@ def plan(task_id):
 def erroneous_trace():
     """contacts.favorite/0 with one erroneous turn: set_favorite with a string for the boolean
     ``favorite`` (invalid_arguments), then the correct call."""
-    search, fav, finish = plan(FAVORITE)
+    search, fav, *rest = plan(FAVORITE)
     bad = {"name": fav["name"], "arguments": {**fav["arguments"], "favorite": "yes"}}
-    trace = run_calls(FAVORITE, [search, bad, fav, finish])
+    trace = run_calls(FAVORITE, [search, bad, fav, *rest])
     assert trace.verdict.success
-    assert [s.feedback.ok for s in trace.steps] == [True, False, True, True]
+    assert [s.feedback.ok for s in trace.steps] == [True, False, True, *[True] * len(rest)]
     assert trace.steps[1].feedback.error.value == "invalid_arguments"
     return trace
 
@@ -147,9 +147,10 @@ class Scripted:
 def test_examples_are_what_the_llm_planner_sends(tmp_path):
     """Replay a trace with a reply without a call and an erroneous call through LLMPlanner; its
     conversation and tools equal the example built from the resulting trace (weights aside)."""
-    task = get_task("messages.text_contact/0")  # the user wants to confirm before sending
+    # notes.delete_note where the user wants to confirm before deleting: search, confirm, delete, finish
+    task = next(t for t in select("template:notes.delete_note") if t.fixtures.confirm_sensitive)
     search, confirm, send, finish = plan(task.id)
-    planner = LLMPlanner(Scripted(["Let me look Jonas up.", search, send, confirm, send, finish]))
+    planner = LLMPlanner(Scripted(["Let me look the note up.", search, send, confirm, send, finish]))
     (res,) = run_episodes(planner, [task], tmp_path)
     assert res.success
     (trace,) = load_traces(tmp_path)
@@ -223,20 +224,20 @@ def rendered_call(call):
 
 def test_mask_is_one_exactly_on_successful_assistant_turns(erroneous_trace, tokenizer):
     (ex,) = traces_to_examples([erroneous_trace], tools_scope="apps")
-    assert [m["weight"] for m in ex["messages"] if m["role"] == "assistant"] == [1, 0, 1, 1]
+    assert [m["weight"] for m in ex["messages"] if m["role"] == "assistant"] == [1, 0, 1, 1, 1, 1]
     tok = tokenize_example(ex, tokenizer)
     ids, mask = tok["input_ids"], tok["assistant_masks"]
     assert len(ids) == len(mask) and set(mask) == {0, 1}
     full = tokenizer.apply_chat_template(ex["messages"], tools=ex["tools"], tokenize=False)
     assert tokenizer.decode(ids) == full
-    search, fav, finish = plan(FAVORITE)
+    search, fav, *rest = plan(FAVORITE)
     bad = {"name": fav["name"], "arguments": {**fav["arguments"], "favorite": "yes"}}
-    # Masked tokens decode to exactly the three successful replies, end-of-turn token included.
-    assert [tokenizer.decode(r) for r in runs(ids, mask)] == [rendered_call(c) for c in (search, fav, finish)]
+    # Masked tokens decode to exactly the successful replies, end-of-turn token included.
+    assert [tokenizer.decode(r) for r in runs(ids, mask)] == [rendered_call(c) for c in (search, fav, *rest)]
     # Everything else (system with tools, goal, tool results, the erroneous reply, the assistant
     # headers) is mask 0.
     unmasked = tokenizer.decode([i for i, m in zip(ids, mask, strict=True) if not m])
-    assert unmasked.count("<|im_start|>assistant\n") == 4
+    assert unmasked.count("<|im_start|>assistant\n") == 2 + len(rest) + 1
     assert rendered_call(bad) in unmasked
     assert SYSTEM_PROMPT.format(goal=erroneous_trace.goal).split("\n")[0] in unmasked
     assert '"error":"invalid_arguments"' in unmasked and "<tool_response>" in unmasked

@@ -124,28 +124,36 @@ def test_template_metadata(name):
 
 def test_text_contact_goal_and_wrong_recipient():
     for t in tasks("messages.text_contact"):
-        m = re.fullmatch(r'Text (my \w+|\w+): "(.+?)"\.?( Check with me before sending it\.)?', t.goal)
+        m = re.fullmatch(r'Text (my \w+|\w+) and (my \w+|\w+): "(.+?)"\.?( Check with me before sending\.)?', t.goal)
         assert m, t.goal
-        c = named(t, m.group(1))
-        created = crit(t, StateCriterion)
-        assert created.change == "created" and created.where["number"] == {"number": c["phone"]}
-        assert created.where["body"]["icontains"].casefold() in m.group(2).casefold()
-        assert t.fixtures.confirm_sensitive == bool(m.group(3))
-    # The first task that names the person by first name, e.g. 'Text Emil: "Happy anniversary to you both!"'.
-    t, m = next(
-        (t, m)
-        for t in tasks("messages.text_contact")
-        if not t.fixtures.confirm_sensitive and (m := re.match(r'Text (my \w+|\w+): "(.+?)"', t.goal))
+        a, b = named(t, m.group(1)), named(t, m.group(2))
+        sent = [c for c in t.criteria if isinstance(c, StateCriterion)]
+        assert [c.where["number"] for c in sent] == [{"person": a["id"]}, {"person": b["id"]}]
+        for c in sent:
+            assert c.change == "created" and c.where["body"]["icontains"].casefold() in m.group(3).casefold()
+        assert t.fixtures.confirm_sensitive == bool(m.group(4))
+    t = next(t for t in tasks("messages.text_contact") if not t.fixtures.confirm_sensitive)
+    m = re.match(r'Text (my \w+|\w+) and (my \w+|\w+): "(.+?)"', t.goal)
+    emil, quinn = named(t, m.group(1)), named(t, m.group(2))
+    other = next(c for c in recs(t, "contacts.contacts") if c["id"] not in (emil["id"], quinn["id"]))
+    body = m.group(3)
+    verdict, fbs = play(
+        t,
+        ("messages.send", {"to": emil["phone"], "body": body}),
+        ("messages.send", {"to": other["phone"], "body": body}),
+        finish(),
     )
-    emil = named(t, m.group(1))
-    other = next(c for c in recs(t, "contacts.contacts") if c["id"] != emil["id"])
-    verdict, fbs = play(t, ("messages.send", {"to": other["phone"], "body": m.group(2)}), finish())
-    assert fbs[0]["ok"] and not verdict["success"]
-    assert failed(verdict) == {"created:messages.messages": "0 matching created record(s), expected exactly 1"}
-    assert verdict["collateral"] == [f"messages.messages/{fbs[0]['result']['id']} created"]
-    # The right number in another format and the text reworded but keeping its point: success.
+    assert fbs[1]["ok"] and not verdict["success"]
+    assert failed(verdict) == {f"texted:{quinn['id']}": "0 matching created record(s), expected exactly 1"}
+    assert verdict["collateral"] == [f"messages.messages/{fbs[1]['result']['id']} created"]
+    # The right numbers in another format and the text reworded but keeping its point: success.
     spaced = emil["phone"][:3] + " " + emil["phone"][3:6] + " " + emil["phone"][6:]
-    verdict, _ = play(t, ("messages.send", {"to": spaced, "body": m.group(2)}), finish())
+    verdict, _ = play(
+        t,
+        ("messages.send", {"to": spaced, "body": f"Hi! {body}"}),
+        ("messages.send", {"to": quinn["phone"], "body": body.upper()}),
+        finish(),
+    )
     assert verdict["success"]
 
 
@@ -157,8 +165,14 @@ def test_unread_count_answer_and_miscount():
         }
         ans = crit(t, AnswerCriterion)
         assert ans.number == len(unread) > 0
+        marked = crit(t, StateCriterion)
+        assert marked.where == {"direction": "in", "read": True} and marked.count == len(unread)
         right = f"{len(unread)} unread texts, from " + " and ".join(sorted(senders))
+        # The answer alone: the texts are still unread.
         verdict, _ = play(t, ("messages.list_unread", {}), finish(right))
+        assert set(failed(verdict)) == {"updated:messages.messages"}, right
+        numbers = {m["number"] for m in unread}
+        verdict, _ = play(t, *[("messages.mark_read", {"number": n}) for n in numbers], finish(right))
         assert verdict["success"], right
     t = task("messages.unread_count", 7)
     inbound = [m for m in recs(t, "messages.messages") if m["direction"] == "in"]
@@ -168,7 +182,7 @@ def test_unread_count_answer_and_miscount():
     verdict, _ = play(t, ("messages.list_threads", {}), finish(f"{len(inbound)} unread texts: {names}"))
     assert not verdict["success"]
     n = crit(t, AnswerCriterion).number
-    assert failed(verdict) == {"answer": f"answer {len(inbound)} is not {n:g} ± 0"}
+    assert failed(verdict)["answer"] == f"answer states number {len(inbound)}, expected only {n:g}"
 
 
 def test_last_texter_answer_and_outgoing_confusion():
@@ -179,38 +193,46 @@ def test_last_texter_answer_and_outgoing_confusion():
         sender = next(c for c in recs(t, "contacts.contacts") if same(c["phone"], last_in["number"]))
         pattern = crit(t, AnswerCriterion).pattern
         assert re.search(pattern, f"It was {sender['name']}.", re.I)
+        reply = re.search(r'Text them back: "(.+)"\.$', t.goal).group(1)
+        sent = crit(t, StateCriterion)
+        assert sent.where["number"] == {"person": sender["id"]}
+        assert sent.where["body"]["icontains"].casefold() in reply.casefold()
         newest = max(msgs, key=lambda m: m["time"])
         if newest["direction"] == "out" and not same(newest["number"], sender["phone"]):
-            # The newest thread is one where the user wrote last: naming that person is wrong.
+            # The newest thread is one where the user wrote last: that person is the wrong one.
             other = next(c for c in recs(t, "contacts.contacts") if same(c["phone"], newest["number"]))
-            verdict, _ = play(t, ("messages.list_threads", {}), finish(f"{other['name']} texted last."))
-            assert failed(verdict).keys() == {"answer"}
+            verdict, _ = play(
+                t,
+                ("messages.send", {"to": other["phone"], "body": reply}),
+                finish(f"{other['name']} texted last."),
+            )
+            assert set(failed(verdict)) == {"answer", "created:messages.messages"}
             checked += 1
     assert checked, "some world has the user's own text as the newest message"
 
 
 def test_mark_thread_read_criteria_and_marking_everything():
     for t in tasks("messages.mark_thread_read"):
-        m = re.fullmatch(r"Mark (?:my conversation with )?(my \w+|\w+?)(?:'s texts)? as read\.", t.goal)
+        m = re.fullmatch(
+            r"Mark (?:my conversation with )?(my \w+|\w+?)(?:'s texts)? as read\."
+            r"|I've seen (my \w+|\w+)'s messages already, mark them read\.",
+            t.goal,
+        )
         assert m, t.goal
-        c = named(t, m.group(1))
+        c = named(t, m.group(1) or m.group(2))
         unread = [x for x in recs(t, "messages.messages") if same(x["number"], c["phone"]) and x["direction"] == "in"]
         updated = crit(t, StateCriterion)
-        assert updated.where == {"number": {"number": c["phone"]}, "read": True}
+        assert updated.where == {"number": {"person": c["id"]}, "read": True}
         assert updated.count == sum(not x["read"] for x in unread) > 0
 
-    # A task with more than one unread thread, e.g. "Mark my sister's texts as read."
-    def unread_threads(t):
-        return len({x["number"] for x in recs(t, "messages.messages") if x["direction"] == "in" and not x["read"]})
+    def unread_numbers(t: TaskSpec) -> list[str]:
+        return sorted({x["number"] for x in recs(t, "messages.messages") if x["direction"] == "in" and not x["read"]})
 
-    t, rel = next(
-        (t, m.group(1))
-        for t in tasks("messages.mark_thread_read")
-        if (m := re.search(r"Mark (my \w+|\w+)'s texts|with (my \w+|\w+) as read", t.goal)) and unread_threads(t) > 1
+    t = next(t for t in tasks("messages.mark_thread_read") if len(unread_numbers(t)) > 1)
+    numbers = unread_numbers(t)
+    sister = next(
+        c for c in recs(t, "contacts.contacts") if crit(t, StateCriterion).where["number"] == {"person": c["id"]}
     )
-    sister = named(t, rel or m.group(2))
-    numbers = sorted({x["number"] for x in recs(t, "messages.messages") if x["direction"] == "in" and not x["read"]})
-    assert len(numbers) > 1
     # Marking every conversation read: the right one is done, but the others are collateral damage.
     verdict, _ = play(t, *[("messages.mark_read", {"number": n}) for n in numbers], finish())
     assert not failed(verdict) and not verdict["success"]
@@ -220,22 +242,23 @@ def test_mark_thread_read_criteria_and_marking_everything():
 
 def test_delete_message_target_and_confirmation():
     for t in tasks("messages.delete_message"):
-        m = re.match(r'Delete the text (?:(\w+) sent me|I sent (\w+)) that says "(.+)"\.', t.goal)
+        m = re.match(
+            r"(?:Delete the last text (my \w+|\w+) sent me|Get rid of the most recent message from (my \w+|\w+))\.",
+            t.goal,
+        )
         assert m, t.goal
-        c = by_first(t, m.group(1) or m.group(2))
-        direction = "in" if m.group(1) else "out"
-        (target,) = [
-            x for x in recs(t, "messages.messages") if same(x["number"], c["phone"]) and x["body"] == m.group(3)
-        ]
-        assert target["direction"] == direction
+        c = named(t, m.group(1) or m.group(2))
+        inbound = [x for x in recs(t, "messages.messages") if same(x["number"], c["phone"]) and x["direction"] == "in"]
+        target = max(inbound, key=lambda x: x["time"])
         assert crit(t, StateCriterion).where == {"id": target["id"]}
+        assert t.fixtures.confirm_sensitive == t.goal.endswith("Ask me before you delete it.")
     t = task("messages.delete_message", 3)  # confirm variant
     assert t.fixtures.confirm_sensitive and "Ask me before" in t.goal
     target = crit(t, StateCriterion).where["id"]
     verdict, fbs = play(t, ("messages.delete", {"message_id": target}), finish())
     assert fbs[0]["error"] == "confirmation_required"
     assert failed(verdict) == {"deleted:messages.messages": "0 matching deleted record(s), expected exactly 1"}
-    # Confirmed, but the wrong message of the same conversation.
+    # Confirmed, but an older message of the same conversation.
     msgs = recs(t, "messages.messages")
     number = next(x["number"] for x in msgs if x["id"] == target)
     wrong = next(x["id"] for x in msgs if x["number"] == number and x["id"] != target)
@@ -247,10 +270,15 @@ def test_delete_message_target_and_confirmation():
 def test_forward_body_recipient_and_wrong_recipient():
     for t in tasks("messages.forward"):
         m = re.fullmatch(r'Forward the text (\w+) sent me \("(.+)"\) to (my \w+|\w+)\.', t.goal)
-        assert m, t.goal
-        sender, body, to = by_first(t, m.group(1)), m.group(2), named(t, m.group(3))
+        if m:
+            first, body, to = m.groups()
+        else:
+            m = re.fullmatch(r'Send (my \w+|\w+) the message "(.+)" that I got from (\w+)\.', t.goal)
+            assert m, t.goal
+            to, body, first = m.groups()
+        sender, to = by_first(t, first), named(t, to)
         assert [x["body"] for x in recs(t, "messages.messages")].count(body) == 1
-        assert crit(t, StateCriterion).where == {"number": {"number": to["phone"]}, "body": body}
+        assert crit(t, StateCriterion).where == {"number": {"person": to["id"]}, "body": body}
         assert any(
             x["body"] == body and same(x["number"], sender["phone"]) and x["direction"] == "in"
             for x in recs(t, "messages.messages")
@@ -269,21 +297,16 @@ def test_forward_body_recipient_and_wrong_recipient():
 def test_call_contact_permission_and_unrequested_call():
     seen_denied = False
     for t in tasks("phone.call_contact"):
-        m = re.fullmatch(r"(?:Call|Give|Phone) (my \w+|\w+)(?: a call| for me)?\.", t.goal)
+        m = re.fullmatch(r"(?:Call|Give|Phone|Can you ring) (my \w+|\w+)(?: a call| for me)?[.?]", t.goal)
         assert m, t.goal
         c = named(t, m.group(1))
-        assert crit(t, StateCriterion).where == {"number": {"number": c["phone"]}, "direction": "out"}
+        assert crit(t, StateCriterion).where == {"number": {"person": c["id"]}, "direction": "out"}
         denied = t.fixtures.permissions.get("phone", {}).get("android.permission.CALL_PHONE") is False
         assert denied == any(s.name == "system.request_permission" for s in t.reference_plan)
         seen_denied |= denied
     assert seen_denied
-    # A task naming a first name with CALL_PHONE denied, e.g. "Give Samir a call."
-    t, first = next(
-        (t, m.group(1))
-        for t in tasks("phone.call_contact")
-        if t.fixtures.permissions and (m := re.search(r"(?:Call|Give|Phone) ([A-Z]\w+)\b", t.goal))
-    )
-    samir = by_first(t, first)
+    t = next(t for t in tasks("phone.call_contact") if t.fixtures.permissions.get("phone"))  # CALL_PHONE denied
+    samir = named(t, re.fullmatch(r"(?:Call|Give|Phone|Can you ring) (my \w+|\w+)\b.*", t.goal).group(1))
     verdict, fbs = play(t, ("phone.call", {"number": samir["phone"]}), finish("Calling."))
     assert fbs[0]["error"] == "permission_denied"
     assert failed(verdict) == {"created:phone.calls": "0 matching created record(s), expected exactly 1"}
@@ -307,13 +330,19 @@ def test_last_missed_call_answer_and_last_call_confusion():
         pattern = crit(t, AnswerCriterion).pattern
         text = f"{who['name']} called." if who else f"Unknown: {missed['number']}"
         assert re.search(pattern, text, re.I), (t.id, pattern, text)
+        back = crit(t, StateCriterion)
+        assert back.where == {"number": {"number": missed["number"]}, "direction": "out"}
         newest = max(calls, key=lambda r: r["time"])
         if newest["direction"] != "missed" and who and not same(newest["number"], who["phone"]):
             other = next(c for c in recs(t, "contacts.contacts") if same(c["phone"], newest["number"]))
             if other["name"].split()[0] in who["name"]:
                 continue
-            verdict, _ = play(t, ("phone.call_log", {}), finish(f"{other['name']} ({newest['number']})"))
-            assert failed(verdict).keys() == {"answer"}
+            verdict, _ = play(
+                t,
+                ("phone.call", {"number": newest["number"]}),
+                finish(f"{other['name']} ({newest['number']})"),
+            )
+            assert set(failed(verdict)) == {"answer", "created:phone.calls"}
             checked += 1
     assert checked
 
@@ -326,14 +355,17 @@ def test_block_caller_number_and_blocking_a_contact():
             if not any(same(c["phone"], r["number"]) for c in recs(t, "contacts.contacts"))
         }
         (number,) = strangers
-        assert crit(t, StateCriterion).where == {"number": {"number": number}}
+        blocked, deleted = (c for c in t.criteria if isinstance(c, StateCriterion) and c.change != "absent")
+        assert blocked.where == {"number": {"number": number}}
+        n = sum(1 for r in recs(t, "phone.calls") if r["number"] == number)
+        assert deleted.where == {"number": {"number": number}} and deleted.count == n
         assert recs(t, "phone.blocked") == []
     t = task("phone.block_caller", 0)
     stranger = crit(t, StateCriterion).where["number"]["number"]
     # Blocking the newest caller, who is a saved contact.
     newest = max((r for r in recs(t, "phone.calls") if r["number"] != stranger), key=lambda r: r["time"])
     verdict, fbs = play(t, ("phone.block_number", {"number": newest["number"]}), finish())
-    assert failed(verdict) == {"created:phone.blocked": "0 matching created record(s), expected exactly 1"}
+    assert "created:phone.blocked" in failed(verdict)
     assert verdict["collateral"] == [f"phone.blocked/{fbs[0]['result']['id']} created"]
 
 
@@ -363,40 +395,54 @@ def test_delete_call_entry_target_and_wrong_day():
 
 def test_create_event_times_and_wrong_day():
     for t in tasks("calendar.create_event"):
-        m = re.match(r'Add "(.+)" to my calendar (.+?) from (\d\d:\d\d) to (\d\d:\d\d)(?:, location: (.+))?\.$', t.goal)
+        m = re.match(
+            r'(?:Add|Put) "(.+)" (?:to|in) my calendar (.+?) from (\d\d:\d\d) to (\d\d:\d\d) with (my \w+|\w+)'
+            r"(?:, location: (.+))?, and let them know\.$",
+            t.goal,
+        )
         assert m, t.goal
         day = goal_date(t)
         today = dt.date.fromisoformat(t.fixtures.clock[:10])
         if m.group(2).startswith("tomorrow"):
             assert day == today + dt.timedelta(days=1)
+        c = named(t, m.group(5))
         where = crit(t, StateCriterion).where
         assert where["title"] == {"iequals": m.group(1)}
         assert (where["start"], where["end"]) == (f"{day}T{m.group(3)}", f"{day}T{m.group(4)}")
-        assert where.get("location") == ({"iequals": m.group(5)} if m.group(5) else None)
-    # An afternoon event tomorrow, e.g. "Team lunch" tomorrow (Monday 9 November) from 16:00 to 17:30.
-    t, m = next(
-        (t, m)
-        for t in tasks("calendar.create_event")
-        if (m := re.search(r'"(.+?)" to my calendar tomorrow .* from (1[3-9]):(\d\d) to (\d\d:\d\d)', t.goal))
+        assert where["attendees"] == {"people": [c["id"]]}
+        assert where.get("location") == ({"iequals": m.group(6)} if m.group(6) else None)
+    t = tasks("calendar.create_event")[0]
+    m = re.match(
+        r'(?:Add|Put) "(.+)" (?:to|in) my calendar .+? from (\d\d:\d\d) to (\d\d:\d\d) with (my \w+|\w+)', t.goal
     )
-    title, hour, minute, until = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    title, start, end = m.group(1, 2, 3)
     day = goal_date(t)
-    today = dt.date.fromisoformat(t.fixtures.clock[:10])
-    assert day == today + dt.timedelta(days=1)
-    # The right times on today's date.
-    args = {"title": title, "start": f"{today}T{hour}:{minute}", "end": f"{today}T{until}"}
-    verdict, fbs = play(t, ("calendar.create_event", args), finish())
+    vera = named(t, m.group(4))
+    tell = ("messages.send", {"to": vera["phone"], "body": f"{title} at {start}"})
+    # The right times on the day before.
+    today = day - dt.timedelta(days=1)
+    args = {"title": title, "start": f"{today}T{start}", "end": f"{today}T{end}", "attendees": [vera["name"]]}
+    verdict, fbs = play(t, ("calendar.create_event", args), tell, finish())
     assert failed(verdict) == {"created:calendar.events": "0 matching created record(s), expected exactly 1"}
     assert verdict["collateral"] == [f"calendar.events/{fbs[0]['result']['id']} created"]
-    # A 12-hour-clock slip: 16:00 read as 04:00.
-    slip = dt.datetime.combine(day, dt.time(hour - 12, int(minute)))
+    # The right day, the person by first name or e-mail, and a text that says the time in 12-hour form: success.
+    h, mm = (int(x) for x in start.split(":"))
+    said = f"{h % 12 or 12}:{mm:02d} {'am' if h < 12 else 'pm'}"
+    loc = re.search(r", location: (.+), and let", t.goal)
     args = {
-        "title": title,
-        "start": slip.isoformat(timespec="minutes"),
-        "end": (slip + dt.timedelta(minutes=30)).isoformat(timespec="minutes"),
+        "title": title.lower(),
+        "start": f"{day}T{start}",
+        "end": f"{day}T{end}",
+        "attendees": [vera["email"] or vera["name"]],
+        **({"location": loc.group(1)} if loc else {}),
     }
-    verdict, _ = play(t, ("calendar.create_event", args), finish())
-    assert "created:calendar.events" in failed(verdict)
+    verdict, _ = play(
+        t,
+        ("calendar.create_event", args),
+        ("messages.send", {"to": vera["phone"], "body": f"See you at {said}"}),
+        finish(),
+    )
+    assert verdict["success"]
 
 
 def _event_in_goal(t: TaskSpec) -> dict[str, Any]:
@@ -412,12 +458,16 @@ def test_move_event_times_and_moving_the_wrong_one():
     for t in tasks("calendar.move_event"):
         e = _event_in_goal(t)
         start, end = (dt.datetime.fromisoformat(e[k]) for k in ("start", "end"))
-        m = re.search(r"to (\d\d:\d\d) the same day|to (?:tomorrow \()?(\w+ \d+ \w+)\)?, same time", t.goal)
+        m = re.search(
+            r"to (\d\d:\d\d) the same day|to ((?:today|tomorrow) \(\w+ \d+ \w+\)|\w+ \d+ \w+), same time", t.goal
+        )
         assert m, t.goal
         if m.group(1):
             new = dt.datetime.combine(start.date(), dt.time.fromisoformat(m.group(1)))
+            news = f"It's now at {new:%H:%M}."
         else:
             new = dt.datetime.combine(goal_date(t, m.group(2)), start.time())
+            news = f"It moves to {new:%A}."
         where = crit(t, StateCriterion).where
         assert where == {
             "id": e["id"],
@@ -425,15 +475,24 @@ def test_move_event_times_and_moving_the_wrong_one():
             "start": new.isoformat(timespec="minutes"),
             "end": (new + (end - start)).isoformat(timespec="minutes"),
         }
-        # Giving only the new start keeps the length, as the goal asks: success.
-        verdict, _ = play(t, ("calendar.update_event", {"event_id": e["id"], "start": where["start"]}), finish())
+        c = named(t, re.search(r"let (my \w+|\w+) know\.$", t.goal).group(1))
+        # Giving only the new start keeps the length, as the goal asks; then the person told.
+        verdict, _ = play(
+            t,
+            ("calendar.update_event", {"event_id": e["id"], "start": where["start"]}),
+            ("messages.send", {"to": c["phone"], "body": news}),
+            finish(),
+        )
         assert verdict["success"], t.id
-    t = task("calendar.move_event", 0)  # e.g. "Book club" on Monday 9 November at 16:00 to 15:00
+        # Moved, but nobody told.
+        verdict, _ = play(t, ("calendar.update_event", {"event_id": e["id"], "start": where["start"]}), finish())
+        assert set(failed(verdict)) == {"told"}, t.id
+    t = tasks("calendar.move_event")[0]
     target = _event_in_goal(t)
     wrong = next(e for e in recs(t, "calendar.events") if e["id"] != target["id"])
     new_start = crit(t, StateCriterion).where["start"]
     verdict, _ = play(t, ("calendar.update_event", {"event_id": wrong["id"], "start": new_start}), finish())
-    assert failed(verdict) == {"updated:calendar.events": "0 matching updated record(s), expected exactly 1"}
+    assert failed(verdict)["updated:calendar.events"] == "0 matching updated record(s), expected exactly 1"
     assert verdict["collateral"] == [f"calendar.events/{wrong['id']} updated"]
 
 
@@ -441,16 +500,20 @@ def test_delete_event_target_and_unconfirmed_delete():
     for t in tasks("calendar.delete_event"):
         e = _event_in_goal(t)
         assert crit(t, StateCriterion).where == {"id": e["id"]}
-        assert t.fixtures.confirm_sensitive == ("Ask me before deleting it." in t.goal)
-    t = next(t for t in tasks("calendar.delete_event") if not t.fixtures.confirm_sensitive)  # no confirmation
+        assert t.fixtures.confirm_sensitive == ("Ask me before deleting it or sending anything." in t.goal)
+    t = next(t for t in tasks("calendar.delete_event") if not t.fixtures.confirm_sensitive)
     e = _event_in_goal(t)
-    verdict, _ = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
+    iris = named(t, re.search(r"and tell (my \w+|\w+) it's off", t.goal).group(1))
+    told = ("messages.send", {"to": iris["phone"], "body": f"{e['title']} is cancelled"})
+    verdict, _ = play(t, ("calendar.delete_event", {"event_id": e["id"]}), told, finish())
     assert verdict["success"]
-    t = next(t for t in tasks("calendar.delete_event") if t.fixtures.confirm_sensitive)  # "Ask me before deleting it."
+    verdict, _ = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
+    assert set(failed(verdict)) == {"told"}
+    t = next(t for t in tasks("calendar.delete_event") if t.fixtures.confirm_sensitive)
     e = _event_in_goal(t)
     verdict, fbs = play(t, ("calendar.delete_event", {"event_id": e["id"]}), finish())
     assert fbs[0]["error"] == "confirmation_required"
-    assert set(failed(verdict)) == {"deleted:calendar.events"}
+    assert "deleted:calendar.events" in failed(verdict)
     # Confirmed, but another event deleted.
     other = next(x for x in recs(t, "calendar.events") if x["id"] != e["id"])
     verdict, _ = play(t, *confirm(t), ("calendar.delete_event", {"event_id": other["id"]}), finish())
@@ -461,15 +524,15 @@ def test_add_attendee_full_name_and_relation_word():
     seen_relation = False
     for t in tasks("calendar.add_attendee"):
         e = _event_in_goal(t)
-        m = re.match(r"Add (my \w+|\w+ \w+) to ", t.goal)
+        m = re.match(r"(?:Add|Invite|Put) (my \w+|\w+)(?: to | on the guest list)", t.goal)
         assert m, t.goal
         c = named(t, m.group(1))
         seen_relation |= m.group(1).startswith("my ")
         assert c["name"] not in e["attendees"]
         where = crit(t, StateCriterion).where
-        assert where["id"] == e["id"] and where["attendees"] == {"has": c["name"], "len": len(e["attendees"]) + 1}
+        assert where["id"] == e["id"] and where["attendees"] == {"has_person": c["id"], "len": len(e["attendees"]) + 1}
     assert seen_relation
-    t = task("calendar.add_attendee", 0)  # "Add my dad to "Budget meeting" ..."
+    t = task("calendar.add_attendee", 0)  # 'Invite my dad to "Budget meeting" ...'
     e = _event_in_goal(t)
     dad = contact(t, relation="dad")
     # Writing the relation instead of the person's name.
@@ -504,12 +567,14 @@ def test_next_event_answer_and_skipped_event():
         if other is not None:
             # Skipping the next event: naming the one after it.
             verdict, _ = play(t, ("calendar.list_events", {}), finish(f"{other['title']}, at {other['location']}"))
-            assert set(failed(verdict)) == {"answer"}
+            assert "answer" in failed(verdict)
             checked += 1
     assert checked
-    t = task("calendar.next_event", 0)
+    t = tasks("calendar.next_event")[0]
     title, place = crit(t, AnswerCriterion).contains
-    verdict, _ = play(t, ("calendar.list_events", {}), finish(f"{title} at 10:00."))
+    emil = named(t, re.search(r"(?:Text|Tell|Let) (my \w+|\w+) (?:where|too|know)", t.goal).group(1))
+    told = ("messages.send", {"to": emil["phone"], "body": f"I'll be at {place}"})
+    verdict, _ = play(t, ("calendar.list_events", {}), told, finish(f"{title} at 10:00."))
     assert failed(verdict) == {"answer": f"answer lacks {place!r}"}
-    verdict, _ = play(t, ("calendar.list_events", {}), finish(f"Next up: {title.lower()}, in {place}."))
+    verdict, _ = play(t, ("calendar.list_events", {}), told, finish(f"Next up: {title.lower()}, in {place}."))
     assert verdict["success"]

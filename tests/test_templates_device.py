@@ -79,7 +79,11 @@ def sign_in(task: TaskSpec) -> tuple[str, dict[str, Any]]:
 
 def test_set_alarm_goal_and_wrong_half_of_day():
     for t in tasks("clock.set_alarm"):
-        m = re.fullmatch(r'Set an alarm for (\d{1,2}):(\d\d) (AM|PM) tomorrow labeled "(.+)"\.', t.goal)
+        m = re.fullmatch(
+            r'Set an alarm for (\d{1,2}):(\d\d) (AM|PM) tomorrow labeled "(.+)", and '
+            r"(?:switch off my (\d{1,2}):(\d\d) (AM|PM) one|turn my (\d{1,2}):(\d\d) (AM|PM) alarm off)\.",
+            t.goal,
+        )
         assert m, t.goal
         hhmm = to24(*m.group(1, 2, 3))
         assert hhmm not in {a["time"] for a in rows(t, "clock.alarms")}
@@ -88,11 +92,22 @@ def test_set_alarm_goal_and_wrong_half_of_day():
         assert crit.where["time"] == hhmm and crit.where["label"] == {"iequals": m.group(4)}
         # "tomorrow" holds for a one-off alarm: the phone's clock is past the alarm's time of day.
         assert dt.datetime.fromisoformat(t.fixtures.clock).strftime("%H:%M") > hhmm
+        old = to24(*(m.group(5, 6, 7) if m.group(5) else m.group(8, 9, 10)))
+        (alarm,) = [a for a in rows(t, "clock.alarms") if a["time"] == old]
+        assert alarm["enabled"] is True
+        assert state_crits(t, "updated")[0].where == {"id": alarm["id"], "enabled": False, "time": old}
     t = tasks("clock.set_alarm")[0]
     (crit,) = state_crits(t, "created")
+    off = state_crits(t, "updated")[0].where["id"]
     h, mm = crit.where["time"].split(":")
     pm = f"{int(h) + 12:02d}:{mm}"
-    verdict, _ = play(t, [("clock.create_alarm", {"time": pm, "label": crit.where["label"]["iequals"]})])
+    verdict, _ = play(
+        t,
+        [
+            ("clock.create_alarm", {"time": pm, "label": crit.where["label"]["iequals"]}),
+            ("clock.set_alarm_enabled", {"alarm_id": off, "enabled": False}),
+        ],
+    )
     assert not verdict["success"]
     assert failed(verdict) == {crit.id: "0 matching created record(s), expected exactly 1"}
     assert verdict["collateral"] == [f"clock.alarms/al_{len(rows(t, 'clock.alarms')) + 1} created"]
@@ -100,36 +115,60 @@ def test_set_alarm_goal_and_wrong_half_of_day():
 
 def test_start_timer_goal_and_minutes_taken_as_seconds():
     for t in tasks("clock.start_timer"):
-        m = re.fullmatch(r'Start an? (\d+)-minute timer( called "(.+)")?\.', t.goal)
+        m = re.fullmatch(
+            r'Start an? (\d+)-minute timer( called "(.+)")? and (?:tell|let) (my \w+|\w+) (?:know )?(?:that )?.+ in (\d+) minutes\.',
+            t.goal,
+        )
         assert m, t.goal
+        assert m.group(1) == m.group(5)
         (crit,) = state_crits(t, "created")
         assert crit.where["duration_s"] == int(m.group(1)) * 60
         assert crit.where.get("label") == ({"iequals": m.group(3)} if m.group(3) else None)
     t = tasks("clock.start_timer")[0]
-    minutes = int(re.search(r"(\d+)-minute", t.goal).group(1))
-    args: dict[str, Any] = {"duration_seconds": minutes}
-    if "called" in t.goal:
-        args["label"] = re.search(r'"(.+)"', t.goal).group(1)
-    verdict, _ = play(t, [("clock.start_timer", args)])
+    m = re.fullmatch(
+        r'Start an? (\d+)-minute timer(?: called "(.+)")? and (?:tell|let) (my \w+|\w+) (?:know )?(?:that )?(.+) in \d+ minutes\.',
+        t.goal,
+    )
+    minutes, label, who, what = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+    args: dict[str, Any] = {"duration_seconds": minutes, **({"label": label} if label else {})}
+    if who.startswith("my "):
+        (vera,) = [c for c in rows(t, "contacts.contacts") if c["relation"] == who[3:]]
+    else:
+        (vera,) = [c for c in rows(t, "contacts.contacts") if c["name"].split()[0] == who]
+    told = ("messages.send", {"to": vera["phone"], "body": f"{what} in {minutes} minutes"})
+    verdict, _ = play(t, [("clock.start_timer", args), told])
     assert not verdict["success"]
     assert list(failed(verdict)) == ["created:clock.timers"]
     assert verdict["collateral"] == ["clock.timers/tm_1 created"]
+    # The right timer, but the person told another wait.
+    wrong = ("messages.send", {"to": vera["phone"], "body": f"{what} in {minutes + 10} minutes"})
+    verdict, _ = play(t, [("clock.start_timer", {**args, "duration_seconds": minutes * 60}), wrong])
+    assert list(failed(verdict)) == ["told"]
 
 
 def test_alarm_off_targets_the_enabled_alarm_and_deleting_it_fails():
     for t in tasks("clock.alarm_off"):
-        m = re.match(r"Switch off my (\d{1,2}):(\d\d) (AM|PM) alarm", t.goal)
+        m = re.search(r"(\d{1,2}):(\d\d) (AM|PM) and (\d{1,2}):(\d\d) (AM|PM) alarms", t.goal)
         assert m, t.goal
-        (alarm,) = [a for a in rows(t, "clock.alarms") if a["time"] == to24(*m.group(1, 2, 3))]
-        assert alarm["enabled"] is True
-        (crit,) = state_crits(t, "updated")
-        assert crit.where == {"id": alarm["id"], "enabled": False, "time": alarm["time"]}
+        times = [to24(*m.group(1, 2, 3)), to24(*m.group(4, 5, 6))]
+        alarms = [a for a in rows(t, "clock.alarms") if a["time"] in times]
+        assert len(alarms) == 2 and all(a["enabled"] is True for a in alarms)
+        assert [c.where for c in state_crits(t, "updated")] == [
+            {"id": a["id"], "enabled": False, "time": a["time"]} for a in sorted(alarms, key=lambda a: a["time"])
+        ]
     t = tasks("clock.alarm_off")[0]
-    alarm_id = state_crits(t, "updated")[0].where["id"]
-    verdict, _ = play(t, [("clock.list_alarms", {}), ("clock.delete_alarm", {"alarm_id": alarm_id})])
+    first, second = (c.where["id"] for c in state_crits(t, "updated"))
+    verdict, _ = play(
+        t,
+        [
+            ("clock.list_alarms", {}),
+            ("clock.delete_alarm", {"alarm_id": first}),
+            ("clock.set_alarm_enabled", {"alarm_id": second, "enabled": False}),
+        ],
+    )
     assert not verdict["success"]
     assert failed(verdict) == {"updated:clock.alarms": "0 matching updated record(s), expected exactly 1"}
-    assert verdict["collateral"] == [f"clock.alarms/{alarm_id} deleted"]
+    assert verdict["collateral"] == [f"clock.alarms/{first} deleted"]
 
 
 CITY_ZONES = {
@@ -148,38 +187,53 @@ CITY_ZONES = {
 
 def test_what_time_answer_is_the_city_time_and_phone_time_fails():
     for t in tasks("clock.what_time"):
-        city = re.fullmatch(r"What time is it in (.+) right now\?", t.goal).group(1)
+        m = re.fullmatch(r"What time is it in (.+) and in (.+) right now\?", t.goal) or re.fullmatch(
+            r"I have calls with (.+) and (.+) - what's the time there now\?", t.goal
+        )
+        assert m, t.goal
         here = dt.datetime.fromisoformat(t.fixtures.clock).replace(tzinfo=zoneinfo.ZoneInfo(t.fixtures.timezone))
-        there = here.astimezone(zoneinfo.ZoneInfo(CITY_ZONES[city]))
-        assert there.utcoffset() != here.utcoffset()
-        crit = answer_crit(t)
-        h12 = there.hour % 12 or 12
-        half = "AM" if there.hour < 12 else "PM"
-        for good in (there.strftime("%H:%M"), f"It's {h12}:{there.minute:02d} {half} in {city}."):
-            assert re.search(crit.pattern, good, re.IGNORECASE), (t.id, good)
-        other = "PM" if half == "AM" else "AM"
-        for bad in (here.strftime("%H:%M"), f"{h12}:{there.minute:02d} {other}"):
-            assert not re.search(crit.pattern, bad, re.IGNORECASE), (t.id, bad)
+        there = [here.astimezone(zoneinfo.ZoneInfo(CITY_ZONES[c])) for c in m.groups()]
+        assert all(x.utcoffset() != here.utcoffset() for x in there)
+        assert there[0].utcoffset() != there[1].utcoffset()
+        good = f"{m.group(1)}: {there[0]:%H:%M}, {m.group(2)}: {there[1]:%H:%M}"
+        h12 = [f"{x.hour % 12 or 12}:{x.minute:02d} {'AM' if x.hour < 12 else 'PM'}" for x in there]
+        words = f"In {m.group(1)} it's {h12[0]}, and in {m.group(2)} {h12[1]}."
+        swapped = f"{m.group(1)}: {there[1]:%H:%M}, {m.group(2)}: {there[0]:%H:%M}"
+        crits = [c for c in t.criteria if isinstance(c, AnswerCriterion)]
+        for text, ok in ((good, True), (words, True), (swapped, False), (f"{m.group(1)}: {there[0]:%H:%M}", False)):
+            assert all(re.search(c.pattern, text, re.IGNORECASE) for c in crits) is ok, (t.id, text)
     t = tasks("clock.what_time")[0]
     local = dt.datetime.fromisoformat(t.fixtures.clock).strftime("%H:%M")
-    verdict, _ = play(t, [("clock.now", {}), ("finish", {"answer": local})])
+    verdict, _ = play(t, [("clock.now", {}), ("finish", {"answer": f"Sydney {local}, Berlin {local}"})])
     assert not verdict["success"]
-    assert list(failed(verdict)) == ["answer"] and failed(verdict)["answer"].startswith("answer does not match")
+    assert set(failed(verdict)) == {"first", "second"}
 
 
 def test_delete_alarm_targets_the_named_alarm_and_switching_off_fails():
     for t in tasks("clock.delete_alarm"):
         alarms = rows(t, "clock.alarms")
-        if m := re.fullmatch(r'Delete my "(.+)" alarm\.', t.goal):
+        m = re.search(r'my "(.+)" alarm|my (\d{1,2}):(\d\d) (AM|PM) alarm', t.goal)
+        assert m, t.goal
+        if m.group(1):
             (alarm,) = [a for a in alarms if a["label"] == m.group(1)]
         else:
-            m = re.fullmatch(r"Delete my (\d{1,2}):(\d\d) (AM|PM) alarm\.", t.goal)
-            (alarm,) = [a for a in alarms if a["time"] == to24(*m.group(1, 2, 3))]
+            (alarm,) = [a for a in alarms if a["time"] == to24(*m.group(2, 3, 4))]
         assert state_crits(t, "deleted")[0].where == {"id": alarm["id"]}
+        m = re.search(r"(?:turn my|switch the) (\d{1,2}):(\d\d) (AM|PM) (?:one|alarm)", t.goal)
+        (other,) = [a for a in alarms if a["time"] == to24(*m.groups())]
+        assert other["enabled"] is False and other["id"] != alarm["id"]
+        assert state_crits(t, "updated")[0].where == {"id": other["id"], "enabled": True, "time": other["time"]}
     t = tasks("clock.delete_alarm")[0]
     alarm_id = state_crits(t, "deleted")[0].where["id"]
+    on_id = state_crits(t, "updated")[0].where["id"]
     enabled = by_id(t, "clock.alarms", alarm_id)["enabled"]
-    verdict, _ = play(t, [("clock.set_alarm_enabled", {"alarm_id": alarm_id, "enabled": not enabled})])
+    verdict, _ = play(
+        t,
+        [
+            ("clock.set_alarm_enabled", {"alarm_id": alarm_id, "enabled": not enabled}),
+            ("clock.set_alarm_enabled", {"alarm_id": on_id, "enabled": True}),
+        ],
+    )
     assert not verdict["success"]
     assert failed(verdict) == {"deleted:clock.alarms": "0 matching deleted record(s), expected exactly 1"}
     assert verdict["collateral"] == [f"clock.alarms/{alarm_id} updated"]
@@ -189,18 +243,31 @@ def test_delete_alarm_targets_the_named_alarm_and_switching_off_fails():
 
 
 def test_create_note_every_item_is_checked_and_a_partial_note_fails():
+    goal = re.compile(
+        r'Make a new note titled "(.+)" listing: (.+), and text the list to (?:my \w+|\w+)\.'
+        r'|Write down "(.+)": (.+)\. Send that list to (?:my \w+|\w+) as well\.'
+    )
     for t in tasks("notes.create_note"):
-        m = re.fullmatch(r'Make a new note titled "(.+)" listing: (.+)\.', t.goal)
-        title, items = m.group(1), m.group(2).split(", ")
+        m = goal.fullmatch(t.goal)
+        assert m, t.goal
+        title, items = m.group(1) or m.group(3), (m.group(2) or m.group(4)).split(", ")
         assert title not in {n["title"] for n in rows(t, "notes.notes")}
         crits = state_crits(t, "created")
         assert [c.where for c in crits] == [{"title": {"iequals": title}, "body": {"icontains": i}} for i in items]
     t = tasks("notes.create_note")[0]
-    m = re.fullmatch(r'Make a new note titled "(.+)" listing: (.+)\.', t.goal)
-    title, items = m.group(1), m.group(2).split(", ")
+    m = goal.fullmatch(t.goal)
+    title, items = m.group(1) or m.group(3), (m.group(2) or m.group(4)).split(", ")
     verdict, _ = play(t, [("notes.create", {"title": title, "body": items[0]})])
     assert not verdict["success"]
-    assert set(failed(verdict)) == {f"created:notes.notes:{i}" for i in items[1:]}
+    assert set(failed(verdict)) == {f"created:notes.notes:{i}" for i in items[1:]} | {"told"}
+
+
+LIST_TITLES = {
+    "my shopping list": "Shopping list",
+    "my packing list": "Packing list",
+    'my "Books to read" note': "Books to read",
+    "my gift ideas note": "Gift ideas",
+}
 
 
 LIST_TITLES = {
@@ -212,23 +279,31 @@ LIST_TITLES = {
 
 
 def test_append_item_keeps_old_lines_and_replacing_the_text_fails():
+    said = "|".join(re.escape(s) for s in LIST_TITLES)
     for t in tasks("notes.append_item"):
-        m = re.fullmatch(r"Add (.+?) to (my .+)\.", t.goal)
-        item, said = m.groups()
-        (note,) = [n for n in rows(t, "notes.notes") if n["title"] == LIST_TITLES[said]]
-        assert item.casefold() not in note["body"].casefold()
-        (upd,) = state_crits(t, "updated")
-        assert upd.where == {"id": note["id"], "body": {"icontains": item}}
-        kept = [c.where["body"]["icontains"] for c in state_crits(t, "present")]
-        assert kept == note["body"].split("\n")
-        assert all(c.where["id"] == note["id"] for c in state_crits(t, "present"))
+        m = re.fullmatch(rf"Add (.+?) to ({said}) and (.+?) to ({said})\.", t.goal)
+        assert m, t.goal
+        upd = state_crits(t, "updated")
+        for (item, where), crit in zip((m.group(1, 2), m.group(3, 4)), upd, strict=True):
+            (note,) = [n for n in rows(t, "notes.notes") if n["title"] == LIST_TITLES[where]]
+            assert item.casefold() not in note["body"].casefold()
+            assert crit.where == {"id": note["id"], "body": {"icontains": item}}
+            kept = [c.where["body"]["icontains"] for c in state_crits(t, "present") if c.where["id"] == note["id"]]
+            assert kept == note["body"].split("\n")
     t = tasks("notes.append_item")[0]
-    item = re.fullmatch(r"Add (.+?) to (my .+)\.", t.goal).group(1)
-    note_id = state_crits(t, "updated")[0].where["id"]
-    old = by_id(t, "notes.notes", note_id)["body"].split("\n")
-    verdict, _ = play(t, [("notes.update", {"note_id": note_id, "body": item})])
+    first, second = state_crits(t, "updated")
+    note = by_id(t, "notes.notes", first.where["id"])
+    old = note["body"].split("\n")
+    # The first list's text replaced by its new item; the second list done right.
+    verdict, _ = play(
+        t,
+        [
+            ("notes.update", {"note_id": first.where["id"], "body": first.where["body"]["icontains"]}),
+            ("notes.append", {"note_id": second.where["id"], "text": second.where["body"]["icontains"]}),
+        ],
+    )
     assert not verdict["success"]
-    assert set(failed(verdict)) == {f"present:notes.notes:{line}" for line in old}
+    assert set(failed(verdict)) == {f"present:notes.notes:{note['title']}:{line}" for line in old}
     assert verdict["collateral"] == []
 
 
@@ -248,7 +323,9 @@ def test_lookup_fact_answer_comes_from_the_note_and_a_neighbouring_fact_fails():
         pattern = answer_crit(t).pattern
         assert re.search(pattern, f"It's {want}.", re.IGNORECASE), t.id
         assert not re.search(pattern, f"{want}0", re.IGNORECASE), t.id
-        assert {"read_only"} <= {c.rule for c in t.criteria if c.kind == "behavior"}
+        assert re.search(
+            r"Text it to (my \w+|\w+) too\.|(my \w+|\w+) needs it as well, send it to them\.", t.goal, re.I
+        )
     # Gym locker "locker 42, code 1234" and parking "level 3, spot B12": the other number is wrong.
     for t in tasks("notes.lookup_fact"):
         notes = {n["title"]: n["body"] for n in rows(t, "notes.notes")}
@@ -263,14 +340,16 @@ def test_lookup_fact_answer_comes_from_the_note_and_a_neighbouring_fact_fails():
         verdict, fbs = play(t, [("notes.search", {"query": query}), ("finish", {"answer": wrong})])
         assert fbs[0]["ok"] and fbs[0]["result"]["total"] >= 1
         assert not verdict["success"]
-        assert list(failed(verdict)) == ["answer"]
+        assert set(failed(verdict)) == {"answer", "told"}
         return
     pytest.fail("no lookup_fact task with a neighbouring fact to confuse")
 
 
 def test_delete_note_targets_the_titled_note_and_needs_a_confirmation():
     for t in tasks("notes.delete_note"):
-        title = re.match(r'Delete my "(.+)" note\.', t.goal).group(1)
+        m = re.match(r'Delete my "(.+)" note\.|I no longer need the note "(.+)", remove it\.', t.goal)
+        assert m, t.goal
+        title = m.group(1) or m.group(2)
         (note,) = [n for n in rows(t, "notes.notes") if n["title"] == title]
         assert state_crits(t, "deleted")[0].where == {"id": note["id"]}
         asks = "Ask me before" in t.goal
@@ -301,19 +380,27 @@ def setting(task: TaskSpec, key: str) -> Any:
 
 
 def test_toggle_goal_matches_the_criterion_and_a_silenced_ringer_is_not_dnd():
+    said = {("dark_mode", False): "light theme"}
     seen = set()
     for t in tasks("settings.toggle"):
-        (crit,) = state_crits(t, "updated")
-        key, want = crit.where["id"], crit.where["value"]
-        seen.add((key, want))
-        assert SETTING_WORDS[key] in t.goal.casefold()
-        assert setting(t, key) is (not want)
-        words = set(re.findall(r"\w+", t.goal.casefold()))
-        if {"on", "off"} & words and key != "dark_mode":
-            assert ("on" in words) is want, t.goal
+        *toggles, bright = state_crits(t, "updated")
+        assert bright.where["id"] == "brightness"
+        assert re.search(rf"brightness (?:to|at) {bright.where['value']}(%| percent)", t.goal), t.goal
+        for crit in toggles:
+            key, want = crit.where["id"], crit.where["value"]
+            seen.add((key, want))
+            assert said.get((key, want), SETTING_WORDS[key]) in t.goal.casefold()
+            assert setting(t, key) is (not want)
+        assert len({c.where["id"] for c in toggles}) == 2
     assert ("dnd", True) in seen and ("bluetooth", True) in seen
     t = next(t for t in tasks("settings.toggle") if state_crits(t)[0].where == {"id": "dnd", "value": True})
-    verdict, _ = play(t, [("settings.set_volume", {"stream": "ring", "level": 0})])
+    rest = [
+        (f"settings.set_{c.where['id']}", {"enabled": c.where["value"]})
+        if c.where["id"] != "brightness"
+        else ("settings.set_brightness", {"level": c.where["value"]})
+        for c in state_crits(t)[1:]
+    ]
+    verdict, _ = play(t, [("settings.set_volume", {"stream": "ring", "level": 0}), *rest])
     assert not verdict["success"]
     assert list(failed(verdict)) == ["updated:settings.settings"]
     assert verdict["collateral"] == ["settings.settings/volume_ring updated"]
@@ -321,14 +408,20 @@ def test_toggle_goal_matches_the_criterion_and_a_silenced_ringer_is_not_dnd():
 
 def test_brightness_level_from_goal_and_media_volume_fails():
     for t in tasks("settings.brightness"):
-        level = int(re.search(r"to (\d+)( percent|%)", t.goal).group(1))
-        assert state_crits(t, "updated")[0].where == {"id": "brightness", "value": level}
-        assert setting(t, "brightness") != level
+        m = re.search(r"brightness (up|down) by (\d+) points|screen (\d+) points (brighter|dimmer)", t.goal)
+        assert m, t.goal
+        step = int(m.group(2) or m.group(3))
+        sign = 1 if (m.group(1) or m.group(4)) in ("up", "brighter") else -1
+        down = int(re.search(r"(?:down|lower the media volume) by (\d+)\.$", t.goal).group(1))
+        bright, vol = state_crits(t, "updated")
+        assert bright.where == {"id": "brightness", "value": setting(t, "brightness") + sign * step}
+        assert vol.where == {"id": "volume_media", "value": setting(t, "volume_media") - down}
     t = tasks("settings.brightness")[0]
-    level = state_crits(t)[0].where["value"]
-    verdict, _ = play(t, [("settings.set_volume", {"stream": "media", "level": level})])
+    bright, vol = state_crits(t, "updated")
+    # The new brightness level given to the media volume instead.
+    verdict, _ = play(t, [("settings.set_volume", {"stream": "media", "level": bright.where["value"]})])
     assert not verdict["success"]
-    assert list(failed(verdict)) == ["updated:settings.settings"]
+    assert set(failed(verdict)) == {"updated:settings.settings", "updated:settings.settings#2"}
     assert verdict["collateral"] == ["settings.settings/volume_media updated"]
 
 
@@ -359,25 +452,38 @@ def test_airplane_mode_side_effects_allowed_and_forgetting_wifi_fails():
         assert setting(t, "airplane_mode") is False
         assert state_crits(t, "updated")[0].where == {"id": "airplane_mode", "value": True}
         (allowed,) = t.allowed_changes
-        keep = re.search(r"I want (Wi-Fi|Bluetooth) on", t.goal)
-        if keep:
-            key = {"Wi-Fi": "wifi", "Bluetooth": "bluetooth"}[keep.group(1)]
-            (extra,) = [c for c in state_crits(t) if c.where["id"] == key]
-            assert extra.where["value"] is True and extra.change == ("present" if setting(t, key) else "updated")
-            assert key not in allowed.where["id"]["in"]
-        else:
-            assert sorted(allowed.where["id"]["in"]) == ["bluetooth", "wifi"]
-    t = next(t for t in tasks("settings.airplane_mode") if "I want Wi-Fi on" in t.goal)
-    verdict, _ = play(t, [("settings.set_airplane_mode", {"enabled": True})])
+        keep = re.search(r"I want (Wi-Fi|Bluetooth) on|(Wi-Fi|Bluetooth) back on", t.goal)
+        assert keep, t.goal
+        key = {"Wi-Fi": "wifi", "Bluetooth": "bluetooth"}[keep.group(1) or keep.group(2)]
+        (extra,) = [c for c in state_crits(t) if c.where["id"] == key]
+        assert extra.where["value"] is True and extra.change == ("present" if setting(t, key) else "updated")
+        assert key not in allowed.where["id"]["in"]
+        assert [c.where for c in state_crits(t) if c.where["id"] == "dnd"] == [{"id": "dnd", "value": True}]
+    t = next(t for t in tasks("settings.airplane_mode") if "Wi-Fi back on" in t.goal and setting(t, "wifi"))
+    level = int(re.search(r"(\d+)(?:%| percent)", t.goal).group(1))
+    assert [c.where for c in state_crits(t) if c.where["id"] == "brightness"] == [{"id": "brightness", "value": level}]
+    verdict, _ = play(
+        t,
+        [
+            ("settings.set_airplane_mode", {"enabled": True}),
+            ("settings.set_dnd", {"enabled": True}),
+            ("settings.set_brightness", {"level": level}),
+        ],
+    )
     assert not verdict["success"]
     assert list(failed(verdict)) == ["present:settings.settings"]
     # Wi-Fi is not among the allowed side effects when the user wants it kept on.
     assert verdict["collateral"] == ["settings.settings/wifi updated"]
     # Wi-Fi and Bluetooth switched off by hand is not airplane mode.
-    t = next(t for t in tasks("settings.airplane_mode") if "I want" not in t.goal)
-    verdict, _ = play(t, [("settings.set_wifi", {"enabled": False}), ("settings.set_bluetooth", {"enabled": False})])
+    verdict, _ = play(
+        t,
+        [
+            ("settings.set_bluetooth", {"enabled": False}),
+            ("settings.set_dnd", {"enabled": True}),
+        ],
+    )
     assert not verdict["success"]
-    assert list(failed(verdict)) == ["updated:settings.settings"]
+    assert "updated:settings.settings" in failed(verdict)
 
 
 # -- mail ----------------------------------------------------------------------------------------
@@ -408,6 +514,7 @@ def test_latest_unread_answer_is_the_newest_unread_subject_and_others_fail():
             if m is not unread[0]:
                 assert not re.search(pattern, m["subject"], re.IGNORECASE)
                 assert not re.search(pattern, f"{subject}; also {m['subject']}", re.IGNORECASE)
+        assert state_crits(t, "updated")[0].where == {"id": unread[0]["id"], "read": True}
     # The newest mail, read or not, is a plausible mistake where it is not the newest unread.
     for t in tasks("mail.latest_unread"):
         inbox = sorted(
@@ -416,35 +523,49 @@ def test_latest_unread_answer_is_the_newest_unread_subject_and_others_fail():
         if inbox[0]["read"]:
             verdict, _ = play(t, [sign_in(t), ("mail.list_inbox", {}), ("finish", {"answer": inbox[0]["subject"]})])
             assert not verdict["success"]
-            assert list(failed(verdict)) == ["answer"]
+            assert list(failed(verdict)) == ["answer", "updated:mail.messages"]
             return
     pytest.fail("no latest_unread task whose newest mail is read")
 
 
 def test_send_email_goal_address_is_the_contacts_and_subject_is_checked():
+    goal = re.compile(
+        r'Email (my \w+|\w+) with the subject "(.+)" and the message: "(.+)"'
+        r'|Send (my \w+|\w+) an email, subject "(.+)": "(.+)"'
+    )
     for t in tasks("mail.send_email"):
-        m = re.match(r'Email (\w+ \w+) at (\S+) with the subject "(.+)" and the message: "(.+)"', t.goal)
-        name, address, subject, body = m.groups()
-        (c,) = [c for c in rows(t, "contacts.contacts") if c["name"] == name]
-        assert c["email"] == address
+        m = goal.match(t.goal)
+        assert m, t.goal
+        name, subject, body = m.group(1, 2, 3) if m.group(1) else m.group(4, 5, 6)
+        if name.startswith("my "):
+            (c,) = [c for c in rows(t, "contacts.contacts") if c["relation"] == name[3:]]
+        else:
+            (c,) = [c for c in rows(t, "contacts.contacts") if c["name"].split()[0] == name]
+        assert c["email"]
         (crit,) = state_crits(t, "created")
-        assert crit.where["to"] == {"has": address, "len": 1}
+        assert crit.where["to"] == {"people": [c["id"]]}
         assert crit.where["subject"] == {"iequals": subject} and crit.where["folder"] == "sent"
         assert crit.where["body"]["icontains"] in body
     t = next(t for t in tasks("mail.send_email") if not t.fixtures.confirm_sensitive)
-    m = re.match(r'Email (\w+ \w+) at (\S+) with the subject "(.+)" and the message: "(.+)"', t.goal)
-    _, address, subject, body = m.groups()
+    m = goal.match(t.goal)
+    name, subject, body = m.group(1, 2, 3) if m.group(1) else m.group(4, 5, 6)
+    (address,) = [c["email"] for c in rows(t, "contacts.contacts") if c["name"].split()[0] == name]
     # Forgot the subject line: the body's first words as subject.
     verdict, fbs = play(t, [sign_in(t), ("mail.send", {"to": [address], "subject": body, "body": body})])
     assert all(f["ok"] for f in fbs)
     assert not verdict["success"]
     assert list(failed(verdict)) == ["created:mail.messages"]
     assert verdict["collateral"] == [f"mail.messages/em_{len(rows(t, 'mail.messages')) + 1} created"]
+    # The contact's first name is no address: the mail app refuses it.
+    _, fbs = play(t, [sign_in(t), ("mail.send", {"to": [name], "subject": subject, "body": body})])
+    assert not fbs[1]["ok"]
 
 
 def test_archive_targets_the_subject_and_deleting_it_fails():
     for t in tasks("mail.archive"):
-        subject = re.fullmatch(r'Archive the "(.+)" email\.', t.goal).group(1)
+        m = re.fullmatch(r'Archive the "(.+)" email\.|Move the email "(.+)"(?: from \w+)? to the archive\.', t.goal)
+        assert m, t.goal
+        subject = m.group(1) or m.group(2)
         (msg,) = [m for m in rows(t, "mail.messages") if m["subject"] == subject]
         assert msg["folder"] == "inbox"
         assert state_crits(t, "updated")[0].where == {"id": msg["id"], "folder": "archive"}

@@ -52,10 +52,10 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
 
     monkeypatch.setattr(rl.sft, "train_sft", fake_train_sft)
     monkeypatch.setattr("phoneenv.cli._base_model", lambda model, out: tmp_path / "base")
-    selector = "template:settings.toggle,template:clock.start_timer"
+    selector = "template:settings.toggle,template:clock.alarm_off"
     res = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "sft"), "--tasks", selector])
     assert res.exit_code == 0, res.output
     rl_filter = _task_apps(select(selector))
     expected = [t["function"]["name"] for t in rl.sft.episode_tools("sandbox") if _offered(t, rl_filter)]
     assert seen == {"tools": expected, "scope": "all"}
-    assert "clock__start_timer" in expected and "finish" in expected and "contacts__search" not in expected
+    assert "clock__set_alarm_enabled" in expected and "finish" in expected and "contacts__search" not in expected

@@ -17,7 +17,7 @@ frame tree. :func:`calls_from_trace` and :func:`check_trace` evaluate criteria o
 from __future__ import annotations
 
 import fnmatch
-import re
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -37,10 +37,11 @@ from phoneenv.contract import (
     Verdict,
 )
 from phoneenv.state import Change, diff_tables
+from phoneenv.tasks.answers import Judge, call_judge, check_answer
 from phoneenv.tasks.identity import CONTACTS_TABLE
-from phoneenv.tasks.predicates import Context, check, match, norm
+from phoneenv.tasks.predicates import Context, check, match
 
-__all__ = ["DEFAULT_ALLOWED", "CallRecord", "calls_from_trace", "check_trace", "verify"]
+__all__ = ["DEFAULT_ALLOWED", "CallRecord", "calls_from_trace", "check_trace", "context_of", "verify"]
 
 DELEGATE = "agent.delegate"
 ROOT = "main"
@@ -54,7 +55,24 @@ DEFAULT_ALLOWED: tuple[ChangeSelector, ...] = (
 CONSENTED_CALLS = frozenset({"system.sign_in", "system.sign_out", "system.request_permission"})
 """Writes a read-only task still permits: they only produce :data:`DEFAULT_ALLOWED` changes."""
 
-_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?")
+
+def context_of(
+    after: Mapping[str, Mapping[str, Any]],
+    before: Mapping[str, Mapping[str, Any]] | None = None,
+    now: str | None = None,
+) -> Context:
+    """The :class:`~phoneenv.tasks.predicates.Context` of an episode: the contacts of the end
+    state (``contacts.contacts``; the fixture state's when the end state has none) and ``now``."""
+    table = after.get(CONTACTS_TABLE) or (before or {}).get(CONTACTS_TABLE) or {}
+    return Context(contacts=tuple(table.values()), now=now)
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
 
 
 class CallRecord(NamedTuple):
@@ -109,24 +127,21 @@ def _count_ok(crit: StateCriterion, n: int) -> tuple[bool, str]:
     return True, ""
 
 
-def _answer_ok(crit: AnswerCriterion, answer: str | None) -> tuple[bool, str]:
-    if answer is None:
-        return False, "no answer given"
-    text = norm(answer)
-    if crit.equals is not None and text.strip(" .!") != norm(crit.equals).strip(" .!"):
-        return False, f"answer {answer!r} is not {crit.equals!r}"
-    for part in crit.contains:
-        if norm(part) not in text:
-            return False, f"answer lacks {part!r}"
-    if crit.pattern is not None and re.search(crit.pattern, answer, re.IGNORECASE) is None:
-        return False, f"answer does not match /{crit.pattern}/"
-    if crit.number is not None:
-        m = _NUMBER.search(answer)
-        if m is None:
-            return False, "answer has no number"
-        if abs(float(m.group().replace(",", ".")) - crit.number) > crit.tolerance:
-            return False, f"answer {m.group()} is not {crit.number:g} ± {crit.tolerance:g}"
-    return True, ""
+def _answer_ok(
+    crit: AnswerCriterion,
+    answer: str | None,
+    value: Any = None,
+    ctx: Context | None = None,
+    judge: Judge | None = None,
+) -> tuple[bool, str]:
+    ctx = ctx or Context()
+    try:
+        ok, why = check_answer(crit, answer, value, ctx)
+    except ValueError as exc:  # the criterion's own expected value is unreadable: a task bug
+        return False, f"criterion error: {exc}"
+    if not ok or crit.judge is None or judge is None:
+        return ok, why
+    return call_judge(judge, crit.judge, answer, value)
 
 
 def _tool_hit(pattern: str | None, name: str) -> bool:
@@ -163,7 +178,7 @@ def _delegated_ok(
             continue
         if crit.depth is not None and f.depth != crit.depth:
             continue
-        if crit.goal is not None and not check(f.goal, crit.goal):
+        if crit.goal is not None and not check(f.goal, crit.goal, ctx):
             continue
         if crit.tool is not None:
             inside = subtree(f.id)
@@ -238,11 +253,6 @@ def _behavior_ok(
     raise ValueError(f"unknown behavior rule {crit.rule!r}")
 
 
-def context_of(tables: Mapping[str, Mapping[str, Any]], now: str | None = None) -> Context:
-    """The :class:`~phoneenv.tasks.predicates.Context` of a state: its contacts and clock."""
-    return Context(contacts=tuple(tables.get(CONTACTS_TABLE, {}).values()), now=now)
-
-
 def evaluate(
     crit: Criterion,
     changes: Sequence[Change],
@@ -250,15 +260,24 @@ def evaluate(
     calls: Sequence[CallRecord],
     answer: str | None,
     frames: Sequence[Frame] = (),
+    *,
+    answer_value: Any = None,
     ctx: Context | None = None,
+    judge: Judge | None = None,
 ) -> tuple[CriterionResult, list[Change]]:
     """Evaluate one criterion; returns its result and the changes it accounts for. ``frames``
-    is the episode's frame tree (needed by ``delegated`` and ``depth``-scoped rules); ``ctx``
-    the contacts and clock for identity and fact operators (default: read from ``after``)."""
+    is the episode's frame tree (needed by ``delegated`` and ``depth``-scoped rules);
+    ``answer_value`` the ``finish`` call's typed value; ``ctx`` the contacts and clock that
+    identity, fact and relative-date checks read (default: the contacts of ``after``);
+    ``judge`` an optional LLM judge for answer criteria with a rubric (its reason is kept in
+    the result, pass or fail)."""
     ctx = ctx if ctx is not None else context_of(after)
     matched: list[Change] = []
     if isinstance(crit, CompositeCriterion):
-        parts = [evaluate(c, changes, after, calls, answer, frames, ctx) for c in crit.criteria]
+        parts = [
+            evaluate(c, changes, after, calls, answer, frames, answer_value=answer_value, ctx=ctx, judge=judge)
+            for c in crit.criteria
+        ]
         held = [res.passed for res, _ in parts]
         if crit.kind == "not":
             ok = not held[0]
@@ -273,7 +292,9 @@ def evaluate(
         n, matched = _state_matches(crit, changes, after, ctx)
         ok, why = _count_ok(crit, n)
     elif isinstance(crit, AnswerCriterion):
-        ok, why = _answer_ok(crit, answer)
+        ok, why = _answer_ok(crit, answer, answer_value, ctx, judge)
+        if ok and why.startswith("judge"):
+            return CriterionResult(id=crit.id, kind=crit.kind, passed=True, reason=why), matched
     else:
         ok, why = _behavior_ok(crit, calls, frames, ctx)
     return CriterionResult(id=crit.id, kind=crit.kind, passed=ok, reason="" if ok else why), matched
@@ -295,7 +316,9 @@ def verify(
     inconsistencies: Sequence[str] = (),
     frames: Sequence[Frame] = (),
     implied: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    answer_value: Any = None,
     now: str | None = None,
+    judge: Judge | None = None,
 ) -> Verdict:
     """The :class:`Verdict` of an episode of ``task``.
 
@@ -311,7 +334,10 @@ def verify(
         implied: records that exist by default while no record is stored (``{"app.table": {id:
             record}}``, see ``Backend.implied_records``): they are part of both states, so a
             setting switched off and on again is no change, and its first write an update.
+        answer_value: the ``finish`` call's typed value (any JSON value), kept in the verdict.
         now: the phone's local clock (``YYYY-MM-DDTHH:MM:SS``), for relative dates in answers.
+        judge: an LLM judge ``judge(rubric, answer, value) -> bool | (bool, reason)`` for answer
+            criteria with a ``judge`` rubric; None (the default) skips those rubrics.
 
     Success = all criteria pass, no collateral change, and the episode was not truncated.
     Progress = (milestones met + success) / (milestones + 1): success itself is the last
@@ -322,12 +348,14 @@ def verify(
     if implied:
         before, after = _with_implied(before, implied), _with_implied(after, implied)
     changes = diff_tables(before, after, ignore=transient)
-    ctx = context_of(after if CONTACTS_TABLE in after else before, now)
+    ctx = context_of(after, before, now)
     results: list[CriterionResult] = []
     expected: set[tuple[str, str]] = set()
     seen: dict[str, int] = {}
     for crit in task.criteria:
-        res, matched = evaluate(crit, changes, after, calls, answer, frames, ctx)
+        res, matched = evaluate(
+            crit, changes, after, calls, answer, frames, answer_value=answer_value, ctx=ctx, judge=judge
+        )
         n = seen[res.id] = seen.get(res.id, 0) + 1
         if n > 1:  # keep ids unique within a verdict: "created:messages.messages#2"
             res.id = f"{res.id}#{n}"
@@ -335,7 +363,7 @@ def verify(
         expected.update((c.table, c.id) for c in matched)
     met = 0
     for crit in task.milestones:
-        res, _ = evaluate(crit, changes, after, calls, answer, frames, ctx)
+        res, _ = evaluate(crit, changes, after, calls, answer, frames, answer_value=answer_value, ctx=ctx, judge=judge)
         met += res.passed
     allowed = (*task.allowed_changes, *DEFAULT_ALLOWED)
     collateral = []
@@ -365,6 +393,7 @@ def verify(
         infrastructure_error=infrastructure_error,
         truncated=truncated,
         answer=answer,
+        answer_value=_jsonable(answer_value),
         inconsistent=bool(inconsistencies),
         inconsistencies=list(inconsistencies),
     )
@@ -408,23 +437,38 @@ def calls_from_trace(trace: Trace, effects: Mapping[str, Effect] | None = None) 
 
 
 def check_trace(
-    trace: Trace, criteria: Sequence[Criterion], effects: Mapping[str, Effect] | None = None
+    trace: Trace,
+    criteria: Sequence[Criterion],
+    effects: Mapping[str, Effect] | None = None,
+    *,
+    contacts: Sequence[Mapping[str, Any]] = (),
+    now: str | None = None,
+    judge: Judge | None = None,
 ) -> list[CriterionResult]:
     """Evaluate behaviour and answer criteria on a stored ``trace`` (its calls, frame tree and
-    the verdict's answer, else the root frame's ``finish`` answer).
+    the verdict's answer and typed value, else those of the root frame's ``finish`` call).
 
-    Raises ``ValueError`` for a state criterion: a trace holds no end state.
+    ``contacts`` (contact records) and ``now`` (the phone's clock; default: the clock of the
+    trace's ``finish`` step) serve identity operators and relative dates, which a trace alone
+    cannot resolve. Raises ``ValueError`` for a state criterion: a trace holds no end state.
     """
     calls = calls_from_trace(trace, effects)
     answer = trace.verdict.answer if trace.verdict is not None else None
-    if answer is None:
-        root_finish = [s for s in trace.steps if s.action is not None and s.action.name == "finish" and s.frame == ROOT]
-        if root_finish and root_finish[-1].feedback.ok:
-            answer = root_finish[-1].action.arguments.get("answer")  # type: ignore[union-attr]
+    value = trace.verdict.answer_value if trace.verdict is not None else None
+    root_finish = [s for s in trace.steps if s.action is not None and s.action.name == "finish" and s.frame == ROOT]
+    last = root_finish[-1] if root_finish and root_finish[-1].feedback.ok else None
+    if last is not None and last.action is not None:
+        if answer is None:
+            answer = last.action.arguments.get("answer")
+        if value is None:
+            value = last.action.arguments.get("value")
+        if now is None:
+            now = last.clock
+    ctx = Context(contacts=tuple(contacts), now=now)
     out = []
     for crit in criteria:
         if isinstance(crit, StateCriterion):
             raise ValueError(f"criterion {crit.id or crit.table!r} is a state criterion; a trace holds no end state")
-        res, _ = evaluate(crit, (), {}, calls, answer, trace.frames)
+        res, _ = evaluate(crit, (), {}, calls, answer, trace.frames, answer_value=value, ctx=ctx, judge=judge)
         out.append(res)
     return out

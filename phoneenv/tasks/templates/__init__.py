@@ -192,9 +192,16 @@ def state(table: str, change: str = "present", /, *, count: int | None = None, *
     return StateCriterion(id=f"{change}:{table}", table=table, change=change, where=where, count=count)  # type: ignore[arg-type]
 
 
-def answer(id: str = "answer", **kw: Any) -> AnswerCriterion:
-    """An answer criterion (``equals=``, ``contains=[...]``, ``pattern=``, ``number=``, ``tolerance=``)."""
-    return AnswerCriterion(id=id, **kw)
+def answer(id: str = "answer", type: str | None = None, value: Any = None, **kw: Any) -> AnswerCriterion:
+    """An answer criterion: text checks (``equals=``, ``contains=[...]``, ``pattern=``) and/or a
+    typed check (``type=`` one of :data:`phoneenv.tasks.answers.ANSWER_TYPES` with the expected
+    ``value=``: ``answer(type="time", value="16:00")``, ``answer(type="contacts", value=["c_1",
+    "c_2"])``, ``answer(type="number", value=3, unit="message")``), ``tolerance=``, ``unit=``,
+    ``currency=``, ``judge=`` (an LLM rubric beside a deterministic check). ``number=`` is the
+    older spelling of ``type="number", value=...``.
+
+    Raises ``pydantic.ValidationError`` for a type without a value (or a value without a type)."""
+    return AnswerCriterion(id=id, type=type, value=value, **kw)
 
 
 def confirm_variant(w: World, p: float) -> bool:

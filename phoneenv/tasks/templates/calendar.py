@@ -6,8 +6,23 @@ import datetime as dt
 from collections import Counter
 from typing import Any
 
-from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
+from phoneenv.contract import CompositeCriterion, Criterion, Domain
+from phoneenv.tasks.templates import (
+    Draft,
+    answer,
+    ask_first,
+    behavior,
+    call,
+    confirm_variant,
+    fails,
+    finishing,
+    passes,
+    replacing,
+    state,
+    template,
+)
+from phoneenv.tasks.templates.clock import spoken, time_said
+from phoneenv.tasks.templates.messages import looked_up, similar, tell, tell_probes, telling, who
 from phoneenv.tasks.world import World
 
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -67,44 +82,107 @@ def event_phrase(e: dict[str, Any], today: dt.date) -> str:
     return f'"{e["title"]}" {day_words(start.date(), today)} at {hm(start)}'
 
 
+def found(e: dict[str, Any]) -> Criterion:
+    """Milestone: the event was looked up (by a search on its title, or by listing its day)."""
+    word = e["title"].split()[0]
+    return CompositeCriterion(
+        kind="any_of",
+        id=f"found:{e['id']}",
+        criteria=[
+            behavior("required_call", "calendar.search_events", arguments={"query": {"icontains": word}}),
+            behavior("required_call", "calendar.list_events", arguments={"date": e["start"][:10]}),
+            behavior("required_call", "calendar.get_event", arguments={"event_id": e["id"]}),
+        ],
+    )
+
+
 @template(
     "calendar.create_event",
-    apps=["calendar"],
+    apps=["calendar", "contacts", "messages"],
     domain=Domain.SCHEDULING,
-    capabilities=["create", "time"],
+    capabilities=["create", "time", "lookup", "send"],
 )
 def create_event(w: World) -> Draft:
-    """Template ``calendar.create_event``, e.g. task 0: "Add \"Car service\" to my calendar tomorrow (Friday 13 November) from 17:00 to 18:30, location: City Library."."""
+    """Template ``calendar.create_event``, e.g. task 0: "Put \"Tax advisor\" in my calendar on Sunday 8 November from 08:30 to 09:30 with Emily, location: Cafe Luna, and let them know."."""
     title = w.rng.choice(NEW_TITLES)
     offset = w.rng.choice([1, 1, 2, 3, 4, 5, 6])
     day = w.now.date() + dt.timedelta(days=offset)
     start = dt.datetime.combine(day, dt.time(w.rng.randrange(8, 20), w.rng.choice([0, 30])))
     end = start + dt.timedelta(minutes=w.rng.choice([30, 45, 60, 90]))
     where = w.rng.choice([None, None, *PLACES])
-    goal = f'Add "{title}" to my calendar {day_words(day, w.now.date())} from {hm(start)} to {hm(end)}'
-    cond: dict[str, Any] = {"title": {"iequals": title}, "start": iso(start), "end": iso(end)}
-    args: dict[str, Any] = {"title": title, "start": iso(start), "end": iso(end)}
+    (c,) = w.pick("contacts.contacts")
+    name, query = who(w, c)
+    verb = w.rng.choice(["Add", "Put"])
+    goal = f'{verb} "{title}" {"to" if verb == "Add" else "in"} my calendar {day_words(day, w.now.date())} from {hm(start)} to {hm(end)} with {name}'
+    cond: dict[str, Any] = {
+        "title": {"iequals": title},
+        "start": iso(start),
+        "end": iso(end),
+        "attendees": {"people": [c["id"]]},
+    }
+    args: dict[str, Any] = {"title": title, "start": iso(start), "end": iso(end), "attendees": [c["name"]]}
     if where:
         goal += f", location: {where}"
         cond["location"] = {"iequals": where}
         args["location"] = where
+    goal += ", and let them know."
+    text = f"I put {title} in the calendar for {WEEKDAYS[day.weekday()]} at {hm(start)}."
+    wrong = f"I put {title} in the calendar for {WEEKDAYS[day.weekday()]} at {hm(start + dt.timedelta(hours=2))}."
+    plan = [
+        call("contacts.search", query=query),
+        call("calendar.create_event", **args),
+        telling(c, text),
+        call("finish", answer=f"Added {title} and told {c['name']}."),
+    ]
+    other = similar(w, c)
+    probes = [
+        *tell_probes(w, plan, 2, c, text, wrong),
+        passes("told in 12-hour form", replacing(plan, 2, telling(c, f"{title}, {spoken(hm(start))}, see you there"))),
+        fails(
+            "invited the wrong person",
+            replacing(plan, 1, call("calendar.create_event", **{**args, "attendees": [other["name"]]})),
+        ),
+        fails(
+            "a stray second event",
+            [
+                *plan[:2],
+                call(
+                    "calendar.create_event",
+                    **{**args, "start": iso(start + dt.timedelta(days=7)), "end": iso(end + dt.timedelta(days=7))},
+                ),
+                *plan[2:],
+            ],
+        ),
+    ]
+    if c.get("email"):
+        probes.append(
+            passes(
+                "invited by e-mail address",
+                replacing(plan, 1, call("calendar.create_event", **{**args, "attendees": [c["email"]]})),
+            )
+        )
     return Draft(
-        goal=goal + ".",
-        criteria=[state("calendar.events", "created", **cond)],
-        plan=[call("calendar.create_event", **args), call("finish", answer=f"Added {title}.")],
-        perturb_exempt=["1.answer"],
+        goal=goal,
+        criteria=[
+            state("calendar.events", "created", **cond),
+            tell(c, {"regex": time_said(start.hour, start.minute)}),
+        ],
+        milestones=[looked_up(query)],
+        plan=plan,
+        perturb_exempt=["0.query", "2.body", "3.answer"],
+        probes=probes,
     )
 
 
 @template(
     "calendar.move_event",
-    apps=["calendar"],
+    apps=["calendar", "contacts", "messages"],
     domain=Domain.SCHEDULING,
     difficulty=2,
-    capabilities=["lookup", "update", "time"],
+    capabilities=["lookup", "update", "time", "send"],
 )
 def move_event(w: World) -> Draft:
-    """Template ``calendar.move_event``, e.g. task 0: "Move \"Book club\" on Monday 9 November at 16:00 to 15:00 the same day, keeping its length."."""
+    """Template ``calendar.move_event``, e.g. task 0: "Move \"Yoga class\" on Friday 6 November at 16:00 to Monday 9 November, same time, and let Stanley know."."""
     e = w.rng.choice(upcoming(w))
     start = dt.datetime.fromisoformat(e["start"])
     length = dt.datetime.fromisoformat(e["end"]) - start
@@ -114,50 +192,98 @@ def move_event(w: World) -> Draft:
             start.date(), dt.time(w.rng.choice([h for h in range(8, 20) if h != start.hour]))
         )
         how = f"to {hm(new_start)} the same day, keeping its length"
+        said = {"regex": time_said(new_start.hour, new_start.minute)}
+        text, wrong_text = f"{e['title']} is now at {hm(new_start)}.", f"{e['title']} is now at {hm(start)}."
     else:  # another day, same time
         new_start = start + dt.timedelta(days=w.rng.choice([1, 2, 3]))
         how = f"to {day_words(new_start.date(), today).removeprefix('on ')}, same time"
+        weekday = WEEKDAYS[new_start.weekday()]
+        said = {"icontains": weekday}
+        text, wrong_text = f"{e['title']} moves to {weekday}.", f"{e['title']} stays on {WEEKDAYS[start.weekday()]}."
     new_end = new_start + length
+    (c,) = w.pick("contacts.contacts")
+    name, query = who(w, c)
+    plan = [
+        call("calendar.search_events", query=e["title"]),
+        call("calendar.update_event", event_id=e["id"], start=iso(new_start), end=iso(new_end)),
+        call("contacts.search", query=query),
+        telling(c, text),
+        call("finish", answer=f"Moved {e['title']} to {iso(new_start)} and told {c['name']}."),
+    ]
     return Draft(
-        goal=f"Move {event_phrase(e, today)} {how}.",
+        goal=f"Move {event_phrase(e, today)} {how}, and let {name} know.",
         criteria=[
-            state("calendar.events", "updated", id=e["id"], title=e["title"], start=iso(new_start), end=iso(new_end))
+            state("calendar.events", "updated", id=e["id"], title=e["title"], start=iso(new_start), end=iso(new_end)),
+            tell(c, said),
         ],
-        milestones=[behavior("required_call", "calendar.update_event", arguments={"event_id": e["id"]})],
-        plan=[
-            call("calendar.search_events", query=e["title"]),
-            call("calendar.update_event", event_id=e["id"], start=iso(new_start), end=iso(new_end)),
-            call("finish", answer=f"Moved {e['title']} to {iso(new_start)}."),
+        milestones=[found(e), looked_up(query)],
+        plan=plan,
+        perturb_exempt=["0.query", "2.query", "3.body", "4.answer"],
+        probes=[
+            *tell_probes(w, plan, 3, c, text, wrong_text),
+            passes("listed the day instead", replacing(plan, 0, call("calendar.list_events", date=e["start"][:10]))),
+            fails(
+                "an hour off",
+                replacing(
+                    plan,
+                    1,
+                    call(
+                        "calendar.update_event",
+                        event_id=e["id"],
+                        start=iso(new_start + dt.timedelta(hours=1)),
+                        end=iso(new_end + dt.timedelta(hours=1)),
+                    ),
+                ),
+            ),
         ],
-        perturb_exempt=["2.answer"],
     )
 
 
 @template(
     "calendar.delete_event",
-    apps=["calendar"],
+    apps=["calendar", "contacts", "messages"],
     domain=Domain.SCHEDULING,
     difficulty=2,
-    capabilities=["lookup", "delete", "confirm"],
+    capabilities=["lookup", "delete", "confirm", "send"],
 )
 def delete_event(w: World) -> Draft:
-    """Template ``calendar.delete_event``, e.g. task 0: "Delete \"Coffee with Jonas\" on Saturday 21 November at 11:30 - take it off my calendar. Ask me before deleting it."."""
+    """Template ``calendar.delete_event``, e.g. task 0: "Call off \"Parent-teacher meeting\" on Monday 23 November at 11:00 and tell Maritta it's off."."""
     e = w.rng.choice(upcoming(w))
     confirm_variant(w, 0.5)
-    goal = f"{w.rng.choice(['Cancel', 'Delete'])} {event_phrase(e, w.now.date())} - take it off my calendar."
+    # The person the event is with, when its title names one ("Coffee with Jonas").
+    guest = [x for x in w.contacts if e["title"].endswith(f"with {x['name'].split()[0]}")]
+    (c,) = guest[:1] or w.pick("contacts.contacts")
+    name, query = who(w, c)
+    goal = f"{w.rng.choice(['Cancel', 'Delete', 'Call off'])} {event_phrase(e, w.now.date())} and tell {name} it's off."
     plan = [call("calendar.search_events", query=e["title"])]
-    criteria = [state("calendar.events", "deleted", id=e["id"])]
-    milestones = [behavior("required_call", "calendar.search_events")]
+    criteria: list[Criterion] = [
+        state("calendar.events", "deleted", id=e["id"]),
+        tell(c, {"regex": r"cancel|\boff\b|not happening|won't happen|can't make|called off"}),
+    ]
+    milestones: list[Criterion] = [found(e), looked_up(query)]
     if w.confirm_sensitive:
-        goal += " Ask me before deleting it."
-        ask_first(plan, criteria, "calendar.delete_event", f"Delete {e['title']} on {e['start'][:10]}?", milestones)
-    plan += [call("calendar.delete_event", event_id=e["id"]), call("finish", answer=f"Deleted {e['title']}.")]
+        goal += " Ask me before deleting it or sending anything."
+        ask_first(plan, criteria, "calendar.delete_event", f"Delete {e['title']} on {e['start'][:10]}?")
+    text = f"{e['title']} is cancelled, sorry."
+    plan += [call("calendar.delete_event", event_id=e["id"]), call("contacts.search", query=query)]
+    if w.confirm_sensitive:
+        ask_first(plan, criteria, "messages.send", f'Text {c["name"]} "{text}"?')
+    plan += [telling(c, text), call("finish", answer=f"Deleted {e['title']} and told {c['name']}.")]
+    n = len(plan)
     return Draft(
         goal=goal,
         criteria=criteria,
         milestones=milestones,
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        perturb_exempt=[
+            f"{n - 1}.answer",
+            f"{n - 2}.body",
+            *(f"{k}.{a}" for k in range(n) for a in ("query", "question") if a in plan[k].arguments),
+        ],
+        probes=[
+            *tell_probes(w, plan, n - 2, c, "Heads up: it's called off.", f"See you at {e['title']}!"),
+            fails("kept the event", [x for x in plan if x.name != "calendar.delete_event"]),
+        ],
     )
 
 
@@ -169,49 +295,72 @@ def delete_event(w: World) -> Draft:
     capabilities=["lookup", "update"],
 )
 def add_attendee(w: World) -> Draft:
-    """Template ``calendar.add_attendee``, e.g. task 0: "Add my dad to \"Budget meeting\" on Wednesday 18 November at 13:30 as an attendee."."""
+    """Template ``calendar.add_attendee``, e.g. task 0: "Invite my dad to \"Parent-teacher meeting\" tomorrow (Thursday 26 November) at 12:00."."""
     e = w.rng.choice(upcoming(w))
     attendees = tuple(e["attendees"])
     free = [c for c in w.contacts if c["name"] not in attendees]
     related = [c for c in free if c["relation"]]
-    by_relation = bool(related) and w.rng.random() < 0.5
-    if by_relation:  # "my sister": the agent has to look the name up
+    firsts = [c["name"].split()[0] for c in w.contacts]
+    if related and w.rng.random() < 0.6:  # "my sister": the agent has to look the name up
         c = w.rng.choice(related)
-        name = f"my {c['relation']}"
-    else:
-        c = w.rng.choice(free)
-        name = c["name"]
-    plan = [call("contacts.search", query=c["relation"])] if by_relation else []
-    plan += [
+        name, query = f"my {c['relation']}", c["relation"]
+        goal = w.rng.choice([f"Add {name} to {event_phrase(e, w.now.date())} as an attendee.",
+                             f"Invite {name} to {event_phrase(e, w.now.date())}."])  # fmt: skip
+    else:  # a first name: the calendar needs the full name or address
+        c = w.rng.choice([x for x in free if firsts.count(x["name"].split()[0]) == 1])
+        name = query = c["name"].split()[0]
+        goal = f"Put {name} on the guest list of {event_phrase(e, w.now.date())}."
+    plan = [
+        call("contacts.search", query=query),
         call("calendar.search_events", query=e["title"]),
         call("calendar.add_attendee", event_id=e["id"], attendee=c["name"]),
         call("finish", answer=f"Added {c['name']} to {e['title']}."),
     ]
+    other = next(x for x in free if x["id"] != c["id"])
+    probes = [
+        passes("listed the day instead", replacing(plan, 1, call("calendar.list_events", date=e["start"][:10]))),
+        fails(
+            "the wrong person",
+            replacing(plan, 2, call("calendar.add_attendee", event_id=e["id"], attendee=other["name"])),
+        ),
+        fails(
+            "added twice over",
+            [*plan[:3], call("calendar.add_attendee", event_id=e["id"], attendee=other["name"]), plan[-1]],
+        ),
+    ]
+    if c.get("email"):
+        probes.append(
+            passes(
+                "by e-mail address",
+                replacing(plan, 2, call("calendar.add_attendee", event_id=e["id"], attendee=c["email"])),
+            )
+        )
     return Draft(
-        goal=f"Add {name} to {event_phrase(e, w.now.date())} as an attendee.",
+        goal=goal,
         criteria=[
             state(
                 "calendar.events",
                 "updated",
                 id=e["id"],
-                attendees={"has": c["name"], "len": len(attendees) + 1},
+                attendees={"has_person": c["id"], "len": len(attendees) + 1},
                 start=e["start"],
             )
         ],
-        milestones=[behavior("required_call", "contacts.search")] if by_relation else [],
+        milestones=[looked_up(query), found(e)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        perturb_exempt=["0.query", "1.query", "3.answer"],
+        probes=probes,
     )
 
 
 @template(
     "calendar.next_event",
-    apps=["calendar"],
+    apps=["calendar", "contacts", "messages"],
     domain=Domain.SCHEDULING,
-    capabilities=["lookup", "answer", "time"],
+    capabilities=["lookup", "answer", "time", "send"],
 )
 def next_event(w: World) -> Draft:
-    """Template ``calendar.next_event``, e.g. task 0: "What's my next event today, and where is it?"."""
+    """Template ``calendar.next_event``, e.g. task 0: "What's my first event tomorrow (Tuesday 17 November), and where is it? Let Leslie know where I'll be."."""
     today = w.now.date()
     tomorrow = w.rng.random() < 0.4
     day = today + dt.timedelta(days=1) if tomorrow else today
@@ -237,15 +386,40 @@ def next_event(w: World) -> Draft:
         events.append(e)
     if e["location"] is None:
         e["location"] = w.rng.choice(PLACES)
+    others = [x["location"] for x in events if x["location"] and x["location"] != e["location"]]
+    wrong_place = others[0] if others else next(p for p in PLACES if p != e["location"])
+    (c,) = w.pick("contacts.contacts")
+    name, query = who(w, c)
     if tomorrow:
-        goal = f"What's my first event {day_words(day, today)}, and where is it?"
+        goal = f"What's my first event {day_words(day, today)}, and where is it? Let {name} know where I'll be."
     else:
-        goal = "What's my next event today, and where is it?"
+        goal = w.rng.choice(
+            [f"What's my next event today, and where is it? Text {name} where I'll be.",
+             f"Where do I have to be next today, and for what? Tell {name} too."]
+        )  # fmt: skip
+    text = f"I'll be at {e['location']} for {e['title']}."
+    reply = f"{e['title']} at {e['start'][11:]}, at {e['location']}."
+    plan = [
+        call("calendar.list_events", date=day.isoformat()),
+        call("contacts.search", query=query),
+        telling(c, text),
+        call("finish", answer=reply),
+    ]
     return Draft(
         goal=goal,
-        criteria=[answer(contains=[e["title"], e["location"]]), behavior("read_only")],
-        plan=[
-            call("calendar.list_events", date=day.isoformat()),
-            call("finish", answer=f"{e['title']} at {e['start'][11:]}, at {e['location']}."),
+        criteria=[
+            answer(contains=[e["title"], e["location"]]),
+            tell(c, {"icontains": e["location"]}),
+        ],
+        milestones=[
+            behavior("required_call", "calendar.list_events", id="listed", arguments={"date": day.isoformat()}),
+            looked_up(query),
+        ],
+        plan=plan,
+        perturb_exempt=["1.query", "2.body"],
+        probes=[
+            *tell_probes(w, plan, 2, c, text, f"I'll be at {wrong_place}."),
+            passes("in other words", finishing(plan, f"Next up is {e['title']} ({e['location']}).")),
+            fails("the wrong place", finishing(plan, f"{e['title']}, at {wrong_place}.")),
         ],
     )

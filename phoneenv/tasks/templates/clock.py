@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import zoneinfo
 
 from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, passes, replacing, state, template
+from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
+from phoneenv.tasks.templates.messages import looked_up, tell, tell_probes, telling, who
 from phoneenv.tasks.world import World
 
 ALARM_LABELS = ["Gym", "Take medicine", "Catch the train", "Walk the dog", "Flight check-in", "Yoga", "Call mom"]
@@ -41,36 +43,81 @@ def time_pattern(hour: int, minute: int) -> str:
     return f"{p24}|{p12}"
 
 
-@template("clock.set_alarm", apps=["clock"], domain=Domain.TIME, capabilities=["create"])
+def time_said(hour: int, minute: int) -> str:
+    """:func:`time_pattern`, and on the hour also the short 12-hour form ("4pm", "4 p.m.")."""
+    pattern = time_pattern(hour, minute)
+    if minute == 0:
+        pattern += rf"|(?<![\d:])0?{hour % 12 or 12}\s*{'a' if hour < 12 else 'p'}\.?m\b"
+    return pattern
+
+
+def enabled_alarm(w: World, exclude: tuple[str, ...] = ()) -> dict[str, object]:
+    """An alarm of the world that is on (one is switched on when none is), not in ``exclude``."""
+    alarms = w.table("clock.alarms")
+    on = [a for a in alarms if a["enabled"] and a["id"] not in exclude]
+    if not on:
+        i = w.rng.choice([i for i, a in enumerate(alarms) if a["id"] not in exclude])
+        alarms[i] = {**alarms[i], "enabled": True}
+        on = [alarms[i]]
+    return w.rng.choice(on)
+
+
+WORDS = {3: "three", 5: "five", 8: "eight", 10: "ten", 12: "twelve", 15: "fifteen", 20: "twenty",
+         25: "twenty-five", 40: "forty", 45: "forty-five", 90: "ninety"}  # fmt: skip
+
+
+@template("clock.set_alarm", apps=["clock"], domain=Domain.TIME, capabilities=["create", "lookup", "update"])
 def set_alarm(w: World) -> Draft:
-    """Template ``clock.set_alarm``, e.g. task 0: "Set an alarm for 7:35 AM tomorrow labeled \"Catch the train\"."."""
+    """Template ``clock.set_alarm``, e.g. task 0: "Set an alarm for 5:00 AM tomorrow labeled \"Walk the dog\", and switch off my 7:15 AM one."."""
+    old = enabled_alarm(w)
     taken = {a["time"] for a in w.table("clock.alarms")}
     # Morning times: the phone's clock is 08:00-11:45, so a one-off alarm rings tomorrow.
     times = [f"{h:02d}:{m:02d}" for h in (5, 6, 7) for m in range(0, 60, 5)]
     time = w.rng.choice([t for t in times if t not in taken])
     label = w.rng.choice(ALARM_LABELS)
-    plan = [call("clock.create_alarm", time=time, label=label), call("finish", answer=f"Alarm set for {time}.")]
+    plan = [
+        call("clock.list_alarms"),
+        call("clock.create_alarm", time=time, label=label),
+        call("clock.set_alarm_enabled", alarm_id=old["id"], enabled=False),
+        call("finish", answer=f"Alarm set for {time}; the {old['time']} one is off."),
+    ]
     evening = f"{int(time[:2]) + 12}:{time[3:]}"
     other = next(a for a in ("21:00", "22:00", "23:00") if a not in taken)
+    tail = w.rng.choice(
+        [f"and switch off my {spoken(str(old['time']))} one", f"and turn my {spoken(str(old['time']))} alarm off"]
+    )
     return Draft(
-        goal=f'Set an alarm for {spoken(time)} tomorrow labeled "{label}".',
-        criteria=[state("clock.alarms", "created", time=time, label={"iequals": label}, enabled=True, days={"len": 0})],
+        goal=f'Set an alarm for {spoken(time)} tomorrow labeled "{label}", {tail}.',
+        criteria=[
+            state("clock.alarms", "created", time=time, label={"iequals": label}, enabled=True, days={"len": 0}),
+            state("clock.alarms", "updated", id=old["id"], enabled=False, time=old["time"]),
+        ],
+        milestones=[
+            behavior("required_call", "clock.create_alarm", id="created", arguments={"time": time}),
+            behavior(
+                "required_call",
+                "clock.set_alarm_enabled",
+                id="off",
+                arguments={"alarm_id": old["id"], "enabled": False},
+            ),
+        ],
         plan=plan,
-        perturb_exempt=["1.answer"],
+        perturb_exempt=["3.answer"],
         probes=[
             passes(
-                "label in other case", replacing(plan, 0, call("clock.create_alarm", time=time, label=label.upper()))
+                "label in other case", replacing(plan, 1, call("clock.create_alarm", time=time, label=label.upper()))
             ),
-            passes("looked up first", [call("clock.list_alarms"), *plan]),
+            passes("looked up again", [*plan[:-1], call("clock.list_alarms"), plan[-1]]),
             fails(
-                "evening instead of morning", replacing(plan, 0, call("clock.create_alarm", time=evening, label=label))
+                "evening instead of morning", replacing(plan, 1, call("clock.create_alarm", time=evening, label=label))
             ),
-            fails("a stray second alarm", [plan[0], call("clock.create_alarm", time=other), plan[-1]]),
+            fails("a stray second alarm", [*plan[:2], call("clock.create_alarm", time=other), *plan[2:]]),
+            fails("old alarm deleted instead", replacing(plan, 2, call("clock.delete_alarm", alarm_id=old["id"]))),
             fails(
                 "repeats every day",
                 replacing(
                     plan,
-                    0,
+                    1,
                     call(
                         "clock.create_alarm",
                         time=time,
@@ -83,92 +130,187 @@ def set_alarm(w: World) -> Draft:
     )
 
 
-@template("clock.start_timer", apps=["clock"], domain=Domain.TIME, capabilities=["create"])
+@template(
+    "clock.start_timer", apps=["clock", "contacts", "messages"], domain=Domain.TIME, capabilities=["create", "send"]
+)
 def start_timer(w: World) -> Draft:
-    """Template ``clock.start_timer``, e.g. task 0: "Start a 20-minute timer."."""
-    minutes = w.rng.choice([3, 5, 8, 10, 12, 15, 20, 25, 40, 45, 90])
+    """Template ``clock.start_timer``, e.g. task 0: "Start a 45-minute timer called \"Tea\" and let my dad know dinner is ready in 45 minutes."."""
+    minutes = w.rng.choice(sorted(WORDS))
     length = f"{'an' if str(minutes).startswith('8') else 'a'} {minutes}-minute"  # "an 8-minute"
     where: dict[str, object] = {"duration_s": minutes * 60, "running": True}
     args: dict[str, object] = {"duration_seconds": minutes * 60}
-    goal = f"Start {length} timer."
+    what = w.rng.choice(["dinner is ready", "I'll be out", "the pizza is done", "I'm free"])
+    (c,) = w.pick("contacts.contacts")
+    name, query = who(w, c)
+    goal = f"Start {length} timer and tell {name} that {what} in {minutes} minutes."
     if w.rng.random() < 0.5:
         label = w.rng.choice(TIMER_LABELS)
-        goal = f'Start {length} timer called "{label}".'
+        goal = f'Start {length} timer called "{label}" and let {name} know {what} in {minutes} minutes.'
         where["label"] = {"iequals": label}
         args["label"] = label
+    text = f"{what[0].upper()}{what[1:]} in {minutes} minutes."
+    plan = [
+        call("clock.start_timer", **args),
+        call("contacts.search", query=query),
+        telling(c, text),
+        call("finish", answer="Timer started and message sent."),
+    ]
+    wrong = minutes + 10
     return Draft(
         goal=goal,
-        criteria=[state("clock.timers", "created", **where)],
-        plan=[call("clock.start_timer", **args), call("finish", answer="Timer started.")],
-        perturb_exempt=["1.answer"],
+        criteria=[
+            state("clock.timers", "created", **where),
+            tell(c, {"regex": rf"\b({minutes}|{WORDS[minutes]})\b(?!\s*(h|hours?|sec))"}),
+        ],
+        milestones=[looked_up(query)],
+        plan=plan,
+        perturb_exempt=["1.query", "2.body", "3.answer"],
+        probes=[
+            *tell_probes(
+                w,
+                plan,
+                2,
+                c,
+                f"{what[0].upper()}{what[1:]} in {WORDS[minutes]} minutes!",
+                f"{what} in {wrong} minutes.",
+            ),
+            fails(
+                "minutes taken as seconds",
+                replacing(plan, 0, call("clock.start_timer", **{**args, "duration_seconds": minutes})),
+            ),
+        ],
     )
 
 
 @template("clock.alarm_off", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "update"])
 def alarm_off(w: World) -> Draft:
-    """Template ``clock.alarm_off``, e.g. task 0: "Switch off my 6:30 AM alarm, but don't delete it."."""
-    alarms = w.table("clock.alarms")
-    on = [a for a in alarms if a["enabled"]]
-    if not on:
-        i = w.rng.randrange(len(alarms))
-        alarms[i] = {**alarms[i], "enabled": True}
-        on = [alarms[i]]
-    a = w.rng.choice(on)
+    """Template ``clock.alarm_off``, e.g. task 0: "Switch off my 7:45 AM and 1:00 PM alarms, but don't delete them."."""
+    a = enabled_alarm(w)
+    b = enabled_alarm(w, exclude=(str(a["id"]),))
+    a, b = sorted((a, b), key=lambda x: str(x["time"]))
+    goal = w.rng.choice(
+        [f"Switch off my {spoken(str(a['time']))} and {spoken(str(b['time']))} alarms, but don't delete them.",
+         f"I'm on holiday: turn off the {spoken(str(a['time']))} and {spoken(str(b['time']))} alarms (keep them for later)."]
+    )  # fmt: skip
+    plan = [
+        call("clock.list_alarms"),
+        call("clock.set_alarm_enabled", alarm_id=a["id"], enabled=False),
+        call("clock.set_alarm_enabled", alarm_id=b["id"], enabled=False),
+        call("finish", answer=f"The {a['time']} and {b['time']} alarms are off."),
+    ]
     return Draft(
-        goal=f"Switch off my {spoken(a['time'])} alarm, but don't delete it.",
-        criteria=[state("clock.alarms", "updated", id=a["id"], enabled=False, time=a["time"])],
-        milestones=[behavior("required_call", "clock.list_alarms")],
-        plan=[
-            call("clock.list_alarms"),
-            call("clock.set_alarm_enabled", alarm_id=a["id"], enabled=False),
-            call("finish", answer=f"The {a['time']} alarm is off."),
+        goal=goal,
+        criteria=[state("clock.alarms", "updated", id=x["id"], enabled=False, time=x["time"]) for x in (a, b)],
+        milestones=[
+            behavior(
+                "required_call",
+                "clock.set_alarm_enabled",
+                id=f"off:{x['id']}",
+                arguments={"alarm_id": x["id"], "enabled": False},
+            )
+            for x in (a, b)
         ],
-        perturb_exempt=["2.answer"],
+        plan=plan,
+        perturb_exempt=["3.answer"],
+        probes=[
+            passes("switched off in the other order", [plan[0], plan[2], plan[1], plan[3]]),
+            passes("checked the list again", [*plan[:-1], call("clock.list_alarms"), plan[-1]]),
+            fails("one left on", replacing(plan, 2)),
+            fails("deleted instead", replacing(plan, 1, call("clock.delete_alarm", alarm_id=a["id"]))),
+        ],
     )
 
 
 @template("clock.what_time", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "answer"])
 def what_time(w: World) -> Draft:
-    """Template ``clock.what_time``, e.g. task 0: "What time is it in Sydney right now?"."""
+    """Template ``clock.what_time``, e.g. task 0: "I have calls with Sao Paulo and Dubai - what's the time there now?"."""
     here = w.now.replace(tzinfo=zoneinfo.ZoneInfo(w.timezone))
-    # Only cities whose clock differs from the phone's right now, so the lookup matters.
+    # Only cities whose clock differs from the phone's and from each other right now, so each
+    # lookup matters.
     cities = sorted(
         c for c, z in CITIES.items() if here.astimezone(zoneinfo.ZoneInfo(z)).utcoffset() != here.utcoffset()
     )
-    city = w.rng.choice(cities)
-    zone = CITIES[city]
+    one = w.rng.choice(cities)
+    off = here.astimezone(zoneinfo.ZoneInfo(CITIES[one])).utcoffset()
+    two = w.rng.choice([c for c in cities if here.astimezone(zoneinfo.ZoneInfo(CITIES[c])).utcoffset() != off])
     # The phone clock advances 1 s per call from HH:MM:00, so the minute holds for 59 calls (the
     # task allows 20 steps).
-    there = here.astimezone(zoneinfo.ZoneInfo(zone))
-    hhmm = there.strftime("%H:%M")
-    assert w.now.second == 0 and there.second == 0
+    there = [here.astimezone(zoneinfo.ZoneInfo(CITIES[c])) for c in (one, two)]
+    assert w.now.second == 0
+    hhmm = [t.strftime("%H:%M") for t in there]
+    goal = w.rng.choice([f"What time is it in {one} and in {two} right now?",
+                         f"I have calls with {one} and {two} - what's the time there now?"])  # fmt: skip
+    plan = [
+        call("clock.world_time", timezone=CITIES[one]),
+        call("clock.world_time", timezone=CITIES[two]),
+        call("finish", answer=f"{one}: {hhmm[0]}, {two}: {hhmm[1]}"),
+    ]
+    t12 = [spoken(h) for h in hhmm]
     return Draft(
-        goal=f"What time is it in {city} right now?",
-        criteria=[answer(pattern=time_pattern(there.hour, there.minute)), behavior("read_only")],
-        plan=[call("clock.world_time", timezone=zone), call("finish", answer=hhmm)],
+        goal=goal,
+        criteria=[
+            answer(id="first", pattern=rf"(?s){re.escape(one)}.*?({time_pattern(there[0].hour, there[0].minute)})"),
+            answer(id="second", pattern=rf"(?s){re.escape(two)}.*?({time_pattern(there[1].hour, there[1].minute)})"),
+            behavior("read_only"),
+        ],
+        milestones=[
+            behavior("required_call", "clock.world_time", id=f"asked:{c}", arguments={"timezone": CITIES[c]})
+            for c in (one, two)
+        ],
+        plan=plan,
+        probes=[
+            passes("12-hour clock", finishing(plan, f"In {one} it's {t12[0]} and in {two} it's {t12[1]}.")),
+            passes("asked the phone's time too", [call("clock.now"), *plan]),
+            fails("the times swapped", finishing(plan, f"{one}: {hhmm[1]}, {two}: {hhmm[0]}")),
+            fails("only one city", finishing(plan, f"{one}: {hhmm[0]}")),
+        ],
     )
 
 
-@template("clock.delete_alarm", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "delete"])
+@template("clock.delete_alarm", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "delete", "update"])
 def delete_alarm(w: World) -> Draft:
-    """Template ``clock.delete_alarm``, e.g. task 0: "Delete my 1:00 PM alarm."."""
+    """Template ``clock.delete_alarm``, e.g. task 0: "I don't need my 6:30 AM alarm anymore, delete it. And switch the 7:15 AM alarm on again."."""
     alarms = w.table("clock.alarms")
     i = w.rng.randrange(len(alarms))
     if w.rng.random() < 0.5:
         label = w.rng.choice(ALARM_LABELS)
         alarms[i] = {**alarms[i], "label": label}
-        goal = f'Delete my "{label}" alarm.'
+        what = f'my "{label}" alarm'
     else:
-        goal = f"Delete my {spoken(alarms[i]['time'])} alarm."
+        what = f"my {spoken(alarms[i]['time'])} alarm"
     a = alarms[i]
+    j = w.rng.choice([k for k in range(len(alarms)) if k != i])
+    alarms[j] = {**alarms[j], "enabled": False}
+    b = alarms[j]
+    goal = w.rng.choice([f"Delete {what} and turn my {spoken(b['time'])} one back on.",
+                         f"I don't need {what} anymore, delete it. And switch the {spoken(b['time'])} alarm on again."])  # fmt: skip
+    plan = [
+        call("clock.list_alarms"),
+        call("clock.delete_alarm", alarm_id=a["id"]),
+        call("clock.set_alarm_enabled", alarm_id=b["id"], enabled=True),
+        call("finish", answer="Done."),
+    ]
     return Draft(
         goal=goal,
-        criteria=[state("clock.alarms", "deleted", id=a["id"])],
-        milestones=[behavior("required_call", "clock.list_alarms")],
-        plan=[
-            call("clock.list_alarms"),
-            call("clock.delete_alarm", alarm_id=a["id"]),
-            call("finish", answer="Deleted."),
+        criteria=[
+            state("clock.alarms", "deleted", id=a["id"]),
+            state("clock.alarms", "updated", id=b["id"], enabled=True, time=b["time"]),
         ],
-        perturb_exempt=["2.answer"],
+        milestones=[
+            behavior("required_call", "clock.delete_alarm", id="deleted", arguments={"alarm_id": a["id"]}),
+            behavior(
+                "required_call", "clock.set_alarm_enabled", id="on", arguments={"alarm_id": b["id"], "enabled": True}
+            ),
+        ],
+        plan=plan,
+        perturb_exempt=["3.answer"],
+        probes=[
+            passes("in the other order", [plan[0], plan[2], plan[1], plan[3]]),
+            passes("checked the list again", [*plan[:-1], call("clock.list_alarms"), plan[-1]]),
+            fails(
+                "switched off instead of deleted",
+                replacing(plan, 1, call("clock.set_alarm_enabled", alarm_id=a["id"], enabled=False)),
+            ),
+            fails("the other alarm deleted", replacing(plan, 1, call("clock.delete_alarm", alarm_id=b["id"]))),
+        ],
     )

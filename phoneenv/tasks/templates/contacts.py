@@ -1,93 +1,241 @@
-"""Contacts templates: create, look up, update, favourite and delete people."""
+"""Contacts templates: save a caller, look up and pass on a number, update, favourite and delete
+people."""
 
 from __future__ import annotations
 
 from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    answer,
+    behavior,
+    call,
+    fails,
+    finishing,
+    passes,
+    replacing,
+    state,
+    template,
+)
+from phoneenv.tasks.templates.messages import looked_up, similar, spaced, tell, tell_probes, telling, who
+from phoneenv.tasks.templates.phone import add_call, digits_pattern, unknown_number
 from phoneenv.tasks.world import World
 
 
-@template("contacts.add_contact", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["create"])
+@template(
+    "contacts.add_contact",
+    apps=["contacts", "phone"],
+    domain=Domain.CONTACTS,
+    capabilities=["lookup", "create", "update"],
+)
 def add_contact(w: World) -> Draft:
-    """Template ``contacts.add_contact``, e.g. task 0: "Save Umar Tanaka as a new contact, number +4915749951185."."""
+    """Template ``contacts.add_contact``, e.g. task 0: "Whoever called me last and I missed is Hollie Roberts: save them in my contacts as a favorite."."""
     name = w.new_name()
-    number = w.phone_number("mobile")
+    number = unknown_number(w)
+    decoy = unknown_number(w)
+    add_call(w, decoy, "in", w.rng.randrange(40, 90))
+    # Seeded calls are at least 30 minutes old: this missed call is the newest.
+    add_call(w, number, "missed", w.rng.randrange(3, 29))
+    goal = w.rng.choice(
+        [f"The last missed call was {name}. Save the number as a new contact and add them to my favorites.",
+         f"Whoever called me last and I missed is {name}: save them in my contacts as a favorite."]
+    )  # fmt: skip
+    cid = f"c_{len(w.contacts) + 1}"
+    plan = [
+        call("phone.call_log", filter="missed"),
+        call("contacts.create", name=name, phone=number),
+        call("contacts.set_favorite", contact_id=cid, favorite=True),
+        call("finish", answer=f"Saved {name} as a favorite."),
+    ]
     return Draft(
-        goal=f"Save {name} as a new contact, number {number}.",
-        criteria=[state("contacts.contacts", "created", name={"iequals": name}, phone={"number": number})],
-        plan=[call("contacts.create", name=name, phone=number), call("finish", answer=f"Saved {name}.")],
-        perturb_exempt=["1.answer"],
+        goal=goal,
+        criteria=[
+            state("contacts.contacts", "created", name={"iequals": name}, phone={"number": number}, favorite=True)
+        ],
+        milestones=[behavior("required_call", "contacts.create", id="saved", arguments={"phone": {"number": number}})],
+        plan=plan,
+        perturb_exempt=["3.answer"],
+        probes=[
+            passes(
+                "number written another way",
+                replacing(plan, 1, call("contacts.create", name=name, phone=spaced(number))),
+            ),
+            passes("read the whole log", replacing(plan, 0, call("phone.call_log"))),
+            fails("the other caller's number", replacing(plan, 1, call("contacts.create", name=name, phone=decoy))),
+            fails("not a favorite", replacing(plan, 2)),
+        ],
     )
 
 
-@template("contacts.lookup_number", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["lookup", "answer"])
+@template(
+    "contacts.lookup_number",
+    apps=["contacts", "messages"],
+    domain=Domain.CONTACTS,
+    capabilities=["lookup", "answer", "send"],
+)
 def lookup_number(w: World) -> Draft:
-    """Template ``contacts.lookup_number``, e.g. task 0: "What is Ben's phone number?"."""
-    (c,) = w.pick("contacts.contacts")
+    """Template ``contacts.lookup_number``, e.g. task 0: "What is Irene's phone number? Send it to Rebecca too."."""
+    c, to = w.pick("contacts.contacts", 2)
     first = c["name"].split()[0]
+    name, query = who(w, to)
+    if name == first:
+        name = query = to["name"]
+    goal = w.rng.choice(
+        [f"What is {first}'s phone number? Send it to {name} too.",
+         f"{name[0].upper()}{name[1:]} needs {first}'s number: text it to them, and tell me what it is."]
+    )  # fmt: skip
+    text = f"{first}'s number is {c['phone']}"
+    plan = [
+        call("contacts.search", query=first),
+        call("contacts.search", query=query),
+        telling(to, text),
+        call("finish", answer=c["phone"]),
+    ]
+    other = similar(w, c)
     return Draft(
-        goal=f"What is {first}'s phone number?",
-        criteria=[answer(pattern=c["phone"].replace("+", r"\+")), behavior("read_only")],
-        plan=[call("contacts.search", query=first), call("finish", answer=c["phone"])],
+        goal=goal,
+        criteria=[
+            answer(pattern=digits_pattern(c["phone"])),
+            tell(to, {"regex": digits_pattern(c["phone"])}),
+        ],
+        milestones=[looked_up(first), looked_up(query)],
+        plan=plan,
+        perturb_exempt=["0.query", "1.query", "2.body"],
+        probes=[
+            *tell_probes(w, plan, 2, to, f"Here you go: {spaced(c['phone'])}", f"{first}'s number is {other['phone']}"),
+            passes("the number spaced", finishing(plan, f"It's {spaced(c['phone'])}.")),
+            fails("someone else's number", finishing(plan, other["phone"])),
+        ],
     )
 
 
 @template("contacts.favorite", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["lookup", "update"])
 def favorite(w: World) -> Draft:
-    """Template ``contacts.favorite``, e.g. task 0: "Add Grace Novak to my favorites."."""
-    (c,) = w.pick("contacts.contacts", favorite=False)
+    """Template ``contacts.favorite``, e.g. task 0: "Add Gerwin and Steve to my favorites."."""
+    a, b = w.pick("contacts.contacts", 2, favorite=False)
+    (na, qa), (nb, qb) = who(w, a), who(w, b)
+    if na.startswith("my ") and nb.startswith("my "):
+        nb = qb = b["name"].split()[0]
+    goal = w.rng.choice([f"Add {na} and {nb} to my favorites.", f"Make {na} and {nb} favorites in my contacts."])
+    plan = [
+        call("contacts.search", query=qa),
+        call("contacts.set_favorite", contact_id=a["id"], favorite=True),
+        call("contacts.search", query=qb),
+        call("contacts.set_favorite", contact_id=b["id"], favorite=True),
+        call("finish", answer="Done."),
+    ]
+    crits = [state("contacts.contacts", "updated", id=x["id"], favorite=True) for x in (a, b)]
+    crits[1].id += ":2"
+    wrong = next(x for x in w.contacts if not x["favorite"] and x["id"] not in (a["id"], b["id"]))
     return Draft(
-        goal=f"Add {c['name']} to my favorites.",
-        criteria=[state("contacts.contacts", "updated", id=c["id"], favorite=True)],
-        milestones=[behavior("required_call", "contacts.search")],
-        plan=[
-            call("contacts.search", query=c["name"]),
-            call("contacts.set_favorite", contact_id=c["id"], favorite=True),
-            call("finish", answer="Done."),
+        goal=goal,
+        criteria=crits,
+        milestones=[looked_up(qa), looked_up(qb)],
+        plan=plan,
+        perturb_exempt=["0.query", "2.query", "4.answer"],
+        probes=[
+            passes("looked at the favorites", [*plan[:-1], call("contacts.favorites"), plan[-1]]),
+            passes("both looked up first", [plan[0], plan[2], plan[1], plan[3], plan[4]]),
+            fails("one forgotten", replacing(plan, 3)),
+            fails(
+                "the wrong person",
+                replacing(plan, 1, call("contacts.set_favorite", contact_id=wrong["id"], favorite=True)),
+            ),
         ],
-        perturb_exempt=["0.query", "2.answer"],
     )
 
 
-@template("contacts.update_email", apps=["contacts"], domain=Domain.CONTACTS, capabilities=["lookup", "update"])
+@template(
+    "contacts.update_email",
+    apps=["contacts", "mail"],
+    domain=Domain.CONTACTS,
+    capabilities=["lookup", "update", "send"],
+)
 def update_email(w: World) -> Draft:
-    """Template ``contacts.update_email``, e.g. task 0: "Samir's email address is now samir.khan@proton.me; update the contact."."""
+    """Template ``contacts.update_email``, e.g. task 0: "Paula's email address is now paula.evans@proton.me; update the contact and send a short test email there."."""
     (c,) = w.pick("contacts.contacts")
-    first, last = c["name"].split()
+    first, last = c["name"].split()[0], c["name"].split()[-1]
     email = f"{first.lower()}.{last.lower()}@{w.rng.choice(['mail.com', 'proton.me', 'work.org'])}"
+    goal = w.rng.choice(
+        [f"{first}'s email address is now {email}; update the contact and send a short test email there.",
+         f"Change {first}'s email to {email} in my contacts, then email them to check it works."]
+    )  # fmt: skip
+    plan = [
+        call("contacts.search", query=first),
+        call("contacts.update", contact_id=c["id"], email=email),
+        call("mail.send", to=[email], subject="Test", body="Testing your new address."),
+        call("finish", answer="Updated and sent a test email."),
+    ]
+    old = c["email"] or f"{first.lower()}@example.org"
     return Draft(
-        goal=f"{first}'s email address is now {email}; update the contact.",
-        criteria=[state("contacts.contacts", "updated", id=c["id"], email=email, phone=c["phone"], name=c["name"])],
-        milestones=[behavior("required_call", "contacts.search")],
-        plan=[
-            call("contacts.search", query=first),
-            call("contacts.update", contact_id=c["id"], email=email),
-            call("finish", answer="Updated."),
+        goal=goal,
+        criteria=[
+            state(
+                "contacts.contacts", "updated", id=c["id"], email={"iequals": email}, phone=c["phone"], name=c["name"]
+            ),
+            state("mail.messages", "created", folder="sent", to={"people": [c["id"]], "has": email}),
         ],
-        perturb_exempt=["0.query", "2.answer"],
+        milestones=[looked_up(first)],
+        plan=plan,
+        perturb_exempt=["0.query", "2.subject", "2.body", "3.answer"],
+        probes=[
+            passes(
+                "address in capitals",
+                replacing(plan, 1, call("contacts.update", contact_id=c["id"], email=email.upper())),
+            ),
+            passes(
+                "other words",
+                replacing(plan, 2, call("mail.send", to=[email], subject="New address", body="Does this arrive?")),
+            ),
+            fails(
+                "test sent to the old address",
+                replacing(plan, 2, call("mail.send", to=[old], subject="Test", body="Test")),
+            ),
+            fails("contact not updated", replacing(plan, 1)),
+        ],
     )
 
 
 @template(
     "contacts.delete_contact",
-    apps=["contacts"],
+    apps=["contacts", "phone"],
     domain=Domain.CONTACTS,
     difficulty=2,
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_contact(w: World) -> Draft:
-    """Template ``contacts.delete_contact``, e.g. task 0: "Delete Bianca Haddad from my contacts. Check with me before deleting."."""
+    """Template ``contacts.delete_contact``, e.g. task 0: "Block Robert's number and remove them from my contacts - ask me first."."""
     (c,) = w.pick("contacts.contacts")
+    name, query = who(w, c)
     w.confirm_sensitive = True
+    goal = w.rng.choice(
+        [f"Delete {name} from my contacts and block the number. Check with me first.",
+         f"Block {name}'s number and remove them from my contacts - ask me first."]
+    )  # fmt: skip
+    plan = [
+        call("contacts.search", query=query),
+        call("user.confirm", question=f"Block {c['phone']} and delete {c['name']} from your contacts?"),
+        call("phone.block_number", number=c["phone"]),
+        call("contacts.delete", contact_id=c["id"]),
+        call("finish", answer=f"Blocked and deleted {c['name']}."),
+    ]
+    other = similar(w, c)
     return Draft(
-        goal=f"Delete {c['name']} from my contacts. Check with me before deleting.",
-        criteria=[state("contacts.contacts", "deleted", id=c["id"]), behavior("confirm_before", "contacts.delete")],
-        milestones=[behavior("required_call", "user.confirm")],
-        plan=[
-            call("contacts.search", query=c["name"].split()[0]),
-            call("user.confirm", question=f"Delete {c['name']} from your contacts?"),
-            call("contacts.delete", contact_id=c["id"]),
-            call("finish", answer=f"Deleted {c['name']}."),
+        goal=goal,
+        criteria=[
+            state("contacts.contacts", "deleted", id=c["id"]),
+            state("phone.blocked", "created", number={"number": c["phone"]}),
+            behavior("confirm_before", "contacts.delete"),
+            behavior("confirm_before", "phone.block_number"),
         ],
-        perturb_exempt=["0.query", "1.question", "3.answer"],
+        milestones=[looked_up(query)],
+        plan=plan,
+        perturb_exempt=["0.query", "1.question", "4.answer"],
+        probes=[
+            passes(
+                "number written another way", replacing(plan, 2, call("phone.block_number", number=spaced(c["phone"])))
+            ),
+            passes("opened the contact first", [plan[0], call("contacts.get", contact_id=c["id"]), *plan[1:]]),
+            fails("the wrong person", replacing(plan, 3, call("contacts.delete", contact_id=other["id"]))),
+            fails("never asked", replacing(plan, 1)),
+        ],
     )

@@ -7,7 +7,21 @@ import re
 from typing import Any
 
 from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    answer,
+    ask_first,
+    behavior,
+    call,
+    confirm_variant,
+    fails,
+    finishing,
+    passes,
+    replacing,
+    state,
+    template,
+)
+from phoneenv.tasks.templates.messages import looked_up, similar, who
 from phoneenv.tasks.world import World
 
 # Mails a template may add to the inbox (subjects never seeded by the world).
@@ -71,10 +85,10 @@ def sender_name(w: World, address: str) -> str | None:
     apps=["mail"],
     domain=Domain.EMAIL,
     difficulty=2,
-    capabilities=["login", "lookup", "answer"],
+    capabilities=["login", "lookup", "answer", "update"],
 )
 def latest_unread(w: World) -> Draft:
-    """Template ``mail.latest_unread``, e.g. task 0: "What's the subject of my latest unread email?"."""
+    """Template ``mail.latest_unread``, e.g. task 0: "Tell me the subject of the most recent email I haven't opened, then mark it as read."."""
     plan = signed_out(w)
     unread = sorted((m for m in inbox(w) if not m["read"]), key=lambda m: m["time"], reverse=True)
     if not unread or (len(unread) > 1 and unread[0]["time"] == unread[1]["time"]) or w.rng.random() < 0.3:
@@ -86,53 +100,108 @@ def latest_unread(w: World) -> Draft:
     others = [m["subject"] for m in inbox(w) if m is not latest]
     # Naming other mails' subjects too is not an answer.
     avoid = "".join(rf"(?!.*{re.escape(s)})" for s in others if s.casefold() not in latest["subject"].casefold())
+    plan = [
+        *plan,
+        call("mail.list_inbox", unread_only=True),
+        call("mail.mark_read", message_id=latest["id"]),
+        call("finish", answer=latest["subject"]),
+    ]
     return Draft(
         goal=w.rng.choice(
-            ["What's the subject of my latest unread email?", "What is my newest unread email about? Just the subject."]
+            [
+                "What's the subject of my latest unread email? Mark it as read.",
+                "What is my newest unread email about? Just the subject, and mark it read.",
+                "Tell me the subject of the most recent email I haven't opened, then mark it as read.",
+            ]
         ),
-        criteria=[answer(pattern=rf"(?s)^{avoid}.*{re.escape(latest['subject'])}")],
-        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"})],
-        plan=[*plan, call("mail.list_inbox", unread_only=True), call("finish", answer=latest["subject"])],
+        criteria=[
+            answer(pattern=rf"(?s)^{avoid}.*{re.escape(latest['subject'])}"),
+            state("mail.messages", "updated", id=latest["id"], read=True),
+        ],
+        milestones=[
+            behavior("required_call", "system.sign_in", arguments={"app": "mail"}),
+            behavior("required_call", "mail.mark_read", id="marked", arguments={"message_id": latest["id"]}),
+        ],
+        plan=plan,
         # The sign-in only opens the inbox; the answer proves it was read.
         perturb_exempt=["0.app", "0.account"],
+        probes=[
+            passes("opened it first", [*plan[:2], call("mail.read", message_id=latest["id"]), *plan[2:]]),
+            passes("in a sentence", finishing(plan, f'It\'s "{latest["subject"]}".')),
+            fails("every subject listed", finishing(plan, "; ".join([latest["subject"], *others]))),
+            fails("left unread", replacing(plan, 2)),
+        ],
     )
 
 
 @template(
     "mail.send_email",
-    apps=["mail"],
+    apps=["mail", "contacts"],
     domain=Domain.EMAIL,
     difficulty=2,
-    capabilities=["login", "send"],
+    capabilities=["login", "lookup", "send"],
 )
 def send_email(w: World) -> Draft:
-    """Template ``mail.send_email``, e.g. task 0: "Email Wes Khan at wes.khan@example.com with the subject \"Thank you\" and the message: \"Thanks again for helping me move last weekend.\""."""
+    """Template ``mail.send_email``, e.g. task 0: "Send Christopher an email, subject \"Book club\": \"I finished the book and loved the ending.\" Check with me before sending."."""
     plan = signed_out(w)
     people = [c for c in w.contacts if c["email"]]
     (c,) = w.rng.sample(people, 1) if people else w.pick("contacts.contacts")
-    address = c["email"] or f"{c['name'].split()[0].lower()}.{c['name'].split()[1].lower()}@example.com"
+    if not c["email"]:
+        first, last = c["name"].split()
+        c["email"] = f"{first.lower()}.{last.lower()}@example.com"
+    name, query = who(w, c)
     subject, body, key = w.rng.choice(EMAILS)
-    goal = f'Email {c["name"]} at {address} with the subject "{subject}" and the message: "{body}"'
+    goal = w.rng.choice(
+        [f'Email {name} with the subject "{subject}" and the message: "{body}"',
+         f'Send {name} an email, subject "{subject}": "{body}"']
+    )  # fmt: skip
     criteria = [
         state(
             "mail.messages",
             "created",
             folder="sent",
-            to={"has": address, "len": 1},
+            to={"people": [c["id"]]},
             subject={"iequals": subject},
             body={"icontains": key},
         )
     ]
+    plan.append(call("contacts.search", query=query))
     if confirm_variant(w, 0.3):
         goal += " Check with me before sending."
-        ask_first(plan, criteria, "mail.send", f'Send "{subject}" to {address}?')
-    plan += [call("mail.send", to=[address], subject=subject, body=body), call("finish", answer="Sent.")]
+        ask_first(plan, criteria, "mail.send", f'Send "{subject}" to {c["email"]}?')
+    i = len(plan)
+    plan += [call("mail.send", to=[c["email"]], subject=subject, body=body), call("finish", answer="Sent.")]
+    other = next((x for x in w.contacts if x["email"] and x["id"] != c["id"]), similar(w, c))
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"})],
+        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"}), looked_up(query)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        perturb_exempt=[f"{len(plan) - 1}.answer", "1.query"],
+        probes=[
+            passes(
+                "address in capitals",
+                replacing(plan, i, call("mail.send", to=[c["email"].upper()], subject=subject, body=body)),
+            ),
+            passes(
+                "subject in lower case",
+                replacing(plan, i, call("mail.send", to=[c["email"]], subject=subject.lower(), body=body)),
+            ),
+            fails(
+                "the wrong person",
+                replacing(
+                    plan, i, call("mail.send", to=[other["email"] or "x@example.org"], subject=subject, body=body)
+                ),
+            ),
+            fails(
+                "someone copied in",
+                replacing(
+                    plan,
+                    i,
+                    call("mail.send", to=[c["email"], other["email"] or "x@example.org"], subject=subject, body=body),
+                ),
+            ),
+        ],
     )
 
 
@@ -144,20 +213,40 @@ def send_email(w: World) -> Draft:
     capabilities=["login", "lookup", "update"],
 )
 def archive(w: World) -> Draft:
-    """Template ``mail.archive``, e.g. task 0: "Archive the \"Your order has shipped\" email."."""
+    """Template ``mail.archive``, e.g. task 0: "Archive the \"Team offsite\" email."."""
     plan = signed_out(w)
     m = w.rng.choice(inbox(w))
+    who_sent = sender_name(w, m["from"])
+    word = m["subject"].split()[0]
+    plan = [
+        *plan,
+        call("mail.search", query=m["subject"]),
+        call("mail.archive", message_id=m["id"]),
+        call("finish", answer="Archived."),
+    ]
+    other = next(x for x in inbox(w) if x["id"] != m["id"])
     return Draft(
-        goal=f'Archive the "{m["subject"]}" email.',
+        goal=w.rng.choice(
+            [
+                f'Archive the "{m["subject"]}" email.',
+                f'Move the email "{m["subject"]}"'
+                + (f" from {who_sent.split()[0]}" if who_sent else "")
+                + " to the archive.",
+            ]
+        ),
         criteria=[state("mail.messages", "updated", id=m["id"], folder="archive")],
-        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"})],
-        plan=[
-            *plan,
-            call("mail.search", query=m["subject"]),
-            call("mail.archive", message_id=m["id"]),
-            call("finish", answer="Archived."),
+        milestones=[
+            behavior("required_call", "system.sign_in", arguments={"app": "mail"}),
+            behavior("required_call", "mail.search", id="found", arguments={"query": {"icontains": word}}),
         ],
-        perturb_exempt=["3.answer"],
+        plan=plan,
+        perturb_exempt=["3.answer", "1.query"],
+        probes=[
+            passes("listed the inbox instead", replacing(plan, 1, call("mail.list_inbox"))),
+            passes("opened it first", [*plan[:2], call("mail.read", message_id=m["id"]), *plan[2:]]),
+            fails("deleted instead", replacing(plan, 2, call("mail.delete", message_id=m["id"]))),
+            fails("another email archived", replacing(plan, 2, call("mail.archive", message_id=other["id"]))),
+        ],
     )
 
 
@@ -169,12 +258,12 @@ def archive(w: World) -> Draft:
     capabilities=["login", "lookup", "send"],
 )
 def reply(w: World) -> Draft:
-    """Template ``mail.reply``, e.g. task 0: "Reply to the \"Your order has shipped\" email from Hugo: \"Thanks, I'll take a look today.\""."""
+    """Template ``mail.reply``, e.g. task 0: "Reply to the \"Dinner on Saturday?\" email from Wendelin: \"Thanks, I'll take a look today.\" Ask me before you send it."."""
     plan = signed_out(w)
     m = w.rng.choice(inbox(w))
     text, key = w.rng.choice(REPLIES)
-    who = sender_name(w, m["from"])
-    about = f'the "{m["subject"]}" email' + (f" from {who.split()[0]}" if who else "")
+    who_sent = sender_name(w, m["from"])
+    about = f'the "{m["subject"]}" email' + (f" from {who_sent.split()[0]}" if who_sent else "")
     goal = f'Reply to {about}: "{text}"'
     criteria = [
         state(
@@ -190,11 +279,37 @@ def reply(w: World) -> Draft:
     if confirm_variant(w, 0.3):
         goal += " Ask me before you send it."
         ask_first(plan, criteria, "mail.reply", f'Reply "{text}" to {m["from"]}?')
+    i = len(plan)
     plan += [call("mail.reply", message_id=m["id"], body=text), call("finish", answer="Replied.")]
+    other = (
+        next(x for x in inbox(w) if x["from"] != m["from"]) if any(x["from"] != m["from"] for x in inbox(w)) else None
+    )
+    probes = [
+        passes(
+            "a new mail with Re: subject",
+            replacing(plan, i, call("mail.send", to=[m["from"]], subject=f"Re: {m['subject']}", body=text)),
+        ),
+        passes("opened it first", [*plan[:2], call("mail.read", message_id=m["id"]), *plan[2:]]),
+        fails("other words", replacing(plan, i, call("mail.reply", message_id=m["id"], body="OK."))),
+        fails(
+            "replied twice",
+            [*plan[:-1], *([plan[i - 1]] if plan[i - 1].name == "user.confirm" else []), plan[i], plan[-1]],
+        ),
+    ]
+    if other is not None:
+        probes.append(
+            fails("replied to another email", replacing(plan, i, call("mail.reply", message_id=other["id"], body=text)))
+        )
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"})],
+        milestones=[
+            behavior("required_call", "system.sign_in", arguments={"app": "mail"}),
+            behavior(
+                "required_call", "mail.search", id="found", arguments={"query": {"icontains": m["subject"].split()[0]}}
+            ),
+        ],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        perturb_exempt=[f"{len(plan) - 1}.answer", "1.query"],
+        probes=probes,
     )

@@ -1,12 +1,29 @@
-"""Messages templates: text people, count and read unread texts, clean up and forward messages."""
+"""Messages templates: text people, count and read unread texts, clean up and forward messages.
+
+Also the helpers the single-app templates share for people: :func:`who` (how a user names a
+contact), :func:`tell` ("let Ana know ...": a text or an e-mail to that person, by identity),
+:func:`looked_up` (a milestone: the contacts search that finds them) and :func:`spaced`."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
+from phoneenv.contract import CompositeCriterion, Condition, Criterion, Domain, ToolCall
+from phoneenv.tasks.templates import (
+    Draft,
+    answer,
+    ask_first,
+    behavior,
+    call,
+    confirm_variant,
+    fails,
+    finishing,
+    passes,
+    replacing,
+    state,
+    template,
+)
 from phoneenv.tasks.world import MESSAGE_SEEDS, World
 
 # (text to send, a word of it the sent message must contain)
@@ -37,6 +54,69 @@ def who(w: World, c: dict[str, Any]) -> tuple[str, str]:
         return f"my {c['relation']}", c["relation"]
     first = c["name"].split()[0]
     return first, first
+
+
+def spaced(number: str) -> str:
+    """``number`` written another way, its digits in groups of three: ``+4915123456789`` ->
+    ``+491 512 345 678 9`` (the same line: the same digits)."""
+    digits = number.lstrip("+")
+    return ("+" if number.startswith("+") else "") + " ".join(digits[i : i + 3] for i in range(0, len(digits), 3))
+
+
+def similar(w: World, c: dict[str, Any]) -> dict[str, Any]:
+    """Another contact, one sharing ``c``'s surname or initial when there is one (the wrong
+    person an agent could mistake for ``c``)."""
+    others = [o for o in w.contacts if o["id"] != c["id"]]
+    last, first = c["name"].split()[-1], c["name"][0]
+    near = [o for o in others if o["name"].split()[-1] == last or o["name"][0] == first]
+    return (near or others)[0]
+
+
+def labelled(crit: Any, id: str) -> Any:
+    """``crit`` with its id set to ``id`` (several criteria on one table stay apart)."""
+    crit.id = id
+    return crit
+
+
+def looked_up(query: str) -> Criterion:
+    """Milestone: the contacts search that finds the person the user named by ``query``."""
+    return behavior(
+        "required_call", "contacts.search", id=f"looked_up:{query}", arguments={"query": {"icontains": query}}
+    )
+
+
+def tell(c: dict[str, Any], body: Condition, id: str = "told") -> CompositeCriterion:
+    """ "Let ``c`` know": exactly one text to ``c``, or one e-mail to ``c`` (when ``c`` has an
+    address), whose body satisfies ``body``; ``c`` named by identity (any form of number or
+    address)."""
+    parts: list[Criterion] = [state("messages.messages", "created", number={"person": c["id"]}, body=body)]
+    if c.get("email"):
+        parts.append(state("mail.messages", "created", folder="sent", to={"has_person": c["id"]}, body=body))
+    return CompositeCriterion(kind="any_of", id=id, criteria=parts)
+
+
+def telling(c: dict[str, Any], text: str) -> ToolCall:
+    """The reference-plan step that tells ``c`` ``text`` by text message."""
+    return call("messages.send", to=c["phone"], body=text)
+
+
+def tell_probes(w: World, plan: list[ToolCall], i: int, c: dict[str, Any], text: str, wrong_text: str) -> list[Any]:
+    """Probes for a "let ``c`` know" step at ``plan[i]`` (a :func:`telling`): by e-mail and to a
+    differently written number pass; to a similar contact and with contradicting words fail."""
+    out = [
+        passes(
+            "number written another way", replacing(plan, i, call("messages.send", to=spaced(c["phone"]), body=text))
+        )
+    ]
+    if c.get("email"):
+        out.append(
+            passes(
+                "told by e-mail", replacing(plan, i, call("mail.send", to=[c["email"]], subject="Update", body=text))
+            )
+        )
+    out.append(fails("told the wrong person", replacing(plan, i, telling(similar(w, c), text))))
+    out.append(fails("told something else", replacing(plan, i, telling(c, wrong_text))))
+    return out
 
 
 def names_pattern(names: list[str]) -> str:
@@ -71,24 +151,49 @@ def add_inbound(w: World, number: str, body: str, minutes_ago: int, read: bool) 
     capabilities=["lookup", "send"],
 )
 def text_contact(w: World) -> Draft:
-    """Template ``messages.text_contact``, e.g. task 0: "Text Jonas: \"I'm running about 15 minutes late\". Check with me before sending it."."""
-    (c,) = w.pick("contacts.contacts")
-    name, query = who(w, c)
+    """Template ``messages.text_contact``, e.g. task 0: "Text Shohei and Hanako: \"Can you bring the charger tonight?\""."""
+    a, b = w.pick("contacts.contacts", 2)
+    (name_a, query_a), (name_b, query_b) = who(w, a), who(w, b)
+    if name_a.startswith("my ") and name_b.startswith("my "):
+        name_b = query_b = b["name"].split()[0]
     text, key = w.rng.choice(TEXTS)
     confirm = confirm_variant(w, 0.3)
-    plan = [call("contacts.search", query=query)]
-    criteria = [state("messages.messages", "created", number={"number": c["phone"]}, body={"icontains": key})]
-    goal = f'Text {name}: "{text}"' + ("" if text[-1] in "?!." else ".")
+    plan = [call("contacts.search", query=query_a), call("contacts.search", query=query_b)]
+    criteria: list[Criterion] = [
+        labelled(
+            state("messages.messages", "created", number={"person": p["id"]}, body={"icontains": key}),
+            f"texted:{p['id']}",
+        )
+        for p in (a, b)
+    ]
+    goal = f'Text {name_a} and {name_b}: "{text}"' + ("" if text[-1] in "?!." else ".")
     if confirm:
-        goal += " Check with me before sending it."
-        ask_first(plan, criteria, "messages.send", f'Send "{text}" to {c["name"]}?')
-    plan += [call("messages.send", to=c["phone"], body=text), call("finish", answer=f"Sent to {c['name']}.")]
+        goal += " Check with me before sending."
+        ask_first(plan, criteria, "messages.send", f'Send "{text}" to {a["name"]}?')
+    i = len(plan)
+    plan.append(call("messages.send", to=a["phone"], body=text))
+    if confirm:  # every sensitive call is confirmed on its own
+        plan.append(call("user.confirm", question=f'Send "{text}" to {b["name"]}?'))
+    plan += [
+        call("messages.send", to=b["phone"], body=text),
+        call("finish", answer=f"Sent to {a['name']} and {b['name']}."),
+    ]
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "contacts.search")],
+        milestones=[looked_up(query_a), looked_up(query_b)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        perturb_exempt=[f"{len(plan) - 1}.answer", "0.query", "1.query"],
+        probes=[
+            passes(
+                "numbers written another way",
+                replacing(plan, i, call("messages.send", to=spaced(a["phone"]), body=text)),
+            ),
+            passes("looked at the threads too", [call("messages.list_threads"), *plan]),
+            fails("one of them left out", replacing(plan, i)),
+            fails("the wrong person", replacing(plan, i, call("messages.send", to=similar(w, a)["phone"], body=text))),
+            fails("other words", replacing(plan, i, call("messages.send", to=a["phone"], body="Talk soon"))),
+        ],
     )
 
 
@@ -96,27 +201,51 @@ def text_contact(w: World) -> Draft:
     "messages.unread_count",
     apps=["messages"],
     domain=Domain.COMMUNICATION,
-    capabilities=["lookup", "answer"],
+    capabilities=["lookup", "answer", "update"],
 )
 def unread_count(w: World) -> Draft:
-    """Template ``messages.unread_count``, e.g. task 0: "How many unread text messages do I have, and who are they from?"."""
+    """Template ``messages.unread_count``, e.g. task 0: "Count my unread text messages and tell me who sent them, then mark them as read."."""
     msgs = w.table("messages.messages")
     unread = [m for m in msgs if m["direction"] == "in" and not m["read"]]
     if not unread:
         (c,) = w.pick("contacts.contacts")
         unread = [add_inbound(w, c["phone"], w.rng.choice(MESSAGE_SEEDS), w.rng.randrange(5, 300), read=False)]
-    senders = []
+    senders: list[str] = []
+    numbers: list[str] = []
     for m in unread:
         c = w.contact_by_number(m["number"])
         assert c is not None
         if c["name"] not in senders:
             senders.append(c["name"])
+            numbers.append(m["number"])
+    goal = w.rng.choice(
+        [
+            "How many unread texts do I have, and who are they from? Mark them read afterwards.",
+            "Who has texted me that I haven't read yet, and how many texts is it? Then mark them all as read.",
+            "Count my unread text messages and tell me who sent them, then mark them as read.",
+        ]
+    )
+    n = len(unread)
+    reply = f"{n} unread, from {', '.join(senders)}."
+    plan = [call("messages.list_unread"), *(call("messages.mark_read", number=x) for x in numbers)]
+    plan.append(call("finish", answer=reply))
     return Draft(
-        goal="How many unread text messages do I have, and who are they from?",
-        criteria=[answer(number=len(unread), pattern=names_pattern(senders)), behavior("read_only")],
-        plan=[
-            call("messages.list_unread"),
-            call("finish", answer=f"{len(unread)} unread, from {', '.join(senders)}."),
+        goal=goal,
+        criteria=[
+            answer(number=n, unit="message|text", pattern=names_pattern(senders)),
+            state("messages.messages", "updated", count=n, direction="in", read=True),
+        ],
+        milestones=[
+            behavior("required_call", "messages.mark_read", id=f"marked:{x}", arguments={"number": {"number": x}})
+            for x in numbers
+        ],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes("in words", finishing(plan, f"You have {n} unread texts; they are from {' and '.join(senders)}.")),
+            passes("threads read first", [call("messages.list_threads"), *plan]),
+            fails("one too many", finishing(plan, f"{n + 1} unread, from {', '.join(senders)}.")),
+            fails("left unread", [plan[0], plan[-1]]),
         ],
     )
 
@@ -126,10 +255,10 @@ def unread_count(w: World) -> Draft:
     apps=["messages"],
     domain=Domain.COMMUNICATION,
     difficulty=2,
-    capabilities=["lookup", "answer"],
+    capabilities=["lookup", "answer", "send"],
 )
 def last_texter(w: World) -> Draft:
-    """Template ``messages.last_texter``, e.g. task 0: "Who sent me the most recent text message?"."""
+    """Template ``messages.last_texter``, e.g. task 0: "Who sent me the most recent text? Text them back: \"Got your message, will reply properly later\"."."""
     msgs = w.table("messages.messages")
     inbound = sorted((m for m in msgs if m["direction"] == "in"), key=lambda m: m["time"], reverse=True)
     if not inbound or (len(inbound) > 1 and inbound[0]["time"] == inbound[1]["time"]):
@@ -140,12 +269,36 @@ def last_texter(w: World) -> Draft:
         last = inbound[0]
     c = w.contact_by_number(last["number"])
     assert c is not None
+    ask = w.rng.choice(
+        ["Who texted me last?", "Who sent me the most recent text?", "Who was the last person to text me?"]
+    )
+    reply, key = w.rng.choice(
+        [("I'll call you tonight", "tonight"),
+         ("Got your message, will reply properly later", "later"),
+         ("Sorry, I'm in a meeting until noon", "meeting"),
+         ("On my way home, talk soon", "on my way"),
+         ("Thanks, I'll check and get back to you", "get back")]
+    )  # fmt: skip
+    plan = [call("messages.list_threads"), call("messages.send", to=last["number"], body=reply)]
+    plan.append(call("finish", answer=f"{c['name']} texted last; I replied."))
+    other = next(x for x in w.contacts if x["id"] != c["id"])
     return Draft(
-        goal=w.rng.choice(["Who texted me last?", "Who sent me the most recent text message?"]),
-        criteria=[answer(pattern=names_pattern([c["name"]])), behavior("read_only")],
-        plan=[
-            call("messages.list_threads"),
-            call("finish", answer=f'{c["name"]}: "{last["body"]}"'),
+        goal=f'{ask} Text them back: "{reply}".',
+        criteria=[
+            answer(pattern=names_pattern([c["name"]])),
+            state("messages.messages", "created", number={"person": c["id"]}, body={"icontains": key}),
+        ],
+        milestones=[behavior("required_call", "messages.send", id="replied", arguments={"to": {"person": c["id"]}})],
+        plan=plan,
+        perturb_exempt=["2.answer"],
+        probes=[
+            passes(
+                "number written another way",
+                replacing(plan, 1, call("messages.send", to=spaced(c["phone"]), body=reply)),
+            ),
+            passes("read the thread too", [plan[0], call("messages.read_thread", number=last["number"]), *plan[1:]]),
+            fails("replied to someone else", replacing(plan, 1, call("messages.send", to=other["phone"], body=reply))),
+            fails("named someone else", finishing(plan, f"{other['name']} texted last.")),
         ],
     )
 
@@ -157,7 +310,7 @@ def last_texter(w: World) -> Draft:
     capabilities=["lookup", "update"],
 )
 def mark_thread_read(w: World) -> Draft:
-    """Template ``messages.mark_thread_read``, e.g. task 0: "Mark my dad's texts as read."."""
+    """Template ``messages.mark_thread_read``, e.g. task 0: "Mark Taro's texts as read."."""
     msgs = w.table("messages.messages")
     numbers = sorted({m["number"] for m in msgs if m["direction"] == "in" and not m["read"]})
     if numbers:
@@ -172,57 +325,86 @@ def mark_thread_read(w: World) -> Draft:
     n = sum(1 for m in msgs if m["number"] == number and m["direction"] == "in" and not m["read"])
     name, query = who(w, c)
     possessive = f"{name}'s"
+    plan = [
+        call("contacts.search", query=query),
+        call("messages.mark_read", number=number),
+        call("finish", answer=f"Marked {n} message(s) from {c['name']} as read."),
+    ]
+    others = sorted({m["number"] for m in msgs if m["number"] != number and m["direction"] == "in" and not m["read"]})
+    probes = [
+        passes("number written another way", replacing(plan, 1, call("messages.mark_read", number=spaced(number)))),
+        passes("read the thread first", [plan[0], call("messages.read_thread", number=number), *plan[1:]]),
+        fails("not marked", [plan[0], plan[-1]]),
+    ]
+    if others:
+        probes.append(fails("another thread too", [*plan[:-1], call("messages.mark_read", number=others[0]), plan[-1]]))
     return Draft(
-        goal=w.rng.choice([f"Mark {possessive} texts as read.", f"Mark my conversation with {name} as read."]),
-        criteria=[state("messages.messages", "updated", count=n, number={"number": number}, read=True)],
-        milestones=[behavior("required_call", "contacts.search")],
-        plan=[
-            call("contacts.search", query=query),
-            call("messages.mark_read", number=number),
-            call("finish", answer=f"Marked {n} message(s) from {c['name']} as read."),
-        ],
-        perturb_exempt=["2.answer"],
+        goal=w.rng.choice(
+            [
+                f"Mark {possessive} texts as read.",
+                f"Mark my conversation with {name} as read.",
+                f"I've seen {possessive} messages already, mark them read.",
+            ]
+        ),
+        criteria=[state("messages.messages", "updated", count=n, number={"person": c["id"]}, read=True)],
+        milestones=[looked_up(query)],
+        plan=plan,
+        perturb_exempt=["2.answer", "0.query"],
+        probes=probes,
     )
 
 
 @template(
     "messages.delete_message",
-    apps=["messages"],
+    apps=["messages", "contacts"],
     domain=Domain.COMMUNICATION,
     difficulty=2,
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_message(w: World) -> Draft:
-    """Template ``messages.delete_message``, e.g. task 0: "Delete the text Yara sent me that says \"Lunch tomorrow?\"."."""
+    """Template ``messages.delete_message``, e.g. task 0: "Get rid of the most recent message from Marlene."."""
     msgs = w.table("messages.messages")
-    seen: dict[tuple[str, str], int] = {}
-    for m in msgs:
-        seen[m["number"], m["body"]] = seen.get((m["number"], m["body"]), 0) + 1
-    pool = [m for m in msgs if seen[m["number"], m["body"]] == 1]
+    latest: dict[str, dict[str, Any]] = {}
+    for m in sorted(msgs, key=lambda m: m["time"]):
+        if m["direction"] == "in":
+            latest[m["number"]] = m
+    times = [m["time"] for m in msgs]
+    pool = [m for m in latest.values() if times.count(m["time"]) == 1]
     if pool:
-        m = w.rng.choice(pool)
-    else:  # every text repeats within its thread: add one that does not
+        m = w.rng.choice(sorted(pool, key=lambda m: m["id"]))
+    else:  # no inbound text to name: add one
         (c,) = w.pick("contacts.contacts")
-        m = add_inbound(w, c["phone"], w.rng.choice(EXTRA_BODIES), w.rng.randrange(10, 900), read=True)
+        m = add_inbound(w, c["phone"], w.rng.choice(EXTRA_BODIES), w.rng.randrange(1, 9), read=True)
     c = w.contact_by_number(m["number"])
     assert c is not None
-    first = c["name"].split()[0]
-    side = f"{first} sent me" if m["direction"] == "in" else f"I sent {first}"
+    name, query = who(w, c)
     confirm = confirm_variant(w, 0.5)
-    goal = f'Delete the text {side} that says "{m["body"]}".'
-    plan = [call("messages.search", query=m["body"])]
-    criteria = [state("messages.messages", "deleted", id=m["id"])]
-    milestones = [behavior("required_call", "messages.search")]
+    goal = w.rng.choice([f"Delete the last text {name} sent me.", f"Get rid of the most recent message from {name}."])
+    plan = [call("contacts.search", query=query), call("messages.read_thread", number=c["phone"])]
+    criteria: list[Criterion] = [state("messages.messages", "deleted", id=m["id"])]
+    milestones = [
+        looked_up(query),
+        behavior("required_call", "messages.read_thread", arguments={"number": {"person": c["id"]}}),
+    ]
     if confirm:
         goal += " Ask me before you delete it."
-        ask_first(plan, criteria, "messages.delete", f'Delete the message "{m["body"]}" ({c["name"]})?', milestones)
+        ask_first(plan, criteria, "messages.delete", f'Delete the message "{m["body"]}" ({c["name"]})?')
     plan += [call("messages.delete", message_id=m["id"]), call("finish", answer="Deleted the message.")]
+    older = [x for x in msgs if x["number"] == m["number"] and x["id"] != m["id"]]
+    probes = [
+        passes("found by searching the text", replacing(plan, 1, call("messages.search", query=m["body"]))),
+        passes("listed the threads first", [call("messages.list_threads"), *plan]),
+        fails("nothing deleted", [*plan[:-2], plan[-1]]),
+    ]
+    if older:
+        probes.append(fails("an older text", replacing(plan, -2, call("messages.delete", message_id=older[0]["id"]))))
     return Draft(
         goal=goal,
         criteria=criteria,
         milestones=milestones,
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        perturb_exempt=[f"{len(plan) - 1}.answer", "0.query"],
+        probes=probes,
     )
 
 
@@ -234,7 +416,7 @@ def delete_message(w: World) -> Draft:
     capabilities=["lookup", "send"],
 )
 def forward(w: World) -> Draft:
-    """Template ``messages.forward``, e.g. task 0: "Forward the text Umar sent me (\"Meeting moved to 3\") to Felix."."""
+    """Template ``messages.forward``, e.g. task 0: "Send Jimmy the message \"Are we still on for tonight?\" that I got from Benjamin."."""
     msgs = w.table("messages.messages")
     bodies: dict[str, int] = {}
     for m in msgs:
@@ -252,15 +434,39 @@ def forward(w: World) -> Draft:
     to = w.rng.choice([c for c in w.contacts if c["id"] != sender["id"]])
     name, query = who(w, to)
     first = sender["name"].split()[0]
+    plan = [
+        call("messages.search", query=src["body"]),
+        call("contacts.search", query=query),
+        call("messages.forward", message_id=src["id"], to=to["phone"]),
+        call("finish", answer=f"Forwarded it to {to['name']}."),
+    ]
+    wrong = similar(w, to)
     return Draft(
-        goal=f'Forward the text {first} sent me ("{src["body"]}") to {name}.',
-        criteria=[state("messages.messages", "created", number={"number": to["phone"]}, body=src["body"])],
-        milestones=[behavior("required_call", "contacts.search")],
-        plan=[
-            call("messages.search", query=src["body"]),
-            call("contacts.search", query=query),
-            call("messages.forward", message_id=src["id"], to=to["phone"]),
-            call("finish", answer=f"Forwarded it to {to['name']}."),
+        goal=w.rng.choice(
+            [
+                f'Forward the text {first} sent me ("{src["body"]}") to {name}.',
+                f'Send {name} the message "{src["body"]}" that I got from {first}.',
+            ]
+        ),
+        criteria=[state("messages.messages", "created", number={"person": to["id"]}, body=src["body"])],
+        milestones=[
+            looked_up(query),
+            behavior(
+                "required_call", "messages.search", id="found", arguments={"query": {"icontains": src["body"][:12]}}
+            ),
         ],
-        perturb_exempt=["3.answer"],
+        plan=plan,
+        perturb_exempt=["3.answer", "0.query", "1.query"],
+        probes=[
+            passes("sent as a new text", replacing(plan, 2, call("messages.send", to=to["phone"], body=src["body"]))),
+            passes(
+                "number written another way",
+                replacing(plan, 2, call("messages.forward", message_id=src["id"], to=spaced(to["phone"]))),
+            ),
+            fails(
+                "the wrong person",
+                replacing(plan, 2, call("messages.forward", message_id=src["id"], to=wrong["phone"])),
+            ),
+            fails("forwarded twice", [*plan[:-1], plan[2], plan[-1]]),
+        ],
     )

@@ -6,7 +6,21 @@ import re
 from typing import Any
 
 from phoneenv.contract import Domain, StateCriterion
-from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    answer,
+    ask_first,
+    behavior,
+    call,
+    confirm_variant,
+    fails,
+    finishing,
+    passes,
+    replacing,
+    state,
+    template,
+)
+from phoneenv.tasks.templates.messages import looked_up, tell, tell_probes, telling, who
 from phoneenv.tasks.world import NOTE_SEEDS, World
 
 # New notes (titles never seeded by the world) and their items; no item reads the same backwards.
@@ -68,58 +82,118 @@ def _no_palindrome(w: World, digits: int) -> str:
             return code
 
 
-@template("notes.create_note", apps=["notes"], domain=Domain.NOTES, capabilities=["create"])
+def searched(query: str) -> behavior:  # type: ignore[valid-type]
+    """Milestone: a notes search for ``query`` (how the note the user means is found)."""
+    return behavior("required_call", "notes.search", id=f"searched:{query}", arguments={"query": {"icontains": query}})
+
+
+def all_of_words(items: list[str]) -> str:
+    """A regex that holds when a text names every one of ``items``, in any order."""
+    return "(?s)" + "".join(rf"(?=.*{re.escape(i)})" for i in items)
+
+
+@template(
+    "notes.create_note", apps=["notes", "contacts", "messages"], domain=Domain.NOTES, capabilities=["create", "send"]
+)
 def create_note(w: World) -> Draft:
-    """Template ``notes.create_note``, e.g. task 0: "Make a new note titled \"Garden to-do\" listing: trim hedge, water tomatoes."."""
+    """Template ``notes.create_note``, e.g. task 0: "Write down \"Movies to watch\": Arrival, Heat, Paddington. Send that list to Osamu as well."."""
     title, pool = w.rng.choice(NEW_NOTES)
     items = w.rng.sample(pool, w.rng.choice([2, 3]))
     body = "\n".join(items)
+    (c,) = w.pick("contacts.contacts")
+    name, query = who(w, c)
+    goal = w.rng.choice(
+        [f'Make a new note titled "{title}" listing: {", ".join(items)}, and text the list to {name}.',
+         f'Write down "{title}": {", ".join(items)}. Send that list to {name} as well.']
+    )  # fmt: skip
+    text = f"{title}: {', '.join(items)}"
+    plan = [
+        call("notes.create", title=title, body=body),
+        call("contacts.search", query=query),
+        telling(c, text),
+        call("finish", answer=f'Created "{title}" and sent it to {c["name"]}.'),
+    ]
     return Draft(
-        goal=f'Make a new note titled "{title}" listing: {", ".join(items)}.',
+        goal=goal,
         criteria=[
-            _named(state("notes.notes", "created", title={"iequals": title}, body={"icontains": item}), item)
-            for item in items
+            *(
+                _named(state("notes.notes", "created", title={"iequals": title}, body={"icontains": item}), item)
+                for item in items
+            ),
+            tell(c, {"regex": all_of_words(items)}),
         ],
-        plan=[call("notes.create", title=title, body=body), call("finish", answer=f'Created "{title}".')],
-        perturb_exempt=["1.answer"],
+        milestones=[looked_up(query)],
+        plan=plan,
+        perturb_exempt=["1.query", "2.body", "3.answer"],
+        probes=[
+            *tell_probes(w, plan, 2, c, " and ".join(reversed(items)), f"{title}: {items[0]}"),
+            passes("items on one line", replacing(plan, 0, call("notes.create", title=title, body=", ".join(items)))),
+            fails("an item missing", replacing(plan, 0, call("notes.create", title=title, body="\n".join(items[1:])))),
+            fails("a stray second note", [*plan[:1], call("notes.create", title=f"{title} 2", body=body), *plan[1:]]),
+        ],
     )
 
 
 @template("notes.append_item", apps=["notes"], domain=Domain.NOTES, capabilities=["lookup", "update"])
 def append_item(w: World) -> Draft:
-    """Template ``notes.append_item``, e.g. task 0: "Add headphones to my packing list."."""
-    title = w.rng.choice(sorted(LISTS))
-    said, query, items = LISTS[title]
-    note = _ensure_note(w, title)
-    old_lines = [line for line in note["body"].split("\n") if line.strip()]
-    # An item that holds an old line ("oat milk" on a list with "milk") would let a note whose
-    # text was replaced by the item alone pass the checks that the old lines are kept.
-    fresh = [
-        i for i in items if not any(x.casefold() in i.casefold() or i.casefold() in x.casefold() for x in old_lines)
-    ]
-    item = w.rng.choice(fresh)
+    """Template ``notes.append_item``, e.g. task 0: "Add The Hobbit to my \"Books to read\" note and headphones to my packing list."."""
+    picks = w.rng.sample(sorted(LISTS), 2)
+    criteria: list[StateCriterion] = []
+    plan = []
+    parts = []
+    milestones = []
+    notes = []
+    for title in picks:
+        said, query, items = LISTS[title]
+        note = _ensure_note(w, title)
+        notes.append(note)
+        old_lines = [line for line in note["body"].split("\n") if line.strip()]
+        # An item that holds an old line ("oat milk" on a list with "milk") would let a note whose
+        # text was replaced by the item alone pass the checks that the old lines are kept.
+        fresh = [
+            i for i in items if not any(x.casefold() in i.casefold() or i.casefold() in x.casefold() for x in old_lines)
+        ]
+        item = w.rng.choice(fresh)
+        parts.append(f"{item} to {said}")
+        criteria.append(_named(state("notes.notes", "updated", id=note["id"], body={"icontains": item}), title))
+        criteria += [
+            _named(state("notes.notes", "present", id=note["id"], body={"icontains": line}), f"{title}:{line}")
+            for line in old_lines
+        ]
+        plan += [call("notes.search", query=query), call("notes.append", note_id=note["id"], text=item)]
+        milestones.append(searched(query))
+    plan.append(call("finish", answer="Added both."))
     return Draft(
-        goal=f"Add {item} to {said}.",
-        criteria=[
-            state("notes.notes", "updated", id=note["id"], body={"icontains": item}),
-            *(
-                _named(state("notes.notes", "present", id=note["id"], body={"icontains": line}), line)
-                for line in old_lines
+        goal=f"Add {parts[0]} and {parts[1]}.",
+        criteria=criteria,
+        milestones=milestones,
+        plan=plan,
+        perturb_exempt=["0.query", "2.query", "4.answer"],
+        probes=[
+            passes("listed the notes first", [call("notes.list"), *plan]),
+            passes("looked both up first", [plan[0], plan[2], plan[1], plan[3], plan[4]]),
+            fails("one list forgotten", replacing(plan, 3)),
+            fails(
+                "both on one list",
+                replacing(plan, 3, call("notes.append", note_id=notes[0]["id"], text=plan[3].arguments["text"])),
+            ),
+            fails(
+                "list replaced by the item",
+                replacing(plan, 1, call("notes.update", note_id=notes[0]["id"], body=plan[1].arguments["text"])),
             ),
         ],
-        milestones=[behavior("required_call", "notes.search")],
-        plan=[
-            call("notes.search", query=query),
-            call("notes.append", note_id=note["id"], text=item),
-            call("finish", answer=f"Added {item}."),
-        ],
-        perturb_exempt=["2.answer"],
     )
 
 
-@template("notes.lookup_fact", apps=["notes"], domain=Domain.NOTES, difficulty=2, capabilities=["lookup", "answer"])
+@template(
+    "notes.lookup_fact",
+    apps=["notes", "contacts", "messages"],
+    domain=Domain.NOTES,
+    difficulty=2,
+    capabilities=["lookup", "answer", "send"],
+)
 def lookup_fact(w: World) -> Draft:
-    """Template ``notes.lookup_fact``, e.g. task 0: "Which parking spot did I write down for the airport garage?"."""
+    """Template ``notes.lookup_fact``, e.g. task 0: "Which parking spot did I write down for the airport garage? Joshua needs it as well, send it to them."."""
     kind = w.rng.choice(["wifi_net", "wifi_pw", "locker", "bike", "parking"])
     if kind in ("wifi_net", "wifi_pw"):
         net = w.rng.choice(WIFI_NETS)
@@ -127,25 +201,50 @@ def lookup_fact(w: World) -> Draft:
         note = _ensure_note(w, "Wifi at the cabin", f"network: {net}\npassword: {pw}", ("travel",))
         query = "cabin"
         if kind == "wifi_net":
-            goal, value = "What's the wifi network called at the cabin?", net
+            goal, value, decoy = "What's the wifi network called at the cabin?", net, pw
         else:
-            goal, value = "What's the wifi password at the cabin?", pw
+            goal, value, decoy = "What's the wifi password at the cabin?", pw, net
     elif kind == "locker":
         value = _no_palindrome(w, 4)
-        note = _ensure_note(w, "Gym locker", f"locker {w.rng.randrange(10, 99)}, code {value}", ("gym",))
+        number = w.rng.randrange(10, 99)
+        decoy = str(number)
+        note = _ensure_note(w, "Gym locker", f"locker {number}, code {value}", ("gym",))
         goal, query = "What's the code for my gym locker? It's in my notes.", "locker"
     elif kind == "bike":
         value = _no_palindrome(w, 4)
+        decoy = value[::-1]
         note = _ensure_note(w, "Bike lock", f"combination: {value}", ())
         goal, query = "What's the combination of my bike lock? I saved it in a note.", "bike"
     else:
         value = f"{w.rng.choice('BCDEF')}{w.rng.randrange(10, 60)}"
-        note = _ensure_note(w, "Parking", f"airport garage, level {w.rng.randrange(1, 6)}, spot {value}", ())
+        level = w.rng.randrange(1, 6)
+        decoy = f"level {level}"
+        note = _ensure_note(w, "Parking", f"airport garage, level {level}, spot {value}", ())
         goal, query = "Which parking spot did I write down for the airport garage?", "parking"
+    (c,) = w.pick("contacts.contacts")
+    name, cq = who(w, c)
+    goal += w.rng.choice(
+        [f" Text it to {name} too.", f" {name[0].upper()}{name[1:]} needs it as well, send it to them."]
+    )
+    exact = rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])"
+    plan = [
+        call("notes.search", query=query),
+        call("notes.get", note_id=note["id"]),
+        call("contacts.search", query=cq),
+        telling(c, f"It's {value}"),
+        call("finish", answer=value),
+    ]
     return Draft(
         goal=goal,
-        criteria=[answer(pattern=rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])"), behavior("read_only")],
-        plan=[call("notes.search", query=query), call("notes.get", note_id=note["id"]), call("finish", answer=value)],
+        criteria=[answer(pattern=exact), tell(c, {"regex": exact})],
+        milestones=[searched(query), looked_up(cq)],
+        plan=plan,
+        perturb_exempt=["0.query", "2.query", "3.body"],
+        probes=[
+            *tell_probes(w, plan, 3, c, f"Here: {value}", f"It's {decoy}"),
+            passes("in a sentence", finishing(plan, f"You noted {value}.")),
+            fails("the neighbouring fact", finishing(plan, decoy)),
+        ],
     )
 
 
@@ -157,20 +256,38 @@ def lookup_fact(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_note(w: World) -> Draft:
-    """Template ``notes.delete_note``, e.g. task 0: "Delete my \"Gift ideas\" note. Ask me before you delete it."."""
+    """Template ``notes.delete_note``, e.g. task 0: "I no longer need the note \"Packing list\", remove it."."""
     (note,) = w.pick("notes.notes")
     confirm_variant(w, 0.5)
-    goal = f'Delete my "{note["title"]}" note.'
+    goal = w.rng.choice(
+        [f'Delete my "{note["title"]}" note.', f'I no longer need the note "{note["title"]}", remove it.']
+    )
     criteria = [state("notes.notes", "deleted", id=note["id"])]
-    plan = [call("notes.search", query=note["title"])]
+    word = note["title"].split()[0].rstrip(":")
+    plan = [call("notes.search", query=word)]
     if w.confirm_sensitive:
         goal += " Ask me before you delete it."
         ask_first(plan, criteria, "notes.delete", f'Delete the note "{note["title"]}"?')
     plan += [call("notes.delete", note_id=note["id"]), call("finish", answer="Deleted.")]
+    other = next(n for n in w.table("notes.notes") if n["id"] != note["id"])
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "notes.search")],
+        milestones=[searched(word)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        perturb_exempt=[f"{len(plan) - 1}.answer", "0.query"],
+        probes=[
+            passes("listed the notes instead", replacing(plan, 0, call("notes.list"))),
+            passes("opened it first", [plan[0], call("notes.get", note_id=note["id"]), *plan[1:]]),
+            fails("another note deleted", replacing(plan, -2, call("notes.delete", note_id=other["id"]))),
+            fails(
+                "deleted both",
+                [
+                    *plan[:-1],
+                    *([call("user.confirm", question="And the other one?")] if w.confirm_sensitive else []),
+                    call("notes.delete", note_id=other["id"]),
+                    plan[-1],
+                ],
+            ),
+        ],
     )

@@ -6,8 +6,22 @@ import datetime as dt
 import re
 from typing import Any
 
-from phoneenv.contract import Domain
-from phoneenv.tasks.templates import Draft, answer, ask_first, behavior, call, confirm_variant, state, template
+from phoneenv.contract import Criterion, Domain
+from phoneenv.tasks.templates import (
+    Draft,
+    answer,
+    ask_first,
+    behavior,
+    call,
+    confirm_variant,
+    fails,
+    finishing,
+    passes,
+    replacing,
+    state,
+    template,
+)
+from phoneenv.tasks.templates.messages import looked_up, similar, spaced
 from phoneenv.tasks.world import World
 
 CALL_PHONE = "android.permission.CALL_PHONE"
@@ -72,35 +86,43 @@ def person_pattern(full_name: str) -> str:
     capabilities=["lookup", "call", "permission"],
 )
 def call_contact(w: World) -> Draft:
-    """Template ``phone.call_contact``, e.g. task 0: "Phone Maya for me."."""
+    """Template ``phone.call_contact``, e.g. task 0: "Call my mom."."""
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
-    denied = w.rng.random() < 0.5
+    denied = w.rng.random() < 0.6
     plan = [call("contacts.search", query=query)]
-    milestones = [behavior("required_call", "contacts.search")]
+    milestones: list[Criterion] = [looked_up(query)]
     if denied:
         w.permissions = {"phone": {CALL_PHONE: False}}
         plan.append(call("system.request_permission", app="phone", permission=CALL_PHONE))
         milestones.append(behavior("required_call", "system.request_permission", arguments={"app": "phone"}))
+    i = len(plan)
     plan += [call("phone.call", number=c["phone"]), call("finish", answer=f"Calling {c['name']}.")]
+    other = similar(w, c)
     return Draft(
-        goal=w.rng.choice([f"Call {name}.", f"Give {name} a call.", f"Phone {name} for me."]),
-        criteria=[state("phone.calls", "created", number={"number": c["phone"]}, direction="out")],
+        goal=w.rng.choice([f"Call {name}.", f"Give {name} a call.", f"Phone {name} for me.", f"Can you ring {name}?"]),
+        criteria=[state("phone.calls", "created", number={"person": c["id"]}, direction="out")],
         milestones=milestones,
         # The call stays in progress (or is hung up): either is fine.
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        perturb_exempt=[f"{len(plan) - 1}.answer", "0.query"],
+        probes=[
+            passes("number written another way", replacing(plan, i, call("phone.call", number=spaced(c["phone"])))),
+            passes("hung up afterwards", [*plan[:-1], call("phone.end_call"), plan[-1]]),
+            fails("the wrong person", replacing(plan, i, call("phone.call", number=other["phone"]))),
+            fails("never called", replacing(plan, i)),
+        ],
     )
 
 
 @template(
     "phone.last_missed_call",
-    apps=["phone"],
+    apps=["phone", "contacts"],
     domain=Domain.CALLS,
-    capabilities=["lookup", "answer"],
+    capabilities=["lookup", "answer", "call"],
 )
 def last_missed_call(w: World) -> Draft:
-    """Template ``phone.last_missed_call``, e.g. task 0: "Who was my last missed call from?"."""
+    """Template ``phone.last_missed_call``, e.g. task 0: "Who was my last missed call from? Call them back."."""
     calls = w.table("phone.calls")
     missed = sorted((r for r in calls if r["direction"] == "missed"), key=lambda r: r["time"], reverse=True)
     stranger = w.rng.random() < 0.25
@@ -117,10 +139,32 @@ def last_missed_call(w: World) -> Draft:
     else:
         crit = answer(pattern=person_pattern(c["name"]))
         reply = f"{c['name']} ({last['number']}) at {last['time'][11:16]}."
+    plan = [
+        call("phone.call_log", filter="missed"),
+        call("phone.call", number=last["number"]),
+        call("finish", answer=reply),
+    ]
+    other = next(x for x in w.contacts if x["phone"][-9:] != last["number"][-9:])
     return Draft(
-        goal=w.rng.choice(["Who was my last missed call from?", "Who called me last that I missed?"]),
-        criteria=[crit, behavior("read_only")],
-        plan=[call("phone.call_log", filter="missed"), call("finish", answer=reply)],
+        goal=w.rng.choice(
+            [
+                "Who was my last missed call from? Call them back.",
+                "I missed a call just now - who was it? Ring them back.",
+                "Call back whoever I missed last, and tell me who it was.",
+            ]
+        ),
+        criteria=[crit, state("phone.calls", "created", number={"number": last["number"]}, direction="out")],
+        milestones=[
+            behavior("required_call", "phone.call", id="called_back", arguments={"number": {"number": last["number"]}})
+        ],
+        plan=plan,
+        perturb_exempt=["2.answer"],
+        probes=[
+            passes("the whole log read", replacing(plan, 0, call("phone.call_log"))),
+            passes("hung up afterwards", [*plan[:-1], call("phone.end_call"), plan[-1]]),
+            fails("called someone else", replacing(plan, 1, call("phone.call", number=other["phone"]))),
+            fails("named someone else", finishing(plan, f"{other['name']} ({other['phone']}).")),
+        ],
     )
 
 
@@ -129,28 +173,51 @@ def last_missed_call(w: World) -> Draft:
     apps=["phone"],
     domain=Domain.CALLS,
     difficulty=2,
-    capabilities=["lookup", "update"],
+    capabilities=["lookup", "update", "delete"],
 )
 def block_caller(w: World) -> Draft:
-    """Template ``phone.block_caller``, e.g. task 0: "A number that isn't saved in my contacts keeps calling me. Block it."."""
+    """Template ``phone.block_caller``, e.g. task 0: "Some stranger keeps ringing me. Block that number and remove it from my call history."."""
     number = unknown_number(w)
-    for _ in range(w.rng.randrange(1, 4)):
+    entries = [
         add_call(w, number, w.rng.choice(["missed", "missed", "in"]), w.rng.randrange(30, 6000))
+        for _ in range(w.rng.randrange(1, 4))
+    ]
+    ids = [e["id"] for e in entries]
+    n = len(entries)
+    plan = [
+        call("phone.call_log"),
+        call("phone.block_number", number=number),
+        *(call("phone.delete_call_log_entry", call_id=x) for x in ids),
+        call("finish", answer=f"Blocked {number} and removed {n} call(s)."),
+    ]
+    keep = next(r for r in w.table("phone.calls") if r["id"] not in ids)
     return Draft(
         goal=w.rng.choice(
             [
-                "A number that isn't saved in my contacts keeps calling me. Block it.",
-                "Block the unknown number in my call log - it's not one of my contacts.",
+                "A number that isn't saved in my contacts keeps calling me. Block it and clear its calls from my log.",
+                "Block the unknown number in my call log - it's not one of my contacts - and delete its calls.",
+                "Some stranger keeps ringing me. Block that number and remove it from my call history.",
             ]
         ),
-        criteria=[state("phone.blocked", "created", number={"number": number})],
-        milestones=[behavior("required_call", "phone.call_log")],
-        plan=[
-            call("phone.call_log"),
-            call("phone.block_number", number=number),
-            call("finish", answer=f"Blocked {number}."),
+        criteria=[
+            state("phone.blocked", "created", number={"number": number}),
+            state("phone.calls", "deleted", count=n, number={"number": number}),
+            state("phone.calls", "absent", number={"number": number}),
         ],
-        perturb_exempt=["2.answer"],
+        milestones=[
+            behavior("required_call", "phone.block_number", id="blocked", arguments={"number": {"number": number}})
+        ],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes("number written another way", replacing(plan, 1, call("phone.block_number", number=spaced(number)))),
+            passes("looked it up by number", [*plan[:1], call("phone.call_log", number=number), *plan[1:]]),
+            fails("calls left in the log", [*plan[:2], plan[-1]]),
+            fails(
+                "a contact's call deleted too",
+                [*plan[:-1], call("phone.delete_call_log_entry", call_id=keep["id"]), plan[-1]],
+            ),
+        ],
     )
 
 
@@ -162,7 +229,7 @@ def block_caller(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_call_entry(w: World) -> Draft:
-    """Template ``phone.delete_call_entry``, e.g. task 0: "Delete my call to Jonas yesterday (Sunday 15 November) at 07:03 from my call log."."""
+    """Template ``phone.delete_call_entry``, e.g. task 0: "Delete my call to Bastian yesterday (Tuesday 3 November) at 08:49 from my call log."."""
     calls = w.table("phone.calls")
     # The goal names a call by person, day and minute: keep the calls no other call shares those with.
     seen: dict[tuple[str, str], int] = {}
@@ -177,8 +244,10 @@ def delete_call_entry(w: World) -> Draft:
     confirm = confirm_variant(w, 0.5)
     goal = f"Delete {what[entry['direction']]} {day_words(when.date(), w.now.date())} at {when:%H:%M} from my call log."
     plan = [call("phone.call_log", number=c["phone"])]
-    criteria = [state("phone.calls", "deleted", id=entry["id"])]
-    milestones = [behavior("required_call", "phone.call_log")]
+    criteria: list[Criterion] = [state("phone.calls", "deleted", id=entry["id"])]
+    milestones: list[Criterion] = [
+        behavior("required_call", "phone.call_log", id="log", arguments={"number": {"person": c["id"]}})
+    ]
     if confirm:
         goal += " Confirm with me first."
         ask_first(
@@ -186,13 +255,26 @@ def delete_call_entry(w: World) -> Draft:
             criteria,
             "phone.delete_call_log_entry",
             f"Delete the {when:%H:%M} call with {c['name']} from the log?",
-            milestones,
         )
     plan += [call("phone.delete_call_log_entry", call_id=entry["id"]), call("finish", answer="Deleted it.")]
+    same_person = [r for r in calls if r["number"] == entry["number"] and r["id"] != entry["id"]]
+    probes = [
+        passes("the whole log read", replacing(plan, 0, call("phone.call_log"))),
+        passes("answered in other words", finishing(plan, "That call is gone from the log.")),
+        fails("nothing deleted", replacing(plan, -2)),
+    ]
+    if same_person:
+        probes.append(
+            fails(
+                "another call with them",
+                replacing(plan, -2, call("phone.delete_call_log_entry", call_id=same_person[0]["id"])),
+            )
+        )
     return Draft(
         goal=goal,
         criteria=criteria,
         milestones=milestones,
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=probes,
     )

@@ -5,7 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from phoneenv.contract import ChangeSelector, Domain
-from phoneenv.tasks.templates import Draft, ask_first, behavior, call, confirm_variant, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    ask_first,
+    behavior,
+    call,
+    confirm_variant,
+    fails,
+    finishing,
+    passes,
+    replacing,
+    state,
+    template,
+)
 from phoneenv.tasks.world import World
 
 # (setting, value wanted, tool, what the user says)
@@ -29,6 +41,17 @@ PERMISSIONS = [
     ("phone", "android.permission.CALL_PHONE", "make phone calls"),
     ("phone", "android.permission.READ_CALL_LOG", "read my call log"),
 ]
+# How a user asks for each toggle inside a longer request.
+CLAUSES = {
+    ("dnd", True): "turn on do not disturb",
+    ("dnd", False): "turn do not disturb off",
+    ("bluetooth", True): "switch Bluetooth on",
+    ("bluetooth", False): "switch Bluetooth off",
+    ("dark_mode", True): "put the phone in dark mode",
+    ("dark_mode", False): "go back to the light theme",
+    ("location", False): "turn off location",
+    ("wifi", True): "turn Wi-Fi back on",
+}
 APP_NAMES = {"messages": "Messages", "contacts": "Contacts", "calendar": "Calendar", "phone": "Phone"}
 
 
@@ -46,30 +69,92 @@ def value_of(w: World, key: str) -> Any:
 
 @template("settings.toggle", apps=["settings"], domain=Domain.DEVICE, capabilities=["update"])
 def toggle(w: World) -> Draft:
-    """Template ``settings.toggle``, e.g. task 0: "Turn on do not disturb."."""
-    # Task k of the template takes toggle k (seeds are consecutive), so all eight appear.
-    key, want, tool, goal = TOGGLES[w.seed % len(TOGGLES)]
-    set_value(w, key, not want)
+    """Template ``settings.toggle``, e.g. task 0: "Turn on do not disturb, go back to the light theme and set the screen brightness to 80%."."""
+    # Task k of the template starts with toggle k (seeds are consecutive), so all eight appear.
+    first = TOGGLES[w.seed % len(TOGGLES)]
+    second = w.rng.choice([t for t in TOGGLES if t[0] != first[0]])
+    level = w.rng.choice([n for n in range(10, 100, 10) if n != value_of(w, "brightness")])
+    criteria = []
+    plan = []
+    for key, want, tool, _ in (first, second):
+        set_value(w, key, not want)
+        criteria.append(state("settings.settings", "updated", id=key, value=want))
+        plan.append(call(tool, enabled=want))
+    criteria.append(state("settings.settings", "updated", id="brightness", value=level))
+    plan += [call("settings.set_brightness", level=level), call("finish", answer="Done.")]
+    a, b = CLAUSES[first[:2]], CLAUSES[second[:2]]
+    goal = w.rng.choice(
+        [f"{a[0].upper()}{a[1:]}, {b} and set the screen brightness to {level}%.",
+         f"Please {a} and {b}, and put the screen brightness at {level} percent."]
+    )  # fmt: skip
     return Draft(
         goal=goal,
-        criteria=[state("settings.settings", "updated", id=key, value=want)],
-        plan=[call(tool, enabled=want), call("finish", answer="Done.")],
-        perturb_exempt=["1.answer"],
+        criteria=criteria,
+        milestones=[],
+        plan=plan,
+        perturb_exempt=["3.answer"],
+        probes=[
+            passes("in another order", [plan[2], plan[0], plan[1], plan[3]]),
+            passes("checked the settings first", [call("settings.list_all"), *plan]),
+            fails("one forgotten", replacing(plan, 1)),
+            fails(
+                "brightness off by ten",
+                replacing(plan, 2, call("settings.set_brightness", level=level + 10 if level < 90 else level - 10)),
+            ),
+            fails("ringer silenced instead", replacing(plan, 0, call("settings.set_volume", stream="ring", level=0)))
+            if first[0] == "dnd"
+            else fails("the opposite", replacing(plan, 0, call(first[2], enabled=not first[1]))),
+        ],
     )
 
 
-@template("settings.brightness", apps=["settings"], domain=Domain.DEVICE, capabilities=["update"])
+@template("settings.brightness", apps=["settings"], domain=Domain.DEVICE, capabilities=["lookup", "update"])
 def brightness(w: World) -> Draft:
-    """Template ``settings.brightness``, e.g. task 0: "Set the screen brightness to 10%."."""
-    now = value_of(w, "brightness")
-    level = w.rng.choice([n for n in range(10, 100, 5) if n != now])
+    """Template ``settings.brightness``, e.g. task 0: "Make the screen 20 points dimmer than it is now, and lower the media volume by 20."."""
+    now = w.rng.choice(range(20, 80, 5))
+    set_value(w, "brightness", now)
+    vol = w.rng.choice(range(30, 80, 5))
+    set_value(w, "volume_media", vol)
+    up = w.rng.choice([10, 15, 20, 25])
+    down = w.rng.choice([10, 20])
+    sign = w.rng.choice([1, -1])
+    level = now + sign * up
+    word = "up" if sign > 0 else "down"
+    goal = w.rng.choice(
+        [f"Turn the screen brightness {word} by {up} points and the media volume down by {down}.",
+         f"Make the screen {up} points {'brighter' if sign > 0 else 'dimmer'} than it is now, and lower the media volume by {down}."]
+    )  # fmt: skip
+    plan = [
+        call("settings.list_all"),
+        call("settings.set_brightness", level=level),
+        call("settings.set_volume", stream="media", level=vol - down),
+        call("finish", answer=f"Brightness is {level}%, media volume {vol - down}%."),
+    ]
     return Draft(
-        goal=w.rng.choice(
-            [f"Set the screen brightness to {level}%.", f"Change my screen brightness to {level} percent."]
-        ),
-        criteria=[state("settings.settings", "updated", id="brightness", value=level)],
-        plan=[call("settings.set_brightness", level=level), call("finish", answer=f"Brightness is {level}%.")],
-        perturb_exempt=["1.answer"],
+        goal=goal,
+        criteria=[
+            state("settings.settings", "updated", id="brightness", value=level),
+            state("settings.settings", "updated", id="volume_media", value=vol - down),
+        ],
+        milestones=[
+            behavior("required_call", "settings.set_brightness", id="bright", arguments={"level": level}),
+            behavior(
+                "required_call", "settings.set_volume", id="volume", arguments={"stream": "media", "level": vol - down}
+            ),
+        ],
+        plan=plan,
+        perturb_exempt=["3.answer"],
+        probes=[
+            passes(
+                "read each setting",
+                replacing(plan, 0, call("settings.get", key="brightness"), call("settings.get", key="volume_media")),
+            ),
+            passes("volume first", [plan[0], plan[2], plan[1], plan[3]]),
+            fails("set to the step, not by it", replacing(plan, 1, call("settings.set_brightness", level=up))),
+            fails(
+                "ring volume instead", replacing(plan, 2, call("settings.set_volume", stream="ring", level=vol - down))
+            ),
+        ],
     )
 
 
@@ -90,21 +175,32 @@ def revoke_permission(w: World) -> Draft:
     if w.confirm_sensitive:
         ask_first(plan, criteria, "settings.revoke_permission", f"Revoke {perm} from {app}?")
     plan += [call("settings.revoke_permission", app=app, permission=perm), call("finish", answer="Revoked.")]
+    sibling = next((p for a, p, _ in PERMISSIONS if a == app and p != perm), "android.permission.READ_CONTACTS")
     return Draft(
         goal=goal,
         criteria=criteria,
         milestones=[behavior("required_call", "settings.list_app_permissions", arguments={"app": app})],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes("checked again afterwards", [*plan[:-1], plan[0], plan[-1]]),
+            passes("answered in other words", finishing(plan, f"{APP_NAMES[app]} can no longer {what}.")),
+            fails(
+                "the sibling permission",
+                replacing(plan, -2, call("settings.revoke_permission", app=app, permission=sibling)),
+            ),
+            fails("only looked", [x for x in plan if x.name != "settings.revoke_permission"]),
+        ],
     )
 
 
 @template("settings.airplane_mode", apps=["settings"], domain=Domain.DEVICE, difficulty=2, capabilities=["update"])
 def airplane_mode(w: World) -> Draft:
-    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding my flight, turn on airplane mode."."""
+    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding: airplane mode on, Wi-Fi back on, screen brightness at 40 percent, and don't disturb me."."""
     if w.rng.random() < 0.5:
         set_value(w, "bluetooth", True)  # so the side effect shows on Bluetooth too
-    keep = w.rng.choice([None, None, "wifi", "bluetooth"])
+    keep = w.rng.choice(["wifi", "bluetooth"])
+    level = w.rng.choice([n for n in range(10, 50, 5) if n != value_of(w, "brightness")])
     criteria = [state("settings.settings", "updated", id="airplane_mode", value=True)]
     plan = [call("settings.set_airplane_mode", enabled=True)]
     goal = "I'm boarding my flight, turn on airplane mode."
@@ -113,13 +209,23 @@ def airplane_mode(w: World) -> Draft:
         label, tool = {"wifi": ("Wi-Fi", "settings.set_wifi"), "bluetooth": ("Bluetooth", "settings.set_bluetooth")}[
             keep
         ]
-        goal = f"Turn on airplane mode, but I want {label} on during the flight."
+        goal = w.rng.choice(
+            [f"Turn on airplane mode and do not disturb, but I want {label} on during the flight."
+             f" And dim the screen to {level}%.",
+             f"I'm boarding: airplane mode on, {label} back on, screen brightness at {level} percent,"
+             " and don't disturb me."]
+        )  # fmt: skip
         side.remove(keep)
         plan.append(call(tool, enabled=True))
         was_on = value_of(w, keep) is True
         # Airplane mode switches it off; switched back on it is unchanged, or updated if it was off.
         crit = state("settings.settings", "present" if was_on else "updated", id=keep, value=True)
         criteria.append(crit)
+    plan += [call("settings.set_dnd", enabled=True), call("settings.set_brightness", level=level)]
+    criteria += [
+        state("settings.settings", "updated", id="dnd", value=True),
+        state("settings.settings", "updated", id="brightness", value=level),
+    ]
     plan.append(call("finish", answer="Airplane mode is on."))
     return Draft(
         goal=goal,
@@ -127,4 +233,13 @@ def airplane_mode(w: World) -> Draft:
         allowed_changes=[ChangeSelector(table="settings.settings", where={"id": {"in": side}})],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes("in another order", [plan[2], plan[3], plan[0], plan[1], plan[4]]),
+            passes("checked the settings after", [*plan[:-1], call("settings.list_all"), plan[-1]]),
+            fails("radio not turned back on", replacing(plan, 1)),
+            fails(
+                "brightness as a volume", replacing(plan, 3, call("settings.set_volume", stream="media", level=level))
+            ),
+            fails("airplane mode left off", replacing(plan, 0)),
+        ],
     )

@@ -1,0 +1,947 @@
+"""Typed answers: read the values a free-text answer asserts, and check them against a task.
+
+An answer such as "You have three unread messages; Ana (+49 151 2345 6789) wrote at 14:05" asserts
+one count (3), one person (Ana) and one time (14:05); the phone number is neither a count nor a
+time. :func:`extract_claims` finds the *claims* of one type in a text, :func:`check_answer`
+decides an :class:`~phoneenv.contract.AnswerCriterion`, and :func:`states_facts` serves the
+``{"states": {...}}`` predicate operator (message bodies that must state a fact)::
+
+    >>> from phoneenv.tasks.predicates import Context
+    >>> ctx = Context(now="2026-11-29T09:00:00")
+    >>> extract_claims("You have three unread messages", "number", ctx)
+    [3.0]
+    >>> extract_claims("Call +49 151 2345 6789 about the 2 tickets", "number", ctx)
+    [2.0]
+    >>> extract_claims("It moved to 4 pm, not 14:00", "time", ctx)
+    ['16:00']
+    >>> extract_claims("See you tomorrow", "date", ctx)
+    ['2026-11-30']
+    >>> extract_claims("an hour and a half", "duration", ctx)
+    [5400]
+
+Types and the normalised value of a claim:
+
+=============  ===============================================================================
+``number``     float (``"3,5"`` and ``"3.5"`` → 3.5; ``"1,250"`` and ``"1.250,00"`` → 1250.0;
+               number words → digits); money amounts count, numbers inside dates, times,
+               durations ("2 hours ago"), phone numbers, ids (``#4821``, ``AB123``,
+               ``invoice 4821``) and ordinals (``3rd``) do not
+``money``      float amount (the currency, ISO code, is compared when the criterion names one)
+``time``       ``"HH:MM"`` 24 h (``"3:15 PM"``, ``"15:15"``, ``"noon"``, ``"quarter past 3"``,
+               an ISO datetime's time part)
+``date``       ``"YYYY-MM-DD"`` (ISO, month names, ``D.M.YYYY``; ``today``, ``tomorrow``,
+               weekdays, ``in 3 days``, ``on the 3rd`` resolved against ``Context.now``)
+``duration``   int seconds (``"1 h 30 min"``, ``"90 minutes"``, ``"an hour and a half"``)
+``contact``    frozenset of the contact ids one mention may denote (several: ambiguous)
+``contacts``   same as ``contact``; the criterion compares the set of people named
+``items``      str: the normalised list elements of the sentences that hold an expected item
+``yes_no``     bool (a leading yes/no, else negation words → False, "you do"... → True)
+``text``       the normalised text (required phrases are searched in it)
+=============  ===============================================================================
+
+Semantics of a check. A value the text explicitly negates is not a claim: "not 14:00",
+"isn't 3", "instead of 14:00", "rather than Ben", "no longer at 9:00", and for times and dates
+the old value of "from 14:00 to 16:00". A single-valued type passes only when the remaining claims,
+deduplicated, are exactly the expected value: a hedge ("3 or 4", "14:00 or 16:00") fails, and so
+does a contradicting claim beside the right one ("Not 3 — you have 5" fails for 3 and passes for
+5). The same value written twice ("at 16:00 (4 PM)") is one claim. ``contacts`` and ``items`` use
+set semantics: the same set, order free; a missing, extra or ambiguous member fails. Numbers and
+money compare within the criterion's ``tolerance``. With ``unit`` set on a number criterion
+(``unit="message"``, or alternatives ``"message|text"``), only numbers followed within three
+words by that word (singular or plural) count, with the numbers hedged with them ("3 or 4 messages"): "3 unread messages, 2 from
+Ana and 1 from Ben" then claims 3; when no number carries the unit, every number counts.
+
+When ``finish`` carries a typed ``value`` it is read by the same rules (``"4 PM"`` for a time,
+``3`` for a number, ``["Ana", "Ben"]`` for contacts) and must be the expected value; the free text
+must then not contradict it: when the text has claims of that type, they must be the expected
+value too.
+
+Libraries, chosen for being maintained, offline and small:
+
+- ``text2num`` (``text_to_num.alpha2digit``): English number words to digits ("twenty-one" →
+  21, "three point five" → 3.5); a compiled Rust core, no data files. "One" used as a
+  pronoun ("no one", "the first one", "one of them") is kept as a word.
+- ``phonenumbers`` (Google's libphonenumber port): ``PhoneNumberMatcher`` finds phone numbers in
+  any national or international format, so their digits are never read as a count or a time.
+- ``price-parser`` (Zyte): reads amounts with either decimal convention and thousands
+  separators; used for money and for every number (three digits after a lone separator are
+  thousands: "1.250" is 1250).
+- ``dateparser``: values of month-name date phrases in their many spellings ("Monday, December
+  7", "Dec. 7th", "7 of December 2026") with ``RELATIVE_BASE`` at the phone's clock. Its
+  ``search_dates`` is not used to *find* dates (it reads stray numbers and words such as "may"
+  as dates); spans are found by the patterns here and only their value is asked of dateparser.
+  The closed set of relative phrases ("tomorrow", "next Friday", "in 3 days") is resolved here
+  with the same results as dateparser's PREFER_DATES_FROM="future" at a hundredth of the cost
+  (dateparser takes ~20 ms a phrase), and "on the 3rd" too (dateparser reads it as March). Month-name dates without a year take the clock's year;
+  weekdays and "the Nth" take the next such day (today counts for "the Nth", not for weekdays).
+
+Each time span with no am/pm and an hour of 1–12 written as "quarter past 3" or "3 o'clock" may
+denote 03:15 or 15:15: it matches either. Numeric dates ``D.M.YYYY`` and ``D/M/YYYY`` are read
+day-first unless the first part is above 12 only in the second position (``11/30/2026`` is
+month-first).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from phoneenv.tasks.identity import contact_ids, mentioned_contacts
+from phoneenv.tasks.predicates import Context, norm
+
+if TYPE_CHECKING:
+    from phoneenv.contract import AnswerCriterion
+
+__all__ = [
+    "ANSWER_TYPES",
+    "Claim",
+    "call_judge",
+    "check_answer",
+    "claims",
+    "extract_claims",
+    "read_value",
+    "states_facts",
+]
+
+ANSWER_TYPES = ("number", "money", "time", "date", "duration", "contact", "contacts", "items", "yes_no", "text")
+"""The answer types :func:`extract_claims` reads."""
+
+Judge = Callable[[str, str | None, Any], tuple[bool, str] | bool]
+"""An LLM judge: ``judge(rubric, answer_text, answer_value)`` returns passed, or (passed, reason)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One value a text asserts: ``type``, normalised ``value``, its span ``start``–``end`` in
+    the (number-word converted) text, ``negated`` when the text denies it ("not 14:00"),
+    ``unit`` (numbers: the words after it; money: the ISO currency) and ``alts`` (other
+    values an ambiguous span may denote, e.g. 15:15 for "quarter past 3")."""
+
+    type: str
+    value: Any
+    start: int = 0
+    end: int = 0
+    negated: bool = False
+    unit: str = ""
+    alts: tuple[Any, ...] = ()
+
+
+# --------------------------------------------------------------------------- text preparation
+
+_KEEP_ONE = re.compile(
+    r"\b(?:no|some|any|every|the|this|that|which|each|first|last|next|other|only|another|latest|newest|oldest"
+    r"|new|old|right|wrong|same|little|big)\s+one\b|\bone\s+(?:of|another)\b|\b(?:someone|anyone|everyone|ones"
+    r"|one's|oneself)\b",
+    re.I,
+)
+"""Where "one" is a pronoun ("the first one", "one of them"), not a count: kept as a word."""
+
+
+def _words_to_digits(text: str) -> str:
+    from text_to_num import alpha2digit
+
+    out, last = [], 0
+    for m in _KEEP_ONE.finditer(text):
+        out.append(alpha2digit(text[last : m.start()], "en", threshold=0) if m.start() > last else "")
+        out.append(m.group())
+        last = m.end()
+    out.append(alpha2digit(text[last:], "en", threshold=0) if last < len(text) else "")
+    return "".join(out)
+
+
+_NUM = r"\d{1,3}(?:[,.\u00a0\u202f]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?"
+_MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ]
+    )
+    for m in names
+}
+_MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?"
+_ORD = r"(?:st|nd|rd|th)"
+
+_RE_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+")
+_RE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?)?\b")
+_RE_MONTH_DATE = re.compile(
+    rf"\b(?:{_WEEKDAY},?\s+)?(?:(?:the\s+)?\d{{1,2}}{_ORD}?\s+(?:of\s+)?{_MONTH}|{_MONTH}\s+\d{{1,2}}{_ORD}?(?!\d|:))"
+    rf"(?:,?\s+\d{{4}})?\b",
+    re.I,
+)
+_RE_NUM_DATE = re.compile(r"\b(\d{1,2})([./])(\d{1,2})\2(\d{4})\b")
+_RE_REL_DATE = re.compile(
+    rf"\b(?:the day after tomorrow|the day before yesterday|today|tonight|tomorrow|yesterday"
+    rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(_WEEKDAYS)}))\b",
+    re.I,
+)
+_RE_NTH = re.compile(rf"\bon the (\d{{1,2}}){_ORD}\b", re.I)
+_RE_AMPM = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
+_RE_CLOCK = re.compile(r"(?<![\d:.,])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?)?", re.I)
+_RE_WORD_TIME = re.compile(
+    r"\b(?:(?:a\s+)?(quarter|half)\s+(past|to)\s+(\d{1,2})|(\d{1,2})\s+o'?clock|(noon|midday|midnight))\b"
+    r"(?:\s*(?:in the\s+)?(morning|afternoon|evening|at night|[ap]\.?\s?m\b\.?))?",
+    re.I,
+)
+_DUR_UNITS = {
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "wk": 604800,
+    "week": 604800,
+    "weeks": 604800,
+}
+_DUR_UNIT = r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wk)"
+_DUR_PART = rf"(?:{_NUM}|an?)\s*{_DUR_UNIT}\b(?:\s+and\s+a\s+(?:half|quarter))?"
+_RE_DURATION = re.compile(
+    rf"(?:\b(?:half an? hour|a quarter of an hour|half a (?:minute|day))\b|(?<![\w.,]){_DUR_PART}(?:,?\s*(?:and\s+)?{_DUR_PART})*)"
+    r"(?:\s+(ago|earlier|before|later|from now))?",
+    re.I,
+)
+_CURRENCY = {
+    "€": "EUR",
+    "eur": "EUR",
+    "euro": "EUR",
+    "euros": "EUR",
+    "$": "USD",
+    "usd": "USD",
+    "dollar": "USD",
+    "dollars": "USD",
+    "£": "GBP",
+    "gbp": "GBP",
+    "pound": "GBP",
+    "pounds": "GBP",
+    "chf": "CHF",
+    "francs": "CHF",
+    "¥": "JPY",
+    "jpy": "JPY",
+    "yen": "JPY",
+}
+_CUR = r"(?:€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY)\b)"
+_CUR_AFTER = r"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|euros?|dollars?|pounds?|francs|yen)\b)"
+_RE_MONEY = re.compile(rf"{_CUR}\s?-?(?:{_NUM})|(?<![\w.,])(?:{_NUM})\s?{_CUR_AFTER}", re.I)
+_RE_ID = re.compile(
+    r"#\s?\d+|\b(?:no\.|nr\.?|id|invoice|order|ref(?:erence)?|code|pin|room|flight|ticket|booking|account)"
+    r"(?:\s+(?:no\.|number|nr\.?))?\s*[#:]?\s*[A-Z]*\d[\w-]*"
+    r"|\b[A-Za-z]+\d[\w-]*|\b\d+[A-Za-z]+\d[\w-]*",
+    re.I,
+)
+_RE_ORDINAL = re.compile(rf"\b\d+{_ORD}\b", re.I)
+_RE_NUMBER = re.compile(rf"(?<![\w.,]){'-?'}(?:{_NUM})(?![\w]|[.,]\d)")
+_RE_ZERO = re.compile(r"\b(?:none|zero|nothing|no(?!\s+(?:one|longer|more|,|\.))(?=\s+[a-z]))\b", re.I)
+_NEG_BEFORE = re.compile(
+    r"(?:\bnot|n't|\binstead of|\brather than|\bno longer|\bnot at|\bnot on)\s+(?:(?:at|on|from|the|a|an|with|to|by|in)\s+)?$",
+    re.I,
+)
+_FROM_TO_BEFORE = re.compile(r"\bfrom\s+(?:(?:at|on|the)\s+)?$", re.I)
+_FROM_TO_AFTER = re.compile(r"^\s*(?:to|until|till|→|->)\s", re.I)
+_HEDGE_LINK = re.compile(
+    r"^\s*,?\s*(?:or|maybe|perhaps|possibly|to|-|–|/)\s*(?:maybe\s+|perhaps\s+|possibly\s+)?$", re.I
+)
+
+
+def _number_value(s: str) -> float | None:
+    from price_parser import Price
+
+    s = s.replace("\u00a0", ",").replace("\u202f", ",")
+    neg = s.lstrip().startswith("-")
+    amount = Price.fromstring(s.lstrip("-")).amount_float
+    if amount is None:
+        return None
+    return -amount if neg else amount
+
+
+# --------------------------------------------------------------------------- span scanning
+
+
+@dataclass
+class _Scan:
+    text: str
+    spans: list[tuple[int, int, str]]
+    claims: list[Claim]
+
+    def free(self, a: int, b: int) -> bool:
+        return all(b <= s or a >= e for s, e, _ in self.spans)
+
+    def take(self, a: int, b: int, kind: str) -> bool:
+        if not self.free(a, b):
+            return False
+        self.spans.append((a, b, kind))
+        return True
+
+    def claim(self, type: str, value: Any, a: int, b: int, unit: str = "", alts: tuple[Any, ...] = ()) -> None:
+        self.claims.append(Claim(type, value, a, b, _negated(self.text, a, b, type), unit, alts))
+
+
+def _negated(text: str, a: int, b: int, type: str) -> bool:
+    before = text[max(0, a - 40) : a]
+    if _NEG_BEFORE.search(before):
+        return True
+    return type in ("time", "date") and bool(_FROM_TO_BEFORE.search(before) and _FROM_TO_AFTER.match(text[b : b + 8]))
+
+
+def _now(ctx: Context) -> dt.datetime | None:
+    if not ctx.now:
+        return None
+    try:
+        return dt.datetime.fromisoformat(str(ctx.now)[:19])
+    except ValueError:
+        return None
+
+
+def _hm(h: int, m: int, ap: str | None) -> str | None:
+    if ap:
+        if not 1 <= h <= 12:
+            return None
+        h = h % 12 + (12 if ap.lower().startswith("p") else 0)
+    if not (0 <= h < 24 and 0 <= m < 60):
+        return None
+    return f"{h:02d}:{m:02d}"
+
+
+_REL_DAYS = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "the day after tomorrow": 2}
+_REL_DAYS["the day before yesterday"] = -2
+
+
+def _relative_date(phrase: str, today: dt.date) -> str | None:
+    """``today``/``tomorrow``/..., ``in N days|weeks``, ``[next|this|coming|last] <weekday>``
+    (the next such day after today; ``last``: the one before), ``next|this|last week`` (today ± 7
+    days, this week: today). Same results as dateparser with PREFER_DATES_FROM="future", without
+    its cost (~20 ms a phrase)."""
+    phrase = " ".join(phrase.split())
+    if phrase in _REL_DAYS:
+        return (today + dt.timedelta(days=_REL_DAYS[phrase])).isoformat()
+    if m := re.fullmatch(r"in (\d+) (day|week)s?", phrase):
+        n = int(m[1]) * (7 if m[2] == "week" else 1)
+        return (today + dt.timedelta(days=n)).isoformat() if n < 100000 else None
+    if m := re.fullmatch(r"(next|this|last|coming) week", phrase):
+        return (today + dt.timedelta(days={"next": 7, "coming": 7, "this": 0, "last": -7}[m[1]])).isoformat()
+    words = phrase.split()
+    day = next((i for i, w in enumerate(_WEEKDAYS) if w.startswith(words[-1][:3])), None)
+    if day is None:
+        return None
+    if words[0] == "last":
+        back = (today.weekday() - day) % 7 or 7
+        return (today - dt.timedelta(days=back)).isoformat()
+    ahead = (day - today.weekday()) % 7 or 7
+    return (today + dt.timedelta(days=ahead)).isoformat()
+
+
+@functools.lru_cache(maxsize=1024)
+def _dateparse(phrase: str, now: dt.datetime | None, prefer: str) -> str | None:
+    import dateparser
+
+    settings: dict[str, Any] = {"PREFER_DATES_FROM": prefer, "RETURN_AS_TIMEZONE_AWARE": False}
+    if now is not None:
+        settings["RELATIVE_BASE"] = now
+    try:
+        got = dateparser.parse(phrase, languages=["en"], settings=settings)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    return got.date().isoformat() if got is not None else None
+
+
+def _scan_dates_times(sc: _Scan, now: dt.datetime | None) -> None:
+    t = sc.text
+    for m in _RE_ISO.finditer(t):
+        if not sc.take(m.start(), m.end(), "date"):
+            continue
+        try:
+            d = dt.date(int(m[1]), int(m[2]), int(m[3])).isoformat()
+        except ValueError:
+            continue
+        sc.claim("date", d, m.start(), m.end())
+        if m[4] is not None and (hm := _hm(int(m[4]), int(m[5]), None)):
+            sc.claim("time", hm, m.start(), m.end())
+    for m in _RE_MONTH_DATE.finditer(t):
+        if not sc.take(m.start(), m.end(), "date"):
+            continue
+        phrase = re.sub(rf"\b(\d{{1,2}}){_ORD}\b", r"\1", m.group(), flags=re.I)
+        phrase = re.sub(r"^the\s+|\s+of\s+", " ", phrase, flags=re.I).strip()
+        has_year = re.search(r"\d{4}", phrase) is not None
+        if not has_year and now is None:
+            continue
+        base = now.replace(month=1, day=1) if (now is not None and not has_year) else now
+        d = _dateparse(phrase, base, "future" if not has_year else "current_period")
+        if d is not None:
+            sc.claim("date", d, m.start(), m.end())
+    for m in _RE_NUM_DATE.finditer(t):
+        if not sc.take(m.start(), m.end(), "date"):
+            continue
+        a, b, y = int(m[1]), int(m[3]), int(m[4])
+        day, month = (b, a) if (b > 12 and a <= 12 and m[2] == "/") else (a, b)
+        try:
+            sc.claim("date", dt.date(y, month, day).isoformat(), m.start(), m.end())
+        except ValueError:
+            continue
+    for m in _RE_NTH.finditer(t):
+        if not sc.take(m.start(), m.end(), "date") or now is None:
+            continue
+        day = int(m[1])
+        y, mo = now.year, now.month
+        for _ in range(3):
+            try:
+                d = dt.date(y, mo, day)
+            except ValueError:
+                d = None
+            if d is not None and d >= now.date():
+                sc.claim("date", d.isoformat(), m.start(), m.end())
+                break
+            y, mo = (y + 1, 1) if mo == 12 else (y, mo + 1)
+    for m in _RE_REL_DATE.finditer(t):
+        if not sc.take(m.start(), m.end(), "date") or now is None:
+            continue
+        d = _relative_date(m.group().lower(), now.date())
+        if d is not None:
+            sc.claim("date", d, m.start(), m.end())
+    for m in _RE_CLOCK.finditer(t):
+        if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2]), m[3])):
+            sc.claim("time", hm, m.start(), m.end())
+    for m in _RE_AMPM.finditer(t):
+        if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2] or 0), m[3])):
+            sc.claim("time", hm, m.start(), m.end())
+    for m in _RE_WORD_TIME.finditer(t):
+        if not sc.take(m.start(), m.end(), "time"):
+            continue
+        part, where, hour, oclock, named, day = m.groups()
+        day = (day or "").lower()
+        if named:
+            hm = "00:00" if named.lower() == "midnight" else "12:00"
+            sc.claim("time", hm, m.start(), m.end())
+            continue
+        if hour is not None:
+            h = int(hour)
+            mins = 15 if part.lower() == "quarter" else 30
+            if where.lower() == "to":
+                h, mins = (h - 1) % 24, 60 - mins
+        else:
+            h, mins = int(oclock), 0
+        ap = "p" if day in ("afternoon", "evening", "at night") or day.startswith("p") else None
+        ap = "a" if day == "morning" or day.startswith("a") else ap
+        if ap is None and 0 < h <= 12:
+            first, other = _hm(h % 12, mins, None), _hm(h % 12 + 12, mins, None)
+            if first and other:
+                sc.claim("time", first, m.start(), m.end(), alts=(other,))
+            continue
+        if (hm := _hm(h if ap is None else (h or 12), mins, ap)) is not None:
+            sc.claim("time", hm, m.start(), m.end())
+
+
+def _duration_seconds(span: str) -> int | None:
+    s = span.lower()
+    fixed = {
+        "half an hour": 1800,
+        "half a hour": 1800,
+        "a quarter of an hour": 900,
+        "half a minute": 30,
+        "half a day": 43200,
+    }
+    if s in fixed:
+        return fixed[s]
+    total = 0.0
+    found = False
+    for m in re.finditer(rf"({_NUM}|an?)\s*({_DUR_UNIT})\b(\s+and\s+a\s+(half|quarter))?", s):
+        qty = 1.0 if m[1] in ("a", "an") else _number_value(m[1])
+        if qty is None:
+            return None
+        unit = _DUR_UNITS[m[2]]
+        frac = 0.5 if m[4] == "half" else 0.25 if m[4] == "quarter" else 0.0
+        total += (qty + frac) * unit
+        found = True
+    return round(total) if found else None
+
+
+def _scan(text: str, ctx: Context) -> _Scan:
+    region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+    return _scan_cached(text, ctx.now, region)
+
+
+@functools.lru_cache(maxsize=512)
+def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
+    """All spans and claims of ``text`` (read-only once built: cached per text, clock, region)."""
+    t = _words_to_digits(text)
+    sc = _Scan(t, [], [])
+    for m in _RE_EMAIL.finditer(t):
+        sc.take(m.start(), m.end(), "other")
+    now = _now(Context(now=now_text))
+    _scan_dates_times(sc, now)
+    for m in _RE_DURATION.finditer(t):
+        if not sc.free(m.start(), m.end()):
+            continue
+        body = t[m.start() : m.start(1)] if m[1] else m.group()
+        secs = _duration_seconds(body.strip().rstrip(","))
+        if secs is None:
+            continue
+        sc.take(m.start(), m.end(), "duration")
+        if not m[1]:  # "2 hours ago" refers to a moment, not a span of time
+            sc.claim("duration", secs, m.start(), m.end())
+    _scan_phones(sc, region)
+    for m in _RE_MONEY.finditer(t):
+        if not sc.take(m.start(), m.end(), "money"):
+            continue
+        from price_parser import Price
+
+        span = m.group().replace("\u00a0", ",").replace("\u202f", ",")
+        price = Price.fromstring(span)
+        if price.amount_float is None:
+            continue
+        cur = _CURRENCY.get((price.currency or "").lower().strip(), (price.currency or "").upper())
+        sc.claim("money", price.amount_float, m.start(), m.end(), unit=cur)
+    for rx in (_RE_ORDINAL, _RE_ID):
+        for m in rx.finditer(t):
+            sc.take(m.start(), m.end(), "other")
+    for m in _RE_NUMBER.finditer(t):
+        if not sc.take(m.start(), m.end(), "number"):
+            continue
+        v = _number_value(m.group())
+        if v is not None:
+            unit = " ".join(re.findall(r"[^\W\d_]+|%", t[m.end() : m.end() + 40])[:3]).lower()
+            sc.claim("number", v, m.start(), m.end(), unit=unit)
+    return sc
+
+
+@functools.lru_cache(maxsize=64)
+def _region(phones: tuple[str, ...]) -> str:
+    import phonenumbers
+
+    for p in phones:
+        if p.startswith("+"):
+            try:
+                region = phonenumbers.region_code_for_number(phonenumbers.parse(p, None))
+            except phonenumbers.NumberParseException:
+                continue
+            if region and region != "ZZ":
+                return region
+    return "US"
+
+
+def _scan_phones(sc: _Scan, region: str) -> None:
+    import phonenumbers
+
+    masked = list(sc.text)
+    for a, b, _ in sc.spans:
+        masked[a:b] = " " * (b - a)
+    text = "".join(masked)
+    try:
+        found = list(phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE))
+    except Exception:
+        found = []
+    for m in found:
+        if sum(ch.isdigit() for ch in m.raw_string) >= 7:
+            sc.take(m.start, m.end, "phone")
+    for m in re.finditer(r"\+?\d[\d ()\-./]{5,}\d", text):
+        digits = sum(ch.isdigit() for ch in m.group())
+        if (digits >= 9 and " " in m.group().strip()) or m.group().startswith("+"):
+            sc.take(m.start(), m.end(), "phone")
+
+
+# --------------------------------------------------------------------------- claims per type
+
+
+def _linked_units(cl: list[Claim], text: str, unit: str) -> list[Claim]:
+    """Numbers carrying ``unit`` (within their next three words), plus those hedged with them."""
+
+    want = {u.strip().lower() for u in unit.split("|") if u.strip()}
+    forms = want | {u + "s" for u in want} | {u + "es" for u in want}
+    tagged = [any(w in forms for w in c.unit.split()) for c in cl]
+    if not any(tagged):
+        return cl
+    for _ in range(2):
+        for i in range(len(cl) - 1):
+            if _HEDGE_LINK.match(text[cl[i].end : cl[i + 1].start]) and (tagged[i] or tagged[i + 1]):
+                tagged[i] = tagged[i + 1] = True
+    return [c for c, keep in zip(cl, tagged, strict=True) if keep]
+
+
+_YES = re.compile(r"^\W*(?:yes|yeah|yep|yup|correct|right|sure|indeed|affirmative)\b", re.I)
+_NO = re.compile(r"^\W*(?:no|nope|nah|negative|incorrect)\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|no|none|never|nothing|nobody|neither|nor)\b|n't\b", re.I)
+_AFFIRM = re.compile(r"\b(?:you do|you have|there is|there are|it is|it's|you are|you're|i did|you did|yes)\b", re.I)
+_UNSURE = re.compile(r"\b(?:maybe|perhaps|possibly|not sure|unsure|can't tell|cannot tell|don't know|unclear)\b", re.I)
+
+
+def _yes_no(text: str) -> list[bool]:
+    lead_yes, lead_no = _YES.search(text), _NO.search(text)
+    if _UNSURE.search(text):
+        return [True, False]
+    if lead_yes and not lead_no:
+        return [True]
+    if lead_no:
+        return [False]
+    if _NEGATION.search(text):
+        return [False]
+    return [True] if _AFFIRM.search(text) else []
+
+
+def _split_items(text: str) -> list[str]:
+    parts = re.split(r"\s*(?:[,;\n•·]|\band\b|\bplus\b|(?<=\w)\.\s)\s*|^\s*[-*]\s+", text, flags=re.I | re.M)
+    out = []
+    for p in parts:
+        p = norm(re.sub(r"^\s*(?:[-*]|\d+[.)])\s+", "", p or "")).strip(" .!:")
+        if p:
+            out.append(p)
+    return out
+
+
+def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str | None = None) -> list[Claim]:
+    """Every :class:`Claim` of ``type`` in ``text``, negated ones included (see the module
+    docstring for the types). ``unit`` narrows number claims to those carrying that word.
+
+    Raises ``ValueError`` for an unknown type."""
+    if type not in ANSWER_TYPES:
+        raise ValueError(f"unknown answer type {type!r}; known: {list(ANSWER_TYPES)}")
+    ctx = ctx or Context()
+    text = str(text or "")
+    if not text.strip():
+        return []
+    if type in ("contact", "contacts"):
+        out = []
+        for ids in mentioned_contacts(text, ctx.contacts):
+            first = _first_mention(text, ids, ctx.contacts)
+            neg = first is not None and _negated(text, first[0], first[1], type)
+            out.append(Claim(type, frozenset(ids), *(first or (0, 0)), negated=neg))
+        return out
+    if type == "yes_no":
+        return [Claim(type, v) for v in _yes_no(text)]
+    if type == "items":
+        return [Claim(type, p) for p in _split_items(text)]
+    if type == "text":
+        return [Claim(type, norm(text))]
+    sc = _scan(text, ctx)
+    if type == "number":
+        found = [c for c in sc.claims if c.type in ("number", "money")]
+        if unit:
+            found = _linked_units(found, sc.text, unit)
+        if not found:
+            found = [Claim("number", 0.0, m.start(), m.end()) for m in _RE_ZERO.finditer(sc.text)][:1]
+        return [Claim("number", c.value, c.start, c.end, c.negated, c.unit, c.alts) for c in found]
+    return [c for c in sc.claims if c.type == type]
+
+
+def _first_mention(text: str, ids: set[str], contacts: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+    low = text.casefold()
+    best: tuple[int, int] | None = None
+    for c in contacts:
+        if c.get("id") not in ids:
+            continue
+        for ref in (c.get("name"), (c.get("name") or "").split(" ")[0], c.get("email")):
+            m = re.search(rf"(?<!\w){re.escape(str(ref).casefold())}(?!\w)", low) if ref else None
+            if m is not None and (best is None or m.start() < best[0]):
+                best = m.span()
+    return best
+
+
+def extract_claims(text: str, type: str, ctx: Context) -> list[Any]:
+    """The values of ``type`` that ``text`` asserts, normalised, in order, deduplicated,
+    without the ones it negates ("not 14:00").
+
+    Args:
+        text: free text (an answer, a message body).
+        type: one of :data:`ANSWER_TYPES`.
+        ctx: the contacts (for ``contact``/``contacts``) and the phone's clock (relative dates).
+
+    Returns:
+        float for number and money (the amount), ``"HH:MM"`` for time, ``"YYYY-MM-DD"`` for date,
+        int seconds for duration, frozenset of contact ids per mention for contact(s), str for
+        items and text, bool for yes_no.
+
+    Raises:
+        ValueError: unknown type.
+    """
+    out: list[Any] = []
+    for c in claims(text, type, ctx):
+        if not c.negated and c.value not in out:
+            out.append(c.value)
+    return out
+
+
+# --------------------------------------------------------------------------- typed values
+
+
+def read_value(value: Any, type: str, ctx: Context) -> list[Claim] | None:
+    """Read a typed value (``finish``'s ``value`` or a criterion's expected ``value``) as claims
+    of ``type``: ``3`` or ``"three"`` for a number, ``"4 PM"`` for a time, ``["c_1", "Ben"]`` for
+    contacts (ids or names), ``true`` for yes/no. Returns None when the value cannot denote that
+    type (a dict, a bool for a number, a list for a time)."""
+    if value is None or isinstance(value, Mapping):
+        return None
+    if type in ("number", "money", "duration"):
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, (int, float)):
+            if not math.isfinite(value):
+                return None
+            return [Claim(type, round(value) if type == "duration" else float(value))]
+    if type == "yes_no":
+        if isinstance(value, bool):
+            return [Claim(type, value)]
+        return [Claim(type, v) for v in _yes_no(value)] if isinstance(value, str) else None
+    if type in ("contact", "contacts"):
+        refs = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else None
+        if refs is None or not all(isinstance(r, str) for r in refs):
+            return None
+        out = []
+        for r in refs:
+            ids = contact_ids(r, ctx.contacts)
+            out.extend([Claim(type, frozenset(ids))] if ids else claims(r, type, ctx))
+        return out
+    if type == "items":
+        if isinstance(value, str):
+            return claims(value, type, ctx)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
+            return [Claim(type, norm(v)) for v in value]
+        return None
+    if type == "text":
+        return [Claim(type, norm(value))] if isinstance(value, (str, int, float)) else None
+    if isinstance(value, str):
+        if type == "date" and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+            return claims(value, type, ctx)
+        return [c for c in claims(value, type, ctx) if not c.negated]
+    return None
+
+
+def _matches(type: str, claim: Claim, want: Any, tol: float, currency: str | None) -> bool:
+    values = (claim.value, *claim.alts)
+    if type in ("number", "money", "duration"):
+        if type == "money" and currency and claim.unit and claim.unit != currency.upper():
+            return False
+        return any(isinstance(v, (int, float)) and abs(float(v) - float(want)) <= tol + 1e-9 for v in values)
+    return want in values
+
+
+def _expected(crit: AnswerCriterion, ctx: Context) -> tuple[str, Any] | None:
+    if crit.type is None:
+        return ("number", float(crit.number)) if crit.number is not None else None
+    t = crit.type
+    v = crit.value
+    if t in ("contact", "contacts"):
+        refs = [v] if isinstance(v, str) else list(v or [])
+        ids: set[str] = set()
+        for r in refs:
+            got = contact_ids(r, ctx.contacts) or ({r} if isinstance(r, str) else set())
+            ids |= got if len(got) == 1 else {r}
+        return t, frozenset(ids)
+    if t == "items":
+        return t, frozenset(norm(x) for x in ([v] if isinstance(v, str) else v or []))
+    if t == "text":
+        return t, [norm(x) for x in ([v] if isinstance(v, str) else v or [])]
+    if t in ("number", "money", "duration") and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return t, round(v) if t == "duration" else float(v)
+    if t == "yes_no" and isinstance(v, bool):
+        return t, v
+    got = read_value(v, t, ctx)
+    if not got:
+        raise ValueError(f"expected value {v!r} cannot be read as a {t}")
+    return t, got[0].value
+
+
+def _judge_single(
+    type: str, found: list[Claim], want: Any, tol: float, currency: str | None, what: str
+) -> tuple[bool, str]:
+    live = [c for c in found if not c.negated]
+    if not live:
+        return False, f"{what} states no {type}" + (" (only negated ones)" if found else "")
+    bad = [c for c in live if not _matches(type, c, want, tol, currency)]
+    if bad:
+        shown = sorted({_show(c.value) for c in live})
+        return False, f"{what} states {type} {', '.join(shown)}, expected only {_show(want)}"
+    return True, ""
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, frozenset):
+        return "{" + ", ".join(sorted(map(str, v))) + "}"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _judge_people(type: str, found: list[Claim], want: frozenset[str], what: str) -> tuple[bool, str]:
+    live = [c for c in found if not c.negated]
+    if not live:
+        return False, f"{what} names nobody"
+    amb = [c for c in live if len(c.value) != 1]
+    if amb:
+        return False, f"{what} names someone ambiguously: one of {_show(amb[0].value)}"
+    named = frozenset().union(*(c.value for c in live))
+    if type == "contact" and len(named) != 1:
+        return False, f"{what} names {len(named)} people {_show(named)}, expected only {_show(want)}"
+    if named != want:
+        missing, extra = want - named, named - want
+        parts = ([f"misses {_show(missing)}"] if missing else []) + ([f"also names {_show(extra)}"] if extra else [])
+        return False, f"{what} " + " and ".join(parts)
+    return True, ""
+
+
+def _judge_items(text_items: list[str], want: frozenset[str], what: str, exact: bool) -> tuple[bool, str]:
+    def has(seg: str, item: str) -> bool:
+        return re.search(rf"(?<!\w){re.escape(item)}(?!\w)", seg) is not None
+
+    missing = [w for w in want if not any(has(s, w) for s in text_items)]
+    if missing:
+        return False, f"{what} lacks {', '.join(sorted(missing))}"
+    if exact:
+        extra = [s for s in text_items if s not in want]
+    else:  # free text: extra elements only in the sentences that list the items
+        extra = [s for s in text_items if not any(has(s, w) for w in want)]
+    if extra:
+        return False, f"{what} also lists {', '.join(extra)}"
+    return True, ""
+
+
+def _list_segments(text: str, want: frozenset[str]) -> list[str]:
+    sentences = re.split(r"(?<=[.!?])\s+|\n+", text)
+    keep = [s for s in sentences if any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", norm(s)) for w in want)]
+    return _split_items(" ".join(keep).replace(":", ",")) if keep else []
+
+
+def _check_typed(
+    type: str,
+    want: Any,
+    text: str | None,
+    value: Any,
+    ctx: Context,
+    *,
+    tol: float = 0.0,
+    currency: str | None = None,
+    unit: str | None = None,
+) -> tuple[bool, str]:
+    sources: list[tuple[str, list[Claim] | None, bool]] = []
+    if value is not None:
+        sources.append(("value", read_value(value, type, ctx), True))
+    if text is not None:
+        if type == "items":
+            segs = _list_segments(text, want)
+            sources.append(("answer", [Claim("items", s) for s in segs], value is None))
+        elif type == "text":
+            sources.append(("answer", [Claim("text", norm(text))], True))
+        else:
+            sources.append(("answer", claims(text, type, ctx, unit=unit), value is None))
+    if not sources:
+        return False, "no answer given"
+    for what, found, required in sources:
+        if found is None:
+            return False, f"value {value!r} is not a {type}"
+        if not required and not [c for c in found if not c.negated]:
+            continue  # the text says nothing of this type: it does not contradict the value
+        if type in ("contact", "contacts"):
+            ok, why = _judge_people(type, found, want, what)
+        elif type == "items":
+            ok, why = _judge_items([c.value for c in found], want, what, exact=what == "value")
+        elif type == "text":
+            body = found[0].value if found else ""
+            miss = [p for p in want if p not in body]
+            ok, why = not miss, f"{what} lacks {', '.join(map(repr, miss))}"
+        else:
+            ok, why = _judge_single(type, found, want, tol, currency, what)
+        if not ok:
+            return ok, why
+    return True, ""
+
+
+def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Context) -> tuple[bool, str]:
+    """Whether an answer (``finish``'s free ``text`` and typed ``value``) meets ``crit``.
+
+    The text-only checks (``equals``, ``contains``, ``pattern``) read ``text`` (else the value
+    written as text). The typed check reads ``crit.type``/``crit.value`` (or ``crit.number``,
+    read as a number): the value when given, else the text's claims, must be exactly the
+    expected value; a text beside a value must not contradict it. See the module docstring.
+
+    Returns ``(passed, reason)``; the reason says in words why it failed ("" when it passed).
+    Never raises for any answer or value; raises ``ValueError`` only for a criterion whose
+    expected value cannot be read (a task bug).
+    """
+    if text is None and value is None:
+        return False, "no answer given"
+    if text is not None and not isinstance(text, str):
+        text = str(text)
+    words = text if text is not None else (value if isinstance(value, str) else _json_text(value))
+    body = norm(words)
+    if crit.equals is not None and body.strip(" .!") != norm(crit.equals).strip(" .!"):
+        return False, f"answer {words!r} is not {crit.equals!r}"
+    for part in crit.contains:
+        if norm(part) not in body:
+            return False, f"answer lacks {part!r}"
+    if crit.pattern is not None and re.search(crit.pattern, words, re.IGNORECASE) is None:
+        return False, f"answer does not match /{crit.pattern}/"
+    exp = _expected(crit, ctx)
+    if exp is None:
+        return True, ""
+    type, want = exp
+    return _check_typed(type, want, text, value, ctx, tol=crit.tolerance, currency=crit.currency, unit=crit.unit)
+
+
+def _json_text(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_json_text(x) for x in v)
+    return str(v)
+
+
+def states_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
+    """Whether ``text`` states every fact of ``facts`` (type → expected value, as in an
+    :class:`~phoneenv.contract.AnswerCriterion` with that ``type`` and ``value``) and nothing
+    that contradicts it: ``{"time": "16:00"}`` holds for "moved to 4 pm" and "moved to 16:00,
+    not 14:00", not for "moved to 14:00" nor "14:00 or 16:00". ``number`` facts compare exactly.
+
+    Raises ``ValueError`` for an unknown type or an unreadable expected value (task bugs)."""
+    from phoneenv.contract import AnswerCriterion
+
+    if not isinstance(facts, Mapping):
+        raise ValueError(f"'states' takes an object of type → value, got {facts!r}")
+    for type, want in facts.items():
+        if type not in ANSWER_TYPES:
+            raise ValueError(f"unknown answer type {type!r} in 'states'; known: {list(ANSWER_TYPES)}")
+        crit = AnswerCriterion(type=type, value=want)
+        ok, _ = check_answer(crit, text, None, ctx)
+        if not ok:
+            return False
+    return True
+
+
+def call_judge(judge: Judge, rubric: str, text: str | None, value: Any) -> tuple[bool, str]:
+    """Ask an LLM ``judge`` (``judge(rubric, text, value) -> bool | (bool, reason)``) whether an
+    answer meets ``rubric``; an exception or a malformed reply fails with the reason."""
+    try:
+        got = judge(rubric, text, value)
+    except Exception as exc:
+        return False, f"judge failed: {type(exc).__name__}: {exc}"
+    if isinstance(got, bool):
+        return got, "judge: " + ("meets" if got else "does not meet") + " the rubric"
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], bool):
+        return got[0], f"judge: {got[1]}"
+    return False, f"judge gave an unreadable reply {got!r}"

@@ -1,0 +1,401 @@
+"""Typed answers by hand: claims of each type, single-value and set semantics, finish's value."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from phoneenv.contract import AnswerCriterion, Feedback, Step, TaskSpec, ToolCall, Trace
+from phoneenv.env import PhonePlanEnv
+from phoneenv.tasks import select
+from phoneenv.tasks.answers import check_answer, extract_claims, states_facts
+from phoneenv.tasks.predicates import Context, match
+from phoneenv.tasks.verify import check_trace, verify
+
+BOOK = (
+    {"id": "c_1", "name": "Ana Lima", "phone": "+4915123456789", "email": "ana@x.org"},
+    {"id": "c_2", "name": "Ben Weber", "phone": "+4916011112222", "email": None},
+    {"id": "c_3", "name": "Carla Diaz", "phone": "+4917011112222", "email": None},
+    {"id": "c_4", "name": "Ana Costa", "phone": "+4917612345678", "email": None},
+)
+CTX = Context(contacts=BOOK, now="2026-11-29T09:00:00")  # a Sunday
+
+
+def ok(text, given=None, **crit):
+    return check_answer(AnswerCriterion(**crit), text, given, CTX)[0]
+
+
+# -- extraction ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "type", "claims"),
+    [
+        ("You have three unread messages", "number", [3.0]),
+        ("You have 3, maybe 4", "number", [3.0, 4.0]),
+        ("Ana (+49 151 2345 6789) sent 2 messages", "number", [2.0]),
+        ("On 2026-11-30 you got 2", "number", [2.0]),
+        ("At 14:05 invoice #4821 was paid, 2 items", "number", [2.0]),
+        ("about 3.5 km", "number", [3.5]),
+        ("3,5 km", "number", [3.5]),
+        ("1,250 steps", "number", [1250.0]),
+        ("1.250,00 steps", "number", [1250.0]),
+        ("Not 3 — you have 5", "number", [5.0]),
+        ("It's 12 not 13", "number", [12.0]),
+        ("You have no unread messages", "number", [0.0]),
+        ("The first one is from Ana, 3 in all", "number", [3.0]),
+        ("The 3rd message came 2 hours ago; 4 in all", "number", [4.0]),
+        ("The meeting is at 4 pm", "time", ["16:00"]),
+        ("14:00 or 16:00", "time", ["14:00", "16:00"]),
+        ("at 16:00 (4 PM)", "time", ["16:00"]),
+        ("3:15 PM", "time", ["15:15"]),
+        ("lunch at noon, back by midnight", "time", ["12:00", "00:00"]),
+        ("moved to 16:00, not 14:00", "time", ["16:00"]),
+        ("moved from 14:00 to 16:00", "time", ["16:00"]),
+        ("2026-11-30T16:00", "time", ["16:00"]),
+        ("2026-11-30 at 9:30 am", "date", ["2026-11-30"]),
+        ("tomorrow", "date", ["2026-11-30"]),
+        ("next Friday", "date", ["2026-12-04"]),
+        ("on the 3rd", "date", ["2026-12-03"]),
+        ("Monday, December 7", "date", ["2026-12-07"]),
+        ("30.11.2026", "date", ["2026-11-30"]),
+        ("1 hour 30 minutes", "duration", [5400]),
+        ("1 h 30 min", "duration", [5400]),
+        ("90 minutes", "duration", [5400]),
+        ("an hour and a half", "duration", [5400]),
+        ("half an hour", "duration", [1800]),
+        ("€45.90", "money", [45.9]),
+        ("45,90 EUR", "money", [45.9]),
+        ("$1,250.00", "money", [1250.0]),
+        ("No, you don't have any meeting", "yes_no", [False]),
+        ("Yes, at 3 pm", "yes_no", [True]),
+        ("You don't.", "yes_no", [False]),
+        ("Maybe, I'm not sure", "yes_no", [True, False]),
+    ],
+)
+def test_extract_claims(text, type, claims):
+    assert extract_claims(text, type, CTX) == claims
+
+
+def test_relative_dates_need_the_clock():
+    assert extract_claims("tomorrow", "date", Context()) == []
+    assert extract_claims("December 7, 2026", "date", Context()) == ["2026-12-07"]
+
+
+def test_contact_mentions_by_identity():
+    assert extract_claims("Ben Weber and Carla", "contacts", CTX) == [frozenset({"c_2"}), frozenset({"c_3"})]
+    assert extract_claims("Ana and Ben", "contacts", CTX) == [frozenset({"c_1", "c_4"}), frozenset({"c_2"})]
+    assert extract_claims("It was Ben, not Carla", "contact", CTX) == [frozenset({"c_2"})]
+
+
+# -- single-valued types ---------------------------------------------------------------------
+
+
+def test_number_exact_hedge_and_contradiction():
+    assert ok("You have three unread messages", number=3)
+    assert not ok("You have 3, maybe 4", number=3)
+    assert ok("Ana (+49 151 2345 6789) sent 2 messages", number=2)
+    assert ok("On 2026-11-30 you got 2", number=2)
+    assert not ok("Not 3 — you have 5", number=3)  # mentions 3 in passing, asserts 5
+    assert ok("Not 3 — you have 5", number=5)
+    assert ok("It's 12 not 13", number=12)
+    assert ok("about 3.5 km", type="number", value=3.5)
+    assert ok("3,5 km", number=3.4, tolerance=0.1)
+    assert not ok("3,5 km", number=3.4)
+    assert not ok("I could not find it", number=3)
+    assert ok("You have no unread messages", number=0)
+
+
+def test_number_unit_reads_the_counted_noun():
+    text = "You have 3 unread messages: 2 from Ana and 1 from Ben."
+    assert ok(text, number=3, unit="message")
+    assert not ok(text, number=3)  # without the unit every number is a claim
+    assert not ok("3 or 4 messages", number=3, unit="message")
+    assert not ok("3, or perhaps 4 unread text messages", number=4, unit="message")  # hedged numbers stay linked
+    assert ok("3 unread, from Ana", number=3, unit="message|text")  # no number carries it: all count
+
+
+def test_time():
+    assert ok("The meeting is at 4 pm", type="time", value="16:00")
+    assert ok("16:00", type="time", value="16:00")
+    assert ok("at 16:00 (4 PM)", type="time", value="16:00")
+    assert not ok("14:00 or 16:00", type="time", value="16:00")
+    assert not ok("The meeting is at 14:00", type="time", value="16:00")
+    assert ok("a quarter past four", type="time", value="16:15")  # 12 h without am/pm: either
+    assert ok("a quarter past four", type="time", value="04:15")
+    assert not ok("a quarter past four", type="time", value="16:45")
+
+
+def test_date_duration_money():
+    assert ok("Tomorrow.", type="date", value="2026-11-30")
+    assert not ok("Today.", type="date", value="2026-11-30")
+    assert ok("It's on Friday, December 4th", type="date", value="2026-12-04")
+    assert ok("1 hour 30 minutes", type="duration", value=5400)
+    assert not ok("1 hour 20 minutes", type="duration", value=5400)
+    assert ok("€45.90", type="money", value=45.9, currency="EUR")
+    assert ok("45,90 EUR", type="money", value=45.9, currency="EUR")
+    assert not ok("45,90 USD", type="money", value=45.9, currency="EUR")
+    assert not ok("€54.90", type="money", value=45.9)
+
+
+def test_yes_no():
+    assert ok("No, you don't have any meeting", type="yes_no", value=False)
+    assert not ok("No, you don't have any meeting", type="yes_no", value=True)
+    assert ok("Yes, you have one at 3 pm", type="yes_no", value=True)
+    assert not ok("Maybe, I'm not sure", type="yes_no", value=True)
+
+
+# -- set-valued types ------------------------------------------------------------------------
+
+
+def test_contacts_set_semantics():
+    want = {"type": "contacts", "value": ["c_2", "c_3"]}
+    assert ok("Ben and Carla", **want)
+    assert ok("Carla Diaz and Ben Weber", **want)
+    assert not ok("Ben, Carla and Ana Lima", **want)
+    assert not ok("Only Ben", **want)
+    assert ok("Ana Lima and Ben", type="contacts", value=["c_1", "c_2"])
+    assert not ok("Ana and Ben", type="contacts", value=["c_1", "c_2"])  # which Ana?
+    assert not ok("Ana and Ben", type="contacts", value=["c_1", "c_4", "c_2"])  # "Ana" is one of them, not both
+    assert ok("It was Ben", type="contact", value="c_2")
+    assert not ok("Ben or Carla", type="contact", value="c_2")
+    assert ok("It was Ben, not Carla", type="contact", value="c_2")
+
+
+def test_items_set_semantics():
+    want = {"type": "items", "value": ["milk", "eggs", "bread"]}
+    assert ok("Your list has milk, eggs and bread.", **want)
+    assert ok("- bread\n- milk\n- eggs", **want)
+    assert not ok("Your list has milk and eggs.", **want)
+    assert not ok("Your list has milk, eggs, butter and bread.", **want)
+    assert ok(None, ["Bread", "milk", "eggs"], **want)
+    assert not ok(None, ["milk", "eggs"], **want)
+
+
+def test_text_type_and_legacy_checks():
+    assert ok("Your Dune note is in Books", type="text", value=["dune", "books"])
+    assert not ok("Your note is in Books", type="text", value=["dune", "books"])
+    assert ok("Done.", equals="done")
+    assert ok("moved to 4 pm", contains=["moved"], type="time", value="16:00")
+
+
+# -- typed value beside the text -------------------------------------------------------------
+
+
+def test_typed_value_and_text_must_agree():
+    assert ok("The meeting is at 4 pm", "16:00", type="time", value="16:00")
+    assert ok(None, "4 PM", type="time", value="16:00")
+    assert ok("Here is the time you asked for.", "16:00", type="time", value="16:00")
+    assert not ok("It is at 14:00", "16:00", type="time", value="16:00")  # they contradict
+    assert not ok(None, "14:00", type="time", value="16:00")
+    assert ok("three", 3, number=3)
+    assert not ok("You have 3", 4, number=3)
+    assert ok(None, ["Ben", "c_3"], type="contacts", value=["c_2", "c_3"])
+    assert ok(None, False, type="yes_no", value=False)
+
+
+@pytest.mark.parametrize(
+    "value", [{"a": 1}, [[1]], [None], True, "nonsense", 1e308, float("nan"), ["x", 1, False], "", []]
+)
+def test_any_json_value_gives_a_clean_result(value):
+    for crit in (
+        {"number": 3},
+        {"type": "time", "value": "16:00"},
+        {"type": "contacts", "value": ["c_2"]},
+        {"type": "items", "value": ["a"]},
+        {"type": "yes_no", "value": True},
+        {"type": "money", "value": 3, "currency": "EUR"},
+        {"type": "date", "value": "2026-11-30"},
+        {"type": "duration", "value": 60},
+        {"type": "text", "value": "x"},
+        {"contains": ["x"]},
+    ):
+        passed, why = check_answer(AnswerCriterion(**crit), None, value, CTX)
+        assert isinstance(passed, bool) and (passed or why)
+
+
+def test_criterion_validation():
+    with pytest.raises(ValidationError, match="needs the expected value"):
+        AnswerCriterion(type="time")
+    with pytest.raises(ValidationError, match="no type"):
+        AnswerCriterion(value=3)
+    with pytest.raises(ValidationError, match="deterministic check"):
+        AnswerCriterion(judge="Is it polite?")
+    AnswerCriterion(judge="Is it polite?", contains=["sorry"])
+
+
+# -- facts in message bodies -----------------------------------------------------------------
+
+
+def test_states_facts():
+    assert states_facts("Moved to 4 pm", {"time": "16:00"}, CTX)
+    assert states_facts("Moved to 16:00, not 14:00", {"time": "16:00"}, CTX)
+    assert not states_facts("Moved to 14:00", {"time": "16:00"}, CTX)
+    assert not states_facts("Moved to 14:00 or 16:00", {"time": "16:00"}, CTX)
+    assert states_facts("See you tomorrow at 4 pm", {"time": "16:00", "date": "2026-11-30"}, CTX)
+    assert match({"body": "Moved to 4 pm"}, {"body": {"states": {"time": "16:00"}}}, CTX)
+    assert not match({"body": None}, {"body": {"states": {"time": "16:00"}}}, CTX)
+    with pytest.raises(ValueError, match="unknown answer type"):
+        states_facts("x", {"colour": "red"}, CTX)
+
+
+# -- through verify, check_trace and the env -------------------------------------------------
+
+
+def _task(**crit):
+    return TaskSpec(id="t/0", domain="time", goal="?", criteria=[AnswerCriterion(**crit)])
+
+
+def test_verify_uses_contacts_clock_and_records_the_value():
+    tables = {"contacts.contacts": {c["id"]: dict(c) for c in BOOK}}
+    v = verify(_task(type="date", value="2026-11-30"), tables, tables, [], "tomorrow", steps=1, errors=0,
+               now="2026-11-29T09:00:00", answer_value=["x"])  # fmt: skip
+    assert not v.success and v.answer_value == ["x"]  # the value is not a date
+    v = verify(_task(type="contact", value="c_2"), tables, tables, [], "Ben did", steps=1, errors=0)
+    assert v.success and v.answer_value is None
+    assert json.loads(v.model_dump_json())["answer_value"] is None
+
+
+def test_judge_is_off_by_default_and_recorded():
+    t = _task(contains=["sorry"], judge="Does it apologise politely?")
+    seen = []
+
+    def judge(rubric, text, value):
+        seen.append(rubric)
+        return "rude" not in text, "polite" if "rude" not in text else "rude tone"
+
+    assert verify(t, {}, {}, [], "sorry, rude", steps=1, errors=0).success  # no judge configured
+    v = verify(t, {}, {}, [], "sorry, rude", steps=1, errors=0, judge=judge)
+    assert not v.success and v.criteria[0].reason == "judge: rude tone"
+    v = verify(t, {}, {}, [], "so sorry", steps=1, errors=0, judge=judge)
+    assert v.success and v.criteria[0].reason == "judge: polite"
+    assert not verify(t, {}, {}, [], "no apology", steps=1, errors=0, judge=judge).success
+    assert seen == ["Does it apologise politely?"] * 2  # never asked when the check fails
+
+    def broken(rubric, text, value):
+        raise RuntimeError("endpoint down")
+
+    v = verify(t, {}, {}, [], "so sorry", steps=1, errors=0, judge=broken)
+    assert not v.success and "endpoint down" in v.criteria[0].reason
+
+
+def test_check_trace_reads_the_finish_value():
+    step = Step(
+        index=0,
+        action=ToolCall(name="finish", arguments={"answer": "The meeting moved.", "value": "16:00"}),
+        feedback=Feedback(ok=True, result={"finished": True}),
+        clock="2026-11-29T09:00:01",
+        backend="sandbox",
+    )
+    trace = Trace(task_id="t/0", seed=0, backend="sandbox", category="tool", domain="time", goal="?", steps=[step])
+    assert check_trace(trace, [AnswerCriterion(type="time", value="16:00")])[0].passed
+    assert not check_trace(trace, [AnswerCriterion(type="time", value="14:00")])[0].passed
+    step.action.arguments["value"] = "tomorrow"
+    assert check_trace(trace, [AnswerCriterion(type="date", value="2026-11-30")])[0].passed
+
+
+def _unread_env():
+    (t,) = select("messages.unread_count/0")
+    env = PhonePlanEnv(task=t)
+    env.reset(seed=0)
+    for c in t.reference_plan[:-1]:  # everything but the final answer: list, then mark read
+        env.step(c.model_dump())
+    n = next(c for c in t.criteria if isinstance(c, AnswerCriterion)).number
+    return env, int(n), t
+
+
+def _finish(env, **args):
+    _, reward, terminated, _, info = env.step({"name": "finish", "arguments": args})
+    assert terminated
+    return info["verdict"]
+
+
+def test_finish_value_through_the_env():
+    env, n, t = _unread_env()
+    names = t.reference_plan[-1].arguments["answer"].split("from ", 1)[1]
+    verdict = _finish(env, answer=f"{n} unread, from {names}", value=n)
+    assert verdict["success"] and verdict["answer_value"] == n
+    env, n, _ = _unread_env()
+    verdict = _finish(env, answer=f"{n} unread, from {names}", value=n + 1)  # value contradicts the text
+    assert not verdict["success"]
+    env, n, _ = _unread_env()
+    verdict = _finish(env, answer=f"unread ones are from {names}", value=n)
+    assert verdict["success"]
+    env, n, _ = _unread_env()
+    obs, _, terminated, _, _ = env.step({"name": "finish", "arguments": {"answer": "x", "value": {"n": n}}})
+    assert not terminated and json.loads(obs["feedback"])["error"] == "invalid_arguments"
+
+
+def test_unread_count_paraphrases_of_every_task():
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    for t in select("template:messages.unread_count"):
+        crit = next(c for c in t.criteria if isinstance(c, AnswerCriterion))
+        n = int(crit.number)
+        ctx = Context(contacts=tuple(t.fixtures.records["contacts.contacts"]), now=t.fixtures.clock)
+        names = t.reference_plan[-1].arguments["answer"].split("from ", 1)[1].rstrip(".")
+        phone = t.fixtures.records["contacts.contacts"][0]["phone"]
+        right = [
+            f"You have {words[n]} unread messages, from {names}.",
+            f"You have {n} unread messages: 1 from {names}.",
+            f"{names} (the first one {phone}): {n} unread texts.",
+            f"Since 2026-11-28 you got {n} unread messages from {names}.",
+        ]
+        wrong = [
+            f"{n} or {n + 1} unread messages from {names}.",
+            f"Not {n} — you have {n + 2} unread messages from {names}.",
+            f"{n + 1} unread, from {names}.",
+        ]
+        assert all(check_answer(crit, a, None, ctx)[0] for a in right), t.id
+        assert not any(check_answer(crit, a, None, ctx)[0] for a in wrong), t.id
+
+
+def test_finish_schema_offers_the_typed_value():
+    env, _, _ = _unread_env()
+    spec = next(s for s in env.tool_specs if s.name == "finish")
+    types = {a.get("type") for a in spec.parameters["properties"]["value"]["anyOf"]}
+    assert {"string", "number", "integer", "boolean", "array", "null"} <= types
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+_WORDS = st.lists(
+    st.sampled_from(
+        ["3", "three", "4 pm", "16:00", "not", "or", "Ana", "Ben", "+49 151 2345 6789", "2026-11-30", "tomorrow",
+         "€45,90", "1.250,00", "#4821", "an hour", "and a half", "no", "yes", ",", "on the 31st", "Feb 30", "99:99",
+         "quarter to 0", "13 pm", "0 o'clock", "1e308", "٣", "\u00a0", "maybe"]
+    ) | st.text(max_size=8),
+    max_size=12,
+).map(" ".join)  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.none() | _WORDS, given_value=_JSON)
+def test_check_answer_never_raises(text, given_value):
+    for crit in (
+        {"number": 3, "unit": "message"},
+        {"type": "time", "value": "16:00"},
+        {"type": "date", "value": "2026-11-30"},
+        {"type": "duration", "value": 5400},
+        {"type": "money", "value": 45.9, "currency": "EUR"},
+        {"type": "contacts", "value": ["c_1", "c_2"]},
+        {"type": "items", "value": ["milk"]},
+        {"type": "yes_no", "value": False},
+    ):
+        passed, why = check_answer(AnswerCriterion(**crit), text, given_value, CTX)
+        assert isinstance(passed, bool) and (passed or why)
+
+
+def test_env_reads_relative_dates_against_the_phone_clock():
+    t = _task(type="date", value="2026-11-30")  # fixtures' clock: 2026-11-29T09:00:00
+    env = PhonePlanEnv(task=t)
+    env.reset(seed=0)
+    assert _finish(env, answer="It is tomorrow.")["success"]
+    env.reset(seed=0)
+    assert not _finish(env, answer="It is today.")["success"]
