@@ -60,7 +60,7 @@ def contact(t: TaskSpec, first: str) -> dict[str, Any]:
 
 def texted(t: TaskSpec, sms: StateCriterion, person: dict[str, Any], body: str) -> bool:
     """Whether a text to ``person`` saying ``body`` meets ``sms`` (by identity, as verify does)."""
-    ctx = Context(contacts=tuple(recs(t, "contacts.contacts")))
+    ctx = Context(contacts=tuple(recs(t, "contacts.contacts")), now=t.fixtures.clock)
     return match({"number": person["phone"], "direction": "out", "body": body}, sms.where, ctx)
 
 
@@ -392,9 +392,9 @@ def test_cinema_booking_the_decoy_screening_is_unscripted_and_fails():
 # -- hybrid.cancel_order_note_refund --------------------------------------------------------------
 
 CANCEL_GOAL = re.compile(
-    r'(?:Cancel my (.+) order that is still being prepared, and add the refund to my "(.+)" note'
-    r"|I don't want the (.+) order that's still being made any more\. Cancel it and write the refund down in "
-    r'my "(.+)" note)\.'
+    r'(?:Cancel my (.+) order that is still being prepared, add the refund to my "(.+)" note, and tell me how '
+    r"much it is|I don't want the (.+) order that's still being made any more\. Cancel it, write the refund "
+    r'down in my "(.+)" note and tell me the amount)\.'
 )
 
 

@@ -240,7 +240,7 @@ def late_to_meeting(w: World) -> Draft:
         if phrasing == 0
         else f'I\'m going to be {late} minutes late to the "{title}" meeting {when}. Let everyone in it know by text.'
     )
-    minutes = {"icontains": "late", "regex": rf"(?<!\d){late}(?!\d)|\b{MINUTE_WORDS[late]}\b"}
+    minutes = {"icontains": "late", "states": {"duration": late * 60}}
 
     def plan_with(body: str, list_call: ToolCall | None = None) -> list[ToolCall]:
         out = [list_call or call("calendar.list_events", date=day.isoformat())]
@@ -271,6 +271,7 @@ def late_to_meeting(w: World) -> Draft:
             ),
             passes("opened the event too", [plan[0], call("calendar.get_event", event_id=ev["id"]), *plan[1:]]),
             fails("another lateness", plan_with(f"Hi {{first}}, I'll be {other} minutes late to {title}.")),
+            fails("a hedged lateness", plan_with(f"Hi {{first}}, I'll be {late} or {other} minutes late to {title}.")),
             fails("one attendee left out", [*plan[:-3], plan[-1]]),
             fails(f"texted {decoy['name']} instead of {people[0]['name']}", wrong_person),
         ],

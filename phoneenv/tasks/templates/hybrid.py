@@ -18,7 +18,7 @@ from typing import Any
 import phonenumbers
 
 from phoneenv.contract import CompositeCriterion, Domain, SimulatedCall, ToolCall
-from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, template
+from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
 from phoneenv.tasks.templates.clock import time_pattern
 from phoneenv.tasks.world import World
 
@@ -149,11 +149,6 @@ def _h12(hhmm: str) -> str:
     """``"17:00"`` in 12-hour form: ``"5:00 pm"``."""
     h = int(hhmm[:2])
     return f"{h % 12 or 12}:{hhmm[3:]} {'am' if h < 12 else 'pm'}"
-
-
-def _all_of(patterns: list[str]) -> dict[str, str]:
-    """A ``regex`` condition holding when a text matches every one of ``patterns`` (any order)."""
-    return {"regex": "(?s)^" + "".join(f"(?=.*(?:{p}))" for p in patterns)}
 
 
 def _amount_pattern(x: float) -> str:
@@ -355,7 +350,7 @@ def order_food_text_eta(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("food.orders", "created", restaurant_id=rid, total=total),
-            _sms_to(c, regex=_hhmm_pattern(hhmm)),
+            _sms_to(c, states={"time": hhmm}),
         ],
         milestones=[
             behavior("required_call", "food.get_menu", arguments={"restaurant_id": rid}),
@@ -372,6 +367,7 @@ def order_food_text_eta(w: World) -> Draft:
             passes("found the place by cuisine", replacing(plan, 0, call("food.search_restaurants", query=cuisine))),
             passes("number in national format", _texting(plan, to=_national(c["phone"]))),
             fails("the order time instead of the arrival", _texting(plan, body=f"Ordered food at {placed_hhmm}.")),
+            fails("a hedged arrival", _texting(plan, body=f"Food arrives at {hhmm} or {placed_hhmm}.")),
             fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
         ],
     )
@@ -455,6 +451,7 @@ def parcel_window_calendar(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("calendar.events", "created", title={"iequals": title}, start=start, end=end),
+            answer(type="date", value=day.isoformat()),
         ],
         milestones=[
             CompositeCriterion(
@@ -474,6 +471,8 @@ def parcel_window_calendar(w: World) -> Draft:
         backends=HYBRID,
         probes=[
             passes("title in other case", replacing(plan, 2, call("calendar.create_event", title=title.upper(), start=start, end=end))),
+            passes("the day in other words", finishing(plan, f"{day.strftime('%A')}, {_h12(ws)} to {_h12(we)}. Blocked.")),
+            fails("a hedged day", finishing(plan, f"{_day_words(day)} or {_day_words(day + dt.timedelta(days=1))}.")),
             passes("tracked the parcel too", [plan[0], call("parcels.track_parcel", tracking_id=tid), *plan[1:]]),
             fails(
                 "another offered slot",
@@ -557,7 +556,6 @@ def parcel_reschedule_text(w: World) -> Draft:
         "the new day and time."
     )
     weekday = new_day.strftime("%A")
-    day_re = rf"\b{weekday}\b|\b{new_day.day}\.? {new_day.strftime('%B')}|{new_day.isoformat()}"
     plan = [
         call("messages.search", query=shop[0]),
         call("parcels.reschedule_delivery", tracking_id=tid, date=new_day.isoformat(), window=window),
@@ -581,7 +579,7 @@ def parcel_reschedule_text(w: World) -> Draft:
                 window_start=ws,
                 window_end=we,
             ),
-            _sms_to(c, **_all_of([_hhmm_pattern(ws), day_re])),
+            _sms_to(c, regex=_hhmm_pattern(ws), states={"date": new_day.isoformat()}),
         ],
         milestones=[
             behavior("required_call", "parcels.reschedule_delivery", arguments={"tracking_id": tid}),
@@ -730,7 +728,7 @@ def cinema_book_text(w: World) -> Draft:
                 state("cinema.bookings", "created", showtime_id=show["showtime_id"], seats={"has": seats[1]}),
                 "created:cinema.bookings:seat2",
             ),
-            _named(_sms_to(c, regex=_hhmm_pattern(target_t)), "created:messages.messages:time"),
+            _named(_sms_to(c, states={"time": target_t}), "created:messages.messages:time"),
             _named(_sms_to(c, icontains=cinema), "created:messages.messages:cinema"),
         ],
         milestones=[
@@ -751,6 +749,7 @@ def cinema_book_text(w: World) -> Draft:
                 "searched by title and date", replacing(plan, 0, call("cinema.search_movies", query=title, date=date))
             ),
             fails("the other cinema's earlier time", _texting(plan, body=f"{title}: {decoy_t} at {cinema}.")),
+            fails("a hedged start time", _texting(plan, body=f"{title} at {cinema}, {decoy_t} or {target_t}.")),
             fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
             fails("the cinema left out", _texting(plan, body=f"Tickets for {title}, {target_t}.")),
         ],
@@ -765,7 +764,7 @@ def cinema_book_text(w: World) -> Draft:
     capabilities=["lookup", "filter", "cancel", "update"],
 )
 def cancel_order_note_refund(w: World) -> Draft:
-    """Template ``hybrid.cancel_order_note_refund``, e.g. task 0: "Cancel my Green Bowl order that is still being prepared, and add the refund to my \"Expenses\" note."."""
+    """Template ``hybrid.cancel_order_note_refund``, e.g. task 0: "Cancel my Green Bowl order that is still being prepared, add the refund to my \"Expenses\" note, and tell me how much it is."."""
     (name, cuisine, menu), (o_name, o_cuisine, o_menu) = w.rng.sample(RESTAURANTS, 2)
     rid, o_rid = _ids(w, "rst_", 2, 10, 90)
     rest, other = _restaurant(w, rid, name, cuisine), _restaurant(w, o_rid, o_name, o_cuisine)
@@ -843,10 +842,11 @@ def cancel_order_note_refund(w: World) -> Draft:
         _sim("food.cancel_order", cancelled, order_id=target["order_id"]),
     ]
     goal = (
-        f'Cancel my {name} order that is still being prepared, and add the refund to my "{note_title}" note.'
+        f'Cancel my {name} order that is still being prepared, add the refund to my "{note_title}" note, '
+        "and tell me how much it is."
         if phrasing == 0
-        else f"I don't want the {name} order that's still being made any more. Cancel it and write the "
-        f'refund down in my "{note_title}" note.'
+        else f"I don't want the {name} order that's still being made any more. Cancel it, write the "
+        f'refund down in my "{note_title}" note and tell me the amount.'
     )
     plan = [
         call("food.list_past_orders"),
@@ -862,6 +862,7 @@ def cancel_order_note_refund(w: World) -> Draft:
         criteria=[
             state("food.orders", "updated", order_id=target["order_id"], status="cancelled"),
             state("notes.notes", "updated", id=nid, body={"regex": money}),
+            answer(type="money", value=refund),
         ],
         milestones=[
             state("food.orders", "updated", order_id=target["order_id"], status="cancelled"),
@@ -884,5 +885,8 @@ def cancel_order_note_refund(w: World) -> Draft:
             passes("checked the order first", [plan[0], call("food.order_status", order_id=target["order_id"]), *plan[1:]]),
             fails("the delivered order's total noted", replacing(plan, 3, call("notes.append", note_id=nid, text=f"Refund {name} +{_num(old_total)}"))),
             fails("cancelled but not noted", [*plan[:2], plan[-1]]),
+            passes("the amount in words and a typed value", finishing(plan, f"Done, you get {comma} euros back.", value=refund)),
+            fails("a hedged amount", finishing(plan, f"About {amount} or {_num(old_total)} EUR.")),
+            fails("the right amount only in passing", finishing(plan, f"Refund {_num(old_total)} EUR (not counting the {amount} fee).")),
         ],
     )  # fmt: skip
