@@ -68,24 +68,21 @@ def tokenizer(tiny_model_dir):
 
 
 def test_reference_trace_to_messages_hand_checked(tmp_path):
-    traces = reference_traces("contacts.lookup_number/0", tmp_path)
+    task = get_task("contacts.lookup_number/0")
+    traces = reference_traces(task.id, tmp_path)
     assert len(traces) == 1 and traces[0].verdict.success
     assert load_traces(tmp_path)[0] == traces[0]  # the JSONL written by run_episodes reads back
     (ex,) = traces_to_examples(traces)
-    goal = "What is Ben's phone number?"
-    ben = {
-        "id": "c_11",
-        "name": "Ben Khan",
-        "phone": "+4917019361909",
-        "email": "ben.khan@example.com",
-        "relation": None,
-        "favorite": False,
-        "birthday": None,
-    }
-    assert ex["task_id"] == "contacts.lookup_number/0" and ex["success"] is True
-    assert ex["messages"] == [
-        {"role": "system", "content": SYSTEM_PROMPT.format(goal=goal)},
-        {"role": "user", "content": goal},
+    # The plan: look the person up, look the recipient up, text the number, answer with it.
+    search, _, send, done = task.reference_plan
+    first = search.arguments["query"]
+    (person,) = [c for c in task.fixtures.records["contacts.contacts"] if c["name"].split()[0] == first]
+    assert done.arguments == {"answer": person["phone"]} and send.name == "messages.send"
+    assert ex["task_id"] == task.id and ex["success"] is True
+    msgs = ex["messages"]
+    assert msgs[:4] == [
+        {"role": "system", "content": SYSTEM_PROMPT.format(goal=task.goal)},
+        {"role": "user", "content": task.goal},
         {
             "role": "assistant",
             "content": "",
@@ -93,7 +90,7 @@ def test_reference_trace_to_messages_hand_checked(tmp_path):
                 {
                     "id": "call_1",
                     "type": "function",
-                    "function": {"name": "contacts__search", "arguments": '{"query": "Ben"}'},
+                    "function": {"name": "contacts__search", "arguments": json.dumps({"query": first})},
                 }
             ],
             "weight": 1,
@@ -101,22 +98,23 @@ def test_reference_trace_to_messages_hand_checked(tmp_path):
         {
             "role": "tool",
             "tool_call_id": "call_1",
-            "content": json.dumps({"ok": True, "result": {"contacts": [ben], "total": 1}}, separators=(",", ":")),
+            "content": json.dumps({"ok": True, "result": {"contacts": [person], "total": 1}}, separators=(",", ":")),
         },
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {
-                    "id": "call_2",
-                    "type": "function",
-                    "function": {"name": "finish", "arguments": '{"answer": "+4917019361909"}'},
-                }
-            ],
-            "weight": 1,
-        },
-        # no tool message after finish: the planner never sees that feedback
     ]
+    assert [m["role"] for m in msgs[4:]] == ["assistant", "tool", "assistant", "tool", "assistant"]
+    assert msgs[6]["tool_calls"][0]["function"]["name"] == "messages__send"
+    assert msgs[-1] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_4",
+                "type": "function",
+                "function": {"name": "finish", "arguments": json.dumps({"answer": person["phone"]})},
+            }
+        ],
+        "weight": 1,
+    }  # no tool message after finish: the planner never sees that feedback
     names = [t["function"]["name"] for t in ex["tools"]]
     assert ex["tools"] == episode_tools("sandbox") and len(names) > 50
     assert "contacts__search" in names and "finish" in names and not any("." in n for n in names)
