@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from phoneenv.contract import Domain, StateCriterion, TaskSpec
 from phoneenv.env import PhonePlanEnv
 from phoneenv.llm import ChatResult, TokenUsage
+from phoneenv.tasks.predicates import Context, match
 from phoneenv.tasks.templates import all_templates
 from phoneenv.tasks.validate import prove
 
@@ -51,9 +52,16 @@ def recs(t: TaskSpec, table: str) -> list[dict[str, Any]]:
     return t.fixtures.records[table]
 
 
-def contact(t: TaskSpec, name: str) -> dict[str, Any]:
-    (c,) = [c for c in recs(t, "contacts.contacts") if c["name"] == name]
+def contact(t: TaskSpec, first: str) -> dict[str, Any]:
+    """The one contact whose first name is ``first`` (goals name people as users do)."""
+    (c,) = [c for c in recs(t, "contacts.contacts") if c["name"].split()[0] == first]
     return c
+
+
+def texted(t: TaskSpec, sms: StateCriterion, person: dict[str, Any], body: str) -> bool:
+    """Whether a text to ``person`` saying ``body`` meets ``sms`` (by identity, as verify does)."""
+    ctx = Context(contacts=tuple(recs(t, "contacts.contacts")), now=t.fixtures.clock)
+    return match({"number": person["phone"], "direction": "out", "body": body}, sms.where, ctx)
 
 
 def scripted(t: TaskSpec, tool: str, **arguments: Any) -> Any:
@@ -72,6 +80,12 @@ def day_of(t: TaskSpec, words: str) -> dt.date:
     day = dt.date(int(t.fixtures.clock[:4]), MONTHS.index(month) + 1, int(d))
     assert day.strftime("%A") == weekday, words
     return day
+
+
+def parcel_window(t: TaskSpec, tid: str) -> str:
+    """The parcel's current window as ``"HH:MM-HH:MM"`` (from its scripted delivery window)."""
+    cur = scripted(t, "parcels.get_delivery_window", tracking_id=tid)
+    return f"{cur['window_start']}-{cur['window_end']}"
 
 
 def states(t: TaskSpec, table: str, change: str) -> list[StateCriterion]:
@@ -160,15 +174,19 @@ def test_first_task_is_proven_on_hybrid(name):
 
 # -- hybrid.order_food_text_eta -------------------------------------------------------------------
 
-FOOD_GOAL = re.compile(r"Order (a|two) (.+) from (.+) for delivery home and text (.+) what time it will arrive\.")
+FOOD_GOAL = re.compile(
+    r"(?:Order (a|two) (.+) from (.+) for delivery home and text (\w+) what time it will arrive"
+    r"|Get me (a|two) (.+) delivered from (.+), and text (\w+) when it will get here)\."
+)
 
 
 def test_order_food_goal_script_and_criteria():
     for t in tasks("hybrid.order_food_text_eta"):
         m = FOOD_GOAL.fullmatch(t.goal)
         assert m, t.goal
-        qty = {"a": 1, "two": 2}[m.group(1)]
-        dish, rest_name, person = m.group(2), m.group(3), contact(t, m.group(4))
+        words, dish, rest_name, first = [g for g in m.groups() if g is not None]
+        qty = {"a": 1, "two": 2}[words]
+        person = contact(t, first)
         assert t.domain is Domain.FOOD
         (rest,) = [r for r in recs(t, "food.restaurants") if r["name"] == rest_name]
         rid = rest["restaurant_id"]
@@ -185,8 +203,12 @@ def test_order_food_goal_script_and_criteria():
         (ordered,) = states(t, "food.orders", "created")
         assert ordered.where == {"restaurant_id": rid, "total": pytest.approx(total)} and ordered.count == 1
         (sms,) = states(t, "messages.messages", "created")
-        assert sms.where["number"] == {"number": person["phone"]}
-        assert sms.where["body"] == {"icontains": hhmm}
+        h12 = f"{eta.hour % 12 or 12}:{eta.minute:02d} {'am' if eta.hour < 12 else 'pm'}"
+        assert texted(t, sms, person, f"It comes at {hhmm}.") and texted(t, sms, person, f"ETA {h12}")
+        other = next(c for c in recs(t, "contacts.contacts") if c["id"] != person["id"])
+        assert not texted(t, sms, other, f"It comes at {hhmm}.")
+        placed = dt.datetime.fromisoformat(order["placed_at"]).strftime("%H:%M")
+        assert not texted(t, sms, person, f"Ordered at {placed}.")
 
 
 def test_order_food_wrong_time_in_text_fails_on_the_message():
@@ -206,8 +228,9 @@ def test_order_food_wrong_time_in_text_fails_on_the_message():
 # -- hybrid.parcel_window_calendar ----------------------------------------------------------------
 
 WINDOW_GOAL = re.compile(
-    r"My (.+) from (.+) has shipped\. Find out when it will be delivered and block the delivery window in my "
-    r'calendar, titled "Parcel delivery"\.'
+    r"(?:My .+ from (.+) has shipped\. Find out when it will be delivered and block the delivery window in my "
+    r'calendar, titled "(.+)"|When is my (.+) parcel coming\? Put the delivery window in my calendar as "(.+)" '
+    r"so I stay home)\."
 )
 
 
@@ -215,11 +238,11 @@ def test_parcel_window_goal_script_and_criteria():
     for t in tasks("hybrid.parcel_window_calendar"):
         m = WINDOW_GOAL.fullmatch(t.goal)
         assert m, t.goal
-        what, shop = m.groups()
+        shop, title = [g for g in m.groups() if g is not None]
         (mail,) = [x for x in recs(t, "mail.messages") if shop in x["body"]]
         tid = re.search(r"Tracking number: (\S+)\.", mail["body"]).group(1)
         (parcel,) = [p for p in recs(t, "parcels.parcels") if p["tracking_id"] == tid]
-        assert parcel["id"] == tid and parcel["sender"] == shop and parcel["description"] == what
+        assert parcel["id"] == tid and parcel["sender"] == shop and parcel["description"] in t.goal + mail["body"]
         win = scripted(t, "parcels.get_delivery_window", tracking_id=tid)
         assert win["delivery_date"] == parcel["estimated_delivery"] and win["status"] == parcel["status"]
         assert dt.date.fromisoformat(win["delivery_date"]) > dt.date.fromisoformat(t.fixtures.clock[:10])
@@ -227,7 +250,7 @@ def test_parcel_window_goal_script_and_criteria():
         assert event.where["start"] == f"{win['delivery_date']}T{win['window_start']}"
         assert event.where["end"] == f"{win['delivery_date']}T{win['window_end']}"
         assert event.where["start"] < event.where["end"]
-        assert event.where["title"] == {"icontains": "parcel"}
+        assert event.where["title"] == {"iequals": title}
 
 
 def test_parcel_window_other_option_fails_on_the_event():
@@ -235,7 +258,7 @@ def test_parcel_window_other_option_fails_on_the_event():
     tid = t.reference_plan[1].arguments["tracking_id"]
     opt = scripted(t, "parcels.get_delivery_window", tracking_id=tid)["options"][0]
     wrong = {
-        "title": "Parcel delivery",
+        "title": t.reference_plan[2].arguments["title"],
         "start": f"{opt['date']}T{opt['window_start']}",
         "end": f"{opt['date']}T{opt['window_end']}",
     }
@@ -248,8 +271,10 @@ def test_parcel_window_other_option_fails_on_the_event():
 # -- hybrid.parcel_reschedule_text ----------------------------------------------------------------
 
 RESCHEDULE_GOAL = re.compile(
-    r"I won't be home when my (.+) parcel comes\. Move the delivery to (\w+ \d+ \w+) in the "
-    r"(morning|afternoon|evening), and text (.+) the new day and time window\."
+    r"(?:I won't be home when my (.+) parcel comes\. Move the delivery to (\w+ \d+ \w+) in the "
+    r"(morning|afternoon|evening), and text (\w+) the new day and time window"
+    r"|Please push my (.+) delivery to (\w+ \d+ \w+), (morning|afternoon|evening) slot, and text (\w+) "
+    r"the new day and time)\."
 )
 
 
@@ -257,7 +282,7 @@ def test_parcel_reschedule_goal_script_and_criteria():
     for t in tasks("hybrid.parcel_reschedule_text"):
         m = RESCHEDULE_GOAL.fullmatch(t.goal)
         assert m, t.goal
-        shop, day_words, window, name = m.groups()
+        shop, day_words, window, name = [g for g in m.groups() if g is not None]
         day = day_of(t, day_words)
         person = contact(t, name)
         (sms_in,) = [x for x in recs(t, "messages.messages") if shop in x["body"]]
@@ -274,7 +299,10 @@ def test_parcel_reschedule_goal_script_and_criteria():
         assert moved.where == {"tracking_id": tid, "delivery_date": day.isoformat(), "window_start": ws,
                                "window_end": we}  # fmt: skip
         (sms,) = states(t, "messages.messages", "created")
-        assert sms.where["number"] == {"number": person["phone"]} and sms.where["body"] == {"icontains": ws}
+        assert texted(t, sms, person, f"New slot: {day.strftime('%A')} {ws}-{we}")
+        assert texted(t, sms, person, f"{day.day} {MONTHS[day.month - 1]}, from {ws}")
+        assert not texted(t, sms, person, f"New slot: {ws}-{we}")  # no day
+        assert not texted(t, sms, person, f"{old_day.strftime('%A')} {parcel_window(t, tid)}")  # the old slot
 
 
 def test_parcel_reschedule_text_only_fails_on_the_parcel():
@@ -290,15 +318,25 @@ def test_parcel_reschedule_text_only_fails_on_the_parcel():
 
 CINEMA_GOAL = re.compile(
     r"Book seats ([A-Z]\d+) and ([A-Z]\d+) for (.+) on (\w+ \d+ \w+), the first screening after 7 pm at (.+), "
-    r"and text (.+) the start time and the cinema\."
+    r"and text (\w+) the start time and the cinema\."
 )
+CINEMA_GOAL_2 = re.compile(
+    r"Get us seats ([A-Z]\d+) and ([A-Z]\d+) for (.+) at (.+) on (\w+ \d+ \w+), whichever screening comes "
+    r"first after 7 pm, then text (\w+) where and when it starts\."
+)
+
+
+def cinema_goal(goal: str) -> tuple[str, ...]:
+    """``(seat1, seat2, title, day words, cinema, first name)`` of either wording."""
+    if m := CINEMA_GOAL.fullmatch(goal):
+        return m.groups()
+    s1, s2, title, cinema, day, name = CINEMA_GOAL_2.fullmatch(goal).groups()
+    return s1, s2, title, day, cinema, name
 
 
 def test_cinema_goal_script_and_criteria():
     for t in tasks("hybrid.cinema_book_text"):
-        m = CINEMA_GOAL.fullmatch(t.goal)
-        assert m, t.goal
-        s1, s2, title, day_words, cinema, name = m.groups()
+        s1, s2, title, day_words, cinema, name = cinema_goal(t.goal)
         day = day_of(t, day_words)
         person = contact(t, name)
         (movie,) = scripted(t, "cinema.search_movies", query=title)["movies"]
@@ -317,19 +355,18 @@ def test_cinema_goal_script_and_criteria():
             {"showtime_id": first["showtime_id"], "seats": {"has": s1, "len": 2}},
             {"showtime_id": first["showtime_id"], "seats": {"has": s2}},
         ]
-        sms = states(t, "messages.messages", "created")
-        assert {json.dumps(c.where["body"]) for c in sms} == {
-            json.dumps({"icontains": first["start"][11:16]}),
-            json.dumps({"icontains": cinema}),
-        }
-        assert all(c.where["number"] == {"number": person["phone"]} for c in sms)
+        at, on = states(t, "messages.messages", "created")
+        hhmm = first["start"][11:16]
+        h12 = f"{int(hhmm[:2]) - 12}:{hhmm[3:]} PM"
+        for body in (f"{hhmm} at {cinema}", f"{cinema}, {h12}"):
+            assert texted(t, at, person, body) and texted(t, on, person, body)
+        assert not texted(t, at, person, f"19:15 at {cinema}") and not texted(t, on, person, f"{hhmm} somewhere")
         assert len({c.id for c in t.criteria}) == len(t.criteria)
 
 
 def test_cinema_decoy_time_in_text_fails_on_the_time():
     t = task("hybrid.cinema_book_text", 0)
-    m = CINEMA_GOAL.fullmatch(t.goal)
-    cinema = m.group(5)
+    cinema = cinema_goal(t.goal)[4]
     shows = scripts(t, "cinema.list_showtimes")[0].result["showtimes"]
     (decoy,) = [s for s in shows if s["cinema"] != cinema]
     steps = plan_steps(t)
@@ -342,10 +379,10 @@ def test_cinema_decoy_time_in_text_fails_on_the_time():
 
 def test_cinema_booking_the_decoy_screening_is_unscripted_and_fails():
     t = task("hybrid.cinema_book_text", 0)
-    m = CINEMA_GOAL.fullmatch(t.goal)
+    s1, s2, _, _, cinema, _ = cinema_goal(t.goal)
     shows = scripts(t, "cinema.list_showtimes")[0].result["showtimes"]
-    (decoy,) = [s for s in shows if s["cinema"] != m.group(5)]
-    steps = plan_steps(t, **{"2": {"showtime_id": decoy["showtime_id"], "seats": [m.group(1), m.group(2)]}})
+    (decoy,) = [s for s in shows if s["cinema"] != cinema]
+    steps = plan_steps(t, **{"2": {"showtime_id": decoy["showtime_id"], "seats": [s1, s2]}})
     verdict, fbs, _ = play(t, *steps)
     assert fbs[2]["error"] == "not_found"  # no simulator model: only the script is served
     assert {"created:cinema.bookings:seat1", "created:cinema.bookings:seat2"} <= set(failed(verdict))
@@ -355,7 +392,9 @@ def test_cinema_booking_the_decoy_screening_is_unscripted_and_fails():
 # -- hybrid.cancel_order_note_refund --------------------------------------------------------------
 
 CANCEL_GOAL = re.compile(
-    r'Cancel my (.+) order that is still being prepared, and add the refund to my "Expenses" note\.'
+    r'(?:Cancel my (.+) order that is still being prepared, add the refund to my "(.+)" note, and tell me how '
+    r"much it is|I don't want the (.+) order that's still being made any more\. Cancel it, write the refund "
+    r'down in my "(.+)" note and tell me the amount)\.'
 )
 
 
@@ -363,8 +402,9 @@ def test_cancel_order_goal_script_and_criteria():
     for t in tasks("hybrid.cancel_order_note_refund"):
         m = CANCEL_GOAL.fullmatch(t.goal)
         assert m, t.goal
+        rest_name, title = [g for g in m.groups() if g is not None]
         orders = recs(t, "food.orders")
-        mine = [o for o in orders if o["restaurant_name"] == m.group(1)]
+        mine = [o for o in orders if o["restaurant_name"] == rest_name]
         assert len(mine) == 2  # an older delivered order from the same place is the trap
         (open_,) = [o for o in mine if o["status"] not in ("delivered", "cancelled")]
         total = round(sum(i["qty"] * i["price"] for i in open_["items"]) + open_["delivery_fee"], 2)
@@ -373,14 +413,16 @@ def test_cancel_order_goal_script_and_criteria():
         assert {o["order_id"] for o in listed} == {o["order_id"] for o in orders}
         res = scripted(t, "food.cancel_order", order_id=open_["order_id"])
         assert res["status"] == "cancelled" and res["refund"] == pytest.approx(total)
-        (note,) = [n for n in recs(t, "notes.notes") if n["title"] == "Expenses"]
+        (note,) = [n for n in recs(t, "notes.notes") if n["title"] == title]
         (cancelled,) = states(t, "food.orders", "updated")
         assert cancelled.where == {"order_id": open_["order_id"], "status": "cancelled"}
         (noted,) = states(t, "notes.notes", "updated")
-        amount = noted.where["body"]["icontains"]
         assert noted.where["id"] == note["id"]
-        assert float(amount) == pytest.approx(total) and amount in f"{total:.2f}"
-        assert amount not in note["body"]  # only the appended line can satisfy it
+        dot, comma = f"{total:.2f}", f"{total:.2f}".replace(".", ",")
+        for text in (f"Refund +{dot}", f"refund {comma} EUR"):
+            assert match({"id": note["id"], "body": f"{note['body']}\n{text}"}, noted.where)
+        assert not match({"id": note["id"], "body": f"{note['body']}\nRefund {total + 1:.2f}"}, noted.where)
+        assert not match({"id": note["id"], "body": note["body"]}, noted.where)  # only the new line can satisfy it
 
 
 def test_cancel_order_refund_in_a_new_note_fails_with_collateral():

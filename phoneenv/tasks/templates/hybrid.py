@@ -12,10 +12,14 @@ criteria read next to the sandbox's tables.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
-from phoneenv.contract import Domain, SimulatedCall
-from phoneenv.tasks.templates import Draft, behavior, call, state, template
+import phonenumbers
+
+from phoneenv.contract import CompositeCriterion, Domain, SimulatedCall, ToolCall
+from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
+from phoneenv.tasks.templates.clock import time_pattern
 from phoneenv.tasks.world import World
 
 HYBRID = ["hybrid"]
@@ -103,7 +107,86 @@ def _named(crit: Any, id: str) -> Any:
 
 
 def _sms_to(c: dict[str, Any], **body: Any) -> Any:
-    return state("messages.messages", "created", number={"number": c["phone"]}, direction="out", body=body)
+    """A text sent to contact ``c`` (by identity: any format of the number) whose body meets ``body``."""
+    where: dict[str, Any] = {"number": {"person": c["id"]}, "direction": "out"}
+    if body:
+        where["body"] = body
+    return state("messages.messages", "created", **where)
+
+
+def _first(c: dict[str, Any]) -> str:
+    return c["name"].split()[0]
+
+
+def _k(w: World) -> int:
+    """The task's index within its template (the world seed is ``crc32(name) * 1000 + k``)."""
+    return w.seed % 1000
+
+
+def _pick(w: World, *options: list[Any]) -> tuple[Any, ...]:
+    """The ``k``-th combination of ``options`` (task ``k``): distinct tasks, distinct wordings."""
+    k, out = _k(w), []
+    for opts in options:
+        out.append(opts[k % len(opts)])
+        k //= len(opts)
+    return tuple(out)
+
+
+def _national(phone: str) -> str:
+    """``phone`` as dialled at home (``+4915112345678`` → ``0151 12345678``): the same line in
+    another format."""
+    national = phonenumbers.format_number(phonenumbers.parse(phone), phonenumbers.PhoneNumberFormat.NATIONAL)
+    return re.sub(r"[()]", "", national).strip()
+
+
+def _hhmm_pattern(hhmm: str) -> str:
+    """A regex for the clock time ``hhmm`` in a text, 24-hour (``19:45``) or 12-hour (``7:45 pm``)."""
+    h, m = (int(x) for x in hhmm.split(":"))
+    return time_pattern(h, m)
+
+
+def _h12(hhmm: str) -> str:
+    """``"17:00"`` in 12-hour form: ``"5:00 pm"``."""
+    h = int(hhmm[:2])
+    return f"{h % 12 or 12}:{hhmm[3:]} {'am' if h < 12 else 'pm'}"
+
+
+def _amount_pattern(x: float) -> str:
+    """A regex for the amount ``x`` in a text: ``12.5``, ``12.50`` or ``12,50``; ``24``, ``24.00``."""
+    whole, cents = f"{x:.2f}".split(".")
+    if cents == "00":
+        return rf"(?<![\d.,]){whole}(?:[.,]00?)?(?![.,]?\d)"
+    tail = cents if cents[1] != "0" else f"{cents[0]}0?"
+    return rf"(?<![\d.,]){whole}[.,]{tail}(?!\d)"
+
+
+def _namesake(w: World, c: dict[str, Any]) -> dict[str, Any]:
+    """Add and return a contact who shares ``c``'s last name (a near miss for the wrong person)."""
+    first = w.new_name().split()[0]
+    phone = w.phone_number("mobile")
+    last = c["name"].split()[-1]
+    rec = {"id": f"c_{len(w.contacts) + 1}", "name": f"{first} {last}", "phone": phone, "email": None,
+           "relation": None, "favorite": False, "birthday": None}  # fmt: skip
+    w.table("contacts.contacts").append(rec)
+    return rec
+
+
+def _lookup(c: dict[str, Any]) -> Any:
+    """Milestone: the contact looked up by a name that finds ``c``."""
+    keys = [_first(c), c["name"].split()[-1]]
+    return behavior(
+        "required_call",
+        "contacts.search",
+        id=f"looked up {c['name']}",
+        arguments={"query": {"any": [{"icontains": k} for k in keys]}},
+    )
+
+
+def _texting(plan: list[ToolCall], to: str | None = None, body: str | None = None) -> list[ToolCall]:
+    """``plan`` with its ``messages.send`` step sent to ``to`` and/or saying ``body``."""
+    i = next(k for k, c in enumerate(plan) if c.name == "messages.send")
+    args = {**plan[i].arguments, **({"to": to} if to else {}), **({"body": body} if body else {})}
+    return replacing(plan, i, call("messages.send", **args))
 
 
 def _ids(w: World, prefix: str, n: int, lo: int, hi: int) -> list[str]:
@@ -187,7 +270,7 @@ def _tracked(p: dict[str, Any], hub: str) -> dict[str, Any]:
     capabilities=["lookup", "purchase", "send"],
 )
 def order_food_text_eta(w: World) -> Draft:
-    """Template ``hybrid.order_food_text_eta``, e.g. task 0: "Order two Quattro Formaggi from Pizza Roma for delivery home and text Vera Becker what time it will arrive."."""
+    """Template ``hybrid.order_food_text_eta``, e.g. task 0: "Order a Bun Cha from Saigon Kitchen for delivery home and text Manabu what time it will arrive."."""
     name, cuisine, menu = w.rng.choice(RESTAURANTS)
     other_name, other_cuisine, _ = w.rng.choice([r for r in RESTAURANTS if r[0] != name])
     rid, other_rid = _ids(w, "rst_", 2, 10, 90)
@@ -199,6 +282,7 @@ def order_food_text_eta(w: World) -> Draft:
     dish, _, price = menu[k]
     qty = w.rng.choice([1, 2])
     c = w.rng.choice(w.contacts)
+    decoy = _namesake(w, c)
 
     placed = w.now + dt.timedelta(minutes=1)
     eta = placed + dt.timedelta(minutes=rest["eta_minutes"] + w.rng.choice([2, 4, 7, 9]))
@@ -244,29 +328,48 @@ def order_food_text_eta(w: World) -> Draft:
         _sim("food.get_menu", menu_result, restaurant_id=rid),
         _sim("food.place_order", order, restaurant_id=rid, items=items),
     ]
+    first = _first(c)
     plan = [
         call("food.search_restaurants", query=name),
         call("food.get_menu", restaurant_id=rid),
         call("food.place_order", restaurant_id=rid, items=items),
-        call("contacts.search", query=c["name"]),
+        call("contacts.search", query=first),
         call("messages.send", to=c["phone"], body=f"Food from {name} is on its way, it should arrive at {hhmm}."),
-        call("finish", answer=f"Ordered; it arrives at {hhmm} and {c['name']} knows."),
+        call("finish", answer=f"Ordered; it arrives at {hhmm} and {first} knows."),
     ]
     what = f"{NUMBER_WORDS[qty]} {dish}"
+    (phrasing,) = _pick(w, [0, 1])
+    goal = (
+        f"Order {what} from {name} for delivery home and text {first} what time it will arrive."
+        if phrasing == 0
+        else f"Get me {what} delivered from {name}, and text {first} when it will get here."
+    )
+    h12 = _h12(hhmm)
+    placed_hhmm = placed.strftime("%H:%M")
     return Draft(
-        goal=f"Order {what} from {name} for delivery home and text {c['name']} what time it will arrive.",
+        goal=goal,
         criteria=[
             state("food.orders", "created", restaurant_id=rid, total=total),
-            _sms_to(c, icontains=hhmm),
+            _sms_to(c, states={"time": hhmm}),
         ],
         milestones=[
             behavior("required_call", "food.get_menu", arguments={"restaurant_id": rid}),
             state("food.orders", "created", restaurant_id=rid, total=total),
+            _lookup(c),
+            _sms_to(c),
         ],
         plan=plan,
         fixtures=w.fixtures(simulated=simulated),
-        perturb_exempt=["5.answer"],
+        perturb_exempt=["3.query", "5.answer"],
         backends=HYBRID,
+        probes=[
+            passes("the time in 12-hour form", _texting(plan, body=f"Dinner from {name} arrives at {h12}!")),
+            passes("found the place by cuisine", replacing(plan, 0, call("food.search_restaurants", query=cuisine))),
+            passes("number in national format", _texting(plan, to=_national(c["phone"]))),
+            fails("the order time instead of the arrival", _texting(plan, body=f"Ordered food at {placed_hhmm}.")),
+            fails("a hedged arrival", _texting(plan, body=f"Food arrives at {hhmm} or {placed_hhmm}.")),
+            fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
+        ],
     )
 
 
@@ -278,7 +381,7 @@ def order_food_text_eta(w: World) -> Draft:
     capabilities=["lookup", "extract", "create"],
 )
 def parcel_window_calendar(w: World) -> Draft:
-    """Template ``hybrid.parcel_window_calendar``, e.g. task 0: "My wool blanket from Loom & Thread has shipped. Find out when it will be delivered and block the delivery window in my calendar, titled \"Parcel delivery\"."."""
+    """Template ``hybrid.parcel_window_calendar``, e.g. task 0: "My seed starter kit from Green Thumb Garden has shipped. Find out when it will be delivered and block the delivery window in my calendar, titled \"Parcel delivery\"."."""
     shop = w.rng.choice(SHOPS)
     carrier = w.rng.choice(CARRIERS)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 4))
@@ -288,9 +391,11 @@ def parcel_window_calendar(w: World) -> Draft:
     old.update(status="delivered", estimated_delivery=None, last_update=w.ts(60 * 24 * 3 - 45))
     w.table("parcels.parcels").extend([p, old])
     order_no = w.rng.randrange(10000, 99999)
+    mail_id = w.next_id("mail.messages", "em_")
+    shop_words = "|".join(re.escape(x.lower()) for x in [*shop[0].split(), shop[1], *shop[2].split()] if len(x) > 3)
     w.table("mail.messages").append(
         {
-            "id": w.next_id("mail.messages", "em_"),
+            "id": mail_id,
             "folder": "inbox",
             "from": f"shipping@{shop[1]}",
             "to": (w.user_email,),
@@ -327,23 +432,57 @@ def parcel_window_calendar(w: World) -> Draft:
         _sim("parcels.list_parcels", {"parcels": [_listing(p), _listing(old)], "total": 2}),
     ]
     start, end = f"{day.isoformat()}T{ws}", f"{day.isoformat()}T{we}"
+    title, phrasing = _pick(w, ["Parcel delivery", "Be home for the parcel", "Delivery window", "Stay in"], [0, 1])
+    goal = (
+        f"My {shop[2]} from {shop[0]} has shipped. Find out when it will be delivered and block the "
+        f'delivery window in my calendar, titled "{title}".'
+        if phrasing == 0
+        else f'When is my {shop[0]} parcel coming? Put the delivery window in my calendar as "{title}" so I stay home.'
+    )
+    plan = [
+        call("mail.search", query=shop[0]),
+        call("parcels.get_delivery_window", tracking_id=tid),
+        call("calendar.create_event", title=title, start=start, end=end),
+        call("finish", answer=f"It comes on {_day_words(day)} between {ws} and {we}; it is in your calendar."),
+    ]
+    opt = options[0]
+    later = f"{day.isoformat()}T{int(we[:2]) + 1:02d}:{we[3:]}"
     return Draft(
-        goal=f"My {shop[2]} from {shop[0]} has shipped. Find out when it will be delivered and block the "
-        'delivery window in my calendar, titled "Parcel delivery".',
+        goal=goal,
         criteria=[
-            state("calendar.events", "created", title={"icontains": "parcel"}, start=start, end=end),
+            state("calendar.events", "created", title={"iequals": title}, start=start, end=end),
+            answer(type="date", value=day.isoformat()),
         ],
-        milestones=[behavior("required_call", "parcels.get_delivery_window", arguments={"tracking_id": tid})],
-        plan=[
-            call("mail.search", query=shop[0]),
-            call("parcels.get_delivery_window", tracking_id=tid),
-            call("calendar.create_event", title="Parcel delivery", start=start, end=end),
-            call("finish", answer=f"It comes on {_day_words(day)} between {ws} and {we}; it is in your calendar."),
+        milestones=[
+            CompositeCriterion(
+                kind="any_of",
+                id="found the shipping mail",
+                criteria=[
+                    behavior("required_call", "mail.search", arguments={"query": {"regex": shop_words}}),
+                    behavior("required_call", "mail.read", arguments={"message_id": mail_id}),
+                ],
+            ),
+            behavior("required_call", "parcels.get_delivery_window", arguments={"tracking_id": tid}),
+            state("calendar.events", "created", start=start),
         ],
+        plan=plan,
         fixtures=w.fixtures(simulated=simulated),
         perturb_exempt=["3.answer"],
         backends=HYBRID,
-    )
+        probes=[
+            passes("title in other case", replacing(plan, 2, call("calendar.create_event", title=title.upper(), start=start, end=end))),
+            passes("the day in other words", finishing(plan, f"{day.strftime('%A')}, {_h12(ws)} to {_h12(we)}. Blocked.")),
+            fails("a hedged day", finishing(plan, f"{_day_words(day)} or {_day_words(day + dt.timedelta(days=1))}.")),
+            passes("tracked the parcel too", [plan[0], call("parcels.track_parcel", tracking_id=tid), *plan[1:]]),
+            fails(
+                "another offered slot",
+                replacing(plan, 2, call("calendar.create_event", title=title, start=f"{opt['date']}T{opt['window_start']}",
+                                        end=f"{opt['date']}T{opt['window_end']}")),
+            ),
+            fails("the window an hour too long", replacing(plan, 2, call("calendar.create_event", title=title, start=start, end=later))),
+            fails("a stray second event", [*plan[:3], call("calendar.create_event", title="Parcel", start=start, end=end), plan[-1]]),
+        ],
+    )  # fmt: skip
 
 
 @template(
@@ -354,7 +493,7 @@ def parcel_window_calendar(w: World) -> Draft:
     capabilities=["lookup", "extract", "update", "send"],
 )
 def parcel_reschedule_text(w: World) -> Draft:
-    """Template ``hybrid.parcel_reschedule_text``, e.g. task 0: "I won't be home when my Northwind Books parcel comes. Move the delivery to Wednesday 11 November in the afternoon, and text Rosa Lima the new day and time window."."""
+    """Template ``hybrid.parcel_reschedule_text``, e.g. task 0: "I won't be home when my Loom & Thread parcel comes. Move the delivery to Thursday 12 November in the evening, and text Hideki the new day and time window."."""
     shop = w.rng.choice(SHOPS)
     carrier = w.rng.choice(CARRIERS)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 3))
@@ -377,6 +516,7 @@ def parcel_reschedule_text(w: World) -> Draft:
     window = w.rng.choice([k for k, v in WINDOWS.items() if v != (old_ws, old_we)])
     ws, we = WINDOWS[window]
     c = w.rng.choice(w.contacts)
+    decoy = _namesake(w, c)
     changed = {
         "tracking_id": tid,
         "status": "in_transit",
@@ -406,9 +546,30 @@ def parcel_reschedule_text(w: World) -> Draft:
         _sim("parcels.track_parcel", _tracked(p, hub), tracking_id=tid),
         _sim("parcels.list_parcels", {"parcels": [_listing(p)], "total": 1}),
     ]
+    first = _first(c)
+    (phrasing,) = _pick(w, [0, 1])
+    goal = (
+        f"I won't be home when my {shop[0]} parcel comes. Move the delivery to {_day_words(new_day)} in the "
+        f"{window}, and text {first} the new day and time window."
+        if phrasing == 0
+        else f"Please push my {shop[0]} delivery to {_day_words(new_day)}, {window} slot, and text {first} "
+        "the new day and time."
+    )
+    weekday = new_day.strftime("%A")
+    plan = [
+        call("messages.search", query=shop[0]),
+        call("parcels.reschedule_delivery", tracking_id=tid, date=new_day.isoformat(), window=window),
+        call("contacts.search", query=first),
+        call(
+            "messages.send",
+            to=c["phone"],
+            body=f"My {shop[0]} parcel now arrives on {_day_words(new_day)} between {ws} and {we}.",
+        ),
+        call("finish", answer=f"Moved to {_day_words(new_day)}, {ws}-{we}, and told {first}."),
+    ]
+    o_ws, o_we = old_ws, old_we
     return Draft(
-        goal=f"I won't be home when my {shop[0]} parcel comes. Move the delivery to {_day_words(new_day)} in the "
-        f"{window}, and text {c['name']} the new day and time window.",
+        goal=goal,
         criteria=[
             state(
                 "parcels.parcels",
@@ -418,24 +579,24 @@ def parcel_reschedule_text(w: World) -> Draft:
                 window_start=ws,
                 window_end=we,
             ),
-            _sms_to(c, icontains=ws),
+            _sms_to(c, regex=_hhmm_pattern(ws), states={"date": new_day.isoformat()}),
         ],
-        milestones=[behavior("required_call", "parcels.reschedule_delivery", arguments={"tracking_id": tid})],
-        plan=[
-            call("messages.search", query=shop[0]),
-            call("parcels.reschedule_delivery", tracking_id=tid, date=new_day.isoformat(), window=window),
-            call("contacts.search", query=c["name"]),
-            call(
-                "messages.send",
-                to=c["phone"],
-                body=f"My {shop[0]} parcel now arrives on {_day_words(new_day)} between {ws} and {we}.",
-            ),
-            call("finish", answer=f"Moved to {_day_words(new_day)}, {ws}-{we}, and told {c['name']}."),
+        milestones=[
+            behavior("required_call", "parcels.reschedule_delivery", arguments={"tracking_id": tid}),
+            _lookup(c),
+            _sms_to(c),
         ],
+        plan=plan,
         fixtures=w.fixtures(simulated=simulated),
         perturb_exempt=["4.answer"],
         backends=HYBRID,
-    )
+        probes=[
+            passes("12-hour times", _texting(plan, body=f"Parcel moved to {weekday}, {_h12(ws)} to {_h12(we)}.")),
+            passes("checked the current window first", [plan[0], call("parcels.get_delivery_window", tracking_id=tid), *plan[1:]]),
+            fails("the old window in the text", _texting(plan, body=f"Parcel comes {_day_words(day)}, {o_ws}-{o_we}.")),
+            fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
+        ],
+    )  # fmt: skip
 
 
 @template(
@@ -446,7 +607,7 @@ def parcel_reschedule_text(w: World) -> Draft:
     capabilities=["lookup", "filter", "purchase", "send"],
 )
 def cinema_book_text(w: World) -> Draft:
-    """Template ``hybrid.cinema_book_text``, e.g. task 0: "Book seats G8 and G9 for A Quiet Harbour on Wednesday 25 November, the first screening after 7 pm at Odeon Riverside, and text Quinn Costa the start time and the cinema."."""
+    """Template ``hybrid.cinema_book_text``, e.g. task 0: "Book seats G5 and G6 for Orbit of Glass on Friday 6 November, the first screening after 7 pm at Kino Central, and text Betty the start time and the cinema."."""
     title, genre, runtime, rating, synopsis = w.rng.choice(MOVIES)
     cinema, other_cinema = w.rng.sample(CINEMAS, 2)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 7))
@@ -531,10 +692,33 @@ def cinema_book_text(w: World) -> Draft:
         _sim("cinema.book_tickets", booking, showtime_id=show["showtime_id"], seats=seats),
     ]
     c = w.rng.choice(w.contacts)
-    first = c["name"].split()[0]
+    decoy = _namesake(w, c)
+    first = _first(c)
+    (phrasing,) = _pick(w, [0, 1])
+    goal = (
+        f"Book seats {seats[0]} and {seats[1]} for {title} on {_day_words(day)}, the first screening after "
+        f"7 pm at {cinema}, and text {first} the start time and the cinema."
+        if phrasing == 0
+        else f"Get us seats {seats[0]} and {seats[1]} for {title} at {cinema} on {_day_words(day)}, whichever "
+        f"screening comes first after 7 pm, then text {first} where and when it starts."
+    )
+    decoy_t = showtimes[1]["start"][11:16]
+    h12 = _h12(target_t)
+    plan = [
+        call("cinema.search_movies", query=title),
+        call("cinema.list_showtimes", movie_id=mid, date=date),
+        call("cinema.book_tickets", showtime_id=show["showtime_id"], seats=seats),
+        call("contacts.search", query=first),
+        call(
+            "messages.send",
+            to=c["phone"],
+            body=f"Hi {first}, I got us tickets for {title} on {day.strftime('%A')}: {target_t} at {cinema}, "
+            f"seats {seats[0]} and {seats[1]}.",
+        ),
+        call("finish", answer=f"Booked {target_t} at {cinema} and texted {first}."),
+    ]
     return Draft(
-        goal=f"Book seats {seats[0]} and {seats[1]} for {title} on {_day_words(day)}, the first screening after "
-        f"7 pm at {cinema}, and text {c['name']} the start time and the cinema.",
+        goal=goal,
         criteria=[
             _named(
                 state("cinema.bookings", "created", showtime_id=show["showtime_id"], seats={"has": seats[0], "len": 2}),
@@ -544,26 +728,31 @@ def cinema_book_text(w: World) -> Draft:
                 state("cinema.bookings", "created", showtime_id=show["showtime_id"], seats={"has": seats[1]}),
                 "created:cinema.bookings:seat2",
             ),
-            _named(_sms_to(c, icontains=target_t), "created:messages.messages:time"),
+            _named(_sms_to(c, states={"time": target_t}), "created:messages.messages:time"),
             _named(_sms_to(c, icontains=cinema), "created:messages.messages:cinema"),
         ],
-        milestones=[behavior("required_call", "cinema.list_showtimes", arguments={"movie_id": mid})],
-        plan=[
-            call("cinema.search_movies", query=title),
-            call("cinema.list_showtimes", movie_id=mid, date=date),
-            call("cinema.book_tickets", showtime_id=show["showtime_id"], seats=seats),
-            call("contacts.search", query=c["name"]),
-            call(
-                "messages.send",
-                to=c["phone"],
-                body=f"Hi {first}, I got us tickets for {title} on {day.strftime('%A')}: {target_t} at {cinema}, "
-                f"seats {seats[0]} and {seats[1]}.",
-            ),
-            call("finish", answer=f"Booked {target_t} at {cinema} and texted {first}."),
+        milestones=[
+            behavior("required_call", "cinema.list_showtimes", arguments={"movie_id": mid}),
+            state("cinema.bookings", "created", showtime_id=show["showtime_id"]),
+            _lookup(c),
+            _sms_to(c),
         ],
+        plan=plan,
         fixtures=w.fixtures(simulated=simulated),
         perturb_exempt=["5.answer"],
         backends=HYBRID,
+        probes=[
+            passes(
+                "the time in 12-hour form", _texting(plan, body=f"{title} at {cinema}, starts {h12}. Seats booked!")
+            ),
+            passes(
+                "searched by title and date", replacing(plan, 0, call("cinema.search_movies", query=title, date=date))
+            ),
+            fails("the other cinema's earlier time", _texting(plan, body=f"{title}: {decoy_t} at {cinema}.")),
+            fails("a hedged start time", _texting(plan, body=f"{title} at {cinema}, {decoy_t} or {target_t}.")),
+            fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
+            fails("the cinema left out", _texting(plan, body=f"Tickets for {title}, {target_t}.")),
+        ],
     )
 
 
@@ -575,7 +764,7 @@ def cinema_book_text(w: World) -> Draft:
     capabilities=["lookup", "filter", "cancel", "update"],
 )
 def cancel_order_note_refund(w: World) -> Draft:
-    """Template ``hybrid.cancel_order_note_refund``, e.g. task 0: "Cancel my Sushi Yama order that is still being prepared, and add the refund to my \"Expenses\" note."."""
+    """Template ``hybrid.cancel_order_note_refund``, e.g. task 0: "Cancel my Green Bowl order that is still being prepared, add the refund to my \"Expenses\" note, and tell me how much it is."."""
     (name, cuisine, menu), (o_name, o_cuisine, o_menu) = w.rng.sample(RESTAURANTS, 2)
     rid, o_rid = _ids(w, "rst_", 2, 10, 90)
     rest, other = _restaurant(w, rid, name, cuisine), _restaurant(w, o_rid, o_name, o_cuisine)
@@ -614,12 +803,14 @@ def cancel_order_note_refund(w: World) -> Draft:
     target = orders[0]
     refund = target["total"]
     amount = _num(refund)
-    # an "Expenses" note whose lines share no amount with the refund
+    money = _amount_pattern(refund)
+    note_title, phrasing = _pick(w, ["Expenses", "Money", "Budget", "Spending"], [0, 1])
+    # a note whose lines share no amount with the refund
     lines = []
     for label in w.rng.sample(["Groceries", "Taxi", "Pharmacy", "Cinema", "Haircut", "Books"], 3):
         while True:
             v = f"{w.rng.randrange(4, 90)}.{w.rng.choice(['00', '20', '50', '80'])}"
-            if amount not in v:
+            if amount not in v and not re.search(money, v):
                 break
         lines.append(f"{label} {v}")
     nid = w.next_id("notes.notes", "n_")
@@ -627,7 +818,7 @@ def cancel_order_note_refund(w: World) -> Draft:
     w.table("notes.notes").append(
         {
             "id": nid,
-            "title": "Expenses",
+            "title": note_title,
             "body": "\n".join(lines),
             "pinned": False,
             "created": stamp,
@@ -650,21 +841,52 @@ def cancel_order_note_refund(w: World) -> Draft:
         _sim("food.order_status", {**_listing(target), "courier": None}, order_id=target["order_id"]),
         _sim("food.cancel_order", cancelled, order_id=target["order_id"]),
     ]
+    goal = (
+        f'Cancel my {name} order that is still being prepared, add the refund to my "{note_title}" note, '
+        "and tell me how much it is."
+        if phrasing == 0
+        else f"I don't want the {name} order that's still being made any more. Cancel it, write the "
+        f'refund down in my "{note_title}" note and tell me the amount.'
+    )
+    plan = [
+        call("food.list_past_orders"),
+        call("food.cancel_order", order_id=target["order_id"]),
+        call("notes.search", query=note_title),
+        call("notes.append", note_id=nid, text=f"Refund {name} +{amount}"),
+        call("finish", answer=f"Cancelled; {amount} EUR refunded and noted."),
+    ]
+    comma = f"{refund:.2f}".replace(".", ",")
+    old_total = orders[1]["total"]
     return Draft(
-        goal=f'Cancel my {name} order that is still being prepared, and add the refund to my "Expenses" note.',
+        goal=goal,
         criteria=[
             state("food.orders", "updated", order_id=target["order_id"], status="cancelled"),
-            state("notes.notes", "updated", id=nid, body={"icontains": amount}),
+            state("notes.notes", "updated", id=nid, body={"regex": money}),
+            answer(type="money", value=refund),
         ],
-        milestones=[behavior("required_call", "food.list_past_orders")],
-        plan=[
-            call("food.list_past_orders"),
-            call("food.cancel_order", order_id=target["order_id"]),
-            call("notes.search", query="Expenses"),
-            call("notes.append", note_id=nid, text=f"Refund {name} +{amount}"),
-            call("finish", answer=f"Cancelled; {amount} EUR refunded and noted."),
+        milestones=[
+            state("food.orders", "updated", order_id=target["order_id"], status="cancelled"),
+            CompositeCriterion(
+                kind="any_of",
+                id=f"found note {nid}",
+                criteria=[
+                    behavior("required_call", "notes.search", arguments={"query": {"icontains": note_title}}),
+                    behavior("required_call", "notes.get", arguments={"note_id": nid}),
+                ],
+            ),
         ],
+        plan=plan,
         fixtures=w.fixtures(simulated=simulated),
         perturb_exempt=["4.answer"],
         backends=HYBRID,
-    )
+        probes=[
+            passes("the amount with a decimal comma", replacing(plan, 3, call("notes.append", note_id=nid, text=f"{name} refund: {comma} EUR"))),
+            passes("listed only orders in preparation", replacing(plan, 0, call("food.list_past_orders", status="preparing"))),
+            passes("checked the order first", [plan[0], call("food.order_status", order_id=target["order_id"]), *plan[1:]]),
+            fails("the delivered order's total noted", replacing(plan, 3, call("notes.append", note_id=nid, text=f"Refund {name} +{_num(old_total)}"))),
+            fails("cancelled but not noted", [*plan[:2], plan[-1]]),
+            passes("the amount in words and a typed value", finishing(plan, f"Done, you get {comma} euros back.", value=refund)),
+            fails("a hedged amount", finishing(plan, f"About {amount} or {_num(old_total)} EUR.")),
+            fails("the right amount only in passing", finishing(plan, f"Refund {_num(old_total)} EUR (not counting the {amount} fee).")),
+        ],
+    )  # fmt: skip
