@@ -207,6 +207,8 @@ class World:
 
     def __init__(self, seed: int, n_contacts: int = 14, country: str | None = None) -> None:
         self.seed = seed
+        self.index = 0
+        """The task's index within its template (set by ``Template.task``)."""
         self.streams: dict[str, random.Random] = {}
         base = self.stream("world")
         self.locale = LOCALES[country] if country else base.choice(list(LOCALES.values()))

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import phonenumbers
 
 from phoneenv.contract import (
     AnswerCriterion,
@@ -45,7 +48,10 @@ __all__ = [
     "confirm_variant",
     "fails",
     "finishing",
+    "namesake",
+    "national",
     "passes",
+    "pick",
     "replacing",
     "state",
     "template",
@@ -96,6 +102,7 @@ class Template:
         a seeded record that breaks its app's record schema (:func:`check_fixtures`)."""
         seed = self.seed(k)
         world = World(seed)
+        world.index = k
         draft = self.build(world)
         if not draft.plan or draft.plan[-1].name != "finish":
             raise ValueError(f"template {self.name}: the reference plan must end with finish")
@@ -259,3 +266,41 @@ def replacing(plan: list[ToolCall], index: int, *steps: ToolCall) -> list[ToolCa
     itself among them: steps added around it). Negative indices count from the end."""
     i = index % len(plan)
     return [*plan[:i], *steps, *plan[i + 1 :]]
+
+
+# -- wording and people shared by templates ------------------------------------------------------
+
+
+def pick(w: World, *options: list[Any]) -> tuple[Any, ...]:
+    """The ``k``-th combination of ``options`` for task ``k`` of a template (``w.index``):
+    distinct tasks get distinct combinations (wordings, values) while there are enough."""
+    k, out = w.index, []
+    for opts in options:
+        out.append(opts[k % len(opts)])
+        k //= len(opts)
+    return tuple(out)
+
+
+def national(phone: str) -> str:
+    """``phone`` as dialled at home (``+4915112345678`` → ``0151 12345678``): the same line in
+    another format (libphonenumber's NATIONAL format, brackets dropped)."""
+    text = phonenumbers.format_number(phonenumbers.parse(phone), phonenumbers.PhoneNumberFormat.NATIONAL)
+    return re.sub(r"[()]", "", text).strip()
+
+
+def namesake(w: World, c: dict[str, Any], *, email: bool = True) -> dict[str, Any]:
+    """Add to ``w`` and return a contact who shares ``c``'s last name (a near miss for the
+    wrong person), with an e-mail address unless ``email`` is False."""
+    first = w.new_name().split()[0]
+    last = c["name"].split()[-1]
+    rec = {
+        "id": f"c_{len(w.contacts) + 1}",
+        "name": f"{first} {last}",
+        "phone": w.phone_number("mobile"),
+        "email": f"{first.lower()}.{last.lower()}@example.com" if email else None,
+        "relation": None,
+        "favorite": False,
+        "birthday": None,
+    }
+    w.table("contacts.contacts").append(rec)
+    return rec

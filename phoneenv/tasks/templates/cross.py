@@ -6,10 +6,20 @@ import datetime as dt
 import re
 from typing import Any
 
-import phonenumbers
-
 from phoneenv.contract import BehaviorCriterion, CompositeCriterion, Domain, StateCriterion, ToolCall
-from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    behavior,
+    call,
+    fails,
+    namesake,
+    national,
+    passes,
+    pick,
+    replacing,
+    state,
+    template,
+)
 from phoneenv.tasks.world import World
 
 CALL_PHONE = "android.permission.CALL_PHONE"
@@ -41,29 +51,6 @@ def _first(c: dict[str, Any]) -> str:
     return c["name"].split()[0]
 
 
-def _k(w: World) -> int:
-    """The task's index within its template (see :meth:`Template.seed`): varies the wording so
-    that the goals of one template differ."""
-    return w.seed % 1000
-
-
-def _pick(w: World, *options: list[Any]) -> tuple[Any, ...]:
-    """The ``k``-th combination of ``options`` (task ``k`` of the template): distinct tasks get
-    distinct combinations while there are enough."""
-    k, out = _k(w), []
-    for opts in options:
-        out.append(opts[k % len(opts)])
-        k //= len(opts)
-    return tuple(out)
-
-
-def _national(phone: str) -> str:
-    """``phone`` as dialled at home (``+4915112345678`` → ``0151 12345678``): the same line in
-    another format."""
-    national = phonenumbers.format_number(phonenumbers.parse(phone), phonenumbers.PhoneNumberFormat.NATIONAL)
-    return re.sub(r"[()]", "", national).strip()
-
-
 def _digits_in_text(phone: str) -> str:
     """A regex for ``phone`` written in a text in any usual format (spaces, dashes, a trunk 0 or
     the country code): its last nine digits with optional separators between them."""
@@ -74,23 +61,6 @@ def _digits_in_text(phone: str) -> str:
 def _all_in(parts: list[str]) -> dict[str, str]:
     """A ``regex`` condition holding when a text contains every one of ``parts`` (any order)."""
     return {"regex": "(?s)^" + "".join(f"(?=.*{re.escape(p)})" for p in parts)}
-
-
-def _namesake(w: World, c: dict[str, Any]) -> dict[str, Any]:
-    """Add and return a contact who shares ``c``'s last name (a near miss for the wrong person)."""
-    first = w.new_name().split()[0]
-    phone = w.phone_number("mobile")
-    rec = {
-        "id": f"c_{len(w.contacts) + 1}",
-        "name": f"{first} {c['name'].split()[-1]}",
-        "phone": phone,
-        "email": f"{first.lower()}.{c['name'].split()[-1].lower()}@example.com",
-        "relation": None,
-        "favorite": False,
-        "birthday": None,
-    }
-    w.table("contacts.contacts").append(rec)
-    return rec
 
 
 def _named(crit: Any, id: str) -> Any:
@@ -231,8 +201,8 @@ def late_to_meeting(w: World) -> Draft:
     people = w.rng.sample(w.contacts, w.rng.choice([2, 3]))
     title = w.rng.choice(["Quarterly planning", "Vendor call", "Hiring sync", "Roadmap review", "Budget check-in"])
     ev = _add_event(w, day, w.rng.choice([9, 10, 14]), title, tuple(sorted(p["name"] for p in people)), "Room 2.01")
-    decoy = _namesake(w, people[0])
-    (late, phrasing) = _pick(w, [5, 10, 15, 20], [0, 1])
+    decoy = namesake(w, people[0])
+    (late, phrasing) = pick(w, [5, 10, 15, 20], [0, 1])
     other = next(m for m in (20, 30, 45) if m != late)
     when = f"{_day_words(day, w.now.date())} at {ev['start'][11:]}"
     goal = (
@@ -265,7 +235,7 @@ def late_to_meeting(w: World) -> Draft:
                 [
                     c
                     if c.name != "messages.send"
-                    else call("messages.send", to=_national(c.arguments["to"]), body=c.arguments["body"])
+                    else call("messages.send", to=national(c.arguments["to"]), body=c.arguments["body"])
                     for c in plan
                 ],
             ),
@@ -293,7 +263,7 @@ def text_missed_caller(w: World) -> Draft:
     latest = min(int((w.now - dt.datetime.fromisoformat(x["time"])).total_seconds() // 60) for x in calls)
     _add_call(w, earlier["phone"], max(3, latest - 2) + 90)
     _add_call(w, c["phone"], max(1, latest - 5))
-    (body, keys, contra), opener, verb = _pick(
+    (body, keys, contra), opener, verb = pick(
         w,
         [
             ("Sorry I missed your call, I will ring you back tonight.", ["tonight"], "I will ring you back tomorrow."),
@@ -325,7 +295,7 @@ def text_missed_caller(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["2.answer"],
         probes=[
-            passes("number in national format", replacing(plan, 1, call("messages.send", to=_national(c["phone"]), body=body))),
+            passes("number in national format", replacing(plan, 1, call("messages.send", to=national(c["phone"]), body=body))),
             passes("read the thread first", [plan[0], call("messages.read_thread", number=c["phone"]), *plan[1:]]),
             fails("content that contradicts the goal", replacing(plan, 1, call("messages.send", to=c["phone"], body=contra))),
             fails("texted the earlier missed caller", replacing(plan, 1, call("messages.send", to=earlier["phone"], body=body))),
@@ -381,7 +351,7 @@ def save_unknown_number(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["0.query", "3.answer"],
         probes=[
-            passes("number in national format", replacing(plan, 1, call("contacts.create", name=name.lower(), phone=_national(number)))),
+            passes("number in national format", replacing(plan, 1, call("contacts.create", name=name.lower(), phone=national(number)))),
             passes("read the thread first", [call("messages.read_thread", number=number), *plan[1:]]),
             fails("first name only", replacing(plan, 1, call("contacts.create", name=first, phone=number))),
             fails("saved the other unknown number", replacing(plan, 1, call("contacts.create", name=name, phone=other_number))),
@@ -408,7 +378,7 @@ def event_from_email(w: World) -> Draft:
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(2, 6))
     hour, minute = w.rng.choice([(19, 30), (20, 0), (18, 45)])
     place = w.rng.choice(["Cafe Luna", "Trattoria Roma", "The Green Table", "Bistro Nord"])
-    (minutes, length), phrasing = _pick(
+    (minutes, length), phrasing = pick(
         w, [(120, "for two hours"), (90, "for an hour and a half"), (150, "for two and a half hours"),
             (180, "for three hours"), (60, "for an hour")], [0, 1]
     )  # fmt: skip
@@ -498,8 +468,8 @@ def event_from_email(w: World) -> Draft:
 def note_contact_number(w: World) -> Draft:
     """Template ``cross.note_contact_number``, e.g. task 0: "Make a note titled \"Numbers\" with Eric's phone number in it."."""
     (c,) = w.pick("contacts.contacts")
-    decoy = _namesake(w, c)
-    title, phrasing = _pick(
+    decoy = namesake(w, c)
+    title, phrasing = pick(
         w, ["Numbers", "Emergency contacts", "For the babysitter", "Trip contacts", "Important numbers"], [0, 1]
     )
     by_relation = bool(c["relation"]) and w.rng.random() < 0.5
@@ -522,7 +492,7 @@ def note_contact_number(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["0.query", "2.answer"],
         probes=[
-            passes("number in national format", replacing(plan, 1, call("notes.create", title=title, body=_national(c["phone"])))),
+            passes("number in national format", replacing(plan, 1, call("notes.create", title=title, body=national(c["phone"])))),
             passes("opened the contact too", [plan[0], call("contacts.get", contact_id=c["id"]), *plan[1:]]),
             fails(f"{decoy['name']}'s number", replacing(plan, 1, call("notes.create", title=title, body=f"{decoy['name']}: {decoy['phone']}"))),
             fails("a digit wrong", replacing(plan, 1, call("notes.create", title=title, body=c["phone"][:-1] + ("1" if c["phone"][-1] != "1" else "2")))),
@@ -548,7 +518,7 @@ def sms_event_location(w: World) -> Draft:
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 5))
     ev = _add_event(w, day, 18, title, (c2["name"],), place)
     _add_event(w, day + dt.timedelta(days=7), 18, title, (), other_place)
-    phrasing = _pick(w, [0, 1])[0]
+    phrasing = pick(w, [0, 1])[0]
     when = _day_words(day, w.now.date())
     when = when if when.startswith(("today", "tomorrow")) else f"on {when}"
     goal = (
@@ -569,7 +539,7 @@ def sms_event_location(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["0.query", "1.query", "3.answer"],
         probes=[
-            passes("number in national format", replacing(plan, 2, call("messages.send", to=_national(c1["phone"]), body=body))),
+            passes("number in national format", replacing(plan, 2, call("messages.send", to=national(c1["phone"]), body=body))),
             passes("opened the event too", [plan[0], call("calendar.get_event", event_id=ev["id"]), *plan[1:]]),
             fails(f"texted the attendee {c2['name']}", replacing(plan, 2, call("messages.send", to=c2["phone"], body=body))),
             fails("the next week's address", replacing(plan, 2, call("messages.send", to=c1["phone"], body=f"It is at {other_place}."))),
@@ -594,7 +564,7 @@ def alarm_before_first_event(w: World) -> Draft:
     if len(events) < 2:
         events.append(_add_event(w, day, 15, "Haircut", (), "Main Street 5"))
     first, second = sorted(events, key=lambda e: e["start"])[:2]
-    (lead, words), phrasing = _pick(
+    (lead, words), phrasing = pick(
         w, [(30, "30 minutes"), (45, "45 minutes"), (60, "an hour"), (90, "an hour and a half"), (20, "20 minutes")], [0, 1]
     )  # fmt: skip
     start = dt.datetime.fromisoformat(first["start"])
@@ -640,8 +610,8 @@ def email_attendees(w: World) -> Draft:
     """Template ``cross.email_attendees``, e.g. task 0: "Email everyone invited to the \"Budget review\" meeting, subject \"Agenda\", with a short agenda."."""
     with_email = [c for c in w.contacts if c["email"]]
     people = w.rng.sample(with_email, 2)
-    decoy = _namesake(w, people[1])
-    title, subject, phrasing = _pick(
+    decoy = namesake(w, people[1])
+    title, subject, phrasing = pick(
         w,
         ["Budget review", "Launch retro", "Partner workshop", "Q3 planning", "Design critique"],
         ["Agenda", "Plan for the meeting"],
@@ -698,9 +668,9 @@ def email_attendees(w: World) -> Draft:
 def call_with_permission(w: World) -> Draft:
     """Template ``cross.call_with_permission``, e.g. task 0: "Call my landlord."."""
     c, other = w.rng.sample([x for x in w.contacts if x["relation"]], 2)
-    decoy = _namesake(w, c)
+    decoy = namesake(w, c)
     w.permissions = {"phone": {CALL_PHONE: False}}
-    (phrase,) = _pick(w, ["Call my {r}.", "Please ring my {r}.", "Get my {r} on the phone.", "Can you phone my {r}?", "I need to talk to my {r}, call them please."])  # fmt: skip
+    (phrase,) = pick(w, ["Call my {r}.", "Please ring my {r}.", "Get my {r} on the phone.", "Can you phone my {r}?", "I need to talk to my {r}, call them please."])  # fmt: skip
     plan = [
         call("contacts.search", query=c["relation"]),
         call("system.request_permission", app="phone", permission=CALL_PHONE),
@@ -717,7 +687,7 @@ def call_with_permission(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["0.query", "1.app", "1.permission", "3.answer"],
         probes=[
-            passes("number in national format", replacing(plan, 2, call("phone.call", number=_national(c["phone"])))),
+            passes("number in national format", replacing(plan, 2, call("phone.call", number=national(c["phone"])))),
             passes("checked the permission first", [plan[0], call("system.check_permission", app="phone", permission=CALL_PHONE), *plan[1:]]),
             fails(f"called my {other['relation']}", replacing(plan, 2, call("phone.call", number=other["phone"]))),
             fails(f"called {decoy['name']}", replacing(plan, 2, call("phone.call", number=decoy["phone"]))),
@@ -737,9 +707,9 @@ def share_note_sms(w: World) -> Draft:
     """Template ``cross.share_note_sms``, e.g. task 0: "Text Jason what is in my \"Meeting notes\" note."."""
     note, other_note = w.rng.sample(w.table("notes.notes"), 2)
     (c,) = w.pick("contacts.contacts")
-    decoy = _namesake(w, c)
+    decoy = namesake(w, c)
     lines = note["body"].splitlines()
-    phrasing = _pick(w, [0, 1])[0]
+    phrasing = pick(w, [0, 1])[0]
     goal = (
         f'Text {_first(c)} what is in my "{note["title"]}" note.'
         if phrasing == 0
@@ -749,7 +719,7 @@ def share_note_sms(w: World) -> Draft:
     plan = [call("notes.search", query=note["title"]), *_send(c, body), call("finish", answer="Sent.")]
     probes = [
         passes("one line each", replacing(plan, 2, call("messages.send", to=c["phone"], body=f"{note['title']}:\n{note['body']}"))),
-        passes("number in national format", replacing(plan, 2, call("messages.send", to=_national(c["phone"]), body=body))),
+        passes("number in national format", replacing(plan, 2, call("messages.send", to=national(c["phone"]), body=body))),
         fails("another note", replacing(plan, 2, call("messages.send", to=c["phone"], body=other_note["body"].replace("\n", ", ")))),
         fails(f"texted {decoy['name']}", replacing(plan, 2, call("messages.send", to=decoy["phone"], body=body))),
     ]  # fmt: skip
@@ -782,7 +752,7 @@ def block_spam_caller(w: World) -> Draft:
     _add_call(w, friend["phone"], 25)
     for ago in (15, 40):
         _add_call(w, number, ago)
-    (topic, texts_about), phrasing = _pick(
+    (topic, texts_about), phrasing = pick(
         w,
         [
             ("a prize", ("You won a prize! Reply YES", "Last chance to claim your prize")),
@@ -823,7 +793,7 @@ def block_spam_caller(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["0.query", f"{2 + len(texts)}.answer"],
         probes=[
-            passes("blocked in national format", replacing(plan, 1, call("phone.block_number", number=_national(number)))),
+            passes("blocked in national format", replacing(plan, 1, call("phone.block_number", number=national(number)))),
             passes("went through the call log and the thread", [call("phone.call_log", filter="missed", limit=5), plan[1], call("messages.read_thread", number=number), *plan[2:]]),
             fails("blocked but kept the texts", [*plan[:2], plan[-1]]),
             fails("deleted only one text", [*plan[:-2], plan[-1]]),
@@ -844,8 +814,8 @@ def email_note(w: World) -> Draft:
     """Template ``cross.email_note``, e.g. task 0: "Email my \"Wifi at the cabin\" note to Yosuke, with the note's title as the subject."."""
     note, other_note = w.rng.sample(w.table("notes.notes"), 2)
     c = w.rng.choice([x for x in w.contacts if x["email"]])
-    decoy = _namesake(w, c)
-    phrasing = _pick(w, [0, 1])[0]
+    decoy = namesake(w, c)
+    phrasing = pick(w, [0, 1])[0]
     goal = (
         f'Email my "{note["title"]}" note to {_first(c)}, with the note\'s title as the subject.'
         if phrasing == 0

@@ -15,10 +15,22 @@ import datetime as dt
 import re
 from typing import Any
 
-import phonenumbers
-
 from phoneenv.contract import CompositeCriterion, Domain, SimulatedCall, ToolCall
-from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    answer,
+    behavior,
+    call,
+    fails,
+    finishing,
+    namesake,
+    national,
+    passes,
+    pick,
+    replacing,
+    state,
+    template,
+)
 from phoneenv.tasks.templates.clock import time_pattern
 from phoneenv.tasks.world import World
 
@@ -118,27 +130,6 @@ def _first(c: dict[str, Any]) -> str:
     return c["name"].split()[0]
 
 
-def _k(w: World) -> int:
-    """The task's index within its template (the world seed is ``crc32(name) * 1000 + k``)."""
-    return w.seed % 1000
-
-
-def _pick(w: World, *options: list[Any]) -> tuple[Any, ...]:
-    """The ``k``-th combination of ``options`` (task ``k``): distinct tasks, distinct wordings."""
-    k, out = _k(w), []
-    for opts in options:
-        out.append(opts[k % len(opts)])
-        k //= len(opts)
-    return tuple(out)
-
-
-def _national(phone: str) -> str:
-    """``phone`` as dialled at home (``+4915112345678`` → ``0151 12345678``): the same line in
-    another format."""
-    national = phonenumbers.format_number(phonenumbers.parse(phone), phonenumbers.PhoneNumberFormat.NATIONAL)
-    return re.sub(r"[()]", "", national).strip()
-
-
 def _hhmm_pattern(hhmm: str) -> str:
     """A regex for the clock time ``hhmm`` in a text, 24-hour (``19:45``) or 12-hour (``7:45 pm``)."""
     h, m = (int(x) for x in hhmm.split(":"))
@@ -158,17 +149,6 @@ def _amount_pattern(x: float) -> str:
         return rf"(?<![\d.,]){whole}(?:[.,]00?)?(?![.,]?\d)"
     tail = cents if cents[1] != "0" else f"{cents[0]}0?"
     return rf"(?<![\d.,]){whole}[.,]{tail}(?!\d)"
-
-
-def _namesake(w: World, c: dict[str, Any]) -> dict[str, Any]:
-    """Add and return a contact who shares ``c``'s last name (a near miss for the wrong person)."""
-    first = w.new_name().split()[0]
-    phone = w.phone_number("mobile")
-    last = c["name"].split()[-1]
-    rec = {"id": f"c_{len(w.contacts) + 1}", "name": f"{first} {last}", "phone": phone, "email": None,
-           "relation": None, "favorite": False, "birthday": None}  # fmt: skip
-    w.table("contacts.contacts").append(rec)
-    return rec
 
 
 def _lookup(c: dict[str, Any]) -> Any:
@@ -282,7 +262,7 @@ def order_food_text_eta(w: World) -> Draft:
     dish, _, price = menu[k]
     qty = w.rng.choice([1, 2])
     c = w.rng.choice(w.contacts)
-    decoy = _namesake(w, c)
+    decoy = namesake(w, c, email=False)
 
     placed = w.now + dt.timedelta(minutes=1)
     eta = placed + dt.timedelta(minutes=rest["eta_minutes"] + w.rng.choice([2, 4, 7, 9]))
@@ -338,7 +318,7 @@ def order_food_text_eta(w: World) -> Draft:
         call("finish", answer=f"Ordered; it arrives at {hhmm} and {first} knows."),
     ]
     what = f"{NUMBER_WORDS[qty]} {dish}"
-    (phrasing,) = _pick(w, [0, 1])
+    (phrasing,) = pick(w, [0, 1])
     goal = (
         f"Order {what} from {name} for delivery home and text {first} what time it will arrive."
         if phrasing == 0
@@ -365,7 +345,7 @@ def order_food_text_eta(w: World) -> Draft:
         probes=[
             passes("the time in 12-hour form", _texting(plan, body=f"Dinner from {name} arrives at {h12}!")),
             passes("found the place by cuisine", replacing(plan, 0, call("food.search_restaurants", query=cuisine))),
-            passes("number in national format", _texting(plan, to=_national(c["phone"]))),
+            passes("number in national format", _texting(plan, to=national(c["phone"]))),
             fails("the order time instead of the arrival", _texting(plan, body=f"Ordered food at {placed_hhmm}.")),
             fails("a hedged arrival", _texting(plan, body=f"Food arrives at {hhmm} or {placed_hhmm}.")),
             fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
@@ -432,7 +412,7 @@ def parcel_window_calendar(w: World) -> Draft:
         _sim("parcels.list_parcels", {"parcels": [_listing(p), _listing(old)], "total": 2}),
     ]
     start, end = f"{day.isoformat()}T{ws}", f"{day.isoformat()}T{we}"
-    title, phrasing = _pick(w, ["Parcel delivery", "Be home for the parcel", "Delivery window", "Stay in"], [0, 1])
+    title, phrasing = pick(w, ["Parcel delivery", "Be home for the parcel", "Delivery window", "Stay in"], [0, 1])
     goal = (
         f"My {shop[2]} from {shop[0]} has shipped. Find out when it will be delivered and block the "
         f'delivery window in my calendar, titled "{title}".'
@@ -516,7 +496,7 @@ def parcel_reschedule_text(w: World) -> Draft:
     window = w.rng.choice([k for k, v in WINDOWS.items() if v != (old_ws, old_we)])
     ws, we = WINDOWS[window]
     c = w.rng.choice(w.contacts)
-    decoy = _namesake(w, c)
+    decoy = namesake(w, c, email=False)
     changed = {
         "tracking_id": tid,
         "status": "in_transit",
@@ -547,7 +527,7 @@ def parcel_reschedule_text(w: World) -> Draft:
         _sim("parcels.list_parcels", {"parcels": [_listing(p)], "total": 1}),
     ]
     first = _first(c)
-    (phrasing,) = _pick(w, [0, 1])
+    (phrasing,) = pick(w, [0, 1])
     goal = (
         f"I won't be home when my {shop[0]} parcel comes. Move the delivery to {_day_words(new_day)} in the "
         f"{window}, and text {first} the new day and time window."
@@ -692,9 +672,9 @@ def cinema_book_text(w: World) -> Draft:
         _sim("cinema.book_tickets", booking, showtime_id=show["showtime_id"], seats=seats),
     ]
     c = w.rng.choice(w.contacts)
-    decoy = _namesake(w, c)
+    decoy = namesake(w, c, email=False)
     first = _first(c)
-    (phrasing,) = _pick(w, [0, 1])
+    (phrasing,) = pick(w, [0, 1])
     goal = (
         f"Book seats {seats[0]} and {seats[1]} for {title} on {_day_words(day)}, the first screening after "
         f"7 pm at {cinema}, and text {first} the start time and the cinema."
@@ -804,7 +784,7 @@ def cancel_order_note_refund(w: World) -> Draft:
     refund = target["total"]
     amount = _num(refund)
     money = _amount_pattern(refund)
-    note_title, phrasing = _pick(w, ["Expenses", "Money", "Budget", "Spending"], [0, 1])
+    note_title, phrasing = pick(w, ["Expenses", "Money", "Budget", "Spending"], [0, 1])
     # a note whose lines share no amount with the refund
     lines = []
     for label in w.rng.sample(["Groceries", "Taxi", "Pharmacy", "Cinema", "Haircut", "Books"], 3):
