@@ -14,7 +14,7 @@ moment fails.
 | ``memory.usual_booking`` | the usual table (restaurant, party size, time), an outdated one | the booking text and the calendar event |
 | ``memory.preference_setting`` | wake-up time, tea steeping time, brightness, ring volume, gym slot | the alarm, timer, setting or event takes the preferred value; an outdated preference fails |
 | ``memory.updated_fact`` | a code that changed (old and new fact, linked or not) | the text carries the new code and no message the old |
-| ``memory.recall_answer`` | a code, a parking spot, a wine, what the plumber cost | the answer names the newest value only; read only |
+| ``memory.recall_answer`` | a locker, a parking spot, whose dinner had the wine, what the plumber cost | typed answers joined with the calendar or contacts (the session's or flight's time, the number): the newest value only; read only |
 | ``memory.save_preference`` | an old preference the user now changes (or none) | ``memory.entries``: the new one created, the old superseded |
 | ``memory.forget_outdated`` | a fact the user says is obsolete, beside similar ones | ``memory.entries``: that entry invalid, nothing else touched |
 | ``memory.intent_time`` | "remind me at 10:30 to text Ana ..." among later and place intents | the text is sent at or after the intent's time (``system.wait``) |
@@ -30,6 +30,7 @@ from typing import Any
 
 from phoneenv.contract import Category, Domain
 from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
+from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import TEXTS
 from phoneenv.tasks.world import World
 
@@ -690,85 +691,225 @@ def updated_fact(w: World) -> Draft:
 
 
 WINES = ["Riesling from the Mosel", "Rioja Reserva", "Gruner Veltliner", "Barolo", "Pinot Noir from Baden"]
+CITIES = ["Lisbon", "Rome", "Oslo", "Madrid", "Vienna", "Dublin"]
+
+
+def _phone_pattern(phone: str) -> str:
+    """A regex that finds ``phone`` in a text in any common format (its last eight digits,
+    separators allowed between them)."""
+    digits = re.sub(r"\D", "", phone)[-8:]
+    return r"[\s\-/.()]*".join(digits)
+
+
+def _phrasing(w: World, period: int, options: list[str]) -> str:
+    """The phrasing of this task: tasks ``k`` of one template that share ``k % period`` (the
+    same variant) take different options while there are enough (seeds are
+    ``crc32(name) * 1000 + k``)."""
+    return options[(w.seed // period) % len(options)]
+
+
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+         "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]  # fmt: skip
+_TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+def _words(n: int) -> str:
+    """``n`` (0-999) in English words: ``245`` -> ``"two hundred and forty-five"``."""
+    if n >= 100:
+        rest = n % 100
+        return f"{_ONES[n // 100]} hundred" + (f" and {_words(rest)}" if rest else "")
+    if n < 20:
+        return _ONES[n]
+    return _TENS[n // 10] + (f"-{_ONES[n % 10]}" if n % 10 else "")
+
+
+def _event(w: World, title: str, start: dt.datetime, minutes: int) -> dict[str, Any]:
+    """Add a timed event to the calendar and return it."""
+    ev = {
+        "id": w.next_id("calendar.events", "ev_"),
+        "title": title,
+        "start": start.isoformat(timespec="minutes"),
+        "end": (start + dt.timedelta(minutes=minutes)).isoformat(timespec="minutes"),
+        "location": None,
+        "attendees": (),
+        "notes": None,
+        "all_day": False,
+    }
+    w.table("calendar.events").append(ev)
+    return ev
 
 
 @template(
     "memory.recall_answer",
-    apps=[],
+    apps=["calendar", "contacts"],
     domain=Domain.DEVICE,
     category=MEMORY,
     difficulty=2,
-    capabilities=["recall", "answer"],
+    capabilities=["recall", "lookup", "answer"],
     count=COUNT,
 )
 def recall_answer(w: World) -> Draft:
-    """Template ``memory.recall_answer``: questions only memory answers (a locker code that
-    changed, where the car is parked, the wine we liked, what the plumber cost last time); the
-    answer must name the newest value and not an outdated one; read only."""
+    """Template ``memory.recall_answer``, e.g. task 0: "What's my gym locker number these days,
+    and when is my gym session tomorrow?": questions that join what only memory says
+    (a locker that changed, where the car is parked, whose dinner had the wine we loved, what
+    the plumber cost last time) with what an app says (tomorrow's session or flight in the
+    calendar, the person's number in the contacts). Typed answers: the newest value only, a
+    hedge or an outdated value fails; read only."""
+    forget_relations(w)
     variant = ["locker", "parking", "wine", "price"][w.seed % 4]
     book = MemoryBook()
-    old: str | None = None
-    if variant == "locker":
-        old, new = (str(x) for x in w.rng.sample(range(100, 999), 2))
-        _old_and_new(w, book, "fact", f"My locker at the gym is number {old}", f"I moved to locker {new} at the gym")
-        goal, query = "Which locker do I have at the gym?", "gym locker number"
-        reply = f"Locker {new}."
-    elif variant == "parking":
-        level, spot = w.rng.randrange(1, 5), w.rng.randrange(100, 399)
-        zone = w.rng.choice(["P1", "P3", "P4"])
-        new = f"{zone}, level {level}, spot {spot}"
-        book.add("episode", f"Parked the car at the airport in {new} before the flight", ago(w, w.rng.randrange(2, 9)))
-        old_spot = str(w.rng.choice([s for s in range(100, 399) if s != spot]))
-        book.add(
-            "episode",
-            f"Parked at the airport in P2, spot {old_spot}, for the last trip",
-            ago(w, w.rng.randrange(60, 300)),
-        )
-        old = f"spot {old_spot}"
-        goal, query = "Where did I park the car at the airport?", "parked car airport"
-        reply = f"In {new}."
-        new = str(spot)
-    elif variant == "wine":
-        (host,) = w.pick("contacts.contacts")
-        wine, other = w.rng.sample(WINES, 2)
-        book.add("episode", f"Dinner at {_first(host)}'s place: we loved the {wine}", ago(w, w.rng.randrange(5, 200)))
-        book.add("episode", f"The {other} at the wine bar was too sour for us", ago(w, w.rng.randrange(5, 300)))
-        goal, query = f"What was the wine we loved at {_first(host)}'s dinner?", f"wine dinner at {_first(host)}'s"
-        reply, new, old = f"The {wine}.", wine, other
+    tomorrow = w.now.date() + dt.timedelta(days=1)
+    extra: list[tuple[Any, str, str, dict[str, Any]]] = []  # (passes or fails, name, text, typed value)
+    if variant in ("locker", "parking"):
+        if variant == "locker":
+            old, new = w.rng.sample(range(100, 999), 2)
+            _old_and_new(
+                w, book, "fact", f"My locker at the gym is number {old}", f"I moved to locker {new} at the gym"
+            )
+            hhmm = w.rng.choice(["07:00", "07:30", "12:15", "17:45", "18:30", "19:00", "19:30", "20:15"])
+            ev = _event(w, "Gym session", dt.datetime.combine(tomorrow, dt.time.fromisoformat(hhmm)), 60)
+            at = ev["start"][11:16]
+            goal = _phrasing(
+                w,
+                4,
+                [
+                    "I'm going to the gym tomorrow. Which locker is mine, and what time is my session?",
+                    "What's my gym locker number these days, and when is my gym session tomorrow?",
+                    "Remind me which locker I have at the gym and what time tomorrow's gym session starts.",
+                ],
+            )
+            query = "gym locker number"
+            reply = f"Locker {new}; your gym session tomorrow is at {at}."
+            other_words = f"You're in locker number {_words(new)} now, and the session starts at {spoken(at)}."
+        else:
+            zone, spot = w.rng.choice(["P1", "P3", "P4"]), w.rng.randrange(100, 399)
+            book.add(
+                "episode",
+                f"Parked the car at the airport in {zone}, spot {spot}, before the flight",
+                ago(w, w.rng.randrange(2, 9)),
+            )
+            old = w.rng.choice([s for s in range(100, 399) if s != spot])
+            book.add(
+                "episode",
+                f"Parked at the airport in P2, spot {old}, for the last trip",
+                ago(w, w.rng.randrange(60, 300)),
+            )
+            new = spot
+            land = dt.datetime.combine(tomorrow, dt.time(w.rng.randrange(12, 23), w.rng.choice([5, 20, 35, 50])))
+            minutes = w.rng.choice([125, 150, 170, 195])
+            ev = _event(w, f"Flight home from {w.rng.choice(CITIES)}", land - dt.timedelta(minutes=minutes), minutes)
+            at = ev["end"][11:16]
+            goal = _phrasing(
+                w,
+                4,
+                [
+                    "I'm flying back tomorrow. Where did I park the car at the airport, and what time does my flight land?",
+                    "Which spot is the car in at the airport, and when does my flight home get in tomorrow?",
+                    "I land tomorrow and need the car: where did I leave it at the airport, and what time do I land?",
+                ],
+            )
+            query = "parked car airport"
+            reply = f"In {zone}, spot {spot}. Your flight lands at {at} tomorrow."
+            other_words = f"The car is in {zone} (spot {_words(spot)}); you land at {spoken(at)}."
+        criteria = [
+            answer(id="answer", type="number", value=new),
+            answer(id="time", type="time", value=at),
+        ]
+        lookup = call("calendar.list_events", date=tomorrow.isoformat())
+        typed = {}
+        extra.append((fails, "a typed value contradicting the text", f"{new}, at {at}.", {"value": old}))
+        hedge = f"Either {new} or {old}, I'm not sure which; {at}."
+        passing = f"Not {new} - it's {old}. At {at}."
+        outdated = f"{old}, and {at}."
+        wrong_time = reply.replace(at, ev["start"][11:16]) if variant == "parking" else reply.replace(at, "06:00")
     else:
         trade = w.rng.choice(["plumber", "electrician", "locksmith"])
-        while True:
-            old_p, new_p = (str(x) for x in w.rng.sample(range(60, 480), 2))
-            if old_p not in new_p and new_p not in old_p:
-                break
         a, b = w.rng.sample(w.contacts, 2)
-        book.add(
-            "episode", f"Paid {a['name']}, the {trade}, {old_p} EUR for a repair", ago(w, w.rng.randrange(300, 700))
-        )
-        book.add(
-            "episode", f"Paid {b['name']}, the {trade}, {new_p} EUR for a repair", ago(w, w.rng.randrange(10, 200))
-        )
-        goal, query = f"How much did the {trade} charge me last time?", f"paid the {trade}"
-        reply, new, old = f"{new_p} EUR.", new_p, old_p
+        if variant == "wine":
+            wine, other_wine = w.rng.sample(WINES, 2)
+            book.add("episode", f"Dinner at {b['name']}'s place: we loved the {wine}", ago(w, w.rng.randrange(5, 200)))
+            book.add(
+                "episode", f"The {other_wine} at {a['name']}'s was too sour for us", ago(w, w.rng.randrange(5, 300))
+            )
+            goal = _phrasing(
+                w,
+                4,
+                [
+                    f"We loved a {wine} at a friend's dinner. Whose dinner was it? Give me their number so I can "
+                    "ask where they got it.",
+                    f"Who served us that {wine} we loved at dinner? I want to call them - what's their number?",
+                    f"Whose place was the dinner with the {wine} we loved? Tell me their phone number too.",
+                ],
+            )
+            query = f"dinner {wine}"
+            criteria = [answer(id="answer", type="contact", value=b["id"])]
+            reply = f"It was at {b['name']}'s. Their number is {b['phone']}."
+            typed = {"value": b["name"]}
+            other_words = f"{b['name']} hosted that one; call them on {_spaced(b['phone'])}."
+            hedge = f"Either {b['name']} or {a['name']}: {b['phone']}."
+            passing = f"Not {b['name']} - it was {a['name']} ({b['phone']})."
+            outdated = f"{a['name']}, {a['phone']}."
+            wrong_value = a["name"]
+        else:
+            while True:
+                old, new = w.rng.sample(range(60, 480), 2)
+                if str(old) not in str(new) and str(new) not in str(old):
+                    break
+            book.add(
+                "episode", f"Paid {a['name']}, the {trade}, {old} EUR for a repair", ago(w, w.rng.randrange(300, 700))
+            )
+            book.add(
+                "episode", f"Paid {b['name']}, the {trade}, {new} EUR for a repair", ago(w, w.rng.randrange(10, 200))
+            )
+            goal = _phrasing(
+                w,
+                4,
+                [
+                    f"How much did the {trade} charge me last time? And what's their number - I need them again.",
+                    f"What did I pay the {trade} I had last time, and what's their phone number?",
+                    f"The {trade} from last time: how much did they charge, and what's their number?",
+                ],
+            )
+            query = f"paid the {trade}"
+            criteria = [answer(id="answer", type="money", value=new, currency="EUR")]
+            reply = f"{new} EUR ({b['name']}). Their number is {b['phone']}."
+            typed = {"value": f"{new} EUR"}
+            other_words = f"{_words(new)} euros; {b['name']} is on {_spaced(b['phone'])}."
+            hedge = f"Either {new} or {old} EUR; {b['phone']}."
+            passing = f"Not {new} EUR - it was {old} EUR. {b['phone']}."
+            outdated = f"{old} EUR, {b['phone']}."
+            wrong_value = f"{old} EUR"
+        criteria.append(answer(id="number", pattern=_phone_pattern(b["phone"])))
+        lookup = call("contacts.search", query=b["name"])
+        extra.append((fails, "a typed value contradicting the text", reply, {"value": wrong_value}))
+        extra.append((fails, "the other person's number", reply.replace(b["phone"], a["phone"]), {}))
+        extra.append((passes, "a typed value, the number in the text", f"Call them on {b['phone']}.", typed))
+        wrong_time = None
     book.distract(w, 4)
-    plan = [call("memory.search", query=query), call("finish", answer=reply)]
+    plan = [call("memory.search", query=query), lookup, call("finish", answer=reply, **typed)]
     keys = {"locker": ("locker", "gym"), "parking": ("park", "car", "airport"), "wine": ("wine", "dinner")}.get(
         variant, ("paid", "charge", "cost", "plumber", "electrician", "locksmith")
     )
+    probes = [
+        passes("in other words", finishing(plan, other_words)),
+        passes("searched memory twice", [call("memory.search", query=keys[0]), *plan]),
+        fails("the outdated value", finishing(plan, outdated)),
+        fails("a hedge", finishing(plan, hedge)),
+        fails("wrong, with the right value in passing", finishing(plan, passing)),
+        *(verdict(name, finishing(plan, text, **value)) for verdict, name, text, value in extra),
+    ]
+    if typed:
+        probes.append(passes("text only", finishing(plan, reply)))
+    if wrong_time is not None:
+        probes.append(fails("the wrong time", finishing(plan, wrong_time)))
     return _mem_draft(
         w,
         book,
         goal=goal,
-        criteria=[answer(pattern=_only(new, old)), behavior("read_only")],
+        criteria=[*criteria, behavior("read_only")],
         milestones=[_searched(*keys)],
         plan=plan,
-        probes=[
-            passes("in other words", finishing(plan, f"It's {new}, according to what you told me.")),
-            passes("searched memory twice", [call("memory.search", query=keys[0]), *plan]),
-            fails("the outdated value", finishing(plan, f"{old}.")),
-            fails("a hedge", finishing(plan, f"Either {new} or {old}, I'm not sure which.")),
-            fails("wrong, with the right value in passing", finishing(plan, f"It's {old} - {new} was the old one.")),
-        ],
+        probes=probes,
     )
 
 
