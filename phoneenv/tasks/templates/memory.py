@@ -149,12 +149,18 @@ def _old_and_new(
     return old_e, new_e, linked
 
 
-def _sms(c: dict[str, Any], contains: str | None = None, **where: Any) -> Any:
+def _sms(c: dict[str, Any], contains: str | None = None, states: dict[str, Any] | None = None, **where: Any) -> Any:
     """A text to contact ``c`` (by identity: any format of their number) created whose body
-    contains ``contains`` when given (and whose fields match ``where``)."""
+    contains ``contains`` and states the facts ``states`` (``{"time": "19:30"}``: "7:30 pm"
+    holds, another time beside it does not) when given, and whose fields match ``where``."""
     if contains is not None:
         where["body"] = {"icontains": contains}
-    return state("messages.messages", "created", number={"person": c["id"]}, direction="out", **where)
+    if states is not None:
+        where["body"] = {"states": states}
+    crit = state("messages.messages", "created", number={"person": c["id"]}, direction="out", **where)
+    if states is not None:
+        crit.id += ":" + ",".join(states)
+    return crit
 
 
 def _searched(*words: str) -> Any:
@@ -406,6 +412,7 @@ def usual_booking(w: World) -> Draft:
         ),
     ]
     e2 = (start + dt.timedelta(hours=3)).isoformat(timespec="minutes")
+    other_time = next(t for t in times if t != hhmm)
     return _mem_draft(
         w,
         book,
@@ -417,8 +424,8 @@ def usual_booking(w: World) -> Draft:
             ]
         ),
         criteria=[
-            _sms(rest, hhmm),
-            _sms(rest, f"for {size}"),
+            _sms(rest, states={"time": hhmm}),
+            _sms(rest, states={"number": size}),
             state("calendar.events", "created", start=s, location={"iequals": usual}),
         ],
         milestones=[_sms(rest), state("calendar.events", "created", location={"iequals": usual})],
@@ -433,6 +440,35 @@ def usual_booking(w: World) -> Draft:
                         to=rest["phone"],
                         body=f"Hi! Table for {size} at {hhmm} on {_day_label(day)}, please. {w.user_name}",
                     ),
+                ),
+            ),
+            passes(
+                "the time and party size in other words",
+                replacing(
+                    plan,
+                    2,
+                    call(
+                        "messages.send",
+                        to=rest["phone"],
+                        body=f"Hello, could we have a table for {_words(size)} on {_day_label(day)} at {spoken(hhmm)}? "
+                        f"{w.user_name}",
+                    ),
+                ),
+            ),
+            fails(
+                "another time beside the right one",
+                replacing(
+                    plan,
+                    2,
+                    call("messages.send", to=rest["phone"], body=f"{body} Or {spoken(other_time)} if that's easier."),
+                ),
+            ),
+            fails(
+                "a table for another party size",
+                replacing(
+                    plan,
+                    2,
+                    call("messages.send", to=rest["phone"], body=body.replace(f"for {size}", f"for {size + 2}")),
                 ),
             ),
             passes(

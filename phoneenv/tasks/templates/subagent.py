@@ -30,6 +30,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
+from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.world import World
 
 AGENT_APP = "agent"
@@ -429,7 +430,7 @@ def daily_brief(w: World) -> Draft:
         call("contacts.search", query=partner["name"]),
     ]
     criteria = [
-        _sms_to(partner, icontains=at),
+        _sms_to(partner, states={"time": at}),
         *(_sms_to(partner, icontains=item) for item in items),
         _delegated("calendar.*"),
         _delegated("notes.*"),
@@ -443,6 +444,7 @@ def daily_brief(w: World) -> Draft:
     send = len(plan) - 2
     (stranger,) = w.rng.sample([c for c in w.contacts if c is not partner], 1)
     other = f"{first['title']} starts at {at}. On the list: {'; '.join(reversed(items))}."
+    later = (dt.datetime.fromisoformat(first["start"]) + dt.timedelta(hours=1)).strftime("%H:%M")
     return Draft(
         goal=goal,
         criteria=criteria,
@@ -451,6 +453,22 @@ def daily_brief(w: World) -> Draft:
         perturb_exempt=_finish_exempt(plan),
         probes=[
             passes("in other words", replacing(plan, send, call("messages.send", to=partner["phone"], body=other))),
+            passes(
+                "the time on the 12-hour clock",
+                replacing(
+                    plan,
+                    send,
+                    call("messages.send", to=partner["phone"], body=body.replace(f"at {at}", f"at {spoken(at)}")),
+                ),
+            ),
+            fails(
+                "another time beside the right one",
+                replacing(
+                    plan,
+                    send,
+                    call("messages.send", to=partner["phone"], body=body.replace(f"at {at}", f"at {at} (or {later})")),
+                ),
+            ),
             passes(
                 "number typed with spaces",
                 replacing(plan, send, call("messages.send", to=_spaced(partner["phone"]), body=body)),
