@@ -286,7 +286,8 @@ def call_past_provider(w: World) -> Draft:
     """Template ``memory.call_past_provider``: "Call the plumber I used last time", with two
     episodes of two different plumbers (the newer one is meant) and episodes of other trades."""
     forget_relations(w)
-    trade, other = w.rng.sample(sorted(TRADES), 2)
+    trade = _phrasing(w, 1, sorted(TRADES))  # tasks k and k + 8 share a trade and differ in wording
+    other = w.rng.choice([t for t in sorted(TRADES) if t != trade])
     jobs, problem = TRADES[trade]
     older, newer, third = w.rng.sample(w.contacts, 3)
     book = MemoryBook()
@@ -304,8 +305,8 @@ def call_past_provider(w: World) -> Draft:
         "episode", f"{third['name']}, the {other}, {w.rng.choice(TRADES[other][0])}.", ago(w, w.rng.randrange(5, 400))
     )
     book.distract(w, 3)
-    goal = f"{problem}. " + w.rng.choice(
-        [f"Call the {trade} I used last time.", f"Give the {trade} we had last time a ring."]
+    goal = f"{problem}. " + _phrasing(
+        w, len(TRADES), [f"Call the {trade} I used last time.", f"Give the {trade} we had last time a ring."]
     )
     plan = [
         call("memory.search", query=f"{trade}", kind="episode"),
@@ -377,7 +378,7 @@ def usual_booking(w: World) -> Draft:
     names the restaurant, party size and time (sometimes replacing an older usual place), among
     other restaurants in the address book."""
     forget_relations(w)
-    mem_words, goal_words, weekday, times = w.rng.choice(OCCASIONS)
+    mem_words, goal_words, weekday, times = _phrasing(w, 1, OCCASIONS)
     usual, old_place, lunch = w.rng.sample(RESTAURANTS, 3)
     places = {name: _business(w, name) for name in (usual, old_place, lunch)}
     size, hhmm = w.rng.choice([2, 3, 4, 5, 6]), w.rng.choice(times)
@@ -416,12 +417,15 @@ def usual_booking(w: World) -> Draft:
     return _mem_draft(
         w,
         book,
-        goal=w.rng.choice(
+        goal=_phrasing(
+            w,
+            len(OCCASIONS),
             [
                 f"Book our usual {goal_words} table for {_day_label(day)}: text the restaurant, and put it in my calendar.",
+                f"Please sort out our usual {goal_words} on {_day_label(day)}: book it by text and add it to my calendar.",
                 f"Text the restaurant to book our usual {goal_words} table on {_day_label(day)}, and add it to my calendar.",
                 f"Can you book the usual {goal_words} for {_day_label(day)}? Text the place and put it in my calendar.",
-            ]
+            ],
         ),
         criteria=[
             _sms(rest, states={"time": hhmm}),
@@ -524,8 +528,14 @@ def preference_setting(w: World) -> Draft:
             )  # fmt: skip
         else:
             book.add("preference", f"On workdays I get up at {new}", ago(w, w.rng.randrange(20, 400)))
-        goal = w.rng.choice(
-            ["Set an alarm for my usual wake-up time tomorrow.", "Set my alarm for when I usually get up."]
+        goal = _phrasing(
+            w,
+            5,
+            [
+                "Set an alarm for my usual wake-up time tomorrow.",
+                "Set my alarm for when I usually get up.",
+                "Wake me up tomorrow at my normal time - set an alarm.",
+            ],
         )
         act = call("clock.create_alarm", time=new, label="Wake up")
         criteria = [state("clock.alarms", "created", time=new, enabled=True)]
@@ -535,7 +545,7 @@ def preference_setting(w: World) -> Draft:
         wrong = call("clock.create_alarm", time=old, label="Wake up")
         stray = call("clock.create_alarm", time="23:55")
     elif variant == "tea":
-        tea = w.rng.choice(sorted(TEAS))
+        tea = _phrasing(w, 5, sorted(TEAS))
         old, new = w.rng.sample(TEAS[tea], 2)
         if w.rng.random() < 0.6:
             _old_and_new(
@@ -555,8 +565,14 @@ def preference_setting(w: World) -> Draft:
     elif variant == "brightness":
         level = w.rng.choice([25, 30, 35, 40, 45, 75, 80, 85])
         book.add("preference", f"I keep my screen brightness at {level}%", ago(w, w.rng.randrange(20, 400)))
-        goal = w.rng.choice(
-            ["Put the screen brightness back to how I like it.", "Set the brightness the way I like it."]
+        goal = _phrasing(
+            w,
+            5,
+            [
+                "Put the screen brightness back to how I like it.",
+                "Set the brightness the way I like it.",
+                "The screen is too bright or too dim - set it to my usual level.",
+            ],
         )
         act = call("settings.set_brightness", level=level)
         criteria = [state("settings.settings", "updated", id="brightness", value=level)]
@@ -568,7 +584,15 @@ def preference_setting(w: World) -> Draft:
     elif variant == "volume":
         level = w.rng.choice([15, 20, 30, 40, 55, 85, 90])
         book.add("preference", f"I keep the ringer volume at {level}", ago(w, w.rng.randrange(20, 400)))
-        goal = "Set my ringer volume the way I like it."
+        goal = _phrasing(
+            w,
+            5,
+            [
+                "Set my ringer volume the way I like it.",
+                "Put the ring volume back to my usual level.",
+                "Make the phone ring as loud as I normally have it.",
+            ],
+        )
         act = call("settings.set_volume", stream="ring", level=level)
         criteria = [state("settings.settings", "updated", id="volume_ring", value=level)]
         query = "ringer volume preference"
@@ -598,7 +622,15 @@ def preference_setting(w: World) -> Draft:
             start.isoformat(timespec="minutes"),
             (start + dt.timedelta(minutes=minutes)).isoformat(timespec="minutes"),
         )
-        goal = f"Put my usual gym session in my calendar for {_day_label(day)}."
+        goal = _phrasing(
+            w,
+            5,
+            [
+                f"Put my usual gym session in my calendar for {_day_label(day)}.",
+                f"Add my regular gym slot on {_day_label(day)} to my calendar.",
+                f"Block my usual gym time on {_day_label(day)} in the calendar.",
+            ],
+        )
         act = call("calendar.create_event", title="Gym", start=s, end=e)
         criteria = [state("calendar.events", "created", title={"icontains": "gym"}, start=s, end=e)]
         query = f"gym on {day_name}s"
@@ -975,6 +1007,13 @@ CHANGES = [
      "Remember that I like my steak medium rare."),
     ("fact", None, "My blood type is A negative", "A negative", "blood type",
      "Please remember my blood type: A negative."),
+    ("preference", "I like the thermostat at 21 degrees", "I like the thermostat at 19 degrees now", "19 degrees",
+     "thermostat temperature", "Keep the heating at 19 degrees from now on, not 21. Remember that."),
+    ("fact", None, "My dentist is Dr Okafor at the Linden Street practice", "Okafor", "my dentist",
+     "Remember that my dentist is Dr Okafor at the Linden Street practice."),
+    ("preference", "I like to be reminded of birthdays a day before", "Remind me of birthdays a week before",
+     "a week before", "birthday reminders",
+     "For birthdays, I want a reminder a week ahead now, not the day before. Please remember."),
 ]  # fmt: skip
 
 
@@ -993,7 +1032,7 @@ def save_preference(w: World) -> Draft:
     created, the old one updated to ``valid: False``, nothing else touched)."""
     kind, old, new, key, query, words = CHANGES[w.seed % len(CHANGES)]
     book = MemoryBook()
-    book.distract(w, 5, skip=("seat", "coffee"))
+    book.distract(w, 5, skip=("seat", "coffee", "home"))
     old_e = book.add(kind, old, ago(w, w.rng.randrange(100, 700))) if old else None
     fixtures = book.fixtures()
     criteria = [state("memory.entries", "created", kind=kind, content={"icontains": key}, valid=True)]
@@ -1046,6 +1085,16 @@ OBSOLETE = [
      "I moved my accounts to another bank; forget the old bank adviser.", "bank adviser"),
     ("The babysitter's rate is 12 EUR an hour", "The dog walker's rate is 15 EUR a walk",
      "We don't need a babysitter any more - forget the babysitter's rate.", "babysitter rate"),
+    ("The code for the office door is 4471", "The code for the bike shed is 9034",
+     "I changed jobs, so the office door code is useless now - forget it.", "office door code"),
+    ("My season ticket for the football club is seat 14, row F", "My theatre subscription is for Thursday evenings",
+     "I gave up the football season ticket; forget the seat.", "football season ticket seat"),
+    ("Piano lessons with Mrs Kowalski are on Tuesdays at 17:00", "Swimming lessons are on Fridays at 16:00",
+     "The piano lessons have stopped. Forget when they were.", "piano lessons"),
+    ("My old flat's landlord is Mr Petersen", "My parents' neighbour is Mr Hansen",
+     "I moved out, so forget who the old landlord was.", "old flat landlord"),
+    ("The cat's vet is the clinic on Rosenweg", "The car garage is the one on Hafenstrasse",
+     "Our cat passed away; please forget the vet.", "cat vet clinic"),
 ]  # fmt: skip
 
 
@@ -1148,13 +1197,15 @@ def intent_time(w: World) -> Draft:
         call("messages.send", to=person["phone"], body=text),
         call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {_first(person)}."),
     ]
-    away = w.rng.choice(["in meetings", "driving", "at the dentist", "in a workshop", "on a long call"])
-    goal = w.rng.choice(
+    away = _phrasing(w, 3, ["in meetings", "driving", "at the dentist", "in a workshop", "on a long call"])
+    goal = _phrasing(
+        w,
+        1,
         [
             f"I'll be {away} for a while. Keep an eye on my reminders and, when the next one comes up, do what it says.",
             f"I'm {away} for the next couple of hours. Wait for my next reminder to come up and take care of it for me.",
             f"While I'm {away}, handle my next reminder when it comes up.",
-        ]
+        ],
     )
     return _mem_draft(
         w,
@@ -1206,7 +1257,8 @@ def intent_place(w: World) -> Draft:
     place intent fires, and the call or text must happen then, not before; an intent for another
     place must not be acted on."""
     forget_relations(w)
-    place, elsewhere = w.rng.sample(PLACES, 2)
+    place = _phrasing(w, 1, PLACES)
+    elsewhere = w.rng.choice([p for p in PLACES if p != place])
     minutes = w.rng.choice([10, 15, 20, 25, 30, 40])
     arrive = w.now + dt.timedelta(minutes=minutes)
     home = arrive + dt.timedelta(hours=w.rng.randrange(3, 7))
@@ -1265,11 +1317,13 @@ def intent_place(w: World) -> Draft:
         {"at": arrive.isoformat(timespec="seconds"), "label": place},
         {"at": home.isoformat(timespec="seconds"), "label": "home"},
     ]
-    goal = w.rng.choice(
+    goal = _phrasing(
+        w,
+        len(PLACES),
         [
             f"I'm on my way to the {place}, I'll be there in about {minutes} minutes. Take care of what I wanted to do when I get there.",
             f"Heading to the {place} now (about {minutes} minutes). When I arrive, do what I asked you to remind me of there.",
-        ]
+        ],
     )
     return _mem_draft(
         w,
