@@ -120,8 +120,10 @@ def secrets(task) -> tuple[list[str], list[str]]:
         return [code], [code]
     if tpl in ("memory.intent_time", "memory.intent_place"):
         return [plan[2].arguments["query"]], []  # the person to act for
-    if tpl == "memory.recall_answer":
-        return [re.search(r"\(\?=\.\*(.+)\)$", task.criteria[0].pattern).group(1).replace("\\", "")], []
+    if tpl == "memory.recall_answer":  # the typed answer: a locker, a spot, an amount, the host
+        value = task.criteria[0].value
+        names = {c["id"]: c["name"] for c in task.fixtures.records["contacts.contacts"]}
+        return [names.get(value, str(value) if not isinstance(value, float) else f"{value:g}")], []
     return [], []
 
 
@@ -251,11 +253,17 @@ def test_outdated_codes_and_answers_fail(env):
         both = body + f" (it used to be {old})"
         assert not play(env, t, replaced(t.reference_plan, 2, body=both))["success"], t.id
     for t in BY_TEMPLATE["memory.recall_answer"]:
-        old = re.search(r"\(\?!\.\*(.+?)\)\(\?=", t.criteria[0].pattern).group(1).replace("\\", "")
-        answer = t.reference_plan[-1].arguments["answer"]
         assert play(env, t, t.reference_plan)["success"], t.id
-        assert not play(env, t, replaced(t.reference_plan, 1, answer=f"It is {old}."))["success"], t.id
-        assert not play(env, t, replaced(t.reference_plan, 1, answer=f"{answer} Or maybe {old}."))["success"], t.id
+        assert [c.type for c in t.criteria if c.kind == "answer" and c.type] in (
+            ["number", "time"],
+            ["contact"],
+            ["money"],
+        ), t.id
+        assert len([c for c in t.reference_plan if c.name != "finish"]) >= 2, t.id  # memory and an app
+        probes = {p.name: p for p in t.probes}
+        for name in ("the outdated value", "a hedge", "wrong, with the right value in passing"):
+            assert probes[name].expect == "fail", t.id
+            assert not play(env, t, probes[name].plan)["success"], (t.id, name)
 
 
 def test_outdated_preferences_fail(env):

@@ -156,7 +156,7 @@ def split_bill(t: TaskSpec, skill: bool) -> Steps:
 
 def archive_note(t: TaskSpec, skill: bool) -> Steps:
     titles = re.findall(r'"([^"]+)"', t.goal)
-    assert titles and t.goal.startswith("Archive my ")
+    assert titles and t.goal.startswith(("Archive my ", "Please archive the "))
     steps: Steps = []
     for title in titles:
         (note,) = [n for n in recs(t, "notes.notes") if n["title"] == title]

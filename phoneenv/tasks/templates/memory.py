@@ -14,7 +14,7 @@ moment fails.
 | ``memory.usual_booking`` | the usual table (restaurant, party size, time), an outdated one | the booking text and the calendar event |
 | ``memory.preference_setting`` | wake-up time, tea steeping time, brightness, ring volume, gym slot | the alarm, timer, setting or event takes the preferred value; an outdated preference fails |
 | ``memory.updated_fact`` | a code that changed (old and new fact, linked or not) | the text carries the new code and no message the old |
-| ``memory.recall_answer`` | a code, a parking spot, a wine, what the plumber cost | the answer names the newest value only; read only |
+| ``memory.recall_answer`` | a locker, a parking spot, whose dinner had the wine, what the plumber cost | typed answers joined with the calendar or contacts (the session's or flight's time, the number): the newest value only; read only |
 | ``memory.save_preference`` | an old preference the user now changes (or none) | ``memory.entries``: the new one created, the old superseded |
 | ``memory.forget_outdated`` | a fact the user says is obsolete, beside similar ones | ``memory.entries``: that entry invalid, nothing else touched |
 | ``memory.intent_time`` | "remind me at 10:30 to text Ana ..." among later and place intents | the text is sent at or after the intent's time (``system.wait``) |
@@ -30,6 +30,7 @@ from typing import Any
 
 from phoneenv.contract import Category, Domain
 from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
+from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import TEXTS
 from phoneenv.tasks.world import World
 
@@ -148,12 +149,18 @@ def _old_and_new(
     return old_e, new_e, linked
 
 
-def _sms(c: dict[str, Any], contains: str | None = None, **where: Any) -> Any:
+def _sms(c: dict[str, Any], contains: str | None = None, states: dict[str, Any] | None = None, **where: Any) -> Any:
     """A text to contact ``c`` (by identity: any format of their number) created whose body
-    contains ``contains`` when given (and whose fields match ``where``)."""
+    contains ``contains`` and states the facts ``states`` (``{"time": "19:30"}``: "7:30 pm"
+    holds, another time beside it does not) when given, and whose fields match ``where``."""
     if contains is not None:
         where["body"] = {"icontains": contains}
-    return state("messages.messages", "created", number={"person": c["id"]}, direction="out", **where)
+    if states is not None:
+        where["body"] = {"states": states}
+    crit = state("messages.messages", "created", number={"person": c["id"]}, direction="out", **where)
+    if states is not None:
+        crit.id += ":" + ",".join(states)
+    return crit
 
 
 def _searched(*words: str) -> Any:
@@ -279,7 +286,8 @@ def call_past_provider(w: World) -> Draft:
     """Template ``memory.call_past_provider``: "Call the plumber I used last time", with two
     episodes of two different plumbers (the newer one is meant) and episodes of other trades."""
     forget_relations(w)
-    trade, other = w.rng.sample(sorted(TRADES), 2)
+    trade = _phrasing(w, 1, sorted(TRADES))  # tasks k and k + 8 share a trade and differ in wording
+    other = w.rng.choice([t for t in sorted(TRADES) if t != trade])
     jobs, problem = TRADES[trade]
     older, newer, third = w.rng.sample(w.contacts, 3)
     book = MemoryBook()
@@ -297,8 +305,8 @@ def call_past_provider(w: World) -> Draft:
         "episode", f"{third['name']}, the {other}, {w.rng.choice(TRADES[other][0])}.", ago(w, w.rng.randrange(5, 400))
     )
     book.distract(w, 3)
-    goal = f"{problem}. " + w.rng.choice(
-        [f"Call the {trade} I used last time.", f"Give the {trade} we had last time a ring."]
+    goal = f"{problem}. " + _phrasing(
+        w, len(TRADES), [f"Call the {trade} I used last time.", f"Give the {trade} we had last time a ring."]
     )
     plan = [
         call("memory.search", query=f"{trade}", kind="episode"),
@@ -370,7 +378,7 @@ def usual_booking(w: World) -> Draft:
     names the restaurant, party size and time (sometimes replacing an older usual place), among
     other restaurants in the address book."""
     forget_relations(w)
-    mem_words, goal_words, weekday, times = w.rng.choice(OCCASIONS)
+    mem_words, goal_words, weekday, times = _phrasing(w, 1, OCCASIONS)
     usual, old_place, lunch = w.rng.sample(RESTAURANTS, 3)
     places = {name: _business(w, name) for name in (usual, old_place, lunch)}
     size, hhmm = w.rng.choice([2, 3, 4, 5, 6]), w.rng.choice(times)
@@ -405,19 +413,23 @@ def usual_booking(w: World) -> Draft:
         ),
     ]
     e2 = (start + dt.timedelta(hours=3)).isoformat(timespec="minutes")
+    other_time = next(t for t in times if t != hhmm)
     return _mem_draft(
         w,
         book,
-        goal=w.rng.choice(
+        goal=_phrasing(
+            w,
+            len(OCCASIONS),
             [
                 f"Book our usual {goal_words} table for {_day_label(day)}: text the restaurant, and put it in my calendar.",
+                f"Please sort out our usual {goal_words} on {_day_label(day)}: book it by text and add it to my calendar.",
                 f"Text the restaurant to book our usual {goal_words} table on {_day_label(day)}, and add it to my calendar.",
                 f"Can you book the usual {goal_words} for {_day_label(day)}? Text the place and put it in my calendar.",
-            ]
+            ],
         ),
         criteria=[
-            _sms(rest, hhmm),
-            _sms(rest, f"for {size}"),
+            _sms(rest, states={"time": hhmm}),
+            _sms(rest, states={"number": size}),
             state("calendar.events", "created", start=s, location={"iequals": usual}),
         ],
         milestones=[_sms(rest), state("calendar.events", "created", location={"iequals": usual})],
@@ -432,6 +444,35 @@ def usual_booking(w: World) -> Draft:
                         to=rest["phone"],
                         body=f"Hi! Table for {size} at {hhmm} on {_day_label(day)}, please. {w.user_name}",
                     ),
+                ),
+            ),
+            passes(
+                "the time and party size in other words",
+                replacing(
+                    plan,
+                    2,
+                    call(
+                        "messages.send",
+                        to=rest["phone"],
+                        body=f"Hello, could we have a table for {_words(size)} on {_day_label(day)} at {spoken(hhmm)}? "
+                        f"{w.user_name}",
+                    ),
+                ),
+            ),
+            fails(
+                "another time beside the right one",
+                replacing(
+                    plan,
+                    2,
+                    call("messages.send", to=rest["phone"], body=f"{body} Or {spoken(other_time)} if that's easier."),
+                ),
+            ),
+            fails(
+                "a table for another party size",
+                replacing(
+                    plan,
+                    2,
+                    call("messages.send", to=rest["phone"], body=body.replace(f"for {size}", f"for {size + 2}")),
                 ),
             ),
             passes(
@@ -487,8 +528,14 @@ def preference_setting(w: World) -> Draft:
             )  # fmt: skip
         else:
             book.add("preference", f"On workdays I get up at {new}", ago(w, w.rng.randrange(20, 400)))
-        goal = w.rng.choice(
-            ["Set an alarm for my usual wake-up time tomorrow.", "Set my alarm for when I usually get up."]
+        goal = _phrasing(
+            w,
+            5,
+            [
+                "Set an alarm for my usual wake-up time tomorrow.",
+                "Set my alarm for when I usually get up.",
+                "Wake me up tomorrow at my normal time - set an alarm.",
+            ],
         )
         act = call("clock.create_alarm", time=new, label="Wake up")
         criteria = [state("clock.alarms", "created", time=new, enabled=True)]
@@ -498,7 +545,7 @@ def preference_setting(w: World) -> Draft:
         wrong = call("clock.create_alarm", time=old, label="Wake up")
         stray = call("clock.create_alarm", time="23:55")
     elif variant == "tea":
-        tea = w.rng.choice(sorted(TEAS))
+        tea = _phrasing(w, 5, sorted(TEAS))
         old, new = w.rng.sample(TEAS[tea], 2)
         if w.rng.random() < 0.6:
             _old_and_new(
@@ -518,8 +565,14 @@ def preference_setting(w: World) -> Draft:
     elif variant == "brightness":
         level = w.rng.choice([25, 30, 35, 40, 45, 75, 80, 85])
         book.add("preference", f"I keep my screen brightness at {level}%", ago(w, w.rng.randrange(20, 400)))
-        goal = w.rng.choice(
-            ["Put the screen brightness back to how I like it.", "Set the brightness the way I like it."]
+        goal = _phrasing(
+            w,
+            5,
+            [
+                "Put the screen brightness back to how I like it.",
+                "Set the brightness the way I like it.",
+                "The screen is too bright or too dim - set it to my usual level.",
+            ],
         )
         act = call("settings.set_brightness", level=level)
         criteria = [state("settings.settings", "updated", id="brightness", value=level)]
@@ -531,7 +584,15 @@ def preference_setting(w: World) -> Draft:
     elif variant == "volume":
         level = w.rng.choice([15, 20, 30, 40, 55, 85, 90])
         book.add("preference", f"I keep the ringer volume at {level}", ago(w, w.rng.randrange(20, 400)))
-        goal = "Set my ringer volume the way I like it."
+        goal = _phrasing(
+            w,
+            5,
+            [
+                "Set my ringer volume the way I like it.",
+                "Put the ring volume back to my usual level.",
+                "Make the phone ring as loud as I normally have it.",
+            ],
+        )
         act = call("settings.set_volume", stream="ring", level=level)
         criteria = [state("settings.settings", "updated", id="volume_ring", value=level)]
         query = "ringer volume preference"
@@ -561,7 +622,15 @@ def preference_setting(w: World) -> Draft:
             start.isoformat(timespec="minutes"),
             (start + dt.timedelta(minutes=minutes)).isoformat(timespec="minutes"),
         )
-        goal = f"Put my usual gym session in my calendar for {_day_label(day)}."
+        goal = _phrasing(
+            w,
+            5,
+            [
+                f"Put my usual gym session in my calendar for {_day_label(day)}.",
+                f"Add my regular gym slot on {_day_label(day)} to my calendar.",
+                f"Block my usual gym time on {_day_label(day)} in the calendar.",
+            ],
+        )
         act = call("calendar.create_event", title="Gym", start=s, end=e)
         criteria = [state("calendar.events", "created", title={"icontains": "gym"}, start=s, end=e)]
         query = f"gym on {day_name}s"
@@ -690,85 +759,225 @@ def updated_fact(w: World) -> Draft:
 
 
 WINES = ["Riesling from the Mosel", "Rioja Reserva", "Gruner Veltliner", "Barolo", "Pinot Noir from Baden"]
+CITIES = ["Lisbon", "Rome", "Oslo", "Madrid", "Vienna", "Dublin"]
+
+
+def _phone_pattern(phone: str) -> str:
+    """A regex that finds ``phone`` in a text in any common format (its last eight digits,
+    separators allowed between them)."""
+    digits = re.sub(r"\D", "", phone)[-8:]
+    return r"[\s\-/.()]*".join(digits)
+
+
+def _phrasing(w: World, period: int, options: list[str]) -> str:
+    """The phrasing of this task: tasks ``k`` of one template that share ``k % period`` (the
+    same variant) take different options while there are enough (seeds are
+    ``crc32(name) * 1000 + k``)."""
+    return options[(w.seed // period) % len(options)]
+
+
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+         "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]  # fmt: skip
+_TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+def _words(n: int) -> str:
+    """``n`` (0-999) in English words: ``245`` -> ``"two hundred and forty-five"``."""
+    if n >= 100:
+        rest = n % 100
+        return f"{_ONES[n // 100]} hundred" + (f" and {_words(rest)}" if rest else "")
+    if n < 20:
+        return _ONES[n]
+    return _TENS[n // 10] + (f"-{_ONES[n % 10]}" if n % 10 else "")
+
+
+def _event(w: World, title: str, start: dt.datetime, minutes: int) -> dict[str, Any]:
+    """Add a timed event to the calendar and return it."""
+    ev = {
+        "id": w.next_id("calendar.events", "ev_"),
+        "title": title,
+        "start": start.isoformat(timespec="minutes"),
+        "end": (start + dt.timedelta(minutes=minutes)).isoformat(timespec="minutes"),
+        "location": None,
+        "attendees": (),
+        "notes": None,
+        "all_day": False,
+    }
+    w.table("calendar.events").append(ev)
+    return ev
 
 
 @template(
     "memory.recall_answer",
-    apps=[],
+    apps=["calendar", "contacts"],
     domain=Domain.DEVICE,
     category=MEMORY,
     difficulty=2,
-    capabilities=["recall", "answer"],
+    capabilities=["recall", "lookup", "answer"],
     count=COUNT,
 )
 def recall_answer(w: World) -> Draft:
-    """Template ``memory.recall_answer``: questions only memory answers (a locker code that
-    changed, where the car is parked, the wine we liked, what the plumber cost last time); the
-    answer must name the newest value and not an outdated one; read only."""
+    """Template ``memory.recall_answer``, e.g. task 0: "What's my gym locker number these days,
+    and when is my gym session tomorrow?": questions that join what only memory says
+    (a locker that changed, where the car is parked, whose dinner had the wine we loved, what
+    the plumber cost last time) with what an app says (tomorrow's session or flight in the
+    calendar, the person's number in the contacts). Typed answers: the newest value only, a
+    hedge or an outdated value fails; read only."""
+    forget_relations(w)
     variant = ["locker", "parking", "wine", "price"][w.seed % 4]
     book = MemoryBook()
-    old: str | None = None
-    if variant == "locker":
-        old, new = (str(x) for x in w.rng.sample(range(100, 999), 2))
-        _old_and_new(w, book, "fact", f"My locker at the gym is number {old}", f"I moved to locker {new} at the gym")
-        goal, query = "Which locker do I have at the gym?", "gym locker number"
-        reply = f"Locker {new}."
-    elif variant == "parking":
-        level, spot = w.rng.randrange(1, 5), w.rng.randrange(100, 399)
-        zone = w.rng.choice(["P1", "P3", "P4"])
-        new = f"{zone}, level {level}, spot {spot}"
-        book.add("episode", f"Parked the car at the airport in {new} before the flight", ago(w, w.rng.randrange(2, 9)))
-        old_spot = str(w.rng.choice([s for s in range(100, 399) if s != spot]))
-        book.add(
-            "episode",
-            f"Parked at the airport in P2, spot {old_spot}, for the last trip",
-            ago(w, w.rng.randrange(60, 300)),
-        )
-        old = f"spot {old_spot}"
-        goal, query = "Where did I park the car at the airport?", "parked car airport"
-        reply = f"In {new}."
-        new = str(spot)
-    elif variant == "wine":
-        (host,) = w.pick("contacts.contacts")
-        wine, other = w.rng.sample(WINES, 2)
-        book.add("episode", f"Dinner at {_first(host)}'s place: we loved the {wine}", ago(w, w.rng.randrange(5, 200)))
-        book.add("episode", f"The {other} at the wine bar was too sour for us", ago(w, w.rng.randrange(5, 300)))
-        goal, query = f"What was the wine we loved at {_first(host)}'s dinner?", f"wine dinner at {_first(host)}'s"
-        reply, new, old = f"The {wine}.", wine, other
+    tomorrow = w.now.date() + dt.timedelta(days=1)
+    extra: list[tuple[Any, str, str, dict[str, Any]]] = []  # (passes or fails, name, text, typed value)
+    if variant in ("locker", "parking"):
+        if variant == "locker":
+            old, new = w.rng.sample(range(100, 999), 2)
+            _old_and_new(
+                w, book, "fact", f"My locker at the gym is number {old}", f"I moved to locker {new} at the gym"
+            )
+            hhmm = w.rng.choice(["07:00", "07:30", "12:15", "17:45", "18:30", "19:00", "19:30", "20:15"])
+            ev = _event(w, "Gym session", dt.datetime.combine(tomorrow, dt.time.fromisoformat(hhmm)), 60)
+            at = ev["start"][11:16]
+            goal = _phrasing(
+                w,
+                4,
+                [
+                    "I'm going to the gym tomorrow. Which locker is mine, and what time is my session?",
+                    "What's my gym locker number these days, and when is my gym session tomorrow?",
+                    "Remind me which locker I have at the gym and what time tomorrow's gym session starts.",
+                ],
+            )
+            query = "gym locker number"
+            reply = f"Locker {new}; your gym session tomorrow is at {at}."
+            other_words = f"You're in locker number {_words(new)} now, and the session starts at {spoken(at)}."
+        else:
+            zone, spot = w.rng.choice(["P1", "P3", "P4"]), w.rng.randrange(100, 399)
+            book.add(
+                "episode",
+                f"Parked the car at the airport in {zone}, spot {spot}, before the flight",
+                ago(w, w.rng.randrange(2, 9)),
+            )
+            old = w.rng.choice([s for s in range(100, 399) if s != spot])
+            book.add(
+                "episode",
+                f"Parked at the airport in P2, spot {old}, for the last trip",
+                ago(w, w.rng.randrange(60, 300)),
+            )
+            new = spot
+            land = dt.datetime.combine(tomorrow, dt.time(w.rng.randrange(12, 23), w.rng.choice([5, 20, 35, 50])))
+            minutes = w.rng.choice([125, 150, 170, 195])
+            ev = _event(w, f"Flight home from {w.rng.choice(CITIES)}", land - dt.timedelta(minutes=minutes), minutes)
+            at = ev["end"][11:16]
+            goal = _phrasing(
+                w,
+                4,
+                [
+                    "I'm flying back tomorrow. Where did I park the car at the airport, and what time does my flight land?",
+                    "Which spot is the car in at the airport, and when does my flight home get in tomorrow?",
+                    "I land tomorrow and need the car: where did I leave it at the airport, and what time do I land?",
+                ],
+            )
+            query = "parked car airport"
+            reply = f"In {zone}, spot {spot}. Your flight lands at {at} tomorrow."
+            other_words = f"The car is in {zone} (spot {_words(spot)}); you land at {spoken(at)}."
+        criteria = [
+            answer(id="answer", type="number", value=new),
+            answer(id="time", type="time", value=at),
+        ]
+        lookup = call("calendar.list_events", date=tomorrow.isoformat())
+        typed = {}
+        extra.append((fails, "a typed value contradicting the text", f"{new}, at {at}.", {"value": old}))
+        hedge = f"Either {new} or {old}, I'm not sure which; {at}."
+        passing = f"Not {new} - it's {old}. At {at}."
+        outdated = f"{old}, and {at}."
+        wrong_time = reply.replace(at, ev["start"][11:16]) if variant == "parking" else reply.replace(at, "06:00")
     else:
         trade = w.rng.choice(["plumber", "electrician", "locksmith"])
-        while True:
-            old_p, new_p = (str(x) for x in w.rng.sample(range(60, 480), 2))
-            if old_p not in new_p and new_p not in old_p:
-                break
         a, b = w.rng.sample(w.contacts, 2)
-        book.add(
-            "episode", f"Paid {a['name']}, the {trade}, {old_p} EUR for a repair", ago(w, w.rng.randrange(300, 700))
-        )
-        book.add(
-            "episode", f"Paid {b['name']}, the {trade}, {new_p} EUR for a repair", ago(w, w.rng.randrange(10, 200))
-        )
-        goal, query = f"How much did the {trade} charge me last time?", f"paid the {trade}"
-        reply, new, old = f"{new_p} EUR.", new_p, old_p
+        if variant == "wine":
+            wine, other_wine = w.rng.sample(WINES, 2)
+            book.add("episode", f"Dinner at {b['name']}'s place: we loved the {wine}", ago(w, w.rng.randrange(5, 200)))
+            book.add(
+                "episode", f"The {other_wine} at {a['name']}'s was too sour for us", ago(w, w.rng.randrange(5, 300))
+            )
+            goal = _phrasing(
+                w,
+                4,
+                [
+                    f"We loved a {wine} at a friend's dinner. Whose dinner was it? Give me their number so I can "
+                    "ask where they got it.",
+                    f"Who served us that {wine} we loved at dinner? I want to call them - what's their number?",
+                    f"Whose place was the dinner with the {wine} we loved? Tell me their phone number too.",
+                ],
+            )
+            query = f"dinner {wine}"
+            criteria = [answer(id="answer", type="contact", value=b["id"])]
+            reply = f"It was at {b['name']}'s. Their number is {b['phone']}."
+            typed = {"value": b["name"]}
+            other_words = f"{b['name']} hosted that one; call them on {_spaced(b['phone'])}."
+            hedge = f"Either {b['name']} or {a['name']}: {b['phone']}."
+            passing = f"Not {b['name']} - it was {a['name']} ({b['phone']})."
+            outdated = f"{a['name']}, {a['phone']}."
+            wrong_value = a["name"]
+        else:
+            while True:
+                old, new = w.rng.sample(range(60, 480), 2)
+                if str(old) not in str(new) and str(new) not in str(old):
+                    break
+            book.add(
+                "episode", f"Paid {a['name']}, the {trade}, {old} EUR for a repair", ago(w, w.rng.randrange(300, 700))
+            )
+            book.add(
+                "episode", f"Paid {b['name']}, the {trade}, {new} EUR for a repair", ago(w, w.rng.randrange(10, 200))
+            )
+            goal = _phrasing(
+                w,
+                4,
+                [
+                    f"How much did the {trade} charge me last time? And what's their number - I need them again.",
+                    f"What did I pay the {trade} I had last time, and what's their phone number?",
+                    f"The {trade} from last time: how much did they charge, and what's their number?",
+                ],
+            )
+            query = f"paid the {trade}"
+            criteria = [answer(id="answer", type="money", value=new, currency="EUR")]
+            reply = f"{new} EUR ({b['name']}). Their number is {b['phone']}."
+            typed = {"value": f"{new} EUR"}
+            other_words = f"{_words(new)} euros; {b['name']} is on {_spaced(b['phone'])}."
+            hedge = f"Either {new} or {old} EUR; {b['phone']}."
+            passing = f"Not {new} EUR - it was {old} EUR. {b['phone']}."
+            outdated = f"{old} EUR, {b['phone']}."
+            wrong_value = f"{old} EUR"
+        criteria.append(answer(id="number", pattern=_phone_pattern(b["phone"])))
+        lookup = call("contacts.search", query=b["name"])
+        extra.append((fails, "a typed value contradicting the text", reply, {"value": wrong_value}))
+        extra.append((fails, "the other person's number", reply.replace(b["phone"], a["phone"]), {}))
+        extra.append((passes, "a typed value, the number in the text", f"Call them on {b['phone']}.", typed))
+        wrong_time = None
     book.distract(w, 4)
-    plan = [call("memory.search", query=query), call("finish", answer=reply)]
+    plan = [call("memory.search", query=query), lookup, call("finish", answer=reply, **typed)]
     keys = {"locker": ("locker", "gym"), "parking": ("park", "car", "airport"), "wine": ("wine", "dinner")}.get(
         variant, ("paid", "charge", "cost", "plumber", "electrician", "locksmith")
     )
+    probes = [
+        passes("in other words", finishing(plan, other_words)),
+        passes("searched memory twice", [call("memory.search", query=keys[0]), *plan]),
+        fails("the outdated value", finishing(plan, outdated)),
+        fails("a hedge", finishing(plan, hedge)),
+        fails("wrong, with the right value in passing", finishing(plan, passing)),
+        *(verdict(name, finishing(plan, text, **value)) for verdict, name, text, value in extra),
+    ]
+    if typed:
+        probes.append(passes("text only", finishing(plan, reply)))
+    if wrong_time is not None:
+        probes.append(fails("the wrong time", finishing(plan, wrong_time)))
     return _mem_draft(
         w,
         book,
         goal=goal,
-        criteria=[answer(pattern=_only(new, old)), behavior("read_only")],
+        criteria=[*criteria, behavior("read_only")],
         milestones=[_searched(*keys)],
         plan=plan,
-        probes=[
-            passes("in other words", finishing(plan, f"It's {new}, according to what you told me.")),
-            passes("searched memory twice", [call("memory.search", query=keys[0]), *plan]),
-            fails("the outdated value", finishing(plan, f"{old}.")),
-            fails("a hedge", finishing(plan, f"Either {new} or {old}, I'm not sure which.")),
-            fails("wrong, with the right value in passing", finishing(plan, f"It's {old} - {new} was the old one.")),
-        ],
+        probes=probes,
     )
 
 
@@ -798,6 +1007,13 @@ CHANGES = [
      "Remember that I like my steak medium rare."),
     ("fact", None, "My blood type is A negative", "A negative", "blood type",
      "Please remember my blood type: A negative."),
+    ("preference", "I like the thermostat at 21 degrees", "I like the thermostat at 19 degrees now", "19 degrees",
+     "thermostat temperature", "Keep the heating at 19 degrees from now on, not 21. Remember that."),
+    ("fact", None, "My dentist is Dr Okafor at the Linden Street practice", "Okafor", "my dentist",
+     "Remember that my dentist is Dr Okafor at the Linden Street practice."),
+    ("preference", "I like to be reminded of birthdays a day before", "Remind me of birthdays a week before",
+     "a week before", "birthday reminders",
+     "For birthdays, I want a reminder a week ahead now, not the day before. Please remember."),
 ]  # fmt: skip
 
 
@@ -816,7 +1032,7 @@ def save_preference(w: World) -> Draft:
     created, the old one updated to ``valid: False``, nothing else touched)."""
     kind, old, new, key, query, words = CHANGES[w.seed % len(CHANGES)]
     book = MemoryBook()
-    book.distract(w, 5, skip=("seat", "coffee"))
+    book.distract(w, 5, skip=("seat", "coffee", "home"))
     old_e = book.add(kind, old, ago(w, w.rng.randrange(100, 700))) if old else None
     fixtures = book.fixtures()
     criteria = [state("memory.entries", "created", kind=kind, content={"icontains": key}, valid=True)]
@@ -869,6 +1085,16 @@ OBSOLETE = [
      "I moved my accounts to another bank; forget the old bank adviser.", "bank adviser"),
     ("The babysitter's rate is 12 EUR an hour", "The dog walker's rate is 15 EUR a walk",
      "We don't need a babysitter any more - forget the babysitter's rate.", "babysitter rate"),
+    ("The code for the office door is 4471", "The code for the bike shed is 9034",
+     "I changed jobs, so the office door code is useless now - forget it.", "office door code"),
+    ("My season ticket for the football club is seat 14, row F", "My theatre subscription is for Thursday evenings",
+     "I gave up the football season ticket; forget the seat.", "football season ticket seat"),
+    ("Piano lessons with Mrs Kowalski are on Tuesdays at 17:00", "Swimming lessons are on Fridays at 16:00",
+     "The piano lessons have stopped. Forget when they were.", "piano lessons"),
+    ("My old flat's landlord is Mr Petersen", "My parents' neighbour is Mr Hansen",
+     "I moved out, so forget who the old landlord was.", "old flat landlord"),
+    ("The cat's vet is the clinic on Rosenweg", "The car garage is the one on Hafenstrasse",
+     "Our cat passed away; please forget the vet.", "cat vet clinic"),
 ]  # fmt: skip
 
 
@@ -971,13 +1197,15 @@ def intent_time(w: World) -> Draft:
         call("messages.send", to=person["phone"], body=text),
         call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {_first(person)}."),
     ]
-    away = w.rng.choice(["in meetings", "driving", "at the dentist", "in a workshop", "on a long call"])
-    goal = w.rng.choice(
+    away = _phrasing(w, 3, ["in meetings", "driving", "at the dentist", "in a workshop", "on a long call"])
+    goal = _phrasing(
+        w,
+        1,
         [
             f"I'll be {away} for a while. Keep an eye on my reminders and, when the next one comes up, do what it says.",
             f"I'm {away} for the next couple of hours. Wait for my next reminder to come up and take care of it for me.",
             f"While I'm {away}, handle my next reminder when it comes up.",
-        ]
+        ],
     )
     return _mem_draft(
         w,
@@ -1029,7 +1257,8 @@ def intent_place(w: World) -> Draft:
     place intent fires, and the call or text must happen then, not before; an intent for another
     place must not be acted on."""
     forget_relations(w)
-    place, elsewhere = w.rng.sample(PLACES, 2)
+    place = _phrasing(w, 1, PLACES)
+    elsewhere = w.rng.choice([p for p in PLACES if p != place])
     minutes = w.rng.choice([10, 15, 20, 25, 30, 40])
     arrive = w.now + dt.timedelta(minutes=minutes)
     home = arrive + dt.timedelta(hours=w.rng.randrange(3, 7))
@@ -1088,11 +1317,13 @@ def intent_place(w: World) -> Draft:
         {"at": arrive.isoformat(timespec="seconds"), "label": place},
         {"at": home.isoformat(timespec="seconds"), "label": "home"},
     ]
-    goal = w.rng.choice(
+    goal = _phrasing(
+        w,
+        len(PLACES),
         [
             f"I'm on my way to the {place}, I'll be there in about {minutes} minutes. Take care of what I wanted to do when I get there.",
             f"Heading to the {place} now (about {minutes} minutes). When I arrive, do what I asked you to remind me of there.",
-        ]
+        ],
     )
     return _mem_draft(
         w,

@@ -181,7 +181,7 @@ BILLS = [
     max_steps=30,
 )
 def split_bill(w: World) -> Draft:
-    """Template ``skills.split_bill``, e.g. task 0: "Split the bill for \"Dinner at Cafe Luna\" (76.33 EUR) evenly between me, Grace and Ana, and ask them to pay their share."."""
+    """Template ``skills.split_bill``, e.g. task 0: "Split the bill for \"Taxi to the airport\" (70.72 EUR) evenly between me and my landlord, and ask them to pay their share."."""
     others = w.rng.sample(w.contacts, w.rng.choice([1, 2, 2, 3]))
     what = w.rng.choice(BILLS)
     n = len(others) + 1
@@ -282,10 +282,13 @@ OLD_NOTES = [
     max_steps=25,
 )
 def archive_note(w: World) -> Draft:
-    """Template ``skills.archive_note``, e.g. task 0: "Archive my \"Marathon training\" and \"Packing list\" notes."."""
+    """Template ``skills.archive_note``, e.g. task 0: "Archive my \"Wedding playlist\" and \"Wifi at the cabin\" notes."."""
     notes = w.table("notes.notes")
     added = []
-    for title, body, tags in w.rng.sample(OLD_NOTES, 2):  # finished notes worth archiving
+    # Finished notes worth archiving; the first is the one asked about, a different one for
+    # each task while there are enough (seeds are crc32(name) * 1000 + k).
+    lead = OLD_NOTES[w.seed % len(OLD_NOTES)]
+    for title, body, tags in [lead, w.rng.choice([n for n in OLD_NOTES if n is not lead])]:
         stamp = w.ts(w.rng.randrange(20000, 90000))
         notes.append(
             {
@@ -299,7 +302,7 @@ def archive_note(w: World) -> Draft:
             }
         )
         added.append(notes[-1])
-    picked = [w.rng.choice(added)]
+    picked = [added[0]]
     if w.rng.random() < 0.4:
         picked.append(w.rng.choice([n for n in notes if n is not picked[0]]))
     if not any(n["pinned"] for n in picked) and w.rng.random() < 0.5:  # a pinned note must be unpinned
@@ -333,7 +336,10 @@ def archive_note(w: World) -> Draft:
     other = next(n for n in notes if n not in picked)
     upd = _at(plan, "notes.update")
     return Draft(
-        goal=f"Archive my {_join(quoted)} note{'s' if len(picked) > 1 else ''}.",
+        goal=[
+            f"Archive my {_join(quoted)} note{'s' if len(picked) > 1 else ''}.",
+            f"Please archive the {_join(quoted)} note{'s' if len(picked) > 1 else ''}.",
+        ][(w.seed // len(OLD_NOTES)) % 2],
         criteria=[*criteria, behavior("forbidden_call", "notes.delete")],
         milestones=[read_ms, *criteria],
         plan=plan,
@@ -394,7 +400,7 @@ def _alarm_criteria(change: str, time: str, label: str, days: tuple[str, ...], *
     count=COUNT,
 )
 def wake_routine(w: World) -> Draft:
-    """Template ``skills.wake_routine``, e.g. task 0: "Set up my wake-up routine for 6:10 AM on weekdays."."""
+    """Template ``skills.wake_routine``, e.g. task 0: "Set up my wake-up routine for 7:55 AM every day."."""
     alarms = w.table("clock.alarms")
     phrase, days = w.rng.choice(DAYSETS)
     reuse = w.rng.random() < 0.5
@@ -471,7 +477,7 @@ FORWARD_NOTES = ["Can you take care of this?", "FYI, see below.", "What do you t
     count=COUNT,
 )
 def forward_email(w: World) -> Draft:
-    """Template ``skills.forward_email``, e.g. task 0: "Forward the \"Invoice #1726\" email to Ben with the note \"What do you think?\"."."""
+    """Template ``skills.forward_email``, e.g. task 0: "Forward the \"Invoice #3266\" email to Thorsten."."""
     (original,) = w.pick("mail.messages", folder="inbox")
     to = w.rng.choice([c for c in w.contacts if c["email"] and c["email"] != original["from"]])
     name, query = who(w, to)
@@ -534,7 +540,7 @@ def forward_email(w: World) -> Draft:
     count=COUNT,
 )
 def share_contact(w: World) -> Draft:
-    """Template ``skills.share_contact``, e.g. task 0: "Share Umar's contact with Zoe."."""
+    """Template ``skills.share_contact``, e.g. task 0: "Send my dentist Kevin's contact details."."""
     person, to = w.rng.sample(w.contacts, 2)
     pname, pquery = who(w, person)
     tname, tquery = who(w, to)
@@ -592,7 +598,7 @@ ROOMS = ["Room 4.12", "Cafe Luna", "City Library", "Room 2.01"]
     max_steps=25,
 )
 def meeting_invite(w: World) -> Draft:
-    """Template ``skills.meeting_invite``, e.g. task 0: "Invite my landlord, Jonas and Yara to \"Budget review\" on Saturday 28 November from 15:30 to 16:00 in Room 4.12."."""
+    """Template ``skills.meeting_invite``, e.g. task 0: "Invite my mom, my neighbor and Justin to \"Design critique\" on Monday 23 November from 15:30 to 16:00 in City Library."."""
     people = w.rng.sample(w.contacts, w.rng.choice([1, 2, 2, 3]))
     named = [who(w, c) for c in people]
     title = w.rng.choice(MEETINGS)
@@ -683,7 +689,7 @@ AUTOMATED = [
     max_steps=25,
 )
 def out_of_office(w: World) -> Draft:
-    """Template ``skills.out_of_office``, e.g. task 0: "I'm on holiday and back on Sunday 6 December. Send the out-of-office reply to my mail; Kara covers for me while I'm away."."""
+    """Template ``skills.out_of_office``, e.g. task 0: "I'm on holiday and back on Wednesday 9 December. Send the out-of-office reply to my mail; my coach covers for me while I'm away."."""
     mail = w.table("mail.messages")
     automatic = ("no-reply@", "noreply@")
     if all(m["read"] or m["from"].startswith(automatic) for m in mail):  # at least one message to answer

@@ -30,6 +30,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
+from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.world import World
 
 AGENT_APP = "agent"
@@ -104,6 +105,12 @@ def _delegated(tool: str, **kw: Any) -> Any:
 
 def _not_itself(tool: str, depth: int = 0) -> Any:
     return behavior("forbidden_call", tool, depth=depth, id=f"forbidden@{depth}:{tool}")
+
+
+def _walk(w: World, period: int, options: list[Any]) -> Any:
+    """The option of this task: seeds are ``crc32(name) * 1000 + k``, so tasks that share
+    ``k % period`` take different options while there are enough."""
+    return options[(w.seed // period) % len(options)]
 
 
 def _finish_exempt(plan: list[ToolCall]) -> list[str]:
@@ -270,7 +277,7 @@ def cheapest_quote(w: World) -> Draft:
     notes. Text whoever is cheapest with VAT included: \"Your quote is accepted - please go
     ahead.\"": three quotes saved as notes (some without VAT); a sub-agent compares them, the
     planner texts the cheapest provider."""
-    service = w.rng.choice(SERVICES)
+    service = _walk(w, 1, SERVICES)
     people = w.rng.sample(w.contacts, 3)
     cheapest = w.rng.randrange(18, 60) * 10
     trap = w.rng.random() < 0.6  # a smaller number before VAT that is dearer after it
@@ -288,12 +295,14 @@ def cheapest_quote(w: World) -> Draft:
     for k in order:
         _add_note(w, f"{service.capitalize()} quote - {people[k]['name']}", lines[k], w.rng.randrange(100, 5000))
     winner = people[0]
-    body = w.rng.choice(
+    body = _walk(
+        w,
+        len(SERVICES),
         [
             "Your quote is accepted - please go ahead.",
             "We accept your quote. When can you start?",
             "Good news: your quote is accepted.",
-        ]
+        ],
     )
     goal = w.rng.choice(
         [
@@ -429,7 +438,7 @@ def daily_brief(w: World) -> Draft:
         call("contacts.search", query=partner["name"]),
     ]
     criteria = [
-        _sms_to(partner, icontains=at),
+        _sms_to(partner, states={"time": at}),
         *(_sms_to(partner, icontains=item) for item in items),
         _delegated("calendar.*"),
         _delegated("notes.*"),
@@ -443,6 +452,7 @@ def daily_brief(w: World) -> Draft:
     send = len(plan) - 2
     (stranger,) = w.rng.sample([c for c in w.contacts if c is not partner], 1)
     other = f"{first['title']} starts at {at}. On the list: {'; '.join(reversed(items))}."
+    later = (dt.datetime.fromisoformat(first["start"]) + dt.timedelta(hours=1)).strftime("%H:%M")
     return Draft(
         goal=goal,
         criteria=criteria,
@@ -451,6 +461,22 @@ def daily_brief(w: World) -> Draft:
         perturb_exempt=_finish_exempt(plan),
         probes=[
             passes("in other words", replacing(plan, send, call("messages.send", to=partner["phone"], body=other))),
+            passes(
+                "the time on the 12-hour clock",
+                replacing(
+                    plan,
+                    send,
+                    call("messages.send", to=partner["phone"], body=body.replace(f"at {at}", f"at {spoken(at)}")),
+                ),
+            ),
+            fails(
+                "another time beside the right one",
+                replacing(
+                    plan,
+                    send,
+                    call("messages.send", to=partner["phone"], body=body.replace(f"at {at}", f"at {at} (or {later})")),
+                ),
+            ),
             passes(
                 "number typed with spaces",
                 replacing(plan, send, call("messages.send", to=_spaced(partner["phone"]), body=body)),
@@ -484,7 +510,7 @@ def best_offer_reply(w: World) -> Draft:
     office chairs. Reply to the cheapest one that delivers within 7 days and accept it.": a
     sub-agent finds the cheapest offer that delivers within a week (a cheaper one takes longer),
     the planner replies accepting it."""
-    item = w.rng.choice(OFFER_ITEMS)
+    item = _walk(w, 1, OFFER_ITEMS)
     people = w.rng.sample([c for c in w.contacts if c["email"]], 3)
     senders = [p["email"] for p in people]
     best = w.rng.randrange(30, 90) * 10
@@ -514,14 +540,18 @@ def best_offer_reply(w: World) -> Draft:
     text = "Thank you - we accept your offer. Please go ahead."
     # The best offer delivers within 6 days; a cheaper slow one takes 10 days or more.
     within = 7 if slow else w.rng.choice([7, 10])
-    goal = w.rng.choice(
+    goal = _walk(
+        w,
+        len(OFFER_ITEMS),
         [
+            f"Which of the {item} offers in my mail is cheapest and delivered within {within} days? Reply to it "
+            "accepting the offer.",
             f"Three suppliers emailed me offers for the {item}. Reply to the cheapest one that delivers within "
             f"{within} days and accept it.",
             f"I got three offers for the {item} by email. Accept the cheapest one that can deliver within "
             f"{within} days - reply to it.",
             f"Accept the cheapest offer for the {item} in my mail that delivers within {within} days, by replying to it.",
-        ]
+        ],
     )
     plan = delegate_steps(
         f"Find the offers for the {item} in my mail. Which is the cheapest that delivers within 7 days? "
@@ -586,7 +616,7 @@ def birthday_note(w: World) -> Draft:
     """Template ``subagent.birthday_note``, e.g. "Make a note titled \"March birthdays\" listing
     which of my contacts have their birthday in March.": a sub-agent finds the contacts born in
     that month, the planner writes them into a note; nobody else may be listed."""
-    month = w.rng.randrange(1, 13)
+    month = _walk(w, 1, list(range(1, 13)))
     name = _cal.month_name[month]
     chosen = w.rng.sample(w.contacts, w.rng.choice([2, 3]))
     for c in w.contacts:
@@ -607,12 +637,14 @@ def birthday_note(w: World) -> Draft:
         call("notes.create", title=title, body="\n".join(lines)),
         call("finish", answer=f"Noted {len(chosen)} birthdays."),
     ]
-    goal = w.rng.choice(
+    goal = _walk(
+        w,
+        12,
         [
             f'Make a note titled "{title}" listing which of my contacts have their birthday in {name}.',
             f'Whose birthdays among my contacts fall in {name}? Put them in a note called "{title}".',
             f'Write down in a new note, "{title}", everyone in my contacts with a birthday in {name}.',
-        ]
+        ],
     )
     others = [c["name"] for c in w.contacts if c not in chosen]
     nobody_else = {"not": {"regex": "|".join(re.escape(n) for n in others)}} if others else {}
