@@ -177,8 +177,9 @@ def test_local_model_emits_schema_valid_calls(tiny_model_dir, tmp_path):
             "contacts.lookup_number/3",
             "--max-steps",
             "4",
+            # Room for a random model's long strings: a reply cut at the token limit is no call.
             "--max-tokens",
-            "96",
+            "256",
             "--out",
             str(out),
             "--price-per-mtok",
