@@ -243,6 +243,9 @@ def block_caller(w: World) -> Draft:
                 "A number that isn't saved in my contacts keeps calling me. Block it and clear its calls from my log.",
                 "Block the unknown number in my call log - it's not one of my contacts - and delete its calls.",
                 "Some stranger keeps ringing me. Block that number and remove it from my call history.",
+                "There's a caller in my log who isn't in my contacts: block them and wipe their calls from the log.",
+                "Get rid of the unknown caller: block the number and delete every call from it in my history.",
+                "Someone I don't have saved keeps calling. Block the number, then remove those calls from the list.",
             ]
         ),
         criteria=[
