@@ -212,7 +212,7 @@ def update_email(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_contact(w: World) -> Draft:
-    """Template ``contacts.delete_contact``, e.g. task 0: "Block Robert's number and remove them from my contacts - ask me first."."""
+    """Template ``contacts.delete_contact``, e.g. task 0: "Delete Robert from my contacts and block the number. Check with me first."."""
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
     w.confirm_sensitive = True

@@ -88,7 +88,7 @@ def sender_name(w: World, address: str) -> str | None:
     capabilities=["login", "lookup", "answer", "update"],
 )
 def latest_unread(w: World) -> Draft:
-    """Template ``mail.latest_unread``, e.g. task 0: "Tell me the subject of the most recent email I haven't opened, then mark it as read."."""
+    """Template ``mail.latest_unread``, e.g. task 0: "Sign in to my mail, find the latest unread email, tell me its sender and subject, and mark it read."."""
     plan = signed_out(w)
     unread = sorted((m for m in inbox(w) if not m["read"]), key=lambda m: m["time"], reverse=True)
     # Half the tasks ask who sent it too (a typed person): their newest mail is from a contact.

@@ -123,7 +123,7 @@ def call_contact(w: World) -> Draft:
     capabilities=["lookup", "answer", "call"],
 )
 def last_missed_call(w: World) -> Draft:
-    """Template ``phone.last_missed_call``, e.g. task 0: "Who was my last missed call from? Call them back."."""
+    """Template ``phone.last_missed_call``, e.g. task 0: "Call back whoever I missed last, and tell me who it was and at what time."."""
     calls = w.table("phone.calls")
     missed = sorted((r for r in calls if r["direction"] == "missed"), key=lambda r: r["time"], reverse=True)
     stranger = w.rng.random() < 0.25
@@ -222,7 +222,7 @@ def last_missed_call(w: World) -> Draft:
     capabilities=["lookup", "update", "delete"],
 )
 def block_caller(w: World) -> Draft:
-    """Template ``phone.block_caller``, e.g. task 0: "Some stranger keeps ringing me. Block that number and remove it from my call history."."""
+    """Template ``phone.block_caller``, e.g. task 0: "Get rid of the unknown caller: block the number and delete every call from it in my history."."""
     number = unknown_number(w)
     entries = [
         add_call(w, number, w.rng.choice(["missed", "missed", "in"]), w.rng.randrange(30, 6000))

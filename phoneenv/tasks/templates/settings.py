@@ -110,7 +110,7 @@ def toggle(w: World) -> Draft:
 
 @template("settings.brightness", apps=["settings"], domain=Domain.DEVICE, capabilities=["lookup", "update"])
 def brightness(w: World) -> Draft:
-    """Template ``settings.brightness``, e.g. task 0: "Make the screen 20 points dimmer than it is now, and lower the media volume by 20."."""
+    """Template ``settings.brightness``, e.g. task 0: "Make the screen 10 points brighter than it is now, and lower the media volume by 20."."""
     now = w.rng.choice(range(20, 80, 5))
     set_value(w, "brightness", now)
     vol = w.rng.choice(range(30, 80, 5))
@@ -167,7 +167,7 @@ def brightness(w: World) -> Draft:
     capabilities=["lookup", "update", "confirm"],
 )
 def revoke_permission(w: World) -> Draft:
-    """Template ``settings.revoke_permission``, e.g. task 0: "I don't want the Phone app to be able to make phone calls anymore. Revoke that permission."."""
+    """Template ``settings.revoke_permission``, e.g. task 0: "Take away the Phone app's permission to make phone calls."."""
     app, perm, what = PERMISSIONS[w.seed % len(PERMISSIONS)]  # consecutive seeds: every permission
     confirm_variant(w, 0.4)
     goal = w.rng.choice(
@@ -200,7 +200,7 @@ def revoke_permission(w: World) -> Draft:
 
 @template("settings.airplane_mode", apps=["settings"], domain=Domain.DEVICE, difficulty=2, capabilities=["update"])
 def airplane_mode(w: World) -> Draft:
-    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding: airplane mode on, Wi-Fi back on, screen brightness at 40 percent, and don't disturb me."."""
+    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding: airplane mode on, Wi-Fi back on, screen brightness at 10 percent, and don't disturb me."."""
     if w.rng.random() < 0.5:
         set_value(w, "bluetooth", True)  # so the side effect shows on Bluetooth too
     keep = w.rng.choice(["wifi", "bluetooth"])
