@@ -237,18 +237,17 @@ def unread_count(w: World) -> Draft:
         then = "Then " + then.removeprefix("and ")
     goal = f"{ask} {then}"
     n = len(unread)
-    ids = [c["id"] for c in (w.contact_by_number(x) for x in numbers) if c]
     reply = f"{n} unread, from {', '.join(senders)}."
     plan = [call("messages.list_unread"), *(call("messages.mark_read", number=x) for x in numbers)]
-    # Two typed facts (a count and people): finish's one typed value could carry only one, so
-    # the answer is text.
-    plan.append(call("finish", answer=reply))
+    # Half the reference answers carry the count as a typed value, half are text only.
+    plan.append(call("finish", answer=reply, value=n) if w.rng.random() < 0.5 else call("finish", answer=reply))
     said = WORDS.get(n, str(n))
     return Draft(
         goal=goal,
         criteria=[
             answer(type="number", value=n, unit="message|text"),
-            answer(id="senders", type="contacts", value=ids),
+            # finish carries one typed value (the count): the senders are read from the text.
+            answer(id="senders", pattern=names_pattern(senders)),
             state("messages.messages", "updated", count=n, direction="in", read=True),
         ],
         milestones=[
@@ -261,7 +260,9 @@ def unread_count(w: World) -> Draft:
             passes(
                 "in words", finishing(plan, f"You have {said} unread texts; they are from {' and '.join(senders)}.")
             ),
+            passes("typed count", finishing(plan, f"From {', '.join(senders)}.", value=n)),
             passes("threads read first", [call("messages.list_threads"), *plan]),
+            fails("typed value contradicts the text", finishing(plan, reply, value=n + 1)),
             fails("one too many", finishing(plan, f"{n + 1} unread, from {', '.join(senders)}.")),
             fails("a hedge", finishing(plan, f"{n} or {n + 1} unread texts, from {', '.join(senders)}.")),
             fails(
