@@ -304,7 +304,7 @@ def _unread_env():
     env.reset(seed=0)
     for c in t.reference_plan[:-1]:  # everything but the final answer: list, then mark read
         env.step(c.model_dump())
-    n = next(c for c in t.criteria if isinstance(c, AnswerCriterion)).number
+    n = next(c for c in t.criteria if isinstance(c, AnswerCriterion)).value
     return env, int(n), t
 
 
@@ -334,7 +334,7 @@ def test_unread_count_paraphrases_of_every_task():
     words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
     for t in select("template:messages.unread_count"):
         crit = next(c for c in t.criteria if isinstance(c, AnswerCriterion))
-        n = int(crit.number)
+        n = int(crit.value)
         ctx = Context(contacts=tuple(t.fixtures.records["contacts.contacts"]), now=t.fixtures.clock)
         names = t.reference_plan[-1].arguments["answer"].split("from ", 1)[1].rstrip(".")
         phone = t.fixtures.records["contacts.contacts"][0]["phone"]

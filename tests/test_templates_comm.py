@@ -164,7 +164,7 @@ def test_unread_count_answer_and_miscount():
             next(c["name"] for c in recs(t, "contacts.contacts") if same(c["phone"], m["number"])) for m in unread
         }
         ans = crit(t, AnswerCriterion)
-        assert ans.number == len(unread) > 0
+        assert ans.type == "number" and ans.value == len(unread) > 0
         marked = crit(t, StateCriterion)
         assert marked.where == {"direction": "in", "read": True} and marked.count == len(unread)
         right = f"{len(unread)} unread texts, from " + " and ".join(sorted(senders))
@@ -176,12 +176,12 @@ def test_unread_count_answer_and_miscount():
         assert verdict["success"], right
     t = task("messages.unread_count", 7)
     inbound = [m for m in recs(t, "messages.messages") if m["direction"] == "in"]
-    assert len(inbound) != crit(t, AnswerCriterion).number
+    assert len(inbound) != crit(t, AnswerCriterion).value
     # Counting every incoming text, read or not.
     names = " ".join(c["name"] for c in recs(t, "contacts.contacts"))
     verdict, _ = play(t, ("messages.list_threads", {}), finish(f"{len(inbound)} unread texts: {names}"))
     assert not verdict["success"]
-    n = crit(t, AnswerCriterion).number
+    n = crit(t, AnswerCriterion).value
     assert failed(verdict)["answer"] == f"answer states number {len(inbound)}, expected only {n:g}"
 
 
@@ -191,8 +191,8 @@ def test_last_texter_answer_and_outgoing_confusion():
         msgs = recs(t, "messages.messages")
         last_in = max((m for m in msgs if m["direction"] == "in"), key=lambda m: m["time"])
         sender = next(c for c in recs(t, "contacts.contacts") if same(c["phone"], last_in["number"]))
-        pattern = crit(t, AnswerCriterion).pattern
-        assert re.search(pattern, f"It was {sender['name']}.", re.I)
+        who = crit(t, AnswerCriterion)
+        assert who.type == "contact" and who.value == sender["id"]
         reply = re.search(r'Text them back: "(.+)"\.$', t.goal).group(1)
         sent = crit(t, StateCriterion)
         assert sent.where["number"] == {"person": sender["id"]}
@@ -327,9 +327,11 @@ def test_last_missed_call_answer_and_last_call_confusion():
         calls = recs(t, "phone.calls")
         missed = max((r for r in calls if r["direction"] == "missed"), key=lambda r: r["time"])
         who = next((c for c in recs(t, "contacts.contacts") if same(c["phone"], missed["number"])), None)
-        pattern = crit(t, AnswerCriterion).pattern
-        text = f"{who['name']} called." if who else f"Unknown: {missed['number']}"
-        assert re.search(pattern, text, re.I), (t.id, pattern, text)
+        said = crit(t, AnswerCriterion)
+        if who:
+            assert said.type == "contact" and said.value == who["id"], t.id
+        else:
+            assert re.search(said.pattern, f"Unknown: {missed['number']}", re.I), t.id
         back = crit(t, StateCriterion)
         assert back.where == {"number": {"number": missed["number"]}, "direction": "out"}
         newest = max(calls, key=lambda r: r["time"])
@@ -342,7 +344,8 @@ def test_last_missed_call_answer_and_last_call_confusion():
                 ("phone.call", {"number": newest["number"]}),
                 finish(f"{other['name']} ({newest['number']})"),
             )
-            assert set(failed(verdict)) == {"answer", "created:phone.calls"}
+            # Tasks that ask when it was also miss the time.
+            assert set(failed(verdict)) - {"when"} == {"answer", "created:phone.calls"}
             checked += 1
     assert checked
 

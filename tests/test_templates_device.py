@@ -39,8 +39,8 @@ def state_crits(task: TaskSpec, change: str | None = None) -> list[StateCriterio
     return [c for c in task.criteria if isinstance(c, StateCriterion) and (change is None or c.change == change)]
 
 
-def answer_crit(task: TaskSpec) -> AnswerCriterion:
-    (crit,) = [c for c in task.criteria if isinstance(c, AnswerCriterion)]
+def answer_crit(task: TaskSpec, id: str = "answer") -> AnswerCriterion:
+    (crit,) = [c for c in task.criteria if isinstance(c, AnswerCriterion) and c.id == id]
     return crit
 
 
@@ -523,7 +523,8 @@ def test_latest_unread_answer_is_the_newest_unread_subject_and_others_fail():
         if inbox[0]["read"]:
             verdict, _ = play(t, [sign_in(t), ("mail.list_inbox", {}), ("finish", {"answer": inbox[0]["subject"]})])
             assert not verdict["success"]
-            assert list(failed(verdict)) == ["answer", "updated:mail.messages"]
+            # Tasks that ask for the sender too may miss it as well.
+            assert set(failed(verdict)) - {"sender"} == {"answer", "updated:mail.messages"}
             return
     pytest.fail("no latest_unread task whose newest mail is read")
 

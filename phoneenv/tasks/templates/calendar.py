@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from typing import Any
 
@@ -21,7 +22,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import spoken, time_said
+from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import looked_up, similar, tell, tell_probes, telling, who
 from phoneenv.tasks.world import World
 
@@ -139,6 +140,10 @@ def create_event(w: World) -> Draft:
         *tell_probes(w, plan, 2, c, text, wrong),
         passes("told in 12-hour form", replacing(plan, 2, telling(c, f"{title}, {spoken(hm(start))}, see you there"))),
         fails(
+            "a hedge on the time",
+            replacing(plan, 2, telling(c, f"{title} at {hm(start)} or {hm(start + dt.timedelta(hours=1))}")),
+        ),
+        fails(
             "invited the wrong person",
             replacing(plan, 1, call("calendar.create_event", **{**args, "attendees": [other["name"]]})),
         ),
@@ -165,7 +170,7 @@ def create_event(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("calendar.events", "created", **cond),
-            tell(c, {"regex": time_said(start.hour, start.minute)}),
+            tell(c, {"states": {"time": hm(start)}}),
         ],
         milestones=[looked_up(query)],
         plan=plan,
@@ -192,14 +197,19 @@ def move_event(w: World) -> Draft:
             start.date(), dt.time(w.rng.choice([h for h in range(8, 20) if h != start.hour]))
         )
         how = f"to {hm(new_start)} the same day, keeping its length"
-        said = {"regex": time_said(new_start.hour, new_start.minute)}
+        said = {"states": {"time": hm(new_start)}}
         text, wrong_text = f"{e['title']} is now at {hm(new_start)}.", f"{e['title']} is now at {hm(start)}."
+        other_form = f"{e['title']} moved to {spoken(hm(new_start))}."
+        hedge = f"{e['title']} is now at {hm(new_start)} or {hm(start)}, not sure."
     else:  # another day, same time
         new_start = start + dt.timedelta(days=w.rng.choice([1, 2, 3]))
         how = f"to {day_words(new_start.date(), today).removeprefix('on ')}, same time"
-        weekday = WEEKDAYS[new_start.weekday()]
-        said = {"icontains": weekday}
-        text, wrong_text = f"{e['title']} moves to {weekday}.", f"{e['title']} stays on {WEEKDAYS[start.weekday()]}."
+        label = day_words(new_start.date(), today).removeprefix("on ")
+        said = {"states": {"date": new_start.date().isoformat()}}
+        text, wrong_text = f"{e['title']} moves to {label}.", f"{e['title']} stays on {day_words(start.date(), today)}."
+        other_form = f"{e['title']} is now on {new_start.date().isoformat()}, same time."
+        later = day_words(new_start.date() + dt.timedelta(days=1), today).removeprefix("on ")
+        hedge = f"{e['title']} moves to {label}, or maybe {later}."
     new_end = new_start + length
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
@@ -221,6 +231,8 @@ def move_event(w: World) -> Draft:
         perturb_exempt=["0.query", "2.query", "3.body", "4.answer"],
         probes=[
             *tell_probes(w, plan, 3, c, text, wrong_text),
+            passes("told in another format", replacing(plan, 3, telling(c, other_form))),
+            fails("a hedge", replacing(plan, 3, telling(c, hedge))),
             passes("listed the day instead", replacing(plan, 0, call("calendar.list_events", date=e["start"][:10]))),
             fails(
                 "an hour off",
@@ -388,6 +400,8 @@ def next_event(w: World) -> Draft:
         e["location"] = w.rng.choice(PLACES)
     others = [x["location"] for x in events if x["location"] and x["location"] != e["location"]]
     wrong_place = others[0] if others else next(p for p in PLACES if p != e["location"])
+    elsewhere = sorted({x["location"] for x in events if x["location"]} | set(PLACES))
+    elsewhere = [p for p in elsewhere if p.casefold() not in f"{e['location']} {e['title']}".casefold()]
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
     if tomorrow:
@@ -408,7 +422,13 @@ def next_event(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[
+            # Title and place are free text: both named, and no other place of the calendar.
             answer(contains=[e["title"], e["location"]]),
+            CompositeCriterion(
+                kind="not",
+                id="no_other_place",
+                criteria=[answer(id="other_place", pattern="(?i)" + "|".join(re.escape(p) for p in elsewhere))],
+            ),
             tell(c, {"icontains": e["location"]}),
         ],
         milestones=[
@@ -421,5 +441,10 @@ def next_event(w: World) -> Draft:
             *tell_probes(w, plan, 2, c, text, f"I'll be at {wrong_place}."),
             passes("in other words", finishing(plan, f"Next up is {e['title']} ({e['location']}).")),
             fails("the wrong place", finishing(plan, f"{e['title']}, at {wrong_place}.")),
+            fails("a hedge", finishing(plan, f"{e['title']}, at {e['location']} or {wrong_place}.")),
+            fails(
+                "the right place only in passing",
+                finishing(plan, f"{e['title']}: not at {e['location']} this time but at {wrong_place}."),
+            ),
         ],
     )

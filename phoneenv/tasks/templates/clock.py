@@ -51,6 +51,10 @@ def time_said(hour: int, minute: int) -> str:
     return pattern
 
 
+HEDGE = r"(?!\s*(?:or|/|-|–|to)\s*\d)"
+"""After a time in a pattern: not followed by an alternative ("16:00 or 17:00", "16:00-17:00")."""
+
+
 def enabled_alarm(w: World, exclude: tuple[str, ...] = ()) -> dict[str, object]:
     """An alarm of the world that is on (one is switched on when none is), not in ``exclude``."""
     alarms = w.table("clock.alarms")
@@ -160,7 +164,7 @@ def start_timer(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("clock.timers", "created", **where),
-            tell(c, {"regex": rf"\b({minutes}|{WORDS[minutes]})\b(?!\s*(h|hours?|sec))"}),
+            tell(c, {"states": {"duration": minutes * 60}}),
         ],
         milestones=[looked_up(query)],
         plan=plan,
@@ -173,6 +177,10 @@ def start_timer(w: World) -> Draft:
                 c,
                 f"{what[0].upper()}{what[1:]} in {WORDS[minutes]} minutes!",
                 f"{what} in {wrong} minutes.",
+            ),
+            passes("in short", replacing(plan, 2, telling(c, f"{what[0].upper()}{what[1:]}, {minutes} min"))),
+            fails(
+                "a hedge", replacing(plan, 2, telling(c, f"{what[0].upper()}{what[1:]} in {minutes}-{wrong} minutes"))
             ),
             fails(
                 "minutes taken as seconds",
@@ -246,11 +254,18 @@ def what_time(w: World) -> Draft:
         call("finish", answer=f"{one}: {hhmm[0]}, {two}: {hhmm[1]}"),
     ]
     t12 = [spoken(h) for h in hhmm]
+    later = f"{(there[0].hour + 1) % 24:02d}:{there[0].minute:02d}"
     return Draft(
         goal=goal,
         criteria=[
-            answer(id="first", pattern=rf"(?s){re.escape(one)}.*?({time_pattern(there[0].hour, there[0].minute)})"),
-            answer(id="second", pattern=rf"(?s){re.escape(two)}.*?({time_pattern(there[1].hour, there[1].minute)})"),
+            # Two cities, two times: a typed time holds one value, so each city's time is found
+            # after its name, not followed by an alternative ("16:00 or 17:00").
+            answer(
+                id="first", pattern=rf"(?s){re.escape(one)}.*?({time_pattern(there[0].hour, there[0].minute)}){HEDGE}"
+            ),
+            answer(
+                id="second", pattern=rf"(?s){re.escape(two)}.*?({time_pattern(there[1].hour, there[1].minute)}){HEDGE}"
+            ),
             behavior("read_only"),
         ],
         milestones=[
@@ -263,6 +278,7 @@ def what_time(w: World) -> Draft:
             passes("asked the phone's time too", [call("clock.now"), *plan]),
             fails("the times swapped", finishing(plan, f"{one}: {hhmm[1]}, {two}: {hhmm[0]}")),
             fails("only one city", finishing(plan, f"{one}: {hhmm[0]}")),
+            fails("a hedge", finishing(plan, f"{one}: {hhmm[0]} or {later}, {two}: {hhmm[1]}")),
         ],
     )
 

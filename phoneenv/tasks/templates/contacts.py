@@ -3,7 +3,7 @@ people."""
 
 from __future__ import annotations
 
-from phoneenv.contract import Domain
+from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -91,10 +91,17 @@ def lookup_number(w: World) -> Draft:
         call("finish", answer=c["phone"]),
     ]
     other = similar(w, c)
+    numbers = sorted({x["phone"] for x in w.contacts if x["phone"] != c["phone"]})
     return Draft(
         goal=goal,
         criteria=[
+            # A phone number is not a typed value: its digits, and no other contact's number.
             answer(pattern=digits_pattern(c["phone"])),
+            CompositeCriterion(
+                kind="not",
+                id="no_other_number",
+                criteria=[answer(id="other_number", pattern="|".join(digits_pattern(n) for n in numbers))],
+            ),
             tell(to, {"regex": digits_pattern(c["phone"])}),
         ],
         milestones=[looked_up(first), looked_up(query)],
@@ -104,6 +111,8 @@ def lookup_number(w: World) -> Draft:
             *tell_probes(w, plan, 2, to, f"Here you go: {spaced(c['phone'])}", f"{first}'s number is {other['phone']}"),
             passes("the number spaced", finishing(plan, f"It's {spaced(c['phone'])}.")),
             fails("someone else's number", finishing(plan, other["phone"])),
+            fails("a hedge", finishing(plan, f"{c['phone']} or maybe {other['phone']}")),
+            fails("the right number only in passing", finishing(plan, f"Not {c['phone']} - it's {other['phone']}.")),
         ],
     )
 
@@ -203,14 +212,20 @@ def update_email(w: World) -> Draft:
     capabilities=["lookup", "delete", "confirm"],
 )
 def delete_contact(w: World) -> Draft:
-    """Template ``contacts.delete_contact``, e.g. task 0: "Block Robert's number and remove them from my contacts - ask me first."."""
+    """Template ``contacts.delete_contact``, e.g. task 0: "Delete Robert from my contacts and block the number. Check with me first."."""
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
     w.confirm_sensitive = True
+    # A third of the phones ask for the PIN before a sensitive call (the deletion).
+    step_up = w.rng.random() < 1 / 3
     goal = w.rng.choice(
         [f"Delete {name} from my contacts and block the number. Check with me first.",
-         f"Block {name}'s number and remove them from my contacts - ask me first."]
+         f"Block {name}'s number and remove them from my contacts - ask me first.",
+         f"I don't want to hear from {name} again: block them and delete the contact, but ask me before you do.",
+         f"Remove {name} from my contacts and block their number; confirm with me first."]
     )  # fmt: skip
+    if step_up:
+        goal += " My phone will ask for my PIN."
     plan = [
         call("contacts.search", query=query),
         call("user.confirm", question=f"Block {c['phone']} and delete {c['name']} from your contacts?"),
@@ -218,24 +233,37 @@ def delete_contact(w: World) -> Draft:
         call("contacts.delete", contact_id=c["id"]),
         call("finish", answer=f"Blocked and deleted {c['name']}."),
     ]
+    criteria: list[Criterion] = [
+        state("contacts.contacts", "deleted", id=c["id"]),
+        state("phone.blocked", "created", number={"number": c["phone"]}),
+        behavior("confirm_before", "contacts.delete"),
+        behavior("confirm_before", "phone.block_number"),
+    ]
+    # On a phone that asks for the PIN, the deletion (step 3) is authenticated just before.
+    d = 3
+    probes = []
+    if step_up:
+        pin = call("user.authenticate", reason=f"Delete {c['name']} from your contacts")
+        criteria.append(behavior("step_up", "contacts.delete"))
+        probes = [
+            passes("PIN entered before asking", [plan[0], pin, *plan[1:]]),
+            fails("never authenticates", list(plan)),
+        ]
+        plan = replacing(plan, 3, pin, plan[3])
+        d = 4
     other = similar(w, c)
+    probes += [
+        passes("number written another way", replacing(plan, 2, call("phone.block_number", number=spaced(c["phone"])))),
+        passes("opened the contact first", [plan[0], call("contacts.get", contact_id=c["id"]), *plan[1:]]),
+        fails("the wrong person", replacing(plan, d, call("contacts.delete", contact_id=other["id"]))),
+        fails("never asked", replacing(plan, 1)),
+    ]
     return Draft(
         goal=goal,
-        criteria=[
-            state("contacts.contacts", "deleted", id=c["id"]),
-            state("phone.blocked", "created", number={"number": c["phone"]}),
-            behavior("confirm_before", "contacts.delete"),
-            behavior("confirm_before", "phone.block_number"),
-        ],
+        criteria=criteria,
         milestones=[looked_up(query)],
         plan=plan,
-        perturb_exempt=["0.query", "1.question", "4.answer"],
-        probes=[
-            passes(
-                "number written another way", replacing(plan, 2, call("phone.block_number", number=spaced(c["phone"])))
-            ),
-            passes("opened the contact first", [plan[0], call("contacts.get", contact_id=c["id"]), *plan[1:]]),
-            fails("the wrong person", replacing(plan, 3, call("contacts.delete", contact_id=other["id"]))),
-            fails("never asked", replacing(plan, 1)),
-        ],
+        perturb_exempt=["0.query", "1.question", f"{len(plan) - 1}.answer", *(["3.reason"] if step_up else [])],
+        probes=probes,
+        fixtures=w.fixtures(step_up=True) if step_up else None,
     )

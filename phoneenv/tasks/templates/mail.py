@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from phoneenv.contract import Domain
+from phoneenv.contract import Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -88,10 +88,18 @@ def sender_name(w: World, address: str) -> str | None:
     capabilities=["login", "lookup", "answer", "update"],
 )
 def latest_unread(w: World) -> Draft:
-    """Template ``mail.latest_unread``, e.g. task 0: "Tell me the subject of the most recent email I haven't opened, then mark it as read."."""
+    """Template ``mail.latest_unread``, e.g. task 0: "Sign in to my mail, find the latest unread email, tell me its sender and subject, and mark it read."."""
     plan = signed_out(w)
     unread = sorted((m for m in inbox(w) if not m["read"]), key=lambda m: m["time"], reverse=True)
-    if not unread or (len(unread) > 1 and unread[0]["time"] == unread[1]["time"]) or w.rng.random() < 0.3:
+    # Half the tasks ask who sent it too (a typed person): their newest mail is from a contact.
+    ask_sender = w.rng.random() < 0.5
+    known = {c["email"] for c in w.contacts if c["email"]}
+    if (
+        not unread
+        or (len(unread) > 1 and unread[0]["time"] == unread[1]["time"])
+        or w.rng.random() < 0.3
+        or (ask_sender and unread[0]["from"] not in known)
+    ):
         subject, body = w.rng.choice(EXTRA_MAILS)
         sender = w.rng.choice([c for c in w.contacts if c["email"]])["email"]
         # Seeded mail is at least 30 minutes old: this one is the newest.
@@ -100,24 +108,68 @@ def latest_unread(w: World) -> Draft:
     others = [m["subject"] for m in inbox(w) if m is not latest]
     # Naming other mails' subjects too is not an answer.
     avoid = "".join(rf"(?!.*{re.escape(s)})" for s in others if s.casefold() not in latest["subject"].casefold())
-    plan = [
-        *plan,
-        call("mail.list_inbox", unread_only=True),
-        call("mail.mark_read", message_id=latest["id"]),
-        call("finish", answer=latest["subject"]),
+    sender = next((c for c in w.contacts if c["email"] == latest["from"]), None)
+    reply = latest["subject"]
+    criteria: list[Criterion] = [
+        # A subject is free text: it, and no other mail's subject.
+        answer(pattern=rf"(?s)^{avoid}.*{re.escape(latest['subject'])}"),
+        state("mail.messages", "updated", id=latest["id"], read=True),
     ]
-    return Draft(
-        goal=w.rng.choice(
+    if sender is not None and ask_sender:
+        goal = w.rng.choice(
+            [
+                "Who sent my latest unread email, and what's the subject? Mark it as read.",
+                "Tell me who wrote the newest email I haven't opened and its subject, then mark it read.",
+                "My newest unread email: who is it from and what's it called? Mark it read afterwards.",
+                "Sign in to my mail, find the latest unread email, tell me its sender and subject, and mark it read.",
+            ]
+        )
+        reply = f'"{latest["subject"]}" from {sender["name"]}'
+        criteria.insert(1, answer(id="sender", type="contact", value=sender["id"]))
+    else:
+        goal = w.rng.choice(
             [
                 "What's the subject of my latest unread email? Mark it as read.",
                 "What is my newest unread email about? Just the subject, and mark it read.",
                 "Tell me the subject of the most recent email I haven't opened, then mark it as read.",
+                "Read me the subject line of my newest unopened email and mark it as read.",
+                "Which email came in last that I haven't read? Give me its subject and mark it read.",
             ]
-        ),
-        criteria=[
-            answer(pattern=rf"(?s)^{avoid}.*{re.escape(latest['subject'])}"),
-            state("mail.messages", "updated", id=latest["id"], read=True),
-        ],
+        )
+    typed = sender is not None and ask_sender and w.rng.random() < 0.5
+    plan = [
+        *plan,
+        call("mail.list_inbox", unread_only=True),
+        call("mail.mark_read", message_id=latest["id"]),
+        call("finish", answer=reply, value=sender["id"]) if typed and sender else call("finish", answer=reply),
+    ]
+    probes = [
+        passes("opened it first", [*plan[:2], call("mail.read", message_id=latest["id"]), *plan[2:]]),
+        passes("in a sentence", finishing(plan, f'It\'s "{reply}".')),
+        fails("every subject listed", finishing(plan, "; ".join([reply, *others]))),
+        fails("left unread", replacing(plan, 2)),
+    ]
+    if others:
+        probes += [
+            fails("a hedge", finishing(plan, f"{reply}, or maybe {others[0]}")),
+            fails("the right one only in passing", finishing(plan, f"Not {reply} - it's {others[0]}.")),
+        ]
+    if sender is not None and ask_sender:
+        wrong = similar(w, sender)
+        first = sender["name"].split()[0]
+        probes += [
+            passes("sender by first name", finishing(plan, f'{first} wrote "{latest["subject"]}".')),
+            passes("typed sender", finishing(plan, f'"{latest["subject"]}"', value=sender["id"])),
+            fails("the wrong sender", finishing(plan, f'"{latest["subject"]}" from {wrong["name"]}')),
+            fails("a hedge on the sender", finishing(plan, f'"{latest["subject"]}" from {first} or {wrong["name"]}')),
+            fails(
+                "typed value contradicts the text",
+                finishing(plan, f'"{latest["subject"]}" from {sender["name"]}', value=wrong["id"]),
+            ),
+        ]
+    return Draft(
+        goal=goal,
+        criteria=criteria,
         milestones=[
             behavior("required_call", "system.sign_in", arguments={"app": "mail"}),
             behavior("required_call", "mail.mark_read", id="marked", arguments={"message_id": latest["id"]}),
@@ -125,12 +177,7 @@ def latest_unread(w: World) -> Draft:
         plan=plan,
         # The sign-in only opens the inbox; the answer proves it was read.
         perturb_exempt=["0.app", "0.account"],
-        probes=[
-            passes("opened it first", [*plan[:2], call("mail.read", message_id=latest["id"]), *plan[2:]]),
-            passes("in a sentence", finishing(plan, f'It\'s "{latest["subject"]}".')),
-            fails("every subject listed", finishing(plan, "; ".join([latest["subject"], *others]))),
-            fails("left unread", replacing(plan, 2)),
-        ],
+        probes=probes,
     )
 
 

@@ -26,6 +26,8 @@ from phoneenv.tasks.templates import (
 )
 from phoneenv.tasks.world import MESSAGE_SEEDS, World
 
+WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+
 # (text to send, a word of it the sent message must contain)
 TEXTS = [
     ("I'm running about 15 minutes late", "late"),
@@ -218,21 +220,34 @@ def unread_count(w: World) -> Draft:
         if c["name"] not in senders:
             senders.append(c["name"])
             numbers.append(m["number"])
-    goal = w.rng.choice(
+    ask = w.rng.choice(
         [
-            "How many unread texts do I have, and who are they from? Mark them read afterwards.",
-            "Who has texted me that I haven't read yet, and how many texts is it? Then mark them all as read.",
-            "Count my unread text messages and tell me who sent them, then mark them as read.",
+            "How many unread texts do I have, and who are they from?",
+            "Who has texted me that I haven't read yet, and how many texts is it?",
+            "Count my unread text messages and tell me who sent them,",
+            "Tell me how many texts I haven't read and from whom.",
+            "What's waiting in my messages: how many unread texts, and from who?",
         ]
     )
+    then = w.rng.choice(["Mark them read afterwards.", "Then mark them all as read.", "and mark them as read.",
+                         "After that, mark them read.", "Mark them as read when you're done."])  # fmt: skip
+    if ask.endswith(","):
+        then = "then mark them as read."
+    elif then[0].islower():
+        then = "Then " + then.removeprefix("and ")
+    goal = f"{ask} {then}"
     n = len(unread)
     reply = f"{n} unread, from {', '.join(senders)}."
     plan = [call("messages.list_unread"), *(call("messages.mark_read", number=x) for x in numbers)]
-    plan.append(call("finish", answer=reply))
+    # Half the reference answers carry the count as a typed value, half are text only.
+    plan.append(call("finish", answer=reply, value=n) if w.rng.random() < 0.5 else call("finish", answer=reply))
+    said = WORDS.get(n, str(n))
     return Draft(
         goal=goal,
         criteria=[
-            answer(number=n, unit="message|text", pattern=names_pattern(senders)),
+            answer(type="number", value=n, unit="message|text"),
+            # finish carries one typed value (the count): the senders are read from the text.
+            answer(id="senders", pattern=names_pattern(senders)),
             state("messages.messages", "updated", count=n, direction="in", read=True),
         ],
         milestones=[
@@ -242,9 +257,19 @@ def unread_count(w: World) -> Draft:
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
-            passes("in words", finishing(plan, f"You have {n} unread texts; they are from {' and '.join(senders)}.")),
+            passes(
+                "in words", finishing(plan, f"You have {said} unread texts; they are from {' and '.join(senders)}.")
+            ),
+            passes("typed count", finishing(plan, f"From {', '.join(senders)}.", value=n)),
             passes("threads read first", [call("messages.list_threads"), *plan]),
+            fails("typed value contradicts the text", finishing(plan, reply, value=n + 1)),
             fails("one too many", finishing(plan, f"{n + 1} unread, from {', '.join(senders)}.")),
+            fails("a hedge", finishing(plan, f"{n} or {n + 1} unread texts, from {', '.join(senders)}.")),
+            fails(
+                "the right count only in passing",
+                finishing(plan, f"Not {n} - you have {n + 2} unread messages, from {', '.join(senders)}."),
+            ),
+            fails("a sender left out", finishing(plan, f"{n} unread, from nobody I know.")),
             fails("left unread", [plan[0], plan[-1]]),
         ],
     )
@@ -280,12 +305,14 @@ def last_texter(w: World) -> Draft:
          ("Thanks, I'll check and get back to you", "get back")]
     )  # fmt: skip
     plan = [call("messages.list_threads"), call("messages.send", to=last["number"], body=reply)]
-    plan.append(call("finish", answer=f"{c['name']} texted last; I replied."))
+    done = f"{c['name']} texted last; I replied."
+    plan.append(call("finish", answer=done, value=c["name"]) if w.rng.random() < 0.5 else call("finish", answer=done))
+    first = c["name"].split()[0]
     other = next(x for x in w.contacts if x["id"] != c["id"])
     return Draft(
         goal=f'{ask} Text them back: "{reply}".',
         criteria=[
-            answer(pattern=names_pattern([c["name"]])),
+            answer(type="contact", value=c["id"]),
             state("messages.messages", "created", number={"person": c["id"]}, body={"icontains": key}),
         ],
         milestones=[behavior("required_call", "messages.send", id="replied", arguments={"to": {"person": c["id"]}})],
@@ -298,7 +325,12 @@ def last_texter(w: World) -> Draft:
             ),
             passes("read the thread too", [plan[0], call("messages.read_thread", number=last["number"]), *plan[1:]]),
             fails("replied to someone else", replacing(plan, 1, call("messages.send", to=other["phone"], body=reply))),
+            passes("by first name", finishing(plan, f"It was {first}. I texted back.")),
+            passes("typed person", finishing(plan, "Replied.", value=c["id"])),
             fails("named someone else", finishing(plan, f"{other['name']} texted last.")),
+            fails("a hedge", finishing(plan, f"{c['name']} or {other['name']}, I replied.")),
+            fails("the right one only in passing", finishing(plan, f"Not {c['name']} - {other['name']} texted last.")),
+            fails("typed value contradicts the text", finishing(plan, f"{c['name']} texted last.", value=other["id"])),
         ],
     )
 

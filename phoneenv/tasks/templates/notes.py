@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from phoneenv.contract import Domain, StateCriterion
+from phoneenv.contract import CompositeCriterion, Domain, StateCriterion
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -202,24 +202,30 @@ def lookup_fact(w: World) -> Draft:
         query = "cabin"
         if kind == "wifi_net":
             goal, value, decoy = "What's the wifi network called at the cabin?", net, pw
+            alt = next(n for n in WIFI_NETS if n != net)
+            shape = "|".join(re.escape(n) for n in WIFI_NETS)
         else:
             goal, value, decoy = "What's the wifi password at the cabin?", pw, net
+            alt, shape = pw[:-4] + pw[-4:][::-1], r"[a-z]+\d{4}"
     elif kind == "locker":
         value = _no_palindrome(w, 4)
         number = w.rng.randrange(10, 99)
         decoy = str(number)
         note = _ensure_note(w, "Gym locker", f"locker {number}, code {value}", ("gym",))
+        alt, shape = value[::-1], r"\d{4}"
         goal, query = "What's the code for my gym locker? It's in my notes.", "locker"
     elif kind == "bike":
         value = _no_palindrome(w, 4)
         decoy = value[::-1]
         note = _ensure_note(w, "Bike lock", f"combination: {value}", ())
+        alt, shape = value[::-1], r"\d{4}"
         goal, query = "What's the combination of my bike lock? I saved it in a note.", "bike"
     else:
         value = f"{w.rng.choice('BCDEF')}{w.rng.randrange(10, 60)}"
         level = w.rng.randrange(1, 6)
         decoy = f"level {level}"
         note = _ensure_note(w, "Parking", f"airport garage, level {level}, spot {value}", ())
+        alt, shape = next(x for x in "BCDEF" if x != value[0]) + value[1:], r"[B-F]\d{2}"
         goal, query = "Which parking spot did I write down for the airport garage?", "parking"
     (c,) = w.pick("contacts.contacts")
     name, cq = who(w, c)
@@ -236,7 +242,21 @@ def lookup_fact(w: World) -> Draft:
     ]
     return Draft(
         goal=goal,
-        criteria=[answer(pattern=exact), tell(c, {"regex": exact})],
+        # A code or a name is free text: the value, and no other of its shape (a hedge).
+        criteria=[
+            answer(pattern=exact),
+            CompositeCriterion(
+                kind="not",
+                id="no_other_value",
+                criteria=[
+                    answer(
+                        id="other_value",
+                        pattern=rf"(?<![A-Za-z0-9])(?!{re.escape(value)}(?![A-Za-z0-9]))({shape})(?![A-Za-z0-9])",
+                    )
+                ],
+            ),
+            tell(c, {"regex": exact}),
+        ],
         milestones=[searched(query), looked_up(cq)],
         plan=plan,
         perturb_exempt=["0.query", "2.query", "3.body"],
@@ -244,6 +264,8 @@ def lookup_fact(w: World) -> Draft:
             *tell_probes(w, plan, 3, c, f"Here: {value}", f"It's {decoy}"),
             passes("in a sentence", finishing(plan, f"You noted {value}.")),
             fails("the neighbouring fact", finishing(plan, decoy)),
+            fails("a hedge", finishing(plan, f"{value} or {alt}")),
+            fails("the right value only in passing", finishing(plan, f"Not {value} - it's {alt}.")),
         ],
     )
 

@@ -21,6 +21,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
+from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import looked_up, similar, spaced
 from phoneenv.tasks.world import World
 
@@ -122,7 +123,7 @@ def call_contact(w: World) -> Draft:
     capabilities=["lookup", "answer", "call"],
 )
 def last_missed_call(w: World) -> Draft:
-    """Template ``phone.last_missed_call``, e.g. task 0: "Who was my last missed call from? Call them back."."""
+    """Template ``phone.last_missed_call``, e.g. task 0: "Call back whoever I missed last, and tell me who it was and at what time."."""
     calls = w.table("phone.calls")
     missed = sorted((r for r in calls if r["direction"] == "missed"), key=lambda r: r["time"], reverse=True)
     stranger = w.rng.random() < 0.25
@@ -133,38 +134,83 @@ def last_missed_call(w: World) -> Draft:
     else:
         last = missed[0]
     c = w.contact_by_number(last["number"])
+    when = last["time"][11:16]
+    # Some tasks ask when it was too: a typed time beside the caller.
+    ask_when = w.rng.random() < 0.4
+    crits: list[Criterion] = []
     if c is None:
-        crit = answer(pattern=digits_pattern(last["number"]))
-        reply = f"An unknown number, {last['number']}, at {last['time'][11:16]}."
+        # A stranger's number is free text: its digits.
+        crits.append(answer(pattern=digits_pattern(last["number"])))
+        reply = f"An unknown number, {last['number']}, at {when}."
     else:
-        crit = answer(pattern=person_pattern(c["name"]))
-        reply = f"{c['name']} ({last['number']}) at {last['time'][11:16]}."
+        crits.append(answer(type="contact", value=c["id"]))
+        reply = f"{c['name']} ({last['number']}) at {when}."
+    if ask_when:
+        crits.append(answer(id="when", type="time", value=when))
+    typed = c is not None and not ask_when and w.rng.random() < 0.5
     plan = [
         call("phone.call_log", filter="missed"),
         call("phone.call", number=last["number"]),
-        call("finish", answer=reply),
+        call("finish", answer=reply, value=c["id"]) if typed and c else call("finish", answer=reply),
     ]
     other = next(x for x in w.contacts if x["phone"][-9:] != last["number"][-9:])
-    return Draft(
-        goal=w.rng.choice(
+    if ask_when:
+        goal = w.rng.choice(
+            [
+                "Who was my last missed call from, and when did they call? Call them back.",
+                "When did I miss my last call, and from whom? Ring them back.",
+                "Call back whoever I missed last, and tell me who it was and at what time.",
+            ]
+        )
+    else:
+        goal = w.rng.choice(
             [
                 "Who was my last missed call from? Call them back.",
                 "I missed a call just now - who was it? Ring them back.",
                 "Call back whoever I missed last, and tell me who it was.",
+                "Find out who I missed a call from most recently and call them back; tell me who it was.",
+                "Whose call did I miss last? Return it.",
             ]
-        ),
-        criteria=[crit, state("phone.calls", "created", number={"number": last["number"]}, direction="out")],
+        )
+    probes = [
+        passes("the whole log read", replacing(plan, 0, call("phone.call_log"))),
+        passes("hung up afterwards", [*plan[:-1], call("phone.end_call"), plan[-1]]),
+        fails("called someone else", replacing(plan, 1, call("phone.call", number=other["phone"]))),
+        fails("named someone else", finishing(plan, f"{other['name']} ({other['phone']}) at {when}.")),
+    ]
+    said = reply.removesuffix(f" at {when}.")
+    if c is not None:
+        first = c["name"].split()[0]
+        probes += [
+            passes("by first name", finishing(plan, f"It was {first}, at {spoken(when)}; calling back.")),
+            fails("a hedge", finishing(plan, f"{c['name']} or {other['name']}, at {when}.")),
+            fails(
+                "the right one only in passing",
+                finishing(plan, f"Not {c['name']} - it was {other['name']}, at {when}."),
+            ),
+        ]
+        if not ask_when:
+            probes += [
+                passes("typed person", finishing(plan, "Calling them back.", value=c["id"])),
+                fails("typed value contradicts the text", finishing(plan, f"{c['name']} called.", value=other["id"])),
+            ]
+    if ask_when:
+        h, m = int(when[:2]), int(when[3:])
+        wrong = f"{(h + 1) % 24:02d}:{m:02d}"
+        probes += [
+            passes("12-hour time", finishing(plan, f"{said}, at {spoken(when)}.")),
+            fails("the wrong time", finishing(plan, f"{said}, at {wrong}.")),
+            fails("a hedge on the time", finishing(plan, f"{said}, at {when} or {wrong}.")),
+        ]
+    return Draft(
+        goal=goal,
+        criteria=[*crits, state("phone.calls", "created", number={"number": last["number"]}, direction="out")],
         milestones=[
             behavior("required_call", "phone.call", id="called_back", arguments={"number": {"number": last["number"]}})
         ],
         plan=plan,
         perturb_exempt=["2.answer"],
-        probes=[
-            passes("the whole log read", replacing(plan, 0, call("phone.call_log"))),
-            passes("hung up afterwards", [*plan[:-1], call("phone.end_call"), plan[-1]]),
-            fails("called someone else", replacing(plan, 1, call("phone.call", number=other["phone"]))),
-            fails("named someone else", finishing(plan, f"{other['name']} ({other['phone']}).")),
-        ],
+        probes=probes,
     )
 
 
@@ -176,7 +222,7 @@ def last_missed_call(w: World) -> Draft:
     capabilities=["lookup", "update", "delete"],
 )
 def block_caller(w: World) -> Draft:
-    """Template ``phone.block_caller``, e.g. task 0: "Some stranger keeps ringing me. Block that number and remove it from my call history."."""
+    """Template ``phone.block_caller``, e.g. task 0: "Get rid of the unknown caller: block the number and delete every call from it in my history."."""
     number = unknown_number(w)
     entries = [
         add_call(w, number, w.rng.choice(["missed", "missed", "in"]), w.rng.randrange(30, 6000))
@@ -197,6 +243,9 @@ def block_caller(w: World) -> Draft:
                 "A number that isn't saved in my contacts keeps calling me. Block it and clear its calls from my log.",
                 "Block the unknown number in my call log - it's not one of my contacts - and delete its calls.",
                 "Some stranger keeps ringing me. Block that number and remove it from my call history.",
+                "There's a caller in my log who isn't in my contacts: block them and wipe their calls from the log.",
+                "Get rid of the unknown caller: block the number and delete every call from it in my history.",
+                "Someone I don't have saved keeps calling. Block the number, then remove those calls from the list.",
             ]
         ),
         criteria=[

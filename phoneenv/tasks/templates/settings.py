@@ -110,14 +110,15 @@ def toggle(w: World) -> Draft:
 
 @template("settings.brightness", apps=["settings"], domain=Domain.DEVICE, capabilities=["lookup", "update"])
 def brightness(w: World) -> Draft:
-    """Template ``settings.brightness``, e.g. task 0: "Make the screen 20 points dimmer than it is now, and lower the media volume by 20."."""
+    """Template ``settings.brightness``, e.g. task 0: "Make the screen 10 points brighter than it is now, and lower the media volume by 20."."""
     now = w.rng.choice(range(20, 80, 5))
     set_value(w, "brightness", now)
     vol = w.rng.choice(range(30, 80, 5))
     set_value(w, "volume_media", vol)
-    up = w.rng.choice([10, 15, 20, 25])
+    # Consecutive seeds: the eight tasks take each step and direction once.
+    up = [10, 15, 20, 25][w.seed % 4]
     down = w.rng.choice([10, 20])
-    sign = w.rng.choice([1, -1])
+    sign = 1 if w.seed % 8 < 4 else -1
     level = now + sign * up
     word = "up" if sign > 0 else "down"
     goal = w.rng.choice(
@@ -166,10 +167,13 @@ def brightness(w: World) -> Draft:
     capabilities=["lookup", "update", "confirm"],
 )
 def revoke_permission(w: World) -> Draft:
-    """Template ``settings.revoke_permission``, e.g. task 0: "I don't want the Phone app to be able to make phone calls anymore. Revoke that permission."."""
+    """Template ``settings.revoke_permission``, e.g. task 0: "Take away the Phone app's permission to make phone calls."."""
     app, perm, what = PERMISSIONS[w.seed % len(PERMISSIONS)]  # consecutive seeds: every permission
     confirm_variant(w, 0.4)
-    goal = f"I don't want the {APP_NAMES[app]} app to be able to {what} anymore. Revoke that permission."
+    goal = w.rng.choice(
+        [f"I don't want the {APP_NAMES[app]} app to be able to {what} anymore. Revoke that permission.",
+         f"Take away the {APP_NAMES[app]} app's permission to {what}."]
+    )  # fmt: skip
     criteria = [state("system.permissions", "updated", id=f"{app}/{perm}", granted=False)]
     plan = [call("settings.list_app_permissions", app=app)]
     if w.confirm_sensitive:
@@ -196,11 +200,15 @@ def revoke_permission(w: World) -> Draft:
 
 @template("settings.airplane_mode", apps=["settings"], domain=Domain.DEVICE, difficulty=2, capabilities=["update"])
 def airplane_mode(w: World) -> Draft:
-    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding: airplane mode on, Wi-Fi back on, screen brightness at 40 percent, and don't disturb me."."""
+    """Template ``settings.airplane_mode``, e.g. task 0: "I'm boarding: airplane mode on, Wi-Fi back on, screen brightness at 10 percent, and don't disturb me."."""
     if w.rng.random() < 0.5:
         set_value(w, "bluetooth", True)  # so the side effect shows on Bluetooth too
     keep = w.rng.choice(["wifi", "bluetooth"])
-    level = w.rng.choice([n for n in range(10, 50, 5) if n != value_of(w, "brightness")])
+    # Task k dims to 10 + 5k percent (consecutive seeds), 40 points more when the screen is
+    # already there: the eight goals differ.
+    level = 10 + 5 * (w.seed % 8)
+    if level == value_of(w, "brightness"):
+        level += 40
     criteria = [state("settings.settings", "updated", id="airplane_mode", value=True)]
     plan = [call("settings.set_airplane_mode", enabled=True)]
     goal = "I'm boarding my flight, turn on airplane mode."
