@@ -399,3 +399,41 @@ def test_env_reads_relative_dates_against_the_phone_clock():
     assert _finish(env, answer="It is tomorrow.")["success"]
     env.reset(seed=0)
     assert not _finish(env, answer="It is today.")["success"]
+
+
+def test_one_typed_value_goes_to_the_criteria_of_its_type():
+    """ "How many unread texts, and from whom?": a number value is checked as the count, the
+    senders are read from the text; a value no criterion can read fails the typed ones."""
+    ctx_contacts = {c["id"]: c for c in BOOK}
+    task = TaskSpec(
+        id="t/0",
+        domain="communication",
+        goal="How many unread texts, and from whom?",
+        criteria=[
+            AnswerCriterion(id="count", type="number", value=2),
+            AnswerCriterion(id="who", type="contacts", value=["c_2", "c_3"]),
+        ],
+    )
+    tables = {"contacts.contacts": ctx_contacts}
+    first, third = "Ben", "Carla Diaz"
+
+    def run(text, value):
+        return verify(task, tables, tables, [], text, steps=1, errors=0, answer_value=value)
+
+    assert run(f"Two, from {first} and {third}.", 2).success
+    assert run(f"From {first} and {third}.", 2).success  # the count only as the value
+    v = run(f"Two, from {first} and {third}.", 3)  # the value contradicts the count
+    assert [c.id for c in v.criteria if not c.passed] == ["count"]
+    v = run("Two of them.", [first, third])  # the people as the value, the count in words
+    assert v.success, v.criteria
+    v = run(f"Two, from {first} and {third}.", {"x": 1})  # no criterion reads it: both fail
+    assert [c.id for c in v.criteria if not c.passed] == ["count", "who"]
+
+
+def test_items_after_a_label():
+    crit = AnswerCriterion(type="items", value=["Arrival", "Heat", "Paddington"])
+    ctx = Context()
+    assert check_answer(crit, "Movies to watch: Arrival, Heat, Paddington", None, ctx)[0]
+    assert check_answer(crit, "Arrival: Heat and Paddington", None, ctx)[0]  # the colon after an item
+    assert not check_answer(crit, "Movies to watch: Arrival, Heat", None, ctx)[0]
+    assert not check_answer(crit, "Movies: Arrival, Heat, Paddington and Dune", None, ctx)[0]

@@ -823,9 +823,16 @@ def _judge_items(text_items: list[str], want: frozenset[str], what: str, exact: 
 
 
 def _list_segments(text: str, want: frozenset[str]) -> list[str]:
+    def names_one(s: str) -> bool:
+        return any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", norm(s)) for w in want)
+
+    def unlabelled(s: str) -> str:
+        head, colon, tail = s.partition(":")  # "Movies to watch: Arrival, Heat": a label, not an item
+        return tail if colon and not names_one(head) else s.replace(":", ",")
+
     sentences = re.split(r"(?<=[.!?])\s+|\n+", text)
-    keep = [s for s in sentences if any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", norm(s)) for w in want)]
-    return _split_items(" ".join(keep).replace(":", ",")) if keep else []
+    keep = [unlabelled(s) for s in sentences if names_one(s)]
+    return _split_items(" ".join(keep)) if keep else []
 
 
 def _check_typed(

@@ -37,7 +37,7 @@ from phoneenv.contract import (
     Verdict,
 )
 from phoneenv.state import Change, diff_tables
-from phoneenv.tasks.answers import Judge, call_judge, check_answer
+from phoneenv.tasks.answers import Judge, call_judge, check_answer, read_value
 from phoneenv.tasks.identity import CONTACTS_TABLE
 from phoneenv.tasks.predicates import Context, check, match
 
@@ -68,6 +68,34 @@ def context_of(
     state (``contacts.contacts``; the fixture state's when the end state has none) and ``now``."""
     table = after.get(CONTACTS_TABLE) or (before or {}).get(CONTACTS_TABLE) or {}
     return Context(contacts=tuple(table.values()), now=now)
+
+
+def _answer_type(crit: AnswerCriterion) -> str | None:
+    return crit.type or ("number" if crit.number is not None else None)
+
+
+def _typed_answers(criteria: Sequence[Criterion]) -> list[AnswerCriterion]:
+    out: list[AnswerCriterion] = []
+    for c in criteria:
+        if isinstance(c, CompositeCriterion):
+            out.extend(_typed_answers(c.criteria))
+        elif isinstance(c, AnswerCriterion) and _answer_type(c) is not None:
+            out.append(c)
+    return out
+
+
+def value_types(criteria: Sequence[Criterion], value: Any, ctx: Context) -> frozenset[str] | None:
+    """The answer types, among the typed answer criteria of ``criteria``, that can read the
+    ``finish`` call's typed ``value`` (a count reads as a number, ``["Ana", "Ben"]`` as people).
+
+    A task may ask for several facts ("how many, and from whom?") while ``finish`` carries one
+    value: that value is checked against the criteria of the types it reads as, and the others
+    read the free text alone. None when no criterion can read it (then it is checked against
+    every typed criterion, and fails them as "not a <type>")."""
+    if value is None:
+        return None
+    found = frozenset(t for c in _typed_answers(criteria) if (t := _answer_type(c)) and read_value(value, t, ctx))
+    return found or None
 
 
 def _jsonable(value: Any) -> Any:
@@ -267,18 +295,31 @@ def evaluate(
     answer_value: Any = None,
     ctx: Context | None = None,
     judge: Judge | None = None,
+    readers: frozenset[str] | None = None,
 ) -> tuple[CriterionResult, list[Change]]:
     """Evaluate one criterion; returns its result and the changes it accounts for. ``frames``
     is the episode's frame tree (needed by ``delegated`` and ``depth``-scoped rules);
     ``answer_value`` the ``finish`` call's typed value; ``ctx`` the contacts and clock that
     identity, fact and relative-date checks read (default: the contacts of ``after``);
     ``judge`` an optional LLM judge for answer criteria with a rubric (its reason is kept in
-    the result, pass or fail)."""
+    the result, pass or fail); ``readers`` the answer types the value is for (see
+    :func:`value_types`; None: every typed answer criterion)."""
     ctx = ctx if ctx is not None else context_of(after)
     matched: list[Change] = []
     if isinstance(crit, CompositeCriterion):
         parts = [
-            evaluate(c, changes, after, calls, answer, frames, answer_value=answer_value, ctx=ctx, judge=judge)
+            evaluate(
+                c,
+                changes,
+                after,
+                calls,
+                answer,
+                frames,
+                answer_value=answer_value,
+                ctx=ctx,
+                judge=judge,
+                readers=readers,
+            )
             for c in crit.criteria
         ]
         held = [res.passed for res, _ in parts]
@@ -295,7 +336,8 @@ def evaluate(
         n, matched = _state_matches(crit, changes, after, ctx)
         ok, why = _count_ok(crit, n)
     elif isinstance(crit, AnswerCriterion):
-        ok, why = _answer_ok(crit, answer, answer_value, ctx, judge)
+        value = None if readers is not None and _answer_type(crit) not in readers else answer_value
+        ok, why = _answer_ok(crit, answer, value, ctx, judge)
         if ok and why.startswith("judge"):
             return CriterionResult(id=crit.id, kind=crit.kind, passed=True, reason=why), matched
     else:
@@ -352,12 +394,22 @@ def verify(
         before, after = _with_implied(before, implied), _with_implied(after, implied)
     changes = diff_tables(before, after, ignore=transient)
     ctx = context_of(after, before, now)
+    readers = value_types([*task.criteria, *task.milestones], answer_value, ctx)
     results: list[CriterionResult] = []
     expected: set[tuple[str, str]] = set()
     seen: dict[str, int] = {}
     for crit in task.criteria:
         res, matched = evaluate(
-            crit, changes, after, calls, answer, frames, answer_value=answer_value, ctx=ctx, judge=judge
+            crit,
+            changes,
+            after,
+            calls,
+            answer,
+            frames,
+            answer_value=answer_value,
+            ctx=ctx,
+            judge=judge,
+            readers=readers,
         )
         n = seen[res.id] = seen.get(res.id, 0) + 1
         if n > 1:  # keep ids unique within a verdict: "created:messages.messages#2"
@@ -366,7 +418,18 @@ def verify(
         expected.update((c.table, c.id) for c in matched)
     met = 0
     for crit in task.milestones:
-        res, _ = evaluate(crit, changes, after, calls, answer, frames, answer_value=answer_value, ctx=ctx, judge=judge)
+        res, _ = evaluate(
+            crit,
+            changes,
+            after,
+            calls,
+            answer,
+            frames,
+            answer_value=answer_value,
+            ctx=ctx,
+            judge=judge,
+            readers=readers,
+        )
         met += res.passed
     allowed = (*task.allowed_changes, *DEFAULT_ALLOWED)
     collateral = []
@@ -468,10 +531,13 @@ def check_trace(
         if now is None:
             now = last.clock
     ctx = Context(contacts=tuple(contacts), now=now)
+    readers = value_types(criteria, value, ctx)
     out = []
     for crit in criteria:
         if isinstance(crit, StateCriterion):
             raise ValueError(f"criterion {crit.id or crit.table!r} is a state criterion; a trace holds no end state")
-        res, _ = evaluate(crit, (), {}, calls, answer, trace.frames, answer_value=value, ctx=ctx, judge=judge)
+        res, _ = evaluate(
+            crit, (), {}, calls, answer, trace.frames, answer_value=value, ctx=ctx, judge=judge, readers=readers
+        )
         out.append(res)
     return out
