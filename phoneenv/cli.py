@@ -398,8 +398,9 @@ def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector."
 
         prove_suite(sel, tick)
     table = Table(title="Verdict probes by template")
-    for col in ("template", "tasks", "probes/task", "must pass", "accepted", "must fail", "rejected"):
-        table.add_column(col, justify="left" if col == "template" else "right")
+    table.add_column("template", no_wrap=True)
+    for col in ("tasks", "per task", "must pass", "passed", "must fail", "failed"):
+        table.add_column(col, justify="right")
     totals = [0, 0, 0, 0, 0]
     for name, row in sorted(rows.items()):
         totals = [a + b for a, b in zip(totals, row, strict=True)]

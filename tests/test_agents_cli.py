@@ -99,6 +99,29 @@ def test_cli_tasks_commands():
     assert shown["id"] == "contacts.favorite/0" and set(shown["fixtures"]["vault"].values()) == {"**********"}
     res = runner.invoke(app, ["tasks", "validate", "template:contacts.favorite"])
     assert res.exit_code == 0 and "8/8 tasks proven" in res.output
+    # The probe counts, from the tasks themselves: all must-pass accepted, all must-fail rejected.
+    tasks = select("template:contacts.favorite")
+    n_pass = sum(p.expect == "pass" for t in tasks for p in t.probes)
+    n_fail = sum(p.expect == "fail" for t in tasks for p in t.probes)
+    assert n_pass >= 16 and n_fail >= 16
+    flat = " ".join(res.output.split())
+    assert f"{n_pass}/{n_pass} must-pass probes accepted, {n_fail}/{n_fail} must-fail probes rejected" in flat
+    assert "│ contacts.favorite" in res.output  # a row of the probe table
+
+
+def test_cli_validate_reports_a_probe_with_the_wrong_verdict(monkeypatch):
+    import phoneenv.cli as cli
+    from phoneenv.contract import Probe
+
+    task = select("contacts.favorite/0")[0]
+    lying = task.model_copy(
+        update={"probes": [Probe(name="do nothing", expect="pass", plan=[task.reference_plan[-1]])]}
+    )
+    monkeypatch.setattr(cli, "_select", lambda *_: [lying])
+    res = runner.invoke(app, ["tasks", "validate", "contacts.favorite/0"])
+    assert res.exit_code == 1 and "BROKEN contacts.favorite/0" in res.output
+    assert "probe 'do nothing' must pass but fails" in " ".join(res.output.split())
+    assert "0/1 must-pass probes accepted" in " ".join(res.output.split())
 
 
 def test_cli_backend_errors_are_one_liners(tmp_path):
