@@ -307,21 +307,8 @@ def evaluate(
     ctx = ctx if ctx is not None else context_of(after)
     matched: list[Change] = []
     if isinstance(crit, CompositeCriterion):
-        parts = [
-            evaluate(
-                c,
-                changes,
-                after,
-                calls,
-                answer,
-                frames,
-                answer_value=answer_value,
-                ctx=ctx,
-                judge=judge,
-                readers=readers,
-            )
-            for c in crit.criteria
-        ]
+        kw = {"answer_value": answer_value, "ctx": ctx, "judge": judge, "readers": readers}
+        parts = [evaluate(c, changes, after, calls, answer, frames, **kw) for c in crit.criteria]
         held = [res.passed for res, _ in parts]
         if crit.kind == "not":
             ok = not held[0]
@@ -398,8 +385,9 @@ def verify(
     results: list[CriterionResult] = []
     expected: set[tuple[str, str]] = set()
     seen: dict[str, int] = {}
-    for crit in task.criteria:
-        res, matched = evaluate(
+
+    def judged(crit: Criterion) -> tuple[CriterionResult, list[Change]]:
+        return evaluate(
             crit,
             changes,
             after,
@@ -411,6 +399,9 @@ def verify(
             judge=judge,
             readers=readers,
         )
+
+    for crit in task.criteria:
+        res, matched = judged(crit)
         n = seen[res.id] = seen.get(res.id, 0) + 1
         if n > 1:  # keep ids unique within a verdict: "created:messages.messages#2"
             res.id = f"{res.id}#{n}"
@@ -418,19 +409,7 @@ def verify(
         expected.update((c.table, c.id) for c in matched)
     met = 0
     for crit in task.milestones:
-        res, _ = evaluate(
-            crit,
-            changes,
-            after,
-            calls,
-            answer,
-            frames,
-            answer_value=answer_value,
-            ctx=ctx,
-            judge=judge,
-            readers=readers,
-        )
-        met += res.passed
+        met += judged(crit)[0].passed
     allowed = (*task.allowed_changes, *DEFAULT_ALLOWED)
     collateral = []
     for ch in changes:
