@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import zoneinfo
 
-from phoneenv.contract import Domain
+from phoneenv.contract import CompositeCriterion, Domain
 from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
 from phoneenv.tasks.templates.messages import looked_up, tell, tell_probes, telling, who
 from phoneenv.tasks.world import World
@@ -329,4 +329,89 @@ def delete_alarm(w: World) -> Draft:
             ),
             fails("the other alarm deleted", replacing(plan, 1, call("clock.delete_alarm", alarm_id=b["id"]))),
         ],
+    )
+
+
+WEEKDAYS_ONLY = ("mon", "tue", "wed", "thu", "fri")
+
+
+@template("clock.wake_up", apps=["clock"], domain=Domain.TIME, capabilities=["lookup", "create", "update"])
+def wake_up(w: World) -> Draft:
+    """Template ``clock.wake_up``, e.g. task 0: "I need to be up at 5:15 AM tomorrow morning; set an
+    alarm."; the phone may already hold a switched-off alarm at that time.
+
+    "Exactly one such alarm, created or reused": a switched-off one-off alarm at the time (a
+    third of the tasks) may be switched back on or a new one created; a switched-off alarm that
+    repeats on weekdays (another third) is not the same thing, so a new one-off alarm is needed;
+    otherwise there is nothing to reuse."""
+    taken = {a["time"] for a in w.table("clock.alarms")}
+    time = w.rng.choice(
+        [f"{h:02d}:{m:02d}" for h in (5, 6, 7) for m in range(5, 60, 10) if f"{h:02d}:{m:02d}" not in taken]
+    )
+    variant = w.index % 3
+    existing = None
+    if variant < 2:
+        existing = {
+            "id": w.next_id("clock.alarms", "al_"),
+            "time": time,
+            "label": None,
+            "enabled": False,
+            "days": () if variant == 0 else WEEKDAYS_ONLY,
+        }
+        w.table("clock.alarms").append(existing)
+    goal = w.rng.choice(
+        [
+            f"Wake me up at {spoken(time)} tomorrow.",
+            f"I need to be up at {spoken(time)} tomorrow morning; set an alarm.",
+            f"Make sure an alarm goes off at {spoken(time)} tomorrow.",
+        ]
+    )
+    create = call("clock.create_alarm", time=time)
+    act = call("clock.set_alarm_enabled", alarm_id=existing["id"], enabled=True) if variant == 0 else create
+    plan = [call("clock.list_alarms"), act, call("finish", answer=f"You'll be woken at {time} tomorrow.")]
+    ways = [behavior("required_call", "clock.create_alarm", id="created", arguments={"time": time})]
+    if existing is not None:
+        ways.append(
+            behavior(
+                "required_call",
+                "clock.set_alarm_enabled",
+                id="switched on",
+                arguments={"alarm_id": existing["id"], "enabled": True},
+            )
+        )
+    other = next(a for a in w.table("clock.alarms") if a["time"] != time)
+    evening = f"{int(time[:2]) + 12}:{time[3:]}"
+    probes = [
+        fails("evening instead of morning", replacing(plan, 1, call("clock.create_alarm", time=evening))),
+        fails(
+            "another alarm switched on",
+            replacing(plan, 1, call("clock.set_alarm_enabled", alarm_id=other["id"], enabled=not other["enabled"])),
+        ),
+        fails(
+            "repeats on weekdays", replacing(plan, 1, call("clock.create_alarm", time=time, days=list(WEEKDAYS_ONLY)))
+        ),
+    ]
+    if variant == 0:
+        probes += [
+            passes("a new alarm instead of the old one", replacing(plan, 1, create)),
+            fails("the old one back on and a new one too", [*plan[:2], create, plan[-1]]),
+        ]
+    elif variant == 1:
+        on_again = call("clock.set_alarm_enabled", alarm_id=existing["id"], enabled=True)
+        probes += [
+            passes("labelled", replacing(plan, 1, call("clock.create_alarm", time=time, label="Wake up"))),
+            fails("the weekday alarm switched back on", replacing(plan, 1, on_again)),
+        ]
+    else:
+        probes += [
+            passes("labelled", replacing(plan, 1, call("clock.create_alarm", time=time, label="Wake up"))),
+            fails("two alarms at that time", [*plan[:2], create, plan[-1]]),
+        ]
+    return Draft(
+        goal=goal,
+        criteria=[state("clock.alarms", "present", count=1, time=time, enabled=True, days={"len": 0})],
+        milestones=[CompositeCriterion(kind="any_of", id="alarm set", criteria=ways)],
+        plan=plan,
+        perturb_exempt=["2.answer"],
+        probes=probes,
     )
