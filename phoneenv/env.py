@@ -595,7 +595,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             }
         confirmed = False
         if entry is _FINISH and not frames.at_root:
-            fb = frames.finish(args["answer"])
+            fb = frames.finish(args["answer"], args.get("value"))
         elif entry is _FINISH:
             self._answer = args["answer"]
             self._answer_value = args.get("value")

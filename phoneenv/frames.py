@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import Field
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from phoneenv.contract import ROOT_FRAME, Domain, ErrorKind, Feedback, Frame, ToolCall, ToolSpec
 from phoneenv.harness import feedback
@@ -126,6 +126,8 @@ class FinishResult(TypedDict):
     frame: str
     goal: str
     answer: str | None
+    value: NotRequired[Any]
+    """The sub-agent's typed ``finish`` value, when it gave one."""
     status: str
     active_frame: str
     note: str
@@ -365,28 +367,28 @@ class FrameStack:
             chosen.update(got)
         return chosen
 
-    def finish(self, answer: str | None) -> Feedback:
-        """Close the active sub-agent frame with ``answer``; the feedback is the result of the
-        parent's ``agent.delegate`` call. Raises ``RuntimeError`` at the root (the env ends the
-        episode there instead)."""
+    def finish(self, answer: str | None, value: Any = None) -> Feedback:
+        """Close the active sub-agent frame with ``answer`` (and its typed ``value``, passed up
+        when given); the feedback is the result of the parent's ``agent.delegate`` call. Raises
+        ``RuntimeError`` at the root (the env ends the episode there instead)."""
         if self.at_root:
             raise RuntimeError("the root frame is not closed by FrameStack.finish; the env ends the episode")
         child = self._stack.pop()
         child.answer = answer
         child.closed_at = len(self.step_frames)
         parent = self._stack[-1]
-        return Feedback(
-            ok=True,
-            result=FinishResult(
-                frame=child.id,
-                goal=child.goal,
-                answer=answer,
-                status="finished",
-                active_frame=parent.id,
-                note=f"Sub-agent {child.id} finished; its answer is the result of your agent.delegate call. "
-                f"You act in frame {parent.id} again.",
-            ),
+        result = FinishResult(
+            frame=child.id,
+            goal=child.goal,
+            answer=answer,
+            status="finished",
+            active_frame=parent.id,
+            note=f"Sub-agent {child.id} finished; its answer is the result of your agent.delegate call. "
+            f"You act in frame {parent.id} again.",
         )
+        if value is not None:
+            result["value"] = value
+        return Feedback(ok=True, result=result)
 
     def end(self, answer: str | None) -> None:
         """Record the root frame's ``finish`` (the episode's end) with ``answer``. Raises

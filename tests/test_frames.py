@@ -246,6 +246,16 @@ def test_finish_closes_only_the_innermost_frame(env):
     )
 
 
+def test_a_sub_agents_typed_value_reaches_its_parent(env):
+    delegate(env, "count the contacts", ["contacts"])
+    obs, *_ = env.step({"name": "finish", "arguments": {"answer": "three", "value": 3}})
+    result = json.loads(obs["feedback"])["result"]
+    assert (result["answer"], result["value"], result["active_frame"]) == ("three", 3, "main")
+    delegate(env, "say hi", ["contacts"])
+    obs, *_ = env.step({"name": "finish", "arguments": {"answer": "hi"}})
+    assert "value" not in json.loads(obs["feedback"])["result"]  # no value given, none passed up
+
+
 def test_truncation_with_frames_open_keeps_them_open_in_the_trace(contacts_task):
     env = PhonePlanEnv(task=contacts_task, delegation=True, max_steps=4)
     env.reset(seed=0)
