@@ -80,21 +80,22 @@ class Currency:
     rounds to ``decimals`` places (a yen amount is a whole number about 150 times the euro one).
     ``symbol`` is the sign written before an amount, one :mod:`phoneenv.tasks.answers` reads as
     this currency (``"A$"`` for Australian dollars; a bare ``"$"`` reads as US dollars except in
-    an Australian world).
+    an Australian world); ``words`` is how a sentence names it after an amount ("12 euros").
     """
 
     code: str
     symbol: str
     factor: float
     decimals: int
+    words: str
 
 
 CURRENCIES: dict[str, Currency] = {
-    "EUR": Currency("EUR", "€", 1, 2),
-    "USD": Currency("USD", "$", 1, 2),
-    "GBP": Currency("GBP", "£", 1, 2),
-    "JPY": Currency("JPY", "¥", 150, 0),
-    "AUD": Currency("AUD", "A$", 1.5, 2),
+    "EUR": Currency("EUR", "€", 1, 2, "euros"),
+    "USD": Currency("USD", "$", 1, 2, "dollars"),
+    "GBP": Currency("GBP", "£", 1, 2, "pounds"),
+    "JPY": Currency("JPY", "¥", 150, 0, "yen"),
+    "AUD": Currency("AUD", "A$", 1.5, 2, "dollars"),
 }
 """The currencies of :data:`LOCALES`, by ISO 4217 code."""
 
@@ -536,6 +537,11 @@ class World:
         """The ISO 4217 code of the world's currency ("EUR", "USD", "GBP", "JPY", "AUD")."""
         return self.locale.currency
 
+    @property
+    def currency_words(self) -> str:
+        """How a sentence names the currency after an amount: "euros", "dollars", "yen"."""
+        return CURRENCIES[self.currency].words
+
     def price(self, euros: float) -> float:
         """A euro-sized amount in the world's currency: scaled by its factor and rounded to its
         decimals (``12.5`` → 12.5 EUR/USD/GBP, 18.75 AUD, 1875.0 JPY). Deterministic."""
@@ -543,12 +549,14 @@ class World:
         return float(round(euros * cur.factor, cur.decimals))
 
     def amount(self, amount: float) -> str:
-        """``amount`` as digits with the currency's decimals: ``"12.50"``, ``"1875"``."""
-        return f"{amount:.{CURRENCIES[self.currency].decimals}f}"
+        """``amount`` as digits with the currency's decimals, a whole amount without them:
+        ``"12.50"``, ``"120"``, ``"1875"``."""
+        text = f"{amount:.{CURRENCIES[self.currency].decimals}f}"
+        return text.removesuffix(".00")
 
     def money(self, amount: float, symbol: bool = False) -> str:
         """``amount`` written in the world's currency: ``"12.50 USD"``, ``"1875 JPY"``, or with
-        ``symbol``, ``"$12.50"``, ``"€12.50"``, ``"£8.00"``, ``"¥1875"``, ``"A$18.75"``."""
+        ``symbol``, ``"$12.50"``, ``"€12.50"``, ``"£8"``, ``"¥1875"``, ``"A$18.75"``."""
         if symbol:
             return f"{CURRENCIES[self.currency].symbol}{self.amount(amount)}"
         return f"{self.amount(amount)} {self.currency}"

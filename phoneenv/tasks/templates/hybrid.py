@@ -108,10 +108,6 @@ def _num(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-_CURRENCY_WORDS = {"EUR": "euros", "USD": "dollars", "GBP": "pounds", "JPY": "yen", "AUD": "dollars"}
-"""How a reply names each currency in words (Australian dollars read as AUD in an Australian world)."""
-
-
 def _money(x: float) -> float:
     return round(x + 1e-9, 2)
 
@@ -875,7 +871,7 @@ def cancel_order_note_refund(w: World) -> Draft:
             passes("checked the order first", [plan[0], call("food.order_status", order_id=target["order_id"]), *plan[1:]]),
             fails("the delivered order's total noted", replacing(plan, 3, call("notes.append", note_id=nid, text=f"Refund {name} +{_num(old_total)}"))),
             fails("cancelled but not noted", [*plan[:2], plan[-1]]),
-            passes("the amount in words and a typed value", finishing(plan, f"Done, you get {comma} {_CURRENCY_WORDS[w.currency]} back.", value=refund)),
+            passes("the amount in words and a typed value", finishing(plan, f"Done, you get {comma} {w.currency_words} back.", value=refund)),
             fails("a hedged amount", finishing(plan, f"About {amount} or {w.money(old_total)}.")),
             fails("the right amount only in passing", finishing(plan, f"Refund {w.money(old_total)} (not counting the {amount} fee).")),
         ],
