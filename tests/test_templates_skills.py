@@ -21,6 +21,7 @@ from phoneenv.harness.skills import load_skills
 from phoneenv.tasks import select
 from phoneenv.tasks.templates import all_templates
 from phoneenv.tasks.validate import prove_suite
+from phoneenv.tasks.world import CURRENCIES
 
 TEMPLATES = {
     "skills.split_bill": "split-a-bill",
@@ -90,10 +91,6 @@ def goal_day(t: TaskSpec, words: str) -> dt.date:
     return d
 
 
-def money(cents: int) -> str:
-    return str((Decimal(cents) / 100).quantize(Decimal("0.01")))
-
-
 def play(t: TaskSpec, steps: Steps) -> dict[str, Any]:
     """Play ``steps`` then finish in a fresh env; the verdict. Every step but the naive ones'
     must be well formed, so feedback errors are returned for the caller to check."""
@@ -121,35 +118,40 @@ def failed(verdict: dict[str, Any]) -> set[str]:
 
 def split_bill(t: TaskSpec, skill: bool) -> Steps:
     m = re.fullmatch(
-        r'Split the bill for "(?P<what>[^"]+)" \((?P<total>\d+\.\d\d) EUR\) evenly between me(?:, | and )'
+        r'Split the bill for "(?P<what>[^"]+)" \((?P<total>\d+(?:\.\d\d)?) (?P<cur>[A-Z]{3})\) evenly between me(?:, | and )'
         r"(?P<who>.+), and ask them to pay their share\.",
         t.goal,
     )
     assert m, t.goal
-    what, others = m["what"], people(t, m["who"])
-    total = int(Decimal(m["total"]) * 100)
+    what, others, cur = m["what"], people(t, m["who"]), m["cur"]
+    unit = 10 ** CURRENCIES[cur].decimals  # cents in one, or 1 for yen
+
+    def money(amount: int) -> str:
+        return str((Decimal(amount) / unit).quantize(Decimal(1) / unit))
+
+    total = int(Decimal(m["total"]) * unit)
     share = total // (len(others) + 1)
     if not skill:  # an even split as a person would write it: rounded, one text each, no confirmation
-        each = f"{total / 100 / (len(others) + 1):.2f}"
+        each = f"{total / unit / (len(others) + 1):.2f}"
         steps: Steps = [
-            ("notes.create", {"title": f"{what} bill", "body": f"{m['total']} EUR / {len(others) + 1} = {each} each"})
+            ("notes.create", {"title": f"{what} bill", "body": f"{m['total']} {cur} / {len(others) + 1} = {each} each"})
         ]
         return steps + [
             (
                 "messages.send",
-                {"to": c["phone"], "body": f"Hi {c['name'].split()[0]}, your share of {what} is {each} EUR."},
+                {"to": c["phone"], "body": f"Hi {c['name'].split()[0]}, your share of {what} is {each} {cur}."},
             )
             for c in others
         ]
     mine = total - share * len(others)
-    lines = [f"Total: {money(total)} EUR"]
-    lines += [f"{c['name']}: {money(share)} EUR" for c in sorted(others, key=lambda c: c["name"])]
-    lines.append(f"Me: {money(mine)} EUR")
+    lines = [f"Total: {money(total)} {cur}"]
+    lines += [f"{c['name']}: {money(share)} {cur}" for c in sorted(others, key=lambda c: c["name"])]
+    lines.append(f"Me: {money(mine)} {cur}")
     steps = [("notes.create", {"title": f"Split: {what}", "body": "\n".join(lines), "tags": ["split"]})]
     for c in others:
         steps += [
-            ("user.confirm", {"question": f"Ask {c['name']} for {money(share)} EUR?"}),
-            ("messages.send", {"to": c["phone"], "body": f"[Split] {what}: your share is {money(share)} EUR"}),
+            ("user.confirm", {"question": f"Ask {c['name']} for {money(share)} {cur}?"}),
+            ("messages.send", {"to": c["phone"], "body": f"[Split] {what}: your share is {money(share)} {cur}"}),
         ]
     return steps
 
@@ -395,13 +397,21 @@ def test_split_bill_shares_by_hand():
     assert title == "Split: Pizza night"
     assert body == "Total: 100.00 EUR\nAna Lima: 33.33 EUR\nBen Okafor: 33.33 EUR\nMe: 33.34 EUR"
     assert split_request("Pizza night", 3333) == "[Split] Pizza night: your share is 33.33 EUR"
+    assert split_note("Sushi", 10000, {"Ben Okafor": 3333}, 6667, "JPY")[1] == (
+        "Total: 10000 JPY\nBen Okafor: 3333 JPY\nMe: 6667 JPY"
+    )
+    assert split_request("Sushi", 3333, "AUD") == "[Split] Sushi: your share is 33.33 AUD"
     skill = load_skills()["split-a-bill"].body
     assert json.dumps(body)[1:-1] in skill and "[Split] Pizza night: your share is 33.33 EUR" in skill
     for t in select("template:skills.split_bill"):
         (note,) = [c for c in t.criteria if c.id == "created:notes.notes"]
-        amounts = [Decimal(x) for x in re.findall(r"(\d+\.\d\d) EUR", note.where["body"]["iequals"])]
+        found = re.findall(r"(\d+(?:\.\d\d)?) ([A-Z]{3})$", note.where["body"]["iequals"], re.M)
+        (code,) = {c for _, c in found}
+        assert code in t.goal and ("." in found[0][0]) == (CURRENCIES[code].decimals == 2), t.id
+        amounts = [Decimal(x) for x, _ in found]
+        step = Decimal(1) / 10 ** CURRENCIES[code].decimals
         total, shares, mine = amounts[0], amounts[1:-1], amounts[-1]
-        assert sum(shares) + mine == total and mine - shares[0] < Decimal("0.01") * (len(shares) + 1)
+        assert sum(shares) + mine == total and mine - shares[0] < step * (len(shares) + 1)
         assert all(s == shares[0] for s in shares) and mine >= shares[0]
 
 

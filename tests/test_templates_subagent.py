@@ -119,7 +119,7 @@ def test_cheapest_quote_counts_vat(tasks):
         for n in records(t, "notes.notes"):
             if " quote - " not in n["title"]:
                 continue
-            price = int(re.search(r"Price: (\d+) EUR", n["body"]).group(1))
+            price = float(re.search(r"Price: (\d+(?:\.\d\d)?) [A-Z]{3}", n["body"]).group(1))
             naive[n["title"].split(" - ")[1]] = price
             quotes[n["title"].split(" - ")[1]] = price * 1.19 if "plus 19% VAT" in n["body"] else price
         assert len(quotes) == 3
@@ -149,9 +149,8 @@ def test_best_offer_is_the_cheapest_that_delivers_within_a_week(tasks):
         offers = []
         for m in records(t, "mail.messages"):
             if m["subject"].startswith("Offer: "):
-                price, days = map(
-                    int, re.search(r"for (\d+) EUR in total, delivered within (\d+) days", m["body"]).groups()
-                )
+                found = re.search(r"for (\d+(?:\.\d\d)?) [A-Z]{3} in total, delivered within (\d+) days", m["body"])
+                price, days = float(found[1]), int(found[2])
                 offers.append((price, days, m["from"]))
         assert len(offers) == 3
         best = min(o for o in offers if o[1] <= 7)

@@ -11,6 +11,7 @@ import pytest
 from phoneenv.tasks import get_task, load_suite
 from phoneenv.tasks.schemas import check_fixtures
 from phoneenv.tasks.world import (
+    CURRENCIES,
     FAMILY_RELATIONS,
     FEMALE_RELATIONS,
     LOCALES,
@@ -152,6 +153,49 @@ def test_locale_numbers_for_each_country():
             num = w.phone_number(kind)
             parsed = phonenumbers.parse(num)
             assert phonenumbers.is_valid_number(parsed) and phonenumbers.region_code_for_number(parsed) == code
+
+
+_CODES = re.compile(r"\b(" + "|".join(CURRENCIES) + r")\b")
+
+
+def _money_criteria(crits):
+    for c in crits:
+        if getattr(c, "type", None) == "money":
+            yield c
+        yield from _money_criteria(getattr(c, "criteria", None) or [])
+
+
+def test_money_is_in_the_worlds_currency(suite):
+    """A task speaks only of its world's currency: no other ISO code (and no "€" outside the
+    euro), typed money answers ask for it, and a task that names any currency names its own."""
+    money_tasks = {}
+    for t in suite:
+        cur = BY_ZONE[t.fixtures.timezone].currency
+        text = t.model_dump_json()
+        named = set(_CODES.findall(text))
+        assert named <= {cur}, (t.id, cur, named)
+        if cur != "EUR":
+            assert "€" not in text and not re.search(r"\beuros?\b", text, re.I), t.id
+        for crit in _money_criteria([*t.criteria, *t.milestones]):
+            assert crit.currency == cur, (t.id, crit.id, crit.currency)
+            named.add("criterion")
+        if named:
+            assert cur in text, (t.id, cur)
+            money_tasks.setdefault(cur, []).append(t.id)
+    assert set(money_tasks) == set(CURRENCIES), money_tasks  # every currency is exercised
+
+
+@pytest.mark.parametrize("code", sorted(LOCALES))
+def test_world_money_format(code):
+    w = World(5, country=code)
+    cur = CURRENCIES[w.currency]
+    assert w.currency == LOCALES[code].currency
+    amount = w.price(12.5)
+    assert amount == round(12.5 * cur.factor, cur.decimals)
+    if cur.decimals == 0:
+        assert amount == int(amount) and w.amount(amount) == str(int(amount))
+    assert w.money(amount).endswith(f" {w.currency}") and w.money(amount, symbol=True).startswith(cur.symbol)
+    assert w.amount(w.price(120)) == f"{120 * cur.factor:g}".removesuffix(".0") or cur.factor != int(cur.factor)
 
 
 def test_every_suite_task_passes_the_fixture_check(suite):

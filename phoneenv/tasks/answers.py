@@ -26,7 +26,10 @@ Types and the normalised value of a claim:
                number words → digits); money amounts count, numbers inside dates, times,
                durations ("2 hours ago"), phone numbers, ids (``#4821``, ``AB123``,
                ``invoice 4821``) and ordinals (``3rd``) do not
-``money``      float amount (the currency, ISO code, is compared when the criterion names one)
+``money``      float amount (the currency, ISO code, is compared when the criterion names one:
+               ``€``/``EUR``/``euros``, ``$``/``USD``/``dollars``, ``£``/``GBP``/``pounds``,
+               ``¥``/``JPY``/``yen``, ``A$``/``AU$``/``AUD``; a bare ``$`` or "dollars" is AUD
+               when the contacts' numbers are Australian, else USD)
 ``time``       ``"HH:MM"`` 24 h (``"3:15 PM"``, ``"15:15"``, ``"noon"``, ``"quarter past 3"``,
                an ISO datetime's time part)
 ``date``       ``"YYYY-MM-DD"`` (ISO, month names, ``D.M.YYYY``; ``today``, ``tomorrow``,
@@ -249,9 +252,13 @@ _CURRENCY = {
     "¥": "JPY",
     "jpy": "JPY",
     "yen": "JPY",
+    "a$": "AUD",
+    "au$": "AUD",
+    "aud": "AUD",
 }
-_CUR = r"(?:€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY)\b)"
-_CUR_AFTER = r"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|euros?|dollars?|pounds?|francs|yen)\b)"
+_CUR = r"(?:€|\b(?:AU?)?\$|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD)\b)"
+_CUR_AFTER = r"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|dollars?|pounds?|francs|yen)\b)"
+_RE_CUR_TOKEN = re.compile(r"\bAU?\$|€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|dollars?|pounds?|francs|yen)\b", re.I)
 _RE_MONEY = re.compile(rf"{_CUR}\s?-?(?:{_NUM})|(?<![\w.,])(?:{_NUM})\s?{_CUR_AFTER}", re.I)
 _RE_ID = re.compile(
     r"#\s?\d+|\b(?:no\.|nr\.?|id|invoice|order|ref(?:erence)?|code|pin|room|flight|ticket|booking|account)"
@@ -518,7 +525,11 @@ def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
         price = Price.fromstring(span)
         if price.amount_float is None:
             continue
-        cur = _CURRENCY.get((price.currency or "").lower().strip(), (price.currency or "").upper())
+        tok = _RE_CUR_TOKEN.search(span)
+        sign = tok.group().lower() if tok else (price.currency or "").lower().strip()
+        cur = _CURRENCY.get(sign, sign.upper())
+        if sign in ("$", "dollar", "dollars") and region == "AU":  # an Australian world's dollars
+            cur = "AUD"
         sc.claim("money", price.amount_float, m.start(), m.end(), unit=cur)
     for rx in (_RE_ORDINAL, _RE_ID):
         for m in rx.finditer(t):

@@ -21,11 +21,13 @@ from faker import Faker
 from phoneenv.contract import Fixtures
 
 __all__ = [
+    "CURRENCIES",
     "EVENT_TITLES",
     "LOCALES",
     "MESSAGE_SEEDS",
     "NOTE_SEEDS",
     "SETTINGS_DEFAULTS",
+    "Currency",
     "Locale",
     "World",
     "first_names",
@@ -68,6 +70,34 @@ LOCALES: dict[str, Locale] = {
     "AU": Locale("AU", "en_AU", "Australia/Sydney", "Sydney", -33.8688, 151.2093, "61", ("4",), 8, ("2",), 8, "AUD"),
 }  # fmt: skip
 """The countries a world may be in, by ISO 3166 code (also the :mod:`phonenumbers` region)."""
+
+
+@dataclass(frozen=True)
+class Currency:
+    """How a world's money is written and sized.
+
+    Templates draw amounts at euro size; :meth:`World.price` multiplies them by ``factor`` and
+    rounds to ``decimals`` places (a yen amount is a whole number about 150 times the euro one).
+    ``symbol`` is the sign written before an amount, one :mod:`phoneenv.tasks.answers` reads as
+    this currency (``"A$"`` for Australian dollars; a bare ``"$"`` reads as US dollars except in
+    an Australian world); ``words`` is how a sentence names it after an amount ("12 euros").
+    """
+
+    code: str
+    symbol: str
+    factor: float
+    decimals: int
+    words: str
+
+
+CURRENCIES: dict[str, Currency] = {
+    "EUR": Currency("EUR", "€", 1, 2, "euros"),
+    "USD": Currency("USD", "$", 1, 2, "dollars"),
+    "GBP": Currency("GBP", "£", 1, 2, "pounds"),
+    "JPY": Currency("JPY", "¥", 150, 0, "yen"),
+    "AUD": Currency("AUD", "A$", 1.5, 2, "dollars"),
+}
+"""The currencies of :data:`LOCALES`, by ISO 4217 code."""
 
 RELATIONS = ["sister", "brother", "mom", "dad", "boss", "dentist", "landlord", "coworker", "neighbor", "coach"]
 FEMALE_RELATIONS = frozenset({"sister", "mom", "aunt", "daughter", "grandma"})
@@ -500,6 +530,36 @@ class World:
                 }
             )
         self.records["mail.messages"] = mails
+
+    # -- money ---------------------------------------------------------------------------------
+    @property
+    def currency(self) -> str:
+        """The ISO 4217 code of the world's currency ("EUR", "USD", "GBP", "JPY", "AUD")."""
+        return self.locale.currency
+
+    @property
+    def currency_words(self) -> str:
+        """How a sentence names the currency after an amount: "euros", "dollars", "yen"."""
+        return CURRENCIES[self.currency].words
+
+    def price(self, euros: float) -> float:
+        """A euro-sized amount in the world's currency: scaled by its factor and rounded to its
+        decimals (``12.5`` → 12.5 EUR/USD/GBP, 18.75 AUD, 1875.0 JPY). Deterministic."""
+        cur = CURRENCIES[self.currency]
+        return float(round(euros * cur.factor, cur.decimals))
+
+    def amount(self, amount: float) -> str:
+        """``amount`` as digits with the currency's decimals, a whole amount without them:
+        ``"12.50"``, ``"120"``, ``"1875"``."""
+        text = f"{amount:.{CURRENCIES[self.currency].decimals}f}"
+        return text.removesuffix(".00")
+
+    def money(self, amount: float, symbol: bool = False) -> str:
+        """``amount`` written in the world's currency: ``"12.50 USD"``, ``"1875 JPY"``, or with
+        ``symbol``, ``"$12.50"``, ``"€12.50"``, ``"£8"``, ``"¥1875"``, ``"A$18.75"``."""
+        if symbol:
+            return f"{CURRENCIES[self.currency].symbol}{self.amount(amount)}"
+        return f"{self.amount(amount)} {self.currency}"
 
     # -- access for templates --------------------------------------------------------------------
     @property

@@ -190,11 +190,11 @@ def _restaurant(w: World, rid: str, name: str, cuisine: str) -> dict[str, Any]:
         "name": name,
         "cuisine": cuisine,
         "rating": w.rng.choice([4.2, 4.4, 4.5, 4.6, 4.8]),
-        "delivery_fee": w.rng.choice([0.0, 1.5, 2.0, 2.5]),
-        "min_order": w.rng.choice([10.0, 12.0, 15.0]),
+        "delivery_fee": w.price(w.rng.choice([0.0, 1.5, 2.0, 2.5])),
+        "min_order": w.price(w.rng.choice([10.0, 12.0, 15.0])),
         "eta_minutes": w.rng.choice([25, 30, 35, 40]),
         "open_now": True,
-        "currency": "EUR",
+        "currency": w.currency,
     }
 
 
@@ -260,6 +260,7 @@ def order_food_text_eta(w: World) -> Draft:
     item_ids = _ids(w, "itm_", len(menu), 100, 400)
     k = w.rng.randrange(3)
     dish, _, price = menu[k]
+    price = w.price(price)
     qty = w.rng.choice([1, 2])
     c = w.rng.choice(w.contacts)
     decoy = namesake(w, c, email=False)
@@ -276,7 +277,7 @@ def order_food_text_eta(w: World) -> Draft:
         "subtotal": subtotal,
         "delivery_fee": rest["delivery_fee"],
         "total": total,
-        "currency": "EUR",
+        "currency": w.currency,
         "status": "placed",
         "placed_at": _stamp(placed),
         "eta": _stamp(eta),
@@ -285,14 +286,14 @@ def order_food_text_eta(w: World) -> Draft:
     menu_result = {
         "restaurant_id": rid,
         "name": name,
-        "currency": "EUR",
+        "currency": w.currency,
         "menu": [
             {
                 "item_id": iid,
                 "name": n,
                 "description": d,
                 "category": "desserts & drinks" if i == 3 else "mains",
-                "price": p,
+                "price": w.price(p),
                 "available": True,
             }
             for i, (iid, (n, d, p)) in enumerate(zip(item_ids, menu, strict=True))
@@ -621,7 +622,7 @@ def cinema_book_text(w: World) -> Draft:
         (cinema, w.rng.choice(["22:30", "22:45", "23:00"]), "1"),
     ]
     sids = _ids(w, "shw_", len(rows), 100, 900)
-    price = w.rng.choice([9.5, 11.0, 12.5, 13.0])
+    price = w.price(w.rng.choice([9.5, 11.0, 12.5, 13.0]))
     showtimes = [
         {
             "showtime_id": sid,
@@ -631,7 +632,7 @@ def cinema_book_text(w: World) -> Draft:
             "start": f"{day.isoformat()}T{t}:00",
             "format": "2D",
             "price_per_seat": price,
-            "currency": "EUR",
+            "currency": w.currency,
             "seats_available": w.rng.randrange(12, 80),
         }
         for sid, (cin, t, hall) in zip(sids, rows, strict=True)
@@ -650,7 +651,7 @@ def cinema_book_text(w: World) -> Draft:
         "start": show["start"],
         "seats": seats,
         "price": _money(price * 2),
-        "currency": "EUR",
+        "currency": w.currency,
         "status": "confirmed",
         "booked_at": _stamp(w.now + dt.timedelta(minutes=1)),
     }
@@ -756,7 +757,12 @@ def cancel_order_note_refund(w: World) -> Draft:
     for oid, age, (r, m, status) in zip(oids, ages, specs, strict=True):
         picks = w.rng.sample(range(len(m)), 2)
         items = [
-            {"item_id": f"itm_{100 + 10 * j + i}", "name": m[j][0], "qty": w.rng.choice([1, 2]), "price": m[j][2]}
+            {
+                "item_id": f"itm_{100 + 10 * j + i}",
+                "name": m[j][0],
+                "qty": w.rng.choice([1, 2]),
+                "price": w.price(m[j][2]),
+            }
             for i, j in enumerate(picks)
         ]
         subtotal = _money(sum(it["qty"] * it["price"] for it in items))
@@ -772,7 +778,7 @@ def cancel_order_note_refund(w: World) -> Draft:
                 "subtotal": subtotal,
                 "delivery_fee": r["delivery_fee"],
                 "total": _money(subtotal + r["delivery_fee"]),
-                "currency": "EUR",
+                "currency": w.currency,
                 "status": status,
                 "placed_at": _stamp(placed),
                 "eta": _stamp(placed + dt.timedelta(minutes=r["eta_minutes"] + 5)) if open_ else None,
@@ -789,7 +795,7 @@ def cancel_order_note_refund(w: World) -> Draft:
     lines = []
     for label in w.rng.sample(["Groceries", "Taxi", "Pharmacy", "Cinema", "Haircut", "Books"], 3):
         while True:
-            v = f"{w.rng.randrange(4, 90)}.{w.rng.choice(['00', '20', '50', '80'])}"
+            v = w.amount(w.price(w.rng.randrange(4, 90) + w.rng.choice([0.0, 0.2, 0.5, 0.8])))
             if amount not in v and not re.search(money, v):
                 break
         lines.append(f"{label} {v}")
@@ -812,7 +818,7 @@ def cancel_order_note_refund(w: World) -> Draft:
         "order_id": target["order_id"],
         "status": "cancelled",
         "refund": refund,
-        "currency": "EUR",
+        "currency": w.currency,
         "last_update": _stamp(w.now + dt.timedelta(minutes=1)),
     }
     simulated = [
@@ -833,16 +839,16 @@ def cancel_order_note_refund(w: World) -> Draft:
         call("food.cancel_order", order_id=target["order_id"]),
         call("notes.search", query=note_title),
         call("notes.append", note_id=nid, text=f"Refund {name} +{amount}"),
-        call("finish", answer=f"Cancelled; {amount} EUR refunded and noted."),
+        call("finish", answer=f"Cancelled; {w.money(refund)} refunded and noted."),
     ]
-    comma = f"{refund:.2f}".replace(".", ",")
+    comma = w.amount(refund).replace(".", ",")
     old_total = orders[1]["total"]
     return Draft(
         goal=goal,
         criteria=[
             state("food.orders", "updated", order_id=target["order_id"], status="cancelled"),
             state("notes.notes", "updated", id=nid, body={"regex": money}),
-            answer(type="money", value=refund),
+            answer(type="money", value=refund, currency=w.currency),
         ],
         milestones=[
             state("food.orders", "updated", order_id=target["order_id"], status="cancelled"),
@@ -860,13 +866,13 @@ def cancel_order_note_refund(w: World) -> Draft:
         perturb_exempt=["4.answer"],
         backends=HYBRID,
         probes=[
-            passes("the amount with a decimal comma", replacing(plan, 3, call("notes.append", note_id=nid, text=f"{name} refund: {comma} EUR"))),
+            passes("the amount with a decimal comma", replacing(plan, 3, call("notes.append", note_id=nid, text=f"{name} refund: {comma} {w.currency}"))),
             passes("listed only orders in preparation", replacing(plan, 0, call("food.list_past_orders", status="preparing"))),
             passes("checked the order first", [plan[0], call("food.order_status", order_id=target["order_id"]), *plan[1:]]),
             fails("the delivered order's total noted", replacing(plan, 3, call("notes.append", note_id=nid, text=f"Refund {name} +{_num(old_total)}"))),
             fails("cancelled but not noted", [*plan[:2], plan[-1]]),
-            passes("the amount in words and a typed value", finishing(plan, f"Done, you get {comma} euros back.", value=refund)),
-            fails("a hedged amount", finishing(plan, f"About {amount} or {_num(old_total)} EUR.")),
-            fails("the right amount only in passing", finishing(plan, f"Refund {_num(old_total)} EUR (not counting the {amount} fee).")),
+            passes("the amount in words and a typed value", finishing(plan, f"Done, you get {comma} {w.currency_words} back.", value=refund)),
+            fails("a hedged amount", finishing(plan, f"About {amount} or {w.money(old_total)}.")),
+            fails("the right amount only in passing", finishing(plan, f"Refund {w.money(old_total)} (not counting the {amount} fee).")),
         ],
     )  # fmt: skip

@@ -293,12 +293,16 @@ def call_past_provider(w: World) -> Draft:
     book = MemoryBook()
     phrasing = [
         "Had {name} over as our {trade}: {first} {job}.",
-        "{name}, the {trade}, {job}. Paid {price} EUR.",
+        "{name}, the {trade}, {job}. Paid {price}.",
         "Our {trade} {name} came round and {job}.",
     ]
     for who, days in ((older, w.rng.randrange(300, 700)), (newer, w.rng.randrange(20, 200))):
         text = w.rng.choice(phrasing).format(
-            name=who["name"], first=_first(who), trade=trade, job=w.rng.choice(jobs), price=w.rng.randrange(60, 400)
+            name=who["name"],
+            first=_first(who),
+            trade=trade,
+            job=w.rng.choice(jobs),
+            price=w.money(w.price(w.rng.randrange(60, 400))),
         )
         book.add("episode", text, ago(w, days))
     book.add(
@@ -920,14 +924,19 @@ def recall_answer(w: World) -> Draft:
             wrong_value = a["name"]
         else:
             while True:
-                old, new = w.rng.sample(range(60, 480), 2)
-                if str(old) not in str(new) and str(new) not in str(old):
+                old_eur, new_eur = w.rng.sample(range(60, 480), 2)
+                old, new = w.price(old_eur), w.price(new_eur)
+                if w.amount(old) not in w.amount(new) and w.amount(new) not in w.amount(old):
                     break
             book.add(
-                "episode", f"Paid {a['name']}, the {trade}, {old} EUR for a repair", ago(w, w.rng.randrange(300, 700))
+                "episode",
+                f"Paid {a['name']}, the {trade}, {w.money(old)} for a repair",
+                ago(w, w.rng.randrange(300, 700)),
             )
             book.add(
-                "episode", f"Paid {b['name']}, the {trade}, {new} EUR for a repair", ago(w, w.rng.randrange(10, 200))
+                "episode",
+                f"Paid {b['name']}, the {trade}, {w.money(new)} for a repair",
+                ago(w, w.rng.randrange(10, 200)),
             )
             goal = _phrasing(
                 w,
@@ -939,14 +948,19 @@ def recall_answer(w: World) -> Draft:
                 ],
             )
             query = f"paid the {trade}"
-            criteria = [answer(id="answer", type="money", value=new, currency="EUR")]
-            reply = f"{new} EUR ({b['name']}). Their number is {b['phone']}."
-            typed = {"value": f"{new} EUR"}
-            other_words = f"{_words(new)} euros; {b['name']} is on {_spaced(b['phone'])}."
-            hedge = f"Either {new} or {old} EUR; {b['phone']}."
-            passing = f"Not {new} EUR - it was {old} EUR. {b['phone']}."
-            outdated = f"{old} EUR, {b['phone']}."
-            wrong_value = f"{old} EUR"
+            criteria = [answer(id="answer", type="money", value=new, currency=w.currency)]
+            reply = f"{w.money(new)} ({b['name']}). Their number is {b['phone']}."
+            typed = {"value": w.money(new)}
+            said = (
+                f"{_words(int(new))} {w.currency_words}"
+                if new == int(new) and new < 1000
+                else w.money(new, symbol=True)
+            )
+            other_words = f"{said}; {b['name']} is on {_spaced(b['phone'])}."
+            hedge = f"Either {w.amount(new)} or {w.money(old)}; {b['phone']}."
+            passing = f"Not {w.money(new)} - it was {w.money(old)}. {b['phone']}."
+            outdated = f"{w.money(old)}, {b['phone']}."
+            wrong_value = w.money(old)
         criteria.append(answer(id="number", pattern=_phone_pattern(b["phone"])))
         lookup = call("contacts.search", query=b["name"])
         extra.append((fails, "a typed value contradicting the text", reply, {"value": wrong_value}))
@@ -1074,7 +1088,7 @@ def save_preference(w: World) -> Draft:
 
 
 OBSOLETE = [
-    # (the memory, a similar memory to keep, the user's words, query)
+    # (the memory, a similar memory to keep, the user's words, query); {m12}, {m15}: 12 and 15 euros in the world's money
     ("My car is parked in spot 17 of the garage on Kantstrasse", "The bike is in the shed behind the house",
      "I sold the car, so forget where it's parked.", "car parking spot"),
     ("My gym membership number is GM-55821", "My library card number is LB-20417",
@@ -1083,7 +1097,7 @@ OBSOLETE = [
      "I left the choir, so forget the rehearsal times.", "choir rehearsal"),
     ("My bank adviser at Sparkasse is Ms Lenz", "My insurance agent at Allianz is Mr Brandt",
      "I moved my accounts to another bank; forget the old bank adviser.", "bank adviser"),
-    ("The babysitter's rate is 12 EUR an hour", "The dog walker's rate is 15 EUR a walk",
+    ("The babysitter's rate is {m12} an hour", "The dog walker's rate is {m15} a walk",
      "We don't need a babysitter any more - forget the babysitter's rate.", "babysitter rate"),
     ("The code for the office door is 4471", "The code for the bike shed is 9034",
      "I changed jobs, so the office door code is useless now - forget it.", "office door code"),
@@ -1111,6 +1125,8 @@ def forget_outdated(w: World) -> Draft:
     """Template ``memory.forget_outdated``: "I sold the car, so forget where it's parked": that
     memory must become invalid and a similar one must stay."""
     gone, keep, words, query = OBSOLETE[w.seed % len(OBSOLETE)]
+    rates = {"m12": w.money(w.price(12)), "m15": w.money(w.price(15))}
+    gone, keep = gone.format(**rates), keep.format(**rates)
     book = MemoryBook()
     target = book.add("fact", gone, ago(w, w.rng.randrange(30, 700)))
     similar = book.add("fact", keep, ago(w, w.rng.randrange(30, 700)))

@@ -28,7 +28,7 @@ from phoneenv.contract import BehaviorCriterion, Category, Criterion, Domain, St
 from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, template
 from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import who
-from phoneenv.tasks.world import World
+from phoneenv.tasks.world import CURRENCIES, World
 
 __all__ = [
     "ARCHIVE_PREFIX",
@@ -40,6 +40,7 @@ __all__ = [
     "day_words",
     "forward_body",
     "invite_text",
+    "minor",
     "out_of_office_text",
     "read_skill",
     "split_note",
@@ -75,18 +76,30 @@ def cents(amount: int) -> str:
     return f"{amount // 100}.{amount % 100:02d}"
 
 
-def split_note(what: str, total: int, shares: dict[str, int], mine: int) -> tuple[str, str]:
+def minor(amount: int, currency: str = "EUR") -> str:
+    """An amount in ``currency``'s smallest unit as the skills write money: cents with two
+    decimals and a dot (``8750`` -> ``"87.50"``), whole units for a currency without cents
+    (``8750`` JPY -> ``"8750"``). Raises ``ValueError`` for a negative amount."""
+    if CURRENCIES[currency].decimals == 0:
+        if amount < 0:
+            raise ValueError(f"amount must not be negative, got {amount}")
+        return str(amount)
+    return cents(amount)
+
+
+def split_note(what: str, total: int, shares: dict[str, int], mine: int, currency: str = "EUR") -> tuple[str, str]:
     """(title, body) of the note skill ``split-a-bill`` defines. ``total``, ``shares`` (full name
-    -> share) and ``mine`` are in cents; people are listed by full name A-Z, ``Me`` last."""
-    lines = [f"Total: {cents(total)} EUR"]
-    lines += [f"{name}: {cents(shares[name])} EUR" for name in sorted(shares, key=str.casefold)]
-    lines.append(f"Me: {cents(mine)} EUR")
+    -> share) and ``mine`` are in the smallest unit of ``currency`` (cents, or yen); people are
+    listed by full name A-Z, ``Me`` last."""
+    lines = [f"Total: {minor(total, currency)} {currency}"]
+    lines += [f"{name}: {minor(shares[name], currency)} {currency}" for name in sorted(shares, key=str.casefold)]
+    lines.append(f"Me: {minor(mine, currency)} {currency}")
     return f"Split: {what}", "\n".join(lines)
 
 
-def split_request(what: str, share: int) -> str:
-    """The payment-request text of skill ``split-a-bill`` (``share`` in cents)."""
-    return f"[Split] {what}: your share is {cents(share)} EUR"
+def split_request(what: str, share: int, currency: str = "EUR") -> str:
+    """The payment-request text of skill ``split-a-bill`` (``share`` in ``currency``'s smallest unit)."""
+    return f"[Split] {what}: your share is {minor(share, currency)} {currency}"
 
 
 def vcard(contact: dict[str, Any]) -> str:
@@ -181,16 +194,18 @@ BILLS = [
     max_steps=30,
 )
 def split_bill(w: World) -> Draft:
-    """Template ``skills.split_bill``, e.g. task 0: "Split the bill for \"Taxi to the airport\" (70.72 EUR) evenly between me and my landlord, and ask them to pay their share."."""
+    """Template ``skills.split_bill``, e.g. task 0: "Split the bill for \"Taxi to the airport\" (70.72 USD) evenly between me and my landlord, and ask them to pay their share."."""
     others = w.rng.sample(w.contacts, w.rng.choice([1, 2, 2, 3]))
     what = w.rng.choice(BILLS)
     n = len(others) + 1
-    total = w.rng.randrange(1500, 24000)
+    cur = w.currency
+    unit = 10 ** CURRENCIES[cur].decimals  # smallest units in one
+    total = round(w.price(w.rng.randrange(1500, 24000) / 100) * unit)
     share = total // n
     mine = total - share * (n - 1)
     named = [who(w, c) for c in others]
-    title, body = split_note(what, total, {c["name"]: share for c in others}, mine)
-    request = split_request(what, share)
+    title, body = split_note(what, total, {c["name"]: share for c in others}, mine, cur)
+    request = split_request(what, share, cur)
     read, read_ms = read_skill("split-a-bill")
     note_crit = state("notes.notes", "created", title={"iequals": title}, body={"iequals": body}, tags={"has": "split"})
     sms = [
@@ -213,13 +228,15 @@ def split_bill(w: World) -> Draft:
     ]
     for c in others:
         plan += [
-            call("user.confirm", question=f"Ask {c['name']} to pay {cents(share)} EUR for {what}?"),
+            call("user.confirm", question=f"Ask {c['name']} to pay {minor(share, cur)} {cur} for {what}?"),
             call("messages.send", to=c["phone"], body=request),
         ]
-    plan.append(call("finish", answer=f"Split {cents(total)} EUR {n} ways; asked for {cents(share)} EUR each."))
+    plan.append(
+        call("finish", answer=f"Split {minor(total, cur)} {cur} {n} ways; asked for {minor(share, cur)} {cur} each.")
+    )
     return Draft(
         goal=(
-            f'Split the bill for "{what}" ({cents(total)} EUR) evenly between '
+            f'Split the bill for "{what}" ({minor(total, cur)} {cur}) evenly between '
             f"{_join(['me', *(name for name, _ in named)])}, and ask them to pay their share."
         ),
         criteria=[note_crit, *sms, behavior("confirm_before", "messages.send")],
@@ -241,7 +258,7 @@ def split_bill(w: World) -> Draft:
                 replacing(
                     plan,
                     _at(plan, "messages.send"),
-                    call("messages.send", to=others[0]["phone"], body=split_request(what, share + 1)),
+                    call("messages.send", to=others[0]["phone"], body=split_request(what, share + 1, cur)),
                 ),
             ),
             fails("sent without asking", [c for c in plan if c.name != "user.confirm"]),

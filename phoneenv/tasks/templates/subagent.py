@@ -282,14 +282,15 @@ def cheapest_quote(w: World) -> Draft:
     cheapest = w.rng.randrange(18, 60) * 10
     trap = w.rng.random() < 0.6  # a smaller number before VAT that is dearer after it
     lines = []
-    for i in range(len(people)):
+    for i in range(len(people)):  # amounts drawn at euro size, written in the world's money
         day = w.rng.choice(WEEKDAYS)
         if i == 0:
-            lines.append(f"Price: {cheapest} EUR including VAT\nCan start: {day}")
+            lines.append(f"Price: {w.money(w.price(cheapest))} including VAT\nCan start: {day}")
         elif i == 1 and trap:
-            lines.append(f"Price: {cheapest - 10} EUR plus 19% VAT\nCan start: {day}")
+            lines.append(f"Price: {w.money(w.price(cheapest - 10))} plus 19% VAT\nCan start: {day}")
         else:
-            lines.append(f"Price: {cheapest + w.rng.randrange(2, 20) * 10} EUR including VAT\nCan start: {day}")
+            dearer = w.price(cheapest + w.rng.randrange(2, 20) * 10)
+            lines.append(f"Price: {w.money(dearer)} including VAT\nCan start: {day}")
     order = list(range(3))
     w.rng.shuffle(order)
     for k in order:
@@ -315,7 +316,7 @@ def cheapest_quote(w: World) -> Draft:
         f"Compare the three {service} quotes in my notes and tell me whose total price, VAT included, is lowest, and how much it is.",
         ["notes.search", "notes.get"],
         [call("notes.search", query=f"{service} quote")],
-        f"{winner['name']}: {cheapest} EUR in total.",
+        f"{winner['name']}: {w.money(w.price(cheapest))} in total.",
     )
     plan.append(call("contacts.search", query=winner["name"]))
     accepted = {"icontains": "accept", "not": {"regex": r"\b(not|don't|do not|can't|cannot|won't)\b"}}
@@ -532,7 +533,8 @@ def best_offer_reply(w: World) -> Draft:
                 "from": senders[k],
                 "to": (w.user_email,),
                 "subject": f"Offer: {item}",
-                "body": f"Hello, we can supply the {item} for {price} EUR in total, delivered within {days} days.",
+                "body": f"Hello, we can supply the {item} for {w.money(w.price(price))} in total, delivered "
+                f"within {days} days.",
                 "time": w.ts(w.rng.randrange(60, 3000)),
                 "read": False,
             }
@@ -558,7 +560,7 @@ def best_offer_reply(w: World) -> Draft:
         "Tell me the sender, the price and the message id.",
         ["mail.search", "mail.read"],
         [call("mail.search", query=item)],
-        f"{senders[0]}, {best} EUR, message {ids[0]}.",
+        f"{senders[0]}, {w.money(w.price(best))}, message {ids[0]}.",
     )
     accepted = {"icontains": "accept", "not": {"regex": r"\b(not|don't|do not|can't|cannot|won't)\b"}}
     criteria = [
