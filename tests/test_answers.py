@@ -36,6 +36,12 @@ def ok(text, given=None, **crit):
     ("text", "type", "claims"),
     [
         ("You have three unread messages", "number", [3.0]),
+        ("Only one unread message, from Ana", "number", [1.0]),
+        ("A single unread text", "number", [1.0]),
+        ("The only one who wrote is Ana: 2 texts", "number", [2.0]),
+        ("Ben called at 12.16pm", "time", ["12:16"]),
+        ("Ben called at 12h16", "time", ["12:16"]),
+        ("It costs 12.16", "time", []),
         ("You have 3, maybe 4", "number", [3.0, 4.0]),
         ("Ana (+49 151 2345 6789) sent 2 messages", "number", [2.0]),
         ("On 2026-11-30 you got 2", "number", [2.0]),

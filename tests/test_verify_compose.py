@@ -56,6 +56,10 @@ def run(criteria, before, after, calls=(), milestones=(), **kw):
         ("Carla", set()),
         ("Lima", set()),  # a surname alone is not a first word
         ("+4915123456780", set()),  # one digit off
+        ("Ben Weber <ben@example.org>", {"c_3"}),  # a mailbox: the address decides
+        ('"Ana" <ana.lima@example.com>', {"c_1"}),
+        ("Ana Costa <nobody@example.net>", {"c_2"}),  # an unknown address: the name
+        ("Ben <ana.lima@example.com>", {"c_1"}),
         ("", set()),
         (None, set()),
     ],

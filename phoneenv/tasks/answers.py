@@ -137,17 +137,20 @@ class Claim:
 # --------------------------------------------------------------------------- text preparation
 
 _KEEP_ONE = re.compile(
-    r"\b(?:no|some|any|every|the|this|that|which|each|first|last|next|other|only|another|latest|newest|oldest"
+    r"\bthe\s+only\s+one\b|\b(?:no|some|any|every|the|this|that|which|each|first|last|next|other|another|latest|newest|oldest"
     r"|new|old|right|wrong|same|little|big)\s+one\b|\bone\s+(?:of|another)\b|\b(?:someone|anyone|everyone|ones"
     r"|one's|oneself)\b",
     re.I,
 )
-"""Where "one" is a pronoun ("the first one", "one of them"), not a count: kept as a word."""
+"""Where "one" is a pronoun ("the first one", "one of them", "the only one"), not a count: kept
+as a word ("only one message" is a count)."""
+_A_SINGLE = re.compile(r"\ba single\b", re.I)
 
 
 def _words_to_digits(text: str) -> str:
     from text_to_num import alpha2digit
 
+    text = _A_SINGLE.sub("1", text)  # "a single unread text"
     out, last = [], 0
     for m in _KEEP_ONE.finditer(text):
         out.append(alpha2digit(text[last : m.start()], "en", threshold=0) if m.start() > last else "")
@@ -197,8 +200,8 @@ _RE_REL_DATE = re.compile(
     re.I,
 )
 _RE_NTH = re.compile(rf"\bon the (\d{{1,2}}){_ORD}\b", re.I)
-_RE_AMPM = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
-_RE_CLOCK = re.compile(r"(?<![\d:.,])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?)?", re.I)
+_RE_AMPM = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)  # "4 pm", "12.16pm"
+_RE_CLOCK = re.compile(r"(?<![\d:.,])(\d{1,2})[:h](\d{2})(?::\d{2})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?)?", re.I)
 _RE_WORD_TIME = re.compile(
     r"\b(?:(?:a\s+)?(quarter|half)\s+(past|to)\s+(\d{1,2})|(\d{1,2})\s+o'?clock|(noon|midday|midnight))\b"
     r"(?:\s*(?:in the\s+)?(morning|afternoon|evening|at night|[ap]\.?\s?m\b\.?))?",

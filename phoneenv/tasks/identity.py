@@ -35,6 +35,7 @@ CONTACTS_TABLE = "contacts.contacts"
 _DIGITS = re.compile(r"\d")
 _PHONE_IN_TEXT = re.compile(r"\+?\d[\d ()\-./]{5,}\d")
 _EMAIL_IN_TEXT = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_NAME_ADDR = re.compile(r"(.*?)\s*<([^<>@\s]+@[^<>@\s]+)>")
 
 
 def _fold(text: Any) -> str:
@@ -59,8 +60,9 @@ def contact_ids(ref: Any, contacts: Iterable[Mapping[str, Any]]) -> set[str]:
     """The ids of the contacts that ``ref`` may denote.
 
     Args:
-        ref: a name, first name, e-mail address or phone number (any formatting); a contact id
-            (``"c_3"``) denotes that contact. Non-strings denote nobody.
+        ref: a name, first name, e-mail address or phone number (any formatting), or a
+            mailbox ``"Name <address>"`` (the address decides; the name when the address is no
+            contact's); a contact id (``"c_3"``) denotes that contact. Non-strings denote nobody.
         contacts: contact records with ``id``, ``name``, ``phone`` and ``email``.
 
     Returns:
@@ -70,6 +72,9 @@ def contact_ids(ref: Any, contacts: Iterable[Mapping[str, Any]]) -> set[str]:
     if not isinstance(ref, str) or not ref.strip():
         return set()
     people = list(contacts)
+    if m := _NAME_ADDR.fullmatch(ref.strip()):  # "Ana Lima <ana@x.org>": the address decides
+        by_mail = contact_ids(m.group(2), people)
+        return by_mail if by_mail or not m.group(1).strip() else contact_ids(m.group(1).strip(' "'), people)
     text = _fold(ref)
     by_id = {str(c.get("id")) for c in people if str(c.get("id")) == ref.strip()}
     if by_id:
