@@ -443,3 +443,18 @@ def test_items_after_a_label():
     assert check_answer(crit, "Arrival: Heat and Paddington", None, ctx)[0]  # the colon after an item
     assert not check_answer(crit, "Movies to watch: Arrival, Heat", None, ctx)[0]
     assert not check_answer(crit, "Movies: Arrival, Heat, Paddington and Dune", None, ctx)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "facts", "expected"),
+    [
+        ("Moved to 4 pm", {"date": "2026-11-30"}, True),  # no date stated: nothing contradicted
+        ("Moved to Monday 30 November at 16:00", {"date": "2026-11-30"}, True),
+        ("Moved to Tuesday at 4 pm", {"date": "2026-11-30"}, False),
+        ("Moved to 1 December, not 30 November", {"date": "2026-11-30"}, False),
+        ("Moved to 30 November, not 1 December", {"date": "2026-11-30"}, True),  # the denied value is no claim
+        ("See you at 16:00 or 17:00", {"time": "16:00"}, False),
+    ],
+)
+def test_consistent_facts(text, facts, expected):
+    assert match({"body": text}, {"body": {"consistent": facts}}, CTX) is expected

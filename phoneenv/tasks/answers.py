@@ -954,6 +954,26 @@ def states_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
     return True
 
 
+def consistent_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
+    """Whether ``text`` contradicts no fact of ``facts``: every value of that type it states
+    (negated ones aside) is the expected one, and stating none is fine. ``{"date":
+    "2026-11-09"}`` holds for "moved to 4 pm" and "Monday 9 November at 4 pm", not for "moved to
+    Tuesday at 4 pm". The typed value is the expected one, so only the text can contradict it.
+
+    Raises ``ValueError`` for an unknown type or an unreadable expected value (task bugs)."""
+    from phoneenv.contract import AnswerCriterion
+
+    if not isinstance(facts, Mapping):
+        raise ValueError(f"'consistent' takes an object of type → value, got {facts!r}")
+    for type, want in facts.items():
+        if type not in ANSWER_TYPES:
+            raise ValueError(f"unknown answer type {type!r} in 'consistent'; known: {list(ANSWER_TYPES)}")
+        ok, _ = check_answer(AnswerCriterion(type=type, value=want), text, want, ctx)
+        if not ok:
+            return False
+    return True
+
+
 def call_judge(judge: Judge, rubric: str, text: str | None, value: Any) -> tuple[bool, str]:
     """Ask an LLM ``judge`` (``judge(rubric, text, value) -> bool | (bool, reason)``) whether an
     answer meets ``rubric``; an exception or a malformed reply fails with the reason."""

@@ -19,7 +19,8 @@ People by identity (:mod:`phoneenv.tasks.identity`), against the contacts of a
 name, unique first name, e-mail or number), ``{"has_person": "c_3"}`` (a list field holds a
 reference to ``c_3``), ``{"people": ["c_3", "c_5"]}`` (a list field names exactly these people,
 each item one of them). Facts in text (:mod:`phoneenv.tasks.answers`): ``{"states": {"time":
-"16:00"}}`` (the text claims that value of that type and no other). An unknown operator raises
+"16:00"}}`` (the text claims that value of that type and no other), ``{"consistent": {"date":
+"2026-11-09"}}`` (any value of that type the text states is that one; stating none is fine). An unknown operator raises
 ``ValueError`` (a task bug, caught by ``phoneenv tasks validate``).
 """
 
@@ -113,11 +114,18 @@ def _states(value: Any, facts: Any, ctx: Context) -> bool:
     return isinstance(value, str) and states_facts(value, facts, ctx)
 
 
+def _consistent(value: Any, facts: Any, ctx: Context) -> bool:
+    from phoneenv.tasks.answers import consistent_facts
+
+    return isinstance(value, str) and consistent_facts(value, facts, ctx)
+
+
 CONTEXT_OPERATORS: dict[str, Callable[[Any, Any, Context], bool]] = {
     "person": _person,
     "has_person": _has_person,
     "people": _people,
     "states": _states,
+    "consistent": _consistent,
 }
 """Operators that need a :class:`Context` (contacts, clock) besides the value and argument."""
 

@@ -136,8 +136,13 @@ def create_event(w: World) -> Draft:
         call("finish", answer=f"Added {title} and told {c['name']}."),
     ]
     other = similar(w, c)
+    wrong_day = WEEKDAYS[(day.weekday() + 1) % 7]
     probes = [
         *tell_probes(w, plan, 2, c, text, wrong),
+        fails(
+            "told the right time on the wrong day",
+            replacing(plan, 2, telling(c, f"I put {title} in the calendar for {wrong_day} at {hm(start)}.")),
+        ),
         passes("told in 12-hour form", replacing(plan, 2, telling(c, f"{title}, {spoken(hm(start))}, see you there"))),
         fails(
             "a hedge on the time",
@@ -170,7 +175,7 @@ def create_event(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("calendar.events", "created", **cond),
-            tell(c, {"states": {"time": hm(start)}}),
+            tell(c, {"states": {"time": hm(start)}, "consistent": {"date": day.isoformat()}}),
         ],
         milestones=[looked_up(query)],
         plan=plan,
@@ -197,19 +202,23 @@ def move_event(w: World) -> Draft:
             start.date(), dt.time(w.rng.choice([h for h in range(8, 20) if h != start.hour]))
         )
         how = f"to {hm(new_start)} the same day, keeping its length"
-        said = {"states": {"time": hm(new_start)}}
+        said = {"states": {"time": hm(new_start)}, "consistent": {"date": new_start.date().isoformat()}}
         text, wrong_text = f"{e['title']} is now at {hm(new_start)}.", f"{e['title']} is now at {hm(start)}."
         other_form = f"{e['title']} moved to {spoken(hm(new_start))}."
         hedge = f"{e['title']} is now at {hm(new_start)} or {hm(start)}, not sure."
+        wrong_day = day_words(start.date() + dt.timedelta(days=1), today)
+        contradiction = f"{e['title']} is now at {hm(new_start)} {wrong_day}."
     else:  # another day, same time
         new_start = start + dt.timedelta(days=w.rng.choice([1, 2, 3]))
         how = f"to {day_words(new_start.date(), today).removeprefix('on ')}, same time"
         label = day_words(new_start.date(), today).removeprefix("on ")
-        said = {"states": {"date": new_start.date().isoformat()}}
+        said = {"states": {"date": new_start.date().isoformat()}, "consistent": {"time": hm(new_start)}}
         text, wrong_text = f"{e['title']} moves to {label}.", f"{e['title']} stays on {day_words(start.date(), today)}."
         other_form = f"{e['title']} is now on {new_start.date().isoformat()}, same time."
         later = day_words(new_start.date() + dt.timedelta(days=1), today).removeprefix("on ")
         hedge = f"{e['title']} moves to {label}, or maybe {later}."
+        shifted = hm(new_start + dt.timedelta(hours=1))
+        contradiction = f"{e['title']} moves to {label} at {shifted}."
     new_end = new_start + length
     (c,) = w.pick("contacts.contacts")
     name, query = who(w, c)
@@ -232,6 +241,7 @@ def move_event(w: World) -> Draft:
         probes=[
             *tell_probes(w, plan, 3, c, text, wrong_text),
             passes("told in another format", replacing(plan, 3, telling(c, other_form))),
+            fails("told a contradicting detail", replacing(plan, 3, telling(c, contradiction))),
             fails("a hedge", replacing(plan, 3, telling(c, hedge))),
             passes("listed the day instead", replacing(plan, 0, call("calendar.list_events", date=e["start"][:10]))),
             fails(

@@ -210,7 +210,13 @@ def late_to_meeting(w: World) -> Draft:
         if phrasing == 0
         else f'I\'m going to be {late} minutes late to the "{title}" meeting {when}. Let everyone in it know by text.'
     )
-    minutes = {"icontains": "late", "states": {"duration": late * 60}}
+    # The lateness as a duration ("10 minutes late", "running ten minutes behind"), never denied
+    # ("I won't be late after all"), and no other time of the meeting than its own.
+    minutes = {
+        "states": {"duration": late * 60},
+        "not": {"regex": r"\b(?:won'?t|will not|not going to|no longer)\b[^.!?]*\b(?:late|behind)\b|\bon time\b"},
+        "consistent": {"time": ev["start"][11:16], "date": day.isoformat()},
+    }
 
     def plan_with(body: str, list_call: ToolCall | None = None) -> list[ToolCall]:
         out = [list_call or call("calendar.list_events", date=day.isoformat())]
@@ -241,6 +247,14 @@ def late_to_meeting(w: World) -> Draft:
             ),
             passes("opened the event too", [plan[0], call("calendar.get_event", event_id=ev["id"]), *plan[1:]]),
             fails("another lateness", plan_with(f"Hi {{first}}, I'll be {other} minutes late to {title}.")),
+            passes("behind, not late", plan_with(f"Hi {{first}}, running {late} minutes behind for {title}.")),
+            fails(
+                "lateness denied",
+                plan_with(f"Hi {{first}}, I won't be {late} minutes late after all, I'll be on time."),
+            ),
+            fails(
+                "another meeting time", plan_with(f"Hi {{first}}, I'll be {late} minutes late to the 11:30 {title}.")
+            ),
             fails("a hedged lateness", plan_with(f"Hi {{first}}, I'll be {late} or {other} minutes late to {title}.")),
             fails("one attendee left out", [*plan[:-3], plan[-1]]),
             fails(f"texted {decoy['name']} instead of {people[0]['name']}", wrong_person),

@@ -214,12 +214,15 @@ def unread_count(w: World) -> Draft:
         unread = [add_inbound(w, c["phone"], w.rng.choice(MESSAGE_SEEDS), w.rng.randrange(5, 300), read=False)]
     senders: list[str] = []
     numbers: list[str] = []
+    ids: list[str] = []
     for m in unread:
         c = w.contact_by_number(m["number"])
         assert c is not None
         if c["name"] not in senders:
             senders.append(c["name"])
             numbers.append(m["number"])
+            ids.append(c["id"])
+    stranger = next(c["name"] for c in w.contacts if c["id"] not in ids)
     ask = w.rng.choice(
         [
             "How many unread texts do I have, and who are they from?",
@@ -246,8 +249,9 @@ def unread_count(w: World) -> Draft:
         goal=goal,
         criteria=[
             answer(type="number", value=n, unit="message|text"),
-            # finish carries one typed value (the count): the senders are read from the text.
-            answer(id="senders", pattern=names_pattern(senders)),
+            # A typed value goes to the criterion of its type: a count to the number, names to
+            # the senders; what the value does not carry is read from the text.
+            answer(id="senders", type="contacts", value=ids),
             state("messages.messages", "updated", count=n, direction="in", read=True),
         ],
         milestones=[
@@ -270,6 +274,13 @@ def unread_count(w: World) -> Draft:
                 finishing(plan, f"Not {n} - you have {n + 2} unread messages, from {', '.join(senders)}."),
             ),
             fails("a sender left out", finishing(plan, f"{n} unread, from nobody I know.")),
+            passes("typed senders", finishing(plan, f"{n} unread texts.", value=senders)),
+            fails(
+                "someone else, the sender only denied",
+                finishing(plan, f"{n} unread, from {stranger}, not from {senders[0]}."),
+            ),
+            fails("a hedge on the sender", finishing(plan, f"{n} unread, from {' and '.join(senders)} or {stranger}.")),
+            fails("an extra sender", finishing(plan, f"{n} unread, from {', '.join(senders)} and {stranger}.")),
             fails("left unread", [plan[0], plan[-1]]),
         ],
     )
