@@ -268,11 +268,12 @@ class DeviceShell:
         except Exception as exc:
             raise self._fault(exc) from exc
 
-    def reconnect(self, wait_s: float = 5.0) -> None:
+    def reconnect(self, wait_s: float = 15.0) -> None:
         """Make the adb server talk to the device again after a fault: for a ``host:port`` serial
         (which the adb server forgets when it restarts, and keeps ``offline`` after a dropped
         connection) ``adb disconnect`` + ``adb connect``; then wait up to ``wait_s`` seconds for
-        the state ``device``. Raises :class:`DeviceFault` saying the state it saw (``unauthorized``,
+        the state ``device`` (15 s: a busy host lists a reconnected device late, and the wait
+        ends as soon as it is back). Raises :class:`DeviceFault` saying the state it saw (``unauthorized``,
         ``offline``, not listed) or why ``adb connect`` failed."""
         import tenacity
 
