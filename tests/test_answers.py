@@ -458,3 +458,19 @@ def test_items_after_a_label():
 )
 def test_consistent_facts(text, facts, expected):
     assert match({"body": text}, {"body": {"consistent": facts}}, CTX) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "phone", "dates"),
+    [
+        ("Moved to 09/11 at 16:00", "+447783783071", ["2026-11-09"]),  # a UK world: day first
+        ("Moved to 11/9 at 16:00", "+12025550143", ["2026-11-09"]),  # a US world: month first
+        ("See you Monday 30/11", "+4915123456789", ["2026-11-30"]),
+        ("3/4 of them came", "+447783783071", []),  # a fraction, no date
+    ],
+)
+def test_numeric_dates_without_a_year_follow_the_worlds_locale(text, phone, dates):
+    ctx = Context(
+        contacts=({"id": "c_1", "name": "Ana Lima", "phone": phone, "email": None},), now="2026-11-05T09:00:00"
+    )
+    assert extract_claims(text, "date", ctx) == dates

@@ -86,6 +86,7 @@ month-first).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import math
@@ -194,6 +195,11 @@ _RE_MONTH_DATE = re.compile(
     re.I,
 )
 _RE_NUM_DATE = re.compile(r"\b(\d{1,2})([./])(\d{1,2})\2(\d{4})\b")
+_RE_SHORT_DATE = re.compile(r"(?<![\d/.,])(\d{1,2})/(\d{1,2})(?![\d/])")
+"""A numeric date without a year ("9/11"): month first in a US world, day first elsewhere; read
+only after a word that introduces a date ("on 9/11", "moved to 9/11", "Monday 9/11"), so "3/4
+of them" stays a fraction."""
+_DATE_LEAD = re.compile(rf"(?:\b(?:on|to|for|until|till|by|from|before|after)|{_WEEKDAY}),?\s*$", re.I)
 _RE_REL_DATE = re.compile(
     rf"\b(?:the day after tomorrow|the day before yesterday|today|tonight|tomorrow|yesterday"
     rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(_WEEKDAYS)}))\b",
@@ -384,7 +390,7 @@ def _dateparse(phrase: str, now: dt.datetime | None, prefer: str) -> str | None:
     return got.date().isoformat() if got is not None else None
 
 
-def _scan_dates_times(sc: _Scan, now: dt.datetime | None) -> None:
+def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> None:
     t = sc.text
     for m in _RE_ISO.finditer(t):
         if not sc.take(m.start(), m.end(), "date"):
@@ -417,6 +423,25 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None) -> None:
             sc.claim("date", dt.date(y, month, day).isoformat(), m.start(), m.end())
         except ValueError:
             continue
+    for m in _RE_SHORT_DATE.finditer(t):
+        head = max(0, m.start() - 12)
+        lead = _DATE_LEAD.search(t[head : m.start()])
+        if now is None or lead is None or not sc.free(m.start(), m.end()):
+            continue
+        # "Monday 30/11" is one date: the weekday is part of the span, not a date of its own.
+        start = head + lead.start() if re.match(_WEEKDAY, lead.group(), re.I) else m.start()
+        a, b = int(m[1]), int(m[2])
+        orders = [(b, a), (a, b)] if region == "US" else [(a, b), (b, a)]  # (day, month)
+        day_month = next(((d, mo) for d, mo in orders if 1 <= mo <= 12 and 1 <= d <= 31), None)
+        if day_month is None:
+            continue
+        found = []
+        for y in (now.year - 1, now.year, now.year + 1):  # the occurrence nearest the clock
+            with contextlib.suppress(ValueError):
+                found.append(dt.date(y, day_month[1], day_month[0]))
+        if found and sc.take(start, m.end(), "date"):
+            best = min(found, key=lambda d: abs((d - now.date()).days))
+            sc.claim("date", best.isoformat(), start, m.end())
     for m in _RE_NTH.finditer(t):
         if not sc.take(m.start(), m.end(), "date") or now is None:
             continue
@@ -507,7 +532,7 @@ def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
     for m in _RE_EMAIL.finditer(t):
         sc.take(m.start(), m.end(), "other")
     now = _now(Context(now=now_text))
-    _scan_dates_times(sc, now)
+    _scan_dates_times(sc, now, region)
     for m in _RE_DURATION.finditer(t):
         if not sc.free(m.start(), m.end()):
             continue
