@@ -48,12 +48,15 @@ __all__ = [
     "confirm_variant",
     "fails",
     "finishing",
+    "first_name",
+    "named",
     "namesake",
     "national",
     "passes",
     "pick",
     "replacing",
     "state",
+    "suffixed",
     "template",
 ]
 
@@ -304,3 +307,20 @@ def namesake(w: World, c: dict[str, Any], *, email: bool = True) -> dict[str, An
     }
     w.table("contacts.contacts").append(rec)
     return rec
+
+
+def first_name(c: dict[str, Any]) -> str:
+    """A contact's first name, as the user calls them: ``"Ana Lima"`` → ``"Ana"``."""
+    return c["name"].split()[0]
+
+
+def named(crit: Criterion, id: str) -> Criterion:
+    """``crit`` with its id set to ``id`` (several criteria on one table need distinct ids in
+    a verdict); returns the same object."""
+    crit.id = id
+    return crit
+
+
+def suffixed(crit: Criterion, suffix: str) -> Criterion:
+    """``crit`` with ``:suffix`` added to its id (several criteria on one table stay apart)."""
+    return named(crit, f"{crit.id}:{suffix}")

@@ -43,14 +43,6 @@ def time_pattern(hour: int, minute: int) -> str:
     return f"{p24}|{p12}"
 
 
-def time_said(hour: int, minute: int) -> str:
-    """:func:`time_pattern`, and on the hour also the short 12-hour form ("4pm", "4 p.m.")."""
-    pattern = time_pattern(hour, minute)
-    if minute == 0:
-        pattern += rf"|(?<![\d:])0?{hour % 12 or 12}\s*{'a' if hour < 12 else 'p'}\.?m\b"
-    return pattern
-
-
 HEDGE = r"(?!\s*(?:or|/|-|–|to)\s*\d)"
 """After a time in a pattern: not followed by an alternative ("16:00 or 17:00", "16:00-17:00")."""
 

@@ -12,6 +12,8 @@ from phoneenv.tasks.templates import (
     behavior,
     call,
     fails,
+    first_name,
+    named,
     namesake,
     national,
     passes,
@@ -47,10 +49,6 @@ def _day_words(day: dt.date, today: dt.date) -> str:
     return label
 
 
-def _first(c: dict[str, Any]) -> str:
-    return c["name"].split()[0]
-
-
 def _digits_in_text(phone: str) -> str:
     """A regex for ``phone`` written in a text in any usual format (spaces, dashes, a trunk 0 or
     the country code): its last nine digits with optional separators between them."""
@@ -63,14 +61,9 @@ def _all_in(parts: list[str]) -> dict[str, str]:
     return {"regex": "(?s)^" + "".join(f"(?=.*{re.escape(p)})" for p in parts)}
 
 
-def _named(crit: Any, id: str) -> Any:
-    crit.id = id
-    return crit
-
-
 def _lookup(c: dict[str, Any], *also: str) -> BehaviorCriterion:
     """Milestone: the contact looked up by a name or relation that finds ``c``."""
-    keys = [_first(c), c["name"].split()[-1], *(a for a in also if a)]
+    keys = [first_name(c), c["name"].split()[-1], *(a for a in also if a)]
     return behavior(
         "required_call",
         "contacts.search",
@@ -184,7 +177,7 @@ def _tell(c: dict[str, Any], id: str, **body: Any) -> CompositeCriterion:
 
 def _send(c: dict[str, Any], body: str, to: str | None = None) -> list[ToolCall]:
     """Look ``c`` up and text them ``body``."""
-    return [call("contacts.search", query=_first(c)), call("messages.send", to=to or c["phone"], body=body)]
+    return [call("contacts.search", query=first_name(c)), call("messages.send", to=to or c["phone"], body=body)]
 
 
 @template(
@@ -221,7 +214,7 @@ def late_to_meeting(w: World) -> Draft:
     def plan_with(body: str, list_call: ToolCall | None = None) -> list[ToolCall]:
         out = [list_call or call("calendar.list_events", date=day.isoformat())]
         for p in people:
-            out += _send(p, body.format(first=_first(p)))
+            out += _send(p, body.format(first=first_name(p)))
         return [*out, call("finish", answer=f"Texted {len(people)} people.")]
 
     plan = plan_with(f"Hi {{first}}, I'll be {late} minutes late to {title}.")
@@ -388,7 +381,7 @@ def save_unknown_number(w: World) -> Draft:
 def event_from_email(w: World) -> Draft:
     """Template ``cross.event_from_email``, e.g. task 0: "Alf emailed me about dinner. Put it in my calendar for two hours, with the place as the location, and let Alf know I'm coming."."""
     c = w.rng.choice([x for x in w.contacts if x["email"]])
-    first = _first(c)
+    first = first_name(c)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(2, 6))
     hour, minute = w.rng.choice([(19, 30), (20, 0), (18, 45)])
     place = w.rng.choice(["Cafe Luna", "Trattoria Roma", "The Green Table", "Bistro Nord"])
@@ -487,13 +480,13 @@ def note_contact_number(w: World) -> Draft:
         w, ["Numbers", "Emergency contacts", "For the babysitter", "Trip contacts", "Important numbers"], [0, 1]
     )
     by_relation = bool(c["relation"]) and w.rng.random() < 0.5
-    whose = f"my {c['relation']}'s" if by_relation else f"{_first(c)}'s"
+    whose = f"my {c['relation']}'s" if by_relation else f"{first_name(c)}'s"
     goal = (
         f'Make a note titled "{title}" with {whose} phone number in it.'
         if phrasing == 0
         else f'Put {whose} number in a new note called "{title}".'
     )
-    query = c["relation"] if by_relation else _first(c)
+    query = c["relation"] if by_relation else first_name(c)
     plan = [
         call("contacts.search", query=query),
         call("notes.create", title=title, body=f"{c['name']}: {c['phone']}"),
@@ -536,9 +529,9 @@ def sms_event_location(w: World) -> Draft:
     when = _day_words(day, w.now.date())
     when = when if when.startswith(("today", "tomorrow")) else f"on {when}"
     goal = (
-        f"Text {_first(c1)} the address of my {title.lower()} {when}."
+        f"Text {first_name(c1)} the address of my {title.lower()} {when}."
         if phrasing == 0
-        else f"Where is my {title.lower()} {when}? Send {_first(c1)} the address by text."
+        else f"Where is my {title.lower()} {when}? Send {first_name(c1)} the address by text."
     )
     body = f"The {title.lower()} on {day.strftime('%A')} is at {place}."
     plan = [
@@ -640,7 +633,7 @@ def email_attendees(w: World) -> Draft:
     )
     body = f"Agenda for {title}: goals, numbers, next steps."
     plan = [call("calendar.search_events", query=title)]
-    plan += [call("contacts.search", query=_first(p)) for p in people]
+    plan += [call("contacts.search", query=first_name(p)) for p in people]
     plan += [
         call("mail.send", to=[p["email"] for p in people], subject=subject, body=body),
         call("finish", answer="Emailed."),
@@ -651,7 +644,7 @@ def email_attendees(w: World) -> Draft:
     apart = CompositeCriterion(
         kind="all_of",
         criteria=[
-            _named(state("mail.messages", "created", folder="sent", subject={"iequals": subject}, to={"people": [i]}), f"to {i}")
+            named(state("mail.messages", "created", folder="sent", subject={"iequals": subject}, to={"people": [i]}), f"to {i}")
             for i in ids
         ],
     )  # fmt: skip
@@ -725,9 +718,9 @@ def share_note_sms(w: World) -> Draft:
     lines = note["body"].splitlines()
     phrasing = pick(w, [0, 1])[0]
     goal = (
-        f'Text {_first(c)} what is in my "{note["title"]}" note.'
+        f'Text {first_name(c)} what is in my "{note["title"]}" note.'
         if phrasing == 0
-        else f'Send {_first(c)} my "{note["title"]}" note as a text message.'
+        else f'Send {first_name(c)} my "{note["title"]}" note as a text message.'
     )
     body = note["body"].replace("\n", ", ")
     plan = [call("notes.search", query=note["title"]), *_send(c, body), call("finish", answer="Sent.")]
@@ -831,14 +824,14 @@ def email_note(w: World) -> Draft:
     decoy = namesake(w, c)
     phrasing = pick(w, [0, 1])[0]
     goal = (
-        f'Email my "{note["title"]}" note to {_first(c)}, with the note\'s title as the subject.'
+        f'Email my "{note["title"]}" note to {first_name(c)}, with the note\'s title as the subject.'
         if phrasing == 0
-        else f'Send {_first(c)} an email with my "{note["title"]}" note in it; use the note\'s title as the subject.'
+        else f'Send {first_name(c)} an email with my "{note["title"]}" note in it; use the note\'s title as the subject.'
     )
     lines = note["body"].splitlines()
     plan = [
         call("notes.search", query=note["title"]),
-        call("contacts.search", query=_first(c)),
+        call("contacts.search", query=first_name(c)),
         call("mail.send", to=[c["email"]], subject=note["title"], body=note["body"]),
         call("finish", answer="Sent."),
     ]

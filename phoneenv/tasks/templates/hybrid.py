@@ -23,6 +23,8 @@ from phoneenv.tasks.templates import (
     call,
     fails,
     finishing,
+    first_name,
+    named,
     namesake,
     national,
     passes,
@@ -112,22 +114,12 @@ def _money(x: float) -> float:
     return round(x + 1e-9, 2)
 
 
-def _named(crit: Any, id: str) -> Any:
-    """``crit`` with its id set (several criteria on one table need distinct ids)."""
-    crit.id = id
-    return crit
-
-
 def _sms_to(c: dict[str, Any], **body: Any) -> Any:
     """A text sent to contact ``c`` (by identity: any format of the number) whose body meets ``body``."""
     where: dict[str, Any] = {"number": {"person": c["id"]}, "direction": "out"}
     if body:
         where["body"] = body
     return state("messages.messages", "created", **where)
-
-
-def _first(c: dict[str, Any]) -> str:
-    return c["name"].split()[0]
 
 
 def _hhmm_pattern(hhmm: str) -> str:
@@ -153,7 +145,7 @@ def _amount_pattern(x: float) -> str:
 
 def _lookup(c: dict[str, Any]) -> Any:
     """Milestone: the contact looked up by a name that finds ``c``."""
-    keys = [_first(c), c["name"].split()[-1]]
+    keys = [first_name(c), c["name"].split()[-1]]
     return behavior(
         "required_call",
         "contacts.search",
@@ -309,7 +301,7 @@ def order_food_text_eta(w: World) -> Draft:
         _sim("food.get_menu", menu_result, restaurant_id=rid),
         _sim("food.place_order", order, restaurant_id=rid, items=items),
     ]
-    first = _first(c)
+    first = first_name(c)
     plan = [
         call("food.search_restaurants", query=name),
         call("food.get_menu", restaurant_id=rid),
@@ -527,7 +519,7 @@ def parcel_reschedule_text(w: World) -> Draft:
         _sim("parcels.track_parcel", _tracked(p, hub), tracking_id=tid),
         _sim("parcels.list_parcels", {"parcels": [_listing(p)], "total": 1}),
     ]
-    first = _first(c)
+    first = first_name(c)
     (phrasing,) = pick(w, [0, 1])
     goal = (
         f"I won't be home when my {shop[0]} parcel comes. Move the delivery to {_day_words(new_day)} in the "
@@ -674,7 +666,7 @@ def cinema_book_text(w: World) -> Draft:
     ]
     c = w.rng.choice(w.contacts)
     decoy = namesake(w, c, email=False)
-    first = _first(c)
+    first = first_name(c)
     (phrasing,) = pick(w, [0, 1])
     goal = (
         f"Book seats {seats[0]} and {seats[1]} for {title} on {_day_words(day)}, the first screening after "
@@ -701,16 +693,16 @@ def cinema_book_text(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[
-            _named(
+            named(
                 state("cinema.bookings", "created", showtime_id=show["showtime_id"], seats={"has": seats[0], "len": 2}),
                 "created:cinema.bookings:seat1",
             ),
-            _named(
+            named(
                 state("cinema.bookings", "created", showtime_id=show["showtime_id"], seats={"has": seats[1]}),
                 "created:cinema.bookings:seat2",
             ),
-            _named(_sms_to(c, states={"time": target_t}), "created:messages.messages:time"),
-            _named(_sms_to(c, icontains=cinema), "created:messages.messages:cinema"),
+            named(_sms_to(c, states={"time": target_t}), "created:messages.messages:time"),
+            named(_sms_to(c, icontains=cinema), "created:messages.messages:cinema"),
         ],
         milestones=[
             behavior("required_call", "cinema.list_showtimes", arguments={"movie_id": mid}),

@@ -29,7 +29,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phoneenv.contract import Category, Domain
-from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    answer,
+    behavior,
+    call,
+    fails,
+    finishing,
+    first_name,
+    passes,
+    replacing,
+    state,
+    template,
+)
 from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import TEXTS
 from phoneenv.tasks.world import World
@@ -77,10 +89,6 @@ def forget_relations(w: World) -> None:
     """Drop every contact's ``relation``: who someone is to the user must come from memory."""
     for c in w.contacts:
         c["relation"] = None
-
-
-def _first(c: dict[str, Any]) -> str:
-    return c["name"].split()[0]
 
 
 def _day_label(day: dt.date) -> str:
@@ -215,7 +223,7 @@ def text_relation(w: World) -> Draft:
     book = MemoryBook()
     for p, r in zip(people, rels, strict=True):
         phrase = w.rng.choice(RELATION_PHRASES)
-        book.add("fact", phrase.format(name=p["name"], first=_first(p), rel=r), ago(w, w.rng.randrange(30, 900)))
+        book.add("fact", phrase.format(name=p["name"], first=first_name(p), rel=r), ago(w, w.rng.randrange(30, 900)))
     book.distract(w, 3)
     target, rel = people[0], rels[0]
     text, key = w.rng.choice(TEXTS)
@@ -299,7 +307,7 @@ def call_past_provider(w: World) -> Draft:
     for who, days in ((older, w.rng.randrange(300, 700)), (newer, w.rng.randrange(20, 200))):
         text = w.rng.choice(phrasing).format(
             name=who["name"],
-            first=_first(who),
+            first=first_name(who),
             trade=trade,
             job=w.rng.choice(jobs),
             price=w.money(w.price(w.rng.randrange(60, 400))),
@@ -725,7 +733,7 @@ def updated_fact(w: World) -> Draft:
     book.add("fact", f"The {other_thing} is {_code(w, other_thing)}", ago(w, w.rng.randrange(20, 600)))
     book.distract(w, 3)
     (friend,) = w.pick("contacts.contacts")
-    first = _first(friend)
+    first = first_name(friend)
     reason = w.rng.choice(["is coming over later", "is picking up a parcel for me", "is looking after the place"])
     plan = [
         call("memory.search", query=query),
@@ -1196,12 +1204,12 @@ def intent_time(w: World) -> Draft:
     (what, text, key), (what2, text2, _) = w.rng.sample(REMINDER_TEXTS, 2)
     book = MemoryBook()
     _intent(
-        book, w, f"Remind me at {due:%H:%M} to text {_first(person)} {what}", "time",
-        due.isoformat(timespec="seconds"), f'Text {_first(person)}: "{text}"',
+        book, w, f"Remind me at {due:%H:%M} to text {first_name(person)} {what}", "time",
+        due.isoformat(timespec="seconds"), f'Text {first_name(person)}: "{text}"',
     )  # fmt: skip
     _intent(
-        book, w, f"Remind me at {later:%H:%M} to text {_first(other)} {what2}", "time",
-        later.isoformat(timespec="seconds"), f'Text {_first(other)}: "{text2}"',
+        book, w, f"Remind me at {later:%H:%M} to text {first_name(other)} {what2}", "time",
+        later.isoformat(timespec="seconds"), f'Text {first_name(other)}: "{text2}"',
     )  # fmt: skip
     errand = w.rng.choice(ERRANDS)
     _intent(book, w, f"When I'm at the supermarket, remind me to {errand}", "place", "supermarket", errand.capitalize())
@@ -1209,9 +1217,9 @@ def intent_time(w: World) -> Draft:
     plan = [
         call("memory.search", query="remind me", kind="intent"),
         call("system.wait", minutes=minutes),
-        call("contacts.search", query=_first(person)),
+        call("contacts.search", query=first_name(person)),
         call("messages.send", to=person["phone"], body=text),
-        call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {_first(person)}."),
+        call("finish", answer=f"Your {due:%H:%M} reminder came up: I texted {first_name(person)}."),
     ]
     away = _phrasing(w, 3, ["in meetings", "driving", "at the dentist", "in a workshop", "on a long call"])
     goal = _phrasing(
@@ -1279,7 +1287,7 @@ def intent_place(w: World) -> Draft:
     arrive = w.now + dt.timedelta(minutes=minutes)
     home = arrive + dt.timedelta(hours=w.rng.randrange(3, 7))
     person, other = w.rng.sample(w.contacts, 2)
-    first = _first(person)
+    first = first_name(person)
     book = MemoryBook()
     if w.rng.random() < 0.5:
         topic = w.rng.choice(["the lease", "the invoice", "the weekend plans", "the birthday present"])
@@ -1311,10 +1319,10 @@ def intent_place(w: World) -> Draft:
     _intent(
         book,
         w,
-        f"When I get to the {elsewhere}, remind me to call {_first(other)}",
+        f"When I get to the {elsewhere}, remind me to call {first_name(other)}",
         "place",
         elsewhere,
-        f"Call {_first(other)}",
+        f"Call {first_name(other)}",
     )
     book.distract(w, 3)
     plan = [

@@ -18,6 +18,7 @@ from phoneenv.tasks.templates import (
     passes,
     replacing,
     state,
+    suffixed,
     template,
 )
 from phoneenv.tasks.templates.messages import looked_up, tell, tell_probes, telling, who
@@ -69,12 +70,6 @@ def _ensure_note(w: World, title: str, body: str | None = None, tags: tuple[str,
     return rec
 
 
-def _named(crit: StateCriterion, suffix: str) -> StateCriterion:
-    """``crit`` with ``:suffix`` added to its id (several criteria on one table stay apart)."""
-    crit.id = f"{crit.id}:{suffix}"
-    return crit
-
-
 def _no_palindrome(w: World, digits: int) -> str:
     while True:
         code = "".join(str(w.rng.randrange(10)) for _ in range(digits))
@@ -117,7 +112,7 @@ def create_note(w: World) -> Draft:
         goal=goal,
         criteria=[
             *(
-                _named(state("notes.notes", "created", title={"iequals": title}, body={"icontains": item}), item)
+                suffixed(state("notes.notes", "created", title={"iequals": title}, body={"icontains": item}), item)
                 for item in items
             ),
             tell(c, {"regex": all_of_words(items)}),
@@ -155,9 +150,9 @@ def append_item(w: World) -> Draft:
         ]
         item = w.rng.choice(fresh)
         parts.append(f"{item} to {said}")
-        criteria.append(_named(state("notes.notes", "updated", id=note["id"], body={"icontains": item}), title))
+        criteria.append(suffixed(state("notes.notes", "updated", id=note["id"], body={"icontains": item}), title))
         criteria += [
-            _named(state("notes.notes", "present", id=note["id"], body={"icontains": line}), f"{title}:{line}")
+            suffixed(state("notes.notes", "present", id=note["id"], body={"icontains": line}), f"{title}:{line}")
             for line in old_lines
         ]
         plan += [call("notes.search", query=query), call("notes.append", note_id=note["id"], text=item)]

@@ -24,8 +24,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from phoneenv.contract import BehaviorCriterion, Category, Criterion, Domain, StateCriterion, ToolCall
-from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, template
+from phoneenv.contract import BehaviorCriterion, Category, Criterion, Domain, ToolCall
+from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, suffixed, template
 from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import who
 from phoneenv.tasks.world import CURRENCIES, World
@@ -151,11 +151,6 @@ def read_skill(name: str) -> tuple[ToolCall, BehaviorCriterion]:
     )
 
 
-def _named(crit: StateCriterion, suffix: str) -> StateCriterion:
-    crit.id = f"{crit.id}:{suffix}"
-    return crit
-
-
 def _possessive(name: str) -> str:
     return f"{name}'" if name.endswith("s") else f"{name}'s"
 
@@ -209,7 +204,7 @@ def split_bill(w: World) -> Draft:
     read, read_ms = read_skill("split-a-bill")
     note_crit = state("notes.notes", "created", title={"iequals": title}, body={"iequals": body}, tags={"has": "split"})
     sms = [
-        _named(
+        suffixed(
             state(
                 "messages.messages",
                 "created",
@@ -401,9 +396,9 @@ def _alarm_criteria(change: str, time: str, label: str, days: tuple[str, ...], *
     """An alarm at ``time`` labelled ``label``, on, repeating on exactly ``days``: one criterion
     with the count of days, one per day it must hold (a set of n days holding each named day)."""
     where = {"time": time, "label": {"iequals": label}, "enabled": True}
-    out: list[Criterion] = [_named(state("clock.alarms", change, **key, **where, days={"len": len(days)}), time)]
+    out: list[Criterion] = [suffixed(state("clock.alarms", change, **key, **where, days={"len": len(days)}), time)]
     if len(days) < len(WEEK):
-        out += [_named(state("clock.alarms", "present", **where, days={"has": d}), f"{time}:{d}") for d in days]
+        out += [suffixed(state("clock.alarms", "present", **where, days={"has": d}), f"{time}:{d}") for d in days]
     return out
 
 
@@ -634,12 +629,12 @@ def meeting_invite(w: World) -> Draft:
     event = state("calendar.events", "created", **where, attendees={"len": len(people)})
     criteria: list[Criterion] = [event]
     criteria += [
-        _named(state("calendar.events", "present", **where, attendees={"has": a}), c["id"])
+        suffixed(state("calendar.events", "present", **where, attendees={"has": a}), c["id"])
         for a, c in zip(attendees, people, strict=True)
     ]
     text = invite_text(title, start, end)
     texted = [
-        _named(
+        suffixed(
             state(
                 "messages.messages", "created", number={"number": c["phone"]}, direction="out", body={"iequals": text}
             ),
@@ -733,7 +728,7 @@ def out_of_office(w: World) -> Draft:
     text = out_of_office_text(back, cover)
     read, read_ms = read_skill("out-of-office")
     replies = [
-        _named(
+        suffixed(
             state(
                 "mail.messages",
                 "created",
@@ -747,7 +742,7 @@ def out_of_office(w: World) -> Draft:
         for m in targets
     ]
     marked = [
-        _named(state("mail.messages", "updated", id=m["id"], read=True, folder="inbox"), m["id"]) for m in targets
+        suffixed(state("mail.messages", "updated", id=m["id"], read=True, folder="inbox"), m["id"]) for m in targets
     ]
     plan = [read, call("mail.list_inbox", unread_only=True), call("contacts.search", query=query)]
     for m in targets:

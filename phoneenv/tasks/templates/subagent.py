@@ -25,6 +25,7 @@ from phoneenv.tasks.templates import (
     call,
     confirm_variant,
     fails,
+    first_name,
     passes,
     replacing,
     state,
@@ -43,10 +44,6 @@ AGENT_APP = "agent"
 def _date_words(day: dt.date) -> str:
     """``Thursday 3 December``."""
     return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
-
-
-def _first(c: dict[str, Any]) -> str:
-    return c["name"].split()[0]
 
 
 def _hhmm(hour: int, minute: int = 0) -> str:
@@ -191,7 +188,7 @@ def meeting_from_availability(w: World) -> Draft:
             f"Read {p['name']}'s text messages and tell me at which times they said they are free on {_date_words(day)}.",
             ["contacts.search", "messages.read_thread"],
             [call("contacts.search", query=p["name"]), call("messages.read_thread", number=p["phone"])],
-            f"{_first(p)} is free at {_times_words(own)} on {_date_words(day)}.",
+            f"{first_name(p)} is free at {_times_words(own)} on {_date_words(day)}.",
         )
     start = f"{day.isoformat()}T{_hhmm(common)}"
     end = f"{day.isoformat()}T{_hhmm(common + 1)}"
@@ -202,7 +199,7 @@ def meeting_from_availability(w: World) -> Draft:
         call("finish", answer=f"Booked {title} at {_hhmm(common)} with {', '.join(names)}."),
     ]
     made = {"title": {"iequals": title}, "start": start, "end": end}
-    firsts = [_first(p) for p in people]
+    firsts = [first_name(p) for p in people]
     ask = w.rng.choice(
         [
             f'Put a one-hour "{title}" in my calendar when all three of them and I are free, and invite them.',
@@ -419,8 +416,8 @@ def daily_brief(w: World) -> Draft:
     body = f"Tomorrow my first event, {first['title']}, starts at {at}. On the {title} list: {', '.join(items)}."
     goal = w.rng.choice(
         [
-            f'Text {_first(partner)} what time my first event tomorrow starts and what is on my "{title}" list.',
-            f'Let {_first(partner)} know by text when my first thing tomorrow starts, and what\'s on my "{title}" list.',
+            f'Text {first_name(partner)} what time my first event tomorrow starts and what is on my "{title}" list.',
+            f'Let {first_name(partner)} know by text when my first thing tomorrow starts, and what\'s on my "{title}" list.',
         ]
     )
     plan = [
@@ -720,7 +717,7 @@ def dinner_nested(w: World) -> Draft:
         pair = sorted([common, other])
         line = w.rng.choice(DINNER_LINES).format(a=_date_words(pair[0]), b=_date_words(pair[1]))
         _add_sms(w, p["phone"], line, w.rng.randrange(30, 900))
-    title = f"Dinner with {_first(a)} and {_first(b)}"
+    title = f"Dinner with {first_name(a)} and {first_name(b)}"
     start = f"{common.isoformat()}T19:30"
     end = f"{common.isoformat()}T21:30"
 
@@ -730,7 +727,7 @@ def dinner_nested(w: World) -> Draft:
             f"Read {p['name']}'s text messages and tell me which evenings they can do dinner.",
             ["contacts.search", "messages.read_thread"],
             [call("contacts.search", query=p["name"]), call("messages.read_thread", number=p["phone"])],
-            f"{_first(p)} can do {_date_words(pair[0])} or {_date_words(pair[1])}.",
+            f"{first_name(p)} can do {_date_words(pair[0])} or {_date_words(pair[1])}.",
         )
 
     plan = [
@@ -759,7 +756,7 @@ def dinner_nested(w: World) -> Draft:
     book = next(i for i, c in enumerate(plan) if c.name == "calendar.create_event")
     book_args = {"title": title, "start": start, "end": end, "location": place}
     return Draft(
-        goal=f"Organise a dinner with {_first(a)} and {_first(b)}: find the evening they can both do from their "
+        goal=f"Organise a dinner with {first_name(a)} and {first_name(b)}: find the evening they can both do from their "
         f'texts and put "{title}" in my calendar that evening from 19:30 to 21:30 at {place}, with both of them invited.',
         criteria=[
             state("calendar.events", "created", **made, attendees={"people": [a["id"], b["id"]]}),
@@ -779,7 +776,9 @@ def dinner_nested(w: World) -> Draft:
         probes=[
             passes(
                 "attendees by first name",
-                replacing(plan, book, call("calendar.create_event", **book_args, attendees=[_first(a), _first(b)])),
+                replacing(
+                    plan, book, call("calendar.create_event", **book_args, attendees=[first_name(a), first_name(b)])
+                ),
             ),
             passes(
                 "attendees by e-mail or number",
