@@ -958,6 +958,22 @@ def _json_text(v: Any) -> str:
     return str(v)
 
 
+def _facts_hold(op: str, text: str, facts: Mapping[str, Any], ctx: Context, *, stated: bool) -> bool:
+    from phoneenv.contract import AnswerCriterion
+
+    if not isinstance(facts, Mapping):
+        raise ValueError(f"{op!r} takes an object of type → value, got {facts!r}")
+    for type, want in facts.items():
+        if type not in ANSWER_TYPES:
+            raise ValueError(f"unknown answer type {type!r} in {op!r}; known: {list(ANSWER_TYPES)}")
+        # Given as the typed value, the expected value is there already: only the text can
+        # contradict it; without it, the text must state it.
+        ok, _ = check_answer(AnswerCriterion(type=type, value=want), text, None if stated else want, ctx)
+        if not ok:
+            return False
+    return True
+
+
 def states_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
     """Whether ``text`` states every fact of ``facts`` (type → expected value, as in an
     :class:`~phoneenv.contract.AnswerCriterion` with that ``type`` and ``value``) and nothing
@@ -965,38 +981,17 @@ def states_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
     not 14:00", not for "moved to 14:00" nor "14:00 or 16:00". ``number`` facts compare exactly.
 
     Raises ``ValueError`` for an unknown type or an unreadable expected value (task bugs)."""
-    from phoneenv.contract import AnswerCriterion
-
-    if not isinstance(facts, Mapping):
-        raise ValueError(f"'states' takes an object of type → value, got {facts!r}")
-    for type, want in facts.items():
-        if type not in ANSWER_TYPES:
-            raise ValueError(f"unknown answer type {type!r} in 'states'; known: {list(ANSWER_TYPES)}")
-        crit = AnswerCriterion(type=type, value=want)
-        ok, _ = check_answer(crit, text, None, ctx)
-        if not ok:
-            return False
-    return True
+    return _facts_hold("states", text, facts, ctx, stated=True)
 
 
 def consistent_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
     """Whether ``text`` contradicts no fact of ``facts``: every value of that type it states
     (negated ones aside) is the expected one, and stating none is fine. ``{"date":
     "2026-11-09"}`` holds for "moved to 4 pm" and "Monday 9 November at 4 pm", not for "moved to
-    Tuesday at 4 pm". The typed value is the expected one, so only the text can contradict it.
+    Tuesday at 4 pm".
 
     Raises ``ValueError`` for an unknown type or an unreadable expected value (task bugs)."""
-    from phoneenv.contract import AnswerCriterion
-
-    if not isinstance(facts, Mapping):
-        raise ValueError(f"'consistent' takes an object of type → value, got {facts!r}")
-    for type, want in facts.items():
-        if type not in ANSWER_TYPES:
-            raise ValueError(f"unknown answer type {type!r} in 'consistent'; known: {list(ANSWER_TYPES)}")
-        ok, _ = check_answer(AnswerCriterion(type=type, value=want), text, want, ctx)
-        if not ok:
-            return False
-    return True
+    return _facts_hold("consistent", text, facts, ctx, stated=False)
 
 
 def call_judge(judge: Judge, rubric: str, text: str | None, value: Any) -> tuple[bool, str]:
