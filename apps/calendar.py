@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from phoneenv.app import TIME_PATTERN, App, format_local_time, parse_local_time
+from phoneenv.app import TIME_PATTERN, App, check_year, format_local_time, parse_local_time
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import BOOL, AndroidDriver, Column, ListRows, ProviderTable, event_time_codec, tz_name
 from phoneenv.tools import ToolError, tool
@@ -106,9 +106,11 @@ def _by_start(rec: dict[str, Any]) -> tuple[str, str, tuple[str, int]]:
 
 
 def parse_date(value: str, arg: str) -> dt.date:
-    """Parse a ``YYYY-MM-DD`` argument; an impossible date is ``invalid_arguments`` at ``/arg``."""
+    """Parse a ``YYYY-MM-DD`` argument; an impossible date, or one outside the years
+    :data:`~phoneenv.app.MIN_YEAR` to :data:`~phoneenv.app.MAX_YEAR`, is ``invalid_arguments``
+    at ``/arg``."""
     try:
-        return dt.date.fromisoformat(value)
+        parsed = dt.date.fromisoformat(value)
     except ValueError:
         raise ToolError(
             ErrorKind.INVALID_ARGUMENTS,
@@ -116,6 +118,8 @@ def parse_date(value: str, arg: str) -> dt.date:
             hint="use YYYY-MM-DD, e.g. 2026-11-30",
             path=f"/{arg}",
         ) from None
+    check_year(parsed, value, arg)
+    return parsed
 
 
 def _minute(value: str, arg: str) -> dt.datetime:

@@ -17,20 +17,38 @@ from phoneenv.tools import ToolDef, ToolError, build_tool
 if TYPE_CHECKING:
     from phoneenv.backends.sandbox import Phone
 
-__all__ = ["App", "format_local_time", "parse_local_time"]
+__all__ = ["MAX_YEAR", "MIN_YEAR", "App", "check_year", "format_local_time", "parse_local_time"]
 
 TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$"
 """Local phone time as tools take it: ``YYYY-MM-DDTHH:MM`` (seconds optional)."""
+
+MIN_YEAR = 1900
+"""Earliest year a date or time argument may name (a phone's calendar; Python's own range,
+years 1 to 9999, would let a day's or a week's arithmetic overflow at its ends)."""
+MAX_YEAR = 2199
+"""Latest year a date or time argument may name (see :data:`MIN_YEAR`)."""
+
+
+def check_year(value: dt.date, text: str, arg: str) -> None:
+    """Raise :class:`ToolError` (``invalid_arguments`` at ``/arg``) when ``value`` (parsed from
+    ``text``) lies outside the years :data:`MIN_YEAR` to :data:`MAX_YEAR`."""
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"argument {arg!r}: {text!r} is outside the years {MIN_YEAR} to {MAX_YEAR}",
+            hint="give a date in the phone's calendar range",
+            path=f"/{arg}",
+        )
 
 
 def parse_local_time(value: str, arg: str) -> dt.datetime:
     """Parse a local ``YYYY-MM-DDTHH:MM[:SS]`` argument to a naive datetime.
 
     Raises :class:`ToolError` (``invalid_arguments``, with ``path`` ``/arg``) for an impossible
-    date such as ``2026-02-30T10:00``.
+    date such as ``2026-02-30T10:00``, or a year outside :data:`MIN_YEAR` to :data:`MAX_YEAR`.
     """
     try:
-        return dt.datetime.fromisoformat(value)
+        parsed = dt.datetime.fromisoformat(value)
     except ValueError:
         raise ToolError(
             ErrorKind.INVALID_ARGUMENTS,
@@ -38,6 +56,8 @@ def parse_local_time(value: str, arg: str) -> dt.datetime:
             hint="use YYYY-MM-DDTHH:MM, e.g. 2026-11-30T16:00",
             path=f"/{arg}",
         ) from None
+    check_year(parsed, value, arg)
+    return parsed
 
 
 def format_local_time(value: dt.datetime, seconds: bool = False) -> str:

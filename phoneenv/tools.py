@@ -16,22 +16,50 @@ A tool is a method of an app whose type hints *are* its schema::
 signature through a pydantic model, descriptions from the Google-style docstring, ``returns`` from
 the return annotation) and an :class:`ArgumentValidator` that checks a JSON ``arguments`` object
 against the same model in strict mode (``"5"`` is not an integer).
+
+Every parameter is bounded, so that what the schema accepts the implementation can take and an
+agent's bad value is ``invalid_arguments``, never a crash inside the tool (an ``internal_error``,
+which counts against the infrastructure): an ``int`` without bounds of its own gets SQLite's
+signed 64-bit range (:data:`INT_MIN` … :data:`INT_MAX`), a ``float`` must be finite (no ``NaN`` or
+``Infinity``, which Python's JSON reader accepts), and a ``str`` without a ``max_length`` gets
+:data:`MAX_STRING` characters. Bounds a parameter declares (``Annotated[int, Field(ge=1, le=50)]``)
+take precedence; declare tighter ones wherever the meaning allows (counts, minutes, limits).
 """
 
 from __future__ import annotations
 
 import difflib
 import inspect
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import docstring_parser
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback, ToolSpec
 
-__all__ = ["ArgumentError", "ArgumentValidator", "ToolDef", "ToolError", "build_tool", "nearest_tools", "tool"]
+__all__ = [
+    "INT_MAX",
+    "INT_MIN",
+    "MAX_STRING",
+    "ArgumentError",
+    "ArgumentValidator",
+    "ToolDef",
+    "ToolError",
+    "bounded",
+    "build_tool",
+    "nearest_tools",
+    "tool",
+]
+
+INT_MIN = -(2**63)
+"""Smallest integer a tool parameter accepts unless it declares its own bound (SQLite's INTEGER)."""
+INT_MAX = 2**63 - 1
+"""Largest integer a tool parameter accepts unless it declares its own bound (SQLite's INTEGER)."""
+MAX_STRING = 20_000
+"""Longest string (characters) a tool parameter accepts unless it declares its own ``max_length``."""
 
 _RECOVERABLE = {
     ErrorKind.INVALID_JSON: True,
@@ -186,6 +214,8 @@ class ArgumentValidator:
 
 
 def _expected_from_error(kind: str, err: Any) -> str | None:
+    if kind == "finite_number":
+        return "finite number"
     if kind.endswith("_type"):
         return kind[: -len("_type")].replace("_parsing", "")
     if kind in ("literal_error", "enum"):
@@ -196,6 +226,37 @@ def _expected_from_error(kind: str, err: Any) -> str | None:
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         return "number"
     return None
+
+
+_BOUNDS: dict[type, Any] = {
+    int: Field(ge=INT_MIN, le=INT_MAX),
+    float: Field(allow_inf_nan=False),
+    str: Field(max_length=MAX_STRING),
+}
+_UNIONS = (Union, types.UnionType)
+
+
+def bounded(tp: Any) -> Any:
+    """``tp`` with the default bounds applied to every ``int``, ``float`` and ``str`` inside it
+    (through ``Annotated``, unions, ``Optional``, ``list``, ``tuple``, ``set`` and ``dict``).
+
+    The default sits *under* the parameter's own metadata, so ``Annotated[int, Field(ge=1)]``
+    becomes ``1 … INT_MAX`` and ``Annotated[str, Field(max_length=40)]`` keeps 40. ``bool``,
+    ``Literal``, enums and models are returned as they are. Raises nothing.
+    """
+    if tp in _BOUNDS and tp is not bool:
+        return Annotated[tp, _BOUNDS[tp]]
+    origin = get_origin(tp)
+    if origin is None or origin is Literal:
+        return tp
+    args = get_args(tp)
+    if origin is Annotated:
+        return Annotated[(bounded(args[0]), *args[1:])]  # type: ignore[valid-type]
+    if origin in _UNIONS:
+        return Union[tuple(bounded(a) for a in args)]
+    if origin in (list, set, frozenset, dict, tuple) and args:
+        return origin[tuple(a if a is Ellipsis else bounded(a) for a in args)]
+    return tp
 
 
 @dataclass(frozen=True)
@@ -211,8 +272,9 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
     """Build the :class:`ToolDef` of an app method marked with :func:`tool`.
 
     The parameters schema comes from the signature's type hints (``Annotated[..., Field(...)]``
-    constraints included), descriptions from the Google-style docstring, ``returns`` from the
-    return annotation. Raises ``TypeError`` if the method is not marked or a parameter lacks a hint.
+    constraints included, and the default bounds of :func:`bounded` where a hint gives none),
+    descriptions from the Google-style docstring, ``returns`` from the return annotation. Raises
+    ``TypeError`` if the method is not marked or a parameter lacks a hint.
     """
     meta: _ToolMeta | None = getattr(method, "__phoneenv_tool__", None)
     if meta is None:
@@ -225,7 +287,7 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
         if pname not in hints:
             raise TypeError(f"{method.__qualname__}: parameter {pname!r} has no type hint")
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (hints[pname], Field(default, description=param_docs.get(pname) or None))
+        fields[pname] = (bounded(hints[pname]), Field(default, description=param_docs.get(pname) or None))
     verb = meta.name or method.__name__
     name = f"{app}.{verb}" if app else verb
     model = create_model(  # type: ignore[call-overload]

@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from phoneenv.backends.base import Backend
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback, TaskSpec, ToolSpec
 from phoneenv.llm import ChatClient, InfrastructureError, TokenUsage
-from phoneenv.tools import ArgumentError
+from phoneenv.tools import INT_MAX, INT_MIN, MAX_STRING, ArgumentError
 
 __all__ = [
     "CACHE_VERSION",
@@ -171,8 +171,14 @@ class SimApp(BaseModel):
     simulator), ``description`` (what the app does, for the simulator), ``domain``, ``tools`` and
     ``entities`` (by entity name).
 
+    Every parameter is bounded, as the ``@tool`` builder bounds a sandbox tool's (see
+    :mod:`phoneenv.tools`): an integer or number declares ``minimum`` and ``maximum`` (integers
+    within SQLite's 64-bit range), a string that is not an ``enum`` a ``maxLength`` of at most
+    :data:`~phoneenv.tools.MAX_STRING`, an array a ``maxItems``, so an agent's out-of-range value
+    is ``invalid_arguments`` before it reaches a script, a cache key or the simulator's prompt.
+
     Raises ``pydantic.ValidationError`` (a ``ValueError``) for bad names, duplicate verbs, keys or
-    tables, or schemas that are not valid JSON Schema draft 2020-12.
+    tables, unbounded parameters, or schemas that are not valid JSON Schema draft 2020-12.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -209,6 +215,9 @@ class SimApp(BaseModel):
                     Draft202012Validator.check_schema(schema)
                 except jsonschema.SchemaError as exc:
                     raise ValueError(f"{where}: {label} is not valid JSON Schema: {exc.message}") from None
+            loose = _unbounded(t.parameters, "")
+            if loose:
+                raise ValueError(f"{where}: parameter {loose}")
             props = t.parameters.get("properties", {})
             for pname, sub in props.items():
                 if isinstance(sub, dict) and "default" in sub:
@@ -238,6 +247,41 @@ class SimApp(BaseModel):
             )
             for t in self.tools
         ]
+
+
+def _unbounded(schema: Any, path: str) -> str | None:
+    """The first parameter of ``schema`` (as ``"/pointer needs ..."``) that lacks the bounds
+    :class:`SimApp` requires, or None."""
+    if not isinstance(schema, dict):
+        return None
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in schema.get(key, []):
+            why = _unbounded(sub, path)
+            if why:
+                return why
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    fixed = "enum" in schema or "const" in schema
+    where = path or "/"
+    if not fixed and ("integer" in kinds or "number" in kinds):
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        if lo is None or hi is None:
+            return f"{where} needs a minimum and a maximum"
+        if "integer" in kinds and not INT_MIN <= lo <= hi <= INT_MAX:
+            return f"{where} must lie within {INT_MIN} to {INT_MAX}"
+    if not fixed and "string" in kinds and not 0 <= schema.get("maxLength", MAX_STRING + 1) <= MAX_STRING:
+        return f"{where} needs a maxLength of at most {MAX_STRING}"
+    if "array" in kinds and "maxItems" not in schema:
+        return f"{where} needs a maxItems"
+    if isinstance(schema.get("items"), dict):
+        why = _unbounded(schema["items"], f"{path}/0")
+        if why:
+            return why
+    for key, sub in (schema.get("properties") or {}).items():
+        why = _unbounded(sub, f"{path}/{key}")
+        if why:
+            return why
+    return None
 
 
 def _default_folder() -> Path:
@@ -347,6 +391,23 @@ def _describe(err: SchemaValidationError) -> tuple[str, str, str | None]:
     return f"{where}: {err.message}", path, expected
 
 
+def _non_finite(value: Any, parts: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The path to the first float in ``value`` that is ``NaN`` or infinite, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else parts
+    if isinstance(value, dict):
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, sub in items:
+        found = _non_finite(sub, (*parts, key))
+        if found is not None:
+            return found
+    return None
+
+
 def _fill_defaults(schema: Any, value: Any) -> Any:
     """A copy of ``value`` with missing object properties set to their schema ``default``."""
     if not isinstance(schema, dict):
@@ -383,11 +444,16 @@ class SchemaValidator:
         self._validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Validate; return a copy with defaults filled. Raises :class:`ArgumentError`."""
+        """Validate; return a copy with defaults filled. Raises :class:`ArgumentError` (also for
+        a ``NaN`` or an infinity anywhere in the arguments, which JSON Schema cannot exclude)."""
         err = best_match(self._validator.iter_errors(arguments))
         if err is not None:
             message, path, expected = _describe(err)
             raise ArgumentError(message, path, expected)
+        bad = _non_finite(arguments, ())
+        if bad is not None:
+            path = _pointer(bad)
+            raise ArgumentError(f"argument {path[1:]!r}: not a finite number", path, "finite number")
         return _fill_defaults(self.schema, arguments)
 
     def error(self, value: Any) -> str | None:
