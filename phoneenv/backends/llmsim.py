@@ -14,9 +14,12 @@ served, in this order, by
 
 Every successful result is merged into the :class:`FactLedger`: each JSON object in it that holds
 an entity's key is a set of facts about that entity. A fact that contradicts an established one (a
-second total for the same order, a cancelled order later delivered, a scan time moving backwards)
-is kept out of the ledger and reported by :meth:`LLMSimBackend.consistency_issues`, which marks the
-episode's verdict ``inconsistent``.
+second total or currency for the same order, a cancelled order later delivered, a scan time moving
+backwards, a restaurant's cuisine changing) or breaks a rule the app declares between facts (a
+total that is not subtotal plus fees, a charged price that is not the menu's, an update before the
+creation) is kept out of the ledger and reported by :meth:`LLMSimBackend.consistency_issues`, which
+marks the episode's verdict ``inconsistent``. The rules are data in the app's file
+(:class:`EntitySpec`); the checks are generic.
 
     >>> from phoneenv.backends.llmsim import LLMSimBackend
     >>> sorted(LLMSimBackend().apps)
@@ -62,15 +65,19 @@ __all__ = [
     "CACHE_VERSION",
     "ERROR_SCHEMA",
     "SECONDS_PER_CALL",
+    "CatalogRule",
     "EntitySpec",
     "FactLedger",
     "LLMSimBackend",
     "LedgerSnapshot",
+    "LineSumRule",
+    "RefRule",
     "SchemaValidator",
     "SimApp",
     "SimEntry",
     "SimTool",
     "SimulationCache",
+    "SumRule",
     "canonical_json",
     "load_sim_apps",
 ]
@@ -133,6 +140,61 @@ class SimTool(BaseModel):
     effect: Effect = Effect.READ
 
 
+class SumRule(BaseModel):
+    """An amount that is the sum of others: ``total`` equals the sum of ``parts`` within
+    ``tolerance`` (absolute, in the amounts' own units: 0.01 lets amounts in major units be
+    rounded to the cent; amounts in minor units, whole numbers, then have to add up exactly).
+    Checked once the entity's facts hold the total and every part."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    total: str
+    parts: list[str] = Field(min_length=1)
+    tolerance: float = Field(0.01, ge=0)
+
+
+class LineSumRule(BaseModel):
+    """An amount that is the sum of a list's lines: ``total`` equals the sum over the objects in
+    the list field ``lines`` of ``price`` (times ``qty``, when given) within ``tolerance`` (as
+    in :class:`SumRule`). Checked once every line holds a number there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    total: str
+    lines: str
+    price: str
+    qty: str | None = None
+    tolerance: float = Field(0.01, ge=0)
+
+
+class CatalogRule(BaseModel):
+    """Lines that restate entries of the referenced entity's catalogue (an order's items and the
+    restaurant's menu): each object in this entity's list ``lines`` whose ``key`` matches an
+    entry of the referenced entity's list ``catalog`` agrees with it on ``same`` (this line's
+    field → the entry's field; a charged ``price`` and the menu ``price``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lines: str
+    catalog: str
+    key: str
+    same: dict[str, str] = Field(min_length=1)
+
+
+class RefRule(BaseModel):
+    """Facts an entity shares with the entity it references: the field ``via`` holds the key of
+    an ``entity`` (a name in :attr:`SimApp.entities`) whose record, once known, agrees on
+    ``same`` (this entity's field → the referenced one's: an order's ``currency`` and its
+    restaurant's) and, with ``lines``, on the catalogue entries its lines restate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    via: str
+    entity: str
+    same: dict[str, str] = Field(default_factory=dict)
+    lines: CatalogRule | None = None
+
+
 class EntitySpec(BaseModel):
     """A kind of thing the simulated world keeps facts about, and the rules those facts obey.
 
@@ -140,11 +202,22 @@ class EntitySpec(BaseModel):
     - ``key``: the id field (``"order_id"``); any JSON object in a result holding it describes
       one entity (when it holds several entities' keys, the entity declared *last* in
       :attr:`SimApp.entities` wins: declare referenced entities first, restaurant before order).
-    - ``immutable``: fields whose value may never change once asserted (price, item list).
+    - ``immutable``: fields whose value may never change once asserted (price, item list,
+      currency, a venue's category).
     - ``status``: the status field, if any; ``terminal``: statuses an entity never leaves.
     - ``times``: timestamp fields (ISO 8601) that must never move backwards.
     - ``order``: statuses in lifecycle order; a status may not move back to an earlier one
       (statuses not listed are unconstrained).
+    - ``created``: the creation time field (immutable); no ``times`` field may lie before it
+      (an update before the order was placed).
+    - ``sums`` (:class:`SumRule`), ``line_sums`` (:class:`LineSumRule`): amounts that add up
+      (subtotal plus fees is the total; the lines make the subtotal).
+    - ``refs`` (:class:`RefRule`): facts shared with a referenced entity (currency, name,
+      catalogue prices).
+
+    The first five are checked field by field as facts arrive; ``created``, ``sums``,
+    ``line_sums`` and ``refs`` relate several fields and are checked on the entity's merged
+    record (see :meth:`FactLedger.merge`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -156,6 +229,10 @@ class EntitySpec(BaseModel):
     terminal: list[str] = Field(default_factory=list)
     times: list[str] = Field(default_factory=list)
     order: list[str] | None = None
+    created: str | None = None
+    sums: list[SumRule] = Field(default_factory=list)
+    line_sums: list[LineSumRule] = Field(default_factory=list)
+    refs: list[RefRule] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> EntitySpec:
@@ -206,6 +283,10 @@ class SimApp(BaseModel):
             dup = sorted({v for v in values if values.count(v) > 1})
             if dup:
                 raise ValueError(f"{self.name}: duplicate {field_name} {dup}")
+        for ent_name, ent in self.entities.items():
+            for ref in ent.refs:
+                if ref.entity not in self.entities:
+                    raise ValueError(f"{self.name}: entity {ent_name!r} references unknown entity {ref.entity!r}")
         for t in self.tools:
             where = f"{self.name}.{t.verb}"
             if t.parameters.get("type") != "object":
@@ -497,6 +578,16 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _number(value: Any) -> bool:
+    """Whether ``value`` is a finite JSON number (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _amount(value: float) -> str:
+    """An amount in words: up to six decimals, trailing zeros dropped (``11.5``, ``1725``)."""
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
 def _parse_time(value: Any) -> dt.datetime | None:
     if not isinstance(value, str):
         return None
@@ -542,6 +633,9 @@ class FactLedger:
         self.apps = dict(apps)
         self._entities: dict[str, list[tuple[str, EntitySpec]]] = {
             name: list(reversed(app.entities.items())) for name, app in self.apps.items()
+        }
+        self._rank: dict[str, dict[str, int]] = {
+            name: {ent: i for i, ent in enumerate(app.entities)} for name, app in self.apps.items()
         }
         self.facts: Tables = {}
         self._view: Tables = {}
@@ -594,10 +688,20 @@ class FactLedger:
 
         Every object in ``result`` (searched through nested objects and lists) that holds an
         entity's key describes that entity: its fields are merged into the entity's record (the
-        record is created the first time). A field that contradicts an established fact is not
-        merged; instead the contradiction is returned, in words naming the entity, the field, the
-        old and the new value: an ``immutable`` field asserted with another value, a ``terminal``
-        status left, a status moving back in ``order``, a ``times`` field moving backwards.
+        record is created the first time); objects of entities declared earlier in
+        :attr:`SimApp.entities` are merged first, so an order is checked against the restaurant
+        the same reply describes. A field that contradicts an established fact is not merged;
+        instead the contradiction is returned, in words naming the entity, the field, the old
+        and the new value: an ``immutable`` field (or the ``created`` time) asserted with another
+        value, a ``terminal`` status left, a status moving back in ``order``, a ``times`` field
+        moving backwards.
+
+        Then the record is checked as a whole (:meth:`rule_issues`): a ``times`` field before the
+        ``created`` time, ``sums`` and ``line_sums`` that do not add up, ``refs`` facts that
+        differ from the referenced entity's. A violation this reply introduced is returned; the
+        fields of the rule it changed are kept out of the record when the rule also involves
+        established facts (earlier fields of the record, or the referenced entity), and merged
+        when the reply asserted all of them at once (there is nothing earlier to prefer).
         ``write`` (the call was a write) also copies the touched records into :attr:`tables`.
 
         Returns the contradictions (empty when consistent). Raises ``KeyError`` for an app the
@@ -606,6 +710,8 @@ class FactLedger:
         name = app if isinstance(app, str) else app.name
         found: list[tuple[str, EntitySpec, dict[str, Any]]] = []
         self._objects(name, result, found)
+        rank = self._rank[name]
+        found.sort(key=lambda f: rank[f[0]])
         issues: list[str] = []
         for ent_name, ent, obj in found:
             table = f"{name}.{ent.table}"
@@ -627,17 +733,126 @@ class FactLedger:
                         issues.append(f"{label}: {why.format(field=field, old=_compact(prev), new=_compact(val))}")
                         continue
                     new[field] = val
-                if new == old:
-                    new = old
+            before = {text for text, _, _ in self.rule_issues(name, ent, old)} if old is not None else set()
+            for text, fields, referenced in self.rule_issues(name, ent, new):
+                if text in before:
+                    continue  # already so before this reply: reported when it arose
+                issues.append(f"{label}: {text}")
+                if referenced or (old is not None and fields & old.keys()):
+                    for field in fields:
+                        if old is not None and field in old:
+                            new[field] = old[field]
+                        else:
+                            new.pop(field, None)
+            if new == old:
+                new = old
             tbl[rid] = new
             if write:
                 self._view.setdefault(table, {})[rid] = new
         return issues
 
+    def rule_issues(self, app: str, ent: EntitySpec, record: Mapping[str, Any]) -> list[tuple[str, set[str], bool]]:
+        """The whole-record rules ``record`` (an ``ent`` of ``app``) breaks, against the facts
+        known now: ``(sentence, the record's fields involved, whether a referenced entity's facts
+        are involved)`` for each. Rules whose fields are not all known yet are skipped."""
+        out: list[tuple[str, set[str], bool]] = []
+        created = record.get(ent.created) if ent.created else None
+        if created is not None:
+            for field in ent.times:
+                if field in record and _earlier(record[field], created):
+                    out.append(
+                        (
+                            f"{field} {_compact(record[field])} lies before {ent.created} {_compact(created)}",
+                            {field},
+                            False,
+                        )
+                    )
+        for rule in ent.sums:
+            total = record.get(rule.total)
+            parts = [record.get(p) for p in rule.parts]
+            if _number(total) and all(_number(v) for v in parts):
+                expected = math.fsum(parts)
+                if abs(total - expected) > rule.tolerance + 1e-9:
+                    sum_text = " + ".join(rule.parts)
+                    out.append(
+                        (
+                            f"{rule.total} {_compact(total)} is not {sum_text} ({_amount(expected)})",
+                            {rule.total, *rule.parts},
+                            False,
+                        )
+                    )
+        for rule in ent.line_sums:
+            total, lines = record.get(rule.total), record.get(rule.lines)
+            if not _number(total) or not isinstance(lines, list):
+                continue
+            terms = []
+            for line in lines:
+                price = line.get(rule.price) if isinstance(line, dict) else None
+                qty = (line.get(rule.qty) if isinstance(line, dict) else None) if rule.qty else 1
+                if not (_number(price) and _number(qty)):
+                    break
+                terms.append(price * qty)
+            else:
+                expected = math.fsum(terms)
+                if abs(total - expected) > rule.tolerance + 1e-9:
+                    what = f"{rule.qty} × {rule.price}" if rule.qty else rule.price
+                    out.append(
+                        (
+                            f"{rule.total} {_compact(total)} is not the sum of its {rule.lines}' {what} "
+                            f"({_amount(expected)})",
+                            {rule.total, rule.lines},
+                            False,
+                        )
+                    )
+        for ref in ent.refs:
+            rid = record.get(ref.via)
+            if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+                continue
+            target_spec = self.apps[app].entities[ref.entity]
+            other = self.facts.get(f"{app}.{target_spec.table}", {}).get(str(rid))
+            if other is None:
+                continue
+            who = f"{ref.entity} {str(rid)!r}"
+            for mine, theirs in ref.same.items():
+                if mine in record and theirs in other and not _same(record[mine], other[theirs]):
+                    out.append(
+                        (
+                            f"{mine} {_compact(record[mine])} differs from {who}'s {theirs} {_compact(other[theirs])}",
+                            {mine},
+                            True,
+                        )
+                    )
+            cat = ref.lines
+            if (
+                cat is None
+                or not isinstance(record.get(cat.lines), list)
+                or not isinstance(other.get(cat.catalog), list)
+            ):
+                continue
+            entries = {
+                str(e[cat.key]): e for e in other[cat.catalog] if isinstance(e, dict) and e.get(cat.key) is not None
+            }
+            for i, line in enumerate(record[cat.lines]):
+                entry = entries.get(str(line.get(cat.key))) if isinstance(line, dict) else None
+                if entry is None:
+                    continue
+                for mine, theirs in cat.same.items():
+                    if mine in line and theirs in entry and not _same(line[mine], entry[theirs]):
+                        out.append(
+                            (
+                                f"{cat.lines}[{i}] ({cat.key} {_compact(line[cat.key])}) {mine} "
+                                f"{_compact(line[mine])} differs from {who}'s {cat.catalog} {theirs} "
+                                f"{_compact(entry[theirs])}",
+                                {cat.lines},
+                                True,
+                            )
+                        )
+        return out
+
     @staticmethod
     def _conflict(ent: EntitySpec, field: str, prev: Any, val: Any) -> str | None:
         """A message template (``{field}``, ``{old}``, ``{new}``) when ``val`` contradicts ``prev``."""
-        if field in ent.immutable and not _same(prev, val):
+        if (field in ent.immutable or field == ent.created) and not _same(prev, val):
             return "immutable {field} changed from {old} to {new}"
         if field == ent.status and prev != val:
             if prev in ent.terminal:
