@@ -22,7 +22,8 @@ agent's bad value is ``invalid_arguments``, never a crash inside the tool (an ``
 which counts against the infrastructure): an ``int`` without bounds of its own gets SQLite's
 signed 64-bit range (:data:`INT_MIN` … :data:`INT_MAX`), a ``float`` must be finite (no ``NaN`` or
 ``Infinity``, which Python's JSON reader accepts), and a ``str`` without a ``max_length`` gets
-:data:`MAX_STRING` characters. Bounds a parameter declares (``Annotated[int, Field(ge=1, le=50)]``)
+:data:`MAX_STRING` characters (enforced, but left out of the schema, so constrained decoding keeps
+its own shorter budget for free text). Bounds a parameter declares (``Annotated[int, Field(ge=1, le=50)]``)
 take precedence; declare tighter ones wherever the meaning allows (counts, minutes, limits).
 """
 
@@ -259,6 +260,20 @@ def bounded(tp: Any) -> Any:
     return tp
 
 
+def _drop_default_max_length(schema: Any) -> Any:
+    """``schema`` without the ``maxLength`` of :data:`MAX_STRING` that :func:`bounded` adds
+    (validation enforces it; a decoder given 20,000 characters of room would spend them)."""
+    if isinstance(schema, dict):
+        return {
+            k: _drop_default_max_length(v)
+            for k, v in schema.items()
+            if not (k == "maxLength" and v == MAX_STRING and schema.get("type") == "string")
+        }
+    if isinstance(schema, list):
+        return [_drop_default_max_length(v) for v in schema]
+    return schema
+
+
 @dataclass(frozen=True)
 class ToolDef:
     """A tool ready to serve: its spec, its argument validator, and the unbound method."""
@@ -295,7 +310,7 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
         __config__=ConfigDict(extra="forbid", strict=True),
         **fields,
     )
-    params = model.model_json_schema()
+    params = _drop_default_max_length(model.model_json_schema())
     params.pop("title", None)
     for prop in params.get("properties", {}).values():
         prop.pop("title", None)
