@@ -7,26 +7,19 @@ goes through before it is recorded or shown. Both take the episode's :class:`Mas
 
 What is rejected, and as what (the limits are the constants below):
 
-======================================================  =====================  ==================
-input                                                   feedback               path
-======================================================  =====================  ==================
-not JSON text, not an object, no string ``name``        ``invalid_json``
-more than :data:`MAX_ACTION_CHARS` (text, or a dict's   ``invalid_json``
-size as JSON)
-``NaN``/``Infinity``/``-Infinity`` (or ``1e999``, a     ``invalid_json``       where it is
-non-finite float)
-a duplicate key in any object                           ``invalid_json``       the object
-a lone UTF-16 surrogate in the name, a key or a value   ``invalid_json``       where it is
-nesting deeper than :data:`MAX_NESTING`                 ``invalid_json``       where it stops
-a dict action holding a non-JSON value or a non-string  ``invalid_json``       where it is
-key (a tuple is read as a list)
-both ``name``/``arguments`` and ``function`` at the     ``invalid_json``
-top level; ``function`` that is not an object
-a name longer than :data:`MAX_NAME_CHARS`               ``invalid_json``
-a string longer than :data:`MAX_STRING_CHARS`, a key    ``invalid_arguments``  where it is
-longer than :data:`MAX_KEY_CHARS`, an integer outside   (after the tool is
-``[-2**63, 2**63 - 1]``                                 known)
-======================================================  =====================  ==================
+- ``invalid_json``, the action is not a readable tool call: not JSON text (or UTF-8 bytes of
+  it) or a dict; not an object; no non-empty string ``name``; longer than
+  :data:`MAX_ACTION_CHARS` (text, or a dict's size as JSON); ``NaN``, ``Infinity``,
+  ``-Infinity`` or a float that is not finite (``1e999``); a duplicate key in any object; a
+  lone UTF-16 surrogate in the name, a key or a string; nesting deeper than
+  :data:`MAX_NESTING`; in a dict action, a value of a non-JSON type or a non-string key (a
+  tuple is read as a list); both a top-level ``name``/``arguments`` and ``function``
+  (ambiguous: which call is meant?), or a ``function`` that is not an object; a name longer
+  than :data:`MAX_NAME_CHARS`. The feedback's ``path`` points at the value when it is known.
+- ``invalid_arguments`` of the tool (reported once the tool is known, with ``path``): a string
+  longer than :data:`MAX_STRING_CHARS`, a key longer than :data:`MAX_KEY_CHARS`, an integer
+  outside ``[-2**63, 2**63 - 1]`` (no tool can take one; it is recorded as its decimal text,
+  and the step marked escaped).
 
 The JSON Schema of each tool bounds its own arguments further (the ``finish`` answer, for
 one, to :data:`phoneenv.env.MAX_ANSWER_CHARS`).
@@ -283,7 +276,8 @@ class Intake:
     broke (see the module table): the env reports it as ``invalid_arguments`` of the tool once
     it knows the tool. ``real`` holds the unmasked top-level arguments, for the parameters a
     tool declares secret; it must never be recorded. ``escaped``: ``raw`` was escaped to be
-    storable.
+    storable, or an argument was (an integer outside 64 bits, which always breaks a bound, is
+    kept as its decimal text).
     """
 
     name: str | None = None
@@ -309,6 +303,10 @@ class _Duplicate(ValueError):
 
 
 def _pointer(path: str, key: str) -> str:
+    """``path`` extended by ``key`` (JSON Pointer escaping; lone surrogates backslash-escaped,
+    so the pointer itself is storable)."""
+    if _SURROGATE.search(key):
+        key = key.encode("utf-8", "backslashreplace").decode("utf-8")
     return f"{path}/{key.replace('~', '~0').replace('/', '~1')}"
 
 
@@ -350,6 +348,7 @@ class _Cleaner:
     def __init__(self, budget: int | None) -> None:
         self.budget = budget  # characters left for a dict action (None: text, already bounded)
         self.argument_error: ArgumentError | None = None
+        self.escaped = False
 
     def spend(self, n: int) -> None:
         if self.budget is not None:
@@ -389,7 +388,10 @@ class _Cleaner:
             if not _INT_MIN <= value <= _INT_MAX:
                 self.bound("an integer outside the 64-bit range [-2**63, 2**63-1]", path, "integer")
                 self.spend(25)
-                return value
+                self.escaped = True  # recorded as text: JSON readers (pydantic's too) refuse huge numbers
+                if value.bit_length() < 4000:
+                    return str(value)
+                return f"<integer of about {int(value.bit_length() * math.log10(2)) + 1} digits>"
             self.spend(len(str(value)))
             return value
         if t is float or isinstance(value, float):
@@ -494,6 +496,7 @@ def read_action(action: Any, masker: Masker) -> Intake:
         arguments=masker.value(real),
         real=real,
         argument_error=cleaner.argument_error,
+        escaped=cleaner.escaped,
     )
 
 
