@@ -104,23 +104,27 @@ _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\
 
 def fixture_secrets(fixtures: Fixtures) -> tuple[str, ...]:
     """Every secret of ``fixtures``: the value of every ``SecretStr`` in them, at any depth
-    (today the vault's passwords), non-empty, longest first."""
+    (today the vault's passwords), and every plain string held where a field is declared
+    ``SecretStr`` (a model copied without validation keeps them so); non-empty, longest first."""
     found: set[str] = set()
 
-    def walk(value: Any) -> None:
+    def walk(value: Any, secret: bool) -> None:
         if isinstance(value, SecretStr):
             found.add(value.get_secret_value())
+        elif isinstance(value, str):
+            if secret:
+                found.add(value)
         elif isinstance(value, Mapping):
             for v in value.values():
-                walk(v)
+                walk(v, secret)
         elif isinstance(value, (list, tuple)):
             for v in value:
-                walk(v)
+                walk(v, secret)
         elif hasattr(value, "__pydantic_fields__"):
-            for name in type(value).model_fields:
-                walk(getattr(value, name))
+            for name, info in type(value).model_fields.items():
+                walk(getattr(value, name), secret or "SecretStr" in str(info.annotation))
 
-    walk(fixtures)
+    walk(fixtures, False)
     return tuple(sorted((s for s in found if s), key=lambda s: (-len(s), s)))
 
 
