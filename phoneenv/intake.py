@@ -77,9 +77,9 @@ MAX_ACTION_CHARS = 65_536
 read). Longer ones are rejected as ``invalid_json`` unread, so no step records more than about
 this much of what the agent sent."""
 MAX_NESTING = 32
-"""Deepest nesting of objects and arrays in an action (the action object is level 1; tool
-arguments need a handful). Deeper is ``invalid_json``, long before Python's recursion limit or
-pydantic's serialiser (which refuses 255 levels) is reached."""
+"""Deepest nesting of objects and arrays in an action's arguments (the arguments object is
+level 1; tools need a handful). Deeper is ``invalid_json``, long before Python's recursion
+limit or pydantic's serialiser (which refuses 255 levels) is reached."""
 MAX_STRING_CHARS = 32_768
 """Longest string in an action's arguments (above every tool schema's own bound, such as a mail
 body's 20,000); longer is ``invalid_arguments``."""
@@ -143,10 +143,15 @@ class Masker:
         self.secrets: tuple[str, ...] = tuple(sorted({s for s in secrets if s}, key=lambda s: (-len(s), s)))
         self.keys: frozenset[str] = frozenset(keys)
         forms: dict[str, None] = {}
-        for s in self.secrets:
-            forms[s] = None
-            forms[json.dumps(s)[1:-1]] = None
-            forms[json.dumps(s, ensure_ascii=False)[1:-1]] = None
+        for s in self.secrets:  # as it is, JSON-escaped both ways, Python-escaped (a dict's str())
+            for form in (
+                s,
+                json.dumps(s)[1:-1],
+                json.dumps(s, ensure_ascii=False)[1:-1],
+                repr(s)[1:-1],
+                ascii(s)[1:-1],
+            ):
+                forms[form] = None
         self._forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
         # A secret of printable ASCII without quote or backslash looks the same in any JSON text.
         self._plain = all(s.isascii() and s.isprintable() and '"' not in s and "\\" not in s for s in self.secrets)
@@ -162,13 +167,13 @@ class Masker:
         return bool(self.secrets or self.keys)
 
     def hits(self, text: str) -> bool:
-        """Whether ``text`` holds a secret, literally or JSON-escaped."""
+        """Whether ``text`` holds a secret, literally, JSON-escaped or Python-escaped."""
         return any(f in text for f in self._forms)
 
     def text(self, text: str) -> str:
-        """``text`` with every secret (literal or JSON-escaped, also when the text spells its
-        characters as ``\\uXXXX`` escapes) and every JSON string value under a secret key
-        (``"password": "..."``) replaced by :data:`MASK`."""
+        """``text`` with every secret (literal, JSON- or Python-escaped, also when the text
+        spells its characters as ``\\uXXXX`` escapes) and every JSON string value under a
+        secret key (``"password": "..."``) replaced by :data:`MASK`."""
         if not self:
             return text
         text = self._replace_forms(text)
@@ -214,11 +219,9 @@ class Masker:
         return value
 
     def _str(self, text: str) -> str:
-        for s in self.secrets:
-            if s in text:
-                for s2 in self.secrets:
-                    text = text.replace(s2, MASK)
-                return text
+        for form in self._forms:
+            if form in text:
+                return self._replace_forms(text)
         return text
 
     def feedback(self, fb: Feedback) -> Feedback:
@@ -315,9 +318,9 @@ def _pointer(path: str, key: str) -> str:
 
 
 def _show(key: str, n: int = 40) -> str:
-    """A key or name for a message: ASCII, at most ``n`` characters of it."""
-    short = key[:n] + ("..." if len(key) > n else "")
-    return ascii(short)
+    """A key or name for a message: as a JSON string (ASCII, so a secret in it takes a form
+    the :class:`Masker` knows), at most ``n`` characters of it."""
+    return json.dumps(key[:n]) + ("..." if len(key) > n else "")
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

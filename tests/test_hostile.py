@@ -208,6 +208,7 @@ CORPUS: list[Case] = [
     Case("secret_in_overlong_action", lambda s: s + "x" * MAX_ACTION_CHARS, "invalid_json"),
     Case("secret_with_non_json_value", lambda s: call("contacts.search", query=s, o=object()), "invalid_json"),
     Case("secret_duplicate_key", lambda s: text("system.sign_in", '{"password": %s, "password": %s}' % (json.dumps(s), json.dumps(s))), "invalid_json"),
+    Case("secret_duplicated_as_key", lambda s: text("contacts.search", '{%s: 1, %s: 2}' % (json.dumps(s), json.dumps(s))), "invalid_json"),
     Case("secret_with_surrogate", lambda s: text("x\ud800", '{"p": %s}' % json.dumps(s)), "invalid_json", escaped=True),
     Case("secret_nested_in_arguments", lambda s: call("contacts.search", query={"deep": [s]}), "invalid_arguments"),
     Case("secret_in_message_body", lambda s: call("messages.send", to=ANA["phone"], body=f"code {s}"), None,
@@ -249,8 +250,12 @@ def _secrets(env: PhonePlanEnv) -> list[str]:
 
 
 def _texts(secret: str) -> list[str]:
-    """How a secret can look in text: as it is, and JSON-escaped both ways."""
-    return list(dict.fromkeys([secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]]))
+    """How a secret can look in text: as it is, JSON-escaped both ways, Python-escaped
+    (``ascii()``), and each of those inside JSON text."""
+    forms = [secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]]
+    forms += [repr(secret)[1:-1], ascii(secret)[1:-1]]
+    forms += [json.dumps(f)[1:-1] for f in forms]
+    return list(dict.fromkeys(forms))
 
 
 def assert_no_secret(secret: str, *artifacts: Any) -> None:
@@ -408,8 +413,8 @@ def test_no_huge_name_reaches_difflib(envs, monkeypatch):
     env = envs[PLAIN]
     env.reset(seed=0)
     for action in (
-        text("contacts.search", '{"%s": 1}' % ("k" * 60_000)),
-        call("contacts.search", **{"q" * 60_000: 1}),
+        text("contacts.search", '{"query": "a", "%s": 1}' % ("k" * 60_000)),
+        call("contacts.search", query="a", **{"q" * 60_000: 1}),
         call("contacts.search", query="a", **{"k" * MAX_KEY_CHARS: 1}),
         call("contacts.serch" + "h" * (MAX_NAME_CHARS - 14)),
     ):
