@@ -650,10 +650,15 @@ class Frame(BaseModel):
 
 class Step(BaseModel):
     """One step of a trace: the action as parsed (secrets shown as ``***``) or the ``raw`` text
-    (first 200 characters) when it did not parse, its feedback, the phone's clock after the step
-    (ISO 8601, deterministic), the agent's token counts if given, the wall-clock latency in
-    seconds only when the env records it, and the id of the :class:`Frame` it acted in
-    (``"main"`` in traces written before frames existed)."""
+    (first 200 characters, secrets masked) when it did not parse, its feedback, the phone's
+    clock after the step (ISO 8601, deterministic), the agent's token counts if given, the
+    wall-clock latency in seconds only when the env records it, and the id of the
+    :class:`Frame` it acted in (``"main"`` in traces written before frames existed).
+
+    ``escaped`` is True when something of the step could not be stored as it was and is stored
+    escaped instead: ``raw`` text with lone UTF-16 surrogates (written as ``\\udXXX``), or a
+    feedback holding what JSON cannot carry (see :func:`phoneenv.intake.seal`).
+    """
 
     index: int
     action: ToolCall | None = None
@@ -664,6 +669,7 @@ class Step(BaseModel):
     tokens: dict[str, int] | None = None
     latency_s: float | None = None
     frame: str = ROOT_FRAME
+    escaped: bool = False
 
 
 class Trace(BaseModel):

@@ -16,6 +16,31 @@ dict) ``{"name": "app.verb", "arguments": {...}}``; OpenAI's ``{"function": {...
 ``arguments`` given as a JSON string are accepted. Anything else becomes an ``invalid_json``
 feedback; the env never raises on an action.
 
+Every action passes one intake (:mod:`phoneenv.intake`) before anything runs or is recorded, so
+every trace the env records serialises (``env.trace.model_dump_json()``) and round-trips:
+
+- Rejected as ``invalid_json``: text that is not one JSON object with a string ``name``;
+  ``NaN``/``Infinity``; duplicate keys; lone UTF-16 surrogates; nesting deeper than
+  :data:`~phoneenv.intake.MAX_NESTING`; an action longer than :data:`MAX_ACTION_CHARS`
+  (text, or a dict's size as JSON); both ``name`` and ``function`` (ambiguous); a tool name
+  longer than :data:`~phoneenv.intake.MAX_NAME_CHARS`.
+- Rejected as ``invalid_arguments`` of the tool: a string longer than
+  :data:`~phoneenv.intake.MAX_STRING_CHARS`, a key longer than
+  :data:`~phoneenv.intake.MAX_KEY_CHARS`, an integer outside 64 bits; and each tool's schema
+  (``finish``'s answer at most :data:`MAX_ANSWER_CHARS`, ``user.confirm``'s question and
+  ``user.authenticate``'s reason at most :data:`MAX_QUESTION_CHARS`).
+- Stored escaped and marked (:attr:`Step.escaped <phoneenv.contract.Step.escaped>`): the raw
+  text of a rejected action with lone surrogates, and a feedback from the world that JSON
+  cannot carry as it is.
+- Secrets: every fixture secret (the vault's passwords), wherever it appears in the action (raw
+  text, name, keys, values), and every value under a secret parameter's name (``password``)
+  is masked as ``***`` at the intake: the masked call is what runs and what is recorded, and
+  only a parameter its tool declares secret receives the real value. Feedbacks and the verdict
+  pass the same mask, so no secret reaches the trace, the observation, ``info`` or the logs.
+
+``close()`` is final and idempotent: afterwards ``reset`` and ``step`` always raise
+:class:`gymnasium.error.ClosedEnvironmentError` (``trace`` and ``verdict`` stay readable).
+
 With ``memory=True`` (the default) the user's memory rides along: the tools ``memory.search``,
 ``memory.save`` and ``memory.forget`` (plus ``system.wait`` and ``system.location``), the task's
 fixture memory restored on each reset (kept with ``options={"keep_memory": True}`` or a
@@ -32,24 +57,38 @@ then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``prog
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import string
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector.utils.shared_memory import create_shared_memory
+from pydantic import Field
 
 from phoneenv.backends.base import Backend
-from phoneenv.contract import ROOT_FRAME, Effect, ErrorKind, Feedback, Step, TaskSpec, ToolCall, ToolSpec, Trace
+from phoneenv.contract import (
+    ROOT_FRAME,
+    Effect,
+    ErrorKind,
+    Feedback,
+    Fixtures,
+    Step,
+    TaskSpec,
+    ToolCall,
+    ToolSpec,
+    Trace,
+    Verdict,
+)
 from phoneenv.frames import DELEGATE_TOOL, MAX_DEPTH, FrameStack
 from phoneenv.harness import feedback
 from phoneenv.harness.episode_memory import MEMORY_TABLE, EpisodeMemory
+from phoneenv.intake import MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
 from phoneenv.tasks.verify import CallRecord, verify
 from phoneenv.tools import ArgumentError, build_tool, tool
 
@@ -57,17 +96,18 @@ AnswerValue = str | int | float | bool | list[str | int | float | bool] | None
 """The JSON types ``finish``'s typed ``value`` accepts (a number, a string such as ``"16:00"``,
 a bool, or a list of names or items); anything else is an ``invalid_arguments`` feedback."""
 
-__all__ = ["MAX_ACTION_CHARS", "PhonePlanEnv"]
+__all__ = ["MAX_ACTION_CHARS", "MAX_ANSWER_CHARS", "MAX_QUESTION_CHARS", "PhonePlanEnv"]
 
 log = logging.getLogger(__name__)
 
 CHARSET = string.printable
 """Characters of the Text spaces: printable ASCII. Feedback JSON is ASCII-escaped to fit."""
-MAX_ACTION_CHARS = 65_536
-"""Longest action string parsed; longer ones are rejected as ``invalid_json`` unread."""
+MAX_ANSWER_CHARS = 8_000
+"""Longest ``finish`` answer (characters), in the tool's schema: longer is ``invalid_arguments``."""
+MAX_QUESTION_CHARS = 1_000
+"""Longest ``user.confirm`` question and ``user.authenticate`` reason (characters), in their schemas."""
 MAX_TEXT = 1 << 18
 _DEPTHS = tuple(np.int64(d) for d in range(MAX_DEPTH + 1))
-_RAW_KEEP = 200
 
 
 class TextSpace(spaces.Text):
@@ -94,7 +134,9 @@ class _EnvTools:
         self.env = env
 
     @tool()
-    def finish(self, answer: str | None = None, value: AnswerValue = None) -> dict[str, Any]:
+    def finish(
+        self, answer: Annotated[str, Field(max_length=MAX_ANSWER_CHARS)] | None = None, value: AnswerValue = None
+    ) -> dict[str, Any]:
         """End the episode. Give the answer to the user's question, or a one-line summary of what was done.
 
         Args:
@@ -104,7 +146,7 @@ class _EnvTools:
         return {"finished": True}
 
     @tool()
-    def confirm(self, question: str) -> dict[str, Any]:
+    def confirm(self, question: Annotated[str, Field(max_length=MAX_QUESTION_CHARS)]) -> dict[str, Any]:
         """Ask the user to confirm an action before doing it (sending, deleting, paying, granting).
 
         Args:
@@ -114,7 +156,7 @@ class _EnvTools:
         return {"confirmed": ok, "reply": "Yes, go ahead." if ok else "No, don't do that."}
 
     @tool()
-    def authenticate(self, reason: str) -> dict[str, Any]:
+    def authenticate(self, reason: Annotated[str, Field(max_length=MAX_QUESTION_CHARS)]) -> dict[str, Any]:
         """Ask the user to unlock a sensitive action with their PIN or fingerprint (a step-up).
 
         Args:
@@ -227,6 +269,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._delegate_on = False
         self._step_up_on = False
         self._frames: FrameStack | None = None
+        self._closed = False
+        self._secret_keys: frozenset[str] = frozenset()
+        self._masker = Masker()
+        self._masked_for: tuple[Fixtures, frozenset[str]] | None = None
         text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
         obs: dict[str, spaces.Space[Any]] = {
             "goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
@@ -292,6 +338,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._step_up_on = step_up
         specs = [e.spec for e in btools.values()] + extra
         self._specs: list[ToolSpec] = specs
+        self._secret_keys = frozenset(p for d in tmap.values() for p in d.spec.secret_parameters)
         self._openai = [s.to_openai() for s in specs]
 
     @property
@@ -325,9 +372,12 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         the pool with the seeded RNG), restore its fixture snapshot, return (observation, info).
         ``options["task"]`` may name any task of the suite, not only the pool's.
 
-        Raises ``KeyError`` for an unknown task id, ``TypeError`` for another kind of value, and
-        ``ValueError`` for a task this backend cannot run faithfully.
+        Raises ``KeyError`` for an unknown task id, ``TypeError`` for another kind of value,
+        ``ValueError`` for a task this backend cannot run faithfully, and
+        :class:`gymnasium.error.ClosedEnvironmentError` after :meth:`close`.
         """
+        if self._closed:
+            raise ClosedEnvironmentError("the env is closed; make a new one to reset")
         super().reset(seed=seed)
         want = (options or {}).get("task")
         if want is not None and not isinstance(want, (str, TaskSpec)):
@@ -353,6 +403,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._seed = seed
         self.backend.reset(task)
         self._refresh_tools()
+        masked_for = self._masked_for
+        if masked_for is None or masked_for[0] is not task.fixtures or masked_for[1] is not self._secret_keys:
+            self._masker = Masker(fixture_secrets(task.fixtures), self._secret_keys)
+            self._masked_for = (task.fixtures, self._secret_keys)
         self._before = {k: dict(v) for k, v in self.backend.tables().items()}
         notes = None
         if self._memory is not None:
@@ -369,10 +423,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._answer_value: Any = None
         self._done = False
         self._verdict: Any = None
-        self._goal = _ascii(task.goal)
+        self._goal = _ascii(self._masker.value(task.goal))
         self._frames = FrameStack(task.goal, self._specs, self._openai)
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)
+        started, text, _ = seal(started, self._masker)
         info = {
             "task_id": task.id,
             "category": task.category.value,
@@ -381,10 +436,16 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             "skills": self._skill_info,
             "max_steps": self._max_steps,
         }
-        return self._obs(started), info
+        return self._obs(started, text), info
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Apply one action (a tool call as JSON text or dict); never raises on a bad action."""
+        """Apply one action (a tool call as JSON text or dict); never raises on a bad action.
+
+        Raises :class:`gymnasium.error.ClosedEnvironmentError` after :meth:`close` (whatever the
+        action).
+        """
+        if self._closed:
+            raise ClosedEnvironmentError("the env is closed; make a new one to step")
         if self._done:
             fb = Feedback(
                 ok=False,
@@ -395,24 +456,27 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             )
             return self._obs(fb), 0.0, True, False, {"feedback": fb}
         t0 = time.perf_counter() if self.record_wall_time else 0.0
-        name, args, raw, fb = self._parse(action)
+        intake = self._parse(action)
         frame = self._frames.begin_step()  # type: ignore[union-attr]
         rec = None
+        fb = intake.error
         if fb is None:
-            rec = self._execute(name, args)  # type: ignore[arg-type]
+            rec = self._execute(intake)
             fb = rec.feedback
         if self._memory is not None and self._memory.pending:
             notes = self._memory.observe(None if rec is None else rec.name, fb.ok)
             if notes:
                 fb = fb.model_copy(update={"notifications": notes})
-                rec = None if rec is None else rec._replace(feedback=fb)
+        fb, text, escaped = seal(fb, self._masker)
+        rec = None if rec is None else rec._replace(feedback=fb)
         n = len(self._steps) + 1
         if not fb.ok:
             self._errors += 1
             if fb.infrastructure:
                 self._infra = True
         latency = time.perf_counter() - t0 if self.record_wall_time else None
-        self._steps.append((rec, raw, fb, self.backend.clock_seconds(), latency, self._pending_tokens))
+        escaped = escaped or intake.escaped
+        self._steps.append((rec, intake.raw, fb, self.backend.clock_seconds(), latency, self._pending_tokens, escaped))
         self._pending_tokens = None
         terminated = rec is not None and rec.name == "finish" and fb.ok and frame == ROOT_FRAME
         truncated = not terminated and n >= self._max_steps
@@ -433,7 +497,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                 errors=verdict.errors,
                 infrastructure_error=verdict.infrastructure_error,
             )
-        return self._obs(fb), reward, terminated, truncated, info
+        return self._obs(fb, text), reward, terminated, truncated, info
 
     def abort_infrastructure(self, reason: str) -> dict[str, Any]:
         """End the episode because the world failed outside the env (the planner's model server
@@ -460,14 +524,23 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         return None
 
     def close(self) -> None:
-        """Close the backend and the memory store."""
-        self.backend.close()
-        if self._memory is not None:
-            self._memory.close()
+        """Close the backend and the memory store. Idempotent and final: afterwards ``reset``
+        and ``step`` raise :class:`gymnasium.error.ClosedEnvironmentError`; ``trace``,
+        ``verdict`` and ``tools`` stay readable."""
+        if self._closed:
+            return
+        self._closed = True
+        self._done = True
+        try:
+            self.backend.close()
+        finally:
+            if self._memory is not None:
+                self._memory.close()
 
     # -- internals ------------------------------------------------------------------------------
-    def _obs(self, fb: Feedback) -> dict[str, Any]:
-        text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+    def _obs(self, fb: Feedback, text: str | None = None) -> dict[str, Any]:
+        if text is None:
+            text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
         if len(text) > MAX_TEXT:
             text = Feedback(
                 ok=fb.ok, error=fb.error, message="result too long to show; narrow the query"
@@ -493,87 +566,26 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             obs["screenshot"] = fb.image if fb.image is not None else self.backend.screenshot()
         return obs
 
-    def _parse(self, action: Any) -> tuple[str | None, dict[str, Any] | None, str | None, Feedback | None]:
-        """(tool name, arguments, raw text kept for the trace when unparseable, error or None).
+    def _parse(self, action: Any) -> Intake:
+        """The action through the intake (:func:`phoneenv.intake.read_action`) with this
+        episode's secrets masked.
 
-        Never raises: a Python object that fails while being read (a ``__str__`` or ``.get`` that
-        raises, nesting deeper than the interpreter's recursion limit) is an ``invalid_json`` error.
+        Never raises: a Python object that fails while being read (a ``__str__`` or ``.items``
+        that raises) is an ``invalid_json`` error.
         """
         try:
-            return self._parse_action(action)
+            return read_action(action, self._masker)
         except Exception as exc:  # RecursionError included: anything a hostile object can raise
-            return (
-                None,
-                None,
-                f"<unreadable {type(action).__name__}>",
-                feedback.invalid_json(f"the action could not be read ({type(exc).__name__}); send JSON text"),
+            return Intake(
+                raw=f"<unreadable {type(action).__name__}>",
+                error=feedback.invalid_json(f"the action could not be read ({type(exc).__name__}); send JSON text"),
             )
 
-    def _parse_action(self, action: Any) -> tuple[str | None, dict[str, Any] | None, str | None, Feedback | None]:
-        obj = action
-        if isinstance(action, (bytes, bytearray)):
-            try:
-                action = bytes(action).decode("utf-8")
-            except UnicodeDecodeError:
-                return (
-                    None,
-                    None,
-                    repr(bytes(action[:_RAW_KEEP])),
-                    feedback.invalid_json("the action is not UTF-8 text"),
-                )
-            obj = action
-        if isinstance(action, str):
-            if len(action) > MAX_ACTION_CHARS:
-                return (
-                    None,
-                    None,
-                    action[:_RAW_KEEP],
-                    feedback.invalid_json(f"the action is {len(action)} characters; at most {MAX_ACTION_CHARS}"),
-                )
-            try:
-                obj = json.loads(action)
-            except (ValueError, RecursionError) as exc:
-                return (
-                    None,
-                    None,
-                    action[:_RAW_KEEP],
-                    feedback.invalid_json(f"the action is not valid JSON: {str(exc)[:120]}"),
-                )
-        if not isinstance(obj, dict):
-            return (
-                None,
-                None,
-                str(action)[:_RAW_KEEP],
-                feedback.invalid_json(f"the action must be a JSON object, not {type(obj).__name__}"),
-            )
-        if "function" in obj and isinstance(obj["function"], dict):
-            obj = obj["function"]
-        name = obj.get("name")
-        args = obj.get("arguments", {})
-        if args is None:
-            args = {}
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except (ValueError, RecursionError):
-                return (
-                    None,
-                    None,
-                    str(action)[:_RAW_KEEP],
-                    feedback.invalid_json("'arguments' is a string that is not valid JSON"),
-                )
-        if not isinstance(name, str) or not name:
-            return (
-                None,
-                None,
-                str(action)[:_RAW_KEEP],
-                feedback.invalid_json("the action needs a string 'name' (the tool to call)"),
-            )
-        if not isinstance(args, dict):
-            return None, None, str(action)[:_RAW_KEEP], feedback.invalid_json("'arguments' must be a JSON object")
-        return name[:_RAW_KEEP], args, None, None
-
-    def _execute(self, name: str, arguments: dict[str, Any]) -> CallRecord:
+    def _execute(self, intake: Intake) -> CallRecord:
+        """Run one parsed call. ``intake.arguments`` (secrets masked) is what runs and what is
+        recorded; only the parameters the tool declares secret get their real value."""
+        name: str = intake.name  # type: ignore[assignment]
+        arguments: dict[str, Any] = intake.arguments  # type: ignore[assignment]
         entry = self._tool_map.get(name)
         frames: FrameStack = self._frames  # type: ignore[assignment]
         if entry is None:
@@ -582,17 +594,19 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         spec = entry.spec
         if not frames.allows(spec.name):
             return CallRecord(spec.name, arguments, frames.outside(spec.name), spec.effect)
+        if intake.argument_error is not None:
+            fb = feedback.invalid_arguments(spec.name, intake.argument_error, spec.parameters)
+            return CallRecord(spec.name, arguments, fb, spec.effect)
         if entry is DELEGATE_TOOL:
             return CallRecord(spec.name, arguments, frames.call(arguments), spec.effect)
+        run = arguments
+        if spec.secret_parameters and intake.real:
+            run = {k: intake.real[k] if k in spec.secret_parameters and k in intake.real else v for k, v in run.items()}
         try:
-            args = entry.validator.validate(arguments)
+            args = entry.validator.validate(run)
         except ArgumentError as exc:
             fb = feedback.invalid_arguments(spec.name, exc, spec.parameters)
             return CallRecord(spec.name, arguments, fb, spec.effect)
-        if spec.secret_parameters:
-            arguments = {
-                k: ("***" if k in spec.secret_parameters and v is not None else v) for k, v in arguments.items()
-            }
         confirmed = False
         if entry is _FINISH and not frames.at_root:
             fb = frames.finish(args["answer"], args.get("value"))
@@ -652,6 +666,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             answer_value=self._answer_value,
             now=self._clock_or_none(),
         )
+        if self._masker and self._masker.json_text_hits(self._verdict.model_dump_json()):
+            self._verdict = Verdict.model_validate(self._masker.value(self._verdict.model_dump(mode="json")))
         return self._verdict
 
     def _clock_or_none(self) -> str | None:
@@ -678,7 +694,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         steps = []
         fmt = self.backend.format_clock
         step_frames = self._frames.step_frames if self._frames is not None else []
-        for n, (rec, raw, fb, clock, latency, tokens) in enumerate(self._steps, 1):
+        for n, (rec, raw, fb, clock, latency, tokens, escaped) in enumerate(self._steps, 1):
             call = None if rec is None else ToolCall(name=rec.name, arguments=dict(rec.arguments))
             steps.append(
                 Step(
@@ -691,6 +707,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                     tokens=tokens,
                     latency_s=latency,
                     frame=step_frames[n - 1] if n <= len(step_frames) else ROOT_FRAME,
+                    escaped=escaped,
                 )
             )
         return Trace(

@@ -111,7 +111,7 @@ def test_feedback_details(contacts_task):
 
 def test_hostile_python_objects_are_invalid_json_not_exceptions(contacts_task):
     """Objects that fail while being read (``__str__``/``__repr__``/``.get`` raising, nesting past
-    the recursion limit) come back as ``invalid_json``; the episode goes on."""
+    the recursion limit) come back as ``invalid_json`` that says what is wrong; the episode goes on."""
 
     class BadText:
         def __str__(self):
@@ -132,10 +132,10 @@ def test_hostile_python_objects_are_invalid_json_not_exceptions(contacts_task):
     env = PhonePlanEnv(task=contacts_task)
     env.reset(seed=0)
     for action, error in [
-        (BadText(), "RuntimeError"),
+        (BadText(), "must be a JSON object, not BadText"),
         (BadDict(name="contacts.search"), "RuntimeError"),
-        ({"name": BadText(), "arguments": {}}, "RuntimeError"),
-        (deep, "RecursionError"),
+        ({"name": BadText(), "arguments": {}}, "needs a string 'name'"),
+        ({"name": "contacts.search", "arguments": deep}, "nested deeper than 32 levels"),
     ]:
         obs, reward, terminated, truncated, info = env.step(action)
         got = fb(obs)
@@ -147,15 +147,101 @@ def test_hostile_python_objects_are_invalid_json_not_exceptions(contacts_task):
     assert fb(obs)["ok"]
 
 
-def test_fuzz_ten_thousand_random_actions(contacts_task):
+def _hostile_action(rng: random.Random, names: list[str], secret: str) -> object:
+    """One action of the hostile kinds: surrogates, deep nesting, non-finite numbers, duplicate
+    keys, huge integers and strings, ambiguous wrappers, and the fixture secret in every place."""
+    name = rng.choice(names)
+    kind = rng.randrange(12)
+    if kind == 0:
+        return (
+            json.dumps({"name": name, "arguments": {"query": "a"}})[:-3]
+            + rng.choice(["\ud800", "\udfff", "\udc00\ud800"])
+            + '"}}'
+        )
+    if kind == 1:
+        return {"name": name + rng.choice(["\ud800", ""]), "arguments": {rng.choice(["query", "\udc80"]): "\ud83d"}}
+    if kind == 2:
+        d = rng.choice([30, 31, 32, 255, 256, 300, 5000])
+        return {"name": name, "arguments": {"query": functools.reduce(lambda x, _: [x], range(d), 1)}}
+    if kind == 3:
+        constant = rng.choice(["NaN", "Infinity", "-Infinity", "1e999"])
+        return json.dumps({"name": name, "arguments": {"limit": "@"}}).replace('"@"', constant)
+    if kind == 4:
+        return {
+            "name": name,
+            "arguments": {"value": rng.choice([float("nan"), float("inf"), 2**63, -(2**70), 10**5000])},
+        }
+    if kind == 5:
+        return json.dumps({"name": name, "arguments": {"query": "a"}})[:-2] + ', "query": "b"}}'
+    if kind == 6:
+        return {"name": name, "function": {"name": rng.choice(names), "arguments": {}}}
+    if kind == 7:
+        return {"name": "finish", "arguments": {"answer": "x" * rng.choice([8001, 40_000, 10**6])}}
+    if kind == 8:
+        return {"name": name, "arguments": {"k" * rng.choice([129, 60_000, 10**6]): 1}}
+    if kind == 9:
+        return rng.choice(
+            [
+                {
+                    "name": "system.sign_in",
+                    "arguments": {"app": "mail", "account": "sam@example.com", "password": secret, "x": 1},
+                },
+                {"name": "system.sign_inn", "arguments": {"pass": secret}},
+                '{"name": "system.sign_in", "arguments": {"password": "' + secret + '"',
+                {"name": "system.sign_in", "arguments": '{"password": "' + secret + '"'},
+                {"name": secret, "arguments": {secret: secret}},
+                {"name": "user.confirm", "arguments": {"question": f"use {secret}?"}},
+            ]
+        )
+    if kind == 10:
+        return json.dumps({"name": name, "arguments": {"query": secret}}).encode() + rng.choice([b"", b"\xff"])
+    return "x" * rng.randrange(150, 250) + secret + "}"
+
+
+def test_fuzz_ten_thousand_random_actions(contacts_task, caplog):
+    """10,000 random and hostile actions over many episodes: no exception escapes ``step``,
+    every observation is in the space, every trace serialises and round-trips, and the fixture
+    secret is in none of them."""
+    import logging
+
+    from phoneenv.contract import Trace
+
+    caplog.set_level(logging.DEBUG)
+    secret = "fuzz-s3cret-77"
+    # Copied without validation: the vault holds a plain str where SecretStr is declared.
+    task = contacts_task.model_copy(
+        update={
+            "fixtures": contacts_task.fixtures.model_copy(
+                update={
+                    "vault": {"sam@example.com": secret},
+                    "accounts": {"mail": {"account": "sam@example.com", "signed_in": False}},
+                }
+            )
+        }
+    )
     rng = random.Random(7)
-    env = PhonePlanEnv(task=contacts_task, max_steps=10**6)
+    env = PhonePlanEnv(task=task, max_steps=10**6)
     env.reset(seed=0)
     names = [t["function"]["name"] for t in env.tools if t["function"]["name"] != "finish"]
     junk_values = [None, True, -1, 2**70, 1.5e308, "", "x" * 5000, "\u202e\U0001f600", [], {}, [[[]]], {"a": {"b": 1}}]
-    kinds = set()
+    kinds: set = set()
+    actions = exceptions = unwritable = traces = escaped = 0
+
+    def write_trace() -> None:
+        nonlocal unwritable, traces, escaped
+        traces += 1
+        try:
+            dumped = env.trace.model_dump_json()
+            assert Trace.model_validate_json(dumped).model_dump_json() == dumped
+        except Exception:
+            unwritable += 1
+            return
+        assert secret not in dumped
+        escaped += sum(s.escaped for s in env.trace.steps)
+
+    steps, end_at = 0, rng.randrange(20, 80)
     for i in range(10_000):
-        choice = rng.randrange(6)
+        choice = rng.randrange(8)
         if choice == 0:
             action = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40)))
         elif choice == 1:
@@ -174,13 +260,30 @@ def test_fuzz_ten_thousand_random_actions(contacts_task):
             }
         elif choice == 4:
             action = json.dumps({"name": rng.choice(names) + rng.choice(["", "x", ".", "__"]), "arguments": {}})
-        else:
+        elif choice == 5:
             action = rng.choice([0, 3.2, object(), ["a"], ("t",), {"name": 5}])
-        obs, r, term, trunc, info = env.step(action)
+        else:
+            action = _hostile_action(rng, names, secret)
+        actions += 1
+        try:
+            obs, r, term, trunc, info = env.step(action)
+        except Exception:
+            exceptions += 1
+            continue
         kinds.add(fb(obs).get("error"))
-        assert not term and not trunc
-        if i % 500 == 0:
+        if choice >= 6 or i % 50 == 0:
             assert env.observation_space.contains(obs)
+        assert secret not in obs["feedback"]
+        steps += 1
+        if term or trunc or steps >= end_at:
+            assert secret not in json.dumps({k: v for k, v in info.items() if k != "tools"}, default=repr)
+            write_trace()
+            env.reset(seed=i)
+            steps, end_at = 0, rng.randrange(20, 80)
+    write_trace()
+    assert (actions, exceptions, unwritable) == (10_000, 0, 0)
+    assert traces > 100 and escaped > 0
+    assert secret not in caplog.text
     assert {"invalid_json", "unknown_tool", "invalid_arguments"} <= kinds
 
 

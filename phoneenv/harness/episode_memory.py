@@ -529,9 +529,14 @@ class EpisodeMemory:
         return self._table
 
     def close(self) -> None:
-        """Close the store's database connection (if one was opened)."""
+        """Close the store's database connection (if one was opened). Idempotent; a later use
+        opens a new connection (a persistent file keeps its rows; a private in-memory store
+        starts empty, and the next reset seeds it again)."""
         if self._store is not None:
-            self._store.close()
+            store, self._store, self._tools = self._store, None, None
+            self._state, self._dirty, self._table, self.pending, self.loaded = None, True, None, 0, False
+            self._resolved = False
+            store.close()
 
     # -- internals ------------------------------------------------------------------------------
 

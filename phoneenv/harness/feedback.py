@@ -91,6 +91,10 @@ DEFAULT_HINTS: Mapping[ErrorKind, str] = MappingProxyType(
 """The hint an error gets when its reporter gave none (used by :func:`from_tool_error`)."""
 
 
+_MAX_COMPARED = 128
+"""Longest name compared for suggestions (difflib is quadratic in the names' lengths)."""
+
+
 def recoverable(kind: ErrorKind | str) -> bool:
     """Whether an agent can recover from ``kind`` by acting differently (from :data:`RECOVERABLE`).
 
@@ -314,9 +318,10 @@ def invalid_arguments(tool: str, error: ArgumentError, schema: Mapping[str, Any]
     arg = path[1:] if path else ""
     if schema and fragment is None and arg and "/" not in arg:
         allowed = list((schema.get("properties") or {}).keys())
+        arg = arg[:_MAX_COMPARED]  # a huge key must not cost difflib seconds
         close = difflib.get_close_matches(arg, allowed, n=len(allowed), cutoff=0.0) if allowed else []
         candidates = close or None
-        hint = f"{arg!r} is not a parameter of {tool}; " + (
+        hint = f"{arg[:80]!r} is not a parameter of {tool}; " + (
             f"use one of: {', '.join(close)}" if close else "it takes no arguments"
         )
     elif fragment is not None and path:

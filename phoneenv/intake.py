@@ -1,0 +1,590 @@
+"""The step's intake: what the agent sends becomes a tool call the env can run and a record it
+can always write, with every fixture secret masked before anything is recorded.
+
+:func:`read_action` is the one pass every action goes through (:meth:`PhonePlanEnv.step
+<phoneenv.env.PhonePlanEnv.step>` calls it first); :func:`seal` is the one pass every feedback
+goes through before it is recorded or shown. Both take the episode's :class:`Masker`.
+
+What is rejected, and as what (the limits are the constants below):
+
+- ``invalid_json``, the action is not a readable tool call: not JSON text (or UTF-8 bytes of
+  it) or a dict; not an object; no non-empty string ``name``; longer than
+  :data:`MAX_ACTION_CHARS` (text, or a dict's size as JSON); ``NaN``, ``Infinity``,
+  ``-Infinity`` or a float that is not finite (``1e999``); a duplicate key in any object; a
+  lone UTF-16 surrogate in the name, a key or a string; nesting deeper than
+  :data:`MAX_NESTING`; in a dict action, a value of a non-JSON type or a non-string key (a
+  tuple is read as a list); both a top-level ``name``/``arguments`` and ``function``
+  (ambiguous: which call is meant?), or a ``function`` that is not an object; a name longer
+  than :data:`MAX_NAME_CHARS`. The feedback's ``path`` points at the value when it is known.
+- ``invalid_arguments`` of the tool (reported once the tool is known, with ``path``): a string
+  longer than :data:`MAX_STRING_CHARS`, a key longer than :data:`MAX_KEY_CHARS`, an integer
+  outside ``[-2**63, 2**63 - 1]`` (no tool can take one; it is recorded as its decimal text,
+  and the step marked escaped).
+
+The JSON Schema of each tool bounds its own arguments further (the ``finish`` answer, for
+one, to :data:`phoneenv.env.MAX_ANSWER_CHARS`).
+
+What is not rejected but cannot be stored faithfully is stored escaped and marked
+(:attr:`~phoneenv.contract.Step.escaped`): the raw text of a rejected action that holds lone
+surrogates (backslash-escaped), and a feedback the world produced that JSON cannot carry (lone
+surrogates escaped, nesting past :data:`MAX_FEEDBACK_NESTING` cut, values of other types
+written as text).
+
+Secrets: a :class:`Masker` holds the episode's fixture secrets (every ``SecretStr`` of the
+task's :class:`~phoneenv.contract.Fixtures`: the vault's passwords) and the names of the
+episode's secret parameters (``password``). It replaces every occurrence of a secret — in the
+raw text (also JSON-escaped), in the name, in keys, in values, a number equal to one — and
+every value under a secret parameter's name by ``***``. The masked call is what runs and what
+is recorded: only a parameter its tool declares secret
+(:attr:`~phoneenv.contract.ToolSpec.secret_parameters`) gets the real value, and is recorded
+as ``***``. So a secret never reaches a trace, a feedback, a log, the world's state or the
+verdict through any argument but that one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import SecretStr
+
+from phoneenv.contract import Feedback, Fixtures
+from phoneenv.harness import feedback
+from phoneenv.tools import ArgumentError
+
+__all__ = [
+    "MASK",
+    "MAX_ACTION_CHARS",
+    "MAX_FEEDBACK_NESTING",
+    "MAX_KEY_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_NESTING",
+    "MAX_STRING_CHARS",
+    "RAW_KEEP",
+    "Intake",
+    "Masker",
+    "fixture_secrets",
+    "read_action",
+    "seal",
+]
+
+MAX_ACTION_CHARS = 65_536
+"""Longest action: characters of its text, or of a dict action's JSON (estimated while it is
+read). Longer ones are rejected as ``invalid_json`` unread, so no step records more than about
+this much of what the agent sent."""
+MAX_NESTING = 32
+"""Deepest nesting of objects and arrays in an action's arguments (the arguments object is
+level 1; tools need a handful). Deeper is ``invalid_json``, long before Python's recursion
+limit or pydantic's serialiser (which refuses 255 levels) is reached."""
+MAX_STRING_CHARS = 32_768
+"""Longest string in an action's arguments (above every tool schema's own bound, such as a mail
+body's 20,000); longer is ``invalid_arguments``."""
+MAX_KEY_CHARS = 128
+"""Longest key in an action's arguments; longer is ``invalid_arguments``, and no longer key ever
+reaches the nearest-name suggestions (difflib)."""
+MAX_NAME_CHARS = 128
+"""Longest tool name; longer is ``invalid_json``."""
+MAX_FEEDBACK_NESTING = 128
+"""Deepest nesting kept when a feedback the world produced has to be escaped (see :func:`seal`);
+deeper parts are replaced by a marker string."""
+RAW_KEEP = 200
+"""Characters of a rejected action's text kept in :attr:`~phoneenv.contract.Step.raw`."""
+MASK = "***"
+"""What a secret is replaced by."""
+
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\"\\/bfnrt])")
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def fixture_secrets(fixtures: Fixtures) -> tuple[str, ...]:
+    """Every secret of ``fixtures``: the value of every ``SecretStr`` in them, at any depth
+    (today the vault's passwords), and every plain string held where a field is declared
+    ``SecretStr`` (a model copied without validation keeps them so); non-empty, longest first."""
+    found: set[str] = set()
+
+    def walk(value: Any, secret: bool) -> None:
+        if isinstance(value, SecretStr):
+            found.add(value.get_secret_value())
+        elif isinstance(value, str):
+            if secret:
+                found.add(value)
+        elif isinstance(value, Mapping):
+            for v in value.values():
+                walk(v, secret)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, secret)
+        elif hasattr(value, "__pydantic_fields__"):
+            for name, info in type(value).model_fields.items():
+                walk(getattr(value, name), secret or "SecretStr" in str(info.annotation))
+
+    walk(fixtures, False)
+    return tuple(sorted((s for s in found if s), key=lambda s: (-len(s), s)))
+
+
+class Masker:
+    """Replaces an episode's secrets by :data:`MASK` in text and in JSON values.
+
+    Args:
+        secrets: the secret strings (fixture secrets, see :func:`fixture_secrets`).
+        keys: names whose values are secret wherever they appear as a key (the episode's secret
+            parameters, e.g. ``password``).
+
+    A masker with neither is falsy and returns what it is given unchanged.
+    """
+
+    def __init__(self, secrets: Iterable[str] = (), keys: Iterable[str] = ()) -> None:
+        self.secrets: tuple[str, ...] = tuple(sorted({s for s in secrets if s}, key=lambda s: (-len(s), s)))
+        self.keys: frozenset[str] = frozenset(keys)
+        forms: dict[str, None] = {}
+        for s in self.secrets:  # as it is, JSON-escaped both ways, Python-escaped (a dict's str())
+            for form in (
+                s,
+                json.dumps(s)[1:-1],
+                json.dumps(s, ensure_ascii=False)[1:-1],
+                repr(s)[1:-1],
+                ascii(s)[1:-1],
+            ):
+                forms[form] = None
+        self._forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
+        # A secret of printable ASCII without quote or backslash looks the same in any JSON text.
+        self._plain = all(s.isascii() and s.isprintable() and '"' not in s and "\\" not in s for s in self.secrets)
+        self._key_value = (
+            re.compile(
+                r'("(?:%s)"\s*:\s*")((?:[^"\\]|\\.)*)' % "|".join(re.escape(k) for k in sorted(self.keys))  # noqa: UP031
+            )
+            if self.keys
+            else None
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets or self.keys)
+
+    def hits(self, text: str) -> bool:
+        """Whether ``text`` holds a secret, literally, JSON-escaped or Python-escaped."""
+        return any(f in text for f in self._forms)
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret (literal, JSON- or Python-escaped, also when the text
+        spells its characters as ``\\uXXXX`` escapes) and every JSON string value under a
+        secret key (``"password": "..."``) replaced by :data:`MASK`."""
+        if not self:
+            return text
+        text = self._replace_forms(text)
+        if self.secrets and "\\" in text:
+            decoded = _JSON_ESCAPE.sub(_unescape, text)
+            if decoded != text and any(s in decoded for s in self.secrets):
+                text = self._replace_forms(decoded)  # a secret spelled in escapes: keep the decoded text
+        if self._key_value is not None:
+            text = self._key_value.sub(lambda m: m.group(1) + MASK, text)
+        return text
+
+    def _replace_forms(self, text: str) -> str:
+        for form in self._forms:
+            if form in text:
+                text = text.replace(form, MASK)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A copy of the JSON ``value`` with secrets masked in every string and key, a number
+        equal to a secret replaced by :data:`MASK`, and every value under a secret key replaced
+        by :data:`MASK` (None stays None). Returns ``value`` itself when nothing changes."""
+        if not self:
+            return value
+        return self._value(value)
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._str(value)
+        if isinstance(value, dict):
+            out: dict[Any, Any] = {}
+            changed = False
+            for k, v in value.items():
+                mk = self._str(k) if isinstance(k, str) else k
+                mv = MASK if (k in self.keys and v is not None) else self._value(v)
+                changed = changed or mk is not k or mv is not v
+                out[mk] = mv
+            return out if changed else value
+        if isinstance(value, list):
+            items = [self._value(v) for v in value]
+            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and self.secrets:
+            return MASK if _number_text(value) in self.secrets else value
+        return value
+
+    def _str(self, text: str) -> str:
+        for form in self._forms:
+            if form in text:
+                return self._replace_forms(text)
+        return text
+
+    def feedback(self, fb: Feedback) -> Feedback:
+        """``fb`` with its secrets masked (every field; the image is kept as it is)."""
+        if not self:
+            return fb
+        update = {}
+        for name in ("result", "message", "hint", "path", "expected", "candidates", "notifications"):
+            old = getattr(fb, name)
+            new = self._value(old)
+            if new is not old:
+                update[name] = new
+        return fb.model_copy(update=update) if update else fb
+
+    def tail(self, text: str) -> str:
+        """``text`` (an excerpt cut off at its end) with a secret's beginning at its end masked:
+        the last characters, when they are the first two or more of a secret (in any form)."""
+        for form in self._forms:
+            for n in range(min(len(form) - 1, len(text)), 1, -1):
+                if text.endswith(form[:n]):
+                    return text[:-n] + MASK
+        return text
+
+    def json_text_hits(self, text: str) -> bool:
+        """Whether the JSON ``text`` may hold a secret (exact for plain secrets; always True
+        when a secret has characters JSON escapes, so the caller checks the values)."""
+        if not self.secrets:
+            return bool(self.keys) and any(f'"{k}"' in text for k in self.keys)
+        if not self._plain:
+            return True
+        return self.hits(text) or (bool(self.keys) and any(f'"{k}"' in text for k in self.keys))
+
+
+def _number_text(value: int | float) -> str:
+    if isinstance(value, int):
+        return str(value) if -(10**30) < value < 10**30 else ""
+    return repr(value)
+
+
+def _unescape(m: re.Match[str]) -> str:
+    esc = m.group(1)
+    if esc[0] == "u":
+        return chr(int(esc[1:], 16))
+    return _SIMPLE_ESCAPES[esc]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading an action
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Intake:
+    """An action after the intake.
+
+    ``name`` and ``arguments`` (masked, JSON-clean) are set when the action parsed; ``error`` (an
+    ``invalid_json`` feedback) and ``raw`` (the action's text, masked, escaped, at most
+    :data:`RAW_KEEP` characters) when it did not. ``argument_error`` is a bound an argument
+    broke (see the module table): the env reports it as ``invalid_arguments`` of the tool once
+    it knows the tool. ``real`` holds the unmasked top-level arguments, for the parameters a
+    tool declares secret; it must never be recorded. ``escaped``: ``raw`` was escaped to be
+    storable, or an argument was (an integer outside 64 bits, which always breaks a bound, is
+    kept as its decimal text).
+    """
+
+    name: str | None = None
+    arguments: dict[str, Any] | None = None
+    real: dict[str, Any] | None = None
+    argument_error: ArgumentError | None = None
+    raw: str | None = None
+    escaped: bool = False
+    error: Feedback | None = None
+
+
+class _Reject(Exception):
+    """The action is not a readable tool call: becomes ``invalid_json`` with ``path``."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _pointer(path: str, key: str) -> str:
+    """``path`` extended by ``key`` (JSON Pointer escaping; lone surrogates backslash-escaped,
+    so the pointer itself is storable)."""
+    if _SURROGATE.search(key):
+        key = key.encode("utf-8", "backslashreplace").decode("utf-8")
+    return f"{path}/{key.replace('~', '~0').replace('/', '~1')}"
+
+
+def _show(key: str, n: int = 40) -> str:
+    """A key or name for a message: as a JSON string (ASCII, so a secret in it takes a form
+    the :class:`Masker` knows), at most ``n`` characters of it."""
+    return json.dumps(key[:n]) + ("..." if len(key) > n else "")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Duplicate(f"duplicate key {_show(k)} in an object; every key may appear once")
+        out[k] = v
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise _Reject(f"{name} is not JSON; numbers must be finite")
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` that rejects duplicate keys and NaN/Infinity (raises ``_Reject``)."""
+    try:
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+    except _Duplicate as exc:
+        raise _Reject(str(exc)) from None
+    except RecursionError:
+        raise _Reject(f"the JSON is nested too deeply; at most {MAX_NESTING} levels") from None
+    except ValueError as exc:
+        raise _Reject(f"not valid JSON: {str(exc)[:120]}") from None
+
+
+class _Cleaner:
+    """One walk over an action's value: checks it is JSON (the module table) and copies it into
+    plain dicts, lists, strings, finite numbers, booleans and None."""
+
+    def __init__(self, budget: int | None) -> None:
+        self.budget = budget  # characters left for a dict action (None: text, already bounded)
+        self.argument_error: ArgumentError | None = None
+        self.escaped = False
+
+    def spend(self, n: int) -> None:
+        if self.budget is not None:
+            self.budget -= n
+            if self.budget < 0:
+                raise _Reject(f"the action is larger than {MAX_ACTION_CHARS} characters as JSON")
+
+    def bound(self, message: str, path: str, expected: str | None) -> None:
+        if self.argument_error is None:
+            self.argument_error = ArgumentError(message, path, expected)
+
+    def string(self, text: str, path: str, *, key: bool = False) -> str:
+        self.spend(len(text) + 3)
+        m = _SURROGATE.search(text)
+        if m is not None:
+            where = "a key" if key else "a string"
+            raise _Reject(
+                f"{where} holds a lone UTF-16 surrogate ({m.group()!a} at character {m.start()}); "
+                "send valid Unicode text",
+                path or None,
+            )
+        if key and len(text) > MAX_KEY_CHARS:
+            self.bound(f"an argument name of {len(text)} characters; at most {MAX_KEY_CHARS}", path, "string")
+        elif not key and len(text) > MAX_STRING_CHARS:
+            self.bound(f"a string of {len(text)} characters; at most {MAX_STRING_CHARS}", path, "string")
+        return text
+
+    def clean(self, value: Any, path: str, depth: int) -> Any:
+        if value is None or value is True or value is False:
+            self.spend(5)
+            return value
+        t = type(value)
+        if t is str or isinstance(value, str):
+            return self.string(str.__str__(value), path)
+        if t is int or (isinstance(value, int) and not isinstance(value, bool)):
+            value = int(value)
+            if not _INT_MIN <= value <= _INT_MAX:
+                self.bound("an integer outside the 64-bit range [-2**63, 2**63-1]", path, "integer")
+                self.spend(25)
+                self.escaped = True  # recorded as text: JSON readers (pydantic's too) refuse huge numbers
+                if value.bit_length() < 4000:
+                    return str(value)
+                return f"<integer of about {int(value.bit_length() * math.log10(2)) + 1} digits>"
+            self.spend(len(str(value)))
+            return value
+        if t is float or isinstance(value, float):
+            value = float(value)
+            if not math.isfinite(value):
+                raise _Reject(f"{value!r} is not a JSON number; numbers must be finite", path or None)
+            self.spend(24)
+            return value
+        if depth >= MAX_NESTING:
+            raise _Reject(f"the action is nested deeper than {MAX_NESTING} levels", path or None)
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            self.spend(2)
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise _Reject(f"a key of type {type(k).__name__}; JSON keys are strings", path or None)
+                sub = _pointer(path, k[:MAX_KEY_CHARS])
+                k = self.string(str.__str__(k), sub, key=True)
+                out[k] = self.clean(v, sub, depth + 1)
+            return out
+        if isinstance(value, (list, tuple)):
+            self.spend(2)
+            return [self.clean(v, f"{path}/{i}", depth + 1) for i, v in enumerate(value)]
+        raise _Reject(f"a value of type {type(value).__name__} is not JSON", path or None)
+
+
+def _raw(text: str, masker: Masker) -> tuple[str, bool]:
+    """``text`` as kept in a step: its first :data:`RAW_KEEP` characters, masked (a secret cut
+    off at the end too), lone surrogates backslash-escaped (then True)."""
+    kept = masker.tail(masker.text(text[:RAW_KEEP])) if masker else text[:RAW_KEEP]
+    if _SURROGATE.search(kept):
+        return kept.encode("utf-8", "backslashreplace").decode("utf-8"), True
+    return kept, False
+
+
+def read_action(action: Any, masker: Masker) -> Intake:
+    """Read one action: JSON text (``str`` or UTF-8 ``bytes``) or a dict, ``{"name": "app.verb",
+    "arguments": {...}}``, or OpenAI's ``{"function": {"name", "arguments"}}`` wrapper with
+    ``arguments`` as an object or as JSON text.
+
+    Returns an :class:`Intake`; the checks and limits are in the module docstring. Raises
+    whatever a hostile Python object raises while it is read (a ``__str__`` or ``.items`` that
+    raises); the caller turns that into ``invalid_json``.
+    """
+    text: str | None = None
+    if isinstance(action, (bytes, bytearray)):
+        try:
+            text = bytes(action).decode("utf-8")
+        except UnicodeDecodeError:
+            raw, escaped = _raw(repr(bytes(action[: 2 * RAW_KEEP])), masker)
+            return Intake(raw=raw, escaped=escaped, error=feedback.invalid_json("the action is not UTF-8 text"))
+    elif isinstance(action, str):
+        text = str.__str__(action)
+    try:
+        if text is not None:
+            if len(text) > MAX_ACTION_CHARS:
+                raise _Reject(f"the action is {len(text)} characters; at most {MAX_ACTION_CHARS}")
+            obj = _loads(text)
+            cleaner = _Cleaner(None)
+        else:
+            obj = action
+            cleaner = _Cleaner(MAX_ACTION_CHARS)
+        if not isinstance(obj, dict):
+            raise _Reject(f"the action must be a JSON object, not {_json_type(obj)}")
+        call = obj
+        if "function" in obj:
+            if "name" in obj or "arguments" in obj:
+                raise _Reject(
+                    "the action has both 'function' and a top-level 'name' or 'arguments'; it is ambiguous "
+                    "which call is meant: send one of them"
+                )
+            call = obj["function"]
+            if not isinstance(call, dict):
+                raise _Reject(f"'function' must be an object with 'name' and 'arguments', not {_json_type(call)}")
+        name = call.get("name")
+        if not isinstance(name, str) or not name:
+            raise _Reject("the action needs a string 'name' (the tool to call)")
+        name = cleaner.string(str.__str__(name), "/name")
+        if len(name) > MAX_NAME_CHARS:
+            raise _Reject(f"the tool name is {len(name)} characters; tool names are at most {MAX_NAME_CHARS}")
+        args = call.get("arguments", {})
+        if args is None:
+            args = {}
+        if isinstance(args, str):
+            args = _loads(args) if args.strip() else {}
+        if not isinstance(args, dict):
+            raise _Reject(f"'arguments' must be a JSON object, not {_json_type(args)}")
+        real = cleaner.clean(args, "", 1)
+    except _Reject as exc:
+        if text is None:
+            try:
+                text = str(action)
+            except Exception:
+                text = f"<unreadable {type(action).__name__}>"
+        raw, escaped = _raw(text, masker)
+        fb = feedback.invalid_json(f"the action is not a valid tool call: {exc.message}")
+        if exc.path:
+            fb = fb.model_copy(update={"path": exc.path})
+        return Intake(raw=raw, escaped=escaped, error=fb)
+    return Intake(
+        name=masker.text(name) if masker else name,
+        arguments=masker.value(real),
+        real=real,
+        argument_error=cleaner.argument_error,
+        escaped=cleaner.escaped,
+    )
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return type(value).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Sealing a feedback
+# ---------------------------------------------------------------------------------------------
+
+
+def _storable(value: Any, depth: int) -> tuple[Any, bool]:
+    """``value`` as JSON can carry it: lone surrogates escaped, nesting past
+    :data:`MAX_FEEDBACK_NESTING` cut, keys as text, other types as text; True when changed."""
+    if value is None or isinstance(value, (bool, int)):
+        return value, False
+    if isinstance(value, float):
+        return (value, False) if math.isfinite(value) else (None, True)
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            return value.encode("utf-8", "backslashreplace").decode("utf-8"), True
+        return value, False
+    if depth >= MAX_FEEDBACK_NESTING:
+        return f"<nested deeper than {MAX_FEEDBACK_NESTING} levels: not kept>", True
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        changed = False
+        for k, v in value.items():
+            key, c1 = _storable(k if isinstance(k, str) else str(k), depth)
+            item, c2 = _storable(v, depth + 1)
+            changed = changed or c1 or c2 or not isinstance(k, str)
+            out[key] = item
+        return out, changed
+    if isinstance(value, (list, tuple)):
+        items = [_storable(v, depth + 1) for v in value]
+        return [v for v, _ in items], any(c for _, c in items) or isinstance(value, tuple)
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<unprintable {type(value).__name__}>"
+    return _storable(text, depth)[0], True
+
+
+def seal(fb: Feedback, masker: Masker) -> tuple[Feedback, str, bool]:
+    """``fb`` made safe to record and show: (feedback, its observation text, escaped).
+
+    The observation text is ``fb`` as ASCII JSON without null fields. When pydantic cannot write
+    ``fb`` (lone surrogates, nesting past its limit, an object it does not know), every field is
+    made storable (see the module docstring) and ``escaped`` is True. Then every secret of
+    ``masker`` is masked. Never raises.
+    """
+    escaped = False
+    try:
+        text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+    except Exception:
+        update = {}
+        for name in ("result", "message", "hint", "path", "expected", "candidates", "notifications"):
+            value, changed = _storable(getattr(fb, name), 0)
+            if changed:
+                update[name] = value
+        fb = fb.model_copy(update=update)
+        escaped = True
+        try:
+            text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+        except Exception:  # not reached by any known input; the step still records something true
+            fb = Feedback(ok=fb.ok, error=fb.error, message="the result could not be recorded", image=fb.image)
+            text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+    if masker and masker.json_text_hits(text):
+        masked = masker.feedback(fb)
+        if masked is not fb:
+            fb = masked
+            text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+    return fb, text, escaped
