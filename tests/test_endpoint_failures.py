@@ -17,6 +17,8 @@ import socket
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("openai")
 pytest.importorskip("tenacity")
@@ -25,7 +27,7 @@ from typer.testing import CliRunner
 
 from agents.llm.client import RETRYABLE_KINDS, OpenAIChatClient
 from phoneenv.cli import app
-from phoneenv.llm import InfrastructureError
+from phoneenv.llm import ChatResult, InfrastructureError
 from phoneenv.tasks import get_task
 from tests.fake_openai import (
     FakeOpenAI,
@@ -200,6 +202,63 @@ def test_retry_settings_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("PHONEENV_LLM_MAX_ATTEMPTS", "0")
     with pytest.raises(ValueError, match="at least 1"):
         OpenAIChatClient("http://127.0.0.1:9/v1", "m")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _paths(value, path=()):
+    """Every path into a JSON value (keys and indices), the root included."""
+    yield path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield from _paths(child, (*path, key))
+
+
+@st.composite
+def broken_completions(draw):
+    """A valid completion with one value replaced by any JSON value, or one key deleted."""
+    body = json.loads(json.dumps(GOOD))
+    path = draw(st.sampled_from(list(_paths(body))[1:]))
+    parent = body
+    for key in path[:-1]:
+        parent = parent[key]
+    if isinstance(parent, dict) and draw(st.booleans()):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = draw(JSON)
+    return json.dumps(body)
+
+
+@pytest.fixture(scope="module")
+def fuzz_server():
+    with FakeOpenAI() as srv:
+        yield srv, _client(srv.base_url, 1)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=broken_completions() | JSON.map(json.dumps) | st.binary(max_size=40).map(lambda b: b.decode("latin-1")),
+    content_type=st.sampled_from(["application/json", "text/html", "text/plain", "application/json; charset=utf-8"]),
+)
+def test_any_200_body_gives_a_result_or_an_infrastructure_error(fuzz_server, body, content_type):
+    """Whatever a server answers with 200, the client returns a result or raises
+    InfrastructureError(malformed_response); nothing else escapes."""
+    srv, client = fuzz_server
+    before = len(srv.requests)
+    srv.add([reply(200, content_type, body)])
+    try:
+        res = client.chat(MESSAGES)
+    except InfrastructureError as exc:
+        assert exc.kind == "malformed_response", exc
+    else:
+        assert isinstance(res, ChatResult)
+        assert isinstance(res.content, str) and all(isinstance(c["arguments"], dict) for c in res.tool_calls)
+    assert len(srv.requests) == before + 1 and srv.exhausted == 0
 
 
 # ----------------------------------------------------------------------------- the fake itself
