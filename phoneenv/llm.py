@@ -17,12 +17,16 @@ __all__ = ["ChatClient", "ChatResult", "InfrastructureError", "TokenUsage"]
 
 
 class InfrastructureError(RuntimeError):
-    """The world failed, not the agent: a model server refused, timed out, returned 5xx or
-    rate-limited past the retry budget, the context overflowed, or a device was lost.
+    """The world failed, not the agent: a model server refused, timed out, returned 5xx,
+    rate-limited or answered with something that is not a completion past the retry budget, the
+    context overflowed, or a device was lost.
 
     Evaluation labels an episode that hits one as an infrastructure error (never an agent
-    failure). ``kind`` is a short label (``connection``, ``timeout``, ``rate_limit``,
-    ``server_error``, ``context_overflow``, ``invalid_output``, ``device``).
+    failure) and goes on with the next episode. ``kind`` is a short label: ``connection``
+    (refused, reset, a body cut off), ``timeout``, ``rate_limit`` (429), ``server_error`` (5xx),
+    ``malformed_response`` (a 2xx whose body is not a chat completion: not JSON, HTML, no
+    ``choices``, no message), ``server_refused`` (another 4xx), ``context_overflow``,
+    ``invalid_output``, ``device``.
     """
 
     def __init__(self, message: str, kind: str = "connection") -> None:

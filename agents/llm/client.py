@@ -7,11 +7,18 @@ or parsed from Hermes/Qwen ``<tool_call>`` text), thinking kept apart, and token
     >>> client = OpenAIChatClient(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen3-8B")  # doctest: +SKIP
     >>> client.chat([{"role": "user", "content": "hi"}]).content  # doctest: +SKIP
 
-Infrastructure failures of a served model — connection refused, timeouts, rate limits (429) and
-server errors (5xx) — are retried with exponential backoff and jitter (``tenacity``); once the
-attempts are spent, or at once for a context overflow or another refusal by the server, they
-raise :class:`~phoneenv.llm.InfrastructureError`, which evaluation labels as an infrastructure
-error, never as an agent failure.
+Infrastructure failures of a served model are retried with exponential backoff and jitter
+(``tenacity``), on the statuses the ``openai`` SDK itself retries: connection errors (refused,
+reset, a body cut off), timeouts, 408, 409, rate limits (429) and server errors (5xx); and
+responses that are not a chat completion: a 200 whose body is not JSON (an HTML error page, a
+stream sent to a plain request, a truncated body), JSON without ``choices``, a choice without a
+``message``, content or tool calls of the wrong type. Once the attempts are spent, or at once for
+a context overflow or another refusal by the server (4xx), they raise
+:class:`~phoneenv.llm.InfrastructureError` with a ``kind`` (see :data:`RETRYABLE_KINDS`), which
+evaluation labels as an infrastructure error of that episode, never as an agent failure.
+
+The client does not stream: a server that answers with ``text/event-stream`` (whole or cut off)
+sends a body that is not a completion, which counts as ``malformed_response``.
 """
 
 from __future__ import annotations
@@ -22,16 +29,28 @@ import os
 from typing import Any
 
 import openai
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+from pydantic import BaseModel, Field, ValidationError
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from agents.llm.parsing import parse_reply
 from phoneenv.llm import ChatResult, InfrastructureError, TokenUsage
 
-__all__ = ["LocalChatClient", "OpenAIChatClient", "bounded_schema", "thinking_tokens"]
+__all__ = [
+    "RETRYABLE_KINDS",
+    "LocalChatClient",
+    "MalformedResponse",
+    "OpenAIChatClient",
+    "bounded_schema",
+    "thinking_tokens",
+]
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError)
+RETRYABLE_KINDS = ("connection", "timeout", "rate_limit", "server_error", "malformed_response")
+"""Kinds of :class:`~phoneenv.llm.InfrastructureError` that :class:`OpenAIChatClient` retries
+before raising; ``context_overflow`` and ``server_refused`` are raised at the first try."""
+
+_RETRY_STATUSES = (408, 409, 429)  # and every status >= 500: the openai SDK's own retry policy
 _CONTEXT_WORDS = (
     "context length",
     "context_length",
@@ -40,6 +59,78 @@ _CONTEXT_WORDS = (
     "max_model_len",
     "prompt is too long",
 )
+_ENV_TIMEOUT = "PHONEENV_LLM_TIMEOUT"
+_ENV_MAX_ATTEMPTS = "PHONEENV_LLM_MAX_ATTEMPTS"
+_ENV_BACKOFF_MAX = "PHONEENV_LLM_BACKOFF_MAX"
+
+
+class MalformedResponse(openai.OpenAIError):
+    """A model server answered 2xx with a body that is not a chat completion. ``status`` and
+    ``content_type`` are the response's; the message names what is wrong without quoting the
+    body past a short start."""
+
+    def __init__(self, message: str, status: int, content_type: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.content_type = content_type
+
+
+class _Message(BaseModel):
+    """The fields of a chat completion message the client reads (others are ignored)."""
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+
+
+class _TokenDetails(BaseModel):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(BaseModel):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    completion_tokens_details: _TokenDetails | None = None
+
+
+class _Completion(BaseModel):
+    """A chat completion as far as the client relies on it: at least one choice with a message."""
+
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _Usage | None = None
+
+
+def _parse_completion(raw: Any) -> _Completion:
+    """Validate the body of ``raw`` (the SDK's raw response) as a chat completion; raise
+    :class:`MalformedResponse` when it is not one (not JSON, no choices, wrong types)."""
+    body: bytes = raw.content
+    content_type = raw.headers.get("content-type", "")
+    try:
+        return _Completion.model_validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        start = body[:60].decode("utf-8", "replace")
+        raise MalformedResponse(
+            f"model server answered {raw.status_code} with a body that is not a chat completion "
+            f"({content_type or 'no content type'}, {len(body)} bytes; {where}: {first['msg']}); "
+            f"it starts {start!r}",
+            raw.status_code,
+            content_type,
+        ) from None
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, (openai.APIConnectionError, MalformedResponse, openai.APIResponseValidationError)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
+    return False
 
 
 def _kind(exc: BaseException) -> str:
@@ -47,11 +138,41 @@ def _kind(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, openai.APIConnectionError):
         return "connection"
-    if isinstance(exc, openai.RateLimitError):
-        return "rate_limit"
-    if isinstance(exc, openai.InternalServerError):
-        return "server_error"
+    if isinstance(exc, (MalformedResponse, openai.APIResponseValidationError)):
+        return "malformed_response"
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429:
+            return "rate_limit"
+        if exc.status_code == 408:
+            return "timeout"
+        if exc.status_code >= 500 or exc.status_code == 409:
+            return "server_error"
     return "server_refused"
+
+
+def _describe(exc: BaseException) -> str:
+    """The SDK's message, plus the transport's reason for connection errors (which the SDK's
+    message, ``Connection error.``, leaves out)."""
+    cause = exc.__cause__
+    if isinstance(exc, openai.APIConnectionError) and cause is not None and str(cause):
+        return f"{exc} ({type(cause).__name__}: {cause})"
+    return str(exc)
+
+
+def _setting(value: float | None, env: str, default: float, least: float) -> float:
+    """``value``, else the environment variable ``env``, else ``default``; must be ≥ ``least``.
+    Raises ValueError (naming ``env``) for an unreadable or too small value."""
+    if value is None:
+        text = os.environ.get(env, "").strip()
+        if not text:
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{env}={text!r} is not a number") from None
+        if not value >= least:
+            raise ValueError(f"{env}={text!r} must be at least {least:g}")
+    return value
 
 
 def thinking_tokens(result: ChatResult, output_tokens: int) -> int:
@@ -122,16 +243,26 @@ class OpenAIChatClient:
         base_url: e.g. ``http://127.0.0.1:8000/v1``.
         model: the model name the server expects.
         api_key: bearer token (default ``$OPENAI_API_KEY`` or ``"none"`` for local servers).
-        timeout: seconds per request.
-        max_attempts: tries per request for retryable failures (≥ 1).
-        backoff_max: longest wait between tries, seconds (exponential with jitter from 0.5 s).
+        timeout: seconds per request (default ``$PHONEENV_LLM_TIMEOUT``, else 60).
+        max_attempts: tries per request for retryable failures, ≥ 1 (default
+            ``$PHONEENV_LLM_MAX_ATTEMPTS``, else 4).
+        backoff_max: longest wait between tries, seconds: exponential from 0.5 s plus up to
+            0.5 s of jitter, capped at this (default ``$PHONEENV_LLM_BACKOFF_MAX``, else 8).
         temperature: sampling temperature (0: greedy).
         structured_output: send ``response_format={"type": "json_schema", ...}`` when a
             ``json_schema`` is asked for; turned off for the client's life if the server refuses it.
         extra_body: extra JSON fields for every request (server-specific options such as vLLM's
             ``chat_template_kwargs``).
 
-    Raises (from :meth:`chat`): :class:`~phoneenv.llm.InfrastructureError`.
+    The environment variables let ``phoneenv eval --agent llm`` (which builds this client) run
+    with another retry policy, e.g. short waits in tests.
+
+    Raises:
+        ValueError: a setting taken from the environment is not a number or is too small.
+        From :meth:`chat`: :class:`~phoneenv.llm.InfrastructureError` with ``kind`` one of
+        :data:`RETRYABLE_KINDS` once ``max_attempts`` tries failed, or ``context_overflow`` /
+        ``server_refused`` at once; the server was asked exactly ``max_attempts`` times for a
+        retryable failure (twice that when a refused ``response_format`` is dropped and retried).
     """
 
     def __init__(
@@ -140,9 +271,9 @@ class OpenAIChatClient:
         model: str,
         *,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        max_attempts: int = 4,
-        backoff_max: float = 8.0,
+        timeout: float | None = None,
+        max_attempts: int | None = None,
+        backoff_max: float | None = None,
         temperature: float = 0.0,
         structured_output: bool = True,
         extra_body: dict[str, Any] | None = None,
@@ -151,33 +282,55 @@ class OpenAIChatClient:
         self.extra_body = extra_body
         self.temperature = temperature
         self.structured_output = structured_output
+        self.timeout = _setting(timeout, _ENV_TIMEOUT, 60.0, 0.001)
+        self.max_attempts = max(1, int(_setting(max_attempts, _ENV_MAX_ATTEMPTS, 4, 1)))
+        self.backoff_max = _setting(backoff_max, _ENV_BACKOFF_MAX, 8.0, 0.0)
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-            timeout=timeout,
+            timeout=self.timeout,
             max_retries=0,
         )
         self._retrying = Retrying(
-            retry=retry_if_exception_type(_RETRYABLE),
-            wait=wait_exponential_jitter(multiplier=0.5, max=backoff_max, jitter=0.5),
-            stop=stop_after_attempt(max(1, max_attempts)),
+            retry=retry_if_exception(_retryable),
+            wait=wait_exponential_jitter(multiplier=0.5, max=self.backoff_max, jitter=0.5),
+            stop=stop_after_attempt(self.max_attempts),
+            before_sleep=self._log_retry,
             reraise=True,
         )
 
-    def _create(self, **kwargs: Any) -> Any:
+    @staticmethod
+    def _log_retry(state: Any) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        log.warning("model server try %d failed (%s), retrying: %s", state.attempt_number, _kind(exc), exc)
+
+    def _request(self, **kwargs: Any) -> _Completion:
+        raw = self._client.chat.completions.with_raw_response.create(**kwargs)
+        return _parse_completion(raw)
+
+    def _create(self, **kwargs: Any) -> _Completion:
         try:
-            return self._retrying(self._client.chat.completions.create, **kwargs)
-        except _RETRYABLE as exc:
-            raise InfrastructureError(f"model server failed after retries: {exc}", kind=_kind(exc)) from exc
+            return self._retrying(self._request, **kwargs)
         except openai.BadRequestError as exc:
             text = str(exc).lower()
             if any(w in text for w in _CONTEXT_WORDS):
                 raise InfrastructureError(f"context overflow: {exc}", kind="context_overflow") from exc
             raise
-        except openai.APIStatusError as exc:
+        except (openai.APIConnectionError, openai.APIStatusError, MalformedResponse) as exc:
+            kind = _kind(exc)
+            if kind == "server_refused":
+                status = getattr(exc, "status_code", "?")
+                raise InfrastructureError(f"model server refused the request ({status}): {exc}", kind=kind) from exc
             raise InfrastructureError(
-                f"model server refused the request ({exc.status_code}): {exc}", kind="server_refused"
+                f"model server failed {self._tries()} ({kind}): {_describe(exc)}", kind=kind
             ) from exc
+        except openai.APIResponseValidationError as exc:
+            raise InfrastructureError(
+                f"model server failed {self._tries()} (malformed_response): {exc}", kind="malformed_response"
+            ) from exc
+
+    def _tries(self) -> str:
+        return "1 try" if self.max_attempts == 1 else f"{self.max_attempts} tries"
 
     def chat(
         self,
@@ -215,20 +368,17 @@ class OpenAIChatClient:
                 resp = self._create(**kwargs)
             except openai.BadRequestError as exc2:
                 raise InfrastructureError(f"model server rejected the request: {exc2}", kind="server_refused") from exc2
-        if not resp.choices:
-            raise InfrastructureError("model server returned no choices", kind="server_error")
         msg = resp.choices[0].message
-        text = msg.content or ""
-        reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None)
-        result = parse_reply(text, msg.tool_calls or None)
+        reasoning = next((r for r in (msg.reasoning_content, msg.reasoning) if isinstance(r, str) and r), None)
+        result = parse_reply(msg.content or "", msg.tool_calls or None)
         if reasoning:
             result.thinking = (reasoning + ("\n" + result.thinking if result.thinking else "")).strip()
-        usage = getattr(resp, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        output = int(getattr(usage, "completion_tokens", 0) or 0)
-        details = getattr(usage, "completion_tokens_details", None)
-        reported = getattr(details, "reasoning_tokens", None) if details is not None else None
-        result.usage = TokenUsage(prompt, output, int(reported) if reported else thinking_tokens(result, output))
+        usage = resp.usage or _Usage()
+        prompt = usage.prompt_tokens or 0
+        output = usage.completion_tokens or 0
+        details = usage.completion_tokens_details
+        reported = details.reasoning_tokens if details is not None else None
+        result.usage = TokenUsage(prompt, output, reported if reported else thinking_tokens(result, output))
         return result
 
 
