@@ -281,13 +281,10 @@ def run_episodes(
             state.args[0].id, exc, state.upcoming_sleep, policy.budget_s - outage.elapsed(), policy.budget_s,
         )  # fmt: skip
 
-    def stop(state: tenacity.RetryCallState) -> bool:
-        outage.fail()
-        return outage.spent()
-
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(InfrastructureError),
-        stop=stop,
+        after=lambda state: outage.fail(),  # runs first, then wait, then stop
+        stop=lambda state: outage.spent(),
         wait=lambda state: outage.next_wait(),
         sleep=policy.sleep,
         before_sleep=before_sleep,
