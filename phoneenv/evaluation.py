@@ -513,7 +513,7 @@ class RunFolder:
         """
         if self.holds_run():
             if not overwrite:
-                n = len(read_results(self.path / self.RESULTS)) if (self.path / self.RESULTS).exists() else 0
+                n = self._lines()
                 raise RunConfigError(
                     f"{self.path} already holds a run ({n} episodes in {self.RESULTS}); pass --resume to continue "
                     "it, --overwrite to discard it, or another --out"
@@ -538,6 +538,11 @@ class RunFolder:
         """
         manifest = self.path / self.MANIFEST
         if not manifest.exists():
+            if self.holds_run():
+                raise RunConfigError(
+                    f"{self.path} holds results ({self._lines()} episodes) but no {self.MANIFEST} (written by an older "
+                    "phoneenv?), so they cannot be resumed; pass --overwrite to discard them, or another --out"
+                )
             raise RunConfigError(f"{self.path} holds no run to resume (no {self.MANIFEST}); drop --resume to start one")
         try:
             saved = json.loads(manifest.read_text(encoding="utf-8"))
@@ -553,6 +558,8 @@ class RunFolder:
         if len(kept) < len(results):
             log.warning("resuming %s: %d infrastructure-error episodes run again", self.path, len(results) - len(kept))
         self.traces.mkdir(parents=True, exist_ok=True)
+        for stale in self.traces.glob(".*.tmp"):  # a trace being written when the run was killed
+            stale.unlink()
         _atomic_write(self.path / self.RESULTS, "".join(json.dumps(asdict(r)) + "\n" for r in kept))
         self._open()
         return kept
@@ -579,6 +586,13 @@ class RunFolder:
     def _open(self) -> None:
         self.close()
         self._fh = (self.path / self.RESULTS).open("a", encoding="utf-8")
+
+    def _lines(self) -> int:
+        path = self.path / self.RESULTS
+        if not path.exists():
+            return 0
+        with path.open("rb") as fh:
+            return sum(1 for line in fh if line.strip())
 
     def _clear(self) -> None:
         for name in (self.MANIFEST, self.RESULTS, self.SCOREBOARD):

@@ -186,6 +186,11 @@ def test_resume_refuses_another_configuration(tmp_path):
     assert (out / "results.jsonl").read_bytes() == before  # nothing touched
     res = _eval(tmp_path / "empty", "--resume")
     assert res.exit_code == 2 and "no run to resume" in " ".join(res.output.split())
+    (out / "run.json").unlink()  # results from before run.json existed: never resumed, never mixed
+    for extra in (["--resume"], []):
+        res = _eval(out, *extra)
+        assert res.exit_code == 2 and "4 episodes" in res.output and "--overwrite" in res.output, res.output
+    assert (out / "results.jsonl").read_bytes() == before
 
 
 def test_a_folder_holding_a_run_is_refused_unless_resumed_or_overwritten(tmp_path):
