@@ -174,16 +174,19 @@ def _run(
     t0 = time.perf_counter()
     stopped: BaseException | None = None
     running: list[str] = []
+
+    def status() -> str:
+        scored = [x for x in results if not x.infrastructure_error]
+        return f"success {100 * sum(x.success for x in scored) / len(scored) if scored else 0.0:.1f}%"
+
     with _progress() as prog:
-        bar = prog.add_task(f"{agent.name}", total=total or len(tasks), completed=len(previous), status="")
+        bar = prog.add_task(f"{agent.name}", total=total or len(tasks), completed=len(previous), status=status())
 
         def tick(r: EpisodeResult) -> None:
             folder.append(r)  # on disk before the run goes on
             results.append(r)
             running.append(r.task_id)
-            scored = [x for x in results if not x.infrastructure_error]
-            rate = 100 * sum(x.success for x in scored) / len(scored) if scored else 0.0
-            prog.update(bar, advance=1, status=f"success {rate:.1f}%")
+            prog.update(bar, advance=1, status=status())
 
         try:
             run_episodes(
