@@ -90,14 +90,14 @@ def _eval(out: Path, *extra: str, tasks: str = SMALL, agent: str = "reference") 
 def test_a_killed_run_keeps_its_finished_episodes_and_resume_completes_it(tmp_path):
     out = tmp_path / "killed"
     cmd = ["eval", "--agent", "reference", "--tasks", KILL_TASKS, "--out", str(out)]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SLOW_CLI, *cmd], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    log = tmp_path / "killed.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI, *cmd], env=_env(), stdout=sink, stderr=sink)
     results = out / "results.jsonl"
     deadline = time.monotonic() + 120
     try:
         while len(_lines(results)) < 4:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else proc.returncode
+            assert proc.poll() is None, log.read_text(errors="replace")
             assert time.monotonic() < deadline, "no episode reached results.jsonl in 120 s"
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
