@@ -33,8 +33,8 @@ $(APPIUM_STAMP): tests/appium/package.json tests/appium/package-lock.json
 	else echo "npm not found: the Appium tests will skip"; fi
 
 demo: $(STAMP)
-	$(BIN)/phoneenv eval --agent reference --tasks all --out runs/demo/reference
-	$(BIN)/phoneenv eval --agent random --tasks all --out runs/demo/random
+	$(BIN)/phoneenv eval --agent reference --tasks all --out runs/demo/reference --overwrite
+	$(BIN)/phoneenv eval --agent random --tasks all --out runs/demo/random --overwrite
 
 # The adb tests need Debian's adb: installed here when missing and we are root with apt-get;
 # otherwise they skip with the reason.

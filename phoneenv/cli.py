@@ -15,9 +15,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.traceback import Traceback
 
 from phoneenv.contract import TaskSpec
-from phoneenv.evaluation import EpisodeResult, Scoreboard, run_episodes, score, write_results
+from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
 from phoneenv.farm.cli import device_app
 from phoneenv.llm import InfrastructureError
 
@@ -155,45 +156,78 @@ def print_scoreboard(board: Scoreboard) -> None:
 def _run(
     agent: Any,
     tasks: list[TaskSpec],
-    out: Path | None,
+    folder: RunFolder,
     seed: int,
     *,
+    previous: list[EpisodeResult] | None = None,
+    total: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     price_per_mtok: float | None = None,
     max_consecutive_infra: int | None = None,
+    infra_retry: InfraRetry | None = None,
 ) -> Scoreboard:
-    results: list[EpisodeResult] = []
+    """Run ``tasks`` (those not in ``previous``), appending each result to the folder as it ends,
+    and score ``previous`` and the new episodes together. The scoreboard is written whatever
+    ends the run; an infrastructure stop or an exception exits with code 2 once it is written."""
+    previous = list(previous or [])
+    results: list[EpisodeResult] = list(previous)
     t0 = time.perf_counter()
-    stopped: InfrastructureError | None = None
+    stopped: BaseException | None = None
+    running: list[str] = []
+
+    def status() -> str:
+        scored = [x for x in results if not x.infrastructure_error]
+        return f"success {100 * sum(x.success for x in scored) / len(scored) if scored else 0.0:.1f}%"
+
     with _progress() as prog:
-        bar = prog.add_task(f"{agent.name}", total=len(tasks), status="success 0.0%")
+        bar = prog.add_task(f"{agent.name}", total=total or len(tasks), completed=len(previous), status=status())
 
         def tick(r: EpisodeResult) -> None:
+            folder.append(r)  # on disk before the run goes on
             results.append(r)
-            scored = [x for x in results if not x.infrastructure_error]
-            rate = 100 * sum(x.success for x in scored) / len(scored) if scored else 0.0
-            prog.update(bar, advance=1, status=f"success {rate:.1f}%")
+            running.append(r.task_id)
+            prog.update(bar, advance=1, status=status())
 
         try:
             run_episodes(
                 agent,
                 tasks,
-                out / "traces" if out else None,
+                folder.traces,
                 seed=seed,
                 on_episode=tick,
                 env_kwargs=env_kwargs,
                 max_consecutive_infra=max_consecutive_infra,
+                infra_retry=infra_retry,
             )
-        except InfrastructureError as exc:
+        except BaseException as exc:  # a bug or Ctrl-C: the finished episodes are on disk, scored below
             stopped = exc
-    board = score(agent.name, results, time.perf_counter() - t0, price_per_mtok=price_per_mtok)
-    if out is not None:
-        write_results(out, results, board)
-    if stopped is not None:
-        print_scoreboard(board)
+        finally:
+            folder.close()
+    wall = sum(r.wall_s for r in previous) + time.perf_counter() - t0
+    board = score(agent.name, results, wall, price_per_mtok=price_per_mtok)
+    try:
+        folder.write_scoreboard(board)
+    except OSError as exc:
+        console.print(f"[red]cannot write the scoreboard:[/red] {exc}")
+        stopped = stopped or exc
+    if stopped is None:
+        return board
+    print_scoreboard(board)
+    kept = f"{len(results)} episodes are in {folder.path / RunFolder.RESULTS}; rerun with --resume to continue"
+    if isinstance(stopped, InfrastructureError):
         console.print(f"[red]stopped:[/red] {stopped}")
+        console.print(kept)
         raise typer.Exit(code=2)
-    return board
+    if isinstance(stopped, KeyboardInterrupt):
+        console.print(f"[red]interrupted[/red]; {kept}")
+        raise stopped
+    if not isinstance(stopped, Exception):
+        raise stopped
+    crashed = tasks[len(running)].id if len(running) < len(tasks) else "?"
+    console.print(Traceback.from_exception(type(stopped), stopped, stopped.__traceback__))
+    console.print(f"[red]stopped by an error in the episode of {crashed}:[/red] {type(stopped).__name__}: {stopped}")
+    console.print(kept)
+    raise typer.Exit(code=2)
 
 
 def _fail(message: str) -> None:
@@ -211,7 +245,11 @@ def eval_cmd(
         ),
     ] = "all",
     out: Annotated[
-        Path, typer.Option(help="Output folder: traces/<task-id>.jsonl, results.jsonl, scoreboard.json.")
+        Path,
+        typer.Option(
+            help="Output folder: run.json, traces/<task-id>.jsonl, results.jsonl (one line per episode, written "
+            "as each ends), scoreboard.json. A folder holding a run is refused unless --resume or --overwrite."
+        ),
     ] = Path("runs/eval"),
     seed: Annotated[int, typer.Option(min=0, help="Episode seed (and the random agent's seed).")] = 0,
     backend: Annotated[
@@ -242,15 +280,44 @@ def eval_cmd(
         str | None, typer.Option(help="Simulator model (llmsim/hybrid); default: the planner's.")
     ] = None,
     max_consecutive_infra: Annotated[
-        int, typer.Option(min=1, help="Stop after this many infrastructure errors in a row (a dead server).")
+        int,
+        typer.Option(
+            min=1, help="Stop after this many episodes in a row end in an infrastructure error (a dead server)."
+        ),
     ] = 5,
+    infra_budget_s: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Seconds an infrastructure outage may last: failed resets are retried and episodes after an "
+            "infrastructure error wait, with exponential backoff, until the device or server is back; past this "
+            "budget the run stops (exit code 2), keeping every finished episode.",
+        ),
+    ] = 300.0,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            help="Continue the run in --out: skip the episodes already in results.jsonl (those that ended in an "
+            "infrastructure error run again) and score old and new together. The run's configuration (agent, "
+            "tasks, seed, backend, ...) must be the one in run.json."
+        ),
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option(help="Discard the run already in --out (its run.json, results, scoreboard and traces).")
+    ] = False,
     split: Annotated[
         str | None, typer.Option(help="Keep only tasks of this split: train, dev or test (fixed by task-id hash).")
     ] = None,
 ) -> None:
-    """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard."""
+    """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard.
+
+    Results are written as each episode ends, so a killed run keeps its finished episodes and
+    --resume continues it. Without --resume, an --out that already holds a run is refused (never
+    mixed, never silently deleted); --overwrite discards it."""
     from phoneenv.backends import BACKENDS, make_backend
 
+    if resume and overwrite:
+        raise typer.BadParameter("--resume continues the run in --out, --overwrite discards it: pick one")
     if backend != "auto" and backend not in BACKENDS:
         raise typer.BadParameter(
             f"unknown backend {backend!r}; choose from auto, {', '.join(BACKENDS)}", param_hint="--backend"
@@ -276,6 +343,27 @@ def eval_cmd(
                 f"skipping {len(selected) - len(runnable)} tasks the {backend!r} backend cannot run faithfully"
             )
         selected = runnable
+    config: dict[str, Any] = {
+        "agent": agent,
+        "tasks": tasks,
+        "split": split,
+        "seed": seed,
+        "backend": backend,
+        "max_steps": max_steps,
+        "sim_model": sim_model,
+        "task_ids": [t.id for t in selected],
+    }
+    if agent == "llm":
+        config.update(model=model, max_tokens=max_tokens, vision=vision)
+    folder = RunFolder(out)
+    previous: list[EpisodeResult] = []
+    try:
+        if resume:
+            previous = folder.resume(config)
+        elif folder.holds_run() and not overwrite:
+            folder.start(config)  # raises, naming the run already there
+    except ValueError as exc:  # RunConfigError, or a results.jsonl line that is not a result
+        _fail(str(exc))
     llm = {
         "base_url": base_url,
         "model": model,
@@ -296,20 +384,29 @@ def eval_cmd(
             env_kwargs["simulator"] = make_client(
                 sim_base_url or base_url, sim_model or model, api_key, option="--sim-model"
             )
-    try:
-        board = _run(
-            planner,
-            selected,
-            out,
-            seed,
-            env_kwargs=env_kwargs,
-            price_per_mtok=price_per_mtok,
-            max_consecutive_infra=max_consecutive_infra,
-        )
-    except (OSError, ValueError, KeyError) as exc:
-        _fail(str(exc))
+    if not resume:
+        try:
+            folder.start(config, overwrite=overwrite)
+        except (OSError, RunConfigError) as exc:
+            _fail(str(exc))
+    done = {(r.task_id, r.seed) for r in previous}
+    remaining = [t for t in selected if (t.id, seed) not in done]
+    if resume:
+        console.print(f"resuming {out}: {len(previous)} episodes done, {len(remaining)} to run")
+    board = _run(
+        planner,
+        remaining,
+        folder,
+        seed,
+        previous=previous,
+        total=len(selected),
+        env_kwargs=env_kwargs,
+        price_per_mtok=price_per_mtok,
+        max_consecutive_infra=max_consecutive_infra,
+        infra_retry=InfraRetry(budget_s=infra_budget_s),
+    )
     print_scoreboard(board)
-    console.print(f"traces in {out / 'traces'}")
+    console.print(f"traces in {folder.traces}")
     if board.infrastructure_errors and board.categories[-1].episodes == 0:
         _fail(
             "every episode ended in an infrastructure error (is the model server or the device up? see the warnings above)"

@@ -3,26 +3,47 @@
 The evaluator lives apart from the agents: it takes any object with ``name``,
 ``reset(observation, info)`` and ``act(observation, info) -> (action, tokens)``-like
 :class:`AgentLike`, so ``phoneenv`` never imports ``agents``.
+
+Nothing finished is lost: each trace is written whole or not at all (a temporary file renamed
+over the target), and :class:`RunFolder` appends each episode's result to ``results.jsonl`` and
+flushes it to disk as the episode ends, so a run that is killed keeps every finished episode and
+can be resumed. Infrastructure outages (a device or model server gone for a while) are waited
+out with backoff within a budget (:class:`InfraRetry`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import tenacity
+from pydantic import TypeAdapter, ValidationError
 
 from phoneenv.contract import Category, TaskSpec
 from phoneenv.llm import InfrastructureError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AgentLike", "EpisodeResult", "Scoreboard", "run_episodes", "score"]
+__all__ = [
+    "AgentLike",
+    "EpisodeResult",
+    "InfraRetry",
+    "RunConfigError",
+    "RunFolder",
+    "Scoreboard",
+    "read_results",
+    "run_episodes",
+    "score",
+]
 
 CATEGORY_LABELS = {
     Category.TOOL: "Tool",
@@ -60,6 +81,24 @@ class EpisodeResult:
     output_tokens: int
     wall_s: float
     trace_path: str | None
+    seed: int | None = None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: a temporary file in the same
+    folder, flushed to disk, then renamed over ``path`` (``os.replace`` is atomic on POSIX and
+    Windows). A failure leaves ``path`` as it was and removes the temporary file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path | None, t0: float) -> EpisodeResult:
@@ -85,8 +124,9 @@ def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path |
     trace.agent = agent.name
     path = None
     if out_dir is not None:
+        text = trace.model_dump_json() + "\n"  # serialised before anything is written
         path = out_dir / _trace_name(task.id)
-        path.write_text(trace.model_dump_json() + "\n", encoding="utf-8")
+        _atomic_write(path, text)
     v = info["verdict"]
     return EpisodeResult(
         task_id=task.id,
@@ -100,11 +140,75 @@ def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path |
         output_tokens=v["output_tokens"] or 0,
         wall_s=wall,
         trace_path=str(path) if path else None,
+        seed=seed,
     )
 
 
 def _trace_name(task_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", task_id) + ".jsonl"
+
+
+@dataclass
+class InfraRetry:
+    """How :func:`run_episodes` waits out an infrastructure outage (a device or model server gone
+    for a while) instead of ending the run at the first blip.
+
+    An outage starts at the first infrastructure failure after a good episode and ends at the
+    next episode that is not an infrastructure error. Failures are a ``reset`` (or the env's
+    construction) raising :class:`~phoneenv.llm.InfrastructureError`, which is retried on the
+    same task, and an episode that ends as an infrastructure error, which is kept and followed
+    by a wait before the next task. Waits grow exponentially with jitter (tenacity's
+    ``wait_exponential_jitter``: about 1, 2, 4, 8... seconds plus up to ``jitter_s``, at most
+    ``max_wait_s``), never past what is left of the budget. When an outage has lasted
+    ``budget_s`` seconds (waits and attempts together), the run stops.
+
+    Args:
+        budget_s: seconds an outage may last before the run stops (>= 0; 0: stop at the first
+            failed reset).
+        max_wait_s: longest single wait, seconds.
+        jitter_s: up to this many random seconds added to each wait.
+        sleep: waits the given seconds (``time.sleep``; tests pass a fake).
+        clock: monotonic seconds (``time.monotonic``; tests pass a fake that ``sleep`` advances).
+    """
+
+    budget_s: float = 300.0
+    max_wait_s: float = 30.0
+    jitter_s: float = 1.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.budget_s < 0 or self.max_wait_s < 0 or self.jitter_s < 0:
+            raise ValueError(f"InfraRetry takes seconds >= 0, not {self}")
+
+
+class _Outage:
+    """The current run of infrastructure failures: when it started and how many there were."""
+
+    def __init__(self, policy: InfraRetry) -> None:
+        self.policy = policy
+        self.started: float | None = None
+        self.failures = 0
+        self._wait = tenacity.wait_exponential_jitter(max=policy.max_wait_s, jitter=policy.jitter_s)
+
+    def fail(self) -> None:
+        if self.started is None:
+            self.started = self.policy.clock()
+        self.failures += 1
+
+    def elapsed(self) -> float:
+        return 0.0 if self.started is None else self.policy.clock() - self.started
+
+    def spent(self) -> bool:
+        return self.started is not None and self.elapsed() >= self.policy.budget_s
+
+    def next_wait(self) -> float:
+        state = tenacity.RetryCallState(None, None, (), {})  # type: ignore[arg-type]
+        state.attempt_number = max(self.failures, 1)
+        return max(0.0, min(self._wait(state), self.policy.budget_s - self.elapsed()))
+
+    def clear(self) -> None:
+        self.started, self.failures = None, 0
 
 
 def run_episodes(
@@ -116,24 +220,38 @@ def run_episodes(
     on_episode: Callable[[EpisodeResult], None] | None = None,
     env_kwargs: dict[str, Any] | None = None,
     max_consecutive_infra: int | None = None,
+    infra_retry: InfraRetry | None = None,
 ) -> list[EpisodeResult]:
     """Run ``agent`` once on each task through ``PhonePlan-v0``; return the results in order.
 
     Args:
         agent: the planner.
         tasks: the tasks to run.
-        out_dir: where ``<task_id>.jsonl`` traces go (one line: the :class:`Trace`); None: none.
+        out_dir: where ``<task_id>.jsonl`` traces go (one line: the :class:`Trace`, written
+            atomically after the episode); None: none.
         seed: the episode seed passed to ``reset``.
-        on_episode: called after each episode (progress bars).
+        on_episode: called after each episode, once its trace is on disk (progress bars, the
+            ``results.jsonl`` of :class:`RunFolder`).
         env_kwargs: keyword arguments for the env (``backend``, ``simulator``, ``screenshots``...);
             ``backend="auto"`` (the default) runs each task on the first backend it declares.
         max_consecutive_infra: stop after this many infrastructure-error episodes in a row (a
             dead model server, a lost device) by raising :class:`~phoneenv.llm.InfrastructureError`;
             the episodes before it are already reported through ``on_episode``.
+        infra_retry: how to wait out an outage (:class:`InfraRetry`). None: no waiting, a
+            ``reset`` that raises gives an infrastructure-error episode at once and the run goes
+            on (counted by ``max_consecutive_infra``).
+
+    Raises:
+        InfrastructureError: ``max_consecutive_infra`` infrastructure-error episodes in a row, or
+            an outage that outlasted ``infra_retry.budget_s``; every finished episode (and the
+            failed reset's infrastructure-error episode) has been reported first.
+        Exception: whatever a bug raises inside an episode propagates as is; the episodes
+            before it have been reported. The envs are closed in every case.
 
     A ``reset`` that raises :class:`~phoneenv.llm.InfrastructureError` (a device that is gone or
     refuses the task's fixtures) gives an episode with ``infrastructure_error=True``, no steps and
-    no trace; the run goes on with the next task.
+    no trace: at once without ``infra_retry``, or when the outage has spent its budget with it
+    (after which the run stops).
     """
     from phoneenv.env import PhonePlanEnv
 
@@ -145,36 +263,83 @@ def run_episodes(
     envs: dict[str, PhonePlanEnv] = {}
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-    results = []
+    policy = infra_retry if infra_retry is not None else InfraRetry(budget_s=0.0)
+    outage = _Outage(policy)
+    results: list[EpisodeResult] = []
     streak = 0
-    for task in tasks:
-        name = task.backends[0] if backend == "auto" else backend
+
+    def attempt(task: TaskSpec, name: str) -> EpisodeResult:
+        t0 = time.perf_counter()  # the episode's own wall time, without the waits before it
         if name not in envs:
             envs[name] = PhonePlanEnv(tasks=tasks, backend=name, **kwargs)
-        env = envs[name]
-        t0 = time.perf_counter()
-        reason: BaseException | None = None
-        try:
-            res = _play(agent, env, task, seed, out_dir, t0)
-        except InfrastructureError as exc:  # from reset: a device lost or refusing the fixtures
-            log.warning("reset of %s failed on %s: %s", task.id, name, exc)
-            reason = exc
-            res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
-                                time.perf_counter() - t0, None)  # fmt: skip
-        results.append(res)
-        if on_episode is not None:
-            on_episode(res)
-        streak = streak + 1 if res.infrastructure_error else 0
-        if max_consecutive_infra is not None and streak >= max_consecutive_infra:
-            for e in envs.values():
-                e.close()
-            detail = f"the last: {reason}" if reason is not None else "is the model server up?"
-            raise InfrastructureError(
-                f"{streak} episodes in a row ended in an infrastructure error; {detail}",
-                kind=getattr(reason, "kind", "connection"),
-            ) from reason
-    for env in envs.values():
-        env.close()
+        return _play(agent, envs[name], task, seed, out_dir, t0)
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "reset of %s failed (%s); retrying in %.1f s (%.0f of %.0f s of the outage budget left)",
+            state.args[0].id, exc, state.upcoming_sleep, policy.budget_s - outage.elapsed(), policy.budget_s,
+        )  # fmt: skip
+
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(InfrastructureError),
+        after=lambda state: outage.fail(),  # runs first, then wait, then stop
+        stop=lambda state: outage.spent(),
+        wait=lambda state: outage.next_wait(),
+        sleep=policy.sleep,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    try:
+        for k, task in enumerate(tasks):
+            name = task.backends[0] if backend == "auto" else backend
+            t0 = time.perf_counter()
+            reason: BaseException | None = None
+            try:
+                res = retrying(attempt, task, name)
+            except InfrastructureError as exc:  # from reset: a device lost or refusing the fixtures
+                log.warning("reset of %s failed on %s: %s", task.id, name, exc)
+                reason = exc
+                res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
+                                    time.perf_counter() - t0, None, seed)  # fmt: skip
+            results.append(res)
+            if on_episode is not None:
+                on_episode(res)
+            if infra_retry is not None and reason is not None:
+                raise InfrastructureError(
+                    f"the infrastructure failed for {outage.elapsed():.0f} s, past the {policy.budget_s:g} s budget "
+                    f"({outage.failures} failures); the last: {reason}",
+                    kind=getattr(reason, "kind", "connection"),
+                ) from reason
+            if not res.infrastructure_error:
+                outage.clear()
+                streak = 0
+                continue
+            streak += 1
+            if max_consecutive_infra is not None and streak >= max_consecutive_infra:
+                detail = f"the last: {reason}" if reason is not None else "is the model server up?"
+                raise InfrastructureError(
+                    f"{streak} episodes in a row ended in an infrastructure error; {detail}",
+                    kind=getattr(reason, "kind", "connection"),
+                ) from reason
+            if infra_retry is not None:
+                outage.fail()
+                if outage.spent():
+                    raise InfrastructureError(
+                        f"the infrastructure failed for {outage.elapsed():.0f} s, past the {policy.budget_s:g} s "
+                        f"budget ({outage.failures} failures); the last episode, of {task.id}, ended in an "
+                        "infrastructure error",
+                        kind="connection",
+                    )
+                if k + 1 < len(tasks):
+                    wait = outage.next_wait()
+                    log.warning(
+                        "%s ended in an infrastructure error; waiting %.1f s before the next task", task.id, wait
+                    )
+                    policy.sleep(wait)
+    finally:
+        for env in envs.values():
+            env.close()
     return results
 
 
@@ -261,9 +426,183 @@ def score(
 
 
 def write_results(out_dir: Path, results: list[EpisodeResult], board: Scoreboard) -> None:
-    """Write ``results.jsonl`` (one line per episode) and ``scoreboard.json`` into ``out_dir``."""
+    """Write ``results.jsonl`` (one line per episode) and ``scoreboard.json`` into ``out_dir``,
+    each whole or not at all (see :class:`RunFolder` for results written as they happen)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / "results.jsonl").open("w", encoding="utf-8") as fh:
-        for r in results:
-            fh.write(json.dumps(asdict(r)) + "\n")
-    (out_dir / "scoreboard.json").write_text(json.dumps(board.to_json(), indent=2) + "\n", encoding="utf-8")
+    _atomic_write(out_dir / RunFolder.RESULTS, "".join(json.dumps(asdict(r)) + "\n" for r in results))
+    _atomic_write(out_dir / RunFolder.SCOREBOARD, json.dumps(board.to_json(), indent=2) + "\n")
+
+
+_RESULT = TypeAdapter(EpisodeResult)
+
+
+def read_results(path: Path) -> list[EpisodeResult]:
+    """The episodes of a ``results.jsonl`` file, in order ([] when it does not exist).
+
+    A last line that is not a whole result (a run killed while writing it) is dropped with a
+    warning. Raises ``ValueError`` naming the line for any other line that is not an
+    :class:`EpisodeResult` as JSON.
+    """
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    out = []
+    for n, line in enumerate(lines, 1):
+        try:
+            out.append(_RESULT.validate_json(line))
+        except ValidationError as exc:
+            if n == len(lines):
+                log.warning("%s: dropped the last line, not a whole result (a run killed mid-write?)", path)
+                break
+            problem = exc.errors()[0]
+            raise ValueError(f"{path}, line {n}: not an episode result ({problem['msg']})") from None
+    return out
+
+
+class RunConfigError(ValueError):
+    """An eval output folder that cannot take this run: it holds another run (without resume),
+    none to resume, or a run made with another configuration (the message names the keys)."""
+
+
+class RunFolder:
+    """The output folder of an eval run, written as the run goes.
+
+    Layout: ``run.json`` (the run's configuration, written at the start), ``traces/<task-id>.jsonl``
+    (one :class:`Trace` per episode, written atomically), ``results.jsonl`` (one
+    :class:`EpisodeResult` per line, appended and flushed to disk (``fsync``) as each episode
+    ends) and ``scoreboard.json`` (rewritten atomically). A killed run thus keeps every
+    finished episode, with its trace, and :meth:`resume` continues it.
+
+    Args:
+        path: the folder (created on :meth:`start`).
+    """
+
+    MANIFEST = "run.json"
+    RESULTS = "results.jsonl"
+    SCOREBOARD = "scoreboard.json"
+    TRACES = "traces"
+    FORMAT = 1
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._fh: Any = None
+
+    @property
+    def traces(self) -> Path:
+        """The traces' folder."""
+        return self.path / self.TRACES
+
+    def holds_run(self) -> bool:
+        """Whether the folder holds (part of) a run: a ``run.json``, a non-empty ``results.jsonl``
+        or a ``scoreboard.json``."""
+        results = self.path / self.RESULTS
+        return (
+            (self.path / self.MANIFEST).exists()
+            or (self.path / self.SCOREBOARD).exists()
+            or (results.exists() and results.stat().st_size > 0)
+        )
+
+    def start(self, config: dict[str, Any], *, overwrite: bool = False) -> None:
+        """Begin a new run with ``config`` (JSON data; written to ``run.json``).
+
+        Raises :class:`RunConfigError` when the folder already holds a run, unless ``overwrite``,
+        which first removes that run's files (``run.json``, ``results.jsonl``,
+        ``scoreboard.json`` and the traces; nothing else in the folder).
+        """
+        if self.holds_run():
+            if not overwrite:
+                n = self._lines()
+                raise RunConfigError(
+                    f"{self.path} already holds a run ({n} episodes in {self.RESULTS}); pass --resume to continue "
+                    "it, --overwrite to discard it, or another --out"
+                )
+            self._clear()
+        self.traces.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.path / self.MANIFEST, json.dumps({"format": self.FORMAT, **config}, indent=2) + "\n")
+        _atomic_write(self.path / self.RESULTS, "")
+        self._open()
+
+    def resume(self, config: dict[str, Any]) -> list[EpisodeResult]:
+        """Continue the run in the folder; return the episodes it keeps, in order.
+
+        The configuration must equal the one in ``run.json`` (else :class:`RunConfigError`
+        naming the keys that differ). Infrastructure-error episodes are dropped so they run
+        again; so is a last line cut short by a kill. ``results.jsonl`` is rewritten (atomically)
+        with the kept episodes, and new ones are appended after them.
+
+        Raises:
+            RunConfigError: no ``run.json`` here, or a different configuration.
+            ValueError: a ``results.jsonl`` line other than the last is not a result.
+        """
+        manifest = self.path / self.MANIFEST
+        if not manifest.exists():
+            if self.holds_run():
+                raise RunConfigError(
+                    f"{self.path} holds results ({self._lines()} episodes) but no {self.MANIFEST} (written by an older "
+                    "phoneenv?), so they cannot be resumed; pass --overwrite to discard them, or another --out"
+                )
+            raise RunConfigError(f"{self.path} holds no run to resume (no {self.MANIFEST}); drop --resume to start one")
+        try:
+            saved = json.loads(manifest.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RunConfigError(f"{manifest} is not JSON ({exc}); cannot resume this run") from None
+        want = {"format": self.FORMAT, **config}
+        differ = sorted(k for k in saved.keys() | want.keys() if saved.get(k) != want.get(k))
+        if differ:
+            shown = "; ".join(f"{k}: run {_short(saved.get(k))}, now {_short(want.get(k))}" for k in differ)
+            raise RunConfigError(f"cannot resume {self.path}: this run was made with another configuration ({shown})")
+        results = read_results(self.path / self.RESULTS)
+        kept = [r for r in results if not r.infrastructure_error]
+        if len(kept) < len(results):
+            log.warning("resuming %s: %d infrastructure-error episodes run again", self.path, len(results) - len(kept))
+        self.traces.mkdir(parents=True, exist_ok=True)
+        for stale in self.traces.glob(".*.tmp"):  # a trace being written when the run was killed
+            stale.unlink()
+        _atomic_write(self.path / self.RESULTS, "".join(json.dumps(asdict(r)) + "\n" for r in kept))
+        self._open()
+        return kept
+
+    def append(self, result: EpisodeResult) -> None:
+        """Append one episode to ``results.jsonl`` and flush it to disk before returning."""
+        if self._fh is None:
+            raise RuntimeError("RunFolder.append before start() or resume()")
+        self._fh.write(json.dumps(asdict(result)) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def write_scoreboard(self, board: Scoreboard) -> None:
+        """Write ``scoreboard.json`` atomically."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.path / self.SCOREBOARD, json.dumps(board.to_json(), indent=2) + "\n")
+
+    def close(self) -> None:
+        """Close ``results.jsonl``. Idempotent."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def _open(self) -> None:
+        self.close()
+        self._fh = (self.path / self.RESULTS).open("a", encoding="utf-8")
+
+    def _lines(self) -> int:
+        path = self.path / self.RESULTS
+        if not path.exists():
+            return 0
+        with path.open("rb") as fh:
+            return sum(1 for line in fh if line.strip())
+
+    def _clear(self) -> None:
+        for name in (self.MANIFEST, self.RESULTS, self.SCOREBOARD):
+            with contextlib.suppress(FileNotFoundError):
+                (self.path / name).unlink()
+        if self.traces.is_dir():
+            for trace in self.traces.glob("*.jsonl"):
+                trace.unlink()
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(value) if isinstance(value, list) else len(text)})"
