@@ -144,13 +144,19 @@ def print_scoreboard(board: Scoreboard) -> None:
     console.print(d)
     console.print(
         f"mean steps {board.mean_steps:.2f} · error rate {100 * board.error_rate:.1f}% of steps · "
-        f"infrastructure errors {board.infrastructure_errors} · mean output tokens/task {board.mean_output_tokens:.0f} · "
+        f"infrastructure errors {board.infrastructure_errors}{_kinds(board)} · mean output tokens/task {board.mean_output_tokens:.0f} · "
         f"wall time {board.wall_s:.2f} s"
     )
     if board.cost_per_1000_tasks is not None:
         console.print(
             f"estimated output cost: ${board.cost_per_1000_tasks:.2f} per 1,000 tasks at ${board.price_per_mtok:g} per million output tokens"
         )
+
+
+def _kinds(board: Scoreboard) -> str:
+    if not board.infrastructure_kinds:
+        return ""
+    return " (" + ", ".join(f"{k} {n}" for k, n in board.infrastructure_kinds.items()) + ")"
 
 
 def _run(

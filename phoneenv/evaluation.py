@@ -19,7 +19,7 @@ import logging
 import os
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,7 +68,13 @@ class AgentLike(Protocol):
 
 @dataclass
 class EpisodeResult:
-    """One episode's outcome: task, verdict figures, agent tokens and wall time (seconds)."""
+    """One episode's outcome: task, verdict figures, agent tokens and wall time (seconds).
+
+    ``infrastructure_kind`` says what failed in an infrastructure-error episode: the
+    :attr:`~phoneenv.llm.InfrastructureError.kind` the model client or the backend raised
+    (``rate_limit``, ``server_error``, ``malformed_response``, ``device``...), or ``world`` when
+    a tool's feedback or the backend's state read marked the episode; None otherwise. Only the
+    short label is kept: the error's text can quote a server's body and stays in the log."""
 
     task_id: str
     category: str
@@ -82,6 +88,7 @@ class EpisodeResult:
     wall_s: float
     trace_path: str | None
     seed: int | None = None
+    infrastructure_kind: str | None = None
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -107,11 +114,13 @@ def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path |
     from ``env.reset`` propagates."""
     obs, info = env.reset(seed=seed, options={"task": task})
     agent.reset(obs, info)
+    kind: str | None = None
     while True:
         try:
             decision = agent.act(obs, info)
         except InfrastructureError as exc:
             info = env.abort_infrastructure(f"{exc.kind}: {exc}")
+            kind = exc.kind
             break
         action, tokens = (decision.action, decision.tokens) if hasattr(decision, "action") else (decision, None)
         if tokens:
@@ -141,6 +150,7 @@ def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path |
         wall_s=wall,
         trace_path=str(path) if path else None,
         seed=seed,
+        infrastructure_kind=(kind or "world") if v["infrastructure_error"] else None,
     )
 
 
@@ -301,7 +311,7 @@ def run_episodes(
                 log.warning("reset of %s failed on %s: %s", task.id, name, exc)
                 reason = exc
                 res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
-                                    time.perf_counter() - t0, None, seed)  # fmt: skip
+                                    time.perf_counter() - t0, None, seed, getattr(exc, "kind", "connection"))  # fmt: skip
             results.append(res)
             if on_episode is not None:
                 on_episode(res)
@@ -362,7 +372,8 @@ class Scoreboard:
     errors, mean output tokens per task (thinking included), total wall time in seconds, and,
     given a price per million output tokens, the estimated output cost per 1,000 tasks
     (``mean_output_tokens × 1000 × price / 10⁶``; input tokens excluded, as the
-    Qwen-Planner-Agent report quotes cost)."""
+    Qwen-Planner-Agent report quotes cost). ``infrastructure_kinds`` counts the
+    infrastructure-error episodes by :attr:`EpisodeResult.infrastructure_kind`."""
 
     agent: str
     categories: list[Row]
@@ -374,6 +385,7 @@ class Scoreboard:
     wall_s: float
     price_per_mtok: float | None = None
     cost_per_1000_tasks: float | None = None
+    infrastructure_kinds: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The scoreboard as plain JSON data."""
@@ -422,6 +434,9 @@ def score(
         wall_s=wall_s if wall_s is not None else sum(r.wall_s for r in results),
         price_per_mtok=price_per_mtok,
         cost_per_1000_tasks=None if price_per_mtok is None else mean_out * 1000 * price_per_mtok / 1e6,
+        infrastructure_kinds=dict(
+            sorted(Counter(r.infrastructure_kind or "unknown" for r in results if r.infrastructure_error).items())
+        ),
     )
 
 

@@ -376,10 +376,13 @@ def test_eval_against_a_failing_endpoint_keeps_every_episode(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [r["task_id"] for r in rows] == TASKS
     assert [r["infrastructure_error"] for r in rows] == [True, False, True]
+    assert [r["infrastructure_kind"] for r in rows] == ["malformed_response", None, "malformed_response"]
     assert [r["steps"] for r in rows] == [0, 3, 1]
     assert rows[1]["success"] is True and rows[1]["progress"] == 1.0
     board = json.loads((tmp_path / "scoreboard.json").read_text())
     assert board["infrastructure_errors"] == 2
+    assert board["infrastructure_kinds"] == {"malformed_response": 2}
+    assert "infrastructure errors 2 (malformed_response 2)" in " ".join(res.output.split())
     assert board["categories"][-1]["episodes"] == 1 and board["categories"][-1]["success"] == 1.0
     for row in rows:
         trace = json.loads(Path(row["trace_path"]).read_text(encoding="utf-8"))

@@ -29,6 +29,7 @@ from phoneenv.evaluation import (
     RunFolder,
     read_results,
     run_episodes,
+    score,
 )
 from phoneenv.llm import InfrastructureError
 from phoneenv.tasks import get_task, select
@@ -357,6 +358,7 @@ def test_a_device_gone_past_the_budget_stops_the_run_cleanly():
     first, lost = seen
     assert first.success and not first.infrastructure_error
     assert lost.task_id == "contacts.favorite/1" and lost.infrastructure_error and lost.trace_path is None
+    assert (first.infrastructure_kind, lost.infrastructure_kind) == (None, "device")
 
 
 def test_without_a_retry_policy_a_failed_reset_is_an_infrastructure_episode_at_once():
@@ -382,6 +384,8 @@ def test_episodes_that_end_in_an_infrastructure_error_are_kept_and_followed_by_a
     clock = FakeClock()
     results = run_episodes(DeadServerTwice(), select(SMALL), infra_retry=_policy(clock, 60.0), max_consecutive_infra=5)
     assert [r.infrastructure_error for r in results] == [True, True, False, False]
+    assert [r.infrastructure_kind for r in results] == ["connection", "connection", None, None]
+    assert score("x", results).infrastructure_kinds == {"connection": 2}
     assert clock.waits == [1.0, 2.0]
     clock = FakeClock()
     DeadServerTwice.calls = -100  # dead for good
@@ -471,9 +475,9 @@ class SignInAgent:
 
 
 class HostileAgent(SignInAgent):
-    """Plays the task's password where no schema marks it secret (issue 10's cases), then the
-    reference plan: an extra argument, another key, a misspelled tool, broken JSON, ``ui.type``,
-    the ``finish`` answer."""
+    """Plays the task's password wherever no schema marks it secret (issue 10's cases): an extra
+    argument, another key, a misspelled tool, broken JSON, ``ui.type``, the user's confirmation
+    question, a mail's fields, and the ``finish`` answer and value that end the episode."""
 
     name = "hostile"
 
@@ -490,6 +494,9 @@ class HostileAgent(SignInAgent):
                 '{"name": "system.sign_in", "arguments": {"password": "' + pw + '"',
                 {"name": "system.sign_in", "arguments": '{"password": "' + pw + '", '},
                 {"name": "ui.type", "arguments": {"text": pw}},
+                {"name": "user.confirm", "arguments": {"question": f"sign in with {pw}?"}},
+                {"name": "mail.send", "arguments": {"to": [pw], "subject": pw, "body": f"my password is {pw}"}},
+                {"name": "finish", "arguments": {"answer": f"signed in with {pw}", "value": pw}},
             ]
         if self.queue:
             action = self.queue.pop(0)
@@ -542,13 +549,9 @@ class SecretsFound(AssertionError):
     """Fixture secrets found in the artifacts of a run."""
 
 
-@pytest.mark.xfail(
-    raises=SecretsFound,
-    strict=True,
-    reason="env-level masking of secrets outside secret parameters (issue 10 item 4) lives in phoneenv/env.py; "
-    "remove this mark when it lands",
-)
 def test_no_fixture_secret_reaches_an_artifact_whatever_the_agent_sends(tmp_path, monkeypatch, caplog):
+    """A hostile agent gives each mail task's password everywhere but the secret parameter
+    (issue 10's leak paths): no artifact of the run and no captured output holds it."""
     runs = [("hostile", "mail.*")]
     _, _, found = _eval_grep(tmp_path, monkeypatch, caplog, runs, {"hostile": HostileAgent})
     if found:
