@@ -170,7 +170,9 @@ class Feedback(BaseModel):
     can fix it by acting differently. ``notifications`` are the memory intents that fired during
     this step (or at reset), each ``{"type": "reminder", "memory_id", "content", "action",
     "trigger": {"type", "value"}, "time"}`` (see :mod:`phoneenv.harness.episode_memory`); None
-    when none fired. ``image`` (``uint8`` H×W×3) is never serialised.
+    when none fired. ``redacted`` names the arguments of the call that the world found secret
+    (text typed into a password field): the env records them as ``***`` and masks their values
+    for the rest of the episode. ``image`` (``uint8`` H×W×3) is never serialised.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -185,6 +187,7 @@ class Feedback(BaseModel):
     candidates: list[str] | None = None
     recoverable: bool | None = None
     notifications: list[dict[str, Any]] | None = None
+    redacted: list[str] | None = None
     image: Any = Field(default=None, exclude=True)
 
     @property

@@ -88,7 +88,7 @@ from phoneenv.contract import (
 from phoneenv.frames import DELEGATE_TOOL, MAX_DEPTH, FrameStack
 from phoneenv.harness import feedback
 from phoneenv.harness.episode_memory import MEMORY_TABLE, EpisodeMemory
-from phoneenv.intake import MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
+from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
 from phoneenv.tasks.verify import CallRecord, verify
 from phoneenv.tools import ArgumentError, build_tool, tool
 
@@ -462,6 +462,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         fb = intake.error
         if fb is None:
             rec = self._execute(intake)
+            if rec.feedback.redacted:
+                rec = self._redact(rec)
             fb = rec.feedback
         if self._memory is not None and self._memory.pending:
             notes = self._memory.observe(None if rec is None else rec.name, fb.ok)
@@ -641,6 +643,18 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                 self._confirmed = self._authenticated = False
             fb = self.backend.call(spec.name, args)
         return CallRecord(spec.name, arguments, fb, spec.effect, confirmed)
+
+    def _redact(self, rec: CallRecord) -> CallRecord:
+        """``rec`` with the arguments its feedback names ``redacted`` (text typed into a password
+        field) recorded as ``***``; their values join the episode's secrets, so they are masked
+        wherever they show up later (a screen read back, a message, the verdict)."""
+        names = rec.feedback.redacted or []
+        typed = [v for k, v in rec.arguments.items() if k in names and isinstance(v, str) and v and v != MASK]
+        if typed:
+            self._masker = Masker((*self._masker.secrets, *typed), self._masker.keys)
+            self._masked_for = None  # the next reset builds the task's own masker again
+        arguments = {k: (MASK if k in names and v is not None else v) for k, v in rec.arguments.items()}
+        return rec._replace(arguments=arguments)
 
     def _finish_episode(self, truncated: bool) -> Any:
         frames = self._frames.step_frames if self._frames is not None else []

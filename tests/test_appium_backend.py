@@ -41,7 +41,7 @@ PKG = "com.example.notes:id/"
 
 
 def E(cls: str, rid: str, bounds: list[int], *, text: str = "", desc: str = "", clickable: bool = False,
-      enabled: bool = True, children: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:  # fmt: skip
+      enabled: bool = True, password: bool = False, children: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:  # fmt: skip
     """An expected element, written out by hand from notes.xml."""
     return {
         "class": cls,
@@ -51,6 +51,7 @@ def E(cls: str, rid: str, bounds: list[int], *, text: str = "", desc: str = "", 
         "bounds": bounds,
         "clickable": clickable,
         "enabled": enabled,
+        "password": password,
         "children": list(children),
     }
 
@@ -65,7 +66,7 @@ def notes_screen(username: str = "", password: str = "", compose: str = "") -> d
             E("MockView", "login", [0, 0, 360, 240], children=(
                 E("MockText", "title", [16, 16, 344, 48], text="Sign in to Notes"),
                 E("MockInputField", "username", [16, 64, 344, 112], text=username, desc="Username", clickable=True),
-                E("MockInputField", "password", [16, 120, 344, 168], text=password, desc="Password", clickable=True),
+                E("MockInputField", "password", [16, 120, 344, 168], text=password, desc="Password", clickable=True, password=True),
                 E("MockButton", "sign_in", [16, 180, 172, 224], text="Sign in", clickable=True),
                 E("MockButton", "forgot", [188, 180, 344, 224], text="Forgot password?", clickable=True, enabled=False),
             )),
@@ -219,6 +220,9 @@ UIA2_SOURCE = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>
     <android.widget.EditText index="0" package="com.example.notes" class="android.widget.EditText"
         text="ana@example.com" resource-id="com.example.notes:id/username" content-desc="Username"
         clickable="true" enabled="true" bounds="[48,300][1032,420]" displayed="true" />
+    <android.widget.EditText index="1" package="com.example.notes" class="android.widget.EditText"
+        text="••••••" resource-id="com.example.notes:id/password" content-desc="Password"
+        clickable="true" enabled="true" password="true" bounds="[48,420][1032,480]" displayed="true" />
     <android.widget.Button index="1" class="android.widget.Button" text="Sign in"
         resource-id="com.example.notes:id/sign_in" clickable="true" enabled="false"
         bounds="[48,480][540,600]" displayed="true" />
@@ -243,6 +247,7 @@ def test_parse_uiautomator2_hierarchy() -> None:
                 "bounds": [0, 0, 1080, 2400],
                 "clickable": False,
                 "enabled": True,
+                "password": False,
                 "children": [
                     {
                         "class": "android.widget.EditText",
@@ -252,6 +257,18 @@ def test_parse_uiautomator2_hierarchy() -> None:
                         "bounds": [48, 300, 1032, 420],
                         "clickable": True,
                         "enabled": True,
+                        "password": False,
+                        "children": [],
+                    },
+                    {
+                        "class": "android.widget.EditText",
+                        "text": "••••••",
+                        "resource_id": "com.example.notes:id/password",
+                        "content_desc": "Password",
+                        "bounds": [48, 420, 1032, 480],
+                        "clickable": True,
+                        "enabled": True,
+                        "password": True,
                         "children": [],
                     },
                     {
@@ -262,6 +279,7 @@ def test_parse_uiautomator2_hierarchy() -> None:
                         "bounds": [48, 480, 540, 600],
                         "clickable": True,
                         "enabled": False,
+                        "password": False,
                         "children": [],
                     },
                 ],
@@ -269,8 +287,9 @@ def test_parse_uiautomator2_hierarchy() -> None:
         ],
     }
     flat = flatten_screen(screen)
-    assert list(flat) == ["0", "0/0", "0/1"]
-    assert flat["0/1"]["text"] == "Sign in" and flat["0/1"]["id"] == "0/1" and "children" not in flat["0/1"]
+    assert list(flat) == ["0", "0/0", "0/1", "0/2"]
+    assert flat["0/2"]["text"] == "Sign in" and flat["0/2"]["id"] == "0/2" and "children" not in flat["0/2"]
+    assert [e["password"] for e in flat.values()] == [False, False, True, False]
 
 
 @pytest.mark.parametrize(
@@ -401,7 +420,8 @@ def test_tap_by_text_by_id_and_by_description(ui: AppiumUi, session: AppiumSessi
 
 def test_type_into_a_field_and_read_it_back(ui: AppiumUi, session: AppiumSession) -> None:
     fb = call(ui, "ui.type", text="ana@example.com", into=PKG + "username")
-    assert fb.ok and fb.result == {"field": f"resource_id='{PKG}username'", "text": "ana@example.com"}
+    assert fb.ok and fb.result == {"field": f"resource_id='{PKG}username'", "text": "ana@example.com", "hidden": False}
+    assert fb.redacted is None
     fb = call(ui, "ui.type", text="Buy milk", into="Write a note", by="content_desc")
     assert fb.ok and fb.result["text"] == "Buy milk"
     assert field_value(session, "username") == "ana@example.com"
@@ -411,6 +431,44 @@ def test_type_into_a_field_and_read_it_back(ui: AppiumUi, session: AppiumSession
     assert call(ui, "ui.type", text="Call Ben", into=PKG + "compose").result["text"] == "Call Ben"
     assert call(ui, "ui.type", text="", into=PKG + "username").result["text"] == ""
     assert call(ui, "ui.read_screen").result == notes_screen(compose="Call Ben")
+
+
+def test_text_typed_into_a_password_field_is_redacted_everywhere(appium_server) -> None:
+    """A password the agent types into a field marked ``password`` (not a fixture secret: the
+    env cannot know it beforehand) is typed for real but recorded as ``***`` in the trace, and
+    masked in what comes after: the screen read back, a message, the finish answer."""
+    session = AppiumSession.fake(appium_server.url, str(NOTES_APP), command_timeout_s=20)
+    typed = "hunter2-Zq9"
+    task = TaskSpec(
+        id="ui.password",
+        domain="device",
+        goal="Sign in to Notes.",
+        criteria=[StateCriterion(table="ui.elements", where={"resource_id": PKG + "password"}, change="present")],
+        backends=["appium"],
+    )
+    env = PhonePlanEnv(task=task, backend=AppiumBackend(session), skills=False)
+    try:
+        env.reset(seed=0)
+        seen = []
+        for action in (
+            {"name": "ui.type", "arguments": {"text": typed, "into": PKG + "password"}},
+            {"name": "ui.read_screen", "arguments": {}},
+            {"name": "ui.type", "arguments": {"text": f"my password is {typed}", "into": PKG + "compose"}},
+            {"name": "finish", "arguments": {"answer": f"signed in with {typed}"}},
+        ):
+            obs, _, _, _, info = env.step(action)
+            assert info["feedback"].ok, info["feedback"]
+            seen += [obs, info["feedback"].model_dump_json()]
+        assert field_value(session, "password") == typed  # the real value reached the field
+        first = env.trace.steps[0]
+        assert first.action.arguments["text"] == "***" and first.feedback.redacted == ["text"]
+        assert first.feedback.result["hidden"] is True and first.feedback.result["text"] == "***"
+        artifacts = [env.trace.model_dump_json(), env.verdict.model_dump_json(), json.dumps(seen, default=str)]
+        assert not any(typed in a for a in artifacts)
+        env.reset(seed=0)  # the typed password was this episode's secret, not the next one's
+        assert typed not in env._masker.secrets
+    finally:
+        env.close()
 
 
 @pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))

@@ -16,6 +16,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -561,3 +562,70 @@ def test_a_closed_episode_memory_reopens_in_a_new_env(tmp_path):
     env.reset(seed=0)
     assert any(r["content"] == "the boat is blue" for r in env._memory.table().values())
     env.close()
+
+
+class CorpusAgent:
+    """Plays every corpus action (its ``before`` steps first), built with each task's own vault
+    password, across as many episodes as it takes (a case that ends an episode, such as a
+    ``finish``, leaves the rest for the next), then the reference plan."""
+
+    name = "corpus"
+    played = 0
+
+    def __init__(self, seed: int = 0) -> None:
+        from agents import ReferenceAgent
+
+        self.ref = ReferenceAgent()
+        self.left = [(c, i) for c in CORPUS for i in range(len(c.before) + 1)]
+
+    def reset(self, observation, info):
+        from phoneenv.tasks import get_task
+
+        self.ref.reset(observation, info)
+        (self.secret,) = [s.get_secret_value() for s in get_task(info["task_id"]).fixtures.vault.values()]
+
+    def act(self, observation, info):
+        from agents.base import AgentAction
+
+        if not self.left:
+            return self.ref.act(observation, info)
+        case, i = self.left.pop(0)
+        CorpusAgent.played += 1
+        before, action = case.build(self.secret)
+        return AgentAction([*before, action][i])
+
+
+def test_the_corpus_through_eval_keeps_every_episode_and_no_secret(tmp_path, monkeypatch, caplog):
+    """The corpus through ``phoneenv eval``: the run ends normally, ``results.jsonl`` holds every
+    episode (none an infrastructure error: hostile input is the agent's), every trace loads back
+    as a :class:`Trace`, and no form of any task's password is in any file or the output."""
+    from typer.testing import CliRunner
+
+    import agents as agents_pkg
+    from phoneenv import cli
+    from phoneenv.tasks import select
+
+    monkeypatch.setattr(agents_pkg, "AGENTS", {**agents_pkg.AGENTS, "corpus": CorpusAgent})
+    caplog.set_level(logging.DEBUG)
+    tasks = select("mail.*")[:8]
+    CorpusAgent.played = 0
+    out = tmp_path / "run"
+    args = ["eval", "--agent", "corpus", "--tasks", ",".join(t.id for t in tasks), "--max-steps", "120"]
+    res = CliRunner().invoke(cli.app, [*args, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert CorpusAgent.played == sum(len(c.before) + 1 for c in CORPUS)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["task_id"] for r in rows] == [t.id for t in tasks]
+    assert not any(r["infrastructure_error"] for r in rows)
+    assert sum(r["steps"] for r in rows) >= CorpusAgent.played
+    blobs = [res.output, caplog.text]
+    for path in sorted(out.rglob("*")):
+        if path.is_file():
+            blobs.append(path.read_text(encoding="utf-8"))
+    for row in rows:
+        Trace.model_validate_json(Path(row["trace_path"]).read_text(encoding="utf-8"))
+    for task in tasks:
+        for secret in task.fixtures.vault.values():
+            for blob in blobs:
+                for form in _texts(secret.get_secret_value()):
+                    assert form not in blob

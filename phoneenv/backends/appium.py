@@ -107,13 +107,15 @@ UiElement = TypedDict(
         "bounds": list[int],
         "clickable": bool,
         "enabled": bool,
+        "password": bool,
         "children": "list[UiElement]",
     },
 )
 UiElement.__doc__ = """One on-screen element: its class (``android.widget.Button``; the XML tag on
 the fake driver), text, resource-id, content-desc (accessibility label), ``bounds`` as
-``[left, top, right, bottom]`` in screen pixels, whether it is clickable and enabled, and the
-elements inside it. Missing strings are ``""``."""
+``[left, top, right, bottom]`` in screen pixels, whether it is clickable and enabled, whether it
+hides its text (``password``: Android's password fields; ``ui.type`` into one is recorded as
+``***``), and the elements inside it. Missing strings are ``""``."""
 
 
 class Screen(TypedDict):
@@ -133,10 +135,12 @@ class Tapped(TypedDict):
 
 
 class Typed(TypedDict):
-    """The field typed into and its text as read back from it after typing."""
+    """The field typed into, its text as read back from it after typing, and whether it hides
+    its text (a password field: the typed text is recorded as ``***`` and not read back)."""
 
     field: str
     text: str
+    hidden: bool
 
 
 class Pressed(TypedDict):
@@ -242,6 +246,7 @@ def _node(el: ET.Element, dialect: Dialect, depth: int) -> UiElement | None:
         }
     record["clickable"] = _flag(el.get("clickable"), False)
     record["enabled"] = _flag(el.get("enabled"), True)
+    record["password"] = _flag(el.get("password"), False)
     record["children"] = [n for c in el if (n := _node(c, dialect, depth + 1)) is not None]
     return record  # type: ignore[return-value]
 
@@ -691,6 +696,8 @@ class AppiumUi:
                 sel = {arguments.get("by", "resource_id"): arguments.get("into", "")}
             target = _describe(sel) if sel else None
             return exception_feedback(exc, name, target=target, server=self.session.server_url)
+        if name == "ui.type" and result["hidden"]:
+            return Feedback(ok=True, result=result, redacted=["text"])
         return Feedback(ok=True, result=result)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -711,6 +718,21 @@ class AppiumUi:
                 update={"message": f"no element with {_describe(selector)} appeared within {waited:g} s"}
             )
         return to_tool_error(fb)
+
+    def _hides_text(self, selector: Mapping[str, str]) -> bool:
+        """Whether the first element on screen matching ``selector`` is a password field (the
+        page source's ``password`` attribute, which UiAutomator2 and the fake driver's app XML
+        both carry). A screen that cannot be read counts as a password field: masking a plain
+        field's text loses less than showing a password."""
+        try:
+            elements = self.session.screen()["elements"]
+        except Exception as exc:
+            log.debug("screen unreadable, treating the field as a password field: %s", exc)
+            return True
+        for _, el in _walk(elements):
+            if all(el[k] == v for k, v in selector.items()):  # type: ignore[literal-required]
+                return el["password"]
+        return False
 
     def _element(self, selector: Mapping[str, str]) -> tuple[WebElement, int]:
         found = self.session.find(selector)
@@ -771,10 +793,11 @@ class AppiumUi:
         """
         selector = {by: into}
         element, _ = self._element(selector)
+        hidden = self._hides_text(selector)
         element.clear()
         if text:
             element.send_keys(text)
-        return {"field": _describe(selector), "text": element.text}
+        return {"field": _describe(selector), "text": "***" if hidden and text else element.text, "hidden": hidden}
 
     @tool()
     def read_screen(self) -> Screen:
