@@ -463,6 +463,12 @@ class LocationChange(BaseModel):
         return self
 
 
+MIN_SECRET_CHARS = 4
+"""Shortest fixture secret (a vault password or PIN): every occurrence of a secret is masked as
+``***`` in what the env records (a 4- or 5-digit one only as a whole number), so a shorter one
+would mask unrelated text."""
+
+
 class Fixtures(BaseModel):
     """The world a task starts from; applied on ``reset`` by restoring a snapshot of it.
 
@@ -503,6 +509,17 @@ class Fixtures(BaseModel):
     simulated: list[SimulatedCall] = Field(default_factory=list)
     memory: list[MemoryFixture] = Field(default_factory=list)
     location_timeline: list[LocationChange] = Field(default_factory=list)
+
+    @field_validator("vault")
+    @classmethod
+    def _check_vault(cls, vault: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for account, secret in vault.items():
+            if len(secret.get_secret_value()) < MIN_SECRET_CHARS:
+                raise ValueError(
+                    f"the vault password of {account!r} has fewer than {MIN_SECRET_CHARS} characters; "
+                    "traces mask every occurrence of a secret, and one this short would mask unrelated text"
+                )
+        return vault
 
     @field_validator("memory")
     @classmethod

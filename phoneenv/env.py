@@ -83,7 +83,6 @@ from phoneenv.contract import (
     ToolCall,
     ToolSpec,
     Trace,
-    Verdict,
 )
 from phoneenv.frames import DELEGATE_TOOL, MAX_DEPTH, FrameStack
 from phoneenv.harness import feedback
@@ -424,7 +423,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._done = False
         self._verdict: Any = None
         self._goal = _ascii(self._masker.value(task.goal))
-        self._frames = FrameStack(task.goal, self._specs, self._openai)
+        self._frames = FrameStack(self._masker.value(task.goal), self._specs, self._openai)
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)
         started, text, _ = seal(started, self._masker)
@@ -681,7 +680,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             now=self._clock_or_none(),
         )
         if self._masker and self._masker.json_text_hits(self._verdict.model_dump_json()):
-            self._verdict = Verdict.model_validate(self._masker.value(self._verdict.model_dump(mode="json")))
+            self._verdict = self._masker.model(self._verdict)
         return self._verdict
 
     def _clock_or_none(self) -> str | None:
@@ -730,7 +729,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             backend=self.backend.name,
             category=self.task.category,
             domain=self.task.domain,
-            goal=self.task.goal,
+            goal=self._masker.value(self.task.goal),
             steps=steps,
             frames=self._frames.records() if self._frames is not None else [],
             verdict=self._verdict,

@@ -48,13 +48,15 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from phoneenv.contract import Feedback, Fixtures
 from phoneenv.harness import feedback
 from phoneenv.tools import ArgumentError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 __all__ = [
     "MASK",
@@ -153,6 +155,12 @@ class Masker:
             ):
                 forms[form] = None
         self._forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
+        # A short all-digit secret (a 4- or 5-digit PIN) is masked only where it is a whole
+        # number, not inside a longer run of digits (an id, a phone number, a year's digits are
+        # too likely to hold it by chance); longer ones are masked everywhere, as other secrets.
+        self._digits = {
+            f: re.compile(rf"(?<!\d){re.escape(f)}(?!\d)") for f in self._forms if f.isdigit() and len(f) < 6
+        }
         # A secret of printable ASCII without quote or backslash looks the same in any JSON text.
         self._plain = all(s.isascii() and s.isprintable() and '"' not in s and "\\" not in s for s in self.secrets)
         self._key_value = (
@@ -167,8 +175,9 @@ class Masker:
         return bool(self.secrets or self.keys)
 
     def hits(self, text: str) -> bool:
-        """Whether ``text`` holds a secret, literally, JSON-escaped or Python-escaped."""
-        return any(f in text for f in self._forms)
+        """Whether ``text`` holds a secret, literally, JSON-escaped or Python-escaped (a short
+        all-digit secret only as a whole number)."""
+        return any(f in text and (f not in self._digits or self._digits[f].search(text)) for f in self._forms)
 
     def text(self, text: str) -> str:
         """``text`` with every secret (literal, JSON- or Python-escaped, also when the text
@@ -188,7 +197,8 @@ class Masker:
     def _replace_forms(self, text: str) -> str:
         for form in self._forms:
             if form in text:
-                text = text.replace(form, MASK)
+                digits = self._digits.get(form)
+                text = text.replace(form, MASK) if digits is None else digits.sub(MASK, text)
         return text
 
     def value(self, value: Any) -> Any:
@@ -224,6 +234,33 @@ class Masker:
                 return self._replace_forms(text)
         return text
 
+    def model(self, model: ModelT) -> ModelT:
+        """A copy of the pydantic ``model`` with its secrets masked as :meth:`value` masks its
+        JSON, except where ``***`` cannot stand: a field the model types as a number (a count
+        that happens to equal a PIN) keeps its value. Never raises; ``model`` itself when
+        nothing changes."""
+        data = model.model_dump(mode="json")
+        masked = self.value(data)
+        if masked is data:
+            return model
+        cls = type(model)
+        for _ in range(8):  # each round puts back the fields that refused a string
+            try:
+                return cls.model_validate(masked)
+            except ValidationError as exc:
+                for err in exc.errors():
+                    masked = _put_back(masked, data, err["loc"])
+        return cls.model_validate(self._strings_only(data))
+
+    def _strings_only(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._str(value)
+        if isinstance(value, dict):
+            return {(self._str(k) if isinstance(k, str) else k): self._strings_only(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._strings_only(v) for v in value]
+        return value
+
     def feedback(self, fb: Feedback) -> Feedback:
         """``fb`` with its secrets masked (every field; the image is kept as it is)."""
         if not self:
@@ -253,6 +290,21 @@ class Masker:
         if not self._plain:
             return True
         return self.hits(text) or (bool(self.keys) and any(f'"{k}"' in text for k in self.keys))
+
+
+def _put_back(masked: Any, original: Any, loc: tuple[Any, ...]) -> Any:
+    """``masked`` with the value at ``loc`` (a pydantic error location, which may end in type
+    tags that are not keys) taken from ``original``: the deepest location both hold."""
+    if not loc or not isinstance(masked, (dict, list)):
+        return original
+    key = loc[0]
+    if isinstance(masked, dict) and key in masked and isinstance(original, dict) and key in original:
+        return {**masked, key: _put_back(masked[key], original[key], loc[1:])}
+    if isinstance(masked, list) and isinstance(key, int) and 0 <= key < len(masked) and isinstance(original, list):
+        out = list(masked)
+        out[key] = _put_back(masked[key], original[key], loc[1:])
+        return out
+    return original
 
 
 def _number_text(value: int | float) -> str:

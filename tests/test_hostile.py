@@ -356,6 +356,51 @@ def test_numbers_equal_to_a_pin_are_masked(envs, caplog):
     assert env.trace.steps[-1].action.arguments["value"] == "***"
 
 
+def test_counts_equal_to_a_pin_keep_their_value_and_never_raise(caplog):
+    """A PIN that equals a count of the verdict (tokens, steps): the count stays a number (it is
+    not the secret), the step does not raise, and the PIN is still masked where it is text."""
+    env = PhonePlanEnv(task=secret_task(PIN), max_steps=5)
+    try:
+        env.reset(seed=0)
+        env.add_agent_tokens({"output": int(PIN)})
+        obs, _, terminated, _, info = env.step(call("finish", answer=f"PIN {PIN}", value=0))
+        assert terminated and env.verdict.output_tokens == int(PIN)
+        assert env.verdict.answer == "PIN ***" and info["verdict"]["output_tokens"] == int(PIN)
+        Trace.model_validate_json(env.trace.model_dump_json())
+    finally:
+        env.close()
+
+
+def test_a_short_all_digit_secret_is_masked_only_as_a_whole_number():
+    m = Masker(["2026"])
+    assert m.text("PIN 2026, ok") == "PIN ***, ok"
+    assert m.text("call +49 30 120261 or id 20261") == "call +49 30 120261 or id 20261"
+    assert m.value({"n": 2026, "m": 20260, "s": "x2026y"}) == {"n": "***", "m": 20260, "s": "x***y"}
+    assert Masker(["pw12"]).text("apw123") == "a***3"  # a secret with letters: everywhere
+    assert Masker([PIN]).text(f"1{PIN}{PIN}9") == "1******9"  # six digits and more: everywhere
+
+
+def test_a_vault_password_too_short_to_mask_safely_is_refused():
+    from phoneenv.contract import MIN_SECRET_CHARS
+
+    with pytest.raises(ValueError, match="fewer than 4 characters"):
+        Fixtures(vault={ACCOUNT: "1" * (MIN_SECRET_CHARS - 1)})
+    Fixtures(vault={ACCOUNT: "1" * MIN_SECRET_CHARS})
+
+
+def test_a_secret_in_the_goal_is_masked_in_the_trace_and_frames():
+    task = secret_task(PLAIN).model_copy(update={"goal": f"My mail password is {PLAIN}; how many emails?"})
+    env = PhonePlanEnv(task=task, max_steps=5)
+    try:
+        obs, _ = env.reset(seed=0)
+        env.step(call("finish", answer="0", value=0))
+        dumped = env.trace.model_dump_json()
+        assert PLAIN not in dumped and PLAIN not in obs["goal"]
+        assert env.trace.goal == "My mail password is ***; how many emails?"
+    finally:
+        env.close()
+
+
 def test_a_secret_cut_at_the_raw_limit_leaves_no_prefix(envs):
     env = envs[PLAIN]
     env.reset(seed=0)
