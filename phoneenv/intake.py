@@ -14,7 +14,9 @@ What is rejected, and as what (the limits are the constants below):
   lone UTF-16 surrogate in the name, a key or a string; nesting deeper than
   :data:`MAX_NESTING`; in a dict action, a value of a non-JSON type or a non-string key (a
   tuple is read as a list); both a top-level ``name``/``arguments`` and ``function``
-  (ambiguous: which call is meant?), or a ``function`` that is not an object; a name longer
+  (ambiguous: which call is meant?), or a ``function`` that is not an object; a key other than
+  ``name``, ``arguments``, ``function``, ``id``, ``type``, ``index`` (``parameters`` would run
+  the call with no arguments); a name longer
   than :data:`MAX_NAME_CHARS`. The feedback's ``path`` points at the value when it is known.
 - ``invalid_arguments`` of the tool (reported once the tool is known, with ``path``): a string
   longer than :data:`MAX_STRING_CHARS`, a key longer than :data:`MAX_KEY_CHARS`, an integer
@@ -486,6 +488,25 @@ def _raw(text: str, masker: Masker) -> tuple[str, bool]:
     return kept, False
 
 
+_CALL_KEYS = frozenset({"name", "arguments", "function", "id", "type", "index"})
+"""Keys an action may have: the call's ``name`` and ``arguments``, or OpenAI's ``function``
+wrapper with the ``id``, ``type`` (and, in streamed chunks, ``index``) of a tool call."""
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+
+
+def _known_keys(obj: dict[str, Any], known: frozenset[str], where: str) -> None:
+    """Reject a key outside ``known``: a call whose arguments sit under another key
+    (``parameters``, ``args``, ``input``) would otherwise run with none."""
+    for key in obj:
+        if key not in known:
+            hint = " (the call's arguments go under 'arguments')" if key in ("parameters", "args", "input") else ""
+            raise _Reject(
+                f"unknown key {_show(str(key))} in the action{hint}; a tool call is "
+                '{"name": "app.verb", "arguments": {...}}',
+                _pointer(where, str(key)),
+            )
+
+
 def read_action(action: Any, masker: Masker) -> Intake:
     """Read one action: JSON text (``str`` or UTF-8 ``bytes``) or a dict, ``{"name": "app.verb",
     "arguments": {...}}``, or OpenAI's ``{"function": {"name", "arguments"}}`` wrapper with
@@ -508,13 +529,14 @@ def read_action(action: Any, masker: Masker) -> Intake:
         if text is not None:
             if len(text) > MAX_ACTION_CHARS:
                 raise _Reject(f"the action is {len(text)} characters; at most {MAX_ACTION_CHARS}")
-            obj = _loads(text)
+            obj = _loads(text.removeprefix("\ufeff"))  # a byte order mark some clients send
             cleaner = _Cleaner(None)
         else:
             obj = action
             cleaner = _Cleaner(MAX_ACTION_CHARS)
         if not isinstance(obj, dict):
             raise _Reject(f"the action must be a JSON object, not {_json_type(obj)}")
+        _known_keys(obj, _CALL_KEYS, "")
         call = obj
         if "function" in obj:
             if "name" in obj or "arguments" in obj:
@@ -525,6 +547,7 @@ def read_action(action: Any, masker: Masker) -> Intake:
             call = obj["function"]
             if not isinstance(call, dict):
                 raise _Reject(f"'function' must be an object with 'name' and 'arguments', not {_json_type(call)}")
+            _known_keys(call, _FUNCTION_KEYS, "/function")
         name = call.get("name")
         if not isinstance(name, str) or not name:
             raise _Reject("the action needs a string 'name' (the tool to call)")
@@ -535,6 +558,7 @@ def read_action(action: Any, masker: Masker) -> Intake:
         if args is None:
             args = {}
         if isinstance(args, str):
+            args = args.removeprefix("\ufeff")
             args = _loads(args) if args.strip() else {}
         if not isinstance(args, dict):
             raise _Reject(f"'arguments' must be a JSON object, not {_json_type(args)}")

@@ -156,6 +156,16 @@ CORPUS: list[Case] = [
     Case("function_not_an_object", {"function": "contacts.list"}, "invalid_json"),
     Case("function_null", {"function": None, "name": "contacts.list"}, "invalid_json"),
     Case("openai_wrapper_is_fine", {"id": "c1", "type": "function", "function": {"name": "contacts.list", "arguments": "{}"}}, None),
+    Case("streamed_tool_call_is_fine", {"index": 0, "id": "c1", "type": "function", "function": {"name": "contacts.list", "arguments": "{}"}}, None),
+    # -- arguments under another key would run the call with none: rejected, naming the key
+    Case("parameters_key", {"name": "contacts.search", "parameters": {"query": "Ana"}}, "invalid_json", path="/parameters"),
+    Case("args_key_text", '{"name": "calendar.list_events", "args": {"date": "2026-12-01"}}', "invalid_json", path="/args"),
+    Case("parameters_in_function", {"function": {"name": "contacts.search", "parameters": {"query": "Ana"}}}, "invalid_json", path="/function/parameters"),
+    Case("stray_key", {"name": "contacts.list", "arguments": {}, "thought": "list them"}, "invalid_json", path="/thought"),
+    # -- a byte order mark some clients put first is read past
+    Case("bom_text_is_fine", "\ufeff" + text("contacts.search", '{"query": "Ana"}'), None),
+    Case("bom_bytes_is_fine", b"\xef\xbb\xbf" + text("contacts.search", '{"query": "Ana"}').encode(), None),
+    Case("bom_arguments_string_is_fine", {"name": "contacts.search", "arguments": '\ufeff{"query": "Ana"}'}, None),
     # -- lengths: bounded; a 10 MB answer never reaches the trace
     Case("answer_10_mb_dict_action", call("finish", answer="x" * 10_000_000), "invalid_json"),
     Case("answer_10_mb_text", text("finish", json.dumps({"answer": "x" * 10_000_000})), "invalid_json"),
