@@ -6,8 +6,12 @@ module level.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -159,6 +163,45 @@ def _kinds(board: Scoreboard) -> str:
     return " (" + ", ".join(f"{k} {n}" for k, n in board.infrastructure_kinds.items()) + ")"
 
 
+class _InterruptGuard:
+    """Ctrl-C (SIGINT) for an eval run: raises ``KeyboardInterrupt`` as usual, except inside
+    :meth:`deferred` (recording a finished episode), where it waits for the block's end. The
+    interrupt is also remembered, so one that Python swallows (raised inside a finalizer, which
+    only prints "Exception ignored") still stops the run when the next episode is recorded.
+    Installed only in the main thread (signal handlers can be set nowhere else)."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._deferring = False
+        self._old: Any = None
+
+    def __enter__(self) -> _InterruptGuard:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            self._old = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.interrupted = True
+        if not self._deferring:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Hold Ctrl-C until the block ends; raise it then (or one remembered from before)."""
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+        if self.interrupted:
+            raise KeyboardInterrupt
+
+
 def _run(
     agent: Any,
     tasks: list[TaskSpec],
@@ -185,13 +228,15 @@ def _run(
         scored = [x for x in results if not x.infrastructure_error]
         return f"success {100 * sum(x.success for x in scored) / len(scored) if scored else 0.0:.1f}%"
 
-    with _progress() as prog:
+    guard = _InterruptGuard()
+    with _progress() as prog, guard:
         bar = prog.add_task(f"{agent.name}", total=total or len(tasks), completed=len(previous), status=status())
 
         def tick(r: EpisodeResult) -> None:
-            folder.append(r)  # on disk before the run goes on
-            results.append(r)
-            running.append(r.task_id)
+            with guard.deferred():  # on disk and counted together, or neither
+                folder.append(r)
+                results.append(r)
+                running.append(r.task_id)
             prog.update(bar, advance=1, status=status())
 
         try:

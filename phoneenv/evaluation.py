@@ -14,6 +14,7 @@ out with backoff within a budget (:class:`InfraRetry`).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -488,7 +489,9 @@ class RunFolder:
     (one :class:`Trace` per episode, written atomically), ``results.jsonl`` (one
     :class:`EpisodeResult` per line, appended and flushed to disk (``fsync``) as each episode
     ends) and ``scoreboard.json`` (rewritten atomically). A killed run thus keeps every
-    finished episode, with its trace, and :meth:`resume` continues it.
+    finished episode, with its trace, and :meth:`resume` continues it. A run holds the folder's
+    ``.lock`` (``flock``) from :meth:`start` or :meth:`resume` to :meth:`close`, so a second run
+    on the same folder is refused instead of writing over the first.
 
     Args:
         path: the folder (created on :meth:`start`).
@@ -500,9 +503,12 @@ class RunFolder:
     TRACES = "traces"
     FORMAT = 1
 
+    LOCK = ".lock"
+
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._fh: Any = None
+        self._lock_fh: Any = None
 
     @property
     def traces(self) -> Path:
@@ -524,8 +530,17 @@ class RunFolder:
 
         Raises :class:`RunConfigError` when the folder already holds a run, unless ``overwrite``,
         which first removes that run's files (``run.json``, ``results.jsonl``,
-        ``scoreboard.json`` and the traces; nothing else in the folder).
+        ``scoreboard.json`` and the traces; nothing else in the folder), or when another run
+        is using the folder.
         """
+        self._lock()
+        try:
+            self._start(config, overwrite)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, config: dict[str, Any], overwrite: bool) -> None:
         if self.holds_run():
             if not overwrite:
                 n = self._lines()
@@ -548,9 +563,19 @@ class RunFolder:
         with the kept episodes, and new ones are appended after them.
 
         Raises:
-            RunConfigError: no ``run.json`` here, or a different configuration.
+            RunConfigError: no ``run.json`` here, a different configuration, or another run is
+                using the folder.
             ValueError: a ``results.jsonl`` line other than the last is not a result.
         """
+        if self.path.is_dir():
+            self._lock()
+        try:
+            return self._resume(config)
+        except BaseException:
+            self.close()
+            raise
+
+    def _resume(self, config: dict[str, Any]) -> list[EpisodeResult]:
         manifest = self.path / self.MANIFEST
         if not manifest.exists():
             if self.holds_run():
@@ -593,13 +618,33 @@ class RunFolder:
         _atomic_write(self.path / self.SCOREBOARD, json.dumps(board.to_json(), indent=2) + "\n")
 
     def close(self) -> None:
-        """Close ``results.jsonl``. Idempotent."""
+        """Close ``results.jsonl`` and release the folder. Idempotent."""
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+        if self._lock_fh is not None:
+            self._lock_fh.close()  # closing the file releases the flock
+            self._lock_fh = None
+
+    def _lock(self) -> None:
+        """Hold the folder's ``.lock`` (an exclusive ``flock``, released at :meth:`close` or when
+        the process dies). Raises :class:`RunConfigError` when another run holds it."""
+        if self._lock_fh is not None:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        fh = (self.path / self.LOCK).open("a")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            raise RunConfigError(
+                f"{self.path} is in use by another run (its {self.LOCK} is held); wait for it to end"
+            ) from None
+        self._lock_fh = fh
 
     def _open(self) -> None:
-        self.close()
+        if self._fh is not None:
+            self._fh.close()
         self._fh = (self.path / self.RESULTS).open("a", encoding="utf-8")
 
     def _lines(self) -> int:

@@ -202,6 +202,14 @@ def test_retry_settings_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("PHONEENV_LLM_MAX_ATTEMPTS", "0")
     with pytest.raises(ValueError, match="at least 1"):
         OpenAIChatClient("http://127.0.0.1:9/v1", "m")
+    monkeypatch.setenv("PHONEENV_LLM_MAX_ATTEMPTS", "2.7")
+    with pytest.raises(ValueError, match="whole number"):
+        OpenAIChatClient("http://127.0.0.1:9/v1", "m")
+    monkeypatch.setenv("PHONEENV_LLM_MAX_ATTEMPTS", "2")
+    for bad in ("inf", "nan", "-1"):
+        monkeypatch.setenv("PHONEENV_LLM_TIMEOUT", bad)
+        with pytest.raises(ValueError, match="PHONEENV_LLM_TIMEOUT"):
+            OpenAIChatClient("http://127.0.0.1:9/v1", "m")
 
 
 JSON = st.recursive(

@@ -556,3 +556,71 @@ def test_no_fixture_secret_reaches_an_artifact_whatever_the_agent_sends(tmp_path
     _, _, found = _eval_grep(tmp_path, monkeypatch, caplog, runs, {"hostile": HostileAgent})
     if found:
         raise SecretsFound(f"{len(found)} found, e.g. {found[:3]}")
+
+
+def test_a_second_run_on_the_same_folder_is_refused_while_the_first_holds_it(tmp_path):
+    first = RunFolder(tmp_path / "run")
+    first.start({"agent": "a"})
+    second = RunFolder(tmp_path / "run")
+    for attempt in (lambda: second.resume({"agent": "a"}), lambda: second.start({"agent": "a"}, overwrite=True)):
+        with pytest.raises(RunConfigError, match="in use by another run"):
+            attempt()
+    assert (tmp_path / "run" / "run.json").exists()  # the refused overwrite removed nothing
+    first.close()
+    assert second.resume({"agent": "a"}) == []
+    second.close()
+
+
+def test_ctrl_c_while_an_episode_is_recorded_waits_and_keeps_disk_and_count_equal(tmp_path, monkeypatch):
+    """SIGINT arriving while a finished episode is being written (between the line on disk and
+    the count) is held until both are done; one swallowed by Python elsewhere still stops the
+    run at the next episode. results.jsonl and the scoreboard then agree."""
+    import signal
+
+    original = RunFolder.append
+    calls = {"n": 0}
+
+    def append_then_interrupt(self, result):
+        original(self, result)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            signal.raise_signal(signal.SIGINT)  # lands between the line on disk and the count
+
+    monkeypatch.setattr(RunFolder, "append", append_then_interrupt)
+    out = tmp_path / "run"
+    res = runner.invoke(cli.app, ["eval", "--agent", "reference", "--tasks", SMALL, "--out", str(out)])
+    assert res.exit_code != 0 and "interrupted" in res.output, (res.exit_code, repr(res.exception))
+    lines = read_results(out / "results.jsonl")
+    board = json.loads((out / "scoreboard.json").read_text())
+    assert len(lines) == 2 == board["categories"][-1]["episodes"] + board["infrastructure_errors"]
+
+
+def test_a_swallowed_ctrl_c_still_stops_the_run_at_the_next_episode(tmp_path, monkeypatch):
+    """Python swallows a KeyboardInterrupt raised inside a finalizer (it prints "Exception
+    ignored"); the run must stop anyway once the episode in progress is recorded."""
+    import gc
+    import signal
+
+    class Finalized:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(100):  # the handler runs here, and its KeyboardInterrupt dies with __del__
+                pass
+
+    import phoneenv.evaluation as evaluation
+
+    original = evaluation._play
+    calls = {"n": 0}
+
+    def play_after_a_swallowed_interrupt(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            Finalized()
+            gc.collect()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "_play", play_after_a_swallowed_interrupt)
+    out = tmp_path / "run"
+    res = runner.invoke(cli.app, ["eval", "--agent", "reference", "--tasks", SMALL, "--out", str(out)])
+    assert res.exit_code != 0 and "interrupted" in res.output, (res.exit_code, repr(res.exception))
+    assert len(read_results(out / "results.jsonl")) == 1

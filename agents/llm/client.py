@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from typing import Any
 
@@ -159,9 +160,10 @@ def _describe(exc: BaseException) -> str:
     return str(exc)
 
 
-def _setting(value: float | None, env: str, default: float, least: float) -> float:
-    """``value``, else the environment variable ``env``, else ``default``; must be ≥ ``least``.
-    Raises ValueError (naming ``env``) for an unreadable or too small value."""
+def _setting(value: float | None, env: str, default: float, least: float, *, integer: bool = False) -> float:
+    """``value``, else the environment variable ``env``, else ``default``; must be finite and
+    ≥ ``least`` (and a whole number with ``integer``). Raises ValueError (naming ``env``) for
+    an unreadable, infinite, fractional or too small value."""
     if value is None:
         text = os.environ.get(env, "").strip()
         if not text:
@@ -170,8 +172,10 @@ def _setting(value: float | None, env: str, default: float, least: float) -> flo
             value = float(text)
         except ValueError:
             raise ValueError(f"{env}={text!r} is not a number") from None
-        if not value >= least:
-            raise ValueError(f"{env}={text!r} must be at least {least:g}")
+        if not math.isfinite(value) or not value >= least:
+            raise ValueError(f"{env}={text!r} must be a finite number of at least {least:g}")
+        if integer and not value.is_integer():
+            raise ValueError(f"{env}={text!r} must be a whole number")
     return value
 
 
@@ -283,7 +287,7 @@ class OpenAIChatClient:
         self.temperature = temperature
         self.structured_output = structured_output
         self.timeout = _setting(timeout, _ENV_TIMEOUT, 60.0, 0.001)
-        self.max_attempts = max(1, int(_setting(max_attempts, _ENV_MAX_ATTEMPTS, 4, 1)))
+        self.max_attempts = max(1, int(_setting(max_attempts, _ENV_MAX_ATTEMPTS, 4, 1, integer=True)))
         self.backoff_max = _setting(backoff_max, _ENV_BACKOFF_MAX, 8.0, 0.0)
         self._client = openai.OpenAI(
             base_url=base_url,
