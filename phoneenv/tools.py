@@ -198,9 +198,12 @@ class ArgumentValidator:
         try:
             inst = self._validate(arguments)
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            loc = err.get("loc", ())
-            path = "/" + "/".join(str(p) for p in loc) if loc else ""
+            errors = exc.errors(include_url=False)
+            # a union reports one error per member: the one reaching deepest into the data is
+            # the member the value was meant for
+            err = max(errors, key=lambda e: len(_data_loc(arguments, e.get("loc", ()))))
+            loc = _data_loc(arguments, err.get("loc", ()))
+            path = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in loc) if loc else ""
             kind = err.get("type", "")
             if kind == "missing":
                 msg = f"missing required argument {loc[0]!r}" if loc else "missing argument"
@@ -212,6 +215,21 @@ class ArgumentValidator:
             expected = _expected_from_error(kind, err)
             raise ArgumentError(msg, path, expected) from None
         return inst.__dict__
+
+
+def _data_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The part of a pydantic error location that names places in ``data``: the keys and indices
+    it holds, without the union-member tags pydantic inserts (``constrained-str``, ``int``...).
+    A missing or unexpected argument's own name is kept."""
+    out: list[Any] = []
+    for part in loc:
+        if isinstance(data, dict) and isinstance(part, str) and (part in data or not out):
+            out.append(part)
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            out.append(part)
+            data = data[part]
+    return tuple(out)
 
 
 def _expected_from_error(kind: str, err: Any) -> str | None:

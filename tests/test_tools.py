@@ -113,3 +113,21 @@ def test_contract_models_round_trip():
         verdict=Verdict(success=True, progress=1.0),
     )
     assert Trace.model_validate_json(tr.model_dump_json()) == tr
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ({"k": 1}, "/value"),
+        ([1, {"a": 2}], "/value/1"),
+        (["ok", ["nested"]], "/value/1"),
+    ],
+)
+def test_paths_name_places_in_the_data_not_union_members(value, path):
+    """``finish``'s ``value`` is a union (number, string, bool, list): pydantic's error locations
+    carry member tags (``constrained-str``, ``list[...]``); the path names only the data."""
+    from phoneenv.env import _FINISH
+
+    with pytest.raises(ArgumentError) as err:
+        _FINISH.validator.validate({"answer": "x", "value": value})
+    assert err.value.path == path
