@@ -18,7 +18,7 @@ from phoneenv.app import App
 from phoneenv.contract import Fixtures
 from phoneenv.state import PhoneState, Snapshot
 
-__all__ = ["SECONDS_PER_CALL", "Phone", "app_classes", "build_fixture_state", "fixture_accounts"]
+__all__ = ["SECONDS_PER_CALL", "Phone", "app_classes", "build_fixture_state"]
 
 SECONDS_PER_CALL = 1.0
 """Simulated seconds the phone clock advances per tool call."""
@@ -106,23 +106,18 @@ def build_fixture_state(fixtures: Fixtures, classes: Mapping[str, type[App]]) ->
         for perm in declared:
             if perm not in cls.permissions:
                 raise ValueError(f"fixtures set permission {perm!r} that app {name!r} does not declare")
-    state.table("system.accounts").update(fixture_accounts(fixtures, classes, installed))
+    accounts = state.table("system.accounts")
+    for app, acc in fixtures.accounts.items():
+        accounts[app] = {
+            "id": app,
+            "app": app,
+            "account": acc["account"],
+            "signed_in": bool(acc.get("signed_in", False)),
+        }
+    for name in installed:
+        if classes[name].requires_account and name not in accounts:
+            accounts[name] = {"id": name, "app": name, "account": None, "signed_in": False}
     state.table("system.notifications")
     state.meta["view"] = None
     state.meta["foreground"] = "launcher"
     return state.snapshot(), installed
-
-
-def fixture_accounts(
-    fixtures: Fixtures, classes: Mapping[str, type[App]], installed: tuple[str, ...]
-) -> dict[str, dict[str, Any]]:
-    """The ``system.accounts`` table (app → record) a task starts with: every account the
-    fixtures declare, and a signed-out one with no account for each installed app that needs one."""
-    accounts = {
-        app: {"id": app, "app": app, "account": acc["account"], "signed_in": bool(acc.get("signed_in", False))}
-        for app, acc in fixtures.accounts.items()
-    }
-    for name in installed:
-        if classes[name].requires_account and name not in accounts:
-            accounts[name] = {"id": name, "app": name, "account": None, "signed_in": False}
-    return accounts

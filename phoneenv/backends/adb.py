@@ -84,7 +84,7 @@ from phoneenv.contract import ErrorKind, Feedback, StateCriterion, TaskSpec
 from phoneenv.farm import android as A
 from phoneenv.harness import feedback
 from phoneenv.llm import InfrastructureError
-from phoneenv.phone import Phone, app_classes, build_fixture_state, fixture_accounts
+from phoneenv.phone import Phone, app_classes, build_fixture_state
 from phoneenv.state import next_id
 from phoneenv.tools import ToolDef
 
@@ -688,18 +688,17 @@ class DeviceState:
 
 class DevicePhone(Phone):
     """The sandbox :class:`~phoneenv.phone.Phone` with its state on a device: the same app
-    instances, timezone, fixtures and screen size, over a :class:`DeviceState`. Accounts are the
-    fixtures' (:attr:`accounts`, set at reset): a device keeps logins in the apps' own data, which
-    reset makes the fixtures' and no tool offered on a device changes."""
+    instances, timezone, fixtures and screen size, over a :class:`DeviceState`."""
 
     def __init__(self, classes: Mapping[str, type[App]], state: DeviceState) -> None:
         super().__init__(classes)
         self.state = state  # type: ignore[assignment]
-        self.accounts: dict[str, dict[str, Any]] = {}
 
     def account(self, app: str) -> Mapping[str, Any] | None:
-        """``app``'s account as the task's fixtures set it, or None."""
-        return self.accounts.get(app)
+        """``app``'s account as the fixtures declare it (``account``, ``signed_in``), or None: a
+        device keeps logins in the apps' own data, which reset makes the fixtures' (and no tool
+        offered on a device signs in or out)."""
+        return self.fixtures.accounts.get(app)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -715,10 +714,6 @@ def _norm(value: Any) -> Any:
 
 def _norm_table(tbl: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     return {rid: {k: _norm(v) for k, v in rec.items()} for rid, rec in tbl.items()}
-
-
-def _mapped_settings_keys(mapping: A.SettingsTable) -> set[str]:
-    return set(mapping.keys)
 
 
 class AdbBackend(PhoneBackend):
@@ -1521,7 +1516,6 @@ class AdbBackend(PhoneBackend):
         tz_name = task.fixtures.timezone
         self.phone.tz = ZoneInfo(tz_name)
         self.phone.fixtures = task.fixtures
-        self.phone.accounts = fixture_accounts(task.fixtures, self._classes, installed)
         self.state.end_call()
         self.state.meta = {"now": meta["now"], "seq": dict(meta["seq"]), "view": None, "foreground": "launcher"}
         if tuple(installed) != self._installed:
@@ -1688,15 +1682,6 @@ class AdbBackend(PhoneBackend):
     def infrastructure_fault(self) -> str | None:
         """Why reading the device's state failed this episode (None when it did not)."""
         return self._fault
-
-    def transient_tables(self) -> tuple[str, ...]:
-        """Mapped tables of session state (``phone.active``)."""
-        return tuple(
-            f"{app}.{t}"
-            for app in self._installed
-            for t in self._classes[app].transient
-            if f"{app}.{t}" in self.state.mapped
-        )
 
     def _frame(self) -> np.ndarray:
         """The device screen for a tool that returns it (a failure is the tool's ``device_error``)."""

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from phoneenv.app import App
 from phoneenv.contract import Feedback, TaskSpec, ToolSpec
 from phoneenv.harness import feedback
 from phoneenv.phone import SECONDS_PER_CALL, Phone
@@ -122,14 +123,17 @@ class Backend(abc.ABC):
 class PhoneBackend(Backend):
     """A world that runs the sandbox apps' own tool methods on a :class:`~phoneenv.phone.Phone`.
 
-    :meth:`call` is the pipeline every such world shares; a subclass sets ``phone`` and the
-    tools offered (``_tools``, by name) and overrides only the hooks where it differs:
+    :meth:`call` is the pipeline every such world shares; a subclass sets ``phone``, the app
+    classes (``_classes``), the installed apps (``_installed``) and the tools offered (``_tools``,
+    by name), and overrides only the hooks where it differs:
     :meth:`_session` around each call after the clock moved (a device opens a read cache and
     reconnects there), :meth:`_ran` after the app's method, :meth:`_frame` for a tool that
     returns the screen, and :meth:`_failed` for an exception the app's method did not mean.
     """
 
     phone: Phone
+    _classes: Mapping[str, type[App]]
+    _installed: tuple[str, ...]
     _tools: dict[str, ToolDef]
 
     def tools(self) -> Mapping[str, ToolDef]:
@@ -158,8 +162,8 @@ class PhoneBackend(Backend):
                         return feedback.permission_denied(app, perm)
                 if spec.requires_login:
                     acc = phone.account(app)
-                    if not (acc and acc["signed_in"]):
-                        return feedback.login_required(app, acc["account"] if acc else None)
+                    if not (acc and acc.get("signed_in")):
+                        return feedback.login_required(app, acc.get("account") if acc else None)
                 if not phone.apps[app].system:
                     meta["foreground"] = app
                 result = entry.method(phone.apps[app], **arguments)
@@ -186,6 +190,10 @@ class PhoneBackend(Backend):
         """The feedback of an unexpected exception in tool ``name``: logged, ``internal_error``."""
         log.error("tool %s raised on the %s backend", name, self.name, exc_info=exc)
         return feedback.internal_error(name)
+
+    def transient_tables(self) -> tuple[str, ...]:
+        """``<app>.<table>`` for every installed app's ``transient`` tables."""
+        return tuple(f"{name}.{t}" for name in self._installed for t in self._classes[name].transient)
 
     def clock_seconds(self) -> float:
         """The episode clock: the fixture clock plus one second per tool call (epoch seconds)."""

@@ -99,10 +99,6 @@ class SandboxBackend(PhoneBackend):
             self._installed = installed
             self._tools = self._tools_for(installed)
 
-    def transient_tables(self) -> tuple[str, ...]:
-        """``<app>.<table>`` for every installed app's ``transient`` tables."""
-        return tuple(f"{name}.{t}" for name in self._installed for t in self._classes[name].transient)
-
     def implied_records(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
         """Every installed app's ``implied`` records, by ``<app>.<table>``."""
         return {
