@@ -13,7 +13,7 @@ import abc
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,6 +27,7 @@ from phoneenv.tools import ToolDef, ToolError
 __all__ = ["Backend", "PhoneBackend", "ToolEntry"]
 
 log = logging.getLogger(__name__)
+_NOTHING = contextlib.nullcontext()
 
 
 class ToolEntry(Protocol):
@@ -174,10 +175,9 @@ class PhoneBackend(Backend):
         except Exception as exc:
             return self._failed(name, exc)
 
-    @contextlib.contextmanager
-    def _session(self) -> Iterator[None]:
+    def _session(self) -> contextlib.AbstractContextManager[None]:
         """Around one call's checks and method (nothing by default)."""
-        yield
+        return _NOTHING
 
     def _ran(self) -> None:
         """After the app's method returned (nothing by default)."""
