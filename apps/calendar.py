@@ -204,7 +204,7 @@ class Calendar(App):
     permissions = (READ, WRITE)
     tables: ClassVar[dict[str, str]] = {"events": "ev_"}
     records: ClassVar[dict[str, Any]] = {"events": Event}
-    android: ClassVar[AndroidDriver | None] = ANDROID
+    android = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------
     @staticmethod

@@ -219,7 +219,7 @@ class Clock(App):
     package = "com.google.android.deskclock"
     tables: ClassVar[dict[str, str]] = {"alarms": "al_", "timers": "tm_"}
     records: ClassVar[dict[str, Any]] = {"alarms": StoredAlarm, "timers": StoredTimer}
-    android: ClassVar[AndroidDriver | None] = ANDROID
+    android = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         if table == "alarms":

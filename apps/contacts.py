@@ -133,7 +133,7 @@ class Contacts(App):
     permissions = (READ, WRITE)
     tables: ClassVar[dict[str, str]] = {"contacts": "c_"}
     records: ClassVar[dict[str, Any]] = {"contacts": Contact}
-    android: ClassVar[AndroidDriver | None] = ANDROID
+    android = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         star = "* " if record.get("favorite") else ""

@@ -197,7 +197,7 @@ class Messages(App):
     permissions = (READ, SEND)
     tables: ClassVar[dict[str, str]] = {"messages": "m_"}
     records: ClassVar[dict[str, Any]] = {"messages": StoredMessage}
-    android: ClassVar[AndroidDriver | None] = ANDROID
+    android = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------
     def contact_name(self, number: str) -> str | None:

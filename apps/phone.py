@@ -200,7 +200,7 @@ class PhoneApp(App):
     tables: ClassVar[dict[str, str]] = {"calls": "call_", "blocked": "blk_", "active": "active_"}
     records: ClassVar[dict[str, Any]] = {"calls": StoredCall, "blocked": StoredBlock, "active": StoredActive}
     transient: ClassVar[tuple[str, ...]] = ("active",)
-    android: ClassVar[AndroidDriver | None] = ANDROID
+    android = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------
     def contact_name(self, number: str) -> str | None:

@@ -222,7 +222,7 @@ class Settings(App):
         "settings": {k: {"id": k, "value": v} for k, v in DEFAULTS.items()}
     }
     records: ClassVar[dict[str, Any]] = {"settings": StoredSetting}
-    android: ClassVar[AndroidDriver | None] = ANDROID
+    android = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:
         key, value = record["id"], record["value"]

@@ -127,7 +127,7 @@ class System(App):
     tables: ClassVar[dict[str, str]] = {"notifications": "ntf_"}
     records: ClassVar[dict[str, Any]] = {"notifications": Notification}
     transient: ClassVar[tuple[str, ...]] = ("notifications",)
-    android: ClassVar[AndroidDriver | None] = ANDROID
+    android = ANDROID
 
     def _app(self, app: str) -> dict[str, Any]:
         rec = self.phone.state.get("system.apps", app)
@@ -313,7 +313,7 @@ class Screen(App):
     domain = Domain.DEVICE
     package = "com.android.systemui"
     system = True
-    android: ClassVar[AndroidDriver | None] = AndroidDriver(tables={}, tools=("screen.capture",))
+    android = AndroidDriver(tables={}, tools=("screen.capture",))
 
     @tool(returns_image=True)
     def capture(self) -> Capture:

@@ -8,16 +8,15 @@ package and permissions, with ``@tool`` methods (see :mod:`phoneenv.tools`) and 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol
 
-from phoneenv.contract import Domain, ErrorKind
+from phoneenv.contract import Domain, ErrorKind, Fixtures
+from phoneenv.farm.android import AndroidDriver
+from phoneenv.state import PhoneState
 from phoneenv.tools import ToolDef, ToolError, build_tool
 
-if TYPE_CHECKING:
-    from phoneenv.backends.sandbox import Phone
-
-__all__ = ["MAX_YEAR", "MIN_YEAR", "App", "check_year", "format_local_time", "parse_local_time"]
+__all__ = ["MAX_YEAR", "MIN_YEAR", "App", "AppHost", "check_year", "format_local_time", "parse_local_time"]
 
 TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$"
 """Local phone time as tools take it: ``YYYY-MM-DDTHH:MM`` (seconds optional)."""
@@ -65,11 +64,27 @@ def format_local_time(value: dt.datetime, seconds: bool = False) -> str:
     return value.isoformat(timespec="seconds" if seconds else "minutes")
 
 
+class AppHost(Protocol):
+    """What an app uses of the phone it runs on (:class:`phoneenv.phone.Phone`, which holds the
+    apps: named here so that the apps need not import the phone)."""
+
+    state: PhoneState
+    apps: Mapping[str, App]
+    tz: dt.tzinfo
+    fixtures: Fixtures
+    screen_size: tuple[int, int]
+
+    def local_now(self) -> dt.datetime: ...
+
+    def notify(self, app: str, title: str, text: str) -> None: ...
+
+
 class App:
-    """A sandbox app bound to one :class:`~phoneenv.backends.sandbox.Phone`.
+    """A sandbox app bound to one :class:`AppHost` (a :class:`~phoneenv.phone.Phone`).
 
     Class attributes a subclass sets: ``name`` (tool prefix), ``title`` (screen title),
-    ``domain``, ``package`` (Android package), ``permissions`` (runtime permissions it declares),
+    ``domain``, ``package`` (Android package), ``android`` (its :class:`~phoneenv.farm.android.AndroidDriver`,
+    or None when no faithful Android path exists), ``permissions`` (runtime permissions it declares),
     ``tables`` (table → id prefix; stored as ``<name>.<table>``), ``records`` (table → the
     TypedDict of a stored record), ``requires_account``,
     ``transient`` (tables of session state that verification's collateral rule ignores).
@@ -79,6 +94,8 @@ class App:
     title: ClassVar[str]
     domain: ClassVar[Domain]
     package: ClassVar[str]
+    android: ClassVar[AndroidDriver | None] = None
+    """How the app works on an Android device (tables, tools offered); None: sandbox only."""
     permissions: ClassVar[tuple[str, ...]] = ()
     tables: ClassVar[dict[str, str]] = {}
     records: ClassVar[dict[str, Any]] = {}
@@ -93,7 +110,7 @@ class App:
     system: ClassVar[bool] = False
     _tool_defs: ClassVar[list[ToolDef] | None] = None
 
-    def __init__(self, phone: Phone) -> None:
+    def __init__(self, phone: AppHost) -> None:
         self.phone = phone
 
     # -- discovery ------------------------------------------------------------------------------

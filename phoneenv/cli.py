@@ -22,8 +22,8 @@ from rich.table import Table
 from rich.traceback import Traceback
 
 from phoneenv.contract import TaskSpec
+from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
-from phoneenv.farm.cli import device_app
 from phoneenv.llm import InfrastructureError
 
 app = typer.Typer(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)

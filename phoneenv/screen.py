@@ -13,7 +13,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 if TYPE_CHECKING:
-    from phoneenv.backends.sandbox import Phone
+    from phoneenv.phone import Phone
 
 __all__ = ["render_phone", "render_screen"]
 

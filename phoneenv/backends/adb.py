@@ -79,14 +79,14 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from phoneenv.app import App
-from phoneenv.backends.base import Backend
-from phoneenv.backends.sandbox import SECONDS_PER_CALL, Phone, app_classes, build_fixture_state
-from phoneenv.contract import ErrorKind, Feedback, StateCriterion, TaskSpec, ToolSpec
+from phoneenv.backends.base import PhoneBackend
+from phoneenv.contract import ErrorKind, Feedback, StateCriterion, TaskSpec
 from phoneenv.farm import android as A
 from phoneenv.harness import feedback
 from phoneenv.llm import InfrastructureError
+from phoneenv.phone import Phone, app_classes, build_fixture_state
 from phoneenv.state import next_id
-from phoneenv.tools import ArgumentValidator, ToolError
+from phoneenv.tools import ToolDef
 
 __all__ = [
     "AdbBackend",
@@ -589,7 +589,7 @@ class _Tables(Mapping[str, dict[str, dict[str, Any]]]):
 
 
 class DeviceState:
-    """What the apps and :class:`~phoneenv.backends.sandbox.Phone` use of
+    """What the apps and :class:`~phoneenv.phone.Phone` use of
     :class:`~phoneenv.state.PhoneState` (``table``, ``get``, ``insert``, ``update``, ``delete``,
     ``new_id``, ``meta``, ``tables``), over a device.
 
@@ -687,24 +687,23 @@ class DeviceState:
 
 
 class DevicePhone(Phone):
-    """The sandbox :class:`~phoneenv.backends.sandbox.Phone` with its state on a device: the same
-    app instances, timezone, fixtures and screen size, over a :class:`DeviceState`."""
+    """The sandbox :class:`~phoneenv.phone.Phone` with its state on a device: the same app
+    instances, timezone, fixtures and screen size, over a :class:`DeviceState`."""
 
     def __init__(self, classes: Mapping[str, type[App]], state: DeviceState) -> None:
         super().__init__(classes)
         self.state = state  # type: ignore[assignment]
 
+    def account(self, app: str) -> Mapping[str, Any] | None:
+        """``app``'s account as the fixtures declare it (``account``, ``signed_in``), or None: a
+        device keeps logins in the apps' own data, which reset makes the fixtures' (and no tool
+        offered on a device signs in or out)."""
+        return self.fixtures.accounts.get(app)
+
 
 # ---------------------------------------------------------------------------------------------
 # The backend
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Entry:
-    spec: ToolSpec
-    validator: ArgumentValidator
-    method: Any
 
 
 def _norm(value: Any) -> Any:
@@ -717,11 +716,7 @@ def _norm_table(tbl: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any
     return {rid: {k: _norm(v) for k, v in rec.items()} for rid, rec in tbl.items()}
 
 
-def _mapped_settings_keys(mapping: A.SettingsTable) -> set[str]:
-    return set(mapping.keys)
-
-
-class AdbBackend(Backend):
+class AdbBackend(PhoneBackend):
     """The sandbox apps' tools on an Android device or emulator over adb (module docstring).
 
     Args:
@@ -804,16 +799,14 @@ class AdbBackend(Backend):
         self._console: Any = None
         self._classes: dict[str, type[App]] = dict(app_classes())
         self._drivers: dict[str, A.AndroidDriver] = {
-            name: cls.android  # type: ignore[attr-defined]
-            for name, cls in self._classes.items()
-            if getattr(cls, "android", None) is not None
+            name: cls.android for name, cls in self._classes.items() if cls.android is not None
         }
         self._shell: DeviceShell | None = None
         self.state = DeviceState(self)
         self.phone = DevicePhone(self._classes, self.state)
         self.phone.screen_size = screen_size
         self._installed: tuple[str, ...] = tuple(self._drivers)
-        self._tools: dict[str, _Entry] = self._tools_for(self._installed)
+        self._tools = self._tools_for(self._installed)
         self._front: str | None = None
         self._suspect = False
         self._snapshots_ok: set[str] = set()
@@ -833,21 +826,15 @@ class AdbBackend(Backend):
                 out[f"{app}.{table}"] = _Table(f"{app}.{table}", app, mapping, cls.tables.get(table, ""))
         return out
 
-    def _tools_for(self, installed: Sequence[str]) -> dict[str, _Entry]:
-        tools: dict[str, _Entry] = {}
-        for app in sorted(installed):
-            driver = self._drivers.get(app)
-            if driver is None:
-                continue
-            offered = set(driver.tools)
-            for td in self._classes[app].tool_defs():
-                if td.spec.name in offered:
-                    tools[td.spec.name] = _Entry(td.spec, td.validator, td.method)
-        return tools
-
-    def tools(self) -> Mapping[str, _Entry]:
-        """The tools of the installed apps that have a driver on a device, by name."""
-        return self._tools
+    def _tools_for(self, installed: Sequence[str]) -> dict[str, ToolDef]:
+        """The tools of the installed apps that their drivers offer on a device, by name."""
+        return {
+            td.spec.name: td
+            for app in sorted(installed)
+            if app in self._drivers
+            for td in self._classes[app].tool_defs()
+            if td.spec.name in self._drivers[app].tools
+        }
 
     def can_run(self, task: TaskSpec) -> bool:
         """Whether ``task`` runs faithfully here: it runs on the sandbox (not an LLM-simulated
@@ -1397,7 +1384,7 @@ class AdbBackend(Backend):
     ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, Any], tuple[str, ...]]:
         """The fixture state of ``task`` restricted to the mapped tables (and mapped settings
         keys): (tables, meta, installed apps), built by the sandbox's own
-        :func:`~phoneenv.backends.sandbox.build_fixture_state`."""
+        :func:`~phoneenv.phone.build_fixture_state`."""
         snap, installed = build_fixture_state(task.fixtures, self._classes)
         mapped = self.mapped_tables()
         tables: dict[str, dict[str, dict[str, Any]]] = {}
@@ -1617,48 +1604,33 @@ class AdbBackend(Backend):
                 self._save_app_snapshots(digest, snap_pkgs)
         self.last_reset = {"task": task.id, "how": how, "seconds": time.perf_counter() - t0}
 
-    def call(self, name: str, arguments: dict[str, Any]) -> Feedback:
-        """Run tool ``name`` on the device: permission checks, then the app's own method with its
-        reads and writes on the device. Never raises: device faults are ``device_error`` /
-        ``timeout`` feedback, a :class:`~phoneenv.tools.ToolError` its feedback, anything else
-        ``internal_error`` (logged)."""
-        entry = self._tools.get(name)
-        if entry is None:
-            return feedback.unknown_tool(name, [e.spec for e in self._tools.values()])
-        phone = self.phone
-        meta = self.state.meta
-        meta["now"] += SECONDS_PER_CALL
-        spec = entry.spec
-        app = spec.app
+    @contextlib.contextmanager
+    def _session(self) -> Iterator[None]:
+        """A call's device reads are cached for it alone (:meth:`DeviceState.begin_call`), after
+        reconnecting a device that failed before."""
         self.state.begin_call()
         try:
             self._recover()
-            for perm in spec.permissions:
-                if not phone.permission_granted(app, perm):
-                    return feedback.permission_denied(app, perm)
-            if spec.requires_login and not phone.signed_in(app):
-                return feedback.login_required(app, None)
-            if not phone.apps[app].system:
-                meta["foreground"] = app
-            result = entry.method(phone.apps[app], **arguments)
-            self._show(meta.get("foreground"))
-            if spec.returns_image:
-                return Feedback(ok=True, result=result, image=self._capture())
-            return Feedback(ok=True, result=result)
-        except ToolError as exc:
-            return exc.feedback(spec.parameters)
-        except DeviceFault as exc:
+            yield
+        finally:
+            self.state.end_call()
+
+    def _ran(self) -> None:
+        """Bring the app now in the foreground to the device's front."""
+        self._show(self.state.meta.get("foreground"))
+
+    def _failed(self, name: str, exc: Exception) -> Feedback:
+        """Device faults are ``device_error`` / ``timeout`` feedback, a value the driver cannot
+        read ``device_error`` (both logged as warnings); anything else ``internal_error``."""
+        if isinstance(exc, DeviceFault):
             self._suspect = True
             log.warning("%s on %s: %s", name, self.serial, exc.detail)
             return exc.feedback()
-        except A.MappingError as exc:
+        if isinstance(exc, A.MappingError):
             log.warning("%s on %s: %s", name, self.serial, exc)
+            app = name.split(".", 1)[0]
             return feedback.device_error(f"the device holds something the {app} driver cannot read: {exc}")
-        except Exception:
-            log.exception("tool %s raised on the %s backend", name, self.name)
-            return feedback.internal_error(name, f"the {self.name} backend")
-        finally:
-            self.state.end_call()
+        return super()._failed(name, exc)
 
     def _show(self, app: str | None) -> None:
         """Bring ``app`` to the front as the sandbox does (its launcher activity), once per change."""
@@ -1711,24 +1683,8 @@ class AdbBackend(Backend):
         """Why reading the device's state failed this episode (None when it did not)."""
         return self._fault
 
-    def transient_tables(self) -> tuple[str, ...]:
-        """Mapped tables of session state (``phone.active``)."""
-        return tuple(
-            f"{app}.{t}"
-            for app in self._installed
-            for t in self._classes[app].transient
-            if f"{app}.{t}" in self.state.mapped
-        )
-
-    def clock_seconds(self) -> float:
-        """The episode clock: the fixture clock plus one second per tool call (epoch seconds)."""
-        return float(self.state.meta["now"])
-
-    def format_clock(self, seconds: float) -> str:
-        """``seconds`` as local ISO time in the task's timezone."""
-        return dt.datetime.fromtimestamp(seconds, self.phone.tz).replace(tzinfo=None).isoformat(timespec="seconds")
-
-    def _capture(self) -> np.ndarray:
+    def _frame(self) -> np.ndarray:
+        """The device screen for a tool that returns it (a failure is the tool's ``device_error``)."""
         from PIL import Image
 
         self.shell._note([["screencap", "-p"]])
@@ -1744,7 +1700,7 @@ class AdbBackend(Backend):
         """The device screen (``screencap -p`` decoded with Pillow), ``uint8`` (H, W, 3) scaled to
         ``screen_size``; a black frame when the device fails (logged)."""
         try:
-            return self._capture()
+            return self._frame()
         except DeviceFault as exc:
             log.warning("screenshot failed: %s", exc.detail)
             self._suspect = True

@@ -2,20 +2,32 @@
 
 The env owns parsing, argument validation, confirmation policy, traces and verification; a
 backend owns the world: which tools exist, executing a validated call, snapshots, the state that
-verification reads, and screenshots.
+verification reads, and screenshots. :class:`PhoneBackend` is the one call pipeline of the worlds
+that run the sandbox apps' own methods on a :class:`~phoneenv.phone.Phone` (sandbox, emulator,
+device).
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
+import datetime as dt
+import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
 
+from phoneenv.app import App
 from phoneenv.contract import Feedback, TaskSpec, ToolSpec
+from phoneenv.harness import feedback
+from phoneenv.phone import SECONDS_PER_CALL, Phone
+from phoneenv.tools import ToolDef, ToolError
 
-__all__ = ["Backend", "ToolEntry"]
+__all__ = ["Backend", "PhoneBackend", "ToolEntry"]
+
+log = logging.getLogger(__name__)
+_NOTHING = contextlib.nullcontext()
 
 
 class ToolEntry(Protocol):
@@ -107,3 +119,86 @@ class Backend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release what the backend holds (devices, servers). Idempotent."""
+
+
+class PhoneBackend(Backend):
+    """A world that runs the sandbox apps' own tool methods on a :class:`~phoneenv.phone.Phone`.
+
+    :meth:`call` is the pipeline every such world shares; a subclass sets ``phone``, the app
+    classes (``_classes``), the installed apps (``_installed``) and the tools offered (``_tools``,
+    by name), and overrides only the hooks where it differs:
+    :meth:`_session` around each call after the clock moved (a device opens a read cache and
+    reconnects there), :meth:`_ran` after the app's method, :meth:`_frame` for a tool that
+    returns the screen, and :meth:`_failed` for an exception the app's method did not mean.
+    """
+
+    phone: Phone
+    _classes: Mapping[str, type[App]]
+    _installed: tuple[str, ...]
+    _tools: dict[str, ToolDef]
+
+    def tools(self) -> Mapping[str, ToolDef]:
+        """The tools offered now, by name."""
+        return self._tools
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Feedback:
+        """Run tool ``name``: an unknown name is ``unknown_tool`` (with the nearest names);
+        otherwise the phone clock advances :data:`~phoneenv.phone.SECONDS_PER_CALL`, a revoked
+        runtime permission is ``permission_denied``, a signed-out account ``login_required``
+        (naming the account when the phone knows it), a non-system app comes to the foreground,
+        and the app's method runs. Never raises: a :class:`~phoneenv.tools.ToolError` becomes its
+        feedback, anything else :meth:`_failed`'s."""
+        entry = self._tools.get(name)
+        if entry is None:
+            return feedback.unknown_tool(name, [e.spec for e in self._tools.values()])
+        phone = self.phone
+        meta = phone.state.meta
+        meta["now"] += SECONDS_PER_CALL
+        spec = entry.spec
+        app = spec.app
+        try:
+            with self._session():
+                for perm in spec.permissions:
+                    if not phone.permission_granted(app, perm):
+                        return feedback.permission_denied(app, perm)
+                if spec.requires_login:
+                    acc = phone.account(app)
+                    if not (acc and acc.get("signed_in")):
+                        return feedback.login_required(app, acc.get("account") if acc else None)
+                if not phone.apps[app].system:
+                    meta["foreground"] = app
+                result = entry.method(phone.apps[app], **arguments)
+                self._ran()
+                return Feedback(ok=True, result=result, image=self._frame() if spec.returns_image else None)
+        except ToolError as exc:
+            return exc.feedback(spec.parameters)
+        except Exception as exc:
+            return self._failed(name, exc)
+
+    def _session(self) -> contextlib.AbstractContextManager[None]:
+        """Around one call's checks and method (nothing by default)."""
+        return _NOTHING
+
+    def _ran(self) -> None:
+        """After the app's method returned (nothing by default)."""
+
+    def _frame(self) -> np.ndarray:
+        """The screen a ``returns_image`` tool returns (by default :meth:`screenshot`)."""
+        return self.screenshot()
+
+    def _failed(self, name: str, exc: Exception) -> Feedback:
+        """The feedback of an unexpected exception in tool ``name``: logged, ``internal_error``."""
+        log.error("tool %s raised on the %s backend", name, self.name, exc_info=exc)
+        return feedback.internal_error(name)
+
+    def transient_tables(self) -> tuple[str, ...]:
+        """``<app>.<table>`` for every installed app's ``transient`` tables."""
+        return tuple(f"{name}.{t}" for name in self._installed for t in self._classes[name].transient)
+
+    def clock_seconds(self) -> float:
+        """The episode clock: the fixture clock plus one second per tool call (epoch seconds)."""
+        return float(self.phone.state.meta["now"])
+
+    def format_clock(self, seconds: float) -> str:
+        """``seconds`` as the phone's local time, ``YYYY-MM-DDTHH:MM:SS``."""
+        return dt.datetime.fromtimestamp(seconds, self.phone.tz).replace(tzinfo=None).isoformat(timespec="seconds")

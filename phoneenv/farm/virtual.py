@@ -16,7 +16,7 @@
 :class:`VirtualDevice` implements the transport's ``DeviceHandler`` (``banner()``,
 ``shell(command, stdin)``, ``files``, ``on_reboot(target)``), so
 ``phoneenv.farm.adbwire.AdbDeviceServer(VirtualDevice())`` is a phone the real ``adb`` server
-connects to. Its state is a sandbox :class:`~phoneenv.backends.sandbox.Phone`; its content
+connects to. Its state is a sandbox :class:`~phoneenv.phone.Phone`; its content
 providers, settings and permissions present that phone's tables through the apps' Android
 mappings (:mod:`phoneenv.farm.android`), so what a host writes with ``content insert`` is what the
 sandbox apps would see, and the screen (``screencap``) is the sandbox's rendering.
@@ -96,10 +96,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 
 from phoneenv.app import App
-from phoneenv.backends.sandbox import Phone, app_classes, build_fixture_state
 from phoneenv.contract import Fixtures
 from phoneenv.farm import android as A
 from phoneenv.farm.shell import Invocation, Shell, ShellResult
+from phoneenv.phone import Phone, app_classes, build_fixture_state
 
 __all__ = ["KEYCODES", "LAUNCHER", "VirtualDevice", "input_text_decode"]
 
@@ -475,7 +475,7 @@ class VirtualDevice:
     def _build_routes(self) -> dict[str, _Route]:
         routes: dict[str, _Route] = {}
         for app, cls in self._classes.items():
-            driver = getattr(cls, "android", None)
+            driver = cls.android
             if driver is None:
                 continue
             for table, mapping in driver.tables.items():
@@ -814,7 +814,7 @@ class VirtualDevice:
         """(namespace, Android key) → (sandbox table, sandbox key, mapping) for every mapped setting."""
         out: dict[tuple[str, str], tuple[str, str, A.SettingKey]] = {}
         for app, cls in self._classes.items():
-            driver = getattr(cls, "android", None)
+            driver = cls.android
             for table, mapping in driver.tables.items() if driver is not None else ():
                 if isinstance(mapping, A.SettingsTable):
                     for key, sk in mapping.keys.items():
@@ -1129,7 +1129,7 @@ class VirtualDevice:
         for app, cls in self._classes.items():
             if cls.system:
                 continue
-            driver = getattr(cls, "android", None)
+            driver = cls.android
             files: dict[str, str] = {}
             for table in cls.tables:
                 mapping = driver.tables.get(table) if driver is not None else None
@@ -1618,7 +1618,7 @@ class VirtualDevice:
                 self.compose = None
         else:
             for app, cls in self._classes.items():
-                driver = getattr(cls, "android", None)
+                driver = cls.android
                 if driver is None or self.phone.state.get("system.apps", app) is None:
                     continue
                 for table, typed in driver.typed.items():

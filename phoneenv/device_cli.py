@@ -1,8 +1,9 @@
-"""``phoneenv device ...``: serve a virtual Android device over the adb wire protocol.
+"""``phoneenv device ...``: serve a virtual Android device over the adb wire protocol, capture
+logins, run emulators.
 
-Mounted by ``phoneenv.cli`` as the ``device`` sub-command. Only typer is imported here; the
-transport (``phoneenv.farm.adbwire``) and the device (``phoneenv.farm.virtual``) load when a
-command runs.
+Mounted by ``phoneenv.cli`` as the ``device`` sub-command; it stands above both the device farm
+(:mod:`phoneenv.farm`) and the backends it drives. Only typer is imported here; the transport
+(``phoneenv.farm.adbwire``) and the device (``phoneenv.farm.virtual``) load when a command runs.
 """
 
 from __future__ import annotations
