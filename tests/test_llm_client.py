@@ -15,24 +15,7 @@ pytest.importorskip("tenacity")
 
 from agents.llm.client import OpenAIChatClient
 from phoneenv.llm import InfrastructureError
-
-
-def completion(content, tool_calls=None, prompt=11, completion_tokens=7):
-    msg = {"role": "assistant", "content": content}
-    if tool_calls:
-        msg["tool_calls"] = tool_calls
-    return {
-        "id": "cmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt + completion_tokens,
-        },
-    }
+from tests.fake_openai import completion_body as completion
 
 
 class Script:
