@@ -281,6 +281,9 @@ def test_fuzz_ten_thousand_random_actions(contacts_task, caplog):
             env.reset(seed=i)
             steps, end_at = 0, rng.randrange(20, 80)
     write_trace()
+    print(
+        f"fuzz: {actions} actions, {traces} traces, {exceptions} escaped exceptions, {unwritable} unwritable, {escaped} escaped step records"
+    )
     assert (actions, exceptions, unwritable) == (10_000, 0, 0)
     assert traces > 100 and escaped > 0
     assert secret not in caplog.text
