@@ -62,7 +62,7 @@ import string
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -107,6 +107,22 @@ MAX_QUESTION_CHARS = 1_000
 """Longest ``user.confirm`` question and ``user.authenticate`` reason (characters), in their schemas."""
 MAX_TEXT = 1 << 18
 _DEPTHS = tuple(np.int64(d) for d in range(MAX_DEPTH + 1))
+
+
+class _StepRecord(NamedTuple):
+    """One step as the env keeps it until the trace is built: the call as run (None when the
+    action was not a readable call), the raw action text kept for an unreadable one (masked,
+    bounded), the feedback shown, the phone clock after it (epoch seconds), the wall-clock
+    latency in seconds (with ``record_wall_time``), the agent's tokens for it, and whether
+    anything was stored escaped."""
+
+    call: CallRecord | None
+    raw: str | None
+    feedback: Feedback
+    clock: float
+    latency: float | None
+    tokens: dict[str, int] | None
+    escaped: bool
 
 
 class TextSpace(spaces.Text):
@@ -295,7 +311,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._goal = ""
         self._seed: int | None = None
         self._verdict: Any = None
-        self._steps: list[tuple[Any, ...]] = []
+        self._steps: list[_StepRecord] = []
 
     # -- tools ----------------------------------------------------------------------------------
     def _refresh_tools(self) -> None:
@@ -477,7 +493,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
                 self._infra = True
         latency = time.perf_counter() - t0 if self.record_wall_time else None
         escaped = escaped or intake.escaped
-        self._steps.append((rec, intake.raw, fb, self.backend.clock_seconds(), latency, self._pending_tokens, escaped))
+        self._steps.append(
+            _StepRecord(rec, intake.raw, fb, self.backend.clock_seconds(), latency, self._pending_tokens, escaped)
+        )
         self._pending_tokens = None
         terminated = rec is not None and rec.name == "finish" and fb.ok and frame == ROOT_FRAME
         truncated = not terminated and n >= self._max_steps
@@ -662,9 +680,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._before,
             self._end_tables(),
             [
-                s[0] if f == ROOT_FRAME else s[0]._replace(frame=f)
+                s.call if f == ROOT_FRAME else s.call._replace(frame=f)
                 for s, f in zip(self._steps, frames, strict=True)
-                if s[0] is not None
+                if s.call is not None
             ],
             self._answer,
             steps=len(self._steps),
