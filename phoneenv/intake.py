@@ -284,6 +284,11 @@ class Masker:
                     return text[:-n] + MASK
         return text
 
+    def raw_hits(self, text: str) -> bool:
+        """Whether ``text`` holds a secret (see :meth:`hits`) or a secret key as a JSON string
+        (``"password"``): for JSON text without escapes, whether its values need masking."""
+        return self.hits(text) or any(f'"{k}"' in text for k in self.keys)
+
     def json_text_hits(self, text: str) -> bool:
         """Whether the JSON ``text`` may hold a secret (exact for plain secrets; always True
         when a secret has characters JSON escapes, so the caller checks the values)."""
@@ -390,10 +395,14 @@ def _constant(name: str) -> Any:
     raise _Reject(f"{name} is not JSON; numbers must be finite")
 
 
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+"""One decoder for every action (``json.loads`` with hooks builds a new one per call)."""
+
+
 def _loads(text: str) -> Any:
     """``json.loads`` that rejects duplicate keys and NaN/Infinity (raises ``_Reject``)."""
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        return _DECODER.decode(text)
     except _Duplicate as exc:
         raise _Reject(str(exc)) from None
     except RecursionError:
@@ -406,8 +415,9 @@ class _Cleaner:
     """One walk over an action's value: checks it is JSON (the module table) and copies it into
     plain dicts, lists, strings, finite numbers, booleans and None."""
 
-    def __init__(self, budget: int | None) -> None:
+    def __init__(self, budget: int | None, plain: bool = False) -> None:
         self.budget = budget  # characters left for a dict action (None: text, already bounded)
+        self.plain = plain  # read from ASCII JSON text without escapes: no surrogate can be in it
         self.argument_error: ArgumentError | None = None
         self.escaped = False
 
@@ -423,7 +433,7 @@ class _Cleaner:
 
     def string(self, text: str, path: str, *, key: bool = False) -> str:
         self.spend(len(text) + 3)
-        m = _SURROGATE.search(text)
+        m = None if self.plain else _SURROGATE.search(text)
         if m is not None:
             where = "a key" if key else "a string"
             raise _Reject(
@@ -525,12 +535,16 @@ def read_action(action: Any, masker: Masker) -> Intake:
             return Intake(raw=raw, escaped=escaped, error=feedback.invalid_json("the action is not UTF-8 text"))
     elif isinstance(action, str):
         text = str.__str__(action)
+    # ASCII JSON text without a backslash spells every string as it is: no escaped surrogate, no
+    # secret in escapes, so a secret or secret key is in the parsed call only if it is in the text
+    plain = text is not None and text.isascii() and "\\" not in text
+    must_mask = bool(masker) and (not plain or masker.raw_hits(text))  # type: ignore[arg-type]
     try:
         if text is not None:
             if len(text) > MAX_ACTION_CHARS:
                 raise _Reject(f"the action is {len(text)} characters; at most {MAX_ACTION_CHARS}")
             obj = _loads(text.removeprefix("\ufeff"))  # a byte order mark some clients send
-            cleaner = _Cleaner(None)
+            cleaner = _Cleaner(None, plain=plain)
         else:
             obj = action
             cleaner = _Cleaner(MAX_ACTION_CHARS)
@@ -575,8 +589,8 @@ def read_action(action: Any, masker: Masker) -> Intake:
             fb = fb.model_copy(update={"path": exc.path})
         return Intake(raw=raw, escaped=escaped, error=fb)
     return Intake(
-        name=masker.text(name) if masker else name,
-        arguments=masker.value(real),
+        name=masker.text(name) if must_mask else name,
+        arguments=masker.value(real) if must_mask else real,
         real=real,
         argument_error=cleaner.argument_error,
         escaped=cleaner.escaped,
