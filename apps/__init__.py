@@ -2,15 +2,22 @@
 
 ``APP_CLASSES`` maps app name → :class:`phoneenv.app.App` subclass, discovered from the modules
 of this package (every ``App`` subclass with a ``name`` defined in a module here), in module order.
+
+Apps kept outside this folder join them through ``PHONEENV_APPS_PATH``: folders (separated by
+``os.pathsep``) whose modules are read as if they were here, so adding an app is one module and
+nothing in ``phoneenv/`` (see ``apps/README.md``). Two apps of one name raise ``TypeError``.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
 
 from phoneenv.app import App
+
+__path__ += [p for p in os.environ.get("PHONEENV_APPS_PATH", "").split(os.pathsep) if p]
 
 
 def _discover() -> dict[str, type[App]]:
