@@ -10,13 +10,12 @@ Overlapping timed events are allowed; creating or moving one reports the overlap
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from phoneenv.app import TIME_PATTERN, App, check_year, format_local_time, parse_local_time
+from phoneenv.app import TIME_PATTERN, App, Deleted, check_year, format_local_time, id_key, parse_local_time
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import BOOL, AndroidDriver, Column, ListRows, ProviderTable, event_time_codec, tz_name
 from phoneenv.tools import ToolError, tool
@@ -90,19 +89,8 @@ class FreeSlots(TypedDict):
     slots: list[Slot]
 
 
-class Deleted(TypedDict):
-    """Confirmation of a deletion."""
-
-    deleted: str
-
-
-def _id_key(rid: str) -> tuple[str, int]:
-    m = re.match(r"^(.*?)(\d+)$", rid)
-    return (m.group(1), int(m.group(2))) if m else (rid, -1)
-
-
 def _by_start(rec: dict[str, Any]) -> tuple[str, str, tuple[str, int]]:
-    return rec["start"], rec["end"], _id_key(rec["id"])
+    return rec["start"], rec["end"], id_key(rec["id"])
 
 
 def parse_date(value: str, arg: str) -> dt.date:

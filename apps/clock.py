@@ -24,7 +24,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from phoneenv.app import App, format_local_time
+from phoneenv.app import App, Deleted, format_local_time
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import (
     BOOL,
@@ -129,12 +129,6 @@ class TimerList(TypedDict):
 
     timers: list[Timer]
     total: int
-
-
-class Deleted(TypedDict):
-    """Confirmation of a deletion."""
-
-    deleted: str
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from phoneenv.app import App, listing
+from phoneenv.app import App, Deleted, listing
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import BIRTHDAY, BOOL, AndroidDriver, Column, DataKind, DataRows, ProviderTable
 from phoneenv.tools import ToolError, tool
@@ -47,12 +47,6 @@ class ContactList(TypedDict):
 
     contacts: list[Contact]
     total: int
-
-
-class Deleted(TypedDict):
-    """Confirmation of a deletion."""
-
-    deleted: str
 
 
 def normalize_number(number: str) -> str:

@@ -8,7 +8,6 @@ normalized number (:func:`apps.contacts.normalize_number`); two numbers are the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -16,7 +15,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from apps.contacts import PHONE_PATTERN, normalize_number, same_number
-from phoneenv.app import App
+from phoneenv.app import App, Deleted, id_key
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import (
     BOOL,
@@ -107,18 +106,6 @@ class MarkedRead(TypedDict):
 
     number: str
     marked: int
-
-
-class Deleted(TypedDict):
-    """Confirmation of a deletion."""
-
-    deleted: str
-
-
-def id_key(rid: str) -> tuple[str, int]:
-    """Sort key for ids like ``m_12`` that orders ``m_9`` before ``m_10``."""
-    m = re.match(r"^(.*?)(\d+)$", rid)
-    return (m.group(1), int(m.group(2))) if m else (rid, -1)
 
 
 def _chrono(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:

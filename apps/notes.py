@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from phoneenv.app import App
+from phoneenv.app import App, Deleted
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.tools import ToolError, tool
 
@@ -43,12 +43,6 @@ class NoteList(TypedDict):
 
     notes: list[Note]
     total: int
-
-
-class Deleted(TypedDict):
-    """Confirmation of a deletion."""
-
-    deleted: str
 
 
 def _order(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,14 +15,13 @@ it the active call; ``phone.end_call`` sets its duration to the phone-clock seco
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 from typing_extensions import TypedDict
 
 from apps.contacts import PHONE_PATTERN, normalize_number, same_number
-from phoneenv.app import App
+from phoneenv.app import App, Deleted, id_key
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import (
     INT,
@@ -132,19 +131,8 @@ class Unblocked(TypedDict):
     unblocked: str
 
 
-class Deleted(TypedDict):
-    """Confirmation of a deletion."""
-
-    deleted: str
-
-
-def _id_key(rid: str) -> tuple[str, int]:
-    m = re.match(r"^(.*?)(\d+)$", rid)
-    return (m.group(1), int(m.group(2))) if m else (rid, -1)
-
-
 def _newest(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:
-    return rec["time"], _id_key(rec["id"])
+    return rec["time"], id_key(rec["id"])
 
 
 ANDROID = AndroidDriver(
@@ -363,7 +351,7 @@ class PhoneApp(App):
                 hint="call phone.end_call first",
             )
         self.remove("calls", call_id)
-        self.show_list("calls", sorted(self.t("calls"), key=_id_key))
+        self.show_list("calls", sorted(self.t("calls"), key=id_key))
         return {"deleted": call_id}
 
     @tool(effect=Effect.WRITE)
@@ -383,7 +371,7 @@ class PhoneApp(App):
             )
         rec = {"id": self.new_id("blocked"), "number": normalize_number(number)}
         self.put("blocked", rec)
-        self.show_list("blocked", sorted(self.t("blocked"), key=_id_key))
+        self.show_list("blocked", sorted(self.t("blocked"), key=id_key))
         return {"id": rec["id"], "number": rec["number"], "contact": self.contact_name(rec["number"])}
 
     @tool(effect=Effect.WRITE)
@@ -399,16 +387,16 @@ class PhoneApp(App):
                 ErrorKind.NOT_FOUND,
                 f"{number} is not blocked",
                 hint="call phone.list_blocked to see the blocked numbers",
-                candidates=[r["number"] for r in sorted(self.t("blocked").values(), key=lambda r: _id_key(r["id"]))],
+                candidates=[r["number"] for r in sorted(self.t("blocked").values(), key=lambda r: id_key(r["id"]))],
             )
         self.remove("blocked", rec["id"])
-        self.show_list("blocked", sorted(self.t("blocked"), key=_id_key))
+        self.show_list("blocked", sorted(self.t("blocked"), key=id_key))
         return {"unblocked": rec["number"]}
 
     @tool()
     def list_blocked(self) -> BlockedList:
         """List the blocked phone numbers."""
-        recs = sorted(self.t("blocked").values(), key=lambda r: _id_key(r["id"]))
+        recs = sorted(self.t("blocked").values(), key=lambda r: id_key(r["id"]))
         self.show_list("blocked", [r["id"] for r in recs])
         blocked: list[BlockedNumber] = [
             {"id": r["id"], "number": r["number"], "contact": self.contact_name(r["number"])} for r in recs

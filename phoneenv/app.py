@@ -8,15 +8,28 @@ package and permissions, with ``@tool`` methods (see :mod:`phoneenv.tools`) and 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
+
+from typing_extensions import TypedDict
 
 from phoneenv.contract import Domain, ErrorKind, Fixtures
 from phoneenv.farm.android import AndroidDriver
 from phoneenv.state import PhoneState
 from phoneenv.tools import ToolDef, ToolError, build_tool
 
-__all__ = ["MAX_YEAR", "MIN_YEAR", "App", "AppHost", "check_year", "format_local_time", "parse_local_time"]
+__all__ = [
+    "MAX_YEAR",
+    "MIN_YEAR",
+    "App",
+    "AppHost",
+    "Deleted",
+    "check_year",
+    "format_local_time",
+    "id_key",
+    "parse_local_time",
+]
 
 TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$"
 """Local phone time as tools take it: ``YYYY-MM-DDTHH:MM`` (seconds optional)."""
@@ -26,6 +39,22 @@ MIN_YEAR = 1900
 years 1 to 9999, would let a day's or a week's arithmetic overflow at its ends)."""
 MAX_YEAR = 2199
 """Latest year a date or time argument may name (see :data:`MIN_YEAR`)."""
+
+
+class Deleted(TypedDict):
+    """Confirmation of a deletion."""
+
+    deleted: str
+
+
+def id_key(rid: str) -> tuple[str, int]:
+    """Sort key for ids like ``m_12`` that orders ``m_9`` before ``m_10``: (prefix, number),
+    or (id, -1) for an id without a trailing number."""
+    m = _ID_NUMBER.match(rid)
+    return (m.group(1), int(m.group(2))) if m else (rid, -1)
+
+
+_ID_NUMBER = re.compile(r"^(.*?)(\d+)$")
 
 
 def check_year(value: dt.date, text: str, arg: str) -> None:
