@@ -365,7 +365,7 @@ class _Reject(Exception):
 
 
 class _Duplicate(ValueError):
-    pass
+    """A key repeated in one JSON object (raised by the decoder's ``object_pairs_hook``)."""
 
 
 def _pointer(path: str, key: str) -> str:

@@ -710,3 +710,27 @@ def test_uiautomator2_on_a_device(tmp_path) -> None:
         proc.terminate()
         proc.wait(10)
         log.close()
+
+
+def test_password_attribute_comes_from_the_element_when_the_driver_reports_it() -> None:
+    """UiAutomator2 reports ``password`` per element: one call, no page source read (a screen
+    read here would fail and count the field as a password field)."""
+
+    class Element:
+        def __init__(self, value: str | None) -> None:
+            self.value = value
+
+        def get_attribute(self, name: str) -> str | None:
+            assert name == "password"
+            return self.value
+
+    class NoScreen:
+        def screen(self) -> Any:
+            raise ConnectionError("page source read")
+
+    ui = AppiumUi.__new__(AppiumUi)
+    ui.session = NoScreen()  # type: ignore[assignment]
+    selector = {"resource_id": PKG + "password"}
+    assert ui._hides_text(Element("false"), selector) is False  # type: ignore[arg-type]
+    assert ui._hides_text(Element("true"), selector) is True  # type: ignore[arg-type]
+    assert ui._hides_text(Element(None), selector) is True  # type: ignore[arg-type]  # unknown: masked

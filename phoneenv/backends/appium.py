@@ -719,15 +719,19 @@ class AppiumUi:
             )
         return to_tool_error(fb)
 
-    def _hides_text(self, selector: Mapping[str, str]) -> bool:
-        """Whether the first element on screen matching ``selector`` is a password field (the
-        page source's ``password`` attribute, which UiAutomator2 and the fake driver's app XML
-        both carry). A screen that cannot be read counts as a password field: masking a plain
-        field's text loses less than showing a password."""
+    def _hides_text(self, element: WebElement, selector: Mapping[str, str]) -> bool:
+        """Whether ``element`` (found by ``selector``) is a password field: its ``password``
+        attribute, which UiAutomator2 reports per element (one call); a driver that reports
+        none (the fake driver keeps it in its app XML only) is asked for the page source. A
+        field that cannot be read counts as a password field: masking a plain field's text
+        loses less than showing a password."""
         try:
+            value = element.get_attribute("password")
+            if value in ("true", "false"):
+                return value == "true"
             elements = self.session.screen()["elements"]
         except Exception as exc:
-            log.debug("screen unreadable, treating the field as a password field: %s", exc)
+            log.debug("password attribute unreadable, treating the field as a password field: %s", exc)
             return True
         for _, el in _walk(elements):
             if all(el[k] == v for k, v in selector.items()):  # type: ignore[literal-required]
@@ -793,7 +797,7 @@ class AppiumUi:
         """
         selector = {by: into}
         element, _ = self._element(selector)
-        hidden = self._hides_text(selector)
+        hidden = self._hides_text(element, selector)
         element.clear()
         if text:
             element.send_keys(text)
