@@ -239,29 +239,18 @@ class Masker:
     def model(self, model: ModelT) -> ModelT:
         """A copy of the pydantic ``model`` with its secrets masked as :meth:`value` masks its
         JSON, except where ``***`` cannot stand: a field the model types as a number (a count
-        that happens to equal a PIN) keeps its value. Never raises; ``model`` itself when
-        nothing changes."""
+        that happens to equal a PIN) keeps its value. ``model`` itself when nothing changes."""
         data = model.model_dump(mode="json")
         masked = self.value(data)
         if masked is data:
             return model
         cls = type(model)
-        for _ in range(8):  # each round puts back the fields that refused a string
-            try:
-                return cls.model_validate(masked)
-            except ValidationError as exc:
-                for err in exc.errors():
-                    masked = _put_back(masked, data, err["loc"])
-        return cls.model_validate(self._strings_only(data))
-
-    def _strings_only(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self._str(value)
-        if isinstance(value, dict):
-            return {(self._str(k) if isinstance(k, str) else k): self._strings_only(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._strings_only(v) for v in value]
-        return value
+        try:
+            return cls.model_validate(masked)
+        except ValidationError as exc:  # put back, from the valid original, what refused a string
+            for err in exc.errors():
+                masked = _put_back(masked, data, err["loc"])
+            return cls.model_validate(masked)
 
     def feedback(self, fb: Feedback) -> Feedback:
         """``fb`` with its secrets masked (every field; the image is kept as it is)."""
