@@ -62,14 +62,13 @@ import string
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector.utils.shared_memory import create_shared_memory
-from pydantic import Field
 
 from phoneenv.backends.base import Backend
 from phoneenv.contract import (
@@ -84,16 +83,15 @@ from phoneenv.contract import (
     ToolSpec,
     Trace,
 )
-from phoneenv.frames import DELEGATE_TOOL, MAX_DEPTH, FrameStack
+from phoneenv.frames import MAX_DEPTH, FrameStack
 from phoneenv.harness import feedback
-from phoneenv.harness.episode_memory import MEMORY_TABLE, EpisodeMemory
+from phoneenv.harness.episode_memory import EpisodeMemory
+from phoneenv.harness.providers import ToolProvider, default_providers
+from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
+from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
 from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
-from phoneenv.tasks.verify import CallRecord, verify
-from phoneenv.tools import ArgumentError, build_tool, tool
-
-AnswerValue = str | int | float | bool | list[str | int | float | bool] | None
-"""The JSON types ``finish``'s typed ``value`` accepts (a number, a string such as ``"16:00"``,
-a bool, or a list of names or items); anything else is an ``invalid_arguments`` feedback."""
+from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
+from phoneenv.tools import ArgumentError, ToolDef
 
 __all__ = ["MAX_ACTION_CHARS", "MAX_ANSWER_CHARS", "MAX_QUESTION_CHARS", "PhonePlanEnv"]
 
@@ -101,10 +99,6 @@ log = logging.getLogger(__name__)
 
 CHARSET = string.printable
 """Characters of the Text spaces: printable ASCII. Feedback JSON is ASCII-escaped to fit."""
-MAX_ANSWER_CHARS = 8_000
-"""Longest ``finish`` answer (characters), in the tool's schema: longer is ``invalid_arguments``."""
-MAX_QUESTION_CHARS = 1_000
-"""Longest ``user.confirm`` question and ``user.authenticate`` reason (characters), in their schemas."""
 MAX_TEXT = 1 << 18
 _DEPTHS = tuple(np.int64(d) for d in range(MAX_DEPTH + 1))
 
@@ -140,49 +134,6 @@ def _refuse_shared_memory(space: TextSpace, n: int = 1, ctx: Any = None) -> Any:
         "PhonePlan-v0 observations are text, which AsyncVectorEnv cannot keep in shared memory; "
         "use gym.vector.AsyncVectorEnv(env_fns, shared_memory=False)"
     )
-
-
-class _EnvTools:
-    """Tools the env itself serves: ``finish`` and the simulated user."""
-
-    def __init__(self, env: PhonePlanEnv) -> None:
-        self.env = env
-
-    @tool()
-    def finish(
-        self, answer: Annotated[str, Field(max_length=MAX_ANSWER_CHARS)] | None = None, value: AnswerValue = None
-    ) -> dict[str, Any]:
-        """End the episode. Give the answer to the user's question, or a one-line summary of what was done.
-
-        Args:
-            answer: The final answer or summary for the user.
-            value: The answer's value when the question asks for one: a number, a time HH:MM, a date YYYY-MM-DD, a yes/no as true/false, a list of names or items.
-        """
-        return {"finished": True}
-
-    @tool()
-    def confirm(self, question: Annotated[str, Field(max_length=MAX_QUESTION_CHARS)]) -> dict[str, Any]:
-        """Ask the user to confirm an action before doing it (sending, deleting, paying, granting).
-
-        Args:
-            question: What you are about to do, in one sentence.
-        """
-        ok = self.env.task.fixtures.user_confirms
-        return {"confirmed": ok, "reply": "Yes, go ahead." if ok else "No, don't do that."}
-
-    @tool()
-    def authenticate(self, reason: Annotated[str, Field(max_length=MAX_QUESTION_CHARS)]) -> dict[str, Any]:
-        """Ask the user to unlock a sensitive action with their PIN or fingerprint (a step-up).
-
-        Args:
-            reason: What the authentication is for, in one sentence.
-        """
-        return {"authenticated": True}
-
-
-_FINISH = build_tool("", "device", _EnvTools.finish)  # type: ignore[arg-type]
-_CONFIRM = build_tool("user", "device", _EnvTools.confirm)  # type: ignore[arg-type]
-_AUTHENTICATE = build_tool("user", "device", _EnvTools.authenticate)  # type: ignore[arg-type]
 
 
 def _ascii(text: str) -> str:
@@ -272,17 +223,14 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self.render_mode = render_mode
         self.record_wall_time = record_wall_time
         self._max_steps_override = max_steps
-        self._env_tools = _EnvTools(self)
         if skills is True:
             skills = _shipped_skills()
-        self._skills: Any = skills or None
-        self._skill_scope: Any = None
-        self._skill_info: list[dict[str, str]] = []
         self._memory = _make_memory(memory, user, memory_path)
-        self._memory_names: frozenset[str] = frozenset()
-        self._delegation = delegation
-        self._delegate_on = False
-        self._step_up_on = False
+        self.providers: list[ToolProvider] = default_providers(skills or None, self._memory, delegation)
+        """The harness features that offer tools beside the backend's
+        (:mod:`phoneenv.harness.providers`), in the order their tools are listed."""
+        self._gates = [p for p in self.providers if p.overrides("gate")]
+        self._observers = [p for p in self.providers if p.overrides("observe")]
         self._frames: FrameStack | None = None
         self._closed = False
         self._secret_keys: frozenset[str] = frozenset()
@@ -302,7 +250,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self.observation_space = spaces.Dict(obs)
         self.action_space = TextSpace(max_length=MAX_ACTION_CHARS, charset=CHARSET)
         self.task: TaskSpec = self._pool[0]
-        self._tool_map: dict[str, Any] = {}
+        self._tool_map: dict[str, tuple[ToolDef, ToolProvider | None]] = {}
         self._tools_key: Any = None
         self._openai: list[dict[str, Any]] = []
         if max_steps is not None and max_steps < 1:
@@ -315,45 +263,30 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
     # -- tools ----------------------------------------------------------------------------------
     def _refresh_tools(self) -> None:
+        """Build the episode's tools: the backend's, then each provider's (offered last to
+        first, so each sees the tools of those after it); cached while nothing they depend on
+        changes."""
         btools = self.backend.tools()
-        delegate = self._delegation if self._delegation is not None else "agent" in self.task.apps
-        step_up = self.task.fixtures.step_up
-        if btools is self._tools_key and delegate == self._delegate_on and step_up == self._step_up_on:
+        key = (btools, *[p.offer_key(self) for p in self.providers])
+        old = self._tools_key
+        if old is not None and key[0] is old[0] and key[1:] == old[1:]:
             return
-        tmap: dict[str, Any] = dict(btools)
-        tmap["finish"] = _FINISH
-        tmap["user.confirm"] = _CONFIRM
-        extra = [_CONFIRM.spec, _FINISH.spec]
-        if step_up:
-            tmap["user.authenticate"] = _AUTHENTICATE
-            extra.insert(1, _AUTHENTICATE.spec)
-        if self._memory is not None:
-            mem = {n: d for n, d in self._memory.tool_defs(self.backend).items() if n not in tmap}
-            tmap.update(mem)
-            extra[:0] = [d.spec for d in mem.values()]
-            self._memory_names = frozenset(mem)
-        if delegate:
-            tmap[DELEGATE_TOOL.spec.name] = DELEGATE_TOOL
-            extra.insert(0, DELEGATE_TOOL.spec)
-        self._skill_scope, self._skill_info = None, []
-        if self._skills is not None:
-            from phoneenv.harness.skills import READ_TOOL
-
-            scope = self._skills.scoped(list(tmap))
-            if len(scope):
-                self._skill_scope, self._skill_info = scope, scope.descriptions()
-                tmap[READ_TOOL.spec.name] = READ_TOOL
-                extra.insert(0, READ_TOOL.spec)
+        tmap: dict[str, tuple[ToolDef, ToolProvider | None]] = {n: (d, None) for n, d in btools.items()}
+        offered: dict[str, ToolDef] = dict(btools)
+        extra: list[ToolSpec] = []
+        for p in reversed(self.providers):
+            tools = p.offer(self, offered)
+            offered.update(tools)
+            tmap.update((n, (d, p)) for n, d in tools.items())
+            extra[:0] = [d.spec for d in tools.values()]
         for name in list(tmap):
             if "." in name:
                 tmap[name.replace(".", "__")] = tmap[name]
         self._tool_map = tmap
-        self._tools_key = btools
-        self._delegate_on = delegate
-        self._step_up_on = step_up
+        self._tools_key = key
         specs = [e.spec for e in btools.values()] + extra
         self._specs: list[ToolSpec] = specs
-        self._secret_keys = frozenset(p for d in tmap.values() for p in d.spec.secret_parameters)
+        self._secret_keys = frozenset(p for d in offered.values() for p in d.spec.secret_parameters)
         self._openai = [s.to_openai() for s in specs]
 
     @property
@@ -424,16 +357,18 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._masked_for = (task.fixtures, self._secret_keys)
         self._before = {k: dict(v) for k, v in self.backend.tables().items()}
         notes = None
-        if self._memory is not None:
-            notes = self._memory.reset(task, self.backend, keep) or None
-            self._before[MEMORY_TABLE] = self._memory.table()
+        for p in self.providers:
+            more = p.reset(self, keep)
+            if more:
+                notes = [*(notes or ()), *more]
+        for p in self.providers:
+            self._before.update(p.tables())
         self._max_steps = self._max_steps_override or task.max_steps
         self._steps = []
         self._pending_tokens: dict[str, int] | None = None
         self._token_totals: dict[str, int] = {}
         self._errors = 0
-        self._confirmed = False
-        self._authenticated = False
+        self._ended = False
         self._answer: str | None = None
         self._answer_value: Any = None
         self._done = False
@@ -443,14 +378,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)
         started, text, _ = seal(started, self._masker)
-        info = {
-            "task_id": task.id,
-            "category": task.category.value,
-            "domain": task.domain.value,
-            "tools": self._openai,
-            "skills": self._skill_info,
-            "max_steps": self._max_steps,
-        }
+        info = {"task_id": task.id, "category": task.category.value, "domain": task.domain.value, "tools": self._openai}
+        for p in self.providers:
+            info.update(p.info())
+        info["max_steps"] = self._max_steps
         return self._obs(started, text), info
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
@@ -472,7 +403,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             return self._obs(fb), 0.0, True, False, {"feedback": fb}
         t0 = time.perf_counter() if self.record_wall_time else 0.0
         intake = self._parse(action)
-        frame = self._frames.begin_step()  # type: ignore[union-attr]
+        self._frames.begin_step()  # type: ignore[union-attr]
         rec = None
         fb = intake.error
         if fb is None:
@@ -480,10 +411,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             if rec.feedback.redacted:
                 rec = self._redact(rec)
             fb = rec.feedback
-        if self._memory is not None and self._memory.pending:
-            notes = self._memory.observe(None if rec is None else rec.name, fb.ok)
+        for p in self._observers:
+            notes = p.observe(None if rec is None else rec.name, fb.ok)
             if notes:
-                fb = fb.model_copy(update={"notifications": notes})
+                fb = fb.model_copy(update={"notifications": [*(fb.notifications or ()), *notes]})
         fb, text, escaped = seal(fb, self._masker)
         rec = None if rec is None else rec._replace(feedback=fb)
         n = len(self._steps) + 1
@@ -497,7 +428,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             _StepRecord(rec, intake.raw, fb, self.backend.clock_seconds(), latency, self._pending_tokens, escaped)
         )
         self._pending_tokens = None
-        terminated = rec is not None and rec.name == "finish" and fb.ok and frame == ROOT_FRAME
+        terminated = self._ended
         truncated = not terminated and n >= self._max_steps
         frames: FrameStack = self._frames  # type: ignore[assignment]
         tools = self._openai if frames.at_root else frames.openai()
@@ -553,8 +484,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         try:
             self.backend.close()
         finally:
-            if self._memory is not None:
-                self._memory.close()
+            for p in self.providers:
+                p.close()
 
     # -- internals ------------------------------------------------------------------------------
     def _obs(self, fb: Feedback, text: str | None = None) -> dict[str, Any]:
@@ -605,19 +536,18 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         recorded; only the parameters the tool declares secret get their real value."""
         name: str = intake.name  # type: ignore[assignment]
         arguments: dict[str, Any] = intake.arguments  # type: ignore[assignment]
-        entry = self._tool_map.get(name)
+        found = self._tool_map.get(name)
         frames: FrameStack = self._frames  # type: ignore[assignment]
-        if entry is None:
+        if found is None:
             fb = feedback.unknown_tool(name, self._specs) if frames.at_root else frames.unknown(name)
             return CallRecord(name, arguments, fb, None)
+        entry, provider = found
         spec = entry.spec
         if not frames.allows(spec.name):
             return CallRecord(spec.name, arguments, frames.outside(spec.name), spec.effect)
         if intake.argument_error is not None:
             fb = feedback.invalid_arguments(spec.name, intake.argument_error, spec.parameters)
             return CallRecord(spec.name, arguments, fb, spec.effect)
-        if entry is DELEGATE_TOOL:
-            return CallRecord(spec.name, arguments, frames.call(arguments), spec.effect)
         run = arguments
         if spec.secret_parameters and intake.real:
             run = {k: intake.real[k] if k in spec.secret_parameters and k in intake.real else v for k, v in run.items()}
@@ -626,40 +556,17 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         except ArgumentError as exc:
             fb = feedback.invalid_arguments(spec.name, exc, spec.parameters)
             return CallRecord(spec.name, arguments, fb, spec.effect)
-        confirmed = False
-        if entry is _FINISH and not frames.at_root:
-            fb = frames.finish(args["answer"], args.get("value"))
-        elif entry is _FINISH:
-            self._answer = args["answer"]
-            self._answer_value = args.get("value")
-            frames.end(self._answer)
-            fb = Feedback(ok=True, result=self._env_tools.finish(**args))
-        elif self._skill_scope is not None and spec.name == "skills.read":
-            fb = self._skill_scope.call(args)
-        elif spec.name in self._memory_names:
-            fb = self._memory.call(spec.name, args)  # type: ignore[union-attr]
-        elif entry is _CONFIRM:
-            res = self._env_tools.confirm(**args)
-            self._confirmed = confirmed = res["confirmed"]
-            fb = Feedback(ok=True, result=res)
-        elif entry is _AUTHENTICATE:
-            self._authenticated = self.task.fixtures.user_authenticates
-            fb = (
-                Feedback(ok=True, result=self._env_tools.authenticate(**args))
-                if self._authenticated
-                else feedback.precondition_failed(
-                    "the user did not authenticate", "ask the user what to do instead, or finish without the action"
-                )
-            )
-        elif spec.effect is Effect.SENSITIVE and self.task.fixtures.confirm_sensitive and not self._confirmed:
-            fb = feedback.confirmation_required(spec.name)
-        elif spec.effect is Effect.SENSITIVE and self.task.fixtures.step_up and not self._authenticated:
-            fb = feedback.authentication_required(spec.name)
-        else:
-            if spec.effect is Effect.SENSITIVE:
-                self._confirmed = self._authenticated = False
-            fb = self.backend.call(spec.name, args)
-        return CallRecord(spec.name, arguments, fb, spec.effect, confirmed)
+        if provider is not None:
+            fb = provider.call(self, spec.name, args)
+            return CallRecord(spec.name, arguments, fb, spec.effect, confirmed_by(spec.name, fb))
+        if spec.effect is Effect.SENSITIVE:
+            for p in self._gates:
+                refused = p.gate(self, spec)
+                if refused is not None:
+                    return CallRecord(spec.name, arguments, refused, spec.effect)
+            for p in self._gates:
+                p.ran(self, spec)
+        return CallRecord(spec.name, arguments, self.backend.call(spec.name, args), spec.effect)
 
     def _redact(self, rec: CallRecord) -> CallRecord:
         """``rec`` with the arguments its feedback names ``redacted`` (text typed into a password
@@ -710,9 +617,23 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
     def _end_tables(self) -> Any:
         tables = self.backend.tables()
-        if self._memory is None:
-            return tables
-        return {**tables, MEMORY_TABLE: self._memory.table()}
+        for p in self.providers:
+            extra = p.tables()
+            if extra:
+                tables = {**tables, **extra}
+        return tables
+
+    @property
+    def frames(self) -> FrameStack | None:
+        """The episode's sub-agent frames (None before the first reset)."""
+        return self._frames
+
+    def end_episode(self, answer: str | None, value: Any = None) -> None:
+        """End the episode with the agent's ``answer`` (and typed ``value``): the root frame
+        closes and the current step terminates. Called by the ``finish`` provider
+        (:mod:`phoneenv.harness.providers.finish`) at the root frame."""
+        self._answer, self._answer_value, self._ended = answer, value, True
+        self._frames.end(answer)  # type: ignore[union-attr]
 
     @property
     def verdict(self) -> Any:

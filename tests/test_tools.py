@@ -126,7 +126,7 @@ def test_contract_models_round_trip():
 def test_paths_name_places_in_the_data_not_union_members(value, path):
     """``finish``'s ``value`` is a union (number, string, bool, list): pydantic's error locations
     carry member tags (``constrained-str``, ``list[...]``); the path names only the data."""
-    from phoneenv.env import _FINISH
+    from phoneenv.harness.providers.finish import FINISH_TOOL as _FINISH
 
     with pytest.raises(ArgumentError) as err:
         _FINISH.validator.validate({"answer": "x", "value": value})

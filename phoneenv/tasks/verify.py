@@ -469,16 +469,28 @@ def calls_from_trace(trace: Trace, effects: Mapping[str, Effect] | None = None) 
         if step.action is None:
             continue
         name = step.action.name
-        confirmed = (
-            name == "user.confirm"
-            and step.feedback.ok
-            and isinstance(step.feedback.result, Mapping)
-            and step.feedback.result.get("confirmed") is True
-        )
         out.append(
-            CallRecord(name, step.action.arguments, step.feedback, effects.get(name), bool(confirmed), step.frame)
+            CallRecord(
+                name,
+                step.action.arguments,
+                step.feedback,
+                effects.get(name),
+                confirmed_by(name, step.feedback),
+                step.frame,
+            )
         )
     return out
+
+
+def confirmed_by(name: str, feedback: Feedback) -> bool:
+    """Whether a call of ``name`` that got ``feedback`` is the user's confirmation: a
+    successful ``user.confirm`` whose result says ``confirmed: true``."""
+    return (
+        name == "user.confirm"
+        and feedback.ok
+        and isinstance(feedback.result, Mapping)
+        and feedback.result.get("confirmed") is True
+    )
 
 
 def check_trace(
