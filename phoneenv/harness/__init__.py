@@ -7,4 +7,7 @@
 - :mod:`phoneenv.harness.memory`: persistent per-user memory (preferences, episodes, facts,
   intents) in SQLite, hybrid BM25 + embedding search fused by RRF, newer memories superseding
   outdated ones, and the ``memory.search``/``memory.save``/``memory.forget`` tools.
+- :mod:`phoneenv.harness.providers`: the features that offer tools beside the backend's (skills,
+  delegation, memory, confirm, step-up, finish), one module each, behind one small interface
+  the env loops over.
 """
