@@ -26,7 +26,6 @@ __all__ = [
     "LOCALES",
     "MESSAGE_SEEDS",
     "NOTE_SEEDS",
-    "SETTINGS_DEFAULTS",
     "Currency",
     "Locale",
     "World",
@@ -186,20 +185,6 @@ def _usable(name: str) -> bool:
     return bool(_NAME_RE.match(name)) and name not in NAME_STOPLIST and not any(r in folded for r in RELATIONS)
 
 
-SETTINGS_DEFAULTS: dict[str, Any] = {
-    "wifi": True,
-    "bluetooth": False,
-    "dnd": False,
-    "airplane_mode": False,
-    "location": True,
-    "brightness": 60,
-    "volume_ring": 70,
-    "volume_media": 50,
-    "dark_mode": False,
-    "wifi_network": "HomeNet",
-}
-
-
 class World:
     """One seeded world: a user in one country, their address book and what their apps hold.
 
@@ -262,7 +247,9 @@ class World:
         self._alarms()
         self._notes()
         self._mail()
-        self.records["settings.settings"] = [{"id": k, "value": v} for k, v in SETTINGS_DEFAULTS.items()]
+        from apps.settings import DEFAULTS  # apps import phoneenv: the settings app owns its defaults
+
+        self.records["settings.settings"] = [{"id": k, "value": v} for k, v in DEFAULTS.items()]
 
     def stream(self, name: str) -> random.Random:
         """This world's random stream ``name`` (created on first use; see :func:`stream`)."""
