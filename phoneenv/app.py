@@ -133,6 +133,14 @@ class App:
     requires_account: ClassVar[bool] = False
     transient: ClassVar[tuple[str, ...]] = ()
     """Tables holding session state (an ongoing call, notifications): never collateral damage."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Check the app's Android mapping against its record layouts (raises
+        :class:`~phoneenv.farm.android.MappingError` naming the table and the field)."""
+        super().__init_subclass__(**kwargs)
+        if cls.android is not None:
+            cls.android.check_layouts(getattr(cls, "name", cls.__name__), cls.records)
+
     implied: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {}
     """Records that exist by default while none is stored (table → id → record), such as a
     setting at its default value: verification counts them in the fixture state."""

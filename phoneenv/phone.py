@@ -10,15 +10,18 @@ device backends on one whose state is on a device, and the virtual device keeps 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
+
+from pydantic import TypeAdapter, ValidationError
 
 from phoneenv.app import App
 from phoneenv.contract import Fixtures
 from phoneenv.state import PhoneState, Snapshot
 
-__all__ = ["SECONDS_PER_CALL", "Phone", "app_classes", "build_fixture_state"]
+__all__ = ["SECONDS_PER_CALL", "Phone", "app_classes", "build_fixture_state", "check_records"]
 
 SECONDS_PER_CALL = 1.0
 """Simulated seconds the phone clock advances per tool call."""
@@ -73,12 +76,59 @@ class Phone:
         return self.state.get("system.accounts", app)
 
 
+@functools.cache
+def _layout(kind: Any) -> tuple[TypeAdapter[Any], frozenset[str]]:
+    """A record TypedDict's validator and field names (built once per layout)."""
+    return TypeAdapter(kind), frozenset(kind.__required_keys__ | kind.__optional_keys__)
+
+
+def check_records(records: Mapping[str, Sequence[Any]], classes: Mapping[str, type[App]]) -> None:
+    """Check seeded ``records`` (``app.table`` → rows) against the record layouts the apps in
+    ``classes`` declare (:attr:`App.records <phoneenv.app.App.records>`): every row an object,
+    every field one of the layout's, every value of the field's type, no required field missing.
+
+    Tables of apps outside ``classes`` (simulated apps) and of apps that declare no layout are
+    not checked.
+
+    Raises:
+        ValueError: naming the table, the row (its ``id``, else ``#index``) and the field, e.g.
+            ``contacts.contacts record c_3: field 'phone': Input should be a valid string``; or
+            a table the app does not declare.
+    """
+    for table, rows in records.items():
+        app, _, name = table.partition(".")
+        cls = classes.get(app)
+        if cls is None or not cls.records:
+            continue
+        kind = cls.records.get(name)
+        if kind is None:
+            declared = sorted(f"{app}.{t}" for t in cls.records)
+            raise ValueError(f"no sandbox table {table!r} (declared: {declared})")
+        adapter, fields = _layout(kind)
+        for i, rec in enumerate(rows):
+            rid = rec.get("id", f"#{i}") if isinstance(rec, dict) else f"#{i}"
+            where = f"{table} record {rid}"
+            if not isinstance(rec, dict):
+                raise ValueError(f"{where}: a record must be an object, not {type(rec).__name__}")
+            extra = sorted(set(rec) - fields)
+            if extra:
+                raise ValueError(f"{where}: field {extra[0]!r}: not a field of {table} (fields: {sorted(fields)})")
+            try:
+                adapter.validate_python(rec)
+            except ValidationError as err:
+                first = err.errors()[0]
+                field = ".".join(str(p) for p in first["loc"]) or "?"
+                raise ValueError(f"{where}: field {field!r}: {first['msg']}") from None
+
+
 def build_fixture_state(fixtures: Fixtures, classes: Mapping[str, type[App]]) -> tuple[Snapshot, tuple[str, ...]]:
     """Build the phone state a task starts from: seeded records plus system tables.
 
     Returns the snapshot and the installed app names. Raises ``ValueError`` for an unknown app,
-    a bad timezone or clock, or malformed records.
+    a bad timezone or clock, or a seeded record that breaks its app's record layout
+    (:func:`check_records`: the table, row and field named).
     """
+    check_records(fixtures.records, classes)
     installed = tuple(fixtures.installed_apps) if fixtures.installed_apps is not None else tuple(classes)
     for name in installed:
         if name not in classes:

@@ -271,3 +271,37 @@ def test_local_time_of_a_dst_gap_is_normalised_like_android():
     wire = codec.encode("2026-03-08T02:30", A.Ctx(ny))  # clocks jump from 02:00 to 03:00
     assert codec.decode(wire, A.Ctx(ny)) == "2026-03-08T03:30"
     assert dt.datetime.fromtimestamp(wire / 1000, dt.timezone.utc).hour == 7
+
+
+def test_a_mapping_naming_a_field_the_record_layout_lacks_is_refused():
+    from typing_extensions import TypedDict
+
+    from phoneenv.app import App
+    from phoneenv.farm.android import AndroidDriver, Column, MappingError, ProviderTable
+
+    class Spot(TypedDict):
+        id: str
+        label: str
+
+    def driver(*fields: str) -> AndroidDriver:
+        table = ProviderTable("spots", "content://spots", {f: Column(f) for f in fields})
+        return AndroidDriver(tables={"spots": table}, tools=())
+
+    class Fine(App):  # every mapped field is in the layout
+        name = "parkfine"
+        records = {"spots": Spot}  # noqa: RUF012
+        android = driver("label")
+
+    assert Fine.android is not None
+    with pytest.raises(MappingError, match=r"parking\.spots: the Android mapping names field 'lable' .* Spot lacks"):
+
+        class Parking(App):
+            name = "parking"
+            records = {"spots": Spot}  # noqa: RUF012
+            android = driver("label", "lable")
+
+    with pytest.raises(MappingError, match=r"parking\.spots: mapped to Android but the app declares no record layout"):
+
+        class NoLayout(App):
+            name = "parking"
+            android = driver("label")

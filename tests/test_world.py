@@ -244,3 +244,25 @@ def test_a_hand_written_task_with_a_broken_record_fails_at_reset_not_mid_episode
     env = PhonePlanEnv(tasks=[task])
     with pytest.raises(ValueError, match=r"contacts\.contacts record c_1: field 'phone'"):
         env.reset(seed=0, options={"task": task})
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"id": "c_9", "name": 7}, r"contacts\.contacts record c_9: field 'name': Input should be a valid string"),
+        (
+            {"id": "c_9", "nmae": "Ana"},
+            r"contacts\.contacts record c_9: field 'nmae': not a field of contacts\.contacts",
+        ),
+        ("Ana", r"contacts\.contacts record #0: a record must be an object, not str"),
+    ],
+)
+def test_build_fixture_state_refuses_a_row_that_breaks_the_layout(row, message):
+    from phoneenv.phone import app_classes, build_fixture_state
+
+    good = get_task("contacts.favorite/0").fixtures
+    build_fixture_state(good, app_classes())
+    with pytest.raises(ValueError, match=message):
+        build_fixture_state(good.model_copy(update={"records": {"contacts.contacts": [row]}}), app_classes())
+    with pytest.raises(ValueError, match=r"no sandbox table 'contacts\.people'"):
+        build_fixture_state(good.model_copy(update={"records": {"contacts.people": []}}), app_classes())

@@ -80,10 +80,10 @@ class SandboxBackend(PhoneBackend):
         fx = task.fixtures
         hit = _fixture_cache.get(id(fx))
         if hit is None or hit[0] is not fx:
-            from phoneenv.tasks.schemas import check_fixtures
-
-            check_fixtures(task)
-            snap, installed = build_fixture_state(fx, app_classes())
+            try:
+                snap, installed = build_fixture_state(fx, app_classes())
+            except ValueError as exc:
+                raise ValueError(f"task {task.id}: {exc}") from None
             hit = (fx, snap, installed, ZoneInfo(fx.timezone))
             _fixture_cache[id(fx)] = hit
             if len(_fixture_cache) > _FIXTURE_CACHE_SIZE:

@@ -672,6 +672,37 @@ class AndroidDriver:
     unavailable: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
 
+    def check_layouts(self, app: str, records: Mapping[str, Any]) -> None:
+        """Check that every sandbox field this driver names is a field of its table's record
+        layout (``records``: table → the TypedDict an :class:`~phoneenv.app.App` declares), so
+        fixtures, tools and the device mapping share one definition. Called when an app class
+        is defined.
+
+        Raises:
+            MappingError: naming the app's table and the field, e.g. ``contacts.contacts: the
+                Android mapping names field 'nick' that the record layout Contact lacks``.
+        """
+        for table, mapping in self.tables.items():
+            named: list[str] = []
+            if isinstance(mapping, ProviderTable):
+                named += [*mapping.fields, *mapping.order]
+                for child in mapping.children:
+                    named += list(child.kinds) if isinstance(child, DataRows) else [child.field]
+            if table in self.typed:
+                named += [*self.typed[table].when, self.typed[table].text_field]
+            if not named:
+                continue
+            layout = records.get(table)
+            if layout is None:
+                raise MappingError(f"{app}.{table}: mapped to Android but the app declares no record layout for it")
+            fields = layout.__required_keys__ | layout.__optional_keys__
+            for name in named:
+                if name not in fields:
+                    raise MappingError(
+                        f"{app}.{table}: the Android mapping names field {name!r} that the record layout "
+                        f"{layout.__name__} lacks (fields: {', '.join(sorted(fields))})"
+                    )
+
 
 # ---------------------------------------------------------------------------------------------
 # Ids and records
