@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from apps.wallet import from_minor, to_minor
 from phoneenv.contract import Criterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -40,7 +39,7 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.world import COMPANY_TLD, World
+from phoneenv.tasks.world import COMPANY_TLD, CURRENCIES, World
 
 __all__ = ["BILL_KINDS", "balance_after", "seed_budget", "seed_wallet"]
 
@@ -52,6 +51,27 @@ BILL_KINDS = [
 """(what the bill is for, company, mail domain, euro range of the amount)."""
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]  # fmt: skip
+
+
+def to_minor(amount: float, currency: str) -> int:
+    """``amount`` in ``currency``'s minor unit (cents, or whole yen), as the wallet app stores it."""
+    return round(amount * 10 ** CURRENCIES[currency].decimals)
+
+
+def from_minor(minor: int, currency: str) -> float:
+    """An amount in ``currency``'s minor unit as whole units (``1250`` -> 12.5)."""
+    decimals = CURRENCIES[currency].decimals
+    return round(minor / 10**decimals, decimals)
+
+
+def period_bounds(day: dt.date, period: str) -> tuple[dt.date, dt.date]:
+    """First and last day of the week (Monday-Sunday) or calendar month holding ``day``, as the
+    budget app counts them."""
+    if period == "week":
+        start = day - dt.timedelta(days=day.weekday())
+        return start, start + dt.timedelta(days=6)
+    start = day.replace(day=1)
+    return start, (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
 
 
 def balance_after(w: World, balance: float, *amounts: float) -> float:
@@ -375,7 +395,7 @@ def pay_bill(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "wallet.bills", id="listed_bills"), criteria[0]],
+        milestones=[criteria[0]],
         plan=plan,
         perturb_exempt=_exempt(plan),
         probes=probes,
@@ -456,7 +476,7 @@ def settle_requests(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "wallet.requests", id="listed_requests"), criteria[0]],
+        milestones=[criteria[0]],
         plan=plan,
         perturb_exempt=_exempt(plan),
         probes=probes,
@@ -667,8 +687,6 @@ def spending_answer(w: World) -> Draft:
     category, period = pick(
         w, ["dining", "groceries", "transport", "entertainment", "health", "all"], ["month", "week"]
     )
-    from apps.budget import period_bounds
-
     start, end = period_bounds(w.now.date(), period)
     cur = w.currency
     spent = from_minor(
