@@ -14,7 +14,7 @@ from phoneenv.contract import Category, Criterion, Domain
 from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, pick, replacing, state, template
 from phoneenv.tasks.templates.home import fahrenheit, seed_home, temperature
 from phoneenv.tasks.templates.memory import MemoryBook, ago
-from phoneenv.tasks.templates.wallet import _exempt, _paid, _secure, seed_wallet
+from phoneenv.tasks.templates.wallet import exempt, paid, secure, seed_wallet
 from phoneenv.tasks.world import World
 
 MEMORY = Category.MEMORY
@@ -64,8 +64,8 @@ def pay_rent(w: World) -> Draft:
         call("wallet.search_payees", query=landlord["name"].split()[0]),
         call("wallet.send_money", payee_id=landlord["id"], amount=rent, note="Rent"),
     ]
-    criteria: list[Criterion] = _paid(w, landlord, rent, main, "transfer")
-    _, step_up = _secure(w, plan, criteria, "wallet.send_money", f"Pay {w.money(rent)} rent to {landlord['name']}")
+    criteria: list[Criterion] = paid(w, landlord, rent, main, "transfer")
+    _, step_up = secure(w, plan, criteria, "wallet.send_money", f"Pay {w.money(rent)} rent to {landlord['name']}")
     plan.append(call("finish", answer=f"Paid {w.money(rent)} to {landlord['name']}."))
     send = len(plan) - 2
     other = next(p for p in seeded["people"].values() if p is not landlord)
@@ -85,7 +85,7 @@ def pay_rent(w: World) -> Draft:
         criteria=criteria,
         milestones=[_searched("rent", "landlord"), criteria[0]],
         plan=plan,
-        perturb_exempt=_exempt(plan),
+        perturb_exempt=exempt(plan),
         probes=probes,
         fixtures=w.fixtures(**fixtures),
     )
@@ -118,7 +118,7 @@ def heating_preference(w: World) -> Draft:
         )
     else:
         book.add("preference", f"I like the thermostat at {new:g} {unit}", ago(w, w.rng.randrange(20, 400)))
-    book.distract(w, 3, skip=("home",))
+    book.distract(w, 5 - len(book.entries), skip=("home",))
     (goal,) = pick(
         w,
         [

@@ -41,7 +41,20 @@ from phoneenv.tasks.templates import (
 )
 from phoneenv.tasks.world import COMPANY_TLD, CURRENCIES, World
 
-__all__ = ["BILL_KINDS", "balance_after", "seed_budget", "seed_wallet"]
+__all__ = [
+    "BILL_KINDS",
+    "add_text",
+    "balance_after",
+    "exempt",
+    "from_minor",
+    "paid",
+    "period_bounds",
+    "secure",
+    "seed_budget",
+    "seed_wallet",
+    "step_up_fixtures",
+    "to_minor",
+]
 
 BILL_KINDS = [
     ("electricity", "Brightpower Energy", "brightpower", 60, 140),
@@ -198,7 +211,9 @@ def seed_budget(w: World, n: int = 10) -> list[dict[str, Any]]:
     return entries
 
 
-def _add_text(w: World, number: str, body: str, minutes_ago: int) -> dict[str, Any]:
+def add_text(w: World, number: str, body: str, minutes_ago: int) -> dict[str, Any]:
+    """Add an unread incoming text from ``number``, ``minutes_ago`` before the world's now;
+    returns the record."""
     msg = {
         "id": w.next_id("messages.messages", "m_"),
         "number": number,
@@ -211,7 +226,7 @@ def _add_text(w: World, number: str, body: str, minutes_ago: int) -> dict[str, A
     return msg
 
 
-def _paid(w: World, payee: dict[str, Any], amount: float, main: dict[str, Any], kind: str, *extra: float) -> list[Any]:
+def paid(w: World, payee: dict[str, Any], amount: float, main: dict[str, Any], kind: str, *extra: float) -> list[Any]:
     """Criteria of one payment from the main account: the transaction and the new balance
     (``extra``: other payments of the task from the same account)."""
     return [
@@ -220,7 +235,7 @@ def _paid(w: World, payee: dict[str, Any], amount: float, main: dict[str, Any], 
     ]
 
 
-def _secure(w: World, plan: list[ToolCall], criteria: list[Criterion], tool: str, what: str) -> tuple[bool, bool]:
+def secure(w: World, plan: list[ToolCall], criteria: list[Criterion], tool: str, what: str) -> tuple[bool, bool]:
     """Draw how this phone guards payments: a confirmation the user asks for (30%) and/or the
     PIN step-up (50%); adds the steps before the last call of ``tool`` in ``plan`` (the plan
     ends with that call) and the criteria. Returns (confirm, step_up)."""
@@ -236,7 +251,7 @@ def _secure(w: World, plan: list[ToolCall], criteria: list[Criterion], tool: str
     return confirm, step_up
 
 
-def _exempt(plan: list[ToolCall], *more: str) -> list[str]:
+def exempt(plan: list[ToolCall], *more: str) -> list[str]:
     """Arguments a perturbation may change without changing the task: questions, reasons,
     payment notes, the final answer (plus ``more``)."""
     out = [f"{len(plan) - 1}.answer", *more]
@@ -247,7 +262,8 @@ def _exempt(plan: list[ToolCall], *more: str) -> list[str]:
     return out
 
 
-def _fixtures(w: World, step_up: bool) -> Any:
+def step_up_fixtures(w: World, step_up: bool) -> Any:
+    """The world's fixtures with the PIN step-up on when ``step_up``, else None (the default)."""
     return w.fixtures(step_up=True) if step_up else None
 
 
@@ -280,8 +296,8 @@ def pay_back(w: World) -> Draft:
     amount = w.price(w.rng.choice([12.5, 18, 23.4, 35, 42.8, 60, 27.9]))
     other_amount = w.price(w.rng.choice([9, 15.5, 31, 48]))
     text, other_text = w.rng.sample(OWED_TEXTS, 2)
-    _add_text(w, c["phone"], text.format(m=w.money(amount, symbol=True), what=what), w.rng.randrange(30, 600))
-    _add_text(w, other["phone"], other_text.format(m=w.money(other_amount), what=other_what), w.rng.randrange(30, 600))
+    add_text(w, c["phone"], text.format(m=w.money(amount, symbol=True), what=what), w.rng.randrange(30, 600))
+    add_text(w, other["phone"], other_text.format(m=w.money(other_amount), what=other_what), w.rng.randrange(30, 600))
     payee = seeded["people"][c["id"]]
     first = first_name(c)
     (goal,) = pick(
@@ -299,8 +315,8 @@ def pay_back(w: World) -> Draft:
         call("wallet.search_payees", query=first),
         call("wallet.send_money", payee_id=payee["id"], amount=amount, note=what.removeprefix("the ").capitalize()),
     ]
-    criteria: list[Criterion] = _paid(w, payee, amount, main, "transfer")
-    _secure(w, plan, criteria, "wallet.send_money", f"Send {w.money(amount)} to {c['name']}")
+    criteria: list[Criterion] = paid(w, payee, amount, main, "transfer")
+    secure(w, plan, criteria, "wallet.send_money", f"Send {w.money(amount)} to {c['name']}")
     step_up = "user.authenticate" in [p.name for p in plan]
     plan.append(call("finish", answer=f"Sent {w.money(amount)} to {c['name']}."))
     send = len(plan) - 2
@@ -328,9 +344,9 @@ def pay_back(w: World) -> Draft:
         criteria=criteria,
         milestones=[behavior("required_call", "messages.read_thread", id="read_text"), criteria[0]],
         plan=plan,
-        perturb_exempt=_exempt(plan),
+        perturb_exempt=exempt(plan),
         probes=probes,
-        fixtures=_fixtures(w, step_up),
+        fixtures=step_up_fixtures(w, step_up),
     )
 
 
@@ -372,12 +388,12 @@ def pay_bill(w: World) -> Draft:
         plan.append(call("wallet.pay_bill", bill_id=bill["id"]))
         criteria = [
             state("wallet.bills", "updated", id=bill["id"], status="paid"),
-            *_paid(w, payee, bill["amount_due"], main, "bill"),
+            *paid(w, payee, bill["amount_due"], main, "bill"),
         ]
         tool, what = "wallet.pay_bill", f"Pay {bill['title']}: {w.money(bill['amount_due'])}"
         wrong = call("wallet.schedule_bill", bill_id=bill["id"], date=bill["due"])
         wrong_name = "scheduled instead of paying"
-    _, step_up = _secure(w, plan, criteria, tool, what)
+    _, step_up = secure(w, plan, criteria, tool, what)
     plan.append(call("finish", answer=f"Done: {bill['title']}."))
     act = len(plan) - 2
     probes = [
@@ -397,9 +413,9 @@ def pay_bill(w: World) -> Draft:
         criteria=criteria,
         milestones=[criteria[0]],
         plan=plan,
-        perturb_exempt=_exempt(plan),
+        perturb_exempt=exempt(plan),
         probes=probes,
-        fixtures=_fixtures(w, step_up),
+        fixtures=step_up_fixtures(w, step_up),
     )
 
 
@@ -451,9 +467,9 @@ def settle_requests(w: World) -> Draft:
     criteria: list[Criterion] = [
         state("wallet.requests", "updated", id=ra["id"], status="paid"),
         suffixed(state("wallet.requests", "updated", id=rb["id"], status="declined"), "declined"),
-        *_paid(w, a, amount_a, main, "request"),
+        *paid(w, a, amount_a, main, "request"),
     ]
-    _, step_up = _secure(w, plan, criteria, "wallet.pay_request", f"Pay {w.money(amount_a)} to {a['name']}")
+    _, step_up = secure(w, plan, criteria, "wallet.pay_request", f"Pay {w.money(amount_a)} to {a['name']}")
     plan += [call("wallet.decline_request", request_id=rb["id"]), call("finish", answer="Paid one, declined one.")]
     pay = next(i for i, p in enumerate(plan) if p.name == "wallet.pay_request")
     probes = [
@@ -478,9 +494,9 @@ def settle_requests(w: World) -> Draft:
         criteria=criteria,
         milestones=[criteria[0]],
         plan=plan,
-        perturb_exempt=_exempt(plan),
+        perturb_exempt=exempt(plan),
         probes=probes,
-        fixtures=_fixtures(w, step_up),
+        fixtures=step_up_fixtures(w, step_up),
     )
 
 
@@ -574,7 +590,7 @@ def split_dinner(w: World) -> Draft:
         criteria=criteria,
         milestones=[behavior("required_call", "calendar.search_events", id="found_dinner"), criteria[0]],
         plan=plan,
-        perturb_exempt=_exempt(plan),
+        perturb_exempt=exempt(plan),
         probes=probes,
     )
 
@@ -642,7 +658,7 @@ def log_receipt(w: World) -> Draft:
         criteria=[crit],
         milestones=[behavior("required_call", "mail.read", id="read_receipt"), crit],
         plan=plan,
-        perturb_exempt=_exempt(plan, "2.note"),
+        perturb_exempt=exempt(plan, "2.note"),
         probes=[
             passes(
                 "currency named",
