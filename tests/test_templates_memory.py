@@ -128,6 +128,10 @@ def secrets(task) -> tuple[list[str], list[str]]:
         return [plan[1].arguments["query"]], []
     if tpl == "memory.heating_preference":  # the temperature, in the thermostat's unit
         return [f"{plan[2].arguments['target']:g}"], []
+    if tpl == "memory.split_usual":  # who the crowd is now: the first of them, by first name
+        return [plan[1].arguments["query"]], []
+    if tpl == "memory.budget_preference":  # the limit, a whole amount as the memory writes it
+        return [f"{plan[1].arguments['limit']:g}"], []
     return [], []
 
 

@@ -4,6 +4,8 @@
 |---|---|---|
 | ``memory.pay_rent`` | who the landlord is and the rent (an older, lower rent beside it) | the transfer: that payee, the current rent |
 | ``memory.heating_preference`` | the temperature the user likes (maybe replacing an older one) | the thermostat's target, in its unit |
+| ``memory.split_usual`` | who the user usually splits dinners with (the crowd may have changed) | one request per person of the current crowd, the share |
+| ``memory.budget_preference`` | the limit and period the user wants for eating out (maybe revised) | the dining budget: limit and period |
 """
 
 from __future__ import annotations
@@ -11,10 +13,22 @@ from __future__ import annotations
 from typing import Any
 
 from phoneenv.contract import Category, Criterion, Domain
-from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, pick, replacing, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    behavior,
+    call,
+    fails,
+    first_name,
+    passes,
+    pick,
+    replacing,
+    state,
+    suffixed,
+    template,
+)
 from phoneenv.tasks.templates.home import fahrenheit, seed_home, temperature
 from phoneenv.tasks.templates.memory import MemoryBook, ago
-from phoneenv.tasks.templates.wallet import exempt, paid, secure, seed_wallet
+from phoneenv.tasks.templates.wallet import exempt, from_minor, paid, secure, seed_budget, seed_wallet, to_minor
 from phoneenv.tasks.world import World
 
 MEMORY = Category.MEMORY
@@ -148,5 +162,185 @@ def heating_preference(w: World) -> Draft:
             ),
             fails("also dimmed a light", [*plan[:3], call("home.set_brightness", device_id="d_1", level=10), plan[3]]),
         ],
+        fixtures=w.fixtures(memory=book.fixtures()),
+    )
+
+
+PLACES = ["Luigi's", "Sakura Garden", "The Golden Fork", "Casa Verde", "Blue Lantern", "Bistro Margot"]
+NUMBERED = ("calls", "home", "clothes", "passport")
+"""Distractor topics whose memories hold numbers (kept out where a number is the secret)."""
+
+
+@template(
+    "memory.split_usual",
+    apps=["wallet"],
+    domain=Domain.FINANCE,
+    category=MEMORY,
+    difficulty=3,
+    capabilities=["recall", "recency", "multi-entity", "request"],
+    count=12,
+    max_steps=20,
+)
+def split_usual(w: World) -> Draft:
+    """Template ``memory.split_usual``: "Split tonight's 96 EUR dinner with the usual crowd":
+    who the crowd is comes from memory; an older memory names a crowd with someone who has
+    since moved away."""
+    seeded = seed_wallet(w)
+    people = list(seeded["people"].values())
+    crowd = w.rng.sample(people, w.rng.choice([2, 3]))
+    gone = w.rng.choice([p for p in people if p not in crowd])
+    names = [p["name"] for p in crowd]
+    book = MemoryBook()
+    old_crowd = [*names[:-1], gone["name"]]
+    old = book.add(
+        "fact",
+        f"I usually split dinners with {' and '.join(old_crowd)}",
+        ago(w, w.rng.randrange(300, 500)),
+    )
+    book.add(
+        "fact",
+        f"{first_name(gone)} moved away; these days I split dinners with {' and '.join(names)}",
+        ago(w, w.rng.randrange(10, 200)),
+        supersedes=old if w.rng.random() < 0.5 else None,
+    )
+    book.distract(w, 3)
+    n = len(crowd) + 1
+    total = w.price(w.rng.randrange(25, 45) * n + w.rng.choice([0, 0.5, 0.8]))
+    cur = w.currency
+    share = from_minor(to_minor(total, cur) // n, cur)
+    place, phrase = pick(
+        w,
+        PLACES,
+        [
+            "Split tonight's {m} dinner at {place} with the usual crowd.",
+            "Dinner at {place} came to {m} - split it with the people I always eat out with.",
+        ],
+    )
+    goal = phrase.format(m=w.money(total), place=place)
+    ids = [p["id"] for p in crowd]
+    plan = [
+        call("memory.search", query="split dinners with"),
+        *(call("wallet.search_payees", query=first_name(p)) for p in crowd),
+        call("wallet.split_bill", total=total, payee_ids=ids, note=f"Dinner at {place}"),
+        call("finish", answer=f"Asked {len(crowd)} people for {w.money(share)} each."),
+    ]
+    criteria = [
+        suffixed(state("wallet.requests", "created", payee_id=p["id"], amount=share, direction="out"), p["id"])
+        for p in crowd
+    ]
+    split = len(plan) - 2
+    return Draft(
+        goal=goal,
+        criteria=criteria,
+        milestones=[_searched("split", "dinner"), criteria[0]],
+        plan=plan,
+        perturb_exempt=exempt(plan),
+        probes=[
+            passes(
+                "requested one by one",
+                replacing(plan, split, *(call("wallet.request_money", payee_id=i, amount=share) for i in ids)),
+            ),
+            fails(
+                "the old crowd",
+                replacing(plan, split, call("wallet.split_bill", total=total, payee_ids=[*ids[:-1], gone["id"]])),
+            ),
+            fails(
+                "everyone from both memories",
+                replacing(plan, split, call("wallet.split_bill", total=total, payee_ids=[*ids, gone["id"]])),
+            ),
+            fails(
+                "the user's share left out",
+                replacing(plan, split, call("wallet.split_bill", total=total, payee_ids=ids, include_me=False)),
+            ),
+        ],
+        fixtures=w.fixtures(memory=book.fixtures()),
+    )
+
+
+@template(
+    "memory.budget_preference",
+    apps=["budget"],
+    domain=Domain.FINANCE,
+    category=MEMORY,
+    difficulty=2,
+    capabilities=["recall", "preference", "recency", "create"],
+    count=12,
+)
+def budget_preference(w: World) -> Draft:
+    """Template ``memory.budget_preference``: "Set up my eating-out budget the way I said": the
+    limit and the period (week or month) come from a preference, maybe revising an older one."""
+    seed_budget(w, n=8)
+    w.table("budget.budgets")[:] = [b for b in w.table("budget.budgets") if b["category"] != "dining"]
+    period, old_period = pick(w, ["week", "month"], ["week", "month", "month"])
+    euros = {"week": [40, 50, 60, 70, 80], "month": [180, 200, 250, 300]}
+    new_euros = w.rng.choice(euros[period])
+    old_euros = w.rng.choice([e for e in euros[old_period] if e != new_euros])
+    limit, old_limit = float(round(w.price(new_euros))), float(round(w.price(old_euros)))  # whole units
+    book = MemoryBook()
+    revised = w.rng.random() < 0.7
+    if revised:
+        first = book.add(
+            "preference",
+            f"I want to spend at most {w.money(old_limit)} a {old_period} on eating out",
+            ago(w, w.rng.randrange(250, 500)),
+        )
+        book.add(
+            "preference",
+            f"New rule for eating out: no more than {w.money(limit)} a {period}",
+            ago(w, w.rng.randrange(5, 200)),
+            supersedes=first if w.rng.random() < 0.5 else None,
+        )
+    else:
+        book.add(
+            "preference",
+            f"I want to spend at most {w.money(limit)} a {period} on eating out",
+            ago(w, w.rng.randrange(20, 400)),
+        )
+    book.distract(w, 5 - len(book.entries), skip=NUMBERED)
+    (goal,) = pick(
+        w,
+        [
+            "Set up my eating-out budget the way I told you.",
+            "Put my usual limit for restaurants and takeaways into the budget app.",
+            "Create the dining budget I wanted.",
+        ],
+    )
+    plan = [
+        call("memory.search", query="eating out budget"),
+        call("budget.set_budget", category="dining", limit=limit, period=period),
+        call("finish", answer=f"Dining budget: {w.money(limit)} a {period}."),
+    ]
+    crit = state("budget.budgets", "created", category="dining", limit=limit, period=period)
+    probes = [
+        passes("listed the budgets first", [plan[0], call("budget.list_budgets"), *plan[1:]]),
+        fails(
+            "another category",
+            replacing(plan, 1, call("budget.set_budget", category="shopping", limit=limit, period=period)),
+        ),
+        fails(
+            "the other period",
+            replacing(
+                plan,
+                1,
+                call(
+                    "budget.set_budget", category="dining", limit=limit, period="month" if period == "week" else "week"
+                ),
+            ),
+        ),
+    ]
+    if revised:
+        probes.append(
+            fails(
+                "the old limit",
+                replacing(plan, 1, call("budget.set_budget", category="dining", limit=old_limit, period=old_period)),
+            )
+        )
+    return Draft(
+        goal=goal,
+        criteria=[crit],
+        milestones=[_searched("eating out", "budget", "dining", "restaurant"), crit],
+        plan=plan,
+        perturb_exempt=["2.answer"],
+        probes=probes,
         fixtures=w.fixtures(memory=book.fixtures()),
     )
