@@ -124,6 +124,14 @@ def secrets(task) -> tuple[list[str], list[str]]:
         value = task.criteria[0].value
         names = {c["id"]: c["name"] for c in task.fixtures.records["contacts.contacts"]}
         return [names.get(value, str(value) if not isinstance(value, float) else f"{value:g}")], []
+    if tpl == "memory.pay_rent":  # the landlord, found among the payees by first name
+        return [plan[1].arguments["query"]], []
+    if tpl == "memory.heating_preference":  # the temperature, in the thermostat's unit
+        return [f"{plan[2].arguments['target']:g}"], []
+    if tpl == "memory.split_usual":  # who the crowd is now: the first of them, by first name
+        return [plan[1].arguments["query"]], []
+    if tpl == "memory.budget_preference":  # the limit, a whole amount as the memory writes it
+        return [f"{plan[1].arguments['limit']:g}"], []
     return [], []
 
 

@@ -31,6 +31,9 @@ TEMPLATES = {
     "skills.share_contact": "share-a-contact",
     "skills.meeting_invite": "send-a-meeting-invite",
     "skills.out_of_office": "out-of-office",
+    "skills.pay_bill_safely": "pay-a-bill-safely",
+    "skills.log_expense": "log-an-expense",
+    "skills.evening_scene": "set-up-an-evening-scene",
 }
 # Text that only the skill's body gives away: in the body, never in the goal or the description.
 MARKERS = {
@@ -41,6 +44,9 @@ MARKERS = {
     "skills.share_contact": ["BEGIN:VCARD", "TEL;TYPE=CELL:", "user.confirm"],
     "skills.meeting_invite": ["Full Name <email>", "Invitation:"],
     "skills.out_of_office": ["[Out of office]", "noreply@", "mail.mark_read"],
+    "skills.pay_bill_safely": ["Bill: ", "`utilities`", "more than 7 days"],
+    "skills.log_expense": ["<Shop> - <what it was>", "leftover"],
+    "skills.evening_scene": ["Evening - <Room>", "never switches a plug", "68"],
 }
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]  # fmt: skip
@@ -294,6 +300,100 @@ def out_of_office(t: TaskSpec, skill: bool) -> Steps:
     return steps
 
 
+def pay_bill_safely(t: TaskSpec, skill: bool) -> Steps:
+    """The bill the goal names; with the skill, paid now when due within 7 days (else scheduled
+    for its due date), confirmed first and logged as utilities; without it, simply paid."""
+    kind = next(k for k in ("electricity", "internet", "phone") if k in t.goal)
+    (bill,) = [b for b in recs(t, "wallet.bills") if b["status"] == "unpaid" and b["title"].lower().startswith(kind)]
+    if not skill:
+        return [("wallet.pay_bill", {"bill_id": bill["id"]})]
+    today = dt.date.fromisoformat(t.fixtures.clock[:10])
+    due = dt.date.fromisoformat(bill["due"])
+    later = (due - today).days > 7
+    act = (
+        ("wallet.schedule_bill", {"bill_id": bill["id"], "date": bill["due"]})
+        if later
+        else ("wallet.pay_bill", {"bill_id": bill["id"]})
+    )
+    when = (due if later else today).isoformat()
+    return [
+        ("user.confirm", {"question": f"{act[0]} {bill['title']}?"}),
+        act,
+        (
+            "budget.add_expense",
+            {"amount": bill["amount_due"], "category": "utilities", "date": when, "note": f"Bill: {bill['title']}"},
+        ),
+    ]
+
+
+SHOP_CATEGORY = {"Cafe Luna": "dining", "FreshMart": "groceries", "CityCab": "transport", "Apex Cinemas": "entertainment",
+                 "GreenCross Pharmacy": "health", "Trattoria Sole": "dining"}  # fmt: skip
+
+
+def log_expense(t: TaskSpec, skill: bool) -> Steps:
+    """The total, shop, day and item read off the goal; with the skill, the user's share (others
+    rounded down) and the note "<Shop> - <what>"; without it, the whole amount noted by shop."""
+    m = re.match(
+        r"(?:Log the|I paid) (?P<total>\d+(?:\.\d\d)?) (?P<cur>[A-Z]{3}) (?:I paid )?at (?P<shop>.+?) "
+        r"(?P<when>today|yesterday|on [A-Z][a-z]+day) for (?P<what>.+?)(?: for (?P<who>.+?) and me)? ?[.;-]",
+        t.goal,
+    )
+    assert m, t.goal
+    today = dt.date.fromisoformat(t.fixtures.clock[:10])
+    if m["when"] == "today":
+        day = today
+    elif m["when"] == "yesterday":
+        day = today - dt.timedelta(days=1)
+    else:
+        day = next(
+            today - dt.timedelta(days=k)
+            for k in range(1, 8)
+            if (today - dt.timedelta(days=k)).strftime("on %A") == m["when"]
+        )
+    unit = 10 ** CURRENCIES[m["cur"]].decimals
+    total = int(Decimal(m["total"]) * unit)
+    n = 1 + (len(m["who"].split(" and ")) if m["who"] else 0)
+    mine = total - total // n * (n - 1)
+    category = SHOP_CATEGORY[m["shop"]]
+    if not skill:
+        return [
+            (
+                "budget.add_expense",
+                {"amount": total / unit, "category": category, "date": day.isoformat(), "note": m["shop"]},
+            )
+        ]
+    note = f"{m['shop']} - {m['what'].lower()}"
+    return [
+        ("budget.add_expense", {"amount": mine / unit, "category": category, "date": day.isoformat(), "note": note})
+    ]
+
+
+def evening_scene(t: TaskSpec, skill: bool) -> Steps:
+    """The room and level read off the goal; with the skill, the whole home in "Evening - <Room>"
+    (other lights off, the door locked, the heating at 20 C or 68 F, no plug); without it, a scene
+    of the room's lights alone. Run either way."""
+    rooms = {r["name"].lower(): r for r in recs(t, "home.rooms")}
+    (said,) = [r for r in rooms if f"the {r} " in t.goal or f"the {r}," in t.goal]
+    room = rooms[said]
+    level = int(re.search(r"(\d+)(?:%| percent)", t.goal).group(1))
+    devices = recs(t, "home.devices")
+    lights = [d for d in devices if d["kind"] == "light" and d["room_id"] == room["id"]]
+    actions = [{"device_id": d["id"], "brightness": level} for d in lights]
+    name = f"Evening {room['name']}"
+    if skill:
+        name = f"Evening - {room['name']}"
+        actions += [
+            {"device_id": d["id"], "on": False} for d in devices if d["kind"] == "light" and d["room_id"] != room["id"]
+        ]
+        actions += [{"device_id": d["id"], "locked": True} for d in devices if d["kind"] == "lock"]
+        actions += [
+            {"device_id": d["id"], "target": 68 if d["unit"] == "F" else 20}
+            for d in devices
+            if d["kind"] == "thermostat"
+        ]
+    return [("home.create_scene", {"name": name, "actions": actions}), ("home.run_scene", {"scene_id": "sc_1"})]
+
+
 PLANS = {
     "skills.split_bill": split_bill,
     "skills.archive_note": archive_note,
@@ -302,6 +402,9 @@ PLANS = {
     "skills.share_contact": share_contact,
     "skills.meeting_invite": meeting_invite,
     "skills.out_of_office": out_of_office,
+    "skills.pay_bill_safely": pay_bill_safely,
+    "skills.log_expense": log_expense,
+    "skills.evening_scene": evening_scene,
 }
 # The criterion each naive plan must fail: the rule it broke (other criteria may fail too).
 NAIVE_BREAKS = {
@@ -312,6 +415,9 @@ NAIVE_BREAKS = {
     "skills.share_contact": {"confirm_before:messages.send"},
     "skills.meeting_invite": None,  # every attendee's "present:calendar.events" criterion
     "skills.out_of_office": None,  # every reply's criterion and every mark-read criterion
+    "skills.pay_bill_safely": {"created:budget.entries"},
+    "skills.log_expense": {"created:budget.entries"},
+    "skills.evening_scene": {"created:home.scenes"},
 }
 
 

@@ -22,6 +22,9 @@ TEMPLATES = {
     "subagent.best_offer_reply",
     "subagent.birthday_note",
     "subagent.dinner_nested",
+    "subagent.pay_chosen_bill",
+    "subagent.collect_debts",
+    "subagent.lights_off",
 }
 DATE_WORDS = re.compile(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) (\d{1,2}) ([A-Z][a-z]+)")
 
@@ -273,6 +276,9 @@ def _flat(plan):
                 "delegated:calendar.create_event@1",
             },
         ),
+        ("subagent.pay_chosen_bill", {"forbidden@0:wallet.bills", "delegated:wallet.bills"}),
+        ("subagent.collect_debts", {"forbidden@0:messages.*", "delegated:messages.*"}),
+        ("subagent.lights_off", {"forbidden@0:home.list_*", "delegated:home.list_*"}),
     ],
 )
 def test_doing_the_delegated_work_yourself_fails(tasks, template, failing):

@@ -1,0 +1,416 @@
+"""Skills templates over the wallet, budget and home apps: the procedure lives only in a shipped
+skill (``apps/skills/<app>/<name>/SKILL.md``), the goal only names the request.
+
+| template | skill | the rule the goal does not state |
+|---|---|---|
+| ``skills.pay_bill_safely`` | ``pay-a-bill-safely`` | due within 7 days: pay now, else schedule for the due date; confirm first; log it as ``utilities`` with the note ``Bill: <title>`` |
+| ``skills.log_expense`` | ``log-an-expense`` | the note ``<Shop> - <what>``; paid for others too: only the user's share (rounded down for the others, the user keeps the leftover cents) |
+| ``skills.evening_scene`` | ``set-up-an-evening-scene`` | the scene ``Evening - <Room>``: that room's lights at the level, every other light off, the door locked, the heating at 20 °C (68 °F), no plugs; run at once |
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from phoneenv.contract import Category, Criterion, Domain, ToolCall
+from phoneenv.tasks.templates import (
+    Draft,
+    behavior,
+    call,
+    confirm_variant,
+    fails,
+    first_name,
+    named,
+    passes,
+    pick,
+    replacing,
+    state,
+    suffixed,
+    template,
+)
+from phoneenv.tasks.templates.finance_tools import scene_action
+from phoneenv.tasks.templates.home import ROOMS, seed_home, temperature
+from phoneenv.tasks.templates.skills import read_skill
+from phoneenv.tasks.templates.wallet import (
+    BILL_KINDS,
+    MERCHANTS,
+    from_minor,
+    paid,
+    seed_budget,
+    seed_wallet,
+    to_minor,
+)
+from phoneenv.tasks.world import World
+
+__all__ = ["COUNT", "PAY_NOW_DAYS", "bill_note", "evening_name", "expense_note", "my_share"]
+
+SKILLS = Category.SKILLS
+COUNT = 16
+"""Tasks per template here (3 templates: 48 tasks)."""
+PAY_NOW_DAYS = 7
+"""Skill ``pay-a-bill-safely``: a bill due within this many days is paid now, a later one scheduled."""
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+def bill_note(bill: dict[str, Any]) -> str:
+    """The budget note of a paid bill (skill ``pay-a-bill-safely``): ``Bill: Electricity November``."""
+    return f"Bill: {bill['title']}"
+
+
+def expense_note(shop: str, what: str) -> str:
+    """The note of an expense (skill ``log-an-expense``): ``FreshMart - weekly shop``."""
+    return f"{shop} - {what.lower()}"
+
+
+def my_share(total: float, people: int, currency: str) -> float:
+    """The user's share of ``total`` among ``people`` (the user included): the others' shares
+    are rounded down to the currency's minor unit, the user keeps the leftover (skills
+    ``log-an-expense`` and ``split-a-bill``). Raises ``ValueError`` for fewer than one person."""
+    if people < 1:
+        raise ValueError(f"people must be at least 1, got {people}")
+    minor = to_minor(total, currency)
+    return from_minor(minor - (minor // people) * (people - 1), currency)
+
+
+def evening_name(room: str) -> str:
+    """The name of a room's evening scene (skill ``set-up-an-evening-scene``)."""
+    return f"Evening - {room}"
+
+
+def _at(plan: list[ToolCall], tool: str) -> int:
+    return next(i for i, c in enumerate(plan) if c.name == tool)
+
+
+def _exempt(plan: list[ToolCall]) -> list[str]:
+    return [f"{len(plan) - 1}.answer", *(f"{i}.question" for i, c in enumerate(plan) if c.name == "user.confirm")]
+
+
+# -- pay a bill safely ---------------------------------------------------------------------------
+
+BILL_ASKS = [
+    "Pay my {kind} bill.",
+    "Take care of the {kind} bill for me.",
+    "Can you pay the {kind} bill?",
+    "Settle my {kind} bill from the wallet.",
+    "The {kind} bill needs paying - handle it.",
+    "Sort out this month's {kind} bill.",
+]
+
+
+@template(
+    "skills.pay_bill_safely",
+    apps=["wallet", "budget"],
+    domain=Domain.FINANCE,
+    category=SKILLS,
+    difficulty=3,
+    capabilities=["skill", "pay", "schedule", "confirm", "create", "time"],
+    count=COUNT,
+    max_steps=20,
+)
+def pay_bill_safely(w: World) -> Draft:
+    """Template ``skills.pay_bill_safely``, e.g. "Pay my internet bill.": paid now when due within
+    7 days, else scheduled for its due date; confirmed first; logged in the budget app."""
+    seeded = seed_wallet(w)
+    seed_budget(w, n=6)
+    main = seeded["main"]
+    kind, ask = pick(w, [k for k, *_ in BILL_KINDS], BILL_ASKS)
+    bill = seeded["bills"][kind]
+    today = w.now.date()
+    now = w.rng.random() < 0.5
+    due = today + dt.timedelta(days=w.rng.randrange(1, PAY_NOW_DAYS + 1) if now else w.rng.randrange(9, 22))
+    bill["due"] = due.isoformat()
+    payee = next(p for p in seeded["companies"].values() if p["id"] == bill["payee_id"])
+    amount, cur = bill["amount_due"], w.currency
+    when = today if now else due
+    read, read_ms = read_skill("pay-a-bill-safely")
+    plan = [
+        read,
+        call("wallet.bills", status="unpaid"),
+        call("user.confirm", question=f"Pay {payee['name']} {w.money(amount)} for {bill['title']} on {when}?"),
+    ]
+    if now:
+        act = call("wallet.pay_bill", bill_id=bill["id"])
+        wrong = call("wallet.schedule_bill", bill_id=bill["id"], date=bill["due"])
+        criteria: list[Criterion] = [
+            state("wallet.bills", "updated", id=bill["id"], status="paid", paid_on=today.isoformat()),
+            *paid(w, payee, amount, main, "bill"),
+            behavior("confirm_before", "wallet.pay_bill"),
+        ]
+    else:
+        act = call("wallet.schedule_bill", bill_id=bill["id"], date=bill["due"])
+        wrong = call("wallet.pay_bill", bill_id=bill["id"])
+        criteria = [
+            state("wallet.bills", "updated", id=bill["id"], status="scheduled", scheduled_for=bill["due"]),
+            behavior("confirm_before", "wallet.schedule_bill"),
+        ]
+    logged = state(
+        "budget.entries",
+        "created",
+        amount=amount,
+        currency=cur,
+        category="utilities",
+        date=when.isoformat(),
+        note={"iequals": bill_note(bill)},
+    )
+    criteria.append(logged)
+    log = call("budget.add_expense", amount=amount, category="utilities", date=when.isoformat(), note=bill_note(bill))
+    plan += [act, log, call("finish", answer=f"{bill['title']}: {'paid' if now else 'scheduled'} for {when}.")]
+    k, lg = _at(plan, act.name), _at(plan, "budget.add_expense")
+    return Draft(
+        goal=ask.format(kind=kind),
+        criteria=criteria,
+        milestones=[read_ms, criteria[0], logged],
+        plan=plan,
+        perturb_exempt=_exempt(plan),
+        probes=[
+            passes("listed every bill", replacing(plan, 1, call("wallet.bills"))),
+            passes(
+                "note in capitals, currency named",
+                replacing(
+                    plan,
+                    lg,
+                    call(
+                        "budget.add_expense",
+                        amount=amount,
+                        category="utilities",
+                        date=when.isoformat(),
+                        note=bill_note(bill).upper(),
+                        currency=cur,
+                    ),
+                ),
+            ),
+            fails("scheduled one due soon" if now else "paid one due later now", replacing(plan, k, wrong)),
+            fails("not logged in the budget", replacing(plan, lg)),
+            fails(
+                "logged under another category",
+                replacing(
+                    plan,
+                    lg,
+                    call(
+                        "budget.add_expense",
+                        amount=amount,
+                        category="other",
+                        date=when.isoformat(),
+                        note=bill_note(bill),
+                    ),
+                ),
+            ),
+            fails("never asked", [c for c in plan if c.name != "user.confirm"]),
+        ],
+    )
+
+
+# -- log an expense ------------------------------------------------------------------------------
+
+ITEMS = {
+    "dining": ["dinner", "lunch", "coffee and cake"],
+    "groceries": ["weekly shop", "party snacks"],
+    "transport": ["ride to the airport", "ride home"],
+    "entertainment": ["movie tickets", "popcorn and tickets"],
+    "health": ["cold medicine", "vitamins"],
+}
+
+
+@template(
+    "skills.log_expense",
+    apps=["budget"],
+    domain=Domain.FINANCE,
+    category=SKILLS,
+    difficulty=2,
+    capabilities=["skill", "create", "arithmetic", "format", "time"],
+    count=COUNT,
+)
+def log_expense(w: World) -> Draft:
+    """Template ``skills.log_expense``, e.g. "Log the 84.20 EUR I paid at Trattoria Sole yesterday
+    for dinner for Ana and me - they'll pay me back.": the user's share, the skill's note."""
+    seed_budget(w, n=8)
+    (shop, category, _, lo, hi), ago = pick(w, MERCHANTS, [1, 0, 3])
+    shared = w.rng.random() < 0.5
+    what = w.rng.choice(ITEMS[category])
+    cur = w.currency
+    total = w.price(w.rng.randrange(lo, hi) * (2 if shared else 1) + w.rng.randrange(1, 100) / 100)
+    others = w.rng.sample(w.contacts, w.rng.choice([1, 2])) if shared else []
+    day = w.now.date() - dt.timedelta(days=ago)
+    when = {0: "today", 1: "yesterday"}.get(ago, f"on {WEEKDAYS[day.weekday()]}")
+    amount = my_share(total, len(others) + 1, cur)
+    names = " and ".join(first_name(c) for c in others)
+    if shared:
+        goal = w.rng.choice(
+            [
+                f"Log the {w.money(total)} I paid at {shop} {when} for {what} for {names} and me - they'll pay me back.",
+                f"I paid {w.money(total)} at {shop} {when} for {what} for {names} and me; they'll pay me back. "
+                "Put it in my budget.",
+            ]
+        )
+    else:
+        goal = w.rng.choice(
+            [
+                f"Log the {w.money(total)} I paid at {shop} {when} for {what}.",
+                f"I paid {w.money(total)} at {shop} {when} for {what}. Put it in my budget.",
+            ]
+        )
+    note = expense_note(shop, what)
+    read, read_ms = read_skill("log-an-expense")
+    entry = state(
+        "budget.entries",
+        "created",
+        amount=amount,
+        currency=cur,
+        category=category,
+        date=day.isoformat(),
+        note={"iequals": note},
+    )
+    args = {"amount": amount, "category": category, "date": day.isoformat(), "note": note}
+    plan = [read, call("budget.add_expense", **args), call("finish", answer=f"Logged {w.money(amount)}.")]
+    probes = [
+        passes(
+            "currency named, note in capitals",
+            replacing(plan, 1, call("budget.add_expense", **{**args, "note": note.upper(), "currency": cur})),
+        ),
+        passes(
+            "looked at the week's expenses first",
+            [plan[0], call("budget.list_expenses", start=day.isoformat()), *plan[1:]],
+        ),
+        fails("only the shop as the note", replacing(plan, 1, call("budget.add_expense", **{**args, "note": shop}))),
+        fails("logged twice", replacing(plan, 1, plan[1], plan[1])),
+    ]
+    if shared:
+        probes.append(
+            fails("the whole bill", replacing(plan, 1, call("budget.add_expense", **{**args, "amount": total})))
+        )
+        equal = from_minor(to_minor(total, cur) // (len(others) + 1), cur)
+        if equal != amount:
+            probes.append(
+                fails(
+                    "the rounded-down share",
+                    replacing(plan, 1, call("budget.add_expense", **{**args, "amount": equal})),
+                )
+            )
+    if ago:
+        probes.append(
+            fails(
+                "logged for today",
+                replacing(plan, 1, call("budget.add_expense", **{k: v for k, v in args.items() if k != "date"})),
+            )
+        )
+    return Draft(
+        goal=goal,
+        criteria=[entry],
+        milestones=[read_ms, entry],
+        plan=plan,
+        perturb_exempt=["2.answer"],
+        probes=probes,
+    )
+
+
+# -- set up an evening scene ---------------------------------------------------------------------
+
+SCENE_ASKS = [
+    "Set up an evening scene for the {room} at {level}% and start it.",
+    "I'm spending the evening in the {room} - set up the evening scene with the lights at {level}% and run it.",
+    "Evening scene for the {room}, lights at {level} percent, please - and turn it on.",
+    "Get the evening scene going for the {room}, {level}% light.",
+]
+
+
+@template(
+    "skills.evening_scene",
+    apps=["home"],
+    domain=Domain.DEVICE,
+    category=SKILLS,
+    difficulty=3,
+    capabilities=["skill", "create", "multi-entity", "format"],
+    count=COUNT,
+    max_steps=20,
+)
+def evening_scene(w: World) -> Draft:
+    """Template ``skills.evening_scene``, e.g. "Set up an evening scene for the kitchen at 40% and
+    start it.": the scene ``Evening - Kitchen`` with the whole home in it, run at once."""
+    home = seed_home(w)
+    room, level = pick(w, ROOMS, [20, 30, 40, 50])
+    ask = SCENE_ASKS[(w.index // 4 + w.index) % len(SCENE_ASKS)]
+    th, lock = home["thermostat"], home["lock"]
+    target = temperature(w, 20)
+    mine = home["lights"][room]
+    rest = [d for r in ROOMS if r != room for d in home["lights"][r]]
+    actions: list[dict[str, Any]] = [{"device_id": d["id"], "brightness": level} for d in mine]
+    actions += [{"device_id": d["id"], "on": False} for d in rest]
+    actions += [{"device_id": lock["id"], "locked": True}, {"device_id": th["id"], "target": target}]
+    name = evening_name(room)
+    read, read_ms = read_skill("set-up-an-evening-scene")
+    plan = [
+        read,
+        call("home.list_devices"),
+        call("home.list_rooms"),
+        call("home.create_scene", name=name, actions=actions),
+        call("home.run_scene", scene_id="sc_1"),
+        call("finish", answer=f'"{name}" is set up and running.'),
+    ]
+    made = state("home.scenes", "created", name={"iequals": name}, actions={"len": len(actions)})
+    criteria: list[Criterion] = [made]
+    for d in mine:
+        criteria.append(
+            named(
+                state("home.scenes", "present", name={"iequals": name}, actions=scene_action(d, brightness=level)),
+                f"scene:{d['id']}",
+            )
+        )
+        if not (d["on"] and d["brightness"] == level):
+            criteria.append(suffixed(state("home.devices", "updated", id=d["id"], on=True, brightness=level), d["id"]))
+    for d in rest:
+        criteria.append(
+            named(
+                state("home.scenes", "present", name={"iequals": name}, actions=scene_action(d, on=False)),
+                f"scene:{d['id']}",
+            )
+        )
+        if d["on"]:
+            criteria.append(suffixed(state("home.devices", "updated", id=d["id"], on=False), d["id"]))
+    criteria.append(
+        named(
+            state("home.scenes", "present", name={"iequals": name}, actions=scene_action(lock, locked=True)),
+            "scene:lock",
+        )
+    )
+    criteria.append(
+        named(
+            state("home.scenes", "present", name={"iequals": name}, actions=scene_action(th, target=target)),
+            "scene:heat",
+        )
+    )
+    if th["target"] != target:
+        criteria.append(suffixed(state("home.devices", "updated", id=th["id"], target=target), th["id"]))
+    create = 3
+    tv = home["plugs"][1]
+    return Draft(
+        goal=ask.format(room=room.lower(), level=level),
+        criteria=criteria,
+        milestones=[read_ms, made],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=[
+            passes(
+                "actions in another order, name in capitals",
+                replacing(plan, create, call("home.create_scene", name=name.upper(), actions=list(reversed(actions)))),
+            ),
+            passes("listed the scenes first", [plan[0], call("home.list_scenes"), *plan[1:]]),
+            fails(
+                "only the room's lights",
+                replacing(plan, create, call("home.create_scene", name=name, actions=actions[: len(mine)])),
+            ),
+            fails(
+                "named just Evening",
+                replacing(plan, create, call("home.create_scene", name="Evening", actions=actions)),
+            ),
+            fails(
+                "the TV switched off too",
+                replacing(
+                    plan,
+                    create,
+                    call("home.create_scene", name=name, actions=[*actions, {"device_id": tv["id"], "on": False}]),
+                ),
+            ),
+            fails("saved but never run", replacing(plan, create + 1)),
+        ],
+    )
