@@ -31,6 +31,7 @@ TEMPLATES = {
     "skills.share_contact": "share-a-contact",
     "skills.meeting_invite": "send-a-meeting-invite",
     "skills.out_of_office": "out-of-office",
+    "skills.return_item": "return-an-item",
 }
 # Text that only the skill's body gives away: in the body, never in the goal or the description.
 MARKERS = {
@@ -41,6 +42,7 @@ MARKERS = {
     "skills.share_contact": ["BEGIN:VCARD", "TEL;TYPE=CELL:", "user.confirm"],
     "skills.meeting_invite": ["Full Name <email>", "Invitation:"],
     "skills.out_of_office": ["[Out of office]", "noreply@", "mail.mark_read"],
+    "skills.return_item": ["changed my mind", "earliest"],
 }
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]  # fmt: skip
@@ -294,6 +296,21 @@ def out_of_office(t: TaskSpec, skill: bool) -> Steps:
     return steps
 
 
+def return_item(t: TaskSpec, skill: bool) -> Steps:
+    """The item named in the goal, from the newest delivered order that holds it; with the skill
+    the earliest slot (tomorrow 09:00), without it an afternoon pickup picked by guesswork."""
+    (prod,) = [p for p in recs(t, "shop.products") if p["name"].lower() in t.goal]
+    orders = [o for o in recs(t, "shop.orders") if any(i["product_id"] == prod["id"] for i in o["items"])]
+    order = max(orders, key=lambda o: o["placed"])
+    tomorrow = (dt.date.fromisoformat(t.fixtures.clock[:10]) + dt.timedelta(days=1)).isoformat()
+    slot = f"{tomorrow}T09:00" if skill else f"{tomorrow}T13:00"
+    return [
+        ("shop.start_return", {"order_id": order["id"], "product_id": prod["id"], "reason": "changed my mind"}),
+        ("shop.choose_pickup", {"return_id": "r_1", "slot": slot}),
+        ("shop.confirm_return", {"return_id": "r_1"}),
+    ]
+
+
 PLANS = {
     "skills.split_bill": split_bill,
     "skills.archive_note": archive_note,
@@ -302,6 +319,7 @@ PLANS = {
     "skills.share_contact": share_contact,
     "skills.meeting_invite": meeting_invite,
     "skills.out_of_office": out_of_office,
+    "skills.return_item": return_item,
 }
 # The criterion each naive plan must fail: the rule it broke (other criteria may fail too).
 NAIVE_BREAKS = {
@@ -312,6 +330,7 @@ NAIVE_BREAKS = {
     "skills.share_contact": {"confirm_before:messages.send"},
     "skills.meeting_invite": None,  # every attendee's "present:calendar.events" criterion
     "skills.out_of_office": None,  # every reply's criterion and every mark-read criterion
+    "skills.return_item": {"created:shop.returns"},
 }
 
 
