@@ -217,6 +217,8 @@ def needed_memory(task) -> int | None:
     if tpl == "memory.intent_time":
         due = task.criteria[0].where["time"]["gte"]
         return next(m.id for m in mem if m.trigger is not None and m.trigger.value == due)
+    if tpl == "delivery.usual_order":  # the newest of the usual orders
+        return max((m for m in mem if "usual delivery order" in m.content), key=lambda m: m.created).id
     if tpl == "memory.intent_place":
         place = task.fixtures.location_timeline[0].label
         return next(m.id for m in mem if m.trigger is not None and m.trigger.value == place)
