@@ -220,7 +220,7 @@ def buy_item(w: World) -> Draft:
     milestones: list[Any] = [state("shop.orders", "created", items={"has": item(p, size, qty)})]
     if w.confirm_sensitive:
         goal += " Check with me before paying."
-        ask_first(plan, criteria, "shop.checkout", f"Buy {what} for {p['price'] * qty} {w.currency}?", milestones)
+        ask_first(plan, criteria, "shop.checkout", f"Buy {what} for {p['price'] * qty} {w.currency}?")
     plan += [call("shop.checkout", address_id=addr["id"]), call("finish", answer=f"Ordered {what}.")]
     co = len(plan) - 2
     probes = [
