@@ -124,6 +124,14 @@ def secrets(task) -> tuple[list[str], list[str]]:
         value = task.criteria[0].value
         names = {c["id"]: c["name"] for c in task.fixtures.records["contacts.contacts"]}
         return [names.get(value, str(value) if not isinstance(value, float) else f"{value:g}")], []
+    if tpl == "memory.shop_my_size":  # the current size ("M" alone is in every goal's "my")
+        return [f"size is {plan[2].arguments['size']}"], []
+    if tpl == "memory.usual_table":  # the usual place (the group's size is a number)
+        return [plan[2].arguments["query"]], []
+    if tpl == "memory.diet_dinner":
+        return ["vegetarian"], []
+    if tpl == "memory.return_pickup_time":  # the time of day the slot falls in
+        return [{"09": "morning", "13": "afternoon", "17": "evening"}[plan[4].arguments["slot"][11:13]]], []
     return [], []
 
 

@@ -22,6 +22,9 @@ TEMPLATES = {
     "subagent.best_offer_reply",
     "subagent.birthday_note",
     "subagent.dinner_nested",
+    "subagent.group_table",
+    "subagent.returns_check",
+    "subagent.cheaper_app",
 }
 DATE_WORDS = re.compile(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) (\d{1,2}) ([A-Z][a-z]+)")
 

@@ -85,7 +85,7 @@ def shop_my_size(w: World) -> Draft:
         "fact",
         f"My {topic} is {old}",
         w.rng.choice(
-            [f"My {topic} is {new} now", f"Update: I take {topic} {new} these days", f"I'm a {new} now ({topic})"]
+            [f"My {topic} is {new} now", f"Update: my {topic} is {new} these days", f"These days my {topic} is {new}"]
         ),
     )
     book.distract(w, 3)
@@ -283,7 +283,7 @@ def diet_dinner(w: World) -> Draft:
 
 PICKUP = {
     9: ("mornings", "I'm home every morning until noon - book courier pickups in the morning"),
-    13: ("afternoons", "Courier pickups: afternoons suit me, I work from home after lunch"),
+    13: ("afternoons", "Courier pickups: the afternoon suits me, I work from home after lunch"),
     17: ("evenings", "I'm only home in the evenings now - courier pickups have to be in the evening"),
 }
 REASON_WORDS = {

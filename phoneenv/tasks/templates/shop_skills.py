@@ -112,7 +112,7 @@ EVENT_ASKS = [
     category=Category.SKILLS,
     difficulty=4,
     capabilities=["skill", "procedure", "book", "create", "send"],
-    count=12,
+    count=14,
     max_steps=30,
 )
 def event_table(w: World) -> Draft:
@@ -256,7 +256,7 @@ SAFE_ASKS = [
     category=Category.SKILLS,
     difficulty=3,
     capabilities=["skill", "login", "purchase", "confirm"],
-    count=12,
+    count=14,
     max_steps=25,
 )
 def safe_dinner(w: World) -> Draft:
@@ -361,7 +361,7 @@ USUAL_ASKS = [
     category=Category.SKILLS,
     difficulty=3,
     capabilities=["skill", "login", "history", "purchase"],
-    count=12,
+    count=14,
     max_steps=25,
 )
 def reorder_usual(w: World) -> Draft:
