@@ -132,6 +132,14 @@ def secrets(task) -> tuple[list[str], list[str]]:
         return [plan[1].arguments["query"]], []
     if tpl == "memory.budget_preference":  # the limit, a whole amount as the memory writes it
         return [f"{plan[1].arguments['limit']:g}"], []
+    if tpl == "memory.shop_my_size":  # the current size ("M" alone is in every goal's "my")
+        return [f"size is {plan[2].arguments['size']}"], []
+    if tpl == "memory.usual_table":  # the usual place (the group's size is a number)
+        return [plan[2].arguments["query"]], []
+    if tpl == "memory.diet_dinner":
+        return ["vegetarian"], []
+    if tpl == "memory.return_pickup_time":  # the time of day the slot falls in
+        return [{"09": "morning", "13": "afternoon", "17": "evening"}[plan[4].arguments["slot"][11:13]]], []
     return [], []
 
 
@@ -225,6 +233,8 @@ def needed_memory(task) -> int | None:
     if tpl == "memory.intent_time":
         due = task.criteria[0].where["time"]["gte"]
         return next(m.id for m in mem if m.trigger is not None and m.trigger.value == due)
+    if tpl == "delivery.usual_order":  # the newest of the usual orders
+        return max((m for m in mem if "usual delivery order" in m.content), key=lambda m: m.created).id
     if tpl == "memory.intent_place":
         place = task.fixtures.location_timeline[0].label
         return next(m.id for m in mem if m.trigger is not None and m.trigger.value == place)

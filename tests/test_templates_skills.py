@@ -34,6 +34,10 @@ TEMPLATES = {
     "skills.pay_bill_safely": "pay-a-bill-safely",
     "skills.log_expense": "log-an-expense",
     "skills.evening_scene": "set-up-an-evening-scene",
+    "skills.return_item": "return-an-item",
+    "skills.event_table": "book-a-table-for-an-event",
+    "skills.safe_dinner": "order-dinner-safely",
+    "skills.reorder_usual": "reorder-the-usual",
 }
 # Text that only the skill's body gives away: in the body, never in the goal or the description.
 MARKERS = {
@@ -47,6 +51,10 @@ MARKERS = {
     "skills.pay_bill_safely": ["Bill: ", "`utilities`", "more than 7 days"],
     "skills.log_expense": ["<Shop> - <what it was>", "leftover"],
     "skills.evening_scene": ["Evening - <Room>", "never switches a plug", "68"],
+    "skills.return_item": ["changed my mind", "earliest"],
+    "skills.event_table": ["two hours", "`location`", "`note`"],
+    "skills.safe_dinner": ["`min_order`", "user.confirm"],
+    "skills.reorder_usual": ["most often", "cancelled"],
 }
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]  # fmt: skip
@@ -392,6 +400,99 @@ def evening_scene(t: TaskSpec, skill: bool) -> Steps:
             if d["kind"] == "thermostat"
         ]
     return [("home.create_scene", {"name": name, "actions": actions}), ("home.run_scene", {"scene_id": "sc_1"})]
+def return_item(t: TaskSpec, skill: bool) -> Steps:
+    """The item named in the goal, from the newest delivered order that holds it; with the skill
+    the earliest slot (tomorrow 09:00), without it an afternoon pickup picked by guesswork."""
+    (prod,) = [p for p in recs(t, "shop.products") if p["name"].lower() in t.goal]
+    orders = [o for o in recs(t, "shop.orders") if any(i["product_id"] == prod["id"] for i in o["items"])]
+    order = max(orders, key=lambda o: o["placed"])
+    tomorrow = (dt.date.fromisoformat(t.fixtures.clock[:10]) + dt.timedelta(days=1)).isoformat()
+    slot = f"{tomorrow}T09:00" if skill else f"{tomorrow}T13:00"
+    return [
+        ("shop.start_return", {"order_id": order["id"], "product_id": prod["id"], "reason": "changed my mind"}),
+        ("shop.choose_pickup", {"return_id": "r_1", "slot": slot}),
+        ("shop.confirm_return", {"return_id": "r_1"}),
+    ]
+
+
+DATE = re.compile(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) \d{1,2} [A-Z][a-z]+")
+
+
+def event_table(t: TaskSpec, skill: bool) -> Steps:
+    """The restaurant, day, time and guests the goal names; with the skill the user counted in,
+    the occasion as the note, a two-hour event at the restaurant's address and the booking code
+    (restaurant id and month-day-hour-minute, worked out here) texted to each guest; without it
+    a table, a one-hour "Dinner" event and a friendly text."""
+    (rest,) = [r for r in recs(t, "restaurants.restaurants") if r["name"] in t.goal]
+    day = goal_day(t, DATE.search(t.goal).group(0))
+    hhmm = re.search(r"\b\d{2}:\d{2}\b", t.goal).group(0)
+    start = dt.datetime.fromisoformat(f"{day.isoformat()}T{hhmm}")
+    time = start.isoformat(timespec="minutes")
+    guests = [c for c in recs(t, "contacts.contacts") if re.search(rf"\b{re.escape(c['name'].split()[0])}\b", t.goal)]
+    assert guests, t.id
+    occasion = next(o for o in ("birthday", "farewell", "anniversary", "promotion") if o in t.goal)
+    reserve = {"restaurant_id": rest["id"], "time": time, "party_size": len(guests) + 1}
+    if not skill:
+        hour = (start + dt.timedelta(hours=1)).isoformat(timespec="minutes")
+        return [
+            ("restaurants.reserve", reserve),
+            ("calendar.create_event", {"title": f"Dinner at {rest['name']}", "start": time, "end": hour}),
+            *[("messages.send", {"to": g["phone"], "body": f"Dinner at {rest['name']} at {hhmm}!"}) for g in guests],
+        ]
+    code = f"{rest['id'].replace('_', '').upper()}-{time[5:7]}{time[8:10]}{hhmm.replace(':', '')}"
+    event = {
+        "title": f"{occasion.capitalize()} dinner at {rest['name']}",
+        "start": time,
+        "end": (start + dt.timedelta(hours=2)).isoformat(timespec="minutes"),
+        "location": rest["address"],
+    }
+    body = f"{occasion.capitalize()} dinner at {rest['name']}, {day.isoformat()} {hhmm}, booking code {code}."
+    return [
+        ("restaurants.reserve", {**reserve, "note": occasion}),
+        ("calendar.create_event", event),
+        *[("messages.send", {"to": g["phone"], "body": body}) for g in guests],
+    ]
+
+
+def _sign_in(t: TaskSpec) -> tuple[str, dict[str, Any]]:
+    return ("system.sign_in", {"app": "delivery", "account": t.fixtures.accounts["delivery"]["account"]})
+
+
+def safe_dinner(t: TaskSpec, skill: bool) -> Steps:
+    """The dish and quantity the goal names; with the skill the minimum order checked by hand
+    (below it: nothing ordered, the shortfall told) and the total confirmed; without it the
+    order placed straight away."""
+    (rest,) = [r for r in recs(t, "delivery.restaurants") if r["name"] in t.goal]
+    menu = [m for m in recs(t, "delivery.menu") if m["restaurant_id"] == rest["id"]]
+    (dish,) = [m for m in menu if re.search(rf"\b(a|two) {re.escape(m['name'])}\b", t.goal)]
+    qty = 2 if f"two {dish['name']}" in t.goal else 1
+    steps: Steps = [_sign_in(t), ("delivery.add_to_basket", {"item_id": dish["id"], "qty": qty})]
+    if not skill:
+        return [*steps, ("delivery.place_order", {})]
+    sub = Decimal(str(dish["price"])) * qty
+    least = Decimal(str(rest["min_order"]))
+    if sub < least:
+        return [*steps, ("finish", {"answer": f"{least - sub} {rest['currency']} short of the minimum order."})]
+    total = sub + Decimal(str(rest["delivery_fee"]))
+    return [*steps, ("user.confirm", {"question": f"Order for {total}?"}), ("delivery.place_order", {})]
+
+
+def reorder_usual(t: TaskSpec, skill: bool) -> Steps:
+    """With the skill the dish delivered most often (ties: the latest) with the quantity of its
+    latest delivered order; without it the latest order again."""
+    orders = sorted(recs(t, "delivery.orders"), key=lambda o: o["placed"])
+    if skill:
+        done = [o["items"][0] for o in orders if o["status"] == "delivered"]
+        counts = {i["item_id"]: sum(x["item_id"] == i["item_id"] for x in done) for i in done}
+        best = max(counts.values())
+        line = [i for i in done if counts[i["item_id"]] == best][-1]
+    else:
+        line = orders[-1]["items"][0]
+    return [
+        _sign_in(t),
+        ("delivery.add_to_basket", {"item_id": line["item_id"], "qty": line["qty"]}),
+        ("delivery.place_order", {}),
+    ]
 
 
 PLANS = {
@@ -405,6 +506,10 @@ PLANS = {
     "skills.pay_bill_safely": pay_bill_safely,
     "skills.log_expense": log_expense,
     "skills.evening_scene": evening_scene,
+    "skills.return_item": return_item,
+    "skills.event_table": event_table,
+    "skills.safe_dinner": safe_dinner,
+    "skills.reorder_usual": reorder_usual,
 }
 # The criterion each naive plan must fail: the rule it broke (other criteria may fail too).
 NAIVE_BREAKS = {
@@ -418,6 +523,11 @@ NAIVE_BREAKS = {
     "skills.pay_bill_safely": {"created:budget.entries"},
     "skills.log_expense": {"created:budget.entries"},
     "skills.evening_scene": {"created:home.scenes"},
+    "skills.return_item": {"created:shop.returns"},
+    "skills.event_table": {"created:restaurants.reservations", "created:calendar.events"},
+    # above the minimum the order was not confirmed; below it the shortfall was not told
+    "skills.safe_dinner": [{"confirm_before:delivery.place_order"}, {"answer"}],
+    "skills.reorder_usual": {"created:delivery.orders"},
 }
 
 
@@ -488,7 +598,9 @@ def test_skill_plan_succeeds_and_naive_plan_fails(name):
         assert not naive["success"], t.id
         broke = failed(naive)
         want = NAIVE_BREAKS[name]
-        if want is not None:
+        if isinstance(want, list):  # one of these, by the task's variant
+            assert any(w <= broke for w in want), (t.id, broke)
+        elif want is not None:
             assert want <= broke, (t.id, broke)
         else:
             rule = [c["id"] for c in naive["criteria"] if c["id"].split(":")[0] in ("updated", "created", "present")]

@@ -25,6 +25,9 @@ TEMPLATES = {
     "subagent.pay_chosen_bill",
     "subagent.collect_debts",
     "subagent.lights_off",
+    "subagent.group_table",
+    "subagent.returns_check",
+    "subagent.cheaper_app",
 }
 DATE_WORDS = re.compile(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) (\d{1,2}) ([A-Z][a-z]+)")
 
