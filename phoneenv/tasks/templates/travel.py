@@ -355,7 +355,7 @@ def check_in_forward(w: World) -> Draft:
     goal = w.rng.choice(
         [
             f"Check me in for my flight {where}, {side} seat in row {row}, and e-mail the boarding pass to {first}.",
-            f"Do the online check-in for my {where} flight - I want a {side} seat, row {row} - then send {first} "
+            f"Do the online check-in for my flight {where} - I want {'an' if side == 'aisle' else 'a'} {side} seat, row {row} - then send {first} "
             f"the boarding pass by mail.",
         ]
     )

@@ -280,6 +280,28 @@ def add_booking(w: World, conn_or_hotel: dict[str, Any], kind: str, **over: Any)
     return rec
 
 
+LOCATION = "android.permission.ACCESS_FINE_LOCATION"
+"""The permission maps needs to read and share the phone's location."""
+SPEEDS = {"drive": (30.0, 5), "transit": (20.0, 8), "walk": (5.0, 0), "bike": (15.0, 0)}
+"""The maps app's model (see ``apps/maps.py``): km/h and minutes of overhead per mode."""
+
+
+def street_minutes(a: dict[str, Any], b: dict[str, Any], mode: str) -> int:
+    """Minutes from place ``a`` to ``b`` (records with ``lat``/``lon``) by ``mode`` under the
+    maps app's documented model: great-circle km × 1.3 rounded to 0.1 km, at the mode's speed,
+    rounded up, plus the mode's overhead."""
+    import math
+
+    p1, p2 = math.radians(a["lat"]), math.radians(b["lat"])
+    h = (
+        math.sin((p2 - p1) / 2) ** 2
+        + math.cos(p1) * math.cos(p2) * math.sin(math.radians(b["lon"] - a["lon"]) / 2) ** 2
+    )
+    km = round(2 * 6371.0 * math.asin(math.sqrt(h)) * 1.3, 1)
+    speed, extra = SPEEDS[mode]
+    return math.ceil(km / speed * 60 - 1e-9) + extra
+
+
 def _offset_point(c_lat: float, c_lon: float, north_m: float, east_m: float) -> tuple[float, float]:
     import math
 
