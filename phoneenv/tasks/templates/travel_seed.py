@@ -69,6 +69,7 @@ CITIES: dict[str, City] = {c.name: c for c in [
     City("Melbourne", "MEL", "Southern Cross", "Australia/Melbourne", -37.814, 144.963, 11, 21, "AU"),
     City("Brisbane", "BNE", "Roma Street", "Australia/Brisbane", -27.470, 153.026, 19, 28, "AU"),
     City("Perth", "PER", "Perth", "Australia/Perth", -31.950, 115.860, 14, 26, "AU"),
+    City("Canberra", "CBR", "Canberra", "Australia/Sydney", -35.281, 149.130, 9, 22, "AU"),
 ]}  # fmt: skip
 
 # Home city → destinations: (city, flight minutes or None, train minutes or None).
@@ -80,7 +81,7 @@ ROUTES: dict[str, list[tuple[str, int | None, int | None]]] = {
     "New York": [("Boston", 75, 230), ("Washington", 80, 175), ("Chicago", 150, None),
                  ("Los Angeles", 380, None), ("London", 420, None)],
     "Tokyo": [("Osaka", 75, 150), ("Kyoto", None, 135), ("Seoul", 150, None), ("Sydney", 585, None)],
-    "Sydney": [("Melbourne", 95, 660), ("Brisbane", 95, None), ("Perth", 320, None), ("Tokyo", 570, None)],
+    "Sydney": [("Melbourne", 95, 660), ("Canberra", 55, 260), ("Brisbane", 95, None), ("Perth", 320, None), ("Tokyo", 570, None)],
 }  # fmt: skip
 AIRLINES = [("Skylark Air", "SK"), ("Aurora Airways", "AR"), ("Meridian", "MD"), ("Bluewing", "BW")]
 RAILWAYS = {"EU": ("EuroRail", "ER"), "US": ("Coastline Rail", "CL"), "JP": ("Shinkansen Lines", "SL"),
