@@ -124,6 +124,12 @@ def arrive(departs: dt.datetime, origin: City, dest: City, minutes: int) -> dt.d
     return (start + dt.timedelta(minutes=minutes)).astimezone(zoneinfo.ZoneInfo(dest.tz)).replace(tzinfo=None)
 
 
+def aware_minutes(local: str, zone: str) -> float:
+    """Minutes since the Unix epoch of a local ``YYYY-MM-DDTHH:MM`` in IANA ``zone`` (to order
+    times given in different zones)."""
+    return dt.datetime.fromisoformat(local).replace(tzinfo=zoneinfo.ZoneInfo(zone)).timestamp() / 60
+
+
 def arrival_at_home(w: World, local: str, zone: str) -> str:
     """A local ``YYYY-MM-DDTHH:MM`` in ``zone`` as the phone's local time (the world's zone)."""
     moment = dt.datetime.fromisoformat(local).replace(tzinfo=zoneinfo.ZoneInfo(zone))
