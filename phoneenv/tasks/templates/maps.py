@@ -39,6 +39,13 @@ def trip_minutes(a: dict[str, Any], b: dict[str, Any], mode: str) -> int:
     return street_minutes(a, b, mode)
 
 
+def searched(query: str) -> Any:
+    """Milestone: a map search for ``query`` (case-insensitive part of the query)."""
+    return behavior(
+        "required_call", "maps.search", id=f"searched:{query}", arguments={"query": {"icontains": query.split()[0]}}
+    )
+
+
 def add_event(w: World, title: str, start: dt.datetime, minutes: int, location: str | None) -> dict[str, Any]:
     """Add a timed calendar event to the world; returns it."""
     ev = {
@@ -112,7 +119,7 @@ def leave_for_meeting(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[state("clock.alarms", "created", time=leave, enabled=True), answer(type="time", value=leave)],
-        milestones=[behavior("required_call", "maps.search"), state("clock.alarms", "created", time=leave)],
+        milestones=[searched(place), state("clock.alarms", "created", time=leave)],
         plan=plan,
         perturb_exempt=["3.label"],
         probes=probes,
@@ -183,7 +190,7 @@ def save_place(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "maps.search")],
+        milestones=[searched(query)],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
@@ -286,7 +293,7 @@ def nearest_text(w: World) -> Draft:
             ),
             answer(contains=[poi["name"]]),
         ],
-        milestones=[behavior("required_call", "maps.search"), looked_up(first)],
+        milestones=[searched(word), looked_up(first)],
         plan=plan,
         perturb_exempt=[f"{send}.body", "0.category"],
         probes=[

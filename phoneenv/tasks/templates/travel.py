@@ -453,7 +453,7 @@ def cancel_refund(w: World) -> Draft:
     return Draft(
         goal=goal + extra,
         criteria=criteria,
-        milestones=[behavior("required_call", "travel.list_bookings")],
+        milestones=[behavior("required_call", "travel.cancel_booking", arguments={"booking_id": bk["id"]})],
         plan=plan,
         probes=[
             passes("opened it first", [plan[0], call("travel.get_booking", booking_id=bk["id"]), *plan[1:]]),

@@ -259,7 +259,7 @@ def save_trip_city(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "weather.alerts")],
+        milestones=[state("weather.locations", "created", city=city)],
         plan=plan,
         probes=probes,
     )
