@@ -230,6 +230,7 @@ def share_location(w: World) -> Draft:
     plan += [call("maps.share_location", to=c["phone"], minutes=minutes), call("finish", answer="Sharing.")]
     share = len(plan) - 2
     probes = [
+        passes("looked up by full name", replacing(plan, 0, call("contacts.search", query=c["name"]))),
         fails("for too long", replacing(plan, share, call("maps.share_location", to=c["phone"], minutes=minutes + 60))),
         fails("with someone else", replacing(plan, share, call("maps.share_location", to=similar(w, c)["phone"],
                                                                minutes=minutes))),

@@ -71,6 +71,17 @@ def booked(item: dict[str, Any], kind: str, **where: Any) -> Any:
     return state("travel.bookings", "created", item=item["id"], kind=kind, status="confirmed", **where)
 
 
+def searched_for(tool: str, arg: str, value: str) -> Any:
+    """Milestone: ``tool`` called with ``arg`` naming ``value`` (a city or its code)."""
+    from phoneenv.tasks.templates.travel_seed import CITIES
+
+    city = CITIES.get(value)
+    names = [value] + ([city.airport, city.station] if city else [])
+    return behavior(
+        "required_call", tool, id=f"searched:{value}", arguments={arg: {"any": [{"iequals": n} for n in names]}}
+    )
+
+
 def confirm_step(w: World, plan: list[ToolCall], criteria: list[Any], tool: str, question: str, p: float = 0.5) -> str:
     """Half the worlds (``p``) want bookings confirmed: add the question and return the goal's
     extra sentence ("" otherwise)."""
@@ -157,7 +168,7 @@ def flight_to_calendar(w: World) -> Draft:
     return Draft(
         goal=goal + extra,
         criteria=criteria,
-        milestones=[behavior("required_call", "travel.search_flights"), booked(target, "flight")],
+        milestones=[searched_for("travel.search_flights", "destination", dest), booked(target, "flight")],
         plan=plan,
         perturb_exempt=[f"{ev}.title", f"{ev}.location", f"{len(plan) - 1}.answer"],
         probes=probes,
@@ -300,7 +311,7 @@ def book_hotel(w: World) -> Draft:
     return Draft(
         goal=goal + extra,
         criteria=criteria,
-        milestones=[behavior("required_call", "travel.search_hotels")],
+        milestones=[searched_for("travel.search_hotels", "city", dest)],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
@@ -375,7 +386,10 @@ def check_in_forward(w: World) -> Draft:
                 body={"any": [{"icontains": seat}, {"icontains": bk["title"].split(" → ")[0]}]},
             ),
         ],
-        milestones=[behavior("required_call", "travel.check_in"), looked_up(first)],
+        milestones=[
+            behavior("required_call", "travel.check_in", arguments={"booking_id": bk["id"]}),
+            looked_up(first),
+        ],
         plan=plan,
         perturb_exempt=["4.subject", "4.body", "5.answer"],
         probes=[

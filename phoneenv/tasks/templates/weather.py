@@ -36,6 +36,11 @@ def forecast_day(w: World, city: str, day: dt.date) -> dict[str, Any]:
     return next(r for r in w.table("weather.forecast") if r["city"] == city and r["date"] == day.isoformat())
 
 
+def forecast_for(city: str) -> Any:
+    """Milestone: the forecast of ``city`` read."""
+    return behavior("required_call", "weather.forecast", id=f"forecast:{city}", arguments={"city": {"iequals": city}})
+
+
 def set_wet(rec: dict[str, Any], wet: bool, w: World) -> None:
     """Make a forecast record rainy (chance 60-95 %) or dry (0-25 %)."""
     if wet:
@@ -87,21 +92,21 @@ def rain_alarm(w: World) -> Draft:
         alarms.append(morning[0])
     alarm = w.rng.choice(morning)
     alarm["enabled"] = True
-    early = w.rng.choice([15, 20, 30])
+    early = [15, 20, 30][(w.index // 2) % 3]
     hh, mm = (int(x) for x in alarm["time"].split(":"))
     new_time = (dt.datetime(2000, 1, 1, hh, mm) - dt.timedelta(minutes=early)).strftime("%H:%M")
     plan: list[ToolCall] = [
         call("weather.forecast", city=city, days=1, start_date=tomorrow.isoformat()),
         call("clock.list_alarms"),
     ]
-    goal = w.rng.choice(
+    goal = (
         [
             f"If it's going to rain tomorrow, move my {alarm['time']} alarm {early} minutes earlier so I can take "
             "the bus. If not, leave it and just tell me what the weather will be.",
             f"Check tomorrow's forecast here. Rain? Then set my {alarm['time']} alarm {early} minutes earlier. "
             "Otherwise don't touch it and tell me the forecast.",
         ]
-    )
+    )[(w.index // 6) % 2]
     if wet:
         plan += [
             call("clock.update_alarm", alarm_id=alarm["id"], time=new_time),
@@ -131,7 +136,7 @@ def rain_alarm(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "weather.forecast")],
+        milestones=[forecast_for(city)],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"] if wet else [],
         probes=probes,
@@ -187,7 +192,7 @@ def text_forecast(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[state("messages.messages", "created", number={"person": c["id"]}, direction="out", body=text)],
-        milestones=[behavior("required_call", "weather.forecast"), looked_up(first)],
+        milestones=[forecast_for(city), looked_up(first)],
         plan=plan,
         perturb_exempt=["2.body", "3.answer"],
         probes=probes,
