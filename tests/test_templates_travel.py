@@ -60,3 +60,43 @@ def test_every_travel_task_is_proven(tasks):
     proofs = prove_suite([t for t in tasks if t.category is not Category.MEMORY])
     assert [p.task_id for p in proofs if not p.ok] == [], [p.problems for p in proofs if not p.ok][:3]
     assert all(p.perturbations >= 1 for p in proofs)
+
+
+def _needed(t: TaskSpec) -> int:
+    """The id of the fixture memory the reference plan of a travel memory task acts on."""
+    mem, plan = t.fixtures.memory, t.reference_plan or []
+    if t.template == "travel_memory.seat_preference":
+        seat = next(c.arguments["seat"] for c in plan if c.name == "travel.check_in")
+        key = "aisle" if seat[-1] in "CD" else "window"
+    elif t.template == "travel_memory.parents_train":
+        train = next(c.arguments["train_id"] for c in plan if c.name == "travel.book_train")
+        key = next(r["destination"] for r in t.fixtures.records["travel.trains"] if r["id"] == train)
+    elif t.template == "travel_memory.hotel_budget":
+        key = "New rule"
+    else:
+        key = next(c.arguments["query"] for c in plan if c.name == "maps.search")
+    return max((m for m in mem if key in m.content), key=lambda m: m.created).id
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Encode with one thread: on a busy 2-core machine, two threads contend."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.slow
+def test_the_reference_memory_search_finds_the_needed_memory(tasks, one_torch_thread):
+    from phoneenv.env import PhonePlanEnv
+
+    mem_tasks = [t for t in tasks if t.category is Category.MEMORY]
+    env = PhonePlanEnv(tasks=mem_tasks)
+    for t in mem_tasks:
+        env.reset(options={"task": t})
+        *_, info = env.step(t.reference_plan[0].model_dump())
+        hits = [h["id"] for h in info["feedback"].result["memories"]]
+        assert _needed(t) in hits, (t.id, t.reference_plan[0].arguments, hits)
+    env.close()
