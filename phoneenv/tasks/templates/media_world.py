@@ -19,6 +19,7 @@ from phoneenv.tasks.world import World
 
 __all__ = [
     "ARTISTS",
+    "MONTHS",
     "PLACES",
     "PODCASTS",
     "TODO_LISTS",
