@@ -6,7 +6,6 @@ from __future__ import annotations
 from phoneenv.contract import Domain
 from phoneenv.tasks.templates import (
     Draft,
-    behavior,
     call,
     fails,
     first_name,
@@ -71,7 +70,7 @@ def photo_to_contact(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[state("gallery.photos", "created", id=new_id, kind="photo", place=spot), crit_msg],
-        milestones=[looked_up(name), behavior("required_call", "camera.take_photo")],
+        milestones=[looked_up(name), state("gallery.photos", "created", kind="photo")],
         plan=plan,
         fixtures=fixtures,
         perturb_exempt=exempt,

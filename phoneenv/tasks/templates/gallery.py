@@ -10,7 +10,6 @@ from phoneenv.contract import Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     ask_first,
-    behavior,
     call,
     confirm_variant,
     fails,
@@ -115,7 +114,7 @@ def album_from_outing(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=album_criteria(name, ids),
-        milestones=[behavior("required_call", "gallery.list_photos")],
+        milestones=[state("gallery.albums", "created", name={"iequals": name})],
         plan=plan,
         perturb_exempt=["0.date_from", "0.date_to", "2.answer"],
         probes=probes,
@@ -175,7 +174,7 @@ def delete_video(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "gallery.list_photos")],
+        milestones=[state("gallery.photos", "deleted", id=video["id"])],
         plan=plan,
         perturb_exempt=["0.place", f"{len(plan) - 1}.answer", "1.favorite"],
         probes=[

@@ -126,7 +126,7 @@ def share_photos(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[read_ms, behavior("required_call", "gallery.list_photos")],
+        milestones=[read_ms, state("messages.messages", "created", number={"person": c["id"]})],
         plan=plan,
         perturb_exempt=["6.answer"],
         probes=probes,
@@ -213,7 +213,10 @@ def tidy_podcasts(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[read_ms, behavior("required_call", "music.list_episodes")],
+        milestones=[
+            read_ms,
+            behavior("required_call", "music.list_episodes", arguments={"podcast_id": pods[min(followed)]["id"]}),
+        ],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
@@ -296,7 +299,7 @@ def weekly_review(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[read_ms, behavior("required_call", "todo.list_items")],
+        milestones=[read_ms, behavior("required_call", "todo.list_items", arguments={"list_id": lst["id"]})],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer", "3.question"],
         probes=[

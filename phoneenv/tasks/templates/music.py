@@ -78,7 +78,7 @@ def playlist_and_play(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "music.search")],
+        milestones=[state("music.playlists", "created", name={"iequals": name})],
         plan=plan,
         perturb_exempt=["4.answer"],
         probes=[
@@ -155,7 +155,7 @@ def podcast_catch_up(w: World) -> Draft:
             state("music.episodes", "updated", id=newest["id"], downloaded=True, played=False),
             state("music.episodes", "updated", id=older["id"], played=True, downloaded=False),
         ],
-        milestones=[behavior("required_call", "music.list_episodes")],
+        milestones=[state("music.podcasts", "updated", id=pod["id"], subscribed=True)],
         plan=plan,
         perturb_exempt=["5.answer"],
         probes=[
@@ -235,7 +235,7 @@ def reorder_playlist(w: World) -> Draft:
                 id="moved_to_top",
             ),
         ],
-        milestones=[behavior("required_call", "music.get_playlist")],
+        milestones=[behavior("required_call", "music.get_playlist", arguments={"playlist_id": pl["id"]})],
         plan=plan,
         perturb_exempt=["4.answer"],
         probes=probes,

@@ -73,7 +73,7 @@ def add_due_item(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[crit],
-        milestones=[behavior("required_call", "todo.list_lists")],
+        milestones=[state("todo.items", "created", list_id=lst["id"], title={"icontains": title})],
         plan=plan,
         perturb_exempt=["2.answer"],
         probes=[
