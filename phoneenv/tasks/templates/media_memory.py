@@ -64,7 +64,9 @@ def favorite_podcast(w: World) -> Draft:
     and put it on." where a memory names the favourite (a newer one replacing an older one half
     the time)."""
     music = seed_music(w)
-    fav, old = w.rng.sample(music["podcasts"], 2)
+    fav_i, wording = pick(w, list(range(len(music["podcasts"]))), [0, 1])
+    fav = music["podcasts"][fav_i]
+    old = w.rng.choice([p for p in music["podcasts"] if p is not fav])
     book = MemoryBook()
     if w.rng.random() < 0.5:
         o = book.add("preference", f"My favourite podcast is {old['title']}", ago(w, w.rng.randrange(200, 500)))
@@ -81,11 +83,10 @@ def favorite_podcast(w: World) -> Draft:
     table = w.table("music.episodes")
     j = next(i for i, r in enumerate(table) if r["id"] == newest["id"])
     table[j] = {**table[j], "downloaded": False}
-    goal = w.rng.choice(
-        ["Download the newest episode of my favourite podcast and put it on.",
-         "Grab the latest episode of my favourite podcast for offline and start playing it.",
-         "Play the newest episode of my favourite podcast - and download it too."]
-    )  # fmt: skip
+    goal = [
+        "Download the newest episode of my favourite podcast and put it on.",
+        "Play the newest episode of my favourite podcast - and download it too.",
+    ][wording]
     plan = [
         call("memory.search", query="favourite podcast"),
         call("music.search", query=fav["title"], kind="podcasts"),
@@ -144,10 +145,10 @@ def usual_list(w: World) -> Draft:
     """Template ``memory.usual_list``: "Add bananas to my shopping list." where a memory says the
     shopping goes on a list not named Groceries (the Groceries list is the trap)."""
     lists = seed_todo(w)
-    (shop,) = pick(w, SHOP_LISTS)
+    shop = SHOP_LISTS[w.index % len(SHOP_LISTS)]
     rec = {"id": w.next_id("todo.lists", "tl_"), "name": shop, "created": w.ts(w.rng.randrange(3000, 9000))}
     w.table("todo.lists").append(rec)
-    item = w.rng.choice(NEW_ITEMS["Groceries"])
+    item = NEW_ITEMS["Groceries"][w.index % len(NEW_ITEMS["Groceries"])]
     book = MemoryBook()
     book.add(
         "fact",
@@ -159,10 +160,8 @@ def usual_list(w: World) -> Draft:
     )  # fmt: skip
     book.add("fact", 'Work tasks go on the "Work" list', ago(w, w.rng.randrange(10, 400)))
     book.distract(w, 3, skip=("shopping",))
-    goal = w.rng.choice(
-        [f'Add "{item}" to my shopping list.', f'Put "{item}" on the shopping list.',
-         f'Can you add "{item}" to the list I use for shopping?']
-    )  # fmt: skip
+    goal = [f'Add "{item}" to my shopping list.', f'Put "{item}" on the shopping list.',
+            f'Can you add "{item}" to the list I use for shopping?'][w.index % 3]  # fmt: skip
     plan = [
         call("memory.search", query="shopping list"),
         call("todo.list_lists"),
@@ -209,21 +208,25 @@ def running_playlist(w: World) -> Draft:
     """Template ``memory.running_playlist``: "Put on my running music." where memories say which
     playlist goes with running and which with other occasions (names that do not give it away)."""
     music = seed_music(w)
-    shuffled = list(music["playlists"])
-    w.rng.shuffle(shuffled)
-    # "Morning run" sounds like running: it is never the one, so a guess from the names fails.
-    shuffled.sort(key=lambda p: p["name"] == "Morning run")
-    if shuffled[1]["name"] != "Morning run":
-        shuffled[1], shuffled[2] = shuffled[2], shuffled[1]
+    # "Morning run" sounds like running: it is never the one (a guess from the names fails), and
+    # it goes with another occasion.
+    decoy = next(p for p in music["playlists"] if p["name"] == "Morning run")
+    rest = [p for p in music["playlists"] if p is not decoy]
+    pick_i, wording = pick(w, [0, 1], list(range(6)))
+    shuffled = [rest[pick_i], decoy, rest[1 - pick_i]]
     book = MemoryBook()
     for occasion, pl in zip(OCCASIONS, shuffled, strict=True):
         book.add("preference", f'I play the "{pl["name"]}" playlist {occasion}', ago(w, w.rng.randrange(10, 600)))
     book.distract(w, 2)
     target, other = shuffled[0], shuffled[1]
-    goal = w.rng.choice(
-        ["I'm heading out for a run - put on my running music.", "Start my usual running playlist, please.",
-         "Going for a jog now. Play the playlist I run to."]
-    )  # fmt: skip
+    goal = [
+        "I'm heading out for a run - put on my running music.",
+        "Start my usual running playlist, please.",
+        "Going for a jog now. Play the playlist I run to.",
+        "Put on the music I usually run to.",
+        "Time for my run: play my running playlist.",
+        "I'm about to go jogging, start my running music please.",
+    ][wording]
     plan = [
         call("memory.search", query="running playlist"),
         call("music.list_playlists"),

@@ -51,7 +51,7 @@ def not_itself(tool: str) -> Criterion:
 
 REQUESTS = [
     ("Could you pick up the parcel from the post office?", "pick up the parcel", "parcel"),
-    ("Please book the car for its service next week", "book the car service", "car"),
+    ("Please book the car for its service next week", "book the car service", "car service"),
     ("Can you renew the library books before Friday?", "renew the library books", "library"),
     ("Don't forget to buy the birthday card for Mum", "buy the birthday card", "birthday card"),
     ("Could you send me the photos of the flat?", "send the flat photos", "flat"),
@@ -82,7 +82,10 @@ def todo_from_texts(w: World) -> Draft:
     for i, m in enumerate(msgs):  # only the new texts are unread
         if m["direction"] == "in" and not m["read"]:
             msgs[i] = {**m, "read": True}
-    asks = w.rng.sample(REQUESTS, w.rng.choice([2, 3]))
+    # Two or three requests, a different set for each task (indices worked out to differ).
+    k = w.index
+    picked = [k % 7, (k + 1 + k // 7) % 7] + ([(k + 3) % 7] if k % 2 == 0 else [])
+    asks = [REQUESTS[i] for i in picked]
     senders = w.rng.sample(w.contacts, len(asks) + 1)
     for k, (c, text) in enumerate(
         [*zip(senders, [a[0] for a in asks], strict=False), (senders[-1], w.rng.choice(CHATTER))]

@@ -54,8 +54,10 @@ def playlist_and_play(w: World) -> Draft:
     """Template ``music.playlist_and_play``, e.g. "Make a playlist "Road trip" with all the songs by
     Mira Vale plus "Wolf Pass", and start playing it."."""
     seed_music(w)
-    (name,) = pick(w, PLAYLIST_NAMES)
-    a1, a2 = w.rng.sample(ARTISTS, 2)
+    # Artist k % 6 and a name that shifts after six tasks: no two tasks share both.
+    a1 = ARTISTS[w.index % len(ARTISTS)]
+    name = PLAYLIST_NAMES[(w.index + w.index // len(ARTISTS)) % len(PLAYLIST_NAMES)]
+    a2 = w.rng.choice([a for a in ARTISTS if a is not a1])
     mine = songs_by(w, a1[0])
     extra = w.rng.choice(songs_by(w, a2[0]))
     ids = [s["id"] for s in mine] + [extra["id"]]
@@ -128,7 +130,7 @@ def podcast_catch_up(w: World) -> Draft:
     pods[k] = pod = {**pod, "subscribed": False}
     eps = music["episodes"][pod["id"]]
     newest = eps[0]
-    older = w.rng.choice(eps[1:])
+    older = eps[1 + w.index // len(music["podcasts"]) % (len(eps) - 1)]
     table = w.table("music.episodes")
     for e in (newest, older):
         j = next(i for i, r in enumerate(table) if r["id"] == e["id"])
