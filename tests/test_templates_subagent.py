@@ -22,6 +22,10 @@ TEMPLATES = {
     "subagent.best_offer_reply",
     "subagent.birthday_note",
     "subagent.dinner_nested",
+    "subagent.todo_from_texts",
+    "subagent.album_of_person",
+    "subagent.newest_unplayed",
+    "subagent.photos_to_tagged",
 }
 DATE_WORDS = re.compile(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) (\d{1,2}) ([A-Z][a-z]+)")
 

@@ -61,7 +61,7 @@ def photo_to_contact(w: World) -> Draft:
     send = len(plan) - 2
     crit_msg = photo_sent(c, new_id, body={"icontains": spot}) if say_where else photo_sent(c, new_id)
     old = w.table("gallery.photos")[-1]["id"]
-    fixtures = w.fixtures(location={"label": spot, "lat": w.locale.lat + 0.01, "lon": w.locale.lon})
+    fixtures = w.fixtures(location={"label": spot, "lat": w.locale.lat, "lon": w.locale.lon})
     exempt = [f"{len(plan) - 1}.answer"]
     if not say_where:
         exempt.append(f"{send}.body")

@@ -78,7 +78,7 @@ def favorite_podcast(w: World) -> Draft:
         )
     else:
         book.add("preference", f"My favourite podcast is {fav['title']}", ago(w, w.rng.randrange(5, 300)))
-    book.distract(w, 3)
+    book.distract(w, 4)
     newest = music["episodes"][fav["id"]][0]
     table = w.table("music.episodes")
     j = next(i for i, r in enumerate(table) if r["id"] == newest["id"])
@@ -278,7 +278,7 @@ def tag_partner(w: World) -> Draft:
     book = MemoryBook()
     book.add("fact", f"{partner['name']} is my {rel}", ago(w, w.rng.randrange(100, 900)))
     book.add("fact", f"{other['name']} is my {w.rng.choice(['neighbour', 'coworker', 'best friend'])}", ago(w, 50))
-    book.distract(w, 2)
+    book.distract(w, 3)
     day, place = outing["day"], outing["place"]
     goal = w.rng.choice(
         [f"Tag my {rel} in the photos from the {place} on {day_words(day)} - they're in all of them.",

@@ -190,9 +190,12 @@ def tidy_podcasts(w: World) -> Draft:
     plan.append(call("finish", answer="Tidied your podcasts."))
     trap_pod = next(p for k, p in enumerate(pods) if k not in followed)
     trap = next(eps[i] for i in newest_first(trap_pod["id"]) if eps[i]["played"] and eps[i]["downloaded"])
-    goal = w.rng.choice(
-        ["Tidy up my podcasts.", "Could you tidy up my podcast downloads?", "My podcasts need a tidy-up, please."]
+    ask, why = pick(
+        w,
+        ["Tidy up my podcasts", "Could you tidy up my podcast downloads", "My podcasts need a tidy-up"],
+        ["", " - the phone is nearly full", " before my trip", " for the week ahead", " for my commute"],
     )
+    goal = f"{ask}{why}{'?' if ask.startswith('Could') else '.'}"
     probes = [
         passes("listed every podcast", replacing(plan, 1, call("music.list_podcasts"))),
         fails(
@@ -237,7 +240,7 @@ def weekly_review(w: World) -> Draft:
     """Template ``skills.weekly_review``, e.g. "Do the weekly review of my Home list.": clear the
     done items after asking, move overdue ones to tomorrow at the same time with an 08:00 reminder."""
     lists = seed_todo(w)
-    (name,) = pick(w, sorted(lists))
+    name, wording = pick(w, sorted(lists), [0, 1, 2, 3])
     lst = lists[name]
     items = w.table("todo.items")
     now = w.now
@@ -292,10 +295,9 @@ def weekly_review(w: World) -> Draft:
     plan.append(call("finish", answer="Review done."))
     first = overdue[0]
     week = (dt.datetime.fromisoformat(first["due"]) + dt.timedelta(days=7)).isoformat(timespec="minutes")
-    goal = w.rng.choice(
-        [f"Do the weekly review of my {name} list.", f"Time for the weekly review of {name}, please.",
-         f"Run my weekly to-do review on the {name} list."]
-    )  # fmt: skip
+    goal = [f"Do the weekly review of my {name} list.", f"Time for the weekly review of {name}, please.",
+            f"Run my weekly to-do review on the {name} list.",
+            f"Could you do the weekly review of the {name} list?"][wording]  # fmt: skip
     return Draft(
         goal=goal,
         criteria=criteria,

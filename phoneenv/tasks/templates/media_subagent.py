@@ -13,6 +13,7 @@ planner from doing that reading itself.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from phoneenv.contract import Category, Criterion, Domain, ToolCall
@@ -36,7 +37,7 @@ from phoneenv.tasks.world import World
 
 SUBAGENT = Category.SUBAGENT
 AGENT_APP = "agent"
-COUNT = 12
+COUNT = 15
 
 
 def delegated(tool: str) -> Criterion:
@@ -84,7 +85,7 @@ def todo_from_texts(w: World) -> Draft:
             msgs[i] = {**m, "read": True}
     # Two or three requests, a different set for each task (indices worked out to differ).
     k = w.index
-    picked = [k % 7, (k + 1 + k // 7) % 7] + ([(k + 3) % 7] if k % 2 == 0 else [])
+    picked = [k % 7, (k + 1 + k // 7) % 7] + ([(k + 4 + k // 7) % 7] if k % 2 == 0 else [])
     asks = [REQUESTS[i] for i in picked]
     senders = w.rng.sample(w.contacts, len(asks) + 1)
     for k, (c, text) in enumerate(
@@ -100,11 +101,9 @@ def todo_from_texts(w: World) -> Draft:
                 "read": False,
             }
         )
-    goal = w.rng.choice(
-        ["Go through my unread texts and put everything people asked me to do on my Errands list.",
-         "Some people texted me favours to do. Add each one to the Errands to-do list.",
-         "Check my unread messages and turn every request in them into an item on Errands."]
-    )  # fmt: skip
+    goal = ["Go through my unread texts and put everything people asked me to do on my Errands list.",
+            "Some people texted me favours to do. Add each one to the Errands to-do list.",
+            "Check my unread messages and turn every request in them into an item on Errands."][w.index % 3]  # fmt: skip
     report = "; ".join(f"{first_name(c)}: {a[1]}" for c, a in zip(senders, asks, strict=False))
     plan = [
         *delegate_steps(
@@ -232,7 +231,8 @@ def newest_unplayed(w: World) -> Draft:
     seed_music(w)
     pods = w.table("music.podcasts")
     eps = w.table("music.episodes")
-    followed = set(w.rng.sample(range(len(pods)), w.rng.choice([2, 3])))
+    # A different pair of followed podcasts in each task (15 pairs of 6).
+    followed = set(list(itertools.combinations(range(len(pods)), 2))[w.index % 15])
     for k in range(len(pods)):
         pods[k] = {**pods[k], "subscribed": k in followed}
     targets: list[dict[str, Any]] = []
