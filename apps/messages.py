@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from apps.contacts import PHONE_PATTERN, normalize_number, same_number
 from phoneenv.app import App, Deleted, id_key
@@ -57,7 +57,8 @@ class Message(TypedDict):
 
 
 class StoredMessage(TypedDict):
-    """An SMS message as stored (``contact`` is looked up when read)."""
+    """An SMS message as stored (``contact`` is looked up when read); ``attachments`` (gallery
+    photo ids) only on a message sent with photos."""
 
     id: str
     number: str
@@ -65,6 +66,13 @@ class StoredMessage(TypedDict):
     body: str
     time: str
     read: bool
+    attachments: NotRequired[list[str]]
+
+
+class PhotoMessage(Message):
+    """A message sent with photos: the gallery ids it carries."""
+
+    attachments: list[str]
 
 
 class MessageList(TypedDict):
@@ -152,6 +160,11 @@ ANDROID = AndroidDriver(
             text_field="body",
             submit=("KEYCODE_ENTER",),
         )
+    },
+    unavailable={
+        "messages.send_photos": "photos go out as an MMS, which the compose screen builds from a picked "
+        "attachment; content://sms holds no attachments and writing content://mms parts by hand would "
+        "fake the sending",
     },
     tools=(
         "messages.delete",
@@ -381,6 +394,38 @@ class Messages(App):
         rec = self._store(to, body)
         self.show_list("messages", [r["id"] for r in self._thread(rec["number"])])
         return self._out(rec)
+
+    @tool(effect=Effect.SENSITIVE, permissions=(SEND,))
+    def send_photos(
+        self,
+        to: Number,
+        photo_ids: Annotated[list[str], Field(min_length=1, max_length=20)],
+        body: Annotated[str, Field(max_length=1000)] = "",
+    ) -> PhotoMessage:
+        """Send photos or videos from the gallery to a phone number, with an optional text.
+
+        Args:
+            to: The recipient's phone number, e.g. "+49 151 2345678".
+            photo_ids: Gallery ids of the photos to attach, e.g. ["ph_3", "ph_4"] (see
+                gallery.list_photos); sent in this order.
+            body: A text to go with them; may be empty.
+        """
+        photos = self.phone.state.table("gallery.photos")
+        ids: list[str] = []
+        for i, pid in enumerate(photo_ids):
+            if pid not in photos:
+                raise ToolError(
+                    ErrorKind.NOT_FOUND,
+                    f"no photo with id {pid!r} in the gallery",
+                    hint="call gallery.list_photos to find the right ids",
+                    path=f"/photo_ids/{i}",
+                )
+            if pid not in ids:
+                ids.append(pid)
+        rec = self._store(to, body.strip())
+        rec = self.patch("messages", rec["id"], attachments=tuple(ids))
+        self.show_list("messages", [r["id"] for r in self._thread(rec["number"])])
+        return {**self._out(rec), "attachments": list(ids)}
 
     @tool(effect=Effect.SENSITIVE, permissions=(READ, SEND))
     def forward(self, message_id: str, to: Number) -> Message:

@@ -118,6 +118,7 @@ def test_splits_partition_the_suite_stably():
 GOLDEN = "e3fbad5b222a434ac393807037b1ead0c8dfa63d0e7f459208124529eed4ea8e"
 GOLDEN = "38480108ad5f0cd9d0d777b4808bf3694383513024a0507d76cda4c25f5fa988"
 GOLDEN = "371d5821e83070d6013e3fcfdc6556d2e30bf211b0afd02863b5cdb16fbfb4bd"
+GOLDEN = "971abbd5bf87fdeca5a692bdb5d6d3312cd8b8e7e51c1c0e90fa060942def92b"
 
 
 def test_suite_golden_hash():

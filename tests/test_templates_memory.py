@@ -18,6 +18,7 @@ from phoneenv.harness.episode_memory import EpisodeMemory
 from phoneenv.harness.memory import tokenize
 from phoneenv.tasks import select
 from phoneenv.tasks.validate import prove, run_plan
+from tests.test_templates_media import MEMORY_SECRETS
 
 MEM = select("category:memory")
 BY_TEMPLATE: dict[str, list] = {}
@@ -120,6 +121,8 @@ def secrets(task) -> tuple[list[str], list[str]]:
         return [code], [code]
     if tpl in ("memory.intent_time", "memory.intent_place"):
         return [plan[2].arguments["query"]], []  # the person to act for
+    if tpl in MEMORY_SECRETS:  # the to-do, gallery and music templates
+        return MEMORY_SECRETS[tpl](task), []
     if tpl == "memory.recall_answer":  # the typed answer: a locker, a spot, an amount, the host
         value = task.criteria[0].value
         names = {c["id"]: c["name"] for c in task.fixtures.records["contacts.contacts"]}

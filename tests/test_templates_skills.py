@@ -22,6 +22,7 @@ from phoneenv.tasks import select
 from phoneenv.tasks.templates import all_templates
 from phoneenv.tasks.validate import prove_suite
 from phoneenv.tasks.world import CURRENCIES
+from tests.test_templates_media import SKILL_MARKERS, SKILL_NAIVE_BREAKS, SKILL_PLANS, SKILL_TEMPLATES
 
 TEMPLATES = {
     "skills.split_bill": "split-a-bill",
@@ -530,6 +531,11 @@ NAIVE_BREAKS = {
     "skills.safe_dinner": [{"confirm_before:delivery.place_order"}, {"answer"}],
     "skills.reorder_usual": {"created:delivery.orders"},
 }
+# The to-do, gallery and music skills templates: their plans live in tests/test_templates_media.py.
+TEMPLATES.update(SKILL_TEMPLATES)
+MARKERS.update(SKILL_MARKERS)
+PLANS.update(SKILL_PLANS)
+NAIVE_BREAKS.update(SKILL_NAIVE_BREAKS)
 
 
 # -- the suite -----------------------------------------------------------------------------------

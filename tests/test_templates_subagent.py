@@ -28,6 +28,10 @@ TEMPLATES = {
     "subagent.group_table",
     "subagent.returns_check",
     "subagent.cheaper_app",
+    "subagent.todo_from_texts",
+    "subagent.album_of_person",
+    "subagent.newest_unplayed",
+    "subagent.photos_to_tagged",
 }
 DATE_WORDS = re.compile(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) (\d{1,2}) ([A-Z][a-z]+)")
 

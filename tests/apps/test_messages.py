@@ -108,6 +108,7 @@ def test_tools_are_described() -> None:
         "messages.read_thread",
         "messages.search",
         "messages.send",
+        "messages.send_photos",
     }
     tools = SandboxBackend().tools()
     for name in names:
