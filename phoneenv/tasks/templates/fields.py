@@ -25,6 +25,7 @@ from phoneenv.tasks.templates import (
     finishing,
     named,
     namesake,
+    national,
     passes,
     pick,
     replacing,
@@ -981,6 +982,76 @@ def contact_work_email(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[state("contacts.contacts", "updated", id=c["id"], **cond)],
+        milestones=[],
+        plan=plan,
+        perturb_exempt=["2.answer"],
+        probes=probes,
+    )
+
+
+WORK_TEXTS = ["I'm running ten minutes late", "The documents are ready for you", "Can we move our call to 4?",
+              "I left the report on your desk", "Your parcel is at my place"]  # fmt: skip
+
+
+@template(
+    "fields.reach_work_number",
+    apps=["contacts", "phone", "messages"],
+    domain=Domain.CALLS,
+    capabilities=["lookup", "call", "send"],
+    difficulty=2,
+    count=12,
+)
+def reach_work_number(w: World) -> Draft:
+    """Template ``fields.reach_work_number``: call or text a contact on their work number, not
+    the main one."""
+    (c,) = w.pick("contacts.contacts")
+    i = w.contacts.index(c)
+    work = w.phone_number("landline")
+    home = w.phone_number("landline")
+    others = [{"label": "work", "number": work}]
+    if w.index % 3 == 0:
+        others.insert(0, {"label": "home", "number": home})
+    c = w.contacts[i] = {**c, "other_phones": tuple(others)}
+    first = c["name"].split()[0]
+    text = w.index % 2 == 1
+    if text:
+        body = w.rng.choice(WORK_TEXTS)
+        goal = w.rng.choice(
+            [f'Text {c["name"]} on their work number: "{body}"',
+             f'Send "{body}" to {first}\'s work phone, not the mobile.']
+        )  # fmt: skip
+        act = call("messages.send", to=work, body=body)
+        wrong = call("messages.send", to=c["phone"], body=body)
+        crit = state("messages.messages", "created", number={"number": work}, body={"iequals": body}, direction="out")
+    else:
+        goal = w.rng.choice(
+            [f"Call {c['name']} at work.", f"Ring {first}'s work number for me, not the mobile."]
+        )  # fmt: skip
+        act = call("phone.call", number=work)
+        wrong = call("phone.call", number=c["phone"])
+        crit = state("phone.calls", "created", number={"number": work}, direction="out")
+    act_key = "to" if text else "number"
+    plan = [
+        call("contacts.search", query=c["name"]),
+        act,
+        call("finish", answer="Sent." if text else "Calling now."),
+    ]
+    probes = [
+        passes("read the contact", [plan[0], call("contacts.get", contact_id=c["id"]), *plan[1:]]),
+        fails("the main number", replacing(plan, 1, wrong)),
+        passes(
+            "dialled the national way",
+            replacing(plan, 1, act.model_copy(update={"arguments": {**act.arguments, act_key: national(work)}})),
+        ),
+    ]
+    if len(others) > 1:
+        home_act = (
+            call("messages.send", to=home, body=act.arguments["body"]) if text else call("phone.call", number=home)
+        )
+        probes.append(fails("the home number", replacing(plan, 1, home_act)))
+    return Draft(
+        goal=goal,
+        criteria=[crit],
         milestones=[],
         plan=plan,
         perturb_exempt=["2.answer"],
