@@ -5,19 +5,40 @@ Table ``calendar.events``: ``{"id": "ev_1", "title": str, "start": "YYYY-MM-DDTH
 emails), "notes": str | None, "all_day": bool}``. An all-day event runs from midnight to midnight
 and does not block time: it is never reported as a conflict and ``free_slots`` ignores it.
 Overlapping timed events are allowed; creating or moving one reports the overlaps as ``conflicts``.
+
+Two optional fields, absent at their empty value (so existing records and fixtures keep their
+meaning): ``reminders``, minutes before the start at which the phone alerts (ascending, distinct,
+e.g. ``[10, 1440]``), and ``timezone``, the IANA zone the event was set in when it is not the
+phone's own (``"America/New_York"``). ``start``/``end`` are always the phone's local time, so
+listing, conflicts and free slots need no conversion; tools also answer with the zone and the
+times in it (``zone_start``/``zone_end``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Annotated, Any, ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from phoneenv.app import TIME_PATTERN, App, Deleted, check_year, format_local_time, id_key, parse_local_time
 from phoneenv.contract import Domain, Effect, ErrorKind
-from phoneenv.farm.android import BOOL, AndroidDriver, Column, ListRows, ProviderTable, event_time_codec, tz_name
+from phoneenv.farm.android import (
+    BOOL,
+    INT,
+    AndroidDriver,
+    Codec,
+    Column,
+    Ctx,
+    ListRows,
+    MappingError,
+    ProviderTable,
+    Wire,
+    event_time_codec,
+    tz_name,
+)
 from phoneenv.tools import ToolError, tool
 
 READ = "android.permission.READ_CALENDAR"
@@ -36,6 +57,20 @@ Title = Annotated[str, Field(min_length=1, max_length=200)]
 Location = Annotated[str, Field(min_length=1, max_length=200)]
 Notes = Annotated[str, Field(max_length=2000)]
 Attendee = Annotated[str, Field(min_length=1, max_length=100, description="A contact's name or an email address")]
+MinutesBefore = Annotated[
+    int, Field(ge=0, le=40320, description="Minutes before the start, 0 to 40320 (four weeks), e.g. 10 or 1440")
+]
+Zone = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+){0,2}$",
+        description='An IANA time zone, e.g. "America/New_York", "Europe/London", "Asia/Tokyo"',
+    ),
+]
+MAX_REMINDERS = 5
+"""Reminders one event may have (a calendar's ``Calendars.MAX_REMINDERS``; 5 in Google Calendar)."""
 
 
 class Event(TypedDict):
@@ -49,9 +84,30 @@ class Event(TypedDict):
     attendees: list[str]
     notes: str | None
     all_day: bool
+    reminders: NotRequired[list[int]]
+    timezone: NotRequired[str]
 
 
-class EventChange(Event):
+class EventOut(TypedDict):
+    """A calendar event as tools show it: ``timezone`` is the event's zone (the phone's when it
+    has none of its own), ``zone_start``/``zone_end`` its times in that zone, ``reminders`` the
+    minutes before the start at which the phone alerts (ascending)."""
+
+    id: str
+    title: str
+    start: str
+    end: str
+    location: str | None
+    attendees: list[str]
+    notes: str | None
+    all_day: bool
+    reminders: list[int]
+    timezone: str
+    zone_start: str
+    zone_end: str
+
+
+class EventChange(EventOut):
     """An event just created or changed, with the ids of timed events it overlaps."""
 
     conflicts: list[str]
@@ -60,7 +116,7 @@ class EventChange(Event):
 class EventList(TypedDict):
     """Events sorted by start."""
 
-    events: list[Event]
+    events: list[EventOut]
     total: int
 
 
@@ -69,7 +125,7 @@ class DayEvents(TypedDict):
 
     date: str
     last_date: str
-    events: list[Event]
+    events: list[EventOut]
     total: int
 
 
@@ -129,6 +185,29 @@ def _norm(text: str) -> str:
 
 EVENT_TIME = event_time_codec("all_day", "allDay")
 
+
+def _zone_enc(v: Any, ctx: Ctx) -> Wire:
+    if ctx.record is not None and ctx.record.get("all_day"):
+        if v is not None:
+            raise MappingError("an all-day event has no time zone of its own")
+        return "UTC"
+    if v is not None and not isinstance(v, str):
+        raise MappingError(f"expected an IANA zone, got {v!r}")
+    return v if v is not None else tz_name(ctx.tz)
+
+
+def _zone_dec(w: Wire, ctx: Ctx) -> Any:
+    if ctx.row is not None and ctx.row.get("allDay") not in (None, 0, "0"):
+        return None
+    if w is None or str(w) == tz_name(ctx.tz):
+        return None
+    return str(w)
+
+
+EVENT_ZONE = Codec("event_zone", _zone_enc, _zone_dec)
+"""An event's own zone ↔ ``eventTimezone``: None (the phone's zone) is the device's zone name and
+reads back as None; all-day events are ``UTC`` (as Android requires) and have no zone."""
+
 ANDROID = AndroidDriver(
     tables={
         "events": ProviderTable(
@@ -145,6 +224,7 @@ ANDROID = AndroidDriver(
                 "location": Column("eventLocation"),
                 "notes": Column("description"),
                 "all_day": Column("allDay", "i", BOOL, default=0),
+                "timezone": Column("eventTimezone", codec=EVENT_ZONE),
             },
             children=(
                 ListRows(
@@ -154,26 +234,38 @@ ANDROID = AndroidDriver(
                     item=Column("attendeeName"),
                     derived={"attendeeEmail": ("s", lambda a: a if "@" in a else None)},
                 ),
+                ListRows(
+                    field="reminders",
+                    uri="content://com.android.calendar/reminders",
+                    parent_column="event_id",
+                    item=Column("minutes", "i", INT),
+                    derived={"method": ("i", lambda m: 1)},
+                ),
             ),
             derived={
                 "calendar_id": ("i", lambda rec, ctx: 1),
-                "eventTimezone": ("s", lambda rec, ctx: "UTC" if rec.get("all_day") else tz_name(ctx.tz)),
+                "hasAlarm": ("i", lambda rec, ctx: int(bool(rec.get("reminders")))),
             },
-            order=("title", "start", "end", "location", "attendees", "notes", "all_day"),
+            optional=("reminders", "timezone"),
+            order=("title", "start", "end", "location", "attendees", "notes", "all_day", "reminders", "timezone"),
             notes="CalendarContract.Events in the local calendar with _id 1: start/end → dtstart/dtend (epoch "
             "ms; UTC midnights for all-day events, as Android requires), location → eventLocation, notes → "
             "description, all_day → allDay; each attendee is an Attendees row (attendeeName, and attendeeEmail "
-            "when it is an address), in _id order.",
+            "when it is an address), in _id order; each reminder is a Reminders row (minutes, METHOD_ALERT 1) in "
+            "ascending order, with hasAlarm set; an event's own zone is eventTimezone (the device's zone when it "
+            "has none, UTC for all-day events).",
         )
     },
     tools=(
         "calendar.add_attendee",
+        "calendar.add_reminder",
         "calendar.create_event",
         "calendar.delete_event",
         "calendar.free_slots",
         "calendar.get_event",
         "calendar.list_events",
         "calendar.remove_attendee",
+        "calendar.remove_reminder",
         "calendar.search_events",
         "calendar.update_event",
     ),
@@ -195,8 +287,9 @@ class Calendar(App):
     android = ANDROID
 
     # -- helpers --------------------------------------------------------------------------------
-    @staticmethod
-    def _out(rec: dict[str, Any]) -> Event:
+    def _out(self, rec: dict[str, Any]) -> EventOut:
+        zone = rec.get("timezone")
+        tz = ZoneInfo(zone) if zone else self.phone.tz
         return {
             "id": rec["id"],
             "title": rec["title"],
@@ -206,7 +299,63 @@ class Calendar(App):
             "attendees": list(rec.get("attendees") or ()),
             "notes": rec.get("notes"),
             "all_day": bool(rec.get("all_day", False)),
+            "reminders": list(rec.get("reminders") or ()),
+            "timezone": zone or tz_name(self.phone.tz),
+            "zone_start": rec["start"] if rec.get("all_day") else self._to_zone(rec["start"], tz),
+            "zone_end": rec["end"] if rec.get("all_day") else self._to_zone(rec["end"], tz),
         }
+
+    def _to_zone(self, local: str, tz: dt.tzinfo) -> str:
+        """Phone-local time ``local`` as the wall-clock time in ``tz``."""
+        moment = dt.datetime.fromisoformat(local).replace(tzinfo=self.phone.tz)
+        return format_local_time(moment.astimezone(tz).replace(tzinfo=None))
+
+    def _from_zone(self, wall: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
+        """Wall-clock time ``wall`` in ``tz`` as the phone's local time."""
+        return wall.replace(tzinfo=tz).astimezone(self.phone.tz).replace(tzinfo=None)
+
+    def _zone(self, zone: str) -> tuple[dt.tzinfo, str | None]:
+        """The zone named ``zone`` and what the event stores (None when it is the phone's own)."""
+        try:
+            tz = ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"argument 'timezone': {zone!r} is not a known time zone",
+                hint='give an IANA zone such as "America/New_York" or "Europe/Berlin"',
+                path="/timezone",
+            ) from None
+        return tz, (None if zone == tz_name(self.phone.tz) else zone)
+
+    @staticmethod
+    def _reminders(minutes: list[int]) -> list[int]:
+        seen: set[int] = set()
+        for i, m in enumerate(minutes):
+            if m in seen:
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    f"the reminder {m} minutes before is listed twice",
+                    hint="list each reminder once",
+                    path=f"/reminders/{i}",
+                )
+            seen.add(m)
+        if len(seen) > MAX_REMINDERS:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{len(seen)} reminders; an event may have at most {MAX_REMINDERS}",
+                hint="keep the reminders the user asked for",
+                path="/reminders",
+            )
+        return sorted(seen)
+
+    @staticmethod
+    def _with(rec: dict[str, Any], **fields: Any) -> dict[str, Any]:
+        """``rec`` with ``fields`` set; an optional field at its empty value is dropped."""
+        new = {**rec, **fields}
+        for key in ("reminders", "timezone"):
+            if key in new and not new[key]:
+                del new[key]
+        return new
 
     def _conflicts(self, start: str, end: str, all_day: bool, skip: str | None = None) -> list[str]:
         """Ids of timed events other than ``skip`` overlapping ``[start, end)``, by start."""
@@ -291,7 +440,7 @@ class Calendar(App):
         }
 
     @tool(permissions=(READ,))
-    def get_event(self, event_id: str) -> Event:
+    def get_event(self, event_id: str) -> EventOut:
         """Get one event by id.
 
         Args:
@@ -337,6 +486,8 @@ class Calendar(App):
         attendees: Annotated[list[Attendee], Field(max_length=50)] | None = None,
         notes: Notes | None = None,
         all_day: bool = False,
+        timezone: Zone | None = None,
+        reminders: Annotated[list[MinutesBefore], Field(max_length=MAX_REMINDERS)] | None = None,
     ) -> EventChange:
         """Create an event. Overlapping another event is allowed: the result's "conflicts" lists
         the ids of the timed events it overlaps, so you can tell the user or reschedule.
@@ -350,8 +501,24 @@ class Calendar(App):
             notes: Free-text notes.
             all_day: An all-day event: start and end are widened to whole days (midnight to
                 midnight) and it never conflicts with other events.
+            timezone: The time zone start and end are given in, when it is not the phone's
+                (an event "at 9:00 New York time": "America/New_York"); the event keeps it and
+                is shown in it. Not for all-day events.
+            reminders: When to alert before the start, in minutes (10, 60, 1440 for a day).
         """
-        s, e = self._times(_minute(start, "start"), _minute(end, "end"), all_day, end_given=True)
+        s_local, e_local = _minute(start, "start"), _minute(end, "end")
+        zone: str | None = None
+        if timezone is not None:
+            if all_day:
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    "an all-day event has no time zone",
+                    hint="leave out timezone for an all-day event",
+                    path="/timezone",
+                )
+            tz, zone = self._zone(timezone)
+            s_local, e_local = self._from_zone(s_local, tz), self._from_zone(e_local, tz)
+        s, e = self._times(s_local, e_local, all_day, end_given=True)
         title = title.strip()
         if not title:
             raise ToolError(
@@ -367,6 +534,7 @@ class Calendar(App):
             "notes": notes or None,
             "all_day": all_day,
         }
+        rec = self._with(rec, reminders=tuple(self._reminders(reminders or [])), timezone=zone)  # absent when empty
         conflicts = self._conflicts(s, e, all_day)
         self.put("events", rec)
         self.show_detail("events", rec["id"])
@@ -381,10 +549,13 @@ class Calendar(App):
         end: LocalTime | None = None,
         location: Location | None = None,
         notes: Notes | None = None,
+        timezone: Zone | None = None,
     ) -> EventChange:
         """Change an event; fields left out stay as they are. Moving the start without giving an
-        end keeps the event's length. The result's "conflicts" lists the ids of the timed events
-        it now overlaps.
+        end keeps the event's length. Start and end are read in the event's time zone (the new
+        one when timezone is given); changing only the time zone keeps the clock times, as the
+        Calendar app does ("make it 9:00 London time"). The result's "conflicts" lists the ids of
+        the timed events it now overlaps.
 
         Args:
             event_id: The event's id, e.g. "ev_3".
@@ -393,9 +564,21 @@ class Calendar(App):
             end: New end, local time YYYY-MM-DDTHH:MM; must be after the start.
             location: New location.
             notes: New notes (replace the old ones).
+            timezone: The event's new time zone, an IANA name ("Europe/London").
         """
         rec = self.require("events", event_id, "event", "calendar.search_events or calendar.list_events")
         changes: dict[str, Any] = {}
+        old_tz = ZoneInfo(rec["timezone"]) if rec.get("timezone") else self.phone.tz
+        new_tz = old_tz
+        if timezone is not None:
+            if rec.get("all_day"):
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    "an all-day event has no time zone",
+                    hint="leave out timezone for an all-day event",
+                    path="/timezone",
+                )
+            new_tz, changes["timezone"] = self._zone(timezone)
         if title is not None:
             if not title.strip():
                 raise ToolError(ErrorKind.INVALID_ARGUMENTS, "the title is blank", hint="give a title", path="/title")
@@ -404,14 +587,20 @@ class Calendar(App):
             changes["location"] = location.strip()
         if notes is not None:
             changes["notes"] = notes
-        if start is not None or end is not None:
-            old_s = dt.datetime.fromisoformat(rec["start"])
-            old_e = dt.datetime.fromisoformat(rec["end"])
+        if start is not None or end is not None or timezone is not None:
             all_day = bool(rec.get("all_day", False))
+            if all_day:
+                old_s = dt.datetime.fromisoformat(rec["start"])
+                old_e = dt.datetime.fromisoformat(rec["end"])
+            else:  # the clock times in the event's zone
+                old_s = dt.datetime.fromisoformat(self._to_zone(rec["start"], old_tz))
+                old_e = dt.datetime.fromisoformat(self._to_zone(rec["end"], old_tz))
             new_s = _minute(start, "start") if start is not None else old_s
             if all_day:  # an all-day event moves by whole days
                 new_s = dt.datetime.combine(new_s.date(), dt.time())
             new_e = _minute(end, "end") if end is not None else new_s + (old_e - old_s)
+            if not all_day:
+                new_s, new_e = self._from_zone(new_s, new_tz), self._from_zone(new_e, new_tz)
             changes["start"], changes["end"] = self._times(new_s, new_e, all_day, end_given=end is not None)
         if not changes:
             raise ToolError(
@@ -419,7 +608,7 @@ class Calendar(App):
                 "nothing to update",
                 hint="pass at least one field to change",
             )
-        new = self.patch("events", event_id, **changes)
+        new = self.rewrite("events", event_id, self._with(rec, **changes))
         conflicts = self._conflicts(new["start"], new["end"], bool(new.get("all_day", False)), skip=event_id)
         self.show_detail("events", event_id)
         return {**self._out(new), "conflicts": conflicts}
@@ -439,7 +628,7 @@ class Calendar(App):
         return {"deleted": event_id}
 
     @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
-    def add_attendee(self, event_id: str, attendee: Attendee) -> Event:
+    def add_attendee(self, event_id: str, attendee: Attendee) -> EventOut:
         """Invite someone to an event.
 
         Args:
@@ -464,7 +653,7 @@ class Calendar(App):
         return self._out(new)
 
     @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
-    def remove_attendee(self, event_id: str, attendee: Attendee) -> Event:
+    def remove_attendee(self, event_id: str, attendee: Attendee) -> EventOut:
         """Remove someone from an event's attendees.
 
         Args:
@@ -483,6 +672,59 @@ class Calendar(App):
                 candidates=list(current),
             )
         new = self.patch("events", event_id, attendees=kept)
+        self.show_detail("events", event_id)
+        return self._out(new)
+
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    def add_reminder(self, event_id: str, minutes_before: MinutesBefore) -> EventOut:
+        """Add a reminder to an event: the phone alerts this many minutes before it starts. An
+        event may have several reminders (at most five).
+
+        Args:
+            event_id: The event's id, e.g. "ev_3".
+            minutes_before: Minutes before the start: 0 (at the start), 10, 60 (an hour),
+                1440 (a day).
+        """
+        rec = self.require("events", event_id, "event", "calendar.search_events or calendar.list_events")
+        current = tuple(rec.get("reminders") or ())
+        if minutes_before in current:
+            raise ToolError(
+                ErrorKind.CONFLICT,
+                f"{rec['title']!r} already has a reminder {minutes_before} minutes before",
+                hint="nothing to do; calendar.get_event shows the reminders",
+                candidates=[str(m) for m in current],
+            )
+        if len(current) >= MAX_REMINDERS:
+            raise ToolError(
+                ErrorKind.PRECONDITION_FAILED,
+                f"{rec['title']!r} already has {MAX_REMINDERS} reminders, the most an event may have",
+                hint="remove one with calendar.remove_reminder first",
+                candidates=[str(m) for m in current],
+            )
+        new = self.patch("events", event_id, reminders=tuple(sorted((*current, minutes_before))))
+        self.show_detail("events", event_id)
+        return self._out(new)
+
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    def remove_reminder(self, event_id: str, minutes_before: MinutesBefore) -> EventOut:
+        """Remove one reminder from an event.
+
+        Args:
+            event_id: The event's id, e.g. "ev_3".
+            minutes_before: The reminder to remove, as minutes before the start (as
+                calendar.get_event lists it).
+        """
+        rec = self.require("events", event_id, "event", "calendar.search_events or calendar.list_events")
+        current = tuple(rec.get("reminders") or ())
+        if minutes_before not in current:
+            raise ToolError(
+                ErrorKind.NOT_FOUND,
+                f"{rec['title']!r} has no reminder {minutes_before} minutes before",
+                hint="use one of the event's reminders" if current else "the event has no reminders",
+                candidates=[str(m) for m in current],
+            )
+        kept = tuple(m for m in current if m != minutes_before)
+        new = self.rewrite("events", event_id, self._with(rec, reminders=kept))
         self.show_detail("events", event_id)
         return self._out(new)
 

@@ -5,6 +5,9 @@ Tables:
 - ``phone.calls``: ``{"id": "call_1", "number": "+4915...", "direction": "in" | "out" | "missed",
   "time": "YYYY-MM-DDTHH:MM:SS", "duration_s": int}`` — the call log.
 - ``phone.blocked``: ``{"id": "blk_1", "number": "+4915..."}``.
+- ``phone.voicemails``: ``{"id": "vm_1", "number": "+4915...", "time": "YYYY-MM-DDTHH:MM:SS",
+  "duration_s": int, "transcript": str | None, "read": bool}`` — voicemail with the carrier's
+  transcript (None while none was made).
 - ``phone.active``: at most one record, ``{"id": "active", "number": str, "call_id": str,
   "started": "YYYY-MM-DDTHH:MM:SS"}`` — the call in progress.
 
@@ -20,10 +23,11 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from apps.contacts import PHONE_PATTERN, normalize_number, same_number
+from apps.contacts import PHONE_PATTERN, normalize_number, numbers_of, same_number
 from phoneenv.app import App, Deleted, id_key
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import (
+    BOOL,
     INT,
     AndroidDriver,
     CallStateTable,
@@ -84,6 +88,50 @@ class StoredActive(TypedDict):
     number: str
     call_id: str
     started: str
+
+
+class StoredVoicemail(TypedDict):
+    """A voicemail as stored."""
+
+    id: str
+    number: str
+    time: str
+    duration_s: int
+    transcript: str | None
+    read: bool
+
+
+class VoicemailEntry(TypedDict):
+    """A voicemail in a list: who left it, when, how long, whether it was heard, and the
+    transcript's first words (``phone.play_voicemail`` gives all of it)."""
+
+    id: str
+    number: str
+    contact: str | None
+    time: str
+    duration_s: int
+    read: bool
+    preview: str | None
+
+
+class VoicemailList(TypedDict):
+    """Voicemails, newest first, and how many matched in all."""
+
+    voicemails: list[VoicemailEntry]
+    total: int
+    unread: int
+
+
+class Voicemail(TypedDict):
+    """A voicemail played: its full transcript (None when the carrier made none)."""
+
+    id: str
+    number: str
+    contact: str | None
+    time: str
+    duration_s: int
+    read: bool
+    transcript: str | None
 
 
 class CallLog(TypedDict):
@@ -158,18 +206,38 @@ ANDROID = AndroidDriver(
             "default dialer and the default SMS app may use this provider: needs adb root.",
         ),
         "active": CallStateTable(),
+        "voicemails": ProviderTable(
+            table="voicemails",
+            uri="content://com.android.voicemail/voicemail",
+            fields={
+                "number": Column("number"),
+                "time": Column("date", "l", local_time_codec("seconds")),
+                "duration_s": Column("duration", "l", INT, default=0),
+                "transcript": Column("transcription"),
+                "read": Column("is_read", "i", BOOL, default=0),
+            },
+            derived={"source_package": ("s", lambda rec, ctx: "com.android.phone")},
+            root=True,
+            notes="VoicemailContract.Voicemails: time → date (epoch ms), duration_s → duration (seconds), "
+            "transcript → transcription, read → is_read; source_package names the carrier's voicemail "
+            "source. Only the default dialer and a voicemail source may read every row: needs adb root.",
+        ),
     },
     tools=(
         "phone.block_number",
         "phone.call_log",
         "phone.delete_call_log_entry",
+        "phone.delete_voicemail",
         "phone.list_blocked",
+        "phone.list_voicemails",
+        "phone.play_voicemail",
         "phone.unblock_number",
     ),
     unavailable={
         "phone.call": "placing a call (ACTION_CALL) makes the dialer write its own call-log row when the call "
         "ends, with the real duration, which cannot equal the sandbox's log entry made at dialing",
         "phone.end_call": "only meaningful after phone.call",
+        "phone.call_back_voicemail": "places a call, as phone.call does (see there)",
         "phone.current_call": "a call the driver did not place cannot be described (telephony.registry gives "
         "no call-log id or start time)",
     },
@@ -185,8 +253,13 @@ class PhoneApp(App):
     domain = Domain.CALLS
     package = "com.google.android.dialer"
     permissions = (CALL, READ_LOG, WRITE_LOG)
-    tables: ClassVar[dict[str, str]] = {"calls": "call_", "blocked": "blk_", "active": "active_"}
-    records: ClassVar[dict[str, Any]] = {"calls": StoredCall, "blocked": StoredBlock, "active": StoredActive}
+    tables: ClassVar[dict[str, str]] = {"calls": "call_", "blocked": "blk_", "active": "active_", "voicemails": "vm_"}
+    records: ClassVar[dict[str, Any]] = {
+        "calls": StoredCall,
+        "blocked": StoredBlock,
+        "active": StoredActive,
+        "voicemails": StoredVoicemail,
+    }
     transient: ClassVar[tuple[str, ...]] = ("active",)
     android = ANDROID
 
@@ -194,7 +267,7 @@ class PhoneApp(App):
     def contact_name(self, number: str) -> str | None:
         """The name of the contact whose number is ``number`` (formatting ignored), or None."""
         for rec in self.phone.state.tables.get("contacts.contacts", {}).values():
-            if same_number(rec.get("phone", ""), number):
+            if any(same_number(n, number) for n in numbers_of(rec)):
                 return rec["name"]
         return None
 
@@ -235,6 +308,10 @@ class PhoneApp(App):
             return f"{mark} {who}  {record['time'].replace('T', ' ')[:16]}  {secs // 60}:{secs % 60:02d}"
         if table == "active":
             return f"On call with {who} since {record['started'][11:16]}"
+        if table == "voicemails":
+            dot = "  " if record.get("read") else "* "
+            secs = int(record.get("duration_s", 0))
+            return f"{dot}{who}  {record['time'].replace('T', ' ')[:16]}  {secs // 60}:{secs % 60:02d}"
         return f"Blocked: {who}"
 
     # -- tools ----------------------------------------------------------------------------------
@@ -246,6 +323,9 @@ class PhoneApp(App):
         Args:
             number: The number to call, e.g. "+49 151 2345678".
         """
+        return self._place(number)
+
+    def _place(self, number: str) -> ActiveCall:
         active = self.t("active").get(ACTIVE)
         if active is not None:
             who = self.contact_name(active["number"]) or active["number"]
@@ -402,3 +482,82 @@ class PhoneApp(App):
             {"id": r["id"], "number": r["number"], "contact": self.contact_name(r["number"])} for r in recs
         ]
         return {"blocked": blocked, "total": len(recs)}
+
+    # -- voicemail --------------------------------------------------------------------------------
+    def _voicemail(self, rec: dict[str, Any]) -> Voicemail:
+        return {
+            "id": rec["id"],
+            "number": rec["number"],
+            "contact": self.contact_name(rec["number"]),
+            "time": rec["time"],
+            "duration_s": int(rec.get("duration_s", 0)),
+            "read": bool(rec.get("read", False)),
+            "transcript": rec.get("transcript"),
+        }
+
+    @tool()
+    def list_voicemails(
+        self,
+        unread_only: bool = False,
+        number: Number | None = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    ) -> VoicemailList:
+        """List voicemails, newest first, with who left them and the transcript's first words.
+
+        Args:
+            unread_only: Only voicemails not yet played.
+            number: Only voicemails from this phone number.
+            limit: Maximum number of voicemails returned.
+        """
+        recs = [
+            r
+            for r in self.t("voicemails").values()
+            if (not unread_only or not r.get("read")) and (number is None or same_number(r["number"], number))
+        ]
+        recs.sort(key=_newest, reverse=True)
+        page = recs[:limit]
+        self.show_list("voicemails", [r["id"] for r in page])
+        out: list[VoicemailEntry] = []
+        for r in page:
+            v = self._voicemail(r)
+            text = v.pop("transcript")  # type: ignore[misc]
+            words = (text or "").split()
+            preview = None if text is None else " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
+            out.append({**v, "preview": preview})  # type: ignore[typeddict-item]
+        unread = sum(1 for r in self.t("voicemails").values() if not r.get("read"))
+        return {"voicemails": out, "total": len(recs), "unread": unread}
+
+    @tool(effect=Effect.WRITE)
+    def play_voicemail(self, voicemail_id: str) -> Voicemail:
+        """Play a voicemail: gives its full transcript and marks it as heard.
+
+        Args:
+            voicemail_id: The voicemail's id, e.g. "vm_2", from phone.list_voicemails.
+        """
+        rec = self.require("voicemails", voicemail_id, "voicemail", "phone.list_voicemails")
+        if not rec.get("read"):
+            rec = self.patch("voicemails", voicemail_id, read=True)
+        self.show_detail("voicemails", voicemail_id)
+        return self._voicemail(rec)
+
+    @tool(effect=Effect.SENSITIVE)
+    def delete_voicemail(self, voicemail_id: str) -> Deleted:
+        """Delete a voicemail.
+
+        Args:
+            voicemail_id: The voicemail's id, e.g. "vm_2", from phone.list_voicemails.
+        """
+        self.require("voicemails", voicemail_id, "voicemail", "phone.list_voicemails")
+        self.remove("voicemails", voicemail_id)
+        self.show_list("voicemails", sorted(self.t("voicemails"), key=id_key))
+        return {"deleted": voicemail_id}
+
+    @tool(effect=Effect.SENSITIVE, permissions=(CALL,))
+    def call_back_voicemail(self, voicemail_id: str) -> ActiveCall:
+        """Call back whoever left a voicemail (the call stays in progress until phone.end_call).
+
+        Args:
+            voicemail_id: The voicemail's id, e.g. "vm_2".
+        """
+        rec = self.require("voicemails", voicemail_id, "voicemail", "phone.list_voicemails")
+        return self._place(rec["number"])

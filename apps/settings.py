@@ -5,18 +5,25 @@ need not seed it: a setting without a record has its value from :data:`DEFAULTS`
 write of a different value inserts the record. Writing the value a setting already has writes
 nothing (``"changed": false``), so it leaves no change in the state diff.
 
+Do-not-disturb can also be on until a time (table ``settings.dnd_timer``: at most one record,
+``{"id": "until", "until": "YYYY-MM-DDTHH:MM"}``, present while ``dnd`` is on with an end) or on
+a schedule (table ``settings.dnd_schedules``: ``{"id": "dnds_1", "name": str, "days": ["mon",
+...], "start": "HH:MM", "end": "HH:MM", "enabled": bool}``, local time; an end at or before the
+start runs past midnight into the next day). Turning do-not-disturb on or off by hand ends a timer.
+
 Runtime permissions live in the system's ``system.permissions`` table (id ``app/permission``);
 this app lists, grants and revokes them as the user would in Settings > Apps.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from phoneenv.app import App
+from phoneenv.app import TIME_PATTERN, App, Deleted, format_local_time, id_key, parse_local_time
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import AndroidDriver, SettingKey, SettingsTable, flag_codec, scaled_codec
 from phoneenv.tools import ToolError, tool
@@ -56,6 +63,16 @@ Permission = Annotated[
     str,
     Field(min_length=1, max_length=100, description='Android permission, e.g. "android.permission.CAMERA"'),
 ]
+
+WEEKDAYS: tuple[str, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+ClockTime = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Time of day HH:MM (24-hour)")]
+LocalTime = Annotated[
+    str, Field(pattern=TIME_PATTERN, description="Local time YYYY-MM-DDTHH:MM, e.g. 2026-11-30T07:00")
+]
+MAX_TIMER_DAYS = 7
+"""How far ahead a do-not-disturb end may lie (a phone offers hours, not weeks)."""
+MAX_SCHEDULES = 10
 
 _LABELS = {
     "wifi": "Wi-Fi",
@@ -107,6 +124,40 @@ class SetResult(TypedDict):
     value: Value
     changed: bool
     changes: list[Change]
+
+
+class StoredTimer(TypedDict):
+    """Do-not-disturb's end, while it is on until a time."""
+
+    id: str
+    until: str
+
+
+class StoredSchedule(TypedDict):
+    """A do-not-disturb schedule as stored."""
+
+    id: str
+    name: str
+    days: list[Weekday]
+    start: str
+    end: str
+    enabled: bool
+
+
+class Schedule(StoredSchedule):
+    """A do-not-disturb schedule; ``overnight`` when it ends the next morning."""
+
+    overnight: bool
+
+
+class DndStatus(TypedDict):
+    """Whether do-not-disturb is on now, until when (None: until turned off), why (``"manual"``
+    or a schedule's id), and every schedule."""
+
+    on: bool
+    until: str | None
+    because: str | None
+    schedules: list[Schedule]
 
 
 class AppPermission(TypedDict):
@@ -185,6 +236,7 @@ ANDROID = AndroidDriver(
             },
         )
     },
+    # settings.dnd_timer and settings.dnd_schedules have no mapping: see unavailable below.
     tools=(
         "settings.grant_permission",
         "settings.list_app_permissions",
@@ -201,6 +253,15 @@ ANDROID = AndroidDriver(
         "settings.get": "reads volume and Wi-Fi network settings, which have no lossless Android home",
         "settings.list_all": "reads volume and Wi-Fi network settings, which have no lossless Android home",
         "settings.set_volume": "a percentage does not survive AudioService's stream indices",
+        "settings.set_dnd_until": "Android keeps a timed do-not-disturb as the countdown condition of the manual "
+        "zen rule in ZenModeConfig, which only NotificationManager.setZenMode with a condition id sets; "
+        "`cmd notification set_dnd` takes a mode only and no shell command reads the end back",
+        "settings.add_dnd_schedule": "schedules are ZenModeConfig automatic rules, created only through "
+        "NotificationManager.addAutomaticZenRule by an app with notification-policy access; no shell command "
+        "creates, lists or changes them",
+        "settings.update_dnd_schedule": "see settings.add_dnd_schedule",
+        "settings.delete_dnd_schedule": "see settings.add_dnd_schedule",
+        "settings.dnd_status": "reads the timer and the schedules (see settings.add_dnd_schedule)",
     },
     notes="Radios, do-not-disturb, airplane mode and the night theme are switched with the services' "
     "own shell commands (svc, cmd notification|connectivity|uimode), which also update the setting read "
@@ -217,14 +278,24 @@ class Settings(App):
     title = "Settings"
     domain = Domain.DEVICE
     package = "com.android.settings"
-    tables: ClassVar[dict[str, str]] = {"settings": "set_"}
+    tables: ClassVar[dict[str, str]] = {"settings": "set_", "dnd_timer": "dndt_", "dnd_schedules": "dnds_"}
     implied: ClassVar[dict[str, dict[str, dict[str, Any]]]] = {
         "settings": {k: {"id": k, "value": v} for k, v in DEFAULTS.items()}
     }
-    records: ClassVar[dict[str, Any]] = {"settings": StoredSetting}
+    records: ClassVar[dict[str, Any]] = {
+        "settings": StoredSetting,
+        "dnd_timer": StoredTimer,
+        "dnd_schedules": StoredSchedule,
+    }
     android = ANDROID
 
     def row(self, table: str, record: dict[str, Any]) -> str:
+        if table == "dnd_schedules":
+            days = ",".join(record["days"])
+            state = "on" if record.get("enabled") else "off"
+            return f"{record['name']}: {days} {record['start']}-{record['end']} ({state})"
+        if table == "dnd_timer":
+            return f"Do not disturb until {record['until'].replace('T', ' ')}"
         key, value = record["id"], record["value"]
         shown = ("on" if value else "off") if isinstance(value, bool) else ("none" if value is None else str(value))
         return f"{_LABELS.get(key, key)}: {shown}"
@@ -334,12 +405,208 @@ class Settings(App):
 
     @tool(effect=Effect.WRITE)
     def set_dnd(self, enabled: bool) -> SetResult:
-        """Turn do-not-disturb (silences calls and notifications) on or off.
+        """Turn do-not-disturb (silences calls and notifications) on or off, until changed
+        again; this ends a do-not-disturb set until a time. Schedules stay as they are.
 
         Args:
             enabled: True for on, false for off.
         """
+        self._end_timer()
         return self._set("dnd", enabled)
+
+    def _end_timer(self) -> None:
+        # phone.state.get: None on a device, where the timer has no mapping (never set there)
+        if self.phone.state.get("settings.dnd_timer", "until") is not None:
+            self.remove("dnd_timer", "until")
+
+    def _schedule(self, rec: dict[str, Any]) -> Schedule:
+        return {
+            "id": rec["id"],
+            "name": rec["name"],
+            "days": list(rec["days"]),
+            "start": rec["start"],
+            "end": rec["end"],
+            "enabled": bool(rec["enabled"]),
+            "overnight": rec["end"] <= rec["start"],
+        }
+
+    def _active_schedule(self, now: dt.datetime) -> str | None:
+        """The id of an enabled schedule that covers ``now`` (the first by id), or None."""
+        hm, today = now.strftime("%H:%M"), WEEKDAYS[now.weekday()]
+        yesterday = WEEKDAYS[(now.weekday() - 1) % 7]
+        for rec in sorted(self.t("dnd_schedules").values(), key=lambda r: id_key(r["id"])):
+            if not rec["enabled"]:
+                continue
+            if rec["start"] < rec["end"]:
+                if today in rec["days"] and rec["start"] <= hm < rec["end"]:
+                    return rec["id"]
+            elif (today in rec["days"] and hm >= rec["start"]) or (yesterday in rec["days"] and hm < rec["end"]):
+                return rec["id"]
+        return None
+
+    @staticmethod
+    def _days(days: list[str]) -> tuple[str, ...]:
+        if not days:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                "a schedule needs at least one day",
+                hint='e.g. ["sat", "sun"]',
+                path="/days",
+            )
+        for i, d in enumerate(days):
+            if days.index(d) != i:
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS, f"{d!r} is listed twice", hint="list each day once", path=f"/days/{i}"
+                )
+        return tuple(d for d in WEEKDAYS if d in days)
+
+    @tool(effect=Effect.WRITE)
+    def set_dnd_until(self, until: LocalTime) -> SetResult:
+        """Turn do-not-disturb on until a time, after which it goes off by itself ("until 7 tomorrow
+        morning", "until my meeting ends").
+
+        Args:
+            until: When it ends, local time YYYY-MM-DDTHH:MM; later than now and at most 7 days ahead.
+        """
+        end = parse_local_time(until, "until").replace(second=0, microsecond=0)
+        now = self.now()
+        if end <= now:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{format_local_time(end)} is not in the future (it is {format_local_time(now)})",
+                hint="give a later time; settings.set_dnd turns it on with no end",
+                path="/until",
+            )
+        if end - now > dt.timedelta(days=MAX_TIMER_DAYS):
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{format_local_time(end)} is more than {MAX_TIMER_DAYS} days ahead",
+                hint="use settings.set_dnd for an open end, or a schedule for a recurring quiet time",
+                path="/until",
+            )
+        value = format_local_time(end)
+        if self.phone.state.get("settings.dnd_timer", "until") is not None:
+            self.patch("dnd_timer", "until", until=value)
+        else:
+            self.put("dnd_timer", {"id": "until", "until": value})
+        return self._set("dnd", True)
+
+    @tool()
+    def dnd_status(self) -> DndStatus:
+        """Whether do-not-disturb is on now, until when, and the do-not-disturb schedules."""
+        timer = self.phone.state.get("settings.dnd_timer", "until")
+        now = self.now()
+        until = timer["until"] if timer is not None else None
+        manual = bool(self.value("dnd")) and (until is None or format_local_time(now) < until)
+        active = self._active_schedule(now)
+        recs = sorted(self.t("dnd_schedules").values(), key=lambda r: id_key(r["id"]))
+        self.show_list("dnd_schedules", [r["id"] for r in recs])
+        return {
+            "on": manual or active is not None,
+            "until": until if manual else None,
+            "because": "manual" if manual else active,
+            "schedules": [self._schedule(r) for r in recs],
+        }
+
+    @tool(effect=Effect.WRITE)
+    def add_dnd_schedule(
+        self,
+        name: Annotated[str, Field(min_length=1, max_length=60)],
+        days: Annotated[list[Weekday], Field(min_length=1, max_length=7)],
+        start: ClockTime,
+        end: ClockTime,
+    ) -> Schedule:
+        """Add a do-not-disturb schedule: on the given days from start to end, local time. An end
+        at or before the start runs overnight into the next morning (22:00 to 07:00).
+
+        Args:
+            name: What to call it, e.g. "Sleeping" or "Weekend".
+            days: The days it starts on, e.g. ["mon", "tue", "wed", "thu", "fri"].
+            start: When it starts, HH:MM.
+            end: When it ends, HH:MM.
+        """
+        if start == end:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS, "start and end are the same time", hint="give an end", path="/end"
+            )
+        name = " ".join(name.split())
+        if not name:
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "the name is blank", hint="name the schedule", path="/name")
+        recs = self.t("dnd_schedules").values()
+        if any(r["name"].casefold() == name.casefold() for r in recs):
+            raise ToolError(
+                ErrorKind.CONFLICT,
+                f"a schedule named {name!r} exists",
+                hint="change it with settings.update_dnd_schedule",
+                candidates=[r["id"] for r in recs if r["name"].casefold() == name.casefold()],
+            )
+        if len(recs) >= MAX_SCHEDULES:
+            raise ToolError(
+                ErrorKind.PRECONDITION_FAILED, f"there are {MAX_SCHEDULES} schedules", hint="delete one first"
+            )
+        rec = {
+            "id": self.new_id("dnd_schedules"),
+            "name": name,
+            "days": self._days(days),
+            "start": start,
+            "end": end,
+            "enabled": True,
+        }
+        self.put("dnd_schedules", rec)
+        self.show_detail("dnd_schedules", rec["id"])
+        return self._schedule(rec)
+
+    @tool(effect=Effect.WRITE)
+    def update_dnd_schedule(
+        self,
+        schedule_id: str,
+        days: Annotated[list[Weekday], Field(min_length=1, max_length=7)] | None = None,
+        start: ClockTime | None = None,
+        end: ClockTime | None = None,
+        enabled: bool | None = None,
+    ) -> Schedule:
+        """Change a do-not-disturb schedule, or switch it off or on; fields left out stay.
+
+        Args:
+            schedule_id: The schedule's id, e.g. "dnds_1", from settings.dnd_status.
+            days: New days.
+            start: New start, HH:MM.
+            end: New end, HH:MM.
+            enabled: False to pause the schedule, true to resume it.
+        """
+        rec = self.require("dnd_schedules", schedule_id, "schedule", "settings.dnd_status")
+        changes: dict[str, Any] = {}
+        if days is not None:
+            changes["days"] = self._days(days)
+        for key, val in (("start", start), ("end", end), ("enabled", enabled)):
+            if val is not None and val != rec[key]:
+                changes[key] = val
+        if "days" in changes and tuple(changes["days"]) == tuple(rec["days"]):
+            del changes["days"]
+        if not changes:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                "nothing to change",
+                hint="pass a field with a value different from the schedule's",
+            )
+        if changes.get("start", rec["start"]) == changes.get("end", rec["end"]):
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "start and end are the same time", path="/end")
+        new = self.patch("dnd_schedules", schedule_id, **changes)
+        self.show_detail("dnd_schedules", schedule_id)
+        return self._schedule(new)
+
+    @tool(effect=Effect.SENSITIVE)
+    def delete_dnd_schedule(self, schedule_id: str) -> Deleted:
+        """Delete a do-not-disturb schedule (settings.update_dnd_schedule with enabled=false
+        only pauses it).
+
+        Args:
+            schedule_id: The schedule's id, e.g. "dnds_1".
+        """
+        self.require("dnd_schedules", schedule_id, "schedule", "settings.dnd_status")
+        self.remove("dnd_schedules", schedule_id)
+        self.show_list("dnd_schedules", sorted(self.t("dnd_schedules"), key=id_key))
+        return {"deleted": schedule_id}
 
     @tool(effect=Effect.WRITE)
     def set_airplane_mode(self, enabled: bool) -> SetResult:

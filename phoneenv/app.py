@@ -55,6 +55,7 @@ def id_key(rid: str) -> tuple[str, int]:
 
 
 _ID_NUMBER = re.compile(r"^(.*?)(\d+)$")
+_MISSING = object()
 
 
 def check_year(value: dt.date, text: str, arg: str) -> None:
@@ -186,6 +187,17 @@ class App:
     def remove(self, table: str, rid: str) -> dict[str, Any]:
         """Delete record ``rid``; returns it."""
         return self.phone.state.delete(f"{self.name}.{table}", rid)
+
+    def rewrite(self, table: str, rid: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Make record ``rid`` equal ``record`` (which has the same ``id``), dropping the fields
+        ``record`` leaves out: a patch when no field goes, else a delete and an insert (optional
+        fields are absent at their empty value, so clearing one must remove its key). Returns the
+        stored record."""
+        old = self.t(table)[rid]
+        if set(old) <= set(record):
+            return self.patch(table, rid, **{k: v for k, v in record.items() if old.get(k, _MISSING) != v})
+        self.remove(table, rid)
+        return self.put(table, record)
 
     def require(self, table: str, rid: str, what: str, finder: str) -> dict[str, Any]:
         """The record ``rid`` or a ``not_found`` :class:`ToolError` naming the tool to find it."""

@@ -153,7 +153,8 @@ def test_calendar_all_day_events_are_utc_midnights_and_attendees_are_rows():
     assert row["dtstart"] == calendar.timegm((2026, 11, 30, 0, 0, 0)) * 1000
     assert row["dtend"] == calendar.timegm((2026, 12, 1, 0, 0, 0)) * 1000
     assert row["allDay"] == 1 and row["eventTimezone"] == "UTC" and row["calendar_id"] == 1
-    [(child, rows)] = A.encode_children(events, rec, tz)
+    [(child, rows), (reminders, none)] = A.encode_children(events, rec, tz)
+    assert reminders.uri == "content://com.android.calendar/reminders" and none == []
     assert child.uri == "content://com.android.calendar/attendees"
     assert rows == [
         {"attendeeName": "Ana Weber", "attendeeEmail": None},
@@ -182,9 +183,9 @@ def test_contacts_are_raw_contacts_with_data_rows():
     assert child.parent_column == "raw_contact_id"
     assert rows == [
         {"mimetype": "vnd.android.cursor.item/name", "data1": "Maya Murphy"},
-        {"mimetype": "vnd.android.cursor.item/phone_v2", "data1": "+4917047049446", "data2": 2},
         {"mimetype": "vnd.android.cursor.item/relation", "data3": "dad", "data1": "me", "data2": 0},
         {"mimetype": "vnd.android.cursor.item/contact_event", "data1": "--01-16", "data2": 3},
+        {"mimetype": "vnd.android.cursor.item/phone_v2", "data1": "+4917047049446", "data2": 2, "is_primary": 1},
     ]
     # A kind the mapping does not carry (a photo row) is ignored, not an error.
     row = {"_id": 5, "starred": 1}
@@ -192,6 +193,40 @@ def test_contacts_are_raw_contacts_with_data_rows():
         contacts, "c_", row, {child.uri: [*rows, {"mimetype": "vnd.android.cursor.item/photo"}]}, BERLIN
     )
     assert back == rec
+
+
+def test_a_contacts_numbers_and_addresses_are_labelled_phone_and_email_rows():
+    contacts = APP_CLASSES["contacts"].android.tables["contacts"]
+    rec = {
+        "id": "c_2",
+        "name": "Ana Lima",
+        "phone": "+49301234567",
+        "email": "ana@work.de",
+        "relation": None,
+        "favorite": False,
+        "birthday": None,
+        "phone_label": "work",
+        "other_phones": ({"label": "mobile", "number": "+4915112345678"}, {"label": "other", "number": "+4930555"}),
+        "email_label": "work",
+        "other_emails": ({"label": "home", "address": "ana@x.com"},),
+    }
+    [(child, rows)] = A.encode_children(contacts, rec, BERLIN)
+    phone, email = "vnd.android.cursor.item/phone_v2", "vnd.android.cursor.item/email_v2"
+    # ContactsContract.CommonDataKinds.Phone TYPE_HOME 1, MOBILE 2, WORK 3, OTHER 7; Email HOME 1, WORK 2
+    assert rows[1:] == [
+        {"mimetype": phone, "data1": "+49301234567", "data2": 3, "is_primary": 1},
+        {"mimetype": phone, "data1": "+4915112345678", "data2": 2, "is_primary": 0},
+        {"mimetype": phone, "data1": "+4930555", "data2": 7, "is_primary": 0},
+        {"mimetype": email, "data1": "ana@work.de", "data2": 2, "is_primary": 1},
+        {"mimetype": email, "data1": "ana@x.com", "data2": 1, "is_primary": 0},
+    ]
+    back = A.decode_record(contacts, "c_", {"_id": 2, "starred": 0}, {child.uri: rows}, BERLIN)
+    assert back == rec
+    # a main number with the default label, and no others: the optional fields stay out
+    plain = {k: v for k, v in rec.items() if k not in ("phone_label", "other_phones", "email_label", "other_emails")}
+    [(_, rows)] = A.encode_children(contacts, {**plain, "email": None}, BERLIN)
+    back = A.decode_record(contacts, "c_", {"_id": 2, "starred": 0}, {child.uri: rows}, BERLIN)
+    assert back == {**plain, "email": None}
 
 
 def test_alarm_time_days_and_label():

@@ -31,7 +31,9 @@ def test_schema_generated_from_signature(tools):
     assert spec.description.startswith("Create a contact.")
     assert spec.effect.value == "write" and spec.app == "contacts" and spec.domain.value == "contacts"
     assert spec.permissions == ("android.permission.READ_CONTACTS", "android.permission.WRITE_CONTACTS")
-    assert set(spec.returns["properties"]) == {"id", "name", "phone", "email", "relation", "favorite", "birthday"}
+    assert set(spec.returns["properties"]) == {"id", "name", "phone", "email", "relation", "favorite", "birthday",
+                                               "phone_label", "other_phones", "email_label", "other_emails"}  # fmt: skip
+    assert spec.returns["required"] == ["id", "name", "phone", "email", "relation", "favorite", "birthday"]
     assert tools["system.sign_in"].spec.secret_parameters == ("password",)
     assert tools["screen.capture"].spec.returns_image
 

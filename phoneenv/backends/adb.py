@@ -978,6 +978,14 @@ class AdbBackend(PhoneBackend):
             if isinstance(child, A.DataRows):
                 cols = [A.Column(child.parent_column, "i"), A.Column(child.kind_column, "s")]
                 cols += [A.Column(c, "s") for c in dict.fromkeys(k.value.name for k in child.kinds.values())]
+                for lk in child.labelled:
+                    for col in (
+                        A.Column(lk.value_column, "s"),
+                        A.Column(lk.type_column, "i", A.INT),
+                        A.Column(lk.primary_column, "i", A.INT),
+                    ):
+                        if all(c.name != col.name for c in cols):
+                            cols.append(col)
             else:
                 cols = [A.Column(child.parent_column, "i"), child.item]
             grouped: dict[int, list[dict[str, A.Wire]]] = {}
@@ -1067,7 +1075,7 @@ class AdbBackend(PhoneBackend):
         for child in m.children:
             where = f"{child.parent_column}={n}"
             if isinstance(child, A.DataRows):
-                kinds = ", ".join(_sql_text(k.mimetype) for k in child.kinds.values())
+                kinds = ", ".join(_sql_text(k) for k in child.mimetypes)
                 where += f" AND {child.kind_column} IN ({kinds})"
             cmds.append(["content", "delete", "--uri", child.uri, "--where", where])
         return cmds
@@ -1111,7 +1119,7 @@ class AdbBackend(PhoneBackend):
                 cmd += self._bind(col, types[col], value)
             cmds.append(cmd)
         child_fields = {c.field for c in m.children if isinstance(c, A.ListRows)}
-        child_fields |= {f for c in m.children if isinstance(c, A.DataRows) for f in c.kinds}
+        child_fields |= {f for c in m.children if isinstance(c, A.DataRows) for f in c.fields}
         if any(_norm(old.get(f)) != _norm(new.get(f)) for f in child_fields):
             cmds += self._child_deletes(m, n)
             cmds += self._child_inserts(m, new, n)
@@ -1722,6 +1730,9 @@ def _child_type(child: A.ChildRows, col: str, row: Mapping[str, A.Wire]) -> A.Bi
                     return kind.value.type
                 if col in kind.extra:
                     return kind.extra[col][0]
+        for lk in child.labelled:
+            if row.get(child.kind_column) == lk.mimetype and col in (lk.type_column, lk.primary_column):
+                return "i"
         return "s"
     if col == child.item.name:
         return child.item.type

@@ -14,7 +14,8 @@ A table maps to one Android mechanism:
 
 - :class:`ProviderTable`: rows of a content provider (``content query|insert|update|delete``), one
   row per record, with optional child rows (:class:`DataRows`, the contacts ``data`` table keyed by
-  MIME type; :class:`ListRows`, one row per list element, such as calendar attendees);
+  MIME type, with :class:`LabelledKind` for several labelled rows of one type such as a contact's
+  numbers; :class:`ListRows`, one row per list element, such as calendar attendees and reminders);
 - :class:`SettingsTable`: one record per key of ``settings get|put <namespace> <key>``;
 - :class:`PermissionTable`: runtime permissions, written with ``pm grant|revoke`` and read back from
   ``dumpsys package <pkg>``'s ``runtime permissions:`` section;
@@ -33,7 +34,8 @@ Ids: a sandbox id ``<prefix><n>`` (``c_3``, prefix from the app's ``tables``) is
 
 Sources: the column names and constants are Android's own, from the Android SDK reference for
 ``android.provider.Telephony.Sms``, ``CallLog.Calls``, ``ContactsContract`` (``RawContacts``,
-``Data``, ``CommonDataKinds``), ``CalendarContract`` (``Events``, ``Attendees``),
+``Data``, ``CommonDataKinds``), ``CalendarContract`` (``Events``, ``Attendees``, ``Reminders``),
+``VoicemailContract.Voicemails``,
 ``BlockedNumberContract.BlockedNumbers``, ``Settings.Global|Secure|System``, and AOSP DeskClock's
 ``ClockContract.AlarmsColumns`` (``packages/apps/DeskClock``).
 """
@@ -62,6 +64,7 @@ __all__ = [
     "DataKind",
     "DataRows",
     "Intent",
+    "LabelledKind",
     "ListRows",
     "MappingError",
     "PackageTable",
@@ -421,6 +424,84 @@ class DataKind:
 
 
 @dataclass(frozen=True)
+class LabelledKind:
+    """Several values of one MIME type kept as ``data`` rows (a contact's phone numbers): the
+    primary one (``is_primary`` 1) with its label in ``TYPE`` (``data2``), and the others, each
+    a ``{"label": ..., item_key: value}`` dict, as rows with ``is_primary`` 0 in ``_id`` order.
+
+    Args:
+        mimetype: the rows' ``mimetype`` (``vnd.android.cursor.item/phone_v2``).
+        primary: the sandbox field of the primary value (``phone``); None: no primary row.
+        label: the sandbox field of the primary value's label (``phone_label``); absent or None
+            means ``default_label``.
+        others: the sandbox list field of the other values (``other_phones``).
+        item_key: the key of the value in each of ``others`` (``number``).
+        labels: label → the kind's ``TYPE`` constant (``{"home": 1, "mobile": 2, ...}``).
+        default_label: the label a record leaves out.
+    """
+
+    mimetype: str
+    primary: str
+    label: str
+    others: str
+    item_key: str
+    labels: Mapping[str, int]
+    default_label: str
+    value_column: str = "data1"
+    type_column: str = "data2"
+    primary_column: str = "is_primary"
+
+    @property
+    def fields(self) -> tuple[str, str, str]:
+        """The sandbox fields these rows carry."""
+        return (self.primary, self.label, self.others)
+
+    def encode(self, record: Mapping[str, Any]) -> list[dict[str, Wire]]:
+        """The rows of ``record``'s values (primary first), ``mimetype`` included."""
+        rows: list[dict[str, Wire]] = []
+        value = record.get(self.primary)
+        if value is not None:
+            rows.append(self._row(value, record.get(self.label) or self.default_label, 1))
+        for item in record.get(self.others) or ():
+            rows.append(self._row(item[self.item_key], item["label"], 0))
+        return rows
+
+    def _row(self, value: Any, label: Any, primary: int) -> dict[str, Wire]:
+        if not isinstance(value, str) or label not in self.labels:
+            raise MappingError(f"{self.mimetype}: cannot carry {value!r} labelled {label!r}")
+        return {
+            "mimetype": self.mimetype,
+            self.value_column: value,
+            self.type_column: self.labels[label],
+            self.primary_column: primary,
+        }
+
+    def decode(self, rows: Sequence[Mapping[str, Wire]]) -> dict[str, Any]:
+        """The sandbox fields from this kind's rows (in ``_id`` order): the first primary row is
+        the primary value (with no row marked primary, the first row, as Android then uses the
+        first number), the rest the others; a row without ``TYPE`` has the default label, and a
+        label equal to the default reads as None."""
+        back = {v: k for k, v in self.labels.items()}
+        marked = next((i for i, r in enumerate(rows) if int(r.get(self.primary_column) or 0)), 0)
+        primary, others = None, []
+        for i, row in enumerate(rows):
+            kind = row.get(self.type_column)
+            label = self.default_label if kind is None else back.get(int(kind))
+            if label is None:
+                raise MappingError(f"{self.mimetype}: unknown TYPE {kind!r}")
+            value = None if row.get(self.value_column) is None else str(row.get(self.value_column))
+            if i == marked:
+                primary = (value, label)
+            else:
+                others.append({"label": label, self.item_key: value})
+        return {
+            self.primary: primary[0] if primary else None,
+            self.label: primary[1] if primary and primary[1] != self.default_label else None,
+            self.others: tuple(others),
+        }
+
+
+@dataclass(frozen=True)
 class DataRows:
     """Fields of a record kept as child rows keyed by MIME type (``ContactsContract.Data``).
 
@@ -431,12 +512,14 @@ class DataRows:
         parent_column: the column holding the parent's ``_id`` (``raw_contact_id``).
         kinds: sandbox field → :class:`DataKind`.
         kind_column: the column naming the kind (``mimetype``).
+        labelled: kinds with several rows each (:class:`LabelledKind`).
     """
 
     uri: str
     parent_column: str
     kinds: Mapping[str, DataKind]
     kind_column: str = "mimetype"
+    labelled: tuple[LabelledKind, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -446,7 +529,35 @@ class DataRows:
             for name in (kind.value.name, *kind.extra):
                 if name not in cols:
                     cols.append(name)
+        for lk in self.labelled:
+            for name in (lk.value_column, lk.type_column, lk.primary_column):
+                if name not in cols:
+                    cols.append(name)
         return tuple(cols)
+
+    @property
+    def mimetypes(self) -> tuple[str, ...]:
+        """Every MIME type these rows carry."""
+        return (*(k.mimetype for k in self.kinds.values()), *(lk.mimetype for lk in self.labelled))
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Every sandbox field these rows carry."""
+        return (*self.kinds, *(f for lk in self.labelled for f in lk.fields))
+
+    def decode(self, rows: Sequence[Mapping[str, Wire]], ctx: Ctx) -> dict[str, Any]:
+        """The sandbox fields from a record's rows (``_id`` order); rows of another MIME type (a
+        photo) are not ours and are skipped; of a simple kind, the last row counts."""
+        out: dict[str, Any] = {name: None for name in self.kinds}
+        by_kind = {kind.mimetype: name for name, kind in self.kinds.items()}
+        for crow in rows:
+            name = by_kind.get(str(crow.get(self.kind_column)))
+            if name is not None:
+                kind = self.kinds[name]
+                out[name] = kind.value.codec.decode(crow.get(kind.value.name), ctx)
+        for lk in self.labelled:
+            out.update(lk.decode([r for r in rows if str(r.get(self.kind_column)) == lk.mimetype]))
+        return out
 
 
 @dataclass(frozen=True)
@@ -497,6 +608,8 @@ class ProviderTable:
         root: the provider is not exported: reading or writing it needs ``adb root``.
         order: the sandbox record's field order (``id`` first implied), so decoded records
             print like the sandbox's; default: fields, then child fields.
+        optional: fields the sandbox leaves out of a record at their empty value (None, an
+            empty list): a decoded record leaves them out too.
         notes: how the mapping chose where Android has no column for a sandbox field.
     """
 
@@ -512,6 +625,7 @@ class ProviderTable:
     )
     root: bool = False
     order: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
     notes: str = ""
 
     @property
@@ -770,6 +884,8 @@ def encode_children(
                 for col, (_, wire) in kind.extra.items():
                     row[col] = wire
                 rows.append(row)
+            for lk in child.labelled:
+                rows += lk.encode(record)
         else:
             for item in record.get(child.field) or ():
                 row = {child.item.name: child.item.codec.encode(item, ctx)}
@@ -799,17 +915,12 @@ def decode_record(
     for child in mapping.children:
         rows = children.get(child.uri, ())
         if isinstance(child, DataRows):
-            by_kind = {kind.mimetype: name for name, kind in child.kinds.items()}
-            for name in child.kinds:
-                rec[name] = None
-            for crow in rows:
-                name = by_kind.get(str(crow.get(child.kind_column)))
-                if name is None:
-                    continue  # a kind this mapping does not carry (a photo row): not ours
-                kind = child.kinds[name]
-                rec[name] = kind.value.codec.decode(crow.get(kind.value.name), ctx)
+            rec.update(child.decode(rows, ctx))
         else:
             rec[child.field] = tuple(child.item.codec.decode(crow.get(child.item.name), ctx) for crow in rows)
+    for name in mapping.optional:
+        if rec.get(name) in (None, (), []):
+            rec.pop(name, None)
     return _ordered(mapping, rec)
 
 
@@ -817,7 +928,7 @@ def _child_fields(mapping: ProviderTable) -> set[str]:
     names: set[str] = set()
     for child in mapping.children:
         if isinstance(child, DataRows):
-            names.update(child.kinds)
+            names.update(child.fields)
         else:
             names.add(child.field)
     return names

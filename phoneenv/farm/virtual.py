@@ -164,6 +164,10 @@ _SETTINGS_DEFAULTS: dict[str, dict[str, str]] = {
 }
 
 
+DATA_LIST_BASE = 1_000_000_000
+"""Where the ``_id`` of the data rows of labelled kinds (a contact's numbers) start."""
+
+
 class _ProviderError(Exception):
     """An error a provider raises: printed as ``Error while accessing provider`` plus the Java
     exception line, status 1."""
@@ -541,14 +545,46 @@ class VirtualDevice:
             n = A.android_id(rec["id"], route.prefix)
             children = dict((c.uri, r) for c, r in A.encode_children(mapping, rec, tz))
             if isinstance(child, A.DataRows):
-                kinds = list(child.kinds.values())
-                for crow in children[child.uri]:
-                    k = next(i for i, kd in enumerate(kinds) if kd.mimetype == crow[child.kind_column])
-                    rows.append({"_id": n * 16 + k + 1, child.parent_column: n, **crow})
+                rows += self._data_rows(child, n, children[child.uri])
             else:
                 for i, crow in enumerate(children[child.uri]):
                     rows.append({"_id": n * 1000 + i + 1, child.parent_column: n, **crow})
         return list(child.columns), rows
+
+    @staticmethod
+    def _data_rows(child: A.DataRows, n: int, encoded: Sequence[Mapping[str, A.Wire]]) -> list[dict[str, A.Wire]]:
+        """Record ``n``'s data rows with their ``_id``: ``16n + k + 1`` for the row of simple kind
+        ``k``; ``DATA_LIST_BASE + 1000n + i + 1`` for the ``i``-th row of the labelled kinds (a
+        contact's numbers and addresses, in order)."""
+        kinds = list(child.kinds.values())
+        out, i = [], 0
+        for crow in encoded:
+            k = next((j for j, kd in enumerate(kinds) if kd.mimetype == crow[child.kind_column]), None)
+            if k is not None:
+                rid = n * 16 + k + 1
+            else:
+                i += 1
+                rid = DATA_LIST_BASE + n * 1000 + i
+            out.append({"_id": rid, child.parent_column: n, **crow})
+        return out
+
+    def _set_data(self, route: _Route, rec: Mapping[str, Any], rows: Sequence[Mapping[str, A.Wire]]) -> None:
+        """Make record ``rec``'s data-row fields what ``rows`` (its data rows, in ``_id`` order) say;
+        optional fields at their empty value are left out, as the sandbox stores them."""
+        child = route.child
+        assert isinstance(child, A.DataRows)
+        new = {**rec, **child.decode(sorted(rows, key=lambda r: int(r["_id"] or 0)), A.Ctx(self.phone.tz))}
+        for name in route.mapping.optional:
+            if new.get(name) in (None, (), []):
+                new.pop(name, None)
+        self.phone.state.table(route.full_table)[rec["id"]] = new
+
+    def _current_data(self, route: _Route, rec: Mapping[str, Any]) -> list[dict[str, A.Wire]]:
+        child = route.child
+        assert isinstance(child, A.DataRows)
+        n = A.android_id(rec["id"], route.prefix)
+        encoded = dict((c.uri, r) for c, r in A.encode_children(route.mapping, rec, self.phone.tz))
+        return self._data_rows(child, n, encoded[child.uri])
 
     def _select(
         self,
@@ -717,18 +753,26 @@ class VirtualDevice:
             )
         ctx = A.Ctx(tz, row=values)
         if isinstance(child, A.DataRows):
-            kind_of = {k.mimetype: name for name, k in child.kinds.items()}
-            name = kind_of.get(str(values.get(child.kind_column)))
-            if name is None:
+            mimetype = str(values.get(child.kind_column))
+            if mimetype not in child.mimetypes:
                 raise _ProviderError(
                     "java.lang.IllegalArgumentException",
                     f"this virtual device stores no data rows of mimetype {values.get(child.kind_column)!r}",
                 )
-            kind = child.kinds[name]
-            state.update(
-                route.full_table, rec["id"], **{name: kind.value.codec.decode(values.get(kind.value.name), ctx)}
-            )
-            return A.android_id(rec["id"], route.prefix) * 16 + list(child.kinds).index(name) + 1
+            rows = self._current_data(route, rec)
+            n = A.android_id(rec["id"], route.prefix)
+            kinds = [k.mimetype for k in child.kinds.values()]
+            if mimetype in kinds:
+                new_id = n * 16 + kinds.index(mimetype) + 1
+                rows = [r for r in rows if r["_id"] != new_id]
+            else:
+                new_id = DATA_LIST_BASE + n * 1000 + sum(1 for r in rows if r["_id"] >= DATA_LIST_BASE) + 1
+            row = {c: values.get(c) for c in child.columns if c not in ("_id", child.parent_column)}
+            try:
+                self._set_data(route, rec, [*rows, {**row, "_id": new_id, child.parent_column: n}])
+            except A.MappingError as exc:
+                raise _ProviderError("java.lang.IllegalArgumentException", str(exc)) from None
+            return new_id
         item = child.item.codec.decode(values.get(child.item.name), ctx)
         items = (*tuple(rec.get(child.field) or ()), item)
         state.update(route.full_table, rec["id"], **{child.field: items})
@@ -767,14 +811,13 @@ class VirtualDevice:
             assert rec is not None
             ctx = A.Ctx(tz, row=merged)
             if isinstance(child, A.DataRows):
-                kind_of = {k.mimetype: name for name, k in child.kinds.items()}
-                old_name = kind_of[str(row[child.kind_column])]
-                new_name = kind_of.get(str(merged[child.kind_column]))
-                if new_name is None:
+                if str(merged[child.kind_column]) not in child.mimetypes:
                     raise _ProviderError("java.lang.IllegalArgumentException", "unsupported mimetype")
-                kind = child.kinds[new_name]
-                changes = {old_name: None, new_name: kind.value.codec.decode(merged.get(kind.value.name), ctx)}
-                state.update(route.full_table, parent, **changes)
+                rows = [merged if r["_id"] == row["_id"] else r for r in self._current_data(route, rec)]
+                try:
+                    self._set_data(route, rec, rows)
+                except A.MappingError as exc:
+                    raise _ProviderError("java.lang.IllegalArgumentException", str(exc)) from None
             else:
                 index = int(row["_id"]) % 1000 - 1
                 items = list(rec.get(child.field) or ())
@@ -798,8 +841,7 @@ class VirtualDevice:
             rec = state.get(route.full_table, parent)
             assert rec is not None
             if isinstance(child, A.DataRows):
-                kinds = list(child.kinds)
-                state.update(route.full_table, parent, **{kinds[i % 16 - 1]: None for i in ids})
+                self._set_data(route, rec, [r for r in self._current_data(route, rec) if int(r["_id"] or 0) not in ids])
             else:
                 items = [
                     x

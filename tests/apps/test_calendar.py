@@ -106,12 +106,14 @@ def test_tools_are_described() -> None:
     names = {n for n in tools if n.startswith("calendar.")}
     assert names == {
         "calendar.add_attendee",
+        "calendar.add_reminder",
         "calendar.create_event",
         "calendar.delete_event",
         "calendar.free_slots",
         "calendar.get_event",
         "calendar.list_events",
         "calendar.remove_attendee",
+        "calendar.remove_reminder",
         "calendar.search_events",
         "calendar.update_event",
     }
@@ -138,6 +140,10 @@ def test_list_events_defaults_to_today(b: SandboxBackend) -> None:
         "attendees": ["Ana Lima"],
         "notes": None,
         "all_day": False,
+        "reminders": [],
+        "timezone": "Europe/Berlin",
+        "zone_start": "2026-11-29T11:00",
+        "zone_end": "2026-11-29T12:30",
     }
     assert b.phone.state.meta["view"] == ("calendar", "list", "events", ("ev_4", "ev_5"))
     title, lines = b.phone.apps["calendar"].screen(b.phone.state.meta["view"])
@@ -195,9 +201,16 @@ def test_create_event_reports_overlaps(b: SandboxBackend) -> None:
         "attendees": ["Ana Lima"],
         "notes": None,
         "all_day": False,
+        "reminders": [],
+        "timezone": "Europe/Berlin",
+        "zone_start": "2026-11-30T14:30",
+        "zone_end": "2026-11-30T15:30",
         "conflicts": ["ev_2"],  # not the all-day offsite
     }
-    assert events(b)["ev_6"] == {k: (tuple(v) if k == "attendees" else v) for k, v in res.items() if k != "conflicts"}
+    shown_only = ("conflicts", "reminders", "timezone", "zone_start", "zone_end")  # none stored for this event
+    assert events(b)["ev_6"] == {
+        k: (tuple(v) if k == "attendees" else v) for k, v in res.items() if k not in shown_only
+    }
     # touching an event's end is not an overlap; overlapping two reports both, by start
     assert (
         ok(b, "calendar.create_event", title="Call", start="2026-11-30T15:30", end="2026-11-30T16:00")["conflicts"]

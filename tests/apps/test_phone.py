@@ -72,11 +72,15 @@ def test_tools_are_described() -> None:
     assert names == {
         "phone.block_number",
         "phone.call",
+        "phone.call_back_voicemail",
         "phone.call_log",
         "phone.current_call",
         "phone.delete_call_log_entry",
+        "phone.delete_voicemail",
         "phone.end_call",
         "phone.list_blocked",
+        "phone.list_voicemails",
+        "phone.play_voicemail",
         "phone.unblock_number",
     }
     for name in names:

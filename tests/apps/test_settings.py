@@ -251,8 +251,8 @@ def test_restore_undoes_writes_and_results_do_not_alias_state() -> None:
 def test_tool_specs() -> None:
     tools = SandboxBackend().tools()
     effects = {n: e.spec.effect for n, e in tools.items() if n.startswith("settings.")}
-    reads = {"settings.get", "settings.list_all", "settings.list_app_permissions"}
-    sensitive = {"settings.grant_permission", "settings.revoke_permission"}
+    reads = {"settings.get", "settings.list_all", "settings.list_app_permissions", "settings.dnd_status"}
+    sensitive = {"settings.grant_permission", "settings.revoke_permission", "settings.delete_dnd_schedule"}
     assert len(effects) >= 13
     for name, effect in effects.items():
         want = Effect.READ if name in reads else Effect.SENSITIVE if name in sensitive else Effect.WRITE
