@@ -27,7 +27,7 @@ from phoneenv.harness.episode_memory import EpisodeMemory
 from phoneenv.harness.memory import CachedEmbedder, MemoryStore, tokenize
 
 CLOCK = "2026-11-29T09:00:00"
-MEMORY_TOOLS = {"memory.search", "memory.save", "memory.forget", "system.wait", "system.location"}
+MEMORY_TOOLS = {"memory.search", "memory.save", "memory.forget", "memory.remind", "system.wait", "system.location"}
 
 
 class CountingEmbedder:
@@ -166,6 +166,7 @@ def test_memory_tools_offered_by_default_and_left_out_on_request():
         "memory.search": "read",
         "memory.save": "write",
         "memory.forget": "write",
+        "memory.remind": "write",
         "system.wait": "read",
         "system.location": "read",
     }
