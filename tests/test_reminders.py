@@ -15,7 +15,7 @@ pytest.importorskip("rank_bm25")
 from phoneenv.contract import Fixtures, LocationChange, StateCriterion, TaskSpec
 from phoneenv.env import PhonePlanEnv
 from phoneenv.harness.episode_memory import EpisodeMemory
-from tests.test_env_memory import CountingEmbedder
+from tests.embedders import CountingEmbedder
 
 CLOCK = "2026-11-29T09:00:00"
 DUE = "2026-11-29T09:30:00"
