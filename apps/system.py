@@ -242,9 +242,9 @@ class System(App):
             account: The account, usually an email address.
             password: The password, if not saved on the phone.
         """
-        self._app(app)
         rec = self.phone.state.get("system.accounts", app)
         if rec is None:
+            self._app(app)  # an account row may name an app served by another world (a simulated one)
             raise ToolError(ErrorKind.PRECONDITION_FAILED, f"{app} has no account to sign in to")
         if rec["account"] is not None and rec["account"].casefold() != account.casefold():
             raise ToolError(
