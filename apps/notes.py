@@ -6,6 +6,11 @@ Table ``notes.notes``: ``{"id": "n_1", "title": str, "body": str, "pinned": bool
 ``updated`` is the time of the last change to the title, body or tags; pinning does not touch it.
 A write that would change nothing writes nothing. Tags are unique case-insensitively and keep the
 spelling they were first given.
+
+Checklists: table ``notes.items``: ``{"id": "ci_1", "note_id": "n_3", "text": str, "done": bool,
+"position": int}``. A note with items is a checklist (Keep's "show checkboxes"): items are kept
+in ``position`` order, checked and unchecked one by one, and deleted with their note. Item changes
+are the items' own state: they do not touch the note's ``updated``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ MAX_BODY = 20000
 Title = Annotated[str, Field(min_length=1, max_length=200)]
 Body = Annotated[str, Field(max_length=MAX_BODY)]
 Tag = Annotated[str, Field(min_length=1, max_length=40, description="A tag, e.g. 'shopping'")]
+ItemText = Annotated[str, Field(min_length=1, max_length=500, description="An item, e.g. 'oat milk'")]
+MAX_ITEMS = 100
+"""Most items one checklist holds."""
 
 
 class Note(TypedDict):
@@ -43,6 +51,33 @@ class NoteList(TypedDict):
 
     notes: list[Note]
     total: int
+
+
+class ChecklistItem(TypedDict):
+    """One item of a checklist note."""
+
+    id: str
+    note_id: str
+    text: str
+    done: bool
+    position: int
+
+
+class ItemList(TypedDict):
+    """A checklist's items in order, with how many are done."""
+
+    note_id: str
+    title: str
+    items: list[ChecklistItem]
+    done: int
+    total: int
+
+
+class Checklist(TypedDict):
+    """A checklist note and its items in order."""
+
+    note: Note
+    items: list[ChecklistItem]
 
 
 def _order(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,10 +122,12 @@ class Notes(App):
     title = "Keep Notes"
     domain = Domain.NOTES
     package = "com.google.android.keep"
-    tables: ClassVar[dict[str, str]] = {"notes": "n_"}
-    records: ClassVar[dict[str, Any]] = {"notes": Note}
+    tables: ClassVar[dict[str, str]] = {"notes": "n_", "items": "ci_"}
+    records: ClassVar[dict[str, Any]] = {"notes": Note, "items": ChecklistItem}
 
     def row(self, table: str, record: dict[str, Any]) -> str:
+        if table == "items":
+            return f"[{'x' if record['done'] else ' '}] {record['text']}"
         pin = "* " if record.get("pinned") else ""
         tags = "  #" + " #".join(record["tags"]) if record.get("tags") else ""
         return f"{pin}{record['title']}{tags}"
@@ -236,6 +273,8 @@ class Notes(App):
             note_id: The note's id.
         """
         self._get(note_id)
+        for item in self._items(note_id):
+            self.remove("items", item["id"])
         self.remove("notes", note_id)
         self.show_list("notes", [r["id"] for r in _order(list(self.t("notes").values()))])
         return {"deleted": note_id}
@@ -283,3 +322,152 @@ class Notes(App):
                 candidates=list(rec["tags"]),
             )
         return self._edit(note_id, tags=kept)
+
+    # -- checklists -----------------------------------------------------------------------------
+    def _items(self, note_id: str) -> list[dict[str, Any]]:
+        """The note's items in position order."""
+        return sorted(
+            (r for r in self.t("items").values() if r["note_id"] == note_id), key=lambda r: (r["position"], r["id"])
+        )
+
+    def _add_items(self, note_id: str, texts: list[str], arg: str) -> list[dict[str, Any]]:
+        have = self._items(note_id)
+        if len(have) + len(texts) > MAX_ITEMS:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"a checklist holds at most {MAX_ITEMS} items (this one has {len(have)})",
+                hint="start a new checklist for the rest",
+                path=f"/{arg}",
+            )
+        pos = have[-1]["position"] + 1 if have else 0
+        out = []
+        for i, text in enumerate(texts):
+            clean = " ".join(text.split())
+            if not clean:
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    "an item is blank",
+                    hint="drop the blank item",
+                    path=f"/{arg}/{i}" if arg == "items" else f"/{arg}",
+                )
+            rec = {"id": self.new_id("items"), "note_id": note_id, "text": clean, "done": False, "position": pos + i}
+            out.append(self.put("items", rec))
+        return out
+
+    def _item(self, item_id: str) -> dict[str, Any]:
+        return self.require("items", item_id, "checklist item", "notes.list_items")
+
+    @tool(effect=Effect.WRITE)
+    def create_checklist(
+        self,
+        title: Title,
+        items: Annotated[list[ItemText], Field(min_length=1, max_length=MAX_ITEMS)],
+        tags: list[Tag] = [],  # noqa: B006 - the schema's default; never mutated
+    ) -> Checklist:
+        """Create a checklist: a note whose items can each be checked off.
+
+        Args:
+            title: Title shown in the list, e.g. "Packing list".
+            items: The items in order, e.g. ["passport", "charger"].
+            tags: Tags to file it under, e.g. ["travel"].
+        """
+        note = self.create(title=title, tags=tags)
+        recs = self._add_items(note["id"], items, "items")
+        self.show_list("items", [r["id"] for r in recs])
+        return {"note": note, "items": [dict(r) for r in recs]}  # type: ignore[misc]
+
+    @tool(effect=Effect.WRITE)
+    def to_checklist(self, note_id: str) -> Checklist:
+        """Turn a note's text into a checklist: each non-blank line of the text becomes an item
+        (a leading "-", "*" or "[ ]" is dropped; "[x]" makes the item done) and the text is
+        cleared.
+
+        Args:
+            note_id: The note's id.
+        """
+        rec = self._get(note_id)
+        if self._items(note_id):
+            raise ToolError(
+                ErrorKind.PRECONDITION_FAILED,
+                f"note {note_id} is already a checklist",
+                hint="add items with notes.add_item",
+            )
+        lines = []
+        for line in rec["body"].splitlines():
+            text = line.strip()
+            done = False
+            for mark, is_done in (("[x]", True), ("[X]", True), ("[ ]", False), ("- ", False), ("* ", False)):
+                if text.startswith(mark):
+                    text, done = text[len(mark) :].strip(), done or is_done
+            if text:
+                lines.append((text[:500], done))
+        if not lines:
+            raise ToolError(
+                ErrorKind.PRECONDITION_FAILED,
+                f"note {note_id} has no text to turn into items",
+                hint="add items with notes.add_item",
+            )
+        recs = self._add_items(note_id, [t for t, _ in lines], "note_id")
+        recs = [self.patch("items", r["id"], done=True) if d else r for r, (_, d) in zip(recs, lines, strict=True)]
+        note = self._edit(note_id, body="")
+        self.show_list("items", [r["id"] for r in recs])
+        return {"note": note, "items": [dict(r) for r in recs]}  # type: ignore[misc]
+
+    @tool()
+    def list_items(self, note_id: str, pending_only: bool = False) -> ItemList:
+        """List a checklist's items in order, with how many are done.
+
+        Args:
+            note_id: The checklist note's id.
+            pending_only: Only the items not yet checked off.
+        """
+        rec = self._get(note_id)
+        items = self._items(note_id)
+        shown = [r for r in items if not (pending_only and r["done"])]
+        self.show_list("items", [r["id"] for r in shown])
+        return {
+            "note_id": note_id,
+            "title": rec["title"],
+            "items": [dict(r) for r in shown],  # type: ignore[misc]
+            "done": sum(1 for r in items if r["done"]),
+            "total": len(items),
+        }
+
+    @tool(effect=Effect.WRITE)
+    def add_item(self, note_id: str, text: ItemText) -> ChecklistItem:
+        """Add an item at the end of a checklist (a note without items becomes a checklist).
+
+        Args:
+            note_id: The note's id.
+            text: The item, e.g. "sunscreen".
+        """
+        self._get(note_id)
+        (rec,) = self._add_items(note_id, [text], "text")
+        self.show_list("items", [r["id"] for r in self._items(note_id)])
+        return dict(rec)  # type: ignore[return-value]
+
+    @tool(effect=Effect.WRITE)
+    def check_item(self, item_id: str, done: bool = True) -> ChecklistItem:
+        """Check an item off (done) or uncheck it.
+
+        Args:
+            item_id: The item's id, from notes.list_items, e.g. "ci_4".
+            done: True to check it off, false to uncheck it.
+        """
+        rec = self._item(item_id)
+        if rec["done"] != done:
+            rec = self.patch("items", item_id, done=done)
+        self.show_list("items", [r["id"] for r in self._items(rec["note_id"])])
+        return dict(rec)  # type: ignore[return-value]
+
+    @tool(effect=Effect.WRITE)
+    def remove_item(self, item_id: str) -> Deleted:
+        """Remove an item from a checklist.
+
+        Args:
+            item_id: The item's id, from notes.list_items.
+        """
+        rec = self._item(item_id)
+        self.remove("items", item_id)
+        self.show_list("items", [r["id"] for r in self._items(rec["note_id"])])
+        return {"deleted": item_id}

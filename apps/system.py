@@ -2,7 +2,7 @@
 
 Tables (all built from the task's fixtures by the sandbox): ``system.apps``,
 ``system.permissions`` (id ``app/permission``), ``system.accounts`` (id = app),
-``system.notifications``.
+``system.notifications`` (``system.notify`` posts one from the assistant, app ``"assistant"``).
 
 Credentials: ``system.sign_in`` takes the password from the fixtures' vault (the phone's password
 manager) when none is given; a password given as an argument is a secret parameter, shown as
@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from phoneenv.app import App, listing
+from phoneenv.app import App, id_key, listing
 from phoneenv.contract import Domain, Effect, ErrorKind
 from phoneenv.farm.android import AndroidDriver, PackageTable, PermissionTable
 from phoneenv.tools import ToolError, tool
@@ -99,6 +99,9 @@ class Capture(TypedDict):
     height: int
 
 
+ASSISTANT = "assistant"
+"""The ``app`` of the notifications ``system.notify`` posts."""
+
 ANDROID = AndroidDriver(
     tables={"permissions": PermissionTable(), "apps": PackageTable()},
     tools=("system.check_permission", "system.list_apps", "system.open_app", "system.request_permission"),
@@ -109,6 +112,8 @@ ANDROID = AndroidDriver(
         "system.list_accounts": "as system.sign_in",
         "system.list_notifications": "Android has no read/unread state for a notification to read back",
         "system.dismiss_notification": "Android has no read/unread state for a notification to read back",
+        "system.notify": "a notification posted with `cmd notification post` comes from the shell, not the "
+        "assistant, and has no read state to read back (as system.list_notifications)",
     },
     notes="Permissions: pm grant|revoke and dumpsys package; apps: pm list packages; system.request_permission "
     "applies the simulated user's answer from the fixtures with pm grant.",
@@ -237,9 +242,9 @@ class System(App):
             account: The account, usually an email address.
             password: The password, if not saved on the phone.
         """
-        self._app(app)
         rec = self.phone.state.get("system.accounts", app)
         if rec is None:
+            self._app(app)  # an account row may name an app served by another world (a simulated one)
             raise ToolError(ErrorKind.PRECONDITION_FAILED, f"{app} has no account to sign in to")
         if rec["account"] is not None and rec["account"].casefold() != account.casefold():
             raise ToolError(
@@ -288,6 +293,29 @@ class System(App):
         recs = [r for r in self.t("notifications").values() if not (unread_only and r["read"])]
         recs.sort(key=lambda r: (r["time"], r["id"]), reverse=True)
         return {"notifications": listing(recs)}
+
+    @tool(name="notify", effect=Effect.WRITE)
+    def post_notification(
+        self,
+        title: Annotated[str, Field(min_length=1, max_length=100)],
+        text: Annotated[str, Field(min_length=1, max_length=1000)],
+    ) -> Notification:
+        """Show the user a notification from the assistant, e.g. to pass on a reminder that
+        came due. It is listed by system.list_notifications with the app "assistant".
+
+        Args:
+            title: The headline, e.g. "Reminder".
+            text: The message, e.g. "Call the dentist about Thursday".
+        """
+        clean = " ".join(title.split()), text.strip()
+        for arg, value in zip(("title", "text"), clean, strict=True):
+            if not value:
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS, f"the {arg} is blank", hint=f"write the {arg}", path=f"/{arg}"
+                )
+        self.phone.notify(ASSISTANT, *clean)
+        rid = max(self.t("notifications"), key=id_key)
+        return dict(self.t("notifications")[rid])  # type: ignore[return-value]
 
     @tool(effect=Effect.WRITE)
     def dismiss_notification(self, notification_id: str) -> Notification:

@@ -7,7 +7,6 @@ import sqlite3
 import sys
 import warnings
 
-import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -24,27 +23,11 @@ from phoneenv.contract import (
 from phoneenv.env import PhonePlanEnv
 from phoneenv.harness import episode_memory
 from phoneenv.harness.episode_memory import EpisodeMemory
-from phoneenv.harness.memory import CachedEmbedder, MemoryStore, tokenize
+from phoneenv.harness.memory import CachedEmbedder, MemoryStore
+from tests.embedders import CountingEmbedder
 
 CLOCK = "2026-11-29T09:00:00"
-MEMORY_TOOLS = {"memory.search", "memory.save", "memory.forget", "system.wait", "system.location"}
-
-
-class CountingEmbedder:
-    """A bag of words (one dimension per BM25 term), L2-normalised; records what it encodes."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.vocab: dict[str, int] = {}
-
-    def __call__(self, texts):
-        self.texts.extend(texts)
-        out = np.zeros((len(texts), 512), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in tokenize(text):
-                out[i, self.vocab.setdefault(word, len(self.vocab))] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms > 0, norms, 1.0)
+MEMORY_TOOLS = {"memory.search", "memory.save", "memory.forget", "memory.remind", "system.wait", "system.location"}
 
 
 SEED = [
@@ -166,6 +149,7 @@ def test_memory_tools_offered_by_default_and_left_out_on_request():
         "memory.search": "read",
         "memory.save": "write",
         "memory.forget": "write",
+        "memory.remind": "write",
         "system.wait": "read",
         "system.location": "read",
     }

@@ -404,7 +404,7 @@ def tools(store):
 
 def test_tool_specs(store):
     table = memory_tools(store, clock=lambda: T0)
-    assert sorted(table) == ["memory.forget", "memory.save", "memory.search"]
+    assert sorted(table) == ["memory.forget", "memory.remind", "memory.save", "memory.search"]
     specs = {name: tdef.spec for name, (tdef, _) in table.items()}
     assert {s.app for s in specs.values()} == {"memory"} and {s.domain for s in specs.values()} == {Domain.DEVICE}
     assert specs["memory.search"].effect is Effect.READ and specs["memory.save"].effect is Effect.WRITE

@@ -85,6 +85,8 @@ def test_memory_category_size_and_templates():
     assert min(len(ts) for ts in BY_TEMPLATE.values()) >= 10
     assert {t.id for t in select("template:memory.intent_time")} == {f"memory.intent_time/{k}" for k in range(12)}
     for t in MEM:
+        if not t.template.startswith("memory."):
+            continue  # reminders.* set reminders rather than recall (tests/test_reminders.py)
         assert t.reference_plan[0].name == "memory.search", t.id
         assert len(t.fixtures.memory) >= 5, t.id  # the needed memories among distractors
     assert len({t.goal for t in MEM}) >= 60
@@ -208,6 +210,9 @@ def test_reference_search_finds_the_needed_memory(one_torch_thread):
     own = [t for t in MEM if t.template.startswith("memory.")]
     env = PhonePlanEnv(tasks=own)
     for t in own:
+    recall = [t for t in MEM if t.template.startswith("memory.")]  # reminders.* set, not recall
+    env = PhonePlanEnv(tasks=recall)
+    for t in recall:
         env.reset(options={"task": t})
         _, _, _, _, info = env.step(t.reference_plan[0].model_dump())
         hits = info["feedback"].result["memories"]
@@ -222,6 +227,7 @@ def test_reference_search_finds_the_needed_memory(one_torch_thread):
         assert env._memory.store.embedder is shared
         encoded = shared.encoded
         for t in own:
+        for t in recall:
             env.reset(options={"task": t})
             env.step(t.reference_plan[0].model_dump())
         assert shared.encoded == encoded

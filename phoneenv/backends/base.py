@@ -117,6 +117,22 @@ class Backend(abc.ABC):
         a setting at its default value. Verification counts them in both states; none by default."""
         return {}
 
+    def account(self, app: str) -> Mapping[str, Any] | None:
+        """``app``'s account now (``account``, ``signed_in``), or None when the world knows none
+        (none by default)."""
+        return None
+
+    def login_gate(self, spec: ToolSpec) -> Feedback | None:
+        """The one sign-in check of every world: ``login_required`` when ``spec`` requires login
+        and :meth:`account` of its app is not signed in (naming the account when the world knows
+        it, so the hint is the exact ``system.sign_in`` call), else None."""
+        if not spec.requires_login:
+            return None
+        acc = self.account(spec.app)
+        if acc and acc.get("signed_in"):
+            return None
+        return feedback.login_required(spec.app, acc.get("account") if acc else None)
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release what the backend holds (devices, servers). Idempotent."""
 
@@ -161,10 +177,9 @@ class PhoneBackend(Backend):
                 for perm in spec.permissions:
                     if not phone.permission_granted(app, perm):
                         return feedback.permission_denied(app, perm)
-                if spec.requires_login:
-                    acc = phone.account(app)
-                    if not (acc and acc.get("signed_in")):
-                        return feedback.login_required(app, acc.get("account") if acc else None)
+                denied = self.login_gate(spec)
+                if denied is not None:
+                    return denied
                 if not phone.apps[app].system:
                     meta["foreground"] = app
                 result = entry.method(phone.apps[app], **arguments)
@@ -174,6 +189,10 @@ class PhoneBackend(Backend):
             return exc.feedback(spec.parameters)
         except Exception as exc:
             return self._failed(name, exc)
+
+    def account(self, app: str) -> Mapping[str, Any] | None:
+        """``app``'s account on the phone (``system.accounts``), or None."""
+        return self.phone.account(app)
 
     def _session(self) -> contextlib.AbstractContextManager[None]:
         """Around one call's checks and method (nothing by default)."""

@@ -7,7 +7,9 @@ episode, one clock and one trace.
 Each step's backend is recorded in the trace (``Step.backend`` is ``sandbox`` or ``llmsim``).
 Verification reads both worlds at once: the sandbox's tables and the simulation's fact ledger
 (the ledger wins for tables both hold). A task runs here when it declares ``hybrid`` — or
-``sandbox``, whose tasks the router serves unchanged.
+``sandbox``, whose tasks the router serves unchanged. Accounts are the sandbox's
+(``system.accounts``): a simulated tool that requires login reads them, so ``system.sign_in``
+unlocks a simulated app as it does a sandbox one.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ class HybridBackend(Backend):
         self._key: tuple[Any, Any] | None = None
         self._tools: dict[str, Any] = {}
         self._sim_names: frozenset[str] = frozenset()
+        link = getattr(simulated, "use_accounts_of", None)
+        if link is not None:
+            link(sandbox)  # one account table: the sandbox's system.sign_in unlocks simulated apps
         self._refresh()
 
     def _refresh(self) -> None:

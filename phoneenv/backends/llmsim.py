@@ -128,7 +128,9 @@ class SimTool(BaseModel):
 
     ``parameters`` is a JSON Schema object in the OpenAI function-calling form
     (``{"type": "object", "properties": ..., "required": [...]}``); ``returns`` the JSON Schema of
-    a successful result; ``effect`` ``read``, ``write`` or ``sensitive`` (payment and the like).
+    a successful result; ``effect`` ``read``, ``write`` or ``sensitive`` (payment and the like);
+    ``requires_login``: the tool acts on the user's account in the app (ordering, bookings), so
+    it answers ``login_required`` while the app is signed out (see :meth:`LLMSimBackend.account`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -138,6 +140,7 @@ class SimTool(BaseModel):
     parameters: dict[str, Any]
     returns: dict[str, Any]
     effect: Effect = Effect.READ
+    requires_login: bool = False
 
 
 class SumRule(BaseModel):
@@ -325,6 +328,7 @@ class SimApp(BaseModel):
                 app=self.name,
                 domain=self.domain,
                 effect=t.effect,
+                requires_login=t.requires_login,
             )
             for t in self.tools
         ]
@@ -1078,6 +1082,8 @@ class LLMSimBackend(Backend):
         self._fixture_part: dict[str, str] = {}
         self._last_app: str | None = None
         self._last_result: Any = None
+        self._accounts: dict[str, dict[str, Any]] = {}
+        self._account_source: Backend | None = None
 
     # -- tools ----------------------------------------------------------------------------------
     @staticmethod
@@ -1168,12 +1174,19 @@ class LLMSimBackend(Backend):
         self._issues = []
         self._last_app = None
         self._last_result = None
+        self._accounts = {
+            app: {"app": app, "account": acc.get("account"), "signed_in": bool(acc.get("signed_in", False))}
+            for app, acc in fx.accounts.items()
+            if app in self.apps
+        }
         if active != self._active:
             self._active = active
             self._tools = self._tools_for(active)
 
     def call(self, name: str, arguments: dict[str, Any]) -> Feedback:
-        """Serve tool ``name`` from the script, the cache or the simulator (in that order).
+        """Serve tool ``name`` from the script, the cache or the simulator (in that order), after
+        the clock advanced and :meth:`~phoneenv.backends.base.Backend.login_gate` let it through
+        (a tool that requires login, of an app signed out: ``login_required``, as on the sandbox).
 
         Never raises. A reply ``{"error": ...}`` becomes a recoverable ``not_found`` (or the
         ``kind`` it names) feedback; a simulator that fails (:class:`InfrastructureError`, or no
@@ -1186,6 +1199,9 @@ class LLMSimBackend(Backend):
                 ok=False, error=ErrorKind.UNKNOWN_TOOL, message=f"{name!r} is not installed", recoverable=True
             )
         self._now += SECONDS_PER_CALL
+        denied = self.login_gate(entry.spec)
+        if denied is not None:
+            return denied
         app = entry.app
         self._last_app = app.name
         canon = canonical_json(arguments)
@@ -1314,6 +1330,21 @@ class LLMSimBackend(Backend):
         )
 
     # -- world ----------------------------------------------------------------------------------
+    def account(self, app: str) -> Mapping[str, Any] | None:
+        """``app``'s account now (``account``, ``signed_in``): from the world that keeps the
+        phone's accounts when one is linked (:meth:`use_accounts_of`: the hybrid router links the
+        sandbox, whose ``system.sign_in`` then unlocks the app), else as the task's
+        ``fixtures.accounts`` declare it. An app the accounts do not name is signed in: the
+        user's long-tail apps are logged in unless a fixture logs one out."""
+        source = self._account_source
+        acc = source.account(app) if source is not None else self._accounts.get(app)
+        return acc if acc is not None else {"app": app, "account": None, "signed_in": True}
+
+    def use_accounts_of(self, backend: Backend | None) -> None:
+        """Read accounts from ``backend`` (its :meth:`~phoneenv.backends.base.Backend.account`)
+        instead of the fixtures; None unlinks."""
+        self._account_source = backend
+
     def consistency_issues(self) -> list[str]:
         """Contradictions found this episode, one sentence each (tool, entity, field, old, new)."""
         return list(self._issues)

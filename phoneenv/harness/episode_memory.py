@@ -11,7 +11,8 @@ and intents that fire into the episode when their trigger comes true.
 ``memory=True`` (the default). It gives the episode:
 
 Tools
-    ``memory.search``, ``memory.save`` and ``memory.forget`` (:class:`~phoneenv.harness.memory.
+    ``memory.search``, ``memory.save``, ``memory.forget`` and ``memory.remind`` (the user's
+    reminders: an intent with a time, place or app-event trigger) (:class:`~phoneenv.harness.memory.
     MemoryTools`), validated and answered like every other tool (structured errors with the
     argument's JSON path), plus two tools that make triggers reachable: ``system.wait`` (let
     up to 240 minutes pass; offered when the backend's clock can be moved) and
@@ -104,7 +105,7 @@ log = logging.getLogger(__name__)
 MEMORY_TABLE = "memory.entries"
 """The verified table that exposes the store (see the module docstring)."""
 
-MEMORY_TOOLS = ("memory.search", "memory.save", "memory.forget")
+MEMORY_TOOLS = ("memory.search", "memory.save", "memory.forget", "memory.remind")
 """The memory tools offered in episodes."""
 
 WAIT_TOOL = "system.wait"
@@ -268,7 +269,7 @@ class _WorldTools:
 @functools.lru_cache(maxsize=1)
 def _defs() -> dict[str, ToolDef]:
     out = {}
-    for fn in (MemoryTools.search, MemoryTools.save, MemoryTools.forget):
+    for fn in (MemoryTools.search, MemoryTools.save, MemoryTools.forget, MemoryTools.remind):
         tdef = build_tool("memory", Domain.DEVICE, fn)
         out[tdef.spec.name] = tdef
     for fn in (_WorldTools.wait, _WorldTools.location):
@@ -372,10 +373,12 @@ class EpisodeMemory:
         except Exception:  # a broken embedder or database: the world's fault, never the agent's
             log.exception("tool %s raised", name)
             return internal_error(name, "the memory store")
-        if name in ("memory.save", "memory.forget"):
+        if name in ("memory.save", "memory.forget", "memory.remind"):
             self._dirty = True
             self._table = None
-            if self.pending:
+            if name == "memory.remind" and not self.pending:
+                self._place = self._place_now()  # where the phone is as the first intent starts waiting
+            if self.pending or name == "memory.remind":
                 self._rearm()
         return Feedback(ok=True, result=result)
 

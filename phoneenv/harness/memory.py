@@ -53,8 +53,9 @@ Intents
     and an ``action``. :meth:`MemoryStore.due_intents` lists the valid, unfired intents whose
     trigger holds; :meth:`MemoryStore.mark_fired` records that one fired, so it fires exactly once.
 
-Agents reach the store through three typed tools, ``memory.search``, ``memory.save`` and
-``memory.forget`` (:func:`memory_tools`, :class:`MemoryTools`).
+Agents reach the store through four typed tools, ``memory.search``, ``memory.save``,
+``memory.forget`` and ``memory.remind`` (an intent with a time, place or app-event trigger, the
+user's reminder) (:func:`memory_tools`, :class:`MemoryTools`).
 """
 
 from __future__ import annotations
@@ -1024,6 +1025,16 @@ class Saved(TypedDict):
     supersedes: int | None
 
 
+class Reminder(TypedDict):
+    """A reminder just set: an intent that fires once, when its trigger comes true."""
+
+    id: int
+    content: str
+    action: str
+    trigger: IntentTriggerItem
+    created: str
+
+
 class Forgotten(TypedDict):
     """Confirmation that a memory was forgotten."""
 
@@ -1123,6 +1134,64 @@ class MemoryTools:
         }
 
     @tool(effect=Effect.WRITE)
+    def remind(
+        self,
+        content: Content,
+        trigger: TriggerType,
+        when: Annotated[str, Field(min_length=1, max_length=200)],
+        action: Content | None = None,
+    ) -> Reminder:
+        """Set a reminder for the user: it fires once, when its trigger comes true, and then
+        arrives in a step's feedback (pass it on to the user with system.notify). Find or cancel
+        reminders with memory.search and memory.forget.
+
+        Args:
+            content: What the reminder is about, as the user said it, e.g. "call the dentist".
+            trigger: "time" (at a local time), "place" (on arriving at a place) or "app_event"
+                (when an app event happens, e.g. after a call ends).
+            when: For "time" the local time, YYYY-MM-DDTHH:MM, e.g. "2026-11-29T17:30"; for
+                "place" the place's name, e.g. "office"; for "app_event" the event as
+                app.verb, e.g. "phone.end_call" (a call ended) or "system.location_changed".
+            action: What to do when it fires, if more than the content, e.g. "Text Ana the code".
+        """
+        if not content.strip():
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS, "the content is blank", hint="say what to remind of", path="/content"
+            )
+        if action is not None and not action.strip():
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "the action is blank", hint="leave it out", path="/action")
+        try:
+            trig = _trigger((trigger, when))
+        except ValueError as exc:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                str(exc),
+                hint={
+                    "time": "give a local time such as 2026-11-29T17:30",
+                    "place": "name the place",
+                    "app_event": "name the event as app.verb, e.g. phone.end_call",
+                }[trigger],
+                path="/when",
+            ) from None
+        now = self.clock()
+        if trig.type == "time" and dt.datetime.fromisoformat(trig.value) <= dt.datetime.fromisoformat(now):
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{trig.value} has already passed (it is {now})",
+                hint="pick a later time",
+                path="/when",
+            )
+        new_id = self.store.save("intent", content, created=now, trigger=trig, action=action or content)
+        entry = self.store.get(new_id)
+        return {
+            "id": entry.id,
+            "content": entry.content,
+            "action": entry.action,  # type: ignore[typeddict-item]
+            "trigger": {"type": trig.type, "value": trig.value},
+            "created": entry.created,
+        }
+
+    @tool(effect=Effect.WRITE)
     def forget(self, id: Annotated[int, Field(ge=1)]) -> Forgotten:
         """Forget a memory: it is no longer returned by memory.search.
 
@@ -1142,7 +1211,7 @@ class MemoryTools:
         method, called with validated keyword arguments)."""
         if self._tools is None:
             self._tools = {}
-            for fn in (MemoryTools.search, MemoryTools.save, MemoryTools.forget):
+            for fn in (MemoryTools.search, MemoryTools.save, MemoryTools.forget, MemoryTools.remind):
                 tdef = build_tool(app=self.name, app_domain=self.domain, method=fn)
                 self._tools[tdef.spec.name] = (tdef, getattr(self, fn.__name__))
         return self._tools
@@ -1182,7 +1251,7 @@ class MemoryTools:
 
 
 def memory_tools(store: MemoryStore, clock: Callable[[], str]) -> dict[str, tuple[ToolDef, Callable[..., Any]]]:
-    """``memory.search``, ``memory.save`` and ``memory.forget`` over ``store``: tool name →
+    """``memory.search``, ``memory.save``, ``memory.forget`` and ``memory.remind`` over ``store``: tool name →
     (:class:`~phoneenv.tools.ToolDef`, bound method taking validated keyword arguments).
 
     Args:

@@ -238,6 +238,12 @@ def test_tool_specs() -> None:
         "notes.pin": Effect.WRITE,
         "notes.add_tag": Effect.WRITE,
         "notes.remove_tag": Effect.WRITE,
+        "notes.create_checklist": Effect.WRITE,
+        "notes.to_checklist": Effect.WRITE,
+        "notes.list_items": Effect.READ,
+        "notes.add_item": Effect.WRITE,
+        "notes.check_item": Effect.WRITE,
+        "notes.remove_item": Effect.WRITE,
     }
     for name in effects:
         spec = tools[name].spec
