@@ -210,9 +210,6 @@ def test_reference_search_finds_the_needed_memory(one_torch_thread):
     own = [t for t in MEM if t.template.startswith("memory.")]
     env = PhonePlanEnv(tasks=own)
     for t in own:
-    recall = [t for t in MEM if t.template.startswith("memory.")]  # reminders.* set, not recall
-    env = PhonePlanEnv(tasks=recall)
-    for t in recall:
         env.reset(options={"task": t})
         _, _, _, _, info = env.step(t.reference_plan[0].model_dump())
         hits = info["feedback"].result["memories"]
@@ -227,7 +224,6 @@ def test_reference_search_finds_the_needed_memory(one_torch_thread):
         assert env._memory.store.embedder is shared
         encoded = shared.encoded
         for t in own:
-        for t in recall:
             env.reset(options={"task": t})
             env.step(t.reference_plan[0].model_dump())
         assert shared.encoded == encoded
