@@ -115,12 +115,7 @@ def test_splits_partition_the_suite_stably():
 # template's draws or to the seeded worlds changes it. When the change is on purpose, update it:
 #     python -m phoneenv.tasks.golden
 # and paste the printed value here (say in the commit why the suite changed).
-GOLDEN = "e3fbad5b222a434ac393807037b1ead0c8dfa63d0e7f459208124529eed4ea8e"
-GOLDEN = "38480108ad5f0cd9d0d777b4808bf3694383513024a0507d76cda4c25f5fa988"
-GOLDEN = "371d5821e83070d6013e3fcfdc6556d2e30bf211b0afd02863b5cdb16fbfb4bd"
-GOLDEN = "971abbd5bf87fdeca5a692bdb5d6d3312cd8b8e7e51c1c0e90fa060942def92b"
-GOLDEN = "96c2a19eff0c00929fdf30bb8e721241ae31f270ed56ef2a2c9c02f7dcefdf37"
-GOLDEN = "09959db8dbcd037f48f4b1e1c312c4d25fd58929f4a06c8b5482fb34a593c85c"
+GOLDEN = "7a91ebaec0e93f8bd54034dd74cd2fdbf6a564e8472535ffea7300a6b7deaffc"
 
 
 def test_suite_golden_hash():
