@@ -22,6 +22,7 @@ TEMPLATES = [
     "skills.pay_bill_safely",
     "skills.log_expense",
     "skills.evening_scene",
+    "skills.leave_home",
     "subagent.pay_chosen_bill",
     "subagent.collect_debts",
     "subagent.lights_off",
@@ -179,6 +180,18 @@ def test_the_evening_scene_covers_the_whole_home_but_no_plug():
         assert len(scene) == sum(d["kind"] != "plug" for d in devices), t.id
         made = where(t, "created:home.scenes")
         assert made["actions"] == {"len": len(scene)}
+
+
+def test_leaving_turns_the_heating_down_by_the_length_of_the_trip():
+    for t in select("template:skills.leave_home"):
+        (th,) = [d for d in recs(t, "home.devices") if d["kind"] == "thermostat"]
+        overnight = re.search(r"weekend|tomorrow|days|overnight", t.goal) is not None
+        celsius = 16 if overnight else 18
+        want = celsius if th["unit"] == "C" else round(celsius * 9 / 5 + 32)
+        heat = [c for c in t.criteria if c.id.endswith(":heat")]
+        assert [c.where["target"] for c in heat] == [want], t.id
+        on = {d["id"] for d in recs(t, "home.devices") if d["kind"] in ("light", "plug") and d["on"]}
+        assert {c.where["id"] for c in t.criteria if c.where.get("on") is False} == on, t.id
 
 
 def test_the_remembered_crowd_and_limit_are_the_newest():

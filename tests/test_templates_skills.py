@@ -34,6 +34,7 @@ TEMPLATES = {
     "skills.pay_bill_safely": "pay-a-bill-safely",
     "skills.log_expense": "log-an-expense",
     "skills.evening_scene": "set-up-an-evening-scene",
+    "skills.leave_home": "leave-the-house",
 }
 # Text that only the skill's body gives away: in the body, never in the goal or the description.
 MARKERS = {
@@ -47,6 +48,7 @@ MARKERS = {
     "skills.pay_bill_safely": ["Bill: ", "`utilities`", "more than 7 days"],
     "skills.log_expense": ["<Shop> - <what it was>", "leftover"],
     "skills.evening_scene": ["Evening - <Room>", "never switches a plug", "68"],
+    "skills.leave_home": ["Every plug that is on", "overnight or longer", "61"],
 }
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]  # fmt: skip
@@ -394,6 +396,26 @@ def evening_scene(t: TaskSpec, skill: bool) -> Steps:
     return [("home.create_scene", {"name": name, "actions": actions}), ("home.run_scene", {"scene_id": "sc_1"})]
 
 
+def leave_home(t: TaskSpec, skill: bool) -> Steps:
+    """With the skill: every light and plug that is on switched off, an unlocked door locked,
+    the heating to 18 C / 64 F for a same-day trip and 16 C / 61 F overnight or longer (read off
+    the goal); without it, the lights off and the door locked."""
+    devices = recs(t, "home.devices")
+    kinds = ("light", "plug") if skill else ("light",)
+    steps: Steps = [
+        ("home.switch", {"device_id": d["id"], "on": False}) for d in devices if d["kind"] in kinds and d["on"]
+    ]
+    steps += [("home.lock", {"device_id": d["id"]}) for d in devices if d["kind"] == "lock" and not d["locked"]]
+    if skill:
+        away = any(w in t.goal for w in ("weekend", "tomorrow", "days", "overnight"))
+        for d in devices:
+            if d["kind"] == "thermostat":
+                target = {("C", False): 18, ("C", True): 16, ("F", False): 64, ("F", True): 61}[d["unit"], away]
+                if d["target"] != target:
+                    steps.append(("home.set_temperature", {"device_id": d["id"], "target": target}))
+    return steps
+
+
 PLANS = {
     "skills.split_bill": split_bill,
     "skills.archive_note": archive_note,
@@ -405,6 +427,7 @@ PLANS = {
     "skills.pay_bill_safely": pay_bill_safely,
     "skills.log_expense": log_expense,
     "skills.evening_scene": evening_scene,
+    "skills.leave_home": leave_home,
 }
 # The criterion each naive plan must fail: the rule it broke (other criteria may fail too).
 NAIVE_BREAKS = {
@@ -418,6 +441,7 @@ NAIVE_BREAKS = {
     "skills.pay_bill_safely": {"created:budget.entries"},
     "skills.log_expense": {"created:budget.entries"},
     "skills.evening_scene": {"created:home.scenes"},
+    "skills.leave_home": None,  # the plugs' criteria and/or the heating's
 }
 
 
