@@ -39,6 +39,7 @@ TEMPLATES = {
     "skills.event_table": "book-a-table-for-an-event",
     "skills.safe_dinner": "order-dinner-safely",
     "skills.reorder_usual": "reorder-the-usual",
+    "skills.leave_home": "leave-the-house",
 }
 # Text that only the skill's body gives away: in the body, never in the goal or the description.
 MARKERS = {
@@ -56,6 +57,7 @@ MARKERS = {
     "skills.event_table": ["two hours", "`location`", "`note`"],
     "skills.safe_dinner": ["`min_order`", "user.confirm"],
     "skills.reorder_usual": ["most often", "cancelled"],
+    "skills.leave_home": ["Every plug that is on", "overnight or longer", "61"],
 }
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]  # fmt: skip
@@ -497,6 +499,26 @@ def reorder_usual(t: TaskSpec, skill: bool) -> Steps:
     ]
 
 
+def leave_home(t: TaskSpec, skill: bool) -> Steps:
+    """With the skill: every light and plug that is on switched off, an unlocked door locked,
+    the heating to 18 C / 64 F for a same-day trip and 16 C / 61 F overnight or longer (read off
+    the goal); without it, the lights off and the door locked."""
+    devices = recs(t, "home.devices")
+    kinds = ("light", "plug") if skill else ("light",)
+    steps: Steps = [
+        ("home.switch", {"device_id": d["id"], "on": False}) for d in devices if d["kind"] in kinds and d["on"]
+    ]
+    steps += [("home.lock", {"device_id": d["id"]}) for d in devices if d["kind"] == "lock" and not d["locked"]]
+    if skill:
+        away = any(w in t.goal for w in ("weekend", "tomorrow", "days", "overnight"))
+        for d in devices:
+            if d["kind"] == "thermostat":
+                target = {("C", False): 18, ("C", True): 16, ("F", False): 64, ("F", True): 61}[d["unit"], away]
+                if d["target"] != target:
+                    steps.append(("home.set_temperature", {"device_id": d["id"], "target": target}))
+    return steps
+
+
 PLANS = {
     "skills.split_bill": split_bill,
     "skills.archive_note": archive_note,
@@ -512,6 +534,7 @@ PLANS = {
     "skills.event_table": event_table,
     "skills.safe_dinner": safe_dinner,
     "skills.reorder_usual": reorder_usual,
+    "skills.leave_home": leave_home,
 }
 # The criterion each naive plan must fail: the rule it broke (other criteria may fail too).
 NAIVE_BREAKS = {
@@ -530,6 +553,7 @@ NAIVE_BREAKS = {
     # above the minimum the order was not confirmed; below it the shortfall was not told
     "skills.safe_dinner": [{"confirm_before:delivery.place_order"}, {"answer"}],
     "skills.reorder_usual": {"created:delivery.orders"},
+    "skills.leave_home": None,  # the plugs' criteria and/or the heating's
 }
 # The to-do, gallery and music skills templates: their plans live in tests/test_templates_media.py.
 TEMPLATES.update(SKILL_TEMPLATES)

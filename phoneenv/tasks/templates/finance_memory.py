@@ -118,7 +118,13 @@ def heating_preference(w: World) -> Draft:
     """Template ``memory.heating_preference``: "Set the heating the way I like it": the
     temperature comes from a preference (in the thermostat's unit), which may replace an older one."""
     home = seed_home(w)
-    new_c, old_c = w.rng.sample([20.5, 21, 21.5, 22, 23], 2)
+    goals = [
+        "Set the heating the way I like it.",
+        "Put the thermostat on my usual temperature.",
+        "It's cold - set the thermostat to what I normally have.",
+    ]
+    goal, new_c = pick(w, goals, [20.5, 21, 21.5, 22, 23])  # a shared goal, another temperature
+    old_c = w.rng.choice([c for c in [20.5, 21, 21.5, 22, 23] if c != new_c])
     new, old = temperature(w, new_c), temperature(w, old_c)
     unit = "degrees Fahrenheit" if fahrenheit(w) else "degrees"
     book = MemoryBook()
@@ -133,14 +139,6 @@ def heating_preference(w: World) -> Draft:
     else:
         book.add("preference", f"I like the thermostat at {new:g} {unit}", ago(w, w.rng.randrange(20, 400)))
     book.distract(w, 5 - len(book.entries), skip=("home",))
-    (goal,) = pick(
-        w,
-        [
-            "Set the heating the way I like it.",
-            "Put the thermostat on my usual temperature.",
-            "It's cold - set the thermostat to what I normally have.",
-        ],
-    )
     th = home["thermostat"]
     plan = [
         call("memory.search", query="thermostat temperature"),

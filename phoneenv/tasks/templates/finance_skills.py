@@ -5,6 +5,7 @@ skill (``apps/skills/<app>/<name>/SKILL.md``), the goal only names the request.
 |---|---|---|
 | ``skills.pay_bill_safely`` | ``pay-a-bill-safely`` | due within 7 days: pay now, else schedule for the due date; confirm first; log it as ``utilities`` with the note ``Bill: <title>`` |
 | ``skills.log_expense`` | ``log-an-expense`` | the note ``<Shop> - <what>``; paid for others too: only the user's share (rounded down for the others, the user keeps the leftover cents) |
+| ``skills.leave_home`` | ``leave-the-house`` | lights and plugs off, the door locked, the heating down to 18 °C (64 °F) for a short trip and 16 °C (61 °F) overnight or longer |
 | ``skills.evening_scene`` | ``set-up-an-evening-scene`` | the scene ``Evening - <Room>``: that room's lights at the level, every other light off, the door locked, the heating at 20 °C (68 °F), no plugs; run at once |
 """
 
@@ -18,7 +19,6 @@ from phoneenv.tasks.templates import (
     Draft,
     behavior,
     call,
-    confirm_variant,
     fails,
     first_name,
     named,
@@ -47,7 +47,7 @@ __all__ = ["COUNT", "PAY_NOW_DAYS", "bill_note", "evening_name", "expense_note",
 
 SKILLS = Category.SKILLS
 COUNT = 16
-"""Tasks per template here (3 templates: 48 tasks)."""
+"""Tasks per template here (4 templates: 64 tasks)."""
 PAY_NOW_DAYS = 7
 """Skill ``pay-a-bill-safely``: a bill due within this many days is paid now, a later one scheduled."""
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -413,4 +413,76 @@ def evening_scene(w: World) -> Draft:
             ),
             fails("saved but never run", replacing(plan, create + 1)),
         ],
+    )
+
+
+# -- leave the house -----------------------------------------------------------------------------
+
+SHORT = ["to the shops for an hour", "out for a couple of hours", "to the gym", "out for the afternoon"]
+LONG = ["away for the weekend", "out until tomorrow", "on a trip for a few days", "away overnight"]
+LEAVE_ASKS = ["I'm going {trip} - get the house ready.", "Heading {trip}. Sort out the house for me."]
+
+
+@template(
+    "skills.leave_home",
+    apps=["home"],
+    domain=Domain.DEVICE,
+    category=SKILLS,
+    difficulty=3,
+    capabilities=["skill", "lookup", "update", "multi-entity"],
+    count=COUNT,
+    max_steps=25,
+)
+def leave_home(w: World) -> Draft:
+    """Template ``skills.leave_home``, e.g. "I'm going away for the weekend - get the house
+    ready.": lights and plugs off, the door locked, the heating down by the trip's length."""
+    home = seed_home(w)
+    trip, ask = pick(w, [*SHORT, *LONG], LEAVE_ASKS)
+    away = trip in LONG
+    th, lock = home["thermostat"], home["lock"]
+    lock["locked"] = w.rng.random() < 0.5
+    lights = [d for ds in home["lights"].values() for d in ds]
+    if not any(d["on"] for d in lights):
+        w.rng.choice(lights)["on"] = True
+    target = temperature(w, 16 if away else 18)
+    devices = [*lights, *home["plugs"]]
+    on = [d for d in devices if d["on"]]
+    read, read_ms = read_skill("leave-the-house")
+    plan = [read, call("home.list_devices")]
+    plan += [call("home.switch", device_id=d["id"], on=False) for d in on]
+    criteria: list[Criterion] = [suffixed(state("home.devices", "updated", id=d["id"], on=False), d["id"]) for d in on]
+    if not lock["locked"]:
+        plan.append(call("home.lock", device_id=lock["id"]))
+        criteria.append(suffixed(state("home.devices", "updated", id=lock["id"], locked=True), "lock"))
+    heat = len(plan)
+    if th["target"] != target:
+        plan.append(call("home.set_temperature", device_id=th["id"], target=target))
+        criteria.append(suffixed(state("home.devices", "updated", id=th["id"], target=target), "heat"))
+    else:
+        criteria.append(suffixed(state("home.devices", "present", id=th["id"], target=target), "heat"))
+    plan.append(call("finish", answer="The house is ready."))
+    other = temperature(w, 18 if away else 16)
+    plugs_on = [d for d in home["plugs"] if d["on"]]
+    probes = [
+        passes("listed the rooms too", [plan[0], call("home.list_rooms"), *plan[1:]]),
+        passes(
+            "switched off in another order", [plan[0], plan[1], *reversed(plan[2 : 2 + len(on)]), *plan[2 + len(on) :]]
+        ),
+        fails(
+            "the heating for the other kind of trip",
+            [*plan[:heat], call("home.set_temperature", device_id=th["id"], target=other), plan[-1]],
+        ),
+        fails("the door left unlocked" if not lock["locked"] else "one device left on", replacing(plan, heat - 1)),
+    ]
+    if plugs_on:
+        probes.append(
+            fails("plugs left on", [c for c in plan if c.arguments.get("device_id") not in {d["id"] for d in plugs_on}])
+        )
+    return Draft(
+        goal=ask.format(trip=trip),
+        criteria=criteria,
+        milestones=[read_ms, criteria[0]],
+        plan=plan,
+        perturb_exempt=[f"{len(plan) - 1}.answer"],
+        probes=probes,
     )

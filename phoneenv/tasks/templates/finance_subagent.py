@@ -65,9 +65,23 @@ def not_itself(tool: str, depth: int = 0) -> Any:
 
 WHICH = {
     "soonest": ["Look through my unpaid bills and pay the one that's due first.",
-                "Which of my bills is due soonest? Pay that one."],
-    "largest": ["Pay the biggest of my unpaid bills.", "Go through my open bills and pay the largest one."],
-    "smallest": ["Pay whichever unpaid bill is the smallest.", "Check my open bills and pay the cheapest of them."],
+                "Which of my bills is due soonest? Pay that one.",
+                "Pay the bill with the earliest due date.",
+                "Of my open bills, settle the one that's due next.",
+                "Find the unpaid bill that comes due first and pay it.",
+                "Pay whichever of my bills is due soonest."],
+    "largest": ["Pay the biggest of my unpaid bills.",
+                "Go through my open bills and pay the largest one.",
+                "Which unpaid bill is the most expensive? Pay it.",
+                "Settle my largest open bill.",
+                "Find the bill with the highest amount due and pay it.",
+                "Pay off whichever bill costs the most."],
+    "smallest": ["Pay whichever unpaid bill is the smallest.",
+                 "Check my open bills and pay the cheapest of them.",
+                 "Settle the smallest of my unpaid bills.",
+                 "Find the bill with the lowest amount due and pay it.",
+                 "Which open bill costs the least? Pay that one.",
+                 "Pay my cheapest unpaid bill."],
 }  # fmt: skip
 
 
@@ -87,7 +101,7 @@ def pay_chosen_bill(w: World) -> Draft:
     the planner pays the one it names."""
     seeded = seed_wallet(w)
     main = seeded["main"]
-    which, k = pick(w, list(WHICH), [0, 1])
+    which, k = pick(w, list(WHICH), list(range(6)))
     bills = list(seeded["bills"].values())
     days = w.rng.sample(range(3, 22), len(bills))  # distinct due dates and amounts
     for bill, d in zip(bills, days, strict=True):
@@ -183,7 +197,17 @@ def collect_debts(w: World) -> Draft:
     (one friend is owed money by the user instead), the planner sends the requests."""
     seeded = seed_wallet(w)
     people = list(seeded["people"].values())
-    n = w.rng.choice([2, 2, 3])
+    phrase, n, careful = pick(
+        w,
+        [
+            "{N} friends texted that they owe me money. Send each of them a wallet request for what they owe.",
+            "{N} people told me by text that they owe me - request the money from each of them in my wallet.",
+            "Go through my unread texts: {N} friends say they owe me. Send each a money request for their amount.",
+            "Collect what {N} of my friends owe me: they texted me the amounts. Use wallet requests.",
+        ],
+        [2, 3],
+        [False, True],
+    )
     debtors = w.rng.sample(people, n + 1)
     creditor, debtors = debtors[-1], debtors[:-1]
     things = w.rng.sample(OWED, n + 1)
@@ -198,15 +222,9 @@ def collect_debts(w: World) -> Draft:
     )
     chatty = w.rng.choice([p for p in people if p not in debtors and p is not creditor])
     add_text(w, chatty["handle"], w.rng.choice(CHATTER), w.rng.randrange(30, 900))
-    (goal,) = pick(
-        w,
-        [
-            "A few friends texted that they owe me money. Send each of them a wallet request for what they owe.",
-            "Some people told me by text that they owe me - request the money from each of them in my wallet.",
-            "Go through my unread texts and send a money request to everyone who says they owe me, for their amount.",
-            "Collect what my friends owe me: they texted me the amounts. Use wallet requests.",
-        ],
-    )
+    goal = phrase.format(N=["Two", "Three"][n - 2])
+    if careful:
+        goal += " Nobody I owe money to gets a request."
     report = "; ".join(f"{p['name']} owes {w.money(a)} for {what}" for p, a, what in owed)
     plan = delegate_steps(
         "Read my unread text messages and tell me who says they owe me money, and how much. "

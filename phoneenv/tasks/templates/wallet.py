@@ -342,7 +342,12 @@ def pay_back(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "messages.read_thread", id="read_text"), criteria[0]],
+        milestones=[
+            behavior(
+                "required_call", "messages.read_thread", id="read_text", arguments={"number": {"number": c["phone"]}}
+            ),
+            criteria[0],
+        ],
         plan=plan,
         perturb_exempt=exempt(plan),
         probes=probes,
@@ -570,6 +575,7 @@ def split_dinner(w: World) -> Draft:
         criteria.append(state("wallet.payees", "created", contact_id=new_guest["id"]))
     split = len(plan) - 2
     outsider = next(p for p in people if p not in guests)
+    words = [x for x in restaurant.replace("'s", "").split() if len(x) > 3]  # what a search may name
     probes = [
         passes(
             "requested one by one",
@@ -588,7 +594,15 @@ def split_dinner(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[behavior("required_call", "calendar.search_events", id="found_dinner"), criteria[0]],
+        milestones=[
+            behavior(
+                "required_call",
+                "calendar.search_events",
+                id="found_dinner",
+                arguments={"query": {"any": [{"icontains": x} for x in ["dinner", *words]]}},
+            ),
+            criteria[0],
+        ],
         plan=plan,
         perturb_exempt=exempt(plan),
         probes=probes,
@@ -656,7 +670,10 @@ def log_receipt(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[crit],
-        milestones=[behavior("required_call", "mail.read", id="read_receipt"), crit],
+        milestones=[
+            behavior("required_call", "mail.read", id="read_receipt", arguments={"message_id": mail["id"]}),
+            crit,
+        ],
         plan=plan,
         perturb_exempt=exempt(plan, "2.note"),
         probes=[
