@@ -9,6 +9,7 @@ the trip's duration, converted to the destination's IANA zone.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import zoneinfo
 from dataclasses import dataclass
 from typing import Any
@@ -159,7 +160,7 @@ def seed_route(
     days = [(d, i) for i, d in enumerate([day] * n)]
     if extra_days:
         days += [(day - dt.timedelta(days=1), n), (day + dt.timedelta(days=1), n + 1)]
-    for k, (d, i) in enumerate(days):
+    for d, i in days:
         start_min = starts[i] if i < n else rng.randrange(7 * 60, 20 * 60, 5)
         departs = _local(d, start_min)
         length = minutes + rng.choice([-10, -5, 0, 0, 5, 10, 15])
@@ -192,7 +193,6 @@ def seed_route(
         table.append(rec)
         if d == day:
             out.append(rec)
-        del k
     return sorted(out, key=lambda r: r["departs"])
 
 
@@ -297,8 +297,6 @@ def street_minutes(a: dict[str, Any], b: dict[str, Any], mode: str) -> int:
     """Minutes from place ``a`` to ``b`` (records with ``lat``/``lon``) by ``mode`` under the
     maps app's documented model: great-circle km × 1.3 rounded to 0.1 km, at the mode's speed,
     rounded up, plus the mode's overhead."""
-    import math
-
     p1, p2 = math.radians(a["lat"]), math.radians(b["lat"])
     h = (
         math.sin((p2 - p1) / 2) ** 2
@@ -310,8 +308,6 @@ def street_minutes(a: dict[str, Any], b: dict[str, Any], mode: str) -> int:
 
 
 def _offset_point(c_lat: float, c_lon: float, north_m: float, east_m: float) -> tuple[float, float]:
-    import math
-
     lat = c_lat + north_m / 111_320
     lon = c_lon + east_m / (111_320 * math.cos(math.radians(c_lat)))
     return round(lat, 5), round(lon, 5)
