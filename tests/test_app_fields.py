@@ -335,6 +335,8 @@ def test_field_templates_get_the_sandbox_verdicts_on_the_virtual_device(served, 
         box.reset(task)
         backend.reset(task)
         for step in task.reference_plan[:-1]:
+            if step.name not in box.tools():  # user.confirm and the like: the env's, not a backend's
+                continue
             want, got = box.call(step.name, dict(step.arguments)), backend.call(step.name, dict(step.arguments))
             assert got.model_dump_json() == want.model_dump_json(), (task.id, step.name)
         have = {k: v for k, v in backend.tables().items() if k != "phone.active" and (v or k in box.tables())}

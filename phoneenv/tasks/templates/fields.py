@@ -470,7 +470,7 @@ SPANS = [("22:00", "07:00"), ("22:30", "06:45"), ("23:00", "08:00"), ("13:00", "
 def dnd_schedule(w: World) -> Draft:
     """Template ``fields.dnd_schedule``: a recurring do-not-disturb schedule."""
     days, words, label = DAY_SETS[w.index % len(DAY_SETS)]
-    start, end = SPANS[(w.index * 5 + w.rng.randrange(0, 2)) % len(SPANS)]
+    start, end = SPANS[(w.index + w.index // len(DAY_SETS)) % len(SPANS)]  # a new pair for every task
     (goal,) = pick(
         w,
         [
