@@ -624,3 +624,30 @@ def test_a_swallowed_ctrl_c_still_stops_the_run_at_the_next_episode(tmp_path, mo
     res = runner.invoke(cli.app, ["eval", "--agent", "reference", "--tasks", SMALL, "--out", str(out)])
     assert res.exit_code != 0 and "interrupted" in res.output, (res.exit_code, repr(res.exception))
     assert len(read_results(out / "results.jsonl")) == 1
+
+
+def test_results_reach_the_disk_in_group_syncs_and_at_close(tmp_path, monkeypatch):
+    # One sync per SYNC_INTERVAL_S however many episodes end in it, and one at close: a killed
+    # process loses nothing (each line is flushed to the OS), a crashed machine the last second.
+    import phoneenv.evaluation as evaluation
+
+    syncs: list[float] = []
+    monkeypatch.setattr(evaluation.os, "sync", lambda: syncs.append(time.monotonic()))
+    clock = [1000.0]
+    monkeypatch.setattr(evaluation.time, "monotonic", lambda: clock[0])
+    run = RunFolder(tmp_path / "run")
+    run.start({"agent": "x"})
+    row = EpisodeResult("a/0", "tool", "contacts", True, 1.0, 2, 0, False, 0, 0.1, None, 0)
+    for _ in range(50):  # 50 episodes within one second: no sync yet, every line already readable
+        clock[0] += 0.01
+        run.append(row)
+    assert syncs == []
+    assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 50
+    clock[0] += 0.6  # past the interval: the next episode syncs, the one after does not
+    run.append(row)
+    run.append(row)
+    assert len(syncs) == 1
+    run.close()
+    assert len(syncs) == 2
+    run.close()  # idempotent
+    assert len(syncs) == 2
