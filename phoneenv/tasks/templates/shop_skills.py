@@ -99,7 +99,7 @@ OCCASIONS = [
     ("promotion", "Promotion dinner", "{g}'s promotion"),
 ]
 EVENT_ASKS = [
-    "Book {r} for {occ} on {day} at {hhmm} - it's me, {names}.",
+    "Book {r} for {occ} on {day} at {hhmm} - it's {who}.",
     "Set up dinner at {r} for {occ}: {day}, {hhmm}, with {names} and me.",
     "We're celebrating {occ} at {r} on {day} at {hhmm}. Book it for me, {names}.",
 ]
@@ -133,7 +133,8 @@ def event_table(w: World) -> Draft:
     hhmm = text[11:]
     firsts = [first_name(g) for g in guests]
     occ = occ_words.format(g=firsts[0])
-    goal = ask.format(r=r["name"], occ=occ, day=day_words(when.date()), hhmm=hhmm, names=" and ".join(firsts))
+    who = f"me and {firsts[0]}" if n_guests == 1 else f"me, {firsts[0]} and {firsts[1]}"
+    goal = ask.format(r=r["name"], occ=occ, day=day_words(when.date()), hhmm=hhmm, names=" and ".join(firsts), who=who)
     title = f"{title_word} at {r['name']}"
     read, read_ms = read_skill("book-a-table-for-an-event")
     body = f"{day_words(when.date())} {hhmm} at {r['name']} for {occ}, booking code {code}."
