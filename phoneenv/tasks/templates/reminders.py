@@ -197,7 +197,9 @@ def before_event(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[_intent("time", _t(due), word)],
-        milestones=[behavior("required_call", "calendar.*")],
+        milestones=[
+            behavior("required_call", "memory.remind", arguments={"trigger": "time", "content": {"icontains": word}})
+        ],
         plan=plan,
         perturb_exempt=["0.query", "2.answer"],
         probes=[
@@ -254,7 +256,9 @@ def on_arrival(w: World) -> Draft:
         goal=goal,
         fixtures=w.fixtures(location_timeline=timeline),
         criteria=[_intent("place", {"iequals": place}, word), _told(word, _t(arrive))],  # type: ignore[arg-type]
-        milestones=[behavior("required_call", "memory.remind", arguments={"trigger": "place"})],
+        milestones=[
+            behavior("required_call", "memory.remind", arguments={"trigger": "place", "when": {"iequals": place}})
+        ],
         plan=plan,
         perturb_exempt=["2.title", "3.answer"],
         max_steps=20,
@@ -318,7 +322,10 @@ def after_call(w: World) -> Draft:
             behavior("required_call", "system.notify", arguments={"text": {"icontains": word}}),
             behavior("before", "phone.end_call", then="system.notify"),
         ],
-        milestones=[behavior("required_call", "contacts.search")],
+        milestones=[
+            behavior("required_call", "contacts.search", arguments={"query": {"icontains": first}}),
+            behavior("required_call", "memory.remind", arguments={"trigger": "app_event", "when": "phone.end_call"}),
+        ],
         plan=plan,
         perturb_exempt=["0.query", "4.title", "5.answer"],
         max_steps=20,
