@@ -32,9 +32,16 @@ $(APPIUM_STAMP): tests/appium/package.json tests/appium/package-lock.json
 		&& touch $@; } || echo "npm ci failed: the Appium tests will skip"; \
 	else echo "npm not found: the Appium tests will skip"; fi
 
+# The two evals are independent: the random planner's runs beside the reference planner's (one
+# core each), and its scoreboard is printed after the reference one.
 demo: $(STAMP)
-	$(BIN)/phoneenv eval --agent reference --tasks all --out runs/demo/reference --overwrite
-	$(BIN)/phoneenv eval --agent random --tasks all --out runs/demo/random --overwrite
+	@mkdir -p runs/demo
+	@$(BIN)/phoneenv eval --agent random --tasks all --out runs/demo/random --overwrite >runs/demo/random.log 2>&1 & \
+	pid=$$!; \
+	$(BIN)/phoneenv eval --agent reference --tasks all --out runs/demo/reference --overwrite; ref=$$?; \
+	wait $$pid; rnd=$$?; \
+	echo; echo "Random planner (runs/demo/random.log):"; cat runs/demo/random.log; \
+	test $$ref -eq 0 -a $$rnd -eq 0
 
 # The adb tests need Debian's adb: installed here when missing and we are root with apt-get;
 # otherwise they skip with the reason.
