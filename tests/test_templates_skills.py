@@ -404,6 +404,8 @@ def evening_scene(t: TaskSpec, skill: bool) -> Steps:
             if d["kind"] == "thermostat"
         ]
     return [("home.create_scene", {"name": name, "actions": actions}), ("home.run_scene", {"scene_id": "sc_1"})]
+
+
 def return_item(t: TaskSpec, skill: bool) -> Steps:
     """The item named in the goal, from the newest delivered order that holds it; with the skill
     the earliest slot (tomorrow 09:00), without it an afternoon pickup picked by guesswork."""
