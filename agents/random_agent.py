@@ -50,11 +50,13 @@ def sample_schema(schema: dict[str, Any], rng: random.Random, xeger: rstr.Rstr, 
             return rng.choice(ids)
         if "pattern" in schema:
             limit = schema.get("maxLength", 10**6)
-            for _ in range(20):
+            best = ""
+            for _ in range(500):  # xeger repeats `+` up to 100 times: a short draw comes soon
                 text = xeger.xeger(schema["pattern"])
                 if schema.get("minLength", 0) <= len(text) <= limit:
                     return text
-            return text
+                best = text if not best or len(text) < len(best) else best
+            return best
         lo, hi = schema.get("minLength", 1), min(schema.get("maxLength", 40), 40)
         text = rng.choice(_WORDS)
         return (text * (lo // len(text) + 1))[: max(lo, min(len(text), hi))]

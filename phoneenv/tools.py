@@ -292,6 +292,35 @@ def _drop_default_max_length(schema: Any) -> Any:
     return schema
 
 
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every local ``{"$ref": "#/$defs/Name"}`` replaced by that definition (its
+    sibling keys, such as ``description``, kept over it) and ``$defs`` dropped: a tool's schema
+    then stands alone, as function-calling prompts and grammar compilers (xgrammar, which
+    resolves ``$ref`` only from the root of the document it is given) expect.
+
+    Raises ``TypeError`` for a recursive definition or a ``$ref`` outside ``#/$defs/``.
+    """
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(v, seen) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if ref is not None:
+            name = ref.removeprefix("#/$defs/")
+            if name == ref or name not in defs:
+                raise TypeError(f"schema $ref {ref!r} is not a local definition")
+            if name in seen:
+                raise TypeError(f"schema definition {name!r} is recursive; a tool's arguments must be finite")
+            siblings = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+            return {**walk(defs[name], (*seen, name)), **siblings}
+        return {k: walk(v, seen) for k, v in node.items() if k != "$defs"}
+
+    return walk(schema, ())
+
+
 @dataclass(frozen=True)
 class ToolDef:
     """A tool ready to serve: its spec, its argument validator, and the unbound method."""
@@ -328,13 +357,13 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
         __config__=ConfigDict(extra="forbid", strict=True),
         **fields,
     )
-    params = _drop_default_max_length(model.model_json_schema())
+    params = inline_refs(_drop_default_max_length(model.model_json_schema()))
     params.pop("title", None)
     for prop in params.get("properties", {}).values():
         prop.pop("title", None)
     params.setdefault("required", [])
     ret = hints.get("return")
-    returns = TypeAdapter(ret).json_schema() if ret not in (None, type(None)) else {}
+    returns = inline_refs(TypeAdapter(ret).json_schema()) if ret not in (None, type(None)) else {}
     description = " ".join(x for x in (doc.short_description, doc.long_description) if x) or name
     spec = ToolSpec(
         name=name,

@@ -79,7 +79,7 @@ def test_nesting_to_depth_three_and_answers_flow_back(env):
     # The app name expands to every contacts tool the parent has; finish is always there.
     assert names(info["tools"]) == names(env.tools) == res["tools"] and res["tools"][-1] == "finish"
     contacts = sorted(n for n in names(PhonePlanEnv(task=env.task).tools) if n.startswith("contacts."))
-    assert sorted(res["tools"]) == sorted([*contacts, "agent.delegate", "finish"]) and len(contacts) == 8
+    assert sorted(res["tools"]) == sorted([*contacts, "agent.delegate", "finish"]) and len(contacts) == 15
 
     obs, *_ = delegate(env, "Search for Ana", ["agent__delegate", "contacts__search"])  # underscore names
     assert (obs["frame"], int(obs["frame_depth"])) == ("main.1.1", 2)

@@ -18,7 +18,7 @@ def test_offers_what_the_backend_does_not_serve():
     backend = SimpleNamespace(set_clock=lambda *_: None)
     env = SimpleNamespace(backend=backend)
     names = set(p.offer(env, {}))
-    assert {"memory.search", "memory.save", "memory.forget", "system.location", "system.wait"} == names
+    assert {"memory.search", "memory.save", "memory.forget", "memory.remind", "system.location", "system.wait"} == names
     assert "system.location" not in p.offer(env, {"system.location": None})
     assert "system.wait" not in p.offer(SimpleNamespace(backend=object()), {})  # no clock to advance
 

@@ -133,3 +133,39 @@ def test_paths_name_places_in_the_data_not_union_members(value, path):
     with pytest.raises(ArgumentError) as err:
         _FINISH.validator.validate({"answer": "x", "value": value})
     assert err.value.path == path
+
+
+def test_tool_schemas_stand_alone_without_refs():
+    # Nested argument types (a scene's actions, a trip's legs) are inlined: xgrammar and
+    # function-calling prompts read each tool's schema alone, where "#/$defs/..." points nowhere.
+    import json
+
+    from phoneenv.phone import app_classes
+
+    nested = 0
+    for cls in app_classes().values():
+        for d in cls.tool_defs():
+            text = json.dumps(d.spec.parameters) + json.dumps(d.spec.returns)
+            assert "$ref" not in text and "$defs" not in text, d.spec.name
+            nested += any(p.get("type") == "array" and p["items"].get("type") == "object"
+                          for p in d.spec.parameters["properties"].values())  # fmt: skip
+    assert nested >= 1  # at least one tool takes a list of objects (home.create_scene)
+
+
+def test_inline_refs_keeps_siblings_and_refuses_recursion():
+    from phoneenv.tools import inline_refs
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/A", "description": "the a"}},
+        "$defs": {"A": {"type": "object", "properties": {"n": {"type": "integer"}}, "description": "an A"}},
+    }
+    assert inline_refs(schema) == {
+        "type": "object",
+        "properties": {"a": {"type": "object", "properties": {"n": {"type": "integer"}}, "description": "the a"}},
+    }
+    loop = {"$ref": "#/$defs/L", "$defs": {"L": {"type": "array", "items": {"$ref": "#/$defs/L"}}}}
+    with pytest.raises(TypeError, match="recursive"):
+        inline_refs(loop)
+    with pytest.raises(TypeError, match="not a local definition"):
+        inline_refs({"$ref": "https://example.com/x.json"})

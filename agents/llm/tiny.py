@@ -175,7 +175,7 @@ def _wrap_tokenizer(tok):
         pad_token=PAD,
         extra_special_tokens=[IM_START],
         chat_template=CHAT_TEMPLATE,
-        model_max_length=32768,
+        model_max_length=65536,
         padding_side="left",
         clean_up_tokenization_spaces=False,
     )
@@ -189,7 +189,7 @@ def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
     ``<|im_end|>``, pad ``<|endoftext|>``; chat template :data:`CHAT_TEMPLATE` (Qwen2.5/Hermes format).
 
     Model: ``Qwen2ForCausalLM``, hidden 64, 2 layers, 4 attention heads (head dim 16), 2 KV heads,
-    MLP 128, tied embeddings (vocab x 64), max positions 4,096, float32: about 0.22M parameters, ~0.9 MB
+    MLP 128, tied embeddings (vocab x 64), max positions 65,536 (every tool of the suite fits in a prompt), float32: about 0.22M parameters, ~0.9 MB
     on disk. Random weights: greedy replies are noise (seed 0 answers with a run of newlines).
     Weights come from ``torch.manual_seed(seed)``: the same seed gives the same checkpoint.
     ``generation_config.json`` sets eos/pad and greedy decoding.
@@ -213,7 +213,7 @@ def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
         num_attention_heads=4,
         num_key_value_heads=2,
         intermediate_size=128,
-        max_position_embeddings=32768,
+        max_position_embeddings=65536,
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=eos_id,
