@@ -594,8 +594,38 @@ def tasks_stats(selector: Annotated[str, typer.Argument(help="Task selector.")] 
         "by_app": dict(Counter(a for t in sel for a in t.apps)),
         "by_backend": dict(Counter(t.backends[0] for t in sel)),
         "by_template": dict(Counter(t.template for t in sel)),
+        "tools": _tool_stats(sel),
     }
     console.print_json(json.dumps(stats))
+
+
+def _tool_stats(sel: list[Any]) -> dict[str, Any]:
+    """The tools behind the tasks ``sel``: how many each backend serves (the sandbox's verified
+    from state; the simulated apps'; the harness's, offered by the env beside them), by
+    domain, and how many of them the reference plans of ``sel`` call."""
+    from collections import Counter
+
+    from phoneenv.backends.llmsim import LLMSimBackend
+    from phoneenv.backends.sandbox import SandboxBackend
+    from phoneenv.env import PhonePlanEnv
+
+    sandbox = {n: e.spec for n, e in SandboxBackend().tools().items()}
+    simulated = {n: e.spec for n, e in LLMSimBackend().tools().items() if n not in sandbox}
+    harness: set[str] = set()
+    for task in {t.template: t for t in sel if "sandbox" in t.backends}.values():
+        env = PhonePlanEnv(task=task, delegation=True)
+        env.reset()
+        harness |= {s.name for s in env.tool_specs} - sandbox.keys()
+        env.close()
+    named = {*sandbox, *simulated, *harness}
+    return {
+        "sandbox": len(sandbox),
+        "simulated": len(simulated),
+        "harness": len(harness),
+        "total": len(named),
+        "by_domain": dict(sorted(Counter(s.domain.value for s in [*sandbox.values(), *simulated.values()]).items())),
+        "called_by_reference_plans": len({c.name for t in sel for c in t.reference_plan} & named),
+    }
 
 
 train_app = typer.Typer(

@@ -140,3 +140,8 @@ def test_cli_list_json_and_stats():
     assert [r["id"] for r in rows] == [f"contacts.favorite/{k}" for k in range(8)]
     stats = json.loads(runner.invoke(app, ["tasks", "stats"]).output)
     assert stats["by_template"]["contacts.favorite"] == 8 and sum(stats["by_backend"].values()) == stats["tasks"]
+    # The breadth floors: 200+ tools, 170+ of them verified from the sandbox's state, each of the
+    # 13 domains with tools of its own.
+    tools = stats["tools"]
+    assert tools["total"] >= 200 and tools["sandbox"] >= 170, tools
+    assert len(tools["by_domain"]) == 13 and min(tools["by_domain"].values()) >= 5, tools

@@ -18,7 +18,14 @@ def test_suite_size_and_spread():
     suite = load_suite()
     templates = all_templates()
     assert len(templates) >= 40
-    assert len(suite) >= 300
+    # The breadth floors: 1,700+ tasks, 1,500+ distinct goals, all 13 domains with 60+ each,
+    # 250+ in each of the Memory, Skills and Sub-agent categories, 40%+ cross-app.
+    assert len(suite) >= 1700 and len({t.goal for t in suite}) >= 1500
+    domains = Counter(t.domain.value for t in suite)
+    assert len(domains) == 13 and min(domains.values()) >= 60, domains
+    categories = Counter(t.category.value for t in suite)
+    assert min(categories[c] for c in ("memory", "skills", "subagent")) >= 250, categories
+    assert sum(t.cross_app for t in suite) >= 0.4 * len(suite)
     assert len({t.id for t in suite}) == len(suite)
     assert len(select("category:tool")) >= 300
     cross = sum(t.cross_app for t in suite)
