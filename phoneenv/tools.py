@@ -321,6 +321,19 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return walk(schema, ())
 
 
+def _returns_schema(ret: Any) -> dict[str, Any]:
+    """The JSON Schema of a tool's return annotation, its definitions inlined where they are
+    finite; a recursive result (a UI element tree) keeps its ``$defs``, since results are
+    described to the agent, never decoded against a grammar."""
+    if ret in (None, type(None)):
+        return {}
+    schema = TypeAdapter(ret).json_schema()
+    try:
+        return inline_refs(schema)
+    except TypeError:
+        return schema
+
+
 @dataclass(frozen=True)
 class ToolDef:
     """A tool ready to serve: its spec, its argument validator, and the unbound method."""
@@ -363,7 +376,7 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
         prop.pop("title", None)
     params.setdefault("required", [])
     ret = hints.get("return")
-    returns = inline_refs(TypeAdapter(ret).json_schema()) if ret not in (None, type(None)) else {}
+    returns = _returns_schema(ret)
     description = " ".join(x for x in (doc.short_description, doc.long_description) if x) or name
     spec = ToolSpec(
         name=name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from typing_extensions import TypedDict
 
 from phoneenv.backends.sandbox import SandboxBackend
 from phoneenv.contract import Feedback, TaskSpec, ToolCall, Trace, Verdict
@@ -146,7 +147,7 @@ def test_tool_schemas_stand_alone_without_refs():
     for cls in app_classes().values():
         for d in cls.tool_defs():
             text = json.dumps(d.spec.parameters) + json.dumps(d.spec.returns)
-            assert "$ref" not in text and "$defs" not in text, d.spec.name
+            assert "$ref" not in text and "$defs" not in text, d.spec.name  # (the Appium tree: test_appium)
             nested += any(p.get("type") == "array" and p["items"].get("type") == "object"
                           for p in d.spec.parameters["properties"].values())  # fmt: skip
     assert nested >= 1  # at least one tool takes a list of objects (home.create_scene)
@@ -169,3 +170,35 @@ def test_inline_refs_keeps_siblings_and_refuses_recursion():
         inline_refs(loop)
     with pytest.raises(TypeError, match="not a local definition"):
         inline_refs({"$ref": "https://example.com/x.json"})
+
+
+class Node(TypedDict):
+    """A tree node (a recursive type, as the Appium backend's UI element tree)."""
+
+    name: str
+    children: list[Node]
+
+
+def test_a_recursive_result_keeps_its_defs_and_a_recursive_argument_is_refused():
+    from phoneenv.contract import Domain
+    from phoneenv.tools import build_tool, tool
+
+    class Tree:
+        @tool()
+        def root(self) -> Node:
+            """The tree's root."""
+            return {"name": "r", "children": []}
+
+        @tool()
+        def plant(self, tree: Node) -> dict:
+            """Plant a tree.
+
+            Args:
+                tree: the tree.
+            """
+            return {}
+
+    spec = build_tool("tree", Domain.DEVICE, Tree.root).spec
+    assert spec.returns["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    with pytest.raises(TypeError, match="recursive"):
+        build_tool("tree", Domain.DEVICE, Tree.plant)
