@@ -23,7 +23,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import time_pattern
+from phoneenv.tasks.templates.clock import HEDGE, spoken, time_pattern
 from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.world import World
 
@@ -128,6 +128,12 @@ def day_words(day: dt.date) -> str:
     return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
 
 
+def one_time(hour: int, minute: int) -> str:
+    """A regex: the text names ``hour:minute`` (24- or 12-hour form) as the one time, not beside
+    an alternative ("20:30 or 21:00", "20:00/20:30")."""
+    return rf"(?<!\bor )(?<!/)(?:{time_pattern(hour, minute)}){HEDGE}"
+
+
 def _sms(c: dict[str, Any], **body: Any) -> Any:
     return state("messages.messages", "created", number={"person": c["id"]}, direction="out", body=body)
 
@@ -182,6 +188,7 @@ def book_table(w: World) -> Draft:
     if other.isoformat(timespec="minutes") in r["full"]:
         r["full"].remove(other.isoformat(timespec="minutes"))
     h, m = int(hhmm[:2]), int(hhmm[3:])
+    other_hhmm = other.isoformat(timespec="minutes")[11:]
     return Draft(
         goal=goal,
         criteria=[
@@ -193,7 +200,7 @@ def book_table(w: World) -> Draft:
                 party_size=party,
                 status="confirmed",
             ),
-            _sms(c, icontains=code, regex=time_pattern(h, m)),
+            _sms(c, icontains=code, regex=one_time(h, m)),
         ],
         milestones=[state("restaurants.reservations", "created", restaurant_id=r["id"], time=text), _sms(c)],
         plan=plan,
@@ -225,6 +232,20 @@ def book_table(w: World) -> Draft:
             fails(
                 "no code in the text",
                 replacing(plan, 4, call("messages.send", to=c["phone"], body=f"Dinner at {hhmm}!")),
+            ),
+            fails(
+                "hedged the time",
+                replacing(plan, 4, call("messages.send", to=c["phone"], body=f"{hhmm} or {other_hhmm}, code {code}")),
+            ),
+            fails(
+                "offered another time first",
+                replacing(plan, 4, call("messages.send", to=c["phone"], body=f"{other_hhmm} or {hhmm}, code {code}")),
+            ),
+            passes(
+                "12-hour time",
+                replacing(
+                    plan, 4, call("messages.send", to=c["phone"], body=f"See you at {spoken(hhmm)}! Code: {code}")
+                ),
             ),
         ],
     )
