@@ -23,7 +23,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import HEDGE, spoken, time_pattern
+from phoneenv.tasks.templates.clock import one_time, spoken
 from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.world import World
 
@@ -126,12 +126,6 @@ def add_reservation(w: World, r: dict[str, Any], when: dt.datetime, party: int) 
 def day_words(day: dt.date) -> str:
     """``Thursday 3 December``."""
     return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
-
-
-def one_time(hour: int, minute: int) -> str:
-    """A regex: the text names ``hour:minute`` (24- or 12-hour form) as the one time, not beside
-    an alternative ("20:30 or 21:00", "20:00/20:30")."""
-    return rf"(?<!\bor )(?<!/)(?:{time_pattern(hour, minute)}){HEDGE}"
 
 
 def _sms(c: dict[str, Any], **body: Any) -> Any:
