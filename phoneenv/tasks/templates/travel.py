@@ -30,6 +30,7 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
+from phoneenv.tasks.templates.clock import one_time
 from phoneenv.tasks.templates.messages import looked_up, similar
 from phoneenv.tasks.templates.travel_seed import (
     CITIES,
@@ -219,7 +220,7 @@ def train_tell_arrival(w: World) -> Draft:
         booked(target, "train"),
         mailed("confirmed"),
         state("messages.messages", "created", number={"person": c["id"]}, direction="out",
-              body={"states": {"time": arrives}}),
+              body={"any": [{"states": {"time": arrives}}, {"regex": arriving_at(arrives)}]}),
     ]  # fmt: skip
     goal = w.rng.choice(
         [
@@ -244,8 +245,21 @@ def train_tell_arrival(w: World) -> Draft:
                                                                     body=f"My train leaves at {hm(target['departs'])}."))),
             fails("texted someone else", replacing(plan, send, call("messages.send", to=similar(w, c)["phone"],
                                                                     body=f"Arriving at {arrives}."))),
+            passes("both times, labelled", replacing(plan, send, call("messages.send", to=c["phone"],
+                   body=f"Leaving at {hm(target['departs'])}, arriving in {dest} at {arrives}."))),
+            fails("the times swapped", replacing(plan, send, call("messages.send", to=c["phone"],
+                  body=f"Leaving at {arrives}, arriving at {hm(target['departs'])}."))),
+            fails("hedged the arrival", replacing(plan, send, call("messages.send", to=c["phone"],
+                  body=f"Arriving at {arrives} or {hm(wrong['arrives'])}."))),
         ],
     )  # fmt: skip
+
+
+def arriving_at(hhmm: str) -> str:
+    """A regex: the text gives ``hhmm`` as the arrival ("arriving 16:05", "gets in at 4:05 pm",
+    "arrives in Canberra at 16:05"), alone (not "16:05 or 16:35"); other times may stand beside it."""
+    h, m = (int(x) for x in hhmm.split(":"))
+    return rf"(?:\barriv\w*|\bgets?\s+in\w*|\bland\w*)\W+(?:\w+\W+){{0,3}}?(?:{one_time(h, m)})"
 
 
 def _twelve(hhmm: str) -> str:
