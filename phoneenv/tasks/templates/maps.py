@@ -222,7 +222,10 @@ def share_location(w: World) -> Draft:
     if denied:
         plan.append(call("system.request_permission", app="maps", permission=LOCATION))
     goal = w.rng.choice(
-        [f"Share my location with {first} for {words}.", f"Let {first} follow where I am for the next {words}."]
+        [
+            f"Share my location with {first} for {words}.",
+            f"Let {first} follow where I am for the next {words.removeprefix('an ')}.",
+        ]
     )
     if confirm_variant(w, 0.4):
         ask_first(plan, criteria, "maps.share_location", f"Share your location with {c['name']} for {words}?")
