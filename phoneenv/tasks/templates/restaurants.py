@@ -123,6 +123,14 @@ def add_reservation(w: World, r: dict[str, Any], when: dt.datetime, party: int) 
     return rec
 
 
+NOT_CANCELLED = (
+    r"(?:\bnot\b|n't\b|\bcannot\b|\bunable\b|\bfailed\b)\W+(?:(?:be|been|able|to|get|manage|yet)\W+){0,3}cancel"
+    r"|\bstill\s+on\b"
+)
+"""A text that says the booking or order was not cancelled ("couldn't cancel it", "don't
+cancel", "dinner is still on")."""
+
+
 def day_words(day: dt.date) -> str:
     """``Thursday 3 December``."""
     return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
@@ -362,7 +370,7 @@ def cancel_booking(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("restaurants.reservations", "updated", id=ra["id"], status="cancelled"),
-            _sms(c, regex="cancel|off|not happening"),
+            _sms(c, regex=r"cancel|\boff\b|not happening", **{"not": {"regex": NOT_CANCELLED}}),
         ],
         milestones=[state("restaurants.reservations", "updated", id=ra["id"], status="cancelled")],
         plan=plan,
@@ -382,6 +390,24 @@ def cancel_booking(w: World) -> Draft:
             ),
             fails("nobody told", replacing(plan, 3)),
             behavior_probe(plan, c),
+            fails(
+                "says it could not be cancelled",
+                replacing(
+                    plan,
+                    3,
+                    call("messages.send", to=c["phone"], body=f"Couldn't cancel {a['name']}, dinner is still on"),
+                ),
+            ),
+            passes(
+                "not happening, cancelled",
+                replacing(
+                    plan, 3, call("messages.send", to=c["phone"], body="Dinner's not happening, I cancelled the table")
+                ),
+            ),
+            passes(
+                "called off",
+                replacing(plan, 3, call("messages.send", to=c["phone"], body="Tonight's dinner is called off, sorry!")),
+            ),
         ],
     )
 
