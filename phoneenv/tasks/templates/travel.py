@@ -289,6 +289,10 @@ def book_hotel(w: World) -> Draft:
     ok = [h for h in hotels if h["rating"] >= floor]
     target = min(ok, key=lambda h: h["price_per_night"])
     cheaper = [h for h in hotels if h["price_per_night"] < target["price_per_night"]]
+    if not cheaper:  # a cheaper hotel rated too low, so ignoring the rating books the wrong one
+        low = min((h for h in hotels if h["rating"] < floor), key=lambda h: h["price_per_night"])
+        low["price_per_night"] = float(round(target["price_per_night"] * 0.8))
+        cheaper = [low]
     nights = w.rng.choice([2, 3, 4, 5])
     plan: list[ToolCall] = [
         call("travel.search_hotels", city=dest, check_in=day.isoformat(), nights=nights, min_rating=floor)
@@ -317,7 +321,7 @@ def book_hotel(w: World) -> Draft:
                                                           check_in=(day + dt.timedelta(days=1)).isoformat(),
                                                           nights=nights))),
     ]  # fmt: skip
-    if cheaper:
+    if cheaper:  # always, see above
         probes.append(
             fails("cheaper but rated too low", replacing(plan, book, call("travel.book_hotel", hotel_id=cheaper[0]["id"],
                                                                           check_in=day.isoformat(), nights=nights)))
