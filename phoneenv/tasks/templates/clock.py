@@ -47,6 +47,12 @@ HEDGE = r"(?!\s*(?:or|/|-|–|to)\s*\d)"
 """After a time in a pattern: not followed by an alternative ("16:00 or 17:00", "16:00-17:00")."""
 
 
+def one_time(hour: int, minute: int) -> str:
+    """A regex: the text names ``hour:minute`` (24- or 12-hour form) as the one time, not beside
+    an alternative ("20:30 or 21:00", "20:00/20:30")."""
+    return rf"(?<!\bor )(?<!/)(?:{time_pattern(hour, minute)}){HEDGE}"
+
+
 def enabled_alarm(w: World, exclude: tuple[str, ...] = ()) -> dict[str, object]:
     """An alarm of the world that is on (one is switched on when none is), not in ``exclude``."""
     alarms = w.table("clock.alarms")

@@ -25,7 +25,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import time_pattern
+from phoneenv.tasks.templates.clock import one_time, spoken
 from phoneenv.tasks.templates.hybrid import RESTAURANTS
 from phoneenv.tasks.templates.memory import MemoryBook, ago
 from phoneenv.tasks.templates.messages import similar
@@ -245,7 +245,7 @@ def track_and_tell(w: World) -> Draft:
                 "created",
                 number={"person": c["id"]},
                 direction="out",
-                body={"regex": time_pattern(h, m)},
+                body={"regex": one_time(h, m)},
             ),
             # the time comes from the app: its order list (or the order) read while signed in
             behavior("required_call", "delivery.list_orders"),
@@ -264,6 +264,16 @@ def track_and_tell(w: World) -> Draft:
             fails(
                 "the wrong person",
                 replacing(plan, 4, call("messages.send", to=similar(w, c)["phone"], body=plan[4].arguments["body"])),
+            ),
+            fails(
+                "hedged the time",
+                replacing(plan, 4, call("messages.send", to=c["phone"], body=f"Around {hhmm} or {wrong}.")),
+            ),
+            passes(
+                "12-hour time",
+                replacing(
+                    plan, 4, call("messages.send", to=c["phone"], body=f"Food's here at {spoken(hhmm)}, come over")
+                ),
             ),
             fails(
                 "cancelled it",

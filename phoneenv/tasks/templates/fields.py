@@ -10,6 +10,7 @@ and time zone.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -618,12 +619,16 @@ def seed_voicemails(w: World, k: int = 3) -> list[dict[str, Any]]:
     days = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
     for i, c in enumerate(people):
         text, key = TRANSCRIPTS[(w.index + i) % len(TRANSCRIPTS)]
-        slots = {
-            "first": c["name"].split()[0],
-            "day": rng.choice(days),
-            "time": f"{rng.randrange(9, 19)}:{rng.choice(['00', '30'])}",
-            "place": rng.choice(VM_PLACES),
-        }
+        while True:  # each message's fact is its own: no other transcript says it
+            slots = {
+                "first": c["name"].split()[0],
+                "day": rng.choice(days),
+                "time": f"{rng.randrange(9, 19)}:{rng.choice(['00', '30'])}",
+                "place": rng.choice(VM_PLACES),
+            }
+            said, fact = text.format(**slots).lower(), key.format(**slots).lower()
+            if all(fact not in r["transcript"].lower() and f.lower() not in said for r, _, f in out):
+                break
         rec = {
             "id": f"vm_{i + 1}",
             "number": c["phone"],
@@ -730,7 +735,8 @@ def voicemail_transcript(w: World) -> Draft:
     plan = [call("phone.list_voicemails"), call("phone.play_voicemail", voicemail_id=rec["id"])]
     criteria: list[Criterion] = [
         state("phone.voicemails", "deleted", id=rec["id"]),
-        answer(contains=[fact]),
+        # the fact said as it is, not denied ("dinner is not on Friday")
+        answer(contains=[fact], pattern=rf"^(?!.*(?:\bnot\b|n't\b|\bno longer\b)[^.]*?{re.escape(fact)})"),
         behavior("required_call", "phone.play_voicemail", id="played", arguments={"voicemail_id": rec["id"]}),
     ]
     if also_spam:
@@ -767,6 +773,8 @@ def voicemail_transcript(w: World) -> Draft:
                 [*plan[:-1], *stray, call("phone.delete_voicemail", voicemail_id=other["id"]), plan[-1]],
             ),
             fails("the message not passed on", finishing(plan, "Deleted it.")),
+            fails("told the other voicemail", finishing(plan, f"They said: {other['transcript']} I deleted it.")),
+            fails("denied the fact", finishing(plan, f"It's not about {fact} any more. I deleted it.")),
         ],
     )
 

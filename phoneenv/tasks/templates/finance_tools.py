@@ -33,6 +33,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.home import ROOMS, fahrenheit, seed_home, temperature
+from phoneenv.tasks.templates.restaurants import NOT_CANCELLED
 from phoneenv.tasks.templates.wallet import (
     CATEGORY_SEEDS,
     MERCHANTS,
@@ -524,7 +525,7 @@ def cancel_request(w: World) -> Draft:
                 "created",
                 number={"person": c["id"]},
                 direction="out",
-                body={"icontains": "cancel", "not": {"regex": r"\bnot\b|n't\b"}},
+                body={"icontains": "cancel", "not": {"regex": NOT_CANCELLED}},
             )
         )
     plan.append(call("finish", answer=f"Cancelled the request to {c['name']}."))
@@ -543,6 +544,18 @@ def cancel_request(w: World) -> Draft:
             passes(
                 "other words",
                 replacing(plan, 3, call("messages.send", to=c["phone"], body="Cancelled the request, cheers!")),
+            ),
+            passes(
+                "a negation elsewhere",
+                replacing(
+                    plan,
+                    3,
+                    call("messages.send", to=c["phone"], body="Cancelled the request - you don't owe me anything now!"),
+                ),
+            ),
+            fails(
+                "says it could not be cancelled",
+                replacing(plan, 3, call("messages.send", to=c["phone"], body="I couldn't cancel the request, sorry")),
             ),
             fails("texted someone else", replacing(plan, 3, call("messages.send", to=stranger["phone"], body=body))),
             fails("never texted", replacing(plan, 3)),

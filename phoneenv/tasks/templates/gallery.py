@@ -60,6 +60,21 @@ def sent_photos(c: dict[str, Any], ids: list[str], **where: Any) -> list[Criteri
     return out
 
 
+def got_photos(c: dict[str, Any], ids: list[str], others: list[str]) -> list[Criterion]:
+    """``c`` gets each gallery item of ``ids`` once, in one text or several, and none of ``others``
+    (the other items a careless send would attach)."""
+    base = {"number": {"person": c["id"]}, "direction": "out"}
+    out: list[Criterion] = [
+        suffixed(state("messages.messages", "created", attachments={"has": i}, **base), f"{c['id']}:{i}") for i in ids
+    ]
+    if others:
+        stray = {"any": [{"has": i} for i in others]}
+        out.append(
+            suffixed(state("messages.messages", "created", count=0, attachments=stray, **base), f"{c['id']}:stray")
+        )
+    return out
+
+
 @template(
     "gallery.album_from_outing",
     apps=["gallery"],
@@ -209,8 +224,8 @@ def delete_video(w: World) -> Draft:
 )
 def share_with_tagged(w: World) -> Draft:
     """Template ``gallery.share_with_tagged``, e.g. "Send the photos from the Old Town on Saturday
-    14 November to the people tagged in them.": each person tagged gets one text with every photo
-    of that day they are tagged in."""
+    14 November to the people tagged in them.": each person tagged gets every photo of that day
+    they are tagged in, once (in one text or several), and no other."""
     outing = outing_of(w)
     day, place = outing["day"], outing["place"]
     shots = photos_of(outing)
@@ -229,7 +244,7 @@ def share_with_tagged(w: World) -> Draft:
             call("contacts.search", query=c["name"]),
             call("messages.send_photos", to=c["phone"], photo_ids=ids, body=f"Photos from the {place}"),
         ]
-        criteria += sent_photos(c, ids)
+        criteria += got_photos(c, ids, [p["id"] for p in outing["photos"] if p["id"] not in ids])
     plan.append(call("finish", answer=f"Sent to {', '.join(c['name'] for c in people)}."))
     exempt = [f"{len(plan) - 1}.answer", "0.date_from", "0.date_to"]
     exempt += [f"{k}.body" for k, s in enumerate(plan) if s.name == "messages.send_photos"]
@@ -258,7 +273,20 @@ def share_with_tagged(w: World) -> Draft:
                 replacing(plan, s0, call("messages.send_photos", to=c0["phone"], photo_ids=theirs[c0["id"]][1:])),
             )
         )
+    if len(theirs[c0["id"]]) > 1:
+        one_by_one = [call("messages.send_photos", to=c0["phone"], photo_ids=[i]) for i in theirs[c0["id"]]]
+        probes += [
+            passes("one text per photo", replacing(plan, s0, *one_by_one)),
+            fails("a photo sent twice", replacing(plan, s0, plan[s0], one_by_one[0])),
+        ]
     if set(everything) != set(theirs[c0["id"]]):
+        stray = next(i for i in everything if i not in theirs[c0["id"]])
+        probes.append(
+            fails(
+                "a stray photo in a second text",
+                replacing(plan, s0, plan[s0], call("messages.send_photos", to=c0["phone"], photo_ids=[stray])),
+            )
+        )
         probes.append(
             fails(
                 "every photo of the day to everyone",

@@ -34,8 +34,15 @@ from phoneenv.tasks.world import World
 
 __all__ = ["ROOMS", "seed_home", "temperature"]
 
-OPEN = {"icontains": "open", "not": {"regex": r"\bnot\b|n't\b|\bcannot\b|still locked"}}
-"""A text that says the door is open (and not that it isn't)."""
+OPEN = {
+    "regex": r"\bopen|\bunlock|(?:\bnot|n't)\s+locked\b",
+    "not": {
+        "regex": r"(?:\bnot\b|n't\b|\bcannot\b|\bunable\b|\bno longer\b)\W+(?:\w+\W+){0,3}?(?:open|unlock)"
+        r"|\bstill\s+locked\b"
+    },
+}
+"""A text that says the door is open or unlocked (and not that it isn't: a negation shortly
+before "open"/"unlock", or "still locked"; "don't forget to shut it" elsewhere is fine)."""
 ROOMS = ["Living room", "Bedroom", "Kitchen", "Hallway"]
 LIGHTS = {
     "Living room": ["Ceiling light", "Floor lamp"],
@@ -197,6 +204,18 @@ def let_in(w: World) -> Draft:
     probes = [
         passes(
             "other words", replacing(plan, send, call("messages.send", to=c["phone"], body="Door's open - come on in."))
+        ),
+        passes(
+            "says unlocked",
+            replacing(plan, send, call("messages.send", to=c["phone"], body="I've unlocked the door, come in!")),
+        ),
+        passes(
+            "a reminder beside it",
+            replacing(plan, send, call("messages.send", to=c["phone"], body="It's open - don't forget to shut it.")),
+        ),
+        fails(
+            "says it won't open",
+            replacing(plan, send, call("messages.send", to=c["phone"], body="The door won't open, wait a minute")),
         ),
         fails("texted someone else", replacing(plan, send, call("messages.send", to=other["phone"], body="It's open"))),
         fails("never unlocked", [p for p in plan if p.name != "home.unlock"]),

@@ -4,6 +4,7 @@ location (behind the location permission), and the nearest place of a kind."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from phoneenv.contract import Domain, ToolCall
@@ -222,7 +223,10 @@ def share_location(w: World) -> Draft:
     if denied:
         plan.append(call("system.request_permission", app="maps", permission=LOCATION))
     goal = w.rng.choice(
-        [f"Share my location with {first} for {words}.", f"Let {first} follow where I am for the next {words}."]
+        [
+            f"Share my location with {first} for {words}.",
+            f"Let {first} follow where I am for the next {words.removeprefix('an ')}.",
+        ]
     )
     if confirm_variant(w, 0.4):
         ask_first(plan, criteria, "maps.share_location", f"Share your location with {c['name']} for {words}?")
@@ -290,9 +294,14 @@ def nearest_text(w: World) -> Draft:
         goal=goal,
         criteria=[
             state(
-                "messages.messages", "created", number={"person": c["id"]}, direction="out", body={"icontains": street}
+                "messages.messages",
+                "created",
+                number={"person": c["id"]},
+                direction="out",
+                body={"icontains": street, "not": {"icontains": other["address"].split(",")[0]}},
             ),
-            answer(contains=[poi["name"]]),
+            # the place named by its name or its street
+            answer(pattern=rf"{re.escape(poi['name'])}|{re.escape(street)}"),
         ],
         milestones=[searched(word), looked_up(first)],
         plan=plan,
@@ -309,5 +318,15 @@ def nearest_text(w: World) -> Draft:
                 "sent to someone else",
                 replacing(plan, send, call("messages.send", to=similar(w, c)["phone"], body=body)),
             ),
+            fails(
+                "both addresses sent",
+                replacing(
+                    plan,
+                    send,
+                    call("messages.send", to=c["phone"], body=f"{body} or {other['name']}, {other['address']}"),
+                ),
+            ),
+            passes("told by its street", finishing(plan, f"Sent {first} the address: {street}.")),
+            fails("told the farther one", finishing(plan, f"{other['name']}; sent to {first}.")),
         ],
     )

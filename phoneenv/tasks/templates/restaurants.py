@@ -23,7 +23,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import time_pattern
+from phoneenv.tasks.templates.clock import one_time, spoken
 from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.world import World
 
@@ -123,6 +123,14 @@ def add_reservation(w: World, r: dict[str, Any], when: dt.datetime, party: int) 
     return rec
 
 
+NOT_CANCELLED = (
+    r"(?:\bnot\b|n't\b|\bcannot\b|\bunable\b|\bfailed\b)\W+(?:(?:be|been|able|to|get|manage|yet)\W+){0,3}cancel"
+    r"|\bstill\s+on\b"
+)
+"""A text that says the booking or order was not cancelled ("couldn't cancel it", "don't
+cancel", "dinner is still on")."""
+
+
 def day_words(day: dt.date) -> str:
     """``Thursday 3 December``."""
     return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
@@ -182,6 +190,7 @@ def book_table(w: World) -> Draft:
     if other.isoformat(timespec="minutes") in r["full"]:
         r["full"].remove(other.isoformat(timespec="minutes"))
     h, m = int(hhmm[:2]), int(hhmm[3:])
+    other_hhmm = other.isoformat(timespec="minutes")[11:]
     return Draft(
         goal=goal,
         criteria=[
@@ -193,7 +202,7 @@ def book_table(w: World) -> Draft:
                 party_size=party,
                 status="confirmed",
             ),
-            _sms(c, icontains=code, regex=time_pattern(h, m)),
+            _sms(c, icontains=code, regex=one_time(h, m)),
         ],
         milestones=[state("restaurants.reservations", "created", restaurant_id=r["id"], time=text), _sms(c)],
         plan=plan,
@@ -225,6 +234,20 @@ def book_table(w: World) -> Draft:
             fails(
                 "no code in the text",
                 replacing(plan, 4, call("messages.send", to=c["phone"], body=f"Dinner at {hhmm}!")),
+            ),
+            fails(
+                "hedged the time",
+                replacing(plan, 4, call("messages.send", to=c["phone"], body=f"{hhmm} or {other_hhmm}, code {code}")),
+            ),
+            fails(
+                "offered another time first",
+                replacing(plan, 4, call("messages.send", to=c["phone"], body=f"{other_hhmm} or {hhmm}, code {code}")),
+            ),
+            passes(
+                "12-hour time",
+                replacing(
+                    plan, 4, call("messages.send", to=c["phone"], body=f"See you at {spoken(hhmm)}! Code: {code}")
+                ),
             ),
         ],
     )
@@ -347,7 +370,7 @@ def cancel_booking(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("restaurants.reservations", "updated", id=ra["id"], status="cancelled"),
-            _sms(c, regex="cancel|off|not happening"),
+            _sms(c, regex=r"cancel|\boff\b|not happening", **{"not": {"regex": NOT_CANCELLED}}),
         ],
         milestones=[state("restaurants.reservations", "updated", id=ra["id"], status="cancelled")],
         plan=plan,
@@ -367,6 +390,24 @@ def cancel_booking(w: World) -> Draft:
             ),
             fails("nobody told", replacing(plan, 3)),
             behavior_probe(plan, c),
+            fails(
+                "says it could not be cancelled",
+                replacing(
+                    plan,
+                    3,
+                    call("messages.send", to=c["phone"], body=f"Couldn't cancel {a['name']}, dinner is still on"),
+                ),
+            ),
+            passes(
+                "not happening, cancelled",
+                replacing(
+                    plan, 3, call("messages.send", to=c["phone"], body="Dinner's not happening, I cancelled the table")
+                ),
+            ),
+            passes(
+                "called off",
+                replacing(plan, 3, call("messages.send", to=c["phone"], body="Tonight's dinner is called off, sorry!")),
+            ),
         ],
     )
 

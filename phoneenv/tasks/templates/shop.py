@@ -27,6 +27,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.messages import similar
+from phoneenv.tasks.templates.restaurants import NOT_CANCELLED
 from phoneenv.tasks.world import World
 
 __all__ = ["PRODUCTS", "ShopWorld", "item", "return_plan", "seed_shop"]
@@ -364,7 +365,11 @@ def cancel_order(w: World) -> Draft:
         call("finish", answer="Cancelled and told them."),
     ]
     sms = state(
-        "messages.messages", "created", number={"person": c["id"]}, direction="out", body={"icontains": "cancel"}
+        "messages.messages",
+        "created",
+        number={"person": c["id"]},
+        direction="out",
+        body={"icontains": "cancel", "not": {"regex": NOT_CANCELLED}},
     )
     return Draft(
         goal=goal,
@@ -381,6 +386,22 @@ def cancel_order(w: World) -> Draft:
             fails("not cancelled", replacing(plan, 1)),
             fails(
                 "texted without the news", replacing(plan, 3, call("messages.send", to=c["phone"], body="Talk later?"))
+            ),
+            fails(
+                "says it could not be cancelled",
+                replacing(
+                    plan,
+                    3,
+                    call("messages.send", to=c["phone"], body=f"I couldn't cancel the {a['name'].lower()} order"),
+                ),
+            ),
+            passes(
+                "in other words",
+                replacing(
+                    plan,
+                    3,
+                    call("messages.send", to=c["phone"], body=f"The {a['name'].lower()} order is cancelled now."),
+                ),
             ),
         ],
     )

@@ -4,6 +4,7 @@ done ones, and turn a text someone sent into an item."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from phoneenv.contract import Domain
 from phoneenv.tasks.templates import (
@@ -31,6 +32,22 @@ NEW_ITEMS = {
     "Errands": ["buy stamps", "drop off the keys", "collect the prescription", "get the bike serviced"],
 }
 """Items a user adds (never among the seeded ones of that list)."""
+
+
+ARTICLES = {"the", "a", "an", "my", "some"}
+
+
+def title_words_only(title: str) -> list[str]:
+    """The words of ``title`` without articles (``"collect the prescription"`` -> ``["collect",
+    "prescription"]``)."""
+    return [x for x in title.split() if x.lower() not in ARTICLES]
+
+
+def title_words(title: str) -> str:
+    """A regex: the item's title says ``title``, in its words and order, with or without the
+    articles ("Collect prescription" for "collect the prescription")."""
+    art = "|".join(sorted(ARTICLES))
+    return r"\b" + r"\s+".join(rf"(?:(?:{art})\s+)?{re.escape(x)}" for x in title_words_only(title)) + r"\b"
 
 
 def when_words(w: World, day: dt.date) -> str:
@@ -68,12 +85,12 @@ def add_due_item(w: World) -> Draft:
     if rem:
         args["reminder"] = rem
     plan = [call("todo.list_lists"), call("todo.add_item", **args), call("finish", answer="Added.")]
-    crit = state("todo.items", "created", list_id=lst["id"], title={"icontains": title}, due=due, reminder=rem)
+    crit = state("todo.items", "created", list_id=lst["id"], title={"regex": title_words(title)}, due=due, reminder=rem)
     other = next(v for k, v in lists.items() if k != name)
     return Draft(
         goal=goal,
         criteria=[crit],
-        milestones=[state("todo.items", "created", list_id=lst["id"], title={"icontains": title})],
+        milestones=[state("todo.items", "created", list_id=lst["id"], title={"regex": title_words(title)})],
         plan=plan,
         perturb_exempt=["2.answer"],
         probes=[
@@ -87,7 +104,20 @@ def add_due_item(w: World) -> Draft:
                     *([call("todo.set_reminder", item_id=w.next_id("todo.items", "ti_"), at=rem)] if rem else []),
                 ),
             ),
-            fails("on another list", replacing(plan, 1, call("todo.add_item", **{**args, "list_id": other["id"]}))),
+            passes(
+                "without the article",
+                replacing(plan, 1, call("todo.add_item", **{**args, "title": " ".join(title_words_only(title))})),
+            ),
+            fails(
+                "another item's title",
+                replacing(
+                    plan, 1, call("todo.add_item", **{**args, "title": next(t for t in NEW_ITEMS[name] if t != title)})
+                ),
+            ),
+            fails(
+                "on another list",
+                replacing(plan, 1, call("todo.add_item", **{**args, "list_id": other["id"]})),
+            ),
             fails(
                 "a day late",
                 replacing(

@@ -30,6 +30,7 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
+from phoneenv.tasks.templates.clock import one_time
 from phoneenv.tasks.templates.messages import looked_up, similar
 from phoneenv.tasks.templates.travel_seed import (
     CITIES,
@@ -219,7 +220,7 @@ def train_tell_arrival(w: World) -> Draft:
         booked(target, "train"),
         mailed("confirmed"),
         state("messages.messages", "created", number={"person": c["id"]}, direction="out",
-              body={"states": {"time": arrives}}),
+              body={"any": [{"states": {"time": arrives}}, {"regex": arriving_at(arrives)}]}),
     ]  # fmt: skip
     goal = w.rng.choice(
         [
@@ -244,8 +245,21 @@ def train_tell_arrival(w: World) -> Draft:
                                                                     body=f"My train leaves at {hm(target['departs'])}."))),
             fails("texted someone else", replacing(plan, send, call("messages.send", to=similar(w, c)["phone"],
                                                                     body=f"Arriving at {arrives}."))),
+            passes("both times, labelled", replacing(plan, send, call("messages.send", to=c["phone"],
+                   body=f"Leaving at {hm(target['departs'])}, arriving in {dest} at {arrives}."))),
+            fails("the times swapped", replacing(plan, send, call("messages.send", to=c["phone"],
+                  body=f"Leaving at {arrives}, arriving at {hm(target['departs'])}."))),
+            fails("hedged the arrival", replacing(plan, send, call("messages.send", to=c["phone"],
+                  body=f"Arriving at {arrives} or {hm(wrong['arrives'])}."))),
         ],
     )  # fmt: skip
+
+
+def arriving_at(hhmm: str) -> str:
+    """A regex: the text gives ``hhmm`` as the arrival ("arriving 16:05", "gets in at 4:05 pm",
+    "arrives in Canberra at 16:05"), alone (not "16:05 or 16:35"); other times may stand beside it."""
+    h, m = (int(x) for x in hhmm.split(":"))
+    return rf"(?:\barriv\w*|\bgets?\s+in\w*|\bland\w*)\W+(?:\w+\W+){{0,3}}?(?:{one_time(h, m)})"
 
 
 def _twelve(hhmm: str) -> str:
@@ -275,6 +289,10 @@ def book_hotel(w: World) -> Draft:
     ok = [h for h in hotels if h["rating"] >= floor]
     target = min(ok, key=lambda h: h["price_per_night"])
     cheaper = [h for h in hotels if h["price_per_night"] < target["price_per_night"]]
+    if not cheaper:  # a cheaper hotel rated too low, so ignoring the rating books the wrong one
+        low = min((h for h in hotels if h["rating"] < floor), key=lambda h: h["price_per_night"])
+        low["price_per_night"] = float(round(target["price_per_night"] * 0.8))
+        cheaper = [low]
     nights = w.rng.choice([2, 3, 4, 5])
     plan: list[ToolCall] = [
         call("travel.search_hotels", city=dest, check_in=day.isoformat(), nights=nights, min_rating=floor)
@@ -303,7 +321,7 @@ def book_hotel(w: World) -> Draft:
                                                           check_in=(day + dt.timedelta(days=1)).isoformat(),
                                                           nights=nights))),
     ]  # fmt: skip
-    if cheaper:
+    if cheaper:  # always, see above
         probes.append(
             fails("cheaper but rated too low", replacing(plan, book, call("travel.book_hotel", hotel_id=cheaper[0]["id"],
                                                                           check_in=day.isoformat(), nights=nights)))

@@ -59,11 +59,23 @@ def degrees(w: World, celsius: float) -> float:
     return float(round(celsius * 9 / 5 + 32)) if imperial(w) else celsius
 
 
+HEDGE = r"(?!\s*(?:or|/|-|–|to)\s*-?\d)"
+"""After a number: not followed by an alternative ("8 or 15", "8-9", "8 to 9")."""
+
+
 def number_in_text(value: float) -> str:
-    """A regex for ``value`` written in a text: as given, or rounded either way to a whole number."""
+    """A regex for ``value`` written in a text: as given, or rounded either way to a whole number;
+    the sign must agree (``-3`` is not ``3``) and no alternative may follow (``8 or 15``)."""
     options = {f"{value:g}", str(math.floor(value)), str(math.ceil(value))}
     alts = "|".join(re.escape(o) for o in sorted(options))
-    return rf"(?<![\d.])(-)?({alts})(?![\d])(?!\.\d)"
+    return rf"(?<![\d.\-−])({alts})(?![\d])(?!\.\d){HEDGE}"
+
+
+def word_in_text(word: str) -> str:
+    """A regex for ``word`` named as the one outcome: not offered beside an alternative
+    ("fog or sun", "sun/fog", "either fog ...")."""
+    w = re.escape(word)
+    return rf"(?<!\bor )(?<!/)(?<!\beither )\b{w}(?!\s*(?:or\b|/))"
 
 
 @template(
@@ -176,13 +188,52 @@ def text_forecast(w: World) -> Draft:
             f"Send {first} a text with tomorrow's weather in {city} - conditions and top temperature.",
         ]
     )
-    text = {"regex": rf"(?s)(?=.*{re.escape(fc['condition'])})(?=.*{number_in_text(high)})"}
+    text = {"regex": rf"(?s)(?=.*{word_in_text(fc['condition'])})(?=.*{number_in_text(high)})"}
     probes = [
         passes(
             "shorter", replacing(plan, 2, call("messages.send", to=c["phone"], body=f"{fc['condition']}, {high:g}"))
         ),
         fails("someone else", replacing(plan, 2, call("messages.send", to=similar(w, c)["phone"], body=body))),
+        passes(
+            "in a sentence, capitalised",
+            replacing(
+                plan,
+                2,
+                call(
+                    "messages.send",
+                    to=c["phone"],
+                    body=f"{fc['condition'].capitalize()} in {city} tomorrow, top of {round(high)}{unit}",
+                ),
+            ),
+        ),
+        fails(
+            "hedged the high",
+            replacing(
+                plan,
+                2,
+                call("messages.send", to=c["phone"], body=f"{fc['condition']}, high {high:g} or {round(high) + 6}"),
+            ),
+        ),
+        fails(
+            "hedged the condition",
+            replacing(
+                plan,
+                2,
+                call(
+                    "messages.send",
+                    to=c["phone"],
+                    body=f"{fc['condition']} or {'sunny' if fc['condition'] != 'sunny' else 'rain'}, high {high:g}",
+                ),
+            ),
+        ),
     ]
+    if high > 0:
+        probes.append(
+            fails(
+                "below zero",
+                replacing(plan, 2, call("messages.send", to=c["phone"], body=f"{fc['condition']}, high -{high:g}")),
+            )
+        )
     today_high = degrees(w, other_day["high_c"])
     if other_day["condition"] != fc["condition"] and round(today_high) != round(high):
         probes.append(
