@@ -15,7 +15,6 @@ from typing import Any
 from phoneenv.contract import Category, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
-    behavior,
     call,
     fails,
     first_name,
@@ -27,21 +26,11 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.home import fahrenheit, seed_home, temperature
-from phoneenv.tasks.templates.memory import MemoryBook, ago
+from phoneenv.tasks.templates.memory import MemoryBook, ago, memory_searched
 from phoneenv.tasks.templates.wallet import exempt, from_minor, paid, secure, seed_budget, seed_wallet, to_minor
 from phoneenv.tasks.world import World
 
 MEMORY = Category.MEMORY
-
-
-def _searched(*words: str) -> Any:
-    """Milestone: a ``memory.search`` whose query names one of ``words``."""
-    return behavior(
-        "required_call",
-        "memory.search",
-        id=f"searched:{words[0]}",
-        arguments={"query": {"any": [{"icontains": w} for w in words]}},
-    )
 
 
 @template(
@@ -97,7 +86,7 @@ def pay_rent(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[_searched("rent", "landlord"), criteria[0]],
+        milestones=[memory_searched("rent", "landlord"), criteria[0]],
         plan=plan,
         perturb_exempt=exempt(plan),
         probes=probes,
@@ -150,7 +139,7 @@ def heating_preference(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[crit],
-        milestones=[_searched("thermostat", "temperature", "heat"), crit],
+        milestones=[memory_searched("thermostat", "temperature", "heat"), crit],
         plan=plan,
         perturb_exempt=["3.answer"],
         probes=[
@@ -230,7 +219,7 @@ def split_usual(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=criteria,
-        milestones=[_searched("split", "dinner"), criteria[0]],
+        milestones=[memory_searched("split", "dinner"), criteria[0]],
         plan=plan,
         perturb_exempt=exempt(plan),
         probes=[
@@ -336,7 +325,7 @@ def budget_preference(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[crit],
-        milestones=[_searched("eating out", "budget", "dining", "restaurant"), crit],
+        milestones=[memory_searched("eating out", "budget", "dining", "restaurant"), crit],
         plan=plan,
         perturb_exempt=["2.answer"],
         probes=probes,

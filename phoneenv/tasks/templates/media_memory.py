@@ -15,7 +15,6 @@ from typing import Any
 from phoneenv.contract import Category, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
-    behavior,
     call,
     fails,
     first_name,
@@ -28,21 +27,11 @@ from phoneenv.tasks.templates import (
 )
 from phoneenv.tasks.templates.gallery import outing_of, photos_of
 from phoneenv.tasks.templates.media_world import day_words, seed_music, seed_todo
-from phoneenv.tasks.templates.memory import MemoryBook, ago, forget_relations
+from phoneenv.tasks.templates.memory import MemoryBook, ago, forget_relations, memory_searched
 from phoneenv.tasks.templates.todo import NEW_ITEMS
 from phoneenv.tasks.world import World
 
 MEMORY = Category.MEMORY
-
-
-def searched(*words: str) -> Criterion:
-    """Milestone: ``memory.search`` with a query naming one of ``words``."""
-    return behavior(
-        "required_call",
-        "memory.search",
-        id=f"searched:{words[0]}",
-        arguments={"query": {"any": [{"icontains": x} for x in words]}},
-    )
 
 
 def with_memory(w: World, book: MemoryBook, **kw: Any) -> Draft:
@@ -104,7 +93,7 @@ def favorite_podcast(w: World) -> Draft:
             state("music.episodes", "updated", id=newest["id"], downloaded=True),
             state("music.player", "updated", id="now", episode_id=newest["id"], playing=True),
         ],
-        milestones=[searched("podcast", "favourite", "favorite")],
+        milestones=[memory_searched("podcast", "favourite", "favorite")],
         plan=plan,
         perturb_exempt=["5.answer"],
         probes=[
@@ -173,7 +162,7 @@ def usual_list(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[state("todo.items", "created", list_id=rec["id"], title={"icontains": item}, done=False)],
-        milestones=[searched("shop", "list", "grocer")],
+        milestones=[memory_searched("shop", "list", "grocer")],
         plan=plan,
         perturb_exempt=["3.answer"],
         probes=[
@@ -238,7 +227,7 @@ def running_playlist(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[state("music.player", "updated", id="now", playlist_id=target["id"], playing=True)],
-        milestones=[searched("run", "jog", "playlist")],
+        milestones=[memory_searched("run", "jog", "playlist")],
         plan=plan,
         perturb_exempt=["3.answer"],
         probes=[
@@ -306,7 +295,7 @@ def tag_partner(w: World) -> Draft:
         book,
         goal=goal,
         criteria=criteria,
-        milestones=[searched(rel)],
+        milestones=[memory_searched(rel)],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer", "1.date_from", "1.date_to"],
         probes=[

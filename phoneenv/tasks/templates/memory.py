@@ -171,8 +171,8 @@ def _sms(c: dict[str, Any], contains: str | None = None, states: dict[str, Any] 
     return crit
 
 
-def _searched(*words: str) -> Any:
-    """A milestone: ``memory.search`` with a query naming one of ``words`` (what this task is about)."""
+def memory_searched(*words: str) -> Any:
+    """A milestone (shared by every app's memory templates): ``memory.search`` with a query naming one of ``words`` (what this task is about)."""
     return behavior(
         "required_call",
         "memory.search",
@@ -240,7 +240,7 @@ def text_relation(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[_sms(target, key)],
-        milestones=[_searched(rel), _sms(target)],
+        milestones=[memory_searched(rel), _sms(target)],
         plan=plan,
         perturb_exempt=["3.answer"],
         probes=[
@@ -331,7 +331,7 @@ def call_past_provider(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[state("phone.calls", "created", number={"person": newer["id"]}, direction="out")],
-        milestones=[_searched(trade, trade.split()[0])],
+        milestones=[memory_searched(trade, trade.split()[0])],
         plan=plan,
         perturb_exempt=["3.answer"],
         probes=[
@@ -672,7 +672,7 @@ def preference_setting(w: World) -> Draft:
         book,
         goal=goal,
         criteria=criteria,
-        milestones=[_searched(*keys)],
+        milestones=[memory_searched(*keys)],
         plan=plan,
         perturb_exempt=[*exempt, "2.answer"],
         probes=probes,
@@ -747,7 +747,7 @@ def updated_fact(w: World) -> Draft:
         book,
         goal=f"{first} {reason}. Text {first} the {thing}.",
         criteria=[_sms(friend, new), state("messages.messages", "absent", body={"icontains": old})],
-        milestones=[_searched(*query.split()[-2:]), _sms(friend)],
+        milestones=[memory_searched(*query.split()[-2:]), _sms(friend)],
         plan=plan,
         perturb_exempt=["3.answer"],
         probes=[
@@ -997,7 +997,7 @@ def recall_answer(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[*criteria, behavior("read_only")],
-        milestones=[_searched(*keys)],
+        milestones=[memory_searched(*keys)],
         plan=plan,
         probes=probes,
     )
@@ -1148,7 +1148,7 @@ def forget_outdated(w: World) -> Draft:
     return Draft(
         goal=words,
         criteria=[state("memory.entries", "updated", id=target["id"], valid=False)],
-        milestones=[_searched(*query.split())],
+        milestones=[memory_searched(*query.split())],
         plan=plan,
         fixtures=w.fixtures(memory=fixtures),
         perturb_exempt=["2.answer"],
@@ -1354,7 +1354,7 @@ def intent_place(w: World) -> Draft:
         book,
         goal=goal,
         criteria=criteria,
-        milestones=[_searched(place, "remind", "when I get"), reached],
+        milestones=[memory_searched(place, "remind", "when I get"), reached],
         plan=plan,
         perturb_exempt=["4.answer"],
         max_steps=25,

@@ -9,24 +9,14 @@ import datetime as dt
 from typing import Any
 
 from phoneenv.contract import Category, Domain
-from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, pick, replacing, state, template
+from phoneenv.tasks.templates import Draft, call, fails, passes, pick, replacing, state, template
 from phoneenv.tasks.templates.delivery import ordered, seed_delivery, sign_in
-from phoneenv.tasks.templates.memory import MemoryBook, ago
+from phoneenv.tasks.templates.memory import MemoryBook, ago, memory_searched
 from phoneenv.tasks.templates.restaurants import NUMBER_WORDS, day_words, open_at, seed_restaurants
 from phoneenv.tasks.templates.shop import add_order, in_stock, item, return_plan, returned, seed_shop
 from phoneenv.tasks.world import World
 
 MEMORY = Category.MEMORY
-
-
-def _searched(*words: str) -> Any:
-    """Milestone: ``memory.search`` with a query naming one of ``words``."""
-    return behavior(
-        "required_call",
-        "memory.search",
-        id=f"searched:{words[0]}",
-        arguments={"query": {"any": [{"icontains": x} for x in words]}},
-    )
 
 
 def _old_new(w: World, book: MemoryBook, kind: str, old: str, new: str) -> None:
@@ -102,7 +92,7 @@ def shop_my_size(w: World) -> Draft:
         book,
         goal=ask.format(p=p["name"].lower()),
         criteria=[made],
-        milestones=[_searched("size", kind), state("shop.orders", "created", items={"has": item(p, new)})],
+        milestones=[memory_searched("size", kind), state("shop.orders", "created", items={"has": item(p, new)})],
         plan=plan,
         perturb_exempt=["0.query", "1.query", "4.answer"],
         probes=[
@@ -191,7 +181,7 @@ def usual_table(w: World) -> Draft:
             )
         ],
         milestones=[
-            _searched("usual", "restaurant", "place"),
+            memory_searched("usual", "restaurant", "place"),
             state("restaurants.reservations", "created", restaurant_id=new_r["id"], time=text),
         ],
         plan=plan,
@@ -264,7 +254,7 @@ def diet_dinner(w: World) -> Draft:
         book,
         goal=ask.format(q="one" if qty == 1 else "two", r=rest, a=a, b=b),
         criteria=ordered(dw, rest, [(veg, qty)]),
-        milestones=[_searched("diet", "eat", "vegetarian", "food")],
+        milestones=[memory_searched("diet", "eat", "vegetarian", "food")],
         plan=plan,
         perturb_exempt=["0.query", "2.query", "6.answer"],
         probes=[
@@ -345,7 +335,10 @@ def return_pickup_time(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[returned(order, p, reason, slot)],
-        milestones=[_searched("pickup", "courier", "time"), state("shop.returns", "created", order_id=order["id"])],
+        milestones=[
+            memory_searched("pickup", "courier", "time"),
+            state("shop.returns", "created", order_id=order["id"]),
+        ],
         plan=plan,
         perturb_exempt=["0.query", f"{len(plan) - 1}.answer"],
         probes=[

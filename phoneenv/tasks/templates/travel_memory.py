@@ -18,7 +18,6 @@ from phoneenv.contract import Category, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
-    behavior,
     call,
     fails,
     finishing,
@@ -29,7 +28,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.maps import MODE_WORDS, trip_minutes
-from phoneenv.tasks.templates.memory import MemoryBook, ago
+from phoneenv.tasks.templates.memory import MemoryBook, ago, memory_searched
 from phoneenv.tasks.templates.travel import SEATS, booked, day_words, mailed, trip_day, upcoming_flight
 from phoneenv.tasks.templates.travel_seed import destinations, home, seed_hotels, seed_maps, seed_route
 from phoneenv.tasks.world import World
@@ -37,16 +36,6 @@ from phoneenv.tasks.world import World
 MEMORY = Category.MEMORY
 TRAVEL = Domain.TRAVEL
 COUNT = 12
-
-
-def searched(*words: str) -> Any:
-    """A milestone: ``memory.search`` with a query naming one of ``words``."""
-    return behavior(
-        "required_call",
-        "memory.search",
-        id=f"searched:{words[0]}",
-        arguments={"query": {"any": [{"icontains": w} for w in words]}},
-    )
 
 
 def _draft(w: World, book: MemoryBook, **kw: Any) -> Draft:
@@ -98,7 +87,7 @@ def seat_preference(w: World) -> Draft:
             state("travel.bookings", "updated", id=bk["id"], checked_in=True, seat={"regex": f"^{row}[{SEATS[side]}]$"}),
             mailed("Boarding pass"),
         ],
-        milestones=[searched("seat", side, "fly", "plane")],
+        milestones=[memory_searched("seat", side, "fly", "plane")],
         plan=plan,
         perturb_exempt=["3.answer"],
         probes=[
@@ -156,7 +145,7 @@ def parents_train(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[booked(target, "train"), mailed("confirmed")],
-        milestones=[searched(word, "live")],
+        milestones=[memory_searched(word, "live")],
         plan=plan,
         perturb_exempt=["3.answer", "1.origin"],
         probes=[
@@ -227,7 +216,7 @@ def hotel_budget(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[booked(target, "hotel", nights=nights, start={"startswith": day.isoformat()}), mailed("confirmed")],
-        milestones=[searched("budget", "hotel")],
+        milestones=[memory_searched("budget", "hotel")],
         plan=plan,
         perturb_exempt=["3.answer", "1.max_price_per_night", "1.sort"],
         probes=[
@@ -288,7 +277,7 @@ def time_to_place(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[answer(type="duration", value=minutes * 60)],
-        milestones=[searched(word, said.split()[-1])],
+        milestones=[memory_searched(word, said.split()[-1])],
         plan=plan,
         probes=probes,
     )
