@@ -304,7 +304,9 @@ def test_client_refused_and_timeout() -> None:
         started = time.monotonic()
         with pytest.raises(ConsoleTimeoutError, match=r"within 0\.3 s"):
             ConsoleClient("127.0.0.1", mute.getsockname()[1], token=TOKEN, timeout=0.3).connect()
-        assert time.monotonic() - started < 3
+        # The client's default is 10 s: the bound tells 0.3 s from that, with room for a loaded CI box
+        # (a run under `pytest -n auto` with training tests beside it took 5.4 s here).
+        assert time.monotonic() - started < 9
 
 
 def test_client_rejects_injection_and_bad_names(server: ConsoleServer) -> None:
