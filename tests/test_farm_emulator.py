@@ -434,6 +434,22 @@ def port_lock_dir(runtime_dir: Path) -> Path:
     return runtime_dir / "emulator-ports"
 
 
+def make_avd(home: Path, name: str) -> Path:
+    """An AVD as avdmanager leaves it: ``<home>/<name>.ini`` pointing at ``<home>/<name>.avd/`` with a config.ini."""
+    content = home / f"{name}.avd"
+    content.mkdir(parents=True)
+    (content / "config.ini").write_text(f"AvdId={name}\navd.ini.displayname={name}\nhw.ramSize=2048\n")
+    (home / f"{name}.ini").write_text(
+        f"avd.ini.encoding=UTF-8\npath={content}\npath.rel=avd/{name}.avd\ntarget=android-34\n"
+    )
+    return content
+
+
+def snapshot_state(avd: Path, name: str) -> dict:
+    """The device state the stand-in saved as snapshot ``name`` of the AVD at ``avd``."""
+    return json.loads((avd / "snapshots" / name / "snapshot.pb").read_text())
+
+
 class Rig:
     """A stand-in emulator installed on PATH, an AVD home, a HOME for the token, a state dir."""
 
@@ -448,8 +464,7 @@ class Rig:
         self.avd_home = tmp_path / "avd"
         self.state = tmp_path / "state"
         self.spec = spec()
-        self.avd = self.avd_home / f"{self.spec.name}.avd"
-        self.avd.mkdir(parents=True)
+        self.avd = make_avd(self.avd_home, self.spec.name)
         self.logs = tmp_path / "logs"
         self.allocator = PortAllocator(lock_dir, first=LAUNCH_REGION[0], last=LAUNCH_REGION[1])
 
@@ -523,7 +538,7 @@ def test_launch_boot_snapshot_reset_and_clean_shutdown(rig: Rig, adb_server) -> 
             assert device.shell(["settings", "get", "global", key]) == "0"
 
         assert emu.save_snapshot() == ["fixture"]
-        assert json.loads((rig.avd / "snapshots" / "fixture").read_text())["settings"]["global"] == dict.fromkeys(
+        assert snapshot_state(rig.avd, "fixture")["settings"]["global"] == dict.fromkeys(
             ANIMATION_SETTINGS, "0"
         )
         # An episode changes the device; loading the fixture puts it back.
@@ -621,7 +636,7 @@ def test_prepare_fixture_recipe(rig: Rig, adb_server) -> None:
     assert prepare_fixture(launcher, boot_timeout=30, poll_interval=0.1) == ["fixture"]
     argv = json.loads((rig.state / "argv.json").read_text())
     assert "-no-snapshot-load" in argv and "-snapshot" not in argv
-    saved = json.loads((rig.avd / "snapshots" / "fixture").read_text())
+    saved = snapshot_state(rig.avd, "fixture")
     assert saved["settings"]["global"] == dict.fromkeys(ANIMATION_SETTINGS, "0")
     # Booting later from the fixture passes -snapshot fixture; the console lists it.
     with launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as emu:
@@ -678,7 +693,7 @@ def test_recipe_fixture_on_the_stand_in(rig: Rig, adb_server, runtime_dir: Path,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "standin_api34: snapshot 'fixture' saved; snapshots: fixture"
-    saved = json.loads((rig.avd / "snapshots" / "fixture").read_text())
+    saved = snapshot_state(rig.avd, "fixture")
     assert saved["settings"]["global"] == dict.fromkeys(ANIMATION_SETTINGS, "0")
     assert "emulator: exiting cleanly" in rig.log()
 
