@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import socket
@@ -800,6 +801,16 @@ def global_setting(adb, serial: str, key: str) -> str:
     return adb.device(serial).shell(["settings", "get", "global", key])
 
 
+def start_must_fail(launcher: EmulatorLauncher, error: type[BaseException], **options) -> BaseException:
+    """``launcher.start(**options)``'s error; an emulator that starts instead is stopped, then the test fails."""
+    try:
+        emu = launcher.start(**options)
+    except error as exc:
+        return exc
+    emu.stop()
+    pytest.fail(f"{launcher.spec.name} started ({emu.serial}) where {error.__name__} was expected")
+
+
 def test_missing_snapshot_is_refused_before_launch(rig: Rig) -> None:
     put_snapshot(rig.avd, "fixture", {})
     put_snapshot(rig.avd, "default_boot", {})
@@ -823,10 +834,10 @@ def test_snapshot_fallback_reported_by_the_emulator_fails_the_start(rig: Rig, ad
     launcher = rig.launcher(adb=adb_server, STANDIN_BOOT_DELAY="20")
     put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "1"}).write_text("{not json")
     started = time.monotonic()
-    with pytest.raises(SnapshotBootError, match=r"did not boot from snapshot 'fixture'.*'Bad snapshot data'") as err:
-        launcher.start(snapshot="fixture", boot_timeout=60, poll_interval=0.1)
-    assert not isinstance(err.value, SnapshotNotFoundError)
-    assert (err.value.reason, err.value.available) == ("Bad snapshot data", ["fixture"])
+    err = start_must_fail(launcher, SnapshotBootError, snapshot="fixture", boot_timeout=60, poll_interval=0.1)
+    assert re.search(r"did not boot from snapshot 'fixture'.*'Bad snapshot data'", str(err))
+    assert not isinstance(err, SnapshotNotFoundError)
+    assert (err.reason, err.available) == ("Bad snapshot data", ["fixture"])
     assert time.monotonic() - started < 15  # the boot would take 20 s: detected from the report
     assert "Performing clean boot: Bad snapshot data" in rig.log()
     assert "emulator: exiting cleanly" in rig.log()  # and the emulator was stopped
@@ -834,9 +845,9 @@ def test_snapshot_fallback_reported_by_the_emulator_fails_the_start(rig: Rig, ad
     # A snapshot the launcher's own check did not see (say, deleted just after it): the report says missing.
     shutil.rmtree(rig.avd / "snapshots" / "fixture")
     monkeypatch.setattr(EmulatorLauncher, "check_snapshot", lambda self, name: None)
-    with pytest.raises(SnapshotNotFoundError, match=r"'Missing snapshot files'.*the AVD's snapshots: none") as err:
-        launcher.start(snapshot="fixture", boot_timeout=60, poll_interval=0.1)
-    assert err.value.reason == "Missing snapshot files"
+    err = start_must_fail(launcher, SnapshotNotFoundError, snapshot="fixture", boot_timeout=60, poll_interval=0.1)
+    assert re.search(r"'Missing snapshot files'.*the AVD's snapshots: none", str(err))
+    assert err.reason == "Missing snapshot files"
 
 
 def test_stand_in_honours_snapshot_flags_and_saves_on_exit(rig: Rig, adb_server) -> None:
@@ -984,6 +995,16 @@ def test_restart_from_snapshot_keeps_the_serial(rig: Rig, adb_server) -> None:
         assert lease.pair.console <= fresh.ports.console
 
 
+def _emulators_on(serial: str) -> list[psutil.Process]:
+    console = serial.removeprefix("emulator-")
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        argv = proc.info.get("cmdline") or []
+        if "-ports" in argv and argv[argv.index("-ports") + 1].split(",")[0] == console:
+            found.append(proc)
+    return found
+
+
 def test_restart_by_serial_of_an_emulator_another_process_started(rig: Rig, adb_server, runtime_dir, tmp_path) -> None:
     # The pool's case: the emulator was started by `phoneenv device emulator start` (which holds
     # the port lock and exits when its emulator dies); the pool knows only the serial and the AVD.
@@ -998,7 +1019,7 @@ def test_restart_by_serial_of_an_emulator_another_process_started(rig: Rig, adb_
          "--snapshot", "fixture", "--read-only", *args, str(LAUNCH_REGION[1]), "--boot-timeout", "30"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    fresh = None
+    fresh, serial = None, "emulator-none"
     try:
         first = cli.stdout.readline()
         assert first.startswith("booted standin_api34 as emulator-"), first + cli.stdout.read()
@@ -1023,6 +1044,8 @@ def test_restart_by_serial_of_an_emulator_another_process_started(rig: Rig, adb_
         cli.wait(10)
         if fresh is not None:
             fresh.stop()
+        for proc in _emulators_on(serial):
+            proc.kill()  # an old emulator left running by a failed restart
 
 
 # ----------------------------------------------------------------------------- real emulator

@@ -19,6 +19,15 @@ The pieces, in the order a farm worker uses them:
   it died without cleaning up (its PID is gone, or was reused by a later process).
 * :func:`prepare_fixture` — the boot recipe: cold boot, animations off, save the ``fixture``
   snapshot, verify it is listed, shut down.
+* Booting from a snapshot is checked: the snapshot must be on disk before launch
+  (:func:`avd_snapshots`), and the emulator's own report of a fallback to a clean boot (which it
+  does silently otherwise) fails the start: :class:`SnapshotNotFoundError`/:class:`SnapshotBootError`.
+* Several emulators of one AVD: ``start(read_only=True)`` instances share it on distinct ports;
+  a second writable one is refused (:class:`AvdInUseError`), so clone the AVD
+  (:func:`clone_avd`, :meth:`EmulatorLauncher.clone`).
+* :func:`restart_from_snapshot` (and :meth:`EmulatorLauncher.restart`) — the device pool's last
+  recovery step: stop an emulator, start it again from a snapshot on the same ports (same
+  serial), wait for boot with a deadline.
 
 Example (needs the Android emulator and an AVD; see ``emulator_images/README.md``)::
 
@@ -1609,6 +1618,7 @@ def restart_from_snapshot(
     *,
     launcher: EmulatorLauncher | None = None,
     avd: str | os.PathLike[str] | None = None,
+    adb_server: tuple[str, int] | None = None,
     read_only: bool | None = None,
     boot_timeout: float | None = None,
     stop_timeout: float = 15.0,
@@ -1636,6 +1646,9 @@ def restart_from_snapshot(
             port allocator (whose lock directory must be the one the original start used).
         avd: instead of ``launcher``, the farm file's ``avd``: a YAML path, an AVD name or a file
             stem in ``emulator_images/`` (:func:`resolve_avd_spec`); a default launcher is built.
+        adb_server: ``(host, port)`` of the adb server the new emulator announces itself to and
+            whose ``sys.boot_completed`` is polled, for the default launcher (the pool passes its
+            ``adb_host, adb_port``); default ``$ANDROID_ADB_SERVER_PORT`` or 5037.
         read_only: start ``-read-only``; default: as the stopped emulator ran (``False`` when it
             was already gone).
         boot_timeout: seconds to wait for the new boot.
@@ -1663,7 +1676,10 @@ def restart_from_snapshot(
 
     Example::
 
-        fresh = restart_from_snapshot("emulator-5554", "phoneenv-base", avd="pixel6-api34", boot_timeout=300)
+        # a farm file's {"serial": "emulator-5554", "kind": "emulator", "avd": "pixel6-api34", "snapshot": "phoneenv-base"}
+        fresh = restart_from_snapshot(
+            "emulator-5554", "phoneenv-base", avd="pixel6-api34", adb_server=("127.0.0.1", 5037), boot_timeout=300
+        )
         assert fresh.serial == "emulator-5554"
     """
     if isinstance(target, RunningEmulator):
@@ -1677,7 +1693,7 @@ def restart_from_snapshot(
     if launcher is None:
         if avd is None:
             raise ValueError(f"restarting {target} needs the launcher or the AVD (avd=) it runs")
-        launcher = EmulatorLauncher(resolve_avd_spec(avd))
+        launcher = EmulatorLauncher(resolve_avd_spec(avd), adb_server=adb_server)
     name = snapshot or launcher.spec.fixture_snapshot
     launcher.check_snapshot(name)
     old = _emulator_processes(console)
