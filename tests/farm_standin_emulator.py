@@ -4,18 +4,30 @@ The tests copy this file into a temporary directory as ``emulator`` (with this i
 shebang) and put that directory first on ``PATH``. It behaves like the emulator wherever the
 launcher can observe it, without an Android image:
 
-* parses ``-avd NAME`` and ``-ports C,A``; records its argv in ``$STANDIN_STATE/argv.json``;
-* refuses to start while ``<avd dir>/hardware-qemu.ini.lock`` exists (as the emulator does),
-  then takes that lock: a file holding its PID and a NUL, like the emulator's hard link;
+* parses ``-avd NAME`` and ``-ports C,A``; records its argv in ``$STANDIN_STATE/argv.json``
+  (the latest start) and ``$STANDIN_STATE/argv-<pid>.json`` (each start);
+* finds the AVD as the emulator does, through ``$ANDROID_AVD_HOME/NAME.ini`` (``path=``), and
+  panics with the emulator's unknown-AVD message when there is none;
+* a writable instance refuses to start while ``<avd dir>/hardware-qemu.ini.lock`` exists, with
+  the emulator's multi-instance message (as the emulator refuses a locked AVD), then takes that
+  lock: a file holding its PID and a NUL, like the emulator's hard link. ``-read-only``
+  instances take no lock, so any number share the AVD; they never write into it (console
+  ``avd snapshot save|delete`` answers ``KO``, nothing is saved on exit);
+* snapshots live where the emulator keeps them, ``<avd dir>/snapshots/<name>/snapshot.pb``
+  (here the device state, properties and settings, as JSON). At start it loads
+  ``-snapshot NAME`` (``default_boot`` without it) unless ``-no-snapshot-load`` is given; a
+  missing one prints the emulator's ``Performing clean boot: Missing snapshot files`` (an
+  unreadable one ``... Bad snapshot data``) and cold boots, as the emulator does. Unless
+  ``-no-snapshot-save`` or ``-read-only``, it saves that snapshot again on a clean exit;
 * creates ``$HOME/.emulator_console_auth_token`` if missing and serves the real console protocol
-  on ``C`` (:class:`phoneenv.farm.console.ConsoleServer`);
+  on ``C`` (:class:`phoneenv.farm.console.ConsoleServer`), with ``avd snapshot
+  save|load|list|delete`` on those snapshot files;
 * serves the adb wire protocol on ``A`` (:class:`phoneenv.farm.adbwire.AdbDeviceServer`) and,
   when ``$ANDROID_ADB_SERVER_PORT`` is set, announces itself to that adb server with
   ``host:emulator:A`` as the emulator does, so ``adb devices`` lists ``emulator-C``. Its shell
-  answers ``getprop`` (``sys.boot_completed`` turns ``1`` after ``$STANDIN_BOOT_DELAY`` seconds)
-  and ``settings get|put <namespace> <key> [value]``; anything else exits 127;
-* console snapshots save and restore that device state (properties and settings) as JSON files
-  under ``<avd dir>/snapshots/<name>``;
+  answers ``getprop`` (``sys.boot_completed`` turns ``1`` after ``$STANDIN_BOOT_DELAY`` seconds,
+  at once when the loaded snapshot was saved booted) and ``settings get|put <namespace> <key>
+  [value]``; anything else exits 127;
 * on console ``kill`` or SIGTERM it removes its lock and exits 0.
 
 ``$STANDIN_NO_ANNOUNCE`` keeps it from announcing itself (the adb server never lists it).
@@ -31,6 +43,7 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import sys
@@ -81,6 +94,67 @@ class StandinDevice:
             self.settings = {k: dict(v) for k, v in state["settings"].items()}
 
 
+DEFAULT_BOOT = "default_boot"
+"""The Quick Boot snapshot the emulator loads (and saves on exit) when no ``-snapshot`` is given."""
+MULTI_INSTANCE_REFUSED = (
+    "Running multiple emulators with the same AVD is an experimental feature. "
+    "Please use -read-only flag to enable this feature."
+)
+READ_ONLY_REFUSED = "snapshots cannot be saved or deleted: the emulator runs with -read-only"
+
+
+class AvdSnapshots:
+    """Snapshots where the emulator keeps them, ``<avd dir>/snapshots/<name>/snapshot.pb``.
+
+    The stand-in's ``snapshot.pb`` holds the device state (properties, settings) as JSON instead
+    of the emulator's protobuf; a snapshot exists exactly when that file does, as for the emulator.
+    A ``-read-only`` instance loads them but never writes or deletes one.
+    """
+
+    def __init__(self, root: Path, device: StandinDevice, *, read_only: bool) -> None:
+        self.root = root
+        self.device = device
+        self.read_only = read_only
+
+    def _pb(self, name: str) -> Path:
+        return self.root / name / "snapshot.pb"
+
+    def boot_load(self, name: str) -> str | None:
+        """Load ``name``; ``None`` on success, else the emulator's reason (``Missing snapshot files``)."""
+        pb = self._pb(name)
+        if not pb.is_file():
+            return "Missing snapshot files"
+        try:
+            self.device.restore(json.loads(pb.read_text()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return "Bad snapshot data"
+        return None
+
+    def save(self, name: str) -> None:
+        if self.read_only:
+            raise RuntimeError(READ_ONLY_REFUSED)
+        pb = self._pb(name)
+        pb.parent.mkdir(parents=True, exist_ok=True)
+        tmp = pb.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.device.state()))
+        tmp.replace(pb)
+
+    def load(self, name: str) -> bool:
+        return self.boot_load(name) is None
+
+    def list(self) -> list[SnapshotInfo]:
+        found = [d for d in self.root.iterdir() if (d / "snapshot.pb").is_file()] if self.root.is_dir() else []
+        found.sort(key=lambda d: (d / "snapshot.pb").stat().st_mtime_ns)
+        return [SnapshotInfo(name=d.name, vm_size_bytes=(d / "snapshot.pb").stat().st_size) for d in found]
+
+    def delete(self, name: str) -> None:
+        if self.read_only:
+            raise RuntimeError(READ_ONLY_REFUSED)
+        if not self._pb(name).is_file():
+            raise KeyError(f"snapshot '{name}' doesn't exist")
+        shutil.rmtree(self.root / name)
+
+
 def announce(adb_port: int) -> None:
     """``host:emulator:<adb port>`` to the adb server, as the emulator does at start-up."""
     server_port = os.environ.get("ANDROID_ADB_SERVER_PORT")
@@ -94,24 +168,41 @@ def announce(adb_port: int) -> None:
         print(f"emulator: cannot reach the adb server on {server_port}: {exc}", flush=True)
 
 
+def resolve_avd(avd: str) -> Path | None:
+    """The AVD's content directory from ``<avd home>/<avd>.ini`` (``path=``), as the emulator finds it."""
+    ini = Path(os.environ["ANDROID_AVD_HOME"]) / f"{avd}.ini"
+    if not ini.is_file():
+        return None
+    for line in ini.read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "path" and value.strip():
+            return Path(value.strip())
+    return ini.with_suffix(".avd")
+
+
 def main() -> int:
     args = sys.argv[1:]
     state = Path(os.environ["STANDIN_STATE"])
     state.mkdir(parents=True, exist_ok=True)
     (state / "argv.json").write_text(json.dumps(sys.argv))
+    (state / f"argv-{os.getpid()}.json").write_text(json.dumps(sys.argv))
     mode = os.environ.get("STANDIN_MODE", "normal")
     print(f"standin emulator pid {os.getpid()} mode {mode}", flush=True)
     avd = args[args.index("-avd") + 1]
-    if mode == "crash":
+    avd_dir = resolve_avd(avd)
+    if mode == "crash" or avd_dir is None or not avd_dir.is_dir():
         print(f"PANIC: Unknown AVD name [{avd}], use -list-avds to see valid list.", flush=True)
         return 1
     console_port, adb_port = (int(p) for p in args[args.index("-ports") + 1].split(","))
-    avd_dir = Path(os.environ["ANDROID_AVD_HOME"]) / f"{avd}.avd"
+    read_only = "-read-only" in args
+    save_on_exit = "-no-snapshot-save" not in args and not read_only
+    boot_snapshot = args[args.index("-snapshot") + 1] if "-snapshot" in args else DEFAULT_BOOT
     lock = avd_dir / "hardware-qemu.ini.lock"
-    if lock.exists():
-        print("ERROR: Running multiple emulators with the same AVD is an experimental feature.", flush=True)
-        return 1
-    lock.write_bytes(f"{os.getpid()}\0".encode())
+    if not read_only:
+        if lock.exists():
+            print(f"ERROR   | {MULTI_INSTANCE_REFUSED}", flush=True)
+            return 1
+        lock.write_bytes(f"{os.getpid()}\0".encode())
 
     token_file = Path(os.environ["HOME"]) / ".emulator_console_auth_token"
     token = read_token(token_file)
@@ -120,29 +211,15 @@ def main() -> int:
         token_file.write_text(token)
 
     device = StandinDevice()
-    snapshots = avd_dir / "snapshots"
-    snapshots.mkdir(exist_ok=True)
-
-    class FileSnapshots:
-        def save(self, name: str) -> None:
-            (snapshots / name).write_text(json.dumps(device.state()))
-
-        def load(self, name: str) -> bool:
-            saved = snapshots / name
-            if not saved.is_file():
-                return False
-            device.restore(json.loads(saved.read_text()))
-            return True
-
-        def list(self) -> list[SnapshotInfo]:
-            files = sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime_ns)
-            return [SnapshotInfo(name=p.name, vm_size_bytes=p.stat().st_size) for p in files]
-
-        def delete(self, name: str) -> None:
-            try:
-                (snapshots / name).unlink()
-            except FileNotFoundError:
-                raise KeyError(f"snapshot '{name}' doesn't exist") from None
+    snapshots = AvdSnapshots(avd_dir / "snapshots", device, read_only=read_only)
+    if "-no-snapshot-load" in args:
+        print("INFO    | Performing cold boot: requested by the user", flush=True)
+    else:
+        failure = snapshots.boot_load(boot_snapshot)
+        if failure:
+            print(f"INFO    | Performing clean boot: {failure}", flush=True)
+        else:
+            print(f"INFO    | Loaded snapshot '{boot_snapshot}'", flush=True)
 
     stop = threading.Event()
 
@@ -150,7 +227,7 @@ def main() -> int:
         if mode not in ("ignore-kill", "ignore-term"):
             stop.set()
 
-    console = ConsoleServer(FileSnapshots(), port=console_port, token=token, avd_name=avd, on_kill=on_kill)
+    console = ConsoleServer(snapshots, port=console_port, token=token, avd_name=avd, on_kill=on_kill)
     adbd = AdbDeviceServer(device, port=adb_port).start()
     print(f"emulator: console on {console_port}, adb on {adb_port}", flush=True)
     announce(adb_port)
@@ -175,7 +252,11 @@ def main() -> int:
     stop.wait()
     console.close()
     adbd.stop()
-    lock.unlink(missing_ok=True)
+    if save_on_exit:
+        snapshots.save(boot_snapshot)
+        print(f"INFO    | Saved snapshot '{boot_snapshot}' on exit", flush=True)
+    if not read_only:
+        lock.unlink(missing_ok=True)
     print("emulator: exiting cleanly", flush=True)
     return 0
 

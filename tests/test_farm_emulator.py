@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,25 +22,34 @@ from pathlib import Path
 import psutil
 import pytest
 
-from phoneenv.farm.console import ConsoleClient, SnapshotLoadError
+from phoneenv.farm.console import ConsoleClient, ConsoleCommandError, SnapshotLoadError
 from phoneenv.farm.emulator import (
     ANIMATION_SETTINGS,
+    AvdInUseError,
     AvdSpec,
     AvdSpecError,
     BootTimeoutError,
+    EmulatorError,
     EmulatorExitedError,
     EmulatorLauncher,
     EmulatorNotFoundError,
     PortAllocator,
+    PortBusyError,
     PortPair,
     PortsExhaustedError,
+    SnapshotBootError,
+    SnapshotNotFoundError,
     avd_dir,
     avd_home,
+    avd_snapshots,
+    clone_avd,
     default_images_dir,
     find_emulator,
     load_avd_spec,
     load_avd_specs,
     prepare_fixture,
+    resolve_avd_spec,
+    restart_from_snapshot,
     sweep_stale_locks,
 )
 
@@ -434,6 +444,22 @@ def port_lock_dir(runtime_dir: Path) -> Path:
     return runtime_dir / "emulator-ports"
 
 
+def make_avd(home: Path, name: str) -> Path:
+    """An AVD as avdmanager leaves it: ``<home>/<name>.ini`` pointing at ``<home>/<name>.avd/`` with a config.ini."""
+    content = home / f"{name}.avd"
+    content.mkdir(parents=True)
+    (content / "config.ini").write_text(f"AvdId={name}\navd.ini.displayname={name}\nhw.ramSize=2048\n")
+    (home / f"{name}.ini").write_text(
+        f"avd.ini.encoding=UTF-8\npath={content}\npath.rel=avd/{name}.avd\ntarget=android-34\n"
+    )
+    return content
+
+
+def snapshot_state(avd: Path, name: str) -> dict:
+    """The device state the stand-in saved as snapshot ``name`` of the AVD at ``avd``."""
+    return json.loads((avd / "snapshots" / name / "snapshot.pb").read_text())
+
+
 class Rig:
     """A stand-in emulator installed on PATH, an AVD home, a HOME for the token, a state dir."""
 
@@ -448,8 +474,7 @@ class Rig:
         self.avd_home = tmp_path / "avd"
         self.state = tmp_path / "state"
         self.spec = spec()
-        self.avd = self.avd_home / f"{self.spec.name}.avd"
-        self.avd.mkdir(parents=True)
+        self.avd = make_avd(self.avd_home, self.spec.name)
         self.logs = tmp_path / "logs"
         self.allocator = PortAllocator(lock_dir, first=LAUNCH_REGION[0], last=LAUNCH_REGION[1])
 
@@ -523,9 +548,7 @@ def test_launch_boot_snapshot_reset_and_clean_shutdown(rig: Rig, adb_server) -> 
             assert device.shell(["settings", "get", "global", key]) == "0"
 
         assert emu.save_snapshot() == ["fixture"]
-        assert json.loads((rig.avd / "snapshots" / "fixture").read_text())["settings"]["global"] == dict.fromkeys(
-            ANIMATION_SETTINGS, "0"
-        )
+        assert snapshot_state(rig.avd, "fixture")["settings"]["global"] == dict.fromkeys(ANIMATION_SETTINGS, "0")
         # An episode changes the device; loading the fixture puts it back.
         device.shell(["settings", "put", "global", "window_animation_scale", "1"])
         device.shell(["settings", "put", "global", "wifi_on", "0"])
@@ -621,7 +644,7 @@ def test_prepare_fixture_recipe(rig: Rig, adb_server) -> None:
     assert prepare_fixture(launcher, boot_timeout=30, poll_interval=0.1) == ["fixture"]
     argv = json.loads((rig.state / "argv.json").read_text())
     assert "-no-snapshot-load" in argv and "-snapshot" not in argv
-    saved = json.loads((rig.avd / "snapshots" / "fixture").read_text())
+    saved = snapshot_state(rig.avd, "fixture")
     assert saved["settings"]["global"] == dict.fromkeys(ANIMATION_SETTINGS, "0")
     # Booting later from the fixture passes -snapshot fixture; the console lists it.
     with launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as emu:
@@ -678,7 +701,7 @@ def test_recipe_fixture_on_the_stand_in(rig: Rig, adb_server, runtime_dir: Path,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "standin_api34: snapshot 'fixture' saved; snapshots: fixture"
-    saved = json.loads((rig.avd / "snapshots" / "fixture").read_text())
+    saved = snapshot_state(rig.avd, "fixture")
     assert saved["settings"]["global"] == dict.fromkeys(ANIMATION_SETTINGS, "0")
     assert "emulator: exiting cleanly" in rig.log()
 
@@ -760,6 +783,269 @@ def test_cli_start_runs_until_sigterm(rig: Rig, adb_server, runtime_dir: Path, t
     assert cli.returncode == 0, out
     assert out.splitlines()[-1] == f"stopped {serial} (console)"
     assert gone_from_adb(adb_server, serial)
+
+
+# ------------------------------------------------------------- snapshots, instances, restarts
+
+
+def put_snapshot(avd: Path, name: str, settings: dict[str, str], booted: bool = True) -> Path:
+    """Write snapshot ``name`` as the stand-in saves it: a booted device with these global settings."""
+    pb = avd / "snapshots" / name / "snapshot.pb"
+    pb.parent.mkdir(parents=True, exist_ok=True)
+    props = {"ro.build.version.sdk": "34", "ro.kernel.qemu": "1", "sys.boot_completed": "1" if booted else ""}
+    pb.write_text(json.dumps({"props": props, "settings": {"global": settings, "secure": {}, "system": {}}}))
+    return pb
+
+
+def global_setting(adb, serial: str, key: str) -> str:
+    return adb.device(serial).shell(["settings", "get", "global", key])
+
+
+def start_must_fail(launcher: EmulatorLauncher, error: type[BaseException], **options) -> BaseException:
+    """``launcher.start(**options)``'s error; an emulator that starts instead is stopped, then the test fails."""
+    try:
+        emu = launcher.start(**options)
+    except error as exc:
+        return exc
+    emu.stop()
+    pytest.fail(f"{launcher.spec.name} started ({emu.serial}) where {error.__name__} was expected")
+
+
+def test_missing_snapshot_is_refused_before_launch(rig: Rig) -> None:
+    put_snapshot(rig.avd, "fixture", {})
+    put_snapshot(rig.avd, "default_boot", {})
+    (rig.avd / "snapshots" / "half_saved").mkdir()  # a directory without snapshot.pb is no snapshot
+    assert avd_snapshots(rig.avd) == ["default_boot", "fixture"]
+    launcher = rig.launcher()
+    with pytest.raises(SnapshotNotFoundError, match=r"has no snapshot 'fixtrue'.*its snapshots: default_boot, fixture"):
+        launcher.start(snapshot="fixtrue", boot_timeout=30)
+    with pytest.raises(SnapshotNotFoundError) as err:
+        launcher.start(snapshot="half_saved", boot_timeout=30)
+    assert (err.value.snapshot, err.value.available) == ("half_saved", ["default_boot", "fixture"])
+    assert isinstance(err.value, LookupError) and isinstance(err.value, SnapshotBootError)
+    assert not rig.logs.exists() and not rig.state.exists()  # nothing was launched
+    with pytest.raises(ValueError, match="exclusive"):
+        launcher.start(snapshot="fixture", extra_args=["-no-snapshot-load"])
+
+
+def test_snapshot_fallback_reported_by_the_emulator_fails_the_start(rig: Rig, adb_server, monkeypatch) -> None:
+    # The emulator does not fail on a snapshot it cannot load: it logs "Performing clean boot:
+    # <reason>" and cold boots. The start must fail on that report, long before the (slow) boot.
+    launcher = rig.launcher(adb=adb_server, STANDIN_BOOT_DELAY="20")
+    put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "1"}).write_text("{not json")
+    started = time.monotonic()
+    err = start_must_fail(launcher, SnapshotBootError, snapshot="fixture", boot_timeout=60, poll_interval=0.1)
+    assert re.search(r"did not boot from snapshot 'fixture'.*'Bad snapshot data'", str(err))
+    assert not isinstance(err, SnapshotNotFoundError)
+    assert (err.reason, err.available) == ("Bad snapshot data", ["fixture"])
+    assert time.monotonic() - started < 15  # the boot would take 20 s: detected from the report
+    assert "Performing clean boot: Bad snapshot data" in rig.log()
+    assert "emulator: exiting cleanly" in rig.log()  # and the emulator was stopped
+
+    # A snapshot the launcher's own check did not see (say, deleted just after it): the report says missing.
+    shutil.rmtree(rig.avd / "snapshots" / "fixture")
+    monkeypatch.setattr(EmulatorLauncher, "check_snapshot", lambda self, name: None)
+    err = start_must_fail(launcher, SnapshotNotFoundError, snapshot="fixture", boot_timeout=60, poll_interval=0.1)
+    assert re.search(r"'Missing snapshot files'.*the AVD's snapshots: none", str(err))
+    assert err.reason == "Missing snapshot files"
+
+
+def test_stand_in_honours_snapshot_flags_and_saves_on_exit(rig: Rig, adb_server) -> None:
+    launcher = rig.launcher(adb=adb_server)
+    put_snapshot(rig.avd, "default_boot", {"phoneenv_marker": "quickboot"})
+    put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
+    with launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as emu:
+        assert global_setting(adb_server, emu.serial, "phoneenv_marker") == "fixture"
+    # -no-snapshot-load wins over the Quick Boot snapshot; saving on exit writes default_boot back.
+    with launcher.start(cold_boot=True, save_on_exit=True, boot_timeout=30, poll_interval=0.1) as emu:
+        assert "-no-snapshot-load" in emu.command and "-no-snapshot-save" not in emu.command
+        assert global_setting(adb_server, emu.serial, "phoneenv_marker") == "null"
+        adb_server.device(emu.serial).shell(["settings", "put", "global", "phoneenv_marker", "saved_on_exit"])
+    assert "Performing cold boot: requested by the user" in emu.log_path.read_text()
+    assert snapshot_state(rig.avd, "default_boot")["settings"]["global"] == {"phoneenv_marker": "saved_on_exit"}
+    # No -snapshot: Quick Boot's default_boot is loaded.
+    with launcher.start(boot_timeout=30, poll_interval=0.1) as emu:
+        assert global_setting(adb_server, emu.serial, "phoneenv_marker") == "saved_on_exit"
+    assert snapshot_state(rig.avd, "fixture")["settings"]["global"] == {"phoneenv_marker": "fixture"}
+
+
+def test_read_only_instances_share_one_avd(rig: Rig, adb_server) -> None:
+    launcher = rig.launcher(adb=adb_server)
+    pb = put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
+    before = (pb.read_bytes(), pb.stat().st_mtime_ns)
+    first = launcher.start(snapshot="fixture", read_only=True, boot_timeout=30, poll_interval=0.1)
+    try:
+        second = launcher.start(snapshot="fixture", read_only=True, boot_timeout=30, poll_interval=0.1)
+        with second:
+            assert "-read-only" in first.command and "-read-only" in second.command
+            assert first.ports != second.ports and first.serial != second.serial
+            for emu in (first, second):
+                assert adb_server.device(emu.serial).getprop("sys.boot_completed") == "1"
+                assert global_setting(adb_server, emu.serial, "phoneenv_marker") == "fixture"
+            # Each has its own device: a change in one is not seen by the other.
+            adb_server.device(first.serial).shell(["settings", "put", "global", "phoneenv_marker", "changed"])
+            assert global_setting(adb_server, second.serial, "phoneenv_marker") == "fixture"
+            second.load_snapshot("fixture")  # a reset loads from the shared snapshot
+            first.load_snapshot("fixture")
+            assert global_setting(adb_server, first.serial, "phoneenv_marker") == "fixture"
+            with pytest.raises(ConsoleCommandError, match="read-only"):
+                first.save_snapshot("fixture")
+            assert not (rig.avd / "hardware-qemu.ini.lock").exists()  # read-only instances lock nothing
+    finally:
+        first.stop()
+    assert (pb.read_bytes(), pb.stat().st_mtime_ns) == before  # never written back
+    assert avd_snapshots(rig.avd) == ["fixture"]
+
+
+def test_second_writable_instance_is_refused_and_a_clone_boots(rig: Rig, adb_server) -> None:
+    launcher = rig.launcher(adb=adb_server)
+    put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
+    with launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as writer:
+        with pytest.raises(AvdInUseError, match=r"read_only=True or from a clone") as err:
+            launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1)
+        assert "Running multiple emulators with the same AVD" in str(err.value)
+        assert isinstance(err.value, EmulatorExitedError)
+        assert (rig.avd / "hardware-qemu.ini.lock").read_bytes() == f"{writer.pid}\0".encode()  # still the first's
+
+        twin = launcher.clone("standin_twin")
+        clone_dir = rig.avd_home / "standin_twin.avd"
+        assert twin.spec.name == "standin_twin" and twin.avd_dir == clone_dir
+        assert not (clone_dir / "hardware-qemu.ini.lock").exists()  # the running writer's lock is not copied
+        assert f"path={clone_dir}" in (rig.avd_home / "standin_twin.ini").read_text().splitlines()
+        assert "AvdId=standin_twin" in (clone_dir / "config.ini").read_text().splitlines()
+        assert avd_snapshots(clone_dir) == ["fixture"]
+        with twin.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as other:
+            assert other.ports != writer.ports
+            assert adb_server.device(other.serial).getprop("sys.boot_completed") == "1"
+            assert global_setting(adb_server, other.serial, "phoneenv_marker") == "fixture"
+            assert other.console().avd_name() == "standin_twin"
+            other.save_snapshot("twin_only")
+        assert avd_snapshots(clone_dir) == ["fixture", "twin_only"]
+        assert avd_snapshots(rig.avd) == ["fixture"]  # the source AVD is untouched
+
+
+def test_clone_avd_checks_its_arguments(tmp_path: Path) -> None:
+    home = tmp_path / "avd"
+    env = {"ANDROID_AVD_HOME": str(home)}
+    source = make_avd(home, "src")
+    put_snapshot(source, "fixture", {})
+    (source / "userdata-qemu.img").write_bytes(b"\x00" * 4096)
+    (source / "hardware-qemu.ini").write_text(f"disk.dataPartition.path={source}/userdata-qemu.img\n")
+    bare = clone_avd("src", "bare", env=env, snapshots=False)
+    assert bare == home / "bare.avd" and avd_dir("bare", env) == bare
+    assert (bare / "userdata-qemu.img").read_bytes() == b"\x00" * 4096
+    assert not (bare / "snapshots").exists() and not (bare / "hardware-qemu.ini").exists()
+    assert (bare / "config.ini").read_text().splitlines() == [
+        "AvdId=bare",
+        "avd.ini.displayname=bare",
+        "hw.ramSize=2048",
+    ]
+    assert (home / "bare.ini").read_text().splitlines() == [
+        "avd.ini.encoding=UTF-8",
+        f"path={bare}",
+        "path.rel=avd/bare.avd",
+        "target=android-34",
+    ]
+    with pytest.raises(EmulatorError, match="already exists"):
+        clone_avd("src", "bare", env=env)
+    assert avd_snapshots(clone_avd("src", "bare", env=env, overwrite=True)) == ["fixture"]
+    with pytest.raises(EmulatorError, match="does not exist"):
+        clone_avd("nothing", "x", env=env)
+    with pytest.raises(AvdSpecError, match="invalid AVD name"):
+        clone_avd("src", "no/slash", env=env)
+    with pytest.raises(EmulatorError, match="onto itself"):
+        clone_avd("src", "src", env=env)
+    assert sorted(p.name for p in home.iterdir()) == ["bare.avd", "bare.ini", "src.avd", "src.ini"]  # no leftovers
+
+
+def test_resolve_avd_spec_accepts_a_farm_files_avd(tmp_path: Path) -> None:
+    images = REPO / "emulator_images"
+    assert resolve_avd_spec("pixel6-api34").name == "phoneenv_pixel6_api34"  # the file stem, as in the farm file
+    assert resolve_avd_spec("phoneenv_pixel4_api30_atd").api_level == 30  # the AVD name
+    assert resolve_avd_spec(images / "pixel6-api34-playstore.yaml").tag == "google_apis_playstore"
+    with pytest.raises(AvdSpecError, match=r"no AVD definition 'pixel9'.*phoneenv_pixel6_api34"):
+        resolve_avd_spec("pixel9", images)
+
+
+def test_restart_from_snapshot_keeps_the_serial(rig: Rig, adb_server) -> None:
+    launcher = rig.launcher(adb=adb_server)
+    put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
+    emu = launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1)
+    try:
+        adb_server.device(emu.serial).shell(["settings", "put", "global", "phoneenv_marker", "dirty"])
+        with pytest.raises(SnapshotNotFoundError, match="has no snapshot 'gone'"):
+            launcher.restart(emu, snapshot="gone")
+        assert emu.alive() and emu.stopped_by is None  # checked before anything was stopped
+        fresh = restart_from_snapshot(emu, "fixture", boot_timeout=30, poll_interval=0.1)
+    except BaseException:
+        emu.stop()
+        raise
+    with fresh:
+        assert emu.stopped_by == "console" and not emu.alive()
+        assert fresh.pid != emu.pid and fresh.alive()
+        assert (fresh.serial, fresh.ports) == (emu.serial, emu.ports)
+        assert fresh.command[fresh.command.index("-snapshot") + 1] == "fixture"
+        assert adb_server.device(fresh.serial).getprop("sys.boot_completed") == "1"
+        assert global_setting(adb_server, fresh.serial, "phoneenv_marker") == "fixture"
+        with pytest.raises(
+            PortBusyError, match=f"{fresh.ports.console},{fresh.ports.adb} is locked by pid {os.getpid()}"
+        ):
+            rig.allocator.acquire(fresh.ports.console, wait_s=0.2)  # the lease went over to the new run
+    with rig.allocator.allocate() as lease:  # released when the new run stopped
+        assert lease.pair.console <= fresh.ports.console
+
+
+def _emulators_on(serial: str) -> list[psutil.Process]:
+    console = serial.removeprefix("emulator-")
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        argv = proc.info.get("cmdline") or []
+        if "-ports" in argv and argv[argv.index("-ports") + 1].split(",")[0] == console:
+            found.append(proc)
+    return found
+
+
+def test_restart_by_serial_of_an_emulator_another_process_started(rig: Rig, adb_server, runtime_dir, tmp_path) -> None:
+    # The pool's case: the emulator was started by `phoneenv device emulator start` (which holds
+    # the port lock and exits when its emulator dies); the pool knows only the serial and the AVD.
+    put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
+    spec_file = tmp_path / "standin.yaml"
+    spec_file.write_text(rig.spec.model_dump_json())
+    env = rig.launcher().env
+    env["PHONEENV_RUNTIME_DIR"] = str(runtime_dir)
+    args = ["--adb-port", str(adb_server.port), "--first-port", str(LAUNCH_REGION[0]), "--last-port"]
+    cli = subprocess.Popen(
+        [sys.executable, "-c", "from phoneenv.cli import app; app()", "device", "emulator", "start", str(spec_file),
+         "--snapshot", "fixture", "--read-only", *args, str(LAUNCH_REGION[1]), "--boot-timeout", "30"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    fresh, serial = None, "emulator-none"
+    try:
+        first = cli.stdout.readline()
+        assert first.startswith("booted standin_api34 as emulator-"), first + cli.stdout.read()
+        serial = first.split()[3]
+        old_pid = next(p.pid for p in psutil.Process(cli.pid).children() if "-avd" in p.cmdline())
+        adb_server.device(serial).shell(["settings", "put", "global", "phoneenv_marker", "dirty"])
+        with pytest.raises(ValueError, match="not an emulator serial"):
+            restart_from_snapshot("127.0.0.1:5555", launcher=rig.launcher(adb=adb_server))
+        with pytest.raises(ValueError, match="needs the launcher or the AVD"):
+            restart_from_snapshot(serial)
+        fresh = restart_from_snapshot(
+            serial, "fixture", launcher=rig.launcher(adb=adb_server), lock_wait_s=20, boot_timeout=30, poll_interval=0.1
+        )
+        assert fresh.serial == serial and fresh.pid != old_pid
+        assert not psutil.pid_exists(old_pid) or psutil.Process(old_pid).status() == psutil.STATUS_ZOMBIE
+        assert fresh.read_only and "-read-only" in fresh.command  # as the old one ran
+        assert global_setting(adb_server, serial, "phoneenv_marker") == "fixture"
+        out, _ = cli.communicate(timeout=30)
+        assert cli.returncode == 0 and out.splitlines()[-1] == f"stopped {serial} (exited)", out
+    finally:
+        cli.kill()
+        cli.wait(10)
+        if fresh is not None:
+            fresh.stop()
+        for proc in _emulators_on(serial):
+            proc.kill()  # an old emulator left running by a failed restart
 
 
 # ----------------------------------------------------------------------------- real emulator

@@ -19,6 +19,15 @@ The pieces, in the order a farm worker uses them:
   it died without cleaning up (its PID is gone, or was reused by a later process).
 * :func:`prepare_fixture` — the boot recipe: cold boot, animations off, save the ``fixture``
   snapshot, verify it is listed, shut down.
+* Booting from a snapshot is checked: the snapshot must be on disk before launch
+  (:func:`avd_snapshots`), and the emulator's own report of a fallback to a clean boot (which it
+  does silently otherwise) fails the start: :class:`SnapshotNotFoundError`/:class:`SnapshotBootError`.
+* Several emulators of one AVD: ``start(read_only=True)`` instances share it on distinct ports;
+  a second writable one is refused (:class:`AvdInUseError`), so clone the AVD
+  (:func:`clone_avd`, :meth:`EmulatorLauncher.clone`).
+* :func:`restart_from_snapshot` (and :meth:`EmulatorLauncher.restart`) — the device pool's last
+  recovery step: stop an emulator, start it again from a snapshot on the same ports (same
+  serial), wait for boot with a deadline.
 
 Example (needs the Android emulator and an AVD; see ``emulator_images/README.md``)::
 
@@ -36,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import itertools
 import logging
 import os
 import re
@@ -63,6 +73,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "ANIMATION_SETTINGS",
+    "AvdInUseError",
     "AvdSpec",
     "AvdSpecError",
     "BootTimeoutError",
@@ -72,17 +83,24 @@ __all__ = [
     "EmulatorLauncher",
     "EmulatorNotFoundError",
     "PortAllocator",
+    "PortBusyError",
     "PortLease",
     "PortPair",
     "PortsExhaustedError",
     "RunningEmulator",
+    "SnapshotBootError",
+    "SnapshotNotFoundError",
     "avd_dir",
     "avd_home",
+    "avd_snapshots",
+    "clone_avd",
     "default_images_dir",
     "find_emulator",
     "load_avd_spec",
     "load_avd_specs",
     "prepare_fixture",
+    "resolve_avd_spec",
+    "restart_from_snapshot",
     "sweep_stale_locks",
 ]
 
@@ -120,6 +138,44 @@ class EmulatorExitedError(EmulatorError):
 
 class BootTimeoutError(EmulatorError, TimeoutError):
     """The console or ``sys.boot_completed`` did not come up before the deadline; the emulator was stopped."""
+
+
+class AvdInUseError(EmulatorExitedError):
+    """A writable emulator refused to start because another instance holds the AVD's lock.
+
+    Start further instances with ``read_only=True`` (``-read-only``), or from a clone of the AVD
+    (:func:`clone_avd`, :meth:`EmulatorLauncher.clone`).
+    """
+
+
+class SnapshotBootError(EmulatorError):
+    """The emulator was told to boot from a snapshot and did not: it reported a fallback to a clean boot.
+
+    The real emulator does not fail in that case: it prints ``Performing clean boot: <reason>``
+    (or ``Resetting for clean boot: <reason>``) and cold boots, so an unchecked start silently
+    yields a device without the fixture's state. The launcher reads that report and raises this.
+
+    Attributes:
+        snapshot: the snapshot asked for.
+        available: the snapshots the AVD has (``<avd dir>/snapshots/*/snapshot.pb``, or the
+            console's ``avd snapshot list``), sorted.
+        reason: what the emulator reported (``"Missing snapshot files"``, ``"Bad snapshot data"``,
+            ...), or what the launcher found.
+    """
+
+    def __init__(self, message: str, *, snapshot: str, available: Sequence[str], reason: str) -> None:
+        super().__init__(message)
+        self.snapshot = snapshot
+        self.available = sorted(available)
+        self.reason = reason
+
+
+class SnapshotNotFoundError(SnapshotBootError, LookupError):
+    """The snapshot to boot from does not exist (found before launch, or reported by the emulator)."""
+
+
+class PortBusyError(PortsExhaustedError):
+    """A specific console/adb pair could not be taken (in use, or its lock held past the wait)."""
 
 
 # ------------------------------------------------------------------------------------ AVD spec
@@ -358,9 +414,139 @@ def avd_home(env: Mapping[str, str] | None = None) -> Path:
     return Path(home) / ".android" / "avd"
 
 
+def _read_ini(path: Path) -> list[tuple[str, str]]:
+    """``key=value`` lines of an AVD ``.ini`` file, in order (other lines dropped)."""
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            entries.append((key.strip(), value.strip()))
+    return entries
+
+
 def avd_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
-    """The content directory of AVD ``name``: ``<avd home>/<name>.avd``."""
-    return avd_home(env) / f"{name}.avd"
+    """The content directory of AVD ``name``, found as the emulator finds it.
+
+    ``path=`` of ``<avd home>/<name>.ini`` when that file exists and names one (AVDs created with
+    ``avdmanager create avd --path``, and clones, live elsewhere), else ``<avd home>/<name>.avd``.
+    """
+    home = avd_home(env)
+    ini = home / f"{name}.ini"
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        for key, value in _read_ini(ini):
+            if key == "path" and value:
+                return Path(value)
+    return home / f"{name}.avd"
+
+
+def avd_snapshots(directory: str | os.PathLike[str]) -> list[str]:
+    """Names of the snapshots an AVD has: ``<directory>/snapshots/<name>/snapshot.pb`` exists; sorted.
+
+    ``directory`` is the AVD's content directory (:func:`avd_dir`). This is where the emulator
+    keeps snapshots (Quick Boot's ``default_boot`` and named ones) and what it checks first when
+    loading one. A missing directory gives ``[]``.
+    """
+    root = Path(directory) / "snapshots"
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    return sorted(entry.name for entry in entries if (entry / "snapshot.pb").is_file())
+
+
+_CLONE_SKIP = ("*.lock", "hardware-qemu.ini", "*.tmp")
+
+
+def clone_avd(
+    source: str,
+    name: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    snapshots: bool = True,
+    overwrite: bool = False,
+) -> Path:
+    """Copy AVD ``source`` to a new AVD ``name`` (its ``.ini`` and content directory); returns the new directory.
+
+    Two writable emulators cannot share one AVD (the second is refused: :class:`AvdInUseError`);
+    a clone is a second AVD with the same system image, configuration, data and (with
+    ``snapshots``) snapshots, so both boot writable, each with its own lock, data and snapshot
+    saves. Alternatively start several ``read_only=True`` instances of one AVD.
+
+    The new ``<avd home>/<name>.ini`` is the source's with ``path=`` (and ``path.rel=``) pointing
+    at ``<avd home>/<name>.avd``; ``config.ini`` gets ``AvdId=<name>`` and
+    ``avd.ini.displayname=<name>``. Lock files (``*.lock``) and ``hardware-qemu.ini`` (the emulator
+    rewrites it at every start) are not copied. Copy the AVD while no writable emulator runs it
+    (its images change under a copy); disk images are copied in full (GiBs for a used AVD).
+    Disk overlays (``*.qcow2``) keep their backing-file paths, which point into the SDK's system
+    image and the source AVD's base images, so keep the source AVD in place.
+
+    Raises :class:`AvdSpecError` for an invalid ``name``, :class:`EmulatorError` when ``source``
+    has no ``.ini`` or content directory, or ``name`` exists and ``overwrite`` is false.
+    """
+    if not _AVD_NAME.match(name):
+        raise AvdSpecError(f"invalid AVD name {name!r}: use 1-100 characters from [A-Za-z0-9._-]")
+    home = avd_home(env)
+    src_ini = home / f"{source}.ini"
+    src_dir = avd_dir(source, env)
+    if not src_ini.is_file() or not src_dir.is_dir():
+        raise EmulatorError(
+            f"cannot clone AVD {source!r}: {src_ini if not src_ini.is_file() else src_dir} does not exist"
+        )
+    dst_ini = home / f"{name}.ini"
+    dst_dir = home / f"{name}.avd"
+    if name == source:
+        raise EmulatorError(f"cannot clone AVD {source!r} onto itself")
+    if dst_ini.exists() or dst_dir.exists():
+        if not overwrite:
+            raise EmulatorError(f"AVD {name!r} already exists ({dst_ini}); pass overwrite=True to replace it")
+        shutil.rmtree(dst_dir, ignore_errors=True)
+        dst_ini.unlink(missing_ok=True)
+    ignore = shutil.ignore_patterns(*_CLONE_SKIP, *(() if snapshots else ("snapshots",)))
+    staging = home / f".{name}.avd.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        shutil.copytree(src_dir, staging, ignore=ignore, symlinks=True)
+        config = staging / "config.ini"
+        if config.is_file():
+            wanted = {"AvdId": name, "avd.ini.displayname": name}
+            lines = []
+            for line in config.read_text(encoding="utf-8").splitlines():
+                key = line.partition("=")[0].strip()
+                lines.append(f"{key}={wanted.pop(key)}" if "=" in line and key in wanted else line)
+            lines.extend(f"{key}={value}" for key, value in wanted.items())
+            config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        staging.rename(dst_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    entries = {key: value for key, value in _read_ini(src_ini)}
+    entries["path"] = str(dst_dir)
+    if "path.rel" in entries:
+        entries["path.rel"] = f"avd/{name}.avd"
+    dst_ini.write_text("".join(f"{key}={value}\n" for key, value in entries.items()), encoding="utf-8")
+    log.info("cloned AVD %s to %s (%s)", source, name, dst_dir)
+    return dst_dir
+
+
+def resolve_avd_spec(ref: str | os.PathLike[str], images_dir: str | os.PathLike[str] | None = None) -> AvdSpec:
+    """The :class:`AvdSpec` a farm file's ``avd`` names.
+
+    ``ref`` is a path to a YAML definition, an AVD name declared in ``images_dir`` (default
+    :func:`default_images_dir`), or the stem of a file there (``"pixel6-api34"`` for
+    ``emulator_images/pixel6-api34.yaml``). Raises :class:`AvdSpecError` when none matches.
+    """
+    path = Path(ref)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return load_avd_spec(path)
+    root = Path(images_dir) if images_dir is not None else default_images_dir()
+    for suffix in (".yaml", ".yml"):
+        candidate = root / f"{ref}{suffix}"
+        if candidate.is_file():
+            return load_avd_spec(candidate)
+    specs = load_avd_specs(root)
+    if str(ref) in specs:
+        return specs[str(ref)]
+    raise AvdSpecError(f"no AVD definition {str(ref)!r} in {root} (names: {', '.join(sorted(specs)) or 'none'})")
 
 
 def find_emulator(env: Mapping[str, str] | None = None) -> Path:
@@ -523,6 +709,31 @@ class PortAllocator:
         """The console ports tried, in order."""
         return range(self.first, self.last + 1, 2)
 
+    def _try_pair(self, console: int) -> PortLease | Literal["locked", "busy"]:
+        """Take pair ``console`` now: its lease, ``"locked"`` (another allocator holds it) or ``"busy"``."""
+        path = self.runtime_dir / f"{console}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return "locked"
+        except BaseException:
+            os.close(fd)
+            raise
+        if not all(
+            _bindable(host, port, family)
+            for port in (console, console + 1)
+            for host, family in ((self.host, socket.AF_INET), ("::1", socket.AF_INET6))
+        ):
+            os.close(fd)
+            return "busy"
+        record = f"{os.getpid():>10}\n".encode()  # fixed width: rewriting never needs a truncate
+        if os.fstat(fd).st_size != len(record):
+            os.ftruncate(fd, 0)
+        os.pwrite(fd, record, 0)
+        return PortLease(PortPair(console, console + 1), path, fd)
+
     def allocate(self) -> PortLease:
         """Take the lowest free pair. Raises :class:`PortsExhaustedError` when none is free.
 
@@ -533,36 +744,44 @@ class PortAllocator:
         locked: list[int] = []
         busy: list[int] = []
         for console in self.candidates():
-            path = self.runtime_dir / f"{console}.lock"
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
+            got = self._try_pair(console)
+            if got == "locked":
                 locked.append(console)
-                continue
-            except BaseException:
-                os.close(fd)
-                raise
-            if not all(
-                _bindable(host, port, family)
-                for port in (console, console + 1)
-                for host, family in ((self.host, socket.AF_INET), ("::1", socket.AF_INET6))
-            ):
-                os.close(fd)
+            elif got == "busy":
                 busy.append(console)
-                continue
-            record = f"{os.getpid():>10}\n".encode()  # fixed width: rewriting never needs a truncate
-            if os.fstat(fd).st_size != len(record):
-                os.ftruncate(fd, 0)
-            os.pwrite(fd, record, 0)
-            return PortLease(PortPair(console, console + 1), path, fd)
+            else:
+                return got
         raise PortsExhaustedError(
             f"no free emulator port pair in {self.first}..{self.last + 1}: "
             f"{len(locked)} pair(s) held by other workers (locks in {self.runtime_dir}), "
             f"{len(busy)} in use by other programs ({', '.join(map(str, busy[:8])) or 'none'}); "
             "stop idle emulators or widen the range"
         )
+
+    def acquire(self, console: int, *, wait_s: float = 0.0, interval: float = 0.1) -> PortLease:
+        """Take the specific pair ``(console, console + 1)``, retrying for up to ``wait_s`` seconds.
+
+        Used to restart an emulator on the ports (and so the serial) it had. The pair may lie
+        outside ``first..last`` but must be a valid emulator pair (even, 5554..5682). Raises
+        :class:`ValueError` for an invalid port and :class:`PortBusyError` when the pair is still
+        locked by another allocator or in use after ``wait_s``.
+        """
+        if console % 2 or not FIRST_CONSOLE_PORT <= console <= LAST_CONSOLE_PORT:
+            raise ValueError(f"console port must be even in {FIRST_CONSOLE_PORT}..{LAST_CONSOLE_PORT}, got {console}")
+        self.runtime_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        deadline = time.monotonic() + wait_s
+        while True:
+            got = self._try_pair(console)
+            if not isinstance(got, str):
+                return got
+            if time.monotonic() >= deadline:
+                holder = ""
+                if got == "locked":
+                    with contextlib.suppress(OSError, ValueError):
+                        holder = f" by pid {int((self.runtime_dir / f'{console}.lock').read_text().strip())}"
+                what = f"locked{holder} (lock {self.runtime_dir / f'{console}.lock'})" if got == "locked" else "in use"
+                raise PortBusyError(f"emulator port pair {console},{console + 1} is {what} after {wait_s:g} s")
+            time.sleep(interval)
 
 
 # ------------------------------------------------------------------------------ stale locks
@@ -669,6 +888,12 @@ def _device_errors() -> tuple[type[BaseException], ...]:
 # --------------------------------------------------------------------------------- launcher
 
 
+_SNAPSHOT_FALLBACK = re.compile(r"(?:Performing (?:clean|cold) boot|Resetting for clean boot): ([^\r\n]+)")
+"""What the emulator logs when it does not boot from the snapshot it was given (Quickboot.cpp)."""
+_MISSING_REASONS = ("missing snapshot files", "snapshot doesn't exist")
+_MULTI_INSTANCE = re.compile(r"Running multiple emulators with the same AVD")
+
+
 def _log_tail(path: Path, limit: int = 2000) -> str:
     try:
         with path.open("rb") as handle:
@@ -758,11 +983,12 @@ class EmulatorLauncher:
         ``-no-snapshot-save`` unless ``save_on_exit`` (episodes must not persist),
         ``-no-snapshot-load`` for ``cold_boot``, ``-snapshot NAME`` to boot from a snapshot,
         ``-read-only`` (lets several emulators share one AVD, but disables console snapshot
-        save/load), ``-memory MiB -partition-size MiB``, ``-accel MODE`` unless ``auto``, and
-        ``extra_args``. Raises :class:`ValueError` for ``cold_boot`` together with ``snapshot``.
+        save), ``-memory MiB -partition-size MiB``, ``-accel MODE`` unless ``auto``, and
+        ``extra_args``. Raises :class:`ValueError` for ``cold_boot`` (or ``-no-snapshot-load`` in
+        ``extra_args``) together with ``snapshot``.
         """
-        if cold_boot and snapshot:
-            raise ValueError("cold_boot and snapshot are exclusive: a cold boot loads no snapshot")
+        if snapshot and (cold_boot or "-no-snapshot-load" in extra_args):
+            raise ValueError("cold_boot (-no-snapshot-load) and snapshot are exclusive: a cold boot loads no snapshot")
         cmd = [
             str(self.emulator),
             "-avd",
@@ -789,6 +1015,50 @@ class EmulatorLauncher:
         cmd += list(extra_args)
         return cmd
 
+    def snapshots(self) -> list[str]:
+        """The snapshots this AVD has on disk (:func:`avd_snapshots` of :attr:`avd_dir`), sorted."""
+        return avd_snapshots(self.avd_dir)
+
+    def check_snapshot(self, name: str) -> None:
+        """Raise :class:`SnapshotNotFoundError` when this AVD exists but has no snapshot ``name``.
+
+        The error names the snapshot, the AVD and the snapshots that do exist. Nothing is checked
+        when the AVD's directory does not exist (the emulator then refuses the unknown AVD itself).
+        """
+        validate_snapshot_name(name)
+        if not self.avd_dir.is_dir():
+            return
+        names = self.snapshots()
+        if name not in names:
+            raise SnapshotNotFoundError(
+                f"AVD {self.spec.name} has no snapshot {name!r} ({self.avd_dir / 'snapshots' / name / 'snapshot.pb'} "
+                f"does not exist); its snapshots: {', '.join(names) or 'none'}. Save it first "
+                "(prepare_fixture, or `emulator_images/recipe.py fixture`)",
+                snapshot=name,
+                available=names,
+                reason="not on disk",
+            )
+
+    def clone(self, name: str, *, snapshots: bool = True, overwrite: bool = False) -> EmulatorLauncher:
+        """Clone this AVD as ``name`` (:func:`clone_avd`) and return a launcher for the clone.
+
+        The new launcher shares this one's executable, port allocator, log directory, environment,
+        token path, adb server and device factory; its spec is this spec renamed. Raises what
+        :func:`clone_avd` raises.
+        """
+        clone_avd(self.spec.name, name, env=self.env, snapshots=snapshots, overwrite=overwrite)
+        launcher = EmulatorLauncher(
+            self.spec.model_copy(update={"name": name}),
+            emulator=self._emulator,
+            allocator=self.allocator,
+            log_dir=self.log_dir,
+            env=self.env,
+            token_path=self.token_path,
+            device_factory=self._device_factory,
+        )
+        launcher.adb_server = self.adb_server
+        return launcher
+
     def start(
         self,
         *,
@@ -803,26 +1073,58 @@ class EmulatorLauncher:
     ) -> RunningEmulator:
         """Allocate a port pair, start the emulator and (with ``wait``) wait until it has booted.
 
+        With ``snapshot``, the AVD must have it (:meth:`check_snapshot`, before any port is
+        taken), and the boot is watched: when the emulator reports it fell back to a clean boot
+        (the snapshot is missing or would not load), the start fails with
+        :class:`SnapshotBootError` (:class:`SnapshotNotFoundError` when missing) as soon as the
+        report appears in its log, instead of returning a cold-booted device.
+
+        ``read_only`` (``-read-only``) lets any number of instances share this AVD on distinct
+        ports; they cannot save snapshots. A second *writable* instance of an AVD is refused by
+        the emulator (:class:`AvdInUseError`); clone the AVD for that (:meth:`clone`).
+
         Stale locks in the AVD directory are swept first. The emulator runs in its own session
         and process group, stdin closed, stdout and stderr appended to
         ``<log_dir>/<avd>-<console port>-<timestamp>.log``.
 
         Raises :class:`PortsExhaustedError`, :class:`EmulatorNotFoundError`,
-        :class:`EmulatorExitedError` (the process died while booting) or
-        :class:`BootTimeoutError` (``boot_timeout`` seconds, default the spec's, passed); on
-        every failure the emulator is stopped and the ports released.
+        :class:`SnapshotBootError`, :class:`AvdInUseError` or :class:`EmulatorExitedError` (the
+        process died while booting) or :class:`BootTimeoutError` (``boot_timeout`` seconds,
+        default the spec's, passed); on every failure the emulator is stopped and the ports released.
         """
-        command_args = dict(
-            snapshot=snapshot,
-            save_on_exit=save_on_exit,
-            cold_boot=cold_boot,
-            read_only=read_only,
-            extra_args=extra_args,
-        )
-        self.emulator  # noqa: B018 - resolve the executable (and fail) before taking ports
+        # Argument errors (and a missing executable) surface before anything is taken or started.
+        self.command(PortPair(FIRST_CONSOLE_PORT, FIRST_CONSOLE_PORT + 1), snapshot=snapshot, extra_args=extra_args)
+        if snapshot and cold_boot:
+            raise ValueError("cold_boot and snapshot are exclusive: a cold boot loads no snapshot")
+        if snapshot:
+            self.check_snapshot(snapshot)
         lease = self.allocator.allocate()
+        return self._spawn(
+            lease,
+            dict(
+                snapshot=snapshot,
+                save_on_exit=save_on_exit,
+                cold_boot=cold_boot,
+                read_only=read_only,
+                extra_args=tuple(extra_args),
+            ),
+            wait=wait,
+            boot_timeout=boot_timeout,
+            poll_interval=poll_interval,
+        )
+
+    def _spawn(
+        self,
+        lease: PortLease,
+        options: dict,
+        *,
+        wait: bool,
+        boot_timeout: float | None,
+        poll_interval: float,
+    ) -> RunningEmulator:
+        """Start the emulator on ``lease`` with ``options`` (:meth:`command`'s keywords); see :meth:`start`."""
         try:
-            cmd = self.command(lease.pair, **command_args)  # type: ignore[arg-type]
+            cmd = self.command(lease.pair, **options)
             swept = sweep_stale_locks(self.avd_dir)
             if swept:
                 log.warning("removed %d stale lock(s) of AVD %s before start", len(swept), self.spec.name)
@@ -844,7 +1146,7 @@ class EmulatorLauncher:
         log.info(
             "started %s as pid %d on ports %s (log %s)", self.spec.name, process.pid, lease.pair.ports_arg(), log_path
         )
-        running = RunningEmulator(self, lease, process, cmd, log_path)
+        running = RunningEmulator(self, lease, process, cmd, log_path, options=options)
         if wait:
             try:
                 running.wait_until_ready(
@@ -854,6 +1156,44 @@ class EmulatorLauncher:
                 running.stop(console_timeout=5.0, term_timeout=5.0, kill_timeout=5.0)
                 raise
         return running
+
+    def restart(
+        self,
+        emulator: RunningEmulator,
+        *,
+        snapshot: str | None = None,
+        boot_timeout: float | None = None,
+        poll_interval: float = 1.0,
+        stop_timeout: float = 10.0,
+    ) -> RunningEmulator:
+        """Stop ``emulator`` and start this AVD again from ``snapshot`` on the same ports (same serial).
+
+        The device pool's last recovery step for an emulator; see :func:`restart_from_snapshot`
+        for the full contract. ``snapshot`` defaults to the spec's fixture. The port pair's lease
+        is kept across the restart, so no other worker can take the ports in between, and the
+        new emulator keeps ``emulator.serial``. ``read_only`` and ``extra_args`` of the old run
+        are kept; snapshots are never saved on exit. Returns the new, booted
+        :class:`RunningEmulator` (``emulator`` is stopped and must not be used again).
+
+        Raises :class:`SnapshotNotFoundError` (before stopping anything) when the AVD has no such
+        snapshot, and what :meth:`start` raises; after a failed start the ports are released.
+        """
+        if emulator.launcher is not self:
+            raise ValueError(f"{emulator!r} was not started by this launcher ({self.spec.name})")
+        name = snapshot or self.spec.fixture_snapshot
+        self.check_snapshot(name)
+        lease = emulator._lease
+        third = max(0.5, stop_timeout / 3)
+        emulator.stop(console_timeout=third, term_timeout=third, kill_timeout=third, release=False)
+        options = dict(emulator.options)
+        options.update(snapshot=name, cold_boot=False, save_on_exit=False)
+        return self._spawn(
+            lease,
+            options,
+            wait=True,
+            boot_timeout=boot_timeout if boot_timeout is not None else self.spec.boot_timeout_s,
+            poll_interval=poll_interval,
+        )
 
 
 class RunningEmulator:
@@ -866,6 +1206,9 @@ class RunningEmulator:
         process: the ``subprocess.Popen`` of the emulator (process-group leader).
         command: the argument list it was started with.
         log_path: its log file.
+        options: the :meth:`EmulatorLauncher.command` keywords it was started with.
+        boot_snapshot: the snapshot it was told to boot from (``-snapshot``), or ``None``.
+        read_only: whether it runs ``-read-only``.
         stopped_by: how :meth:`stop` ended it (``None`` until stopped).
     """
 
@@ -876,6 +1219,8 @@ class RunningEmulator:
         process: subprocess.Popen[bytes],
         command: list[str],
         log_path: Path,
+        *,
+        options: Mapping[str, object] | None = None,
     ) -> None:
         self.launcher = launcher
         self.spec = launcher.spec
@@ -886,8 +1231,12 @@ class RunningEmulator:
         self.command = command
         self.log_path = log_path
         self.stopped_by: Literal["exited", "console", "sigterm", "sigkill"] | None = None
+        self.options = dict(options or {})
+        self.boot_snapshot: str | None = self.options.get("snapshot") or None  # type: ignore[assignment]
+        self.read_only = bool(self.options.get("read_only"))
         self._lease = lease
         self._console: ConsoleClient | None = None
+        self._log_offset = 0
 
     def __repr__(self) -> str:
         return f"RunningEmulator({self.spec.name!r}, {self.serial}, pid={self.process.pid})"
@@ -909,10 +1258,65 @@ class RunningEmulator:
 
     def _check_alive(self, during: str) -> None:
         if self.process.poll() is not None:
-            raise EmulatorExitedError(
+            tail = _log_tail(self.log_path)
+            message = (
                 f"emulator {self.spec.name} ({self.serial}) exited with code {self.process.returncode} "
-                f"while {during}; log {self.log_path}:\n{_log_tail(self.log_path)}"
+                f"while {during}; log {self.log_path}:\n{tail}"
             )
+            if _MULTI_INSTANCE.search(tail):
+                raise AvdInUseError(
+                    f"AVD {self.spec.name} is already run by a writable emulator: start more instances with "
+                    f"read_only=True or from a clone (EmulatorLauncher.clone). {message}"
+                )
+            raise EmulatorExitedError(message)
+
+    def snapshot_fallback(self) -> str | None:
+        """The reason the emulator gave for not booting from its snapshot, read from its log; else ``None``.
+
+        Matches the emulator's ``Performing clean boot: <reason>``, ``Performing cold boot:
+        <reason>`` and ``Resetting for clean boot: <reason>`` (``android/snapshot/Quickboot.cpp``
+        in AOSP ``external/qemu``). Reads only what was appended since the last call.
+        """
+        try:
+            with self.log_path.open("rb") as handle:
+                handle.seek(self._log_offset)
+                chunk = handle.read()
+        except OSError:
+            return None
+        complete = chunk.rfind(b"\n") + 1  # a line still being written is read next time
+        self._log_offset += complete
+        found = _SNAPSHOT_FALLBACK.search(chunk[:complete].decode("utf-8", errors="replace"))
+        return found.group(1).strip() if found else None
+
+    def _snapshot_error(self, reason: str) -> SnapshotBootError:
+        name = self.boot_snapshot or ""
+        available = avd_snapshots(self.launcher.avd_dir)
+        missing = reason.lower() in _MISSING_REASONS or name not in available
+        kind = SnapshotNotFoundError if missing else SnapshotBootError
+        return kind(
+            f"emulator {self.spec.name} ({self.serial}) did not boot from snapshot {name!r}: it reported "
+            f"{reason!r} and fell back to a clean boot; the AVD's snapshots: {', '.join(available) or 'none'}; "
+            f"log {self.log_path}",
+            snapshot=name,
+            available=available,
+            reason=reason,
+        )
+
+    def verify_boot_snapshot(self) -> None:
+        """Check the emulator booted from :attr:`boot_snapshot` (no-op when it was not given one).
+
+        Raises :class:`SnapshotBootError` (:class:`SnapshotNotFoundError` when it is missing) if
+        the log reports a fallback to a clean boot, or the console's ``avd snapshot list`` does not
+        list the snapshot. :meth:`EmulatorLauncher.start` calls it (through :meth:`wait_for_boot`).
+        """
+        if not self.boot_snapshot:
+            return
+        reason = self.snapshot_fallback()
+        if reason is not None:
+            raise self._snapshot_error(reason)
+        listed = self.console().snapshot_list()
+        if self.boot_snapshot not in listed:
+            raise self._snapshot_error(f"not listed by the console (avd snapshot list: {', '.join(listed) or 'none'})")
 
     def console(self, timeout: float = 10.0) -> ConsoleClient:
         """A (cached) authenticated console client on this emulator's console port."""
@@ -980,8 +1384,11 @@ class RunningEmulator:
         """Wait until ``getprop sys.boot_completed`` is ``1`` through adb (``timeout`` seconds).
 
         Until then the device may be absent from adb, ``offline``, or answer ``""``; all count as
-        not booted. Raises :class:`EmulatorExitedError` if the process dies and
-        :class:`BootTimeoutError` on timeout (the caller stops the emulator; :meth:`EmulatorLauncher.start` does).
+        not booted. Raises :class:`EmulatorExitedError` if the process dies,
+        :class:`BootTimeoutError` on timeout, and, for a start from a snapshot,
+        :class:`SnapshotBootError` as soon as the log reports a clean-boot fallback (and after boot
+        through :meth:`verify_boot_snapshot`); the caller stops the emulator
+        (:meth:`EmulatorLauncher.start` does).
         """
         factory = self.launcher.device_factory()
         errors = _device_errors()
@@ -989,6 +1396,10 @@ class RunningEmulator:
 
         def booted() -> bool:
             self._check_alive("booting")
+            if self.boot_snapshot:
+                reason = self.snapshot_fallback()
+                if reason is not None:
+                    raise self._snapshot_error(reason)
             try:
                 value = factory(self.serial).getprop("sys.boot_completed").strip()
             except errors as exc:
@@ -1006,6 +1417,7 @@ class RunningEmulator:
             budget=_budget,
             last=lambda: seen[0],
         )
+        self.verify_boot_snapshot()
 
     def wait_until_ready(self, timeout: float, poll_interval: float = 1.0) -> None:
         """:meth:`wait_for_console` then :meth:`wait_for_boot`, sharing one ``timeout`` (seconds)."""
@@ -1077,7 +1489,14 @@ class RunningEmulator:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
 
-    def stop(self, *, console_timeout: float = 20.0, term_timeout: float = 10.0, kill_timeout: float = 5.0) -> str:
+    def stop(
+        self,
+        *,
+        console_timeout: float = 20.0,
+        term_timeout: float = 10.0,
+        kill_timeout: float = 5.0,
+        release: bool = True,
+    ) -> str:
         """Shut the emulator down and release its ports; returns how (:attr:`stopped_by`).
 
         1. console ``kill`` and wait up to ``console_timeout`` s (``"console"``);
@@ -1085,8 +1504,9 @@ class RunningEmulator:
         3. SIGKILL to the group, wait up to ``kill_timeout`` s (``"sigkill"``), then sweep the
            AVD's stale locks, which a killed emulator cannot remove itself.
 
-        ``"exited"`` means it had already exited. Idempotent. Raises :class:`EmulatorError` only
-        if processes of the group survive SIGKILL.
+        ``"exited"`` means it had already exited. Idempotent. ``release=False`` keeps the port
+        pair's lease (:meth:`EmulatorLauncher.restart` starts the next run on it). Raises
+        :class:`EmulatorError` only if processes of the group survive SIGKILL.
         """
         if self.stopped_by is not None:
             return self.stopped_by
@@ -1125,7 +1545,8 @@ class RunningEmulator:
             removed = sweep_stale_locks(self.launcher.avd_dir)
             if removed:
                 log.info("removed %d lock(s) left by killed emulator %s", len(removed), self.serial)
-        self._lease.release()
+        if release:
+            self._lease.release()
         self.stopped_by = method
         log.info("stopped %s (%s) by %s", self.spec.name, self.serial, method)
         return method
@@ -1151,3 +1572,144 @@ def prepare_fixture(
         if settle is not None:
             settle(emulator)
         return emulator.save_snapshot(launcher.spec.fixture_snapshot)
+
+
+_EMULATOR_SERIAL = re.compile(r"^emulator-(\d+)$")
+
+
+def _emulator_processes(console: int) -> list[psutil.Process]:
+    """Processes started with ``-ports <console>,<console+1>`` or ``-port <console>`` (the emulator and its qemu)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        argv = proc.info.get("cmdline") or []
+        for flag, value in itertools.pairwise(argv):
+            if (flag == "-ports" and value == f"{console},{console + 1}") or (
+                flag == "-port" and value == str(console)
+            ):
+                found.append(proc)
+                break
+    return found
+
+
+def _stop_unowned(console: int, processes: list[psutil.Process], token_path: Path, timeout: float) -> str:
+    """Stop emulator processes this process did not start: console ``kill``, SIGTERM, SIGKILL; returns how."""
+    third = max(0.5, timeout / 3)
+    with contextlib.suppress(ConsoleError, ValueError):
+        ConsoleClient("127.0.0.1", console, token_path=token_path, timeout=min(third, 5.0)).kill()
+        _, processes = psutil.wait_procs(processes, timeout=third)
+        if not processes:
+            return "console"
+    for how, sig in (("sigterm", signal.SIGTERM), ("sigkill", signal.SIGKILL)):
+        for proc in processes:
+            with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
+                if os.getpgid(proc.pid) == proc.pid:
+                    os.killpg(proc.pid, sig)  # a launcher-started emulator leads its own group
+                else:
+                    proc.send_signal(sig)
+        _, processes = psutil.wait_procs(processes, timeout=third)
+        if not processes:
+            return how
+    raise EmulatorError(f"emulator processes on console port {console} survived SIGKILL: {[p.pid for p in processes]}")
+
+
+def restart_from_snapshot(
+    target: str | RunningEmulator,
+    snapshot: str | None = None,
+    *,
+    launcher: EmulatorLauncher | None = None,
+    avd: str | os.PathLike[str] | None = None,
+    adb_server: tuple[str, int] | None = None,
+    read_only: bool | None = None,
+    boot_timeout: float | None = None,
+    stop_timeout: float = 15.0,
+    lock_wait_s: float = 10.0,
+    poll_interval: float = 1.0,
+) -> RunningEmulator:
+    """Restart an emulator from a snapshot on the same ports: the device pool's last recovery step.
+
+    Stops the emulator (console ``kill``, then SIGTERM, then SIGKILL, within ``stop_timeout``
+    seconds in all), sweeps the locks a killed emulator leaves in its AVD, starts the AVD again
+    with ``-snapshot <snapshot> -no-snapshot-save`` on the *same* console/adb ports, so the adb
+    serial (``emulator-N``) the pool knows stays valid, and waits up to ``boot_timeout`` seconds
+    (default the spec's ``boot_timeout_s``) for ``sys.boot_completed == 1``. The boot is checked to
+    have come from the snapshot (:meth:`RunningEmulator.verify_boot_snapshot`).
+
+    Args:
+        target: a :class:`RunningEmulator` this process started (restarted through its
+            launcher, keeping its port lease, ``read_only`` and extra arguments), or an adb
+            serial ``emulator-N`` of an emulator started by anyone on this machine (found by its
+            ``-ports N,N+1``/``-port N`` argument; one that is already gone is simply started).
+        snapshot: the snapshot to boot from; default the spec's ``fixture_snapshot``. For a farm
+            file's emulator entry, pass its ``snapshot``.
+        launcher: the launcher of the AVD (serial targets): its executable, environment
+            (``ANDROID_AVD_HOME``, ``HOME`` for the console token), adb server, log directory and
+            port allocator (whose lock directory must be the one the original start used).
+        avd: instead of ``launcher``, the farm file's ``avd``: a YAML path, an AVD name or a file
+            stem in ``emulator_images/`` (:func:`resolve_avd_spec`); a default launcher is built.
+        adb_server: ``(host, port)`` of the adb server the new emulator announces itself to and
+            whose ``sys.boot_completed`` is polled, for the default launcher (the pool passes its
+            ``adb_host, adb_port``); default ``$ANDROID_ADB_SERVER_PORT`` or 5037.
+        read_only: start ``-read-only``; default: as the stopped emulator ran (``False`` when it
+            was already gone).
+        boot_timeout: seconds to wait for the new boot.
+        stop_timeout: seconds allowed for stopping the old emulator.
+        lock_wait_s: seconds to wait for the port pair's lock (serial targets). The process that
+            started the emulator holds it while it runs; ``phoneenv device emulator start`` exits
+            (dropping it) once its emulator dies. A process that keeps holding it must restart
+            through its own handle (``EmulatorLauncher.restart``) instead.
+        poll_interval: seconds between boot polls.
+
+    Returns:
+        The new, booted :class:`RunningEmulator`; the caller owns it (``stop()`` it when done).
+        Its ``serial`` equals the old one.
+
+    Raises:
+        ValueError: ``target`` is not ``emulator-N``, or neither ``launcher`` nor ``avd`` is given
+            for a serial.
+        SnapshotNotFoundError: the AVD has no such snapshot (checked before anything is stopped),
+            or the emulator reported it missing.
+        SnapshotBootError: the emulator fell back to a clean boot (the snapshot would not load).
+        PortBusyError: the ports are still locked or in use after ``lock_wait_s``.
+        BootTimeoutError, EmulatorExitedError, AvdInUseError: as :meth:`EmulatorLauncher.start`.
+        EmulatorError: the old emulator survived SIGKILL.
+    On a failure after the old emulator was stopped, the new one is stopped and the ports released.
+
+    Example::
+
+        # a farm file's {"serial": "emulator-5554", "kind": "emulator", "avd": "pixel6-api34", "snapshot": "phoneenv-base"}
+        fresh = restart_from_snapshot(
+            "emulator-5554", "phoneenv-base", avd="pixel6-api34", adb_server=("127.0.0.1", 5037), boot_timeout=300
+        )
+        assert fresh.serial == "emulator-5554"
+    """
+    if isinstance(target, RunningEmulator):
+        return target.launcher.restart(
+            target, snapshot=snapshot, boot_timeout=boot_timeout, poll_interval=poll_interval, stop_timeout=stop_timeout
+        )
+    match = _EMULATOR_SERIAL.match(str(target))
+    if match is None:
+        raise ValueError(f"{target!r} is not an emulator serial (emulator-N); restart other devices another way")
+    console = int(match.group(1))
+    if launcher is None:
+        if avd is None:
+            raise ValueError(f"restarting {target} needs the launcher or the AVD (avd=) it runs")
+        launcher = EmulatorLauncher(resolve_avd_spec(avd), adb_server=adb_server)
+    name = snapshot or launcher.spec.fixture_snapshot
+    launcher.check_snapshot(name)
+    old = _emulator_processes(console)
+    if read_only is None:
+        read_only = any("-read-only" in (p.info.get("cmdline") or []) for p in old)
+    if old:
+        how = _stop_unowned(console, old, launcher.token_path, stop_timeout)
+        log.info("stopped %s (pids %s) by %s for a restart from %r", target, [p.pid for p in old], how, name)
+    removed = sweep_stale_locks(launcher.avd_dir)
+    if removed:
+        log.info("removed %d stale lock(s) of AVD %s before the restart", len(removed), launcher.spec.name)
+    lease = launcher.allocator.acquire(console, wait_s=lock_wait_s)
+    return launcher._spawn(
+        lease,
+        dict(snapshot=name, save_on_exit=False, cold_boot=False, read_only=read_only, extra_args=()),
+        wait=True,
+        boot_timeout=boot_timeout if boot_timeout is not None else launcher.spec.boot_timeout_s,
+        poll_interval=poll_interval,
+    )
