@@ -159,7 +159,11 @@ def emulator_start(
     snapshot: Annotated[str | None, typer.Option(help="Boot from this snapshot (e.g. fixture).")] = None,
     cold: Annotated[bool, typer.Option("--cold", help="Cold boot: load no snapshot.")] = False,
     read_only: Annotated[
-        bool, typer.Option("--read-only", help="-read-only (shared AVD; no snapshot save/load).")
+        bool,
+        typer.Option(
+            "--read-only",
+            help="-read-only: several instances share the AVD; nothing is written back to it (no snapshot saves).",
+        ),
     ] = False,
     boot_timeout: Annotated[float | None, typer.Option(help="Seconds to wait for boot (default: the spec's).")] = None,
     adb_port: Annotated[
