@@ -25,11 +25,13 @@ from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
 from phoneenv.llm import InfrastructureError
+from phoneenv.validation_cli import validate_devices_cmd
 
 app = typer.Typer(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
 tasks_app = typer.Typer(help="List, show and validate the task suite.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(device_app, name="device")
+app.command("validate-devices")(validate_devices_cmd)
 console = Console()
 
 

@@ -558,6 +558,9 @@ class Probe(BaseModel):
     plan: list[ToolCall] = Field(min_length=1)
 
 
+_ROUTE_TARGET = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?")
+
+
 class TaskSpec(BaseModel):
     """An executable task: the user's goal, the fixtures it starts from, and how it is verified.
 
@@ -566,6 +569,12 @@ class TaskSpec(BaseModel):
     ``reference_plan`` only proves the task solvable; ``perturb_exempt`` names plan arguments
     (``"<step>.<arg>"``) that the perturbation check may leave out because the goal does not fix them.
     ``probes`` are alternative plans with the verdict each must get (see :class:`Probe`).
+
+    ``backends`` names the worlds that run the task faithfully; a ``hybrid`` task may add routes
+    ``device:<app>`` or ``device:<app>.<verb>``, which send just that app's or tool's calls to an
+    Android device (where simulation is not faithful; see :mod:`phoneenv.backends.hybrid`).
+    Routes are checked here (``hybrid`` declared, a known form, the app among ``apps`` when
+    ``apps`` is given) and against the device's drivers at reset.
     """
 
     id: str
@@ -587,6 +596,26 @@ class TaskSpec(BaseModel):
     reference_plan: list[ToolCall] | None = None
     perturb_exempt: list[str] = Field(default_factory=list)
     probes: list[Probe] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_routes(self) -> TaskSpec:
+        routes = [b for b in self.backends if ":" in b]
+        for entry in routes:
+            kind, _, target = entry.partition(":")
+            if kind != "device" or not _ROUTE_TARGET.fullmatch(target):
+                raise ValueError(
+                    f"backend route {entry!r}: routes are 'device:<app>' or 'device:<app>.<verb>' (lower case)"
+                )
+            if self.apps and target.split(".")[0] not in self.apps:
+                raise ValueError(f"backend route {entry!r}: {target.split('.')[0]!r} is not among the task's apps")
+        if routes and ("hybrid" not in self.backends or ":" in self.backends[0]):
+            raise ValueError(f"backend routes {routes} need the 'hybrid' backend listed before them")
+        return self
+
+    @property
+    def routes(self) -> list[str]:
+        """The apps and tools ``backends`` sends to a device (``device:<target>`` entries), in order."""
+        return [b.partition(":")[2] for b in self.backends if b.startswith("device:")]
 
     @property
     def cross_app(self) -> bool:

@@ -19,13 +19,14 @@ def make_backend(
     """Build a backend by name. ``simulator`` is the :class:`~phoneenv.llm.ChatClient` for
     ``llmsim``/``hybrid``; ``device`` options (``serial``, ``adb_host``, ``adb_port``, ...) go to
     :class:`~phoneenv.backends.adb.AdbBackend` for ``emulator``/``device`` (defaults:
-    ``$ANDROID_SERIAL`` and the adb server on ``$ANDROID_ADB_SERVER_PORT`` or 5037). Raises
-    ``ValueError`` for an unknown name."""
+    ``$ANDROID_SERIAL`` and the adb server on ``$ANDROID_ADB_SERVER_PORT`` or 5037), and for
+    ``hybrid`` they add that device for the apps and tools a task routes to one (``kind``:
+    ``device`` by default). Raises ``ValueError`` for an unknown name."""
     if name in ("emulator", "device"):
         from phoneenv.backends.adb import AdbBackend
 
         return AdbBackend(kind=name, screen_size=screen_size, **device)  # type: ignore[arg-type]
-    if device:
+    if device and name != "hybrid":
         raise ValueError(f"device options {sorted(device)} apply only to the emulator and device backends")
     if name == "sandbox":
         from phoneenv.backends.sandbox import SandboxBackend
@@ -40,5 +41,10 @@ def make_backend(
         from phoneenv.backends.llmsim import LLMSimBackend
         from phoneenv.backends.sandbox import SandboxBackend
 
-        return HybridBackend(SandboxBackend(screen_size=screen_size), LLMSimBackend(client=simulator))
+        android = None
+        if device:
+            from phoneenv.backends.adb import AdbBackend
+
+            android = AdbBackend(screen_size=screen_size, **device)
+        return HybridBackend(SandboxBackend(screen_size=screen_size), LLMSimBackend(client=simulator), android)
     raise ValueError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
