@@ -24,12 +24,14 @@ from rich.traceback import Traceback
 from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
+from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 
 app = typer.Typer(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
 tasks_app = typer.Typer(help="List, show and validate the task suite.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(device_app, name="device")
+app.add_typer(farm_app, name="farm")
 console = Console()
 
 
