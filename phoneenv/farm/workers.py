@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 DEFAULT_IMAGE = "phoneenv-virtual-device"
+DOCKER = os.environ.get("PHONEENV_DOCKER", "docker")  # the docker client (default: `docker` on PATH)
 WORKER_PORT = 5555  # the port `phoneenv device serve` listens on inside a worker container
 _SERVING = re.compile(r"serving .* on (?P<host>[^\s]+):(?P<port>\d+)\s*$", re.MULTILINE)
 
@@ -277,7 +278,7 @@ def _docker(docker: str, *args: str, timeout: float = 120.0, check: bool = True)
     return proc
 
 
-def docker_available(docker: str = "docker") -> str | None:
+def docker_available(docker: str = DOCKER) -> str | None:
     """``None`` when the Docker engine answers, else the reason it cannot be used."""
     if shutil.which(docker) is None:
         return f"{docker!r} is not installed"
@@ -472,7 +473,7 @@ def farm_up(
     adb_port: int = 5037,
     bind_host: str = "127.0.0.1",
     name_prefix: str = "phoneenv-worker",
-    docker: str = "docker",
+    docker: str = DOCKER,
     timeout_s: float = 120.0,
     log: Callable[[str], None] = lambda _msg: None,
 ) -> Any:
@@ -554,7 +555,7 @@ def _stop_workers(devices: Sequence[dict[str, Any]], docker: str, adb_host: str,
     return stopped
 
 
-def farm_down(farm_path: str | os.PathLike[str], *, docker: str = "docker", remove_file: bool = True) -> list[str]:
+def farm_down(farm_path: str | os.PathLike[str], *, docker: str = DOCKER, remove_file: bool = True) -> list[str]:
     """Disconnect every worker of the farm file from adb and stop it (``docker rm -f`` its
     container, or SIGTERM its local process when that pid is still the worker); then remove the
     farm file unless ``remove_file`` is false. Returns the serials stopped. Devices without a
@@ -588,7 +589,7 @@ class DeviceStatus:
         return self.adb == "device"
 
 
-def farm_status(farm_path: str | os.PathLike[str], *, docker: str = "docker") -> list[DeviceStatus]:
+def farm_status(farm_path: str | os.PathLike[str], *, docker: str = DOCKER) -> list[DeviceStatus]:
     """The state of every device of the farm file (see :class:`DeviceStatus`). An adb server that
     does not answer shows every device as ``adb=None``. Raises ``OSError`` /
     ``pydantic.ValidationError`` for a bad farm file."""
@@ -620,7 +621,7 @@ def farm_status(farm_path: str | os.PathLike[str], *, docker: str = "docker") ->
 
 
 def restart_worker(
-    farm_path: str | os.PathLike[str], serial: str, *, docker: str = "docker", timeout_s: float = 120.0
+    farm_path: str | os.PathLike[str], serial: str, *, docker: str = DOCKER, timeout_s: float = 120.0
 ) -> None:
     """Restart the worker serving ``serial`` (the farm file's ``restart`` step): ``docker restart``
     its container, or stop its local process and start a new one on the same port (the farm file
