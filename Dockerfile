@@ -27,16 +27,17 @@ ARG PIP_EXTRA_INDEX_URL
 RUN python3 -m venv /opt/venv
 
 WORKDIR /opt/phoneenv
-COPY pyproject.toml README.md ./
+COPY pyproject.toml ./
 ARG PHONEENV_EXTRAS=device
 RUN --mount=type=secret,id=ca \
     if [ -f /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
     && mkdir -p phoneenv apps agents rl \
-    && touch phoneenv/__init__.py apps/__init__.py agents/__init__.py rl/__init__.py \
+    && touch README.md phoneenv/__init__.py apps/__init__.py agents/__init__.py rl/__init__.py \
     && pip install ".[${PHONEENV_EXTRAS}]" \
     && pip uninstall -y phoneenv \
-    && rm -rf phoneenv apps agents rl build *.egg-info
+    && rm -rf README.md phoneenv apps agents rl build *.egg-info
 
+COPY README.md ./
 COPY phoneenv ./phoneenv
 COPY apps ./apps
 COPY agents ./agents
