@@ -24,6 +24,7 @@ from rich.traceback import Traceback
 from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
+from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.validation_cli import validate_devices_cmd
 
@@ -32,6 +33,7 @@ tasks_app = typer.Typer(help="List, show and validate the task suite.", no_args_
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(device_app, name="device")
 app.command("validate-devices")(validate_devices_cmd)
+app.add_typer(farm_app, name="farm")
 console = Console()
 
 

@@ -91,6 +91,30 @@ def serve(
     console.print("stopped", highlight=False)
 
 
+@device_app.command("ping")
+def ping(
+    address: Annotated[str, typer.Argument(help="The device's adb endpoint, HOST:PORT (e.g. 127.0.0.1:5555).")],
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds to wait for the answer.")] = 5.0,
+) -> None:
+    """Do adb's connection handshake (CNXN) with a device endpoint, with no adb server: exit 0 when
+    it answers as a device, 1 otherwise (unauthorized, silent, refused). The worker image's
+    HEALTHCHECK."""
+    from phoneenv.farm.workers import WorkerError, adb_ping
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise typer.BadParameter(f"{address!r} is not HOST:PORT", param_hint="ADDRESS")
+    try:
+        result = adb_ping(host, int(port), timeout_s=timeout)
+    except (OSError, TimeoutError, WorkerError) as exc:
+        console.print(f"[red]no device:[/red] {address}: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    model = result.banner.get("ro.product.model", "?")
+    console.print(f"{address}: {result.state} {model} ({result.elapsed_s * 1000:.0f} ms)", highlight=False)
+    if result.state != "device":
+        raise typer.Exit(1)
+
+
 @device_app.command("capture-login")
 def capture_login(
     app: Annotated[str, typer.Option(help="The sandbox app signed in on the device, e.g. mail.")],

@@ -1,0 +1,651 @@
+"""Virtual-device workers for a farm on one machine: start them (Docker containers or local
+processes), wait until each answers adb, ``adb connect`` them, and write the farm file that
+:class:`phoneenv.farm.pool.DevicePool` reads; stop them; report their state.
+
+A worker is ``phoneenv device serve``: the sandbox phone as an adb device
+(:class:`phoneenv.farm.virtual.VirtualDevice` behind :class:`phoneenv.farm.adbwire.AdbDeviceServer`).
+
+- ``runtime="docker"``: one container per worker from the image of
+  ``docker/virtual-device.Dockerfile``, its port 5555 published on ``bind_host:PORT``; ready once
+  Docker reports the container ``healthy`` (its ``HEALTHCHECK`` is :func:`adb_ping`).
+- ``runtime="local"``: one ``python -m phoneenv device serve --port 0`` process per worker (for
+  machines without Docker); ready once it printed its serial and answers :func:`adb_ping`.
+
+Each device of the farm file carries, beside the keys of the interface (``serial``, ``kind``,
+``restart``), a ``worker`` record (unknown to the pool, which keeps and ignores it) saying how to
+stop or restart it: ``{"runtime": "docker", "container": NAME, "image": IMAGE, "port": P}`` or
+``{"runtime": "local", "pid": PID, "port": P, "log": PATH}``. ``restart`` is
+``phoneenv farm restart FARM_FILE SERIAL``, which restarts that one worker on the same port,
+waits until it answers and reconnects it.
+
+Used by ``phoneenv farm up|down|status|restart`` (:mod:`phoneenv.farm_cli`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from phoneenv.farm.adbwire import A_AUTH, A_CNXN, A_VERSION, MAX_PAYLOAD, pack_message, unpack_header
+
+__all__ = [
+    "DEFAULT_IMAGE",
+    "DeviceStatus",
+    "FarmFile",
+    "PingResult",
+    "WorkerError",
+    "adb_ping",
+    "farm_down",
+    "farm_status",
+    "farm_up",
+    "restart_worker",
+]
+
+DEFAULT_IMAGE = "phoneenv-virtual-device"
+DOCKER = os.environ.get("PHONEENV_DOCKER", "docker")  # the docker client (default: `docker` on PATH)
+WORKER_PORT = 5555  # the port `phoneenv device serve` listens on inside a worker container
+_SERVING = re.compile(r"serving .* on (?P<host>[^\s]+):(?P<port>\d+)\s*$", re.MULTILINE)
+
+
+class WorkerError(RuntimeError):
+    """A worker could not be started, did not become healthy, or could not be reached by adb.
+    The message names the worker and carries the tail of its log where there is one."""
+
+
+# -- the farm file -------------------------------------------------------------------------------
+# The interface (issue 13) gives the farm file's model to phoneenv.farm.pool.FarmFile. Until that
+# module exists on this branch, the minimal model below writes and reads the same JSON.
+# TODO(issue 13): delete the fallback once phoneenv.farm.pool.FarmFile is merged.
+try:
+    from phoneenv.farm.pool import FarmFile  # type: ignore[attr-defined]
+except ModuleNotFoundError as _exc:  # pragma: no cover - depends on what is merged
+    if _exc.name != "phoneenv.farm.pool":
+        raise
+
+    class _FarmAdb(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        host: str = "127.0.0.1"
+        port: int = 5037
+
+    class _FarmDevice(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        serial: str
+        kind: Literal["virtual", "emulator", "phone"]
+        restart: list[str] | None = None
+        avd: str | None = None
+        snapshot: str | None = None
+
+    class FarmFile(BaseModel):  # type: ignore[no-redef]
+        """The farm file (see issue 13's interfaces): the adb server and the devices. Unknown keys
+        are kept. Stand-in for ``phoneenv.farm.pool.FarmFile`` (same JSON)."""
+
+        model_config = ConfigDict(extra="allow")
+        version: Literal[1] = 1
+        adb: _FarmAdb = _FarmAdb()
+        devices: list[_FarmDevice] = []
+
+        @classmethod
+        def load(cls, path: str | os.PathLike[str]) -> FarmFile:
+            """Read and validate ``path``; ``OSError`` or ``pydantic.ValidationError``."""
+            return cls.model_validate_json(Path(path).read_text())
+
+        def dump(self, path: str | os.PathLike[str]) -> None:
+            """Write the file atomically (a temporary file beside it, then renamed)."""
+            _write_atomic(Path(path), self.model_dump_json(indent=2, exclude_none=True) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _farm_dict(farm: Any) -> dict[str, Any]:
+    """The farm file as JSON data, unknown keys (the ``worker`` records) included."""
+    return json.loads(farm.model_dump_json(exclude_none=True))
+
+
+def _save(data: dict[str, Any], path: Path) -> Any:
+    farm = FarmFile.model_validate(data)
+    farm.dump(path)
+    return farm
+
+
+# -- the adb handshake ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PingResult:
+    """What a device endpoint answered to the adb host's ``CNXN``: ``state`` is ``"device"``
+    (it answered ``CNXN`` with its banner) or ``"unauthorized"`` (it asked for ``AUTH``);
+    ``banner`` the ``key=value`` properties of its ``device::`` banner; ``elapsed_s`` seconds."""
+
+    state: Literal["device", "unauthorized"]
+    banner: dict[str, str]
+    elapsed_s: float
+
+
+def adb_ping(host: str, port: int, timeout_s: float = 5.0) -> PingResult:
+    """Do the adb host's handshake with the device endpoint at ``host:port`` (what ``adb connect``
+    does first) and return what it answered, then hang up.
+
+    Raises ``OSError`` when nothing listens or the connection breaks, ``TimeoutError`` when the
+    endpoint accepts but does not answer within ``timeout_s`` seconds (a hung device), and
+    ``WorkerError`` when it answers something other than ``CNXN`` or ``AUTH``.
+    """
+    t0 = time.monotonic()
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.settimeout(max(0.05, timeout_s - (time.monotonic() - t0)))
+        sock.sendall(pack_message(A_CNXN, A_VERSION, MAX_PAYLOAD, b"host::\0"))
+        try:
+            header = _recv_exact(sock, 24)
+            command, _arg0, _arg1, length, _check = unpack_header(header)
+            if length > MAX_PAYLOAD:
+                raise WorkerError(f"{host}:{port} announced a {length}-byte handshake payload")
+            payload = _recv_exact(sock, length)
+        except TimeoutError:
+            raise TimeoutError(
+                f"{host}:{port} accepted but did not answer the adb handshake in {timeout_s} s"
+            ) from None
+    elapsed = time.monotonic() - t0
+    if command == A_AUTH:
+        return PingResult("unauthorized", {}, elapsed)
+    if command != A_CNXN:
+        raise WorkerError(f"{host}:{port} answered the adb handshake with command 0x{command:08x}, not CNXN")
+    text = payload.rstrip(b"\0").decode("utf-8", "replace")
+    kind, _, props = text.partition("::")
+    if kind != "device":
+        raise WorkerError(f"{host}:{port} answered with a {kind!r} banner, not a device's")
+    banner = dict(p.split("=", 1) for p in props.split(";") if "=" in p)
+    return PingResult("device", banner, elapsed)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionResetError("the device endpoint closed the connection during the handshake")
+        buf += chunk
+    return buf
+
+
+# -- the adb server ------------------------------------------------------------------------------
+
+
+def _adb_client(host: str, port: int, timeout_s: float = 10.0) -> Any:
+    """An ``adbutils.AdbClient`` on the adb server at ``host:port``; ``WorkerError`` when no server
+    answers there (checked with a raw socket first: adbutils would start one on port 5037)."""
+    try:
+        import adbutils
+    except ImportError:  # pragma: no cover - the [device]/[farm] extras bring it
+        raise WorkerError("adbutils is not installed (pip install 'phoneenv[farm]')") from None
+    if _adb_server_version(host, port) is None:
+        raise WorkerError(
+            f"no adb server answers on {host}:{port}; start one (adb -P {port} start-server) or pass its --adb-port"
+        )
+    return adbutils.AdbClient(host=host, port=port, socket_timeout=timeout_s)
+
+
+def _adb_server_version(host: str, port: int, timeout_s: float = 2.0) -> int | None:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as s:
+            s.sendall(b"000chost:version")
+            reply = _recv_exact(s, 12)
+    except OSError:
+        return None
+    return int(reply[8:12], 16) if reply.startswith(b"OKAY") else None
+
+
+def ensure_adb_server(host: str, port: int, *, start: bool = True) -> None:
+    """Make sure an adb server answers on ``host:port``: when none does, ``host`` is loopback,
+    ``start`` is true and ``adb`` is on PATH, run ``adb -P port start-server``. Raises
+    ``WorkerError`` when no server answers afterwards."""
+    if _adb_server_version(host, port) is not None:
+        return
+    adb = os.environ.get("PHONEENV_ADB") or shutil.which("adb")
+    if start and adb and host in ("127.0.0.1", "localhost", "::1"):
+        subprocess.run([adb, "-P", str(port), "start-server"], capture_output=True, timeout=30, check=False)
+    if _adb_server_version(host, port) is None:
+        raise WorkerError(f"no adb server answers on {host}:{port} (and none could be started here)")
+
+
+def adb_states(host: str, port: int) -> dict[str, str]:
+    """``{serial: state}`` of every device the adb server at ``host:port`` lists; ``WorkerError``
+    when no server answers."""
+    return {d.serial: d.state for d in _adb_client(host, port).list()}
+
+
+def adb_connect(serial: str, host: str, port: int, timeout_s: float = 30.0) -> None:
+    """``adb connect serial`` on the adb server at ``host:port`` and wait until it lists the device
+    as ``device``. ``WorkerError`` naming the last state seen otherwise."""
+    client = _adb_client(host, port)
+    deadline = time.monotonic() + timeout_s
+    state: str | None = None
+    answer = ""
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # adbutils raises its own AdbError/AdbTimeout family
+            answer = client.connect(serial, timeout=min(10.0, max(1.0, deadline - time.monotonic())))
+        state = {d.serial: d.state for d in client.list()}.get(serial)
+        if state == "device":
+            return
+        if state in ("offline", "unauthorized"):
+            with contextlib.suppress(Exception):
+                client.disconnect(serial)
+        time.sleep(0.2)
+    raise WorkerError(f"adb connect {serial}: state {state!r} after {timeout_s:.0f} s (adb said {answer!r})")
+
+
+def adb_disconnect(serial: str, host: str, port: int) -> None:
+    """``adb disconnect serial``; nothing when the server or the device is already gone."""
+    with contextlib.suppress(Exception):
+        _adb_client(host, port).disconnect(serial)
+
+
+# -- Docker workers --------------------------------------------------------------------------------
+
+
+def _free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _docker(docker: str, *args: str, timeout: float = 120.0, check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run([docker, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise WorkerError(f"{docker!r} is not installed; use --local to run the workers as processes") from None
+    except subprocess.TimeoutExpired:
+        raise WorkerError(f"`{docker} {' '.join(args[:2])}` did not finish in {timeout:.0f} s") from None
+    if check and proc.returncode != 0:
+        raise WorkerError(f"`{docker} {' '.join(args[:2])} ...` failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc
+
+
+def docker_available(docker: str = DOCKER) -> str | None:
+    """``None`` when the Docker engine answers, else the reason it cannot be used."""
+    if shutil.which(docker) is None:
+        return f"{docker!r} is not installed"
+    try:
+        proc = subprocess.run(
+            [docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=20
+        )
+    except subprocess.TimeoutExpired:
+        return "`docker info` did not answer in 20 s"
+    if proc.returncode != 0:
+        return f"no Docker engine answers: {proc.stderr.strip()[:300]}"
+    return None
+
+
+def _run_container(docker: str, image: str, name: str, bind_host: str, label: str) -> int:
+    """``docker run -d`` one worker publishing its 5555 on a free port of ``bind_host``; returns the
+    port. A port taken between choosing and binding is chosen again (3 tries)."""
+    last = ""
+    for _ in range(3):
+        port = _free_port(bind_host)
+        proc = _docker(
+            docker,
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--label",
+            f"phoneenv.farm={label}",
+            "-p",
+            f"{bind_host}:{port}:{WORKER_PORT}",
+            image,
+            check=False,
+        )
+        if proc.returncode == 0:
+            return port
+        last = proc.stderr.strip()
+        _docker(docker, "rm", "-f", name, check=False)
+        if "already allocated" not in last and "address already in use" not in last:
+            break
+    raise WorkerError(f"cannot start worker container {name} from {image}: {last}")
+
+
+def _container_health(docker: str, name: str) -> tuple[str, str]:
+    """(``State.Status``, health status or ``"none"``) of the container, ``("missing", "")`` if gone."""
+    proc = _docker(
+        docker,
+        "inspect",
+        "--format",
+        "{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}",
+        name,
+        check=False,
+        timeout=30,
+    )
+    if proc.returncode != 0:
+        return "missing", ""
+    status, _, health = proc.stdout.strip().partition(" ")
+    return status, health
+
+
+def _wait_container_healthy(docker: str, name: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    status, health = "missing", ""
+    while time.monotonic() < deadline:
+        status, health = _container_health(docker, name)
+        if status == "running" and health == "healthy":
+            return
+        if status in ("exited", "dead", "missing") or health == "unhealthy":
+            break
+        time.sleep(0.5)
+    logs = _docker(docker, "logs", "--tail", "30", name, check=False, timeout=30)
+    raise WorkerError(
+        f"worker container {name} is {status}/{health or 'no health'} after waiting up to {timeout_s:.0f} s; "
+        f"its log:\n{(logs.stdout + logs.stderr).strip()}"
+    )
+
+
+# -- local workers ---------------------------------------------------------------------------------
+
+
+def _local_command(port: int, host: str) -> list[str]:
+    return [sys.executable, "-m", "phoneenv", "device", "serve", "--host", host, "--port", str(port)]
+
+
+# Local workers started by this process, by pid: kept referenced so that they are reaped by
+# _stop_pid (and never reported as "still running" when a Popen object is collected).
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _start_local(host: str, port: int, log_path: Path) -> subprocess.Popen[bytes]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            _local_command(port, host),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # outlives `farm up`; its own process group
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+        )
+    _children[proc.pid] = proc
+    return proc
+
+
+def _wait_local_serving(proc: subprocess.Popen[bytes], log_path: Path, timeout_s: float, offset: int) -> int:
+    """Wait until the worker logged ``serving ... on HOST:PORT`` (after byte ``offset`` of its log)
+    and answers the adb handshake; returns the port."""
+    deadline = time.monotonic() + timeout_s
+    port: int | None = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        if port is None:
+            with contextlib.suppress(OSError):
+                with log_path.open("rb") as f:
+                    f.seek(offset)
+                    m = _SERVING.search(f.read().decode("utf-8", "replace"))
+                if m:
+                    port = int(m.group("port"))
+        if port is not None:
+            with contextlib.suppress(OSError, TimeoutError, WorkerError):
+                if adb_ping("127.0.0.1", port, timeout_s=2.0).state == "device":
+                    return port
+        time.sleep(0.1)
+    tail = _tail(log_path)
+    _stop_pid(proc.pid)
+    state = f"exited with {proc.returncode}" if proc.poll() is not None else f"not answering after {timeout_s:.0f} s"
+    raise WorkerError(f"local worker (pid {proc.pid}) {state}; its log {log_path}:\n{tail}")
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _is_our_worker(pid: int, port: int) -> bool:
+    """Whether ``pid`` is still a ``device serve`` process on ``port`` (not a recycled pid)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return _pid_alive(pid) and not Path("/proc").is_dir()  # no /proc: trust the pid
+    if b"serve" not in argv or b"--port" not in argv:
+        return False
+    listened = argv[argv.index(b"--port") + 1 : argv.index(b"--port") + 2]
+    return listened in ([str(port).encode()], [b"0"])  # a worker asked for port 0 got `port`
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stop_pid(pid: int, timeout_s: float = 10.0) -> None:
+    """SIGTERM ``pid`` (then SIGKILL after ``timeout_s``) and reap it when it is our child."""
+    _children.pop(pid, None)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        if not _pid_alive(pid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+# -- up / down / status / restart ----------------------------------------------------------------
+
+
+def _restart_argv(farm_path: Path, serial: str) -> list[str]:
+    return [sys.executable, "-m", "phoneenv", "farm", "restart", str(farm_path), serial]
+
+
+def farm_up(
+    workers: int,
+    out: str | os.PathLike[str],
+    *,
+    runtime: Literal["docker", "local"] = "docker",
+    image: str = DEFAULT_IMAGE,
+    adb_host: str = "127.0.0.1",
+    adb_port: int = 5037,
+    bind_host: str = "127.0.0.1",
+    name_prefix: str = "phoneenv-worker",
+    docker: str = DOCKER,
+    timeout_s: float = 120.0,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> Any:
+    """Start ``workers`` virtual-device workers, wait until each answers adb, ``adb connect`` each
+    on the adb server at ``adb_host:adb_port`` (started when none runs on loopback), and write the
+    farm file ``out``; returns the :class:`FarmFile`.
+
+    ``runtime``: ``"docker"`` (containers ``{name_prefix}-1..N`` from ``image``, ports published on
+    ``bind_host``) or ``"local"`` (``phoneenv device serve`` processes on ``bind_host``, logs in
+    ``<out>.logs/``). Everything started is stopped again when a worker fails to come up, so a
+    failed ``farm up`` leaves nothing running. Raises ``ValueError`` for ``workers < 1`` or an
+    unknown runtime, ``FileExistsError`` when ``out`` already describes a farm (``farm down``
+    it first), ``WorkerError`` when a worker or the adb server cannot be brought up.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if runtime not in ("docker", "local"):
+        raise ValueError(f"unknown runtime {runtime!r}; use docker or local")
+    out_path = Path(out).absolute()
+    if out_path.exists():
+        raise FileExistsError(f"{out_path} already describes a farm; `phoneenv farm down {out_path}` first")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_adb_server(adb_host, adb_port)
+    devices: list[dict[str, Any]] = []
+    data = {"version": 1, "adb": {"host": adb_host, "port": adb_port}, "devices": devices}
+    try:
+        if runtime == "docker":
+            reason = docker_available(docker)
+            if reason:
+                raise WorkerError(f"{reason}; use --local to run the workers as processes")
+            label = f"{out_path}"
+            names = [f"{name_prefix}-{i}" for i in range(1, workers + 1)]
+            for name in names:
+                port = _run_container(docker, image, name, bind_host, label)
+                serial = f"{bind_host}:{port}"
+                worker = {"runtime": "docker", "container": name, "image": image, "port": port}
+                devices.append({"serial": serial, "kind": "virtual", "worker": worker})
+                log(f"started container {name} ({image}) on {serial}")
+            for name in names:
+                _wait_container_healthy(docker, name, timeout_s)
+                log(f"{name} is healthy")
+        else:
+            log_dir = out_path.with_name(out_path.name + ".logs")
+            for i in range(1, workers + 1):
+                log_path = log_dir / f"worker-{i}.log"
+                proc = _start_local(bind_host, 0, log_path)
+                worker = {"runtime": "local", "pid": proc.pid, "port": None, "log": str(log_path)}
+                devices.append({"serial": "", "kind": "virtual", "worker": worker})
+                port = _wait_local_serving(proc, log_path, timeout_s, offset=0)
+                worker["port"] = port
+                devices[-1]["serial"] = f"{bind_host}:{port}"
+                log(f"started local worker {i} (pid {proc.pid}) on {bind_host}:{port}")
+        for device in devices:
+            device["restart"] = _restart_argv(out_path, device["serial"])
+            adb_connect(device["serial"], adb_host, adb_port, timeout_s=min(timeout_s, 60.0))
+            log(f"adb connected {device['serial']}")
+        return _save(data, out_path)
+    except BaseException:
+        _stop_workers(devices, docker, adb_host, adb_port)
+        raise
+
+
+def _stop_workers(devices: Sequence[dict[str, Any]], docker: str, adb_host: str, adb_port: int) -> list[str]:
+    stopped = []
+    containers = []
+    for device in devices:
+        worker = device.get("worker") or {}
+        if device.get("serial"):
+            adb_disconnect(device["serial"], adb_host, adb_port)
+        if worker.get("runtime") == "docker":
+            containers.append(worker["container"])
+        elif worker.get("runtime") == "local" and worker.get("pid"):
+            if _is_our_worker(worker["pid"], worker.get("port") or 0) or worker.get("port") is None:
+                _stop_pid(worker["pid"])
+            stopped.append(device.get("serial") or f"pid {worker['pid']}")
+    if containers:
+        _docker(docker, "rm", "-f", *containers, check=False, timeout=120)
+        stopped += [d["serial"] for d in devices if (d.get("worker") or {}).get("runtime") == "docker"]
+    return stopped
+
+
+def farm_down(farm_path: str | os.PathLike[str], *, docker: str = DOCKER, remove_file: bool = True) -> list[str]:
+    """Disconnect every worker of the farm file from adb and stop it (``docker rm -f`` its
+    container, or SIGTERM its local process when that pid is still the worker); then remove the
+    farm file unless ``remove_file`` is false. Returns the serials stopped. Devices without a
+    ``worker`` record (emulators, phones listed by hand) are left alone. Raises ``OSError`` / ``pydantic.ValidationError`` for a bad farm file."""
+    path = Path(farm_path)
+    data = _farm_dict(FarmFile.load(path))
+    workers = [d for d in data["devices"] if d.get("worker")]
+    stopped = _stop_workers(workers, docker, data["adb"]["host"], data["adb"]["port"])
+    if remove_file:
+        path.unlink(missing_ok=True)
+    return stopped
+
+
+@dataclass
+class DeviceStatus:
+    """One device of a farm: ``adb`` is the adb server's state for it (``device``, ``offline``,
+    ``unauthorized``, ... or ``None`` when not listed); ``worker`` the worker's state (``docker``:
+    ``running/healthy`` etc.; ``local``: ``running``/``gone``; ``-`` for devices without a worker);
+    ``ping`` what the endpoint answered to the adb handshake (``device``, ``unauthorized``, or the
+    error)."""
+
+    serial: str
+    kind: str
+    adb: str | None
+    worker: str
+    ping: str
+
+    @property
+    def ready(self) -> bool:
+        """Whether the adb server lists the device as ``device``."""
+        return self.adb == "device"
+
+
+def farm_status(farm_path: str | os.PathLike[str], *, docker: str = DOCKER) -> list[DeviceStatus]:
+    """The state of every device of the farm file (see :class:`DeviceStatus`). An adb server that
+    does not answer shows every device as ``adb=None``. Raises ``OSError`` /
+    ``pydantic.ValidationError`` for a bad farm file."""
+    data = _farm_dict(FarmFile.load(Path(farm_path)))
+    host, port = data["adb"]["host"], data["adb"]["port"]
+    try:
+        states = adb_states(host, port)
+    except WorkerError:
+        states = {}
+    out = []
+    for device in data["devices"]:
+        serial, worker = device["serial"], device.get("worker") or {}
+        if worker.get("runtime") == "docker":
+            status, health = _container_health(docker, worker["container"])
+            wstate = f"{status}/{health}" if health else status
+        elif worker.get("runtime") == "local":
+            wstate = "running" if _is_our_worker(worker["pid"], worker["port"]) else "gone"
+        else:
+            wstate = "-"
+        ping = "-"
+        if device["kind"] == "virtual" and ":" in serial:
+            h, _, p = serial.rpartition(":")
+            try:
+                ping = adb_ping(h, int(p), timeout_s=3.0).state
+            except (OSError, TimeoutError, WorkerError, ValueError) as exc:
+                ping = f"{type(exc).__name__}: {exc}"
+        out.append(DeviceStatus(serial, device["kind"], states.get(serial), wstate, ping))
+    return out
+
+
+def restart_worker(
+    farm_path: str | os.PathLike[str], serial: str, *, docker: str = DOCKER, timeout_s: float = 120.0
+) -> None:
+    """Restart the worker serving ``serial`` (the farm file's ``restart`` step): ``docker restart``
+    its container, or stop its local process and start a new one on the same port (the farm file
+    gets the new pid); wait until it answers adb and ``adb connect`` it again. Raises ``KeyError``
+    when the farm has no worker for ``serial``, ``WorkerError`` when it does not come back."""
+    path = Path(farm_path)
+    data = _farm_dict(FarmFile.load(path))
+    device = next((d for d in data["devices"] if d["serial"] == serial and d.get("worker")), None)
+    if device is None:
+        raise KeyError(f"{path} has no worker serving {serial}")
+    worker = device["worker"]
+    host, port = data["adb"]["host"], data["adb"]["port"]
+    adb_disconnect(serial, host, port)
+    if worker["runtime"] == "docker":
+        _docker(docker, "restart", "--time", "5", worker["container"], timeout=timeout_s)
+        _wait_container_healthy(docker, worker["container"], timeout_s)
+    else:
+        if _is_our_worker(worker["pid"], worker["port"]):
+            _stop_pid(worker["pid"])
+        log_path = Path(worker["log"])
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        bind = serial.rpartition(":")[0]
+        proc = _start_local(bind, worker["port"], log_path)
+        _wait_local_serving(proc, log_path, timeout_s, offset=offset)
+        worker["pid"] = proc.pid
+        _save(data, path)
+    adb_connect(serial, host, port, timeout_s=min(timeout_s, 60.0))
