@@ -12,6 +12,7 @@ frame. When one does, the agent draws from that frame's tools (``info["tools"]``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -21,7 +22,7 @@ import rstr
 
 from agents.base import Agent, AgentAction
 
-__all__ = ["RandomAgent", "sample_schema"]
+__all__ = ["RandomAgent", "episode_seed", "sample_schema"]
 
 _WORDS = ["hello", "meeting", "Ana", "tomorrow", "call me", "groceries", "late", "office", "ok", "note"]
 _ID = re.compile(r"^[a-z]+_\d+$")
@@ -74,6 +75,13 @@ def sample_schema(schema: dict[str, Any], rng: random.Random, xeger: rstr.Rstr, 
     return None
 
 
+def episode_seed(seed: int, task_id: str) -> int:
+    """The RNG seed of an episode of ``task_id`` for agent seed ``seed``: the first 8 bytes of
+    SHA-256 of ``"<seed>:<task_id>"`` as an unsigned integer (stable across processes and Python
+    versions, unlike ``hash``)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{task_id}".encode()).digest()[:8], "big")
+
+
 def _collect_ids(value: Any, out: list[str]) -> None:
     if isinstance(value, dict):
         for v in value.values():
@@ -88,14 +96,19 @@ def _collect_ids(value: Any, out: list[str]) -> None:
 class RandomAgent(Agent):
     """Uniformly random tool, schema-valid random arguments.
 
+    Each episode's draws depend only on ``seed`` and the task id (the RNG is reseeded at
+    :meth:`reset` from both, see :func:`episode_seed`), not on the episodes played before: a run
+    split over processes or machines, in any order, makes the same calls as one process.
+
     Args:
-        seed: RNG seed (same seed, same calls for the same observations).
+        seed: RNG seed (same seed, same calls for the same task and observations).
         finish_p: probability of calling ``finish`` at each step.
     """
 
     name = "random"
 
     def __init__(self, seed: int = 0, finish_p: float = 0.15) -> None:
+        self.seed = seed
         self.rng = random.Random(seed)
         self.xeger = rstr.Rstr(self.rng)
         self.finish_p = finish_p
@@ -104,7 +117,8 @@ class RandomAgent(Agent):
         self._ids: list[str] = []
 
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
-        """Take the episode's tool list."""
+        """Take the episode's tool list and reseed the RNG for this task (:func:`episode_seed`)."""
+        self.rng.seed(episode_seed(self.seed, str(info.get("task_id", ""))))
         self._take_tools(info["tools"])
         self._ids = []
 
