@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 import rstr
 from typer.testing import CliRunner
 
@@ -69,6 +70,37 @@ def test_random_agent_draws_depend_only_on_seed_and_task(tmp_path):
         != (tmp_path / "fwd" / Path(a.trace_path).name).read_text()
         for a in other
     )
+
+
+_DRAWS = """
+import hashlib, sys
+from agents import RandomAgent
+from phoneenv.env import PhonePlanEnv
+from phoneenv.evaluation import play_episode
+from phoneenv.tasks import select
+tasks = select("contacts.favorite/*")[:8]
+env = PhonePlanEnv(tasks=tasks)
+agent = RandomAgent(seed=3)
+print(hashlib.sha256("".join(play_episode(agent, env, t, 0)[1] for t in tasks).encode()).hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_random_agent_draws_do_not_depend_on_the_hash_seed(tmp_path):
+    """rstr draws a negated class (``[^...]``) from a set whose order follows PYTHONHASHSEED, so
+    two processes with one agent seed drew other calls (found on Ray workers). Two processes with
+    different hash seeds must now play the same episodes."""
+    import os
+    import subprocess
+    import sys
+
+    digests = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run([sys.executable, "-c", _DRAWS], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        digests.append(out.stdout.strip())
+    assert len(digests[0]) == 64 and digests[0] == digests[1]
 
 
 def test_scoreboard_by_hand():
