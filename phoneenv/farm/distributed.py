@@ -94,15 +94,25 @@ class ClientSpec:
 class AgentSpec:
     """How to build a planner in another process: ``name`` (``reference``, ``random`` or
     ``llm``), its ``seed``, and for ``llm`` the settings ``phoneenv eval`` passes (``base_url``,
-    ``model``, ``api_key``, ``max_tokens``, ``max_steps``, ``vision``)."""
+    ``model``, ``api_key``, ``max_tokens``, ``max_steps``, ``vision``). Any other planner:
+    ``factory="package.module:callable"``, called with ``**options`` in the actor (it must be
+    importable there)."""
 
     name: str
     seed: int = 0
     llm: dict[str, Any] | None = None
+    factory: str | None = None
+    options: dict[str, Any] | None = None
 
     def build(self) -> Any:
-        """A fresh agent (:func:`phoneenv.cli._make_agent`); raises ``typer.BadParameter`` for an
-        unknown name or an unusable model."""
+        """A fresh agent (:func:`phoneenv.cli._make_agent`, or the ``factory``); raises
+        ``typer.BadParameter`` for an unknown name or an unusable model, ``ImportError`` /
+        ``AttributeError`` for a factory that is not there."""
+        if self.factory is not None:
+            import importlib
+
+            module, _, attr = self.factory.partition(":")
+            return getattr(importlib.import_module(module), attr)(**(self.options or {}))
         from phoneenv.cli import _make_agent
 
         return _make_agent(self.name, self.seed, self.llm)
@@ -538,3 +548,73 @@ def _replace(spawn: Callable[[], Any], timeout_s: float) -> Any:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+# ------------------------------------------------------------------------------------------------
+# The command line: `phoneenv eval --ray [ADDRESS] --workers N`
+# ------------------------------------------------------------------------------------------------
+
+RAY_LOCAL = "local"
+"""The ``--ray`` value that starts a local Ray (what ``--ray`` alone means)."""
+
+
+def ray_flag_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with a bare ``--ray`` (last, or followed by another option) given the value
+    :data:`RAY_LOCAL`, so that ``--ray`` alone starts a local Ray while ``--ray ADDRESS`` joins a
+    cluster (typer options cannot take an optional value)."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        if arg == "--ray" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, RAY_LOCAL)
+            break
+    return out
+
+
+def eval_runner(
+    agent: AgentSpec, address: str, workers: int, *, simulator: ClientSpec | str | None = None
+) -> Callable[..., list[EpisodeResult]]:
+    """A function with :func:`phoneenv.evaluation.run_episodes`' call shape that plays the
+    episodes on Ray (for ``phoneenv eval --ray``): the ``agent`` object it is called with is not
+    used (each actor builds its own from ``agent``), ``simulator`` replaces the env's simulator
+    client (a :class:`ClientSpec`, or ``"planner"``), and ``infra_retry`` is not supported on Ray
+    (an infrastructure-error episode is kept as it is; with devices it is re-run on another)."""
+
+    def run(
+        _agent: Any,
+        tasks: Iterable[TaskSpec],
+        out_dir: Path | None = None,
+        *,
+        seed: int = 0,
+        on_episode: Callable[[EpisodeResult], None] | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        max_consecutive_infra: int | None = None,
+        infra_retry: Any = None,
+    ) -> list[EpisodeResult]:
+        kwargs = dict(env_kwargs or {})
+        if simulator is not None:
+            kwargs["simulator"] = simulator
+        else:
+            kwargs.pop("simulator", None)
+        done = run_episodes_ray(
+            agent,
+            tasks,
+            out_dir,
+            seed=seed,
+            workers=workers,
+            address=None if address == RAY_LOCAL else address,
+            env_kwargs=kwargs,
+            on_episode=on_episode,
+            max_consecutive_infra=max_consecutive_infra,
+        )
+        if done.reruns or done.workers_lost:
+            log.warning(
+                "Ray: %d workers lost, %d episodes re-run (%s)",
+                done.workers_lost,
+                len(done.reruns),
+                ", ".join(f"{r.task_id}: {r.reason}" for r in done.reruns),
+            )
+        return done.results
+
+    return run
