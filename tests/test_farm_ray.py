@@ -162,3 +162,28 @@ def test_virtual_devices_on_two_nodes_equal_one_process(cluster, adb_server, tmp
     assert run.reruns == [] and all(not r.infrastructure_error for r in run.results)
     assert sum(r.success for r in run.results) >= 6
     assert_same_run(one, run.results, tmp_path / "one", tmp_path / "ray")
+
+
+def test_rl_rollouts_with_envs_on_the_cluster_equal_local_envs(cluster, tiny_model_dir):
+    """A GRPO group whose members' envs run on Ray actors (one per node), the model here: the
+    same token sequences, log-probs and verdicts as the local serial driver."""
+    torch = pytest.importorskip("torch")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from phoneenv.farm.distributed import RayEnvPool
+    from rl.rollout import rollout_group
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    args = {"max_turns": 3, "max_new_tokens": 40, "temperature": 1.0, "sample_seed": 2}
+    args["tool_filter"] = ["contacts", "user", "finish"]
+    local = rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 2, vector=False, **args)
+    with RayEnvPool(2) as pool:
+        remote = rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 2, env_pool=pool, **args)
+        with pytest.raises(ValueError, match="needs 3 env actors"):
+            rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 3, env_pool=pool, **args)
+    assert sum(len(t.turns) for t in local.trajectories) >= 2  # the members did step the env
+    for a, b in zip(local.trajectories, remote.trajectories, strict=True):
+        assert torch.equal(a.episode_ids, b.episode_ids) and torch.equal(a.episode_mask, b.episode_mask)
+        assert torch.allclose(a.episode_logprobs, b.episode_logprobs)
+        assert a.verdict == b.verdict and a.messages == b.messages

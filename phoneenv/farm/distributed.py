@@ -618,3 +618,126 @@ def eval_runner(
         return done.results
 
     return run
+
+
+# ------------------------------------------------------------------------------------------------
+# RL rollouts: the envs on actors, the model in the driver
+# ------------------------------------------------------------------------------------------------
+
+
+class EnvActor:
+    """One ``gym.make("PhonePlan-v0")`` env in its own process (a Ray actor of
+    :class:`RayEnvPool`), driven step by step from the rollout's process."""
+
+    def __init__(self) -> None:
+        self.env: Any = None
+
+    def open(self, task_id: str, env_kwargs: dict[str, Any]) -> None:
+        """Replace the env with a new one for ``task_id`` (as ``rl.rollout`` makes one per group)."""
+        import gymnasium as gym
+
+        import phoneenv  # noqa: F401 - registers PhonePlan-v0
+
+        self.close()
+        self.env = gym.make("PhonePlan-v0", task=task_id, **env_kwargs)
+
+    def reset(self, seed: int, task_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``env.reset(seed=seed, options={"task": task_id})``."""
+        return self.env.reset(seed=seed, options={"task": task_id})
+
+    def add_tokens(self, tokens: dict[str, int]) -> None:
+        """The model's token counts for the next step's verdict (``add_agent_tokens``)."""
+        self.env.get_wrapper_attr("add_agent_tokens")(tokens)
+
+    def step(self, action: str) -> tuple[Any, ...]:
+        """``env.step(action)``: ``(obs, reward, terminated, truncated, info)``."""
+        return self.env.step(action)
+
+    def close(self) -> None:
+        """Close the env (if any)."""
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+
+class RayEnvPool:
+    """``size`` :class:`EnvActor` actors that RL rollouts step instead of local envs
+    (``rl.rollout.rollout_group(..., env_pool=pool)``): member ``k`` of a group plays on actor
+    ``k``, all members' steps of a turn go out together and are awaited together, and the model
+    stays in the calling process. Trajectories equal those of the local drivers (the env is the
+    same, only where it runs changes).
+
+    Args:
+        size: actors (the largest group it can drive).
+        address: as :func:`init_ray` (None: a local Ray, unless this process is connected).
+        num_cpus_per_env: each actor's CPU reservation.
+
+    Raises:
+        ValueError: ``size < 1``; ModuleNotFoundError: ray is not installed.
+    """
+
+    def __init__(self, size: int, *, address: str | None = None, num_cpus_per_env: float = 1.0) -> None:
+        if size < 1:
+            raise ValueError(f"size must be ≥ 1, got {size}")
+        self._started = init_ray(address, num_cpus=size if address in (None, "local") else None)
+        import ray
+
+        remote = ray.remote(EnvActor).options(num_cpus=num_cpus_per_env, max_restarts=0, max_task_retries=0)
+        self.actors = [remote.remote() for _ in range(size)]
+
+    def drive(self, n: int, task_id: str, env_kwargs: dict[str, Any]) -> _RayEnvs:
+        """A driver for ``n`` members of ``task_id`` (the interface of ``rl.rollout``'s local
+        drivers: ``reset``, ``add_tokens``, ``step``, ``close``); ``ValueError`` when ``n`` is
+        more than the pool's size."""
+        if n > len(self.actors):
+            raise ValueError(f"a group of {n} members needs {n} env actors; the pool has {len(self.actors)}")
+        return _RayEnvs(self.actors[:n], task_id, env_kwargs)
+
+    def close(self) -> None:
+        """Kill the actors (and shut Ray down when this pool started it)."""
+        import ray
+
+        for actor in self.actors:
+            try:
+                ray.kill(actor)
+            except Exception:
+                log.debug("killing an env actor failed", exc_info=True)
+        self.actors = []
+        if self._started:
+            ray.shutdown()
+
+    def __enter__(self) -> RayEnvPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _RayEnvs:
+    """``rl.rollout``'s env-driver interface over env actors, one member per actor."""
+
+    def __init__(self, actors: list[Any], task_id: str, env_kwargs: dict[str, Any]) -> None:
+        import ray
+
+        self.actors = actors
+        ray.get([a.open.remote(task_id, env_kwargs) for a in actors])
+
+    def reset(self, seed: int, task_id: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        import ray
+
+        return ray.get([a.reset.remote(seed, task_id) for a in self.actors])
+
+    def add_tokens(self, k: int, tokens: dict[str, int]) -> None:
+        self.actors[k].add_tokens.remote(tokens)  # ordered before member k's next step (same caller)
+
+    def step(self, actions: dict[int, str]) -> dict[int, tuple[Any, ...]]:
+        import ray
+
+        keys = list(actions)
+        outs = ray.get([self.actors[k].step.remote(actions[k]) for k in keys])
+        return dict(zip(keys, outs, strict=True))
+
+    def close(self) -> None:
+        import ray
+
+        ray.get([a.close.remote() for a in self.actors])
