@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # torch is pinned first so that the [llm] extra does not pull a multi-GB CUDA build on CPU machines.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device,farm]"
+	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device,farm,ray]"
 	touch $@ $(STAMP)
 
 # The Appium tests' server: Appium 2 and @appium/fake-driver pinned in tests/appium/package-lock.json
@@ -55,6 +55,7 @@ lint: $(TEST_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sandbox.py
+	$(BIN)/python benchmarks/bench_ray.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

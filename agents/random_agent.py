@@ -12,16 +12,19 @@ frame. When one does, the agent draws from that frame's tools (``info["tools"]``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
+import string
+from itertools import chain
 from typing import Any
 
 import rstr
 
 from agents.base import Agent, AgentAction
 
-__all__ = ["RandomAgent", "sample_schema"]
+__all__ = ["RandomAgent", "StableXeger", "episode_seed", "sample_schema"]
 
 _WORDS = ["hello", "meeting", "Ana", "tomorrow", "call me", "groceries", "late", "office", "ok", "note"]
 _ID = re.compile(r"^[a-z]+_\d+$")
@@ -74,6 +77,26 @@ def sample_schema(schema: dict[str, Any], rng: random.Random, xeger: rstr.Rstr, 
     return None
 
 
+class StableXeger(rstr.Rstr):
+    """``rstr.Rstr`` whose draws for a negated class (``[^...]``) do not depend on the process's
+    string hash seed: rstr picks from ``list(set(string.printable) - excluded)``, whose order
+    changes with ``PYTHONHASHSEED``, so the same seed drew other strings in another process. Here
+    the candidates are sorted first."""
+
+    def _handle_in(self, value: Any) -> Any:
+        candidates = list(chain(*(self._handle_state(i) for i in value)))
+        if candidates and candidates[0] is False:
+            candidates = sorted(set(string.printable).difference(candidates[1:]))
+        return self._random.choice(candidates)
+
+
+def episode_seed(seed: int, task_id: str) -> int:
+    """The RNG seed of an episode of ``task_id`` for agent seed ``seed``: the first 8 bytes of
+    SHA-256 of ``"<seed>:<task_id>"`` as an unsigned integer (stable across processes and Python
+    versions, unlike ``hash``)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{task_id}".encode()).digest()[:8], "big")
+
+
 def _collect_ids(value: Any, out: list[str]) -> None:
     if isinstance(value, dict):
         for v in value.values():
@@ -88,23 +111,30 @@ def _collect_ids(value: Any, out: list[str]) -> None:
 class RandomAgent(Agent):
     """Uniformly random tool, schema-valid random arguments.
 
+    Each episode's draws depend only on ``seed`` and the task id (the RNG is reseeded at
+    :meth:`reset` from both, see :func:`episode_seed`), not on the episodes played before nor on
+    the process (:class:`StableXeger`): a run split over processes or machines, in any order,
+    makes the same calls as one process.
+
     Args:
-        seed: RNG seed (same seed, same calls for the same observations).
+        seed: RNG seed (same seed, same calls for the same task and observations).
         finish_p: probability of calling ``finish`` at each step.
     """
 
     name = "random"
 
     def __init__(self, seed: int = 0, finish_p: float = 0.15) -> None:
+        self.seed = seed
         self.rng = random.Random(seed)
-        self.xeger = rstr.Rstr(self.rng)
+        self.xeger = StableXeger(self.rng)
         self.finish_p = finish_p
         self._tools: list[dict[str, Any]] = []
         self._offered: list[dict[str, Any]] = []
         self._ids: list[str] = []
 
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
-        """Take the episode's tool list."""
+        """Take the episode's tool list and reseed the RNG for this task (:func:`episode_seed`)."""
+        self.rng.seed(episode_seed(self.seed, str(info.get("task_id", ""))))
         self._take_tools(info["tools"])
         self._ids = []
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +29,16 @@ from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.validation_cli import validate_devices_cmd
 
-app = typer.Typer(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
+
+class _App(typer.Typer):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from phoneenv.farm.distributed import ray_flag_argv
+
+        sys.argv[1:] = ray_flag_argv(sys.argv[1:])  # `--ray` alone: a local Ray
+        return super().__call__(*args, **kwargs)
+
+
+app = _App(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
 tasks_app = typer.Typer(help="List, show and validate the task suite.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(device_app, name="device")
@@ -218,6 +228,7 @@ def _run(
     price_per_mtok: float | None = None,
     max_consecutive_infra: int | None = None,
     infra_retry: InfraRetry | None = None,
+    runner: Any = None,
 ) -> Scoreboard:
     """Run ``tasks`` (those not in ``previous``), appending each result to the folder as it ends,
     and score ``previous`` and the new episodes together. The scoreboard is written whatever
@@ -244,7 +255,7 @@ def _run(
             prog.update(bar, advance=1, status=status())
 
         try:
-            run_episodes(
+            (runner or run_episodes)(
                 agent,
                 tasks,
                 folder.traces,
@@ -363,6 +374,15 @@ def eval_cmd(
     split: Annotated[
         str | None, typer.Option(help="Keep only tasks of this split: train, dev or test (fixed by task-id hash).")
     ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            metavar="[ADDRESS]",
+            help="Play the episodes on Ray actors (pip install 'phoneenv[ray]'): --ray alone (or local) starts a "
+            "local Ray, --ray auto or HOST:PORT joins that cluster. Same scores and traces as one process.",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Ray actors playing episodes (with --ray).")] = 2,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard.
 
@@ -459,6 +479,7 @@ def eval_cmd(
         price_per_mtok=price_per_mtok,
         max_consecutive_infra=max_consecutive_infra,
         infra_retry=InfraRetry(budget_s=infra_budget_s),
+        runner=_ray_runner(ray, workers, agent, seed, llm, env_kwargs, sim_base_url, sim_model, api_key),
     )
     print_scoreboard(board)
     console.print(f"traces in {folder.traces}")
@@ -466,6 +487,22 @@ def eval_cmd(
         _fail(
             "every episode ended in an infrastructure error (is the model server or the device up? see the warnings above)"
         )
+
+
+def _ray_runner(
+    address: str | None, workers: int, agent: str, seed: int, llm: dict[str, Any], env_kwargs: dict[str, Any],
+    sim_base_url: str | None, sim_model: str | None, api_key: str | None,
+) -> Any:  # fmt: skip
+    """``--ray``: the Ray runner (phoneenv.farm.distributed), the simulator passed as a spec."""
+    if address is None:
+        return None
+    from phoneenv.farm.distributed import AgentSpec, ClientSpec, eval_runner
+
+    sim: Any = None
+    if "simulator" in env_kwargs:
+        same = sim_model is None and sim_base_url is None and agent == "llm"
+        sim = "planner" if same else ClientSpec(sim_base_url or llm["base_url"], sim_model or llm["model"], api_key)
+    return eval_runner(AgentSpec(agent, seed, llm if agent == "llm" else None), address, workers, simulator=sim)
 
 
 @tasks_app.command("list")

@@ -41,6 +41,7 @@ __all__ = [
     "RunConfigError",
     "RunFolder",
     "Scoreboard",
+    "play_episode",
     "read_results",
     "run_episodes",
     "score",
@@ -116,10 +117,15 @@ def _atomic_write(path: Path, text: str, *, sync: bool = True) -> None:
         raise
 
 
-def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path | None, t0: float) -> EpisodeResult:
-    """One episode of ``agent`` on ``task``; its trace is written to ``out_dir``. An
-    :class:`InfrastructureError` from the agent ends the episode as an infrastructure error; one
-    from ``env.reset`` propagates."""
+def play_episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple[EpisodeResult, str]:
+    """Play one episode of ``agent`` on ``task`` in ``env`` (reset with ``seed``) and return its
+    result and its trace as JSON text (one line, ending in a newline), **writing nothing**: the
+    caller writes the trace (a driver collecting episodes from other processes, or
+    :func:`run_episodes`). The result's ``trace_path`` is None and ``wall_s`` counts from the call.
+
+    An :class:`InfrastructureError` from the agent ends the episode as an infrastructure error;
+    one from ``env.reset`` propagates."""
+    t0 = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"task": task})
     agent.reset(obs, info)
     kind: str | None = None
@@ -139,13 +145,9 @@ def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path |
     wall = time.perf_counter() - t0
     trace = env.trace
     trace.agent = agent.name
-    path = None
-    if out_dir is not None:
-        text = trace.model_dump_json() + "\n"  # serialised before anything is written
-        path = out_dir / _trace_name(task.id)
-        _atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
+    text = trace.model_dump_json() + "\n"
     v = info["verdict"]
-    return EpisodeResult(
+    result = EpisodeResult(
         task_id=task.id,
         category=task.category.value,
         domain=task.domain.value,
@@ -156,10 +158,23 @@ def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path |
         infrastructure_error=v["infrastructure_error"],
         output_tokens=v["output_tokens"] or 0,
         wall_s=wall,
-        trace_path=str(path) if path else None,
+        trace_path=None,
         seed=seed,
         infrastructure_kind=(kind or "world") if v["infrastructure_error"] else None,
     )
+    return result, text
+
+
+def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path | None, t0: float) -> EpisodeResult:
+    """One episode of ``agent`` on ``task`` (:func:`play_episode`); its trace is written to
+    ``out_dir``. ``wall_s`` counts from ``t0``."""
+    result, text = play_episode(agent, env, task, seed)
+    result.wall_s = time.perf_counter() - t0
+    if out_dir is not None:
+        path = out_dir / _trace_name(task.id)
+        _atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
+        result.trace_path = str(path)
+    return result
 
 
 def _trace_name(task_id: str) -> str:

@@ -670,13 +670,16 @@ def rollout_members(
     system_prompt: str | None = None,
     tool_filter: Sequence[str] | None = None,
     llm: Any = None,
+    env_pool: Any = None,
 ) -> list[Trajectory]:
     """Run the episodes of the given group ``members`` (indices into a group of the same task and
     seed) side by side; see :func:`rollout_group` for the arguments. Used directly when a group is
     split over processes: each process runs its members, with the seeds they would get in one call.
     With ``llm`` (a ``vllm.LLM``), replies are sampled by vLLM (:class:`rl.vllm_engine.VLLMSampler`:
     all pending replies of the members in one call, vLLM's log-probs kept) and ``model`` only
-    gives the config. Returns the trajectories in the order of ``members``."""
+    gives the config. With ``env_pool`` (a :class:`phoneenv.farm.distributed.RayEnvPool`), the
+    members' envs run on its Ray actors (member ``k`` on actor ``k``) and the model stays here.
+    Returns the trajectories in the order of ``members``."""
     from agents.llm.parsing import parse_reply
     from agents.planner import SYSTEM_PROMPT
 
@@ -703,7 +706,10 @@ def rollout_members(
     else:
         sampler = _Sampler(model, tokenizer, **sampler_kwargs)
     template = system_prompt or SYSTEM_PROMPT
-    envs = (_VectorEnvs if use_vector else _SerialEnvs)(len(members), task_id, env_kwargs)
+    if env_pool is not None:
+        envs: Any = env_pool.drive(len(members), task_id, env_kwargs)
+    else:
+        envs = (_VectorEnvs if use_vector else _SerialEnvs)(len(members), task_id, env_kwargs)
     was_training = bool(getattr(model, "training", False))
     model.eval()
     try:
@@ -933,6 +939,7 @@ def rollout_group(
     max_string_chars: int = 120,
     system_prompt: str | None = None,
     tool_filter: Sequence[str] | None = None,
+    env_pool: Any = None,
 ) -> Group:
     """Run ``G`` episodes of ``task_id`` from env seed ``seed`` with ``model`` as the planner.
 
@@ -959,6 +966,8 @@ def rollout_group(
             "finish"]``); None offers every tool in ``info["tools"]``, as :class:`LLMPlanner`
             does. The env still accepts any call; this shortens prompts (all 88 sandbox tools
             are ~11.7k tokens with the tiny tokenizer) and acts as a tool-retrieval curriculum.
+        env_pool: a :class:`phoneenv.farm.distributed.RayEnvPool` of at least ``G`` actors: the
+            members' envs run there (one per actor), the model here; ``vector`` is then ignored.
 
     Returns:
         A :class:`Group` of ``G`` trajectories (member ``k`` at index ``k``).
@@ -984,5 +993,6 @@ def rollout_group(
         max_string_chars=max_string_chars,
         system_prompt=system_prompt,
         tool_filter=tool_filter,
+        env_pool=env_pool,
     )
     return Group(task_id=task_id, seed=int(seed), trajectories=trajectories)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
+import pytest
 import rstr
 from typer.testing import CliRunner
 
@@ -45,6 +47,60 @@ def test_reference_and_random_agents_on_tasks(tmp_path):
         assert (tmp_path / "rnd" / a.trace_path.split("/")[-1]).read_text() == (
             tmp_path / "rnd2" / b.trace_path.split("/")[-1]
         ).read_text()
+
+
+def test_random_agent_draws_depend_only_on_seed_and_task(tmp_path):
+    """A run split over processes plays episodes in another order: each episode's calls must not
+    depend on the episodes before it (the Ray path relies on this)."""
+    tasks = select("contacts.*")[:6]
+    forward = run_episodes(RandomAgent(seed=4), tasks, tmp_path / "fwd")
+    backward = run_episodes(RandomAgent(seed=4), tasks[::-1], tmp_path / "bwd")
+    alone = run_episodes(RandomAgent(seed=4), tasks[3:4], tmp_path / "one")
+    steps = {r.task_id: r.steps for r in forward}
+    assert steps == {r.task_id: r.steps for r in backward}
+    for r in forward:
+        name = Path(r.trace_path).name
+        assert (tmp_path / "fwd" / name).read_text() == (tmp_path / "bwd" / name).read_text()
+    one = Path(alone[0].trace_path).name
+    assert (tmp_path / "one" / one).read_text() == (tmp_path / "fwd" / one).read_text()
+    # A different agent seed draws differently (the seed is not ignored).
+    other = run_episodes(RandomAgent(seed=5), tasks, tmp_path / "other")
+    assert any(
+        (tmp_path / "other" / Path(a.trace_path).name).read_text()
+        != (tmp_path / "fwd" / Path(a.trace_path).name).read_text()
+        for a in other
+    )
+
+
+_DRAWS = """
+import hashlib, sys
+from agents import RandomAgent
+from phoneenv.env import PhonePlanEnv
+from phoneenv.evaluation import play_episode
+from phoneenv.tasks import select
+tasks = select("contacts.favorite/*")[:8]
+env = PhonePlanEnv(tasks=tasks)
+agent = RandomAgent(seed=3)
+print(hashlib.sha256("".join(play_episode(agent, env, t, 0)[1] for t in tasks).encode()).hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_random_agent_draws_do_not_depend_on_the_hash_seed(tmp_path):
+    """rstr draws a negated class (``[^...]``) from a set whose order follows PYTHONHASHSEED, so
+    two processes with one agent seed drew other calls (found on Ray workers). Two processes with
+    different hash seeds must now play the same episodes."""
+    import os
+    import subprocess
+    import sys
+
+    digests = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run([sys.executable, "-c", _DRAWS], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        digests.append(out.stdout.strip())
+    assert len(digests[0]) == 64 and digests[0] == digests[1]
 
 
 def test_scoreboard_by_hand():
