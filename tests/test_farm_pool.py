@@ -1,0 +1,380 @@
+"""The device pool: health checks, quarantine and escalating recovery (unit tests over fake adb
+calls and a fake clock), and evaluations over a farm of virtual devices behind the real adb
+server while faults are injected (killed, offline, unauthorized, hung, full, failing restores,
+back after a blip)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from phoneenv.farm.pool import (
+    RECOVERY_STEPS,
+    DeviceKind,
+    DevicePool,
+    FarmFile,
+    HealthPolicy,
+    PoolDevice,
+    PoolExhausted,
+    StepUnavailable,
+    check_health,
+    guess_kind,
+    parse_df,
+)
+from phoneenv.llm import InfrastructureError
+
+DF_OK = "Filesystem 1K-blocks Used Available Use% Mounted on\n/dev/block/dm-5 5127992 2116044 2995564 42% /data\n"
+DF_FULL = "Filesystem 1K-blocks Used Available Use% Mounted on\n/dev/block/dm-5 5127992 5127980 12 100% /data\n"
+
+
+# -- fakes ----------------------------------------------------------------------------------------
+
+
+class FakeClock:
+    """Monotonic seconds that only ``sleep`` (and ``advance``) move; thread-safe."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
+@dataclass
+class FakeDevice:
+    state: str | None = "device"
+    responsive: bool = True
+    boot: str = "1"
+    df: str = DF_OK
+    date: float = 1_800_000_000.0
+    heals_on: str | None = None  # the recovery step after which the device is healthy again
+    fails_action: set[str] = field(default_factory=set)
+
+
+class FakeOps:
+    """DeviceOps over FakeDevices; every call is logged as (clock time, serial, what)."""
+
+    def __init__(self, clock: FakeClock, devices: dict[str, FakeDevice]) -> None:
+        self.clock = clock
+        self.devices = devices
+        self.log: list[tuple[float, str, str]] = []
+
+    def _note(self, serial: str, what: str) -> FakeDevice:
+        self.log.append((self.clock(), serial, what))
+        return self.devices[serial]
+
+    def actions(self, serial: str) -> list[tuple[float, str]]:
+        return [(t, w) for t, s, w in self.log if s == serial and w in RECOVERY_STEPS]
+
+    def state(self, serial: str) -> str | None:
+        return self._note(serial, "state").state
+
+    def shell(self, serial: str, command: str, timeout_s: float) -> tuple[str, int]:
+        dev = self._note(serial, "shell")
+        if not dev.responsive:
+            self.clock.advance(timeout_s)
+            raise TimeoutError(f"no answer within {timeout_s} s")
+        if command.startswith("echo "):
+            return command[5:] + "\n", 0
+        if command == "getprop sys.boot_completed":
+            return dev.boot + "\n", 0
+        if command == "df /data":
+            return dev.df, 0 if dev.df else 127
+        if command == "date +%s":
+            return f"{dev.date:.0f}\n", 0
+        raise AssertionError(command)
+
+    def _act(self, serial: str, step: str) -> None:
+        dev = self._note(serial, step)
+        if step in dev.fails_action:
+            raise RuntimeError(f"{step} refused")
+        if dev.heals_on == step:
+            dev.state, dev.responsive, dev.boot, dev.df = "device", True, "1", DF_OK
+
+    def reconnect(self, serial: str, timeout_s: float) -> None:
+        self._act(serial, "reconnect")
+
+    def reattach(self, serial: str, timeout_s: float) -> None:
+        if not serial.startswith("127.0.0.1:"):
+            self._note(serial, "reattach-skipped")
+            raise StepUnavailable("not a network serial")
+        self._act(serial, "reattach")
+
+    def reboot(self, serial: str, timeout_s: float) -> None:
+        self._act(serial, "reboot")
+
+    def run(self, argv, timeout_s: float) -> None:
+        self._act(argv[-1], "restart")
+
+
+POLICY = HealthPolicy(
+    shell_deadline_s=2.0,
+    min_free_mb=100,
+    deadlines={"reconnect": 5.0, "reattach": 10.0, "reboot": 60.0, "restart": 120.0},
+    poll_s=1.0,
+)
+
+
+def _pool(devices: dict[str, FakeDevice], policy: HealthPolicy = POLICY, restart: bool = True):
+    clock = FakeClock()
+    ops = FakeOps(clock, devices)
+    pool = DevicePool(
+        [PoolDevice(s, guess_kind(s), restart=("restart-worker", s) if restart else None) for s in devices],
+        ops=ops,
+        policy=policy,
+        clock=clock,
+        sleep=clock.sleep,
+        wall=lambda: 1_800_000_000.0,
+    )
+    return pool, ops, clock
+
+
+# -- parsing and the farm file --------------------------------------------------------------------
+
+
+def test_parse_df_reads_the_available_column_in_mib():
+    assert parse_df(DF_OK) == pytest.approx(2995564 / 1024)
+    assert parse_df(DF_FULL) == pytest.approx(12 / 1024)
+    wrapped = (
+        "Filesystem           1K-blocks      Used Available Use% Mounted on\n"
+        "/dev/block/bootdevice/by-name/userdata\n"
+        "                      52403200  10485760  41917440  20% /data\n"
+    )
+    assert parse_df(wrapped) == pytest.approx(41917440 / 1024)
+    busybox_512 = "Filesystem 512-blocks Used Available Capacity Mounted on\n/dev/sda1 2048 1024 1024 50% /data\n"
+    assert parse_df(busybox_512) == pytest.approx(0.5)
+    assert parse_df("/system/bin/sh: df: inaccessible or not found\n") is None
+    assert parse_df("") is None
+
+
+def test_guess_kind():
+    assert guess_kind("emulator-5554") is DeviceKind.EMULATOR
+    assert guess_kind("127.0.0.1:40001") is DeviceKind.VIRTUAL
+    assert guess_kind("R58M123ABC") is DeviceKind.PHONE
+
+
+def test_farm_file_round_trip_keeps_unknown_keys(tmp_path):
+    text = {
+        "version": 1,
+        "adb": {"host": "127.0.0.1", "port": 5038},
+        "devices": [
+            {"serial": "127.0.0.1:40001", "kind": "virtual", "restart": ["docker", "restart", "w1"], "zone": "a"},
+            {"serial": "emulator-5554", "kind": "emulator", "avd": "pixel6-api34", "snapshot": "phoneenv-base"},
+            {"serial": "R58M123ABC", "kind": "phone"},
+        ],
+        "coordinator": {"pid": 1},
+    }
+    path = tmp_path / "farm.json"
+    path.write_text(json.dumps(text))
+    farm = FarmFile.load(path)
+    assert [d.kind for d in farm.devices] == [DeviceKind.VIRTUAL, DeviceKind.EMULATOR, DeviceKind.PHONE]
+    assert farm.devices[0].model_extra == {"zone": "a"}
+    farm.dump(tmp_path / "again.json")
+    assert json.loads((tmp_path / "again.json").read_text()) == text
+    pool = DevicePool.from_file(path)
+    assert (pool.adb_host, pool.adb_port) == ("127.0.0.1", 5038)
+    assert pool.report()["devices"]["emulator-5554"]["kind"] == "emulator"
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ("{", "not a farm file"),
+        ('{"version": 2, "devices": []}', "version"),
+        ('{"devices": [{"kind": "virtual"}]}', "devices.0.serial"),
+        ('{"devices": [{"serial": "a", "kind": "toaster"}]}', "devices.0.kind"),
+        ('{"devices": [{"serial": "a"}, {"serial": "a"}]}', "more than once: a"),
+    ],
+)
+def test_bad_farm_files_are_named(tmp_path, doc, message):
+    path = tmp_path / "farm.json"
+    path.write_text(doc)
+    with pytest.raises(ValueError, match=message):
+        FarmFile.load(path)
+
+
+# -- health checks --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({}, None),
+        ({"state": "offline"}, "adb state is offline"),
+        ({"state": "unauthorized"}, "adb state is unauthorized"),
+        ({"state": None}, "adb state is not listed"),
+        ({"responsive": False}, "did not answer within 2 s"),
+        ({"boot": "0"}, "not booted"),
+        ({"df": DF_FULL}, "storage full: 0 MiB free on /data"),
+        ({"date": 1_800_000_000.0 + 3600}, "clock is +3600 s off"),
+        ({"df": ""}, None),  # no df on the device: storage unknown, not a failure
+    ],
+)
+def test_health_check_names_the_first_failure(change, reason):
+    clock = FakeClock()
+    ops = FakeOps(clock, {"s": FakeDevice(**change)})
+    policy = HealthPolicy(shell_deadline_s=2.0, min_free_mb=100, clock_tolerance_s=60)
+    result = check_health(ops, "s", policy, wall=lambda: 1_800_000_000.0)
+    assert result.ok is (reason is None)
+    if reason is None:
+        assert result.reason is None
+    else:
+        assert reason in result.reason
+    if not change:
+        assert result.free_mb == pytest.approx(2995564 / 1024) and result.clock_skew_s == 0
+
+
+def test_the_clock_check_is_off_without_a_tolerance():
+    ops = FakeOps(FakeClock(), {"s": FakeDevice(date=0)})
+    assert check_health(ops, "s", HealthPolicy(), wall=lambda: 1_800_000_000.0).ok
+
+
+# -- leasing, quarantine, escalation --------------------------------------------------------------
+
+
+def test_leases_go_least_recently_used_first_and_a_device_is_never_lent_twice():
+    pool, ops, _ = _pool({"127.0.0.1:1": FakeDevice(), "127.0.0.1:2": FakeDevice()})
+    a = pool.lease()
+    b = pool.lease()
+    assert {a.serial, b.serial} == {"127.0.0.1:1", "127.0.0.1:2"} and a.serial == "127.0.0.1:1"
+    with pytest.raises(PoolExhausted, match="no healthy device became free within 0 s"):
+        pool.lease(timeout_s=0)
+    pool.release(a)
+    pool.release(a)  # a second release is ignored
+    pool.release(b)
+    assert pool.lease().serial == "127.0.0.1:1"  # released first
+    report = pool.report()
+    assert report["leases"] == 3 and report["checks"] == {"passed": 3, "failed": 0}
+
+
+def test_a_device_failing_its_check_is_skipped_and_quarantined():
+    devices = {"127.0.0.1:1": FakeDevice(state="offline"), "127.0.0.1:2": FakeDevice()}
+    pool, ops, _ = _pool(devices, restart=False)
+    assert pool.lease().serial == "127.0.0.1:2"
+    assert pool.wait_settled(10)
+    assert pool.status("127.0.0.1:1") == "retired"
+    assert pool.report()["retired"]["127.0.0.1:1"].startswith("adb state is offline")
+
+
+def test_a_device_released_as_failed_is_healed_by_reconnect():
+    serial = "127.0.0.1:1"
+    pool, ops, _ = _pool({serial: FakeDevice(heals_on="reconnect")})
+    lease = pool.lease()
+    ops.devices[serial].state = "offline"
+    pool.release(lease, failed="device_error: offline")
+    assert pool.wait_settled(10)
+    assert pool.status(serial) == "idle"
+    assert [w for _, w in ops.actions(serial)] == ["reconnect"]
+    report = pool.report()
+    assert report["recoveries"]["reconnect"] == {"tried": 1, "healed": 1, "failed": 0, "skipped": 0}
+    assert report["retired"] == {}
+    assert [e["event"] for e in report["events"]] == ["quarantined", "healed"]
+
+
+@pytest.mark.parametrize("heals_on", [*RECOVERY_STEPS, None])
+def test_recovery_escalates_in_order_each_step_within_its_deadline(heals_on):
+    serial = "127.0.0.1:1"
+    pool, ops, clock = _pool({serial: FakeDevice(heals_on=heals_on)})
+    lease = pool.lease()
+    ops.devices[serial].responsive = False  # hangs mid-episode
+    t_fail = clock()
+    pool.release(lease, failed="device_error: the connection was reset")
+    assert pool.wait_settled(10)
+    actions = ops.actions(serial)
+    stop = RECOVERY_STEPS.index(heals_on) + 1 if heals_on else len(RECOVERY_STEPS)
+    restarted = ["reattach"] if stop == len(RECOVERY_STEPS) else []  # a restarted worker is `adb connect`-ed again
+    assert [w for _, w in actions] == [*RECOVERY_STEPS[:stop], *restarted]
+    actions = actions[:stop]
+    # each failed step spends its deadline (checks until then, each timing out after 2 s), no more
+    starts = [t for t, _ in actions]
+    for (t0, step), t1 in zip(actions, starts[1:], strict=False):
+        assert POLICY.deadline(step) <= t1 - t0 <= POLICY.deadline(step) + POLICY.shell_deadline_s + POLICY.poll_s
+    assert starts[0] == t_fail
+    report = pool.report()
+    if heals_on is None:
+        assert pool.status(serial) == "retired"
+        reason = report["retired"][serial]
+        assert "did not answer within 2 s" in reason and "first: device_error: the connection was reset" in reason
+        assert all(step in reason for step in RECOVERY_STEPS)
+        with pytest.raises(PoolExhausted, match="every device of the pool is retired"):
+            pool.lease()
+    else:
+        assert pool.status(serial) == "idle" and report["recoveries"][heals_on]["healed"] == 1
+        assert pool.lease().serial == serial
+    assert report["failed_leases"] == 1
+
+
+def test_steps_that_do_not_apply_are_skipped_and_a_phone_without_restart_is_retired():
+    serial = "R58M123ABC"
+    pool, ops, _ = _pool({serial: FakeDevice(state="unauthorized")}, restart=False)
+    with pytest.raises(PoolExhausted, match="every device of the pool is retired"):
+        pool.lease(timeout_s=10_000)  # fake seconds: recovery moves the fake clock
+    reason = pool.report()["retired"][serial]
+    assert reason.startswith("adb state is unauthorized")
+    assert "reattach: skipped (not a network serial)" in reason
+    assert "restart: skipped (no restart command" in reason
+    assert [w for _, w in ops.actions(serial)] == ["reconnect", "reboot"]
+
+
+def test_a_failing_action_moves_on_to_the_next_step_at_once():
+    serial = "127.0.0.1:1"
+    pool, ops, clock = _pool({serial: FakeDevice(heals_on="reboot", fails_action={"reconnect"})})
+    lease = pool.lease()
+    ops.devices[serial].state = "offline"
+    pool.release(lease, failed="device_error: offline")
+    assert pool.wait_settled(10)
+    actions = ops.actions(serial)
+    assert [w for _, w in actions] == ["reconnect", "reattach", "reboot"]
+    assert actions[1][0] == actions[0][0]  # no waiting after a refused action
+    assert pool.status(serial) == "idle"
+
+
+def test_without_quarantine_a_failed_device_is_retired_at_once():
+    policy = HealthPolicy(quarantine=False)
+    pool, ops, _ = _pool({"127.0.0.1:1": FakeDevice(), "127.0.0.1:2": FakeDevice()}, policy=policy)
+    with pool.lease() as lease:
+        pass
+    with pytest.raises(InfrastructureError), pool.lease() as lease:
+        raise InfrastructureError("gone", kind="device")
+    assert pool.report()["retired"] == {lease.serial: "InfrastructureError: gone"}
+    assert ops.actions(lease.serial) == []
+
+
+def test_concurrent_leases_never_share_a_device():
+    serials = [f"127.0.0.1:{i}" for i in range(1, 5)]
+    pool, _, _ = _pool({s: FakeDevice() for s in serials})
+    held: set[str] = set()
+    clash: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        for _ in range(25):
+            lease = pool.lease(timeout_s=30)
+            with lock:
+                if lease.serial in held:
+                    clash.append(lease.serial)
+                held.add(lease.serial)
+            time.sleep(0.0005)
+            with lock:
+                held.discard(lease.serial)
+            pool.release(lease)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert clash == [] and pool.report()["leases"] == 150
