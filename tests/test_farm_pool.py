@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -378,3 +379,127 @@ def test_concurrent_leases_never_share_a_device():
     for t in threads:
         t.join(60)
     assert clash == [] and pool.report()["leases"] == 150
+
+
+# -- a farm of virtual devices behind the real adb server -------------------------------------------
+
+pytest.importorskip("adbutils", reason="the farm tests need adbutils (pip install -e '.[device]')")
+pytest.importorskip("bashlex", reason="the virtual device needs bashlex (pip install -e '.[device]')")
+
+FAST = HealthPolicy(
+    shell_deadline_s=1.5,
+    min_free_mb=64,
+    deadlines={"reconnect": 3.0, "reattach": 3.0, "reboot": 2.0, "restart": 0.0},
+    poll_s=0.2,
+)
+
+
+TEMPLATES = [
+    "clock.alarm_off",  # first: its DeskClock data is restored from an app-data snapshot
+    "contacts.add_contact",
+    "calendar.create_event",
+    "clock.set_alarm",
+    "contacts.favorite",
+    "messages.delete_message",
+    "calendar.delete_event",
+    "settings.toggle",
+    "messages.text_contact",
+    "clock.delete_alarm",
+    "calendar.move_event",
+    "messages.forward",
+]
+
+
+def _tasks(n: int, first: str | None = None):
+    """The first task of ``n`` Tool templates the adb backend runs (built from their templates
+    alone: the whole suite takes many seconds to build)."""
+    from phoneenv.tasks.templates import all_templates
+
+    names = TEMPLATES if first is None else [first, *(t for t in TEMPLATES if t != first)]
+    templates = all_templates()
+    return [templates[name].tasks()[0] for name in names[:n]]
+
+
+class _Recording(DevicePool):
+    """A pool that remembers the device it lent last (the episode's device, for the fault hooks)."""
+
+    current: str | None = None
+
+    def lease(self, timeout_s: float = 300.0):
+        lease = super().lease(timeout_s)
+        self.current = lease.serial
+        return lease
+
+
+class _FaultingAgent:
+    """The reference agent; on the first episode a device plays, runs that device's fault hook
+    just before the first action."""
+
+    name = "reference"
+
+    def __init__(self, pool: _Recording, hooks: dict, tasks: list) -> None:
+        from agents.reference import ReferenceAgent
+
+        self.inner = ReferenceAgent(lookup={t.id: t for t in tasks}.__getitem__)
+        self.pool = pool
+        self.hooks = dict(hooks)
+        self.fired: list[str] = []
+        self.first = True
+
+    def reset(self, observation, info) -> None:
+        self.inner.reset(observation, info)
+        self.first = True
+
+    def act(self, observation, info):
+        if self.first:
+            self.first = False
+            hook = self.hooks.pop(self.pool.current, None)
+            if hook is not None:
+                self.fired.append(self.pool.current)
+                hook()
+        return self.inner.act(observation, info)
+
+
+def test_an_eval_retries_a_try_lost_to_its_device_on_another_device(adb_server, tmp_path):
+    """Two devices; the first fills up mid-episode: the episode is re-run on the second, its trace
+    records both tries, and the full device is retired (no recovery step frees storage)."""
+    from phoneenv.evaluation import run_episodes, score
+    from phoneenv.farm.adbwire import AdbDeviceServer
+    from phoneenv.farm.faults import FaultyDevice
+    from phoneenv.farm.virtual import VirtualDevice
+    from tests.adb import connect_device
+
+    tasks = _tasks(3, first="contacts.add_contact")
+    devs = [FaultyDevice(VirtualDevice()) for _ in range(2)]
+    servers = [AdbDeviceServer(d).start() for d in devs]
+    serials = [s.serial for s in servers]
+    try:
+        for serial in serials:
+            connect_device(adb_server, serial)
+        pool = _Recording([PoolDevice(s, DeviceKind.VIRTUAL) for s in serials], adb_port=adb_server.port, policy=FAST)
+        agent = _FaultingAgent(pool, {serials[0]: lambda: devs[0].inject(full_storage=True)}, tasks)
+        results = run_episodes(agent, tasks, tmp_path, pool=pool, device_options={"timeout_s": 5})
+        assert pool.wait_settled(30)
+        report = pool.report()
+    finally:
+        pool.close()
+        for server, serial in zip(servers, serials, strict=True):
+            server.stop()
+            adb_server.disconnect(serial)
+    assert [r.task_id for r in results] == [t.id for t in tasks]
+    assert all(r.success and not r.infrastructure_error for r in results), results
+    first = results[0]
+    assert (first.attempts, first.device) == (2, serials[1]) and first.time_lost_s > 0
+    assert [r.attempts for r in results[1:]] == [1, 1]
+    trace = json.loads(Path(first.trace_path).read_text())
+    lost, kept = trace["attempts"]
+    assert lost["device"] == serials[0] and lost["kind"] == "device_error" and lost["steps"]
+    assert "SQLiteFullException" in lost["failure"] or "No space left" in lost["failure"]
+    assert kept["device"] == serials[1] and kept["failure"] is None and kept["steps"] == []
+    assert trace["verdict"]["success"] is True and trace["steps"]
+    assert devs[0].counts["full_storage"] >= 1
+    assert list(report["retired"]) == [serials[0]]
+    assert report["retired"][serials[0]].startswith("storage full")
+    board = score("reference", results, farm=report)
+    assert board.farm["attempts"] == 4 and board.farm["retries"] == 1
+    assert board.farm["retired"] == report["retired"] and board.categories[-1].success == 1.0

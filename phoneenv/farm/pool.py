@@ -683,6 +683,7 @@ class DevicePool:
         """Escalate through the recovery steps until the device is healthy, or retire it."""
         tried: list[str] = []
         last = reason
+        checked = False
         for step in RECOVERY_STEPS:
             if self._closed.is_set():
                 break
@@ -703,6 +704,7 @@ class DevicePool:
                 log.info("recovery of %s: %s failed: %s", slot.device.serial, step, exc)
                 continue
             self._count(step, "tried")
+            checked = True
             result = self._wait_healthy(slot, deadline)
             if result is not None and result.ok:
                 self._count(step, "healed")
@@ -719,12 +721,16 @@ class DevicePool:
             now = result.reason if result is not None else last
             tried.append(f"{step}: still {now}" if now != last or not tried else f"{step}: no change")
             last = now
+        if not checked and not self._closed.is_set():  # no step got as far as a check: look once more
+            result = self._check(slot)
+            last = result.reason or last
         with self._cond:
             slot.recovery_s += self._clock() - (slot.recovering_since or self._clock())
             slot.recovering_since = None
             if self._closed.is_set():
                 tried.append("stopped: the pool closed")
-            self._retire(slot, f"{last} (first: {reason}; recovery: {'; '.join(tried) or 'no step applies'})")
+            first = reason if len(reason) <= 200 else reason[:197] + "..."
+            self._retire(slot, f"{last} (first: {first}; recovery: {'; '.join(tried) or 'no step applies'})")
 
     def _action(self, device: PoolDevice, step: str, budget: float) -> None:
         timeout = min(budget, max(self.policy.shell_deadline_s, 1.0) * 2)
