@@ -6,6 +6,7 @@ back after a blip)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -330,7 +331,7 @@ def test_steps_that_do_not_apply_are_skipped_and_a_phone_without_restart_is_reti
     assert [w for _, w in ops.actions(serial)] == ["reconnect", "reboot"]
 
 
-def test_a_failing_action_moves_on_to_the_next_step_at_once():
+def test_a_refused_connection_is_retried_until_the_step_deadline():
     serial = "127.0.0.1:1"
     pool, ops, clock = _pool({serial: FakeDevice(heals_on="reboot", fails_action={"reconnect"})})
     lease = pool.lease()
@@ -338,8 +339,11 @@ def test_a_failing_action_moves_on_to_the_next_step_at_once():
     pool.release(lease, failed="device_error: offline")
     assert pool.wait_settled(10)
     actions = ops.actions(serial)
-    assert [w for _, w in actions] == ["reconnect", "reattach", "reboot"]
-    assert actions[1][0] == actions[0][0]  # no waiting after a refused action
+    # a refused reconnect is tried again every poll_s until its deadline, then reattach
+    reconnects = [t for t, w in actions if w == "reconnect"]
+    assert [w for _, w in actions] == ["reconnect"] * len(reconnects) + ["reattach", "reboot"]
+    assert len(reconnects) == 6 and reconnects[-1] - reconnects[0] == 5.0
+    assert next(t for t, w in actions if w == "reattach") - reconnects[0] == 5.0
     assert pool.status(serial) == "idle"
 
 
@@ -503,3 +507,153 @@ def test_an_eval_retries_a_try_lost_to_its_device_on_another_device(adb_server, 
     board = score("reference", results, farm=report)
     assert board.farm["attempts"] == 4 and board.farm["retries"] == 1
     assert board.farm["retired"] == report["retired"] and board.categories[-1].success == 1.0
+
+
+def _serve_process(tmp_path, name: str):
+    """``phoneenv device serve --port 0 --faults FILE`` in its own process; returns (process,
+    serial, fault file). The caller kills it."""
+    import os
+    import subprocess
+    import sys
+
+    from phoneenv.farm.faults import write_faults
+    from tests.adb import _dying_with_parent, clean_env
+
+    faults = tmp_path / f"{name}.faults.json"
+    write_faults(faults)
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**clean_env(), "PYTHONPATH": os.pathsep.join([root, clean_env().get("PYTHONPATH", "")]), "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "phoneenv.cli", "device", "serve", "--port", "0", "--faults", str(faults)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        preexec_fn=_dying_with_parent,
+    )  # fmt: skip
+    return proc, faults
+
+
+def _serial_of(proc, timeout: float = 60.0) -> str:
+    import re
+
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"`phoneenv device serve` exited: {''.join(seen)}")
+        seen.append(line)
+        m = re.search(r"serving .* on (127\.0\.0\.1:\d+)", line)
+        if m:
+            return m.group(1)
+    raise TimeoutError("`phoneenv device serve` printed no serial")
+
+
+@pytest.mark.slow
+def test_an_eval_survives_a_farm_failing_in_every_way(adb_server, tmp_path):
+    """Nine devices; on its first episode each of six fails in its own way (killed, offline,
+    unauthorized, hung by SIGSTOP, full storage, a blip it comes back from), and one restores
+    its app-data snapshot with a failing tar. Every task is scored exactly once and succeeds, the
+    traces record the lost tries, and the report retires exactly the five that cannot heal."""
+    import signal
+
+    from phoneenv.backends.adb import AdbBackend
+    from phoneenv.evaluation import run_episodes, score
+    from phoneenv.farm.adbwire import AdbDeviceServer
+    from phoneenv.farm.faults import FaultyDevice, write_faults
+    from phoneenv.farm.virtual import VirtualDevice
+    from tests.adb import connect_device
+
+    procs = {name: _serve_process(tmp_path, name) for name in ("killed", "hung", "full")}
+    tasks = _tasks(12)
+    local = {name: FaultyDevice(VirtualDevice()) for name in ("snap", "offline", "unauthorized", "blip", "ok1", "ok2")}
+    servers = {name: AdbDeviceServer(dev).start() for name, dev in local.items()}
+    serial = {name: s.serial for name, s in servers.items()}
+    for name, (proc, _) in procs.items():
+        serial[name] = _serial_of(proc)
+    order = ["snap", "killed", "offline", "unauthorized", "hung", "full", "blip", "ok1", "ok2"]
+    restarted: list[AdbDeviceServer] = []
+    pool = None
+    try:
+        for name in order:
+            connect_device(adb_server, serial[name])
+        # the snapshot device holds a saved app-data snapshot of the first task's fixtures
+        primer = AdbBackend(serial=serial["snap"], adb_port=adb_server.port, timeout_s=10)
+        primer.reset(tasks[0])
+        assert primer.last_reset["how"] == "seeded"
+        local["snap"].inject(fail_restore=True)
+
+        def unauthorized() -> None:
+            port = servers["unauthorized"].port
+            servers["unauthorized"].stop()
+            restarted.append(AdbDeviceServer(local["unauthorized"], port=port, require_auth=True).start())
+            adb_server.connect(serial["unauthorized"], timeout=5)
+
+        def blip() -> None:
+            port = servers["blip"].port
+            servers["blip"].stop()
+
+            def back() -> None:
+                restarted.append(AdbDeviceServer(local["blip"], port=port).start())
+
+            threading.Timer(0.5, back).start()
+
+        hooks = {
+            serial["killed"]: lambda: procs["killed"][0].kill(),
+            serial["offline"]: servers["offline"].stop,
+            serial["unauthorized"]: unauthorized,
+            serial["hung"]: lambda: procs["hung"][0].send_signal(signal.SIGSTOP),
+            serial["full"]: lambda: write_faults(procs["full"][1], full_storage=True),
+            serial["blip"]: blip,
+        }
+        pool = _Recording(
+            [PoolDevice(serial[n], DeviceKind.VIRTUAL) for n in order], adb_port=adb_server.port, policy=FAST
+        )
+        agent = _FaultingAgent(pool, hooks, tasks)
+        out = tmp_path / "traces"
+        results = run_episodes(agent, tasks, out, pool=pool, max_attempts=len(order), device_options={"timeout_s": 3})
+        assert pool.wait_settled(60)
+        blip_back = pool.check(serial["blip"])
+        report = pool.report()
+    finally:
+        if pool is not None:
+            pool.close()
+        for proc, _ in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+            proc.wait(10)
+        for s in [*servers.values(), *restarted]:
+            s.stop()
+        for name in order:
+            adb_server.disconnect(serial[name])
+    faulted = {serial[n] for n in ("killed", "offline", "unauthorized", "hung", "full", "blip")}
+    assert set(agent.fired) == faulted  # every fault fired, on its device's first episode
+    # every task scored exactly once, in order, each a success; no episode lost
+    assert [r.task_id for r in results] == [t.id for t in tasks]
+    assert [(r.success, r.infrastructure_error) for r in results] == [(True, False)] * len(tasks), results
+    traces = {t.id: json.loads(Path(r.trace_path).read_text()) for t, r in zip(tasks, results, strict=True)}
+    lost = [a for tr in traces.values() for a in tr["attempts"] if a["failure"] is not None]
+    assert sorted(a["device"] for a in lost) == sorted(faulted)  # each faulty device lost one try
+    assert all(tr["attempts"][-1]["failure"] is None for tr in traces.values())
+    assert all(tr["verdict"]["success"] for tr in traces.values())
+    assert sum(r.attempts for r in results) == len(tasks) + len(lost)
+    assert all(a["kind"] in ("device_error", "timeout") for a in lost), [a["kind"] for a in lost]
+    hung = next(a for a in lost if a["device"] == serial["hung"])
+    assert hung["kind"] == "timeout"
+    # the first task ran on the snapshot device, whose failed restore fell back to seeding
+    assert results[0].device == serial["snap"] and results[0].attempts == 1
+    assert local["snap"].counts["fail_restore"] >= 1
+    # retired: exactly the five that cannot heal, each with its reason; the blip came back
+    retired = report["retired"]
+    assert set(retired) == {serial[n] for n in ("killed", "offline", "unauthorized", "hung", "full")}, retired
+    assert "unauthorized" in retired[serial["unauthorized"]]
+    assert retired[serial["full"]].startswith("storage full")
+    assert "did not answer" in retired[serial["hung"]]
+    for name in ("killed", "offline"):
+        assert re.search(r"offline|not listed|unreachable|disconnected", retired[serial[name]]), retired[serial[name]]
+    blipped = report["devices"][serial["blip"]]
+    assert blipped["status"] == "idle" and blipped["failures"] == 1 and blip_back.ok, blip_back
+    healed = [e["detail"] for e in report["events"] if e["event"] == "healed" and e["serial"] == serial["blip"]]
+    assert healed in (["reconnect"], ["reattach"]), report["events"]
+    board = score("reference", results, farm=report)
+    assert board.farm["retries"] == len(lost) == 6 and board.farm["retired"] == retired
+    assert board.farm["time_lost_s"] > 0 and board.categories[-1].success == 1.0

@@ -30,8 +30,9 @@ is quarantined, and a background thread tries to heal it in escalating steps
    ``phoneenv.farm.emulator.restart_from_snapshot`` when that exists (a :class:`PoolDevice`
    ``restart_hook`` overrides both).
 
-After each step the device is checked again until the step's deadline; the first step after
-which it is healthy returns it to the pool. A device no step heals is retired with the reason
+The connection steps repeat their action until it succeeds or the deadline passes; after each
+step the device is checked again until the step's deadline; the first step after which it is
+healthy returns it to the pool. A device no step heals is retired with the reason
 (its last failed check and what each step said), which :meth:`DevicePool.report` lists.
 Retries and waits use tenacity; adb calls go through :class:`~phoneenv.backends.adb.DeviceShell`
 (adbutils, never starting an adb server of its own).
@@ -692,7 +693,7 @@ class DevicePool:
                 continue
             deadline = self._clock() + budget
             try:
-                self._action(slot.device, step, budget)
+                self._act(slot.device, step, budget, deadline)
             except StepUnavailable as exc:
                 self._count(step, "skipped")
                 tried.append(f"{step}: skipped ({exc})")
@@ -731,6 +732,22 @@ class DevicePool:
                 tried.append("stopped: the pool closed")
             first = reason if len(reason) <= 200 else reason[:197] + "..."
             self._retire(slot, f"{last} (first: {first}; recovery: {'; '.join(tried) or 'no step applies'})")
+
+    def _act(self, device: PoolDevice, step: str, budget: float, deadline: float) -> None:
+        """Run a step's action; ``reconnect`` and ``reattach`` are tried again every ``poll_s``
+        until they succeed or the step's deadline passes (a device coming back after a blip
+        refuses connections until it is up), the others once."""
+        if step not in ("reconnect", "reattach"):
+            self._action(device, step, budget)
+            return
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(lambda exc: not isinstance(exc, StepUnavailable)),
+            stop=lambda state: self._closed.is_set() or self._clock() >= deadline,
+            wait=tenacity.wait_fixed(self.policy.poll_s),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        retrying(self._action, device, step, budget)
 
     def _action(self, device: PoolDevice, step: str, budget: float) -> None:
         timeout = min(budget, max(self.policy.shell_deadline_s, 1.0) * 2)
