@@ -616,7 +616,8 @@ class Scoreboard:
     infrastructure-error episodes by :attr:`EpisodeResult.infrastructure_kind`. ``farm``, for a
     run on a device pool: ``attempts`` (tries in all), ``retries`` (tries re-run on another
     device), ``time_lost_s`` (wall seconds of the lost tries), ``devices`` (episodes per
-    device), and from the pool's report ``retired`` ({serial: reason}) and ``recoveries``."""
+    device), and from the pool's report ``retired`` ({serial: reason}), ``quarantined`` (devices
+    whose recovery had not ended with the run) and ``recoveries``."""
 
     agent: str
     categories: list[Row]
@@ -700,6 +701,7 @@ def _farm_block(results: list[EpisodeResult], farm: dict[str, Any] | None) -> di
         "time_lost_s": round(sum(r.time_lost_s for r in results), 3),
         "devices": dict(sorted(Counter(r.device for r in results if r.device is not None).items())),
         "retired": dict((farm or {}).get("retired", {})),
+        "quarantined": dict((farm or {}).get("quarantined", {})),
         "recoveries": dict((farm or {}).get("recoveries", {})),
     }
 

@@ -657,3 +657,57 @@ def test_an_eval_survives_a_farm_failing_in_every_way(adb_server, tmp_path):
     board = score("reference", results, farm=report)
     assert board.farm["retries"] == len(lost) == 6 and board.farm["retired"] == retired
     assert board.farm["time_lost_s"] > 0 and board.categories[-1].success == 1.0
+
+
+@pytest.mark.slow
+def test_phoneenv_eval_on_devices_and_on_a_farm_file(adb_server, tmp_path, monkeypatch):
+    """`phoneenv eval --device A --device B` and `--farm FILE`: one device is gone before the run,
+    so the pool retires it and every episode runs on the other; the scoreboard's farm block and
+    the printed summary name the retired device."""
+    from typer.testing import CliRunner
+
+    from phoneenv import cli
+    from phoneenv.farm.adbwire import AdbDeviceServer
+    from phoneenv.farm.virtual import VirtualDevice
+    from tests.adb import connect_device
+
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(adb_server.port))
+    monkeypatch.delenv("ANDROID_SERIAL", raising=False)
+    good, gone = AdbDeviceServer(VirtualDevice()).start(), AdbDeviceServer(VirtualDevice()).start()
+    serials = [good.serial, gone.serial]
+    tasks = "contacts.add_contact/0,clock.set_alarm/0"
+    try:
+        for serial in serials:
+            connect_device(adb_server, serial)
+        gone.stop()
+        out = tmp_path / "run"
+        res = CliRunner().invoke(
+            cli.app,
+            ["eval", "--tasks", tasks, "--out", str(out), "--device", serials[1], "--device", serials[0],
+             "--max-attempts", "2"],
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        board = json.loads((out / "scoreboard.json").read_text())
+        assert board["categories"][-1]["episodes"] == 2 and board["categories"][-1]["success"] == 1.0
+        assert board["farm"]["devices"] == {serials[0]: 2}
+        # still on its first recovery step (20 s by default) when the run ended: quarantined, not retired
+        assert board["farm"]["retired"] == {} and list(board["farm"]["quarantined"]) == [serials[1]]
+        assert f"quarantined {serials[1]}" in " ".join(res.output.split())
+        rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert [(r["device"], r["attempts"]) for r in rows] == [(serials[0], 1)] * 2
+        farm = FarmFile(devices=[{"serial": serials[0], "kind": "virtual"}], adb={"port": adb_server.port})
+        farm.dump(tmp_path / "farm.json")
+        res = CliRunner().invoke(
+            cli.app, ["eval", "--tasks", tasks, "--out", str(tmp_path / "run2"), "--farm", str(tmp_path / "farm.json")]
+        )
+        assert res.exit_code == 0, res.output
+        board = json.loads((tmp_path / "run2" / "scoreboard.json").read_text())
+        assert board["farm"]["devices"] == {serials[0]: 2} and board["farm"]["retired"] == {}
+        res = CliRunner().invoke(
+            cli.app, ["eval", "--out", str(tmp_path / "run3"), "--farm", str(tmp_path / "x.json"), "--device", "a"]
+        )
+        assert res.exit_code != 0 and "give one" in " ".join(res.output.split())
+    finally:
+        good.stop()
+        for serial in serials:
+            adb_server.disconnect(serial)

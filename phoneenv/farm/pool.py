@@ -77,8 +77,10 @@ __all__ = [
     "PoolExhausted",
     "StepUnavailable",
     "check_health",
+    "farm_summary",
     "guess_kind",
     "parse_df",
+    "pool_for_eval",
 ]
 
 log = logging.getLogger(__name__)
@@ -450,6 +452,7 @@ class PoolExhausted(InfrastructureError):
 
 
 _IDLE, _CHECKING, _LEASED, _RECOVERING, _RETIRED = "idle", "checking", "leased", "recovering", "retired"
+_QUARANTINED = "quarantined"  # failed, and the pool closed before its recovery ended
 
 
 @dataclass
@@ -728,8 +731,12 @@ class DevicePool:
         with self._cond:
             slot.recovery_s += self._clock() - (slot.recovering_since or self._clock())
             slot.recovering_since = None
-            if self._closed.is_set():
-                tried.append("stopped: the pool closed")
+            if self._closed.is_set():  # not retired: its recovery was cut short
+                slot.status = _QUARANTINED
+                slot.last_reason = last
+                self._event(slot, "recovery stopped", "the pool closed")
+                self._cond.notify_all()
+                return
             first = reason if len(reason) <= 200 else reason[:197] + "..."
             self._retire(slot, f"{last} (first: {first}; recovery: {'; '.join(tried) or 'no step applies'})")
 
@@ -796,7 +803,8 @@ class DevicePool:
 
     # -- reporting --------------------------------------------------------------------------------
     def status(self, serial: str) -> str:
-        """A device's status now: ``idle``, ``checking``, ``leased``, ``recovering`` or ``retired``."""
+        """A device's status now: ``idle``, ``checking``, ``leased``, ``recovering``, ``retired``,
+        or ``quarantined`` (the pool closed while it was recovering)."""
         with self._cond:
             return self._by_serial[serial].status
 
@@ -817,7 +825,8 @@ class DevicePool:
         failed checks, last failure, recovery seconds), ``leases`` and ``failed_leases``,
         ``checks`` (passed/failed), ``recoveries`` (per step: tried, healed, failed, skipped),
         ``retired`` ({serial: reason}), ``time_lost_s`` (the durations of leases released as
-        failed) and ``events`` (quarantined/healed/retired, in order)."""
+        failed), ``quarantined`` ({serial: last failure} of devices still recovering, or whose
+        recovery the pool's closing cut short) and ``events`` (quarantined/healed/retired, in order)."""
         with self._cond:
             now = self._clock()
             return json.loads(
@@ -843,6 +852,11 @@ class DevicePool:
                         "checks": dict(self._checks),
                         "recoveries": {k: dict(v) for k, v in self._recoveries.items()},
                         "retired": {s.device.serial: s.retired_reason for s in self._slots if s.status == _RETIRED},
+                        "quarantined": {
+                            s.device.serial: s.last_reason
+                            for s in self._slots
+                            if s.status in (_RECOVERING, _QUARANTINED)
+                        },
                         "time_lost_s": round(self._time_lost, 3),
                         "events": list(self._events),
                     }
@@ -882,3 +896,42 @@ def _restart_emulator(device: PoolDevice, timeout_s: float, adb_host: str, adb_p
     restart(
         device.serial, avd=device.avd, snapshot=device.snapshot, timeout_s=timeout_s, adb_server=(adb_host, adb_port)
     )
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def pool_for_eval(devices: Sequence[str] | None, farm: str | os.PathLike[str] | None) -> DevicePool | None:
+    """The pool ``phoneenv eval --device SERIAL... | --farm FILE`` runs on, None for neither.
+
+    ``--device`` serials are reached through the adb server of ``$ANDROID_ADB_SERVER_ADDRESS``
+    (or ``$ANDROID_ADB_SERVER_HOST``, else 127.0.0.1) and ``$ANDROID_ADB_SERVER_PORT`` (else
+    5037); a farm file names its own. Raises ``ValueError`` when both are given, and as
+    :meth:`DevicePool.from_file` for a bad farm file."""
+    if devices and farm is not None:
+        raise ValueError("--device and --farm both name the devices: give one")
+    if farm is not None:
+        return DevicePool.from_file(farm)
+    if devices:
+        host = os.environ.get("ANDROID_ADB_SERVER_ADDRESS") or os.environ.get("ANDROID_ADB_SERVER_HOST") or "127.0.0.1"
+        port = int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
+        return DevicePool.from_serials(list(dict.fromkeys(devices)), adb_host=host, adb_port=port)
+    return None
+
+
+def farm_summary(farm: dict[str, Any] | None) -> str | None:
+    """The scoreboard's farm block (``Scoreboard.farm``) in a few lines of text, None without one."""
+    if not farm:
+        return None
+    lines = [
+        f"farm: {farm['attempts']} tries, {farm['retries']} re-run on another device, "
+        f"{farm['time_lost_s']:.1f} s lost to failed devices"
+    ]
+    used = ", ".join(f"{serial} ({n})" for serial, n in farm.get("devices", {}).items())
+    if used:
+        lines.append(f"episodes per device: {used}")
+    for serial, reason in farm.get("retired", {}).items():
+        lines.append(f"retired {serial}: {reason}")
+    for serial, reason in farm.get("quarantined", {}).items():
+        lines.append(f"quarantined {serial} (its recovery had not ended when the run did): {reason}")
+    return "\n".join(lines)
