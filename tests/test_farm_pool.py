@@ -385,6 +385,94 @@ def test_concurrent_leases_never_share_a_device():
     assert clash == [] and pool.report()["leases"] == 150
 
 
+# -- fault injection, traces, play_episode --------------------------------------------------------
+
+
+def test_faulty_device_refuses_writes_when_full_and_restores_when_told(tmp_path):
+    pytest.importorskip("bashlex", reason="the virtual device needs bashlex")
+    from phoneenv.farm.faults import FaultyDevice, write_faults
+    from phoneenv.farm.virtual import VirtualDevice
+
+    inner = VirtualDevice()
+    dev = FaultyDevice(inner)
+    assert parse_df(dev.shell("df /data", b"").stdout.decode()) == 4096
+    insert = "content insert --uri content://sms --bind address:s:+1 --bind body:s:hi --bind type:i:1 --bind date:l:0"
+    dev.inject(full_storage=True)
+    assert parse_df(dev.shell("df /data", b"").stdout.decode()) < 1
+    res = dev.shell(insert, b"")
+    assert res.exit_code == 1 and b"SQLITE_FULL" in res.stderr
+    assert dev.shell("settings put global auto_time 0", b"").stderr.endswith(b"No space left on device\n")
+    assert inner.phone.state.table("messages.messages") == {}  # nothing written
+    assert dev.shell("getprop sys.boot_completed", b"").stdout == b"1\n"  # reads still work
+    dev.clear()
+    assert dev.shell(insert, b"").exit_code == 0 and len(inner.phone.state.table("messages.messages")) == 1
+    dev.inject(fail_restore=True)
+    assert b"Input/output error" in dev.shell("tar -xzf /data/local/tmp/a.tgz -C /data/data", b"").stderr
+    assert dev.counts["full_storage"] == 3 and dev.counts["fail_restore"] == 1
+    # hang: commands block until the fault is cleared, from another thread
+    dev.clear()
+    dev.inject(hang=True)
+    threading.Timer(0.3, lambda: dev.inject(hang=False)).start()
+    t0 = time.monotonic()
+    assert dev.shell("echo hi", b"").stdout == b"hi\n" and time.monotonic() - t0 >= 0.25
+    # the subprocess form: the plan is re-read from its file whenever it changes
+    path = tmp_path / "faults.json"
+    filed = FaultyDevice(VirtualDevice(), faults_file=path)
+    assert filed.shell("getprop sys.boot_completed", b"").stdout == b"1\n"
+    write_faults(path, not_booted=True)
+    assert filed.shell("getprop sys.boot_completed", b"").stdout == b"\n"
+    path.write_text("{not json")  # a broken file keeps the last good plan
+    assert filed.plan.not_booted is True
+    write_faults(path)
+    assert filed.plan.not_booted is False
+
+
+def test_old_traces_load_with_no_attempts():
+    from phoneenv.contract import Trace
+
+    old = {"task_id": "t", "backend": "sandbox", "category": "tool", "domain": "contacts", "goal": "g"}
+    assert Trace.model_validate(old).attempts == []
+
+
+def test_play_episode_writes_nothing_and_returns_the_trace(contacts_task, tmp_path, monkeypatch):
+    from agents.reference import ReferenceAgent
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.evaluation import play_episode
+
+    monkeypatch.chdir(tmp_path)
+    env = PhonePlanEnv(tasks=[contacts_task])
+    result, text = play_episode(
+        ReferenceAgent(lookup={contacts_task.id: contacts_task}.__getitem__), env, contacts_task, 3
+    )
+    trace = json.loads(text)
+    assert result.success and result.trace_path is None and result.seed == 3
+    assert trace["task_id"] == contacts_task.id and trace["verdict"]["success"] and trace["attempts"] == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_pool_with_no_device_left_stops_the_run_keeping_the_episode(contacts_task, answer_task, tmp_path):
+    from phoneenv.evaluation import run_episodes
+
+    pool, _, _ = _pool({"127.0.0.1:1": FakeDevice(state="offline")}, policy=HealthPolicy(quarantine=False))
+    seen = []
+    with pytest.raises(PoolExhausted, match="every device of the pool is retired"):
+        run_episodes(_NeverAgent(), [contacts_task, answer_task], tmp_path, pool=pool, on_episode=seen.append)
+    [res] = seen
+    assert res.infrastructure_error and res.infrastructure_kind == "pool" and res.attempts == 0
+    trace = json.loads(Path(res.trace_path).read_text())
+    assert trace["task_id"] == contacts_task.id and trace["attempts"] == [] and trace["verdict"] is None
+
+
+class _NeverAgent:
+    name = "never"
+
+    def reset(self, observation, info) -> None:
+        raise AssertionError("no episode should start")
+
+    def act(self, observation, info):
+        raise AssertionError("no episode should start")
+
+
 # -- a farm of virtual devices behind the real adb server -------------------------------------------
 
 pytest.importorskip("adbutils", reason="the farm tests need adbutils (pip install -e '.[device]')")
