@@ -347,6 +347,34 @@ def test_a_refused_connection_is_retried_until_the_step_deadline():
     assert pool.status(serial) == "idle"
 
 
+def test_an_emulator_is_restarted_from_its_snapshot_as_the_last_step(monkeypatch):
+    from phoneenv.farm import emulator
+
+    calls = []
+    clock = FakeClock()
+    ops = FakeOps(clock, {"emulator-5554": FakeDevice()})
+
+    def restart_from_snapshot(target, snapshot=None, **kwargs):
+        calls.append((target, snapshot, kwargs))
+        ops.devices[target].responsive = True
+
+    monkeypatch.setattr(emulator, "restart_from_snapshot", restart_from_snapshot, raising=False)
+    device = PoolDevice("emulator-5554", DeviceKind.EMULATOR, avd="pixel6-api34", snapshot="phoneenv-base")
+    pool = DevicePool([device], ops=ops, policy=POLICY, clock=clock, sleep=clock.sleep, adb_port=5039)
+    lease = pool.lease()
+    ops.devices["emulator-5554"].responsive = False
+    pool.release(lease, failed="timeout")
+    assert pool.wait_settled(10) and pool.status("emulator-5554") == "idle"
+    assert calls == [
+        (
+            "emulator-5554",
+            "phoneenv-base",
+            {"avd": "pixel6-api34", "adb_server": ("127.0.0.1", 5039), "boot_timeout": 120.0},
+        )
+    ]
+    assert pool.report()["recoveries"]["restart"]["healed"] == 1
+
+
 def test_without_quarantine_a_failed_device_is_retired_at_once():
     policy = HealthPolicy(quarantine=False)
     pool, ops, _ = _pool({"127.0.0.1:1": FakeDevice(), "127.0.0.1:2": FakeDevice()}, policy=policy)

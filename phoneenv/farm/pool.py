@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import tenacity
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from phoneenv.llm import InfrastructureError
 
@@ -154,11 +154,13 @@ class FarmFile(BaseModel):
     adb: FarmAdb = Field(default_factory=FarmAdb)
     devices: list[FarmDevice] = Field(default_factory=list)
 
-    def model_post_init(self, __context: Any) -> None:
+    @model_validator(mode="after")
+    def _distinct_serials(self) -> FarmFile:
         serials = [d.serial for d in self.devices]
         twice = sorted({s for s in serials if serials.count(s) > 1})
         if twice:
             raise ValueError(f"the farm lists these serials more than once: {', '.join(twice)}")
+        return self
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> FarmFile:
@@ -882,10 +884,11 @@ class DevicePool:
 
 
 def _restart_emulator(device: PoolDevice, timeout_s: float, adb_host: str, adb_port: int) -> None:
-    """The emulator's last recovery step: restart it from its snapshot through
-    ``phoneenv.farm.emulator.restart_from_snapshot(serial, avd=, snapshot=, timeout_s=,
-    adb_server=)``. Raises :class:`StepUnavailable` when this installation's emulator module has
-    no such function (give the device a ``restart`` argv or a ``restart_hook`` instead)."""
+    """The emulator's last recovery step: restart it from its snapshot on the same ports through
+    ``phoneenv.farm.emulator.restart_from_snapshot(serial, snapshot, avd=, adb_server=,
+    boot_timeout=)``. Raises :class:`StepUnavailable` when this installation's emulator module
+    has no such function or the farm file names no ``avd`` (give the device a ``restart`` argv or
+    a ``restart_hook`` instead)."""
     from phoneenv.farm import emulator
 
     restart = getattr(emulator, "restart_from_snapshot", None)
@@ -893,9 +896,7 @@ def _restart_emulator(device: PoolDevice, timeout_s: float, adb_host: str, adb_p
         raise StepUnavailable("phoneenv.farm.emulator has no restart_from_snapshot; give the device a restart argv")
     if not device.avd:
         raise StepUnavailable("the farm file names no avd for this emulator")
-    restart(
-        device.serial, avd=device.avd, snapshot=device.snapshot, timeout_s=timeout_s, adb_server=(adb_host, adb_port)
-    )
+    restart(device.serial, device.snapshot, avd=device.avd, adb_server=(adb_host, adb_port), boot_timeout=timeout_s)
 
 
 # -- the command line -----------------------------------------------------------------------------
