@@ -229,6 +229,8 @@ def _run(
     max_consecutive_infra: int | None = None,
     infra_retry: InfraRetry | None = None,
     runner: Any = None,
+    pool: Any = None,
+    max_attempts: int = 3,
 ) -> Scoreboard:
     """Run ``tasks`` (those not in ``previous``), appending each result to the folder as it ends,
     and score ``previous`` and the new episodes together. The scoreboard is written whatever
@@ -264,13 +266,18 @@ def _run(
                 env_kwargs=env_kwargs,
                 max_consecutive_infra=max_consecutive_infra,
                 infra_retry=infra_retry,
+                pool=pool,
+                max_attempts=max_attempts,
             )
         except BaseException as exc:  # a bug or Ctrl-C: the finished episodes are on disk, scored below
             stopped = exc
         finally:
             folder.close()
+            if pool is not None:
+                pool.close()
     wall = sum(r.wall_s for r in previous) + time.perf_counter() - t0
-    board = score(agent.name, results, wall, price_per_mtok=price_per_mtok)
+    farm = pool.report() if pool is not None else None
+    board = score(agent.name, results, wall, price_per_mtok=price_per_mtok, farm=farm)
     try:
         folder.write_scoreboard(board)
     except OSError as exc:
@@ -383,6 +390,20 @@ def eval_cmd(
         ),
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Ray actors playing episodes (with --ray).")] = 2,
+    device: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--device",
+            help="Run on a pool of these adb serials (repeatable; the adb server of ANDROID_ADB_SERVER_PORT): each "
+            "episode leases a healthy device, and one lost to its device is re-run on another.",
+        ),
+    ] = None,
+    farm: Annotated[
+        Path | None, typer.Option(help="Run on the device pool of this farm file (from `phoneenv farm up`).")
+    ] = None,
+    max_attempts: Annotated[
+        int, typer.Option(min=1, help="Tries per episode on a device pool (a try lost to its device is re-run).")
+    ] = 3,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard.
 
@@ -397,6 +418,14 @@ def eval_cmd(
         raise typer.BadParameter(
             f"unknown backend {backend!r}; choose from auto, {', '.join(BACKENDS)}", param_hint="--backend"
         )
+    from phoneenv.farm.pool import farm_summary, pool_for_eval
+
+    try:
+        pool = pool_for_eval(device, farm)
+    except (OSError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device/--farm") from None
+    if pool is not None and backend == "auto":
+        backend = "device"  # the tasks a device runs faithfully
     selected = _select(tasks)
     if split is not None:
         from phoneenv.tasks import SPLITS, split_of
@@ -480,8 +509,12 @@ def eval_cmd(
         max_consecutive_infra=max_consecutive_infra,
         infra_retry=InfraRetry(budget_s=infra_budget_s),
         runner=_ray_runner(ray, workers, agent, seed, llm, env_kwargs, sim_base_url, sim_model, api_key),
+        pool=pool,
+        max_attempts=max_attempts,
     )
     print_scoreboard(board)
+    if farm_summary(board.farm):
+        console.print(farm_summary(board.farm), highlight=False)
     console.print(f"traces in {folder.traces}")
     if board.infrastructure_errors and board.categories[-1].episodes == 0:
         _fail(

@@ -27,6 +27,7 @@ __all__ = [
     "ROOT_FRAME",
     "AnswerCriterion",
     "AnswerType",
+    "Attempt",
     "BehaviorCriterion",
     "Category",
     "ChangeSelector",
@@ -721,12 +722,29 @@ class Step(BaseModel):
     escaped: bool = False
 
 
+class Attempt(BaseModel):
+    """One try of an episode on one device of a pool (see ``phoneenv.farm.pool``): the device's
+    ``device`` serial, when it ``started`` (ISO 8601, UTC), its wall time (s), and for a try lost
+    to the device, ``failure`` (what failed, in words), its ``kind`` (``reset``, ``device_error``,
+    ``timeout``...) and the ``steps`` it had played. The try that counts has ``failure=None`` and
+    no steps of its own: they are the trace's."""
+
+    device: str | None = None
+    started: str
+    wall_s: float = 0.0
+    failure: str | None = None
+    kind: str | None = None
+    steps: list[Step] = Field(default_factory=list)
+
+
 class Trace(BaseModel):
     """A whole episode, one JSON Lines record: task, seed, backend, steps, frame tree and verdict.
 
     ``frames`` is the frame tree (:class:`Frame`, root first, then in opening order); traces
     written before frames existed load with an empty list. Same seed and same actions give a
-    byte-identical ``model_dump_json()``.
+    byte-identical ``model_dump_json()``. ``attempts`` lists every try of an episode that a
+    device pool re-ran on another device (:class:`Attempt`, in order, the last the one whose
+    steps and verdict these are); empty for an episode played once outside a pool.
     """
 
     task_id: str
@@ -739,3 +757,4 @@ class Trace(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     frames: list[Frame] = Field(default_factory=list)
     verdict: Verdict | None = None
+    attempts: list[Attempt] = Field(default_factory=list)

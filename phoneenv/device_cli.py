@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import signal
 import threading
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -57,6 +58,13 @@ def serve(
         ),
     ] = 5555,
     host: Annotated[str, typer.Option(help="Address to listen on; keep loopback unless you mean it.")] = "127.0.0.1",
+    faults: Annotated[
+        Path | None,
+        typer.Option(
+            help="A JSON fault plan (phoneenv.farm.faults.FaultPlan: full_storage, fail_restore, hang, ...) read "
+            "again whenever it changes, so a test can make the running device misbehave."
+        ),
+    ] = None,
 ) -> None:
     """Serve the sandbox phone as an adb device until Ctrl-C; then `adb connect` to it."""
     from phoneenv.farm.adbwire import AdbDeviceServer
@@ -66,6 +74,10 @@ def serve(
     except LookupError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from None
+    if faults is not None:
+        from phoneenv.farm.faults import FaultyDevice
+
+        handler = FaultyDevice(handler, faults_file=faults)
     try:
         server = AdbDeviceServer(handler, host=host, port=port).start()
     except OSError as exc:

@@ -76,7 +76,11 @@ class EpisodeResult:
     :attr:`~phoneenv.llm.InfrastructureError.kind` the model client or the backend raised
     (``rate_limit``, ``server_error``, ``malformed_response``, ``device``...), or ``world`` when
     a tool's feedback or the backend's state read marked the episode; None otherwise. Only the
-    short label is kept: the error's text can quote a server's body and stays in the log."""
+    short label is kept: the error's text can quote a server's body and stays in the log.
+
+    With a device pool, ``attempts`` counts the tries (a try lost to its device is re-run from
+    reset on another device), ``device`` is the serial of the last one, and ``time_lost_s`` the
+    wall seconds of the tries that were lost."""
 
     task_id: str
     category: str
@@ -91,6 +95,9 @@ class EpisodeResult:
     trace_path: str | None
     seed: int | None = None
     infrastructure_kind: str | None = None
+    attempts: int = 1
+    device: str | None = None
+    time_lost_s: float = 0.0
 
 
 SYNC_INTERVAL_S = 1.0
@@ -117,18 +124,21 @@ def _atomic_write(path: Path, text: str, *, sync: bool = True) -> None:
         raise
 
 
-def play_episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple[EpisodeResult, str]:
-    """Play one episode of ``agent`` on ``task`` in ``env`` (reset with ``seed``) and return its
-    result and its trace as JSON text (one line, ending in a newline), **writing nothing**: the
-    caller writes the trace (a driver collecting episodes from other processes, or
-    :func:`run_episodes`). The result's ``trace_path`` is None and ``wall_s`` counts from the call.
-
-    An :class:`InfrastructureError` from the agent ends the episode as an infrastructure error;
-    one from ``env.reset`` propagates."""
+def _play_trace(
+    agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_device_fault: bool = False
+) -> tuple[EpisodeResult, Any, bool]:
+    """One episode of ``agent`` on ``task``: its result (no ``trace_path``), the env's
+    :class:`~phoneenv.contract.Trace`, and whether the agent's own infrastructure (its model
+    server) failed. An :class:`InfrastructureError` from the agent ends the
+    episode as an infrastructure error (``infrastructure_kind`` its kind); one from ``env.reset``
+    propagates. With ``abort_on_device_fault``, the first step whose feedback is an
+    infrastructure error (the device failed) ends the episode at once, labelled with the
+    feedback's error (``device_error``, ``timeout``): a pool re-runs it on another device."""
     t0 = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"task": task})
     agent.reset(obs, info)
     kind: str | None = None
+    abort_kind: str | None = None
     while True:
         try:
             decision = agent.act(obs, info)
@@ -140,12 +150,17 @@ def play_episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple
         if tokens:
             env.add_agent_tokens(tokens)
         obs, _, terminated, truncated, info = env.step(action)
+        fb = info.get("feedback")
+        if abort_on_device_fault and getattr(fb, "infrastructure", False) and not (terminated or truncated):
+            label = getattr(getattr(fb, "error", None), "value", None) or "device_error"
+            info = env.abort_infrastructure(f"{label}: {getattr(fb, 'message', '')}")
+            kind = abort_kind = label
+            break
         if terminated or truncated:
             break
     wall = time.perf_counter() - t0
     trace = env.trace
     trace.agent = agent.name
-    text = trace.model_dump_json() + "\n"
     v = info["verdict"]
     result = EpisodeResult(
         task_id=task.id,
@@ -162,12 +177,24 @@ def play_episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple
         seed=seed,
         infrastructure_kind=(kind or "world") if v["infrastructure_error"] else None,
     )
-    return result, text
+    return result, trace, kind is not None and not abort_kind
+
+
+def play_episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple[EpisodeResult, str]:
+    """Play one episode of ``agent`` on ``task`` in ``env`` (a ``PhonePlanEnv``) with ``seed``;
+    return its result (``trace_path`` None) and the trace's JSON text (one line, ending in a newline),
+    writing nothing: the caller writes the trace file (atomically) and sets ``trace_path``.
+
+    An :class:`~phoneenv.llm.InfrastructureError` from the agent ends the episode as an
+    infrastructure error; one from ``env.reset`` (a device that is gone or refuses the task's
+    fixtures) propagates."""
+    result, trace, _ = _play_trace(agent, env, task, seed)
+    return result, trace.model_dump_json() + "\n"
 
 
 def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path | None, t0: float) -> EpisodeResult:
-    """One episode of ``agent`` on ``task`` (:func:`play_episode`); its trace is written to
-    ``out_dir``. ``wall_s`` counts from ``t0``."""
+    """One episode of ``agent`` on ``task``; its trace is written to ``out_dir``. ``t0`` is when
+    the episode's wall time starts (``time.perf_counter``)."""
     result, text = play_episode(agent, env, task, seed)
     result.wall_s = time.perf_counter() - t0
     if out_dir is not None:
@@ -175,6 +202,157 @@ def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path |
         _atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
         result.trace_path = str(path)
     return result
+
+
+def _utc_now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class _Pooled:
+    """Plays episodes on devices leased from a pool, re-running a try lost to its device from
+    reset on another device, up to ``max_attempts`` tries (see :func:`run_episodes`)."""
+
+    def __init__(
+        self,
+        agent: AgentLike,
+        tasks: list[TaskSpec],
+        pool: Any,
+        max_attempts: int,
+        env_kwargs: dict[str, Any],
+        device_options: dict[str, Any],
+        lease_timeout_s: float,
+        seed: int,
+        out_dir: Path | None,
+    ) -> None:
+        self.seed = seed
+        self.out_dir = out_dir
+        self.agent = agent
+        self.tasks = tasks
+        self.pool = pool
+        self.max_attempts = max_attempts
+        self.env_kwargs = env_kwargs
+        self.device_options = device_options
+        self.lease_timeout_s = lease_timeout_s
+        self.envs: dict[str, Any] = {}
+        self.exhausted: BaseException | None = None
+
+    def env_for(self, lease: Any) -> Any:
+        from phoneenv.backends.adb import AdbBackend
+        from phoneenv.env import PhonePlanEnv
+
+        if lease.serial not in self.envs:
+            kind = "emulator" if str(lease.kind) == "emulator" else "device"
+            backend = AdbBackend(
+                serial=lease.serial, adb_host=lease.adb_host, adb_port=lease.adb_port, kind=kind,
+                **self.device_options,
+            )  # fmt: skip
+            self.envs[lease.serial] = PhonePlanEnv(tasks=self.tasks, backend=backend, **self.env_kwargs)
+        return self.envs[lease.serial]
+
+    def drop_env(self, serial: str) -> None:
+        env = self.envs.pop(serial, None)
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()
+
+    def play(self, task: TaskSpec, seed: int) -> tuple[EpisodeResult, Any]:
+        """Play ``task`` until a try is not lost to its device (or the tries run out); returns
+        the result (``trace_path`` None) and the trace with every try in ``attempts``. When the
+        pool has no device left, :attr:`exhausted` holds why and the result is an
+        infrastructure error."""
+        from phoneenv.contract import Attempt, Trace
+        from phoneenv.farm.pool import PoolExhausted
+
+        attempts: list[Attempt] = []
+        final: tuple[EpisodeResult, Any] | None = None
+        lost = 0.0
+        last_kind, last_device = "pool", None
+        for _ in range(self.max_attempts):
+            try:
+                lease = self.pool.lease(timeout_s=self.lease_timeout_s)
+            except PoolExhausted as exc:
+                log.error("no device for %s: %s", task.id, exc)
+                self.exhausted = exc
+                last_kind = "pool"
+                break
+            started, t0 = _utc_now(), time.perf_counter()
+            last_device = lease.serial
+            try:
+                env = self.env_for(lease)
+                result, trace, agent_failed = _play_trace(self.agent, env, task, seed, abort_on_device_fault=True)
+            except InfrastructureError as exc:  # construction or reset: the device is gone or refuses
+                wall = time.perf_counter() - t0
+                kind = getattr(exc, "kind", None) or "device"
+                log.warning("try %d of %s on %s failed at reset: %s", len(attempts) + 1, task.id, lease.serial, exc)
+                self.pool.release(lease, failed=f"{kind}: {exc}")
+                self.drop_env(lease.serial)
+                attempts.append(
+                    Attempt(device=lease.serial, started=started, wall_s=wall, failure=str(exc)[:500], kind=kind)
+                )
+                lost += wall
+                last_kind = kind
+                continue
+            except BaseException:
+                self.pool.release(lease)
+                raise
+            wall = time.perf_counter() - t0
+            result.wall_s = wall
+            result.device = lease.serial
+            if result.infrastructure_error and not agent_failed:
+                why = self._why(trace) or "the device failed during the episode"
+                log.warning("try %d of %s on %s lost to the device: %s", len(attempts) + 1, task.id, lease.serial, why)
+                self.pool.release(lease, failed=why)
+                self.drop_env(lease.serial)
+                attempts.append(
+                    Attempt(
+                        device=lease.serial, started=started, wall_s=wall, failure=why[:500],
+                        kind=result.infrastructure_kind, steps=list(trace.steps),
+                    )
+                )  # fmt: skip
+                lost += wall
+                last_kind = result.infrastructure_kind or "device"
+                final = (result, trace.model_copy(deep=True))
+                continue
+            self.pool.release(lease)
+            attempts.append(Attempt(device=lease.serial, started=started, wall_s=wall))
+            final = (result, trace)
+            break
+        if final is not None and attempts and attempts[-1].failure is None:
+            result, trace = final
+        elif final is not None:  # every try lost: the last played try's trace, labelled as lost
+            result, trace = final
+            result.infrastructure_error = True
+            result.success = False
+            result.infrastructure_kind = last_kind
+        else:  # no try got past reset (or no device at all): a trace of the tries alone
+            trace = Trace(
+                task_id=task.id, seed=seed, backend="device", category=task.category, domain=task.domain,
+                goal=task.goal, agent=self.agent.name,
+            )  # fmt: skip
+            result = EpisodeResult(
+                task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0, lost, None, seed,
+                last_kind, device=last_device,
+            )  # fmt: skip
+        trace.attempts = attempts
+        result.attempts = len(attempts)
+        result.time_lost_s = lost
+        return result, trace
+
+    @staticmethod
+    def _why(trace: Any) -> str | None:
+        """The first infrastructure feedback of a trace's steps, in words."""
+        for step in trace.steps:
+            fb = step.feedback
+            if getattr(fb, "infrastructure", False):
+                err = getattr(getattr(fb, "error", None), "value", None) or "device_error"
+                return f"step {step.index}: {err}: {fb.message or ''}".strip()
+        return None
+
+    def close(self) -> None:
+        for serial in list(self.envs):
+            self.drop_env(serial)
 
 
 def _trace_name(task_id: str) -> str:
@@ -254,6 +432,10 @@ def run_episodes(
     env_kwargs: dict[str, Any] | None = None,
     max_consecutive_infra: int | None = None,
     infra_retry: InfraRetry | None = None,
+    pool: Any = None,
+    max_attempts: int = 3,
+    device_options: dict[str, Any] | None = None,
+    lease_timeout_s: float = 300.0,
 ) -> list[EpisodeResult]:
     """Run ``agent`` once on each task through ``PhonePlan-v0``; return the results in order.
 
@@ -273,6 +455,17 @@ def run_episodes(
         infra_retry: how to wait out an outage (:class:`InfraRetry`). None: no waiting, a
             ``reset`` that raises gives an infrastructure-error episode at once and the run goes
             on (counted by ``max_consecutive_infra``).
+        pool: a :class:`~phoneenv.farm.pool.DevicePool`: each episode leases a device and runs
+            on an :class:`~phoneenv.backends.adb.AdbBackend` for it (``env_kwargs["backend"]`` is
+            ignored). A try lost to its device (reset raising an ``InfrastructureError``, or an
+            episode ended by a device fault: the first infrastructure feedback ends it) is
+            released as failed (the pool quarantines and heals the device) and re-run from reset
+            on another device; the trace written is the last try's, with every try in
+            ``Trace.attempts``. When the pool has no device left, that episode is an
+            infrastructure error and the run stops with :class:`~phoneenv.farm.pool.PoolExhausted`.
+        max_attempts: tries per episode with a pool (>= 1).
+        device_options: keyword arguments for each ``AdbBackend`` (``timeout_s``, ...).
+        lease_timeout_s: seconds to wait for a free healthy device before the pool is exhausted.
 
     Raises:
         InfrastructureError: ``max_consecutive_infra`` infrastructure-error episodes in a row, or
@@ -291,8 +484,15 @@ def run_episodes(
     tasks = list(tasks)
     if not tasks:
         return []
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be >= 1, not {max_attempts}")
     kwargs = dict(env_kwargs or {})
     backend = kwargs.pop("backend", "auto")
+    pooled = (
+        _Pooled(agent, tasks, pool, max_attempts, kwargs, dict(device_options or {}), lease_timeout_s, seed, out_dir)
+        if pool is not None
+        else None
+    )
     envs: dict[str, PhonePlanEnv] = {}
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -329,7 +529,7 @@ def run_episodes(
             t0 = time.perf_counter()
             reason: BaseException | None = None
             try:
-                res = retrying(attempt, task, name)
+                res = retrying(attempt, task, name) if pooled is None else _pooled_episode(pooled, task)
             except InfrastructureError as exc:  # from reset: a device lost or refusing the fixtures
                 log.warning("reset of %s failed on %s: %s", task.id, name, exc)
                 reason = exc
@@ -338,6 +538,8 @@ def run_episodes(
             results.append(res)
             if on_episode is not None:
                 on_episode(res)
+            if pooled is not None and pooled.exhausted is not None:
+                raise pooled.exhausted
             if infra_retry is not None and reason is not None:
                 raise InfrastructureError(
                     f"the infrastructure failed for {outage.elapsed():.0f} s, past the {policy.budget_s:g} s budget "
@@ -373,7 +575,22 @@ def run_episodes(
     finally:
         for env in envs.values():
             env.close()
+        if pooled is not None:
+            pooled.close()
     return results
+
+
+def _pooled_episode(pooled: _Pooled, task: TaskSpec) -> EpisodeResult:
+    """One episode through the pool, its trace written (atomically) to the run's folder."""
+    t0 = time.perf_counter()
+    res, trace = pooled.play(task, pooled.seed)
+    res.wall_s = time.perf_counter() - t0
+    out_dir = pooled.out_dir
+    if out_dir is not None:
+        path = out_dir / _trace_name(task.id)
+        _atomic_write(path, trace.model_dump_json() + "\n", sync=False)
+        res.trace_path = str(path)
+    return res
 
 
 @dataclass
@@ -396,7 +613,11 @@ class Scoreboard:
     given a price per million output tokens, the estimated output cost per 1,000 tasks
     (``mean_output_tokens × 1000 × price / 10⁶``; input tokens excluded, as the
     Qwen-Planner-Agent report quotes cost). ``infrastructure_kinds`` counts the
-    infrastructure-error episodes by :attr:`EpisodeResult.infrastructure_kind`."""
+    infrastructure-error episodes by :attr:`EpisodeResult.infrastructure_kind`. ``farm``, for a
+    run on a device pool: ``attempts`` (tries in all), ``retries`` (tries re-run on another
+    device), ``time_lost_s`` (wall seconds of the lost tries), ``devices`` (episodes per
+    device), and from the pool's report ``retired`` ({serial: reason}), ``quarantined`` (devices
+    whose recovery had not ended with the run) and ``recoveries``."""
 
     agent: str
     categories: list[Row]
@@ -409,6 +630,7 @@ class Scoreboard:
     price_per_mtok: float | None = None
     cost_per_1000_tasks: float | None = None
     infrastructure_kinds: dict[str, int] = field(default_factory=dict)
+    farm: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The scoreboard as plain JSON data."""
@@ -428,12 +650,18 @@ def _row(label: str, rs: list[EpisodeResult]) -> Row:
 
 
 def score(
-    agent: str, results: list[EpisodeResult], wall_s: float | None = None, price_per_mtok: float | None = None
+    agent: str,
+    results: list[EpisodeResult],
+    wall_s: float | None = None,
+    price_per_mtok: float | None = None,
+    farm: dict[str, Any] | None = None,
 ) -> Scoreboard:
     """Aggregate episode results into a :class:`Scoreboard`.
 
     Overall is the mean over episodes (not over categories). Infrastructure-error episodes are
-    counted apart and left out of the success and progress rates.
+    counted apart and left out of the success and progress rates. ``farm``: the device pool's
+    :meth:`~phoneenv.farm.pool.DevicePool.report`, whose retired devices and recoveries join the
+    scoreboard's farm block (made whenever an episode ran on a pooled device or ``farm`` is given).
     """
     scored = [r for r in results if not r.infrastructure_error]
     by_cat: dict[str, list[EpisodeResult]] = defaultdict(list)
@@ -460,7 +688,22 @@ def score(
         infrastructure_kinds=dict(
             sorted(Counter(r.infrastructure_kind or "unknown" for r in results if r.infrastructure_error).items())
         ),
+        farm=_farm_block(results, farm),
     )
+
+
+def _farm_block(results: list[EpisodeResult], farm: dict[str, Any] | None) -> dict[str, Any] | None:
+    if farm is None and not any(r.device is not None or r.attempts != 1 for r in results):
+        return None
+    return {
+        "attempts": sum(r.attempts for r in results),
+        "retries": sum(max(0, r.attempts - 1) for r in results),
+        "time_lost_s": round(sum(r.time_lost_s for r in results), 3),
+        "devices": dict(sorted(Counter(r.device for r in results if r.device is not None).items())),
+        "retired": dict((farm or {}).get("retired", {})),
+        "quarantined": dict((farm or {}).get("quarantined", {})),
+        "recoveries": dict((farm or {}).get("recoveries", {})),
+    }
 
 
 def write_results(out_dir: Path, results: list[EpisodeResult], board: Scoreboard) -> None:

@@ -591,6 +591,8 @@ def eval_runner(
         env_kwargs: dict[str, Any] | None = None,
         max_consecutive_infra: int | None = None,
         infra_retry: Any = None,
+        pool: Any = None,
+        max_attempts: int = 3,
     ) -> list[EpisodeResult]:
         kwargs = dict(env_kwargs or {})
         if simulator is not None:
@@ -607,6 +609,8 @@ def eval_runner(
             env_kwargs=kwargs,
             on_episode=on_episode,
             max_consecutive_infra=max_consecutive_infra,
+            pool=pool,
+            max_attempts=max_attempts,
         )
         if done.reruns or done.workers_lost:
             log.warning(
