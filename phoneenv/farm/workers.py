@@ -38,9 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from phoneenv.farm.adbwire import A_AUTH, A_CNXN, A_VERSION, MAX_PAYLOAD, pack_message, unpack_header
+from phoneenv.farm.pool import FarmFile
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -66,52 +65,7 @@ class WorkerError(RuntimeError):
     The message names the worker and carries the tail of its log where there is one."""
 
 
-# -- the farm file -------------------------------------------------------------------------------
-# The interface (issue 13) gives the farm file's model to phoneenv.farm.pool.FarmFile. Until that
-# module exists on this branch, the minimal model below writes and reads the same JSON.
-# TODO(issue 13): delete the fallback once phoneenv.farm.pool.FarmFile is merged.
-try:
-    from phoneenv.farm.pool import FarmFile  # type: ignore[attr-defined]
-except ModuleNotFoundError as _exc:  # pragma: no cover - depends on what is merged
-    if _exc.name != "phoneenv.farm.pool":
-        raise
-
-    class _FarmAdb(BaseModel):
-        model_config = ConfigDict(extra="allow")
-        host: str = "127.0.0.1"
-        port: int = 5037
-
-    class _FarmDevice(BaseModel):
-        model_config = ConfigDict(extra="allow")
-        serial: str
-        kind: Literal["virtual", "emulator", "phone"]
-        restart: list[str] | None = None
-        avd: str | None = None
-        snapshot: str | None = None
-
-    class FarmFile(BaseModel):  # type: ignore[no-redef]
-        """The farm file (see issue 13's interfaces): the adb server and the devices. Unknown keys
-        are kept. Stand-in for ``phoneenv.farm.pool.FarmFile`` (same JSON)."""
-
-        model_config = ConfigDict(extra="allow")
-        version: Literal[1] = 1
-        adb: _FarmAdb = _FarmAdb()
-        devices: list[_FarmDevice] = []
-
-        @classmethod
-        def load(cls, path: str | os.PathLike[str]) -> FarmFile:
-            """Read and validate ``path``; ``OSError`` or ``pydantic.ValidationError``."""
-            return cls.model_validate_json(Path(path).read_text())
-
-        def dump(self, path: str | os.PathLike[str]) -> None:
-            """Write the file atomically (a temporary file beside it, then renamed)."""
-            _write_atomic(Path(path), self.model_dump_json(indent=2, exclude_none=True) + "\n")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+# -- the farm file (phoneenv.farm.pool.FarmFile) -----------------------------------------------
 
 
 def _farm_dict(farm: Any) -> dict[str, Any]:
