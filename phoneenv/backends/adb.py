@@ -70,10 +70,10 @@ import secrets
 import shlex
 import socket
 import tarfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -102,6 +102,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ENV_TOOLS = frozenset({"finish", "user.confirm", "skills.read", "agent.delegate"})
 """Tools the env serves itself (not the backend); ``memory.*`` too."""
@@ -150,6 +151,11 @@ class DeviceFault(InfrastructureError):
         if self.kind is ErrorKind.TIMEOUT:
             return feedback.timeout(self.detail)
         return feedback.device_error(self.detail)
+
+
+class ReadFault(DeviceFault):
+    """A read that :meth:`DeviceShell.apply` ran after its writes failed: the writes were applied
+    (a plain :class:`DeviceFault` from ``apply`` may mean they were not)."""
 
 
 class ResetError(InfrastructureError):
@@ -201,6 +207,11 @@ def _client_class() -> Any:
             return conn
 
     return _Client
+
+
+class Unchecked(list[str]):
+    """A command (argument list) whose failure is an answer, not a fault: :meth:`DeviceShell.batch`
+    returns its exit status instead of raising (a ``stat`` of a file that may not exist)."""
 
 
 @dataclass(frozen=True)
@@ -321,8 +332,9 @@ class DeviceShell:
 
     def batch(self, commands: Sequence[Sequence[str]], *, check: bool = True) -> list[_Section]:
         """Run ``commands`` (argument lists) in as few round trips as fit :data:`MAX_SCRIPT_BYTES`;
-        returns each command's stdout and exit status. With ``check``, a non-zero status or a
-        provider error on stderr raises :class:`DeviceFault` naming the command."""
+        returns each command's stdout and exit status. With ``check``, a non-zero status (of a
+        command that is not :class:`Unchecked`) or a provider error on stderr raises
+        :class:`DeviceFault` naming the command."""
         out: list[_Section] = []
         start = 0
         while start < len(commands):
@@ -341,32 +353,54 @@ class DeviceShell:
             stdout, stderr, _ = self.raw("; ".join(parts))
             text = _utf8(stdout, self.serial)
             err = _utf8(stderr, self.serial)
-            sections = _split_sections(text, nonce, end - start)
-            if len(sections) < end - start:
-                done = len(sections)
-                raise DeviceFault(
-                    f"the shell of {self.serial} stopped before `{shlex.join(commands[start + done])}` finished"
-                    + (f": {err.strip()[:300]}" if err.strip() else "")
-                )
-            if check:
-                for i, sec in enumerate(sections):
-                    if sec.status != 0:
-                        raise DeviceFault(
-                            f"`{_short(commands[start + i])}` failed on {self.serial} (exit {sec.status}): "
-                            f"{(err.strip() or sec.out.strip())[:400]}"
-                        )
-                if "Error while accessing provider" in err or "Exception occurred" in err:
-                    raise DeviceFault(f"a command failed on {self.serial}: {err.strip()[:400]}")
-            out.extend(sections)
+            out.extend(self._sections(commands[start:end], text, err, nonce, check, DeviceFault))
             start = end
         return out
 
-    def apply(self, commands: Sequence[Sequence[str]]) -> None:
+    def _sections(
+        self,
+        commands: Sequence[Sequence[str]],
+        text: str,
+        err: str,
+        nonce: str,
+        check: bool,
+        fault: type[DeviceFault],
+        first: int = 0,
+    ) -> list[_Section]:
+        """``commands``' sections of ``text`` (each followed by ``echo <nonce>:<i>:$?``, ``i``
+        counted from ``first``), checked as :meth:`batch` says; failures raise ``fault``."""
+        sections = _split_sections(text, nonce, len(commands), first)
+        if len(sections) < len(commands):
+            raise fault(
+                f"the shell of {self.serial} stopped before `{shlex.join(commands[len(sections)])}` finished"
+                + (f": {err.strip()[:300]}" if err.strip() else "")
+            )
+        if check:
+            for cmd, sec in zip(commands, sections, strict=True):
+                if sec.status != 0 and not isinstance(cmd, Unchecked):
+                    raise fault(
+                        f"`{_short(cmd)}` failed on {self.serial} (exit {sec.status}): "
+                        f"{(err.strip() or sec.out.strip())[:400]}"
+                    )
+            provider_error = "Error while accessing provider" in err or "Exception occurred" in err
+            if provider_error and not all(isinstance(c, Unchecked) for c in commands):
+                raise fault(f"a command failed on {self.serial}: {err.strip()[:400]}")
+        return sections
+
+    def apply(self, commands: Sequence[Sequence[str]], *, then: Sequence[Sequence[str]] = ()) -> list[_Section]:
         """Run write commands (argument lists) chained with ``&&``, in as few round trips as fit
         :data:`MAX_SCRIPT_BYTES`; the first failure stops the chain and raises
         :class:`DeviceFault` with the device's stderr, as does a provider error on stderr (some
-        Android versions' ``content`` exits 0 after printing one)."""
+        Android versions' ``content`` exits 0 after printing one).
+
+        ``then``: read commands run once every write succeeded, in the last write's round trip
+        when they fit (else in :meth:`batch`'s); returns their sections, checked as :meth:`batch`
+        checks them but failing with :class:`ReadFault` (the writes were applied). The script is
+        ``w1 && .. && wn; echo N:0:$?; echo N >&2; r1; echo N:1:$?; ..``: the writes' status and
+        stderr are told from the reads' by the nonce ``N`` (64 random bits), and the reads run
+        whatever the writes did (their output is then dropped)."""
         start = 0
+        reads: list[_Section] | None = None if then else []
         while start < len(commands):
             nonce = secrets.token_hex(8)
             parts: list[str] = []
@@ -379,10 +413,26 @@ class DeviceShell:
                 parts.append(part)
                 size += len(part) + 4
                 end += 1
+            tail = [f"{shlex.join(c)}; echo {nonce}:{i + 1}:$?" for i, c in enumerate(then)]
+            joined = end == len(commands) and bool(then)
+            joined = joined and size + sum(len(p) + 2 for p in tail) + 2 * len(nonce) + 32 <= MAX_SCRIPT_BYTES
             self._note(commands[start:end])
-            stdout, stderr, status = self.raw(" && ".join([*parts, f"echo {nonce}"]))
-            err = _utf8(stderr, self.serial).strip()
-            done = stdout.rstrip(b"\n").endswith(nonce.encode())
+            if joined:
+                self._note(then)
+                script = "; ".join([" && ".join(parts), f"echo {nonce}:0:$?", f"echo {nonce} >&2", *tail])
+            else:
+                script = " && ".join([*parts, f"echo {nonce}"])
+            stdout, stderr, status = self.raw(script)
+            err = _utf8(stderr, self.serial)
+            if joined:
+                text = _utf8(stdout, self.serial)
+                m = re.search(re.escape(f"{nonce}:0:") + r"(\d+)\n", text)
+                status = int(m.group(1)) if m else status or 1
+                done = m is not None
+                err, _, read_err = err.partition(f"{nonce}\n")
+            else:
+                done = stdout.rstrip(b"\n").endswith(nonce.encode())
+            err = err.strip()
             if status != 0 or not done:
                 what = f"`{_short(commands[start])}`" + (
                     f" .. `{_short(commands[end - 1])}`" if end - start > 1 else ""
@@ -392,7 +442,18 @@ class DeviceShell:
                 )
             if "Error while accessing provider" in err or "Exception occurred" in err:
                 raise DeviceFault(f"a command failed on {self.serial}: {err[:400]}")
+            if joined:
+                assert m is not None
+                reads = self._sections(then, text[m.end() :], read_err, nonce, True, ReadFault, first=1)
             start = end
+        if reads is None:
+            try:
+                reads = self.batch(then)
+            except ReadFault:
+                raise
+            except DeviceFault as exc:
+                raise ReadFault(exc.detail, exc.kind) from exc
+        return reads
 
     def _note(self, commands: Sequence[Sequence[str]]) -> None:
         if self.record:
@@ -415,16 +476,55 @@ def _utf8(data: bytes, serial: str) -> str:
         raise DeviceFault(f"{serial} printed bytes that are not UTF-8") from None
 
 
-def _split_sections(text: str, nonce: str, count: int) -> list[_Section]:
+def _split_sections(text: str, nonce: str, count: int, first: int = 0) -> list[_Section]:
     sections = []
     pos = 0
-    for i in range(count):
+    for i in range(first, first + count):
         m = re.compile(re.escape(f"{nonce}:{i}:") + r"(\d+)\n").search(text, pos)
         if m is None:
             break
         sections.append(_Section(text[pos : m.start()], int(m.group(1))))
         pos = m.end()
     return sections
+
+
+Reader = Generator[list[list[str]], list[_Section], T]
+"""Device reads as a generator: it yields the commands (argument lists) it needs next, is sent
+their sections (stdout and status, in order) and returns what it read. Readers run together with
+:func:`gather` share round trips: a whole verification is one or two."""
+
+
+def gather(readers: Sequence[Reader[Any]]) -> Reader[list[Any]]:
+    """Run ``readers`` in lockstep: every step sends the commands all of them still need at once
+    (a command several of them send runs once); returns their results in order."""
+    results: list[Any] = [None] * len(readers)
+    pending: dict[int, list[list[str]]] = {}
+    for i, reader in enumerate(readers):
+        try:
+            pending[i] = next(reader)
+        except StopIteration as stop:
+            results[i] = stop.value
+    while pending:
+        unique = {_key(c): c for cmds in pending.values() for c in cmds}
+        secs = yield list(unique.values())
+        answer = dict(zip(unique, secs, strict=True))
+        step, pending = pending, {}
+        for i, cmds in step.items():
+            try:
+                pending[i] = readers[i].send([answer[_key(c)] for c in cmds])
+            except StopIteration as stop:
+                results[i] = stop.value
+    return results
+
+
+def _value(value: T) -> Reader[T]:
+    """A reader that reads nothing and returns ``value``."""
+    return value
+    yield []  # unreachable: makes this a generator
+
+
+def _key(command: list[str]) -> tuple[bool, tuple[str, ...]]:
+    return isinstance(command, Unchecked), tuple(command)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -781,6 +881,7 @@ class AdbBackend(PhoneBackend):
         self._app_snaps: set[tuple[str, str]] = set()
         self._probed: set[str] = set()
         self._pushed: set[tuple[str, str]] = set()
+        self._null_columns: dict[tuple[str, str | None], tuple[str, ...]] = {}
         self.name = kind
         self.serial = serial or os.environ.get("ANDROID_SERIAL") or None
         self.adb_host = (
@@ -897,20 +998,51 @@ class AdbBackend(PhoneBackend):
             self.shell.reconnect()
 
     # -- reading tables --------------------------------------------------------------------------
+    def _run(self, reader: Reader[T], writes: Sequence[Sequence[str]] = ()) -> T:
+        """Drive ``reader`` (see :data:`Reader`): its first commands run in the round trip of the
+        last of ``writes`` (:meth:`DeviceShell.apply`'s ``then``), the rest in :meth:`DeviceShell.batch`.
+        With ``writes``, a write that fails raises :class:`DeviceFault` and any read that fails
+        (the device's answer or what the reader makes of it) :class:`ReadFault`."""
+        writing = False
+        try:
+            try:
+                cmds = next(reader)
+            except StopIteration as stop:
+                writing = True
+                self.shell.apply(writes)
+                return stop.value
+            writing = bool(writes)
+            secs = self.shell.apply(writes, then=cmds) if writes else self.shell.batch(cmds)
+            writing = False
+            while True:
+                try:
+                    cmds = reader.send(secs)
+                except StopIteration as stop:
+                    return stop.value
+                secs = self.shell.batch(cmds)
+        except DeviceFault as exc:
+            if not writes or writing or isinstance(exc, ReadFault):
+                raise
+            raise ReadFault(exc.detail, exc.kind) from exc
+
     def read_table(self, spec: _Table) -> dict[str, dict[str, Any]]:
         """Read one mapped table from the device (id → record)."""
+        return self._run(self._table_reader(spec))
+
+    def _table_reader(self, spec: _Table) -> Reader[dict[str, dict[str, Any]]]:
+        """The reads of one mapped table (id → record)."""
         m = spec.mapping
         if isinstance(m, A.ProviderTable):
-            return self._read_provider(spec, m)
+            return (yield from self._provider_reader(spec, m))
         if isinstance(m, A.SettingsTable):
-            return self._read_settings(m)
+            return (yield from self._settings_reader(m))
         if isinstance(m, A.PackageTable):
-            return self._read_packages()
+            return self._package_records((yield from self._packages_reader()))
         if isinstance(m, A.PermissionTable):
-            return self._read_permissions()
+            return (yield from self._permissions_reader())
         if isinstance(m, A.CallStateTable):
-            out = self.shell.run("dumpsys", "telephony.registry")
-            states = re.findall(r"mCallState=(\d+)", out)
+            [sec] = yield [["dumpsys", "telephony.registry"]]
+            states = re.findall(r"mCallState=(\d+)", sec.out)
             if not states:
                 raise DeviceFault("dumpsys telephony.registry printed no mCallState")
             if any(s != "0" for s in states):
@@ -922,34 +1054,47 @@ class AdbBackend(PhoneBackend):
         cmd = ["content", "query", "--uri", uri, "--projection", ":".join(projection), "--sort", "_id ASC"]
         return [*cmd, "--where", where] if where else cmd
 
+    def _null_query(self, uri: str, column: str, where: str | None) -> list[str]:
+        return self._query(uri, ["_id"], f"({where}) AND {column} IS NULL" if where else f"{column} IS NULL")
+
     def _rows(self, uri: str, columns: Sequence[A.Column], where: str | None = None) -> list[dict[str, A.Wire]]:
         """All rows of ``uri`` (``_id`` and ``columns``), typed, unambiguously (see :func:`parse_rows`)."""
+        return self._run(self._rows_reader(uri, columns, where))
+
+    def _rows_reader(
+        self, uri: str, columns: Sequence[A.Column], where: str | None = None
+    ) -> Reader[list[dict[str, A.Wire]]]:
+        """The reads of :meth:`_rows`. A text cell that lists as ``NULL`` is told from the text
+        ``"NULL"`` with an ``IS NULL`` query; the columns that needed one at the last read of
+        ``uri`` get theirs in the listing's round trip (others in one more)."""
         names = ["_id", *(c.name for c in columns)]
         kinds = {c.name: c.type for c in columns}
-        sec = self.shell.batch([self._query(uri, ["_id"], where), self._query(uri, names, where)])
-        ids = parse_ids(sec[0].out)
-        cells = parse_rows(sec[1].out, names, ids)
         text_cols = [c.name for c in columns if c.type == "s"]
+        guessed = [c for c in self._null_columns.get((uri, where), ()) if c in text_cols]
+        secs = yield [
+            self._query(uri, ["_id"], where),
+            self._query(uri, names, where),
+            *(self._null_query(uri, c, where) for c in guessed),
+        ]
+        ids = parse_ids(secs[0].out)
+        cells = parse_rows(secs[1].out, names, ids)
+        nulls = {c: set(parse_ids(s.out)) for c, s in zip(guessed, secs[2:], strict=True)}
         if cells is None:  # a value holds a separator: read each text cell on its own
             cells = [{"_id": str(i)} for i in ids]
             per_cell = [(k, col) for k in range(len(ids)) for col in names[1:]]
             cmds = [self._query(uri, [col], f"_id={ids[k]}") for k, col in per_cell]
-            for (k, col), s in zip(per_cell, self.shell.batch(cmds), strict=True):
+            for (k, col), s in zip(per_cell, (yield cmds), strict=True):
                 body = s.out[:-1] if s.out.endswith("\n") else s.out
                 head = f"Row: 0 {col}="
                 if not body.startswith(head):
                     raise DeviceFault(f"unexpected content query output for {uri} _id={ids[k]}: {body[:200]!r}")
                 cells[k][col] = body[len(head) :]
-        nulls: dict[str, set[int]] = {}
         maybe_null = [c for c in text_cols if any(row[c] == "NULL" for row in cells)]
-        if maybe_null:
-            secs = self.shell.batch(
-                [
-                    self._query(uri, ["_id"], f"({where}) AND {c} IS NULL" if where else f"{c} IS NULL")
-                    for c in maybe_null
-                ]
-            )
-            nulls = {c: set(parse_ids(s.out)) for c, s in zip(maybe_null, secs, strict=True)}
+        self._null_columns[(uri, where)] = tuple(maybe_null)
+        missing = [c for c in maybe_null if c not in nulls]
+        if missing:
+            secs = yield [self._null_query(uri, c, where) for c in missing]
+            nulls |= {c: set(parse_ids(s.out)) for c, s in zip(missing, secs, strict=True)}
         out = []
         for row in cells:
             rid = int(row["_id"])
@@ -970,10 +1115,9 @@ class AdbBackend(PhoneBackend):
             out.append(typed)
         return out
 
-    def _read_provider(self, spec: _Table, m: A.ProviderTable) -> dict[str, dict[str, Any]]:
+    def _provider_reader(self, spec: _Table, m: A.ProviderTable) -> Reader[dict[str, dict[str, Any]]]:
         tz = self.phone.tz
-        main = self._rows(m.uri, m.columns, m.read_where)
-        children: dict[str, dict[int, list[dict[str, A.Wire]]]] = {}
+        readers = [self._rows_reader(m.uri, m.columns, m.read_where)]
         for child in m.children:
             if isinstance(child, A.DataRows):
                 cols = [A.Column(child.parent_column, "i"), A.Column(child.kind_column, "s")]
@@ -988,8 +1132,12 @@ class AdbBackend(PhoneBackend):
                             cols.append(col)
             else:
                 cols = [A.Column(child.parent_column, "i"), child.item]
+            readers.append(self._rows_reader(child.uri, cols))
+        main, *kid_rows = yield from gather(readers)
+        children: dict[str, dict[int, list[dict[str, A.Wire]]]] = {}
+        for child, rows in zip(m.children, kid_rows, strict=True):
             grouped: dict[int, list[dict[str, A.Wire]]] = {}
-            for row in self._rows(child.uri, cols):
+            for row in rows:
                 grouped.setdefault(int(row[child.parent_column] or 0), []).append(row)
             children[child.uri] = grouped
         out: dict[str, dict[str, Any]] = {}
@@ -1000,9 +1148,9 @@ class AdbBackend(PhoneBackend):
             out[rec["id"]] = rec
         return out
 
-    def _read_settings(self, m: A.SettingsTable) -> dict[str, dict[str, Any]]:
+    def _settings_reader(self, m: A.SettingsTable) -> Reader[dict[str, dict[str, Any]]]:
         keys = list(m.keys.items())
-        secs = self.shell.batch([sk.get_args() for _, sk in keys])
+        secs = yield [sk.get_args() for _, sk in keys]
         out: dict[str, dict[str, Any]] = {}
         ctx = A.Ctx(self.phone.tz)
         for (key, sk), sec in zip(keys, secs, strict=True):
@@ -1013,27 +1161,43 @@ class AdbBackend(PhoneBackend):
         return out
 
     def _packages(self) -> set[str]:
-        out = self.shell.run("pm", "list", "packages")
-        return {line[len("package:") :].strip() for line in out.splitlines() if line.startswith("package:")}
+        return self._run(self._packages_reader())
 
-    def _read_packages(self) -> dict[str, dict[str, Any]]:
-        pkgs = self._packages()
+    def _packages_reader(self) -> Reader[set[str]]:
+        [sec] = yield [["pm", "list", "packages"]]
+        return {line[len("package:") :].strip() for line in sec.out.splitlines() if line.startswith("package:")}
+
+    def _package_records(self, pkgs: set[str]) -> dict[str, dict[str, Any]]:
         return {
             name: {"id": name, "name": name, "title": cls.title, "package": cls.package}
             for name, cls in self._classes.items()
             if cls.package in pkgs
         }
 
-    def _read_permissions(self) -> dict[str, dict[str, Any]]:
-        apps = [a for a in self.state.table("system.apps") if self._classes[a].permissions]
-        secs = self.shell.batch([["dumpsys", "package", self._classes[a].package] for a in apps])
+    def _permissions_reader(self) -> Reader[dict[str, dict[str, Any]]]:
+        """Runtime permissions of the installed apps that declare any: ``pm list packages`` and
+        every such app's ``dumpsys package`` in one round trip (an app not installed is left out)."""
+        apps = [a for a, cls in self._classes.items() if cls.permissions]
+        pkgs, *secs = yield from gather(
+            [
+                self._packages_reader(),
+                *(self._sections_reader([["dumpsys", "package", self._classes[a].package]]) for a in apps),
+            ]
+        )
         out: dict[str, dict[str, Any]] = {}
-        for app, sec in zip(apps, secs, strict=True):
+        for app, [sec] in zip(apps, secs, strict=True):
+            if self._classes[app].package not in pkgs:
+                continue
             granted = parse_runtime_permissions(sec.out)
             for perm in self._classes[app].permissions:
                 rid = f"{app}/{perm}"
                 out[rid] = {"id": rid, "app": app, "permission": perm, "granted": granted.get(perm, False)}
         return out
+
+    @staticmethod
+    def _sections_reader(commands: Sequence[list[str]]) -> Reader[list[_Section]]:
+        """The sections of ``commands``, as a reader."""
+        return (yield list(commands))
 
     # -- writing ---------------------------------------------------------------------------------
     def _bind(self, column: str, kind: A.BindType, value: A.Wire) -> list[str]:
@@ -1221,13 +1385,25 @@ class AdbBackend(PhoneBackend):
 
     def _uids(self, packages: Sequence[str]) -> dict[str, int]:
         """Each package's app uid (``userId=`` of ``dumpsys package``); :class:`DeviceFault` when absent."""
-        secs = self.shell.batch([["dumpsys", "package", p] for p in packages])
-        out = {}
+        return self._checked_uids(packages, self._run(self._uids_reader(packages)))
+
+    def _uids_reader(self, packages: Sequence[str]) -> Reader[dict[str, int | None]]:
+        """Each package's app uid, None when ``dumpsys package`` prints none (not installed)."""
+        secs = yield [["dumpsys", "package", p] for p in packages]
+        out: dict[str, int | None] = {}
         for pkg, sec in zip(packages, secs, strict=True):
             m = re.search(r"^\s*userId=(\d+)\s*$", sec.out, re.M)
-            if m is None:
+            out[pkg] = None if m is None else int(m.group(1))
+        return out
+
+    def _checked_uids(self, packages: Sequence[str], uids: Mapping[str, int | None]) -> dict[str, int]:
+        """``packages``' uids from ``uids``; :class:`DeviceFault` naming the first one without."""
+        out = {}
+        for pkg in packages:
+            uid = uids.get(pkg)
+            if uid is None:
                 raise DeviceFault(f"dumpsys package {pkg} on {self.shell.serial} printed no userId=")
-            out[pkg] = int(m.group(1))
+            out[pkg] = uid
         return out
 
     def _restore_commands(self, package: str, archive: str, uid: int) -> list[list[str]]:
@@ -1245,12 +1421,19 @@ class AdbBackend(PhoneBackend):
     def _app_snapshots_ready(self, digest: str, packages: Sequence[str]) -> bool:
         """Whether every package has a saved archive for ``digest`` (this session, or found on the
         device once: a non-empty file; its contents are verified after the restore anyway)."""
+        return self._run(self._app_snapshots_reader(digest, packages))
+
+    def _app_snapshots_known(self, digest: str, packages: Sequence[str]) -> bool:
+        """Whether every package's archive for ``digest`` is known to exist (no device read)."""
+        return all((digest, p) in self._app_snaps for p in packages)
+
+    def _app_snapshots_reader(self, digest: str, packages: Sequence[str]) -> Reader[bool]:
+        """The reads of :meth:`_app_snapshots_ready` (a ``stat`` of each archive not known yet,
+        once per digest)."""
         missing = [p for p in packages if (digest, p) not in self._app_snaps]
         if missing and digest not in self._probed:
             self._probed.add(digest)
-            secs = self.shell.batch(
-                [self._as_root(["stat", "-c", "%s", self._archive(digest, p)]) for p in missing], check=False
-            )
+            secs = yield [Unchecked(self._as_root(["stat", "-c", "%s", self._archive(digest, p)])) for p in missing]
             for pkg, sec in zip(missing, secs, strict=True):
                 if sec.status == 0 and sec.out.strip().isdigit() and int(sec.out.strip()) > 0:
                     self._app_snaps.add((digest, pkg))
@@ -1282,11 +1465,13 @@ class AdbBackend(PhoneBackend):
             return None
         return archive, json.loads(meta.read_text())
 
-    def _login_commands(self, logins: Mapping[str, tuple[str, str | None, bool]]) -> list[list[str]]:
+    def _login_commands(
+        self, logins: Mapping[str, tuple[str, str | None, bool]], uids: Mapping[str, int | None] | None = None
+    ) -> list[list[str]]:
         """Commands applying the login fixtures: a signed-in app's login snapshot is pushed and
-        restored (as :meth:`_restore_commands`), a signed-out app is ``pm clear``-ed. Raises
-        :class:`ResetError` naming the capture command when a snapshot is missing or is another
-        account's."""
+        restored (as :meth:`_restore_commands`; ``uids``: the packages' uids when already read),
+        a signed-out app is ``pm clear``-ed. Raises :class:`ResetError` naming the capture
+        command when a snapshot is missing or is another account's."""
         cmds: list[list[str]] = []
         restore = {}
         for app, (pkg, account, on) in logins.items():
@@ -1316,9 +1501,10 @@ class AdbBackend(PhoneBackend):
                 self._pushed.add(key)
             restore[pkg] = remote
         if restore:
-            uids = self._uids(sorted(restore))
+            known = uids if uids is not None and set(restore) <= set(uids) else None
+            got = self._checked_uids(sorted(restore), known) if known is not None else self._uids(sorted(restore))
             for pkg, remote in restore.items():
-                cmds += self._restore_commands(pkg, remote, uids[pkg])
+                cmds += self._restore_commands(pkg, remote, got[pkg])
         return cmds
 
     def _verify_logins(self, logins: Mapping[str, tuple[str, str | None, bool]]) -> list[str]:
@@ -1326,15 +1512,28 @@ class AdbBackend(PhoneBackend):
         files (``markers``, the files that named the account when it was captured) are read as
         root; signed in means every one is back and names the account, signed out that none does.
         An app with no login snapshot signed out has nothing to read (``pm clear`` said Success)."""
+        return self._run(self._logins_reader(logins))
+
+    def _logins_reader(self, logins: Mapping[str, tuple[str, str | None, bool]]) -> Reader[list[str]]:
+        """The reads of :meth:`_verify_logins` (every app's session files in one round trip)."""
+        found = {app: self.login_snapshot(pkg) for app, (pkg, _, _) in logins.items()}
+        metas = {app: f[1] for app, f in found.items() if f is not None}
+        cats = {
+            app: [
+                Unchecked(self._as_root(["cat", f"{DATA_DIR}/{logins[app][0]}/{m}"]))
+                for m in meta.get("markers", [])
+                if isinstance(m, str)
+            ]
+            for app, meta in metas.items()
+        }
+        results = yield from gather([self._sections_reader(c) for c in cats.values()])
+        read = dict(zip(cats, results, strict=True))
         diffs = []
         for app, (pkg, account, on) in logins.items():
-            found = self.login_snapshot(pkg)
-            if found is None:
+            if app not in metas:
                 continue
-            meta = found[1]
-            markers = [m for m in meta.get("markers", []) if isinstance(m, str)]
-            secs = self.shell.batch([self._as_root(["cat", f"{DATA_DIR}/{pkg}/{m}"]) for m in markers], check=False)
-            named = [s.status == 0 and str(meta.get("account")) in s.out for s in secs]
+            meta = metas[app]
+            named = [s.status == 0 and str(meta.get("account")) in s.out for s in read[app]]
             if on and not (named and all(named)):
                 diffs.append(f"login {app}: expected {account} signed in, {pkg}'s session files do not name it")
             if not on and any(named):
@@ -1443,12 +1642,19 @@ class AdbBackend(PhoneBackend):
         ]
 
     def read_all(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """Every mapped table as the device holds it now (what verification reads)."""
+        """Every mapped table as the device holds it now (what verification reads), read in one
+        round trip (two when a text cell reads ``NULL`` in a column that held none before, or a
+        value holds a separator)."""
         self.state.begin_call()
         try:
-            return {name: self.state.table(name) for name in self.state.mapped if self._wanted(name)}
+            return self._run(self._all_reader())
         finally:
             self.state.end_call()
+
+    def _all_reader(self) -> Reader[dict[str, dict[str, dict[str, Any]]]]:
+        names = [name for name in self.state.mapped if self._wanted(name)]
+        tables = yield from gather([self._table_reader(self.state.mapped[name]) for name in names])
+        return dict(zip(names, tables, strict=True))
 
     def _wanted(self, name: str) -> bool:
         app = name.split(".", 1)[0]
@@ -1460,19 +1666,33 @@ class AdbBackend(PhoneBackend):
         now: float,
         tz_name: str,
         check_clock: bool = True,
+        *,
+        logins: Mapping[str, tuple[str, str | None, bool]] | None = None,
+        writes: Sequence[Sequence[str]] = (),
     ) -> list[str]:
         """What differs between the device and ``expected`` (empty when they agree); with
         ``check_clock``, also the device clock (within :data:`CLOCK_TOLERANCE_S` of ``now``, as a
-        real device's runs while it is read) and timezone."""
+        real device's runs while it is read) and timezone; with ``logins``, also the login
+        fixtures (:meth:`_verify_logins`). ``writes`` are applied first, in the round trip of the
+        reads when they fit (:meth:`DeviceShell.apply`): a failing write raises
+        :class:`DeviceFault`, a failing read :class:`ReadFault`."""
         diffs: list[str] = []
-        actual = self.read_all()
+        clock = self.set_device_clock and check_clock
+        readers: list[Reader[Any]] = [self._all_reader(), self._logins_reader(logins or {})]
+        if clock:
+            readers.append(self._sections_reader([["date", "+%s"], ["getprop", "persist.sys.timezone"]]))
+        self.state.begin_call()
+        try:
+            actual, login_diffs, *rest = self._run(gather(readers), writes)
+        finally:
+            self.state.end_call()
         for name, want in expected.items():
             have = _norm_table(actual.get(name, {}))
             for rid in sorted(set(want) | set(have)):
                 if want.get(rid) != have.get(rid):
                     diffs.append(f"{name}/{rid}: expected {want.get(rid)!r}, device has {have.get(rid)!r}")
-        if self.set_device_clock and check_clock:
-            secs = self.shell.batch([["date", "+%s"], ["getprop", "persist.sys.timezone"]])
+        if clock:
+            [secs] = rest
             try:
                 device_now = int(secs[0].out.strip())
             except ValueError:
@@ -1483,7 +1703,7 @@ class AdbBackend(PhoneBackend):
                 diffs.append(f"timezone: expected {tz_name}, device has {secs[1].out.strip()!r}")
         if not diffs:
             self.state.remember(actual)
-        return diffs
+        return diffs + login_diffs
 
     def _console_for(self) -> Any:
         if self._console is None and self._console_arg is not None:
@@ -1513,6 +1733,12 @@ class AdbBackend(PhoneBackend):
     def reset(self, task: TaskSpec) -> None:
         """Put the device in ``task``'s fixture state and verify it (module docstring).
 
+        Round trips: one for what the reset needs to know (``pm list packages``, and where they
+        apply the app data archives' ``stat`` and the packages' uids), then the writes in as many
+        as :data:`MAX_SCRIPT_BYTES` allows, the verification's reads riding in the last of them
+        (one more when a text column reads ``NULL`` where it did not at the last read), and after
+        a first seeding one to save the snapshots.
+
         Raises :class:`ResetError` naming what differs when the device will not take the
         fixtures (a missing package, a refused permission, a provider it lacks), and
         :class:`DeviceFault` when the device does not answer.
@@ -1533,15 +1759,35 @@ class AdbBackend(PhoneBackend):
         self._fault = None
         self._recover()
         missing = [a for a in installed if a in self._drivers]
-        pkgs = self._packages()
         logins = self.login_fixtures(task, installed)
         missing += [a for a in logins if a not in missing]
+        name = self.snapshot_name(task)
+        console = self._console_for()
+        private = self.private_apps(installed)
+        private_pkgs = [self._classes[a].package for a in private]
+        snap_pkgs = sorted({*private_pkgs, *(pkg for pkg, _, on in logins.values() if on)})
+        digest = _fixtures_digest(task)
+        use_app = self.app_snapshots if self.app_snapshots is not None else self.name == "device" and console is None
+        use_app = bool(use_app and snap_pkgs)
+        # what the reset needs to know, in one round trip: the packages, whether the app data
+        # archives exist (once per digest) and, when they will be restored, the packages' uids
+        login_pkgs = sorted(pkg for pkg, _, on in logins.values() if on)
+        uid_pkgs = sorted(
+            {*login_pkgs, *(snap_pkgs if use_app and self._app_snapshots_known(digest, snap_pkgs) else [])}
+        )
+        pkgs, ready, uids = self._run(
+            gather(
+                [
+                    self._packages_reader(),
+                    self._app_snapshots_reader(digest, snap_pkgs) if use_app else _value(False),
+                    self._uids_reader(uid_pkgs),
+                ]
+            )
+        )
         absent = [f"{a} ({self._classes[a].package})" for a in missing if self._classes[a].package not in pkgs]
         if absent:
             raise ResetError(f"device {self.shell.serial} lacks the apps the task installs: {', '.join(absent)}")
-        name = self.snapshot_name(task)
         how = "seeded"
-        console = self._console_for()
         clock = self._clock_commands(meta["now"], tz_name) if self.set_device_clock else []
         diffs: list[str] | None = None
         if console is not None and name in self._snapshots_ok:
@@ -1549,35 +1795,30 @@ class AdbBackend(PhoneBackend):
                 console.snapshot_load(name)
                 self._suspect = True
                 self._recover()
-                self.shell.apply(clock)
-                diffs = self._verify(expected, meta["now"], tz_name) + self._verify_logins(logins)
+                diffs = self._verify(expected, meta["now"], tz_name, logins=logins, writes=clock)
                 how = "snapshot"
             except Exception as exc:  # a failed load falls back to seeding, verified below
                 log.warning("snapshot %s did not load on %s (%s); seeding instead", name, self.shell.serial, exc)
                 diffs = None
-        private = self.private_apps(installed)
-        private_pkgs = [self._classes[a].package for a in private]
-        snap_pkgs = sorted({*private_pkgs, *(pkg for pkg, _, on in logins.values() if on)})
-        digest = _fixtures_digest(task)
-        use_app = self.app_snapshots if self.app_snapshots is not None else self.name == "device" and console is None
-        if (diffs is None or diffs) and use_app and snap_pkgs:
+        if (diffs is None or diffs) and use_app and ready:
             try:
-                if self._app_snapshots_ready(digest, snap_pkgs):
-                    uids = self._uids(snap_pkgs)
-                    cmds = list(clock[:-1])
-                    for pkg in snap_pkgs:
-                        cmds += self._restore_commands(pkg, self._archive(digest, pkg), uids[pkg])
-                    cmds += [c for a, (pkg, _, on) in logins.items() if not on for c in (["pm", "clear", pkg],)]
-                    own = {f"{a}.{t}" for a in private for t in self._drivers[a].tables}
-                    rest = {k: v for k, v in expected.items() if k not in own}
-                    self.shell.apply(cmds + self._seed_commands(rest, self.phone.tz) + clock[-1:])
-                    diffs = self._verify(expected, meta["now"], tz_name) + self._verify_logins(logins)
-                    how = "app_snapshots"
-                    if diffs:
-                        log.warning(
-                            "the app data snapshots %s of %s did not restore on %s (%s); seeding instead",
-                            digest, ", ".join(snap_pkgs), self.shell.serial, "; ".join(diffs[:3]),
-                        )  # fmt: skip
+                if not set(snap_pkgs) <= set(uids):
+                    uids = {**uids, **self._run(self._uids_reader(snap_pkgs))}
+                known = self._checked_uids(snap_pkgs, uids)
+                cmds = list(clock[:-1])
+                for pkg in snap_pkgs:
+                    cmds += self._restore_commands(pkg, self._archive(digest, pkg), known[pkg])
+                cmds += [c for a, (pkg, _, on) in logins.items() if not on for c in (["pm", "clear", pkg],)]
+                own = {f"{a}.{t}" for a in private for t in self._drivers[a].tables}
+                rest = {k: v for k, v in expected.items() if k not in own}
+                cmds += self._seed_commands(rest, self.phone.tz) + clock[-1:]
+                diffs = self._verify(expected, meta["now"], tz_name, logins=logins, writes=cmds)
+                how = "app_snapshots"
+                if diffs:
+                    log.warning(
+                        "the app data snapshots %s of %s did not restore on %s (%s); seeding instead",
+                        digest, ", ".join(snap_pkgs), self.shell.serial, "; ".join(diffs[:3]),
+                    )  # fmt: skip
             except DeviceFault as exc:
                 log.warning(
                     "restoring the app data snapshots %s of %s failed on %s (%s); seeding instead",
@@ -1590,13 +1831,13 @@ class AdbBackend(PhoneBackend):
                 # timezone first, clock last (so verification finds it fresh): see _clock_commands;
                 # apps whose own data holds mapped tables are wiped first, logins restored after
                 clears = [c for pkg in private_pkgs for c in (["am", "force-stop", pkg], ["pm", "clear", pkg])]
-                login = self._login_commands(logins)
-                self.shell.apply(
-                    clock[:-1] + clears + login + self._seed_commands(expected, self.phone.tz) + clock[-1:]
-                )
+                login = self._login_commands(logins, uids)
+                writes = clock[:-1] + clears + login + self._seed_commands(expected, self.phone.tz) + clock[-1:]
+                diffs = self._verify(expected, meta["now"], tz_name, logins=logins, writes=writes)
+            except ReadFault:
+                raise
             except DeviceFault as exc:
                 raise ResetError(f"device {self.shell.serial} refused the fixtures of {task.id}: {exc.detail}") from exc
-            diffs = self._verify(expected, meta["now"], tz_name) + self._verify_logins(logins)
             if diffs:
                 raise ResetError(
                     f"device {self.shell.serial} is not in the fixture state of {task.id} after reset "
@@ -1608,7 +1849,7 @@ class AdbBackend(PhoneBackend):
                     self._snapshots_ok.add(name)
                 except Exception as exc:
                     log.warning("could not save snapshot %s on %s: %s", name, self.shell.serial, exc)
-            if use_app and snap_pkgs:
+            if use_app:
                 self._save_app_snapshots(digest, snap_pkgs)
         self.last_reset = {"task": task.id, "how": how, "seconds": time.perf_counter() - t0}
 
