@@ -1065,8 +1065,8 @@ class AdbBackend(PhoneBackend):
         self, uri: str, columns: Sequence[A.Column], where: str | None = None
     ) -> Reader[list[dict[str, A.Wire]]]:
         """The reads of :meth:`_rows`. A text cell that lists as ``NULL`` is told from the text
-        ``"NULL"`` with an ``IS NULL`` query; the columns that needed one at the last read of
-        ``uri`` get theirs in the listing's round trip (others in one more)."""
+        ``"NULL"`` with an ``IS NULL`` query; the columns that needed one at an earlier read of
+        ``uri`` get theirs in the listing's round trip (a column's first, in one more)."""
         names = ["_id", *(c.name for c in columns)]
         kinds = {c.name: c.type for c in columns}
         text_cols = [c.name for c in columns if c.type == "s"]
@@ -1090,7 +1090,7 @@ class AdbBackend(PhoneBackend):
                     raise DeviceFault(f"unexpected content query output for {uri} _id={ids[k]}: {body[:200]!r}")
                 cells[k][col] = body[len(head) :]
         maybe_null = [c for c in text_cols if any(row[c] == "NULL" for row in cells)]
-        self._null_columns[(uri, where)] = tuple(maybe_null)
+        self._null_columns[(uri, where)] = tuple(dict.fromkeys([*guessed, *maybe_null]))
         missing = [c for c in maybe_null if c not in nulls]
         if missing:
             secs = yield [self._null_query(uri, c, where) for c in missing]
