@@ -79,11 +79,11 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from phoneenv.app import App
+from phoneenv.backends.adb.faults import DeviceFault, ReadFault, ResetError, UnmappedTable, check_package
 from phoneenv.backends.base import PhoneBackend
 from phoneenv.contract import ErrorKind, Feedback, StateCriterion, TaskSpec
 from phoneenv.farm import android as A
 from phoneenv.harness import feedback
-from phoneenv.llm import InfrastructureError
 from phoneenv.phone import Phone, app_classes, build_fixture_state
 from phoneenv.state import next_id
 from phoneenv.tools import ToolDef
@@ -94,6 +94,7 @@ __all__ = [
     "DevicePhone",
     "DeviceShell",
     "DeviceState",
+    "ReadFault",
     "ResetError",
     "UnmappedTable",
     "check_package",
@@ -119,55 +120,6 @@ clock is set last, and a real device's keeps running while the tables are read b
 _ROW = re.compile(r"Row: (\d+) _id=(-?\d+)")
 DATA_DIR = "/data/data"
 """Where apps' private data directories are (``/data/user/0`` links here)."""
-_PACKAGE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+")
-
-
-def check_package(package: str) -> str:
-    """``package`` when it is a valid Android package name (dot-separated segments of letters,
-    digits and ``_``, each starting with a letter: ``PackageParser.validateName``); raises
-    ``ValueError`` otherwise, so that no path or command is ever built from anything else."""
-    if not isinstance(package, str) or not _PACKAGE.fullmatch(package):
-        raise ValueError(f"not an Android package name: {package!r}")
-    return package
-
-
-class DeviceFault(InfrastructureError):
-    """The device or adb failed, not the agent: becomes ``device_error`` (or ``timeout``) feedback
-    during a step; raised from ``reset`` or construction, evaluation counts the episode as an
-    infrastructure error (an :class:`~phoneenv.llm.InfrastructureError`).
-
-    Args:
-        detail: what failed, in words.
-        kind: :attr:`ErrorKind.DEVICE_ERROR` or :attr:`ErrorKind.TIMEOUT` (also the error's label).
-    """
-
-    def __init__(self, detail: str, kind: ErrorKind = ErrorKind.DEVICE_ERROR) -> None:
-        super().__init__(detail, kind=kind.value)
-        self.detail = detail
-        self.kind = kind
-
-    def feedback(self) -> Feedback:
-        """This fault as infrastructure feedback (built by :mod:`phoneenv.harness.feedback`)."""
-        if self.kind is ErrorKind.TIMEOUT:
-            return feedback.timeout(self.detail)
-        return feedback.device_error(self.detail)
-
-
-class ReadFault(DeviceFault):
-    """A read that :meth:`DeviceShell.apply` ran after its writes failed: the writes were applied
-    (a plain :class:`DeviceFault` from ``apply`` may mean they were not)."""
-
-
-class ResetError(InfrastructureError):
-    """``reset`` could not put the device in the task's fixture state; the message says what
-    differs. An infrastructure error (label ``reset``): evaluation counts the episode apart."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, kind="reset")
-
-
-class UnmappedTable(KeyError):
-    """A tool touched a table that has no Android mapping (a driver lists a tool it should not)."""
 
 
 # ---------------------------------------------------------------------------------------------
