@@ -139,11 +139,12 @@ def make_device() -> tuple[Any, str]:
     return EchoHandler(png=sandbox_png()), "tests.adb.EchoHandler (phoneenv.farm.virtual absent): a fixed 360×640 PNG"
 
 
-def episode_reset_figure(serial: str, adb_port: int, n: int) -> tuple[float, float, str] | str:
+def episode_reset_figure(serial: str, adb_port: int, n: int, stats: Any = None) -> tuple[float, float, str] | str:
     """Median and p95 ``env.reset`` in ms on the served device through
     ``phoneenv.backends.adb.AdbBackend`` (fixtures applied over adb and read back), with the task
-    used; or a line saying why it was not measured (no such backend, no task it can run, or an
-    error, reported rather than hidden)."""
+    used and, given the device server's ``stats``, the round trips (streams opened) per reset; or
+    a line saying why it was not measured (no such backend, no task it can run, or an error,
+    reported rather than hidden)."""
     if importlib.util.find_spec("phoneenv.backends.adb") is None:
         return "not measured: phoneenv.backends.adb does not exist yet"
     import gymnasium as gym
@@ -158,11 +159,14 @@ def episode_reset_figure(serial: str, adb_port: int, n: int) -> tuple[float, flo
         if task is None:
             return "not measured: AdbBackend can run no task of the suite"
         env = gym.make("PhonePlan-v0", task=task, backend=backend)
+        env.reset(seed=0)  # the first reset also saves the snapshots
+        streams = stats.streams if stats is not None else 0
         samples = timings_ms(lambda: env.reset(seed=0), n, warmup=2)
         env.close()
     except Exception as exc:
         return f"not measured: {type(exc).__name__}: {exc}"
-    return (*median_p95(samples), task.id)
+    per_reset = f", {(stats.streams - streams) / (n + 2):.1f} round trips each" if stats is not None else ""
+    return (*median_p95(samples), task.id + per_reset)
 
 
 def main() -> None:
@@ -218,7 +222,7 @@ def main() -> None:
             np.asarray(Image.open(io.BytesIO(adb_request(port, "exec:screencap -p", serial))).convert("RGB"))
 
         screencap_decoded = median_p95(timings_ms(pull_and_decode, n_png, warmup=5))
-        reset = episode_reset_figure(server.serial, adb.port, 20 if args.quick else 100)
+        reset = episode_reset_figure(server.serial, adb.port, 20 if args.quick else 100, server.stats)
         client.disconnect(server.serial)
 
     print(f"adb server: {version}; device: {which}; model {model!r}")
