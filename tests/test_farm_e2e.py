@@ -1,0 +1,149 @@
+"""The farm end to end, the parts together: `phoneenv farm up --local` workers behind the real adb
+server, `phoneenv eval --farm` in its own process while a worker is SIGKILLed (healed by the
+pool's real restart step, the farm file's `phoneenv farm restart` argv), the same farm under
+`eval --ray`, and `phoneenv validate-devices` on two of its workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("adbutils", reason="the farm needs adbutils (pip install -e '.[device]')")
+pytest.importorskip("bashlex", reason="the virtual device needs bashlex (pip install -e '.[device]')")
+
+from phoneenv.farm.pool import FarmFile, HealthPolicy
+from tests.adb import clean_env
+from tests.test_farm_cli import _pid_running, farm_up_local
+from tests.test_farm_pool import TEMPLATES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Local workers come back in seconds: the connection steps get a few seconds each (a killed
+# worker refuses every connection), and the restart step (the farm file's `phoneenv farm restart`
+# argv: a new Python process that starts a new worker) its default time.
+LOCAL_HEALTH = HealthPolicy(
+    shell_deadline_s=3.0,
+    min_free_mb=64,
+    deadlines={"reconnect": 2.0, "reattach": 2.0, "reboot": 2.0, "restart": 120.0},
+    poll_s=0.2,
+)
+
+
+def task_ids(per_template: int) -> list[str]:
+    """The first ``per_template`` tasks of each of twelve adb-runnable Tool templates, in
+    rounds (``a/0, b/0, ..., a/1, b/1, ...``)."""
+    return [f"{name}/{i}" for i in range(per_template) for name in TEMPLATES]
+
+
+def phoneenv_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "phoneenv", *args]
+
+
+def subprocess_env() -> dict[str, str]:
+    """This checkout first on PYTHONPATH; no ADB_*/ANDROID_* variables (the farm file names its
+    adb server)."""
+    env = clean_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env["COLUMNS"] = "200"
+    return env
+
+
+def with_health(path: Path, policy: HealthPolicy) -> None:
+    """Give the farm file ``path`` a ``health`` policy (read by the pool of `eval --farm`)."""
+    farm = FarmFile.load(path)
+    farm.health = policy
+    farm.dump(path)
+
+
+def results_of(run: Path) -> list[dict]:
+    path = run / "results.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def wait_for_results(run: Path, n: int, proc: subprocess.Popen, timeout: float = 120.0) -> list[dict]:
+    """Wait until the run in ``run`` has at least ``n`` results (polled every 10 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = results_of(run)
+        if len(rows) >= n:
+            return rows
+        if proc.poll() is not None:
+            raise AssertionError(f"eval exited with {proc.returncode} after {len(rows)} results")
+        time.sleep(0.01)
+    raise AssertionError(f"eval wrote no {n} results in {timeout} s")
+
+
+@pytest.mark.slow
+def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, tmp_path):
+    """Three `farm up --local` workers; `phoneenv eval --farm` (its own process) over 36 tasks;
+    the worker of the second episode is SIGKILLed during it. The lost try is re-run on another
+    device, the pool heals the worker with the farm file's restart argv (`phoneenv farm
+    restart`), and the restarted worker plays later episodes. Every task is scored exactly once."""
+    ids = task_ids(3)
+    with farm_up_local(adb_server, tmp_path / "farm.json", 3) as (path, data):
+        with_health(path, LOCAL_HEALTH)
+        devices = [d["serial"] for d in data["devices"]]
+        victim = data["devices"][1]  # the pool lends its devices in farm order first: episode 2's
+        run = tmp_path / "run"
+        proc = subprocess.Popen(
+            phoneenv_cmd("eval", "--agent", "reference", "--farm", str(path), "--tasks", ",".join(ids), "--out",
+                         str(run)),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=subprocess_env(),
+        )  # fmt: skip
+        try:
+            first = wait_for_results(run, 1, proc)
+            assert first[0]["device"] == devices[0]
+            time.sleep(0.05)  # past episode 2's health check (a few ms), inside its reset and steps
+            os.kill(victim["worker"]["pid"], signal.SIGKILL)
+            killed_at = len(results_of(run))
+            output, _ = proc.communicate(timeout=240)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, output
+        after = json.loads(path.read_text())
+        new_pid = after["devices"][1]["worker"]["pid"]
+        worker_log = Path(victim["worker"]["log"]).read_text()
+
+    # every task scored exactly once, each a success
+    rows = results_of(run)
+    assert killed_at == 1, "the worker was killed after episode 2 had ended"
+    assert sorted(r["task_id"] for r in rows) == sorted(ids) and len(rows) == len(ids)
+    assert all(r["success"] and not r["infrastructure_error"] for r in rows), rows
+    # the second episode lost its first try to the killed worker and was played again elsewhere
+    lost = [r for r in rows if r["attempts"] > 1]
+    assert [r["task_id"] for r in lost] == [ids[1]] and lost[0]["attempts"] == 2
+    trace = json.loads(Path(lost[0]["trace_path"]).read_text())
+    gone, kept = trace["attempts"]
+    assert (
+        gone["device"] == victim["serial"]
+        and gone["failure"]
+        and gone["kind"] in ("reset", "device", "device_error", "connection", "timeout")
+    )
+    assert kept["device"] != victim["serial"] and kept["failure"] is None
+    assert trace["verdict"]["success"]
+    # healed by the real restart step: a new worker process on the same serial, which the farm
+    # file records, and which played episodes after the kill
+    assert new_pid != victim["worker"]["pid"] and _pid_running(new_pid) is False  # farm down stopped it
+    assert worker_log.count("serving ") == 2
+    served_after = [r for r in rows[2:] if r["device"] == victim["serial"]]
+    assert served_after, [r["device"] for r in rows]
+    board = json.loads((run / "scoreboard.json").read_text())
+    farm = board["farm"]
+    assert farm["attempts"] == len(ids) + 1 and farm["retries"] == 1 and farm["time_lost_s"] > 0
+    assert farm["retired"] == {} and farm["quarantined"] == {}
+    assert farm["recoveries"]["restart"] == {"tried": 1, "healed": 1, "failed": 0, "skipped": 0}
+    for step in ("reconnect", "reattach", "reboot"):
+        assert farm["recoveries"][step]["healed"] == 0, farm["recoveries"]
+    assert sum(farm["devices"].values()) == len(ids) and set(farm["devices"]) == set(devices)
+    text = " ".join(output.split())
+    assert f"farm: {len(ids) + 1} tries, 1 re-run on another device" in text
