@@ -147,3 +147,42 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
     assert sum(farm["devices"].values()) == len(ids) and set(farm["devices"]) == set(devices)
     text = " ".join(output.split())
     assert f"farm: {len(ids) + 1} tries, 1 re-run on another device" in text
+
+
+def eval_on_farm(path: Path, out: Path, ids: list[str], *extra: str, timeout: float = 300.0) -> str:
+    """`phoneenv eval --agent reference --farm FILE --tasks IDS --out OUT [extra]` in its own
+    process; its output (asserting exit code 0)."""
+    done = subprocess.run(
+        phoneenv_cmd("eval", "--agent", "reference", "--farm", str(path), "--tasks", ",".join(ids), "--out", str(out),
+                     *extra),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=subprocess_env(), timeout=timeout,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_eval_on_ray_over_a_farm_equals_the_single_process_run(adb_server, tmp_path):
+    """`phoneenv eval --ray --workers 2 --farm FILE` (a local Ray started by the command) on two
+    `farm up --local` workers: the same success per task as `eval --farm` in one process, every
+    trace written by the driver into the run folder, the farm block present with the episodes
+    per device."""
+    pytest.importorskip("ray", reason="eval --ray needs ray (pip install -e '.[ray]')")
+    ids = task_ids(1)
+    with farm_up_local(adb_server, tmp_path / "farm.json", 2) as (path, data):
+        devices = sorted(d["serial"] for d in data["devices"])
+        eval_on_farm(path, tmp_path / "one", ids)
+        output = eval_on_farm(path, tmp_path / "ray", ids, "--ray", "--workers", "2")
+    one, ray = results_of(tmp_path / "one"), results_of(tmp_path / "ray")
+    assert sorted(r["task_id"] for r in ray) == sorted(ids)
+    assert {r["task_id"]: r["success"] for r in ray} == {r["task_id"]: r["success"] for r in one}
+    assert all(r["success"] for r in one)
+    for r in ray:
+        trace = Path(r["trace_path"])
+        assert trace.parent == tmp_path / "ray" / "traces" and json.loads(trace.read_text())["task_id"] == r["task_id"]
+        assert r["device"] in devices and r["attempts"] == 1
+    board = json.loads((tmp_path / "ray" / "scoreboard.json").read_text())
+    assert board["farm"] is not None and board["farm"]["attempts"] == len(ids) and board["farm"]["retries"] == 0
+    assert sorted(board["farm"]["devices"]) == devices and sum(board["farm"]["devices"].values()) == len(ids)
+    assert board["farm"]["retired"] == {}
+    assert f"farm: {len(ids)} tries, 0 re-run" in " ".join(output.split())
