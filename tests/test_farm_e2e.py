@@ -186,3 +186,32 @@ def test_eval_on_ray_over_a_farm_equals_the_single_process_run(adb_server, tmp_p
     assert sorted(board["farm"]["devices"]) == devices and sum(board["farm"]["devices"].values()) == len(ids)
     assert board["farm"]["retired"] == {}
     assert f"farm: {len(ids)} tries, 0 re-run" in " ".join(output.split())
+
+
+@pytest.mark.slow
+def test_validate_devices_on_two_farm_workers_agrees_everywhere(adb_server, tmp_path):
+    """`phoneenv validate-devices --serial A --serial B` (its own process) on two `farm up --local`
+    workers: every episode, criterion and step of both devices agrees with the sandbox."""
+    ids = task_ids(1)[:6]
+    out = tmp_path / "validate"
+    with farm_up_local(adb_server, tmp_path / "farm.json", 2) as (_, data):
+        serials = [d["serial"] for d in data["devices"]]
+        done = subprocess.run(
+            phoneenv_cmd("validate-devices", "--tasks", ",".join(ids), "--serial", serials[0], "--serial", serials[1],
+                         "--adb-port", str(adb_server.port), "--timeout-s", "10", "--out", str(out)),
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, env=subprocess_env(), timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text())
+    a = report["agreement"]
+    assert report["devices"] == serials and report["differences"] == []
+    assert a["episodes"] == {"compared": 2 * len(ids), "agreed": 2 * len(ids), "rate": 1.0}
+    assert a["by_device"] == {s: {"compared": len(ids), "agreed": len(ids), "rate": 1.0} for s in serials}
+    assert a["steps"]["rate"] == 1.0 and a["steps"]["compared"] >= 2 * 2 * len(ids)
+    assert a["criteria"]["rate"] == 1.0 and a["criteria"]["compared"] >= 2 * len(ids)
+    played = {(e["task"], e["device"]) for e in report["episodes"]}
+    assert played == {(t, s) for t in ids for s in serials}
+    for e in report["episodes"]:
+        trace = json.loads((out / e["traces"]["device"]).read_text())
+        assert trace["backend"] == "device" and trace["verdict"]["success"], e
+    assert f"episodes: 100.0% agree ({2 * len(ids)}/{2 * len(ids)})" in done.stdout
