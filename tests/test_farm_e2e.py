@@ -147,6 +147,7 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
     assert sum(farm["devices"].values()) == len(ids) and set(farm["devices"]) == set(devices)
     text = " ".join(output.split())
     assert f"farm: {len(ids) + 1} tries, 1 re-run on another device" in text
+    assert "recovery steps (healed/tried): reconnect 0/1, reattach 0/1, reboot 0/1, restart 1/1" in text
 
 
 def eval_on_farm(path: Path, out: Path, ids: list[str], *extra: str, timeout: float = 300.0) -> str:
@@ -215,3 +216,21 @@ def test_validate_devices_on_two_farm_workers_agrees_everywhere(adb_server, tmp_
         trace = json.loads((out / e["traces"]["device"]).read_text())
         assert trace["backend"] == "device" and trace["verdict"]["success"], e
     assert f"episodes: 100.0% agree ({2 * len(ids)}/{2 * len(ids)})" in done.stdout
+
+
+def test_farm_summary_names_the_recovery_steps_tried():
+    from phoneenv.farm.pool import farm_summary
+
+    farm = {
+        "attempts": 5, "retries": 1, "time_lost_s": 0.25, "devices": {"a:1": 3, "a:2": 2},
+        "retired": {"a:3": "adb state is offline"}, "quarantined": {},
+        "recoveries": {"reconnect": {"tried": 2, "healed": 1}, "reattach": {"tried": 0, "healed": 0},
+                       "reboot": {"tried": 1, "healed": 0}, "restart": {"tried": 1, "healed": 1}},
+    }  # fmt: skip
+    assert farm_summary(farm).splitlines() == [
+        "farm: 5 tries, 1 re-run on another device, 0.2 s lost to failed devices",
+        "episodes per device: a:1 (3), a:2 (2)",
+        "recovery steps (healed/tried): reconnect 1/2, reboot 0/1, restart 1/1",
+        "retired a:3: adb state is offline",
+    ]
+    assert farm_summary(None) is None

@@ -929,7 +929,9 @@ def pool_for_eval(devices: Sequence[str] | None, farm: str | os.PathLike[str] | 
 
 
 def farm_summary(farm: dict[str, Any] | None) -> str | None:
-    """The scoreboard's farm block (``Scoreboard.farm``) in a few lines of text, None without one."""
+    """The scoreboard's farm block (``Scoreboard.farm``) in a few lines of text (tries, episodes
+    per device, the recovery steps tried and how many healed, retired and quarantined devices),
+    None without one."""
     if not farm:
         return None
     lines = [
@@ -939,6 +941,10 @@ def farm_summary(farm: dict[str, Any] | None) -> str | None:
     used = ", ".join(f"{serial} ({n})" for serial, n in farm.get("devices", {}).items())
     if used:
         lines.append(f"episodes per device: {used}")
+    steps = [(step, n) for step, n in (farm.get("recoveries") or {}).items() if n.get("tried")]
+    if steps:
+        done = ", ".join(f"{step} {n.get('healed', 0)}/{n['tried']}" for step, n in steps)
+        lines.append(f"recovery steps (healed/tried): {done}")
     for serial, reason in farm.get("retired", {}).items():
         lines.append(f"retired {serial}: {reason}")
     for serial, reason in farm.get("quarantined", {}).items():
