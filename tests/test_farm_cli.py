@@ -6,6 +6,7 @@ The Docker form of the same commands is tested in tests/test_docker.py (behind t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -78,25 +79,35 @@ def _refused(serial: str) -> bool:
     return False
 
 
-@pytest.fixture
-def local_farm(adb_server, tmp_path):
-    """Two local workers from `phoneenv farm up --local`; yields (farm file path, its JSON). Brought
-    down afterwards even when the test failed."""
-    path = tmp_path / "farm.json"
+@contextlib.contextmanager
+def farm_up_local(adb_server, path: Path, workers: int = 2):
+    """`phoneenv farm up --local --workers N` on the adb server ``adb_server``; yields (farm file
+    path, its JSON as written). Brought down afterwards even when the test failed, and every
+    worker it ever listed (restarted ones too) is gone."""
     result = runner.invoke(
-        app, ["farm", "up", "--local", "--workers", "2", "--adb-port", str(adb_server.port), "--out", str(path)]
+        app,
+        ["farm", "up", "--local", "--workers", str(workers), "--adb-port", str(adb_server.port), "--out", str(path)],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(path.read_text())
+    pids = {d["worker"]["pid"] for d in data["devices"]}
     try:
         yield path, data
     finally:
         if path.exists():
+            pids |= {d["worker"]["pid"] for d in json.loads(path.read_text())["devices"]}
             runner.invoke(app, ["farm", "down", str(path)])
-        for d in data["devices"]:  # never leave a worker behind
-            pid = d["worker"]["pid"]
-            if _pid_running(pid) and "serve" in Path(f"/proc/{pid}/cmdline").read_text():
-                os.kill(pid, signal.SIGKILL)
+        for pid in pids:  # never leave a worker behind
+            with contextlib.suppress(OSError):
+                if _pid_running(pid) and "serve" in Path(f"/proc/{pid}/cmdline").read_text():
+                    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def local_farm(adb_server, tmp_path):
+    """Two local workers from `phoneenv farm up --local`; yields (farm file path, its JSON)."""
+    with farm_up_local(adb_server, tmp_path / "farm.json", 2) as farm:
+        yield farm
 
 
 @pytest.mark.slow

@@ -21,8 +21,12 @@ Devices: with ``devices=[serials]`` (or ``pool=``, any object with ``lease(timeo
 ``release(lease, *, failed=None)`` as :class:`phoneenv.farm.pool.DevicePool` has), the driver
 leases a device for each episode before sending it to an actor, which plays it on
 ``AdbBackend(serial=..., adb_host=..., adb_port=...)``; the lease is released when the episode is
-back (``failed=`` the reason when it ended in a device infrastructure error, which is re-run on
-another lease up to ``max_attempts``).
+back (``failed=`` the reason when the device lost the try: its reset raised an infrastructure
+error, or a step's feedback was a device fault, which ends the episode at once, as
+:func:`phoneenv.evaluation.run_episodes` does on a pool). A lost try is re-run on another lease up
+to ``max_attempts``; the result names its ``device``, counts its ``attempts`` and the
+``time_lost_s``, and the trace lists every try in ``attempts`` (as on a pool in one process; a
+trace equals the single-process one's but for those tries' devices and times).
 
 Lost workers: an actor that dies (its process killed, its node lost) loses its episode, which is
 re-run on another actor; a replacement actor is started when the cluster has room for it within
@@ -62,11 +66,6 @@ __all__ = [
     "init_ray",
     "run_episodes_ray",
 ]
-
-DEVICE_KINDS = frozenset({"device", "connection", "timeout"})
-"""Infrastructure kinds that blame the device (re-run on another lease): what ``AdbBackend``
-raises for a lost, offline or silent device."""
-
 
 # ------------------------------------------------------------------------------------------------
 # Picklable specs: what an actor builds its agent and clients from
@@ -248,17 +247,48 @@ class EpisodeWorker:
             return play_episode(self.agent, env, task, seed)
         except InfrastructureError as exc:
             log.warning("reset of %s failed on %s: %s", task.id, device.serial if device else backend, exc)
-            key: Any = (device.serial, device.adb_host, device.adb_port) if device is not None else backend
-            stale = self.envs.pop(key, None)
-            if stale is not None:
-                try:
-                    stale.close()
-                except Exception:  # closing a broken env must not hide why it broke
-                    log.debug("closing the env of %s failed", key, exc_info=True)
+            self._drop((device.serial, device.adb_host, device.adb_port) if device is not None else backend)
             kind = getattr(exc, "kind", "connection")
             res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
                                 time.perf_counter() - t0, None, seed, kind)  # fmt: skip
             return res, None
+
+    def play_on_device(
+        self, task: TaskSpec, seed: int, device: DeviceLease
+    ) -> tuple[EpisodeResult, str | None, str | None]:
+        """One episode on a leased device, played as :func:`phoneenv.evaluation.run_episodes`
+        plays it on a pool: ``(result, trace JSON or None, failure)``. ``failure`` says why the
+        device lost this try (None when it held up): a construction or reset that raised an
+        :class:`InfrastructureError` (no trace), or a step whose feedback is a device fault,
+        which ends the episode at once (its trace kept). An infrastructure error of the agent's
+        own (its model server) is not the device's. Other exceptions propagate (a bug)."""
+        from phoneenv.evaluation import _play_trace, _Pooled
+
+        key = (device.serial, device.adb_host, device.adb_port)
+        t0 = time.perf_counter()
+        try:
+            env = self._env("device", device)
+            result, trace, agent_failed = _play_trace(self.agent, env, task, seed, abort_on_device_fault=True)
+        except InfrastructureError as exc:
+            log.warning("reset of %s failed on %s: %s", task.id, device.serial, exc)
+            self._drop(key)
+            kind = getattr(exc, "kind", None) or "device"
+            res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
+                                time.perf_counter() - t0, None, seed, kind)  # fmt: skip
+            return res, None, f"{kind}: {exc}"
+        failure = None
+        if result.infrastructure_error and not agent_failed:
+            failure = _Pooled._why(trace) or "the device failed during the episode"
+            self._drop(key)
+        return result, trace.model_dump_json() + "\n", failure
+
+    def _drop(self, key: Any) -> None:
+        stale = self.envs.pop(key, None)
+        if stale is not None:
+            try:
+                stale.close()
+            except Exception:  # closing a broken env must not hide why it broke
+                log.debug("closing the env of %s failed", key, exc_info=True)
 
     def close(self) -> None:
         """Close every env."""
@@ -429,11 +459,27 @@ def run_episodes_ray(
     run.workers = len(actors)
     idle: deque[Any] = deque(actors)
     queue: deque[tuple[TaskSpec, int]] = deque((t, 1) for t in tasks)  # (task, attempt)
-    running: dict[Any, tuple[Any, TaskSpec, int, Any]] = {}  # ref -> (actor, task, attempt, lease)
+    running: dict[Any, tuple[Any, TaskSpec, int, Any, str, float]] = {}  # ref -> (actor, task, attempt, lease, start)
+    tries: dict[str, list[Any]] = {}  # task id -> its tries on leased devices (contract.Attempt)
     streak = 0
     failure: BaseException | None = None
 
     def finish(res: EpisodeResult, text: str | None, task: TaskSpec) -> None:
+        if task.id in tries:  # played on leased devices: every try goes into the trace, as run_episodes does
+            from phoneenv.contract import Trace
+
+            attempts = tries.pop(task.id)
+            res.attempts = len(attempts)
+            res.time_lost_s = sum(a.wall_s for a in attempts if a.failure is not None)
+            if text is not None:
+                trace = Trace.model_validate_json(text)
+            else:  # no try got past reset: a trace of the tries alone
+                trace = Trace(
+                    task_id=task.id, seed=seed, backend="device", category=task.category, domain=task.domain,
+                    goal=task.goal, agent=agent.name,
+                )  # fmt: skip
+            trace.attempts = attempts
+            text = trace.model_dump_json() + "\n"
         if text is not None and out_dir is not None:
             path = out_dir / _trace_name(task.id)
             _atomic_write(path, text, sync=False)
@@ -448,14 +494,18 @@ def run_episodes_ray(
                 task, attempt = queue.popleft()
                 lease = pool.lease(lease_timeout_s) if pool is not None else None
                 actor = idle.popleft()
-                name = task.backends[0] if backend == "auto" else backend
-                running[actor.play.remote(task, seed, name, _plain(lease))] = (actor, task, attempt, lease)
+                if lease is None:
+                    name = task.backends[0] if backend == "auto" else backend
+                    ref = actor.play.remote(task, seed, name, None)
+                else:
+                    ref = actor.play_on_device.remote(task, seed, _plain(lease))
+                running[ref] = (actor, task, attempt, lease, _utc_now(), time.perf_counter())
             if not running:
                 break
             [ref], _ = ray.wait(list(running), num_returns=1)
-            actor, task, attempt, lease = running.pop(ref)
+            actor, task, attempt, lease, started, t0 = running.pop(ref)
             try:
-                res, text = ray.get(ref)
+                res, text, *lost = ray.get(ref)
             except RayActorError as exc:  # the worker process or its node is gone
                 run.workers_lost += 1
                 if lease is not None:
@@ -487,13 +537,13 @@ def run_episodes_ray(
                 continue
             idle.append(actor)
             if lease is not None:
-                device_failed = res.infrastructure_error and res.infrastructure_kind in DEVICE_KINDS
-                pool.release(
-                    lease, failed=f"{res.infrastructure_kind}: episode of {task.id}" if device_failed else None
-                )
-                if device_failed and attempt < max_attempts and failure is None:
-                    run.reruns.append(Rerun(task.id, "device", res.infrastructure_kind or "", lease.serial))
-                    log.warning("%s failed on device %s; playing it again on another", task.id, lease.serial)
+                why: str | None = lost[0] if lost else None
+                res.device = lease.serial
+                pool.release(lease, failed=why)
+                tries.setdefault(task.id, []).append(_attempt(lease.serial, started, t0, why, res, text))
+                if why is not None and attempt < max_attempts and failure is None:
+                    run.reruns.append(Rerun(task.id, "device", why, lease.serial))
+                    log.warning("%s lost on device %s (%s); playing it again on another", task.id, lease.serial, why)
                     queue.appendleft((task, attempt + 1))
                     continue
             finish(res, text, task)
@@ -518,6 +568,26 @@ def run_episodes_ray(
         if started:
             ray.shutdown()
     return run
+
+
+def _utc_now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _attempt(serial: str, started: str, t0: float, why: str | None, res: EpisodeResult, text: str | None) -> Any:
+    """One try on a leased device as a :class:`~phoneenv.contract.Attempt` (a lost try keeps
+    the steps it played)."""
+    from phoneenv.contract import Attempt, Trace
+
+    wall = time.perf_counter() - t0
+    if why is None:
+        return Attempt(device=serial, started=started, wall_s=wall)
+    steps = list(Trace.model_validate_json(text).steps) if text is not None else []
+    return Attempt(
+        device=serial, started=started, wall_s=wall, failure=why[:500], kind=res.infrastructure_kind, steps=steps
+    )
 
 
 def _plain(lease: Any) -> DeviceLease | None:

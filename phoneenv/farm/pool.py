@@ -145,7 +145,11 @@ class FarmFile(BaseModel):
          "devices": [{"serial": "127.0.0.1:40001", "kind": "virtual",
                       "restart": ["docker", "restart", "phoneenv-worker-1"]}, ...]}
 
-    Unknown keys are kept and ignored. Serials must be distinct.
+    Unknown keys are kept and ignored. Serials must be distinct. An optional ``health`` object
+    sets the pool's :class:`HealthPolicy` for this farm (its fields, e.g. ``{"deadlines":
+    {"reconnect": 5, "reattach": 5, "reboot": 0, "restart": 120}}``: a step given 0 seconds, or
+    left out of ``deadlines``, is skipped), for farms whose devices recover faster or slower than
+    the defaults assume. A bad policy is a validation error of the file.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -153,6 +157,7 @@ class FarmFile(BaseModel):
     version: Literal[1] = 1
     adb: FarmAdb = Field(default_factory=FarmAdb)
     devices: list[FarmDevice] = Field(default_factory=list)
+    health: HealthPolicy | None = None
 
     @model_validator(mode="after")
     def _distinct_serials(self) -> FarmFile:
@@ -564,11 +569,14 @@ class DevicePool:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], **kwargs: Any) -> DevicePool:
         """A pool over the devices of a farm file (:class:`FarmFile`); ``kwargs`` go to the
-        constructor (``policy``...). Raises as :meth:`FarmFile.load`, and ``ValueError`` for a
+        constructor (``policy``...; without one, the farm file's ``health`` policy, else the
+        default). Raises as :meth:`FarmFile.load`, and ``ValueError`` for a
         farm with no devices."""
         farm = FarmFile.load(path)
         if not farm.devices:
             raise ValueError(f"{path} lists no devices")
+        if kwargs.get("policy") is None and farm.health is not None:
+            kwargs["policy"] = farm.health
         return cls(
             [PoolDevice.from_farm(d) for d in farm.devices], adb_host=farm.adb.host, adb_port=farm.adb.port, **kwargs
         )
@@ -921,7 +929,9 @@ def pool_for_eval(devices: Sequence[str] | None, farm: str | os.PathLike[str] | 
 
 
 def farm_summary(farm: dict[str, Any] | None) -> str | None:
-    """The scoreboard's farm block (``Scoreboard.farm``) in a few lines of text, None without one."""
+    """The scoreboard's farm block (``Scoreboard.farm``) in a few lines of text (tries, episodes
+    per device, the recovery steps tried and how many healed, retired and quarantined devices),
+    None without one."""
     if not farm:
         return None
     lines = [
@@ -931,6 +941,10 @@ def farm_summary(farm: dict[str, Any] | None) -> str | None:
     used = ", ".join(f"{serial} ({n})" for serial, n in farm.get("devices", {}).items())
     if used:
         lines.append(f"episodes per device: {used}")
+    steps = [(step, n) for step, n in (farm.get("recoveries") or {}).items() if n.get("tried")]
+    if steps:
+        done = ", ".join(f"{step} {n.get('healed', 0)}/{n['tried']}" for step, n in steps)
+        lines.append(f"recovery steps (healed/tried): {done}")
     for serial, reason in farm.get("retired", {}).items():
         lines.append(f"retired {serial}: {reason}")
     for serial, reason in farm.get("quarantined", {}).items():
