@@ -434,7 +434,7 @@ def run_episodes_ray(
     run = RayRun()
     if not tasks:
         return run
-    started = init_ray(address, num_cpus=None if address not in (None, "local") else max(workers, 1))
+    owns_ray = init_ray(address, num_cpus=None if address not in (None, "local") else max(workers, 1))
     import ray
     from ray.exceptions import RayActorError, RayTaskError
 
@@ -565,7 +565,7 @@ def run_episodes_ray(
                 ray.kill(actor)
             except Exception:  # already dead
                 log.debug("killing an actor failed", exc_info=True)
-        if started:
+        if owns_ray:
             ray.shutdown()
     return run
 
