@@ -779,6 +779,14 @@ def train_rl_cmd(
     lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 1e-4,
     seed: Annotated[int, typer.Option(min=0, help="Training seed.")] = 0,
     all_tools: Annotated[bool, typer.Option(help="Show every tool in the prompt, not only the task's apps'.")] = False,
+    env_ray: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ADDRESS",
+            help="Step the rollouts' envs on Ray actors (one per group member; the model stays here): local "
+            "starts a Ray, auto or HOST:PORT joins a cluster.",
+        ),
+    ] = None,
 ) -> None:
     """Online RL through the env API with TRL's GRPOTrainer: CARE or vanilla GRPO advantages."""
     from rl.trainers import TrainConfig, train_rl
@@ -803,6 +811,7 @@ def train_rl_cmd(
         seed=seed,
         use_cpu=True,
         tool_filter=None if all_tools else _task_apps(selected),
+        env_ray=env_ray,
     )
     summary = train_rl(cfg)
     console.print_json(json.dumps(summary, default=str))

@@ -186,6 +186,12 @@ class TrainConfig:
             reply is a valid call and learning is about *which* call.
         max_string_chars (`int`, defaults to `120`):
             Bound on free strings in the call grammar (as ``LocalChatClient``).
+        env_ray (`str` or `None`, defaults to `None`):
+            Where the rollouts' envs run. None: in this process. ``"local"``: on the actors of a
+            :class:`phoneenv.farm.distributed.RayEnvPool` of ``num_generations`` actors in a Ray
+            started here; ``"auto"`` or ``"HOST:PORT"``: on that Ray cluster's actors. The model
+            stays in this process either way, and trajectories are the same (only where each
+            member's env steps changes); worth it when env steps are slow (devices, simulators).
 
         > Optimisation (passed to ``GRPOConfig``)
 
@@ -256,6 +262,7 @@ class TrainConfig:
     temperature: float = 1.0
     constrained: bool = True
     max_string_chars: int = 120
+    env_ray: str | None = None
     per_device_train_batch_size: int = 8
     gradient_accumulation_steps: int = 1
     max_steps: int = 200
@@ -384,6 +391,22 @@ def _group_sample_seed(base: int, step: int, group: int) -> int:
     return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
+def _env_pool(cfg: TrainConfig, trainer: Any) -> Any:
+    """The :class:`phoneenv.farm.distributed.RayEnvPool` the rollouts step (``cfg.env_ray``),
+    started at the first rollout and kept on ``trainer._phone_env_pool`` until :func:`train_rl`
+    closes it; None without ``env_ray``."""
+    if cfg.env_ray is None:
+        return None
+    pool = getattr(trainer, "_phone_env_pool", None)
+    if pool is None:
+        from phoneenv.farm.distributed import RayEnvPool
+
+        address = None if cfg.env_ray == "local" else cfg.env_ray
+        pool = RayEnvPool(max(cfg.num_generations, getattr(trainer, "num_generations_eval", 0) or 0), address=address)
+        trainer._phone_env_pool = pool
+    return pool
+
+
 def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """TRL's ``rollout_func(prompts, trainer)``: run this process's episodes of the batch.
 
@@ -451,6 +474,7 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
                     max_string_chars=cfg.max_string_chars,
                     tool_filter=cfg.tool_filter,
                     llm=llm,
+                    env_pool=_env_pool(cfg, trainer),
                 )
                 for (i, _), traj in zip(places, trajs, strict=True):
                     trajectories[i] = traj
@@ -748,7 +772,12 @@ def train_rl(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> dict
     """
     trainer = make_trainer(cfg, model, tokenizer)
     started = time.perf_counter()
-    result = trainer.train()
+    try:
+        result = trainer.train()
+    finally:
+        pool = getattr(trainer, "_phone_env_pool", None)
+        if pool is not None:
+            pool.close()
     wall = time.perf_counter() - started
     history = [r for r in trainer.phone_history if r["mode"] == "train"]
     steps = int(trainer.state.global_step)

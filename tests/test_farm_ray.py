@@ -207,3 +207,39 @@ def test_rl_rollouts_with_envs_on_the_cluster_equal_local_envs(cluster, tiny_mod
         assert torch.equal(a.episode_ids, b.episode_ids) and torch.equal(a.episode_mask, b.episode_mask)
         assert torch.allclose(a.episode_logprobs, b.episode_logprobs)
         assert a.verdict == b.verdict and a.messages == b.messages
+
+
+def test_training_steps_its_envs_on_the_cluster(cluster, tiny_model_dir, tmp_path, monkeypatch):
+    """`TrainConfig(env_ray=...)` (`phoneenv train rl --env-ray`): one optimiser step whose group's
+    envs step on the cluster's actors rolls out what the same step with local envs rolls out, and
+    the trainer closes its actors at the end."""
+    from phoneenv.farm.distributed import RayEnvPool
+    from rl.trainers import TrainConfig, train_rl
+
+    pools: list[tuple[int, bool]] = []  # (actors, closed) of each pool the trainer made
+    close = RayEnvPool.close
+
+    def spy_close(self) -> None:
+        pools.append((len(self.actors), True))
+        close(self)
+
+    monkeypatch.setattr(RayEnvPool, "close", spy_close)
+
+    def run(name: str, env_ray: str | None) -> list[dict]:
+        cfg = TrainConfig(
+            model_path=str(tiny_model_dir), output_dir=str(tmp_path / name), tasks=["contacts.lookup_number/0"],
+            tool_filter=["contacts", "user", "finish"], num_generations=2, per_device_train_batch_size=2,
+            max_steps=1, max_turns=3, max_new_tokens=40, learning_rate=1e-2, use_cpu=True, report_to="none",
+            save_final=False, seed=0, env_ray=env_ray,
+        )  # fmt: skip
+        summary = train_rl(cfg)
+        assert summary["steps"] == 1 and summary["episodes"] == 2
+        records = [json.loads(line) for line in Path(summary["metrics_path"]).read_text().splitlines()]
+        return [r for r in records if r["kind"] == "rollout"]
+
+    local, remote = run("local", None), run("ray", "auto")
+    assert len(local) == len(remote) == 1
+    for key in ("phone/success", "phone/progress", "phone/output_tokens", "phone/tool_calls"):
+        assert local[0]["metrics"][key] == remote[0]["metrics"][key], key
+    assert local[0]["groups"] == remote[0]["groups"]
+    assert pools == [(2, True)]  # one pool of G actors, for the Ray run only, closed when training ended
