@@ -115,6 +115,8 @@ def test_farm_up_local_writes_a_farm_file_of_connected_devices_that_play_episode
     path, data = local_farm
     farm = FarmFile.load(path)  # the interface's model reads it
     assert len(farm.devices) == 2 and data["adb"] == {"host": "127.0.0.1", "port": adb_server.port}
+    # A worker is its process: the pool skips `adb reboot` and restarts it after 20 s of reconnecting.
+    assert farm.health.deadlines == {"reconnect": 10, "reattach": 10, "reboot": 0, "restart": 120}
     serials = [d["serial"] for d in data["devices"]]
     assert len(set(serials)) == 2
     for d in data["devices"]:

@@ -60,6 +60,12 @@ WORKER_PORT = 5555  # the port `phoneenv device serve` listens on inside a worke
 _SERVING = re.compile(r"serving .* on (?P<host>[^\s]+):(?P<port>\d+)\s*$", re.MULTILINE)
 
 
+WORKER_HEALTH: dict[str, Any] = {"deadlines": {"reconnect": 10.0, "reattach": 10.0, "reboot": 0.0, "restart": 120.0}}
+"""The recovery deadlines (s) ``farm up`` writes into the farm file (the pool's ``health``): a
+worker is its process, so ``adb reboot`` heals nothing there (skipped: 0 s) and a restart takes
+seconds; after 10 s of reconnecting and 10 s of re-attaching, the pool restarts the worker."""
+
+
 class WorkerError(RuntimeError):
     """A worker could not be started, did not become healthy, or could not be reached by adb.
     The message names the worker and carries the tail of its log where there is one."""
@@ -452,7 +458,12 @@ def farm_up(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     ensure_adb_server(adb_host, adb_port)
     devices: list[dict[str, Any]] = []
-    data = {"version": 1, "adb": {"host": adb_host, "port": adb_port}, "devices": devices}
+    data = {
+        "version": 1,
+        "adb": {"host": adb_host, "port": adb_port},
+        "health": WORKER_HEALTH,
+        "devices": devices,
+    }
     try:
         if runtime == "docker":
             reason = docker_available(docker)
