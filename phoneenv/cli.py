@@ -424,6 +424,17 @@ def eval_cmd(
         pool = pool_for_eval(device, farm)
     except (OSError, ValueError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--device/--farm") from None
+    if pool is not None:
+        failed = pool.preflight()
+        if len(failed) == len(pool.serials):
+            pool.close()
+            _fail(
+                "no device of the pool is ready: "
+                + "; ".join(f"{serial}: {reason}" for serial, reason in failed.items())
+                + " (is it running and `adb connect`ed? `phoneenv farm status FARM` shows a farm's workers)"
+            )
+        for serial, reason in failed.items():
+            console.print(f"[yellow]{serial} is not ready ({reason}); the pool heals it or retires it[/yellow]")
     if pool is not None and backend == "auto":
         backend = "device"  # the tasks a device runs faithfully
     selected = _select(tasks)

@@ -826,6 +826,21 @@ def test_phoneenv_eval_on_devices_and_on_a_farm_file(adb_server, tmp_path, monke
             cli.app, ["eval", "--out", str(tmp_path / "run3"), "--farm", str(tmp_path / "x.json"), "--device", "a"]
         )
         assert res.exit_code != 0 and "give one" in " ".join(res.output.split())
+        # a pool with no usable device is refused before the run starts, naming each device's reason
+        res = CliRunner().invoke(
+            cli.app, ["eval", "--tasks", tasks, "--out", str(tmp_path / "run4"), "--device", serials[1]]
+        )
+        said = " ".join(res.output.split())
+        assert res.exit_code == 2 and f"no device of the pool is ready: {serials[1]}: adb state is" in said, said
+        assert not (tmp_path / "run4").exists()
+        # a device adb does not list yet is `adb connect`ed by the pool's first check
+        fresh = AdbDeviceServer(VirtualDevice()).start()
+        serials.append(fresh.serial)
+        run5 = tmp_path / "run5"
+        res = CliRunner().invoke(cli.app, ["eval", "--tasks", tasks, "--out", str(run5), "--device", fresh.serial])
+        assert res.exit_code == 0, res.output
+        assert json.loads((run5 / "scoreboard.json").read_text())["farm"]["devices"] == {fresh.serial: 2}
+        fresh.stop()
     finally:
         good.stop()
         for serial in serials:

@@ -658,6 +658,33 @@ class DevicePool:
         """Check one device now (counted in the report); does not change its status."""
         return self._check(self._by_serial[serial])
 
+    @property
+    def serials(self) -> list[str]:
+        """The serials of every device of the pool, retired ones included, in the pool's order."""
+        return [slot.device.serial for slot in self._slots]
+
+    def preflight(self, connect_s: float = 5.0) -> dict[str, str]:
+        """Check every device once before a run, so that a pool with no usable device is refused
+        at once rather than after each device's recovery deadlines. A network serial
+        (``HOST:PORT``) that adb does not list is ``adb connect``ed first (once, within
+        ``connect_s`` seconds). Returns ``{serial: reason}`` of the devices that failed; they stay
+        in the pool (a lease quarantines and heals them as usual). Counted in the report's checks."""
+        failed: dict[str, str] = {}
+        for slot in self._slots:
+            serial = slot.device.serial
+            result = self._check(slot)
+            network = _NETWORK_SERIAL.fullmatch(serial) and not serial.startswith("emulator-")
+            if not result.ok and result.state is None and network:
+                try:
+                    self.ops.reconnect(serial, connect_s)
+                except Exception as exc:  # refused, unreachable: the reason to report
+                    failed[serial] = f"{result.reason}; adb connect: {_text(exc)}"
+                    continue
+                result = self._check(slot)
+            if not result.ok:
+                failed[serial] = result.reason or "unhealthy"
+        return failed
+
     def _check(self, slot: _Slot) -> HealthResult:
         result = check_health(self.ops, slot.device.serial, self.policy, wall=self._wall)
         with self._cond:
