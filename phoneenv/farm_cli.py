@@ -85,6 +85,14 @@ def up(
     console.print(f"{len(farm.devices)} devices ready; farm file {out}", highlight=False)
 
 
+def _existing(farm: Path) -> None:
+    """Exit with code 2 and a clear message when the farm file is missing."""
+    if not farm.exists():
+        _fail(
+            f"there is no farm file {farm} (already `phoneenv farm down`? `phoneenv farm up --out {farm}` writes one)"
+        )
+
+
 @farm_app.command("down")
 def down(
     farm: Annotated[Path, typer.Argument(help="The farm file written by `farm up`.")],
@@ -93,6 +101,7 @@ def down(
     """Disconnect and stop every worker of the farm (containers removed, processes ended)."""
     from phoneenv.farm.workers import farm_down
 
+    _existing(farm)
     try:
         stopped = farm_down(farm, remove_file=not keep_file)
     except _errors() as exc:
@@ -109,6 +118,7 @@ def status(
     Exit code 1 when some device is not in the adb state `device`."""
     from phoneenv.farm.workers import farm_status
 
+    _existing(farm)
     try:
         devices = farm_status(farm)
     except _errors() as exc:
@@ -135,6 +145,7 @@ def restart(
     recovery step; the farm file's `restart` argv)."""
     from phoneenv.farm.workers import restart_worker
 
+    _existing(farm)
     try:
         restart_worker(farm, serial, timeout_s=timeout)
     except _errors() as exc:

@@ -197,6 +197,14 @@ def test_farm_up_docker_without_an_engine_says_so_and_points_at_local(adb_server
         farm_up(0, tmp_path / "f.json", runtime="local", adb_port=adb_server.port)
 
 
+def test_farm_commands_on_a_missing_farm_file_say_so(tmp_path):
+    gone = tmp_path / "farm.json"
+    for args in (["down", str(gone)], ["status", str(gone)], ["restart", str(gone), "127.0.0.1:5555"]):
+        result = runner.invoke(app, ["farm", *args])
+        said = " ".join(result.output.split())
+        assert result.exit_code == 1 and f"there is no farm file {gone} (already `phoneenv farm down`?" in said, said
+
+
 # -- phoneenv device ping ------------------------------------------------------------------------
 
 
