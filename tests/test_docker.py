@@ -204,3 +204,21 @@ def test_root_image_default_command_evaluates_the_test_split_and_its_healthcheck
     assert test[0] == "CMD"
     proc = _docker("run", "--rm", "--user", user, "--entrypoint", test[1], image, *test[2:], check=False, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_farm_up_with_an_image_that_is_not_built_says_how_to_build_it(adb_server, tmp_path):
+    reason = docker_available()
+    if reason:
+        pytest.skip(f"no Docker engine: {reason}")
+    image = f"phoneenv-not-built-{uuid.uuid4().hex[:8]}"
+    prefix = f"pe-missing-{uuid.uuid4().hex[:6]}"
+    out = tmp_path / "farm.json"
+    result = runner.invoke(
+        app,
+        ["farm", "up", "--workers", "1", "--image", image, "--name-prefix", prefix, "--adb-port", str(adb_server.port),
+         "--out", str(out)],
+    )  # fmt: skip
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "build the image first: DOCKER_BUILDKIT=1 docker build" in said, said
+    assert not out.exists()
+    assert _docker("ps", "-aq", "--filter", f"name={prefix}").stdout.strip() == ""  # nothing left behind

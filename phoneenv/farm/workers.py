@@ -278,7 +278,13 @@ def _run_container(docker: str, image: str, name: str, bind_host: str, label: st
         _docker(docker, "rm", "-f", name, check=False)
         if "already allocated" not in last and "address already in use" not in last:
             break
-    raise WorkerError(f"cannot start worker container {name} from {image}: {last}")
+    hint = ""
+    if any(m in last.lower() for m in ("unable to find image", "no such image", "pull access denied")):
+        hint = (
+            f"; build the image first: DOCKER_BUILDKIT=1 docker build -f docker/virtual-device.Dockerfile -t {image} ."
+            " (README: A farm on one machine)"
+        )
+    raise WorkerError(f"cannot start worker container {name} from {image}: {last}{hint}")
 
 
 def _container_health(docker: str, name: str) -> tuple[str, str]:
