@@ -101,13 +101,15 @@ def reference_source(task: TaskSpec) -> Source:
 
 def load_trace_sources(folder: str | Path, task_ids: Iterable[str]) -> tuple[list[Source], list[str]]:
     """The recorded actions of every trace under ``folder`` (``*.jsonl`` files, searched
-    recursively: an eval run's ``traces/``) for the tasks in ``task_ids``; returns
+    recursively; an eval run's folder means its ``traces/``) for the tasks in ``task_ids``; returns
     ``(sources, skipped)`` where ``skipped`` names each file left out and why (not a trace, or a
     task outside the selection). A step recorded as parsed is re-sent as its action, one that
     did not parse as its raw text. Raises ``FileNotFoundError`` when ``folder`` is not a folder."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no traces folder {folder}")
+    if (folder / "run.json").is_file() and (folder / "traces").is_dir():
+        folder = folder / "traces"  # an eval run's folder: its traces, not its results.jsonl
     wanted = set(task_ids)
     sources: list[Source] = []
     skipped: list[str] = []

@@ -286,13 +286,15 @@ def test_replayed_traces_with_a_tool_the_device_lacks_are_a_driver_gap(adb_serve
     run = tmp_path / "run" / "traces"
     run.mkdir(parents=True)
     (run / f"{task.id.replace('/', '_')}.jsonl").write_text(env.trace.model_dump_json() + "\n")
-    (run / "results.jsonl").write_text('{"task_id": "x"}\n')
+    (run.parent / "results.jsonl").write_text('{"task_id": "x"}\n')  # an eval run's folder, as eval writes it
+    (run.parent / "run.json").write_text("{}\n")
+    (run / "notes.jsonl").write_text("not a trace\n")
     with devices(adb_server, VirtualDevice()) as (serial,):
         report = validate_devices([task], [serial], tmp_path / "out", adb_port=adb_server.port, traces=tmp_path / "run")
-    assert report["tasks"]["traces_skipped"] == ["traces/results.jsonl: not a trace"]
+    assert report["tasks"]["traces_skipped"] == ["notes.jsonl: not a trace"]  # the run's traces/, not its results
     sources = {e["source"]: e["agreed"] for e in report["episodes"]}
-    assert sources == {"reference": True, "trace:traces/clock.what_time_0.jsonl": False}
-    (gap,) = rows_of(report, source="trace:traces/clock.what_time_0.jsonl")
+    assert sources == {"reference": True, "trace:clock.what_time_0.jsonl": False}
+    (gap,) = rows_of(report, source="trace:clock.what_time_0.jsonl")
     assert gap["where"] == "step 1 settings.get: outcome" and gap["class"] == "driver_gap"
     assert gap["sandbox"]["ok"] is True and gap["device_value"]["error"] == "unknown_tool"
     a = report["agreement"]
