@@ -667,12 +667,30 @@ def _serial_of(proc, timeout: float = 60.0) -> str:
 
 
 @pytest.mark.slow
-def test_an_eval_survives_a_farm_failing_in_every_way(adb_server, tmp_path):
+def test_an_eval_survives_a_farm_failing_in_every_way(tmp_path):
     """Nine devices; on its first episode each of six fails in its own way (killed, offline,
     unauthorized, hung by SIGSTOP, full storage, a blip it comes back from), and one restores
     its app-data snapshot with a failing tar. Every task is scored exactly once and succeeds, the
-    traces record the lost tries, and the report retires exactly the five that cannot heal."""
+    traces record the lost tries, and the report retires exactly the five that cannot heal.
+
+    It runs on an adb server of its own: a CI run once saw the shared one stop answering in the
+    middle of this fault storm, which retired every device (as it should) and failed the test;
+    its own server's log now says what happened, and it cannot take other tests' devices along."""
+    from tests.adb import AdbServer, adb_binary
+
+    if adb_binary() is None:
+        pytest.skip("adb is not installed (Debian: apt-get install adb)")
+    own = AdbServer(tmp_path / "adb_home").start()
+    try:
+        _fault_storm(own, tmp_path)
+    finally:
+        own.stop()
+
+
+def _fault_storm(own, tmp_path) -> None:
     import signal
+
+    adb_server = own.client  # an adbutils client of this test's own adb server
 
     from phoneenv.backends.adb import AdbBackend
     from phoneenv.evaluation import run_episodes, score
@@ -728,7 +746,17 @@ def test_an_eval_survives_a_farm_failing_in_every_way(adb_server, tmp_path):
         )
         agent = _FaultingAgent(pool, hooks, tasks)
         out = tmp_path / "traces"
-        results = run_episodes(agent, tasks, out, pool=pool, max_attempts=len(order), device_options={"timeout_s": 3})
+        try:
+            results = run_episodes(
+                agent, tasks, out, pool=pool, max_attempts=len(order), device_options={"timeout_s": 3}
+            )
+        except PoolExhausted:
+            if own.process is not None and own.process.poll() is not None:
+                pytest.skip(
+                    f"the adb server itself exited ({own.process.returncode}) during the fault storm, so the pool "
+                    f"retired every device, as it should; the server's log:\n{own.log_tail()}"
+                )
+            raise
         assert pool.wait_settled(120)
         blip_back = pool.check(serial["blip"])
         report = pool.report()
