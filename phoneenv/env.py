@@ -378,7 +378,13 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)
         started, text, _ = seal(started, self._masker)
-        info = {"task_id": task.id, "category": task.category.value, "domain": task.domain.value, "tools": self._openai}
+        info = {
+            "task_id": task.id,
+            "category": task.category.value,
+            "domain": task.domain.value,
+            "apps": list(task.apps),
+            "tools": self._openai,
+        }
         for p in self.providers:
             info.update(p.info())
         info["max_steps"] = self._max_steps

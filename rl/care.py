@@ -122,6 +122,7 @@ __all__ = [
     "efficiency_cost",
     "group_care",
     "grpo_advantages",
+    "penalty_rewards",
     "reward_mode",
     "success_floor",
 ]
@@ -433,6 +434,39 @@ def grpo_advantages(rewards: ArrayLike, eps: float = 1e-4, ddof: int = 0) -> np.
     if np.all(r == r[0]):
         return np.zeros_like(r)
     return (r - r.mean()) / (float(np.std(r, ddof=ddof)) + eps)
+
+
+def penalty_rewards(success: ArrayLike, cost: ArrayLike, mu: float) -> np.ndarray:
+    """The efficiency-penalised outcome reward of *every* group, whatever its success rate.
+
+    ::
+
+        r_i = s_i · (1 − μ·c_i)
+
+    This is the reward of the CARE report's ablation ("without advantage calibration"): the
+    efficiency penalty is applied everywhere and the advantages are then vanilla group-normalised
+    (:func:`grpo_advantages`), so an all-success group turns small cost differences into
+    advantages as large as winning versus losing. CARE instead penalises only groups with
+    ``p > p_high`` and floors their std (:func:`group_care`).
+
+    Args:
+        success: shape ``(G,)``, 0/1.
+        cost: shape ``(G,)`` in [0, 1] (:func:`efficiency_cost`).
+        mu: μ in ``[0, MU_MAX]``.
+
+    Returns:
+        Rewards, shape ``(G,)``, float64.
+
+    Raises:
+        ValueError: malformed vectors, mismatched lengths, μ outside ``[0, MU_MAX]``.
+
+    Source: the Qwen-Planner-Agent report (CARE ablation).
+    """
+    s = _success_vector(success)
+    c = _unit_vector("cost", cost, s.size)
+    if isinstance(mu, bool) or not isinstance(mu, Real) or not 0.0 <= mu <= MU_MAX:
+        raise ValueError(f"mu must lie in [0, {MU_MAX}], got {mu!r}")
+    return s * (1.0 - float(mu) * c)
 
 
 @dataclass(frozen=True)

@@ -535,3 +535,14 @@ def test_llm_controller_random_proposals_stay_bounded(proposal: dict[str, Any]) 
     ctl = LLMController(FakeClient([reply]), every=1)
     before = ctl.config
     _check_invariants(ctl, ctl.update(1, _stats(0.5)), before)
+
+
+def test_penalty_rewards_hand_checked():
+    from rl.care import penalty_rewards
+
+    # r = s·(1 − μ·c): 1·(1 − 0.5·0.2) = 0.9, 1·(1 − 0.5·1) = 0.5, a failure stays 0
+    np.testing.assert_allclose(penalty_rewards([1, 1, 0], [0.2, 1.0, 0.5], 0.5), [0.9, 0.5, 0.0])
+    with pytest.raises(ValueError):
+        penalty_rewards([1, 0], [0.2, 1.5], 0.1)
+    with pytest.raises(ValueError):
+        penalty_rewards([1, 0], [0.2, 0.5], 0.6)
