@@ -1,7 +1,18 @@
 """GRPO and CARE training of phone planners with TRL's ``GRPOTrainer`` over multi-turn env rollouts.
 
-    >>> summary = train_rl(TrainConfig(model_path="ckpt/", tasks=["contacts.lookup_number/0"],
-    ...                                algo="care", num_generations=8, max_steps=100))  # doctest: +SKIP
+    >>> summary = train_rl(TrainConfig(model_path="runs/sft/model", tasks="split:train",
+    ...                                eval_tasks="split:test", algo="care", max_steps=100))  # doctest: +SKIP
+
+Command line: ``python -m rl.trainers --model_path runs/sft/model --tasks split:train --algo care``
+(every :class:`TrainConfig` field is a flag, ``--help`` lists them with their help), or
+``python -m rl.trainers config.json`` / ``config.yaml``; ``phoneenv train rl`` is the short form.
+
+**Recipe: train on a split, evaluate held out.** ``tasks="split:train"`` (any selector) trains;
+``eval_tasks="split:test"`` builds TRL's ``eval_dataset`` of held-out task × seed keys, with
+``eval_seeds`` defaulting to seeds above every training seed; TRL's own eval loop runs our
+``rollout_func`` (``mode="eval"``, ``num_generations_eval`` episodes per key) after training (and
+every ``eval_steps`` with ``eval_strategy="steps"``), and the summary's ``heldout`` block holds the
+held-out success, tokens and calls (also a ``kind: "heldout"`` record).
 
 **Which TRL hook, and why: ``rollout_func``.** TRL 1.16 offers two ways to run multi-turn
 episodes inside ``GRPOTrainer``:
@@ -36,15 +47,34 @@ still get distinct, reproducible sampling seeds.
 ``GRPOTrainer._generate_and_score_completions``. :class:`PhoneGRPOTrainer` therefore overrides
 
 * ``_calculate_rewards``: after TRL's own (which gathers the rewards of all processes), it
-  gathers every episode's ``success``, ``progress``, ``output_tokens``, ``tool_calls``, member index
-  and episode key from all processes (``accelerate.utils.gather`` / ``gather_object``);
+  gathers every episode's :class:`EpisodeStats` (task, env seed, member index, success, progress,
+  output tokens, tool calls, turns: named fields, sent as small dicts with
+  ``accelerate.utils.gather_object``, :func:`gather_episode_stats`);
 * ``_generate_and_score_completions``: after TRL's, with ``algo="care"`` it replaces
   ``output["advantages"]`` (this process's slice) by :func:`rl.care.group_care` computed per group
   over the *gathered* batch — so a group is never split when its advantages are computed. It
   asserts that every block of ``G`` consecutive gathered episodes has one episode key and member
   indices ``0..G−1``. The cost is :func:`rl.care.efficiency_cost` of output tokens and tool calls
-  against absolute budgets. With ``algo="grpo"`` TRL's advantages stay (group mean/std of the env
-  reward ``success``, ``scale_rewards="group"``); both algorithms share everything else.
+  against absolute budgets. With ``algo="penalty"`` (the CARE report's ablation) every group's
+  reward is :func:`rl.care.penalty_rewards` ``s(1 − μc)`` and its advantages are vanilla
+  :func:`rl.care.grpo_advantages`. With ``algo="grpo"`` TRL's advantages stay (group mean/std of
+  the env reward ``success``, ``scale_rewards="group"``); all share everything else.
+
+A step whose advantages are *all* zero (every group all-won or all-lost, CARE without
+``shape_all_failure``) cannot change the policy: it is logged loudly (``logging.warning``, a
+``kind: "warning"`` record, ``zero_advantage_steps`` in the summary).
+
+**Which groups: competence-aware sampling.** TRL draws the prompts through ``RepeatSampler``
+(``_get_train_sampler``); with ``competence_sampling=True`` :class:`PhoneGRPOTrainer` returns a
+:class:`rl.sampler.CompetenceSampler` of the same shape instead (each row ``G`` times in a row,
+chunks repeated for ``num_iterations × steps_per_generation``), whose rows are drawn with weight 1
+for tasks whose recent group success is strictly between 0 and 1 (or unseen) and
+``competence_floor`` for the others; every gathered batch updates it (identically on every
+process) and its weights are logged (``kind: "sampler"``).
+
+**The controller.** ``care_controller="rule"`` (default) or ``"llm"`` builds
+:func:`rl.care.make_controller`; its settings and bounds are logged once (``kind:
+"controller_start"``) and every change (``kind: "controller"``).
 
 The replaced advantages then flow unchanged through TRL's buffering/shuffling into
 ``_compute_loss`` (``inputs["advantages"]``); the reward column TRL logs stays the env's
@@ -65,8 +95,8 @@ the ranks make a different number of times (a hang), so the rollout refuses that
 for the same reason it passes ``synced_gpus=False`` to ``generate`` (transformers turns it on
 under ZeRO-3). Both configs are launched for real on two CPU ranks in the tests
 (``tests/test_rl_deepspeed.py``: ``use_cpu``, no bf16, DeepSpeed over gloo).
-vLLM: TRL's flag is ``GRPOConfig(use_vllm=True, vllm_mode="colocate",
-vllm_gpu_memory_utilization=0.3)`` (``TrainConfig.grpo_kwargs``); with a ``rollout_func`` TRL then
+vLLM: TRL's flag is ``TrainConfig(use_vllm=True, vllm_mode="colocate",
+vllm_gpu_memory_utilization=0.3)`` (every ``GRPOConfig`` field is a ``TrainConfig`` field); with a ``rollout_func`` TRL then
 only builds ``trainer.vllm_generation`` and pushes the current weights into it before each call.
 Sampling must go through that engine instead of ``model.generate``: in colocate mode each rank owns
 a ``vllm.LLM`` (``trainer.vllm_generation.llm``), so ranks may run different numbers of turns; a
