@@ -409,3 +409,49 @@ def test_groups_split_over_two_processes_are_gathered_whole(tmp_path, tiny_model
         expected = group_care([1.0, 1.0], [1.0, 1.0], cost, cfg.care_config()).advantages
         np.testing.assert_allclose(g["advantages"], expected, rtol=1e-12)
         assert g["mode"] == "efficiency" and abs(g["advantages"][0]) > 0
+
+
+@pytest.mark.slow
+def test_llm_controller_through_transformers_serve_and_held_out_eval(
+    tmp_path, tiny_model_dir, spies, llm_server, monkeypatch
+) -> None:
+    """``care_controller="llm"`` reaches a real OpenAI-compatible endpoint (`transformers serve`
+    over the tiny model) at its cadence, its API key (from the env var) is written nowhere, and
+    ``eval_tasks`` runs TRL's eval loop on held-out seeds after training (the ``heldout`` block)."""
+    from agents.llm.client import OpenAIChatClient
+    from rl.trainers import train_rl
+
+    calls = []
+    real_chat = OpenAIChatClient.chat
+
+    def chat(self, messages, **kwargs):
+        calls.append((self.base_url if hasattr(self, "base_url") else None, messages))
+        return real_chat(self, messages, **kwargs)
+
+    monkeypatch.setattr(OpenAIChatClient, "chat", chat)
+    monkeypatch.setenv("PHONEENV_CONTROLLER_API_KEY", "sk-never-written-42")
+    model, tokenizer = _load(tiny_model_dir)
+    spies["outcome"] = {"success": [True, False], "progress": [1.0, 0.0]}
+    cfg = _config(
+        tmp_path, "care", care_controller="llm", care_controller_base_url=llm_server.base_url,
+        care_controller_model=llm_server.model, care_controller_every=1, care_controller_min_groups=1,
+        eval_tasks="contacts.lookup_number/1", save_final=True, report_to="tensorboard",
+    )  # fmt: skip
+    summary = train_rl(cfg, model, tokenizer)
+    assert summary["steps"] == 2
+    assert len(calls) == 1  # rollouts at global steps 0 and 1; every = 1: due at step 1
+    assert "success_rate" in json.dumps(calls[0][1])  # the window's statistics went to the model
+    records = _records(summary)
+    (start,) = [r for r in records if r["kind"] == "controller_start"]
+    assert start["source"] == "llm"
+    # Held out: one key (task /1, seed 1: above the training seed 0), G episodes, after training.
+    rollouts = [r for r in records if r["kind"] == "rollout"]
+    evals = [r for r in rollouts if r["mode"] == "eval"]
+    assert [g["episode"] for r in evals for g in r["groups"]] == [episode_prompt("contacts.lookup_number/1", 1)]
+    held = summary["heldout"]
+    assert held["episodes"] == 2 and held["success"] == 0.5  # the spy's outcome, also on eval episodes
+    (rec,) = [r for r in records if r["kind"] == "heldout"]
+    assert rec["episodes"] == 2
+    for path in Path(cfg.output_dir).rglob("*"):
+        if path.is_file():
+            assert b"sk-never-written-42" not in path.read_bytes(), path
