@@ -784,8 +784,6 @@ DEFAULT_RL_MODEL = Path("runs/sft") / "model"
 def _rl_base_model(model: str | None, out: Path) -> Path:
     """The model ``train rl`` starts from: ``--model`` (resolved by ``_base_model``), else
     ``runs/sft/model``, else an error saying to run ``phoneenv train sft`` first."""
-    import inspect
-
     if model is None:
         if not (DEFAULT_RL_MODEL / "config.json").exists():
             raise typer.BadParameter(
@@ -794,9 +792,7 @@ def _rl_base_model(model: str | None, out: Path) -> Path:
                 param_hint="--model",
             )
         model = str(DEFAULT_RL_MODEL)
-    if len(inspect.signature(_base_model).parameters) >= 3:  # _base_model(model, out, default) of issue 14
-        return _base_model(model, out, str(DEFAULT_RL_MODEL))  # type: ignore[call-arg]
-    return _base_model(Path(model), out)  # type: ignore[arg-type]
+    return _base_model(Path(model), out)
 
 
 @train_app.command("rl")

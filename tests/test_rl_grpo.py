@@ -374,14 +374,15 @@ def test_groups_split_over_two_processes_are_gathered_whole(tmp_path, tiny_model
     import subprocess
     import sys
 
-    from rl.care import efficiency_cost, group_care
+    from rl.care import CareConfig, efficiency_cost, group_care
 
-    args = {"model_path": str(tiny_model_dir), "per_device_train_batch_size": 1, "competence_sampling": False,
-            "tasks": [TASK, "contacts.lookup_number/1"]}  # fmt: skip
-    cfg = _config(tmp_path, "care", **args)
-    plain = {"output_dir": cfg.output_dir, "tool_filter": TOOLS, "algo": "care", "num_generations": 2, "max_steps": 2,
-             "max_turns": 2, "max_new_tokens": 32, "learning_rate": 1e-2, "use_cpu": True, "report_to": "none",
-             "save_final": False, "seed": 0, **args}  # fmt: skip
+    # Plain fields, not a TrainConfig: its GRPOConfig checks the batch against this process's world
+    # size (1 here, where a per-device batch of 1 cannot hold a group of 2).
+    plain = {"model_path": str(tiny_model_dir), "per_device_train_batch_size": 1, "competence_sampling": False,
+             "tasks": [TASK, "contacts.lookup_number/1"], "output_dir": str(tmp_path / "run"), "tool_filter": TOOLS,
+             "algo": "care", "num_generations": 2, "max_steps": 2, "max_turns": 2, "max_new_tokens": 32,
+             "learning_rate": 1e-2, "use_cpu": True, "report_to": "none", "save_final": False, "seed": 0}  # fmt: skip
+    budget_tokens, budget_calls = 2 * 32, 2  # max_turns × max_new_tokens, max_turns
     script = tmp_path / "two_ranks.py"
     repo = str(Path(__file__).resolve().parents[1])
     script.write_text(_TWO_RANKS.format(repo=repo, out=str(tmp_path), cfg=json.dumps(plain)))
@@ -405,8 +406,8 @@ def test_groups_split_over_two_processes_are_gathered_whole(tmp_path, tiny_model
     for r in rollouts:
         (g,) = r["groups"]
         assert r["episodes"] == 2 and g["tool_calls"] == [0.0, 2.0]
-        cost = efficiency_cost(g["output_tokens"], g["tool_calls"], cfg.budget_tokens, cfg.budget_calls, 0.5)
-        expected = group_care([1.0, 1.0], [1.0, 1.0], cost, cfg.care_config()).advantages
+        cost = efficiency_cost(g["output_tokens"], g["tool_calls"], budget_tokens, budget_calls, 0.5)
+        expected = group_care([1.0, 1.0], [1.0, 1.0], cost, CareConfig()).advantages
         np.testing.assert_allclose(g["advantages"], expected, rtol=1e-12)
         assert g["mode"] == "efficiency" and abs(g["advantages"][0]) > 0
 
