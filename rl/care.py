@@ -91,7 +91,9 @@ Controllers (:class:`RuleController` default, :class:`LLMController` optional) r
 ``p_high``, ``lam``, ``mu`` and ``p_f`` every ``every`` optimiser steps from
 :class:`TrainingStats`. Every parameter has a :class:`Bound` (``min``, ``max``, ``max_step``);
 every change is returned as a :class:`ControllerChange` (old, new, reason, step) and logged via
-:mod:`logging` (logger ``rl.care``).
+:mod:`logging` (logger ``rl.care``). :func:`make_controller` builds one by name (``"none"``,
+``"rule"``, ``"llm"`` through any OpenAI-compatible endpoint); ``describe()`` gives its settings as a
+JSON-able dict for a run's log.
 """
 
 from __future__ import annotations
