@@ -887,52 +887,7 @@ def _make_controller(cfg: TrainConfig, care: Any, client: Any = None) -> Any:
             model=cfg.care_controller_model,
             api_key=cfg.controller_api_key(),
         )
-    make = getattr(care_mod, "make_controller", None) or _fallback_make_controller
-    return make(cfg.care_controller, care, **kwargs)
-
-
-def _fallback_make_controller(
-    kind: str,
-    config: Any,
-    *,
-    every: int = 50,
-    min_groups: int = 8,
-    client: Any = None,
-    base_url: str | None = None,
-    model: str | None = None,
-    api_key: str | None = None,
-) -> Any:
-    """``rl.care.make_controller`` (interfaces of issue 14) until part C's lands on this branch:
-    the same signature, and a ``describe()`` on the controller. Remove once ``rl.care`` has it."""
-    from rl.care import LLMController, RuleController
-
-    if kind == "none":
-        return None
-    if kind == "rule":
-        ctl = RuleController(config=config, every=every, min_groups=min_groups)
-    elif kind == "llm":
-        if client is None:
-            if not (base_url and model):
-                raise ValueError("the llm controller needs a client, or base_url and model")
-            from agents.llm.client import OpenAIChatClient
-
-            client = OpenAIChatClient(base_url, model, api_key=api_key)
-        ctl = LLMController(client, config=config, every=every, min_groups=min_groups)
-    else:
-        raise ValueError(f"unknown controller {kind!r}")
-    if not hasattr(ctl, "describe"):
-
-        def describe() -> dict[str, Any]:
-            return {
-                "source": ctl.source,
-                "every": ctl.every,
-                "min_groups": ctl.min_groups,
-                "bounds": {k: asdict(b) for k, b in ctl.bounds.items()},
-                "config": asdict(ctl.config),
-            }
-
-        ctl.describe = describe
-    return ctl
+    return care_mod.make_controller(cfg.care_controller, care, **kwargs)
 
 
 def _json_default(obj: Any) -> Any:
