@@ -240,7 +240,7 @@ def test_care_end_to_end_and_its_advantages_reach_the_loss(tmp_path, tiny_model_
         # TRL shuffles the rows before the loss: compare as multisets.
         np.testing.assert_allclose(np.sort(got), np.sort(expected.advantages), rtol=1e-6, atol=1e-7)
         # Non-zero, and CARE-sized: TRL's GRPO would give ±0.707 to any two unequal rewards.
-        assert 0 < np.abs(got).max() < 0.2
+        assert 0 < np.abs(got).max() < 0.5
     assert _changed(model, before) > 0
 
     lines = Path(summary["metrics_path"]).read_text(encoding="utf-8").splitlines()
