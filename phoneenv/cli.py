@@ -775,57 +775,112 @@ def train_sft_cmd(
         console.print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f} over {summary['steps']} steps")
 
 
+from rl.train_help import TRAIN_HELP as _RL_HELP  # noqa: E402 - plain strings, no TRL import
+
+DEFAULT_RL_MODEL = Path("runs/sft") / "model"
+"""``train rl``'s model when ``--model`` is not given: what ``phoneenv train sft`` writes."""
+
+
+def _rl_base_model(model: str | None, out: Path) -> Path:
+    """The model ``train rl`` starts from: ``--model`` (resolved by ``_base_model``), else
+    ``runs/sft/model``, else an error saying to run ``phoneenv train sft`` first."""
+    if model is None:
+        if not (DEFAULT_RL_MODEL / "config.json").exists():
+            raise typer.BadParameter(
+                f"no --model and no {DEFAULT_RL_MODEL}: run `phoneenv train sft` first (RL needs a start that "
+                "wins sometimes), or pass --model FOLDER",
+                param_hint="--model",
+            )
+        model = str(DEFAULT_RL_MODEL)
+    return _base_model(Path(model), out)
+
+
 @train_app.command("rl")
 def train_rl_cmd(
-    algo: Annotated[str, typer.Option(help="care (competence-aware) or grpo (vanilla group normalisation).")] = "care",
+    algo: Annotated[str, typer.Option(help=_RL_HELP["algo"])] = "care",
     model: Annotated[
-        Path | None, typer.Option(help="Model folder, e.g. runs/sft/model (default: a tiny model built here).")
-    ] = None,
-    tasks: Annotated[str, typer.Option(help="Training tasks (sandbox).")] = DEFAULT_TRAIN_TASKS,
-    out: Annotated[Path, typer.Option(help="Output folder: metrics JSONL, tensorboard, final/.")] = Path("runs/rl"),
-    steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 10,
-    group_size: Annotated[int, typer.Option(min=2, help="Rollouts per group (same task and seed).")] = 4,
-    max_turns: Annotated[int, typer.Option(min=1, help="Turns per episode.")] = 4,
-    max_new_tokens: Annotated[int, typer.Option(min=8, help="Tokens per reply.")] = 64,
-    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 1e-4,
-    seed: Annotated[int, typer.Option(min=0, help="Training seed.")] = 0,
-    all_tools: Annotated[bool, typer.Option(help="Show every tool in the prompt, not only the task's apps'.")] = False,
-    env_ray: Annotated[
         str | None,
         typer.Option(
-            metavar="ADDRESS",
-            help="Step the rollouts' envs on Ray actors (one per group member; the model stays here): local "
-            "starts a Ray, auto or HOST:PORT joins a cluster.",
+            help="Model folder (default: runs/sft/model, written by `phoneenv train sft`). " + _RL_HELP["model_path"]
         ),
     ] = None,
+    tasks: Annotated[str, typer.Option(help=_RL_HELP["tasks"])] = DEFAULT_TRAIN_TASKS,
+    out: Annotated[Path, typer.Option(help=_RL_HELP["output_dir"])] = Path("runs/rl"),
+    steps: Annotated[int, typer.Option(min=1, help=_RL_HELP["max_steps"])] = 10,
+    group_size: Annotated[int, typer.Option(min=2, help=_RL_HELP["num_generations"])] = 8,
+    max_turns: Annotated[int, typer.Option(min=1, help=_RL_HELP["max_turns"])] = 4,
+    max_new_tokens: Annotated[int, typer.Option(min=8, help=_RL_HELP["max_new_tokens"])] = 64,
+    lr: Annotated[float, typer.Option(min=0.0, help=_RL_HELP["learning_rate"])] = 1e-4,
+    seed: Annotated[int, typer.Option(min=0, help="Training seed (data order, sampling seeds).")] = 0,
+    tools: Annotated[str, typer.Option(help=_RL_HELP["tool_filter"])] = "task",
+    all_tools: Annotated[bool, typer.Option(help="Same as --tools all (kept for older scripts).")] = False,
+    shape_all_failure: Annotated[bool, typer.Option(help=_RL_HELP["shape_all_failure"])] = False,
+    competence_sampling: Annotated[bool, typer.Option(help=_RL_HELP["competence_sampling"])] = True,
+    care_controller: Annotated[str, typer.Option(help=_RL_HELP["care_controller"])] = "rule",
+    controller_every: Annotated[int, typer.Option(min=1, help=_RL_HELP["care_controller_every"])] = 5,
+    controller_base_url: Annotated[
+        str | None, typer.Option(metavar="URL", help=_RL_HELP["care_controller_base_url"])
+    ] = None,
+    controller_model: Annotated[str | None, typer.Option(help=_RL_HELP["care_controller_model"])] = None,
+    eval_tasks: Annotated[str | None, typer.Option(metavar="SELECTOR", help=_RL_HELP["eval_tasks"])] = None,
+    use_cpu: Annotated[bool, typer.Option(help="Train on the CPU even when a GPU is present.")] = False,
+    env_ray: Annotated[str | None, typer.Option(metavar="ADDRESS", help=_RL_HELP["env_ray"])] = None,
 ) -> None:
-    """Online RL through the env API with TRL's GRPOTrainer: CARE or vanilla GRPO advantages."""
-    from rl.trainers import TrainConfig, train_rl
+    """Online RL through the env API with TRL's GRPOTrainer: CARE, vanilla GRPO or the penalised ablation, from the SFT model, on a GPU when one is present.
 
-    if algo not in ("care", "grpo"):
-        raise typer.BadParameter(f"unknown algorithm {algo!r}; choose care or grpo", param_hint="--algo")
+    Each option's help is its TrainConfig field's; `python -m rl.trainers --help` lists every field (GRPOConfig's too). The LLM controller's API key comes from $PHONEENV_CONTROLLER_API_KEY and is written nowhere."""
+    from rl.trainers import ALGOS, CONTROLLERS, TrainConfig, train_rl
+
+    if algo not in ALGOS:
+        raise typer.BadParameter(f"unknown algorithm {algo!r}; choose {', '.join(ALGOS)}", param_hint="--algo")
+    if care_controller not in CONTROLLERS:
+        raise typer.BadParameter(
+            f"unknown controller {care_controller!r}; choose {', '.join(CONTROLLERS)}", param_hint="--care-controller"
+        )
+    if care_controller == "llm" and not (controller_base_url and controller_model):
+        raise typer.BadParameter(
+            "--care-controller llm needs --controller-base-url and --controller-model", param_hint="--care-controller"
+        )
     selected = [t for t in _select(tasks) if "sandbox" in t.backends]
     if not selected:
         raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
-    base = _base_model(model, out)
+    held_out = None
+    if eval_tasks:
+        held_out = [t.id for t in _select(eval_tasks, "--eval-tasks") if "sandbox" in t.backends]
+        if not held_out:
+            raise typer.BadParameter("no sandbox task selected", param_hint="--eval-tasks")
+    base = _rl_base_model(model, out)
     cfg = TrainConfig(
         model_path=str(base),
         output_dir=str(out),
         tasks=[t.id for t in selected],
+        eval_tasks=",".join(held_out) if held_out else None,
         algo=algo,
         num_generations=group_size,
         per_device_train_batch_size=group_size,
+        per_device_eval_batch_size=group_size,
         max_turns=max_turns,
         max_new_tokens=max_new_tokens,
         max_steps=steps,
         learning_rate=lr,
         seed=seed,
-        use_cpu=True,
-        tool_filter=None if all_tools else _task_apps(selected),
+        use_cpu=use_cpu,
+        tool_filter="all" if all_tools else tools,
+        shape_all_failure=shape_all_failure,
+        competence_sampling=competence_sampling,
+        care_controller=care_controller,
+        care_controller_every=controller_every,
+        care_controller_base_url=controller_base_url,
+        care_controller_model=controller_model,
         env_ray=env_ray,
     )
     summary = train_rl(cfg)
     console.print_json(json.dumps(summary, default=str))
+    if summary.get("zero_advantage_steps"):
+        console.print(
+            f"[yellow]warning:[/] {summary['zero_advantage_steps']} of {summary['steps']} steps had all-zero "
+            "advantages (every group all-won or all-lost): those steps did not change the model"
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

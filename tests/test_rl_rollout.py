@@ -105,12 +105,13 @@ def tiny(tiny_model_dir):
 
 
 def _group(tiny, **kwargs) -> Group:
-    from rl.rollout import rollout_group
+    from rl.rollout import RolloutConfig, rollout_group
 
     model, tokenizer = tiny
-    args = {"max_turns": 3, "max_new_tokens": 40, "temperature": 1.0, "tool_filter": TOOLS, "sample_seed": 2}
+    args = {"max_turns": 3, "max_new_tokens": 40, "temperature": 1.0, "tool_filter": TOOLS}
     args.update(kwargs)
-    return rollout_group(model, tokenizer, TASK, 0, args.pop("G", 2), **args)
+    G, sample_seed = args.pop("G", 2), args.pop("sample_seed", 2)
+    return rollout_group(model, tokenizer, TASK, 0, G, RolloutConfig(**args), sample_seed=sample_seed)
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +204,7 @@ def test_masks_logprobs_and_shapes(group: Group, tiny) -> None:
 def test_vector_and_serial_drivers_agree_and_members_are_independent(group: Group, tiny) -> None:
     import torch
 
-    from rl.rollout import rollout_members
+    from rl.rollout import RolloutConfig, rollout_members
 
     model, tokenizer = tiny
     serial = _group(tiny, vector=False)
@@ -218,10 +219,7 @@ def test_vector_and_serial_drivers_agree_and_members_are_independent(group: Grou
         TASK,
         0,
         [1],
-        max_turns=3,
-        max_new_tokens=40,
-        temperature=1.0,
-        tool_filter=TOOLS,
+        RolloutConfig(max_turns=3, max_new_tokens=40, temperature=1.0, tool_filter=TOOLS),
         sample_seed=2,
     )
     assert only_1.group_index == 1
@@ -245,3 +243,37 @@ def test_unconstrained_replies_without_calls_and_cut_replies(tiny) -> None:
     assert traj.forced_finish and traj.verdict["steps"] == 3  # two replies, then the rollout's finish
     assert json.loads(FORCED_FINISH)["name"] == "finish"
     assert math.isclose(traj.progress, traj.verdict["progress"])
+
+
+def test_rollout_config_validates_and_is_hashable() -> None:
+    from rl.rollout import RolloutConfig
+
+    cfg = RolloutConfig(tool_filter=["contacts", "finish"], env_kwargs={"backend": "sandbox"})
+    assert cfg.tool_filter == ("contacts", "finish") and hash(cfg.tool_filter)
+    assert RolloutConfig().tool_filter == "task"
+    for bad in ({"max_turns": -1}, {"max_new_tokens": 0}, {"temperature": -0.5}, {"tool_filter": ["", "x"]}):
+        with pytest.raises(ValueError):
+            RolloutConfig(**bad)
+    with pytest.raises(ValueError, match="RolloutConfig"):
+        from rl.rollout import rollout_members
+
+        rollout_members(None, None, TASK, 0, [0], {"max_turns": 2})
+
+
+@pytest.mark.slow
+def test_task_filter_is_resolved_per_episode_from_reset_info(tiny) -> None:
+    """``tool_filter="task"`` offers the task's own apps (from the reset ``info["apps"]``) plus
+    user/system/finish: two tasks of different apps get different prompts."""
+    model, tokenizer = tiny
+    from rl.rollout import RolloutConfig, rollout_group
+
+    cfg = RolloutConfig(max_turns=1, max_new_tokens=8, tool_filter="task")
+    prompts = {}
+    for task in (TASK, "clock.what_time/0"):
+        (traj,) = rollout_group(model, tokenizer, task, 0, 1, cfg).trajectories
+        prompts[task] = tokenizer.decode(traj.prompt_ids)
+    assert get_task(TASK).apps == ["contacts", "messages"]
+    assert "contacts__search" in prompts[TASK] and "messages__" in prompts[TASK] and "clock__" not in prompts[TASK]
+    assert "clock__" in prompts["clock.what_time/0"] and "contacts__search" not in prompts["clock.what_time/0"]
+    for p in prompts.values():
+        assert '"finish"' in p and "user__confirm" in p and "system__wait" in p and "mail__" not in p

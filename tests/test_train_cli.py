@@ -35,6 +35,58 @@ def test_sft_then_rl_from_the_command_line(tmp_path, monkeypatch):
     assert res.exit_code != 0 and "unknown algorithm" in res.output
 
 
+def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
+    """`train rl` builds the TrainConfig its flags say (GPU not forced off, G = 8, the task tool
+    filter, the controller and held-out tasks), and its option help is the config's field help."""
+    import rl.trainers
+    from rl.train_help import TRAIN_HELP
+
+    seen = {}
+    monkeypatch.setattr(rl.trainers, "train_rl", lambda cfg: seen.setdefault("cfg", cfg) and {"steps": 0})
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    runner = CliRunner()
+    args = ["train", "rl", "--model", str(model), "--out", str(tmp_path / "rl"), "--tasks", "template:settings.toggle"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert cfg.model_path == str(model) and not cfg.use_cpu and cfg.num_generations == 8
+    assert cfg.tool_filter == "task" and cfg.care_controller == "rule" and cfg.competence_sampling
+    assert cfg.algo == "care" and cfg.eval_tasks is None and not cfg.shape_all_failure
+    more = ["--algo", "penalty", "--shape-all-failure", "--no-competence-sampling", "--tools", "settings,finish",
+            "--eval-tasks", "template:clock.alarm_off", "--group-size", "4"]  # fmt: skip
+    res = runner.invoke(app, [*args, *more])
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert (cfg.algo, cfg.shape_all_failure, cfg.competence_sampling, cfg.tool_filter) == (
+        "penalty", True, False, "settings,finish"
+    )  # fmt: skip
+    assert cfg.eval_tasks.startswith("clock.alarm_off/") and cfg.num_generations == cfg.per_device_train_batch_size == 4
+    llm = ["--care-controller", "llm", "--controller-base-url", "http://127.0.0.1:9/v1", "--controller-model", "m"]
+    res = runner.invoke(app, [*args, *llm])
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert (cfg.care_controller, cfg.care_controller_base_url, cfg.care_controller_model) == (
+        "llm", "http://127.0.0.1:9/v1", "m"
+    )  # fmt: skip
+    res = runner.invoke(app, [*args, "--care-controller", "llm"])
+    assert res.exit_code != 0 and "controller-base-url" in res.output
+    import typer
+
+    command = typer.main.get_command(app).commands["train"].commands["rl"]
+    helps = {p.name: p.help for p in command.params}
+    for option, field in [("competence_sampling", "competence_sampling"), ("group_size", "num_generations"),
+                          ("tools", "tool_filter"), ("eval_tasks", "eval_tasks"), ("algo", "algo")]:  # fmt: skip
+        assert helps[option] == TRAIN_HELP[field]
+
+
+def test_train_rl_without_a_model_asks_for_sft_first(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no runs/sft/model here
+    res = CliRunner().invoke(app, ["train", "rl", "--tasks", "template:settings.toggle"])
+    assert res.exit_code != 0 and "phoneenv train sft" in " ".join(res.output.replace("│", " ").split())
+
+
 def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
     """`train sft` trains on prompts with exactly the tools `train rl` offers for the same tasks
     (the rollout's own filter decides), not a per-trace subset the RL prompts never show."""
