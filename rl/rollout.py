@@ -571,21 +571,44 @@ def _suffix_ids(tokenizer: Any, messages: list[dict[str, Any]], eos_id: int) -> 
 # ------------------------------------------------------------------------------------------------
 
 
+class _InfoBox:
+    """One sub-env's whole ``info`` dict as a single opaque value.
+
+    Gymnasium's vector envs merge the sub-envs' infos key by key into arrays typed after the
+    first sub-env's value (``VectorEnv._add_info``). A PhonePlan info echoes what the model sent
+    (tool arguments in the verdict's evidence, feedback results), so the same key can hold an
+    ``int`` in one member and a string or None in another, and the merge raises (``int()`` of
+    ``'level {'``). Boxed, every info becomes one object-array entry and comes back unchanged.
+    """
+
+    __slots__ = ("info",)
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.info = info
+
+
+def _boxed_env(task_id: str, env_kwargs: dict[str, Any]) -> Any:
+    """A ``PhonePlan-v0`` env whose reset/step ``info`` is ``{"phone": _InfoBox(info)}``."""
+    import gymnasium as gym
+
+    import phoneenv  # noqa: F401 - registers PhonePlan-v0
+
+    class BoxedInfo(gym.Wrapper):
+        def reset(self, **kwargs: Any) -> Any:
+            obs, info = self.env.reset(**kwargs)
+            return obs, {"phone": _InfoBox(info)}
+
+        def step(self, action: Any) -> Any:
+            obs, reward, term, trunc, info = self.env.step(action)
+            return obs, reward, term, trunc, {"phone": _InfoBox(info)}
+
+    return BoxedInfo(gym.make("PhonePlan-v0", task=task_id, **env_kwargs))
+
+
 def _unbatch_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
-    """Sub-env ``i``'s info out of a vector env's batched info dict (``key``/``_key`` pairs)."""
-    out: dict[str, Any] = {}
-    for key, value in infos.items():
-        if key.startswith("_"):
-            continue
-        mask = infos.get(f"_{key}")
-        if mask is not None and not mask[i]:
-            continue
-        if isinstance(value, dict):
-            out[key] = _unbatch_info(value, i)
-        else:
-            item = value[i]
-            out[key] = item.item() if isinstance(item, np.generic) else item
-    return out
+    """Sub-env ``i``'s info out of a vector env's batched info (boxed by :func:`_boxed_env`)."""
+    box = infos["phone"][i]
+    return box.info if isinstance(box, _InfoBox) else {}
 
 
 class _SerialEnvs:
@@ -616,13 +639,10 @@ class _VectorEnvs:
     """A :class:`gymnasium.vector.SyncVectorEnv` with one sub-env per member, stepped in lockstep."""
 
     def __init__(self, n: int, task_id: str, env_kwargs: dict[str, Any]) -> None:
-        import gymnasium as gym
         from gymnasium.vector import SyncVectorEnv
 
-        import phoneenv  # noqa: F401 - registers PhonePlan-v0
-
         def make() -> Any:
-            return gym.make("PhonePlan-v0", task=task_id, **env_kwargs)
+            return _boxed_env(task_id, env_kwargs)
 
         self.n = n
         self.vec = SyncVectorEnv([make for _ in range(n)])

@@ -277,3 +277,41 @@ def test_task_filter_is_resolved_per_episode_from_reset_info(tiny) -> None:
     assert "clock__" in prompts["clock.what_time/0"] and "contacts__search" not in prompts["clock.what_time/0"]
     for p in prompts.values():
         assert '"finish"' in p and "user__confirm" in p and "system__wait" in p and "mail__" not in p
+
+
+def test_vector_driver_survives_members_whose_infos_differ_in_type(monkeypatch):
+    """Gymnasium merges sub-env infos key by key into arrays typed after the first member; a
+    PhonePlan info echoes the model's arguments, so one member's int meets another's string
+    ('level {') and the merge raised. The vector driver boxes each info and matches the serial one."""
+    from phoneenv.env import PhonePlanEnv
+    from rl.rollout import _SerialEnvs, _VectorEnvs
+
+    real_step = PhonePlanEnv.step
+
+    def step(self, action):  # a nested info value that is an int in one member and None in the other
+        obs, reward, term, trunc, info = real_step(self, action)
+        info["probe"] = {"value": 7 if "80" in str(action) else None}
+        return obs, reward, term, trunc, info
+
+    monkeypatch.setattr(PhonePlanEnv, "step", step)
+    task = "settings.toggle/0"
+    finish = json.dumps({"name": "finish", "arguments": {"answer": "ok"}})
+    steps = [
+        {
+            0: json.dumps({"name": "settings.set_brightness", "arguments": {"level": 80}}),
+            1: json.dumps({"name": "settings.set_brightness", "arguments": {"level": "level {"}}),
+        },
+        {0: finish, 1: finish},
+    ]
+    seen = []
+    for driver in (_VectorEnvs, _SerialEnvs):
+        envs = driver(2, task, {})
+        try:
+            first = [info for _, info in envs.reset(0, task)]
+            results = [envs.step(actions) for actions in steps]
+        finally:
+            envs.close()
+        seen.append((first, [{k: (r[1], r[2], r[3], r[4]) for k, r in res.items()} for res in results]))
+    assert seen[0][0][0]["task_id"] == task and seen[0][1][-1][0][1] is True  # member 0 terminated
+    assert seen[0][1][0][0][3]["probe"] == {"value": 7} and seen[0][1][0][1][3]["probe"] == {"value": None}
+    assert json.dumps(seen[0], sort_keys=True, default=str) == json.dumps(seen[1], sort_keys=True, default=str)
