@@ -248,7 +248,7 @@ def test_trl_labels_and_loss_follow_the_mask(erroneous_trace, tiny_model_dir, to
     from trl import SFTTrainer
 
     ds = build_sft_dataset([erroneous_trace], tokenizer, tools_scope="apps")
-    assert ds.column_names == ["input_ids", "assistant_masks", "task_id"]
+    assert ds.column_names == ["input_ids", "assistant_masks", "task_id", "masked_tokens"]
     mask = ds[0]["assistant_masks"]
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     trainer = SFTTrainer(
