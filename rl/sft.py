@@ -17,7 +17,15 @@ whose action did not parse becomes an assistant message with the raw text (the t
 first 200 characters) and a ``user`` message "Your reply had no tool call I could run. Feedback:
 ...", as the planner writes it. The feedback of the last step (the ``finish`` result) is left out:
 the planner never sees it. ``tools`` are the
-env's tools in OpenAI format, renamed ``app__verb`` (the planner's ``info["tools"]``).
+env's tools in OpenAI format, renamed ``app__verb`` (the planner's ``info["tools"]``): with a
+``tool_filter`` (:mod:`agents.toolfilter`), exactly those the planner and the RL rollout offer in
+that trace's episode under the same filter (:func:`trace_tools`).
+
+**Errors to mask.** Reference traces have no erroneous turn. :func:`detour_traces` plays each
+task's reference plan with random detours (a wrong tool, a broken argument, a harmless read) that
+the plan's next call recovers from; only the plan's calls are trained, the detours and their
+error feedback stay in the context with weight 0. :func:`train_sft` reports ``trained_tokens``
+and ``masked_tokens`` (the tokens of the weight-0 replies).
 
 **Loss weights.** Every assistant message carries ``"weight"`` (the per-message weight of
 OpenAI's chat fine-tuning format): 1 when its call drew an ``ok`` feedback, 0 when it drew an error
