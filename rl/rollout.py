@@ -677,14 +677,6 @@ class _VectorEnvs:
 # ------------------------------------------------------------------------------------------------
 
 
-def _offered(tool: dict[str, Any], tool_filter: Any) -> bool:
-    """Deprecated: kept only for ``rl.sft.episode_tools`` until it resolves filters with
-    :mod:`agents.toolfilter` itself. A fixed list of names, with no episode info."""
-    from agents.toolfilter import allowed_tools, offered
-
-    return offered(tool["function"]["name"], allowed_tools(tool_filter))
-
-
 def _offered_tools(tools: Sequence[dict[str, Any]], allowed: frozenset[str] | None) -> list[dict[str, Any]]:
     """The env's tool specs that pass the episode's resolved filter, renamed ``app__verb``."""
     from agents.toolfilter import offered

@@ -140,3 +140,14 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
     assert res.exit_code == 0 and seen["cfg"].tool_filter == "all", res.output
     (ex, _) = rl.sft.traces_to_examples(seen["traces"], tool_filter="all")
     assert len(ex["tools"]) > 200
+
+
+def test_sft_default_base_is_smollm2_on_a_gpu_and_tiny_on_a_cpu(monkeypatch):
+    import torch
+
+    from phoneenv.cli import _default_sft_model
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert _default_sft_model() == "smollm2"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _default_sft_model() == "tiny"
