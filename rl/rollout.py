@@ -1,7 +1,7 @@
 """Multi-turn rollouts of a local Hugging Face chat model through ``PhonePlan-v0``, for token-level RL.
 
-    >>> group = rollout_group(model, tokenizer, "contacts.lookup_number/0", seed=0, G=4,
-    ...                       max_turns=6, max_new_tokens=128, temperature=1.0)  # doctest: +SKIP
+    >>> cfg = RolloutConfig(max_turns=6, max_new_tokens=128, temperature=1.0, tool_filter="task")
+    >>> group = rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 4, cfg)  # doctest: +SKIP
     >>> [t.success for t in group.trajectories], group.trajectories[0].episode_mask.sum()  # doctest: +SKIP
 
 An episode is the :class:`~agents.planner.LLMPlanner` conversation, driven token by token: the
@@ -78,7 +78,7 @@ import json
 import weakref
 import zlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -87,6 +87,7 @@ import numpy as np
 __all__ = [
     "FORCED_FINISH",
     "Group",
+    "RolloutConfig",
     "Trajectory",
     "Turn",
     "rollout_group",
@@ -101,6 +102,62 @@ FORCED_FINISH = json.dumps({"name": "finish", "arguments": {"answer": "I ran out
 _IDLE_ACTION = ""
 """Action for a finished member of a vector env: it is ignored (the sub-env autoresets on it) or,
 later, answered with ``invalid_json``; the outputs are discarded either way."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Configuration
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """How the episodes of a group are rolled out (one object instead of keyword lists).
+
+    Attributes:
+        max_turns: model replies per episode at most (≥ 0); then the rollout sends ``finish``.
+        max_new_tokens: tokens per reply at most (≥ 1).
+        temperature: sampling temperature (0: greedy, then all members are identical).
+        constrained: decode each reply under the grammar of one call of an offered tool.
+        max_string_chars: bound the grammar puts on free strings (as :class:`LocalChatClient`).
+        tool_filter: the tools the model is offered, resolved per episode from its reset ``info``
+            by :func:`agents.toolfilter.allowed_tools`: ``"task"`` (the task's apps, ``user``,
+            ``system``, ``finish`` and its category's harness app; the default), ``"all"``/None
+            (every tool in ``info["tools"]``, as :class:`LLMPlanner` does by default), or app /
+            full tool names (a list or a comma-separated string). The env still accepts any call;
+            a filter shortens prompts (all sandbox tools are ~11.7k tokens with the tiny tokenizer).
+        env_kwargs: extra ``gym.make("PhonePlan-v0", ...)`` arguments (``backend``, ``max_steps``, ...).
+        vector: run the members over one ``SyncVectorEnv`` (None: when there is more than one
+            member) or over one env each (False).
+        system_prompt: a template with ``{goal}`` (None: :data:`agents.planner.SYSTEM_PROMPT`).
+
+    Raises:
+        ValueError: (at construction) ``max_turns < 0``, ``max_new_tokens < 1``, a negative
+        temperature, ``max_string_chars < 1`` or a malformed ``tool_filter``.
+    """
+
+    max_turns: int = 8
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    constrained: bool = True
+    max_string_chars: int = 120
+    tool_filter: Any = "task"
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    vector: bool | None = None
+    system_prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        from agents.toolfilter import parse_tool_filter
+
+        if self.max_turns < 0 or self.max_new_tokens < 1:
+            raise ValueError("max_turns must be ≥ 0 and max_new_tokens ≥ 1")
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be ≥ 0, got {self.temperature!r}")
+        if self.max_string_chars < 1:
+            raise ValueError(f"max_string_chars must be ≥ 1, got {self.max_string_chars!r}")
+        parse_tool_filter(self.tool_filter)  # raises on a malformed filter, before any env starts
+        if isinstance(self.tool_filter, list):  # keep the frozen config hashable
+            object.__setattr__(self, "tool_filter", tuple(self.tool_filter))
+        object.__setattr__(self, "env_kwargs", dict(self.env_kwargs or {}))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -514,21 +571,44 @@ def _suffix_ids(tokenizer: Any, messages: list[dict[str, Any]], eos_id: int) -> 
 # ------------------------------------------------------------------------------------------------
 
 
+class _InfoBox:
+    """One sub-env's whole ``info`` dict as a single opaque value.
+
+    Gymnasium's vector envs merge the sub-envs' infos key by key into arrays typed after the
+    first sub-env's value (``VectorEnv._add_info``). A PhonePlan info echoes what the model sent
+    (tool arguments in the verdict's evidence, feedback results), so the same key can hold an
+    ``int`` in one member and a string or None in another, and the merge raises (``int()`` of
+    ``'level {'``). Boxed, every info becomes one object-array entry and comes back unchanged.
+    """
+
+    __slots__ = ("info",)
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.info = info
+
+
+def _boxed_env(task_id: str, env_kwargs: dict[str, Any]) -> Any:
+    """A ``PhonePlan-v0`` env whose reset/step ``info`` is ``{"phone": _InfoBox(info)}``."""
+    import gymnasium as gym
+
+    import phoneenv  # noqa: F401 - registers PhonePlan-v0
+
+    class BoxedInfo(gym.Wrapper):
+        def reset(self, **kwargs: Any) -> Any:
+            obs, info = self.env.reset(**kwargs)
+            return obs, {"phone": _InfoBox(info)}
+
+        def step(self, action: Any) -> Any:
+            obs, reward, term, trunc, info = self.env.step(action)
+            return obs, reward, term, trunc, {"phone": _InfoBox(info)}
+
+    return BoxedInfo(gym.make("PhonePlan-v0", task=task_id, **env_kwargs))
+
+
 def _unbatch_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
-    """Sub-env ``i``'s info out of a vector env's batched info dict (``key``/``_key`` pairs)."""
-    out: dict[str, Any] = {}
-    for key, value in infos.items():
-        if key.startswith("_"):
-            continue
-        mask = infos.get(f"_{key}")
-        if mask is not None and not mask[i]:
-            continue
-        if isinstance(value, dict):
-            out[key] = _unbatch_info(value, i)
-        else:
-            item = value[i]
-            out[key] = item.item() if isinstance(item, np.generic) else item
-    return out
+    """Sub-env ``i``'s info out of a vector env's batched info (boxed by :func:`_boxed_env`)."""
+    box = infos["phone"][i]
+    return box.info if isinstance(box, _InfoBox) else {}
 
 
 class _SerialEnvs:
@@ -559,13 +639,10 @@ class _VectorEnvs:
     """A :class:`gymnasium.vector.SyncVectorEnv` with one sub-env per member, stepped in lockstep."""
 
     def __init__(self, n: int, task_id: str, env_kwargs: dict[str, Any]) -> None:
-        import gymnasium as gym
         from gymnasium.vector import SyncVectorEnv
 
-        import phoneenv  # noqa: F401 - registers PhonePlan-v0
-
         def make() -> Any:
-            return gym.make("PhonePlan-v0", task=task_id, **env_kwargs)
+            return _boxed_env(task_id, env_kwargs)
 
         self.n = n
         self.vec = SyncVectorEnv([make for _ in range(n)])
@@ -600,11 +677,19 @@ class _VectorEnvs:
 # ------------------------------------------------------------------------------------------------
 
 
-def _offered(tool: dict[str, Any], tool_filter: Sequence[str] | None) -> bool:
-    if tool_filter is None:
-        return True
-    name = tool["function"]["name"].replace("__", ".")
-    return name in tool_filter or name.split(".", 1)[0] in tool_filter
+def _offered(tool: dict[str, Any], tool_filter: Any) -> bool:
+    """Deprecated: kept only for ``rl.sft.episode_tools`` until it resolves filters with
+    :mod:`agents.toolfilter` itself. A fixed list of names, with no episode info."""
+    from agents.toolfilter import allowed_tools, offered
+
+    return offered(tool["function"]["name"], allowed_tools(tool_filter))
+
+
+def _offered_tools(tools: Sequence[dict[str, Any]], allowed: frozenset[str] | None) -> list[dict[str, Any]]:
+    """The env's tool specs that pass the episode's resolved filter, renamed ``app__verb``."""
+    from agents.toolfilter import offered
+
+    return [_rename(t) for t in tools if offered(t["function"]["name"], allowed)]
 
 
 def _rename(tool: dict[str, Any]) -> dict[str, Any]:
@@ -631,9 +716,10 @@ class _Slot:
     frame: str = "main"
     depth: int = 0
     frame_note: str | None = None
+    allowed: frozenset[str] | None = None
 
 
-def _follow_frame(slot: _Slot, obs: dict[str, Any], info: dict[str, Any], tool_filter: Sequence[str] | None) -> None:
+def _follow_frame(slot: _Slot, obs: dict[str, Any], info: dict[str, Any]) -> None:
     """After a step: if the active sub-agent frame changed (``agent.delegate`` opened one, or a
     ``finish`` closed one), offer the new frame's tools (``info["tools"]``) to the sampler's grammar
     and queue :func:`agents.planner.frame_note` for the model, as :class:`LLMPlanner` does."""
@@ -643,7 +729,7 @@ def _follow_frame(slot: _Slot, obs: dict[str, Any], info: dict[str, Any], tool_f
     if frame == slot.frame:
         return
     slot.frame = frame
-    tools = [_rename(t) for t in info.get("tools") or [] if _offered(t, tool_filter)]
+    tools = _offered_tools(info.get("tools") or [], slot.allowed)
     if tools:
         slot.tools = tools
     depth = int(obs.get("frame_depth", 0))
@@ -658,17 +744,9 @@ def rollout_members(
     task_id: str,
     seed: int,
     members: Sequence[int],
+    config: RolloutConfig,
     *,
-    max_turns: int,
-    max_new_tokens: int,
-    temperature: float,
-    constrained: bool = True,
-    env_kwargs: dict[str, Any] | None = None,
-    vector: bool | None = None,
     sample_seed: int = 0,
-    max_string_chars: int = 120,
-    system_prompt: str | None = None,
-    tool_filter: Sequence[str] | None = None,
     llm: Any = None,
     env_pool: Any = None,
 ) -> list[Trajectory]:
@@ -679,25 +757,32 @@ def rollout_members(
     all pending replies of the members in one call, vLLM's log-probs kept) and ``model`` only
     gives the config. With ``env_pool`` (a :class:`phoneenv.farm.distributed.RayEnvPool`), the
     members' envs run on its Ray actors (member ``k`` on actor ``k``) and the model stays here.
-    Returns the trajectories in the order of ``members``."""
+    Returns the trajectories in the order of ``members``.
+
+    Raises:
+        ValueError: members that are not distinct non-negative indices, a ``config`` that is not a
+        :class:`RolloutConfig`, or a tool filter that leaves an episode no tool.
+    """
     from agents.llm.parsing import parse_reply
     from agents.planner import SYSTEM_PROMPT
+    from agents.toolfilter import allowed_tools
 
+    if not isinstance(config, RolloutConfig):
+        raise ValueError(f"config must be a RolloutConfig, not {type(config).__name__}")
     members = [int(m) for m in members]
     if not members:
         return []
     if len(set(members)) != len(members) or min(members) < 0:
         raise ValueError(f"members must be distinct non-negative indices, got {members}")
-    if max_turns < 0 or max_new_tokens < 1:
-        raise ValueError("max_turns must be ≥ 0 and max_new_tokens ≥ 1")
-    env_kwargs = dict(env_kwargs or {})
+    max_turns = config.max_turns
+    env_kwargs = dict(config.env_kwargs)
     env_kwargs.pop("task", None)
-    use_vector = len(members) > 1 if vector is None else vector
+    use_vector = len(members) > 1 if config.vector is None else config.vector
     sampler_kwargs: dict[str, Any] = {
-        "max_new_tokens": max_new_tokens,
-        "temperature": temperature,
-        "constrained": constrained,
-        "max_string_chars": max_string_chars,
+        "max_new_tokens": config.max_new_tokens,
+        "temperature": config.temperature,
+        "constrained": config.constrained,
+        "max_string_chars": config.max_string_chars,
     }
     if llm is not None:
         from rl.vllm_engine import VLLMSampler
@@ -705,7 +790,7 @@ def rollout_members(
         sampler: _Sampler = VLLMSampler(llm, model, tokenizer, **sampler_kwargs)
     else:
         sampler = _Sampler(model, tokenizer, **sampler_kwargs)
-    template = system_prompt or SYSTEM_PROMPT
+    template = config.system_prompt or SYSTEM_PROMPT
     if env_pool is not None:
         envs: Any = env_pool.drive(len(members), task_id, env_kwargs)
     else:
@@ -715,9 +800,10 @@ def rollout_members(
     try:
         slots: list[_Slot] = []
         for k, (obs, info) in enumerate(envs.reset(seed, task_id)):
-            tools = [_rename(t) for t in info["tools"] if _offered(t, tool_filter)]
+            allowed = allowed_tools(config.tool_filter, info)  # per episode: "task" reads info["apps"]
+            tools = _offered_tools(info["tools"], allowed)
             if not tools:
-                raise ValueError(f"tool_filter {list(tool_filter or [])} leaves no tool of {task_id}")
+                raise ValueError(f"tool_filter {config.tool_filter!r} leaves no tool of {task_id}")
             messages = [
                 {"role": "system", "content": template.format(goal=obs["goal"])},
                 {"role": "user", "content": obs["goal"]},
@@ -727,7 +813,9 @@ def rollout_members(
                     messages, tools=tools, tokenize=True, add_generation_prompt=True, return_dict=False
                 )
             )
-            slots.append(_Slot(members[k], tools, messages, ids, [0] * len(ids), len(ids)))
+            slot = _Slot(members[k], tools, messages, ids, [0] * len(ids), len(ids))
+            slot.allowed = allowed
+            slots.append(slot)
 
         while not all(s.done for s in slots):
             # Every live member without queued actions needs a reply: sample them in one batch.
@@ -762,7 +850,7 @@ def rollout_members(
                 if not slot.forced:
                     slot.messages.append(msg)
                     slot.pending.append(msg)
-                    _follow_frame(slot, obs, info, tool_filter)
+                    _follow_frame(slot, obs, info)
                 if terminated or truncated:
                     slot.done = True
                     slot.queue.clear()
@@ -928,17 +1016,10 @@ def rollout_group(
     task_id: str,
     seed: int,
     G: int,
+    config: RolloutConfig,
     *,
-    max_turns: int,
-    max_new_tokens: int,
-    temperature: float,
-    constrained: bool = True,
-    env_kwargs: dict[str, Any] | None = None,
-    vector: bool | None = None,
     sample_seed: int = 0,
-    max_string_chars: int = 120,
-    system_prompt: str | None = None,
-    tool_filter: Sequence[str] | None = None,
+    llm: Any = None,
     env_pool: Any = None,
 ) -> Group:
     """Run ``G`` episodes of ``task_id`` from env seed ``seed`` with ``model`` as the planner.
@@ -950,49 +1031,22 @@ def rollout_group(
         task_id: the task (``reset(options={"task": task_id})``).
         seed: the env seed, shared by the group.
         G: group size (≥ 1).
-        max_turns: model replies per episode at most; then the rollout sends ``finish``.
-        max_new_tokens: tokens per reply at most.
-        temperature: sampling temperature (0: greedy, then all members are identical).
-        constrained: decode each reply under the grammar of one call of an offered tool.
-        env_kwargs: extra ``gym.make("PhonePlan-v0", ...)`` arguments (``backend``,
-            ``max_steps``, ...).
-        vector: run the members over one ``SyncVectorEnv`` (default when ``G > 1``) or over one
-            env each.
+        config: turns, tokens, temperature, grammar, tool filter and env arguments
+            (:class:`RolloutConfig`).
         sample_seed: base seed of the members' sampling seeds (see :func:`sampling_seed`).
-        max_string_chars: bound the grammar puts on free strings (as :class:`LocalChatClient`).
-        system_prompt: a template with ``{goal}`` (default :data:`agents.planner.SYSTEM_PROMPT`).
-        tool_filter: offer the model only the env's tools whose app (``contacts`` in
-            ``contacts.search``) or full dotted name is listed (e.g. ``["contacts", "user",
-            "finish"]``); None offers every tool in ``info["tools"]``, as :class:`LLMPlanner`
-            does. The env still accepts any call; this shortens prompts (all 88 sandbox tools
-            are ~11.7k tokens with the tiny tokenizer) and acts as a tool-retrieval curriculum.
+        llm: a ``vllm.LLM`` to sample with instead of ``model.generate`` (see :func:`rollout_members`).
         env_pool: a :class:`phoneenv.farm.distributed.RayEnvPool` of at least ``G`` actors: the
-            members' envs run there (one per actor), the model here; ``vector`` is then ignored.
+            members' envs run there (one per actor), the model here; ``config.vector`` is then ignored.
 
     Returns:
         A :class:`Group` of ``G`` trajectories (member ``k`` at index ``k``).
 
     Raises:
-        ValueError: ``G < 1``, ``max_turns < 0`` or ``max_new_tokens < 1``; KeyError: unknown task.
+        ValueError: ``G < 1``, a filter leaving no tool; KeyError: unknown task.
     """
     if G < 1:
         raise ValueError(f"G must be ≥ 1, got {G}")
     trajectories = rollout_members(
-        model,
-        tokenizer,
-        task_id,
-        seed,
-        range(G),
-        max_turns=max_turns,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        constrained=constrained,
-        env_kwargs=env_kwargs,
-        vector=vector,
-        sample_seed=sample_seed,
-        max_string_chars=max_string_chars,
-        system_prompt=system_prompt,
-        tool_filter=tool_filter,
-        env_pool=env_pool,
+        model, tokenizer, task_id, seed, range(G), config, sample_seed=sample_seed, llm=llm, env_pool=env_pool
     )
     return Group(task_id=task_id, seed=int(seed), trajectories=trajectories)

@@ -30,6 +30,9 @@ Groups: ``group_by="template"`` (tasks without a template are each their own gro
 ``"source"``, ``"category"``, ``"domain"``, ``"difficulty"``, ``"task"`` (every task its own group:
 probability proportional to ``f(t)``, raw counts decide) or a callable ``TaskSpec -> str``.
 
+:class:`CompetenceSampler` is the trainer's other sampler: it draws the next GRPO groups from the
+tasks the policy can still learn from (recent group success strictly between 0 and 1).
+
 Draws use ``numpy.random.default_rng(seed)``: the same tasks, weights and seed give the same
 sequence. :meth:`TaskSampler.summary` reports the effective distribution (probability mass per
 group, capability, difficulty, source, category and domain); it is logged at INFO on construction.
@@ -39,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +51,7 @@ import numpy as np
 
 from phoneenv.contract import TaskSpec
 
-__all__ = ["SamplerConfig", "TaskSampler"]
+__all__ = ["CompetenceSampler", "SamplerConfig", "TaskSampler", "competence_weights"]
 
 log = logging.getLogger(__name__)
 
@@ -269,3 +272,130 @@ class TaskSampler:
 
 
 _BREAKDOWNS = ("group", "capability", "difficulty", "source", "category", "domain")
+
+
+# ------------------------------------------------------------------------------------------------
+# Competence-aware sampling of training groups
+# ------------------------------------------------------------------------------------------------
+
+
+def competence_weights(history: Mapping[str, Sequence[float]], tasks: Sequence[str], floor: float) -> dict[str, float]:
+    """Each task's sampling weight from its recent group success rates.
+
+    A task's *competence* is the mean of its remembered group success rates (each in [0, 1]). A
+    task is in the learnable zone when ``0 < competence < 1`` (some recent episodes won and some
+    lost, so groups have non-zero advantages): weight 1. A task never seen yet also weighs 1 (its
+    competence is unknown). A task whose recent episodes all lost (competence 0) or all won (1)
+    weighs ``floor``: it is still revisited now and then, since the policy moves.
+
+    Example: ``history = {"a": [0.5], "b": [0.0, 0.0], "c": [1.0]}``, tasks ``a, b, c, d``,
+    ``floor = 0.1`` → ``{"a": 1, "b": 0.1, "c": 0.1, "d": 1}``.
+
+    Raises:
+        ValueError: ``floor`` outside ``(0, 1]``.
+    """
+    if not 0.0 < floor <= 1.0:
+        raise ValueError(f"floor must lie in (0, 1], got {floor!r}")
+    out: dict[str, float] = {}
+    for task in tasks:
+        rates = history.get(task)
+        if not rates:
+            out[task] = 1.0
+            continue
+        c = float(np.mean(rates))
+        out[task] = 1.0 if 0.0 < c < 1.0 else float(floor)
+    return out
+
+
+class CompetenceSampler:
+    """A ``torch.utils.data.Sampler`` over episode-key rows, shaped like TRL's ``RepeatSampler``
+    (each drawn row repeated ``mini_repeat_count`` times in a row, so a group's members stay
+    together, and each chunk of ``batch_size`` rows repeated ``repeat_count`` times), whose rows
+    are drawn by competence instead of by a shuffled pass.
+
+    Each chunk draws ``batch_size`` distinct rows with probabilities proportional to their task's
+    :func:`competence_weights` (a ``torch.Generator`` seeded with ``seed``, so every process draws the
+    same rows). :meth:`update` feeds the success of finished groups; the weights of later draws follow.
+    An epoch has as many chunks as TRL's sampler (``len(rows) // batch_size``).
+
+    Note: accelerate's data loader fetches one batch ahead, so a group's result steers the draw
+    after next (one generation batch of lag).
+
+    Args:
+        rows: the dataset's rows as ``(task_id, seed)`` pairs.
+        mini_repeat_count: ``G``.
+        batch_size: distinct rows per generation batch (``generation_batch_size // G``).
+        repeat_count: ``num_iterations × steps_per_generation``.
+        window: group results remembered per task.
+        floor: weight of tasks outside the learnable zone (see :func:`competence_weights`).
+        seed: the generator's seed.
+
+    Raises:
+        ValueError: fewer rows than ``batch_size``, non-positive counts, or a bad ``floor``.
+    """
+
+    def __init__(
+        self,
+        rows: Sequence[tuple[str, int]],
+        mini_repeat_count: int,
+        batch_size: int = 1,
+        repeat_count: int = 1,
+        *,
+        window: int = 4,
+        floor: float = 0.1,
+        seed: int = 0,
+    ) -> None:
+        import torch
+
+        self.rows = [(str(t), int(s)) for t, s in rows]
+        if min(mini_repeat_count, batch_size, repeat_count, window) < 1:
+            raise ValueError("mini_repeat_count, batch_size, repeat_count and window must be ≥ 1")
+        if len(self.rows) < batch_size:
+            raise ValueError(f"{len(self.rows)} dataset rows cannot fill a batch of {batch_size} distinct groups")
+        competence_weights({}, [], floor)  # validates floor
+        self.mini_repeat_count = mini_repeat_count
+        self.batch_size = batch_size
+        self.repeat_count = repeat_count
+        self.window = window
+        self.floor = floor
+        self.tasks = sorted({t for t, _ in self.rows})
+        self.history: dict[str, deque[float]] = {t: deque(maxlen=window) for t in self.tasks}
+        self.generator = torch.Generator()
+        self.generator.manual_seed(int(seed))
+
+    def update(self, task_id: str, success: Sequence[float]) -> None:
+        """Remember one finished group's success rate (``success``: its members' 0/1 outcomes)."""
+        if task_id in self.history and len(success):
+            self.history[task_id].append(float(np.mean(success)))
+
+    def weights(self) -> dict[str, float]:
+        """Each task's current weight (:func:`competence_weights`)."""
+        return competence_weights(self.history, self.tasks, self.floor)
+
+    def probabilities(self) -> dict[str, float]:
+        """The probability that one draw picks each task (rows of a task share its weight each)."""
+        w = self.weights()
+        row_w = np.array([w[t] for t, _ in self.rows])
+        p = row_w / row_w.sum()
+        out: dict[str, float] = defaultdict(float)
+        for (t, _), pi in zip(self.rows, p, strict=True):
+            out[t] += float(pi)
+        return dict(out)
+
+    def _draw(self) -> list[int]:
+        import torch
+
+        w = self.weights()
+        row_w = torch.tensor([w[t] for t, _ in self.rows], dtype=torch.float64)
+        return torch.multinomial(row_w, self.batch_size, replacement=False, generator=self.generator).tolist()
+
+    def __iter__(self) -> Iterator[int]:
+        for _ in range(len(self.rows) // self.batch_size):
+            chunk = self._draw()  # drawn lazily, when the loader asks for this batch
+            for _ in range(self.repeat_count):
+                for index in chunk:
+                    for _ in range(self.mini_repeat_count):
+                        yield index
+
+    def __len__(self) -> int:
+        return (len(self.rows) // self.batch_size) * self.batch_size * self.mini_repeat_count * self.repeat_count

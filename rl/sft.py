@@ -17,7 +17,15 @@ whose action did not parse becomes an assistant message with the raw text (the t
 first 200 characters) and a ``user`` message "Your reply had no tool call I could run. Feedback:
 ...", as the planner writes it. The feedback of the last step (the ``finish`` result) is left out:
 the planner never sees it. ``tools`` are the
-env's tools in OpenAI format, renamed ``app__verb`` (the planner's ``info["tools"]``).
+env's tools in OpenAI format, renamed ``app__verb`` (the planner's ``info["tools"]``): with a
+``tool_filter`` (:mod:`agents.toolfilter`), exactly those the planner and the RL rollout offer in
+that trace's episode under the same filter (:func:`trace_tools`).
+
+**Errors to mask.** Reference traces have no erroneous turn. :func:`detour_traces` plays each
+task's reference plan with random detours (a wrong tool, a broken argument, a harmless read) that
+the plan's next call recovers from; only the plan's calls are trained, the detours and their
+error feedback stay in the context with weight 0. :func:`train_sft` reports ``trained_tokens``
+and ``masked_tokens`` (the tokens of the weight-0 replies).
 
 **Loss weights.** Every assistant message carries ``"weight"`` (the per-message weight of
 OpenAI's chat fine-tuning format): 1 when its call drew an ``ok`` feedback, 0 when it drew an error
@@ -61,20 +69,25 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agents.planner import SYSTEM_PROMPT
-from phoneenv.contract import Feedback, TaskSpec, ToolSpec, Trace
+from agents.toolfilter import ToolFilter, allowed_tools, offered
+from phoneenv.contract import Feedback, TaskSpec, ToolCall, ToolSpec, Trace
 
 __all__ = [
+    "DETOUR_AGENT",
     "NO_CALL_PREFIX",
     "REDACTED",
     "SFTRunConfig",
     "build_sft_dataset",
+    "detour_traces",
     "episode_tools",
     "feedback_text",
     "load_traces",
     "planner_tools",
     "reference_traces",
     "tokenize_example",
+    "trace_info",
     "trace_to_example",
+    "trace_tools",
     "traces_to_examples",
     "train_sft",
 ]
@@ -88,6 +101,9 @@ NO_CALL_PREFIX = "Your reply had no tool call I could run. Feedback: "
 """The user message :class:`~agents.planner.LLMPlanner` sends after a reply with no tool call."""
 
 TraceSource = Trace | str | Path
+
+DETOUR_AGENT = "detour"
+"""The ``agent`` name of :func:`detour_traces` episodes (their traces' ``agent`` field)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,6 +164,123 @@ def reference_traces(
     return load_traces([r.trace_path for r in results if r.trace_path])
 
 
+class _DetourAgent:
+    """Plays a task's reference plan, but before each plan step, with probability ``rate`` (never
+    twice in a row), first makes one wrong call: a random schema-valid call of a read-only tool
+    among the ``"task"`` filter's tools (the random agent's generator: a harmless read, or an error
+    such as ``not_found``), the plan's next tool with a broken argument (``invalid_arguments``), or
+    a tool that does not exist (``unknown_tool``). The wrong calls change nothing in the world, so
+    the plan still reaches the goal (unless a step budget runs out); the recovery is the plan's
+    next call."""
+
+    name = DETOUR_AGENT
+
+    def __init__(self, lookup: Any, seed: int, rate: float, reads: frozenset[str]) -> None:
+        from agents.random_agent import RandomAgent
+        from agents.reference import ReferenceAgent
+
+        self.reference = ReferenceAgent(lookup=lookup)
+        self.random = RandomAgent(seed=seed, finish_p=0.0)
+        self.seed, self.rate, self.reads = seed, rate, reads
+        self._plan: list[ToolCall] = []
+        self._tools: list[dict[str, Any]] = []
+
+    def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
+        import random
+
+        from agents.random_agent import episode_seed
+
+        self.reference.reset(observation, info)
+        self._plan = list(self.reference.lookup(info["task_id"]).reference_plan)
+        allowed = allowed_tools("task", info)
+        self._tools = [
+            t for t in info["tools"] if offered(t["function"]["name"], allowed) and t["function"]["name"] in self.reads
+        ]
+        self.random.reset(observation, {**info, "tools": self._tools})
+        self.rng = random.Random(episode_seed(self.seed, "detour:" + str(info["task_id"])))
+        self._detoured = False
+
+    def _broken(self, call: ToolCall) -> dict[str, Any]:
+        if call.arguments:
+            key = self.rng.choice(sorted(call.arguments))
+            return {"name": call.name, "arguments": {**call.arguments, key: {"wrong": [1, 2]}}}
+        return {"name": call.name + "_all", "arguments": {}}  # no argument to break: a tool that does not exist
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Any:
+        from agents.base import AgentAction
+
+        nxt = self.reference._i
+        if nxt < len(self._plan) and not self._detoured and self.rng.random() < self.rate:
+            self._detoured = True
+            kind = self.rng.choice(["read", "arguments", "tool"])
+            if kind == "read" and self._tools:
+                return self.random.act(observation, {**info, "tools": self._tools})
+            call = self._plan[nxt]
+            if kind == "tool":
+                return AgentAction(json.dumps({"name": call.name + "_all", "arguments": call.arguments}))
+            return AgentAction(json.dumps(self._broken(call)))
+        self._detoured = False
+        return self.reference.act(observation, info)
+
+
+def detour_traces(
+    selector: str | Sequence[TaskSpec],
+    out_dir: Path | str,
+    *,
+    per_task: int = 1,
+    seed: int = 0,
+    detour_rate: float = 0.3,
+    env_kwargs: dict[str, Any] | None = None,
+) -> list[Trace]:
+    """Episodes with erroneous turns to mask: the reference plan with random detours.
+
+    Before each step of a task's reference plan, with probability ``detour_rate`` the agent
+    first makes one wrong call (see :class:`_DetourAgent`: a random read of the task's apps, the
+    next tool with a broken argument, or a tool that does not exist), reads the feedback, and
+    recovers with the plan's call. The traces (``agent == "detour"``) go to ``out_dir/r<k>/``
+    and are returned in run then task order; :func:`traces_to_examples` keeps them whether they
+    succeeded or not and trains only their plan calls: the errors and their feedback stay in the
+    context, masked (weight 0).
+
+    Args:
+        selector: a suite selector or TaskSpecs (those with a reference plan are played).
+        out_dir: where the traces go.
+        per_task: episodes per task; run ``k`` uses the episode seed and the agent seed ``seed + k``.
+        seed: the first seed.
+        detour_rate: probability of a detour before each plan step, in [0, 1].
+        env_kwargs: passed to the env (``backend="auto"``: each task's first backend).
+
+    Raises:
+        ValueError: no selected task has a reference plan, ``per_task`` < 1 or ``detour_rate``
+            outside [0, 1].
+    """
+    from phoneenv.contract import Effect
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.evaluation import run_episodes
+    from phoneenv.tasks import get_task, select
+
+    if per_task < 1:
+        raise ValueError(f"per_task must be at least 1, not {per_task}")
+    if not 0.0 <= detour_rate <= 1.0:
+        raise ValueError(f"detour_rate must lie in [0, 1], not {detour_rate}")
+    tasks = select(selector) if isinstance(selector, str) else list(selector)
+    tasks = [t for t in tasks if t.reference_plan]
+    if not tasks:
+        raise ValueError(f"no task with a reference plan matches {selector!r}")
+    by_id = {t.id: t for t in tasks}
+    env = PhonePlanEnv(backend="sandbox", delegation=True)
+    try:
+        reads = frozenset(spec.name for spec in env.tool_specs if spec.effect == Effect.READ)
+    finally:
+        env.close()
+    out: list[Trace] = []
+    for k in range(per_task):
+        agent = _DetourAgent(lambda task_id: by_id.get(task_id) or get_task(task_id), seed + k, detour_rate, reads)
+        results = run_episodes(agent, tasks, Path(out_dir) / f"r{k}", seed=seed + k, env_kwargs=env_kwargs)
+        out.extend(load_traces([r.trace_path for r in results if r.trace_path]))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Traces → chat examples
 # ---------------------------------------------------------------------------------------------
@@ -174,17 +307,21 @@ def planner_tools(tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]]) -> l
 
 
 _ENV_TOOLS: dict[str, list[dict[str, Any]]] = {}
+_TASK_TOOLS: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
 
-def episode_tools(backend: str = "sandbox", tool_filter: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def episode_tools(
+    backend: str = "sandbox", tool_filter: ToolFilter = None, info: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """The tools a ``PhonePlan-v0`` episode on ``backend`` offers (finish and user.confirm
     included), renamed ``app__verb``: what the planner passes as ``tools``. Cached per backend.
-    With ``tool_filter`` (app names or full dotted names), only the tools the RL rollout offers
-    under the same filter (:func:`rl.rollout.rollout_group`'s ``tool_filter``), in the same order."""
-    if tool_filter is not None:
-        from rl.rollout import _offered
+    With ``tool_filter`` (see :mod:`agents.toolfilter`; ``"task"`` needs the episode's ``info``
+    with its ``apps``), only the tools that filter keeps, in the same order.
 
-        return [t for t in episode_tools(backend) if _offered(t, tool_filter)]
+    Raises:
+        ValueError: a malformed filter, or ``"task"`` without ``info["apps"]``.
+    """
+    allowed = allowed_tools(tool_filter, info)
     if backend not in _ENV_TOOLS:
         from phoneenv.env import PhonePlanEnv
 
@@ -193,7 +330,65 @@ def episode_tools(backend: str = "sandbox", tool_filter: Sequence[str] | None = 
             _ENV_TOOLS[backend] = planner_tools(env.tools)
         finally:
             env.close()
-    return copy.deepcopy(_ENV_TOOLS[backend])
+    return [copy.deepcopy(t) for t in _ENV_TOOLS[backend] if offered(t["function"]["name"], allowed)]
+
+
+def trace_info(trace: Trace) -> dict[str, Any]:
+    """The part of a trace's reset ``info`` a tool filter reads: ``apps`` (the suite task's apps;
+    for a task outside the suite, the apps the trace called) and ``category``."""
+    from phoneenv.tasks import get_task
+
+    try:
+        apps = list(get_task(trace.task_id).apps)
+    except KeyError:
+        called = {s.action.name.split(".")[0] for s in trace.steps if s.action is not None and "." in s.action.name}
+        apps = sorted(called - {"user", "system", "finish"})
+    return {"apps": apps, "category": trace.category.value}
+
+
+def _reset_tools(task_id: str, backend: str) -> list[dict[str, Any]]:
+    """The planner-format tools of a reset of the suite task ``task_id`` on the sandbox (its
+    ``info["tools"]``: ``agent.delegate`` where the task delegates, in the env's order); for other
+    backends or a task outside the suite, the backend's tools (:func:`episode_tools`)."""
+    from phoneenv.tasks import get_task
+
+    key = (task_id, backend)
+    if key not in _TASK_TOOLS:
+        try:
+            task = get_task(task_id)
+        except KeyError:
+            task = None
+        if backend != "sandbox" or task is None:
+            return episode_tools(backend)
+        from phoneenv.env import PhonePlanEnv
+
+        env = PhonePlanEnv(task=task, backend="sandbox")
+        try:
+            _, info = env.reset(seed=0)
+            _TASK_TOOLS[key] = planner_tools(info["tools"])
+        finally:
+            env.close()
+    return copy.deepcopy(_TASK_TOOLS[key])
+
+
+def trace_tools(
+    trace: Trace,
+    tool_filter: ToolFilter = None,
+    tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Exactly the tools the planner or the RL rollout offers in ``trace``'s episode under
+    ``tool_filter`` (:mod:`agents.toolfilter`, resolved with :func:`trace_info`), named
+    ``app__verb``: the reset's tools of the trace's task (sandbox; the backend's tools otherwise),
+    or ``tool_specs_or_tools`` when given, filtered.
+
+    Raises:
+        ValueError: a malformed filter.
+    """
+    tools = planner_tools(tool_specs_or_tools) if tool_specs_or_tools is not None else None
+    if tools is None:
+        tools = _reset_tools(trace.task_id, trace.backend)
+    allowed = allowed_tools(tool_filter, trace_info(trace))
+    return [t for t in tools if offered(t["function"]["name"], allowed)]
 
 
 def feedback_text(feedback: Feedback) -> str:
@@ -247,14 +442,37 @@ def _scope_tools(tools: list[dict[str, Any]], trace: Trace, scope: str) -> list[
     return keep
 
 
+def _on_plan(trace: Trace, plan: Sequence[ToolCall]) -> set[int]:
+    """Indices of the steps of ``trace`` that play ``plan``'s calls in order (same tool, same
+    arguments; a redacted argument matches any value); every other step is a detour."""
+    hits: set[int] = set()
+    j = 0
+    for step in trace.steps:
+        if j >= len(plan) or step.action is None:
+            continue
+        want = plan[j]
+        args, expected = step.action.arguments, want.arguments
+        same = args == expected or (_redacted(args) and set(args) == set(expected))
+        if step.action.name == want.name and same:
+            hits.add(step.index)
+            j += 1
+    return hits
+
+
 def trace_to_example(
     trace: Trace,
     tools: list[dict[str, Any]],
     *,
     system_prompt: str = SYSTEM_PROMPT,
+    plan: Sequence[ToolCall] | None = None,
 ) -> dict[str, Any]:
     """One trace as a chat example ``{"task_id", "success", "messages", "tools"}`` (see the
-    module docstring for the format and the ``weight`` of each assistant message)."""
+    module docstring for the format and the ``weight`` of each assistant message).
+
+    With ``plan`` (the reference plan of a :func:`detour_traces` episode), only the steps that
+    play the plan's calls in order can be trained; the detours stay in context with weight 0, a
+    harmless read that succeeded included."""
+    trainable = _on_plan(trace, plan) if plan is not None else None
     goal = _goal_text(trace.goal)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt.format(goal=goal)},
@@ -270,6 +488,8 @@ def trace_to_example(
             continue
         call_id = f"call_{step.index}"
         ok = step.feedback.ok and not _redacted(step.action.arguments)
+        if trainable is not None:
+            ok = ok and step.index in trainable
         messages.append(
             {
                 "role": "assistant",
@@ -301,15 +521,19 @@ def traces_to_examples(
     include_inconsistent: bool = False,
     tools_scope: Literal["all", "apps"] = "all",
     system_prompt: str = SYSTEM_PROMPT,
+    tool_filter: ToolFilter = None,
 ) -> list[dict[str, Any]]:
     """Verified traces → chat examples in the LLMPlanner's format (see the module docstring).
 
     Args:
         traces: :class:`Trace` objects, JSONL files or folders of them.
         tool_specs_or_tools: the tools offered (ToolSpecs or OpenAI entries); None: the env's own
-            for each trace's backend (:func:`episode_tools`).
+            for each trace's episode (:func:`trace_tools`).
         include_failed: keep traces whose verdict did not succeed (or that have none); their
             ``ok`` turns are trained too, so use with care. Default: successful traces only.
+            Episodes of :func:`detour_traces` (``trace.agent == "detour"``) are kept when they
+            failed too: only their reference-plan calls are trained (:func:`trace_to_example`'s
+            ``plan``), so their detours and recoveries add context, never loss.
         include_inconsistent: keep traces whose simulated world contradicted itself
             (``verdict.inconsistent``); dropped by default.
         tools_scope: ``"all"``: every tool, as the planner sees them; ``"apps"``: only tools of
@@ -317,20 +541,33 @@ def traces_to_examples(
             ``system``/``user`` plus ``finish`` — much shorter sequences, for small-context
             models and tests, at the price of a prompt the planner never shows.
         system_prompt: the planner's system prompt template (``{goal}``).
+        tool_filter: the tool filter of :mod:`agents.toolfilter` (``"all"``/None, ``"task"``, or
+            names), resolved per trace as the planner and the RL rollout resolve it per episode
+            (:func:`trace_tools`): train with the filter you evaluate and train RL with.
     """
+    from phoneenv.tasks import get_task
+
     given = planner_tools(tool_specs_or_tools) if tool_specs_or_tools is not None else None
     out = []
     dropped = 0
     for trace in load_traces(traces):
         v = trace.verdict
-        if not include_failed and not (v is not None and v.success):
+        plan = None
+        if trace.agent == DETOUR_AGENT:
+            with contextlib.suppress(KeyError):
+                plan = get_task(trace.task_id).reference_plan
+            if plan is None:
+                log.warning("no reference plan for the detour trace of %s: its ok turns are trained", trace.task_id)
+        if not include_failed and plan is None and not (v is not None and v.success):
             dropped += 1
             continue
         if not include_inconsistent and v is not None and v.inconsistent:
             dropped += 1
             continue
-        tools = given if given is not None else episode_tools(trace.backend)
-        out.append(trace_to_example(trace, _scope_tools(tools, trace, tools_scope), system_prompt=system_prompt))
+        tools = trace_tools(trace, tool_filter, given)
+        out.append(
+            trace_to_example(trace, _scope_tools(tools, trace, tools_scope), system_prompt=system_prompt, plan=plan)
+        )
     if dropped:
         log.info("traces_to_examples: kept %d traces, dropped %d (failed or inconsistent)", len(out), dropped)
     return out
@@ -346,8 +583,10 @@ def _render(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str
 
 
 def tokenize_example(example: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
-    """``{"input_ids", "assistant_masks"}`` for a chat example: mask 1 exactly on the tokens of
-    assistant messages whose ``weight`` is non-zero (default 1), end-of-turn token included.
+    """``{"input_ids", "assistant_masks", "masked_tokens"}`` for a chat example: mask 1 exactly on
+    the tokens of assistant messages whose ``weight`` is non-zero (default 1), end-of-turn token
+    included; ``masked_tokens`` counts the tokens of the weight-0 assistant messages (erroneous
+    turns, detours, redacted calls: in the context, out of the loss), measured the same way.
 
     Raises ``ValueError`` when the chat template does not render the conversation's prefixes as
     prefixes of the whole (the mask would be wrong).
@@ -357,8 +596,9 @@ def tokenize_example(example: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
     full = _render(tokenizer, messages, tools, False)
     eos = tokenizer.eos_token
     spans: list[tuple[int, int]] = []
+    masked_spans: list[tuple[int, int]] = []
     for i, msg in enumerate(messages):
-        if msg["role"] != "assistant" or not msg.get("weight", 1):
+        if msg["role"] != "assistant":
             continue
         before = _render(tokenizer, messages[:i], tools, True)
         through = _render(tokenizer, messages[: i + 1], tools, False)
@@ -371,11 +611,15 @@ def tokenize_example(example: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
             k = full.rfind(eos, start, end)
             if k >= 0:
                 end = k + len(eos)
-        spans.append((start, end))
+        (spans if msg.get("weight", 1) else masked_spans).append((start, end))
     enc = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
     ids = list(enc["input_ids"])
     mask = [0] * len(ids)
+    masked = 0
     for j, (s, e) in enumerate(enc["offset_mapping"]):
+        if any(a <= s < b for a, b in masked_spans):
+            masked += 1
+            continue
         for a, b in spans:
             if a <= s < b:
                 mask[j] = 1
@@ -384,7 +628,7 @@ def tokenize_example(example: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
                 break
             if s < a < e:
                 log.warning("token %d of %s straddles the start of a trained span", j, example.get("task_id"))
-    return {"input_ids": ids, "assistant_masks": mask}
+    return {"input_ids": ids, "assistant_masks": mask, "masked_tokens": masked}
 
 
 def build_sft_dataset(
@@ -396,13 +640,16 @@ def build_sft_dataset(
     include_inconsistent: bool = False,
     tools_scope: Literal["all", "apps"] = "all",
     max_length: int | None = None,
+    tool_filter: ToolFilter = None,
 ) -> Any:
     """A pre-tokenised :class:`datasets.Dataset` for SFTTrainer: columns ``input_ids``,
-    ``assistant_masks`` (see :func:`tokenize_example`) and ``task_id``.
+    ``assistant_masks`` (see :func:`tokenize_example`), ``task_id`` and ``masked_tokens`` (the
+    example's weight-0 assistant tokens; TRL ignores the last two).
 
-    ``traces`` may also be examples from :func:`traces_to_examples`. ``tokenizer`` is a tokenizer or
-    a checkpoint path. Examples longer than ``max_length`` tokens and examples with no trained
-    token are dropped (logged), never truncated.
+    ``traces`` may also be examples from :func:`traces_to_examples` (which takes the other
+    arguments, ``tool_filter`` included). ``tokenizer`` is a tokenizer or a checkpoint path.
+    Examples longer than ``max_length`` tokens and examples with no trained token are dropped
+    (logged), never truncated.
     """
     from datasets import Dataset
 
@@ -419,8 +666,9 @@ def build_sft_dataset(
             include_failed=include_failed,
             include_inconsistent=include_inconsistent,
             tools_scope=tools_scope,
+            tool_filter=tool_filter,
         )
-    rows: dict[str, list[Any]] = {"input_ids": [], "assistant_masks": [], "task_id": []}
+    rows: dict[str, list[Any]] = {"input_ids": [], "assistant_masks": [], "task_id": [], "masked_tokens": []}
     too_long = untrained = 0
     for ex in examples:
         tok = tokenize_example(ex, tokenizer)
@@ -433,6 +681,7 @@ def build_sft_dataset(
         rows["input_ids"].append(tok["input_ids"])
         rows["assistant_masks"].append(tok["assistant_masks"])
         rows["task_id"].append(ex.get("task_id", ""))
+        rows["masked_tokens"].append(tok["masked_tokens"])
     if too_long or untrained:
         log.warning(
             "build_sft_dataset: dropped %d examples over max_length=%s and %d with no trained token",
@@ -493,6 +742,11 @@ class SFTRunConfig:
             should be verified successes.
         include_inconsistent (`bool`, defaults to `False`):
             Keep traces whose simulated world contradicted itself.
+        tool_filter (`str`, `list[str]` or `None`, defaults to `None`):
+            The tools each example offers, resolved per trace by `agents.toolfilter` as the
+            planner and the RL rollout resolve it per episode: `"all"`/None, `"task"` (the task's
+            apps, user, system, finish, the category's harness app: ~1.5k prompt tokens instead
+            of ~13k), or app/tool names. Train with the filter you evaluate with.
         activation_checkpointing (`bool`, defaults to `False`):
             Recompute activations in the backward pass (transformers 5's name for gradient
             checkpointing; TRL turns it on by default). Off: it slows small models down; turn it
@@ -528,6 +782,7 @@ class SFTRunConfig:
     tools_scope: Literal["all", "apps"] = "all"
     include_failed: bool = False
     include_inconsistent: bool = False
+    tool_filter: str | list[str] | None = None
     activation_checkpointing: bool = False
     dtype: str = "float32"
     bf16: bool = False
@@ -598,7 +853,8 @@ def train_sft(
     (when enabled) and ``out_dir/model`` (when ``save_model``). Returns ``{"losses"`` (training loss
     per logging step), ``"steps"``, ``"examples"``, ``"trained_tokens"`` (mask-1 tokens in the
     dataset), ``"tokens"`` (all tokens), ``"train_runtime"`` (s), ``"log_path"``, ``"model_dir"``
-    (or None), ``"config"}``.
+    (or None), ``"config"}``, and ``"masked_tokens"``: the tokens of assistant replies kept in
+    the context but out of the loss (erroneous turns, detours; see :func:`tokenize_example`).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -616,10 +872,19 @@ def train_sft(
         include_inconsistent=cfg.include_inconsistent,
         tools_scope=cfg.tools_scope,
         max_length=cfg.max_length,
+        tool_filter=cfg.tool_filter,
     )
     trained = sum(sum(m) for m in dataset["assistant_masks"])
+    masked = sum(dataset["masked_tokens"])
     total = sum(len(x) for x in dataset["input_ids"])
-    log.info("SFT on %d examples: %d tokens, %d trained (%.1f%%)", len(dataset), total, trained, 100 * trained / total)
+    log.info(
+        "SFT on %d examples: %d tokens, %d trained (%.1f%%), %d in masked (erroneous) replies",
+        len(dataset),
+        total,
+        trained,
+        100 * trained / total,
+        masked,
+    )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, cfg.dtype))
     log_path = out_dir / "sft_log.jsonl"
     log_path.unlink(missing_ok=True)
@@ -654,6 +919,7 @@ def train_sft(
         "steps": trainer.state.global_step,
         "examples": len(dataset),
         "trained_tokens": trained,
+        "masked_tokens": masked,
         "tokens": total,
         "train_runtime": result.metrics.get("train_runtime"),
         "log_path": str(log_path),

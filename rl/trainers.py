@@ -1,7 +1,18 @@
 """GRPO and CARE training of phone planners with TRL's ``GRPOTrainer`` over multi-turn env rollouts.
 
-    >>> summary = train_rl(TrainConfig(model_path="ckpt/", tasks=["contacts.lookup_number/0"],
-    ...                                algo="care", num_generations=8, max_steps=100))  # doctest: +SKIP
+    >>> summary = train_rl(TrainConfig(model_path="runs/sft/model", tasks="split:train",
+    ...                                eval_tasks="split:test", algo="care", max_steps=100))  # doctest: +SKIP
+
+Command line: ``python -m rl.trainers --model_path runs/sft/model --tasks split:train --algo care``
+(every :class:`TrainConfig` field is a flag, ``--help`` lists them with their help), or
+``python -m rl.trainers config.json`` / ``config.yaml``; ``phoneenv train rl`` is the short form.
+
+**Recipe: train on a split, evaluate held out.** ``tasks="split:train"`` (any selector) trains;
+``eval_tasks="split:test"`` builds TRL's ``eval_dataset`` of held-out task × seed keys, with
+``eval_seeds`` defaulting to seeds above every training seed; TRL's own eval loop runs our
+``rollout_func`` (``mode="eval"``, ``num_generations_eval`` episodes per key) after training (and
+every ``eval_steps`` with ``eval_strategy="steps"``), and the summary's ``heldout`` block holds the
+held-out success, tokens and calls (also a ``kind: "heldout"`` record).
 
 **Which TRL hook, and why: ``rollout_func``.** TRL 1.16 offers two ways to run multi-turn
 episodes inside ``GRPOTrainer``:
@@ -36,15 +47,34 @@ still get distinct, reproducible sampling seeds.
 ``GRPOTrainer._generate_and_score_completions``. :class:`PhoneGRPOTrainer` therefore overrides
 
 * ``_calculate_rewards``: after TRL's own (which gathers the rewards of all processes), it
-  gathers every episode's ``success``, ``progress``, ``output_tokens``, ``tool_calls``, member index
-  and episode key from all processes (``accelerate.utils.gather`` / ``gather_object``);
+  gathers every episode's :class:`EpisodeStats` (task, env seed, member index, success, progress,
+  output tokens, tool calls, turns: named fields, sent as small dicts with
+  ``accelerate.utils.gather_object``, :func:`gather_episode_stats`);
 * ``_generate_and_score_completions``: after TRL's, with ``algo="care"`` it replaces
   ``output["advantages"]`` (this process's slice) by :func:`rl.care.group_care` computed per group
   over the *gathered* batch — so a group is never split when its advantages are computed. It
   asserts that every block of ``G`` consecutive gathered episodes has one episode key and member
   indices ``0..G−1``. The cost is :func:`rl.care.efficiency_cost` of output tokens and tool calls
-  against absolute budgets. With ``algo="grpo"`` TRL's advantages stay (group mean/std of the env
-  reward ``success``, ``scale_rewards="group"``); both algorithms share everything else.
+  against absolute budgets. With ``algo="penalty"`` (the CARE report's ablation) every group's
+  reward is :func:`rl.care.penalty_rewards` ``s(1 − μc)`` and its advantages are vanilla
+  :func:`rl.care.grpo_advantages`. With ``algo="grpo"`` TRL's advantages stay (group mean/std of
+  the env reward ``success``, ``scale_rewards="group"``); all share everything else.
+
+A step whose advantages are *all* zero (every group all-won or all-lost, CARE without
+``shape_all_failure``) cannot change the policy: it is logged loudly (``logging.warning``, a
+``kind: "warning"`` record, ``zero_advantage_steps`` in the summary).
+
+**Which groups: competence-aware sampling.** TRL draws the prompts through ``RepeatSampler``
+(``_get_train_sampler``); with ``competence_sampling=True`` :class:`PhoneGRPOTrainer` returns a
+:class:`rl.sampler.CompetenceSampler` of the same shape instead (each row ``G`` times in a row,
+chunks repeated for ``num_iterations × steps_per_generation``), whose rows are drawn with weight 1
+for tasks whose recent group success is strictly between 0 and 1 (or unseen) and
+``competence_floor`` for the others; every gathered batch updates it (identically on every
+process) and its weights are logged (``kind: "sampler"``).
+
+**The controller.** ``care_controller="rule"`` (default) or ``"llm"`` builds
+:func:`rl.care.make_controller`; its settings and bounds are logged once (``kind:
+"controller_start"``) and every change (``kind: "controller"``).
 
 The replaced advantages then flow unchanged through TRL's buffering/shuffling into
 ``_compute_loss`` (``inputs["advantages"]``); the reward column TRL logs stays the env's
@@ -65,8 +95,8 @@ the ranks make a different number of times (a hang), so the rollout refuses that
 for the same reason it passes ``synced_gpus=False`` to ``generate`` (transformers turns it on
 under ZeRO-3). Both configs are launched for real on two CPU ranks in the tests
 (``tests/test_rl_deepspeed.py``: ``use_cpu``, no bf16, DeepSpeed over gloo).
-vLLM: TRL's flag is ``GRPOConfig(use_vllm=True, vllm_mode="colocate",
-vllm_gpu_memory_utilization=0.3)`` (``TrainConfig.grpo_kwargs``); with a ``rollout_func`` TRL then
+vLLM: TRL's flag is ``TrainConfig(use_vllm=True, vllm_mode="colocate",
+vllm_gpu_memory_utilization=0.3)`` (every ``GRPOConfig`` field is a ``TrainConfig`` field); with a ``rollout_func`` TRL then
 only builds ``trainer.vllm_generation`` and pushes the current weights into it before each call.
 Sampling must go through that engine instead of ``model.generate``: in colocate mode each rank owns
 a ``vllm.LLM`` (``trainer.vllm_generation.llm``), so ranks may run different numbers of turns; a
@@ -82,28 +112,53 @@ a ``ValueError``. On CPU, and on one GPU without vLLM, plain ``transformers`` ge
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from trl import GRPOConfig, GRPOTrainer
 
-from rl.rollout import Trajectory, rollout_members, to_trl
+from rl.rollout import RolloutConfig, Trajectory, rollout_members, to_trl
+from rl.train_help import TRAIN_HELP
 
 __all__ = [
+    "ALGOS",
+    "CONTROLLERS",
+    "CONTROLLER_API_KEY_ENV",
+    "EpisodeStats",
+    "PhoneGRPOTrainer",
     "TrainConfig",
     "build_dataset",
+    "build_eval_dataset",
     "episode_prompt",
+    "gather_episode_stats",
     "make_rollout_func",
     "make_trainer",
     "parse_episode_prompt",
     "success_reward",
     "train_rl",
 ]
+
+logger = logging.getLogger(__name__)
+
+ALGOS = ("care", "grpo", "penalty")
+"""``TrainConfig.algo`` values."""
+CONTROLLERS = ("rule", "none", "llm")
+"""``TrainConfig.care_controller`` values."""
+CONTROLLER_API_KEY_ENV = "PHONEENV_CONTROLLER_API_KEY"
+"""Environment variable the LLM controller's API key is read from when the config has none."""
+
+
+def _help(name: str, **extra: Any) -> dict[str, Any]:
+    return {"help": TRAIN_HELP[name], **extra}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -112,197 +167,162 @@ __all__ = [
 
 
 @dataclass
-class TrainConfig:
-    r"""Configuration of :func:`train_rl` (TRL style: every field, its default and why).
+class TrainConfig(GRPOConfig):
+    r"""Configuration of :func:`train_rl`: TRL's ``GRPOConfig`` plus the PhonePlan fields.
 
-    Parameters:
-        > What to train on
+    Every ``GRPOConfig`` field is a field here (``use_vllm``, ``num_iterations``, ``eval_steps``,
+    ...); the fields below are ours (their help is :data:`rl.train_help.TRAIN_HELP`, shown by
+    ``python -m rl.trainers --help`` and ``phoneenv train rl --help``), and a few ``GRPOConfig``
+    defaults are changed: ``output_dir="runs/rl"``, ``logging_steps=1``, ``report_to="tensorboard"``,
+    ``save_strategy="no"``, ``activation_checkpointing=False`` (transformers' new name of
+    ``gradient_checkpointing``, which still works), ``bf16`` only on a CUDA GPU with bf16,
+    ``per_device_train_batch_size = per_device_eval_batch_size = 8`` (one group of G = 8 per step),
+    ``max_steps=200`` and ``max_completion_length = max_turns × max_new_tokens``.
 
-        model_path (`str`, *required*):
-            A checkpoint folder (``save_pretrained``: model, tokenizer with a tool-calling chat
-            template). Loaded in float32 unless ``bf16``.
-        output_dir (`str`, defaults to `"runs/rl"`):
-            Where TRL writes checkpoints and TensorBoard logs, the JSONL metrics and the final model.
-        tasks (`str` or `list[str]`, defaults to `"category:tool"`):
-            A ``phoneenv.tasks.select`` selector or a list of task ids. Tool-use tasks are the
-            first curriculum stage: single-app, short, with verifiable answers.
-        seeds (`list[int]`, defaults to `[0]`):
-            Env seeds per task; the dataset has one row (one group per visit) per task × seed.
-            Sandbox tasks are deterministic given their fixtures, so one seed is enough there.
-        max_tasks (`int` or `None`, defaults to `None`):
-            Keep only the first ``max_tasks`` tasks of the selection (quick runs); None keeps all.
-        env_kwargs (`dict`, defaults to `{}`):
-            Extra ``gym.make("PhonePlan-v0", ...)`` arguments (``backend``, ``max_steps``, ...).
-        tool_filter (`list[str]` or `None`, defaults to `None`):
-            Offer the model only these apps' tools (or these full tool names), e.g.
-            ``["contacts", "user", "finish"]``; None offers all the env's tools, as the planner
-            does at evaluation. Shorter prompts train much faster (88 tools ≈ 11.7k tokens).
+    Choices and why:
 
-        > The algorithm
+    * ``algo`` ``"care"`` (default), ``"grpo"`` or ``"penalty"`` (the ablation: an
+      efficiency-penalised reward with vanilla normalisation, :func:`rl.care.penalty_rewards`).
+    * ``num_generations`` G = 8: p resolves in steps of 1/8, so CARE's shaping (p < p_low) and
+      efficiency (p > p_high) modes both occur on a model that wins sometimes (G = 4 gave only
+      p ∈ {0, .25, .5, .75, 1}).
+    * ``care_controller="rule"``: the bounded rule controller, every ``care_controller_every = 5``
+      optimiser steps once ``care_controller_min_groups = 4`` groups are in its window: with one
+      group per step it acts at steps 5 and 10 of a 10-step CPU run, 6 times in 30 steps. Its
+      settings and bounds are logged once (``kind: "controller_start"``) and every change
+      (``kind: "controller"``).
+    * ``competence_sampling=True``: groups come from tasks in the learnable zone (see
+      :class:`rl.sampler.CompetenceSampler`), since all-won and all-lost groups carry no advantage.
+    * ``tool_filter="task"``: the task's apps' tools, as ``phoneenv eval --tools task`` and
+      ``phoneenv train sft --tools task`` offer them.
+    * ``care_controller_api_key`` is read from ``$PHONEENV_CONTROLLER_API_KEY`` when unset and is
+      never written: :meth:`to_dict` (TensorBoard's config dump), pickling (``training_args.bin``)
+      and the JSONL records all leave it out.
 
-        algo (`str`, defaults to `"care"`):
-            ``"care"``: advantages from :func:`rl.care.group_care` per group (competence-aware
-            reward, success-variance std floor). ``"grpo"``: TRL's own group-normalised
-            advantages of the env reward (success). Everything else is shared.
-        care (`rl.care.CareConfig`, `dict` or `None`, defaults to `None`):
-            CARE hyper-parameters; None means ``CareConfig()`` (its defaults are documented there:
-            ``p_low=0.25``, ``p_high=0.75``, ``lam=0.3``, ``mu=0.1``, ``p_f=0.25``); a dict is
-            passed to ``CareConfig(**dict)``.
-        care_budget_tokens (`float` or `None`, defaults to `None`):
-            Output-token budget of an episode for the efficiency cost; None means
-            ``max_turns * max_new_tokens``, the most an episode can spend, so cost 1 is "used
-            every token allowed".
-        care_budget_calls (`float` or `None`, defaults to `None`):
-            Tool-call budget; None means ``max_turns`` (one call per reply under constrained
-            decoding).
-        care_cost_weight (`float`, defaults to `0.5`):
-            Share of the cost from tokens (the rest from tool calls): both matter on a phone
-            (latency and money per token, side effects and latency per call).
-        care_controller (`str`, defaults to `"none"`):
-            ``"rule"`` retunes the CARE parameters with :class:`rl.care.RuleController` every
-            ``care_controller_every`` optimiser steps; ``"none"`` keeps them fixed (the default,
-            so runs are comparable).
-        care_controller_every (`int`, defaults to `50`):
-            Controller cadence in optimiser steps (the controller's own default).
-        care_controller_min_groups (`int`, defaults to `8`):
-            Groups the controller's window must hold before it changes anything (its default):
-            fewer give too noisy a success rate.
+    ``dict`` fields (``env_kwargs``, ``care``, ``sampler``) also take a JSON object as text (the
+    command line); ``tasks`` and ``tool_filter`` take lists or comma-separated text.
 
-        > Rollouts
-
-        num_generations (`int`, defaults to `8`):
-            G, episodes per group; 8 is the CARE worked example's group and a common GRPO choice
-            (p resolves in steps of 1/8). Must divide the generation batch; TRL needs ≥ 2.
-        max_turns (`int`, defaults to `8`):
-            Model replies per episode; then the rollout sends ``finish``. Tool-use tasks take
-            2–4 calls; 8 leaves room to recover from errors.
-        max_new_tokens (`int`, defaults to `256`):
-            Tokens per reply. A constrained call is 20–100 tokens; 256 leaves room for thinking.
-        temperature (`float`, defaults to `1.0`):
-            Sampling temperature, also used by TRL to compute the policy's log-probs (the two must
-            agree). 1.0 samples the policy itself.
-        constrained (`bool`, defaults to `True`):
-            Decode replies under the grammar of one call of an offered tool (xgrammar), so every
-            reply is a valid call and learning is about *which* call.
-        max_string_chars (`int`, defaults to `120`):
-            Bound on free strings in the call grammar (as ``LocalChatClient``).
-        env_ray (`str` or `None`, defaults to `None`):
-            Where the rollouts' envs run. None: in this process. ``"local"``: on the actors of a
-            :class:`phoneenv.farm.distributed.RayEnvPool` of ``num_generations`` actors in a Ray
-            started here; ``"auto"`` or ``"HOST:PORT"``: on that Ray cluster's actors. The model
-            stays in this process either way, and trajectories are the same (only where each
-            member's env steps changes); worth it when env steps are slow (devices, simulators).
-
-        > Optimisation (passed to ``GRPOConfig``)
-
-        per_device_train_batch_size (`int`, defaults to `8`):
-            Episodes per device per optimiser micro-step; with one process and the default
-            ``num_generations`` that is one group per step.
-        gradient_accumulation_steps (`int`, defaults to `1`):
-            Micro-steps per optimiser step (TRL generates once per optimiser step by default).
-        max_steps (`int`, defaults to `200`):
-            Optimiser steps.
-        learning_rate (`float`, defaults to `1e-6`):
-            The usual GRPO learning rate for 0.5–8B models; raise it for tiny test models.
-        beta (`float`, defaults to `0.0`):
-            KL coefficient to a reference model. TRL's default 0 (no reference model to keep in
-            memory); the PPO clip bounds each update.
-        epsilon (`float`, defaults to `0.2`):
-            PPO clip range (TRL's default).
-        loss_type (`str`, defaults to `"dapo"`):
-            TRL's default token-level normalisation; long and short episodes weigh per token.
-        bf16 (`bool`, defaults to `False`):
-            Train in bfloat16 (GPU); float32 on CPU.
-        gradient_checkpointing (`bool`, defaults to `False`):
-            Trade compute for memory on long episodes (prompts of ~12k tokens with all tools).
-        use_cpu (`bool`, defaults to `False`):
-            Force the CPU even when a GPU is visible (tests).
-        seed (`int`, defaults to `0`):
-            Seed of TRL (data order, init) and the base of the rollout sampling seeds.
-        grpo_kwargs (`dict`, defaults to `{}`):
-            Any other ``GRPOConfig`` field (``use_vllm``, ``save_steps``, ``num_iterations``,
-            ...); it overrides the fields above.
-
-        > Logging
-
-        logging_steps (`int`, defaults to `1`):
-            TRL log cadence (RL steps are slow; log each).
-        report_to (`str`, defaults to `"tensorboard"`):
-            TRL/transformers loggers; ``"none"`` turns TensorBoard off.
-        metrics_path (`str` or `None`, defaults to `None`):
-            The JSONL file; None means ``<output_dir>/metrics.jsonl``.
-        save_final (`bool`, defaults to `True`):
-            Save the trained model and tokenizer to ``<output_dir>/final``.
-        sampler (`rl.sampler.SamplerConfig`, `dict` or `None`, defaults to `None`):
-            Draw the training prompts with :class:`rl.sampler.TaskSampler` (weights by capability,
-            difficulty, source...; its distribution is logged) instead of one prompt per task ×
-            seed. `None` keeps every task once per seed: the right default for small task sets.
-        num_prompts (`int` or `None`, defaults to `None`):
-            Prompts drawn by the sampler (default: tasks × seeds).
+    Raises:
+        ValueError: (at construction) an unknown ``algo`` or ``care_controller``, G < 2,
+        ``max_turns`` or ``max_new_tokens`` < 1, ``care_cost_weight`` outside [0, 1], a malformed
+        tool filter, or ``care_controller="llm"`` without a base URL and model.
     """
 
-    model_path: str | None = None
-    output_dir: str = "runs/rl"
-    tasks: str | list[str] = "category:tool"
-    seeds: list[int] = field(default_factory=lambda: [0])
-    max_tasks: int | None = None
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    tool_filter: list[str] | None = None
-    algo: str = "care"
-    care: Any = None
-    care_budget_tokens: float | None = None
-    care_budget_calls: float | None = None
-    care_cost_weight: float = 0.5
-    care_controller: str = "none"
-    care_controller_every: int = 50
-    care_controller_min_groups: int = 8
-    num_generations: int = 8
-    max_turns: int = 8
-    max_new_tokens: int = 256
-    temperature: float = 1.0
-    constrained: bool = True
-    max_string_chars: int = 120
-    env_ray: str | None = None
-    per_device_train_batch_size: int = 8
-    gradient_accumulation_steps: int = 1
-    max_steps: int = 200
-    learning_rate: float = 1e-6
-    beta: float = 0.0
-    epsilon: float = 0.2
-    loss_type: str = "dapo"
-    bf16: bool = False
-    gradient_checkpointing: bool = False
-    use_cpu: bool = False
-    seed: int = 0
-    grpo_kwargs: dict[str, Any] = field(default_factory=dict)
-    logging_steps: int = 1
-    report_to: str = "tensorboard"
-    metrics_path: str | None = None
-    save_final: bool = True
-    sampler: Any = None
-    num_prompts: int | None = None
+    _VALID_DICT_FIELDS: ClassVar[list[str]] = [*GRPOConfig._VALID_DICT_FIELDS, "env_kwargs", "care", "sampler"]
+
+    # -- GRPOConfig fields whose defaults differ here ---------------------------------------------
+    output_dir: str | None = field(default="runs/rl", metadata=_help("output_dir"))
+    learning_rate: float = field(default=1e-6, metadata=_help("learning_rate"))
+    logging_steps: float = field(default=1, metadata=_help("logging_steps"))
+    report_to: None | str | list[str] = field(default="tensorboard", metadata=_help("report_to"))  # noqa: RUF036 - HfArgumentParser reads the 2nd arg
+    save_strategy: str = field(default="no", metadata=_help("save_strategy"))
+    gradient_checkpointing: bool | None = field(default=None, metadata=_help("gradient_checkpointing"))
+    activation_checkpointing: bool | None = field(default=False, metadata=_help("gradient_checkpointing"))
+    bf16: bool | None = field(default=None, metadata=_help("bf16"))
+    per_device_train_batch_size: int = field(default=8, metadata=_help("per_device_train_batch_size"))
+    per_device_eval_batch_size: int = field(default=8, metadata={"help": "Episodes per device per eval batch."})
+    max_steps: int = field(default=200, metadata=_help("max_steps"))
+    num_generations: int | None = field(default=8, metadata=_help("num_generations"))
+    temperature: float = field(default=1.0, metadata=_help("temperature"))
+    max_completion_length: int | None = field(default=None, metadata=_help("max_completion_length"))
+
+    # -- What to train on ------------------------------------------------------------------------
+    model_path: str | None = field(default=None, metadata=_help("model_path"))
+    tasks: list[str] | str = field(default="category:tool", metadata=_help("tasks"))
+    seeds: list[int] = field(default_factory=lambda: [0], metadata=_help("seeds"))
+    max_tasks: int | None = field(default=None, metadata=_help("max_tasks"))
+    env_kwargs: dict | str | None = field(default_factory=dict, metadata=_help("env_kwargs"))
+    tool_filter: str | None = field(default="task", metadata=_help("tool_filter"))
+    eval_tasks: str | None = field(default=None, metadata=_help("eval_tasks"))
+    eval_seeds: list[int] | None = field(default=None, metadata=_help("eval_seeds"))
+
+    # -- The algorithm ---------------------------------------------------------------------------
+    algo: str = field(default="care", metadata=_help("algo", choices=list(ALGOS)))
+    care: dict | str | None = field(default=None, metadata=_help("care"))
+    shape_all_failure: bool = field(default=False, metadata=_help("shape_all_failure"))
+    care_budget_tokens: float | None = field(default=None, metadata=_help("care_budget_tokens"))
+    care_budget_calls: float | None = field(default=None, metadata=_help("care_budget_calls"))
+    care_cost_weight: float = field(default=0.5, metadata=_help("care_cost_weight"))
+    care_controller: str = field(default="rule", metadata=_help("care_controller", choices=list(CONTROLLERS)))
+    care_controller_every: int = field(default=5, metadata=_help("care_controller_every"))
+    care_controller_min_groups: int = field(default=4, metadata=_help("care_controller_min_groups"))
+    care_controller_base_url: str | None = field(default=None, metadata=_help("care_controller_base_url"))
+    care_controller_model: str | None = field(default=None, metadata=_help("care_controller_model"))
+    care_controller_api_key: str | None = field(default=None, repr=False, metadata=_help("care_controller_api_key"))
+    competence_sampling: bool = field(default=True, metadata=_help("competence_sampling"))
+    competence_window: int = field(default=4, metadata=_help("competence_window"))
+    competence_floor: float = field(default=0.1, metadata=_help("competence_floor"))
+
+    # -- Rollouts --------------------------------------------------------------------------------
+    max_turns: int = field(default=8, metadata=_help("max_turns"))
+    max_new_tokens: int = field(default=256, metadata=_help("max_new_tokens"))
+    constrained: bool = field(default=True, metadata=_help("constrained"))
+    max_string_chars: int = field(default=120, metadata=_help("max_string_chars"))
+    env_ray: str | None = field(default=None, metadata=_help("env_ray"))
+
+    # -- Logging ---------------------------------------------------------------------------------
+    metrics_path: str | None = field(default=None, metadata=_help("metrics_path"))
+    save_final: bool = field(default=True, metadata=_help("save_final"))
+    sampler: dict | str | None = field(default=None, metadata=_help("sampler"))
+    num_prompts: int | None = field(default=None, metadata=_help("num_prompts"))
 
     def __post_init__(self) -> None:
-        if self.algo not in ("care", "grpo"):
-            raise ValueError(f"algo must be 'care' or 'grpo', not {self.algo!r}")
-        if self.care_controller not in ("none", "rule"):
-            raise ValueError(f"care_controller must be 'none' or 'rule', not {self.care_controller!r}")
-        if self.num_generations < 2:
+        from agents.toolfilter import parse_tool_filter
+
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {', '.join(ALGOS)}, not {self.algo!r}")
+        if self.care_controller not in CONTROLLERS:
+            raise ValueError(f"care_controller must be one of {', '.join(CONTROLLERS)}, not {self.care_controller!r}")
+        if self.num_generations is None or self.num_generations < 2:
             raise ValueError("num_generations must be ≥ 2 (a group of one has no advantage)")
         if self.max_turns < 1 or self.max_new_tokens < 1:
             raise ValueError("max_turns and max_new_tokens must be ≥ 1")
         if not 0.0 <= self.care_cost_weight <= 1.0:
             raise ValueError("care_cost_weight must lie in [0, 1]")
+        if self.care_controller == "llm" and not (self.care_controller_base_url and self.care_controller_model):
+            raise ValueError("care_controller='llm' needs care_controller_base_url and care_controller_model")
+        if isinstance(self.tasks, list) and len(self.tasks) == 1 and "," in self.tasks[0]:
+            self.tasks = self.tasks[0]  # one comma-separated selector from the command line
+        parse_tool_filter(self.tool_filter)
+        if self.env_kwargs is None:
+            self.env_kwargs = {}
+        if self.max_completion_length is None:
+            self.max_completion_length = self.max_turns * self.max_new_tokens
+        if self.bf16 is None:
+            self.bf16 = _bf16_available() and not self.use_cpu
+        super().__post_init__()
+        for name in ("env_kwargs", "care", "sampler"):  # JSON text that did not start with "{"
+            value = getattr(self, name)
+            if isinstance(value, str):
+                setattr(self, name, json.loads(value))
+        self.care_config()  # a bad CARE parameter fails here, not at the first step
 
     def care_config(self) -> Any:
-        """The :class:`rl.care.CareConfig` to start from."""
+        """The :class:`rl.care.CareConfig` to start from (``care`` with ``shape_all_failure`` set
+        when this config asks for it)."""
         from rl.care import CareConfig
 
         if self.care is None:
-            return CareConfig()
-        if isinstance(self.care, dict):
-            return CareConfig(**self.care)
-        return self.care
+            cfg = CareConfig()
+        elif isinstance(self.care, dict):
+            cfg = CareConfig(**self.care)
+        else:
+            cfg = self.care
+        if self.shape_all_failure and not cfg.shape_all_failure:
+            cfg = dataclasses.replace(cfg, shape_all_failure=True)
+        return cfg
+
+    def rollout_config(self) -> RolloutConfig:
+        """The :class:`rl.rollout.RolloutConfig` of this run's episodes."""
+        return RolloutConfig(
+            max_turns=self.max_turns,
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            constrained=self.constrained,
+            max_string_chars=self.max_string_chars,
+            tool_filter=self.tool_filter,
+            env_kwargs=dict(self.env_kwargs or {}),
+        )
 
     @property
     def budget_tokens(self) -> float:
@@ -314,12 +334,29 @@ class TrainConfig:
         """The tool-call budget of the efficiency cost (see ``care_budget_calls``)."""
         return float(self.care_budget_calls or self.max_turns)
 
+    def controller_api_key(self) -> str | None:
+        """The LLM controller's API key: the field, else ``$PHONEENV_CONTROLLER_API_KEY``."""
+        return self.care_controller_api_key or os.environ.get(CONTROLLER_API_KEY_ENV)
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able fields (a CareConfig becomes a dict)."""
-        out = asdict(self)
+        """JSON-able fields (TRL's, with a CareConfig as a dict), the controller's API key left out."""
+        out = super().to_dict()
         if is_dataclass(self.care):
             out["care"] = asdict(self.care)
+        if out.get("care_controller_api_key") is not None:
+            out["care_controller_api_key"] = "<redacted>"
         return out
+
+    def __getstate__(self) -> dict[str, Any]:  # training_args.bin is a pickle of the config
+        state = dict(self.__dict__)
+        state["care_controller_api_key"] = None
+        return state
+
+
+def _bf16_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -344,9 +381,20 @@ def parse_episode_prompt(prompt: Any) -> tuple[str, int]:
 
 
 def _task_ids(tasks: str | Sequence[str], max_tasks: int | None) -> list[str]:
+    """Task ids of a selector, or of a list whose items are task ids or selectors (in order)."""
     from phoneenv.tasks import select
 
-    ids = [t.id for t in select(tasks)] if isinstance(tasks, str) else list(tasks)
+    if isinstance(tasks, str):
+        ids = [t.id for t in select(tasks)]
+    else:
+        from phoneenv.tasks import get_task
+
+        ids = []
+        for item in tasks:
+            try:
+                ids.append(get_task(item).id)
+            except KeyError:
+                ids.extend(t.id for t in select(item) if t.id not in ids)
     if max_tasks is not None:
         ids = ids[:max_tasks]
     if not ids:
@@ -372,6 +420,30 @@ def build_dataset(cfg: TrainConfig) -> Any:
         n = cfg.num_prompts or len(ids) * len(cfg.seeds)
         rows = [episode_prompt(t.id, cfg.seeds[i % len(cfg.seeds)]) for i, t in enumerate(sampler.sample(n))]
     return Dataset.from_dict({"prompt": rows})
+
+
+def build_eval_dataset(cfg: TrainConfig) -> Any:
+    """The held-out ``datasets.Dataset`` of :func:`episode_prompt` keys: ``cfg.eval_tasks`` ×
+    ``cfg.eval_seeds`` (default: ``len(cfg.seeds)`` seeds above the largest training seed); None
+    without ``eval_tasks``.
+
+    Raises:
+        ValueError: eval seeds that are also training seeds while the eval tasks overlap the
+        training tasks (that would not be held out), or no task selected.
+    """
+    if not cfg.eval_tasks:
+        return None
+    from datasets import Dataset
+
+    ids = _task_ids(cfg.eval_tasks, None)
+    seeds = list(cfg.eval_seeds) if cfg.eval_seeds else [max(cfg.seeds) + 1 + i for i in range(len(cfg.seeds))]
+    shared = set(ids) & set(_task_ids(cfg.tasks, cfg.max_tasks))
+    if shared and set(seeds) & set(cfg.seeds):
+        raise ValueError(
+            f"held-out episodes must differ from training ones: {len(shared)} tasks and seeds "
+            f"{sorted(set(seeds) & set(cfg.seeds))} are in both"
+        )
+    return Dataset.from_dict({"prompt": [episode_prompt(t, s) for t in ids for s in seeds]})
 
 
 def success_reward(completions: list[Any], success: list[float], **kwargs: Any) -> list[float]:
@@ -447,6 +519,8 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
                 raise AssertionError(f"group {n // G} mixes episode keys {entry[0]!r} and {key!r}")
             entry[1].append((i, n % G))
         step = int(trainer.state.global_step)
+        # TRL's log-probs use the trainer's temperature: sample with the same one.
+        rollout_cfg = dataclasses.replace(cfg.rollout_config(), temperature=trainer.temperature)
         started = time.perf_counter()
         trajectories: list[Trajectory | None] = [None] * len(prompts)
         with (
@@ -465,14 +539,8 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
                     task_id,
                     seed,
                     [m for _, m in places],
-                    max_turns=cfg.max_turns,
-                    max_new_tokens=cfg.max_new_tokens,
-                    temperature=trainer.temperature,  # TRL's log-probs use the same temperature
-                    constrained=cfg.constrained,
-                    env_kwargs=cfg.env_kwargs,
+                    rollout_cfg,
                     sample_seed=_group_sample_seed(cfg.seed, step, group),
-                    max_string_chars=cfg.max_string_chars,
-                    tool_filter=cfg.tool_filter,
                     llm=llm,
                     env_pool=_env_pool(cfg, trainer),
                 )
@@ -491,209 +559,335 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
 
 
 # ------------------------------------------------------------------------------------------------
+# Per-episode statistics, gathered by name
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EpisodeStats:
+    """What the trainer needs of one episode, by name (gathered across processes as a dict).
+
+    Attributes:
+        task_id, env_seed: the episode key; ``group_index``: the member index in its group.
+        success: 0/1; ``progress`` in [0, 1]; ``output_tokens``, ``tool_calls``: counts; ``turns``:
+        the model's replies.
+    """
+
+    task_id: str
+    env_seed: int
+    group_index: int
+    success: float
+    progress: float
+    output_tokens: float
+    tool_calls: float
+    turns: int
+
+    @property
+    def key(self) -> str:
+        """The episode key (:func:`episode_prompt`)."""
+        return episode_prompt(self.task_id, self.env_seed)
+
+    @classmethod
+    def from_input(cls, x: dict[str, Any]) -> EpisodeStats:
+        """From one TRL input row (the rollout's per-episode extras, :func:`rl.rollout.to_trl`)."""
+        return cls(
+            task_id=str(x["task_id"]),
+            env_seed=int(x["env_seed"]),
+            group_index=int(x["group_index"]),
+            success=float(x["success"]),
+            progress=float(x["progress"]),
+            output_tokens=float(x["output_tokens"]),
+            tool_calls=float(x["tool_calls"]),
+            turns=int(x["turns"]),
+        )
+
+
+def gather_episode_stats(
+    inputs: Sequence[dict[str, Any]], gather: Callable[[list[Any]], list[Any]] | None = None
+) -> list[EpisodeStats]:
+    """Every process's episodes, in global order: this process's rows as small dicts, gathered
+    with ``gather`` (default ``accelerate.utils.gather_object``: a list from each process,
+    concatenated in process order), then rebuilt as :class:`EpisodeStats`.
+
+    Raises:
+        KeyError: a row without one of the rollout's per-episode fields.
+    """
+    if gather is None:
+        from accelerate.utils import gather_object as gather
+    local = [asdict(EpisodeStats.from_input(x)) for x in inputs]
+    return [EpisodeStats(**d) for d in gather(local)]
+
+
+def _column(stats: Sequence[EpisodeStats], name: str) -> np.ndarray:
+    return np.array([float(getattr(s, name)) for s in stats], dtype=np.float64)
+
+
+# ------------------------------------------------------------------------------------------------
 # The trainer
 # ------------------------------------------------------------------------------------------------
 
 
-def _trainer_class() -> type:
-    """``PhoneGRPOTrainer``, built lazily so that importing this module does not import TRL."""
-    global _PHONE_TRAINER
-    if _PHONE_TRAINER is not None:
-        return _PHONE_TRAINER
-    import torch
-    from accelerate.utils import gather, gather_object
-    from trl import GRPOTrainer
+class PhoneGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose advantages are CARE's (``algo="care"``), the penalised-reward
+    ablation's (``"penalty"``) or TRL's (``"grpo"``), computed over whole gathered groups, with
+    competence-aware group sampling, a CARE controller and PhonePlan metrics (module docstring).
 
-    class PhoneGRPOTrainer(GRPOTrainer):
-        """``GRPOTrainer`` whose advantages are CARE's (``algo="care"``) or TRL's (``"grpo"``),
-        computed over whole gathered groups, with PhonePlan metrics (see the module docstring)."""
+    Args:
+        phone_cfg: the :class:`TrainConfig` (also passed as ``args``).
+        metrics_path: the JSONL file (None: no file).
+        controller_client: a chat client for ``care_controller="llm"`` (tests); None builds one
+            from the config's base URL and model.
+    """
 
-        def __init__(self, *args: Any, phone_cfg: TrainConfig, metrics_path: str | None = None, **kwargs: Any):
-            super().__init__(*args, **kwargs)
-            self.phone_cfg = phone_cfg
-            self.algo = phone_cfg.algo
-            self.care_config = phone_cfg.care_config()
-            self.metrics_path = Path(metrics_path) if metrics_path else None
-            self.controller = None
-            if phone_cfg.care_controller == "rule":
-                from rl.care import RuleController
+    def __init__(
+        self,
+        *args: Any,
+        phone_cfg: TrainConfig,
+        metrics_path: str | None = None,
+        controller_client: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        self.phone_cfg = phone_cfg
+        self.competence_sampler: Any = None
+        super().__init__(*args, **kwargs)
+        self.algo = phone_cfg.algo
+        self.care_config = phone_cfg.care_config()
+        self.metrics_path = Path(metrics_path) if metrics_path else None
+        self.controller = _make_controller(phone_cfg, self.care_config, controller_client)
+        self._controller_window: list[np.ndarray] = []
+        self._controller_tokens: list[float] = []
+        self._prev_window_tokens: float | None = None
+        self._phone_stats: list[EpisodeStats] | None = None
+        self._phone_trajectories: list[Trajectory] = []
+        self._phone_rollout_seconds = 0.0
+        self.phone_history: list[dict[str, Any]] = []
+        self.zero_advantage_steps = 0
+        if self.controller is not None:
+            self._write({"kind": "controller_start", "step": 0, **self.controller.describe()})
 
-                self.controller = RuleController(
-                    config=self.care_config,
-                    every=phone_cfg.care_controller_every,
-                    min_groups=phone_cfg.care_controller_min_groups,
+    # -- competence-aware sampling of the next groups ---------------------------------------------
+    def _get_train_sampler(self, dataset: Any = None) -> Any:  # type: ignore[override]
+        if not self.phone_cfg.competence_sampling:
+            return super()._get_train_sampler(dataset)
+        from rl.sampler import CompetenceSampler
+
+        dataset = self.train_dataset if dataset is None else dataset
+        rows = [parse_episode_prompt(p) for p in dataset["prompt"]]
+        self.competence_sampler = CompetenceSampler(
+            rows,
+            mini_repeat_count=self.num_generations,
+            batch_size=self.args.generation_batch_size // self.num_generations,
+            repeat_count=self.num_iterations * self.args.steps_per_generation,
+            window=self.phone_cfg.competence_window,
+            floor=self.phone_cfg.competence_floor,
+            seed=self.args.seed,
+        )
+        return self.competence_sampler
+
+    # -- gather the per-episode statistics of the whole batch -----------------------------------
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._phone_stats = gather_episode_stats(inputs)
+        self._phone_n_local = len(inputs)
+        return rewards
+
+    # -- replace the advantages, per whole group -------------------------------------------------
+    def _generate_and_score_completions(self, inputs):  # type: ignore[override]
+        import torch
+        from accelerate.utils import gather
+
+        from rl.care import efficiency_cost, group_care, grpo_advantages, penalty_rewards
+
+        out = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        G = self.num_generations if mode == "train" else self.num_generations_eval
+        stats = self._phone_stats
+        assert stats is not None, "_calculate_rewards did not run"
+        groups = _check_groups(stats, G)
+        step = int(self.state.global_step)
+        record: dict[str, Any] = {
+            "kind": "rollout",
+            "step": step,
+            "mode": mode,
+            "algo": self.algo,
+            "time": time.time(),
+            "rollout_seconds": float(self._phone_rollout_seconds),
+            "groups": [],
+        }
+        n = len(stats)
+        success, progress = _column(stats, "success"), _column(stats, "progress")
+        tokens, calls = _column(stats, "output_tokens"), _column(stats, "tool_calls")
+        if self.algo in ("care", "penalty"):
+            advantages = np.zeros(n, dtype=np.float64)
+            mode_counts = {"shaping": 0, "outcome": 0, "efficiency": 0}
+            floored = 0
+            for block in groups:
+                cost = efficiency_cost(
+                    tokens[block],
+                    calls[block],
+                    self.phone_cfg.budget_tokens,
+                    self.phone_cfg.budget_calls,
+                    self.phone_cfg.care_cost_weight,
                 )
-            self._controller_window: list[np.ndarray] = []
-            self._controller_tokens: list[float] = []
-            self._prev_window_tokens: float | None = None
-            self._phone_batch: dict[str, Any] | None = None
-            self._phone_trajectories: list[Trajectory] = []
-            self._phone_rollout_seconds = 0.0
-            self.phone_history: list[dict[str, Any]] = []
-
-        # -- gather the per-episode statistics of the whole batch -----------------------------
-        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
-            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-            device = self.accelerator.device
-            local = torch.tensor(
-                [
-                    [
-                        float(x["success"]),
-                        float(x["progress"]),
-                        float(x["output_tokens"]),
-                        float(x["tool_calls"]),
-                        float(x["group_index"]),
-                        float(x["turns"]),
-                    ]
-                    for x in inputs
-                ],
-                dtype=torch.float64,
-                device=device,
-            )
-            keys = [episode_prompt(x["task_id"], x["env_seed"]) for x in inputs]
-            stats = gather(local).cpu().numpy()
-            self._phone_batch = {"stats": stats, "keys": list(gather_object(keys)), "n_local": len(inputs)}
-            return rewards
-
-        # -- replace the advantages by CARE's, per whole group --------------------------------
-        def _generate_and_score_completions(self, inputs):  # type: ignore[override]
-            from rl.care import efficiency_cost, group_care
-
-            out = super()._generate_and_score_completions(inputs)
-            mode = "train" if self.model.training else "eval"
-            G = self.num_generations if mode == "train" else self.num_generations_eval
-            batch = self._phone_batch
-            assert batch is not None, "_calculate_rewards did not run"
-            stats, keys, n_local = batch["stats"], batch["keys"], batch["n_local"]
-            n = len(keys)
-            if n % G != 0:
-                raise AssertionError(f"the gathered batch of {n} episodes does not hold whole groups of {G}")
-            groups = []
-            for g in range(n // G):
-                block = slice(g * G, (g + 1) * G)
-                if len(set(keys[block])) != 1:
-                    raise AssertionError(f"group {g} mixes episodes {sorted(set(keys[block]))}")
-                members = stats[block, 4].astype(int).tolist()
-                if members != list(range(G)):
-                    raise AssertionError(f"group {g} has member indices {members}, expected 0..{G - 1}")
-                groups.append(block)
-            record: dict[str, Any] = {
-                "kind": "rollout",
-                "step": int(self.state.global_step),
-                "mode": mode,
-                "algo": self.algo,
-                "time": time.time(),
-                "rollout_seconds": float(self._phone_rollout_seconds),
-                "groups": [],
-            }
-            if self.algo == "care":
-                advantages = np.zeros(n, dtype=np.float64)
-                mode_counts = {"shaping": 0, "outcome": 0, "efficiency": 0}
-                floored = 0
-                for block in groups:
-                    cost = efficiency_cost(
-                        stats[block, 2],
-                        stats[block, 3],
-                        self.phone_cfg.budget_tokens,
-                        self.phone_cfg.budget_calls,
-                        self.phone_cfg.care_cost_weight,
-                    )
-                    res = group_care(stats[block, 0], stats[block, 1], cost, self.care_config)
-                    advantages[block] = res.advantages
+                detail: dict[str, Any] = {"cost": cost.tolist()}
+                if self.algo == "care":
+                    res = group_care(success[block], progress[block], cost, self.care_config)
+                    rewards, adv = res.rewards, res.advantages
                     mode_counts[res.mode.value] += 1
                     floored += int(res.floored)
-                    record["groups"].append(
-                        {
-                            "episode": keys[block.start],
-                            "success": stats[block, 0].tolist(),
-                            "progress": stats[block, 1].tolist(),
-                            "output_tokens": stats[block, 2].tolist(),
-                            "tool_calls": stats[block, 3].tolist(),
-                            "cost": cost.tolist(),
-                            "rewards": res.rewards.tolist(),
-                            "advantages": res.advantages.tolist(),
-                            "mode": res.mode.value,
-                            "floored": res.floored,
-                        }
+                    detail.update(mode=res.mode.value, floored=res.floored)
+                else:
+                    rewards = penalty_rewards(success[block], cost, self.care_config.mu)
+                    adv = grpo_advantages(rewards)
+                advantages[block] = adv
+                record["groups"].append(
+                    _group_record(
+                        stats, block, tokens, calls, success, progress, adv, rewards=rewards.tolist(), **detail
                     )
-                rank = self.accelerator.process_index
-                local = advantages[rank * n_local : (rank + 1) * n_local]
-                out["advantages"] = torch.tensor(local, dtype=out["advantages"].dtype, device=out["advantages"].device)
-                all_adv = advantages
+                )
+            start = self.accelerator.process_index * self._phone_n_local
+            local = advantages[start : start + self._phone_n_local]
+            out["advantages"] = torch.tensor(local, dtype=out["advantages"].dtype, device=out["advantages"].device)
+            all_adv = advantages
+            record["care"] = asdict(self.care_config)
+            if self.algo == "care":
                 for name, count in mode_counts.items():
                     self._metrics[mode][f"care/mode_{name}"].append(float(count))
                 self._metrics[mode]["care/floored_groups"].append(float(floored))
                 record["mode_counts"] = mode_counts
                 record["floored_groups"] = floored
-                record["care"] = asdict(self.care_config)
-                self._step_controller(stats, groups)
-            else:
-                all_adv = gather(out["advantages"].detach().double()).cpu().numpy()
-                for block in groups:
-                    record["groups"].append(
-                        {
-                            "episode": keys[block.start],
-                            "success": stats[block, 0].tolist(),
-                            "progress": stats[block, 1].tolist(),
-                            "output_tokens": stats[block, 2].tolist(),
-                            "tool_calls": stats[block, 3].tolist(),
-                            "advantages": all_adv[block].tolist(),
-                        }
-                    )
-            summary = {
-                "phone/success": float(stats[:, 0].mean()),
-                "phone/progress": float(stats[:, 1].mean()),
-                "phone/output_tokens": float(stats[:, 2].mean()),
-                "phone/tool_calls": float(stats[:, 3].mean()),
-                "phone/turns": float(stats[:, 5].mean()),
-                "phone/rollout_seconds": float(self._phone_rollout_seconds),
-                "adv/mean": float(all_adv.mean()),
-                "adv/std": float(all_adv.std()),
-                "adv/abs_max": float(np.abs(all_adv).max()),
+        else:
+            all_adv = gather(out["advantages"].detach().double()).cpu().numpy()
+            for block in groups:
+                record["groups"].append(_group_record(stats, block, tokens, calls, success, progress, all_adv[block]))
+        summary = {
+            "phone/success": float(success.mean()),
+            "phone/progress": float(progress.mean()),
+            "phone/output_tokens": float(tokens.mean()),
+            "phone/tool_calls": float(calls.mean()),
+            "phone/turns": float(_column(stats, "turns").mean()),
+            "phone/rollout_seconds": float(self._phone_rollout_seconds),
+            "adv/mean": float(all_adv.mean()),
+            "adv/std": float(all_adv.std()),
+            "adv/abs_max": float(np.abs(all_adv).max()),
+        }
+        for name, value in summary.items():
+            self._metrics[mode][name].append(value)
+        record["metrics"] = summary
+        record["episodes"] = n
+        self.phone_history.append(record)
+        self._write(record)
+        if mode == "train":
+            if not np.any(all_adv):
+                self._warn_zero_advantages(step, success, groups)
+            if self.algo == "care":
+                self._step_controller(success, tokens, groups)
+            self._update_sampler(stats, groups, step)
+        return out
+
+    def _warn_zero_advantages(self, step: int, success: np.ndarray, groups: list[slice]) -> None:
+        self.zero_advantage_steps += 1
+        rates = [float(success[b].mean()) for b in groups]
+        message = (
+            f"step {step}: every advantage of the batch is 0 (group success rates {rates}): this step leaves the "
+            "policy unchanged. All groups were all-won or all-lost; try shape_all_failure, competence_sampling, a "
+            "larger num_generations, easier tasks or an SFT start that wins sometimes."
+        )
+        logger.warning(message)
+        self._write({"kind": "warning", "step": step, "reason": "zero_advantages", "message": message})
+
+    def _update_sampler(self, stats: list[EpisodeStats], groups: list[slice], step: int) -> None:
+        if self.competence_sampler is None:
+            return
+        success = _column(stats, "success")
+        for block in groups:
+            self.competence_sampler.update(stats[block.start].task_id, success[block])
+        self._write(
+            {
+                "kind": "sampler",
+                "step": step,
+                "weights": self.competence_sampler.weights(),
+                "probabilities": self.competence_sampler.probabilities(),
             }
-            for name, value in summary.items():
-                self._metrics[mode][name].append(value)
-            record["metrics"] = summary
-            record["episodes"] = n
-            self.phone_history.append(record)
-            self._write(record)
-            return out
+        )
 
-        def _step_controller(self, stats: np.ndarray, groups: list[slice]) -> None:
-            if self.controller is None:
-                return
-            from rl.care import TrainingStats
+    def _step_controller(self, success: np.ndarray, tokens: np.ndarray, groups: list[slice]) -> None:
+        if self.controller is None:
+            return
+        from rl.care import TrainingStats
 
-            self._controller_window.extend(stats[block, 0] for block in groups)
-            self._controller_tokens.append(float(stats[:, 2].mean()))
-            step = int(self.state.global_step)
-            if not self.controller.due(step):
-                return
-            now = float(np.mean(self._controller_tokens))
-            window = TrainingStats.from_groups(self._controller_window, now, self._prev_window_tokens)
-            changes = self.controller.update(step, window)
-            self._prev_window_tokens = now
-            self._controller_window, self._controller_tokens = [], []
-            self.care_config = self.controller.config
-            if changes:
-                self._write({"kind": "controller", "step": step, "changes": [asdict(c) for c in changes]})
+        self._controller_window.extend(success[block] for block in groups)
+        self._controller_tokens.append(float(tokens.mean()))
+        step = int(self.state.global_step)
+        if not self.controller.due(step):
+            return
+        now = float(np.mean(self._controller_tokens))
+        window = TrainingStats.from_groups(self._controller_window, now, self._prev_window_tokens)
+        changes = self.controller.update(step, window)
+        self._prev_window_tokens = now
+        self._controller_window, self._controller_tokens = [], []
+        self.care_config = self.controller.config
+        if changes:
+            self._write({"kind": "controller", "step": step, "changes": [asdict(c) for c in changes]})
 
-        def _write(self, record: dict[str, Any]) -> None:
-            if self.metrics_path is None or not self.accelerator.is_main_process:
-                return
-            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.metrics_path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record, default=_json_default) + "\n")
+    def _write(self, record: dict[str, Any]) -> None:
+        if self.metrics_path is None or not self.accelerator.is_main_process:
+            return
+        self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.metrics_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=_json_default) + "\n")
 
-        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:  # type: ignore[override]
-            super().log(logs, start_time)
-            self._write({"kind": "log", "step": int(self.state.global_step), **logs})
-
-    _PHONE_TRAINER = PhoneGRPOTrainer
-    return PhoneGRPOTrainer
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:  # type: ignore[override]
+        super().log(logs, start_time)
+        self._write({"kind": "log", "step": int(self.state.global_step), **logs})
 
 
-_PHONE_TRAINER: type | None = None
+def _check_groups(stats: Sequence[EpisodeStats], G: int) -> list[slice]:
+    """The gathered batch's groups as slices: every block of ``G`` consecutive episodes must have
+    one episode key and member indices ``0..G−1`` (AssertionError otherwise)."""
+    n = len(stats)
+    if n % G != 0:
+        raise AssertionError(f"the gathered batch of {n} episodes does not hold whole groups of {G}")
+    groups = []
+    for g in range(n // G):
+        block = slice(g * G, (g + 1) * G)
+        keys = {s.key for s in stats[block]}
+        if len(keys) != 1:
+            raise AssertionError(f"group {g} mixes episodes {sorted(keys)}")
+        members = [s.group_index for s in stats[block]]
+        if members != list(range(G)):
+            raise AssertionError(f"group {g} has member indices {members}, expected 0..{G - 1}")
+        groups.append(block)
+    return groups
+
+
+def _group_record(stats, block, tokens, calls, success, progress, adv, **extra: Any) -> dict[str, Any]:
+    return {
+        "episode": stats[block.start].key,
+        "success": success[block].tolist(),
+        "progress": progress[block].tolist(),
+        "output_tokens": tokens[block].tolist(),
+        "tool_calls": calls[block].tolist(),
+        "advantages": np.asarray(adv).tolist(),
+        **extra,
+    }
+
+
+def _make_controller(cfg: TrainConfig, care: Any, client: Any = None) -> Any:
+    """The CARE controller of ``cfg`` (None for ``care_controller="none"`` or another algo)."""
+    if cfg.algo != "care" or cfg.care_controller == "none":
+        return None
+    from rl import care as care_mod
+
+    kwargs = {"every": cfg.care_controller_every, "min_groups": cfg.care_controller_min_groups}
+    if cfg.care_controller == "llm":
+        kwargs.update(
+            client=client,
+            base_url=cfg.care_controller_base_url,
+            model=cfg.care_controller_model,
+            api_key=cfg.controller_api_key(),
+        )
+    return care_mod.make_controller(cfg.care_controller, care, **kwargs)
 
 
 def _json_default(obj: Any) -> Any:
@@ -704,36 +898,15 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def _grpo_config(cfg: TrainConfig) -> Any:
-    from trl import GRPOConfig
+def make_trainer(
+    cfg: TrainConfig, model: Any = None, tokenizer: Any = None, *, controller_client: Any = None
+) -> PhoneGRPOTrainer:
+    """A ready :class:`PhoneGRPOTrainer` for ``cfg`` (model and tokenizer loaded from
+    ``cfg.model_path`` unless given; ``eval_dataset`` built from ``cfg.eval_tasks``).
 
-    kwargs: dict[str, Any] = {
-        "output_dir": cfg.output_dir,
-        "num_generations": cfg.num_generations,
-        "per_device_train_batch_size": cfg.per_device_train_batch_size,
-        "gradient_accumulation_steps": cfg.gradient_accumulation_steps,
-        "max_steps": cfg.max_steps,
-        "learning_rate": cfg.learning_rate,
-        "beta": cfg.beta,
-        "epsilon": cfg.epsilon,
-        "loss_type": cfg.loss_type,
-        "temperature": cfg.temperature,
-        "bf16": cfg.bf16,
-        "gradient_checkpointing": cfg.gradient_checkpointing,
-        "use_cpu": cfg.use_cpu,
-        "seed": cfg.seed,
-        "logging_steps": cfg.logging_steps,
-        "report_to": cfg.report_to,
-        "save_strategy": "no",
-        "max_completion_length": cfg.max_turns * cfg.max_new_tokens,
-    }
-    kwargs.update(cfg.grpo_kwargs)
-    return GRPOConfig(**kwargs)
-
-
-def make_trainer(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> Any:
-    """A ready ``PhoneGRPOTrainer`` for ``cfg`` (model and tokenizer loaded from ``cfg.model_path``
-    unless given)."""
+    Raises:
+        ValueError: no model given and no ``model_path``; no task selected.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -745,40 +918,66 @@ def make_trainer(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> 
         model = model or AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=dtype)
     tokenizer.padding_side = "left"
     metrics_path = cfg.metrics_path or str(Path(cfg.output_dir) / "metrics.jsonl")
-    cls = _trainer_class()
-    return cls(
+    return PhoneGRPOTrainer(
         model=model,
         reward_funcs=[success_reward],
-        args=_grpo_config(cfg),
+        args=cfg,
         train_dataset=build_dataset(cfg),
+        eval_dataset=build_eval_dataset(cfg),
         processing_class=tokenizer,
         rollout_func=make_rollout_func(cfg),
         phone_cfg=cfg,
         metrics_path=metrics_path,
+        controller_client=controller_client,
     )
 
 
-def train_rl(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> dict[str, Any]:
-    """Train with GRPO or CARE (``cfg.algo``) and return a summary.
+def _means(history: list[dict[str, Any]]) -> dict[str, float]:
+    def mean(name: str) -> float:
+        vals = [r["metrics"][name] for r in history]
+        return float(np.mean(vals)) if vals else math.nan
+
+    return {
+        "success": mean("phone/success"),
+        "progress": mean("phone/progress"),
+        "output_tokens": mean("phone/output_tokens"),
+        "tool_calls": mean("phone/tool_calls"),
+    }
+
+
+def train_rl(
+    cfg: TrainConfig, model: Any = None, tokenizer: Any = None, *, controller_client: Any = None
+) -> dict[str, Any]:
+    """Train with CARE, GRPO or the penalised ablation (``cfg.algo``) and return a summary.
 
     Returns:
         ``algo``, ``steps`` (optimiser steps done), ``episodes`` (rollouts run), ``wall_seconds``,
         ``seconds_per_step``, ``rollout_seconds_per_step``, ``train_loss``, the means over all
-        rollouts of ``success``, ``progress``, ``output_tokens``, ``tool_calls``, ``metrics_path``,
-        ``output_dir``, ``final_model`` (a folder, or None), ``care`` (the CARE parameters
-        at the end, as retuned by the controller if any; None for GRPO) and ``distributed``
-        (``type``: accelerate's distributed type such as ``"DEEPSPEED"`` or ``"NO"``,
-        ``num_processes``, ``process_index``, ``zero_stage``: the DeepSpeed ZeRO stage or None).
+        training rollouts of ``success``, ``progress``, ``output_tokens``, ``tool_calls``,
+        ``zero_advantage_steps`` (steps whose advantages were all 0: no learning signal),
+        ``heldout`` (with ``eval_tasks``: ``success``, ``progress``, ``output_tokens``,
+        ``tool_calls`` means and ``episodes`` of the evaluation after training; else None),
+        ``metrics_path``, ``output_dir``, ``final_model`` (a folder, or None), ``care`` (the CARE
+        parameters at the end, as retuned by the controller; None unless ``algo="care"``) and
+        ``distributed`` (``type``: accelerate's distributed type such as ``"DEEPSPEED"`` or
+        ``"NO"``, ``num_processes``, ``process_index``, ``zero_stage``: the ZeRO stage or None).
     """
-    trainer = make_trainer(cfg, model, tokenizer)
+    trainer = make_trainer(cfg, model, tokenizer, controller_client=controller_client)
     started = time.perf_counter()
+    heldout = None
     try:
         result = trainer.train()
+        wall = time.perf_counter() - started
+        if trainer.eval_dataset is not None:
+            seen = len(trainer.phone_history)
+            trainer.evaluate()
+            evals = [r for r in trainer.phone_history[seen:] if r["mode"] == "eval"]
+            heldout = {**_means(evals), "episodes": int(sum(r["episodes"] for r in evals))}
+            trainer._write({"kind": "heldout", "step": int(trainer.state.global_step), **heldout})
     finally:
         pool = getattr(trainer, "_phone_env_pool", None)
         if pool is not None:
             pool.close()
-    wall = time.perf_counter() - started
     history = [r for r in trainer.phone_history if r["mode"] == "train"]
     steps = int(trainer.state.global_step)
     final = None
@@ -786,11 +985,10 @@ def train_rl(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> dict
         final = str(Path(cfg.output_dir) / "final")
         trainer.save_model(final)
         trainer.processing_class.save_pretrained(final)
-
-    def mean(name: str) -> float:
-        vals = [r["metrics"][name] for r in history]
-        return float(np.mean(vals)) if vals else math.nan
-
+    if trainer.zero_advantage_steps:
+        logger.warning(
+            "%d of %d steps had all-zero advantages (no learning signal)", trainer.zero_advantage_steps, steps
+        )
     return {
         "algo": cfg.algo,
         "steps": steps,
@@ -799,10 +997,9 @@ def train_rl(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> dict
         "seconds_per_step": wall / max(steps, 1),
         "rollout_seconds_per_step": float(np.sum([r["rollout_seconds"] for r in history])) / max(steps, 1),
         "train_loss": float(result.training_loss),
-        "success": mean("phone/success"),
-        "progress": mean("phone/progress"),
-        "output_tokens": mean("phone/output_tokens"),
-        "tool_calls": mean("phone/tool_calls"),
+        **_means(history),
+        "zero_advantage_steps": int(trainer.zero_advantage_steps),
+        "heldout": heldout,
         "metrics_path": str(trainer.metrics_path) if trainer.metrics_path else None,
         "output_dir": cfg.output_dir,
         "final_model": final,
@@ -822,16 +1019,33 @@ def _distributed_summary(accelerator: Any) -> dict[str, Any]:
     }
 
 
+def parse_config(argv: Sequence[str]) -> TrainConfig:
+    """A :class:`TrainConfig` from command-line flags (``--tasks split:train --algo grpo ...``,
+    every field a flag, ``--help`` lists them) or from one ``.json`` / ``.yaml`` file, with
+    ``transformers.HfArgumentParser``.
+
+    Raises:
+        SystemExit: unknown flags or bad values (argparse's message).
+    """
+    from transformers import HfArgumentParser
+
+    parser = HfArgumentParser(TrainConfig)
+    args = list(argv)
+    if len(args) == 1 and args[0].endswith(".json"):
+        (cfg,) = parser.parse_json_file(args[0])
+    elif len(args) == 1 and args[0].endswith((".yaml", ".yml")):
+        (cfg,) = parser.parse_yaml_file(args[0])
+    else:
+        (cfg,) = parser.parse_args_into_dataclasses(args)
+    return cfg
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m rl.trainers CONFIG.json``: train from a JSON object of :class:`TrainConfig`
-    fields and print the summary as JSON, once, from the main process (``accelerate launch ... -m
-    rl.trainers CONFIG.json``)."""
+    """``python -m rl.trainers [--flag value ...| CONFIG.json | CONFIG.yaml]``: train and print the
+    summary as JSON, once, from the main process (``accelerate launch ... -m rl.trainers CONFIG.json``)."""
     import sys
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        raise SystemExit("usage: python -m rl.trainers CONFIG.json")
-    cfg = TrainConfig(**json.loads(Path(args[0]).read_text(encoding="utf-8")))
+    cfg = parse_config(sys.argv[1:] if argv is None else argv)
     summary = train_rl(cfg)
     if summary["distributed"]["process_index"] == 0:  # one summary per launch, not one per rank
         print(json.dumps(summary, indent=2))

@@ -201,3 +201,35 @@ def test_cli_list_json_and_stats():
     tools = stats["tools"]
     assert tools["total"] >= 200 and tools["sandbox"] >= 170, tools
     assert len(tools["by_domain"]) == 13 and min(tools["by_domain"].values()) >= 5, tools
+
+
+def test_cli_eval_llm_defaults_to_smollm2_and_the_task_tool_filter(tmp_path, monkeypatch, tiny_model_dir):
+    """`eval --agent llm` without --model or --base-url plays SmolLM2 (here the checkpoint function
+    hands back the tiny model, to stay fast), offering the task filter's tools; --tools all offers
+    every tool, and a malformed filter is a clear error."""
+    import agents.llm.client
+    import agents.llm.smollm2
+
+    offered = []
+    real_chat = agents.llm.client.LocalChatClient.chat
+
+    def chat(self, messages, *, tools=None, **kw):
+        offered.append({t["function"]["name"] for t in tools})
+        return real_chat(self, messages, tools=tools, **kw)
+
+    monkeypatch.setattr(agents.llm.smollm2, "smollm2_checkpoint", lambda cache_dir=None: Path(tiny_model_dir))
+    monkeypatch.setattr(agents.llm.client.LocalChatClient, "chat", chat)
+    args = ["eval", "--agent", "llm", "--tasks", "settings.toggle/0", "--max-steps", "1", "--max-tokens", "16"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert "SmolLM2" in res.output
+    run = json.loads((tmp_path / "a" / "run.json").read_text())
+    assert run["model"] == str(tiny_model_dir) and run["tools"] == "task"
+    assert offered and all(n.split("__")[0] in {"settings", "user", "system", "finish"} for n in offered[0])
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--tools", "all"])
+    assert res.exit_code == 0, res.output
+    assert len(offered[-1]) > 200
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "c"), "--tools", "clock,"])
+    assert res.exit_code != 0 and "--tools" in res.output
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "d"), "--model", str(tmp_path / "nowhere")])
+    assert res.exit_code != 0 and "not a model folder" in res.output

@@ -105,34 +105,67 @@ def test_efficiency_cost_validation(kwargs: dict[str, Any], match: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def test_all_success_group_of_8_vanilla_vs_care() -> None:
-    # tokens 100..800, budget 1000 → c = 0.1..0.8; 8/8 > p_high → efficiency, μ = 0.1
-    # r = 1 − 0.1·c = 0.99, 0.98, …, 0.92 ; mean = (0.99+0.92)/2 = 0.955
-    # r − mean = 0.035, 0.025, 0.015, 0.005, −0.005, −0.015, −0.025, −0.035
-    # Σ(r − mean)² = 2·(0.035² + 0.025² + 0.015² + 0.005²) = 2·0.0021 = 0.0042
-    # population std = sqrt(0.0042/8) = sqrt(0.000525) = 0.0229128785
-    # sample std (ddof 1, TRL) = sqrt(0.0042/7) = sqrt(0.0006) = 0.0244948974
+@pytest.mark.parametrize(
+    "mu, rewards, dev, std, std1, van, trl",
+    [
+        # μ = 0.1 (the former default): r = 1 − 0.1·c = 0.99 … 0.92, mean 0.955, dev ±0.035 … ±0.005
+        # Σdev² = 2·(0.035² + 0.025² + 0.015² + 0.005²) = 0.0042 ; std = sqrt(0.0042/8) = 0.0229128785
+        # ddof 1 (TRL): sqrt(0.0042/7) = 0.0244948974 ; vanilla dev/(std + 1e-4), TRL dev/(std1 + 1e-4)
+        (
+            0.1,
+            [0.99, 0.98, 0.97, 0.96, 0.95, 0.94, 0.93, 0.92],
+            [0.035, 0.025, 0.015, 0.005],
+            0.0229128784747792,
+            0.0244948974278318,
+            [1.5208875, 1.0863482, 0.6518089, 0.2172696],
+            [1.4230594, 1.0164710, 0.6098826, 0.2032942],
+        ),
+        # μ = 0.3 (the default): r = 1 − 0.3·c = 0.97 … 0.76, mean 0.865, dev ±0.105 … ±0.015
+        # Σdev² = 2·(0.105² + 0.075² + 0.045² + 0.015²) = 0.0378 ; std = sqrt(0.004725) = 0.0687386354
+        # ddof 1: sqrt(0.0378/7) = sqrt(0.0054) = 0.0734846923 ; 0.105/0.0688386354 = 1.5253062, …
+        (
+            0.3,
+            [0.97, 0.94, 0.91, 0.88, 0.85, 0.82, 0.79, 0.76],
+            [0.105, 0.075, 0.045, 0.015],
+            0.0687386354243376,
+            0.0734846922834953,
+            [1.5253062, 1.0895045, 0.6537027, 0.2179009],
+            [1.4269272, 1.0192337, 0.6115402, 0.2038467],
+        ),
+    ],
+)
+def test_all_success_group_of_8_vanilla_vs_care(
+    mu: float,
+    rewards: list[float],
+    dev: list[float],
+    std: float,
+    std1: float,
+    van: list[float],
+    trl: list[float],
+) -> None:
+    # tokens 100..800, budget 1000 → c = 0.1..0.8; 8/8 > p_high → efficiency
     cost = efficiency_cost([100, 200, 300, 400, 500, 600, 700, 800], None, 1000, 1, weight=1.0)
-    res = group_care(np.ones(8), None, cost, CareConfig())
-    dev = np.array([0.035, 0.025, 0.015, 0.005, -0.005, -0.015, -0.025, -0.035])
+    res = group_care(np.ones(8), None, cost, CareConfig(mu=mu))
     assert res.mode is RewardMode.EFFICIENCY
     assert res.p == 1.0
-    np.testing.assert_allclose(res.rewards, [0.99, 0.98, 0.97, 0.96, 0.95, 0.94, 0.93, 0.92], atol=1e-12)
-    assert res.std == pytest.approx(0.0229128784747792, abs=1e-12)
+    np.testing.assert_allclose(res.rewards, rewards, atol=1e-12)
+    assert res.std == pytest.approx(std, abs=1e-12)
+    assert np.std(res.rewards, ddof=1) == pytest.approx(std1, abs=1e-12)
     assert res.floor == pytest.approx(FLOOR) and res.floored
-    # CARE: dev / (√3/4) = 4·dev/√3 → 0.14/√3 = 0.0808290, 0.1/√3 = 0.0577350, 0.06/√3 = 0.0346410, 0.02/√3 = 0.0115470
-    care = [0.0808290377, 0.0577350269, 0.0346410162, 0.0115470054]
-    np.testing.assert_allclose(res.advantages, care + [-x for x in reversed(care)], atol=1e-9)
-    assert np.max(np.abs(res.advantages)) < 0.081
-    # vanilla (ddof 0, ε 1e-4): dev / 0.0230128785 → 0.035/0.0230128785 = 1.5208875, 1.0863482, 0.6518089, 0.2172696
-    vanilla = grpo_advantages(res.rewards)
-    van = [1.5208875, 1.0863482, 0.6518089, 0.2172696]
-    np.testing.assert_allclose(vanilla, van + [-x for x in reversed(van)], atol=1e-6)
-    # TRL (ddof 1, ε 1e-4): dev / 0.0245948974 → 1.4230594, 1.0164710, 0.6098826, 0.2032942
-    trl = grpo_advantages(res.rewards, ddof=1)
-    t = [1.4230594, 1.0164710, 0.6098826, 0.2032942]
-    np.testing.assert_allclose(trl, t + [-x for x in reversed(t)], atol=1e-6)
-    np.testing.assert_allclose(res.advantages, dev * 4 / math.sqrt(3), atol=1e-12)
+    # CARE: dev / (√3/4) = 4·dev/√3: μ = 0.1 → 0.14/√3 = 0.0808290, … ; μ = 0.3 → 0.42/√3 = 0.2424871, …
+    full = np.array(dev + [-x for x in reversed(dev)])
+    np.testing.assert_allclose(res.advantages, full * 4 / math.sqrt(3), atol=1e-12)
+    assert np.max(np.abs(res.advantages)) == pytest.approx(dev[0] * 4 / math.sqrt(3))
+    assert np.max(np.abs(res.advantages)) <= mu / FLOOR  # the bound of the module docstring
+    # vanilla and TRL: the same ±1.5 whatever μ (normalisation cancels it)
+    np.testing.assert_allclose(grpo_advantages(res.rewards), van + [-x for x in reversed(van)], atol=1e-6)
+    np.testing.assert_allclose(grpo_advantages(res.rewards, ddof=1), trl + [-x for x in reversed(trl)], atol=1e-6)
+
+
+def test_default_mu_is_the_measured_one() -> None:
+    # CareConfig's docstring quotes bandit figures for μ = 0.3 (tests/test_care_bandit.py checks them)
+    assert CareConfig().mu == 0.3 and CareConfig().p_f == 0.25
+    assert CareConfig().mu / FLOOR < 1.0  # an efficiency advantage stays below a balanced win/loss
 
 
 def test_one_of_eight_group_gets_progress_shaping() -> None:
@@ -329,12 +362,12 @@ def test_rule_controller_struggling_run(caplog: pytest.LogCaptureFixture) -> Non
     with caplog.at_level(logging.INFO, logger="rl.care"):
         changes = ctl.update(10, _stats(0.1, a0=0.6))
     got = {c.name: (c.old, c.new) for c in changes}
-    # S = 0.1 < 0.2: λ 0.3→0.35, p_low 0.25→0.30 ; S < 0.4: μ 0.1→0.05, p_high 0.75→0.80, p_f 0.25→0.30
+    # S = 0.1 < 0.2: λ 0.3→0.35, p_low 0.25→0.30 ; S < 0.4: μ 0.3→0.25, p_high 0.75→0.80, p_f 0.25→0.20
     assert got["lam"] == pytest.approx((0.3, 0.35))
     assert got["p_low"] == pytest.approx((0.25, 0.30))
-    assert got["mu"] == pytest.approx((0.1, 0.05))
+    assert got["mu"] == pytest.approx((0.3, 0.25))
     assert got["p_high"] == pytest.approx((0.75, 0.80))
-    assert got["p_f"] == pytest.approx((0.25, 0.30))
+    assert got["p_f"] == pytest.approx((0.25, 0.20))
     assert all(c.step == 10 and c.source == "rule" and c.reason for c in changes)
     assert ctl.config.lam == pytest.approx(0.35) and ctl.history == changes
     assert sum("lam 0.3 -> 0.35" in r.getMessage() for r in caplog.records) == 1
@@ -345,11 +378,92 @@ def test_rule_controller_saturated_run_tightens_efficiency() -> None:
     ctl = RuleController(every=1)
     changes = ctl.update(1, _stats(0.95, a1=0.8, t=0.1))
     got = {c.name: (c.old, c.new) for c in changes}
-    # competent: λ, p_low down ; A1 ≥ 0.3: μ up, p_high down ; A1 ≥ 0.5 and T ≥ 0: p_f down
-    expected = {"lam": (0.3, 0.25), "p_low": (0.25, 0.2), "mu": (0.1, 0.15), "p_high": (0.75, 0.7), "p_f": (0.25, 0.2)}
+    # competent: λ, p_low down ; A1 ≥ 0.3: μ up, p_high down ; p_f holds (at its start, tokens not collapsing):
+    # lowering it too would amplify efficiency differences toward vanilla normalisation
+    expected = {"lam": (0.3, 0.25), "p_low": (0.25, 0.2), "mu": (0.3, 0.35), "p_high": (0.75, 0.7)}
     assert set(got) == set(expected)
     for name, pair in expected.items():
         assert got[name] == pytest.approx(pair)
+
+
+def test_rule_controller_keeps_the_rare_win_signal_when_struggling() -> None:
+    # A lone win in a 1-of-8 group: rewards 1,0,…,0 ; mean 0.125 ; std sqrt(0.125·0.875) = sqrt(7/64) = 0.3307189
+    # its advantage 0.875/max(0.3307189, σ_floor): p_f 0.25 → 0.875/0.4330127 = 2.0207259 (floor binds)
+    one_of_eight = [1, 0, 0, 0, 0, 0, 0, 0]
+    ctl = RuleController(every=1)
+    assert group_care(one_of_eight, None, None, ctl.config).advantages[0] == pytest.approx(2.0207259, abs=1e-6)
+    struggling = _stats(0.1, a0=0.6)  # S = 0.1 < guard 0.4
+    ctl.update(1, struggling)  # p_f 0.25 → 0.20: floor sqrt(0.16) = 0.4 → 0.875/0.4 = 2.1875
+    assert ctl.config.p_f == pytest.approx(0.20)
+    assert group_care(one_of_eight, None, None, ctl.config).advantages[0] == pytest.approx(2.1875, abs=1e-9)
+    ctl.update(2, struggling)  # 0.15: floor sqrt(0.1275) = 0.3570714 → 2.4504900
+    ctl.update(3, struggling)  # 0.10: floor sqrt(0.09) = 0.3 < 0.3307189 → GRPO's full 0.875/0.3307189 = 2.6457513
+    assert ctl.config.p_f == pytest.approx(0.10)
+    res = group_care(one_of_eight, None, None, ctl.config)
+    assert res.advantages[0] == pytest.approx(2.6457513, abs=1e-6) and not res.floored
+    # the old rule (p_f up while struggling) would have left 0.875/sqrt(0.4·0.6) = 0.875/0.4898979 = 1.7860884
+    for step in range(4, 12):
+        ctl.update(step, struggling)
+    assert ctl.config.p_f == pytest.approx(DEFAULT_BOUNDS["p_f"].min)  # 0.05, the bound
+
+
+def test_rule_controller_restores_the_floor_and_raises_it_on_collapse() -> None:
+    ctl = RuleController(every=1)
+    ctl.update(1, _stats(0.1, a0=0.6))
+    ctl.update(2, _stats(0.1, a0=0.6))  # p_f 0.25 → 0.20 → 0.15
+    assert ctl.config.p_f == pytest.approx(0.15)
+    recovered = _stats(0.5)  # S = 0.5 ≥ guard 0.4, tokens flat: restore toward the start (0.25), not past it
+    got = [c.new for step in (3, 4, 5, 6) for c in ctl.update(step, recovered) if c.name == "p_f"]
+    assert got == pytest.approx([0.20, 0.25])  # then it holds at 0.25
+    assert "restore" in ctl.history[-1].reason
+    # outputs falling fast (trend −0.3 < −0.25) at S ≥ guard: raise the floor, relax μ
+    changes = {c.name: (c.old, c.new) for c in ctl.update(7, _stats(0.9, a1=0.6, t=-0.3))}
+    assert changes["p_f"] == pytest.approx((0.25, 0.30))
+    assert changes["mu"] == pytest.approx((0.2, 0.15))  # relaxed twice while struggling
+    # once the collapse stops, a floor above its start is left where it is (no restore downwards)
+    assert "p_f" not in {c.name for c in ctl.update(8, _stats(0.5))}
+
+
+def test_rule_controller_describe_is_json() -> None:
+    ctl = RuleController(CareConfig(mu=0.2), every=7, min_groups=3)
+    d = json.loads(json.dumps(ctl.describe()))
+    assert d["source"] == "rule" and d["every"] == 7 and d["min_groups"] == 3
+    assert d["bounds"]["mu"] == {"min": 0.0, "max": 0.5, "max_step": 0.05}
+    assert set(d["bounds"]) == set(PARAMS)
+    assert d["config"]["mu"] == 0.2 and d["config"]["shape_all_failure"] is False
+    assert d["rules"]["guard_rate"] == 0.4
+
+
+def test_make_controller_kinds() -> None:
+    from rl.care import make_controller
+
+    cfg = CareConfig(lam=0.2)
+    assert make_controller("none", cfg) is None
+    rule = make_controller("rule", cfg, every=3, min_groups=2)
+    assert isinstance(rule, RuleController) and rule.every == 3 and rule.min_groups == 2 and rule.config == cfg
+    llm = make_controller("llm", cfg, every=4, client=FakeClient([]))
+    assert isinstance(llm, LLMController) and llm.every == 4 and llm.config == cfg
+    assert llm.describe()["model"] == "fake" and llm.describe()["source"] == "llm"
+    with pytest.raises(ValueError, match="base_url and model"):
+        make_controller("llm", cfg)
+    with pytest.raises(ValueError, match="base_url and model"):
+        make_controller("llm", cfg, base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match="one of"):
+        make_controller("bandit", cfg)
+
+
+def test_llm_controller_redacts_the_api_key(caplog: pytest.LogCaptureFixture) -> None:
+    from rl.care import make_controller
+
+    key = "sk-test-0123456789"
+    ctl = make_controller(
+        "llm", CareConfig(), every=1, client=FakeClient([RuntimeError(f"401 bad key {key}")]), api_key=key
+    )
+    assert key not in json.dumps(ctl.describe())
+    with caplog.at_level(logging.INFO, logger="rl.care"):
+        assert ctl.update(1, _stats(0.5)) == []
+    assert ctl.last_error and key not in ctl.last_error and "***" in ctl.last_error
+    assert caplog.records and not any(key in r.getMessage() for r in caplog.records)
 
 
 def test_rule_controller_needs_evidence_and_rejects_bad_config() -> None:
@@ -454,7 +568,7 @@ class FakeClient:
 
 
 def test_llm_controller_good_proposal_is_applied() -> None:
-    reply = json.dumps({"mu": {"value": 0.14, "reason": "tokens growing"}, "p_high": {"value": 0.72, "reason": "x"}})
+    reply = json.dumps({"mu": {"value": 0.34, "reason": "tokens growing"}, "p_high": {"value": 0.72, "reason": "x"}})
     client = FakeClient([reply])
     ctl = LLMController(client, every=10)
     assert ctl.update(3, _stats(0.9, a1=0.6)) == []  # not due: no call
@@ -462,27 +576,27 @@ def test_llm_controller_good_proposal_is_applied() -> None:
     changes = ctl.update(10, _stats(0.9, a1=0.6))
     assert {c.name: (c.old, c.new, c.clamped) for c in changes} == {
         "p_high": (0.75, 0.72, False),
-        "mu": (0.1, 0.14, False),
+        "mu": (0.3, 0.34, False),
     }
-    assert ctl.config.mu == 0.14 and ctl.config.p_high == 0.72 and ctl.last_error is None
+    assert ctl.config.mu == 0.34 and ctl.config.p_high == 0.72 and ctl.last_error is None
     assert all(c.source == "llm" and c.reason.startswith("llm: ") for c in changes)
     call = client.calls[0]
     assert set(call["json_schema"]["properties"]) == set(PARAMS)
     state = json.loads(call["messages"][-1]["content"])
-    assert state["params"]["mu"] == {**state["params"]["mu"], "value": 0.1, "max": 0.5, "max_step": 0.05}
+    assert state["params"]["mu"] == {**state["params"]["mu"], "value": 0.3, "max": 0.5, "max_step": 0.05}
 
 
 def test_llm_controller_out_of_range_is_clamped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
-    # μ 0.1 → proposed 5.0: step limit 0.05 → 0.15 ; p_f 0.25 → proposed −1: 0.20 ; fenced JSON accepted
+    # μ 0.3 → proposed 5.0: step limit 0.05 → 0.35 ; p_f 0.25 → proposed −1: 0.20 ; fenced JSON accepted
     reply = '```json\n{"mu": {"value": 5.0, "reason": "go big"}, "p_f": {"value": -1, "reason": "no floor"}}\n```'
     ctl = LLMController(FakeClient([reply]), every=1)
     with caplog.at_level(logging.INFO, logger="rl.care"):
         changes = ctl.update(1, _stats(0.9, a1=0.6))
     got = {c.name: c for c in changes}
-    assert got["mu"].new == pytest.approx(0.15) and got["mu"].proposed == 5.0 and got["mu"].clamped
+    assert got["mu"].new == pytest.approx(0.35) and got["mu"].proposed == 5.0 and got["mu"].clamped
     assert got["p_f"].new == pytest.approx(0.20) and got["p_f"].proposed == -1.0 and got["p_f"].clamped
-    assert "clamped from 5 to 0.15" in got["mu"].reason
-    assert any("mu 0.1 -> 0.15" in r.getMessage() and "clamped" in r.getMessage() for r in caplog.records)
+    assert "clamped from 5 to 0.35" in got["mu"].reason
+    assert any("mu 0.3 -> 0.35" in r.getMessage() and "clamped" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.parametrize(
@@ -519,7 +633,7 @@ def test_llm_controller_bad_entries_are_skipped() -> None:
     changes = ctl.update(1, _stats(0.5))
     assert [(c.name, c.new) for c in changes] == [("p_low", 0.27)]
     assert changes[0].reason == "llm: no reason given"
-    assert ctl.config.mu == 0.1 and ctl.config.lam == 0.3 and ctl.last_error
+    assert ctl.config.mu == 0.3 and ctl.config.lam == 0.3 and ctl.last_error
 
 
 @settings(max_examples=200, deadline=None)

@@ -191,17 +191,17 @@ def test_rl_rollouts_with_envs_on_the_cluster_equal_local_envs(cluster, tiny_mod
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from phoneenv.farm.distributed import RayEnvPool
-    from rl.rollout import rollout_group
+    from rl.rollout import RolloutConfig, rollout_group
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    args = {"max_turns": 3, "max_new_tokens": 40, "temperature": 1.0, "sample_seed": 2}
-    args["tool_filter"] = ["contacts", "user", "finish"]
-    local = rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 2, vector=False, **args)
+    cfg = RolloutConfig(max_turns=3, max_new_tokens=40, temperature=1.0, tool_filter=["contacts", "user", "finish"])
+    serial = RolloutConfig(**{**cfg.__dict__, "vector": False})
+    local = rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 2, serial, sample_seed=2)
     with RayEnvPool(2) as pool:
-        remote = rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 2, env_pool=pool, **args)
+        remote = rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 2, cfg, sample_seed=2, env_pool=pool)
         with pytest.raises(ValueError, match="needs 3 env actors"):
-            rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 3, env_pool=pool, **args)
+            rollout_group(model, tokenizer, "contacts.lookup_number/0", 0, 3, cfg, sample_seed=2, env_pool=pool)
     assert sum(len(t.turns) for t in local.trajectories) >= 2  # the members did step the env
     for a, b in zip(local.trajectories, remote.trajectories, strict=True):
         assert torch.equal(a.episode_ids, b.episode_ids) and torch.equal(a.episode_mask, b.episode_mask)

@@ -113,3 +113,27 @@ def test_tool_filter_limits_the_offered_tools():
     run_episodes(LLMPlanner(client, tool_filter=["contacts", "finish"]), [task])
     names = {t["function"]["name"] for t in client.requests[0]["tools"]}
     assert "finish" in names and all(n == "finish" or n.startswith("contacts__") for n in names)
+
+
+def test_task_filter_is_resolved_per_episode():
+    """``tool_filter="task"``: each episode offers the tools of its own task's apps plus user, system
+    and finish (and the category's harness app), however many episodes the planner played before."""
+    import pytest
+
+    from phoneenv.env import PhonePlanEnv
+
+    tasks = [get_task("contacts.lookup_number/0"), get_task("settings.toggle/0")]
+    client = Scripted([calls(("finish", {"answer": "x"})) for _ in tasks])
+    run_episodes(LLMPlanner(client, tool_filter="task"), tasks)
+    for task, request in zip(tasks, client.requests, strict=True):
+        env = PhonePlanEnv(task=task)
+        _, info = env.reset(seed=0)
+        env.close()
+        keep = set(task.apps) | {"user", "system", "finish"}
+        expected = {t["function"]["name"].replace(".", "__") for t in info["tools"]
+                    if t["function"]["name"].split(".")[0] in keep}  # fmt: skip
+        got = {t["function"]["name"] for t in request["tools"]}
+        assert got == expected and "finish" in got and len(got) < len(info["tools"])
+    assert {n.split("__")[0] for n in got} >= {"settings"} and not any(n.startswith("contacts__") for n in got)
+    with pytest.raises(ValueError, match="non-empty"):
+        LLMPlanner(client, tool_filter=["contacts", ""])

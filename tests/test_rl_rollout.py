@@ -105,12 +105,13 @@ def tiny(tiny_model_dir):
 
 
 def _group(tiny, **kwargs) -> Group:
-    from rl.rollout import rollout_group
+    from rl.rollout import RolloutConfig, rollout_group
 
     model, tokenizer = tiny
-    args = {"max_turns": 3, "max_new_tokens": 40, "temperature": 1.0, "tool_filter": TOOLS, "sample_seed": 2}
+    args = {"max_turns": 3, "max_new_tokens": 40, "temperature": 1.0, "tool_filter": TOOLS}
     args.update(kwargs)
-    return rollout_group(model, tokenizer, TASK, 0, args.pop("G", 2), **args)
+    G, sample_seed = args.pop("G", 2), args.pop("sample_seed", 2)
+    return rollout_group(model, tokenizer, TASK, 0, G, RolloutConfig(**args), sample_seed=sample_seed)
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +204,7 @@ def test_masks_logprobs_and_shapes(group: Group, tiny) -> None:
 def test_vector_and_serial_drivers_agree_and_members_are_independent(group: Group, tiny) -> None:
     import torch
 
-    from rl.rollout import rollout_members
+    from rl.rollout import RolloutConfig, rollout_members
 
     model, tokenizer = tiny
     serial = _group(tiny, vector=False)
@@ -218,10 +219,7 @@ def test_vector_and_serial_drivers_agree_and_members_are_independent(group: Grou
         TASK,
         0,
         [1],
-        max_turns=3,
-        max_new_tokens=40,
-        temperature=1.0,
-        tool_filter=TOOLS,
+        RolloutConfig(max_turns=3, max_new_tokens=40, temperature=1.0, tool_filter=TOOLS),
         sample_seed=2,
     )
     assert only_1.group_index == 1
@@ -245,3 +243,75 @@ def test_unconstrained_replies_without_calls_and_cut_replies(tiny) -> None:
     assert traj.forced_finish and traj.verdict["steps"] == 3  # two replies, then the rollout's finish
     assert json.loads(FORCED_FINISH)["name"] == "finish"
     assert math.isclose(traj.progress, traj.verdict["progress"])
+
+
+def test_rollout_config_validates_and_is_hashable() -> None:
+    from rl.rollout import RolloutConfig
+
+    cfg = RolloutConfig(tool_filter=["contacts", "finish"], env_kwargs={"backend": "sandbox"})
+    assert cfg.tool_filter == ("contacts", "finish") and hash(cfg.tool_filter)
+    assert RolloutConfig().tool_filter == "task"
+    for bad in ({"max_turns": -1}, {"max_new_tokens": 0}, {"temperature": -0.5}, {"tool_filter": ["", "x"]}):
+        with pytest.raises(ValueError):
+            RolloutConfig(**bad)
+    with pytest.raises(ValueError, match="RolloutConfig"):
+        from rl.rollout import rollout_members
+
+        rollout_members(None, None, TASK, 0, [0], {"max_turns": 2})
+
+
+@pytest.mark.slow
+def test_task_filter_is_resolved_per_episode_from_reset_info(tiny) -> None:
+    """``tool_filter="task"`` offers the task's own apps (from the reset ``info["apps"]``) plus
+    user/system/finish: two tasks of different apps get different prompts."""
+    model, tokenizer = tiny
+    from rl.rollout import RolloutConfig, rollout_group
+
+    cfg = RolloutConfig(max_turns=1, max_new_tokens=8, tool_filter="task")
+    prompts = {}
+    for task in (TASK, "clock.what_time/0"):
+        (traj,) = rollout_group(model, tokenizer, task, 0, 1, cfg).trajectories
+        prompts[task] = tokenizer.decode(traj.prompt_ids)
+    assert get_task(TASK).apps == ["contacts", "messages"]
+    assert "contacts__search" in prompts[TASK] and "messages__" in prompts[TASK] and "clock__" not in prompts[TASK]
+    assert "clock__" in prompts["clock.what_time/0"] and "contacts__search" not in prompts["clock.what_time/0"]
+    for p in prompts.values():
+        assert '"finish"' in p and "user__confirm" in p and "system__wait" in p and "mail__" not in p
+
+
+def test_vector_driver_survives_members_whose_infos_differ_in_type(monkeypatch):
+    """Gymnasium merges sub-env infos key by key into arrays typed after the first member; a
+    PhonePlan info echoes the model's arguments, so one member's int meets another's string
+    ('level {') and the merge raised. The vector driver boxes each info and matches the serial one."""
+    from phoneenv.env import PhonePlanEnv
+    from rl.rollout import _SerialEnvs, _VectorEnvs
+
+    real_step = PhonePlanEnv.step
+
+    def step(self, action):  # a nested info value that is an int in one member and None in the other
+        obs, reward, term, trunc, info = real_step(self, action)
+        info["probe"] = {"value": 7 if "80" in str(action) else None}
+        return obs, reward, term, trunc, info
+
+    monkeypatch.setattr(PhonePlanEnv, "step", step)
+    task = "settings.toggle/0"
+    finish = json.dumps({"name": "finish", "arguments": {"answer": "ok"}})
+    steps = [
+        {
+            0: json.dumps({"name": "settings.set_brightness", "arguments": {"level": 80}}),
+            1: json.dumps({"name": "settings.set_brightness", "arguments": {"level": "level {"}}),
+        },
+        {0: finish, 1: finish},
+    ]
+    seen = []
+    for driver in (_VectorEnvs, _SerialEnvs):
+        envs = driver(2, task, {})
+        try:
+            first = [info for _, info in envs.reset(0, task)]
+            results = [envs.step(actions) for actions in steps]
+        finally:
+            envs.close()
+        seen.append((first, [{k: (r[1], r[2], r[3], r[4]) for k, r in res.items()} for res in results]))
+    assert seen[0][0][0]["task_id"] == task and seen[0][1][-1][0][1] is True  # member 0 terminated
+    assert seen[0][1][0][0][3]["probe"] == {"value": 7} and seen[0][1][0][1][3]["probe"] == {"value": None}
+    assert json.dumps(seen[0], sort_keys=True, default=str) == json.dumps(seen[1], sort_keys=True, default=str)

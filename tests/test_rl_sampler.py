@@ -150,3 +150,65 @@ def test_training_prompts_can_be_drawn_by_the_sampler():
     # Two templates, equal mass: the one-task template gets about half the draws, not 1/9.
     share = templates.count("contacts.add_contact") / len(templates)
     assert 0.4 < share < 0.6
+
+
+# ------------------------------------------------------------------------------------------------
+# Competence-aware sampling of training groups
+# ------------------------------------------------------------------------------------------------
+
+
+def test_competence_weights_by_hand():
+    from rl.sampler import competence_weights
+
+    history = {"a": [0.5], "b": [0.0, 0.0], "c": [1.0, 1.0], "e": [0.0, 1.0], "f": [0.125]}
+    w = competence_weights(history, ["a", "b", "c", "d", "e", "f"], floor=0.1)
+    # a: 0.5 learnable; b: all lost; c: all won; d: unseen; e: mean 0.5 learnable; f: one win in 8.
+    assert w == {"a": 1.0, "b": 0.1, "c": 0.1, "d": 1.0, "e": 1.0, "f": 1.0}
+    with pytest.raises(ValueError, match="floor"):
+        competence_weights({}, ["a"], floor=0.0)
+
+
+def test_competence_sampler_keeps_groups_together_and_follows_updates():
+    import collections
+
+    from rl.sampler import CompetenceSampler
+
+    rows = [("a", 0), ("b", 0), ("c", 0), ("c", 1)]
+    s = CompetenceSampler(rows, mini_repeat_count=3, batch_size=2, repeat_count=2, window=2, floor=0.1, seed=0)
+    assert len(s) == 2 * 2 * 3 * 2 == len(list(s))
+    drawn = list(s)
+    for start in range(0, len(drawn), 6):  # a chunk: 2 distinct rows, each 3 times in a row
+        chunk = drawn[start : start + 6]
+        assert chunk[0:3] == [chunk[0]] * 3 and chunk[3:6] == [chunk[3]] * 3 and chunk[0] != chunk[3]
+    # Nothing seen: every row weighs 1 (task c has two rows, so half the mass).
+    assert s.probabilities() == pytest.approx({"a": 0.25, "b": 0.25, "c": 0.5})
+    s.update("a", [1, 1, 1])  # all won
+    s.update("b", [0, 1, 0])  # learnable
+    s.update("c", [0, 0, 0])  # all lost
+    assert s.weights() == {"a": 0.1, "b": 1.0, "c": 0.1}
+    # Row weights 0.1, 1, 0.1, 0.1 (sum 1.3): P(a) = 0.1/1.3, P(b) = 1/1.3, P(c) = 0.2/1.3.
+    assert s.probabilities() == pytest.approx({"a": 0.1 / 1.3, "b": 1 / 1.3, "c": 0.2 / 1.3})
+    firsts = collections.Counter()
+    for _ in range(400):
+        firsts[rows[s._draw()[0]][0]] += 1
+    assert firsts["b"] / 400 == pytest.approx(1 / 1.3, abs=0.07)
+    s.update("c", [1, 0, 0])  # window 2: c's recent rates (0, 1/3) → mean 1/6, learnable again
+    assert s.weights()["c"] == 1.0
+    s.update("c", [1, 1, 1])
+    s.update("c", [1, 1, 1])  # the window forgets the older groups: all won
+    assert s.weights()["c"] == 0.1
+    with pytest.raises(ValueError, match="distinct groups"):
+        CompetenceSampler(rows, mini_repeat_count=2, batch_size=5)
+
+
+def test_competence_sampler_is_the_same_on_every_process():
+    """Two copies (two ranks) fed the same gathered results draw the same rows."""
+    from rl.sampler import CompetenceSampler
+
+    rows = [(f"t{i}", 0) for i in range(6)]
+    a, b = (CompetenceSampler(rows, mini_repeat_count=2, batch_size=2, seed=7) for _ in range(2))
+    ia, ib = iter(a), iter(b)
+    for step in range(3):
+        assert [next(ia) for _ in range(4)] == [next(ib) for _ in range(4)]
+        for s in (a, b):
+            s.update(f"t{step}", [1, 1])

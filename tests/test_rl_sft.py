@@ -13,9 +13,11 @@ from phoneenv.evaluation import run_episodes
 from phoneenv.llm import ChatResult
 from phoneenv.tasks import get_task, select
 from rl.sft import (
+    DETOUR_AGENT,
     NO_CALL_PREFIX,
     SFTRunConfig,
     build_sft_dataset,
+    detour_traces,
     episode_tools,
     load_traces,
     reference_traces,
@@ -248,7 +250,7 @@ def test_trl_labels_and_loss_follow_the_mask(erroneous_trace, tiny_model_dir, to
     from trl import SFTTrainer
 
     ds = build_sft_dataset([erroneous_trace], tokenizer, tools_scope="apps")
-    assert ds.column_names == ["input_ids", "assistant_masks", "task_id"]
+    assert ds.column_names == ["input_ids", "assistant_masks", "task_id", "masked_tokens"]
     mask = ds[0]["assistant_masks"]
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     trainer = SFTTrainer(
@@ -280,6 +282,52 @@ def test_trl_labels_and_loss_follow_the_mask(erroneous_trace, tiny_model_dir, to
     loss.backward()
     grad_rows = logits.grad[0, :-1].abs().sum(-1)
     assert (grad_rows[~m] == 0).all() and (grad_rows[m] > 0).all()
+
+
+# -- detours: erroneous turns to mask ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def detour_trace(tmp_path_factory):
+    """contacts.favorite/0 with a detour before every plan step (rate 1: never twice in a row)."""
+    (trace,) = detour_traces(FAVORITE, tmp_path_factory.mktemp("detours"), detour_rate=1.0, seed=3)
+    return trace
+
+
+def test_detour_traces_recover_and_only_plan_calls_are_trained(detour_trace, tmp_path):
+    reference = plan(FAVORITE)
+    steps = detour_trace.steps
+    assert detour_trace.agent == DETOUR_AGENT and detour_trace.verdict.success  # the detours harm nothing
+    assert len(steps) == 2 * len(reference)  # one wrong call before each plan call
+    detours, recoveries = steps[0::2], steps[1::2]
+    assert [{"name": s.action.name, "arguments": s.action.arguments} for s in recoveries] == reference
+    assert all(s.feedback.ok for s in recoveries)
+    assert sum(not s.feedback.ok for s in detours) >= 2  # errors the model reads and recovers from
+    assert all(s.action != r.action for s, r in zip(detours, recoveries, strict=True))
+    (ex,) = traces_to_examples([detour_trace], tool_filter="task")
+    assert [m["weight"] for m in ex["messages"] if m["role"] == "assistant"] == [0, 1] * len(reference)
+    # detour traces are SFT data even when they failed (only their plan calls are trained)
+    failed = detour_trace.model_copy(update={"verdict": detour_trace.verdict.model_copy(update={"success": False})})
+    assert len(traces_to_examples([failed], tool_filter="task")) == 1
+    assert traces_to_examples([failed.model_copy(update={"agent": "reference"})], tool_filter="task") == []
+    with pytest.raises(ValueError, match="detour_rate"):
+        detour_traces(FAVORITE, tmp_path, detour_rate=1.5)
+
+
+def test_masked_tokens_are_the_detour_replies_counted_by_hand(detour_trace, tokenizer):
+    (ex,) = traces_to_examples([detour_trace], tools_scope="apps")
+    tok = tokenize_example(ex, tokenizer)
+    detours = [s.action for s in detour_trace.steps[0::2]]
+    # by hand: each detour reply as the template renders it, tokenised on its own
+    by_hand = sum(
+        len(tokenizer(rendered_call({"name": a.name, "arguments": a.arguments}), add_special_tokens=False)["input_ids"])
+        for a in detours
+    )
+    assert tok["masked_tokens"] == by_hand > 0
+    recoveries = [rendered_call(c) for c in plan(FAVORITE)]
+    assert [tokenizer.decode(r) for r in runs(tok["input_ids"], tok["assistant_masks"])] == recoveries
+    (ref,) = traces_to_examples([run_calls(FAVORITE, plan(FAVORITE))], tools_scope="apps")
+    assert tokenize_example(ref, tokenizer)["masked_tokens"] == 0
 
 
 # -- training ----------------------------------------------------------------------------------

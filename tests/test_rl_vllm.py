@@ -91,16 +91,15 @@ def tiny(tiny_model_dir):
 
 
 def _rollout(tiny, llm=None, G: int = 2):
-    from rl.rollout import rollout_group
+    from rl.rollout import RolloutConfig, rollout_group
 
     model, tokenizer = tiny
+    cfg = RolloutConfig(max_turns=3, max_new_tokens=40, temperature=1.0, tool_filter=TOOLS)
     if llm is None:
-        return rollout_group(model, tokenizer, TASK, 0, G, max_turns=3, max_new_tokens=40, temperature=1.0,
-                             tool_filter=TOOLS, sample_seed=5)  # fmt: skip
+        return rollout_group(model, tokenizer, TASK, 0, G, cfg, sample_seed=5)
     from rl.rollout import Group, rollout_members
 
-    trajs = rollout_members(model, tokenizer, TASK, 0, range(G), max_turns=3, max_new_tokens=40, temperature=1.0,
-                            tool_filter=TOOLS, sample_seed=5, llm=llm)  # fmt: skip
+    trajs = rollout_members(model, tokenizer, TASK, 0, range(G), cfg, sample_seed=5, llm=llm)
     return Group(task_id=TASK, seed=0, trajectories=trajs)
 
 
@@ -273,13 +272,13 @@ def test_vllm_engine_on_gpu(tiny_model_dir) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from vllm import LLM
 
-    from rl.rollout import rollout_members
+    from rl.rollout import RolloutConfig, rollout_members
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     llm = LLM(model=str(tiny_model_dir), gpu_memory_utilization=0.2, logprobs_mode="processed_logprobs", seed=0)
-    trajs = rollout_members(model, tokenizer, TASK, 0, range(2), max_turns=2, max_new_tokens=40, temperature=1.0,
-                            tool_filter=TOOLS, llm=llm)  # fmt: skip
+    cfg = RolloutConfig(max_turns=2, max_new_tokens=40, temperature=1.0, tool_filter=TOOLS)
+    trajs = rollout_members(model, tokenizer, TASK, 0, range(2), cfg, llm=llm)
     assert len(trajs) == 2
     for traj in trajs:
         assert traj.turns and all(turn.calls for turn in traj.turns if not turn.truncated)
@@ -320,7 +319,7 @@ def test_rollout_follows_sub_agent_frames(tiny, dict_params) -> None:
     reply) and tells the model, as LLMPlanner does; after the child's ``finish`` the parent's
     tools come back. The frame notes are context (mask 0), never sampled tokens."""
     from agents.planner import frame_note
-    from rl.rollout import rollout_members
+    from rl.rollout import RolloutConfig, rollout_members
 
     model, tokenizer = tiny
     task = "subagent.best_offer_reply/0"
@@ -333,8 +332,8 @@ def test_rollout_follows_sub_agent_frames(tiny, dict_params) -> None:
             _call("finish", answer="done"),
         ],
     )
-    (traj,) = rollout_members(model, tokenizer, task, 0, [0], max_turns=4, max_new_tokens=200, temperature=1.0,
-                              constrained=True, llm=engine)  # fmt: skip
+    cfg = RolloutConfig(max_turns=4, max_new_tokens=200, temperature=1.0, constrained=True, tool_filter="all")
+    (traj,) = rollout_members(model, tokenizer, task, 0, [0], cfg, llm=engine)
     assert len(traj.turns) == 4 and traj.terminated
     g_root, g_child, g_child2, g_back = engine.grammars
     assert "agent__delegate" in g_root and "mail__reply" in g_root

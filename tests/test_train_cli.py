@@ -18,8 +18,10 @@ def test_sft_then_rl_from_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     runner = CliRunner()
     sft = tmp_path / "sft"
-    res = runner.invoke(app, ["train", "sft", "--out", str(sft), "--steps", "6", "--tasks", "template:settings.toggle"])
+    args = ["train", "sft", "--model", "tiny", "--out", str(sft), "--steps", "6", "--tasks", "template:settings.toggle"]
+    res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
+    assert "tokens of erroneous replies masked" in res.output and any((sft / "detours").rglob("*.jsonl"))
     losses = [json.loads(line)["loss"] for line in (sft / "sft_log.jsonl").read_text().splitlines() if '"loss"' in line]
     assert len(losses) == 6 and losses[-1] < losses[0]
     assert (sft / "model" / "config.json").exists()
@@ -35,27 +37,106 @@ def test_sft_then_rl_from_the_command_line(tmp_path, monkeypatch):
     assert res.exit_code != 0 and "unknown algorithm" in res.output
 
 
+def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
+    """`train rl` builds the TrainConfig its flags say (GPU not forced off, G = 8, the task tool
+    filter, the controller and held-out tasks), and its option help is the config's field help."""
+    import rl.trainers
+    from rl.train_help import TRAIN_HELP
+
+    seen = {}
+    monkeypatch.setattr(rl.trainers, "train_rl", lambda cfg: seen.setdefault("cfg", cfg) and {"steps": 0})
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    runner = CliRunner()
+    args = ["train", "rl", "--model", str(model), "--out", str(tmp_path / "rl"), "--tasks", "template:settings.toggle"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert cfg.model_path == str(model) and not cfg.use_cpu and cfg.num_generations == 8
+    assert cfg.tool_filter == "task" and cfg.care_controller == "rule" and cfg.competence_sampling
+    assert cfg.algo == "care" and cfg.eval_tasks is None and not cfg.shape_all_failure
+    more = ["--algo", "penalty", "--shape-all-failure", "--no-competence-sampling", "--tools", "settings,finish",
+            "--eval-tasks", "template:clock.alarm_off", "--group-size", "4"]  # fmt: skip
+    res = runner.invoke(app, [*args, *more])
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert (cfg.algo, cfg.shape_all_failure, cfg.competence_sampling, cfg.tool_filter) == (
+        "penalty", True, False, "settings,finish"
+    )  # fmt: skip
+    assert cfg.eval_tasks.startswith("clock.alarm_off/") and cfg.num_generations == cfg.per_device_train_batch_size == 4
+    llm = ["--care-controller", "llm", "--controller-base-url", "http://127.0.0.1:9/v1", "--controller-model", "m"]
+    res = runner.invoke(app, [*args, *llm])
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert (cfg.care_controller, cfg.care_controller_base_url, cfg.care_controller_model) == (
+        "llm", "http://127.0.0.1:9/v1", "m"
+    )  # fmt: skip
+    res = runner.invoke(app, [*args, "--care-controller", "llm"])
+    assert res.exit_code != 0 and "controller-base-url" in res.output
+    import typer
+
+    command = typer.main.get_command(app).commands["train"].commands["rl"]
+    helps = {p.name: p.help for p in command.params}
+    for option, field in [("competence_sampling", "competence_sampling"), ("group_size", "num_generations"),
+                          ("tools", "tool_filter"), ("eval_tasks", "eval_tasks"), ("algo", "algo")]:  # fmt: skip
+        assert helps[option] == TRAIN_HELP[field]
+
+
+def test_train_rl_without_a_model_asks_for_sft_first(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no runs/sft/model here
+    res = CliRunner().invoke(app, ["train", "rl", "--tasks", "template:settings.toggle"])
+    assert res.exit_code != 0 and "phoneenv train sft" in " ".join(res.output.replace("│", " ").split())
+
+
 def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
-    """`train sft` trains on prompts with exactly the tools `train rl` offers for the same tasks
-    (the rollout's own filter decides), not a per-trace subset the RL prompts never show."""
+    """`train sft --tools task` (the default) trains each trace on exactly the tools the planner
+    offers in that task's episode under the same filter (as `eval --tools task` and the RL rollout
+    resolve it per episode), a sub-agent task's agent.delegate included."""
     import rl.sft
-    from phoneenv.cli import _task_apps
-    from phoneenv.tasks import select
-    from rl.rollout import _offered
+    from agents.planner import LLMPlanner
+    from phoneenv.evaluation import run_episodes
+    from phoneenv.llm import ChatResult
+    from phoneenv.tasks import get_task
 
     seen = {}
 
     def fake_train_sft(base, traces, out, cfg, tool_specs_or_tools=None):
-        seen["tools"] = [t["function"]["name"] for t in tool_specs_or_tools]
-        seen["scope"] = cfg.tools_scope
-        return {"losses": [], "steps": 0}
+        seen.update(traces=traces, cfg=cfg, given=tool_specs_or_tools)
+        return {"losses": [], "steps": 0, "examples": 0, "trained_tokens": 0, "masked_tokens": 0}
 
+    class Offered:
+        model = "scripted"
+
+        def __init__(self):
+            self.tools = []
+
+        def chat(self, messages, *, tools=None, json_schema=None, max_tokens=512):
+            self.tools.append([t["function"]["name"] for t in tools])
+            return ChatResult(tool_calls=[{"id": "c", "name": "finish", "arguments": {"answer": "x"}}])
+
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text('{"max_position_embeddings": 8192}')
     monkeypatch.setattr(rl.sft, "train_sft", fake_train_sft)
-    monkeypatch.setattr("phoneenv.cli._base_model", lambda model, out: tmp_path / "base")
-    selector = "template:settings.toggle,template:clock.alarm_off"
-    res = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "sft"), "--tasks", selector])
+    monkeypatch.setattr("phoneenv.cli._base_model", lambda *a: base)
+    ids = ["settings.toggle/0", "clock.alarm_off/0", "subagent.album_of_person/0"]
+    res = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "sft"), "--tasks", ",".join(ids)])
     assert res.exit_code == 0, res.output
-    rl_filter = _task_apps(select(selector))
-    expected = [t["function"]["name"] for t in rl.sft.episode_tools("sandbox") if _offered(t, rl_filter)]
-    assert seen == {"tools": expected, "scope": "all"}
-    assert "clock__set_alarm_enabled" in expected and "finish" in expected and "contacts__search" not in expected
+    assert seen["cfg"].tool_filter == "task" and seen["given"] is None
+    examples = rl.sft.traces_to_examples(seen["traces"], tool_filter=seen["cfg"].tool_filter)
+    assert len(examples) == 2 * len(ids)  # a reference and a detour episode per task
+    client = Offered()
+    run_episodes(LLMPlanner(client, tool_filter="task"), [get_task(i) for i in ids])
+    planner = dict(zip(ids, client.tools, strict=True))
+    for ex in examples:
+        assert [t["function"]["name"] for t in ex["tools"]] == planner[ex["task_id"]]
+    assert "agent__delegate" in planner["subagent.album_of_person/0"]
+    assert (
+        "clock__set_alarm_enabled" in planner["clock.alarm_off/0"]
+        and "contacts__search" not in planner["clock.alarm_off/0"]
+    )
+    res = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "a"), "--tasks", ids[0], "--tools", "all"])
+    assert res.exit_code == 0 and seen["cfg"].tool_filter == "all", res.output
+    (ex, _) = rl.sft.traces_to_examples(seen["traces"], tool_filter="all")
+    assert len(ex["tools"]) > 200
