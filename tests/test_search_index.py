@@ -137,3 +137,71 @@ def test_messages_search_matches_the_plain_scan(seed):
                 _check(b, rng)
                 b.restore(snap)
             _check(b, rng)
+
+
+def _ref(rng: random.Random, contacts: list[dict[str, Any]]) -> Any:
+    c = rng.choice(contacts) if contacts else {"id": "c_1", "name": "Ana Lima", "phone": "+4915112345678"}
+    digits = "".join(ch for ch in c.get("phone") or "" if ch.isdigit())
+    return rng.choice(
+        [
+            c["id"],
+            f" {c['id']} ",
+            c["name"],
+            c["name"].upper(),
+            c["name"].split(" ")[0],
+            c.get("email") or "nobody@x.org",
+            f"{c['name']} <{c.get('email') or 'x@y.org'}>",
+            f"Someone <{c.get('email') or 'x@y.org'}>",
+            digits[-7:],
+            digits[-8:],
+            "0" + digits[-9:],
+            f"+1 {digits[-10:]}",
+            digits[-5:],
+            "Ana",
+            "",
+            None,
+            42,
+        ]
+    )
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_contact_ids_through_the_book_match_the_scan(seed):
+    from phoneenv.state import PhoneState
+    from phoneenv.tasks.identity import ContactBook, contact_ids
+
+    rng = random.Random(seed)
+
+    def person(i: int) -> dict[str, Any]:
+        phone = rng.choice([f"+49151{rng.randrange(10**7):07d}", f"{rng.randrange(10**7):07d}",
+                            f"{rng.randrange(10**8):08d}", "12", ""])  # fmt: skip
+        if rng.random() < 0.3 and i > 1:
+            phone = "0" + phone[-9:]  # another spelling of a number the book may hold
+        email = rng.choice([None, "", f"p{rng.randrange(5)}@X.org"])
+        return {
+            "id": f"c_{i}",
+            "name": f"{rng.choice(FIRST)} {rng.choice(('Lima', 'Costa'))}",
+            "phone": phone,
+            "email": email,
+        }
+
+    state = PhoneState({"contacts.contacts": [person(i) for i in range(1, rng.randrange(2, 60))]})
+    snap = state.snapshot()
+    for step in range(60):
+        tbl = state.tables["contacts.contacts"]
+        people = list(tbl.values())
+        for _ in range(5):
+            ref = _ref(rng, people)
+            assert contact_ids(ref, ContactBook(tbl)) == contact_ids(ref, people), ref
+        op = rng.random()
+        if op < 0.3:
+            state.insert("contacts.contacts", person(100 + step))
+        elif op < 0.6 and tbl:
+            rid = rng.choice(sorted(tbl))
+            state.replace("contacts.contacts", rid, {**person(0), "id": rid})
+        elif op < 0.8 and tbl:
+            state.delete("contacts.contacts", rng.choice(sorted(tbl)))
+        elif op < 0.9:
+            state.restore(snap)
+        else:
+            snap = state.snapshot()
