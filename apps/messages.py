@@ -9,7 +9,7 @@ normalized number (:func:`apps.contacts.normalize_number`); two numbers are the 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field
@@ -151,13 +151,23 @@ def _newest(tbl: Mapping[str, Mapping[str, Any]]) -> _Newest:
     )
 
 
-def _contact_lines(tbl: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
-    """Line (:func:`_line` of the primary number) → ids of the contacts with it, in table order."""
-    out: dict[str, list[str]] = {}
+class _Lines(NamedTuple):
+    """A contacts table by line (:func:`_line` of the primary number): the ids with each line in
+    table order, the casefolded name of the first of them, and each id's line."""
+
+    ids: dict[str, list[str]]
+    first: dict[str, str]
+    line_of: dict[str, str]
+
+
+def _contact_lines(tbl: Mapping[str, Mapping[str, Any]]) -> _Lines:
+    out = _Lines({}, {}, {})
     for rid, rec in tbl.items():
         key = _line(rec.get("phone", ""))
         if key:
-            out.setdefault(key, []).append(rid)
+            out.ids.setdefault(key, []).append(rid)
+            out.first.setdefault(key, rec["name"].casefold())
+            out.line_of[rid] = key
     return out
 
 
@@ -166,10 +176,11 @@ class _Names:
     the contacts table's line index, looking at the contacts written this episode themselves."""
 
     def __init__(self, tables: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
-        self.tbl = tables.get("contacts.contacts", {})
-        self.index, self.touched = table_index(self.tbl, "contacts.lines", _contact_lines)
-        tbl = self.tbl
+        tbl = self.tbl = tables.get("contacts.contacts", {})
+        self.index, self.touched = table_index(tbl, "contacts.lines", _contact_lines)
+        # lines a contact written this episode has now, and those whose index entry it was in
         self.touched_lines = {_line(tbl[r].get("phone", "")) for r in self.touched if r in tbl}
+        self.dirty = self.touched_lines.union(self.index.line_of[r] for r in self.touched if r in self.index.line_of)
         self.by_line: dict[str, str | None] = {}
 
     def name(self, key: str) -> str | None:
@@ -181,12 +192,19 @@ class _Names:
         found = None
         if key in self.touched_lines:  # a contact written this episode has it: look at them all
             found = next((r["name"] for r in self.tbl.values() if _line(r.get("phone", "")) == key), None)
-        else:
+        else:  # the first indexed one not written this episode (one written has another line now)
             touched = self.touched
-            rid = next((r for r in self.index.get(key, ()) if r not in touched), None)
+            rid = next((r for r in self.index.ids.get(key, ()) if r not in touched), None)
             found = None if rid is None else self.tbl[rid]["name"]
         self.by_line[key] = found
         return found
+
+    def matching(self, q: str, lines: Set[str]) -> set[str]:
+        """The lines among ``lines`` whose contact's name contains ``q`` (casefolded)."""
+        dirty = self.dirty
+        out = {k for k, n in self.index.first.items() if q in n and k in lines and k not in dirty}
+        out.update(k for k in dirty & lines if (n := self.name(k)) is not None and q in n.casefold())
+        return out
 
 
 PACKAGE = "com.google.android.apps.messaging"
@@ -404,7 +422,7 @@ class Messages(App):
         newest, touched = table_index(tbl, "messages.newest", _newest)
         names = _Names(self.phone.state.tables)
         lines = newest.distinct.union(_line(tbl[r]["number"]) for r in touched if r in tbl)
-        by_name = {k for k in lines if (n := names.name(k)) is not None and q in n.casefold()}
+        by_name = names.matching(q, lines)
         # the untouched messages, from the index; the ones written this episode, one by one
         old = [
             i

@@ -59,7 +59,7 @@ def measure(n_records: int, reps: int) -> list[tuple[str, float, str, float, str
             "fixtures": pad_fixtures(base.fixtures, {"contacts.contacts": n_records, "messages.messages": n_records})
         }
     )
-    env = PhonePlanEnv(task=task, memory=False)
+    env = PhonePlanEnv(task=task, memory=False, max_steps=10**9)
     opts = {"task": task}
     env.reset(seed=0, options=opts)  # builds and caches the fixture snapshot
     snap = sandbox._fixture_cache[id(task.fixtures)][1]
