@@ -141,3 +141,46 @@ def test_episodes_leave_the_shared_fixture_tables_alone():
             play_episode(agent, env, t, 0)
     changed = [tid for tid, (snap, tables) in before.items() if snap.tables != tables]
     assert not changed
+
+
+def test_pad_fixtures_adds_filler_that_changes_no_task():
+    from phoneenv.tasks import get_task
+    from phoneenv.tasks.world import pad_fixtures
+
+    counts = {"contacts.contacts": 1500, "messages.messages": 2000, "phone.calls": 700}
+    for tid in ("messages.text_contact/0", "messages.last_texter/0", "contacts.favorite/0", "phone.call_contact/0"):
+        task = get_task(tid)
+        fx = pad_fixtures(task.fixtures, counts, seed=3)
+        assert fx == pad_fixtures(task.fixtures, counts, seed=3)  # same seed, same records
+        assert task.fixtures.records == get_task(tid).fixtures.records  # the original is left alone
+        seeded = task.fixtures.records
+        lines = {
+            "".join(ch for ch in r.get(f) or "" if ch.isdigit())[-9:]
+            for rows in seeded.values()
+            for r in rows
+            for f in ("phone", "number")
+        }
+        newest = max(r["time"] for t in ("messages.messages", "phone.calls") for r in seeded.get(t, ()))
+        names = {c["name"] for c in seeded["contacts.contacts"]}
+        for table, n in counts.items():
+            filler = fx.records[table][len(seeded.get(table, ())) :]
+            assert len(filler) == n
+            assert len({r["id"] for r in fx.records[table]}) == len(fx.records[table])
+            assert not any(r["id"][-1].isdigit() for r in filler)  # the ids a task expects stay free
+            for r in filler:
+                num = r.get("phone") or r["number"]
+                assert "".join(ch for ch in num if ch.isdigit())[-9:] not in lines
+                assert r.get("name") not in names
+                assert r.get("time", "") < newest and r.get("read", True) is True
+        # the reference plan still solves the task on the big phone, with the same ids
+        env = PhonePlanEnv(task=task, memory=False)
+        big = task.model_copy(update={"fixtures": fx})
+        result, _ = play_episode(ReferenceAgent(lookup=lambda _id, big=big: big), env, big, 0)
+        assert result.success, tid
+        for table, prefix in (("contacts.contacts", "c_"), ("messages.messages", "m_")):
+            small = PhoneState(seeded).new_id(table, prefix)
+            assert PhoneState(fx.records).new_id(table, prefix) == small
+    with pytest.raises(ValueError, match="cannot fill"):
+        pad_fixtures(task.fixtures, {"notes.notes": 3})
+    with pytest.raises(ValueError, match="≥ 0"):
+        pad_fixtures(task.fixtures, {"phone.calls": -1})
