@@ -11,7 +11,9 @@ The phone: task ``messages.text_contact/0`` padded with N filler contacts and N 
   copied for the restore, and again for verification's before-state).
 - finish: median ``env.step`` of ``finish`` after one ``messages.send`` (verification: the
   diff, the criteria, the verdict). Baseline: the record-by-record diff of every table that
-  finish ran before (``diff_tables`` over plain copies), the diff alone.
+  finish ran before (``diff_tables`` over plain copies), the diff alone. The task's criteria
+  are state criteria (a message to a person); an answer naming people is still checked by
+  ``identity.mentioned_contacts``, which scans the whole address book (not measured here).
 - messages.search: median ``messages.search`` for "dinner" (every filler message is a match
   candidate; its total counts them all). Baseline: ``contacts.search`` for "ana" on the same
   phone.
