@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_ray.py
 	$(BIN)/python benchmarks/bench_memory.py
+	$(BIN)/python benchmarks/bench_state.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

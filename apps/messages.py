@@ -8,8 +8,9 @@ normalized number (:func:`apps.contacts.normalize_number`); two numbers are the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Literal
+import heapq
+from collections.abc import Mapping, Sequence, Set
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
@@ -28,6 +29,7 @@ from phoneenv.farm.android import (
     enum_codec,
     local_time_codec,
 )
+from phoneenv.state import table_index
 from phoneenv.tools import ToolError, tool
 
 READ = "android.permission.READ_SMS"
@@ -121,6 +123,90 @@ def _chrono(rec: dict[str, Any]) -> tuple[str, tuple[str, int]]:
     return rec["time"], id_key(rec["id"])
 
 
+def _line(number: Any) -> str:
+    """The key two numbers share when :func:`apps.contacts.same_number` says they are the same
+    line: their last 9 digits ("" for a number without digits, which is no one's)."""
+    return "".join(ch for ch in str(number or "") if ch.isdigit())[-9:]
+
+
+class _Newest(NamedTuple):
+    """A messages table newest first (as :meth:`Messages.search` lists it), column by column."""
+
+    keys: list[tuple[str, tuple[str, int]]]
+    ids: list[str]
+    bodies: list[str]  # casefolded
+    lines: list[str]
+    distinct: frozenset[str]  # the lines
+
+
+def _newest(tbl: Mapping[str, Mapping[str, Any]]) -> _Newest:
+    recs = sorted(tbl.values(), key=_chrono, reverse=True)  # type: ignore[arg-type]
+    lines = [_line(r["number"]) for r in recs]
+    return _Newest(
+        [_chrono(r) for r in recs],  # type: ignore[arg-type]
+        [r["id"] for r in recs],
+        [r["body"].casefold() for r in recs],
+        lines,
+        frozenset(lines),
+    )
+
+
+class _Lines(NamedTuple):
+    """A contacts table by line (:func:`_line` of the primary number): the ids with each line in
+    table order, the casefolded name of the first of them, and each id's line."""
+
+    ids: dict[str, list[str]]
+    first: dict[str, str]
+    line_of: dict[str, str]
+
+
+def _contact_lines(tbl: Mapping[str, Mapping[str, Any]]) -> _Lines:
+    out = _Lines({}, {}, {})
+    for rid, rec in tbl.items():
+        key = _line(rec.get("phone", ""))
+        if key:
+            out.ids.setdefault(key, []).append(rid)
+            out.first.setdefault(key, rec["name"].casefold())
+            out.line_of[rid] = key
+    return out
+
+
+class _Names:
+    """Contact names by number for one call, as :meth:`Messages.contact_name` finds them: from
+    the contacts table's line index, looking at the contacts written this episode themselves."""
+
+    def __init__(self, tables: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+        tbl = self.tbl = tables.get("contacts.contacts", {})
+        self.index, self.touched = table_index(tbl, "contacts.lines", _contact_lines)
+        # lines a contact written this episode has now, and those whose index entry it was in
+        self.touched_lines = {_line(tbl[r].get("phone", "")) for r in self.touched if r in tbl}
+        self.dirty = self.touched_lines.union(self.index.line_of[r] for r in self.touched if r in self.index.line_of)
+        self.by_line: dict[str, str | None] = {}
+
+    def name(self, key: str) -> str | None:
+        """The name of the first contact (in table order) whose primary number has line ``key``."""
+        if not key:
+            return None
+        if key in self.by_line:
+            return self.by_line[key]
+        found = None
+        if key in self.touched_lines:  # a contact written this episode has it: look at them all
+            found = next((r["name"] for r in self.tbl.values() if _line(r.get("phone", "")) == key), None)
+        else:  # the first indexed one not written this episode (one written has another line now)
+            touched = self.touched
+            rid = next((r for r in self.index.ids.get(key, ()) if r not in touched), None)
+            found = None if rid is None else self.tbl[rid]["name"]
+        self.by_line[key] = found
+        return found
+
+    def matching(self, q: str, lines: Set[str]) -> set[str]:
+        """The lines among ``lines`` whose contact's name contains ``q`` (casefolded)."""
+        dirty = self.dirty
+        out = {k for k, n in self.index.first.items() if q in n and k in lines and k not in dirty}
+        out.update(k for k in dirty & lines if (n := self.name(k)) is not None and q in n.casefold())
+        return out
+
+
 PACKAGE = "com.google.android.apps.messaging"
 
 
@@ -202,10 +288,7 @@ class Messages(App):
     # -- helpers --------------------------------------------------------------------------------
     def contact_name(self, number: str) -> str | None:
         """The name of the contact whose number is ``number`` (formatting ignored), or None."""
-        for rec in self.phone.state.tables.get("contacts.contacts", {}).values():
-            if same_number(rec.get("phone", ""), number):
-                return rec["name"]
-        return None
+        return _Names(self.phone.state.tables).name(_line(number))
 
     def _out(self, rec: dict[str, Any], names: dict[str, str | None] | None = None) -> Message:
         if names is None:
@@ -335,15 +418,36 @@ class Messages(App):
             limit: Maximum number of messages returned.
         """
         q = query.casefold().strip()
-        names: dict[str, str | None] = {}
-        hits = []
-        for rec in sorted(self.t("messages").values(), key=_chrono, reverse=True):
-            msg = self._out(rec, names)
-            if q in msg["body"].casefold() or (msg["contact"] is not None and q in msg["contact"].casefold()):
-                hits.append(msg)
-        page = hits[:limit]
+        tbl = self.t("messages")
+        newest, touched = table_index(tbl, "messages.newest", _newest)
+        names = _Names(self.phone.state.tables)
+        lines = newest.distinct.union(_line(tbl[r]["number"]) for r in touched if r in tbl)
+        by_name = names.matching(q, lines)
+        # the untouched messages, from the index; the ones written this episode, one by one
+        old = [
+            i
+            for i, (body, line) in enumerate(zip(newest.bodies, newest.lines, strict=True))
+            if (q in body or line in by_name) and newest.ids[i] not in touched
+        ]
+        new = sorted(
+            (
+                r
+                for rid in touched
+                if (r := tbl.get(rid)) is not None and (q in r["body"].casefold() or _line(r["number"]) in by_name)
+            ),
+            key=_chrono,
+            reverse=True,
+        )
+        merged = heapq.merge(
+            ((newest.keys[i], tbl[newest.ids[i]]) for i in old),
+            ((_chrono(r), r) for r in new),
+            key=lambda kr: kr[0],
+            reverse=True,
+        )
+        cache: dict[str, str | None] = {}
+        page = [self._out(r, cache) for _, r in (next(merged) for _ in range(min(limit, len(old) + len(new))))]
         self.show_list("messages", [m["id"] for m in page])
-        return {"messages": page, "total": len(hits)}
+        return {"messages": page, "total": len(old) + len(new)}
 
     @tool(permissions=(READ,))
     def list_unread(self, limit: Limit = 50) -> MessageList:

@@ -355,7 +355,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         if masked_for is None or masked_for[0] is not task.fixtures or masked_for[1] is not self._secret_keys:
             self._masker = Masker(fixture_secrets(task.fixtures), self._secret_keys)
             self._masked_for = (task.fixtures, self._secret_keys)
-        self._before = {k: dict(v) for k, v in self.backend.tables().items()}
+        self._before = self.backend.frozen_tables()
         notes = None
         for p in self.providers:
             more = p.reset(self, keep)

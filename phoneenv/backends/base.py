@@ -72,6 +72,12 @@ class Backend(abc.ABC):
     def tables(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
         """The state verification reads: ``{"app.table": {id: record}}``."""
 
+    def frozen_tables(self) -> dict[str, Mapping[str, Mapping[str, Any]]]:
+        """The tables as they are now, in a new dict, never changed by later calls: what an
+        episode's verification diffs its end state against. By default a copy of each table
+        (O(records)); a backend whose tables are copy-on-write shares them instead."""
+        return {k: dict(v) for k, v in self.tables().items()}
+
     @abc.abstractmethod
     def clock_seconds(self) -> float:
         """The world's clock, seconds since the Unix epoch (cheap: read on every step)."""

@@ -10,7 +10,8 @@
 Calls run through :class:`~phoneenv.backends.base.PhoneBackend`'s pipeline; each advances the
 phone clock by :data:`~phoneenv.phone.SECONDS_PER_CALL` seconds, so timestamps are deterministic.
 Fixture states are built once per process per task and shared between backends (records are
-immutable), so ``reset`` is a snapshot restore: O(records) pointer copies.
+immutable, tables copy-on-write), so ``reset`` is a snapshot restore: O(tables), whatever the
+number of records.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ class SandboxBackend(PhoneBackend):
         }
 
     def snapshot(self) -> Snapshot:
-        """A snapshot of the whole phone (O(records))."""
+        """A snapshot of the whole phone (O(tables): the tables are shared, copy-on-write)."""
         return self.phone.state.snapshot()
 
     def restore(self, snapshot: Snapshot) -> None:
@@ -116,6 +117,11 @@ class SandboxBackend(PhoneBackend):
     def tables(self) -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
         """The phone's tables, live (read-only by convention)."""
         return self.phone.state.tables
+
+    def frozen_tables(self) -> dict[str, Mapping[str, Mapping[str, Any]]]:
+        """The tables as they are now, shared, not copied (O(tables)): the state's tables are
+        copy-on-write, so a later write copies the table it changes first."""
+        return self.phone.state.snapshot().tables  # type: ignore[return-value]
 
     def set_clock(self, seconds: float) -> None:
         """Move the phone clock to ``seconds`` (epoch) if that is later; a router keeps the

@@ -24,10 +24,12 @@ area or mobile prefix), which ignores the country code and a national trunk ``0`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, overload
 
-__all__ = ["CONTACTS_TABLE", "contact_ids", "mentioned_contacts", "same_number"]
+from phoneenv.state import table_index
+
+__all__ = ["CONTACTS_TABLE", "ContactBook", "contact_ids", "mentioned_contacts", "same_number"]
 
 CONTACTS_TABLE = "contacts.contacts"
 """The table whose records are the user's contacts (``id``, ``name``, ``phone``, ``email``)."""
@@ -56,6 +58,111 @@ def same_number(a: Any, b: Any) -> bool:
     return da[-n:] == db[-n:]
 
 
+class _Index(NamedTuple):
+    """Where :func:`contact_ids` looks, for one contacts table: table keys by id, e-mail, phone
+    digits (``suffix[k]``: last k digits of numbers with at least k; ``exact[k]``: numbers of
+    exactly k digits), full name and first name (all folded)."""
+
+    ids: dict[str, list[str]]
+    email: dict[str, list[str]]
+    suffix: dict[int, dict[str, list[str]]]
+    exact: dict[int, dict[str, list[str]]]
+    full: dict[str, list[str]]
+    first: dict[str, list[str]]
+
+
+def _build(table: Mapping[str, Mapping[str, Any]]) -> _Index:
+    idx = _Index({}, {}, {7: {}, 8: {}, 9: {}}, {7: {}, 8: {}}, {}, {})
+    for key, c in table.items():
+        idx.ids.setdefault(str(c.get("id")), []).append(key)
+        if c.get("email"):
+            idx.email.setdefault(_fold(c["email"]), []).append(key)
+        d = _digits(c.get("phone"))
+        for k in (7, 8, 9):
+            if len(d) >= k:
+                idx.suffix[k].setdefault(d[-k:], []).append(key)
+        if len(d) in idx.exact:
+            idx.exact[len(d)].setdefault(d, []).append(key)
+        name = _fold(c.get("name"))
+        idx.full.setdefault(name, []).append(key)
+        idx.first.setdefault(name.split(" ")[0], []).append(key)
+    return idx
+
+
+def _number_keys(idx: _Index, text: str) -> list[str]:
+    db = _digits(text)
+    if len(db) < 7:
+        return []
+    m = min(9, len(db))  # same_number: the last min(9, both lengths) digits
+    out = list(idx.suffix[m].get(db[-m:], ()))
+    for k in range(7, m):
+        out += idx.exact[k].get(db[-k:], ())
+    return out
+
+
+_LOOKUP: dict[str, tuple[Callable[[_Index, str], Iterable[str]], Callable[[Mapping[str, Any], str], bool]]] = {
+    "id": (lambda i, a: i.ids.get(a, ()), lambda c, a: str(c.get("id")) == a),
+    "email": (lambda i, a: i.email.get(a, ()), lambda c, a: bool(c.get("email")) and _fold(c["email"]) == a),
+    "number": (_number_keys, lambda c, a: same_number(c.get("phone"), a)),
+    "full": (lambda i, a: i.full.get(a, ()), lambda c, a: _fold(c.get("name")) == a),
+    "first": (lambda i, a: i.first.get(a, ()), lambda c, a: _fold(c.get("name")).split(" ")[0] == a),
+}
+
+
+class ContactBook(Sequence[Mapping[str, Any]]):
+    """The records of a contacts table (id → record) as a sequence, answering
+    :func:`contact_ids` from indexes built once per shared table
+    (:func:`phoneenv.state.table_index`) plus the records written since: a lookup costs the
+    episode's writes, not the size of the address book. Same answers as a scan."""
+
+    def __init__(self, table: Mapping[str, Mapping[str, Any]]) -> None:
+        self.table = table
+        self._list: list[Mapping[str, Any]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        return iter(self.table.values())
+
+    @overload
+    def __getitem__(self, i: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Mapping[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
+        if self._list is None:
+            self._list = list(self.table.values())
+        return self._list[i]
+
+    def find(self, kind: str, arg: str) -> set[str]:
+        """The ids of the contacts that match ``arg`` as ``kind`` (id, email, number, full,
+        first: the tests :func:`contact_ids` makes, in its words)."""
+        lookup, test = _LOOKUP[kind]
+        tbl = self.table
+        idx, touched = table_index(tbl, "identity.contacts", _build)
+        out = {tbl[k]["id"] for k in lookup(idx, arg) if k not in touched}
+        for k in touched:
+            c = tbl.get(k)
+            if c is not None and test(c, arg):
+                out.add(c["id"])
+        return out
+
+
+def _indexed_ids(ref: str, book: ContactBook) -> set[str]:
+    """:func:`contact_ids` through ``book``'s indexes (the same steps, the same answers)."""
+    if m := _NAME_ADDR.fullmatch(ref.strip()):
+        by_mail = contact_ids(m.group(2), book)
+        return by_mail if by_mail or not m.group(1).strip() else contact_ids(m.group(1).strip(' "'), book)
+    text = _fold(ref)
+    if book.find("id", ref.strip()):
+        return {ref.strip()}
+    if "@" in text:
+        return book.find("email", text)
+    if _digits(text) and not any(ch.isalpha() for ch in text):
+        return book.find("number", text)
+    return book.find("full", text) or book.find("first", text)
+
+
 def contact_ids(ref: Any, contacts: Iterable[Mapping[str, Any]]) -> set[str]:
     """The ids of the contacts that ``ref`` may denote.
 
@@ -71,6 +178,8 @@ def contact_ids(ref: Any, contacts: Iterable[Mapping[str, Any]]) -> set[str]:
     """
     if not isinstance(ref, str) or not ref.strip():
         return set()
+    if isinstance(contacts, ContactBook):
+        return _indexed_ids(ref, contacts)
     people = list(contacts)
     if m := _NAME_ADDR.fullmatch(ref.strip()):  # "Ana Lima <ana@x.org>": the address decides
         by_mail = contact_ids(m.group(2), people)

@@ -38,7 +38,7 @@ from phoneenv.contract import (
 )
 from phoneenv.state import Change, diff_tables
 from phoneenv.tasks.answers import Judge, call_judge, check_answer, read_value
-from phoneenv.tasks.identity import CONTACTS_TABLE
+from phoneenv.tasks.identity import CONTACTS_TABLE, ContactBook
 from phoneenv.tasks.predicates import Context, check, match
 
 __all__ = ["DEFAULT_ALLOWED", "CallRecord", "calls_from_trace", "check_trace", "context_of", "verify"]
@@ -67,7 +67,7 @@ def context_of(
     """The :class:`~phoneenv.tasks.predicates.Context` of an episode: the contacts of the end
     state (``contacts.contacts``; the fixture state's when the end state has none) and ``now``."""
     table = after.get(CONTACTS_TABLE) or (before or {}).get(CONTACTS_TABLE) or {}
-    return Context(contacts=tuple(table.values()), now=now)
+    return Context(contacts=ContactBook(table), now=now)
 
 
 def _answer_type(crit: AnswerCriterion) -> str | None:

@@ -26,10 +26,12 @@ __all__ = [
     "LOCALES",
     "MESSAGE_SEEDS",
     "NOTE_SEEDS",
+    "PAD_TABLES",
     "Currency",
     "Locale",
     "World",
     "first_names",
+    "pad_fixtures",
     "stream",
 ]
 
@@ -598,3 +600,121 @@ class World:
         }
         data.update(overrides)
         return Fixtures.model_validate(data)
+
+
+# -- big phones ---------------------------------------------------------------------------------
+PAD_TABLES = ("contacts.contacts", "messages.messages", "phone.calls")
+"""The tables :func:`pad_fixtures` can fill."""
+
+_SYLLABLES = ("ka", "lo", "mi", "ren", "sa", "tu", "vi", "no", "be", "dor", "fa", "gi", "ha", "jun", "ko", "li",
+              "ma", "ni", "po", "ra", "se", "ta", "ul", "ve", "wen", "ya", "zo", "bri", "cla", "dru")  # fmt: skip
+
+
+def _letters(n: int) -> str:
+    """``n`` ≥ 0 as lowercase letters (a, b, ..., z, ba, bb, ...): an id suffix with no digits."""
+    out = ""
+    while True:
+        n, r = divmod(n, 26)
+        out = chr(97 + r) + out
+        if not n:
+            return out
+
+
+def _pad_name(n: int) -> str:
+    """A made-up two-word name, different for every ``n`` below 27,000² ("Kalo Mise")."""
+    s = len(_SYLLABLES)
+    first, last = divmod(n, s**3)
+    parts = []
+    for k in (first % s**3, last):
+        a, rest = divmod(k, s * s)
+        b, c = divmod(rest, s)
+        parts.append((_SYLLABLES[a] + _SYLLABLES[b] + _SYLLABLES[c]).capitalize())
+    return " ".join(parts)
+
+
+def pad_fixtures(fixtures: Fixtures, counts: dict[str, int], seed: int = 0) -> Fixtures:
+    """A copy of ``fixtures`` with filler records added, for measuring a big phone.
+
+    ``counts`` maps each table of :data:`PAD_TABLES` to how many filler records to add
+    (``{"contacts.contacts": 100_000, "messages.messages": 100_000}``). The filler is made so
+    that a task on the padded fixtures asks and means what it did: made-up names no seeded
+    contact has, numbers whose last 9 digits no seeded number shares (filler messages and calls
+    are with filler numbers), everything read and older than every seeded record, and ids with
+    no trailing number (``c_xbaf``), so the ids a task expects new records to get do not move.
+    Searches may of course find filler too. Same ``seed``, same records. Give the result to
+    ``env.reset(options={"task": task.model_copy(update={"fixtures": padded})})``.
+
+    Raises:
+        ValueError: a table not in :data:`PAD_TABLES` or a negative count.
+    """
+    bad = sorted(set(counts) - set(PAD_TABLES))
+    if bad:
+        raise ValueError(f"pad_fixtures cannot fill {bad}; it fills {list(PAD_TABLES)}")
+    if any(n < 0 for n in counts.values()):
+        raise ValueError(f"counts must be ≥ 0: {counts}")
+    rng = random.Random(f"pad:{seed}")
+    records = {k: list(v) for k, v in fixtures.records.items()}
+    seeded = [r for rows in fixtures.records.values() for r in rows]
+    taken = {
+        re.sub(r"\D", "", str(r.get(f) or ""))[-9:]
+        for r in seeded
+        for f in ("phone", "number")
+        if isinstance(r.get(f), str)
+    }
+    taken |= {
+        re.sub(r"\D", "", p["number"])[-9:] for r in seeded for p in r.get("other_phones") or () if isinstance(p, dict)
+    }
+    names = {str(r.get("name", "")).casefold() for r in fixtures.records.get("contacts.contacts", ())}
+    times = [r[f] for r in seeded for f in ("time", "start", "date") if isinstance(r.get(f), str) and len(r[f]) >= 10]
+    oldest = min([fixtures.clock[:10], *(t[:10] for t in times)])
+    start = dt.datetime.fromisoformat(oldest) - dt.timedelta(days=1)  # midnight before the oldest day
+    n_numbers = max(counts.get("contacts.contacts", 0), 1000)
+    numbers: list[str] = []
+    k = 0
+    while len(numbers) < n_numbers:
+        k += 1
+        digits = f"{(k * 7_919_003 + 12_345) % 10**9:09d}"
+        if digits not in taken and digits[0] != "0":
+            numbers.append(f"+99{digits}")
+    contacts = records.setdefault("contacts.contacts", [])
+    i = 0
+    for n in range(counts.get("contacts.contacts", 0)):
+        while _pad_name(i).casefold() in names:
+            i += 1
+        name = _pad_name(i)
+        i += 1
+        contacts.append(
+            {
+                "id": f"c_x{_letters(n)}",
+                "name": name,
+                "phone": numbers[n],
+                "email": f"{name.replace(' ', '.').lower()}@example.com" if rng.random() < 0.5 else None,
+                "relation": None,
+                "favorite": False,
+                "birthday": None,
+            }
+        )
+    msgs = records.setdefault("messages.messages", [])
+    for n in range(counts.get("messages.messages", 0)):
+        msgs.append(
+            {
+                "id": f"m_x{_letters(n)}",
+                "number": numbers[rng.randrange(len(numbers))],
+                "direction": "in" if rng.random() < 0.6 else "out",
+                "body": rng.choice(MESSAGE_SEEDS),
+                "time": (start - dt.timedelta(minutes=n)).isoformat(timespec="seconds"),
+                "read": True,
+            }
+        )
+    calls = records.setdefault("phone.calls", [])
+    for n in range(counts.get("phone.calls", 0)):
+        calls.append(
+            {
+                "id": f"call_x{_letters(n)}",
+                "number": numbers[rng.randrange(len(numbers))],
+                "direction": rng.choice(("in", "out")),
+                "time": (start - dt.timedelta(minutes=n)).isoformat(timespec="seconds"),
+                "duration_s": rng.randrange(20, 900),
+            }
+        )
+    return fixtures.model_copy(update={"records": records})

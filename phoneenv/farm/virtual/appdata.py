@@ -233,7 +233,7 @@ class AppDataCommands:
             present = True
         accounts = state.table("system.accounts")
         if present or app in accounts:
-            accounts[app] = {"id": app, "app": app, "account": account, "signed_in": signed_in}
+            state.replace("system.accounts", app, {"id": app, "app": app, "account": account, "signed_in": signed_in})
         uid = self.uids[package]
         paths = [home] if self.files.exists(home) else []
         for rel in [*tables, ACCOUNT_FILE]:  # the files the app opens, and their folders

@@ -196,7 +196,7 @@ class ProviderCommands:
         for name in route.mapping.optional:
             if new.get(name) in (None, (), []):
                 new.pop(name, None)
-        self.phone.state.table(route.full_table)[rec["id"]] = new
+        self.phone.state.replace(route.full_table, rec["id"], new)
 
     def _current_data(self, route: _Route, rec: Mapping[str, Any]) -> list[dict[str, A.Wire]]:
         child = route.child

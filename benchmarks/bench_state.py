@@ -1,0 +1,117 @@
+"""State at scale: reset, verification and search on a phone with 1k, 10k and 100k records,
+each against a baseline measured in the same run.
+
+Run: ``make bench`` (or ``.venv/bin/python benchmarks/bench_state.py [--quick]``).
+
+The phone: task ``messages.text_contact/0`` padded with N filler contacts and N filler messages
+(:func:`phoneenv.tasks.world.pad_fixtures`, the documented way to seed a big phone).
+
+- reset: median ``env.reset`` to the padded task (fixture snapshot built and cached). Baseline:
+  what a reset copied before tables were copy-on-write (every table of the fixture snapshot
+  copied for the restore, and again for verification's before-state).
+- finish: median ``env.step`` of ``finish`` after one ``messages.send`` (verification: the
+  diff, the criteria, the verdict). Baseline: the record-by-record diff of every table that
+  finish ran before (``diff_tables`` over plain copies), the diff alone. The task's criteria
+  are state criteria (a message to a person); an answer naming people is still checked by
+  ``identity.mentioned_contacts``, which scans the whole address book (not measured here).
+- messages.search: median ``messages.search`` for "dinner" (every filler message is a match
+  candidate; its total counts them all). Baseline: ``contacts.search`` for "ana" on the same
+  phone.
+
+Targets (issue #15): at 100,000 records, reset and finish ≤ 2 ms, messages.search ≤ 10×
+contacts.search. Nothing here is asserted: the table prints value, target and ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from collections.abc import Callable
+
+from phoneenv.backends import sandbox
+from phoneenv.env import PhonePlanEnv
+from phoneenv.state import diff_tables
+from phoneenv.tasks import get_task
+from phoneenv.tasks.world import pad_fixtures
+
+TASK = "messages.text_contact/0"
+SEND = '{"name": "messages.send", "arguments": {"to": "+4915112345678", "body": "hi"}}'
+FINISH = '{"name": "finish", "arguments": {"answer": "done"}}'
+
+
+def median_ms(fn: Callable[[], object], n: int, setup: Callable[[], object] | None = None) -> float:
+    """Median milliseconds of ``fn()`` over ``n`` runs, ``setup()`` (untimed) before each."""
+    xs = []
+    for _ in range(n):
+        if setup is not None:
+            setup()
+        t0 = time.perf_counter()
+        fn()
+        xs.append(time.perf_counter() - t0)
+    return statistics.median(xs) * 1e3
+
+
+def measure(n_records: int, reps: int) -> list[tuple[str, float, str, float, str]]:
+    """Rows (figure, value ms, target, baseline ms, baseline name) for a phone of ``n_records``."""
+    base = get_task(TASK)
+    task = base.model_copy(
+        update={
+            "fixtures": pad_fixtures(base.fixtures, {"contacts.contacts": n_records, "messages.messages": n_records})
+        }
+    )
+    env = PhonePlanEnv(task=task, memory=False, max_steps=10**9)
+    opts = {"task": task}
+    env.reset(seed=0, options=opts)  # builds and caches the fixture snapshot
+    snap = sandbox._fixture_cache[id(task.fixtures)][1]
+    gc.collect()
+    gc.freeze()  # the padded fixtures are not garbage: keep full collections off the clock
+
+    def old_reset() -> None:
+        restored = {k: v.copy() for k, v in snap.tables.items()}
+        _ = {k: dict(v) for k, v in restored.items()}
+
+    reset = median_ms(lambda: env.reset(seed=0, options=opts), reps)
+    reset_base = median_ms(old_reset, reps)
+
+    def after_send() -> None:
+        env.reset(seed=0, options=opts)
+        env.step(SEND)
+
+    finish = median_ms(lambda: env.step(FINISH), reps, after_send)
+    after_send()
+    end = env.unwrapped.backend.tables()
+    plain_before = {k: dict(v) for k, v in snap.tables.items()}
+    finish_base = median_ms(lambda: diff_tables(plain_before, end), reps)
+
+    env.reset(seed=0, options=opts)
+    search = '{"name": "messages.search", "arguments": {"query": "dinner"}}'
+    contacts = '{"name": "contacts.search", "arguments": {"query": "ana"}}'
+    env.step(search)  # the first search on a fixture builds its index
+    ms = median_ms(lambda: env.step(search), reps)
+    cs = median_ms(lambda: env.step(contacts), reps)
+    env.close()
+    return [
+        ("reset", reset, "≤ 2 ms at 100k", reset_base, "copy every table"),
+        ("finish", finish, "≤ 2 ms at 100k", finish_base, "diff every record"),
+        ("messages.search", ms, "≤ 10× baseline", cs, "contacts.search"),
+    ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions, 100k left out (smoke run)")
+    args = ap.parse_args()
+    sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
+    reps = 5 if args.quick else 21
+    print(
+        f"{'records':>8}  {'figure':<16} {'value ms':>10}  {'target':<16} {'baseline ms':>11}  {'ratio':>7}  baseline"
+    )
+    for n in sizes:
+        for fig, value, target, base, name in measure(n, reps):
+            print(f"{n:>8}  {fig:<16} {value:>10.3f}  {target:<16} {base:>11.3f}  {value / base:>7.3f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
