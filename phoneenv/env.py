@@ -48,6 +48,14 @@ persistent ``memory_path``), the store verified as the table ``memory.entries``,
 that fire arriving as ``notifications`` inside the step's feedback
 (see :mod:`phoneenv.harness.episode_memory`).
 
+Tools travel once: ``reset``'s info carries ``tools`` (the offered tools, OpenAI format), and a
+step's info carries ``tools`` only when the offered list changed since the last observation
+announced it (a sub-agent frame opened or closed, or more tools were loaded); otherwise the key
+is absent, and :attr:`PhonePlanEnv.tools` is the list last announced. Keep the last tools seen.
+The tool lists and the spaces' tables are built once per process and shared by its envs
+(read-only: :mod:`phoneenv.sharing`), so a live env costs little memory and a vectorised step
+moves little data.
+
 The episode terminates when the agent calls ``finish`` (with its ``answer``) and is truncated at
 ``max_steps``. The reward is 1.0 when the verdict succeeds, else 0.0, given at the end; ``info``
 then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``progress``,
@@ -56,6 +64,7 @@ then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``prog
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import string
@@ -90,6 +99,7 @@ from phoneenv.harness.providers import ToolProvider, default_providers
 from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
 from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
+from phoneenv.sharing import openai_tools
 from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
 from phoneenv.tools import ArgumentError, ToolDef
 
@@ -134,6 +144,33 @@ def _refuse_shared_memory(space: TextSpace, n: int = 1, ctx: Any = None) -> Any:
         "PhonePlan-v0 observations are text, which AsyncVectorEnv cannot keep in shared memory; "
         "use gym.vector.AsyncVectorEnv(env_fns, shared_memory=False)"
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[dict[str, spaces.Space[Any]], TextSpace]:
+    """The observation subspaces and the action space, built once per process and never handed
+    out themselves (see :func:`_own_spaces`)."""
+    text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
+    obs: dict[str, spaces.Space[Any]] = {
+        "goal": text,
+        "feedback": text,
+        "frame": TextSpace(max_length=64, charset=CHARSET),
+        "frame_goal": text,
+        "frame_depth": spaces.Discrete(MAX_DEPTH + 1),
+    }
+    if screenshots:
+        w, h = screen_size
+        obs["screenshot"] = spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
+    return obs, TextSpace(max_length=MAX_ACTION_CHARS, charset=CHARSET)
+
+
+def _own_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[spaces.Dict, TextSpace]:
+    """An env's (observation, action) spaces: shallow copies of the process's shared ones, so
+    the character tables and bounds (what costs memory, and what nothing changes) are shared
+    while each env keeps its own random generator (``env.action_space.seed(...)`` seeds only
+    that env's)."""
+    obs, action = _shared_spaces(bool(screenshots), tuple(screen_size))  # type: ignore[arg-type]
+    return spaces.Dict({k: copy.copy(v) for k, v in obs.items()}), copy.copy(action)
 
 
 def _ascii(text: str) -> str:
@@ -236,23 +273,12 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._secret_keys: frozenset[str] = frozenset()
         self._masker = Masker()
         self._masked_for: tuple[Fixtures, frozenset[str]] | None = None
-        text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
-        obs: dict[str, spaces.Space[Any]] = {
-            "goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
-            "feedback": text,
-            "frame": TextSpace(max_length=64, charset=CHARSET),
-            "frame_goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
-            "frame_depth": spaces.Discrete(MAX_DEPTH + 1),
-        }
-        if screenshots:
-            w, h = screen_size
-            obs["screenshot"] = spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
-        self.observation_space = spaces.Dict(obs)
-        self.action_space = TextSpace(max_length=MAX_ACTION_CHARS, charset=CHARSET)
+        self.observation_space, self.action_space = _own_spaces(screenshots, screen_size)
         self.task: TaskSpec = self._pool[0]
         self._tool_map: dict[str, tuple[ToolDef, ToolProvider | None]] = {}
         self._tools_key: Any = None
         self._openai: list[dict[str, Any]] = []
+        self._announced: list[dict[str, Any]] | None = None
         if max_steps is not None and max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {max_steps}")
         self._done = True
@@ -287,16 +313,22 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         specs = [e.spec for e in btools.values()] + extra
         self._specs: list[ToolSpec] = specs
         self._secret_keys = frozenset(p for d in offered.values() for p in d.spec.secret_parameters)
-        self._openai = [s.to_openai() for s in specs]
+        self._openai = openai_tools(specs)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """The tools offered in this episode in OpenAI ``tools`` format (``finish`` included);
-        inside a sub-agent frame, that frame's tools."""
+        """The tools offered now in OpenAI ``tools`` format (``finish`` included); inside a
+        sub-agent frame, that frame's tools. During an episode, the same object the last
+        ``info["tools"]`` announced. Read-only and shared by every env of the process that
+        offers the same tools (:func:`phoneenv.sharing.openai_tools`): copy it to change it."""
         self._refresh_tools()
-        if self._frames is not None and not self._frames.at_root:
-            return self._frames.openai()
-        return self._openai
+        return self._offered()
+
+    def _offered(self) -> list[dict[str, Any]]:
+        """The offered tool list object: the active frame's. Whoever changes the offered set
+        makes a new list object (never mutates one), so identity tells a change."""
+        frames = self._frames
+        return self._openai if frames is None or frames.at_root else frames.openai()
 
     @property
     def tool_specs(self) -> list[ToolSpec]:
@@ -317,7 +349,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start an episode: pick the task (``options={"task": id or TaskSpec}``, else drawn from
-        the pool with the seeded RNG), restore its fixture snapshot, return (observation, info).
+        the pool with the seeded RNG), restore its fixture snapshot, return (observation, info);
+        ``info["tools"]`` lists the offered tools (OpenAI format, read-only, shared).
         ``options["task"]`` may name any task of the suite, not only the pool's.
 
         Raises ``KeyError`` for an unknown task id, ``TypeError`` for another kind of value,
@@ -378,12 +411,13 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)
         started, text, _ = seal(started, self._masker)
+        self._announced = self._offered()
         info = {
             "task_id": task.id,
             "category": task.category.value,
             "domain": task.domain.value,
             "apps": list(task.apps),
-            "tools": self._openai,
+            "tools": self._announced,
         }
         for p in self.providers:
             info.update(p.info())
@@ -392,6 +426,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Apply one action (a tool call as JSON text or dict); never raises on a bad action.
+
+        ``info`` has ``feedback``, ``step`` and ``frame``, and ``tools`` only when the offered
+        tools changed since the last observation (a new list object; see :attr:`tools`).
 
         Raises :class:`gymnasium.error.ClosedEnvironmentError` after :meth:`close` (whatever the
         action).
@@ -436,9 +473,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._pending_tokens = None
         terminated = self._ended
         truncated = not terminated and n >= self._max_steps
-        frames: FrameStack = self._frames  # type: ignore[assignment]
-        tools = self._openai if frames.at_root else frames.openai()
-        info: dict[str, Any] = {"feedback": fb, "step": n, "frame": frames.active.id, "tools": tools}
+        info: dict[str, Any] = {"feedback": fb, "step": n, "frame": self._frames.active.id}  # type: ignore[union-attr]
+        tools = self._offered()
+        if tools is not self._announced:  # a frame opened or closed, or more tools were loaded
+            info["tools"] = self._announced = tools
         reward = 0.0
         if terminated or truncated:
             self._done = True

@@ -62,6 +62,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from phoneenv.contract import ROOT_FRAME, Domain, ErrorKind, Feedback, Frame, ToolCall, ToolSpec
 from phoneenv.harness import feedback
+from phoneenv.sharing import openai_tools
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, nearest_tools, tool
 
 __all__ = [
@@ -192,7 +193,7 @@ class FrameStack:
         self.max_depth = max_depth
         specs = list(specs)
         root = _FrameState(
-            ROOT_FRAME, None, 0, goal, None, specs, openai if openai is not None else [s.to_openai() for s in specs], 0
+            ROOT_FRAME, None, 0, goal, None, specs, openai if openai is not None else openai_tools(specs), 0
         )
         self.frames: list[_FrameState] = [root]
         self._stack: list[_FrameState] = [root]
@@ -313,7 +314,7 @@ class FrameStack:
             goal=goal,
             tools=tuple(s.name for s in specs),
             specs=specs,
-            openai=[s.to_openai() for s in specs],
+            openai=openai_tools(specs),
             opened_at=len(self.step_frames),
         )
         self.frames.append(child)
