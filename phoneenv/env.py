@@ -276,6 +276,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self.observation_space, self.action_space = _own_spaces(screenshots, screen_size)
         self.task: TaskSpec = self._pool[0]
         self._tool_map: dict[str, tuple[ToolDef, ToolProvider | None]] = {}
+        self._backend_tools: Any = {}
         self._tools_key: Any = None
         self._openai: list[dict[str, Any]] = []
         self._announced: list[dict[str, Any]] | None = None
@@ -297,7 +298,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         old = self._tools_key
         if old is not None and key[0] is old[0] and key[1:] == old[1:]:
             return
-        tmap: dict[str, tuple[ToolDef, ToolProvider | None]] = {n: (d, None) for n, d in btools.items()}
+        # The providers' tools by name (they take precedence); the backend's are looked up in its
+        # own mapping, shared by every env of the process (see _find_tool).
+        tmap: dict[str, tuple[ToolDef, ToolProvider | None]] = {}
         offered: dict[str, ToolDef] = dict(btools)
         extra: list[ToolSpec] = []
         for p in reversed(self.providers):
@@ -305,10 +308,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             offered.update(tools)
             tmap.update((n, (d, p)) for n, d in tools.items())
             extra[:0] = [d.spec for d in tools.values()]
-        for name in list(tmap):
-            if "." in name:
-                tmap[name.replace(".", "__")] = tmap[name]
         self._tool_map = tmap
+        self._backend_tools = btools
         self._tools_key = key
         specs = [e.spec for e in btools.values()] + extra
         self._specs: list[ToolSpec] = specs
@@ -580,7 +581,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         recorded; only the parameters the tool declares secret get their real value."""
         name: str = intake.name  # type: ignore[assignment]
         arguments: dict[str, Any] = intake.arguments  # type: ignore[assignment]
-        found = self._tool_map.get(name)
+        found = self._find_tool(name)
         frames: FrameStack = self._frames  # type: ignore[assignment]
         if found is None:
             fb = feedback.unknown_tool(name, self._specs) if frames.at_root else frames.unknown(name)
@@ -611,6 +612,22 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             for p in self._gates:
                 p.ran(self, spec)
         return CallRecord(spec.name, arguments, self.backend.call(spec.name, args), spec.effect)
+
+    def _find_tool(self, name: str) -> tuple[ToolDef, ToolProvider | None] | None:
+        """The offered tool called ``name`` (dotted, or ``app__verb``) and its provider (None for
+        the backend's), or None."""
+        found = self._tool_map.get(name)
+        if found is None:
+            entry = self._backend_tools.get(name)
+            if entry is not None:
+                return entry, None
+            if "__" in name:
+                dotted = name.replace("__", ".")
+                found = self._tool_map.get(dotted)
+                if found is None:
+                    entry = self._backend_tools.get(dotted)
+                    return None if entry is None else (entry, None)
+        return found
 
     def _redact(self, rec: CallRecord) -> CallRecord:
         """``rec`` with the arguments its feedback names ``redacted`` (text typed into a password

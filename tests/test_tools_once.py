@@ -161,3 +161,15 @@ def test_freeze_gc_freezes_what_lives_now():
         assert frozen == gc.get_freeze_count() and frozen > 1_000
     finally:
         gc.unfreeze()
+
+
+def test_underscore_names_reach_backend_and_provider_tools(contacts_task):
+    env = PhonePlanEnv(task=contacts_task, delegation=True)
+    env.reset(seed=0)
+    dotted = json.loads(env.step(READ)[0]["feedback"])
+    under = json.loads(env.step(READ.replace("contacts.get", "contacts__get"))[0]["feedback"])
+    assert dotted["ok"] and under == dotted
+    obs, *_ = env.step({"name": "agent__delegate", "arguments": {"goal": "g", "tools": ["contacts.search"]}})
+    assert obs["frame"] == "main.1"
+    fb = json.loads(env.step('{"name": "contacts__nope", "arguments": {}}')[0]["feedback"])
+    assert fb["error"] == "unknown_tool"
