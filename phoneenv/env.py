@@ -99,7 +99,7 @@ from phoneenv.harness.providers import ToolProvider, default_providers
 from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
 from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
-from phoneenv.sharing import openai_tools
+from phoneenv.sharing import ReadOnlyList, openai_tools
 from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
 from phoneenv.tools import ArgumentError, ToolDef
 
@@ -311,7 +311,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._tool_map = tmap
         self._backend_tools = btools
         self._tools_key = key
-        specs = [e.spec for e in btools.values()] + extra
+        specs = ReadOnlyList([*(e.spec for e in btools.values()), *extra])
         self._specs: list[ToolSpec] = specs
         self._secret_keys = frozenset(p for d in offered.values() for p in d.spec.secret_parameters)
         self._openai = openai_tools(specs)
@@ -334,7 +334,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     @property
     def tool_specs(self) -> list[ToolSpec]:
         """The :class:`ToolSpec` of every tool offered in this episode (inside a sub-agent
-        frame, of that frame's tools)."""
+        frame, of that frame's tools); read-only (copy it to change it)."""
         self._refresh_tools()
         if self._frames is not None and not self._frames.at_root:
             return self._frames.specs()

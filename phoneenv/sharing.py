@@ -76,8 +76,8 @@ _lists: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], ReadOnlyList]] = {}
 
 def _entry(spec: ToolSpec) -> ReadOnlyDict:
     """``spec.to_openai()`` as a read-only dict, built once per spec object."""
-    hit = _entries.get(id(spec))
-    if hit is not None and hit[0] is spec:
+    hit = _entries.get(id(spec))  # a hit holds the spec with this id: this one
+    if hit is not None:
         return hit[1]
     rendered = spec.to_openai()
     entry = ReadOnlyDict(rendered, function=ReadOnlyDict(rendered["function"]))
@@ -94,18 +94,14 @@ def openai_tools(specs: Iterable[ToolSpec]) -> ReadOnlyList:
     when the object changes). Cost: O(len(specs)) to look up, once per distinct list to build."""
     specs = tuple(specs)
     key = tuple(map(id, specs))
-    hit = _lists.get(key)
-    if hit is not None and all(map(_is, hit[0], specs)):
+    hit = _lists.get(key)  # a hit holds the objects with these ids, so they are these specs
+    if hit is not None:
         return hit[1]
     tools = ReadOnlyList(_entry(s) for s in specs)
     if len(_lists) >= _MAX_LISTS:
         _lists.clear()
     _lists[key] = (specs, tools)
     return tools
-
-
-def _is(a: object, b: object) -> bool:
-    return a is b
 
 
 def freeze_gc() -> int:
