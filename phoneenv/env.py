@@ -164,6 +164,22 @@ def _shared_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[dic
     return obs, TextSpace(max_length=MAX_ACTION_CHARS, charset=CHARSET)
 
 
+_pools: dict[tuple[int, ...], tuple[tuple[TaskSpec, ...], ReadOnlyList, dict[str, TaskSpec]]] = {}
+
+
+def _shared_pool(pool: Sequence[TaskSpec]) -> tuple[ReadOnlyList, dict[str, TaskSpec]]:
+    """``pool`` as a read-only list and its index by id, shared by every env of the process made
+    with the same task objects (a suite-wide pool's index costs ~100 KiB: once, not per env)."""
+    held = tuple(pool)
+    key = tuple(map(id, held))
+    hit = _pools.get(key)  # a hit holds the objects with these ids, so they are these tasks
+    if hit is None:
+        if len(_pools) >= 64:
+            _pools.clear()
+        hit = _pools[key] = (held, ReadOnlyList(held), {t.id: t for t in held})
+    return hit[1], hit[2]
+
+
 def _own_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[spaces.Dict, TextSpace]:
     """An env's (observation, action) spaces: shallow copies of the process's shared ones, so
     the character tables and bounds (what costs memory, and what nothing changes) are shared
@@ -255,7 +271,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._pool = list(tasks)
         if not self._pool:
             raise ValueError(f"no task matches {tasks!r} on the {backend.name!r} backend")
-        self._by_id = {t.id: t for t in self._pool}
+        self._pool, self._by_id = _shared_pool(self._pool)
         self.screenshots = screenshots
         self.render_mode = render_mode
         self.record_wall_time = record_wall_time
@@ -342,7 +358,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
     @property
     def pool(self) -> list[TaskSpec]:
-        """The tasks ``reset`` draws from."""
+        """The tasks ``reset`` draws from (read-only: shared by the envs of the process that draw
+        from the same tasks)."""
         return self._pool
 
     # -- gym API --------------------------------------------------------------------------------
