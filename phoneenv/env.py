@@ -56,6 +56,13 @@ The tool lists and the spaces' tables are built once per process and shared by i
 (read-only: :mod:`phoneenv.sharing`), so a live env costs little memory and a vectorised step
 moves little data.
 
+Vectorised: ``gym.vector.AsyncVectorEnv(fns, shared_memory=False)`` (text cannot live in
+shared memory); a step sends under 1 KB between processes. ``gym.vector.SyncVectorEnv(fns,
+copy=False)`` skips Gymnasium's deep copy of the batched observations every step (a third of
+its own cost per env-step): safe when each batch is read before the next step, since the text
+fields are new tuples of immutable strings every step but ``frame_depth`` is an array Gymnasium
+refills in place. Call :func:`phoneenv.freeze_gc` once after set-up before long step loops.
+
 The episode terminates when the agent calls ``finish`` (with its ``answer``) and is truncated at
 ``max_steps``. The reward is 1.0 when the verdict succeeds, else 0.0, given at the end; ``info``
 then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``progress``,
