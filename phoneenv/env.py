@@ -58,8 +58,8 @@ moves little data.
 
 Vectorised: ``gym.vector.AsyncVectorEnv(fns, shared_memory=False)`` (text cannot live in
 shared memory); a step sends under 1 KB between processes. ``gym.vector.SyncVectorEnv(fns,
-copy=False)`` skips Gymnasium's deep copy of the batched observations every step (a third of
-its own cost per env-step): safe when each batch is read before the next step, since the text
+copy=False)`` skips Gymnasium's deep copy of the batched observations every step (benchmarks/
+bench_vector.py prints both): safe when each batch is read before the next step, since the text
 fields are new tuples of immutable strings every step but ``frame_depth`` is an array Gymnasium
 refills in place. Call :func:`phoneenv.freeze_gc` once after set-up before long step loops.
 
