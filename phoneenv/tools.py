@@ -424,6 +424,7 @@ class _NameIndex:
         for j, g in enumerate(grams):
             self.matrix[[self.vocab[x] for x in g], j] = 1.0
         self.sizes = np.array([len(g) for g in grams], dtype=np.float32)
+        self._scales: dict[int, np.ndarray] = {}
 
     def best(self, query: str, n: int, cutoff: float) -> list[int]:
         """Indices of up to ``n`` names whose Dice similarity to ``query`` (over bigram sets) is at
@@ -431,10 +432,12 @@ class _NameIndex:
         if not self.names or n <= 0:
             return []
         q = _bigrams(query)
+        scale = self._scales.get(len(q))
+        if scale is None:  # 2 / (|name| + |query|) for every name, once per query size
+            scale = self._scales[len(q)] = 2.0 / (self.sizes + len(q))
         unseen = len(self.vocab)
         score = self.matrix[[self.vocab.get(x, unseen) for x in q]].sum(axis=0)
-        score *= 2.0
-        score /= self.sizes + len(q)
+        score *= scale
         out: list[int] = []
         for _ in range(min(n, len(self.names))):
             j = int(score.argmax())  # the first of equals: list order breaks ties
