@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ray.py
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_state.py
+	$(BIN)/python benchmarks/bench_vector.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

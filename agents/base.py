@@ -22,7 +22,8 @@ class AgentAction:
 class Agent(abc.ABC):
     """A planner. ``reset`` sees the first observation and info (``info["tools"]`` is the tool
     list in OpenAI format, ``info["task_id"]`` the task); ``act`` returns the next
-    :class:`AgentAction` given the latest observation and the step's info (``info["feedback"]``).
+    :class:`AgentAction` given the latest observation and the step's info (``info["feedback"]``;
+    ``info["tools"]`` only when the offered tools changed: keep the last tools seen).
     """
 
     name: str = "agent"

@@ -12,8 +12,9 @@ an ``invalid_json`` feedback the model can correct. Screenshots ride as ``image_
 ``vision`` is on and the env gives them.
 
 Sub-agent frames (``agent.delegate``, see :mod:`phoneenv.frames`): the same model plays each
-frame. When the observation's ``frame`` changes, the planner offers the tools of the new frame
-(``info["tools"]``) and, before its next model call, tells the model in a user message which
+frame. A step's info carries ``tools`` only when the offered tools changed (a frame opened or
+closed, or more tools were loaded); the planner then offers those. When the observation's
+``frame`` changes, the planner, before its next model call, tells the model in a user message which
 frame is active: its id, depth, goal and tools, and that ``finish`` returns the answer to the
 parent (or, back in a parent, that the sub-agent's answer is the last tool result).
 """
@@ -145,13 +146,15 @@ class LLMPlanner(Agent):
         return {"type": "function", "function": fn}
 
     def _switch_frame(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
-        """Follow a change of the active frame: offer its tools, and note it for the model."""
+        """Follow the offered tools and the active frame: a step's ``info["tools"]`` (present
+        only when the offered tools changed) replaces the tools; a new frame is noted for the
+        model."""
+        if info.get("tools") is not None:
+            self.tools = [self._rename(t) for t in info["tools"] if offered(t["function"]["name"], self._allowed)]
         frame = str(observation.get("frame", "main"))
         if frame == self._frame:
             return
         self._frame = frame
-        if info.get("tools"):
-            self.tools = [self._rename(t) for t in info["tools"] if offered(t["function"]["name"], self._allowed)]
         depth = int(observation.get("frame_depth", 0))
         goal = observation.get("frame_goal", observation["goal"])
         names = [t["function"]["name"] for t in self.tools]

@@ -3,7 +3,8 @@
     >>> import gymnasium as gym, phoneenv
     >>> env = gym.make("PhonePlan-v0", tasks="category:tool")
 
-Importing ``phoneenv`` registers ``PhonePlan-v0`` and exposes the contract types.
+Importing ``phoneenv`` registers ``PhonePlan-v0`` and exposes the contract types, and
+:func:`freeze_gc` (call it once after set-up, before a long step loop).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from phoneenv.contract import (
     Trace,
     Verdict,
 )
+from phoneenv.sharing import freeze_gc
 
 __version__ = "0.1.0"
 
@@ -47,4 +49,5 @@ __all__ = [
     "ToolSpec",
     "Trace",
     "Verdict",
+    "freeze_gc",
 ]

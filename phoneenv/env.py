@@ -48,6 +48,21 @@ persistent ``memory_path``), the store verified as the table ``memory.entries``,
 that fire arriving as ``notifications`` inside the step's feedback
 (see :mod:`phoneenv.harness.episode_memory`).
 
+Tools travel once: ``reset``'s info carries ``tools`` (the offered tools, OpenAI format), and a
+step's info carries ``tools`` only when the offered list changed since the last observation
+announced it (a sub-agent frame opened or closed, or more tools were loaded); otherwise the key
+is absent, and :attr:`PhonePlanEnv.tools` is the list last announced. Keep the last tools seen.
+The tool lists and the spaces' tables are built once per process and shared by its envs
+(read-only: :mod:`phoneenv.sharing`), so a live env costs little memory and a vectorised step
+moves little data.
+
+Vectorised: ``gym.vector.AsyncVectorEnv(fns, shared_memory=False)`` (text cannot live in
+shared memory); a step sends under 1 KB between processes. ``gym.vector.SyncVectorEnv(fns,
+copy=False)`` skips Gymnasium's deep copy of the batched observations every step (benchmarks/
+bench_vector.py prints both): safe when each batch is read before the next step, since the text
+fields are new tuples of immutable strings every step but ``frame_depth`` is an array Gymnasium
+refills in place. Call :func:`phoneenv.freeze_gc` once after set-up before long step loops.
+
 The episode terminates when the agent calls ``finish`` (with its ``answer``) and is truncated at
 ``max_steps``. The reward is 1.0 when the verdict succeeds, else 0.0, given at the end; ``info``
 then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``progress``,
@@ -56,6 +71,7 @@ then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``prog
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import string
@@ -90,6 +106,7 @@ from phoneenv.harness.providers import ToolProvider, default_providers
 from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
 from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
+from phoneenv.sharing import ReadOnlyList, openai_tools
 from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
 from phoneenv.tools import ArgumentError, ToolDef
 
@@ -134,6 +151,49 @@ def _refuse_shared_memory(space: TextSpace, n: int = 1, ctx: Any = None) -> Any:
         "PhonePlan-v0 observations are text, which AsyncVectorEnv cannot keep in shared memory; "
         "use gym.vector.AsyncVectorEnv(env_fns, shared_memory=False)"
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[dict[str, spaces.Space[Any]], TextSpace]:
+    """The observation subspaces and the action space, built once per process and never handed
+    out themselves (see :func:`_own_spaces`)."""
+    text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
+    obs: dict[str, spaces.Space[Any]] = {
+        "goal": text,
+        "feedback": text,
+        "frame": TextSpace(max_length=64, charset=CHARSET),
+        "frame_goal": text,
+        "frame_depth": spaces.Discrete(MAX_DEPTH + 1),
+    }
+    if screenshots:
+        w, h = screen_size
+        obs["screenshot"] = spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
+    return obs, TextSpace(max_length=MAX_ACTION_CHARS, charset=CHARSET)
+
+
+_pools: dict[tuple[int, ...], tuple[tuple[TaskSpec, ...], ReadOnlyList, dict[str, TaskSpec]]] = {}
+
+
+def _shared_pool(pool: Sequence[TaskSpec]) -> tuple[ReadOnlyList, dict[str, TaskSpec]]:
+    """``pool`` as a read-only list and its index by id, shared by every env of the process made
+    with the same task objects (a suite-wide pool's index costs ~100 KiB: once, not per env)."""
+    held = tuple(pool)
+    key = tuple(map(id, held))
+    hit = _pools.get(key)  # a hit holds the objects with these ids, so they are these tasks
+    if hit is None:
+        if len(_pools) >= 64:
+            _pools.clear()
+        hit = _pools[key] = (held, ReadOnlyList(held), {t.id: t for t in held})
+    return hit[1], hit[2]
+
+
+def _own_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[spaces.Dict, TextSpace]:
+    """An env's (observation, action) spaces: shallow copies of the process's shared ones, so
+    the character tables and bounds (what costs memory, and what nothing changes) are shared
+    while each env keeps its own random generator (``env.action_space.seed(...)`` seeds only
+    that env's)."""
+    obs, action = _shared_spaces(bool(screenshots), tuple(screen_size))  # type: ignore[arg-type]
+    return spaces.Dict({k: copy.copy(v) for k, v in obs.items()}), copy.copy(action)
 
 
 def _ascii(text: str) -> str:
@@ -218,7 +278,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._pool = list(tasks)
         if not self._pool:
             raise ValueError(f"no task matches {tasks!r} on the {backend.name!r} backend")
-        self._by_id = {t.id: t for t in self._pool}
+        self._pool, self._by_id = _shared_pool(self._pool)
         self.screenshots = screenshots
         self.render_mode = render_mode
         self.record_wall_time = record_wall_time
@@ -236,23 +296,13 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._secret_keys: frozenset[str] = frozenset()
         self._masker = Masker()
         self._masked_for: tuple[Fixtures, frozenset[str]] | None = None
-        text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
-        obs: dict[str, spaces.Space[Any]] = {
-            "goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
-            "feedback": text,
-            "frame": TextSpace(max_length=64, charset=CHARSET),
-            "frame_goal": TextSpace(max_length=MAX_TEXT, charset=CHARSET),
-            "frame_depth": spaces.Discrete(MAX_DEPTH + 1),
-        }
-        if screenshots:
-            w, h = screen_size
-            obs["screenshot"] = spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8)
-        self.observation_space = spaces.Dict(obs)
-        self.action_space = TextSpace(max_length=MAX_ACTION_CHARS, charset=CHARSET)
+        self.observation_space, self.action_space = _own_spaces(screenshots, screen_size)
         self.task: TaskSpec = self._pool[0]
         self._tool_map: dict[str, tuple[ToolDef, ToolProvider | None]] = {}
+        self._backend_tools: Any = {}
         self._tools_key: Any = None
         self._openai: list[dict[str, Any]] = []
+        self._announced: list[dict[str, Any]] | None = None
         if max_steps is not None and max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {max_steps}")
         self._done = True
@@ -271,7 +321,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         old = self._tools_key
         if old is not None and key[0] is old[0] and key[1:] == old[1:]:
             return
-        tmap: dict[str, tuple[ToolDef, ToolProvider | None]] = {n: (d, None) for n, d in btools.items()}
+        # The providers' tools by name (they take precedence); the backend's are looked up in its
+        # own mapping, shared by every env of the process (see _find_tool).
+        tmap: dict[str, tuple[ToolDef, ToolProvider | None]] = {}
         offered: dict[str, ToolDef] = dict(btools)
         extra: list[ToolSpec] = []
         for p in reversed(self.providers):
@@ -279,29 +331,33 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             offered.update(tools)
             tmap.update((n, (d, p)) for n, d in tools.items())
             extra[:0] = [d.spec for d in tools.values()]
-        for name in list(tmap):
-            if "." in name:
-                tmap[name.replace(".", "__")] = tmap[name]
         self._tool_map = tmap
+        self._backend_tools = btools
         self._tools_key = key
-        specs = [e.spec for e in btools.values()] + extra
+        specs = ReadOnlyList([*(e.spec for e in btools.values()), *extra])
         self._specs: list[ToolSpec] = specs
         self._secret_keys = frozenset(p for d in offered.values() for p in d.spec.secret_parameters)
-        self._openai = [s.to_openai() for s in specs]
+        self._openai = openai_tools(specs)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """The tools offered in this episode in OpenAI ``tools`` format (``finish`` included);
-        inside a sub-agent frame, that frame's tools."""
+        """The tools offered now in OpenAI ``tools`` format (``finish`` included); inside a
+        sub-agent frame, that frame's tools. During an episode, the same object the last
+        ``info["tools"]`` announced. Read-only and shared by every env of the process that
+        offers the same tools (:func:`phoneenv.sharing.openai_tools`): copy it to change it."""
         self._refresh_tools()
-        if self._frames is not None and not self._frames.at_root:
-            return self._frames.openai()
-        return self._openai
+        return self._offered()
+
+    def _offered(self) -> list[dict[str, Any]]:
+        """The offered tool list object: the active frame's. Whoever changes the offered set
+        makes a new list object (never mutates one), so identity tells a change."""
+        frames = self._frames
+        return self._openai if frames is None or frames.at_root else frames.openai()
 
     @property
     def tool_specs(self) -> list[ToolSpec]:
         """The :class:`ToolSpec` of every tool offered in this episode (inside a sub-agent
-        frame, of that frame's tools)."""
+        frame, of that frame's tools); read-only (copy it to change it)."""
         self._refresh_tools()
         if self._frames is not None and not self._frames.at_root:
             return self._frames.specs()
@@ -309,7 +365,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
     @property
     def pool(self) -> list[TaskSpec]:
-        """The tasks ``reset`` draws from."""
+        """The tasks ``reset`` draws from (read-only: shared by the envs of the process that draw
+        from the same tasks)."""
         return self._pool
 
     # -- gym API --------------------------------------------------------------------------------
@@ -317,7 +374,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start an episode: pick the task (``options={"task": id or TaskSpec}``, else drawn from
-        the pool with the seeded RNG), restore its fixture snapshot, return (observation, info).
+        the pool with the seeded RNG), restore its fixture snapshot, return (observation, info);
+        ``info["tools"]`` lists the offered tools (OpenAI format, read-only, shared).
         ``options["task"]`` may name any task of the suite, not only the pool's.
 
         Raises ``KeyError`` for an unknown task id, ``TypeError`` for another kind of value,
@@ -378,12 +436,13 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)
         started, text, _ = seal(started, self._masker)
+        self._announced = self._offered()
         info = {
             "task_id": task.id,
             "category": task.category.value,
             "domain": task.domain.value,
             "apps": list(task.apps),
-            "tools": self._openai,
+            "tools": self._announced,
         }
         for p in self.providers:
             info.update(p.info())
@@ -392,6 +451,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Apply one action (a tool call as JSON text or dict); never raises on a bad action.
+
+        ``info`` has ``feedback``, ``step`` and ``frame``, and ``tools`` only when the offered
+        tools changed since the last observation (a new list object; see :attr:`tools`).
 
         Raises :class:`gymnasium.error.ClosedEnvironmentError` after :meth:`close` (whatever the
         action).
@@ -436,9 +498,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._pending_tokens = None
         terminated = self._ended
         truncated = not terminated and n >= self._max_steps
-        frames: FrameStack = self._frames  # type: ignore[assignment]
-        tools = self._openai if frames.at_root else frames.openai()
-        info: dict[str, Any] = {"feedback": fb, "step": n, "frame": frames.active.id, "tools": tools}
+        info: dict[str, Any] = {"feedback": fb, "step": n, "frame": self._frames.active.id}  # type: ignore[union-attr]
+        tools = self._offered()
+        if tools is not self._announced:  # a frame opened or closed, or more tools were loaded
+            info["tools"] = self._announced = tools
         reward = 0.0
         if terminated or truncated:
             self._done = True
@@ -542,7 +605,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         recorded; only the parameters the tool declares secret get their real value."""
         name: str = intake.name  # type: ignore[assignment]
         arguments: dict[str, Any] = intake.arguments  # type: ignore[assignment]
-        found = self._tool_map.get(name)
+        found = self._find_tool(name)
         frames: FrameStack = self._frames  # type: ignore[assignment]
         if found is None:
             fb = feedback.unknown_tool(name, self._specs) if frames.at_root else frames.unknown(name)
@@ -573,6 +636,22 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             for p in self._gates:
                 p.ran(self, spec)
         return CallRecord(spec.name, arguments, self.backend.call(spec.name, args), spec.effect)
+
+    def _find_tool(self, name: str) -> tuple[ToolDef, ToolProvider | None] | None:
+        """The offered tool called ``name`` (dotted, or ``app__verb``) and its provider (None for
+        the backend's), or None."""
+        found = self._tool_map.get(name)
+        if found is None:
+            entry = self._backend_tools.get(name)
+            if entry is not None:
+                return entry, None
+            if "__" in name:
+                dotted = name.replace("__", ".")
+                found = self._tool_map.get(dotted)
+                if found is None:
+                    entry = self._backend_tools.get(dotted)
+                    return None if entry is None else (entry, None)
+        return found
 
     def _redact(self, rec: CallRecord) -> CallRecord:
         """``rec`` with the arguments its feedback names ``redacted`` (text typed into a password

@@ -50,7 +50,6 @@ steps, and the child's ``finish`` (:func:`delegate_steps` builds the three parts
 
 from __future__ import annotations
 
-import difflib
 import json
 import string
 from collections.abc import Iterable, Sequence
@@ -62,6 +61,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from phoneenv.contract import ROOT_FRAME, Domain, ErrorKind, Feedback, Frame, ToolCall, ToolSpec
 from phoneenv.harness import feedback
+from phoneenv.sharing import ReadOnlyList, openai_tools
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, nearest_tools, tool
 
 __all__ = [
@@ -190,9 +190,9 @@ class FrameStack:
         if max_depth < 0:
             raise ValueError(f"max_depth must be at least 0, not {max_depth}")
         self.max_depth = max_depth
-        specs = list(specs)
+        specs = specs if type(specs) is ReadOnlyList else ReadOnlyList(specs)
         root = _FrameState(
-            ROOT_FRAME, None, 0, goal, None, specs, openai if openai is not None else [s.to_openai() for s in specs], 0
+            ROOT_FRAME, None, 0, goal, None, specs, openai if openai is not None else openai_tools(specs), 0
         )
         self.frames: list[_FrameState] = [root]
         self._stack: list[_FrameState] = [root]
@@ -248,7 +248,7 @@ class FrameStack:
                 f"this frame may call only: {', '.join(names)}; "
                 "to use other tools, call finish with your answer and let the parent frame act",
             )
-        near = difflib.get_close_matches(name, names, n=3, cutoff=0.0)
+        near = nearest_tools(name, f.specs, cutoff=0.0)
         return fb.model_copy(update={"candidates": near or None})
 
     def unknown(self, name: str) -> Feedback:
@@ -304,7 +304,7 @@ class FrameStack:
                 path="/goal",
             )
         by_name = {s.name: s for s in parent.specs}
-        specs = [s for s in parent.specs if s.name in chosen and s.name != FINISH] + [by_name[FINISH]]
+        specs = ReadOnlyList([*(s for s in parent.specs if s.name in chosen and s.name != FINISH), by_name[FINISH]])
         parent.children += 1
         child = _FrameState(
             id=f"{parent.id}.{parent.children}",
@@ -313,7 +313,7 @@ class FrameStack:
             goal=goal,
             tools=tuple(s.name for s in specs),
             specs=specs,
-            openai=[s.to_openai() for s in specs],
+            openai=openai_tools(specs),
             opened_at=len(self.step_frames),
         )
         self.frames.append(child)
@@ -346,7 +346,7 @@ class FrameStack:
             elif name in apps:
                 got = apps[name]
             else:
-                near = nearest_tools(name, parent.specs) or difflib.get_close_matches(name, have, n=3, cutoff=0.0)
+                near = nearest_tools(name, parent.specs) or nearest_tools(name, parent.specs, cutoff=0.0)
                 where = "this frame's" if parent.depth else "the episode's"
                 raise ToolError(
                     ErrorKind.INVALID_ARGUMENTS,

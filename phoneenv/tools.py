@@ -29,7 +29,6 @@ take precedence; declare tighter ones wherever the meaning allows (counts, minut
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import types
 from collections.abc import Callable, Sequence
@@ -37,9 +36,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import docstring_parser
+import numpy as np
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback, ToolSpec
+from phoneenv.sharing import ReadOnlyList
 
 __all__ = [
     "INT_MAX",
@@ -394,18 +395,106 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
     return ToolDef(spec, ArgumentValidator(model), method)
 
 
-def nearest_tools(name: str, specs: Sequence[ToolSpec], n: int = 3) -> list[str]:
-    """Up to ``n`` tool names closest to ``name`` (difflib ratio ≥ 0.5, compared in lower case),
-    best first; when none is close, the tools of the app named by ``name``'s prefix
-    (``"mesages.snd"`` → messages tools)."""
-    names = [s.name for s in specs]
-    name = name[:100].lower()
-    near = difflib.get_close_matches(name, names, n=n, cutoff=0.5)
+_NEAR_CUTOFF = 0.5
+"""Least bigram similarity (Dice) for a tool name to be suggested."""
+_APP_CUTOFF = 0.6
+"""Least bigram similarity for an app prefix to name an app whose tools are suggested."""
+_MAX_INDEXES = 256
+"""Distinct tool lists whose name index is kept (each backend's, each sub-agent frame's)."""
+
+
+def _bigrams(text: str) -> set[str]:
+    """The character bigrams of ``^text$`` (the markers weigh the first and last letters)."""
+    text = f"^{text}$"
+    return {text[i : i + 2] for i in range(len(text) - 1)}
+
+
+class _NameIndex:
+    """Tool names as a bigram incidence matrix (bigrams × names): one query's similarity to every
+    name is a few numpy operations, not a Python loop over the names."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        grams = [_bigrams(n.lower()) for n in self.names]
+        self.vocab: dict[str, int] = {}
+        for g in grams:
+            for x in g:
+                self.vocab.setdefault(x, len(self.vocab))
+        self.matrix = np.zeros((len(self.vocab) + 1, len(self.names)), dtype=np.float32)  # last row: unseen
+        for j, g in enumerate(grams):
+            self.matrix[[self.vocab[x] for x in g], j] = 1.0
+        self.sizes = np.array([len(g) for g in grams], dtype=np.float32)
+        self._scales: dict[int, np.ndarray] = {}
+
+    def best(self, query: str, n: int, cutoff: float) -> list[int]:
+        """Indices of up to ``n`` names whose Dice similarity to ``query`` (over bigram sets) is at
+        least ``cutoff``, best first (ties in list order)."""
+        if not self.names or n <= 0:
+            return []
+        q = _bigrams(query)
+        scale = self._scales.get(len(q))
+        if scale is None:  # 2 / (|name| + |query|) for every name, once per query size
+            scale = self._scales[len(q)] = 2.0 / (self.sizes + len(q))
+        unseen = len(self.vocab)
+        score = self.matrix[[self.vocab.get(x, unseen) for x in q]].sum(axis=0)
+        score *= scale
+        out: list[int] = []
+        for _ in range(min(n, len(self.names))):
+            j = int(score.argmax())  # the first of equals: list order breaks ties
+            if score[j] < cutoff:
+                break
+            out.append(j)
+            score[j] = -1.0
+        return out
+
+
+_Indexed = tuple[Sequence[ToolSpec], _NameIndex, _NameIndex, list[str]]
+_by_ids: dict[tuple[int, ...], _Indexed] = {}
+_by_object: dict[int, _Indexed] = {}
+
+
+def _index_of(specs: Sequence[ToolSpec]) -> _Indexed:
+    """(the specs, their name index, their app index, the app names), built once per list of
+    spec objects; an immutable list (a tuple, or the env's read-only lists) is found by identity."""
+    frozen = type(specs) is ReadOnlyList or type(specs) is tuple
+    if frozen:
+        hit = _by_object.get(id(specs))  # a hit holds the object with this id: this one
+        if hit is not None:
+            return hit
+    held = tuple(specs)
+    key = tuple(map(id, held))
+    hit = _by_ids.get(key)  # a hit holds the objects with these ids, so they are these specs
+    if hit is None:
+        apps = sorted({s.app for s in held})
+        hit = (held, _NameIndex([s.name for s in held]), _NameIndex(apps), apps)
+        if len(_by_ids) >= _MAX_INDEXES:
+            _by_ids.clear()
+        _by_ids[key] = hit
+    if frozen:
+        if len(_by_object) >= _MAX_INDEXES:
+            _by_object.clear()
+        _by_object[id(specs)] = (specs, *hit[1:])  # type: ignore[assignment]
+    return hit
+
+
+def nearest_tools(name: str, specs: Sequence[ToolSpec], n: int = 3, cutoff: float = _NEAR_CUTOFF) -> list[str]:
+    """Up to ``n`` tool names closest to ``name``, best first: those whose character bigrams
+    (``^name$``, lower case, the first 100 characters) overlap ``name``'s with a Dice
+    similarity of at least ``cutoff`` (0.5; 0.0 always fills ``n``); when none is close, the tools
+    of the app named by ``name``'s prefix (``"mesages.snd"`` → messages tools), else ``[]``.
+
+    Costs a few numpy operations per call (the index of a list of specs is built once and
+    reused), whatever the number of tools or the length of ``name``; on a corpus of one-edit
+    typos of the suite's tool names it ranks the intended tool first more often than difflib's
+    ratio over every name did (the tests compare both).
+    """
+    held, index, app_index, apps = _index_of(specs)
+    query = name[:100].lower()
+    near = index.best(query, n, cutoff)
     if near:
-        return near
-    app = name.split(".", 1)[0]
-    apps = sorted({s.app for s in specs})
-    close_app = difflib.get_close_matches(app, apps, n=1, cutoff=0.6)
+        return [index.names[j] for j in near]
+    close_app = app_index.best(query.split(".", 1)[0], 1, _APP_CUTOFF)
     if close_app:
-        return [s.name for s in specs if s.app == close_app[0]][:n]
+        want = apps[close_app[0]]
+        return [s.name for s in held if s.app == want][:n]
     return []

@@ -712,18 +712,20 @@ class _Slot:
 
 
 def _follow_frame(slot: _Slot, obs: dict[str, Any], info: dict[str, Any]) -> None:
-    """After a step: if the active sub-agent frame changed (``agent.delegate`` opened one, or a
-    ``finish`` closed one), offer the new frame's tools (``info["tools"]``) to the sampler's grammar
-    and queue :func:`agents.planner.frame_note` for the model, as :class:`LLMPlanner` does."""
+    """After a step: when the step's info carries ``tools`` (only when the offered tools changed:
+    ``agent.delegate`` opened a frame, a ``finish`` closed one, or more tools were loaded), offer
+    them to the sampler's grammar; when the active sub-agent frame changed, queue
+    :func:`agents.planner.frame_note` for the model, as :class:`LLMPlanner` does."""
     from agents.planner import frame_note
 
+    if info.get("tools") is not None:
+        tools = _offered_tools(info["tools"], slot.allowed)
+        if tools:
+            slot.tools = tools
     frame = str(obs.get("frame", "main"))
     if frame == slot.frame:
         return
     slot.frame = frame
-    tools = _offered_tools(info.get("tools") or [], slot.allowed)
-    if tools:
-        slot.tools = tools
     depth = int(obs.get("frame_depth", 0))
     goal = str(obs.get("frame_goal", obs.get("goal", "")))
     slot.frame_note = frame_note(frame, depth, slot.depth, goal, [t["function"]["name"] for t in slot.tools])

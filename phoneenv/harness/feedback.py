@@ -290,7 +290,7 @@ def unknown_tool(name: str, specs: Iterable[ToolSpec]) -> Feedback:
         name: the name the agent called (truncated to 80 characters in the message).
         specs: the tools offered in this episode.
     """
-    near = nearest_tools(name, list(specs))
+    near = nearest_tools(name, specs if isinstance(specs, (list, tuple)) else list(specs))
     hint = f"did you mean {near[0]}? Call only tools from the tool list" if near else None
     return _error(ErrorKind.UNKNOWN_TOOL, f"there is no tool {name[:80]!r}", hint, candidates=near)
 
