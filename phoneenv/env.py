@@ -318,9 +318,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._specs, self._openai = self._all_specs, self._all_openai
         else:
             keep = [
-                i
-                for i, s in enumerate(self._all_specs)
-                if s.name in self._offered or s.name in self._harness_names
+                i for i, s in enumerate(self._all_specs) if s.name in self._offered or s.name in self._harness_names
             ]
             self._specs = [self._all_specs[i] for i in keep]
             self._openai = [self._all_openai[i] for i in keep]
