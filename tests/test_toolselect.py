@@ -264,6 +264,26 @@ def test_reference_agent_solves_the_whole_suite_in_search_mode():
     env.close()
 
 
+def test_cli_eval_passes_tool_selection_to_the_env(tmp_path):
+    from typer.testing import CliRunner
+
+    from phoneenv.cli import app
+
+    runner = CliRunner()
+    args = ["eval", "--agent", "reference", "--tasks", "template:contacts.favorite", "--out", str(tmp_path)]
+    res = runner.invoke(app, [*args, "--tool-selection", "search", "--tool-k", "0"])
+    assert res.exit_code == 0, res.output
+    board = json.loads((tmp_path / "scoreboard.json").read_text())
+    assert board["categories"][-1]["success"] == 1.0
+    traces = sorted((tmp_path / "traces").glob("*.jsonl"))
+    assert len(traces) == 8
+    first = json.loads(traces[0].read_text().splitlines()[0])
+    assert first["steps"][0]["action"]["name"] == SEARCH
+    assert json.loads((tmp_path / "run.json").read_text())["tool_selection"] == "search"
+    res = runner.invoke(app, [*args, "--overwrite", "--tool-selection", "some"])
+    assert res.exit_code != 0 and "unknown tool selection" in res.output
+
+
 if __name__ == "__main__":
     GOLDEN.write_text(json.dumps(golden_table(), indent=0, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN}")
