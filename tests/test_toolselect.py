@@ -206,7 +206,7 @@ def test_retrieval_ranking_is_cached_per_task_and_leaves_the_task_out():
     task = get_task("clock.what_time/0")
     sel = ToolSelector("retrieve", 3, embedder=HashEmbedder(), examples=[task])
     env = gym.make("PhonePlan-v0", task="clock.what_time/0")
-    specs = [s for s in env.unwrapped.tool_specs if s.name != "finish"]
+    specs = env.unwrapped.selectable_specs()
     # the only example is the task itself, so no plan votes: the direct ranking alone decides
     direct = sel.rank(task.goal, specs, task_id=task.id)
     assert len(direct) == 3
