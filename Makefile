@@ -64,6 +64,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_state.py
 	$(BIN)/python benchmarks/bench_vector.py
+	$(BIN)/python benchmarks/bench_tools.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -4,6 +4,11 @@ A plan expresses delegation with plain tool calls (:func:`phoneenv.frames.delega
 ``agent.delegate`` step opens a sub-agent frame, the steps after it act in that frame, and a
 ``finish`` closes it (its answer returns to the parent); the last ``finish`` ends the episode.
 The agent plays them in order, as the single policy that acts in whichever frame is active.
+
+Tool selection (``tools="search"``, :mod:`phoneenv.harness.toolselect`): when the reset's
+``info["tools"]`` lacks tools the plan needs and offers ``tools.search``, the agent first calls
+``tools.search`` naming them (at the root, before any delegation, so sub-agent frames can be
+handed them), then plays the plan.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 from agents.base import Agent, AgentAction
 from phoneenv.contract import TaskSpec
+from phoneenv.harness.toolselect import SEARCH, plan_tools
 from phoneenv.tasks import get_task
 
 __all__ = ["ReferenceAgent"]
@@ -37,12 +43,19 @@ class ReferenceAgent(Agent):
         self._i = 0
 
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
-        """Load the plan of ``info["task_id"]``."""
+        """Load the plan of ``info["task_id"]``; with ``tools.search`` offered, prefixed by one
+        search that loads the plan's tools the env does not offer yet."""
         task = self.lookup(info["task_id"])
         if not task.reference_plan:
             raise ValueError(f"task {task.id} has no reference plan")
         self._plan = [c.model_dump_json(exclude_none=True) for c in task.reference_plan]
         self._i = 0
+        offered = {t["function"]["name"].replace("__", ".") for t in info.get("tools") or ()}
+        if SEARCH in offered:
+            missing = [n for n in plan_tools(task) if n not in offered]
+            chunks = [missing[i : i + 20] for i in range(0, len(missing), 20)]  # tools.search's k is at most 20
+            searches = [json.dumps({"name": SEARCH, "arguments": {"query": " ".join(c), "k": len(c)}}) for c in chunks]
+            self._plan[:0] = searches
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction:
         """The plan's next step; ``finish`` once the plan is used up."""

@@ -7,9 +7,9 @@ A model should be judged on the prompt it was trained on. ``phoneenv eval --tool
 
 * ``"all"`` (or None): every tool the env offers (about 94 specs, 13k tokens for a small model's
   tokenizer: fine for served models, slow for a small local one);
-* ``"task"``: the tools of the task's own apps (``info["apps"]``), plus ``user``, ``system`` and
-  ``finish``, plus the harness app its category needs (``memory`` for Memory tasks, ``skills`` for
-  Skills tasks, ``agent`` for Sub-agent tasks). Every call of every reference plan in the suite
+* ``"task"``: the tools of the task's own apps (``info["apps"]``), plus ``user``, ``system``,
+  ``finish`` and ``tools`` (``tools.search``, where offered), plus the harness app its category
+  needs (``memory`` for Memory tasks, ``skills`` for Skills tasks, ``agent`` for Sub-agent tasks). Every call of every reference plan in the suite
   lies inside this set (``tests/test_toolfilter.py`` checks it);
 * a list of app names (``"clock"``) or full tool names (``"settings.set_dnd"``), or the same as
   one comma-separated string: exactly those.
@@ -24,8 +24,9 @@ from typing import Any
 
 __all__ = ["ALWAYS", "CATEGORY_APPS", "TOOL_FILTER_HELP", "ToolFilter", "allowed_tools", "offered", "parse_tool_filter"]
 
-#: Apps every ``"task"`` filter keeps: asking the user, reading the phone's state, ending the episode.
-ALWAYS: frozenset[str] = frozenset({"user", "system", "finish"})
+#: Apps every ``"task"`` filter keeps: asking the user, reading the phone's state, ending the episode,
+#: and ``tools.search`` where the env offers it (``tools="search"``: the way to load more tools).
+ALWAYS: frozenset[str] = frozenset({"user", "system", "finish", "tools"})
 #: The harness app a task category needs beside the task's own apps.
 CATEGORY_APPS: Mapping[str, frozenset[str]] = {
     "memory": frozenset({"memory"}),

@@ -355,6 +355,16 @@ def eval_cmd(
     tools: Annotated[
         str, typer.Option(help=TOOL_FILTER_HELP + " Only for --agent llm (default task: its training prompt).")
     ] = "task",
+    tool_selection: Annotated[
+        str,
+        typer.Option(
+            help="Tools the env offers (phoneenv.harness.toolselect): all, retrieve (the --tool-k tools most "
+            "relevant to the goal plus the harness tools) or search (the same plus tools.search, which loads more)."
+        ),
+    ] = "all",
+    tool_k: Annotated[
+        int, typer.Option(min=0, help="Tools offered at reset with --tool-selection retrieve|search.")
+    ] = 20,
     max_tokens: Annotated[int, typer.Option(min=1, help="Output tokens per model call.")] = 512,
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Truncate episodes after this many actions (default: each task's own).")
@@ -496,6 +506,13 @@ def eval_cmd(
     }
     if agent == "llm":
         config.update(model=model, max_tokens=max_tokens, vision=vision, tools=tools)
+    if tool_selection not in ("all", "retrieve", "search"):
+        raise typer.BadParameter(
+            f"unknown tool selection {tool_selection!r}; choose from all, retrieve, search",
+            param_hint="--tool-selection",
+        )
+    if tool_selection != "all":  # run.json of an all-tools run stays as before (--resume compares it)
+        config.update(tool_selection=tool_selection, tool_k=tool_k)
     folder = RunFolder(out)
     previous: list[EpisodeResult] = []
     try:
@@ -516,6 +533,8 @@ def eval_cmd(
     }
     planner = _make_agent(agent, seed, llm)
     env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision, "max_steps": max_steps}
+    if tool_selection != "all":
+        env_kwargs.update(tools=tool_selection, tools_k=tool_k)
     needs_sim = backend in ("llmsim", "hybrid") or (
         backend == "auto" and any(t.backends[0] != "sandbox" for t in selected)
     )

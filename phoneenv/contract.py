@@ -145,12 +145,19 @@ class ToolSpec(BaseModel):
         """Render as an OpenAI ``tools`` entry: ``{"type": "function", "function": {...}}``.
 
         OpenAI's own API accepts only ``[a-zA-Z0-9_-]`` in names; ``name_style="underscore"``
-        renders ``messages.send`` as ``messages__send``, a name the env also accepts.
+        renders ``messages.send`` as ``messages__send``, a name the env also accepts. Description
+        and parameters are rendered compactly (:func:`phoneenv.tools.compact_parameters`).
         """
+        from phoneenv.tools import compact_parameters, compact_text
+
         name = self.name if name_style == "dotted" else self.name.replace(".", "__")
         return {
             "type": "function",
-            "function": {"name": name, "description": self.description, "parameters": self.parameters},
+            "function": {
+                "name": name,
+                "description": compact_text(self.description),
+                "parameters": compact_parameters(self.parameters),
+            },
         }
 
 

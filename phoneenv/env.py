@@ -105,6 +105,7 @@ from phoneenv.harness.episode_memory import EpisodeMemory
 from phoneenv.harness.providers import ToolProvider, default_providers
 from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
+from phoneenv.harness.toolselect import DEFAULT_K, ToolSearch, ToolSelector, selector_for
 from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
 from phoneenv.sharing import ReadOnlyList, openai_tools
 from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
@@ -235,6 +236,13 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             ``True`` in every episode, ``False`` never, None (default) in the episodes of tasks
             that list the ``agent`` app (the Sub-agent category's). ``info["tools"]`` and
             :attr:`tools` list the active frame's tools.
+        tools: which tools are offered (:mod:`phoneenv.harness.toolselect`): ``"all"``
+            (default), ``"retrieve"`` (at reset, the ``tools_k`` backend tools most relevant to
+            the goal, plus every harness tool), ``"search"`` (the same plus ``tools.search``,
+            which loads more tools into the episode), or a
+            :class:`~phoneenv.harness.toolselect.ToolSelector`. A call of a tool that exists
+            but is not offered is a ``precondition_failed`` feedback.
+        tools_k: the backend tools offered at reset with ``"retrieve"``/``"search"`` (>= 0).
 
     Raises:
         ValueError / KeyError: an unknown backend, selector or task id (at construction).
@@ -258,6 +266,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         user: str | None = None,
         memory_path: str | Path | None = None,
         delegation: bool | None = None,
+        tools: str | ToolSelector = "all",
+        tools_k: int = DEFAULT_K,
     ) -> None:
         from phoneenv.tasks import select
 
@@ -289,6 +299,14 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self.providers: list[ToolProvider] = default_providers(skills or None, self._memory, delegation)
         """The harness features that offer tools beside the backend's
         (:mod:`phoneenv.harness.providers`), in the order their tools are listed."""
+        # -- tool selection (phoneenv.harness.toolselect) --
+        self._selector = tools if isinstance(tools, ToolSelector) else selector_for(tools, tools_k)
+        self._offered_names: frozenset[str] | None = None
+        """Backend tools offered this episode (None: all); harness tools are always offered."""
+        self._harness_names: frozenset[str] = frozenset()
+        if self._selector is not None and self._selector.mode == "search":
+            self.providers.insert(len(self.providers) - 1, ToolSearch(self._selector))
+        # -- end of tool selection --
         self._gates = [p for p in self.providers if p.overrides("gate")]
         self._observers = [p for p in self.providers if p.overrides("observe")]
         self._frames: FrameStack | None = None
@@ -335,9 +353,61 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._backend_tools = btools
         self._tools_key = key
         specs = ReadOnlyList([*(e.spec for e in btools.values()), *extra])
-        self._specs: list[ToolSpec] = specs
+        self._all_specs: list[ToolSpec] = specs
         self._secret_keys = frozenset(p for d in offered.values() for p in d.spec.secret_parameters)
-        self._openai = openai_tools(specs)
+        self._all_openai = openai_tools(specs)
+        self._harness_names = frozenset(tmap)  # the providers' tools: always offered
+        self._offer()
+
+    # -- tool selection (phoneenv.harness.toolselect) ----------------------------------------------
+    def _offer(self) -> None:
+        """Set the offered tools (``_specs``, ``_openai``, the root frame's) from the episode's
+        tools and ``_offered_names``, always as NEW list objects (step info announces a change by
+        identity)."""
+        if self._offered_names is None:
+            self._specs, self._openai = self._all_specs, self._all_openai
+        else:
+            keep = [
+                i for i, s in enumerate(self._all_specs) if s.name in self._offered_names or s.name in self._harness_names
+            ]
+            self._specs = ReadOnlyList(self._all_specs[i] for i in keep)
+            self._openai = openai_tools(self._specs)
+        if self._frames is not None:
+            root = self._frames.frames[0]
+            root.specs, root.openai = self._specs, self._openai
+
+    def selectable_specs(self) -> list[ToolSpec]:
+        """Every backend tool of the episode, offered or not (what ``tools.search`` searches)."""
+        self._refresh_tools()
+        return [s for s in self._all_specs if s.name not in self._harness_names]
+
+    def load_tools(self, names: Sequence[str]) -> list[str]:
+        """Add the tools ``names`` (canonical) to the episode's offered set (``tools.search``);
+        returns those newly offered, in order. The next step's ``info["tools"]`` announces them.
+        A no-op (``[]``) when every tool is offered already.
+
+        Raises:
+            KeyError: a name that is not a tool of the episode.
+        """
+        if self._offered_names is None:
+            return []
+        new = [n for n in dict.fromkeys(names) if n not in self._offered_names and n not in self._harness_names]
+        for n in new:
+            if self._find_tool(n) is None:
+                raise KeyError(f"{n!r} is not a tool of this episode")
+        if new:
+            self._offered_names = self._offered_names | frozenset(new)
+            self._offer()
+        return new
+
+    def _not_offered(self, name: str) -> Feedback:
+        if self._selector is not None and self._selector.mode == "search":
+            how = f'call tools.search with its name (e.g. {{"query": "{name}"}}) to load it, then call it'
+        else:
+            how = "call only tools from your tool list"
+        return feedback.precondition_failed(f"{name} is not among the tools offered in this episode", how)
+
+    # -- end of tool selection ---------------------------------------------------------------------
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -409,6 +479,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._seed = seed
         self.backend.reset(task)
         self._refresh_tools()
+        if self._selector is not None:  # tool selection: the task's k tools
+            backend_specs = [s for s in self._all_specs if s.name not in self._harness_names]
+            self._offered_names = frozenset(self._selector.rank(task.goal, backend_specs, task_id=task.id))
+            self._offer()
         masked_for = self._masked_for
         if masked_for is None or masked_for[0] is not task.fixtures or masked_for[1] is not self._secret_keys:
             self._masker = Masker(fixture_secrets(task.fixtures), self._secret_keys)
@@ -612,6 +686,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             return CallRecord(name, arguments, fb, None)
         entry, provider = found
         spec = entry.spec
+        if self._offered_names is not None and spec.name not in self._offered_names and spec.name not in self._harness_names:
+            return CallRecord(spec.name, arguments, self._not_offered(spec.name), spec.effect)
         if not frames.allows(spec.name):
             return CallRecord(spec.name, arguments, frames.outside(spec.name), spec.effect)
         if intake.argument_error is not None:

@@ -41,7 +41,7 @@ def test_task_filter_from_reset_info():
     env.close()
     assert info["apps"] == ["contacts"]
     allowed = allowed_tools("task", info)
-    assert allowed == {"contacts", "user", "system", "finish"}
+    assert allowed == {"contacts", "user", "system", "finish", "tools"}
     names = [t["function"]["name"] for t in info["tools"]]
     kept = sorted(n for n in names if offered(n, allowed))
     assert "contacts.search" in kept and "finish" in kept and "user.confirm" in kept

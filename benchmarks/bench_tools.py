@@ -1,0 +1,178 @@
+"""Tool selection: recall of the tools each task's reference plan needs, and the tool tokens per turn.
+
+    python benchmarks/bench_tools.py            # the whole suite (several minutes on 2 cores)
+    python benchmarks/bench_tools.py --quick    # a fixed sample of tasks (<= 60 s once MiniLM is cached)
+
+Figures, each beside its baseline from the same run:
+
+* retrieve recall@k (k = 10, 20, 40): the share of (task, tool) pairs, over the backend tools each
+  reference plan calls or hands to a sub-agent (harness tools are always offered), that the env's
+  ``tools="retrieve"`` offers at reset. Examples are the suite's train split with the task itself
+  left out (so train tasks are scored leave-one-out, dev/test tasks held out). Baseline: the
+  direct ranking alone (BM25 + MiniLM over the tool documents, no example plans).
+* offered tool tokens per turn: the offered specs as the chat template writes them (one JSON line
+  each) counted with the tiny model's tokenizer (``agents.llm.tiny``: byte-level BPE trained on
+  the repo's goals and specs; the tokenizer ``phoneenv eval --model tiny`` uses). Modes: all
+  (baseline: all tools in the full, uncompacted rendering), all compact, retrieve@20 at reset,
+  search@20 averaged over the reference agent's turns.
+* reference agent success with ``tools="search"`` (k = 20 and k = 0: every backend tool loaded
+  through tools.search).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import gymnasium as gym
+
+import phoneenv  # noqa: F401
+from agents.reference import ReferenceAgent
+from phoneenv.harness.toolselect import ToolSelector, plan_tools
+from phoneenv.tasks import split_of
+
+
+def _tokenizer():
+    from agents.llm.tiny import VOCAB_SIZE, _train_tokenizer
+
+    return _train_tokenizer(VOCAB_SIZE)
+
+
+def _tokens(tok, tools) -> int:
+    return sum(len(tok.encode(json.dumps(t)).ids) + 1 for t in tools)  # +1: the line break
+
+
+def _full_rendering(spec) -> dict:
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
+    }
+
+
+def _play(env, agent, task_id, tok):
+    obs, info = env.reset(seed=0, options={"task": task_id})
+    agent.reset(obs, info)
+    tools = info["tools"]
+    counts = []
+    while True:
+        counts.append(_tokens(tok, tools))
+        obs, _, term, trunc, info = env.step(agent.act(obs, info).action)
+        tools = info.get("tools", tools)  # interface 1: present only when the offered set changed
+        if term or trunc:
+            return bool(info.get("success")), counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a fixed sample of 120 tasks (<= 60 s warm)")
+    ap.add_argument("--sample", type=int, default=None, help="tasks in the sample (default: all, 120 with --quick)")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    env = gym.make("PhonePlan-v0", delegation=True)
+    env.reset(seed=0, options={"task": "clock.what_time/0"})
+    u = env.unwrapped
+    specs = u.selectable_specs()
+    backend_names = {s.name for s in specs}
+    tasks = [t for t in u.pool if t.reference_plan]
+    n = args.sample or (120 if args.quick else None)
+    if n is not None and n < len(tasks):
+        tasks = random.Random(0).sample(tasks, n)
+    rows: list[tuple[str, str, str, str]] = []
+
+    # -- recall ------------------------------------------------------------------------------
+    sel = ToolSelector("retrieve", 40)
+    base = ToolSelector("retrieve", 40, examples=())
+    needed = {t.id: [x for x in plan_tools(t) if x in backend_names] for t in tasks}
+    held = {t.id for t in tasks if split_of(t.id) != "train"}
+    t1 = time.perf_counter()
+    ranked = {t.id: sel.rank(t.goal, specs, task_id=t.id) for t in tasks}
+    t_rank = time.perf_counter() - t1
+    ranked_base = {t.id: base.rank(t.goal, specs, task_id=t.id) for t in tasks}
+    for k in (10, 20, 40):
+
+        def recall(rank, ids, k=k):
+            hit = sum(len(set(needed[i]) & set(rank[i][:k])) for i in ids)
+            return hit / max(1, sum(len(needed[i]) for i in ids))
+
+        ids = list(needed)
+        r, rb = recall(ranked, ids), recall(ranked_base, ids)
+        rows.append(
+            (
+                f"retrieve recall@{k} (all {len(ids)} tasks)",
+                f"{r:.3f}",
+                ">= 0.95" if k <= 20 else "",
+                f"{r / rb:.2f}x direct-only {rb:.3f}",
+            )
+        )
+        if held:
+            r, rb = recall(ranked, held), recall(ranked_base, held)
+            rows.append(
+                (
+                    f"retrieve recall@{k} (dev+test {len(held)} held out)",
+                    f"{r:.3f}",
+                    ">= 0.95" if k <= 20 else "",
+                    f"{r / rb:.2f}x direct-only {rb:.3f}",
+                )
+            )
+    full20 = sum(set(needed[i]) <= set(ranked[i][:20]) for i in needed) / len(needed)
+    rows.append(("tasks with every needed tool @20", f"{full20:.3f}", "", ""))
+    rows.append(("ranking per task, cold (ms)", f"{1000 * t_rank / len(tasks):.1f}", "", ""))
+
+    # -- tokens per turn ---------------------------------------------------------------------------
+    tok = _tokenizer()
+    _, info = env.reset(seed=0, options={"task": tasks[0].id})
+    spec_of = {d.spec.name: d.spec for d, _ in u._tool_map.values()}
+    all_full = _tokens(tok, [_full_rendering(spec_of[t["function"]["name"]]) for t in info["tools"]])
+    all_compact = _tokens(tok, info["tools"])
+    rows.append(("tool tokens/turn, all (full rendering)", str(all_full), "", "baseline"))
+    rows.append(("tool tokens/turn, all (compact)", str(all_compact), "", f"{all_compact / all_full:.2f}x"))
+    env.close()
+    renv = gym.make("PhonePlan-v0", tools=ToolSelector("retrieve", 20))
+    at_reset = []
+    for t in tasks[: min(len(tasks), 200)]:
+        _, info = renv.reset(seed=0, options={"task": t.id})
+        at_reset.append(_tokens(tok, info["tools"]))
+    renv.close()
+    mean_r = sum(at_reset) / len(at_reset)
+    rows.append(("tool tokens/turn, retrieve@20 (mean)", f"{mean_r:.0f}", "<= 3000", f"{mean_r / all_full:.3f}x"))
+    rows.append(
+        ("tool tokens/turn, retrieve@20 (max)", str(max(at_reset)), "<= 3000", f"{max(at_reset) / all_full:.3f}x")
+    )
+
+    # -- search: the reference agent -------------------------------------------------------------
+    agent = ReferenceAgent()
+    for k in (20, 0):
+        senv = gym.make("PhonePlan-v0", tools=ToolSelector("search", k))
+        wins, turns = 0, []
+        for t in tasks:
+            ok, counts = _play(senv, agent, t.id, tok)
+            wins += ok
+            turns.extend(counts)
+        senv.close()
+        rows.append((f"reference success, search@{k}", f"{wins / len(tasks):.3f}", "1.000", ""))
+        rows.append(
+            (
+                f"tool tokens/turn, search@{k} (mean)",
+                f"{sum(turns) / len(turns):.0f}",
+                "",
+                f"{sum(turns) / len(turns) / all_full:.3f}x",
+            )
+        )
+
+    width = max(len(r[0]) for r in rows)
+    print(f"{'figure':<{width}}  {'value':>8}  {'target':>8}  ratio to baseline (same run)")
+    for fig, val, target, ratio in rows:
+        print(f"{fig:<{width}}  {val:>8}  {target:>8}  {ratio}")
+    print(
+        f"({len(tasks)} tasks; tokenizer: agents.llm.tiny, vocab {tok.get_vocab_size()}; {time.perf_counter() - t0:.0f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""Tool selection (``tools="all" | "retrieve" | "search"``) and the compact OpenAI rendering.
+
+The golden table ``tests/golden_tool_specs.json`` pins each tool's rendered size and hash; when a
+rendering or a tool changes on purpose, regenerate it with ``python -m tests.test_toolselect``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import zlib
+from pathlib import Path
+
+import gymnasium as gym
+import jsonschema
+import numpy as np
+import pytest
+import rstr
+
+import phoneenv  # noqa: F401  (registers PhonePlan-v0)
+from agents.random_agent import sample_schema
+from agents.reference import ReferenceAgent
+from phoneenv.harness.providers.step_up import AUTHENTICATE_TOOL
+from phoneenv.harness.toolselect import SEARCH, SEARCH_TOOL, ToolSelector, plan_tools, selector_for, tool_document
+from phoneenv.tasks import get_task
+from phoneenv.tools import ArgumentError, compact_parameters
+
+GOLDEN = Path(__file__).with_name("golden_tool_specs.json")
+
+
+class HashEmbedder:
+    """Bag of words hashed into 256 dimensions (crc32, so the same in every process), L2-normalised."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, texts):
+        from phoneenv.harness.memory import tokenize
+
+        self.calls += 1
+        out = np.zeros((len(texts), 256), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in tokenize(text):
+                out[i, zlib.crc32(word.encode()) % 256] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 0, norms, 1.0)
+
+
+def _all_tool_defs() -> dict:
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0", delegation=True)
+    env.reset(seed=0)
+    u = env.unwrapped
+    defs = {n: d for n, (d, _) in u._tool_map.items() if "__" not in n}
+    defs[SEARCH] = SEARCH_TOOL
+    defs[AUTHENTICATE_TOOL.spec.name] = AUTHENTICATE_TOOL
+    env.close()
+    return defs
+
+
+def _rendered(spec) -> str:
+    return json.dumps(spec.to_openai(), separators=(",", ":"), sort_keys=True)
+
+
+def golden_table() -> dict[str, list]:
+    """name → [characters of the compact rendering, sha256 prefix of it]."""
+    out = {}
+    for name, d in sorted(_all_tool_defs().items()):
+        text = _rendered(d.spec)
+        out[name] = [len(text), hashlib.sha256(text.encode()).hexdigest()[:16]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def tool_defs():
+    return _all_tool_defs()
+
+
+# -- compact rendering ----------------------------------------------------------------------------
+
+
+def test_rendered_specs_match_the_golden_table():
+    want = json.loads(GOLDEN.read_text())
+    got = golden_table()
+    moved = {n: (want.get(n), got.get(n)) for n in set(want) | set(got) if want.get(n) != got.get(n)}
+    assert not moved, f"tool renderings changed (regenerate with `python -m tests.test_toolselect`): {moved}"
+
+
+def test_compact_rendering_by_hand():
+    schema = {
+        "additionalProperties": False,
+        "title": "x",
+        "properties": {
+            "when": {
+                "anyOf": [{"description": "A date", "pattern": "^d$", "type": "string"}, {"type": "null"}],
+                "default": None,
+                "description": "The day,\n  YYYY-MM-DD.",
+                "title": "When",
+            },
+            "keep": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "Needed, may be null."},
+            "title": {"type": "string", "default": "t"},
+        },
+        "required": ["keep"],
+        "type": "object",
+    }
+    assert compact_parameters(schema) == {
+        "additionalProperties": False,
+        "properties": {
+            "when": {"pattern": "^d$", "type": "string", "description": "The day, YYYY-MM-DD."},
+            "keep": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "Needed, may be null."},
+            "title": {"type": "string", "default": "t"},  # a property named "title" stays
+        },
+        "required": ["keep"],
+        "type": "object",
+    }
+    assert schema["properties"]["when"]["title"] == "When"  # not modified
+    assert compact_parameters({"type": "object", "properties": {}, "required": []}) == {
+        "type": "object",
+        "properties": {},
+    }
+
+
+def test_compact_specs_are_valid_and_only_narrow(tool_defs):
+    """Every rendering is valid JSON Schema, smaller than the full schema, and every call sampled
+    from it passes the tool's own validator (a grammar built from it never emits a refused call)."""
+    rng = random.Random(0)
+    xeger = rstr.Rstr(rng)
+    total_full = total_compact = 0
+    for name, d in tool_defs.items():
+        params = d.spec.to_openai()["function"]["parameters"]
+        jsonschema.Draft202012Validator.check_schema(params)
+        assert params["type"] == "object"
+        total_full += len(json.dumps(d.spec.parameters))
+        total_compact += len(json.dumps(params))
+        for _ in range(5):
+            args = sample_schema(params, rng, xeger, ["x_1"], name)
+            try:
+                d.validator.validate(args)
+            except ArgumentError as exc:
+                raise AssertionError(f"{name}: {args} refused: {exc.message}") from None
+    assert total_compact < 0.93 * total_full  # measured 0.91
+
+
+# -- selection ------------------------------------------------------------------------------------
+
+
+def _names(tools) -> list[str]:
+    return [t["function"]["name"] for t in tools]
+
+
+def test_all_mode_offers_every_tool_and_no_search():
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0")
+    _, info = env.reset(seed=0)
+    assert SEARCH not in _names(info["tools"]) and len(info["tools"]) > 200
+    env.close()
+
+
+def test_retrieve_offers_k_backend_tools_plus_harness_tools():
+    sel = ToolSelector("retrieve", 5, embedder=HashEmbedder())
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0", tools=sel)
+    _, info = env.reset(seed=0)
+    u = env.unwrapped
+    names = _names(info["tools"])
+    harness = {n for n, (_, p) in u._tool_map.items() if p is not None and "__" not in n}
+    assert harness <= set(names)
+    assert len(set(names) - harness) == 5
+    assert SEARCH not in names
+    assert set(plan_tools(get_task("clock.what_time/0"))) <= set(names)  # found by similar tasks' plans
+    # a tool that exists but is not offered: precondition_failed, no search hint in retrieve
+    obs, *_ = env.step({"name": "weather.forecast", "arguments": {"place": "Lisbon"}})
+    fb = json.loads(obs["feedback"])
+    assert fb["error"] == "precondition_failed" and "tools.search" not in fb["hint"]
+    assert env.unwrapped.trace.steps[-1].action.name == "weather.forecast"
+    env.close()
+
+
+def test_search_loads_tools_into_a_new_offered_list():
+    emb = HashEmbedder()
+    sel = ToolSelector("search", 0, embedder=emb)
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0", tools=sel)
+    _, info = env.reset(seed=0)
+    before = info["tools"]
+    assert "clock.now" not in _names(before) and SEARCH in _names(before)
+    obs, *_ = env.step({"name": "clock.now", "arguments": {}})
+    fb = json.loads(obs["feedback"])
+    assert fb["error"] == "precondition_failed" and "tools.search" in fb["hint"]
+    obs, _, _, _, info = env.step({"name": SEARCH, "arguments": {"query": "clock.now", "k": 1}})
+    fb = json.loads(obs["feedback"])
+    assert fb["ok"] and fb["result"]["loaded"] == ["clock.now"]
+    assert emb.calls == 0  # a name given exactly needs no embedding
+    assert env.unwrapped.tools is not before and "clock.now" in _names(env.unwrapped.tools)
+    assert "clock.now" not in _names(before)  # the old list was not mutated
+    obs, *_ = env.step({"name": "clock.now", "arguments": {}})
+    assert json.loads(obs["feedback"])["ok"]
+    # by meaning: loads k tools ranked by BM25 + embeddings
+    obs, *_ = env.step({"name": SEARCH, "arguments": {"query": "weather forecast for a city", "k": 3}})
+    fb = json.loads(obs["feedback"])
+    assert len(fb["result"]["tools"]) == 3 and "weather.forecast" in fb["result"]["loaded"]
+    steps = env.unwrapped.trace.steps
+    assert [s.action.name for s in steps] == ["clock.now", SEARCH, "clock.now", SEARCH]
+    json.loads(env.unwrapped.trace.model_dump_json())
+    env.close()
+
+
+def test_retrieval_ranking_is_cached_per_task_and_leaves_the_task_out():
+    task = get_task("clock.what_time/0")
+    sel = ToolSelector("retrieve", 3, embedder=HashEmbedder(), examples=[task])
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0")
+    specs = env.unwrapped.selectable_specs()
+    # the only example is the task itself, so no plan votes: the direct ranking alone decides
+    direct = sel.rank(task.goal, specs, task_id=task.id)
+    assert len(direct) == 3
+    with_vote = sel.rank(task.goal, specs, task_id="another/0")
+    assert (
+        with_vote[: len(set(plan_tools(task)) & {s.name for s in specs})]
+        == [n for n in plan_tools(task) if n in {s.name for s in specs}][:3]
+    )
+    assert sel.rank(task.goal, specs, task_id=task.id) == direct
+    assert "clock" in tool_document(next(s for s in specs if s.name == "clock.now"))
+    env.close()
+
+
+def test_bad_modes_are_refused():
+    with pytest.raises(ValueError):
+        gym.make("PhonePlan-v0", task="clock.what_time/0", tools="some")
+    with pytest.raises(ValueError):
+        gym.make("PhonePlan-v0", task="clock.what_time/0", tools="retrieve", tools_k=-1)
+    assert selector_for("all") is None
+    assert selector_for("retrieve", 7) is selector_for("retrieve", 7)
+
+
+def _play(env, agent, task_id):
+    obs, info = env.reset(seed=0, options={"task": task_id})
+    agent.reset(obs, info)
+    while True:
+        obs, _, term, trunc, info = env.step(agent.act(obs, info).action)
+        if term or trunc:
+            return info
+
+
+def test_reference_agent_searches_then_solves():
+    sel = ToolSelector("search", 0, embedder=HashEmbedder(), examples=())
+    env = gym.make("PhonePlan-v0", tools=sel, delegation=None)
+    agent = ReferenceAgent()
+    for tid in ("clock.what_time/0", "subagent.album_of_person/0"):
+        info = _play(env, agent, tid)
+        assert info["success"], tid
+        steps = env.unwrapped.trace.steps
+        assert steps[0].action.name == SEARCH
+        need = [n for n in plan_tools(get_task(tid)) if n not in env.unwrapped._harness_names]
+        assert steps[0].feedback.result["loaded"] == need
+    env.close()
+
+
+@pytest.mark.slow
+def test_reference_agent_solves_the_whole_suite_in_search_mode():
+    """k = 0: every backend tool the plan needs is loaded through tools.search first."""
+    sel = ToolSelector("search", 0, embedder=HashEmbedder(), examples=())
+    env = gym.make("PhonePlan-v0", tools=sel)
+    agent = ReferenceAgent()
+    failed = [t.id for t in env.unwrapped.pool if not _play(env, agent, t.id).get("success")]
+    assert not failed
+    env.close()
+
+
+def test_cli_eval_passes_tool_selection_to_the_env(tmp_path):
+    from typer.testing import CliRunner
+
+    from phoneenv.cli import app
+
+    runner = CliRunner()
+    args = ["eval", "--agent", "reference", "--tasks", "template:contacts.favorite", "--out", str(tmp_path)]
+    res = runner.invoke(app, [*args, "--tool-selection", "search", "--tool-k", "0"])
+    assert res.exit_code == 0, res.output
+    board = json.loads((tmp_path / "scoreboard.json").read_text())
+    assert board["categories"][-1]["success"] == 1.0
+    traces = sorted((tmp_path / "traces").glob("*.jsonl"))
+    assert len(traces) == 8
+    first = json.loads(traces[0].read_text().splitlines()[0])
+    assert first["steps"][0]["action"]["name"] == SEARCH
+    assert json.loads((tmp_path / "run.json").read_text())["tool_selection"] == "search"
+    res = runner.invoke(app, [*args, "--overwrite", "--tool-selection", "some"])
+    assert res.exit_code != 0 and "unknown tool selection" in res.output
+
+
+if __name__ == "__main__":
+    GOLDEN.write_text(json.dumps(golden_table(), indent=0, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN}")
