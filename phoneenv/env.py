@@ -368,7 +368,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._specs, self._openai = self._all_specs, self._all_openai
         else:
             keep = [
-                i for i, s in enumerate(self._all_specs) if s.name in self._offered_names or s.name in self._harness_names
+                i
+                for i, s in enumerate(self._all_specs)
+                if s.name in self._offered_names or s.name in self._harness_names
             ]
             self._specs = ReadOnlyList(self._all_specs[i] for i in keep)
             self._openai = openai_tools(self._specs)
@@ -686,7 +688,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             return CallRecord(name, arguments, fb, None)
         entry, provider = found
         spec = entry.spec
-        if self._offered_names is not None and spec.name not in self._offered_names and spec.name not in self._harness_names:
+        if (
+            self._offered_names is not None
+            and spec.name not in self._offered_names
+            and spec.name not in self._harness_names
+        ):
             return CallRecord(spec.name, arguments, self._not_offered(spec.name), spec.effect)
         if not frames.allows(spec.name):
             return CallRecord(spec.name, arguments, frames.outside(spec.name), spec.effect)

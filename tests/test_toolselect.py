@@ -51,7 +51,7 @@ def _all_tool_defs() -> dict:
     env = gym.make("PhonePlan-v0", task="clock.what_time/0", delegation=True)
     env.reset(seed=0)
     u = env.unwrapped
-    defs = {n: d for n, (d, _) in u._tool_map.items() if "__" not in n}
+    defs = {s.name: u._find_tool(s.name)[0] for s in u._all_specs}
     defs[SEARCH] = SEARCH_TOOL
     defs[AUTHENTICATE_TOOL.spec.name] = AUTHENTICATE_TOOL
     env.close()
