@@ -250,8 +250,9 @@ class TraceWriter:
     ``phoneenv validate --traces``, ``rl.sft``) reads them as before.
 
     :meth:`submit` returns a :class:`~concurrent.futures.Future` done once the file is in place
-    (its ``result()`` raises the ``OSError`` of a failed write); callers report an episode only
-    after its future is done, so ``results.jsonl`` never names a trace that is not on disk.
+    (its ``result()`` raises the ``OSError`` of a failed write, and every later write fails
+    without writing); callers report an episode only after its future is done, so
+    ``results.jsonl`` never names a trace that is not on disk.
 
     Args:
         folder: where the traces go (created if missing).
@@ -261,6 +262,7 @@ class TraceWriter:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="phoneenv-traces")
+        self._failed: BaseException | None = None
 
     def path_for(self, task_id: str) -> Path:
         """Where the trace of ``task_id`` goes."""
@@ -272,7 +274,13 @@ class TraceWriter:
         path = self.path_for(task_id)
 
         def write() -> Path:
-            _atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
+            if self._failed is not None:  # the run stops at that failure: write nothing after it
+                raise OSError(f"{path.name} not written: an earlier trace failed ({self._failed})")
+            try:
+                _atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
+            except BaseException as exc:
+                self._failed = exc
+                raise
             return path
 
         return self._pool.submit(write)
