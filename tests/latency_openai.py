@@ -137,8 +137,11 @@ class LatencyOpenAI:
                 self.end_headers()
                 self.wfile.write(out)
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 256  # the default backlog of 5 refuses a burst of new connections
+
+        httpd = Server(("127.0.0.1", 0), Handler)
         self._httpd = httpd
         self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
         threading.Thread(target=httpd.serve_forever, name="latency-openai", daemon=True).start()
