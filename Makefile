@@ -61,6 +61,7 @@ lint: $(TEST_STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_ray.py
+	$(BIN)/python benchmarks/bench_eval.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -194,3 +194,23 @@ def test_a_trace_write_that_fails_stops_the_run_with_the_episodes_before_it_repo
         run_episodes(ReferenceAgent(), TASKS, tmp_path, on_episode=lambda r: reported.append(r.task_id))
     assert reported == IDS[:1]
     assert [p.name for p in tmp_path.glob("*.jsonl")] == [evaluation._trace_name(IDS[0])]
+
+
+def test_the_request_json_is_what_the_sdk_would_send_for_the_typed_arguments():
+    # messages and tools travel in extra_body (skipping the SDK's slow transform): same JSON
+    from openai._utils._transform import maybe_transform
+    from openai.types.chat import completion_create_params as params
+
+    from phoneenv.env import PhonePlanEnv
+
+    env = PhonePlanEnv(tasks=TASKS[2:3])
+    _, info = env.reset(seed=0, options={"task": TASKS[2]})
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    with FakeOpenAI([tool_call("finish", {"answer": "a"})] * 2) as srv:
+        client = OpenAIChatClient(srv.base_url, "m", max_attempts=1, extra_body={"top_k": 5})
+        client.chat(msgs, tools=info["tools"], max_tokens=9)
+        asyncio.run(client.achat(msgs, tools=info["tools"], max_tokens=9))
+    typed = {"model": "m", "messages": msgs, "tools": info["tools"], "max_tokens": 9, "temperature": 0.0}
+    expected = {**maybe_transform(typed, params.CompletionCreateParamsNonStreaming), "top_k": 5}
+    assert len(info["tools"]) > 50
+    assert [r["body"] for r in srv.requests] == [expected, expected]
