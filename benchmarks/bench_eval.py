@@ -13,17 +13,18 @@ seconds with the next call of the task's reference plan. The LLM planner
 episodes/s over the whole call (envs built included) and the ratio to N = 1 (target: >= 20x at
 N = 32).
 
-Traces: the reference agent on the same kind of tasks, one env, the trace of each episode
-serialised and nothing written (the floor), written one file per episode on the episode's
-thread (``_atomic_write``, as ``eval`` did before), and through ``run_episodes(out_dir=...)``,
-whose :class:`~phoneenv.evaluation.TraceWriter` thread writes them; then the same with
-``gc.freeze()`` after set-up. Each figure is the median of the repetitions, interleaved.
+Traces: ``run_episodes(out_dir=...)`` with the reference agent on sandbox Tool tasks, every
+trace serialised, and written nowhere (the floor), one file per episode on the episode's
+thread (``_atomic_write``, as ``eval`` did before), or by the run's
+:class:`~phoneenv.evaluation.TraceWriter` thread (now); then the writer with ``gc.freeze()``
+after set-up. Each figure is the median of the repetitions, interleaved.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import statistics
 import subprocess
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import Future
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,9 +42,10 @@ if str(ROOT) not in sys.path:  # the latency server lives in tests/latency_opena
 from agents.llm.client import OpenAIChatClient  # noqa: E402
 from agents.planner import LLMPlanner  # noqa: E402
 from agents.reference import ReferenceAgent  # noqa: E402
-from phoneenv.env import PhonePlanEnv  # noqa: E402
-from phoneenv.evaluation import _atomic_write, _trace_name, play_episode, run_episodes  # noqa: E402
+from phoneenv import evaluation  # noqa: E402
+from phoneenv.evaluation import _atomic_write, run_episodes  # noqa: E402
 from phoneenv.tasks import load_suite  # noqa: E402
+from tests.latency_openai import plans_by_goal  # noqa: E402
 
 
 def pick_tasks(n: int) -> list:
@@ -59,12 +62,14 @@ class Server:
 
     def __init__(self, tasks: list, latency_s: float) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        ids = ",".join(sorted({t.id for t in tasks}))
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+            json.dump(plans_by_goal(tasks), fh)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.latency_openai", "--latency", str(latency_s), "--tasks", ids],
+            [sys.executable, "-m", "tests.latency_openai", "--latency", str(latency_s), "--plans", fh.name],
             cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         line = self.proc.stdout.readline()
+        os.unlink(fh.name)
         if not line.startswith("PORT "):
             self.close()
             raise RuntimeError(f"the latency server did not start: {line!r}")
@@ -118,39 +123,55 @@ def served(tasks: list, latency_s: float, sizes: list[int], episodes_per_slot: i
     return rows
 
 
+class _Inline(evaluation.TraceWriter):
+    """Writes each trace on the episode's thread, as ``eval`` did before the writer thread."""
+
+    def submit(self, task_id: str, text: str) -> Future:
+        done: Future = Future()
+        path = self.path_for(task_id)
+        _atomic_write(path, text, sync=False)
+        done.set_result(path)
+        return done
+
+
+class _Nowhere(evaluation.TraceWriter):
+    """Takes the serialised trace and writes nothing: the floor."""
+
+    def submit(self, task_id: str, text: str) -> Future:
+        done: Future = Future()
+        done.set_result(self.path_for(task_id))
+        return done
+
+
 def traces(tasks: list, reps: int) -> list[tuple]:
-    """Rows of reference-eval episodes/s: serialising alone, files written inline, the writer."""
+    """Rows of reference-eval episodes/s through ``run_episodes`` (traces serialised in every
+    mode): written nowhere, one file per episode inline, the run's writer thread; and the
+    writer with ``gc.freeze()`` after set-up."""
     agent = ReferenceAgent()
-    env = PhonePlanEnv(tasks=tasks, backend="sandbox")
-
-    def serialise() -> None:
-        for t in tasks:
-            play_episode(agent, env, t, 0)
-
-    def inline() -> None:
-        with tempfile.TemporaryDirectory() as d:
-            for t in tasks:
-                _, text = play_episode(agent, env, t, 0)
-                _atomic_write(Path(d) / _trace_name(t.id), text, sync=False)
-
-    def writer() -> None:
-        with tempfile.TemporaryDirectory() as d:
-            run_episodes(agent, tasks, Path(d))
-
-    modes = {"serialise": serialise, "inline": inline, "writer": writer, "frozen": writer}
-    serialise()  # warm
-    rates: dict[str, list[float]] = {m: [] for m in modes}
-    for _ in range(reps):
-        for name, fn in modes.items():
-            if name == "frozen":  # once per process after set-up, as an eval would: not timed
-                gc.collect()
-                gc.freeze()
-            t0 = time.perf_counter()
-            fn()
-            rates[name].append(len(tasks) / (time.perf_counter() - t0))
-            if name == "frozen":
-                gc.unfreeze()
-    env.close()
+    writers = {
+        "serialise": _Nowhere,
+        "inline": _Inline,
+        "writer": evaluation.TraceWriter,
+        "frozen": evaluation.TraceWriter,
+    }
+    real = evaluation.TraceWriter
+    run_episodes(agent, tasks[:5], None)  # warm
+    rates: dict[str, list[float]] = {m: [] for m in writers}
+    try:
+        for _ in range(reps):
+            for name, cls in writers.items():
+                evaluation.TraceWriter = cls
+                if name == "frozen":  # once per process after set-up, as an eval would: not timed
+                    gc.collect()
+                    gc.freeze()
+                with tempfile.TemporaryDirectory() as d:
+                    t0 = time.perf_counter()
+                    run_episodes(agent, tasks, Path(d))
+                    rates[name].append(len(tasks) / (time.perf_counter() - t0))
+                if name == "frozen":
+                    gc.unfreeze()
+    finally:
+        evaluation.TraceWriter = real
     med = {m: statistics.median(v) for m, v in rates.items()}
     floor = med["serialise"]
     return [
@@ -167,7 +188,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1, help="the server's latency, seconds")
     args = parser.parse_args()
     tasks = pick_tasks(64)
-    per_slot, minimum, reps, ref_n = (2, 8, 3, 60) if args.quick else (4, 16, 5, 200)
+    per_slot, minimum, reps, ref_n = (4, 8, 3, 60) if args.quick else (8, 16, 5, 200)
     rows = served(tasks, args.latency, [1, 8, 32], per_slot, minimum)
     ref_tasks = [t for t in load_suite() if t.backends[0] == "sandbox" and t.category.value == "tool"][:ref_n]
     rows += traces(ref_tasks, reps)

@@ -16,7 +16,8 @@ Goals must identify the tasks: a goal shared by two given tasks with different p
 ``ValueError``. ``requests`` counts the requests answered; ``in_flight_max`` the most answered
 at once (how many the clients had waiting together).
 
-Run as a process (``python -m tests.latency_openai --latency 0.1 --tasks ID,ID,...``), it prints
+Run as a process (``python -m tests.latency_openai --latency 0.1 --plans FILE``, FILE the JSON of
+:func:`plans_by_goal`), it prints
 ``PORT <n>`` on its first line once listening and serves until stdin closes, so a benchmark can
 keep the server's CPU off its own process.
 """
@@ -80,12 +81,13 @@ class LatencyOpenAI:
     """The server (a context manager; or :meth:`start` / :meth:`stop`).
 
     Args:
-        tasks: the tasks whose reference plans it plays (see the module docstring).
+        tasks: the tasks whose reference plans it plays (see the module docstring), or their
+            :func:`plans_by_goal`.
         latency_s: seconds each answer waits (per request, concurrently).
     """
 
-    def __init__(self, tasks: Iterable[TaskSpec], latency_s: float = 0.1) -> None:
-        self.plans = plans_by_goal(tasks)
+    def __init__(self, tasks: Iterable[TaskSpec] | dict[str, list[dict[str, Any]]], latency_s: float = 0.1) -> None:
+        self.plans = dict(tasks) if isinstance(tasks, dict) else plans_by_goal(tasks)
         self.latency_s = latency_s
         self.requests = 0
         self.in_flight_max = 0
@@ -163,13 +165,13 @@ class LatencyOpenAI:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve as a process: ``PORT <n>`` on stdout once listening, until stdin closes."""
-    from phoneenv.tasks import get_task
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per answer")
-    parser.add_argument("--tasks", required=True, help="task ids, comma-separated")
+    parser.add_argument("--plans", required=True, help="a JSON file of plans_by_goal (loading the suite is slow)")
     args = parser.parse_args(argv)
-    with LatencyOpenAI([get_task(t) for t in args.tasks.split(",")], args.latency) as server:
+    with open(args.plans, encoding="utf-8") as fh:
+        plans = json.load(fh)
+    with LatencyOpenAI(plans, args.latency) as server:
         print(f"PORT {server.base_url.rsplit(':', 1)[1].split('/')[0]}", flush=True)
         sys.stdin.read()
 
