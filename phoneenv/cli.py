@@ -310,7 +310,8 @@ def _run(
         raise stopped
     if not isinstance(stopped, Exception):
         raise stopped
-    crashed = tasks[len(running)].id if len(running) < len(tasks) else "?"
+    reported = set(running)  # with --concurrency, episodes after it may have ended: the first not reported
+    crashed = next((t.id for t in tasks if t.id not in reported), "?")
     console.print(Traceback.from_exception(type(stopped), stopped, stopped.__traceback__))
     console.print(f"[red]stopped by an error in the episode of {crashed}:[/red] {type(stopped).__name__}: {stopped}")
     console.print(kept)

@@ -5,10 +5,11 @@ The evaluator lives apart from the agents: it takes any object with ``name``,
 :class:`AgentLike`, so ``phoneenv`` never imports ``agents``.
 
 Nothing finished is lost: each trace is written whole or not at all (a temporary file renamed
-over the target), and :class:`RunFolder` appends each episode's result to ``results.jsonl`` and
+over the target, by the run's one writer thread, :class:`TraceWriter`), and :class:`RunFolder` appends each episode's result to ``results.jsonl`` and
 flushes it to disk as the episode ends, so a run that is killed keeps every finished episode and
 can be resumed. Infrastructure outages (a device or model server gone for a while) are waited
-out with backoff within a budget (:class:`InfraRetry`).
+out with backoff within a budget (:class:`InfraRetry`). ``run_episodes(concurrency=N)`` keeps N
+episodes in flight against a served model, on one thread (an event loop).
 """
 
 from __future__ import annotations
