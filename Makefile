@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_state.py
 	$(BIN)/python benchmarks/bench_vector.py
 	$(BIN)/python benchmarks/bench_tools.py
+	$(BIN)/python benchmarks/bench_eval.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -188,37 +188,67 @@ class LLMPlanner(Agent):
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction:
         """The next tool call: a queued call from the last reply, else a new model call."""
+        queued = self._before_model(observation, info)
+        if queued is not None:
+            return queued
+        return self._after_model(self.client.chat(self.messages, tools=self.tools, max_tokens=self.max_tokens))
+
+    async def aact(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction:
+        """:meth:`act` as a coroutine: the model call is awaited (``client.achat``, e.g.
+        :meth:`~agents.llm.client.OpenAIChatClient.achat`) so an evaluator can keep several
+        episodes waiting on a served model at once; a client without ``achat`` is called as
+        in :meth:`act`. Same decisions as :meth:`act`."""
+        queued = self._before_model(observation, info)
+        if queued is not None:
+            return queued
+        achat = getattr(self.client, "achat", None)
+        if achat is None:
+            result = self.client.chat(self.messages, tools=self.tools, max_tokens=self.max_tokens)
+        else:
+            result = await achat(self.messages, tools=self.tools, max_tokens=self.max_tokens)
+        return self._after_model(result)
+
+    def _before_model(self, observation: dict[str, Any], info: dict[str, Any]) -> AgentAction | None:
+        """Take in the step's feedback; return the action that needs no model call (a queued
+        call of the last reply, or ``finish`` once the steps are spent), else None."""
         self._feed_back(observation)
         self._switch_frame(observation, info)
         self._steps += 1
         if self._steps > self.max_steps:
             return AgentAction(json.dumps({"name": "finish", "arguments": {"answer": "I ran out of steps."}}))
-        tokens = None
-        if not self._queue and self._frame_note is not None:
+        if self._queue:
+            return self._pop(None)
+        if self._frame_note is not None:
             self.messages.append({"role": "user", "content": self._frame_note})
             self._frame_note = None
-        if not self._queue:
-            result = self.client.chat(self.messages, tools=self.tools, max_tokens=self.max_tokens)
-            tokens = result.usage.as_dict()
-            calls = result.tool_calls
-            assistant: dict[str, Any] = {"role": "assistant", "content": result.content or ""}
-            if calls:
-                assistant["tool_calls"] = [
-                    {
-                        "id": c["id"],
-                        "type": "function",
-                        "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
-                    }
-                    for c in calls
-                ]
-            self.messages.append(assistant)
-            if not calls:
-                self._pending = {"id": None}
-                text = result.content or result.raw or ""
-                if result.parse_errors:
-                    text = text or "; ".join(result.parse_errors)
-                return AgentAction(text, tokens)
-            self._queue.extend(calls)
+        return None
+
+    def _after_model(self, result: Any) -> AgentAction:
+        """The action from the model's reply (a :class:`~phoneenv.llm.ChatResult`)."""
+        tokens = result.usage.as_dict()
+        calls = result.tool_calls
+        assistant: dict[str, Any] = {"role": "assistant", "content": result.content or ""}
+        if calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                }
+                for c in calls
+            ]
+        self.messages.append(assistant)
+        if not calls:
+            self._pending = {"id": None}
+            text = result.content or result.raw or ""
+            if result.parse_errors:
+                text = text or "; ".join(result.parse_errors)
+            return AgentAction(text, tokens)
+        self._queue.extend(calls)
+        return self._pop(tokens)
+
+    def _pop(self, tokens: dict[str, int] | None) -> AgentAction:
+        """The next queued call as the action (``tokens``: the model call's, on its first call)."""
         call = self._queue.popleft()
         self._pending = call
         action = json.dumps({"name": call_names_from_api(call["name"]), "arguments": call["arguments"]})

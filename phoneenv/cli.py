@@ -78,11 +78,12 @@ def make_client(base_url: str | None, model: str | None, api_key: str | None = N
     return LocalChatClient(model)
 
 
-def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
+def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None, client: Any = None) -> Any:
     """The planner ``name`` (reference, random or llm). ``llm`` holds the LLM planner's options:
     ``base_url``, ``model``, ``api_key``, ``max_tokens``, ``max_steps``, ``vision`` and ``tools``
-    (its tool filter, default ``"task"``). Raises ``typer.BadParameter`` for an unknown agent, a
-    model that does not load or a malformed tool filter."""
+    (its tool filter, default ``"task"``); ``client``: the chat client to use instead of making
+    one (another planner's, for ``--concurrency``). Raises ``typer.BadParameter`` for an unknown
+    agent, a model that does not load or a malformed tool filter."""
     from agents import AGENTS
 
     if name not in AGENTS and name != "llm":
@@ -94,7 +95,7 @@ def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
 
         opts = llm or {}
         try:
-            client = make_client(opts.get("base_url"), opts.get("model"), opts.get("api_key"))
+            client = client or make_client(opts.get("base_url"), opts.get("model"), opts.get("api_key"))
         except (OSError, ValueError) as exc:
             raise typer.BadParameter(f"cannot load the model: {exc}", param_hint="--model") from None
         try:
@@ -240,10 +241,13 @@ def _run(
     runner: Any = None,
     pool: Any = None,
     max_attempts: int = 3,
+    concurrency: int = 1,
+    agent_factory: Any = None,
 ) -> Scoreboard:
     """Run ``tasks`` (those not in ``previous``), appending each result to the folder as it ends,
     and score ``previous`` and the new episodes together. The scoreboard is written whatever
-    ends the run; an infrastructure stop or an exception exits with code 2 once it is written."""
+    ends the run; an infrastructure stop or an exception exits with code 2 once it is written.
+    ``concurrency`` > 1: that many episodes at once, with agents from ``agent_factory``."""
     previous = list(previous or [])
     results: list[EpisodeResult] = list(previous)
     t0 = time.perf_counter()
@@ -277,6 +281,7 @@ def _run(
                 infra_retry=infra_retry,
                 pool=pool,
                 max_attempts=max_attempts,
+                **({"concurrency": concurrency, "agent_factory": agent_factory} if concurrency > 1 else {}),
             )
         except BaseException as exc:  # a bug or Ctrl-C: the finished episodes are on disk, scored below
             stopped = exc
@@ -305,7 +310,8 @@ def _run(
         raise stopped
     if not isinstance(stopped, Exception):
         raise stopped
-    crashed = tasks[len(running)].id if len(running) < len(tasks) else "?"
+    reported = set(running)  # with --concurrency, episodes after it may have ended: the first not reported
+    crashed = next((t.id for t in tasks if t.id not in reported), "?")
     console.print(Traceback.from_exception(type(stopped), stopped, stopped.__traceback__))
     console.print(f"[red]stopped by an error in the episode of {crashed}:[/red] {type(stopped).__name__}: {stopped}")
     console.print(kept)
@@ -431,6 +437,15 @@ def eval_cmd(
     max_attempts: Annotated[
         int, typer.Option(min=1, help="Tries per episode on a device pool (a try lost to its device is re-run).")
     ] = 3,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Episodes in flight at once against a served model (--agent llm --base-url): while one waits on "
+            "the model the others step, on one thread; same results and traces as 1, in the same order. Other "
+            "planners and the llmsim/hybrid simulator's calls still run one at a time. Not with --ray or a pool.",
+        ),
+    ] = 1,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard.
 
@@ -441,6 +456,12 @@ def eval_cmd(
 
     if resume and overwrite:
         raise typer.BadParameter("--resume continues the run in --out, --overwrite discards it: pick one")
+    if concurrency > 1 and (ray is not None or device or farm is not None):
+        raise typer.BadParameter(
+            "--concurrency runs episodes at once in this process; with --ray use --workers, a device pool runs "
+            "one episode per device",
+            param_hint="--concurrency",
+        )
     if backend != "auto" and backend not in BACKENDS:
         raise typer.BadParameter(
             f"unknown backend {backend!r}; choose from auto, {', '.join(BACKENDS)}", param_hint="--backend"
@@ -568,6 +589,8 @@ def eval_cmd(
         runner=_ray_runner(ray, workers, agent, seed, llm, env_kwargs, sim_base_url, sim_model, api_key),
         pool=pool,
         max_attempts=max_attempts,
+        concurrency=concurrency,
+        agent_factory=lambda: _make_agent(agent, seed, llm, client=getattr(planner, "client", None)),
     )
     print_scoreboard(board)
     if farm_summary(board.farm):

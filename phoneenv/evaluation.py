@@ -5,14 +5,16 @@ The evaluator lives apart from the agents: it takes any object with ``name``,
 :class:`AgentLike`, so ``phoneenv`` never imports ``agents``.
 
 Nothing finished is lost: each trace is written whole or not at all (a temporary file renamed
-over the target), and :class:`RunFolder` appends each episode's result to ``results.jsonl`` and
+over the target, by the run's one writer thread, :class:`TraceWriter`), and :class:`RunFolder` appends each episode's result to ``results.jsonl`` and
 flushes it to disk as the episode ends, so a run that is killed keeps every finished episode and
 can be resumed. Infrastructure outages (a device or model server gone for a while) are waited
-out with backoff within a budget (:class:`InfraRetry`).
+out with backoff within a budget (:class:`InfraRetry`). ``run_episodes(concurrency=N)`` keeps N
+episodes in flight against a served model, on one thread (an event loop).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import json
@@ -20,8 +22,9 @@ import logging
 import os
 import re
 import time
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Generator, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,6 +44,7 @@ __all__ = [
     "RunConfigError",
     "RunFolder",
     "Scoreboard",
+    "TraceWriter",
     "play_episode",
     "read_results",
     "run_episodes",
@@ -124,16 +128,15 @@ def _atomic_write(path: Path, text: str, *, sync: bool = True) -> None:
         raise
 
 
-def _play_trace(
-    agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_device_fault: bool = False
-) -> tuple[EpisodeResult, Any, bool]:
-    """One episode of ``agent`` on ``task``: its result (no ``trace_path``), the env's
-    :class:`~phoneenv.contract.Trace`, and whether the agent's own infrastructure (its model
-    server) failed. An :class:`InfrastructureError` from the agent ends the
-    episode as an infrastructure error (``infrastructure_kind`` its kind); one from ``env.reset``
-    propagates. With ``abort_on_device_fault``, the first step whose feedback is an
-    infrastructure error (the device failed) ends the episode at once, labelled with the
-    feedback's error (``device_error``, ``timeout``): a pool re-runs it on another device."""
+_Episode = Generator[tuple[dict[str, Any], dict[str, Any]], Any, tuple[EpisodeResult, Any, bool]]
+
+
+def _episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_device_fault: bool = False) -> _Episode:
+    """One episode as a generator: it resets ``env``, then yields each ``(observation, info)`` the
+    agent must act on and takes the agent's decision by ``send`` (or its
+    :class:`InfrastructureError` by ``throw``); it returns what :func:`_play_trace` returns.
+    :func:`_play_trace` drives it with ``agent.act``, :func:`_aplay_trace` with ``await
+    agent.aact`` (so the env steps stay on the caller's thread either way)."""
     t0 = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"task": task})
     agent.reset(obs, info)
@@ -141,7 +144,7 @@ def _play_trace(
     abort_kind: str | None = None
     while True:
         try:
-            decision = agent.act(obs, info)
+            decision = yield obs, info
         except InfrastructureError as exc:
             info = env.abort_infrastructure(f"{exc.kind}: {exc}")
             kind = exc.kind
@@ -180,6 +183,50 @@ def _play_trace(
     return result, trace, kind is not None and not abort_kind
 
 
+def _play_trace(
+    agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_device_fault: bool = False
+) -> tuple[EpisodeResult, Any, bool]:
+    """One episode of ``agent`` on ``task``: its result (no ``trace_path``), the env's
+    :class:`~phoneenv.contract.Trace`, and whether the agent's own infrastructure (its model
+    server) failed. An :class:`InfrastructureError` from the agent ends the
+    episode as an infrastructure error (``infrastructure_kind`` its kind); one from ``env.reset``
+    propagates. With ``abort_on_device_fault``, the first step whose feedback is an
+    infrastructure error (the device failed) ends the episode at once, labelled with the
+    feedback's error (``device_error``, ``timeout``): a pool re-runs it on another device."""
+    episode = _episode(agent, env, task, seed, abort_on_device_fault=abort_on_device_fault)
+    try:
+        request = next(episode)
+        while True:
+            try:
+                decision = agent.act(*request)
+            except InfrastructureError as exc:
+                request = episode.throw(exc)
+                continue
+            request = episode.send(decision)
+    except StopIteration as done:
+        return done.value
+
+
+async def _aplay_trace(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple[EpisodeResult, Any, bool]:
+    """:func:`_play_trace` for an event loop: an agent with an ``aact`` coroutine (the
+    :class:`~agents.planner.LLMPlanner` over a served model) is awaited, so other episodes step
+    while it waits on its model; any other agent's ``act`` runs inline. The env steps run on the
+    loop's thread."""
+    aact = getattr(agent, "aact", None)
+    episode = _episode(agent, env, task, seed)
+    try:
+        request = next(episode)
+        while True:
+            try:
+                decision = await aact(*request) if aact is not None else agent.act(*request)
+            except InfrastructureError as exc:
+                request = episode.throw(exc)
+                continue
+            request = episode.send(decision)
+    except StopIteration as done:
+        return done.value
+
+
 def play_episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple[EpisodeResult, str]:
     """Play one episode of ``agent`` on ``task`` in ``env`` (a ``PhonePlanEnv``) with ``seed``;
     return its result (``trace_path`` None) and the trace's JSON text (one line, ending in a newline),
@@ -192,16 +239,104 @@ def play_episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple
     return result, trace.model_dump_json() + "\n"
 
 
-def _play(agent: AgentLike, env: Any, task: TaskSpec, seed: int, out_dir: Path | None, t0: float) -> EpisodeResult:
-    """One episode of ``agent`` on ``task``; its trace is written to ``out_dir``. ``t0`` is when
-    the episode's wall time starts (``time.perf_counter``)."""
-    result, text = play_episode(agent, env, task, seed)
+class TraceWriter:
+    """The one writer of a run's traces: a single thread that writes each episode's trace to its
+    own file, ``<folder>/<task-id>.jsonl`` (atomically, see :func:`_atomic_write`; synced to the
+    disk with the run's group syncs), in the order they are handed over.
+
+    The episode loop only serialises the trace and hands the text over (:meth:`submit`): creating
+    a file cost about half of a reference eval's time on a 2-core machine (an ext4 create and
+    rename of a small file took 0.4-2 ms, mostly waiting), and that wait now overlaps the next
+    episodes. One file per episode stays the layout, so every reader of traces (``--resume``,
+    ``phoneenv validate --traces``, ``rl.sft``) reads them as before.
+
+    :meth:`submit` returns a :class:`~concurrent.futures.Future` done once the file is in place
+    (its ``result()`` raises the ``OSError`` of a failed write, and every later write fails
+    without writing); callers report an episode only after its future is done, so
+    ``results.jsonl`` never names a trace that is not on disk.
+
+    Args:
+        folder: where the traces go (created if missing).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="phoneenv-traces")
+        self._failed: BaseException | None = None
+
+    def path_for(self, task_id: str) -> Path:
+        """Where the trace of ``task_id`` goes."""
+        return self.folder / _trace_name(task_id)
+
+    def submit(self, task_id: str, text: str) -> Future[Path]:
+        """Queue ``text`` (one trace as JSON, ending in a newline) to be written as the trace of
+        ``task_id``; the future's result is the file's path."""
+        path = self.path_for(task_id)
+
+        def write() -> Path:
+            if self._failed is not None:  # the run stops at that failure: write nothing after it
+                raise OSError(f"{path.name} not written: an earlier trace failed ({self._failed})")
+            try:
+                _atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
+            except BaseException as exc:
+                self._failed = exc
+                raise
+            return path
+
+        return self._pool.submit(write)
+
+    def close(self) -> None:
+        """Wait for every queued trace to be written, and stop the thread. Idempotent."""
+        self._pool.shutdown(wait=True)
+
+
+class _Reporter:
+    """Reports finished episodes through ``on_episode`` in the order they finished, each only once
+    its trace is written (see :class:`TraceWriter`), and keeps the results."""
+
+    def __init__(self, on_episode: Callable[[EpisodeResult], None] | None) -> None:
+        self.on_episode = on_episode
+        self.results: list[EpisodeResult] = []
+        self.broken = False  # on_episode raised: report nothing more
+        self._pending: deque[tuple[EpisodeResult, Future[Path] | None]] = deque()
+
+    def add(self, result: EpisodeResult, written: Future[Path] | None) -> None:
+        """Queue ``result`` (its trace being written by ``written``, or None when it has none)
+        and report every queued result whose trace is on disk."""
+        self._pending.append((result, written))
+        self.drain(wait=False)
+
+    def drain(self, *, wait: bool) -> None:
+        """Report the queued results, in order, whose traces are written; with ``wait`` all of
+        them, waiting for their writes. Raises the ``OSError`` of a failed trace write (the
+        results after it stay unreported), or what ``on_episode`` raised (then nothing more is
+        reported: a Ctrl-C deferred to the end of a report stops the run there)."""
+        while self._pending and not self.broken:
+            result, written = self._pending[0]
+            if written is not None:
+                if not wait and not written.done():
+                    return
+                result.trace_path = str(written.result())
+            self._pending.popleft()
+            self.results.append(result)
+            if self.on_episode is not None:
+                try:
+                    self.on_episode(result)
+                except BaseException:
+                    self.broken = True
+                    raise
+
+
+def _play(
+    agent: AgentLike, env: Any, task: TaskSpec, seed: int, run: _Run, t0: float
+) -> tuple[EpisodeResult, Future[Path] | None]:
+    """One episode of ``agent`` on ``task``, its trace handed to ``run``'s writer; returns the
+    result and the write's future (None without an output folder). ``t0`` is when the episode's
+    wall time starts (``time.perf_counter``)."""
+    result, trace, _ = _play_trace(agent, env, task, seed)
     result.wall_s = time.perf_counter() - t0
-    if out_dir is not None:
-        path = out_dir / _trace_name(task.id)
-        _atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
-        result.trace_path = str(path)
-    return result
+    return result, run.write(task, trace)
 
 
 def _utc_now() -> str:
@@ -436,6 +571,8 @@ def run_episodes(
     max_attempts: int = 3,
     device_options: dict[str, Any] | None = None,
     lease_timeout_s: float = 300.0,
+    concurrency: int = 1,
+    agent_factory: Callable[[], AgentLike] | None = None,
 ) -> list[EpisodeResult]:
     """Run ``agent`` once on each task through ``PhonePlan-v0``; return the results in order.
 
@@ -443,10 +580,10 @@ def run_episodes(
         agent: the planner.
         tasks: the tasks to run.
         out_dir: where ``<task_id>.jsonl`` traces go (one line: the :class:`Trace`, written
-            atomically after the episode); None: none.
+            atomically after the episode by the run's :class:`TraceWriter`); None: none.
         seed: the episode seed passed to ``reset``.
         on_episode: called after each episode, once its trace is on disk (progress bars, the
-            ``results.jsonl`` of :class:`RunFolder`).
+            ``results.jsonl`` of :class:`RunFolder`), on the calling thread, in task order.
         env_kwargs: keyword arguments for the env (``backend``, ``simulator``, ``screenshots``...);
             ``backend="auto"`` (the default) runs each task on the first backend it declares.
         max_consecutive_infra: stop after this many infrastructure-error episodes in a row (a
@@ -466,8 +603,22 @@ def run_episodes(
         max_attempts: tries per episode with a pool (>= 1).
         device_options: keyword arguments for each ``AdbBackend`` (``timeout_s``, ...).
         lease_timeout_s: seconds to wait for a free healthy device before the pool is exhausted.
+        concurrency: episodes in flight at once (>= 1). Above 1 the episodes run on an
+            ``asyncio`` event loop on the calling thread, at most ``concurrency`` at a time, each
+            with its own env and agent: an agent with an ``aact`` coroutine (the LLM planner
+            over a served model, :meth:`~agents.llm.client.OpenAIChatClient.achat`) waits on its
+            model while the others step, so N requests are in flight; other agents, and the env
+            steps, run inline one at a time. Episodes are reported (``on_episode``) and returned
+            in task order, with the same results and traces as ``concurrency=1`` for agents
+            whose decisions depend only on the episode (seeded per episode). An episode that
+            raises lets the ones in flight finish and be reported before the error propagates.
+            Not with ``pool``.
+        agent_factory: makes another agent like ``agent`` (called at most ``concurrency - 1``
+            times: one agent per episode in flight; required when ``concurrency`` > 1).
 
     Raises:
+        ValueError: ``concurrency`` < 1, ``concurrency`` > 1 without ``agent_factory`` or with a
+            ``pool``, or ``max_attempts`` < 1.
         InfrastructureError: ``max_consecutive_infra`` infrastructure-error episodes in a row, or
             an outage that outlasted ``infra_retry.budget_s``; every finished episode (and the
             failed reset's infrastructure-error episode) has been reported first.
@@ -479,118 +630,305 @@ def run_episodes(
     no trace: at once without ``infra_retry``, or when the outage has spent its budget with it
     (after which the run stops).
     """
-    from phoneenv.env import PhonePlanEnv
-
     tasks = list(tasks)
-    if not tasks:
-        return []
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, not {max_attempts}")
-    kwargs = dict(env_kwargs or {})
-    backend = kwargs.pop("backend", "auto")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, not {concurrency}")
+    if concurrency > 1 and pool is not None:
+        raise ValueError("concurrency > 1 is for one process against a served model, not a device pool")
+    if concurrency > 1 and agent_factory is None:
+        raise ValueError("concurrency > 1 needs agent_factory: one agent per episode in flight")
+    if not tasks:
+        return []
+    run = _Run(agent, tasks, out_dir, seed, on_episode, env_kwargs, max_consecutive_infra, infra_retry)
     pooled = (
-        _Pooled(agent, tasks, pool, max_attempts, kwargs, dict(device_options or {}), lease_timeout_s, seed, out_dir)
+        _Pooled(agent, tasks, pool, max_attempts, run.env_kwargs, dict(device_options or {}), lease_timeout_s, seed,
+                out_dir)
         if pool is not None
         else None
-    )
-    envs: dict[str, PhonePlanEnv] = {}
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    policy = infra_retry if infra_retry is not None else InfraRetry(budget_s=0.0)
-    outage = _Outage(policy)
-    results: list[EpisodeResult] = []
-    streak = 0
-
-    def attempt(task: TaskSpec, name: str) -> EpisodeResult:
-        t0 = time.perf_counter()  # the episode's own wall time, without the waits before it
-        if name not in envs:
-            envs[name] = PhonePlanEnv(tasks=tasks, backend=name, **kwargs)
-        return _play(agent, envs[name], task, seed, out_dir, t0)
-
-    def before_sleep(state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        log.warning(
-            "reset of %s failed (%s); retrying in %.1f s (%.0f of %.0f s of the outage budget left)",
-            state.args[0].id, exc, state.upcoming_sleep, policy.budget_s - outage.elapsed(), policy.budget_s,
-        )  # fmt: skip
-
-    retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_exception_type(InfrastructureError),
-        after=lambda state: outage.fail(),  # runs first, then wait, then stop
-        stop=lambda state: outage.spent(),
-        wait=lambda state: outage.next_wait(),
-        sleep=policy.sleep,
-        before_sleep=before_sleep,
-        reraise=True,
-    )
+    )  # fmt: skip
     try:
-        for k, task in enumerate(tasks):
-            name = task.backends[0] if backend == "auto" else backend
+        if concurrency > 1:
+            asyncio.run(run.concurrent(concurrency, agent_factory))  # type: ignore[arg-type]
+        else:
+            run.sequential(pooled)
+    except BaseException:
+        run.close(pooled, quiet=True)
+        raise
+    run.close(pooled, quiet=False)
+    return run.reporter.results
+
+
+class _Run:
+    """One call of :func:`run_episodes`: its envs, trace writer, reporter and outage state."""
+
+    def __init__(
+        self,
+        agent: AgentLike,
+        tasks: list[TaskSpec],
+        out_dir: Path | None,
+        seed: int,
+        on_episode: Callable[[EpisodeResult], None] | None,
+        env_kwargs: dict[str, Any] | None,
+        max_consecutive_infra: int | None,
+        infra_retry: InfraRetry | None,
+    ) -> None:
+        self.agent = agent
+        self.tasks = tasks
+        self.seed = seed
+        self.env_kwargs = dict(env_kwargs or {})
+        self.backend = self.env_kwargs.pop("backend", "auto")
+        self.max_consecutive_infra = max_consecutive_infra
+        self.infra_retry = infra_retry
+        self.policy = infra_retry if infra_retry is not None else InfraRetry(budget_s=0.0)
+        self.outage = _Outage(self.policy)
+        self.writer = TraceWriter(out_dir) if out_dir is not None else None
+        self.reporter = _Reporter(on_episode)
+        self.envs: list[Any] = []  # every env made, to close
+        self.free: dict[str, list[Any]] = defaultdict(list)  # envs not in an episode, by backend
+        self.streak = 0
+
+    def backend_of(self, task: TaskSpec) -> str:
+        return task.backends[0] if self.backend == "auto" else self.backend
+
+    def take_env(self, name: str) -> Any:
+        """A free env of backend ``name`` (made on first need); give it back with :meth:`give_env`."""
+        from phoneenv.env import PhonePlanEnv
+
+        if self.free[name]:
+            return self.free[name].pop()
+        env = PhonePlanEnv(tasks=self.tasks, backend=name, **self.env_kwargs)
+        self.envs.append(env)
+        return env
+
+    def give_env(self, name: str, env: Any) -> None:
+        self.free[name].append(env)
+
+    def write(self, task: TaskSpec, trace: Any) -> Future[Path] | None:
+        """Hand the trace to the writer (serialised here, before the env is reused)."""
+        if self.writer is None:
+            return None
+        return self.writer.submit(task.id, trace.model_dump_json() + "\n")
+
+    def reset_failed(self, task: TaskSpec, t0: float, exc: InfrastructureError, name: str) -> EpisodeResult:
+        log.warning("reset of %s failed on %s: %s", task.id, name, exc)
+        return EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
+                             time.perf_counter() - t0, None, self.seed, getattr(exc, "kind", "connection"))  # fmt: skip
+
+    def retry_kwargs(self) -> dict[str, Any]:
+        """tenacity's arguments for retrying a reset that raised an InfrastructureError, within the
+        outage budget (the callable retried takes the task first)."""
+        policy, outage = self.policy, self.outage
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            log.warning(
+                "reset of %s failed (%s); retrying in %.1f s (%.0f of %.0f s of the outage budget left)",
+                state.args[0].id, exc, state.upcoming_sleep, policy.budget_s - outage.elapsed(), policy.budget_s,
+            )  # fmt: skip
+
+        return {
+            "retry": tenacity.retry_if_exception_type(InfrastructureError),
+            "after": lambda state: outage.fail(),  # runs first, then wait, then stop
+            "stop": lambda state: outage.spent(),
+            "wait": lambda state: outage.next_wait(),
+            "before_sleep": before_sleep,
+            "reraise": True,
+        }
+
+    def judge(self, task: TaskSpec, res: EpisodeResult, reason: BaseException | None, last: bool) -> float:
+        """Apply the run's infrastructure rules to an episode just reported (in task order):
+        raise :class:`InfrastructureError` when the run must stop; return the seconds to wait
+        before the next task (an outage being waited out), else 0."""
+        policy, outage = self.policy, self.outage
+        if self.infra_retry is not None and reason is not None:
+            raise InfrastructureError(
+                f"the infrastructure failed for {outage.elapsed():.0f} s, past the {policy.budget_s:g} s budget "
+                f"({outage.failures} failures); the last: {reason}",
+                kind=getattr(reason, "kind", "connection"),
+            ) from reason
+        if not res.infrastructure_error:
+            outage.clear()
+            self.streak = 0
+            return 0.0
+        self.streak += 1
+        if self.max_consecutive_infra is not None and self.streak >= self.max_consecutive_infra:
+            detail = f"the last: {reason}" if reason is not None else "is the model server up?"
+            raise InfrastructureError(
+                f"{self.streak} episodes in a row ended in an infrastructure error; {detail}",
+                kind=getattr(reason, "kind", "connection"),
+            ) from reason
+        if self.infra_retry is None:
+            return 0.0
+        outage.fail()
+        if outage.spent():
+            raise InfrastructureError(
+                f"the infrastructure failed for {outage.elapsed():.0f} s, past the {policy.budget_s:g} s "
+                f"budget ({outage.failures} failures); the last episode, of {task.id}, ended in an "
+                "infrastructure error",
+                kind="connection",
+            )
+        if last:
+            return 0.0
+        wait = outage.next_wait()
+        log.warning("%s ended in an infrastructure error; waiting %.1f s before the next task", task.id, wait)
+        return wait
+
+    def sequential(self, pooled: _Pooled | None) -> None:
+        """Play the tasks one after another (``concurrency=1``)."""
+
+        def attempt(task: TaskSpec, name: str) -> tuple[EpisodeResult, Future[Path] | None]:
+            t0 = time.perf_counter()  # the episode's own wall time, without the waits before it
+            env = self.take_env(name)
+            try:
+                return _play(self.agent, env, task, self.seed, self, t0)
+            finally:
+                self.give_env(name, env)
+
+        retrying = tenacity.Retrying(sleep=self.policy.sleep, **self.retry_kwargs())
+        for k, task in enumerate(self.tasks):
+            name = self.backend_of(task)
             t0 = time.perf_counter()
             reason: BaseException | None = None
+            written: Future[Path] | None = None
             try:
-                res = retrying(attempt, task, name) if pooled is None else _pooled_episode(pooled, task)
+                if pooled is None:
+                    res, written = retrying(attempt, task, name)
+                else:
+                    res, written = _pooled_episode(pooled, task, self)
             except InfrastructureError as exc:  # from reset: a device lost or refusing the fixtures
-                log.warning("reset of %s failed on %s: %s", task.id, name, exc)
                 reason = exc
-                res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
-                                    time.perf_counter() - t0, None, seed, getattr(exc, "kind", "connection"))  # fmt: skip
-            results.append(res)
-            if on_episode is not None:
-                on_episode(res)
+                res = self.reset_failed(task, t0, exc, name)
+            self.reporter.add(res, written)
             if pooled is not None and pooled.exhausted is not None:
                 raise pooled.exhausted
-            if infra_retry is not None and reason is not None:
-                raise InfrastructureError(
-                    f"the infrastructure failed for {outage.elapsed():.0f} s, past the {policy.budget_s:g} s budget "
-                    f"({outage.failures} failures); the last: {reason}",
-                    kind=getattr(reason, "kind", "connection"),
-                ) from reason
-            if not res.infrastructure_error:
-                outage.clear()
-                streak = 0
-                continue
-            streak += 1
-            if max_consecutive_infra is not None and streak >= max_consecutive_infra:
-                detail = f"the last: {reason}" if reason is not None else "is the model server up?"
-                raise InfrastructureError(
-                    f"{streak} episodes in a row ended in an infrastructure error; {detail}",
-                    kind=getattr(reason, "kind", "connection"),
-                ) from reason
-            if infra_retry is not None:
-                outage.fail()
-                if outage.spent():
-                    raise InfrastructureError(
-                        f"the infrastructure failed for {outage.elapsed():.0f} s, past the {policy.budget_s:g} s "
-                        f"budget ({outage.failures} failures); the last episode, of {task.id}, ended in an "
-                        "infrastructure error",
-                        kind="connection",
-                    )
-                if k + 1 < len(tasks):
-                    wait = outage.next_wait()
-                    log.warning(
-                        "%s ended in an infrastructure error; waiting %.1f s before the next task", task.id, wait
-                    )
-                    policy.sleep(wait)
-    finally:
-        for env in envs.values():
-            env.close()
-        if pooled is not None:
-            pooled.close()
-    return results
+            wait = self.judge(task, res, reason, k + 1 == len(self.tasks))
+            if wait:
+                self.policy.sleep(wait)
+
+    async def concurrent(self, concurrency: int, agent_factory: Callable[[], AgentLike]) -> None:
+        """Play the tasks with up to ``concurrency`` episodes in flight (see :func:`run_episodes`)."""
+        agents = [self.agent]
+        todo = iter(enumerate(self.tasks))
+        finished: dict[int, tuple[EpisodeResult, Future[Path] | None, BaseException | None]] = {}
+        next_k = 0
+        stop: list[BaseException] = []  # the first reason to stop, then no new episode starts
+        gate = asyncio.Lock()  # held while an outage is waited out: no episode starts meanwhile
+        in_order = asyncio.Lock()
+        sleep = self.policy.sleep
+
+        async def asleep(seconds: float) -> None:
+            if sleep is time.sleep:
+                await asyncio.sleep(seconds)
+            else:  # a test's fake clock
+                sleep(seconds)
+
+        retrying = tenacity.AsyncRetrying(sleep=asleep, **self.retry_kwargs())
+
+        async def attempt(task: TaskSpec, name: str, agent: AgentLike) -> tuple[EpisodeResult, Future[Path] | None]:
+            t0 = time.perf_counter()
+            env = self.take_env(name)
+            try:
+                result, trace, _ = await _aplay_trace(agent, env, task, self.seed)
+                written = self.write(task, trace)
+            finally:
+                self.give_env(name, env)
+            result.wall_s = time.perf_counter() - t0
+            return result, written
+
+        async def report() -> None:
+            nonlocal next_k
+            async with in_order:
+                while next_k in finished and not stop:
+                    res, written, reason = finished.pop(next_k)
+                    self.reporter.add(res, written)
+                    task = self.tasks[next_k]
+                    next_k += 1
+                    try:
+                        wait = self.judge(task, res, reason, next_k == len(self.tasks))
+                    except InfrastructureError as exc:
+                        stop.append(exc)
+                        return
+                    if wait:
+                        async with gate:
+                            await asleep(wait)
+
+        async def worker() -> None:
+            while not stop:
+                async with gate:
+                    pass
+                try:
+                    k, task = next(todo)
+                except StopIteration:
+                    return
+                agent = agents.pop() if agents else agent_factory()
+                name = self.backend_of(task)
+                t0 = time.perf_counter()
+                reason: BaseException | None = None
+                written: Future[Path] | None = None
+                try:
+                    res, written = await retrying(attempt, task, name, agent)
+                except InfrastructureError as exc:
+                    reason = exc
+                    res = self.reset_failed(task, t0, exc, name)
+                except Exception as exc:  # a bug: the episodes in flight finish, then it propagates
+                    stop.append(exc)
+                    return
+                finally:
+                    agents.append(agent)
+                finished[k] = (res, written, reason)
+                await report()
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(concurrency, len(self.tasks)))))
+        finally:
+            await _aclose_clients([*agents, self.agent])
+            for k in sorted(finished):  # finished after a stop, or after an episode that raised
+                res, written, _ = finished.pop(k)
+                self.reporter.add(res, written)
+        if stop:
+            raise stop[0]
+
+    def close(self, pooled: _Pooled | None, *, quiet: bool) -> None:
+        """Close the envs and the pool's, wait for the traces and report the episodes still
+        waiting for theirs. ``quiet``: an error is already propagating, so a failed trace write
+        does not replace it."""
+        try:
+            for env in self.envs:
+                env.close()
+            if pooled is not None:
+                pooled.close()
+        finally:
+            if self.writer is not None:
+                self.writer.close()
+            if quiet:
+                with contextlib.suppress(OSError):
+                    self.reporter.drain(wait=True)
+            else:
+                self.reporter.drain(wait=True)
 
 
-def _pooled_episode(pooled: _Pooled, task: TaskSpec) -> EpisodeResult:
-    """One episode through the pool, its trace written (atomically) to the run's folder."""
+async def _aclose_clients(agents: list[Any]) -> None:
+    """Close the async HTTP clients the agents' model clients opened on this event loop
+    (``aclose()``), so none outlives the loop."""
+    seen: set[int] = set()
+    for agent in agents:
+        client = getattr(agent, "client", None)
+        aclose = getattr(client, "aclose", None)
+        if aclose is None or id(client) in seen:
+            continue
+        seen.add(id(client))
+        with contextlib.suppress(Exception):
+            await aclose()
+
+
+def _pooled_episode(pooled: _Pooled, task: TaskSpec, run: _Run) -> tuple[EpisodeResult, Future[Path] | None]:
+    """One episode through the pool, its trace handed to the run's writer."""
     t0 = time.perf_counter()
     res, trace = pooled.play(task, pooled.seed)
     res.wall_s = time.perf_counter() - t0
-    out_dir = pooled.out_dir
-    if out_dir is not None:
-        path = out_dir / _trace_name(task.id)
-        _atomic_write(path, trace.model_dump_json() + "\n", sync=False)
-        res.trace_path = str(path)
-    return res
+    return res, run.write(task, trace)
 
 
 @dataclass

@@ -23,6 +23,7 @@ sends a body that is not a completion, which counts as ``malformed_response``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -31,7 +32,7 @@ from typing import Any
 
 import openai
 from pydantic import BaseModel, Field, ValidationError
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from agents.llm.parsing import parse_reply
 from phoneenv.llm import ChatResult, InfrastructureError, TokenUsage
@@ -289,19 +290,24 @@ class OpenAIChatClient:
         self.timeout = _setting(timeout, _ENV_TIMEOUT, 60.0, 0.001)
         self.max_attempts = max(1, int(_setting(max_attempts, _ENV_MAX_ATTEMPTS, 4, 1, integer=True)))
         self.backoff_max = _setting(backoff_max, _ENV_BACKOFF_MAX, 8.0, 0.0)
-        self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-            timeout=self.timeout,
-            max_retries=0,
-        )
-        self._retrying = Retrying(
-            retry=retry_if_exception(_retryable),
-            wait=wait_exponential_jitter(multiplier=0.5, max=self.backoff_max, jitter=0.5),
-            stop=stop_after_attempt(self.max_attempts),
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
+        connection = {
+            "base_url": base_url,
+            "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "none",
+            "timeout": self.timeout,
+            "max_retries": 0,
+        }
+        self._client = openai.OpenAI(**connection)
+        self._new_async_client = lambda: openai.AsyncOpenAI(**connection)
+        self._async: tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI] | None = None
+        policy: dict[str, Any] = {
+            "retry": retry_if_exception(_retryable),
+            "wait": wait_exponential_jitter(multiplier=0.5, max=self.backoff_max, jitter=0.5),
+            "stop": stop_after_attempt(self.max_attempts),
+            "before_sleep": self._log_retry,
+            "reraise": True,
+        }
+        self._retrying = Retrying(**policy)
+        self._aretrying = AsyncRetrying(**policy)
 
     @staticmethod
     def _log_retry(state: Any) -> None:
@@ -312,29 +318,105 @@ class OpenAIChatClient:
         raw = self._client.chat.completions.with_raw_response.create(**kwargs)
         return _parse_completion(raw)
 
-    def _create(self, **kwargs: Any) -> _Completion:
-        try:
-            return self._retrying(self._request, **kwargs)
-        except openai.BadRequestError as exc:
+    async def _arequest(self, **kwargs: Any) -> _Completion:
+        raw = await self._async_client().chat.completions.with_raw_response.create(**kwargs)
+        return _parse_completion(raw)
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        """The async SDK client of the running event loop (a new one for each loop: an HTTP
+        connection pool belongs to the loop that opened it)."""
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async[0] is not loop:
+            self._async = (loop, self._new_async_client())
+        return self._async[1]
+
+    async def aclose(self) -> None:
+        """Close the async HTTP client of the running event loop, if :meth:`achat` opened one."""
+        current, self._async = self._async, None
+        if current is not None and current[0] is asyncio.get_running_loop():
+            await current[1].close()
+
+    def _failure(self, exc: openai.OpenAIError) -> Exception | None:
+        """The :class:`~phoneenv.llm.InfrastructureError` a failed request (retries spent) raises,
+        or None for a ``BadRequestError`` that is not a context overflow (the caller decides)
+        and for SDK errors that are not the server's."""
+        if isinstance(exc, openai.BadRequestError):
             text = str(exc).lower()
             if any(w in text for w in _CONTEXT_WORDS):
-                raise InfrastructureError(f"context overflow: {exc}", kind="context_overflow") from exc
-            raise
-        except (openai.APIConnectionError, openai.APIStatusError, MalformedResponse) as exc:
+                return InfrastructureError(f"context overflow: {exc}", kind="context_overflow")
+            return None
+        if isinstance(exc, (openai.APIConnectionError, openai.APIStatusError, MalformedResponse)):
             kind = _kind(exc)
             if kind == "server_refused":
                 status = getattr(exc, "status_code", "?")
-                raise InfrastructureError(f"model server refused the request ({status}): {exc}", kind=kind) from exc
-            raise InfrastructureError(
-                f"model server failed {self._tries()} ({kind}): {_describe(exc)}", kind=kind
-            ) from exc
-        except openai.APIResponseValidationError as exc:
-            raise InfrastructureError(
+                return InfrastructureError(f"model server refused the request ({status}): {exc}", kind=kind)
+            return InfrastructureError(f"model server failed {self._tries()} ({kind}): {_describe(exc)}", kind=kind)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return InfrastructureError(
                 f"model server failed {self._tries()} (malformed_response): {exc}", kind="malformed_response"
-            ) from exc
+            )
+        return None
+
+    def _create(self, **kwargs: Any) -> _Completion:
+        try:
+            return self._retrying(self._request, **kwargs)
+        except openai.OpenAIError as exc:
+            failure = self._failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    async def _acreate(self, **kwargs: Any) -> _Completion:
+        try:
+            return await self._aretrying(self._arequest, **kwargs)
+        except openai.OpenAIError as exc:
+            failure = self._failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
 
     def _tries(self) -> str:
         return "1 try" if self.max_attempts == 1 else f"{self.max_attempts} tries"
+
+    def _kwargs(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        json_schema: dict[str, Any] | None,
+        max_tokens: int,
+    ) -> dict[str, Any]:
+        """The request's arguments for the SDK's ``chat.completions.create``.
+
+        The messages and tools travel in ``extra_body``, which the SDK sends as they are and lets
+        take precedence over the typed arguments (``messages=[]`` only satisfies the signature):
+        the SDK's transform of typed arguments walks every message and every tool's JSON Schema
+        on each request (42 ms for the 257 tools of a sub-agent task here, half of a concurrent
+        eval's CPU) and returns plain JSON unchanged, so the request's JSON is the same."""
+        body: dict[str, Any] = {"messages": messages}
+        if tools:
+            body["tools"] = tools
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [],
+            "max_tokens": max_tokens,
+            "temperature": self.temperature,
+            "extra_body": {**(self.extra_body or {}), **body},
+        }
+        if json_schema is not None and self.structured_output:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "result", "schema": json_schema},
+            }
+        return kwargs
+
+    def _refused(self, exc: openai.BadRequestError, kwargs: dict[str, Any]) -> None:
+        """A 400 to ``kwargs``: raise it as ``server_refused``, unless it carried
+        ``response_format``, which is then dropped for the client's life (the caller asks again)."""
+        if "response_format" not in kwargs:
+            raise InfrastructureError(f"model server rejected the request: {exc}", kind="server_refused") from exc
+        log.warning("server refused response_format; validating JSON replies without it: %s", exc)
+        self.structured_output = False
+        kwargs.pop("response_format")
 
     def chat(
         self,
@@ -345,45 +427,56 @@ class OpenAIChatClient:
         max_tokens: int = 512,
     ) -> ChatResult:
         """One chat completion. See the class docstring for the errors raised."""
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": self.temperature,
-        }
-        if tools:
-            kwargs["tools"] = tools
-        if self.extra_body:
-            kwargs["extra_body"] = self.extra_body
-        if json_schema is not None and self.structured_output:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "result", "schema": json_schema},
-            }
+        kwargs = self._kwargs(messages, tools, json_schema, max_tokens)
         try:
             resp = self._create(**kwargs)
         except openai.BadRequestError as exc:
-            if "response_format" not in kwargs:
-                raise InfrastructureError(f"model server rejected the request: {exc}", kind="server_refused") from exc
-            log.warning("server refused response_format; validating JSON replies without it: %s", exc)
-            self.structured_output = False
-            kwargs.pop("response_format")
+            self._refused(exc, kwargs)
             try:
                 resp = self._create(**kwargs)
             except openai.BadRequestError as exc2:
                 raise InfrastructureError(f"model server rejected the request: {exc2}", kind="server_refused") from exc2
-        msg = resp.choices[0].message
-        reasoning = next((r for r in (msg.reasoning_content, msg.reasoning) if isinstance(r, str) and r), None)
-        result = parse_reply(msg.content or "", msg.tool_calls or None)
-        if reasoning:
-            result.thinking = (reasoning + ("\n" + result.thinking if result.thinking else "")).strip()
-        usage = resp.usage or _Usage()
-        prompt = usage.prompt_tokens or 0
-        output = usage.completion_tokens or 0
-        details = usage.completion_tokens_details
-        reported = details.reasoning_tokens if details is not None else None
-        result.usage = TokenUsage(prompt, output, reported if reported else thinking_tokens(result, output))
-        return result
+        return _result(resp)
+
+    async def achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int = 512,
+    ) -> ChatResult:
+        """:meth:`chat` as a coroutine, over the SDK's ``AsyncOpenAI`` (one per event loop; close
+        it with :meth:`aclose`): the same request, retries (tenacity's ``AsyncRetrying``, same
+        policy), timeouts, errors and result, so many calls can wait on the server at once."""
+        kwargs = self._kwargs(messages, tools, json_schema, max_tokens)
+        try:
+            resp = await self._acreate(**kwargs)
+        except openai.BadRequestError as exc:
+            self._refused(exc, kwargs)
+            try:
+                resp = await self._acreate(**kwargs)
+            except openai.BadRequestError as exc2:
+                raise InfrastructureError(f"model server rejected the request: {exc2}", kind="server_refused") from exc2
+        return _result(resp)
+
+
+def _result(resp: _Completion) -> ChatResult:
+    """A validated completion as a :class:`~phoneenv.llm.ChatResult`: the reply parsed (tool
+    calls, thinking kept apart), the server's reasoning field joined to the thinking, and token
+    counts (thinking estimated from text length when the server reports only a total)."""
+    msg = resp.choices[0].message
+    reasoning = next((r for r in (msg.reasoning_content, msg.reasoning) if isinstance(r, str) and r), None)
+    result = parse_reply(msg.content or "", msg.tool_calls or None)
+    if reasoning:
+        result.thinking = (reasoning + ("\n" + result.thinking if result.thinking else "")).strip()
+    usage = resp.usage or _Usage()
+    prompt = usage.prompt_tokens or 0
+    output = usage.completion_tokens or 0
+    details = usage.completion_tokens_details
+    reported = details.reasoning_tokens if details is not None else None
+    result.usage = TokenUsage(prompt, output, reported if reported else thinking_tokens(result, output))
+    return result
 
 
 class LocalChatClient:
