@@ -148,7 +148,7 @@ def main() -> None:
     # -- tokens per turn ---------------------------------------------------------------------------
     tok = _tokenizer()
     _, info = env.reset(seed=0, options={"task": tasks[0].id})
-    spec_of = {d.spec.name: d.spec for d, _ in u._tool_map.values()}
+    spec_of = {s.name: s for s in u.tool_specs}
     all_full = _tokens(tok, [_full_rendering(spec_of[t["function"]["name"]]) for t in info["tools"]])
     all_compact = _tokens(tok, info["tools"])
     rows.append(("tool tokens/turn, all (full rendering)", str(all_full), "", "baseline"))
