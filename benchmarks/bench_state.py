@@ -12,8 +12,12 @@ The phone: task ``messages.text_contact/0`` padded with N filler contacts and N 
 - finish: median ``env.step`` of ``finish`` after one ``messages.send`` (verification: the
   diff, the criteria, the verdict). Baseline: the record-by-record diff of every table that
   finish ran before (``diff_tables`` over plain copies), the diff alone. The task's criteria
-  are state criteria (a message to a person); an answer naming people is still checked by
-  ``identity.mentioned_contacts``, which scans the whole address book (not measured here).
+  are state criteria (a message to a person).
+- finish (people): the same on task ``messages.last_texter/0`` padded alike, whose answer names
+  a person (``"Karen Morrison texted last"``: the answer's people are found through the contact
+  indexes). Baseline: reading the people of that answer as verification did before, by scanning
+  the address book (``answers.claims`` over a plain list of the contacts), that step alone; run
+  once at 100k (it takes seconds there).
 - messages.search: median ``messages.search`` for "dinner" (every filler message is a match
   candidate; its total counts them all). Baseline: ``contacts.search`` for "ana" on the same
   phone.
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -34,9 +39,13 @@ from phoneenv.backends import sandbox
 from phoneenv.env import PhonePlanEnv
 from phoneenv.state import diff_tables
 from phoneenv.tasks import get_task
+from phoneenv.tasks.answers import claims
+from phoneenv.tasks.identity import CONTACTS_TABLE
+from phoneenv.tasks.predicates import Context
 from phoneenv.tasks.world import pad_fixtures
 
 TASK = "messages.text_contact/0"
+PEOPLE_TASK = "messages.last_texter/0"
 SEND = '{"name": "messages.send", "arguments": {"to": "+4915112345678", "body": "hi"}}'
 FINISH = '{"name": "finish", "arguments": {"answer": "done"}}'
 
@@ -53,14 +62,46 @@ def median_ms(fn: Callable[[], object], n: int, setup: Callable[[], object] | No
     return statistics.median(xs) * 1e3
 
 
+def padded(task_id: str, n_records: int):
+    """Task ``task_id`` with ``n_records`` filler contacts and as many filler messages."""
+    base = get_task(task_id)
+    counts = {"contacts.contacts": n_records, "messages.messages": n_records}
+    return base.model_copy(update={"fixtures": pad_fixtures(base.fixtures, counts)})
+
+
+def measure_people(n_records: int, reps: int) -> tuple[str, float, str, float, str]:
+    """The row of a ``finish`` whose answer names a person (see the module docstring)."""
+    base = get_task(PEOPLE_TASK)
+    want = next(c.value for c in base.criteria if c.kind == "answer")
+    who = next(c for c in base.fixtures.records[CONTACTS_TABLE] if c["id"] == want)
+    send = json.dumps({"name": "messages.send", "arguments": {"to": who["phone"], "body": "will reply later"}})
+    answer = f"{who['name']} texted last; I replied."
+    finish = json.dumps({"name": "finish", "arguments": {"answer": answer}})
+    task = padded(PEOPLE_TASK, n_records)
+    env = PhonePlanEnv(task=task, memory=False, max_steps=10**9)
+    opts = {"task": task}
+    env.reset(seed=0, options=opts)  # builds and caches the fixture snapshot
+    gc.collect()
+    gc.freeze()
+
+    def after_send() -> None:
+        env.reset(seed=0, options=opts)
+        env.step(send)
+
+    outcome: list[float] = []
+    value = median_ms(lambda: outcome.append(env.step(finish)[1]), reps, after_send)
+    assert outcome and all(r == 1.0 for r in outcome), f"the answer should pass: {outcome}"
+    contacts = tuple(env.unwrapped.backend.tables()[CONTACTS_TABLE].values())
+    found = claims(answer, "contact", Context(contacts=contacts))
+    assert [set(c.value) for c in found] == [{who["id"]}], found
+    base_ms = median_ms(lambda: claims(answer, "contact", Context(contacts=contacts)), 1 if n_records > 10_000 else 3)
+    env.close()
+    return ("finish (people)", value, "≤ 2 ms at 100k", base_ms, "scan the contacts")
+
+
 def measure(n_records: int, reps: int) -> list[tuple[str, float, str, float, str]]:
     """Rows (figure, value ms, target, baseline ms, baseline name) for a phone of ``n_records``."""
-    base = get_task(TASK)
-    task = base.model_copy(
-        update={
-            "fixtures": pad_fixtures(base.fixtures, {"contacts.contacts": n_records, "messages.messages": n_records})
-        }
-    )
+    task = padded(TASK, n_records)
     env = PhonePlanEnv(task=task, memory=False, max_steps=10**9)
     opts = {"task": task}
     env.reset(seed=0, options=opts)  # builds and caches the fixture snapshot
@@ -95,6 +136,7 @@ def measure(n_records: int, reps: int) -> list[tuple[str, float, str, float, str
     return [
         ("reset", reset, "≤ 2 ms at 100k", reset_base, "copy every table"),
         ("finish", finish, "≤ 2 ms at 100k", finish_base, "diff every record"),
+        measure_people(n_records, reps),
         ("messages.search", ms, "≤ 10× baseline", cs, "contacts.search"),
     ]
 

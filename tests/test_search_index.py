@@ -205,3 +205,140 @@ def test_contact_ids_through_the_book_match_the_scan(seed):
             state.restore(snap)
         else:
             snap = state.snapshot()
+
+
+def _old_mentions(text: Any, contacts: Any) -> list[set[str]]:
+    """identity.mentioned_contacts as it was (the oracle): every contact's name searched in the
+    text, longest first; first names in order of first appearance; e-mails and numbers."""
+    import re
+
+    from phoneenv.tasks.identity import _EMAIL_IN_TEXT, _PHONE_IN_TEXT, _fold, contact_ids
+
+    people = list(contacts)
+    src = str(text or "")
+    low = src.casefold()
+    spans: list[tuple[int, int, set[str]]] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= s or a >= e for s, e, _ in spans)
+
+    for c in sorted(people, key=lambda c: -len(str(c.get("name") or ""))):
+        name = _fold(c.get("name"))
+        if not name:
+            continue
+        for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", low):
+            if free(*m.span()):
+                spans.append((m.start(), m.end(), {c["id"]}))
+    firsts: dict[str, set[str]] = {}
+    for c in people:
+        first = _fold(c.get("name")).split(" ")[0]
+        if first:
+            firsts.setdefault(first, set()).add(c["id"])
+    for first, ids in firsts.items():
+        for m in re.finditer(rf"(?<!\w){re.escape(first)}(?!\w)", low):
+            if free(*m.span()):
+                spans.append((m.start(), m.end(), set(ids)))
+    for m in _EMAIL_IN_TEXT.finditer(src):
+        ids = contact_ids(m.group(), people)
+        if ids and free(*m.span()):
+            spans.append((m.start(), m.end(), ids))
+    for m in _PHONE_IN_TEXT.finditer(src):
+        ids = contact_ids(m.group(), people)
+        if ids and free(*m.span()):
+            spans.append((m.start(), m.end(), ids))
+    out: list[set[str]] = []
+    for _, _, ids in sorted(spans, key=lambda s: s[0]):
+        if ids not in out:
+            out.append(ids)
+    return out
+
+
+# Names that overlap, repeat, nest and carry punctuation, so the order the scan takes them in decides.
+NAMES = ("Ana", "Ana Lima", "Lima Ana", "ana lima", "Ana  Lima", "Ben", "Ben-Ole Weber", "Ole", "Dr. Ana",
+         "Anabel Lima", "Lima", "Ana Lima Costa", "Ça Va", "STRASSE", "Straße", "", "O'Neil", "ana-maria", "ana", "Ana Ana", "Ana-Maria Lima", "Maria Costa", "Ana-Maria")  # fmt: skip
+
+
+def _mention_text(rng: random.Random, people: list[dict[str, Any]]) -> str:
+    parts = []
+    for _ in range(rng.randrange(1, 8)):
+        c = (
+            rng.choice(people)
+            if people and rng.random() < 0.7
+            else {"name": rng.choice(NAMES), "phone": "", "email": ""}
+        )
+        name = str(c.get("name") or "x")
+        digits = "".join(ch for ch in c.get("phone") or "" if ch.isdigit())
+        parts.append(
+            rng.choice(
+                [name, name.upper(), name.split(" ")[0], f"{name}'s", f"({name})", name + "s", c.get("email") or "a@b.org",
+                 digits, f"+49 {digits[-9:]}", "and", "then", ",", "Ana Lima Ana", "ana ana ana", "Ana-Maria", "lima ana lima"]
+            )
+        )  # fmt: skip
+    return rng.choice((" ", "  ", ", ", "-")).join(parts)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_mentioned_contacts_through_the_book_match_the_scan(seed):
+    from phoneenv.state import PhoneState
+    from phoneenv.tasks.answers import _first_mention
+    from phoneenv.tasks.identity import ContactBook, mentioned_contacts
+
+    rng = random.Random(seed)
+
+    def person(i: int) -> dict[str, Any]:
+        phone = rng.choice([f"+49151{rng.randrange(10**7):07d}", f"{rng.randrange(10**8):08d}", ""])
+        return {
+            "id": f"c_{i}",
+            "name": rng.choice([*NAMES, f"{rng.choice(FIRST)} {rng.choice(('Lima', 'Costa'))}", None]),
+            "phone": phone,
+            "email": rng.choice([None, f"p{rng.randrange(5)}@x.org"]),
+        }
+
+    state = PhoneState({"contacts.contacts": [person(i) for i in range(1, rng.randrange(2, 50))]})
+    snap = state.snapshot()
+    for step in range(60):
+        tbl = state.tables["contacts.contacts"]
+        people = list(tbl.values())
+        for _ in range(4):
+            text = _mention_text(rng, people)
+            got = mentioned_contacts(text, ContactBook(tbl))
+            assert got == _old_mentions(text, people), text
+            for ids in got:  # the span a claim reports: first mention of any of those people
+                assert _first_mention(text, ids, ContactBook(tbl)) == _first_mention(text, ids, people), (text, ids)
+        op = rng.random()
+        if op < 0.3:
+            state.insert("contacts.contacts", person(100 + step))
+        elif op < 0.55 and tbl:
+            rid = rng.choice(sorted(tbl))
+            state.replace("contacts.contacts", rid, {**person(0), "id": rid})
+        elif op < 0.7 and tbl:
+            state.delete("contacts.contacts", rng.choice(sorted(tbl)))
+        elif op < 0.8 and tbl:  # deleted and added back: it moves to the end of the table
+            rid = rng.choice(sorted(tbl))
+            rec = state.delete("contacts.contacts", rid)
+            state.insert("contacts.contacts", rec)
+        elif op < 0.9:
+            state.restore(snap)
+        else:
+            snap = state.snapshot()
+
+
+def test_mentions_take_first_names_in_the_order_they_first_appear_in_the_book():
+    """Overlapping first names: the one whose first bearer comes first in the book wins, also
+    when a contact moved to the end of the table this episode (worked out by hand)."""
+    from phoneenv.state import PhoneState
+    from phoneenv.tasks.identity import ContactBook, mentioned_contacts
+
+    book = [
+        {"id": "c_1", "name": "Ana Lima"},
+        {"id": "c_2", "name": "Ana-Maria Costa"},
+        {"id": "c_3", "name": "Ana Weber"},
+    ]
+    state = PhoneState({"contacts.contacts": book})
+    state.snapshot()
+    tbl = state.tables["contacts.contacts"]
+    assert mentioned_contacts("Ask ana-maria.", ContactBook(tbl)) == [{"c_1", "c_3"}]  # "ana" (c_1) before "ana-maria"
+    state.insert("contacts.contacts", state.delete("contacts.contacts", "c_1"))  # c_1 is now last
+    tbl = state.tables["contacts.contacts"]
+    assert list(tbl) == ["c_2", "c_3", "c_1"]
+    assert mentioned_contacts("Ask ana-maria.", ContactBook(tbl)) == [{"c_2"}]  # "ana-maria" (c_2) before "ana" (c_3)

@@ -89,13 +89,14 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from phoneenv.tasks.identity import contact_ids, mentioned_contacts
+from phoneenv.tasks.identity import ContactBook, contact_ids, mentioned_contacts
 from phoneenv.tasks.predicates import Context, norm
 
 if TYPE_CHECKING:
@@ -520,7 +521,7 @@ def _duration_seconds(span: str) -> int | None:
 
 
 def _scan(text: str, ctx: Context) -> _Scan:
-    region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+    region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
     return _scan_cached(text, ctx.now, region)
 
 
@@ -693,7 +694,7 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
 def _first_mention(text: str, ids: set[str], contacts: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
     low = text.casefold()
     best: tuple[int, int] | None = None
-    for c in contacts:
+    for c in contacts.having_ids(ids) if isinstance(contacts, ContactBook) else contacts:
         if c.get("id") not in ids:
             continue
         for ref in (c.get("name"), (c.get("name") or "").split(" ")[0], c.get("email")):

@@ -24,7 +24,8 @@ area or mobile prefix), which ignores the country code and a national trunk ``0`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any, NamedTuple, overload
 
 from phoneenv.state import table_index
@@ -38,6 +39,8 @@ _DIGITS = re.compile(r"\d")
 _PHONE_IN_TEXT = re.compile(r"\+?\d[\d ()\-./]{5,}\d")
 _EMAIL_IN_TEXT = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NAME_ADDR = re.compile(r"(.*?)\s*<([^<>@\s]+@[^<>@\s]+)>")
+_WORD_START = re.compile(r"(?<!\w)")  # where a name may begin, as mentioned_contacts' pattern has it
+_WORD_END = re.compile(r"(?!\w)")  # where a name may end
 
 
 def _fold(text: Any) -> str:
@@ -59,9 +62,10 @@ def same_number(a: Any, b: Any) -> bool:
 
 
 class _Index(NamedTuple):
-    """Where :func:`contact_ids` looks, for one contacts table: table keys by id, e-mail, phone
-    digits (``suffix[k]``: last k digits of numbers with at least k; ``exact[k]``: numbers of
-    exactly k digits), full name and first name (all folded)."""
+    """Where :func:`contact_ids` and :func:`mentioned_contacts` look, for one contacts table:
+    table keys by id, e-mail, phone digits (``suffix[k]``: last k digits of numbers with at
+    least k; ``exact[k]``: numbers of exactly k digits), full name and first name (all folded,
+    each list in table order); ``pos`` each key's place in the table."""
 
     ids: dict[str, list[str]]
     email: dict[str, list[str]]
@@ -69,11 +73,14 @@ class _Index(NamedTuple):
     exact: dict[int, dict[str, list[str]]]
     full: dict[str, list[str]]
     first: dict[str, list[str]]
+    pos: dict[str, int]
+    lens: dict[str, set[int]]  # "full", "first": the lengths of the (non-empty) names
 
 
 def _build(table: Mapping[str, Mapping[str, Any]]) -> _Index:
-    idx = _Index({}, {}, {7: {}, 8: {}, 9: {}}, {7: {}, 8: {}}, {}, {})
+    idx = _Index({}, {}, {7: {}, 8: {}, 9: {}}, {7: {}, 8: {}}, {}, {}, {}, {})
     for key, c in table.items():
+        idx.pos[key] = len(idx.pos)
         idx.ids.setdefault(str(c.get("id")), []).append(key)
         if c.get("email"):
             idx.email.setdefault(_fold(c["email"]), []).append(key)
@@ -86,6 +93,8 @@ def _build(table: Mapping[str, Mapping[str, Any]]) -> _Index:
         name = _fold(c.get("name"))
         idx.full.setdefault(name, []).append(key)
         idx.first.setdefault(name.split(" ")[0], []).append(key)
+    idx.lens["full"] = {len(n) for n in idx.full if n}
+    idx.lens["first"] = {len(n) for n in idx.first if n}
     return idx
 
 
@@ -134,12 +143,43 @@ class ContactBook(Sequence[Mapping[str, Any]]):
             self._list = list(self.table.values())
         return self._list[i]
 
+    def _lookup(self) -> tuple[_Index, Set[str]]:
+        return table_index(self.table, "identity.contacts", _build)
+
+    def _order(self, idx: _Index, touched: Set[str]) -> Callable[[str], tuple[int, int]]:
+        """A sort key putting the table's keys in the table's order, from the episode's writes.
+
+        A table keeps the order of its origin for the keys never removed since, and puts the keys
+        added (or added back) after them, in the order added: those last keys are all touched,
+        so the keys from the end up to the first untouched one are the only ones that may
+        stand elsewhere than their origin's place."""
+        late: dict[str, int] = {}
+        if touched:
+            for i, k in enumerate(reversed(self.table)):
+                if k not in touched:
+                    break
+                late[k] = -i
+        pos = idx.pos
+        return lambda k: (1, late[k]) if k in late else (0, pos[k])
+
+    def having_ids(self, ids: Set[Any]) -> list[Mapping[str, Any]]:
+        """The contacts whose ``id`` is in ``ids``, in table order (what a scan keeping those
+        gives), at the cost of the matches and the episode's writes."""
+        tbl = self.table
+        if not all(isinstance(i, str) for i in ids):
+            return [c for c in tbl.values() if c.get("id") in ids]
+        idx, touched = self._lookup()
+        keys = {k for i in ids for k in idx.ids.get(i, ()) if k not in touched}
+        keys.update(k for k in touched if k in tbl)
+        order = self._order(idx, touched)
+        return [tbl[k] for k in sorted((k for k in keys if tbl[k].get("id") in ids), key=order)]
+
     def find(self, kind: str, arg: str) -> set[str]:
         """The ids of the contacts that match ``arg`` as ``kind`` (id, email, number, full,
         first: the tests :func:`contact_ids` makes, in its words)."""
         lookup, test = _LOOKUP[kind]
         tbl = self.table
-        idx, touched = table_index(tbl, "identity.contacts", _build)
+        idx, touched = self._lookup()
         out = {tbl[k]["id"] for k in lookup(idx, arg) if k not in touched}
         for k in touched:
             c = tbl.get(k)
@@ -204,8 +244,11 @@ def mentioned_contacts(text: Any, contacts: Iterable[Mapping[str, Any]]) -> list
     A full name counts once (its first name is not counted again); a first name alone counts
     when it stands as a whole word; e-mail addresses and phone numbers of contacts count too.
     Mentions of the same contact are merged. Returns a list of id sets, in order of first
-    mention; an ambiguous first name gives a set of several ids.
+    mention; an ambiguous first name gives a set of several ids. A :class:`ContactBook` is
+    searched through its indexes (cost: the text and the episode's writes; same answers).
     """
+    if isinstance(contacts, ContactBook):
+        return _indexed_mentions(str(text or ""), contacts)
     people = list(contacts)
     src = str(text or "")
     low = src.casefold()
@@ -238,6 +281,86 @@ def mentioned_contacts(text: Any, contacts: Iterable[Mapping[str, Any]]) -> list
         ids = contact_ids(m.group(), people)
         if ids and free(*m.span()):
             spans.append((m.start(), m.end(), ids))
+    out: list[set[str]] = []
+    for _, _, ids in sorted(spans, key=lambda s: s[0]):
+        if ids not in out:
+            out.append(ids)
+    return out
+
+
+def _occurrences(low: str, starts: list[int], ends: list[int], lens: Set[int]) -> dict[str, list[tuple[int, int]]]:
+    """Each substring of ``low`` whose length is in ``lens`` that begins at one of ``starts``
+    and ends at one of ``ends`` (both sorted), with its spans in order."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    if not lens:
+        return out
+    top = max(lens)
+    for s in starts:
+        for e in ends[bisect_right(ends, s) : bisect_right(ends, s + top)]:
+            if e - s in lens:
+                out.setdefault(low[s:e], []).append((s, e))
+    return out
+
+
+def _leftmost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans ``re.finditer`` reports among equally long candidate ``spans`` (sorted):
+    leftmost first, each next one starting at or after the end of the last."""
+    out: list[tuple[int, int]] = []
+    end = 0
+    for s, e in spans:
+        if s >= end:
+            out.append((s, e))
+            end = e
+    return out
+
+
+def _indexed_mentions(src: str, book: ContactBook) -> list[set[str]]:
+    """:func:`mentioned_contacts` through ``book``'s indexes: the names are looked up among
+    the text's word-bounded substrings instead of searched one by one in the text; the contacts
+    found are then taken in the scan's order (longest name first, then table order; first names
+    in order of first appearance), so the same spans win."""
+    low = src.casefold()
+    tbl = book.table
+    idx, touched = book._lookup()
+    order = book._order(idx, touched)
+    live = {k: _fold(tbl[k].get("name")) for k in touched if k in tbl}
+    starts = [m.start() for m in _WORD_START.finditer(low)]
+    ends = [m.start() for m in _WORD_END.finditer(low)]
+    spans: list[tuple[int, int, set[str]]] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= s or a >= e for s, e, _ in spans)
+
+    def current(bucket: dict[str, list[str]], name: str, names: Mapping[str, str]) -> list[str]:
+        return [k for k in bucket.get(name, ()) if k not in touched] + [k for k, n in names.items() if n == name]
+
+    lens = idx.lens["full"] | {len(n) for n in live.values() if n}
+    people: list[tuple[tuple[int, tuple[int, int]], str, list[tuple[int, int]]]] = []
+    for name, found in _occurrences(low, starts, ends, lens).items():
+        hits = _leftmost(found)
+        for k in current(idx.full, name, live):
+            c = tbl[k]
+            people.append(((-len(str(c.get("name") or "")), order(k)), c["id"], hits))
+    for _, cid, hits in sorted(people, key=lambda p: p[0]):
+        for a, b in hits:
+            if free(a, b):
+                spans.append((a, b, {cid}))
+    live_first = {k: n.split(" ")[0] for k, n in live.items()}
+    lens = idx.lens["first"] | {len(n) for n in live_first.values() if n}
+    groups: list[tuple[tuple[int, int], set[str], list[tuple[int, int]]]] = []
+    for first, found in _occurrences(low, starts, ends, lens).items():
+        keys = current(idx.first, first, live_first)
+        if keys:
+            groups.append((min(map(order, keys)), {tbl[k]["id"] for k in keys}, _leftmost(found)))
+    for _, ids, hits in sorted(groups, key=lambda g: g[0]):
+        for a, b in hits:
+            if free(a, b):
+                spans.append((a, b, set(ids)))
+    for pattern in (_EMAIL_IN_TEXT, _PHONE_IN_TEXT):
+        for m in pattern.finditer(src):
+            ids = contact_ids(m.group(), book)
+            if ids and free(*m.span()):
+                spans.append((m.start(), m.end(), ids))
     out: list[set[str]] = []
     for _, _, ids in sorted(spans, key=lambda s: s[0]):
         if ids not in out:
