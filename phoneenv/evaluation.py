@@ -131,7 +131,15 @@ def _atomic_write(path: Path, text: str, *, sync: bool = True) -> None:
 _Episode = Generator[tuple[dict[str, Any], dict[str, Any]], Any, tuple[EpisodeResult, Any, bool]]
 
 
-def _episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_device_fault: bool = False) -> _Episode:
+def _episode(
+    agent: AgentLike,
+    env: Any,
+    task: TaskSpec,
+    seed: int,
+    *,
+    abort_on_device_fault: bool = False,
+    between: Callable[[], None] | None = None,
+) -> _Episode:
     """One episode as a generator: it resets ``env``, then yields each ``(observation, info)`` the
     agent must act on and takes the agent's decision by ``send`` (or its
     :class:`InfrastructureError` by ``throw``); it returns what :func:`_play_trace` returns.
@@ -140,6 +148,8 @@ def _episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_
     t0 = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"task": task})
     agent.reset(obs, info)
+    if between is not None:
+        between()
     kind: str | None = None
     abort_kind: str | None = None
     while True:
@@ -153,6 +163,8 @@ def _episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_
         if tokens:
             env.add_agent_tokens(tokens)
         obs, _, terminated, truncated, info = env.step(action)
+        if between is not None:
+            between()
         fb = info.get("feedback")
         if abort_on_device_fault and getattr(fb, "infrastructure", False) and not (terminated or truncated):
             label = getattr(getattr(fb, "error", None), "value", None) or "device_error"
@@ -184,7 +196,13 @@ def _episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_
 
 
 def _play_trace(
-    agent: AgentLike, env: Any, task: TaskSpec, seed: int, *, abort_on_device_fault: bool = False
+    agent: AgentLike,
+    env: Any,
+    task: TaskSpec,
+    seed: int,
+    *,
+    abort_on_device_fault: bool = False,
+    between: Callable[[], None] | None = None,
 ) -> tuple[EpisodeResult, Any, bool]:
     """One episode of ``agent`` on ``task``: its result (no ``trace_path``), the env's
     :class:`~phoneenv.contract.Trace`, and whether the agent's own infrastructure (its model
@@ -192,8 +210,10 @@ def _play_trace(
     episode as an infrastructure error (``infrastructure_kind`` its kind); one from ``env.reset``
     propagates. With ``abort_on_device_fault``, the first step whose feedback is an
     infrastructure error (the device failed) ends the episode at once, labelled with the
-    feedback's error (``device_error``, ``timeout``): a pool re-runs it on another device."""
-    episode = _episode(agent, env, task, seed, abort_on_device_fault=abort_on_device_fault)
+    feedback's error (``device_error``, ``timeout``): a pool re-runs it on another device.
+    ``between`` is called after the reset and after every step (the run reports, in between,
+    the episodes whose traces the writer has put on disk meanwhile)."""
+    episode = _episode(agent, env, task, seed, abort_on_device_fault=abort_on_device_fault, between=between)
     try:
         request = next(episode)
         while True:
@@ -334,7 +354,7 @@ def _play(
     """One episode of ``agent`` on ``task``, its trace handed to ``run``'s writer; returns the
     result and the write's future (None without an output folder). ``t0`` is when the episode's
     wall time starts (``time.perf_counter``)."""
-    result, trace, _ = _play_trace(agent, env, task, seed)
+    result, trace, _ = _play_trace(agent, env, task, seed, between=run.report_ready)
     result.wall_s = time.perf_counter() - t0
     return result, run.write(task, trace)
 
@@ -392,7 +412,7 @@ class _Pooled:
             with contextlib.suppress(Exception):
                 env.close()
 
-    def play(self, task: TaskSpec, seed: int) -> tuple[EpisodeResult, Any]:
+    def play(self, task: TaskSpec, seed: int, between: Callable[[], None] | None = None) -> tuple[EpisodeResult, Any]:
         """Play ``task`` until a try is not lost to its device (or the tries run out); returns
         the result (``trace_path`` None) and the trace with every try in ``attempts``. When the
         pool has no device left, :attr:`exhausted` holds why and the result is an
@@ -416,7 +436,9 @@ class _Pooled:
             last_device = lease.serial
             try:
                 env = self.env_for(lease)
-                result, trace, agent_failed = _play_trace(self.agent, env, task, seed, abort_on_device_fault=True)
+                result, trace, agent_failed = _play_trace(
+                    self.agent, env, task, seed, abort_on_device_fault=True, between=between
+                )
             except InfrastructureError as exc:  # construction or reset: the device is gone or refuses
                 wall = time.perf_counter() - t0
                 kind = getattr(exc, "kind", None) or "device"
@@ -711,6 +733,12 @@ class _Run:
             return None
         return self.writer.submit(task.id, trace.model_dump_json() + "\n")
 
+    def report_ready(self) -> None:
+        """Report the finished episodes whose traces are on disk by now (called between the steps
+        of the next episode, so an episode is reported within a step of its file being written,
+        not one whole episode later: a run killed meanwhile keeps it in ``results.jsonl``)."""
+        self.reporter.drain(wait=False)
+
     def reset_failed(self, task: TaskSpec, t0: float, exc: InfrastructureError, name: str) -> EpisodeResult:
         log.warning("reset of %s failed on %s: %s", task.id, name, exc)
         return EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
@@ -926,7 +954,7 @@ async def _aclose_clients(agents: list[Any]) -> None:
 def _pooled_episode(pooled: _Pooled, task: TaskSpec, run: _Run) -> tuple[EpisodeResult, Future[Path] | None]:
     """One episode through the pool, its trace handed to the run's writer."""
     t0 = time.perf_counter()
-    res, trace = pooled.play(task, pooled.seed)
+    res, trace = pooled.play(task, pooled.seed, between=run.report_ready)
     res.wall_s = time.perf_counter() - t0
     return res, run.write(task, trace)
 

@@ -651,3 +651,30 @@ def test_results_reach_the_disk_in_group_syncs_and_at_close(tmp_path, monkeypatc
     assert len(syncs) == 2
     run.close()  # idempotent
     assert len(syncs) == 2
+
+
+def test_an_episode_is_reported_while_the_next_one_runs_not_after_it(tmp_path):
+    """The trace writer works off the episode loop, and the run reports a finished episode (its
+    result line) between the next episode's steps once its trace is on disk, not when that next
+    episode has ended: a run killed during a long episode keeps the one before it."""
+    from agents.reference import ReferenceAgent
+
+    events: list[tuple[str, str]] = []
+
+    class Slow(ReferenceAgent):
+        def reset(self, obs, info):
+            self._task = info["task_id"]
+            return super().reset(obs, info)
+
+        def act(self, obs, info):
+            time.sleep(0.05)  # a trace write (about a millisecond) ends well within a step
+            events.append(("act", self._task))
+            return super().act(obs, info)
+
+    tasks = [get_task(t) for t in ("contacts.favorite/0", "contacts.favorite/1", "clock.set_alarm/0")]
+    run_episodes(Slow(), tasks, tmp_path, seed=0, on_episode=lambda r: events.append(("report", r.task_id)))
+    for done, nxt in zip(tasks, tasks[1:], strict=False):
+        reported = events.index(("report", done.id))
+        acts_after = [e for e in events[reported:] if e == ("act", nxt.id)]
+        assert acts_after, f"{done.id} was reported only after {nxt.id} had ended: {events}"
+    assert [e[1] for e in events if e[0] == "report"] == [t.id for t in tasks]
