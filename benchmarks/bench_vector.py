@@ -16,13 +16,18 @@ Run: ``make bench`` (or ``.venv/bin/python benchmarks/bench_vector.py [--quick]`
 - memory: Python allocations (tracemalloc) per live env, 64 envs each reset to a different task.
   Baseline: the same plus what each env built for itself before spaces and tool lists were
   shared (its five ``Text`` spaces and its OpenAI rendering of the tool specs, measured here).
+- make_vec(N, W): ``gym.make_vec("PhonePlan-v0", num_envs=N, vectorization_mode="vector_entry_point",
+  workers=W)`` (:class:`phoneenv.vector.PhonePlanVectorEnv`: one message per worker and step):
+  env-steps/s against one env in one process; W=2 on 2 cores (target ≥ 1.6×), W=0 in process
+  (target ≥ 0.9×). The process's objects are frozen (:func:`phoneenv.freeze_gc`) after each
+  vector env is made, as its docs advise.
 - Gymnasium alone: the same vector envs over an env that does nothing (same spaces, observation
   and info keys): what the vector machinery itself costs per env-step, the floor under the rows.
 - gc: the share of a step loop's CPU spent in full garbage collections (episodes of 20 steps,
   every trace kept, as an eval keeps them), before and after :func:`phoneenv.freeze_gc` (called
   once after set-up; the rest of this script runs frozen).
 
-Targets (issue #15): Async(2) ≥ 1.6× one env; Sync(N) ≥ 0.9× one env per env; unknown-tool step
+Targets (issue #15): Async(2) and make_vec(64, workers=2) ≥ 1.6× one env; make_vec(64, workers=0) ≥ 0.9×; Sync(N) ≥ 0.9× one env per env; unknown-tool step
 ≤ 2× a known-tool error step; ≤ 64 KiB per live env.
 """
 
@@ -195,6 +200,19 @@ def main() -> None:
         gym.vector.SyncVectorEnv([make_env] * n_sync, copy=False), n_sync, calls // n_sync, repeats
     )
     async2 = vector_rate(gym.vector.AsyncVectorEnv([make_env] * 2, shared_memory=False), 2, calls // 2, repeats)
+    n_vec = 64
+    ours = {}
+    for w in (2, 0):
+        vec = gym.make_vec(
+            "PhonePlan-v0",
+            num_envs=n_vec,
+            vectorization_mode="vector_entry_point",
+            workers=w,
+            task=TASK,
+            max_steps=10**9,
+        )
+        phoneenv.freeze_gc()
+        ours[w] = vector_rate(vec, n_vec, max(calls // n_vec, 200), repeats)
     # Gymnasium's own cost per env-step: the same vector envs over an env that does nothing.
     sync_idle = vector_rate(gym.vector.SyncVectorEnv([Idle] * n_sync), n_sync, calls // n_sync, repeats)
     async_idle = vector_rate(gym.vector.AsyncVectorEnv([Idle] * 2, shared_memory=False), 2, calls // 2, repeats)
@@ -233,6 +251,20 @@ def main() -> None:
             "≥ 1.6× one env",
             f"{async2 / one:.2f}×",
             f"one env {one:,.0f}/s; Gymnasium alone {1e6 / async_idle:.1f} µs/env-step",
+        ),
+        (
+            f"make_vec({n_vec}, workers=2) (env-steps/s)",
+            f"{ours[2]:,.0f}",
+            "≥ 1.6× one env",
+            f"{ours[2] / one:.2f}×",
+            f"one env {one:,.0f}/s; phoneenv's vector_entry_point",
+        ),
+        (
+            f"make_vec({n_vec}, workers=0) (env-steps/s)",
+            f"{ours[0]:,.0f}",
+            "≥ 0.9× one env",
+            f"{ours[0] / one:.2f}×",
+            f"one env {one:,.0f}/s; in process",
         ),
         (
             "unknown-tool step (µs)",

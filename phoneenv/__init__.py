@@ -32,7 +32,11 @@ from phoneenv.sharing import freeze_gc
 __version__ = "0.1.0"
 
 if "PhonePlan-v0" not in registry:
-    register(id="PhonePlan-v0", entry_point="phoneenv.env:PhonePlanEnv")
+    register(
+        id="PhonePlan-v0",
+        entry_point="phoneenv.env:PhonePlanEnv",
+        vector_entry_point="phoneenv.vector:PhonePlanVectorEnv",
+    )
 
 __all__ = [
     "AnswerCriterion",
