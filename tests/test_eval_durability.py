@@ -4,6 +4,7 @@ fixture secret in any artifact of a run."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -673,7 +674,7 @@ def test_an_episode_is_reported_while_the_next_one_runs_not_after_it(tmp_path):
 
     tasks = [get_task(t) for t in ("contacts.favorite/0", "contacts.favorite/1", "clock.set_alarm/0")]
     run_episodes(Slow(), tasks, tmp_path, seed=0, on_episode=lambda r: events.append(("report", r.task_id)))
-    for done, nxt in zip(tasks, tasks[1:], strict=False):
+    for done, nxt in itertools.pairwise(tasks):
         reported = events.index(("report", done.id))
         acts_after = [e for e in events[reported:] if e == ("act", nxt.id)]
         assert acts_after, f"{done.id} was reported only after {nxt.id} had ended: {events}"
