@@ -218,7 +218,11 @@ def _bm25_class() -> type:
 
 
 @functools.lru_cache(maxsize=1)
-def _bm25() -> type:
+def bm25_class() -> type:
+    """``rank_bm25.BM25Okapi`` with Lucene's non-negative idf (see the module docstring), the
+    BM25 of memory and tool retrieval: construct it with the tokenised documents
+    (``list[list[str]]``, :func:`tokenize`); ``get_scores(terms)`` gives a float array, one score
+    per document, 0 for documents sharing no term."""
     return _bm25_class()
 
 
@@ -963,7 +967,7 @@ class MemoryStore:
         key = tuple((r[0], r[3]) for r in rows)
         if key != self._bm25_key:
             docs = [tokenize(r[3]) for r in rows]
-            self._bm25_index = _bm25()(docs) if any(docs) else None
+            self._bm25_index = bm25_class()(docs) if any(docs) else None
             self._bm25_key = key
         if self._bm25_index is None:
             return []

@@ -14,8 +14,8 @@ Ranking (:class:`ToolSelector`), for a goal:
 
 1. **Experience**: the tools the reference plans of the most similar *example* tasks used (by
    default the suite's ``train`` split, the task itself left out). Similar = BM25 over the goals
-   (:func:`phoneenv.harness.memory.tokenize`, ``rank_bm25.BM25Plus``, whose idf stays positive
-   in small sets where Okapi's goes negative); each of the
+   (:func:`phoneenv.harness.memory.tokenize`, :func:`phoneenv.harness.memory.bm25_class`: the
+   memory's BM25, whose idf stays positive in small sets where Okapi's goes negative); each of the
    :data:`NEIGHBOURS` nearest examples votes ``1 / rank`` for each tool its plan called.
 2. **Direct**: BM25 and the packaged MiniLM sentence embeddings over each tool's document (name,
    description, parameter names and descriptions: :func:`tool_document`), fused by Reciprocal
@@ -46,7 +46,7 @@ from typing_extensions import TypedDict
 
 from phoneenv.contract import Domain, Feedback, TaskSpec, ToolSpec
 from phoneenv.harness import feedback
-from phoneenv.harness.memory import CachedEmbedder, Embedder, default_embedder, rrf_fuse, tokenize
+from phoneenv.harness.memory import CachedEmbedder, Embedder, bm25_class, default_embedder, rrf_fuse, tokenize
 from phoneenv.harness.providers import ToolProvider
 from phoneenv.tools import ToolDef, build_tool, tool
 
@@ -105,9 +105,7 @@ def plan_tools(task: TaskSpec) -> list[str]:
 
 
 def _bm25(docs: list[list[str]]) -> Any:
-    from rank_bm25 import BM25Plus
-
-    return BM25Plus(docs) if any(docs) else None
+    return bm25_class()(docs) if any(docs) else None
 
 
 def _bm25_order(index: Any, query: str) -> list[int]:
@@ -115,7 +113,7 @@ def _bm25_order(index: Any, query: str) -> list[int]:
     if index is None or not terms:
         return []
     scores = np.asarray(index.get_scores(terms), dtype=np.float64)
-    # BM25+ gives every document a floor per query term; only documents sharing a term rank
+    # only documents sharing a term with the query rank
     hits = np.zeros(len(scores), dtype=bool)
     for term in set(terms):
         hits |= np.asarray([term in f for f in index.doc_freqs])
