@@ -273,14 +273,23 @@ def mentioned_contacts(text: Any, contacts: Iterable[Mapping[str, Any]]) -> list
         for m in re.finditer(rf"(?<!\w){re.escape(first)}(?!\w)", low):
             if free(*m.span()):
                 spans.append((m.start(), m.end(), set(ids)))
-    for m in _EMAIL_IN_TEXT.finditer(src):
-        ids = contact_ids(m.group(), people)
-        if ids and free(*m.span()):
-            spans.append((m.start(), m.end(), ids))
-    for m in _PHONE_IN_TEXT.finditer(src):
-        ids = contact_ids(m.group(), people)
-        if ids and free(*m.span()):
-            spans.append((m.start(), m.end(), ids))
+    return _with_addresses(src, spans, free, people)
+
+
+def _with_addresses(
+    src: str,
+    spans: list[tuple[int, int, set[str]]],
+    free: Callable[[int, int], bool],
+    contacts: Any,
+) -> list[set[str]]:
+    """The end of :func:`mentioned_contacts` (both paths): add the e-mail addresses and phone
+    numbers of ``contacts`` found in ``src`` where no name matched (``free``), then merge the
+    mentions into id sets in order of first mention."""
+    for pattern in (_EMAIL_IN_TEXT, _PHONE_IN_TEXT):
+        for m in pattern.finditer(src):
+            ids = contact_ids(m.group(), contacts)
+            if ids and free(*m.span()):
+                spans.append((m.start(), m.end(), ids))
     out: list[set[str]] = []
     for _, _, ids in sorted(spans, key=lambda s: s[0]):
         if ids not in out:
@@ -356,13 +365,4 @@ def _indexed_mentions(src: str, book: ContactBook) -> list[set[str]]:
         for a, b in hits:
             if free(a, b):
                 spans.append((a, b, set(ids)))
-    for pattern in (_EMAIL_IN_TEXT, _PHONE_IN_TEXT):
-        for m in pattern.finditer(src):
-            ids = contact_ids(m.group(), book)
-            if ids and free(*m.span()):
-                spans.append((m.start(), m.end(), ids))
-    out: list[set[str]] = []
-    for _, _, ids in sorted(spans, key=lambda s: s[0]):
-        if ids not in out:
-            out.append(ids)
-    return out
+    return _with_addresses(src, spans, free, book)
