@@ -306,9 +306,7 @@ def sft(cfg: BenchConfig, base: Path, train_ids: Sequence[str], out: Path) -> di
     allowed = allowed_tools(cfg.tools)
     offered = [t for t in episode_tools("sandbox") if offered_tool(t["function"]["name"], allowed)]
     traces = reference_traces([get_task(t) for t in train_ids], out / "traces")
-    run = SFTRunConfig(
-        learning_rate=cfg.sft_lr, max_steps=cfg.sft_steps, tools_scope="all", tensorboard=False, seed=cfg.seed
-    )
+    run = SFTRunConfig(learning_rate=cfg.sft_lr, max_steps=cfg.sft_steps, tensorboard=False, seed=cfg.seed)
     return train_sft(base, traces, out / "sft", run, tool_specs_or_tools=offered)
 
 

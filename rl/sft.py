@@ -66,7 +66,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from agents.planner import SYSTEM_PROMPT
 from agents.toolfilter import ToolFilter, allowed_tools, offered
@@ -419,29 +419,6 @@ def _redacted(value: Any) -> bool:
     return value == REDACTED
 
 
-def _task_apps(trace: Trace) -> set[str]:
-    from phoneenv.tasks import get_task
-
-    apps = {s.action.name.split(".")[0] for s in trace.steps if s.action is not None and "." in s.action.name}
-    with contextlib.suppress(KeyError):  # a task outside the suite: the apps the trace called
-        apps.update(get_task(trace.task_id).apps)
-    return apps | {"system", "user"}
-
-
-def _scope_tools(tools: list[dict[str, Any]], trace: Trace, scope: str) -> list[dict[str, Any]]:
-    if scope == "all":
-        return tools
-    if scope != "apps":
-        raise ValueError(f"tools_scope must be 'all' or 'apps', not {scope!r}")
-    apps = _task_apps(trace)
-    keep = []
-    for t in tools:
-        name = t["function"]["name"]
-        if "__" not in name or name.split("__")[0] in apps:
-            keep.append(t)
-    return keep
-
-
 def _on_plan(trace: Trace, plan: Sequence[ToolCall]) -> set[int]:
     """Indices of the steps of ``trace`` that play ``plan``'s calls in order (same tool, same
     arguments; a redacted argument matches any value); every other step is a detour."""
@@ -519,7 +496,6 @@ def traces_to_examples(
     *,
     include_failed: bool = False,
     include_inconsistent: bool = False,
-    tools_scope: Literal["all", "apps"] = "all",
     system_prompt: str = SYSTEM_PROMPT,
     tool_filter: ToolFilter = None,
 ) -> list[dict[str, Any]]:
@@ -536,10 +512,6 @@ def traces_to_examples(
             ``plan``), so their detours and recoveries add context, never loss.
         include_inconsistent: keep traces whose simulated world contradicted itself
             (``verdict.inconsistent``); dropped by default.
-        tools_scope: ``"all"``: every tool, as the planner sees them; ``"apps"``: only tools of
-            the task's apps (the suite's ``TaskSpec.apps`` plus apps the trace called) and of
-            ``system``/``user`` plus ``finish`` — much shorter sequences, for small-context
-            models and tests, at the price of a prompt the planner never shows.
         system_prompt: the planner's system prompt template (``{goal}``).
         tool_filter: the tool filter of :mod:`agents.toolfilter` (``"all"``/None, ``"task"``, or
             names), resolved per trace as the planner and the RL rollout resolve it per episode
@@ -565,9 +537,7 @@ def traces_to_examples(
             dropped += 1
             continue
         tools = trace_tools(trace, tool_filter, given)
-        out.append(
-            trace_to_example(trace, _scope_tools(tools, trace, tools_scope), system_prompt=system_prompt, plan=plan)
-        )
+        out.append(trace_to_example(trace, tools, system_prompt=system_prompt, plan=plan))
     if dropped:
         log.info("traces_to_examples: kept %d traces, dropped %d (failed or inconsistent)", len(out), dropped)
     return out
@@ -638,7 +608,6 @@ def build_sft_dataset(
     *,
     include_failed: bool = False,
     include_inconsistent: bool = False,
-    tools_scope: Literal["all", "apps"] = "all",
     max_length: int | None = None,
     tool_filter: ToolFilter = None,
 ) -> Any:
@@ -665,7 +634,6 @@ def build_sft_dataset(
             tool_specs_or_tools,
             include_failed=include_failed,
             include_inconsistent=include_inconsistent,
-            tools_scope=tools_scope,
             tool_filter=tool_filter,
         )
     rows: dict[str, list[Any]] = {"input_ids": [], "assistant_masks": [], "task_id": [], "masked_tokens": []}
@@ -734,9 +702,6 @@ class SFTRunConfig:
         max_length (`int` or `None`, defaults to `None`):
             Drop examples longer than this many tokens (never truncate, see the module docstring).
             None keeps all; set it to the model's context length.
-        tools_scope (`str`, defaults to `"all"`):
-            `"all"`: the whole tool list, as the planner shows it at inference; `"apps"`: only the
-            task's apps' tools (short sequences, for small-context models and tests).
         include_failed (`bool`, defaults to `False`):
             Also train on traces whose verdict failed (their `ok` turns). Off: cold-start data
             should be verified successes.
@@ -779,7 +744,6 @@ class SFTRunConfig:
     seed: int = 0
     logging_steps: int = 1
     max_length: int | None = None
-    tools_scope: Literal["all", "apps"] = "all"
     include_failed: bool = False
     include_inconsistent: bool = False
     tool_filter: str | list[str] | None = None
@@ -870,7 +834,6 @@ def train_sft(
         tool_specs_or_tools,
         include_failed=cfg.include_failed,
         include_inconsistent=cfg.include_inconsistent,
-        tools_scope=cfg.tools_scope,
         max_length=cfg.max_length,
         tool_filter=cfg.tool_filter,
     )

@@ -120,7 +120,7 @@ def test_reference_trace_to_messages_hand_checked(tmp_path):
     names = [t["function"]["name"] for t in ex["tools"]]
     assert ex["tools"] == episode_tools("sandbox") and len(names) > 50
     assert "contacts__search" in names and "finish" in names and not any("." in n for n in names)
-    (short,) = traces_to_examples(traces, tools_scope="apps")
+    (short,) = traces_to_examples(traces, tool_filter="task")
     short_names = {t["function"]["name"] for t in short["tools"]}
     assert {"contacts__search", "system__sign_in", "user__confirm", "finish"} <= short_names
     assert not any(n.startswith(("mail__", "calendar__")) for n in short_names)
@@ -189,7 +189,7 @@ def test_failed_inconsistent_and_redacted_traces(tmp_path):
     password = task.fixtures.vault[account].get_secret_value()
     trace = run_calls(task.id, [{**sign_in, "arguments": {**sign_in["arguments"], "password": password}}, *rest])
     assert trace.verdict.success and trace.steps[0].feedback.ok
-    (ex,) = traces_to_examples([trace], tools_scope="apps")
+    (ex,) = traces_to_examples([trace], tool_filter="task")
     first = ex["messages"][2]
     assert '"password": "***"' in first["tool_calls"][0]["function"]["arguments"] and first["weight"] == 0
     assert password not in json.dumps(ex)
@@ -223,7 +223,7 @@ def rendered_call(call):
 
 
 def test_mask_is_one_exactly_on_successful_assistant_turns(erroneous_trace, tokenizer):
-    (ex,) = traces_to_examples([erroneous_trace], tools_scope="apps")
+    (ex,) = traces_to_examples([erroneous_trace], tool_filter="task")
     assert [m["weight"] for m in ex["messages"] if m["role"] == "assistant"] == [1, 0, 1, 1, 1, 1]
     tok = tokenize_example(ex, tokenizer)
     ids, mask = tok["input_ids"], tok["assistant_masks"]
@@ -249,7 +249,7 @@ def test_trl_labels_and_loss_follow_the_mask(erroneous_trace, tiny_model_dir, to
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
 
-    ds = build_sft_dataset([erroneous_trace], tokenizer, tools_scope="apps")
+    ds = build_sft_dataset([erroneous_trace], tokenizer, tool_filter="task")
     assert ds.column_names == ["input_ids", "assistant_masks", "task_id", "masked_tokens"]
     mask = ds[0]["assistant_masks"]
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
@@ -315,7 +315,7 @@ def test_detour_traces_recover_and_only_plan_calls_are_trained(detour_trace, tmp
 
 
 def test_masked_tokens_are_the_detour_replies_counted_by_hand(detour_trace, tokenizer):
-    (ex,) = traces_to_examples([detour_trace], tools_scope="apps")
+    (ex,) = traces_to_examples([detour_trace], tool_filter="task")
     tok = tokenize_example(ex, tokenizer)
     detours = [s.action for s in detour_trace.steps[0::2]]
     # by hand: each detour reply as the template renders it, tokenised on its own
@@ -326,7 +326,7 @@ def test_masked_tokens_are_the_detour_replies_counted_by_hand(detour_trace, toke
     assert tok["masked_tokens"] == by_hand > 0
     recoveries = [rendered_call(c) for c in plan(FAVORITE)]
     assert [tokenizer.decode(r) for r in runs(tok["input_ids"], tok["assistant_masks"])] == recoveries
-    (ref,) = traces_to_examples([run_calls(FAVORITE, plan(FAVORITE))], tools_scope="apps")
+    (ref,) = traces_to_examples([run_calls(FAVORITE, plan(FAVORITE))], tool_filter="task")
     assert tokenize_example(ref, tokenizer)["masked_tokens"] == 0
 
 
@@ -354,7 +354,7 @@ def test_sft_on_reference_traces_decreases_the_loss(erroneous_trace, tiny_model_
 
 
 def test_prefix_inconsistent_template_and_over_long_examples_are_refused(erroneous_trace, tokenizer):
-    (ex,) = traces_to_examples([erroneous_trace], tools_scope="apps")
+    (ex,) = traces_to_examples([erroneous_trace], tool_filter="task")
     # A template that writes the number of messages up front renders no prefix as a prefix.
     counting = "{{ messages | length }}" + tokenizer.chat_template
 
