@@ -213,8 +213,6 @@ def _merge_infos(parts: list[dict[str, Any]], sizes: list[int], n: int) -> dict[
         keys.update(dict.fromkeys(p))
     starts = np.cumsum([0, *sizes])
     for key in keys:
-        if key in out:
-            continue
         present = [(i, p[key]) for i, p in enumerate(parts) if key in p]
         first = present[0][1]
         if isinstance(first, dict):
