@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ TASKS = [f"contacts.lookup_number/{k}" for k in range(4)]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", [2, 3])
-def test_zero_config_trains_on_two_ranks(stage: int, tmp_path, tiny_model_dir) -> None:
+def test_zero_config_trains_on_two_ranks(stage: int, tmp_path, tmp_path_factory, tiny_model_dir) -> None:
     pytest.importorskip("deepspeed", reason="DeepSpeed is not installed (pip install -e '.[test]')")
     if shutil.which("g++") is None:
         pytest.skip("DeepSpeed's CPU communication op is compiled at run time and needs g++")
@@ -52,19 +53,40 @@ def test_zero_config_trains_on_two_ranks(stage: int, tmp_path, tiny_model_dir) -
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
     env = dict(os.environ, TRL_EXPERIMENTAL_SILENCE="1", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     env["MASTER_PORT"] = str(_free_port())
+    # DeepSpeed JIT-compiles its CPU shared-memory op into TORCH_EXTENSIONS_DIR under a lock file that
+    # nothing removes when a build is killed; a stale lock in ~/.cache made both ranks wait forever.
+    # One directory per pytest run (the parent of each xdist worker's base temp) builds it once.
+    env["TORCH_EXTENSIONS_DIR"] = str(tmp_path_factory.getbasetemp().parent / "torch_extensions")
     cmd = [
         sys.executable, "-m", "accelerate.commands.launch",
         "--config_file", str(tmp_path / "accelerate.yaml"),
         "--main_process_port", env["MASTER_PORT"],
         "-m", "rl.trainers", str(tmp_path / "cfg.json"),
     ]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=420)
+    proc = _run_group(cmd, env, timeout=420)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.count('"algo"') == 1  # one summary, printed by rank 0 (TRL prints its logs too)
     summary = json.loads(proc.stdout[proc.stdout.index('{\n  "algo"') :])
     assert summary["distributed"] == {"type": "DEEPSPEED", "num_processes": 2, "process_index": 0, "zero_stage": stage}
     # 2 steps x 2 ranks x 2 episodes per rank, gathered into whole groups by CARE.
     assert summary["steps"] == 2 and summary["episodes"] == 8
+
+
+def _run_group(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """Run `cmd` as the leader of its own process group; on timeout kill the whole group.
+
+    ``subprocess.run(timeout=...)`` kills only the launcher and leaves its two ranks running.
+    """
+    with subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            pytest.fail(f"the two-rank run did not finish in {timeout:.0f} s; its stderr ends:\n{err[-4000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _free_port() -> int:
