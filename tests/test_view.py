@@ -1,0 +1,237 @@
+"""`phoneenv view` and `phoneenv compare`: the HTML report of a run and run-to-run differences.
+
+Run folders are made here by `phoneenv eval` (reference and random agents on the sandbox) and by
+`run_episodes` with an agent that takes a screenshot. The browser tests drive Debian's chromium
+through Playwright (marker ``browser``); they skip, saying why, where either is missing."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from phoneenv.cli import app
+from phoneenv.contract import Trace
+from phoneenv.evaluation import read_results, run_episodes, score, write_results
+from phoneenv.tasks import get_task
+from phoneenv.view import load_run, render_report, write_report
+
+runner = CliRunner()
+REF_TASKS = "clock.set_alarm/0,clock.set_alarm/1,settings.toggle/0"
+RANDOM_TASKS = "clock.set_alarm/0,clock.set_alarm/1,settings.toggle/0,settings.toggle/1"
+CAPTURE_TASK = "clock.set_alarm/0"
+
+
+class CaptureAgent:
+    """Takes a screenshot, then finishes: a trace whose report shows the screen it captured."""
+
+    name = "capture"
+
+    def reset(self, observation, info):
+        self.turn = 0
+
+    def act(self, observation, info):
+        self.turn += 1
+        if self.turn == 1:
+            return json.dumps({"name": "screen.capture", "arguments": {}})
+        return json.dumps({"name": "finish", "arguments": {"answer": "I looked at the screen."}})
+
+
+def _eval(out: Path, agent: str, tasks: str) -> Path:
+    res = runner.invoke(app, ["eval", "--agent", agent, "--tasks", tasks, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """Three run folders: reference, random (same tasks plus one), and a screenshot-bearing one."""
+    root = tmp_path_factory.mktemp("runs")
+    ref = _eval(root / "ref", "reference", REF_TASKS)
+    rnd = _eval(root / "random", "random", RANDOM_TASKS)
+    cap = root / "capture"
+    results = run_episodes(CaptureAgent(), [get_task(CAPTURE_TASK)], cap / "traces")
+    write_results(cap, results, score("capture", results))
+    return {"ref": ref, "random": rnd, "capture": cap}
+
+
+class _Collect(HTMLParser):
+    """Every start tag with its attributes, and the page's text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _parse(text: str) -> _Collect:
+    p = _Collect()
+    p.feed(text)
+    return p
+
+
+def _section(page: str, index: int) -> str:
+    start = page.index(f'id="ep-{index}"')
+    return page[start : page.index("</details>", start)]
+
+
+def test_report_lists_every_episode_with_steps_verdict_and_diff(runs):
+    """Each result row is an index row and a section; each step's call is shown; the criteria and
+    the state diff of clock.set_alarm/0 are those worked out by hand from its goal."""
+    path = write_report(runs["ref"], plots=False)
+    assert path == runs["ref"] / "report.html"
+    page = path.read_text(encoding="utf-8")
+    results = read_results(runs["ref"] / "results.jsonl")
+    doc = _parse(page)
+    rows = [a for t, a in doc.tags if t == "tr" and "data-episode" in a]
+    assert [(a["data-success"], a["data-domain"]) for a in rows] == [
+        ("yes" if r.success else "no", r.domain) for r in results
+    ]
+    i = [r.task_id for r in results].index("clock.set_alarm/0")
+    sec = _section(page, i)
+    trace = Trace.model_validate_json((runs["ref"] / "traces" / "clock.set_alarm-0.jsonl").read_text())
+    for step in trace.steps:
+        assert f"<b>{step.action.name}</b>" in sec
+    for c in trace.verdict.criteria:
+        assert c.id in sec
+    # the goal: an alarm at 05:00 labelled "Walk the dog" created, the 07:15 one (al_2) switched off
+    diff = sec[sec.index("State diff") :]
+    cells = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>", diff)
+    assert cells == [("clock.alarms", "al_2", "updated"), ("clock.alarms", "al_4", "created")]
+    assert "&quot;enabled&quot;: true" in diff and "&quot;enabled&quot;: false" in diff
+    assert "Walk the dog" in diff
+    assert 'id="shown">3<' in page and "<script>" in page and "http" not in page.split("<body>")[1].split("<script>")[0]
+
+
+def test_report_shows_the_captured_screen_pixel_for_pixel(runs):
+    """The screenshot trace's report carries the screen `screen.capture` returned: the PNG decodes to
+    exactly what a fresh env shows after the same call."""
+    page = render_report(load_run(runs["capture"]), plots=False)
+    imgs = [a for t, a in _parse(page).tags if t == "img" and a.get("class") == "screen"]
+    assert [a["alt"] for a in imgs] == ["screen after step 1", "screen after step 2"]
+    shown = np.asarray(Image.open(io.BytesIO(base64.b64decode(imgs[0]["src"].split(",", 1)[1]))).convert("RGB"))
+    env = gym.make("PhonePlan-v0", task=CAPTURE_TASK, backend="sandbox", screenshots=True)
+    env.reset(seed=0)
+    obs, *_ = env.step({"name": "screen.capture", "arguments": {}})
+    env.close()
+    assert shown.shape == obs["screenshot"].shape and np.array_equal(shown, obs["screenshot"])
+    none = render_report(load_run(runs["capture"]), screens="none", plots=False)
+    assert 'class="screen"' not in none and "State diff" in none
+
+
+def test_report_filters_carry_each_episodes_error_kinds(runs):
+    """The filter attributes of the random run's rows are the error kinds of each trace's steps."""
+    page = render_report(load_run(runs["random"]), screens="none", plots=False)
+    rows = [a for t, a in _parse(page).tags if t == "tr" and "data-episode" in a]
+    results = read_results(runs["random"] / "results.jsonl")
+    assert len(rows) == len(results) == 4
+    for a, r in zip(rows, results, strict=True):
+        trace = Trace.model_validate_json(Path(r.trace_path).read_text())
+        kinds = sorted({s.feedback.error.value for s in trace.steps if not s.feedback.ok}) or ["none"]
+        assert a["data-errors"].split() == kinds
+    options = re.search(r'<select name="error">(.*?)</select>', page).group(1)
+    assert set(re.findall(r'value="([^"]*)"', options)) - {""} == {k for a in rows for k in a["data-errors"].split()}
+
+
+def _hostile_run(src: Path, dst: Path) -> Path:
+    """A copy of a run whose trace text is hostile HTML."""
+    shutil.copytree(src, dst)
+    path = dst / "traces" / "clock.set_alarm-0.jsonl"
+    trace = Trace.model_validate_json(path.read_text())
+    trace.goal = "<script>window.__pwned = 1</script>"
+    trace.steps[0].feedback.result = {"x": '</pre><img src=x onerror="window.__pwned=2">'}
+    trace.verdict.answer = "<iframe src=javascript:alert(1)>"
+    trace.verdict.criteria[0].reason = "\"'><svg onload=window.__pwned=3>"
+    trace.agent = "<b onmouseover=window.__pwned=4>"
+    path.write_text(trace.model_dump_json() + "\n")
+    return dst
+
+
+def test_report_escapes_every_string_from_the_run(runs, tmp_path):
+    """Trace text is untrusted: no tag from it reaches the page; it shows as text."""
+    run = load_run(_hostile_run(runs["ref"], tmp_path / "hostile"))
+    run.episodes[0].note = "skip the replay"  # the replay would (rightly) disagree with a doctored trace
+    page = render_report(run, plots=False)
+    doc = _parse(page)
+    assert [t for t, _ in doc.tags if t in ("script", "iframe", "svg")] == ["script"]
+    assert not any(k.startswith("on") for _, a in doc.tags for k in a)
+    text = "".join(doc.text)
+    assert "<script>window.__pwned = 1</script>" in text and "<iframe src=javascript:alert(1)>" in text
+
+
+def test_a_replay_that_disagrees_with_the_trace_is_said_and_shows_nothing(runs, tmp_path):
+    """A trace whose recorded outcome the replay does not reproduce gets a note, no screens, no diff."""
+    dst = shutil.copytree(runs["capture"], tmp_path / "doctored")
+    path = next((dst / "traces").glob("*.jsonl"))
+    trace = Trace.model_validate_json(path.read_text())
+    trace.verdict.progress = 0.25
+    path.write_text(trace.model_dump_json() + "\n")
+    page = render_report(load_run(dst), plots=False)
+    assert "replaying the recorded actions gave another outcome" in page
+    assert 'class="screen"' not in page and "<th>Before</th>" not in page
+
+
+def test_load_run_pairs_traces_by_task_and_seed_in_any_layout(runs, tmp_path):
+    """Traces moved to ``traces/<task>/seed-<s>.json`` (and the folder moved) still pair with
+    their results; a trace with no result row is still shown."""
+    dst = shutil.copytree(runs["ref"], tmp_path / "moved")
+    for p in list((dst / "traces").glob("*.jsonl")):
+        t = Trace.model_validate_json(p.read_text())
+        (dst / "traces" / p.stem).mkdir()
+        p.rename(dst / "traces" / p.stem / f"seed-{t.seed}.json")
+    lines = (dst / "results.jsonl").read_text().splitlines()
+    (dst / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    run = load_run(dst)
+    assert [(e.task_id, e.result is not None, e.trace is not None) for e in run.episodes] == [
+        ("clock.set_alarm/0", True, True),
+        ("clock.set_alarm/1", True, True),
+        ("settings.toggle/0", False, True),
+    ]
+    assert all(e.trace.task_id == e.task_id for e in run.episodes)
+
+
+def test_training_metrics_give_a_success_curve(tmp_path):
+    """A trainer's folder (metrics.jsonl only) renders a success-against-step plot from its
+    train rollout records, ignoring other kinds."""
+    from phoneenv.view import _training_curves
+
+    recs = [
+        {"kind": "rollout", "mode": "train", "step": 0, "metrics": {"phone/success": 0.25}},
+        {"kind": "log", "step": 1, "loss": 1.0},
+        {"kind": "rollout", "mode": "train", "step": 1, "metrics": {"phone/success": 0.5}},
+        {"kind": "rollout", "mode": "eval", "step": 1, "metrics": {"phone/success": 0.75}},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs) + "not json\n")
+    run = load_run(tmp_path)
+    assert _training_curves(run.metrics) == {"train": [(0.0, 0.25), (1.0, 0.5)], "eval": [(1.0, 0.75)]}
+    page = render_report(run)
+    assert "Success against training step" in page and page.count('class="plot"') == 1
+
+
+def test_view_cli_writes_the_report_and_refuses_what_is_not_a_run(runs, tmp_path):
+    out = tmp_path / "r" / "page.html"
+    res = runner.invoke(app, ["view", str(runs["capture"]), "--out", str(out), "--screens", "all"])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert page.count('class="screen"') == 3 and page.count('class="plot"') == 2  # reset + 2 steps
+    (tmp_path / "empty").mkdir()
+    res = runner.invoke(app, ["view", str(tmp_path / "empty")])
+    assert res.exit_code == 2 and "not a run folder" in res.output
+    res = runner.invoke(app, ["view", str(runs["capture"]), "--screens", "some"])
+    assert res.exit_code == 2 and "captures, all or none" in res.output
