@@ -20,6 +20,8 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from agents.random_agent import RandomAgent
+from agents.reference import ReferenceAgent
 from phoneenv.cli import app
 from phoneenv.contract import Trace
 from phoneenv.evaluation import read_results, run_episodes, score, write_results
@@ -55,14 +57,23 @@ def _eval(out: Path, agent: str, tasks: str) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """Three run folders: reference, random (same tasks plus one), and a screenshot-bearing one."""
+    """Run folders: reference and random (by `phoneenv eval`; random on the same tasks plus one), a
+    screenshot-bearing one, and a mixed one (reference on two tasks, random on two others)."""
     root = tmp_path_factory.mktemp("runs")
     ref = _eval(root / "ref", "reference", REF_TASKS)
     rnd = _eval(root / "random", "random", RANDOM_TASKS)
     cap = root / "capture"
     results = run_episodes(CaptureAgent(), [get_task(CAPTURE_TASK)], cap / "traces")
     write_results(cap, results, score("capture", results))
-    return {"ref": ref, "random": rnd, "capture": cap}
+    mixed = root / "mixed"
+    results = run_episodes(
+        ReferenceAgent(), [get_task("clock.set_alarm/2"), get_task("settings.toggle/2")], mixed / "traces"
+    )
+    results += run_episodes(
+        RandomAgent(), [get_task("clock.set_alarm/3"), get_task("settings.toggle/3")], mixed / "traces"
+    )
+    write_results(mixed, results, score("mixed", results))
+    return {"ref": ref, "random": rnd, "capture": cap, "mixed": mixed}
 
 
 class _Collect(HTMLParser):
@@ -235,3 +246,105 @@ def test_view_cli_writes_the_report_and_refuses_what_is_not_a_run(runs, tmp_path
     assert res.exit_code == 2 and "not a run folder" in res.output
     res = runner.invoke(app, ["view", str(runs["capture"]), "--screens", "some"])
     assert res.exit_code == 2 and "captures, all or none" in res.output
+
+
+# -- in a real browser ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Debian's chromium driven by Playwright (never Playwright's own browser download)."""
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def _open(chromium, path: Path):
+    """A page showing ``path``, and the console errors and uncaught exceptions it logs."""
+    page = chromium.new_page(viewport={"width": 1200, "height": 900})
+    problems: list[str] = []
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_load_state("load")
+    return page, problems
+
+
+def _visible_rows(page) -> int:
+    return page.locator("tr[data-episode]:visible").count()
+
+
+@pytest.mark.browser
+def test_browser_report_loads_clean_and_its_filters_hide_rows(runs, chromium, tmp_path):
+    """The mixed run's report loads with no console error, every image decodes, and each filter
+    leaves visible exactly the rows (and sections) results.jsonl says match."""
+    path = write_report(runs["mixed"], tmp_path / "mixed.html")
+    results = read_results(runs["mixed"] / "results.jsonl")
+    page, problems = _open(chromium, path)
+    try:
+        assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+        assert page.locator("img.plot").count() == 2
+        assert _visible_rows(page) == len(results) == page.locator("details.episode:visible").count()
+        failures = sum(not r.success for r in results)
+        assert 0 < failures < len(results), "the random run should hold both outcomes"
+        page.select_option('select[name="success"]', "no")
+        assert _visible_rows(page) == failures == page.locator("details.episode:visible").count()
+        assert page.locator("#shown").inner_text() == str(failures)
+        page.select_option('select[name="success"]', "")
+        page.select_option('select[name="domain"]', "time")
+        assert _visible_rows(page) == sum(r.domain == "time" for r in results)
+        page.select_option('select[name="domain"]', "")
+        traces = [Trace.model_validate_json(Path(r.trace_path).read_text()) for r in results]
+        kind = next(s.feedback.error.value for t in traces for s in t.steps if not s.feedback.ok)
+        page.select_option('select[name="error"]', kind)
+        assert _visible_rows(page) == sum(
+            any(s.feedback.error and s.feedback.error.value == kind for s in t.steps) for t in traces
+        )
+        assert problems == []
+    finally:
+        page.close()
+
+
+def _blue(png: bytes) -> int:
+    """Pixels of the sandbox screens' header blue (about RGB 13-30, 110-120, 253)."""
+    a = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    return int(((a[..., 0] < 60) & (a[..., 1] > 95) & (a[..., 1] < 135) & (a[..., 2] > 235)).sum())
+
+
+@pytest.mark.browser
+def test_browser_screenshot_of_a_trace_shows_its_screens(runs, chromium, tmp_path):
+    """A screenshot of the capture episode's section holds the phone screen's pixels (its blue
+    header), which vanish when the page's images are hidden: the images render, not just exist."""
+    path = write_report(runs["capture"], tmp_path / "capture.html")
+    page, problems = _open(chromium, path)
+    try:
+        section = page.locator("#ep-0")
+        shown = _blue(section.screenshot())
+        page.evaluate("document.querySelectorAll('img.screen').forEach(i => i.style.visibility = 'hidden')")
+        hidden = _blue(section.screenshot())
+        assert shown > 2000 and hidden == 0, (shown, hidden)
+        assert problems == []
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+def test_browser_hostile_trace_text_runs_nothing(runs, chromium, tmp_path):
+    """Script-bearing trace text shows as text and runs nothing (no flag set, no dialog)."""
+    path = write_report(_hostile_run(runs["ref"], tmp_path / "hostile"), tmp_path / "hostile.html", plots=False)
+    page, problems = _open(chromium, path)
+    try:
+        page.locator("#ep-0 p").first.hover()
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert "<script>window.__pwned = 1</script>" in page.locator("#ep-0").inner_text()
+        assert problems == []
+    finally:
+        page.close()
