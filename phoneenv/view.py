@@ -37,6 +37,7 @@ import html
 import io
 import json
 import logging
+from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,10 +51,14 @@ from phoneenv.evaluation import CATEGORY_LABELS, EpisodeResult, RunFolder, read_
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "Comparison",
     "Episode",
+    "EpisodePair",
     "Run",
     "ScreenMode",
+    "compare_runs",
     "load_run",
+    "render_compare_html",
     "render_report",
     "write_report",
 ]
@@ -710,3 +715,202 @@ def write_report(
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+# -- compare --------------------------------------------------------------------------------------
+
+Change = Literal["fixed", "broken", "same", "infrastructure", "only in A", "only in B"]
+
+
+@dataclass
+class EpisodePair:
+    """One task (and seed) in two runs: its episode in A and in B (None where that run lacks it).
+
+    ``change``: ``fixed`` (failed in A, succeeded in B), ``broken`` (the reverse), ``same``
+    outcome, ``infrastructure`` (either episode lost to the world: not a flip), or ``only in
+    A``/``only in B``. The deltas are B − A (None unless both ran)."""
+
+    task_id: str
+    seed: int | None
+    a: Episode | None
+    b: Episode | None
+
+    @property
+    def change(self) -> Change:
+        """How the outcome changed from A to B."""
+        if self.a is None:
+            return "only in B"
+        if self.b is None:
+            return "only in A"
+        if self.a.infrastructure_error or self.b.infrastructure_error:
+            return "infrastructure"
+        if self.a.success == self.b.success:
+            return "same"
+        return "fixed" if self.b.success else "broken"
+
+    def _delta(self, name: str) -> float | None:
+        if self.a is None or self.b is None:
+            return None
+        return getattr(self.b, name) - getattr(self.a, name)
+
+    @property
+    def progress_delta(self) -> float | None:
+        """Progress B − A (in [-1, 1])."""
+        return self._delta("progress")
+
+    @property
+    def tokens_delta(self) -> int | None:
+        """Output tokens B − A."""
+        d = self._delta("output_tokens")
+        return None if d is None else int(d)
+
+    @property
+    def calls_delta(self) -> int | None:
+        """Tool calls B − A."""
+        d = self._delta("tool_calls")
+        return None if d is None else int(d)
+
+    @property
+    def differs(self) -> bool:
+        """Whether anything differs: outcome, progress, tokens or calls (or one run lacks it)."""
+        return self.change != "same" or any(d for d in (self.progress_delta, self.tokens_delta, self.calls_delta))
+
+
+@dataclass
+class Comparison:
+    """Two runs' episodes paired by (task, seed): see :func:`compare_runs`."""
+
+    a: Run
+    b: Run
+    pairs: list[EpisodePair]
+
+    def counts(self) -> dict[str, int]:
+        """Pairs per :attr:`EpisodePair.change`, every kind present (0 when none)."""
+        out = dict.fromkeys(("fixed", "broken", "same", "infrastructure", "only in A", "only in B"), 0)
+        for p in self.pairs:
+            out[p.change] += 1
+        return out
+
+    def summary(self) -> dict[str, dict[str, float | int | None]]:
+        """Per side (``A``, ``B``), over the pairs both ran outside infrastructure errors:
+        ``episodes``, ``success`` and ``progress`` rates, mean ``output_tokens`` and
+        ``tool_calls`` (None when no pair qualifies)."""
+        both = [p for p in self.pairs if p.change in ("fixed", "broken", "same")]
+        out: dict[str, dict[str, float | int | None]] = {}
+        for side in ("a", "b"):
+            eps = [getattr(p, side) for p in both]
+            n = len(eps)
+
+            def mean(name: str, eps: list[Episode] = eps, n: int = n) -> float | None:
+                return sum(float(getattr(e, name)) for e in eps) / n if n else None
+
+            out[side.upper()] = {
+                "episodes": n,
+                "success": mean("success"),
+                "progress": mean("progress"),
+                "output_tokens": mean("output_tokens"),
+                "tool_calls": mean("tool_calls"),
+            }
+        return out
+
+
+def compare_runs(a: str | Path | Run, b: str | Path | Run) -> Comparison:
+    """Pair the episodes of runs ``a`` and ``b`` (folders or :func:`load_run` results) by (task id,
+    seed); episodes of a task left unpaired (the runs used other seeds) pair in order. Pairs come
+    in A's order, then B's episodes that A lacks.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`load_run`.
+    """
+    run_a = a if isinstance(a, Run) else load_run(a)
+    run_b = b if isinstance(b, Run) else load_run(b)
+    by_key: dict[tuple[str, int | None], deque[Episode]] = defaultdict(deque)
+    for f in run_b.episodes:
+        by_key[(f.task_id, f.seed)].append(f)
+    partner = [by_key[k].popleft() if by_key.get(k := (e.task_id, e.seed)) else None for e in run_a.episodes]
+    taken = {id(m) for m in partner if m is not None}
+    by_task: dict[str, deque[Episode]] = defaultdict(deque)  # B's unpaired episodes, by task
+    for f in run_b.episodes:
+        if id(f) not in taken:
+            by_task[f.task_id].append(f)
+    pairs = []
+    for e, m in zip(run_a.episodes, partner, strict=True):
+        if m is None and by_task.get(e.task_id):
+            m = by_task[e.task_id].popleft()
+            taken.add(id(m))
+        pairs.append(EpisodePair(e.task_id, e.seed, e, m))
+    pairs += [EpisodePair(f.task_id, f.seed, None, f) for f in run_b.episodes if id(f) not in taken]
+    return Comparison(run_a, run_b, pairs)
+
+
+def _signed(x: float | None, pct: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{100 * x:+.1f}" if pct else f"{x:+d}" if isinstance(x, int) else f"{x:+.3g}"
+
+
+_COMPARE_JS = """
+(function(){
+  var s = document.querySelector('select[name="change"]');
+  function apply(){
+    var shown = 0;
+    document.querySelectorAll('tr[data-change]').forEach(function(tr){
+      var ok = !s.value || (s.value === 'differs' ? tr.dataset.differs === 'yes' : tr.dataset.change === s.value);
+      tr.hidden = !ok;
+      if (ok) shown++;
+    });
+    document.getElementById('shown').textContent = shown;
+  }
+  s.addEventListener('change', apply);
+  apply();
+})();
+"""
+
+
+def render_compare_html(cmp: Comparison) -> str:
+    """A self-contained HTML page of ``cmp``: both runs' summaries, the change counts, and one
+    row per pair, filterable by change."""
+    summ = cmp.summary()
+    title = f"phoneenv compare: {cmp.a.agent} ({cmp.a.path.name}) → {cmp.b.agent} ({cmp.b.path.name})"
+    head = "".join(
+        f"<tr><td>{side} · {_e(run.agent)} · {_e(run.path)}</td><td>{_e(summ[side]['episodes'])}</td>"
+        f"<td>{_pct(summ[side]['success'])}</td><td>{_pct(summ[side]['progress'])}</td>"
+        f"<td>{_e(_num(summ[side]['output_tokens']))}</td><td>{_e(_num(summ[side]['tool_calls']))}</td></tr>"
+        for side, run in (("A", cmp.a), ("B", cmp.b))
+    )
+    counts = " · ".join(f"{_e(k)} {v}" for k, v in cmp.counts().items())
+    rows = []
+    for p in cmp.pairs:
+        cell = {
+            "fixed": '<span class="ok">fixed</span>',
+            "broken": '<span class="fail">broken</span>',
+        }.get(p.change, _e(p.change))
+        rows.append(
+            f'<tr data-change="{_e(p.change)}" data-differs="{"yes" if p.differs else "no"}"><td>{_e(p.task_id)}</td>'
+            f"<td>{_e(p.seed)}</td><td>{cell}</td>"
+            + "".join(f"<td>{_outcome(e) if e else '—'}</td>" for e in (p.a, p.b))
+            + f"<td>{_pct(p.a.progress) if p.a else '—'} → {_pct(p.b.progress) if p.b else '—'}</td>"
+            f"<td>{_signed(p.progress_delta, pct=True)}</td><td>{_signed(p.tokens_delta)}</td>"
+            f"<td>{_signed(p.calls_delta)}</td></tr>"
+        )
+    options = "".join(
+        f'<option value="{v}">{label}</option>'
+        for v, label in (
+            ("differs", "anything differs"),
+            ("fixed", "fixed"),
+            ("broken", "broken"),
+            ("same", "same outcome"),
+            ("infrastructure", "infrastructure"),
+            ("only in A", "only in A"),
+            ("only in B", "only in B"),
+        )
+    )
+    body = (
+        f"<h1>{_e(title)}</h1><table><tr><th>Run</th><th>Paired episodes</th><th>Success %</th><th>Progress %</th>"
+        f"<th>Mean output tokens</th><th>Mean tool calls</th></tr>{head}</table><p>{counts}</p>"
+        f'<div class="filters"><label>Show <select name="change"><option value="">all</option>{options}</select>'
+        f'</label> <span id="shown">{len(cmp.pairs)}</span> of {len(cmp.pairs)} tasks</div>'
+        "<table><tr><th>Task</th><th>Seed</th><th>Change</th><th>A</th><th>B</th><th>Progress % A → B</th>"
+        f"<th>Δ progress</th><th>Δ output tokens</th><th>Δ tool calls</th></tr>{''.join(rows)}</table>"
+    )
+    return _page(title, body, _COMPARE_JS)

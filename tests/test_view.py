@@ -348,3 +348,92 @@ def test_browser_hostile_trace_text_runs_nothing(runs, chromium, tmp_path):
         assert problems == []
     finally:
         page.close()
+
+
+# -- compare --------------------------------------------------------------------------------------
+
+
+def _by_task(run: Path) -> dict[str, tuple[bool, float, int]]:
+    """Per task of a run, read straight from its files: (success, progress, tool calls)."""
+    out = {}
+    for r in read_results(run / "results.jsonl"):
+        trace = Trace.model_validate_json(Path(r.trace_path).read_text())
+        out[r.task_id] = (r.success, r.progress, trace.verdict.tool_calls)
+    return out
+
+
+def test_compare_pairs_tasks_and_reports_flips_and_deltas(runs):
+    """Random (A) against reference (B): the change of each task and its deltas are those read
+    from the two runs' results and traces; the task only A ran is said so."""
+    from phoneenv.view import compare_runs
+
+    cmp = compare_runs(runs["random"], runs["ref"])
+    a, b = _by_task(runs["random"]), _by_task(runs["ref"])
+    want = {}
+    for task, (ok_a, prog_a, calls_a) in a.items():
+        if task not in b:
+            want[task] = ("only in A", None, None)
+            continue
+        ok_b, prog_b, calls_b = b[task]
+        change = "same" if ok_a == ok_b else ("fixed" if ok_b else "broken")
+        want[task] = (change, prog_b - prog_a, calls_b - calls_a)
+    got = {p.task_id: (p.change, p.progress_delta, p.calls_delta) for p in cmp.pairs}
+    assert got == want and len(cmp.pairs) == 4
+    assert [c for c, *_ in want.values()].count("fixed") == 3  # the random agent fails where the reference succeeds
+    assert cmp.counts()["only in A"] == 1 and sum(cmp.counts().values()) == 4
+    summ = cmp.summary()
+    shared = [t for t in a if t in b]
+    assert summ["A"]["episodes"] == summ["B"]["episodes"] == 3
+    assert summ["B"]["success"] == sum(b[t][0] for t in shared) / 3
+    assert summ["A"]["tool_calls"] == sum(a[t][2] for t in shared) / 3
+
+
+def test_compare_pairs_other_seeds_by_task_in_order(runs, tmp_path):
+    """Runs made at other seeds still pair, task by task."""
+    from phoneenv.view import compare_runs
+
+    dst = shutil.copytree(runs["ref"], tmp_path / "seed7")
+    lines = [json.loads(x) for x in (dst / "results.jsonl").read_text().splitlines()]
+    (dst / "results.jsonl").write_text("".join(json.dumps({**r, "seed": 7}) + "\n" for r in lines))
+    shutil.rmtree(dst / "traces")
+    cmp = compare_runs(runs["ref"], dst)
+    assert [(p.task_id, p.change, p.a.seed, p.b.seed) for p in cmp.pairs] == [
+        (r["task_id"], "same", 0, 7) for r in lines
+    ]
+
+
+def test_compare_cli_prints_and_writes_an_escaped_page(runs, tmp_path):
+    """The command prints the counts and the differing tasks, and its HTML escapes run text."""
+    hostile = shutil.copytree(runs["random"], tmp_path / "hostile")
+    cfg = json.loads((hostile / "run.json").read_text())
+    (hostile / "run.json").write_text(json.dumps({**cfg, "agent": "<script>window.__pwned=1</script>"}))
+    out = tmp_path / "cmp.html"
+    res = runner.invoke(app, ["compare", str(hostile), str(runs["ref"]), "--html", str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "fixed 3 · broken 0 · same 0 · infrastructure 0 · only in A 1 · only in B 0" in res.output
+    assert "settings.toggle/1" in res.output and "+100.0" in res.output
+    page = out.read_text()
+    assert page.count("<script") == 1 and "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page
+    res = runner.invoke(app, ["compare", str(runs["ref"]), str(tmp_path / "nowhere")])
+    assert res.exit_code == 2 and "no such run folder" in " ".join(res.output.split())
+
+
+@pytest.mark.browser
+def test_browser_compare_page_loads_clean_and_filters_by_change(runs, chromium, tmp_path):
+    from phoneenv.view import compare_runs, render_compare_html
+
+    cmp = compare_runs(runs["random"], runs["ref"])
+    path = tmp_path / "cmp.html"
+    path.write_text(render_compare_html(cmp), encoding="utf-8")
+    page, problems = _open(chromium, path)
+    try:
+        rows = page.locator("tr[data-change]:visible")
+        assert rows.count() == len(cmp.pairs)
+        for change in ("fixed", "same", "only in A"):
+            page.select_option('select[name="change"]', change)
+            assert rows.count() == cmp.counts()[change]
+        page.select_option('select[name="change"]', "differs")
+        assert rows.count() == sum(p.differs for p in cmp.pairs)
+        assert problems == []
+    finally:
+        page.close()
