@@ -274,7 +274,7 @@ def _png(image: Any) -> bytes:
     from PIL import Image
 
     buf = io.BytesIO()
-    Image.fromarray(image).save(buf, format="PNG", optimize=True)
+    Image.fromarray(image).save(buf, format="PNG", compress_level=6)
     return buf.getvalue()
 
 
@@ -304,25 +304,27 @@ def _replay(episode: Episode, screens: ScreenMode) -> None:
     except KeyError:
         episode.note = f"task {trace.task_id} is not in this suite: not replayed"
         return
-    env = gym.make("PhonePlan-v0", task=task.id, backend="sandbox", screenshots=screens != "none",
-                   max_steps=max(len(trace.steps), 1), disable_env_checker=True)  # fmt: skip
+    # the trace's own length as the step limit: a run truncated at its --max-steps ends here too
+    env = gym.make("PhonePlan-v0", task=task.id, backend="sandbox", max_steps=max(len(trace.steps), 1),
+                   disable_env_checker=True)  # fmt: skip
     try:
         core = env.unwrapped
-        obs, _ = core.reset(seed=trace.seed, options={"task": task.id})
+        core.reset(seed=trace.seed, options={"task": task.id})
         before = core.backend.frozen_tables()
         shots: list[tuple[int, bytes]] = []
         if screens == "all":
-            shots.append((0, _png(obs["screenshot"])))
+            shots.append((0, _png(core.backend.screenshot())))
         info: dict[str, Any] = {}
         done = False
         for step in trace.steps:
             if done:
                 break
             action: Any = step.action.model_dump(mode="json") if step.action is not None else (step.raw or "")
-            obs, _, term, trunc, info = core.step(action)
+            _, _, term, trunc, info = core.step(action)
             done = term or trunc
             if screens == "all" or (screens == "captures" and (done or _returns_image(core, step))):
-                shots.append((step.index, _png(obs["screenshot"])))
+                image = getattr(info.get("feedback"), "image", None)  # what a returns_image tool gave
+                shots.append((step.index, _png(image if image is not None else core.backend.screenshot())))
         verdict = info.get("verdict") or {}
         if (
             not done
