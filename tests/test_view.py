@@ -217,6 +217,27 @@ def test_load_run_pairs_traces_by_task_and_seed_in_any_layout(runs, tmp_path):
     assert all(e.trace.task_id == e.task_id for e in run.episodes)
 
 
+def test_state_diff_is_masked_with_the_tasks_fixture_secrets(runs, monkeypatch):
+    """A fixture secret that shows up in the replayed state is masked in the diff."""
+    import phoneenv.intake
+
+    monkeypatch.setattr(phoneenv.intake, "fixture_secrets", lambda fixtures: ("Walk the dog",))
+    run = load_run(runs["ref"])
+    page = render_report(run, screens="none", plots=False)
+    i = [e.task_id for e in run.episodes].index("clock.set_alarm/0")
+    diff = _section(page, i).split("State diff")[1]
+    assert "Walk the dog" not in diff and "&quot;label&quot;: &quot;***&quot;" in diff
+
+
+def test_episodes_without_traces_are_listed_and_said_so(runs, tmp_path):
+    """A run whose traces are gone still lists its results, each saying its trace is missing."""
+    dst = shutil.copytree(runs["ref"], tmp_path / "notraces")
+    shutil.rmtree(dst / "traces")
+    page = render_report(load_run(dst), plots=False)
+    assert page.count("no trace was found for this episode") == 3
+    assert page.count("<tr data-episode") == 3
+
+
 def test_training_metrics_give_a_success_curve(tmp_path):
     """A trainer's folder (metrics.jsonl only) renders a success-against-step plot from its
     train rollout records, ignoring other kinds."""
