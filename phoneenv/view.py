@@ -178,10 +178,13 @@ class Run:
 
     @property
     def agent(self) -> str:
-        """The agent's name, from ``run.json``, the scoreboard or a trace (``?`` when none says)."""
+        """The agent's name, from ``run.json``, the scoreboard, a trace or the trainer's algorithm
+        in ``metrics.jsonl`` (``?`` when none says)."""
         name = self.config.get("agent") or (self.scoreboard or {}).get("agent")
         if not name:
             name = next((e.trace.agent for e in self.episodes if e.trace is not None and e.trace.agent), None)
+        if not name:  # a trainer's folder: its algorithm
+            name = next((r["algo"] for r in self.metrics if r.get("algo")), None)
         return str(name or "?")
 
 
@@ -509,8 +512,10 @@ def _img(png: bytes, alt: str, cls: str) -> str:
     return f'<img class="{cls}" alt="{_e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}"
+def _pct(x: Any) -> str:
+    if x is None:
+        return "—"
+    return f"{100 * x:.1f}" if isinstance(x, (int, float)) else _e(x)
 
 
 def _scoreboard_html(run: Run) -> str:
@@ -534,6 +539,11 @@ def _scoreboard_html(run: Run) -> str:
             ("wall time (s)", board.get("wall_s")),
         ]
         parts.append("<p>" + " · ".join(f"{_e(k)} {_e(_num(v))}" for k, v in figures if v is not None) + "</p>")
+        known = {"agent", "categories", "domains", "mean_steps", "error_rate", "infrastructure_errors"}
+        known |= {"mean_output_tokens", "wall_s"}
+        other = {k: v for k, v in board.items() if k not in known and v not in (None, {}, [])}
+        if other:  # pass@k, the model's settings, the farm block...: shown as they are
+            parts.append(f"<details open><summary>More of scoreboard.json</summary>{_json_block(other)}</details>")
     else:
         parts.append('<p class="muted">no scoreboard.json in this folder</p>')
     return "".join(parts)

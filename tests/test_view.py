@@ -244,7 +244,7 @@ def test_training_metrics_give_a_success_curve(tmp_path):
     from phoneenv.view import _training_curves
 
     recs = [
-        {"kind": "rollout", "mode": "train", "step": 0, "metrics": {"phone/success": 0.25}},
+        {"kind": "rollout", "mode": "train", "step": 0, "algo": "care", "metrics": {"phone/success": 0.25}},
         {"kind": "log", "step": 1, "loss": 1.0},
         {"kind": "rollout", "mode": "train", "step": 1, "metrics": {"phone/success": 0.5}},
         {"kind": "rollout", "mode": "eval", "step": 1, "metrics": {"phone/success": 0.75}},
@@ -254,6 +254,19 @@ def test_training_metrics_give_a_success_curve(tmp_path):
     assert _training_curves(run.metrics) == {"train": [(0.0, 0.25), (1.0, 0.5)], "eval": [(1.0, 0.75)]}
     page = render_report(run)
     assert "Success against training step" in page and page.count('class="plot"') == 1
+    assert "<title>phoneenv run: care" in page
+
+
+def test_scoreboard_figures_the_report_does_not_know_are_shown_as_they_are(runs, tmp_path):
+    """Fields a newer scoreboard carries (pass@k, the model's settings) are shown, escaped."""
+    dst = shutil.copytree(runs["ref"], tmp_path / "more")
+    board = json.loads((dst / "scoreboard.json").read_text())
+    board["pass_at_k"] = {"1": 0.5, "2": 0.75}
+    board["model"] = {"name": "<b>m</b>"}
+    (dst / "scoreboard.json").write_text(json.dumps(board))
+    page = render_report(load_run(dst), screens="none", plots=False)
+    more = page[page.index("More of scoreboard.json") :]
+    assert "&quot;pass_at_k&quot;: {" in more and "&quot;2&quot;: 0.75" in more and "&lt;b&gt;m&lt;/b&gt;" in more
 
 
 def test_view_cli_writes_the_report_and_refuses_what_is_not_a_run(runs, tmp_path):
