@@ -436,13 +436,18 @@ def test_compare_pairs_other_seeds_by_task_in_order(runs, tmp_path):
     ]
 
 
-def test_compare_cli_prints_and_writes_an_escaped_page(runs, tmp_path):
+def test_compare_cli_prints_and_writes_an_escaped_page(runs, tmp_path, monkeypatch):
     """The command prints the counts and the differing tasks, and its HTML escapes run text."""
+    from rich.console import Console
+
+    import phoneenv.view_cli
+
+    monkeypatch.setattr(phoneenv.view_cli, "console", Console(width=200))  # no folded task ids
     hostile = shutil.copytree(runs["random"], tmp_path / "hostile")
     cfg = json.loads((hostile / "run.json").read_text())
     (hostile / "run.json").write_text(json.dumps({**cfg, "agent": "<script>window.__pwned=1</script>"}))
     out = tmp_path / "cmp.html"
-    res = runner.invoke(app, ["compare", str(hostile), str(runs["ref"]), "--html", str(out)], env={"COLUMNS": "200"})
+    res = runner.invoke(app, ["compare", str(hostile), str(runs["ref"]), "--html", str(out)])
     assert res.exit_code == 0, res.output
     assert "fixed 3 · broken 0 · same 0 · infrastructure 0 · only in A 1 · only in B 0" in res.output
     assert "settings.toggle/1" in res.output and "+100.0" in res.output
