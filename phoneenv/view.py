@@ -299,8 +299,8 @@ def _replay(episode: Episode, screens: ScreenMode) -> None:
             f"played on the {trace.backend} backend: only sandbox episodes are replayed for screens and state"
         )
         return
-    if trace.verdict is None:
-        episode.note = "the trace has no verdict: not replayed"
+    if trace.verdict is None or not trace.steps:
+        episode.note = "the trace has no verdict or no step: not replayed"
         return
     try:
         task = get_task(trace.task_id)

@@ -160,6 +160,22 @@ def test_report_filters_carry_each_episodes_error_kinds(runs):
     assert set(re.findall(r'value="([^"]*)"', options)) - {""} == {k for a in rows for k in a["data-errors"].split()}
 
 
+def test_plotted_rates_are_the_runs_own(runs):
+    """The bars of the category and domain plot: success and progress per group, from the rows of
+    results.jsonl."""
+    from phoneenv.view import _rates
+
+    run = load_run(runs["mixed"])
+    results = read_results(runs["mixed"] / "results.jsonl")
+    for key in ("category", "domain"):
+        want = {}
+        for g in sorted({getattr(r, key) for r in results}):
+            rs = [r for r in results if getattr(r, key) == g]
+            want[g] = (sum(r.success for r in rs) / len(rs), sum(r.progress for r in rs) / len(rs), len(rs))
+        assert _rates(run.episodes, key) == want
+    assert _rates(run.episodes, "domain")["time"][0] == 0.5  # the reference's success, the random agent's failure
+
+
 def _hostile_run(src: Path, dst: Path) -> Path:
     """A copy of a run whose trace text is hostile HTML."""
     shutil.copytree(src, dst)
