@@ -29,6 +29,7 @@ from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFo
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.validation_cli import validate_devices_cmd
+from phoneenv.view_cli import compare_cmd, view_cmd
 
 
 class _App(typer.Typer):
@@ -45,6 +46,8 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(device_app, name="device")
 app.command("validate-devices")(validate_devices_cmd)
 app.add_typer(farm_app, name="farm")
+app.command("view")(view_cmd)
+app.command("compare")(compare_cmd)
 console = Console()
 
 
