@@ -369,12 +369,9 @@ def _plain(value: Any) -> Any:
 
 
 def _pyplot() -> Any:
-    try:
-        from phoneenv.extras import require
-    except ModuleNotFoundError:  # a tree without phoneenv.extras: the import below says what is missing
-        pass
-    else:
-        require("view", "matplotlib", feature="phoneenv view (plots)")
+    from phoneenv.extras import require
+
+    require("view", "matplotlib", feature="phoneenv view (plots)")
     import matplotlib
 
     matplotlib.use("Agg")
