@@ -1,0 +1,70 @@
+"""``phoneenv mcp ...``: serve a live episode to any MCP client (:mod:`phoneenv.mcp_server`).
+
+Mounted by ``phoneenv.cli`` as the ``mcp`` sub-command. Only typer is imported here; the MCP SDK
+(the ``mcp`` extra) loads when a command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+mcp_app = typer.Typer(help="Serve phoneenv episodes over the Model Context Protocol.", no_args_is_help=True)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+@mcp_app.command("serve")
+def serve(
+    task: Annotated[str, typer.Option(help="The task id to serve (see `phoneenv tasks list`).")],
+    backend: Annotated[str, typer.Option(help="sandbox, llmsim or hybrid.")] = "sandbox",
+    transport: Annotated[str, typer.Option(help="stdio (the client starts this command) or http.")] = "stdio",
+    host: Annotated[str, typer.Option(help="Address for --transport http; keep loopback unless you mean it.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port for --transport http (0: a free one).")] = 8765,
+    names: Annotated[
+        str, typer.Option(help="Tool names: underscore (clock__set_alarm, what model APIs accept) or dotted.")
+    ] = "underscore",
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the first episode.")] = 0,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Truncate after this many calls.")] = None,
+    trace: Annotated[
+        Path | None, typer.Option(help="Write the episode's trace (JSON) here whenever an episode ends.")
+    ] = None,
+) -> None:
+    """Serve one live episode of TASK: its tools as MCP tools, the screen and the verdict as
+    resources; `finish` ends the episode and returns the verdict, `episode__reset` starts over.
+
+    With --transport http the URL is printed on stderr once the server listens.
+    """
+    if transport not in ("stdio", "http"):
+        _fail(f"--transport must be stdio or http, not {transport!r}")
+    if names not in ("underscore", "dotted"):
+        _fail(f"--names must be underscore or dotted, not {names!r}")
+    from phoneenv.mcp_server import EpisodeServer, require_mcp, serve_http, serve_stdio
+
+    require_mcp("phoneenv mcp serve")
+    style: Literal["underscore", "dotted"] = "dotted" if names == "dotted" else "underscore"
+    try:
+        server = EpisodeServer.for_task(
+            task, backend=backend, max_steps=max_steps, names=style, seed=seed, trace_path=trace
+        )
+    except (KeyError, ValueError) as exc:
+        _fail(str(exc.args[0]) if exc.args else str(exc))
+    if transport == "stdio":
+        serve_stdio(server)
+        return
+
+    def ready(url: str) -> None:
+        print(f"phoneenv mcp: serving {task} at {url}", file=sys.stderr, flush=True)
+
+    try:
+        serve_http(server, host, port, ready=ready)
+    except OSError as exc:
+        _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
