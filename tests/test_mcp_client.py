@@ -70,6 +70,7 @@ def test_tool_names_map_to_verbs() -> None:
     assert tool_verb("Get.Weather") == "get_weather"
     assert tool_verb("9lives") == "t9lives"
     assert tool_verb("list_items") == "list_items"
+    assert tool_verb("a__b") == "a_b" and tool_verb("_x") == "x" and tool_verb("--") == "tool"
 
 
 def test_server_config_is_checked() -> None:

@@ -1,11 +1,11 @@
 """The ``mcp`` backend: the tools of any MCP server join an episode as an app.
 
 An MCP server (a stdio command or a streamable-HTTP URL, :class:`McpServer`) becomes the app
-``<app>``: each of its tools is offered as ``<app>.<tool>`` (the MCP name lower-cased, every
-character outside ``[a-z0-9_]`` as ``_``: ``complete-item`` → ``checklist.complete_item``; the
-mapping back to the server's name is kept). The tools join those of an inner backend (the
-sandbox by default), so a task can mix sandbox apps and real MCP servers, and they are served
-through the same contract as every other tool:
+``<app>``: each of its tools is offered as ``<app>.<verb>`` (:func:`tool_verb`: the MCP name
+lower-cased, each run of other characters than ``[a-z0-9]`` as one ``_``, ``complete-item`` →
+``checklist.complete_item``; the mapping back to the server's name is kept). The tools join
+those of an inner backend (the sandbox by default), so a task can mix sandbox apps and real MCP
+servers, and they are served through the same contract as every other tool:
 
 - arguments are validated against the tool's ``inputSchema`` (JSON Schema) before the server is
   called: a bad call is an ``invalid_arguments`` feedback with the JSON Pointer of the bad value,
@@ -95,10 +95,11 @@ _MAX_MESSAGE = 2_000
 
 
 def tool_verb(mcp_name: str) -> str:
-    """The verb an MCP tool name becomes: lower case, runs of characters outside ``[a-z0-9_]``
-    as one ``_``, a leading digit or underscore prefixed with ``t``. ``complete-item`` →
-    ``complete_item``, ``Get.Weather`` → ``get_weather``."""
-    verb = re.sub(r"[^a-z0-9_]+", "_", mcp_name.lower()).strip("_")
+    """The verb an MCP tool name becomes: lower case, each run of characters outside
+    ``[a-z0-9]`` as one ``_`` (so no verb holds ``__``, which tool-name mapping reserves), a
+    leading digit prefixed with ``t``. ``complete-item`` → ``complete_item``, ``Get.Weather`` →
+    ``get_weather``, ``a__b`` → ``a_b``."""
+    verb = re.sub(r"[^a-z0-9]+", "_", mcp_name.lower()).strip("_")
     if not verb or not verb[0].isalpha():
         verb = "t" + (verb or "ool")
     return verb
@@ -583,7 +584,10 @@ class McpClientBackend(Backend):
                 ok=False,
                 error=ErrorKind.PRECONDITION_FAILED,
                 message=f"{name}: {_message(result)}",
-                hint=f"the {server.app} server refused the call; read its message, then change the arguments or do what it needs first",
+                hint=(
+                    f"the {server.app} server refused the call; read its message, "
+                    "then change the arguments or do what it needs first"
+                ),
                 recoverable=True,
             )
         return Feedback(ok=True, result=_value(result))
