@@ -68,3 +68,53 @@ def serve(
         serve_http(server, host, port, ready=ready)
     except OSError as exc:
         _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+@mcp_app.command("tools")
+def tools(
+    app: Annotated[str, typer.Option(help="The app name the server's tools are offered under (e.g. checklist).")],
+    command: Annotated[
+        str | None, typer.Option(help='A stdio server\'s command line, e.g. "python checklist_server.py".')
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="A streamable-HTTP server's URL, e.g. http://127.0.0.1:8000/mcp.")
+    ] = None,
+    domain: Annotated[str, typer.Option(help="The domain of its tools.")] = "device",
+    record: Annotated[
+        Path | None, typer.Option(help="Record the tool list into this replay cache (JSON), for mode='replay'.")
+    ] = None,
+) -> None:
+    """List an MCP server's tools as an episode offers them (name, effect, arguments); with
+    --record, write the list into a replay cache."""
+    import shlex
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from phoneenv.mcp_server import require_mcp
+
+    require_mcp("phoneenv mcp tools")
+    from pydantic import ValidationError
+
+    from phoneenv.backends.mcp_client import McpClientBackend, McpServer
+
+    try:
+        server = McpServer(app=app, command=shlex.split(command) if command else None, url=url, domain=domain)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()))
+    try:
+        backend = McpClientBackend([server], cache=record, mode="record" if record else "live")
+    except (ConnectionError, ValueError) as exc:
+        _fail(str(exc))
+    try:
+        table = Table("tool", "MCP name", "effect", "arguments (* required)")
+        for entry in backend.entries.values():
+            params = entry.spec.parameters
+            required = set(params.get("required") or [])
+            args = ", ".join(f"{k}{'*' if k in required else ''}" for k in params.get("properties") or {})
+            table.add_row(entry.spec.name, entry.mcp_name, entry.spec.effect.value, args)
+        Console().print(table)
+        if record is not None:
+            typer.echo(f"recorded the tool list of {app!r} in {record}", err=True)
+    finally:
+        backend.close()

@@ -34,6 +34,9 @@ episode (``finish``, or the step that reaches ``max_steps``) adds ``episode``: `
 max_steps), ``verdict`` (the verdict once the episode is over, else ``{"over": false}``) and
 ``trace`` (the episode's :class:`~phoneenv.contract.Trace`, secrets masked).
 
+The tool list is the active frame's: after ``agent__delegate`` opens a sub-agent frame, or its
+``finish`` closes it, a client re-lists the tools (``tools/list``) to see the change.
+
 Calls are served one at a time (a lock around the env), in a worker thread so a slow backend
 (``llmsim``) does not stall the transport.
 """
@@ -287,12 +290,18 @@ class EpisodeServer:
         return payload, image
 
     def _write_trace(self) -> None:
+        """Write the episode's trace to ``trace_path`` (atomically); a failure is logged, never
+        raised into the client's call."""
         if self.trace_path is None or self._written or not self.env.trace.steps:
             return
-        self.trace_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.trace_path.with_name(self.trace_path.name + ".tmp")
-        tmp.write_text(self.env.trace.model_dump_json(), encoding="utf-8")
-        tmp.replace(self.trace_path)
+        try:
+            self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(self.env.trace.model_dump_json(), encoding="utf-8")
+            tmp.replace(self.trace_path)
+        except OSError:
+            log.error("could not write the trace of %s to %s", self.env.task.id, self.trace_path, exc_info=True)
+            return
         self._written = True
 
     # -- resources ----------------------------------------------------------------------------

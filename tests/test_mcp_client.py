@@ -253,3 +253,26 @@ def test_a_backend_left_open_does_not_keep_the_process_alive(tmp_path: Path) -> 
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "2"
+
+
+def test_cli_lists_and_records_a_servers_tools(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from phoneenv.cli import app
+
+    record = tmp_path / "rec.json"
+    runner = CliRunner()
+    cmd = f"{sys.executable} {SERVER}"
+    out = runner.invoke(
+        app, ["mcp", "tools", "--app", "checklist", "--command", cmd, "--record", str(record)], env={"COLUMNS": "120"}
+    )
+    assert out.exit_code == 0, out.output
+    rows = {line.split("│")[1].strip(): line for line in out.stdout.splitlines() if "checklist." in line}
+    assert set(rows) == {"checklist.list_items", "checklist.add_item", "checklist.complete_item"}
+    assert "complete-item" in rows["checklist.complete_item"] and "sensitive" in rows["checklist.complete_item"]
+    assert "text*" in rows["checklist.add_item"]
+    # the recorded list is what replay mode builds the app from
+    replay = McpClientBackend([McpServer(app="checklist", command=GONE)], cache=record, mode="replay")
+    assert set(replay.entries) == set(rows)
+    bad = runner.invoke(app, ["mcp", "tools", "--app", "checklist"])
+    assert bad.exit_code == 1 and "exactly one of command" in bad.output

@@ -464,6 +464,11 @@ class McpClientBackend(Backend):
         self._merged_for: Any = None
         self._merged: dict[str, Any] = {}
 
+    @property
+    def entries(self) -> dict[str, McpEntry]:
+        """The MCP tools by the name the episode offers (``<app>.<verb>``), in the servers' order."""
+        return dict(self._entries)
+
     # -- servers ------------------------------------------------------------------------------
     def _tool_list(self, app: str) -> list[dict[str, Any]]:
         recorded = self.cache.tools(app) if self.cache is not None and self.mode != "live" else None
