@@ -276,3 +276,25 @@ def test_cli_lists_and_records_a_servers_tools(tmp_path: Path) -> None:
     assert set(replay.entries) == set(rows)
     bad = runner.invoke(app, ["mcp", "tools", "--app", "checklist"])
     assert bad.exit_code == 1 and "exactly one of command" in bad.output
+
+
+def test_a_crash_and_a_hang_are_infrastructure_errors_and_the_server_restarts() -> None:
+    server = stdio_server(env={"CHECKLIST_FAULTS": "1"}, timeout_s=2)
+    backend = McpClientBackend([server], mode="live")
+    assert {"checklist.crash", "checklist.slow"} <= set(backend.entries)
+    env, fbs = play(
+        backend,
+        [
+            {"name": "checklist.add_item", "arguments": {"text": "buy milk"}},
+            {"name": "checklist.slow", "arguments": {"seconds": 30}},
+            {"name": "checklist.crash", "arguments": {}},
+            {"name": "checklist.list_items", "arguments": {}},  # a new server process: the seeded items
+            PLAN[-1],
+        ],
+    )
+    assert fbs[0]["ok"]
+    assert fbs[1]["error"] == "timeout" and "within 2 s" in fbs[1]["message"]
+    assert fbs[2]["error"] == "device_error" and "checklist MCP server failed" in fbs[2]["message"]
+    assert fbs[3]["ok"] and fbs[3]["result"]["count"] == 2
+    assert env.verdict.infrastructure_error  # the episode is marked lost to the world, not the agent
+    env.close()

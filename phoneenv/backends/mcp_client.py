@@ -598,18 +598,25 @@ class McpClientBackend(Backend):
         return Feedback(ok=True, result=_value(result))
 
     def _failed(self, name: str, server: McpServer, exc: Exception) -> Feedback:
-        from mcp.shared.exceptions import MCPError
-        from mcp.types import INVALID_PARAMS, METHOD_NOT_FOUND
-
+        """The feedback of a call that raised: the server's JSON-RPC error (invalid params,
+        unknown method), a timeout, or the server lost (then the session is dropped, and the next
+        call reconnects). Never raises, not even without the ``mcp`` extra."""
+        try:
+            from mcp.shared.exceptions import MCPError
+            from mcp.types import INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+        except ImportError:  # the SDK is missing: exc says so
+            MCPError, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT = (), None, None, None
         for err in _leaves(exc):
-            if isinstance(err, MCPError):
+            timed_out = isinstance(err, TimeoutError)
+            if MCPError and isinstance(err, MCPError):
                 if err.code == INVALID_PARAMS:
                     return Feedback(
                         ok=False, error=ErrorKind.INVALID_ARGUMENTS, message=f"{name}: {err.message}"[:_MAX_MESSAGE]
                     )
                 if err.code == METHOD_NOT_FOUND:
                     return feedback.unknown_tool(name, [e.spec for e in self._entries.values()])
-            if isinstance(err, TimeoutError):
+                timed_out = err.code == REQUEST_TIMEOUT
+            if timed_out:
                 return Feedback(
                     ok=False,
                     error=ErrorKind.TIMEOUT,

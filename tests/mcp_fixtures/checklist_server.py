@@ -7,8 +7,10 @@ a checklist seeded with two items, kept in memory (fresh per process).
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -50,6 +52,24 @@ def complete_item(item_id: int) -> str:
         raise ToolError(f"no item {item_id}")
     ITEMS[item_id]["done"] = True
     return f"item {item_id} done"
+
+
+if os.environ.get("CHECKLIST_FAULTS"):  # tools that fail the way servers do: a crash, a hang
+
+    @server.tool()
+    def crash() -> str:
+        """Exit the server process at once."""
+        os._exit(3)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def slow(seconds: float) -> str:
+        """Answer after a while.
+
+        Args:
+            seconds: How long to wait.
+        """
+        time.sleep(seconds)
+        return "done"
 
 
 def main() -> None:
