@@ -49,7 +49,10 @@ def serve(
         _fail(f"--names must be underscore or dotted, not {names!r}")
     from phoneenv.mcp_server import EpisodeServer, require_mcp, serve_http, serve_stdio
 
-    require_mcp("phoneenv mcp serve")
+    try:
+        require_mcp("phoneenv mcp serve")
+    except ImportError as exc:  # one line naming the install command
+        _fail(str(exc))
     style: Literal["underscore", "dotted"] = "dotted" if names == "dotted" else "underscore"
     try:
         server = EpisodeServer.for_task(
@@ -93,7 +96,10 @@ def tools(
 
     from phoneenv.mcp_server import require_mcp
 
-    require_mcp("phoneenv mcp tools")
+    try:
+        require_mcp("phoneenv mcp tools")
+    except ImportError as exc:
+        _fail(str(exc))
     from pydantic import ValidationError
 
     from phoneenv.backends.mcp_client import McpClientBackend, McpServer

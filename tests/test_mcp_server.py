@@ -270,3 +270,19 @@ def test_cli_errors_are_one_line() -> None:
         timeout=120,
     )
     assert out.returncode == 1 and "--transport must be stdio or http" in out.stderr
+
+
+def test_missing_sdk_is_one_line_naming_the_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['mcp'] = None  # the extra not installed\n"
+        "from phoneenv.cli import app\n"
+        f"app(['mcp', 'serve', '--task', {TASK!r}])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **_env()}, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 1
+    lines = [x for x in out.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "phoneenv mcp serve needs the 'mcp' extra" in lines[0] and "pip install" in lines[0]
