@@ -28,6 +28,7 @@ from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
+from phoneenv.mcp_cli import mcp_app
 from phoneenv.validation_cli import validate_devices_cmd
 from phoneenv.view_cli import compare_cmd, view_cmd
 
@@ -48,6 +49,7 @@ app.command("validate-devices")(validate_devices_cmd)
 app.add_typer(farm_app, name="farm")
 app.command("view")(view_cmd)
 app.command("compare")(compare_cmd)
+app.add_typer(mcp_app, name="mcp")
 console = Console()
 
 
