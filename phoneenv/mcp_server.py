@@ -105,14 +105,8 @@ _RESET_SCHEMA: dict[str, Any] = {
 def require_mcp(feature: str) -> None:
     """Raise a one-line :class:`ImportError` naming the install command when the ``mcp`` extra
     (the official MCP SDK) is missing; ``feature`` names what needed it."""
-    try:
-        from phoneenv.extras import require
-    except ImportError:  # the extras helper is not in this installation: a plain check
-        try:
-            import mcp  # noqa: F401
-        except ImportError:
-            raise ImportError(f"{feature} needs the 'mcp' extra: pip install \"phoneenv[mcp]\"") from None
-        return
+    from phoneenv.extras import require
+
     require("mcp", "mcp", feature=feature)
 
 
