@@ -28,6 +28,7 @@ from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
+from phoneenv.traces_cli import traces_app
 from phoneenv.validation_cli import validate_devices_cmd
 
 
@@ -45,6 +46,7 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(device_app, name="device")
 app.command("validate-devices")(validate_devices_cmd)
 app.add_typer(farm_app, name="farm")
+app.add_typer(traces_app, name="traces")
 console = Console()
 
 
