@@ -25,7 +25,16 @@ from rich.traceback import Traceback
 from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
 from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
-from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
+from phoneenv.evaluation import (
+    EpisodeResult,
+    InfraRetry,
+    RunConfigError,
+    RunFolder,
+    Scoreboard,
+    run_episodes,
+    score,
+    seed_folder,
+)
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.traces_cli import traces_app
@@ -177,6 +186,19 @@ def print_scoreboard(board: Scoreboard) -> None:
         f"infrastructure errors {board.infrastructure_errors}{_kinds(board)} · mean output tokens/task {board.mean_output_tokens:.0f} · "
         f"wall time {board.wall_s:.2f} s"
     )
+    if board.pass_k:
+        pk = Table(title="pass@k and pass^k (over tasks with at least k scored episodes)", title_justify="left")
+        for name in ("k", "pass@k %", "pass^k %", "Tasks"):
+            pk.add_column(name, justify="right")
+        for k, at, hat, n in zip(
+            board.pass_k["k"],
+            board.pass_k["pass_at_k"],
+            board.pass_k["pass_hat_k"],
+            board.pass_k["tasks_at_k"],
+            strict=True,
+        ):
+            pk.add_row(str(k), _pct(at), _pct(hat), str(n))
+        console.print(pk)
     if board.cost_per_1000_tasks is not None:
         console.print(
             f"estimated output cost: ${board.cost_per_1000_tasks:.2f} per 1,000 tasks at ${board.price_per_mtok:g} per million output tokens"
@@ -230,10 +252,10 @@ class _InterruptGuard:
 
 def _run(
     agent: Any,
-    tasks: list[TaskSpec],
+    plan: list[tuple[int, list[TaskSpec]]],
     folder: RunFolder,
-    seed: int,
     *,
+    keyed: bool = False,
     previous: list[EpisodeResult] | None = None,
     total: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
@@ -246,8 +268,10 @@ def _run(
     concurrency: int = 1,
     agent_factory: Any = None,
 ) -> Scoreboard:
-    """Run ``tasks`` (those not in ``previous``), appending each result to the folder as it ends,
-    and score ``previous`` and the new episodes together. The scoreboard is written whatever
+    """Run ``plan`` (per episode seed, the tasks to play at it: those not in ``previous``),
+    appending each result to the folder as it ends, and score ``previous`` and the new episodes
+    together. ``keyed``: the traces of seed ``s`` go to ``traces/seed-<s>/`` (a run of several
+    seeds), else to ``traces/``. The scoreboard is written whatever
     ends the run; an infrastructure stop or an exception exits with code 2 once it is written.
     ``concurrency`` > 1: that many episodes at once, with agents from ``agent_factory``."""
     previous = list(previous or [])
@@ -262,29 +286,33 @@ def _run(
 
     guard = _InterruptGuard()
     with _progress() as prog, guard:
-        bar = prog.add_task(f"{agent.name}", total=total or len(tasks), completed=len(previous), status=status())
+        todo = sum(len(tasks) for _, tasks in plan)
+        bar = prog.add_task(f"{agent.name}", total=total or todo, completed=len(previous), status=status())
 
         def tick(r: EpisodeResult) -> None:
             with guard.deferred():  # on disk and counted together, or neither
                 folder.append(r)
                 results.append(r)
-                running.append(r.task_id)
+                running.append((r.task_id, r.seed))
             prog.update(bar, advance=1, status=status())
 
         try:
-            (runner or run_episodes)(
-                agent,
-                tasks,
-                folder.traces,
-                seed=seed,
-                on_episode=tick,
-                env_kwargs=env_kwargs,
-                max_consecutive_infra=max_consecutive_infra,
-                infra_retry=infra_retry,
-                pool=pool,
-                max_attempts=max_attempts,
-                **({"concurrency": concurrency, "agent_factory": agent_factory} if concurrency > 1 else {}),
-            )
+            for seed, tasks in plan:
+                if not tasks:
+                    continue
+                (runner or run_episodes)(
+                    agent,
+                    tasks,
+                    folder.traces / seed_folder(seed) if keyed else folder.traces,
+                    seed=seed,
+                    on_episode=tick,
+                    env_kwargs=env_kwargs,
+                    max_consecutive_infra=max_consecutive_infra,
+                    infra_retry=infra_retry,
+                    pool=pool,
+                    max_attempts=max_attempts,
+                    **({"concurrency": concurrency, "agent_factory": agent_factory} if concurrency > 1 else {}),
+                )
         except BaseException as exc:  # a bug or Ctrl-C: the finished episodes are on disk, scored below
             stopped = exc
         finally:
@@ -313,7 +341,7 @@ def _run(
     if not isinstance(stopped, Exception):
         raise stopped
     reported = set(running)  # with --concurrency, episodes after it may have ended: the first not reported
-    crashed = next((t.id for t in tasks if t.id not in reported), "?")
+    crashed = next((f"{t.id} (seed {s})" for s, tasks in plan for t in tasks if (t.id, s) not in reported), "?")
     console.print(Traceback.from_exception(type(stopped), stopped, stopped.__traceback__))
     console.print(f"[red]stopped by an error in the episode of {crashed}:[/red] {type(stopped).__name__}: {stopped}")
     console.print(kept)
@@ -337,11 +365,22 @@ def eval_cmd(
     out: Annotated[
         Path,
         typer.Option(
-            help="Output folder: run.json, traces/<task-id>.jsonl, results.jsonl (one line per episode, written "
+            help="Output folder: run.json, traces/<task-id>.jsonl (traces/seed-<s>/... with --seeds N), results.jsonl (one line per episode, written "
             "as each ends), scoreboard.json. A folder holding a run is refused unless --resume or --overwrite."
         ),
     ] = Path("runs/eval"),
-    seed: Annotated[int, typer.Option(min=0, help="Episode seed (and the random agent's seed).")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, help="Episode seed, the first of --seeds (and the random agent's seed).")
+    ] = 0,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Episodes per task, at seeds --seed .. --seed+N-1 (all tasks at one seed, then the next); the "
+            "scoreboard adds pass@k and pass^k per task and overall. With N > 1 the traces go to "
+            "traces/seed-<s>/<task-id>.jsonl.",
+        ),
+    ] = 1,
     backend: Annotated[
         str,
         typer.Option(
@@ -522,6 +561,7 @@ def eval_cmd(
         "tasks": tasks,
         "split": split,
         "seed": seed,
+        **({"seeds": seeds} if seeds > 1 else {}),  # run.json of a one-seed run stays as before (--resume)
         "backend": backend,
         "max_steps": max_steps,
         "sim_model": sim_model,
@@ -574,16 +614,17 @@ def eval_cmd(
         except (OSError, RunConfigError) as exc:
             _fail(str(exc))
     done = {(r.task_id, r.seed) for r in previous}
-    remaining = [t for t in selected if (t.id, seed) not in done]
+    plan = [(s, [t for t in selected if (t.id, s) not in done]) for s in range(seed, seed + seeds)]
     if resume:
-        console.print(f"resuming {out}: {len(previous)} episodes done, {len(remaining)} to run")
+        left = sum(len(ts) for _, ts in plan)
+        console.print(f"resuming {out}: {len(previous)} episodes done, {left} to run")
     board = _run(
         planner,
-        remaining,
+        plan,
         folder,
-        seed,
+        keyed=seeds > 1,
         previous=previous,
-        total=len(selected),
+        total=len(selected) * seeds,
         env_kwargs=env_kwargs,
         price_per_mtok=price_per_mtok,
         max_consecutive_infra=max_consecutive_infra,
