@@ -31,6 +31,7 @@ from phoneenv.evaluation import (
     RunConfigError,
     RunFolder,
     Scoreboard,
+    model_record,
     run_episodes,
     score,
     seed_folder,
@@ -321,7 +322,7 @@ def _run(
                 pool.close()
     wall = sum(r.wall_s for r in previous) + time.perf_counter() - t0
     farm = pool.report() if pool is not None else None
-    board = score(agent.name, results, wall, price_per_mtok=price_per_mtok, farm=farm)
+    board = score(agent.name, results, wall, price_per_mtok=price_per_mtok, farm=farm, model=model_record(agent))
     try:
         folder.write_scoreboard(board)
     except OSError as exc:
@@ -610,7 +611,8 @@ def eval_cmd(
             )
     if not resume:
         try:
-            folder.start(config, overwrite=overwrite)
+            record = model_record(planner)  # recorded, not compared by --resume (RunFolder.RECORDED)
+            folder.start({**config, "model_record": record} if record else config, overwrite=overwrite)
         except (OSError, RunConfigError) as exc:
             _fail(str(exc))
     done = {(r.task_id, r.seed) for r in previous}

@@ -47,10 +47,12 @@ __all__ = [
     "Scoreboard",
     "TraceWriter",
     "check_seeds",
+    "model_record",
     "pass_at_k",
     "pass_hat_k",
     "pass_k",
     "play_episode",
+    "public_url",
     "read_results",
     "run_episodes",
     "score",
@@ -134,6 +136,65 @@ def _atomic_write(path: Path, text: str, *, sync: bool = True) -> None:
         raise
 
 
+DECODING_KEYS = (
+    "temperature", "top_p", "top_k", "min_p", "max_tokens", "seed", "presence_penalty", "frequency_penalty",
+    "repetition_penalty", "stop",
+)  # fmt: skip
+"""Decoding settings :func:`model_record` copies from a client's ``extra_body`` when present."""
+
+
+def public_url(url: Any) -> str | None:
+    """``url`` without what may be secret: credentials (``user:password@``), query and fragment
+    (``?api-key=...``), and a trailing ``/``; None for None or an empty string. Other text is returned as it is, with
+    the same parts cut when it parses as a URL."""
+    if url is None or not str(url):
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(str(url))
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def model_record(agent: Any) -> dict[str, Any] | None:
+    """The model an agent plans with, as recorded in every trace (``Trace.model``), the
+    scoreboard and ``run.json``: ``{"name", "endpoint", "decoding"}``, or None for an agent with
+    no model (the reference and random agents).
+
+    An agent may say it itself with a ``model_info`` attribute (a dict, or a method returning
+    one, with any of those keys; its ``endpoint`` is passed through :func:`public_url`).
+    Otherwise an agent with a ``client`` that has a ``model`` (the LLM planner) gives the
+    client's ``model`` as the name, its base URL (``base_url``, or the OpenAI SDK client's) through
+    :func:`public_url` as the endpoint (None for a local model), and as decoding the client's
+    ``temperature``, the agent's ``max_tokens`` and the :data:`DECODING_KEYS` of the client's
+    ``extra_body``. The API key is never read.
+    """
+    info = getattr(agent, "model_info", None)
+    if callable(info):
+        info = info()
+    if isinstance(info, dict):
+        name = info.get("name")
+        return {
+            "name": None if name is None else str(name),
+            "endpoint": public_url(info.get("endpoint")),
+            "decoding": dict(info.get("decoding") or {}),
+        }
+    client = getattr(agent, "client", None)
+    name = getattr(client, "model", None)
+    if client is None or name is None:
+        return None
+    base = getattr(client, "base_url", None) or getattr(getattr(client, "_client", None), "base_url", None)
+    decoding: dict[str, Any] = {}
+    if getattr(client, "temperature", None) is not None:
+        decoding["temperature"] = client.temperature
+    if getattr(agent, "max_tokens", None) is not None:
+        decoding["max_tokens"] = agent.max_tokens
+    extra = getattr(client, "extra_body", None)
+    if isinstance(extra, dict):
+        decoding.update({k: extra[k] for k in DECODING_KEYS if k in extra})
+    return {"name": str(name), "endpoint": public_url(base), "decoding": decoding}
+
+
 _Episode = Generator[tuple[dict[str, Any], dict[str, Any]], Any, tuple[EpisodeResult, Any, bool]]
 
 
@@ -182,6 +243,7 @@ def _episode(
     wall = time.perf_counter() - t0
     trace = env.trace
     trace.agent = agent.name
+    trace.model = model_record(agent)
     v = info["verdict"]
     result = EpisodeResult(
         task_id=task.id,
@@ -1032,7 +1094,8 @@ class Scoreboard:
     device), and from the pool's report ``retired`` ({serial: reason}), ``quarantined`` (devices
     whose recovery had not ended with the run) and ``recoveries``. ``pass_k``: pass@k and
     pass^k per task and overall (see :func:`pass_k`) when some task has more than one scored
-    episode (a run of several seeds); None otherwise."""
+    episode (a run of several seeds); None otherwise. ``model``: the planner's model record
+    (:func:`model_record`), None for a planner with no model."""
 
     agent: str
     categories: list[Row]
@@ -1047,6 +1110,7 @@ class Scoreboard:
     infrastructure_kinds: dict[str, int] = field(default_factory=dict)
     farm: dict[str, Any] | None = None
     pass_k: dict[str, Any] | None = None
+    model: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The scoreboard as plain JSON data."""
@@ -1139,6 +1203,7 @@ def score(
     wall_s: float | None = None,
     price_per_mtok: float | None = None,
     farm: dict[str, Any] | None = None,
+    model: dict[str, Any] | None = None,
 ) -> Scoreboard:
     """Aggregate episode results into a :class:`Scoreboard`.
 
@@ -1147,7 +1212,8 @@ def score(
     :meth:`~phoneenv.farm.pool.DevicePool.report`, whose retired devices and recoveries join the
     scoreboard's farm block (made whenever an episode ran on a pooled device or ``farm`` is given).
     With several episodes per task (seeds), the scoreboard's ``pass_k`` holds pass@k and pass^k
-    (:func:`pass_k`); the success rates stay means over episodes.
+    (:func:`pass_k`); the success rates stay means over episodes. ``model``: the planner's
+    model record (:func:`model_record` of the agent), kept in the scoreboard as it is.
     """
     scored = [r for r in results if not r.infrastructure_error]
     by_cat: dict[str, list[EpisodeResult]] = defaultdict(list)
@@ -1176,6 +1242,7 @@ def score(
         ),
         farm=_farm_block(results, farm),
         pass_k=pass_k(results),
+        model=model,
     )
 
 
@@ -1261,6 +1328,10 @@ class RunFolder:
     FORMAT = 1
 
     LOCK = ".lock"
+    RECORDED = frozenset({"model_record"})
+    """Keys of ``run.json`` that record the run (the model record, with its endpoint) without
+    being part of its configuration: :meth:`resume` does not compare them (a model served at
+    another address continues the run)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -1347,7 +1418,7 @@ class RunFolder:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RunConfigError(f"{manifest} is not JSON ({exc}); cannot resume this run") from None
         want = {"format": self.FORMAT, **config}
-        differ = sorted(k for k in saved.keys() | want.keys() if saved.get(k) != want.get(k))
+        differ = sorted(k for k in saved.keys() | want.keys() if k not in self.RECORDED and saved.get(k) != want.get(k))
         if differ:
             shown = "; ".join(f"{k}: run {_short(saved.get(k))}, now {_short(want.get(k))}" for k in differ)
             raise RunConfigError(f"cannot resume {self.path}: this run was made with another configuration ({shown})")

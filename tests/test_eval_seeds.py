@@ -154,3 +154,49 @@ def test_cli_seeds_resume_and_layouts(tmp_path):
     assert [p.relative_to(one).as_posix() for p in find_trace_files(one)] == ["traces/settings.toggle-0.jsonl"]
     assert "seeds" not in json.loads((one / "run.json").read_text())
     assert json.loads((one / "scoreboard.json").read_text())["pass_k"] is None
+
+
+# -- the model, endpoint and decoding settings, recorded -------------------------------------------
+
+
+def test_public_url_cuts_credentials_and_query():
+    from phoneenv.evaluation import public_url
+
+    assert public_url("https://user:s3cret@api.example.com:8443/v1?api-key=sk-1#x") == "https://api.example.com:8443/v1"
+    assert public_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+    assert public_url(None) is None and public_url("") is None
+
+
+def test_model_endpoint_and_decoding_in_traces_scoreboard_and_run_json(tmp_path):
+    from tests.latency_openai import LatencyOpenAI
+
+    secret = "sk-do-not-leak-0123456789"
+    tasks = [get_task(A), get_task(B)]
+    out = tmp_path / "run"
+    with LatencyOpenAI(tasks, latency_s=0.0) as server:
+        args = ["--agent", "llm", "--base-url", server.base_url, "--model", "m-7b", "--api-key", secret]
+        res = cli(*args, "--max-tokens", "77", "--tasks", f"{A},{B}", "--out", str(out))
+        assert res.exit_code == 0, res.output
+        want = {"name": "m-7b", "endpoint": server.base_url, "decoding": {"temperature": 0.0, "max_tokens": 77}}
+        for trace in read_traces(find_trace_files(out)):
+            assert trace.model == want
+        assert json.loads((out / "scoreboard.json").read_text())["model"] == want
+        assert json.loads((out / "run.json").read_text())["model_record"] == want
+        for path in out.rglob("*"):
+            assert not path.is_file() or secret not in path.read_text(errors="replace"), path
+        # The record is not configuration: a run resumes against the same model served elsewhere.
+        (out / "results.jsonl").write_text((out / "results.jsonl").read_text().splitlines()[0] + "\n")
+        res = cli(*args, "--max-tokens", "77", "--tasks", f"{A},{B}", "--out", str(out), "--resume")
+        assert res.exit_code == 0 and "1 episodes done, 1 to run" in " ".join(res.output.split()), res.output
+    # Agents without a model record none; an agent may describe its own (its endpoint cleaned).
+    (ref,) = run_episodes(ReferenceAgent(), [get_task(A)], tmp_path / "ref")
+    assert next(read_traces([Path(ref.trace_path)])).model is None
+
+    class Described(ReferenceAgent):
+        def model_info(self):
+            return {"name": "mine", "endpoint": "http://k:pw@host/v1/?token=t", "decoding": {"top_p": 0.9}}
+
+    (own,) = run_episodes(Described(), [get_task(A)], tmp_path / "own")
+    assert next(read_traces([Path(own.trace_path)])).model == {
+        "name": "mine", "endpoint": "http://host/v1", "decoding": {"top_p": 0.9},
+    }  # fmt: skip
