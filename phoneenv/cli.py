@@ -91,13 +91,15 @@ def make_client(base_url: str | None, model: str | None, api_key: str | None = N
 
 
 def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None, client: Any = None) -> Any:
-    """The planner ``name`` (reference, random or llm). ``llm`` holds the LLM planner's options:
+    """The planner ``name`` (reference, random, llm, or ``module:Class``: :func:`user_agent`). ``llm`` holds the LLM planner's options:
     ``base_url``, ``model``, ``api_key``, ``max_tokens``, ``max_steps``, ``vision`` and ``tools``
     (its tool filter, default ``"task"``); ``client``: the chat client to use instead of making
     one (another planner's, for ``--concurrency``). Raises ``typer.BadParameter`` for an unknown
     agent, a model that does not load or a malformed tool filter."""
     from agents import AGENTS
 
+    if ":" in name:
+        return user_agent(name, seed, llm)
     if name not in AGENTS and name != "llm":
         raise typer.BadParameter(
             f"unknown agent {name!r}; choose from {', '.join([*AGENTS, 'llm'])}", param_hint="--agent"
@@ -126,6 +128,70 @@ def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None, client:
         )
     cls = AGENTS[name]
     return cls(seed=seed) if name == "random" else cls()
+
+
+USER_AGENT_KWARGS = ("seed", "base_url", "model", "api_key", "max_tokens", "max_steps", "vision", "tools")
+"""The keyword arguments ``--agent module:Class`` may take, from the eval options of the same names."""
+
+
+def user_agent(spec: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
+    """``--agent module:Class``: a user's own planner, ``Class`` from the importable ``module``
+    (the current folder is searched first, as ``python -m`` would), constructed with the keyword
+    arguments its ``__init__`` names among :data:`USER_AGENT_KWARGS` (all of them if it takes
+    ``**kwargs``): ``seed`` is ``--seed``, the others the options of the same name (``--base-url``,
+    ``--model``, ``--api-key``, ``--max-tokens``, ``--max-steps``, ``--vision``, ``--tools``).
+
+    The object needs ``act(observation, info)`` (an ``AgentAction``, or the call's JSON text) and
+    may have ``reset(observation, info)``, ``name`` (default: the class name), ``aact`` (async, for
+    ``--concurrency``) and ``model_info`` (recorded in traces). See ``agents.base.Agent``.
+
+    Raises:
+        typer.BadParameter: naming what failed: the spec's form, the import, the class, its
+            construction, or a missing ``act``.
+    """
+    import importlib
+    import inspect
+    import os
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr or ":" in attr:
+        raise typer.BadParameter(f"{spec!r} is not module:Class (e.g. my_agents:MyPlanner)", param_hint="--agent")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or whatever the module raises at import
+        raise typer.BadParameter(
+            f"cannot import {module_name!r} for --agent {spec}: {type(exc).__name__}: {exc}", param_hint="--agent"
+        ) from None
+    cls: Any = module
+    for part in attr.split("."):
+        if not hasattr(cls, part):
+            raise typer.BadParameter(f"module {module_name!r} has no {attr!r} (--agent {spec})", param_hint="--agent")
+        cls = getattr(cls, part)
+    if not callable(cls):
+        raise typer.BadParameter(f"{spec} is not a class (a {type(cls).__name__})", param_hint="--agent")
+    opts = {"seed": seed, **{k: v for k, v in (llm or {}).items() if k in USER_AGENT_KWARGS}}
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = opts if takes_all else {k: v for k, v in opts.items() if k in params}
+    try:
+        agent = cls(**kwargs)
+    except Exception as exc:
+        given = ", ".join(sorted(kwargs)) or "no arguments"
+        raise typer.BadParameter(
+            f"constructing {spec} ({given}) failed: {type(exc).__name__}: {exc}", param_hint="--agent"
+        ) from None
+    if not callable(getattr(agent, "act", None)):
+        raise typer.BadParameter(f"{spec} has no act(observation, info) method", param_hint="--agent")
+    if not callable(getattr(agent, "reset", None)):
+        agent.reset = lambda observation, info: None
+    if not isinstance(getattr(agent, "name", None), str):
+        agent.name = getattr(cls, "__name__", attr)
+    return agent
 
 
 def _progress() -> Progress:
@@ -356,7 +422,13 @@ def _fail(message: str) -> None:
 
 @app.command("eval")
 def eval_cmd(
-    agent: Annotated[str, typer.Option(help="Planner: reference, random or llm.")] = "reference",
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="Planner: reference, random, llm, or module:Class (your own agent class, built with the "
+            "keyword arguments it names among seed, base_url, model, api_key, max_tokens, max_steps, vision, tools)."
+        ),
+    ] = "reference",
     tasks: Annotated[
         str,
         typer.Option(
@@ -660,7 +732,7 @@ def _ray_runner(
     if "simulator" in env_kwargs:
         same = sim_model is None and sim_base_url is None and agent == "llm"
         sim = "planner" if same else ClientSpec(sim_base_url or llm["base_url"], sim_model or llm["model"], api_key)
-    return eval_runner(AgentSpec(agent, seed, llm if agent == "llm" else None), address, workers, simulator=sim)
+    return eval_runner(AgentSpec(agent, seed, llm if agent == "llm" or ":" in agent else None), address, workers, simulator=sim)
 
 
 @tasks_app.command("list")

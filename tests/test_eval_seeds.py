@@ -200,3 +200,70 @@ def test_model_endpoint_and_decoding_in_traces_scoreboard_and_run_json(tmp_path)
     assert next(read_traces([Path(own.trace_path)])).model == {
         "name": "mine", "endpoint": "http://host/v1", "decoding": {"top_p": 0.9},
     }  # fmt: skip
+
+
+# -- --agent module:Class ------------------------------------------------------------------------
+
+BUILT: list[dict] = []
+
+
+class OwnAgent(ReferenceAgent):
+    """A user's agent: takes two of the documented keyword arguments."""
+
+    name = "own"
+
+    def __init__(self, seed, max_tokens=1):
+        super().__init__()
+        BUILT.append({"seed": seed, "max_tokens": max_tokens})
+
+
+class TextAgent:
+    """No base class, no name, no reset; act returns the call's JSON text."""
+
+    def act(self, observation, info):
+        return json.dumps({"name": "finish", "arguments": {"answer": "no"}})
+
+
+class Broken:
+    def __init__(self):
+        raise RuntimeError("boom")
+
+
+class NoAct:
+    name = "no-act"
+
+
+def test_cli_agent_module_class(tmp_path):
+    BUILT.clear()
+    out = tmp_path / "own"
+    res = cli("--agent", "tests.test_eval_seeds:OwnAgent", "--tasks", A, "--seed", "3", "--max-tokens", "9",
+              "--out", str(out))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert BUILT == [{"seed": 3, "max_tokens": 9}]
+    (row,) = lines(out / "results.jsonl")
+    assert row["success"] and row["seed"] == 3
+    assert json.loads((out / "run.json").read_text())["agent"] == "tests.test_eval_seeds:OwnAgent"
+    assert next(read_traces(find_trace_files(out))).agent == "own"
+    res = cli("--agent", "tests.test_eval_seeds:TextAgent", "--tasks", A, "--out", str(tmp_path / "text"))
+    assert res.exit_code == 0, res.output
+    (row,) = lines(tmp_path / "text" / "results.jsonl")
+    assert not row["success"] and row["steps"] == 1
+    assert next(read_traces(find_trace_files(tmp_path / "text"))).agent == "TextAgent"
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("no_such_module_xyz:Agent", "cannot import 'no_such_module_xyz' for --agent no_such_module_xyz:Agent: "
+         "ModuleNotFoundError"),
+        ("tests.test_eval_seeds:Missing", "module 'tests.test_eval_seeds' has no 'Missing'"),
+        ("tests.test_eval_seeds:Broken", "constructing tests.test_eval_seeds:Broken (no arguments) failed: "
+         "RuntimeError: boom"),
+        ("tests.test_eval_seeds:NoAct", "tests.test_eval_seeds:NoAct has no act(observation, info) method"),
+        ("tests.test_eval_seeds:BUILT", "is not a class"),
+        ("tests.test_eval_seeds:", "is not module:Class"),
+    ],
+)  # fmt: skip
+def test_cli_agent_module_class_errors(tmp_path, spec, said):
+    res = cli("--agent", spec, "--tasks", A, "--out", str(tmp_path / "x"))
+    assert res.exit_code == 2 and said in " ".join(res.output.replace("│", " ").split()), res.output
