@@ -267,3 +267,20 @@ def test_cli_agent_module_class(tmp_path):
 def test_cli_agent_module_class_errors(tmp_path, spec, said):
     res = cli("--agent", spec, "--tasks", A, "--out", str(tmp_path / "x"))
     assert res.exit_code == 2 and said in " ".join(res.output.replace("│", " ").split()), res.output
+
+
+def test_readme_python_api_example_runs(tmp_path, monkeypatch, capsys):
+    """The README's eval-loop example, run as written (in a scratch folder)."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("### Your own agent, and the eval loop from Python", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    results, board, specs = namespace["results"], namespace["board"], namespace["specs"]
+    assert len(results) == 2 * len(namespace["select"]("contacts.*")) and all(r.success for r in results)
+    assert {r.seed for r in results} == {0, 1} and (tmp_path / "runs/py/seed-1").is_dir()
+    assert board.pass_k["pass_hat_k"] == [1.0, 1.0]
+    assert "contacts.set_favorite" in {s.name for s in specs}
+    assert {t["function"]["name"] for t in namespace["openai_tools"]} >= {"contacts__set_favorite", "finish"}
+    assert capsys.readouterr().out.strip() == "1.0 [1.0, 1.0]"
