@@ -732,7 +732,9 @@ def _ray_runner(
     if "simulator" in env_kwargs:
         same = sim_model is None and sim_base_url is None and agent == "llm"
         sim = "planner" if same else ClientSpec(sim_base_url or llm["base_url"], sim_model or llm["model"], api_key)
-    return eval_runner(AgentSpec(agent, seed, llm if agent == "llm" or ":" in agent else None), address, workers, simulator=sim)
+    return eval_runner(
+        AgentSpec(agent, seed, llm if agent == "llm" or ":" in agent else None), address, workers, simulator=sim
+    )
 
 
 @tasks_app.command("list")
