@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from phoneenv.contract import Trace
+from phoneenv.extras import require
 
 log = logging.getLogger(__name__)
 
@@ -201,14 +202,6 @@ def _features(columns: dict[str, tuple[str, str]]) -> Any:
     return Features({name: Value(dtype) for name, (dtype, _) in columns.items()})
 
 
-def _require_data(feature: str) -> None:
-    try:
-        from phoneenv.extras import require
-    except ImportError:  # a checkout without phoneenv.extras: the import below fails as Python says
-        return
-    require("data", "datasets", feature=feature)
-
-
 def export_run(
     run_dir: Path | str,
     out: Path | str,
@@ -239,7 +232,7 @@ def export_run(
             already holds files and ``overwrite`` is False.
         phoneenv.extras.MissingExtra: the ``data`` extra is not installed.
     """
-    _require_data("phoneenv traces export")
+    require("data", "datasets", "pyarrow", "yaml", feature="phoneenv traces export")
     from datasets.utils import logging as ds_logging
 
     run_dir, out = Path(run_dir), Path(out)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 traces_app = typer.Typer(help="Work with the traces of eval runs.", no_args_is_help=True)
 console = Console()
@@ -28,11 +29,15 @@ def export_cmd(
     examples). Values whose shape varies (arguments, feedback, verdict, the whole trace) are JSON
     strings. Needs the 'data' extra."""
     from phoneenv.export import export_run
+    from phoneenv.extras import MissingExtra
 
     try:
         report = export_run(run_dir, to, sft=sft, include_failed=include_failed, overwrite=overwrite)
+    except MissingExtra as exc:
+        console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(code=1) from None
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
     sft_text = f", {report.sft} SFT examples" if report.sft is not None else ", no SFT example (no successful episode)"
     console.print(

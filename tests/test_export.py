@@ -170,3 +170,20 @@ def test_episode_row_counts_hand_checked():
         False,
         None,
     )
+
+
+def test_export_without_the_data_extra_says_how_to_install_it(run_dir, tmp_path):
+    """`datasets` hidden in a fresh interpreter: one line naming the install command, exit code 1."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nsys.modules['datasets'] = None\nfrom phoneenv.cli import app\n"
+        f"sys.argv = ['phoneenv', 'traces', 'export', {str(run_dir)!r}, '--to', {str(tmp_path / 'ds')!r}]\napp()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout.strip()
+    assert len(out.splitlines()) == 1 and "phoneenv traces export needs the 'data' extra" in out
+    assert "[data]" in out and "Traceback" not in proc.stderr
+    assert not (tmp_path / "ds").exists()
