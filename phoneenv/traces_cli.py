@@ -37,7 +37,7 @@ def export_cmd(
         console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(code=1) from None
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)  # paths stay whole
         raise typer.Exit(code=2) from None
     sft_text = f", {report.sft} SFT examples" if report.sft is not None else ", no SFT example (no successful episode)"
     console.print(
