@@ -253,6 +253,15 @@ def print_scoreboard(board: Scoreboard) -> None:
         f"infrastructure errors {board.infrastructure_errors}{_kinds(board)} · mean output tokens/task {board.mean_output_tokens:.0f} · "
         f"wall time {board.wall_s:.2f} s"
     )
+    if board.model:
+        m = board.model
+        decoding = ", ".join(f"{k} {v}" for k, v in (m.get("decoding") or {}).items())
+        console.print(
+            f"model {m.get('name')}" + (f" at {m['endpoint']}" if m.get("endpoint") else "") + f" · {decoding}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if board.pass_k:
         pk = Table(title="pass@k and pass^k (over tasks with at least k scored episodes)", title_justify="left")
         for name in ("k", "pass@k %", "pass^k %", "Tasks"):

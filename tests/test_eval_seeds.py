@@ -182,6 +182,7 @@ def test_model_endpoint_and_decoding_in_traces_scoreboard_and_run_json(tmp_path)
             assert trace.model == want
         assert json.loads((out / "scoreboard.json").read_text())["model"] == want
         assert json.loads((out / "run.json").read_text())["model_record"] == want
+        assert f"model m-7b at {server.base_url} · temperature 0.0, max_tokens 77" in res.output
         for path in out.rglob("*"):
             assert not path.is_file() or secret not in path.read_text(errors="replace"), path
         # The record is not configuration: a run resumes against the same model served elsewhere.
