@@ -185,6 +185,11 @@ def test_model_endpoint_and_decoding_in_traces_scoreboard_and_run_json(tmp_path)
         assert f"model m-7b at {server.base_url} · temperature 0.0, max_tokens 77" in res.output
         for path in out.rglob("*"):
             assert not path.is_file() or secret not in path.read_text(errors="replace"), path
+        from phoneenv.export import export_run
+
+        export_run(out, tmp_path / "ds", sft=False)
+        rows = pytest.importorskip("datasets").load_dataset(str(tmp_path / "ds"), split="train")
+        assert [json.loads(m) for m in rows["model"]] == [want, want]
         # The record is not configuration: a run resumes against the same model served elsewhere.
         (out / "results.jsonl").write_text((out / "results.jsonl").read_text().splitlines()[0] + "\n")
         res = cli(*args, "--max-tokens", "77", "--tasks", f"{A},{B}", "--out", str(out), "--resume")
