@@ -25,10 +25,21 @@ from rich.traceback import Traceback
 from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
 from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
-from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
+from phoneenv.evaluation import (
+    EpisodeResult,
+    InfraRetry,
+    RunConfigError,
+    RunFolder,
+    Scoreboard,
+    model_record,
+    run_episodes,
+    score,
+    seed_folder,
+)
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.mcp_cli import mcp_app
+from phoneenv.traces_cli import traces_app
 from phoneenv.validation_cli import validate_devices_cmd
 from phoneenv.view_cli import compare_cmd, view_cmd
 
@@ -50,6 +61,7 @@ app.add_typer(farm_app, name="farm")
 app.command("view")(view_cmd)
 app.command("compare")(compare_cmd)
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(traces_app, name="traces")
 console = Console()
 
 
@@ -84,13 +96,15 @@ def make_client(base_url: str | None, model: str | None, api_key: str | None = N
 
 
 def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None, client: Any = None) -> Any:
-    """The planner ``name`` (reference, random or llm). ``llm`` holds the LLM planner's options:
+    """The planner ``name`` (reference, random, llm, or ``module:Class``: :func:`user_agent`). ``llm`` holds the LLM planner's options:
     ``base_url``, ``model``, ``api_key``, ``max_tokens``, ``max_steps``, ``vision`` and ``tools``
     (its tool filter, default ``"task"``); ``client``: the chat client to use instead of making
     one (another planner's, for ``--concurrency``). Raises ``typer.BadParameter`` for an unknown
     agent, a model that does not load or a malformed tool filter."""
     from agents import AGENTS
 
+    if ":" in name:
+        return user_agent(name, seed, llm)
     if name not in AGENTS and name != "llm":
         raise typer.BadParameter(
             f"unknown agent {name!r}; choose from {', '.join([*AGENTS, 'llm'])}", param_hint="--agent"
@@ -119,6 +133,70 @@ def _make_agent(name: str, seed: int, llm: dict[str, Any] | None = None, client:
         )
     cls = AGENTS[name]
     return cls(seed=seed) if name == "random" else cls()
+
+
+USER_AGENT_KWARGS = ("seed", "base_url", "model", "api_key", "max_tokens", "max_steps", "vision", "tools")
+"""The keyword arguments ``--agent module:Class`` may take, from the eval options of the same names."""
+
+
+def user_agent(spec: str, seed: int, llm: dict[str, Any] | None = None) -> Any:
+    """``--agent module:Class``: a user's own planner, ``Class`` from the importable ``module``
+    (the current folder is searched first, as ``python -m`` would), constructed with the keyword
+    arguments its ``__init__`` names among :data:`USER_AGENT_KWARGS` (all of them if it takes
+    ``**kwargs``): ``seed`` is ``--seed``, the others the options of the same name (``--base-url``,
+    ``--model``, ``--api-key``, ``--max-tokens``, ``--max-steps``, ``--vision``, ``--tools``).
+
+    The object needs ``act(observation, info)`` (an ``AgentAction``, or the call's JSON text) and
+    may have ``reset(observation, info)``, ``name`` (default: the class name), ``aact`` (async, for
+    ``--concurrency``) and ``model_info`` (recorded in traces). See ``agents.base.Agent``.
+
+    Raises:
+        typer.BadParameter: naming what failed: the spec's form, the import, the class, its
+            construction, or a missing ``act``.
+    """
+    import importlib
+    import inspect
+    import os
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr or ":" in attr:
+        raise typer.BadParameter(f"{spec!r} is not module:Class (e.g. my_agents:MyPlanner)", param_hint="--agent")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or whatever the module raises at import
+        raise typer.BadParameter(
+            f"cannot import {module_name!r} for --agent {spec}: {type(exc).__name__}: {exc}", param_hint="--agent"
+        ) from None
+    cls: Any = module
+    for part in attr.split("."):
+        if not hasattr(cls, part):
+            raise typer.BadParameter(f"module {module_name!r} has no {attr!r} (--agent {spec})", param_hint="--agent")
+        cls = getattr(cls, part)
+    if not callable(cls):
+        raise typer.BadParameter(f"{spec} is not a class (a {type(cls).__name__})", param_hint="--agent")
+    opts = {"seed": seed, **{k: v for k, v in (llm or {}).items() if k in USER_AGENT_KWARGS}}
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = opts if takes_all else {k: v for k, v in opts.items() if k in params}
+    try:
+        agent = cls(**kwargs)
+    except Exception as exc:
+        given = ", ".join(sorted(kwargs)) or "no arguments"
+        raise typer.BadParameter(
+            f"constructing {spec} ({given}) failed: {type(exc).__name__}: {exc}", param_hint="--agent"
+        ) from None
+    if not callable(getattr(agent, "act", None)):
+        raise typer.BadParameter(f"{spec} has no act(observation, info) method", param_hint="--agent")
+    if not callable(getattr(agent, "reset", None)):
+        agent.reset = lambda observation, info: None
+    if not isinstance(getattr(agent, "name", None), str):
+        agent.name = getattr(cls, "__name__", attr)
+    return agent
 
 
 def _progress() -> Progress:
@@ -180,6 +258,28 @@ def print_scoreboard(board: Scoreboard) -> None:
         f"infrastructure errors {board.infrastructure_errors}{_kinds(board)} · mean output tokens/task {board.mean_output_tokens:.0f} · "
         f"wall time {board.wall_s:.2f} s"
     )
+    if board.model:
+        m = board.model
+        decoding = ", ".join(f"{k} {v}" for k, v in (m.get("decoding") or {}).items())
+        console.print(
+            f"model {m.get('name')}" + (f" at {m['endpoint']}" if m.get("endpoint") else "") + f" · {decoding}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    if board.pass_k:
+        pk = Table(title="pass@k and pass^k (over tasks with at least k scored episodes)", title_justify="left")
+        for name in ("k", "pass@k %", "pass^k %", "Tasks"):
+            pk.add_column(name, justify="right")
+        for k, at, hat, n in zip(
+            board.pass_k["k"],
+            board.pass_k["pass_at_k"],
+            board.pass_k["pass_hat_k"],
+            board.pass_k["tasks_at_k"],
+            strict=True,
+        ):
+            pk.add_row(str(k), _pct(at), _pct(hat), str(n))
+        console.print(pk)
     if board.cost_per_1000_tasks is not None:
         console.print(
             f"estimated output cost: ${board.cost_per_1000_tasks:.2f} per 1,000 tasks at ${board.price_per_mtok:g} per million output tokens"
@@ -233,10 +333,10 @@ class _InterruptGuard:
 
 def _run(
     agent: Any,
-    tasks: list[TaskSpec],
+    plan: list[tuple[int, list[TaskSpec]]],
     folder: RunFolder,
-    seed: int,
     *,
+    keyed: bool = False,
     previous: list[EpisodeResult] | None = None,
     total: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
@@ -249,8 +349,10 @@ def _run(
     concurrency: int = 1,
     agent_factory: Any = None,
 ) -> Scoreboard:
-    """Run ``tasks`` (those not in ``previous``), appending each result to the folder as it ends,
-    and score ``previous`` and the new episodes together. The scoreboard is written whatever
+    """Run ``plan`` (per episode seed, the tasks to play at it: those not in ``previous``),
+    appending each result to the folder as it ends, and score ``previous`` and the new episodes
+    together. ``keyed``: the traces of seed ``s`` go to ``traces/seed-<s>/`` (a run of several
+    seeds), else to ``traces/``. The scoreboard is written whatever
     ends the run; an infrastructure stop or an exception exits with code 2 once it is written.
     ``concurrency`` > 1: that many episodes at once, with agents from ``agent_factory``."""
     previous = list(previous or [])
@@ -265,29 +367,33 @@ def _run(
 
     guard = _InterruptGuard()
     with _progress() as prog, guard:
-        bar = prog.add_task(f"{agent.name}", total=total or len(tasks), completed=len(previous), status=status())
+        todo = sum(len(tasks) for _, tasks in plan)
+        bar = prog.add_task(f"{agent.name}", total=total or todo, completed=len(previous), status=status())
 
         def tick(r: EpisodeResult) -> None:
             with guard.deferred():  # on disk and counted together, or neither
                 folder.append(r)
                 results.append(r)
-                running.append(r.task_id)
+                running.append((r.task_id, r.seed))
             prog.update(bar, advance=1, status=status())
 
         try:
-            (runner or run_episodes)(
-                agent,
-                tasks,
-                folder.traces,
-                seed=seed,
-                on_episode=tick,
-                env_kwargs=env_kwargs,
-                max_consecutive_infra=max_consecutive_infra,
-                infra_retry=infra_retry,
-                pool=pool,
-                max_attempts=max_attempts,
-                **({"concurrency": concurrency, "agent_factory": agent_factory} if concurrency > 1 else {}),
-            )
+            for seed, tasks in plan:
+                if not tasks:
+                    continue
+                (runner or run_episodes)(
+                    agent,
+                    tasks,
+                    folder.traces / seed_folder(seed) if keyed else folder.traces,
+                    seed=seed,
+                    on_episode=tick,
+                    env_kwargs=env_kwargs,
+                    max_consecutive_infra=max_consecutive_infra,
+                    infra_retry=infra_retry,
+                    pool=pool,
+                    max_attempts=max_attempts,
+                    **({"concurrency": concurrency, "agent_factory": agent_factory} if concurrency > 1 else {}),
+                )
         except BaseException as exc:  # a bug or Ctrl-C: the finished episodes are on disk, scored below
             stopped = exc
         finally:
@@ -296,7 +402,7 @@ def _run(
                 pool.close()
     wall = sum(r.wall_s for r in previous) + time.perf_counter() - t0
     farm = pool.report() if pool is not None else None
-    board = score(agent.name, results, wall, price_per_mtok=price_per_mtok, farm=farm)
+    board = score(agent.name, results, wall, price_per_mtok=price_per_mtok, farm=farm, model=model_record(agent))
     try:
         folder.write_scoreboard(board)
     except OSError as exc:
@@ -316,7 +422,7 @@ def _run(
     if not isinstance(stopped, Exception):
         raise stopped
     reported = set(running)  # with --concurrency, episodes after it may have ended: the first not reported
-    crashed = next((t.id for t in tasks if t.id not in reported), "?")
+    crashed = next((f"{t.id} (seed {s})" for s, tasks in plan for t in tasks if (t.id, s) not in reported), "?")
     console.print(Traceback.from_exception(type(stopped), stopped, stopped.__traceback__))
     console.print(f"[red]stopped by an error in the episode of {crashed}:[/red] {type(stopped).__name__}: {stopped}")
     console.print(kept)
@@ -330,7 +436,13 @@ def _fail(message: str) -> None:
 
 @app.command("eval")
 def eval_cmd(
-    agent: Annotated[str, typer.Option(help="Planner: reference, random or llm.")] = "reference",
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="Planner: reference, random, llm, or module:Class (your own agent class, built with the "
+            "keyword arguments it names among seed, base_url, model, api_key, max_tokens, max_steps, vision, tools)."
+        ),
+    ] = "reference",
     tasks: Annotated[
         str,
         typer.Option(
@@ -340,11 +452,22 @@ def eval_cmd(
     out: Annotated[
         Path,
         typer.Option(
-            help="Output folder: run.json, traces/<task-id>.jsonl, results.jsonl (one line per episode, written "
+            help="Output folder: run.json, traces/<task-id>.jsonl (traces/seed-<s>/... with --seeds N), results.jsonl (one line per episode, written "
             "as each ends), scoreboard.json. A folder holding a run is refused unless --resume or --overwrite."
         ),
     ] = Path("runs/eval"),
-    seed: Annotated[int, typer.Option(min=0, help="Episode seed (and the random agent's seed).")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, help="Episode seed, the first of --seeds (and the random agent's seed).")
+    ] = 0,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Episodes per task, at seeds --seed .. --seed+N-1 (all tasks at one seed, then the next); the "
+            "scoreboard adds pass@k and pass^k per task and overall. With N > 1 the traces go to "
+            "traces/seed-<s>/<task-id>.jsonl.",
+        ),
+    ] = 1,
     backend: Annotated[
         str,
         typer.Option(
@@ -525,6 +648,7 @@ def eval_cmd(
         "tasks": tasks,
         "split": split,
         "seed": seed,
+        **({"seeds": seeds} if seeds > 1 else {}),  # run.json of a one-seed run stays as before (--resume)
         "backend": backend,
         "max_steps": max_steps,
         "sim_model": sim_model,
@@ -573,20 +697,22 @@ def eval_cmd(
             )
     if not resume:
         try:
-            folder.start(config, overwrite=overwrite)
+            record = model_record(planner)  # recorded, not compared by --resume (RunFolder.RECORDED)
+            folder.start({**config, "model_record": record} if record else config, overwrite=overwrite)
         except (OSError, RunConfigError) as exc:
             _fail(str(exc))
     done = {(r.task_id, r.seed) for r in previous}
-    remaining = [t for t in selected if (t.id, seed) not in done]
+    plan = [(s, [t for t in selected if (t.id, s) not in done]) for s in range(seed, seed + seeds)]
     if resume:
-        console.print(f"resuming {out}: {len(previous)} episodes done, {len(remaining)} to run")
+        left = sum(len(ts) for _, ts in plan)
+        console.print(f"resuming {out}: {len(previous)} episodes done, {left} to run")
     board = _run(
         planner,
-        remaining,
+        plan,
         folder,
-        seed,
+        keyed=seeds > 1,
         previous=previous,
-        total=len(selected),
+        total=len(selected) * seeds,
         env_kwargs=env_kwargs,
         price_per_mtok=price_per_mtok,
         max_consecutive_infra=max_consecutive_infra,
@@ -620,7 +746,9 @@ def _ray_runner(
     if "simulator" in env_kwargs:
         same = sim_model is None and sim_base_url is None and agent == "llm"
         sim = "planner" if same else ClientSpec(sim_base_url or llm["base_url"], sim_model or llm["model"], api_key)
-    return eval_runner(AgentSpec(agent, seed, llm if agent == "llm" else None), address, workers, simulator=sim)
+    return eval_runner(
+        AgentSpec(agent, seed, llm if agent == "llm" or ":" in agent else None), address, workers, simulator=sim
+    )
 
 
 @tasks_app.command("list")

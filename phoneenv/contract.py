@@ -751,7 +751,10 @@ class Trace(BaseModel):
     written before frames existed load with an empty list. Same seed and same actions give a
     byte-identical ``model_dump_json()``. ``attempts`` lists every try of an episode that a
     device pool re-ran on another device (:class:`Attempt`, in order, the last the one whose
-    steps and verdict these are); empty for an episode played once outside a pool.
+    steps and verdict these are); empty for an episode played once outside a pool. ``model`` is
+    the planner's model record (``{"name", "endpoint", "decoding"}``: the model's name, the base
+    URL it was served at without credentials or query, and the decoding settings; see
+    ``phoneenv.evaluation.model_record``), None for a planner with no model.
     """
 
     task_id: str
@@ -765,3 +768,4 @@ class Trace(BaseModel):
     frames: list[Frame] = Field(default_factory=list)
     verdict: Verdict | None = None
     attempts: list[Attempt] = Field(default_factory=list)
+    model: dict[str, Any] | None = None

@@ -19,11 +19,12 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 import os
 import re
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,10 +46,17 @@ __all__ = [
     "RunFolder",
     "Scoreboard",
     "TraceWriter",
+    "check_seeds",
+    "model_record",
+    "pass_at_k",
+    "pass_hat_k",
+    "pass_k",
     "play_episode",
+    "public_url",
     "read_results",
     "run_episodes",
     "score",
+    "seed_folder",
 ]
 
 CATEGORY_LABELS = {
@@ -128,6 +136,65 @@ def _atomic_write(path: Path, text: str, *, sync: bool = True) -> None:
         raise
 
 
+DECODING_KEYS = (
+    "temperature", "top_p", "top_k", "min_p", "max_tokens", "seed", "presence_penalty", "frequency_penalty",
+    "repetition_penalty", "stop",
+)  # fmt: skip
+"""Decoding settings :func:`model_record` copies from a client's ``extra_body`` when present."""
+
+
+def public_url(url: Any) -> str | None:
+    """``url`` without what may be secret: credentials (``user:password@``), query and fragment
+    (``?api-key=...``), and a trailing ``/``; None for None or an empty string. Other text is returned as it is, with
+    the same parts cut when it parses as a URL."""
+    if url is None or not str(url):
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(str(url))
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def model_record(agent: Any) -> dict[str, Any] | None:
+    """The model an agent plans with, as recorded in every trace (``Trace.model``), the
+    scoreboard and ``run.json``: ``{"name", "endpoint", "decoding"}``, or None for an agent with
+    no model (the reference and random agents).
+
+    An agent may say it itself with a ``model_info`` attribute (a dict, or a method returning
+    one, with any of those keys; its ``endpoint`` is passed through :func:`public_url`).
+    Otherwise an agent with a ``client`` that has a ``model`` (the LLM planner) gives the
+    client's ``model`` as the name, its base URL (``base_url``, or the OpenAI SDK client's) through
+    :func:`public_url` as the endpoint (None for a local model), and as decoding the client's
+    ``temperature``, the agent's ``max_tokens`` and the :data:`DECODING_KEYS` of the client's
+    ``extra_body``. The API key is never read.
+    """
+    info = getattr(agent, "model_info", None)
+    if callable(info):
+        info = info()
+    if isinstance(info, dict):
+        name = info.get("name")
+        return {
+            "name": None if name is None else str(name),
+            "endpoint": public_url(info.get("endpoint")),
+            "decoding": dict(info.get("decoding") or {}),
+        }
+    client = getattr(agent, "client", None)
+    name = getattr(client, "model", None)
+    if client is None or name is None:
+        return None
+    base = getattr(client, "base_url", None) or getattr(getattr(client, "_client", None), "base_url", None)
+    decoding: dict[str, Any] = {}
+    if getattr(client, "temperature", None) is not None:
+        decoding["temperature"] = client.temperature
+    if getattr(agent, "max_tokens", None) is not None:
+        decoding["max_tokens"] = agent.max_tokens
+    extra = getattr(client, "extra_body", None)
+    if isinstance(extra, dict):
+        decoding.update({k: extra[k] for k in DECODING_KEYS if k in extra})
+    return {"name": str(name), "endpoint": public_url(base), "decoding": decoding}
+
+
 _Episode = Generator[tuple[dict[str, Any], dict[str, Any]], Any, tuple[EpisodeResult, Any, bool]]
 
 
@@ -176,6 +243,7 @@ def _episode(
     wall = time.perf_counter() - t0
     trace = env.trace
     trace.agent = agent.name
+    trace.model = model_record(agent)
     v = info["verdict"]
     result = EpisodeResult(
         task_id=task.id,
@@ -595,15 +663,22 @@ def run_episodes(
     lease_timeout_s: float = 300.0,
     concurrency: int = 1,
     agent_factory: Callable[[], AgentLike] | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> list[EpisodeResult]:
-    """Run ``agent`` once on each task through ``PhonePlan-v0``; return the results in order.
+    """Run ``agent`` once on each task through ``PhonePlan-v0`` (once per task and seed with
+    ``seeds``); return the results in order.
 
     Args:
         agent: the planner.
         tasks: the tasks to run.
         out_dir: where ``<task_id>.jsonl`` traces go (one line: the :class:`Trace`, written
-            atomically after the episode by the run's :class:`TraceWriter`); None: none.
-        seed: the episode seed passed to ``reset``.
+            atomically after the episode by the run's :class:`TraceWriter`); with ``seeds``,
+            ``<out_dir>/seed-<s>/<task_id>.jsonl`` (:func:`seed_folder`); None: none.
+        seed: the episode seed passed to ``reset`` (ignored with ``seeds``).
+        seeds: several episode seeds (distinct, >= 0): every task is played at each, the
+            seeds in the order given, all tasks at one seed before the next seed (so a run
+            stopped early has whole passes); results in that order. For pass@k and pass^k
+            (:func:`pass_k`, in :func:`score`'s scoreboard).
         on_episode: called after each episode, once its trace is on disk (progress bars, the
             ``results.jsonl`` of :class:`RunFolder`), on the calling thread, in task order.
         env_kwargs: keyword arguments for the env (``backend``, ``simulator``, ``screenshots``...);
@@ -640,7 +715,7 @@ def run_episodes(
 
     Raises:
         ValueError: ``concurrency`` < 1, ``concurrency`` > 1 without ``agent_factory`` or with a
-            ``pool``, or ``max_attempts`` < 1.
+            ``pool``, ``max_attempts`` < 1, or ``seeds`` empty, negative or repeated.
         InfrastructureError: ``max_consecutive_infra`` infrastructure-error episodes in a row, or
             an outage that outlasted ``infra_retry.budget_s``; every finished episode (and the
             failed reset's infrastructure-error episode) has been reported first.
@@ -653,6 +728,17 @@ def run_episodes(
     (after which the run stops).
     """
     tasks = list(tasks)
+    if seeds is not None:
+        seeds = check_seeds(seeds)
+        out: list[EpisodeResult] = []
+        for s in seeds:
+            out += run_episodes(
+                agent, tasks, None if out_dir is None else Path(out_dir) / seed_folder(s), seed=s,
+                on_episode=on_episode, env_kwargs=env_kwargs, max_consecutive_infra=max_consecutive_infra,
+                infra_retry=infra_retry, pool=pool, max_attempts=max_attempts, device_options=device_options,
+                lease_timeout_s=lease_timeout_s, concurrency=concurrency, agent_factory=agent_factory,
+            )  # fmt: skip
+        return out
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, not {max_attempts}")
     if concurrency < 1:
@@ -680,6 +766,29 @@ def run_episodes(
         raise
     run.close(pooled, quiet=False)
     return run.reporter.results
+
+
+def seed_folder(seed: int) -> str:
+    """The folder of a seed's traces in a run of several seeds: ``seed-<seed>``."""
+    return f"seed-{seed}"
+
+
+def check_seeds(seeds: Iterable[int]) -> list[int]:
+    """``seeds`` as a list, checked: not empty, integers >= 0, no repeat.
+
+    Raises:
+        ValueError: naming what is wrong.
+    """
+    out = list(seeds)
+    if not out:
+        raise ValueError("seeds is empty: give at least one episode seed")
+    bad = [s for s in out if isinstance(s, bool) or not isinstance(s, int) or s < 0]
+    if bad:
+        raise ValueError(f"seeds must be integers >= 0, not {bad[0]!r}")
+    repeated = sorted(s for s, n in Counter(out).items() if n > 1)
+    if repeated:
+        raise ValueError(f"seeds repeat {repeated}: each seed gives the same episode again")
+    return out
 
 
 class _Run:
@@ -983,7 +1092,10 @@ class Scoreboard:
     run on a device pool: ``attempts`` (tries in all), ``retries`` (tries re-run on another
     device), ``time_lost_s`` (wall seconds of the lost tries), ``devices`` (episodes per
     device), and from the pool's report ``retired`` ({serial: reason}), ``quarantined`` (devices
-    whose recovery had not ended with the run) and ``recoveries``."""
+    whose recovery had not ended with the run) and ``recoveries``. ``pass_k``: pass@k and
+    pass^k per task and overall (see :func:`pass_k`) when some task has more than one scored
+    episode (a run of several seeds); None otherwise. ``model``: the planner's model record
+    (:func:`model_record`), None for a planner with no model."""
 
     agent: str
     categories: list[Row]
@@ -997,6 +1109,8 @@ class Scoreboard:
     cost_per_1000_tasks: float | None = None
     infrastructure_kinds: dict[str, int] = field(default_factory=dict)
     farm: dict[str, Any] | None = None
+    pass_k: dict[str, Any] | None = None
+    model: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The scoreboard as plain JSON data."""
@@ -1015,12 +1129,81 @@ def _row(label: str, rs: list[EpisodeResult]) -> Row:
     )
 
 
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k estimator of Chen et al. (2021): the probability that at least one of
+    ``k`` episodes drawn without replacement from ``n`` (``c`` of them successes) succeeds,
+    ``1 - C(n-c, k) / C(n, k)``.
+
+    Raises:
+        ValueError: unless ``0 <= c <= n`` and ``1 <= k <= n``.
+    """
+    _check_nck(n, c, k)
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k as τ²-bench reports it: the probability that all ``k`` episodes drawn without
+    replacement from ``n`` (``c`` successes) succeed, ``C(c, k) / C(n, k)`` (a measure of
+    consistency: it falls with ``k`` unless the agent always or never succeeds).
+
+    Raises:
+        ValueError: unless ``0 <= c <= n`` and ``1 <= k <= n``.
+    """
+    _check_nck(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _check_nck(n: int, c: int, k: int) -> None:
+    if not (0 <= c <= n and 1 <= k <= n):
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, not n={n}, c={c}, k={k}")
+
+
+def pass_k(results: Iterable[EpisodeResult]) -> dict[str, Any] | None:
+    """pass@k and pass^k of episode results, per task and overall, for k = 1 .. the most scored
+    episodes of any task (infrastructure-error episodes are left out, as in :func:`score`).
+
+    Returns None when no task has two scored episodes, else ``{"k": [1, ..., K], "pass_at_k":
+    [...], "pass_hat_k": [...], "tasks_at_k": [...], "per_task": {task_id: {"n", "c",
+    "pass_at_k": [...], "pass_hat_k": [...]}}}``: the lists are indexed by ``k - 1``; a task's lists
+    stop at its own ``n``; the overall value at ``k`` is the mean over the ``tasks_at_k`` tasks
+    with at least ``k`` scored episodes (None when none has).
+    """
+    counts: dict[str, list[int]] = {}
+    for r in results:
+        if r.infrastructure_error:
+            continue
+        nc = counts.setdefault(r.task_id, [0, 0])
+        nc[0] += 1
+        nc[1] += bool(r.success)
+    if not counts or max(n for n, _ in counts.values()) < 2:
+        return None
+    top = max(n for n, _ in counts.values())
+    per_task = {
+        tid: {
+            "n": n,
+            "c": c,
+            "pass_at_k": [pass_at_k(n, c, k) for k in range(1, n + 1)],
+            "pass_hat_k": [pass_hat_k(n, c, k) for k in range(1, n + 1)],
+        }
+        for tid, (n, c) in counts.items()
+    }
+    ks = list(range(1, top + 1))
+    overall: dict[str, list[Any]] = {"pass_at_k": [], "pass_hat_k": [], "tasks_at_k": []}
+    for k in ks:
+        rows = [t for t in per_task.values() if t["n"] >= k]
+        overall["tasks_at_k"].append(len(rows))
+        for key in ("pass_at_k", "pass_hat_k"):
+            overall[key].append(sum(t[key][k - 1] for t in rows) / len(rows) if rows else None)
+    return {"k": ks, **overall, "per_task": per_task}
+
+
 def score(
     agent: str,
     results: list[EpisodeResult],
     wall_s: float | None = None,
     price_per_mtok: float | None = None,
     farm: dict[str, Any] | None = None,
+    model: dict[str, Any] | None = None,
 ) -> Scoreboard:
     """Aggregate episode results into a :class:`Scoreboard`.
 
@@ -1028,6 +1211,9 @@ def score(
     counted apart and left out of the success and progress rates. ``farm``: the device pool's
     :meth:`~phoneenv.farm.pool.DevicePool.report`, whose retired devices and recoveries join the
     scoreboard's farm block (made whenever an episode ran on a pooled device or ``farm`` is given).
+    With several episodes per task (seeds), the scoreboard's ``pass_k`` holds pass@k and pass^k
+    (:func:`pass_k`); the success rates stay means over episodes. ``model``: the planner's
+    model record (:func:`model_record` of the agent), kept in the scoreboard as it is.
     """
     scored = [r for r in results if not r.infrastructure_error]
     by_cat: dict[str, list[EpisodeResult]] = defaultdict(list)
@@ -1055,6 +1241,8 @@ def score(
             sorted(Counter(r.infrastructure_kind or "unknown" for r in results if r.infrastructure_error).items())
         ),
         farm=_farm_block(results, farm),
+        pass_k=pass_k(results),
+        model=model,
     )
 
 
@@ -1117,7 +1305,8 @@ class RunFolder:
     """The output folder of an eval run, written as the run goes.
 
     Layout: ``run.json`` (the run's configuration, written at the start), ``traces/<task-id>.jsonl``
-    (one :class:`Trace` per episode, written atomically), ``results.jsonl`` (one
+    (one :class:`Trace` per episode, written atomically; ``traces/seed-<s>/<task-id>.jsonl`` in a
+    run of several seeds), ``results.jsonl`` (one
     :class:`EpisodeResult` per line, appended as each episode ends, after its trace) and
     ``scoreboard.json`` (rewritten atomically). A killed run thus keeps every finished episode,
     with its trace, and :meth:`resume` continues it. The files reach the disk itself in group
@@ -1139,6 +1328,10 @@ class RunFolder:
     FORMAT = 1
 
     LOCK = ".lock"
+    RECORDED = frozenset({"model_record"})
+    """Keys of ``run.json`` that record the run (the model record, with its endpoint) without
+    being part of its configuration: :meth:`resume` does not compare them (a model served at
+    another address continues the run)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -1225,7 +1418,7 @@ class RunFolder:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RunConfigError(f"{manifest} is not JSON ({exc}); cannot resume this run") from None
         want = {"format": self.FORMAT, **config}
-        differ = sorted(k for k in saved.keys() | want.keys() if saved.get(k) != want.get(k))
+        differ = sorted(k for k in saved.keys() | want.keys() if k not in self.RECORDED and saved.get(k) != want.get(k))
         if differ:
             shown = "; ".join(f"{k}: run {_short(saved.get(k))}, now {_short(want.get(k))}" for k in differ)
             raise RunConfigError(f"cannot resume {self.path}: this run was made with another configuration ({shown})")

@@ -19,7 +19,10 @@ first 200 characters) and a ``user`` message "Your reply had no tool call I coul
 the planner never sees it. ``tools`` are the
 env's tools in OpenAI format, renamed ``app__verb`` (the planner's ``info["tools"]``): with a
 ``tool_filter`` (:mod:`agents.toolfilter`), exactly those the planner and the RL rollout offer in
-that trace's episode under the same filter (:func:`trace_tools`).
+that trace's episode under the same filter (:func:`trace_tools`). An example stores them as one
+JSON string (read them back with :func:`example_tools`): the tools' JSON Schemas differ in shape
+from tool to tool, which Arrow cannot type as one column, and TRL's SFTTrainer decodes a string
+``tools`` column itself; so ``datasets.Dataset.from_list(examples)`` works.
 
 **Errors to mask.** Reference traces have no erroneous turn. :func:`detour_traces` plays each
 task's reference plan with random detours (a wrong tool, a broken argument, a harmless read) that
@@ -80,6 +83,7 @@ __all__ = [
     "build_sft_dataset",
     "detour_traces",
     "episode_tools",
+    "example_tools",
     "feedback_text",
     "load_traces",
     "planner_tools",
@@ -444,7 +448,8 @@ def trace_to_example(
     plan: Sequence[ToolCall] | None = None,
 ) -> dict[str, Any]:
     """One trace as a chat example ``{"task_id", "success", "messages", "tools"}`` (see the
-    module docstring for the format and the ``weight`` of each assistant message).
+    module docstring for the format and the ``weight`` of each assistant message; ``tools`` is
+    the JSON text of ``tools``, see :func:`example_tools`).
 
     With ``plan`` (the reference plan of a :func:`detour_traces` episode), only the steps that
     play the plan's calls in order can be trained; the detours stay in context with weight 0, a
@@ -487,7 +492,16 @@ def trace_to_example(
         if n < last:
             messages.append({"role": "tool", "tool_call_id": call_id, "content": fb})
     success = bool(trace.verdict and trace.verdict.success)
-    return {"task_id": trace.task_id, "success": success, "messages": messages, "tools": tools}
+    return {"task_id": trace.task_id, "success": success, "messages": messages, "tools": json.dumps(tools)}
+
+
+def example_tools(example: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tools of a chat example (OpenAI entries), from its ``tools`` JSON string (or list, as
+    examples made before tools were stored as JSON hold them); [] when it has none."""
+    tools = example.get("tools")
+    if isinstance(tools, str):
+        tools = json.loads(tools)
+    return list(tools or [])
 
 
 def traces_to_examples(
@@ -562,7 +576,7 @@ def tokenize_example(example: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
     prefixes of the whole (the mask would be wrong).
     """
     messages = example["messages"]
-    tools = example.get("tools") or None
+    tools = example_tools(example) or None
     full = _render(tokenizer, messages, tools, False)
     eos = tokenizer.eos_token
     spans: list[tuple[int, int]] = []

@@ -19,6 +19,7 @@ from rl.sft import (
     build_sft_dataset,
     detour_traces,
     episode_tools,
+    example_tools,
     load_traces,
     reference_traces,
     tokenize_example,
@@ -117,11 +118,11 @@ def test_reference_trace_to_messages_hand_checked(tmp_path):
         ],
         "weight": 1,
     }  # no tool message after finish: the planner never sees that feedback
-    names = [t["function"]["name"] for t in ex["tools"]]
-    assert ex["tools"] == episode_tools("sandbox") and len(names) > 50
+    names = [t["function"]["name"] for t in example_tools(ex)]
+    assert json.loads(ex["tools"]) == episode_tools("sandbox") and len(names) > 50
     assert "contacts__search" in names and "finish" in names and not any("." in n for n in names)
     (short,) = traces_to_examples(traces, tool_filter="task")
-    short_names = {t["function"]["name"] for t in short["tools"]}
+    short_names = {t["function"]["name"] for t in example_tools(short)}
     assert {"contacts__search", "system__sign_in", "user__confirm", "finish"} <= short_names
     assert not any(n.startswith(("mail__", "calendar__")) for n in short_names)
 
@@ -163,7 +164,7 @@ def test_examples_are_what_the_llm_planner_sends(tmp_path):
         None,
     ]
     (ex,) = traces_to_examples([trace])
-    assert ex["tools"] == planner.tools
+    assert example_tools(ex) == planner.tools
     weights = [m.get("weight") for m in ex["messages"] if m["role"] == "assistant"]
     assert weights == [0, 1, 0, 1, 1, 1]
     assert [{k: v for k, v in m.items() if k != "weight"} for m in ex["messages"]] == planner.messages
@@ -228,7 +229,7 @@ def test_mask_is_one_exactly_on_successful_assistant_turns(erroneous_trace, toke
     tok = tokenize_example(ex, tokenizer)
     ids, mask = tok["input_ids"], tok["assistant_masks"]
     assert len(ids) == len(mask) and set(mask) == {0, 1}
-    full = tokenizer.apply_chat_template(ex["messages"], tools=ex["tools"], tokenize=False)
+    full = tokenizer.apply_chat_template(ex["messages"], tools=example_tools(ex), tokenize=False)
     assert tokenizer.decode(ids) == full
     search, fav, *rest = plan(FAVORITE)
     bad = {"name": fav["name"], "arguments": {**fav["arguments"], "favorite": "yes"}}
