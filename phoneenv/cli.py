@@ -26,6 +26,7 @@ from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
 from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
 from phoneenv.evaluation import EpisodeResult, InfraRetry, RunConfigError, RunFolder, Scoreboard, run_episodes, score
+from phoneenv.extras import MissingExtra, require
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.validation_cli import validate_devices_cmd
@@ -36,7 +37,11 @@ class _App(typer.Typer):
         from phoneenv.farm.distributed import ray_flag_argv
 
         sys.argv[1:] = ray_flag_argv(sys.argv[1:])  # `--ray` alone: a local Ray
-        return super().__call__(*args, **kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except MissingExtra as exc:  # one line naming the install command, no traceback
+            print(f"Error: {exc}", file=sys.stderr)
+            raise SystemExit(1) from None
 
 
 app = _App(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
@@ -299,6 +304,8 @@ def _run(
         stopped = stopped or exc
     if stopped is None:
         return board
+    if isinstance(stopped, MissingExtra):  # one line naming the install command (_App); episodes so far are kept
+        raise stopped
     print_scoreboard(board)
     kept = f"{len(results)} episodes are in {folder.path / RunFolder.RESULTS}; rerun with --resume to continue"
     if isinstance(stopped, InfrastructureError):
@@ -887,6 +894,7 @@ def train_sft_cmd(
     that task's episode under the same filter, so a model is trained, improved and evaluated on
     one prompt. With --detours, episodes that stray from the plan and recover teach recovery
     from error feedback; the summary counts the trained and the masked tokens."""
+    require("rl", "torch", "transformers", "trl", "datasets", feature="phoneenv train sft")
     from rl.sft import SFTRunConfig, detour_traces, reference_traces, train_sft
 
     try:
@@ -971,6 +979,7 @@ def train_rl_cmd(
     """Online RL through the env API with TRL's GRPOTrainer: CARE, vanilla GRPO or the penalised ablation, from the SFT model, on a GPU when one is present.
 
     Each option's help is its TrainConfig field's; `python -m rl.trainers --help` lists every field (GRPOConfig's too). The LLM controller's API key comes from $PHONEENV_CONTROLLER_API_KEY and is written nowhere."""
+    require("rl", "torch", "transformers", "trl", "datasets", "accelerate", feature="phoneenv train rl")
     from rl.trainers import ALGOS, CONTROLLERS, TrainConfig, train_rl
 
     if algo not in ALGOS:

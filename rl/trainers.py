@@ -124,10 +124,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from trl import GRPOConfig, GRPOTrainer
 
+from phoneenv.extras import needs
 from rl.rollout import RolloutConfig, Trajectory, rollout_members, to_trl
 from rl.train_help import TRAIN_HELP
+
+with needs("rl", feature="RL training (rl.trainers, phoneenv train rl)"):
+    from trl import GRPOConfig, GRPOTrainer
 
 __all__ = [
     "ALGOS",
