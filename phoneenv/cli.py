@@ -625,6 +625,51 @@ def _ray_runner(
     return eval_runner(AgentSpec(agent, seed, llm if agent == "llm" else None), address, workers, simulator=sim)
 
 
+_TASKS_TABLE_MIN_WIDTH = 140  # narrower terminals get _task_lines (the table's goal column would be a sliver)
+
+
+def _task_lines(tasks: list[TaskSpec], width: int) -> list[str]:
+    """``tasks list`` for a terminal ``width`` columns wide: a count, a header, then per task one
+    line with the id (whole), category, domain, difficulty, backends and apps, and the goal
+    wrapped below it, indented. Apps that do not fit the line go on indented lines of their own;
+    when even the columns do not fit, every field after the id does. No line is longer than
+    ``width`` (unless an id alone is)."""
+    import functools
+    import textwrap
+    from collections.abc import Sequence
+
+    heads = ("id", "category", "domain", "diff", "backends")
+    rows = [
+        (t.id, t.category.value, t.domain.value, str(t.difficulty), ",".join(t.backends), ",".join(t.apps), t.goal)
+        for t in tasks
+    ]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+
+    def cells(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True))
+
+    wrap = functools.partial(textwrap.wrap, width=width, break_on_hyphens=False, break_long_words=False)
+    if len(cells(heads).rstrip()) > width:  # too narrow for columns: the fields after the id, wrapped
+        out = [f"{len(tasks)} tasks", "id", "  category · domain · difficulty · backends · apps", "  goal"]
+        for task_id, category, domain, diff, backends, apps, goal in rows:
+            out.append(task_id)
+            fields = f"{category} · {domain} · difficulty {diff} · {backends} · apps: {apps.replace(',', ', ')}"
+            out += wrap(fields, initial_indent="  ", subsequent_indent="    ")
+            out += wrap(goal, initial_indent="  ", subsequent_indent="  ")
+        return out
+    header = cells(heads) + "  apps"
+    out = [f"{len(tasks)} tasks", header if len(header) <= width else cells(heads).rstrip(), "  goal"]
+    for *head, apps, goal in rows:
+        line = cells(tuple(head))
+        if len(line) + 2 + len(apps) <= width:
+            out.append(f"{line}  {apps}".rstrip())
+        else:
+            out.append(line.rstrip())
+            out += wrap("apps: " + apps.replace(",", ", "), initial_indent="  ", subsequent_indent="    ")
+        out += wrap(goal, initial_indent="  ", subsequent_indent="  ")
+    return out
+
+
 @tasks_app.command("list")
 def tasks_list(
     selector: Annotated[str, typer.Argument(help="Task selector.")] = "all",
@@ -642,6 +687,10 @@ def tasks_list(
             }
             row.update(apps=task.apps, backends=task.backends, goal=task.goal)
             typer.echo(json.dumps(row))
+        return
+    if console.width < _TASKS_TABLE_MIN_WIDTH:
+        for line in _task_lines(sel, console.width):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         return
     t = Table(title=f"{len(sel)} tasks")
     t.add_column("id", no_wrap=True)  # ids are copied from here: never fold them
