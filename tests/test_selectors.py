@@ -116,20 +116,19 @@ def test_cli_prints_the_suggestions():
 # ---------------------------------------------------------------------------------------------
 
 
-def _tasks_list(selector: str, columns: int) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"}
-    env.pop("FORCE_COLOR", None)
-    code = "from phoneenv.cli import app\napp(prog_name='phoneenv')\n"
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "tasks", "list", selector],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+def _tasks_list(selector: str, columns: int, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``phoneenv tasks list SELECTOR`` on a terminal ``columns`` wide (a rich Console of that
+    width, as COLUMNS would make), its output as plain text."""
+    import io
+
+    from rich.console import Console
+
+    from phoneenv import cli
+
+    buf = io.StringIO()
+    monkeypatch.setattr(cli, "console", Console(file=buf, width=columns, no_color=True, color_system=None))
+    cli.tasks_list(selector, as_json=False)
+    return buf.getvalue()
 
 
 # The longest ids, the longest app lists, llmsim/hybrid backends and long goals.
@@ -137,8 +136,8 @@ _SELECTOR = "subagent.meeting_from_availability/*,simulated.*,hybrid.*,cross.*,c
 
 
 @pytest.mark.parametrize("columns", [80, 60])
-def test_tasks_list_fits_and_keeps_everything(columns):
-    out = _tasks_list(_SELECTOR, columns)
+def test_tasks_list_fits_and_keeps_everything(columns, monkeypatch):
+    out = _tasks_list(_SELECTOR, columns, monkeypatch)
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= columns, [line for line in lines if len(line) > columns][:3]
     flat = " ".join(out.split())
@@ -163,8 +162,27 @@ def next_row(lines: list[str], row: int) -> int:
     return end
 
 
-def test_tasks_list_wide_terminal_keeps_the_table():
-    out = _tasks_list("clock.alarm_off/0", 160)
+def test_tasks_list_wide_terminal_keeps_the_table(monkeypatch):
+    out = _tasks_list("clock.alarm_off/0", 160, monkeypatch)
     header = next(line for line in out.splitlines() if "goal" in line)
     assert all(col in header for col in ("id", "category", "domain", "apps", "backends", "goal"))
     assert textwrap.shorten(select("clock.alarm_off/0")[0].goal, 40)[:20] in out
+
+
+def test_tasks_list_reads_the_terminal_width():
+    """The command line itself, with COLUMNS=80: the narrow layout, no line over 80."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80", "NO_COLOR": "1"}
+    code = "from phoneenv.cli import app\napp(prog_name='phoneenv')\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "tasks", "list", "subagent.meeting_from_availability/1*"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"{len(select('subagent.meeting_from_availability/1*'))} tasks" and lines[2] == "  goal"
+    assert max(map(len, lines)) <= 80
+    assert re.search(r"^subagent\.meeting_from_availability/10 +subagent +scheduling +4 +sandbox$", proc.stdout, re.M)
