@@ -518,7 +518,8 @@ class LocalChatClient:
         seed: int = 0,
         max_string_chars: int = 120,
     ) -> None:
-        require("llm", "torch", "transformers", "xgrammar", feature="A local model (LocalChatClient)")
+        modules = ("torch", "transformers", "xgrammar") if constrained else ("torch", "transformers")
+        require("llm", *modules, feature="A local model (LocalChatClient)")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
