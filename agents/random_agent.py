@@ -78,10 +78,24 @@ def sample_schema(schema: dict[str, Any], rng: random.Random, xeger: rstr.Rstr, 
 
 
 class StableXeger(rstr.Rstr):
-    """``rstr.Rstr`` whose draws for a negated class (``[^...]``) do not depend on the process's
-    string hash seed: rstr picks from ``list(set(string.printable) - excluded)``, whose order
-    changes with ``PYTHONHASHSEED``, so the same seed drew other strings in another process. Here
-    the candidates are sorted first."""
+    """``rstr.Rstr`` whose draws do not depend on the process's string hash seed, so one seed
+    draws the same strings in every process (``PYTHONHASHSEED`` differs between processes unless
+    set). rstr builds three candidate lists from sets, whose order follows the hash seed: a negated
+    class (``[^...]``, ``list(set(string.printable) - excluded)``) and rstr's ``nonword`` (``\\W``)
+    and ``unambiguous`` alphabets (made once at import). Here all three are sorted.
+
+    Args:
+        _random: the ``random.Random`` the draws come from.
+        custom_alphabets: extra named alphabets, as for ``rstr.Rstr``.
+    """
+
+    _SET_BUILT = ("nonword", "unambiguous")
+
+    def __init__(self, _random: random.Random, **custom_alphabets: str) -> None:
+        super().__init__(_random, **custom_alphabets)
+        for name in self._SET_BUILT:
+            if name not in custom_alphabets:
+                self._alphabets[name] = "".join(sorted(self._alphabets[name]))
 
     def _handle_in(self, value: Any) -> Any:
         candidates = list(chain(*(self._handle_state(i) for i in value)))

@@ -36,6 +36,7 @@ from phoneenv.evaluation import (
     score,
     seed_folder,
 )
+from phoneenv.extras import MissingExtra, require
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.mcp_cli import mcp_app
@@ -49,7 +50,11 @@ class _App(typer.Typer):
         from phoneenv.farm.distributed import ray_flag_argv
 
         sys.argv[1:] = ray_flag_argv(sys.argv[1:])  # `--ray` alone: a local Ray
-        return super().__call__(*args, **kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except MissingExtra as exc:  # one line naming the install command, no traceback
+            print(f"Error: {exc}", file=sys.stderr)
+            raise SystemExit(1) from None
 
 
 app = _App(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
@@ -410,6 +415,8 @@ def _run(
         stopped = stopped or exc
     if stopped is None:
         return board
+    if isinstance(stopped, MissingExtra):  # one line naming the install command (_App); episodes so far are kept
+        raise stopped
     print_scoreboard(board)
     kept = f"{len(results)} episodes are in {folder.path / RunFolder.RESULTS}; rerun with --resume to continue"
     if isinstance(stopped, InfrastructureError):
@@ -751,6 +758,51 @@ def _ray_runner(
     )
 
 
+_TASKS_TABLE_MIN_WIDTH = 140  # narrower terminals get _task_lines (the table's goal column would be a sliver)
+
+
+def _task_lines(tasks: list[TaskSpec], width: int) -> list[str]:
+    """``tasks list`` for a terminal ``width`` columns wide: a count, a header, then per task one
+    line with the id (whole), category, domain, difficulty, backends and apps, and the goal
+    wrapped below it, indented. Apps that do not fit the line go on indented lines of their own;
+    when even the columns do not fit, every field after the id does. No line is longer than
+    ``width`` (unless an id alone is)."""
+    import functools
+    import textwrap
+    from collections.abc import Sequence
+
+    heads = ("id", "category", "domain", "diff", "backends")
+    rows = [
+        (t.id, t.category.value, t.domain.value, str(t.difficulty), ",".join(t.backends), ",".join(t.apps), t.goal)
+        for t in tasks
+    ]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+
+    def cells(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True))
+
+    wrap = functools.partial(textwrap.wrap, width=width, break_on_hyphens=False, break_long_words=False)
+    if len(cells(heads).rstrip()) > width:  # too narrow for columns: the fields after the id, wrapped
+        out = [f"{len(tasks)} tasks", "id", "  category · domain · difficulty · backends · apps", "  goal"]
+        for task_id, category, domain, diff, backends, apps, goal in rows:
+            out.append(task_id)
+            fields = f"{category} · {domain} · difficulty {diff} · {backends} · apps: {apps.replace(',', ', ')}"
+            out += wrap(fields, initial_indent="  ", subsequent_indent="    ")
+            out += wrap(goal, initial_indent="  ", subsequent_indent="  ")
+        return out
+    header = cells(heads) + "  apps"
+    out = [f"{len(tasks)} tasks", header if len(header) <= width else cells(heads).rstrip(), "  goal"]
+    for *head, apps, goal in rows:
+        line = cells(tuple(head))
+        if len(line) + 2 + len(apps) <= width:
+            out.append(f"{line}  {apps}".rstrip())
+        else:
+            out.append(line.rstrip())
+            out += wrap("apps: " + apps.replace(",", ", "), initial_indent="  ", subsequent_indent="    ")
+        out += wrap(goal, initial_indent="  ", subsequent_indent="  ")
+    return out
+
+
 @tasks_app.command("list")
 def tasks_list(
     selector: Annotated[str, typer.Argument(help="Task selector.")] = "all",
@@ -768,6 +820,10 @@ def tasks_list(
             }
             row.update(apps=task.apps, backends=task.backends, goal=task.goal)
             typer.echo(json.dumps(row))
+        return
+    if console.width < _TASKS_TABLE_MIN_WIDTH:
+        for line in _task_lines(sel, console.width):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         return
     t = Table(title=f"{len(sel)} tasks")
     t.add_column("id", no_wrap=True)  # ids are copied from here: never fold them
@@ -1020,6 +1076,7 @@ def train_sft_cmd(
     that task's episode under the same filter, so a model is trained, improved and evaluated on
     one prompt. With --detours, episodes that stray from the plan and recover teach recovery
     from error feedback; the summary counts the trained and the masked tokens."""
+    require("rl", "torch", "transformers", "trl", "datasets", feature="phoneenv train sft")
     from rl.sft import SFTRunConfig, detour_traces, reference_traces, train_sft
 
     try:
@@ -1104,6 +1161,7 @@ def train_rl_cmd(
     """Online RL through the env API with TRL's GRPOTrainer: CARE, vanilla GRPO or the penalised ablation, from the SFT model, on a GPU when one is present.
 
     Each option's help is its TrainConfig field's; `python -m rl.trainers --help` lists every field (GRPOConfig's too). The LLM controller's API key comes from $PHONEENV_CONTROLLER_API_KEY and is written nowhere."""
+    require("rl", "torch", "transformers", "trl", "datasets", "accelerate", feature="phoneenv train rl")
     from rl.trainers import ALGOS, CONTROLLERS, TrainConfig, train_rl
 
     if algo not in ALGOS:

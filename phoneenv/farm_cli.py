@@ -65,6 +65,9 @@ def up(
     timeout: Annotated[float, typer.Option(min=1.0, help="Seconds to wait for each worker to become healthy.")] = 120.0,
 ) -> None:
     """Start N workers, wait until each is healthy, `adb connect` each, and write the farm file."""
+    from phoneenv.extras import require
+
+    require("farm", "adbutils", "psutil", feature="phoneenv farm up")  # before any worker starts
     from phoneenv.farm.workers import farm_up
 
     try:

@@ -74,6 +74,7 @@ from typing import Any
 from agents.planner import SYSTEM_PROMPT
 from agents.toolfilter import ToolFilter, allowed_tools, offered
 from phoneenv.contract import Feedback, TaskSpec, ToolCall, ToolSpec, Trace
+from phoneenv.extras import require
 
 __all__ = [
     "DETOUR_AGENT",
@@ -834,6 +835,7 @@ def train_sft(
     (or None), ``"config"}``, and ``"masked_tokens"``: the tokens of assistant replies kept in
     the context but out of the loss (erroneous turns, detours; see :func:`tokenize_example`).
     """
+    require("rl", "torch", "transformers", "trl", "datasets", feature="SFT training (rl.sft.train_sft)")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer

@@ -124,10 +124,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from trl import GRPOConfig, GRPOTrainer
 
+from phoneenv.extras import needs, require
 from rl.rollout import RolloutConfig, Trajectory, rollout_members, to_trl
 from rl.train_help import TRAIN_HELP
+
+with needs("rl", feature="RL training (rl.trainers, phoneenv train rl)"):
+    from trl import GRPOConfig, GRPOTrainer
 
 __all__ = [
     "ALGOS",
@@ -906,7 +909,10 @@ def make_trainer(
 
     Raises:
         ValueError: no model given and no ``model_path``; no task selected.
+        phoneenv.extras.MissingExtra: ``cfg.use_vllm`` without vLLM (the ``gpu`` extra).
     """
+    if getattr(cfg, "use_vllm", False):
+        require("gpu", "vllm", feature="vLLM generation in train rl (use_vllm)")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

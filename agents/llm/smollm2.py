@@ -33,6 +33,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from phoneenv.extras import require
+
 __all__ = ["GGUF_FILE", "INSTALL_HINT", "PAD_TOKEN", "cache_root", "gguf_path", "smollm2_checkpoint"]
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -84,6 +86,7 @@ def gguf_path() -> Path:
 
 def _convert(gguf: Path, out: Path) -> None:
     """Dequantise ``gguf`` and save a plain float32 Llama checkpoint with the tool template into ``out``."""
+    require("llm", "torch", "transformers", "gguf", feature="SmolLM2 (--model smollm2)")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
 

@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from phoneenv.extras import require
+
 __all__ = ["CHAT_TEMPLATE", "SPECIAL_TOKENS", "build_tiny_model"]
 
 IM_START = "<|im_start|>"
@@ -197,6 +199,7 @@ def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
     Takes about a second on CPU (plus ~4 s to import torch/transformers). Returns ``out_dir`` (created
     if needed).
     """
+    require("llm", "torch", "transformers", "tokenizers", feature="The tiny model (--model tiny)")
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 

@@ -58,6 +58,7 @@ from typing_extensions import TypedDict
 
 from phoneenv.backends.base import Backend
 from phoneenv.contract import Domain, ErrorKind, Feedback, TaskSpec
+from phoneenv.extras import require
 from phoneenv.harness import feedback
 from phoneenv.harness.feedback import to_tool_error
 from phoneenv.tools import ToolDef, ToolError, build_tool, tool
@@ -407,6 +408,7 @@ class AppiumSession:
 
         ``appium:autoGrantPermissions`` is off: runtime permissions are task fixtures.
         """
+        require("device", "appium", feature="The Appium backend")
         from appium.options.android import UiAutomator2Options
 
         options = UiAutomator2Options()
@@ -460,6 +462,7 @@ class AppiumSession:
             AppiumSessionError: the server stayed unreachable or refused the session; the cause
                 is chained.
         """
+        require("device", "appium", feature="The Appium backend")
         import urllib3
         from appium import webdriver
         from appium.webdriver.client_config import AppiumClientConfig

@@ -51,6 +51,7 @@ from typing import Any
 
 from phoneenv.contract import TaskSpec
 from phoneenv.evaluation import EpisodeResult, _atomic_write, _trace_name, play_episode
+from phoneenv.extras import require
 from phoneenv.llm import InfrastructureError
 
 log = logging.getLogger(__name__)
@@ -340,15 +341,12 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, **kwarg
     Returns True when this call started the connection (the caller shuts it down).
 
     Raises:
-        ModuleNotFoundError: ray is not installed (``pip install 'phoneenv[ray]'``).
+        phoneenv.extras.MissingExtra: ray is not installed (``phoneenv[ray]``).
         ConnectionError: no cluster answers at ``address``.
     """
-    try:
-        import ray
-    except ModuleNotFoundError as exc:
-        raise ModuleNotFoundError(
-            "Ray is not installed: pip install 'phoneenv[ray]' (or pip install ray)", name=exc.name
-        ) from None
+    require("ray", "ray", feature="--ray (episodes on Ray actors)")
+    import ray
+
     if ray.is_initialized():
         return False
     root = _source_root()
@@ -422,7 +420,7 @@ def run_episodes_ray(
             ``max_consecutive_infra`` in a row; every finished episode was reported first.
         Exception: a bug inside an episode is raised as its own type once the episodes still
             running have come back and been reported. The actors are killed in every case.
-        ModuleNotFoundError: ray is not installed.
+        phoneenv.extras.MissingExtra: ray is not installed.
     """
     if workers < 1:
         raise ValueError(f"workers must be ≥ 1, got {workers}")
@@ -649,7 +647,12 @@ def eval_runner(
     episodes on Ray (for ``phoneenv eval --ray``): the ``agent`` object it is called with is not
     used (each actor builds its own from ``agent``), ``simulator`` replaces the env's simulator
     client (a :class:`ClientSpec`, or ``"planner"``), and ``infra_retry`` is not supported on Ray
-    (an infrastructure-error episode is kept as it is; with devices it is re-run on another)."""
+    (an infrastructure-error episode is kept as it is; with devices it is re-run on another).
+
+    Raises:
+        phoneenv.extras.MissingExtra: ray is not installed (before any episode runs).
+    """
+    require("ray", "ray", feature="--ray (episodes on Ray actors)")
 
     def run(
         _agent: Any,
@@ -747,7 +750,7 @@ class RayEnvPool:
         num_cpus_per_env: each actor's CPU reservation.
 
     Raises:
-        ValueError: ``size < 1``; ModuleNotFoundError: ray is not installed.
+        ValueError: ``size < 1``; phoneenv.extras.MissingExtra: ray is not installed.
     """
 
     def __init__(self, size: int, *, address: str | None = None, num_cpus_per_env: float = 1.0) -> None:

@@ -62,12 +62,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-import psutil
 import tenacity
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from phoneenv.extras import needs
 from phoneenv.farm.console import ConsoleAuthError, ConsoleClient, ConsoleError, validate_snapshot_name
+
+with needs("farm", feature="Emulator management (phoneenv.farm.emulator)"):
+    import psutil
 
 log = logging.getLogger(__name__)
 

@@ -59,6 +59,7 @@ from typing import Any, Literal, Protocol
 import tenacity
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from phoneenv.extras import require
 from phoneenv.llm import InfrastructureError
 
 __all__ = [
@@ -314,6 +315,7 @@ class AdbOps:
     :class:`~phoneenv.backends.adb.DeviceShell`, which never starts a server of its own)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 5037) -> None:
+        require("device", "adbutils", feature="Devices over adb")
         self.host = host
         self.port = port
 

@@ -36,11 +36,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import bashlex
-import bashlex.ast
-import bashlex.errors
-
+from phoneenv.extras import needs
 from phoneenv.farm.adbwire import ShellResult
+
+with needs("device", feature="The virtual device's shell (phoneenv.farm.shell)"):
+    import bashlex
+    import bashlex.ast
+    import bashlex.errors
 
 __all__ = ["LOG_LIMIT", "SHELL", "Invocation", "Shell", "ShellResult"]
 

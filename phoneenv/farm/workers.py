@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from phoneenv.extras import require
 from phoneenv.farm.adbwire import A_AUTH, A_CNXN, A_VERSION, MAX_PAYLOAD, pack_message, unpack_header
 from phoneenv.farm.pool import FarmFile
 
@@ -150,10 +151,9 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 def _adb_client(host: str, port: int, timeout_s: float = 10.0) -> Any:
     """An ``adbutils.AdbClient`` on the adb server at ``host:port``; ``WorkerError`` when no server
     answers there (checked with a raw socket first: adbutils would start one on port 5037)."""
-    try:
-        import adbutils
-    except ImportError:  # pragma: no cover - the [device]/[farm] extras bring it
-        raise WorkerError("adbutils is not installed (pip install 'phoneenv[farm]')") from None
+    require("farm", "adbutils", feature="A farm's adb connections")
+    import adbutils
+
     if _adb_server_version(host, port) is None:
         raise WorkerError(
             f"no adb server answers on {host}:{port}; start one (adb -P {port} start-server) or pass its --adb-port"

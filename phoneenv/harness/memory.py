@@ -78,6 +78,7 @@ from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback
+from phoneenv.extras import require
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, tool
 
 __all__ = [
@@ -320,6 +321,7 @@ def default_embedder(device: str = "cpu") -> Embedder:
         return MiniLMEmbedder(path)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    require("memory", "sentence_transformers", feature=f"Embeddings on {device}")
     from sentence_transformers import SentenceTransformer
 
     return SentenceEmbedder(SentenceTransformer(str(path), device=device, local_files_only=True))

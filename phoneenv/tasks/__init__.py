@@ -12,13 +12,15 @@ selectors joined by ``,`` are a union.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import functools
 import hashlib
+from collections.abc import Iterable, Sequence
 
 from phoneenv.contract import Category, Domain, TaskSpec
 
-__all__ = ["SPLITS", "get_task", "load_suite", "needed_calls", "select", "split_of"]
+__all__ = ["SPLITS", "get_task", "load_suite", "needed_calls", "no_match_message", "select", "split_of"]
 
 SPLITS = ("train", "dev", "test")
 
@@ -70,8 +72,16 @@ def get_task(task_id: str) -> TaskSpec:
 
 
 def select(selector: str) -> list[TaskSpec]:
-    """The tasks a selector names, in suite order. Raises ``KeyError`` for an unknown exact id
-    and ``ValueError`` for an unknown selector kind."""
+    """The tasks a selector names, in suite order.
+
+    Raises:
+        KeyError: a part is a plain id that no task has; the message suggests close ids and
+            selectors (``app:clock`` for ``clock``).
+        ValueError: a part is of an unknown kind, names an unknown category, domain, split,
+            template or app, or is a glob that matches no id. The message names close matches
+            and lists the valid categories, domains, splits, apps and template families (see
+            :func:`no_match_message`).
+    """
     out: dict[str, TaskSpec] = {}
     for part in (p.strip() for p in selector.split(",")):
         if not part:
@@ -79,6 +89,82 @@ def select(selector: str) -> list[TaskSpec]:
         for t in _select_one(part):
             out.setdefault(t.id, t)
     return list(out.values())
+
+
+_KINDS = ("category", "domain", "template", "app", "split")
+
+
+@functools.lru_cache(maxsize=1)
+def _vocabulary() -> dict[str, tuple[str, ...]]:
+    """The valid values of each selector kind, from the suite."""
+    suite = _suite()
+    return {
+        "category": tuple(c.value for c in Category),
+        "domain": tuple(d.value for d in Domain),
+        "template": tuple(sorted({t.template for t in suite if t.template})),
+        "app": tuple(sorted({a for t in suite for a in t.apps})),
+        "split": SPLITS,
+    }
+
+
+def _close(word: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
+    return difflib.get_close_matches(word, list(candidates), n=n, cutoff=cutoff)
+
+
+def _suggestions(word: str, kind: str | None = None) -> list[str]:
+    """Selectors close to ``word``: ``kind:VALUE`` for values of ``kind`` (every kind when None)
+    and template families as globs (``clock.*``)."""
+    vocab = _vocabulary()
+    out: list[str] = []
+    for k in (kind,) if kind else _KINDS:
+        out += [f"{k}:{v}" for v in _close(word, vocab[k])]
+    if kind in (None, "template"):
+        families = sorted({t.split(".")[0] for t in vocab["template"]})
+        out += [f"{f}.*" for f in _close(word.split(".")[0].rstrip("*?[]"), families, n=2)]
+    if kind is None and word not in ("all", "cross-app"):
+        out += _close(word, ("all", "cross-app"), n=1)
+    return list(dict.fromkeys(out))
+
+
+def no_match_message(
+    selector: str, problem: str, *, kind: str | None = None, value: str | None = None, near: Sequence[str] = ()
+) -> str:
+    """The error text for a selector part that names nothing.
+
+    Args:
+        selector: the part that matched nothing (``"template:clock.set_alarn"``).
+        problem: what is wrong, one line without suggestions.
+        kind: the selector kind the part used (``"template"``), None for an id or a glob.
+        value: the part's value (after ``kind:``); default ``selector``.
+        near: suggestions to put first (close task ids).
+
+    Returns lines: ``problem`` with the close matches as selectors ("did you mean ...?", values of
+    ``kind`` first, then those of other kinds: ``domain:clock`` suggests ``app:clock``), the
+    templates of ``value``'s family for a ``template:`` miss, then the valid categories, domains,
+    splits, apps and template families, one kind a line.
+    """
+    vocab = _vocabulary()
+    word = value if value is not None else selector
+    suggested = list(near) + _suggestions(word, kind)
+    if kind is not None:
+        suggested += [s for s in _suggestions(word) if s.split(":")[0] != kind][:2]
+    near = list(dict.fromkeys(suggested))[:5]
+    lines = [problem + (f"; did you mean {', '.join(near)}?" if near else "")]
+    if kind == "template" and value:
+        family = [t for t in vocab["template"] if t.split(".")[0] == value.split(".")[0]]
+        if family:
+            lines.append(f"  {value.split('.')[0]} templates: {', '.join(family)}")
+    families = sorted({t.split(".")[0] for t in vocab["template"]})
+    lines += [
+        f"  categories: {', '.join(vocab['category'])}",
+        f"  domains: {', '.join(vocab['domain'])}",
+        f"  splits: {', '.join(vocab['split'])}",
+        f"  apps: {', '.join(vocab['app'])}",
+        f"  templates: {len(vocab['template'])}, named FAMILY.NAME (`phoneenv tasks stats` lists them); "
+        f"families: {', '.join(families)}",
+        "  also: all, cross-app, an id (clock.set_alarm/0) or an id glob (clock.*); join several with commas",
+    ]
+    return "\n".join(lines)
 
 
 def _select_one(sel: str) -> list[TaskSpec]:
@@ -89,24 +175,40 @@ def _select_one(sel: str) -> list[TaskSpec]:
         return [t for t in suite if t.cross_app]
     if ":" in sel:
         kind, _, value = sel.partition(":")
+        vocab = _vocabulary()
         if kind == "category":
             value = value.replace("-", "")  # "sub-agent", as the scoreboard labels it
-            if value not in {c.value for c in Category}:
-                raise ValueError(f"unknown category {value!r}; use one of {', '.join(c.value for c in Category)}")
+            if value not in vocab["category"]:
+                problem = f"unknown category {value!r}; use one of {', '.join(vocab['category'])}"
+                raise ValueError(no_match_message(sel, problem, kind=kind, value=value))
             return [t for t in suite if t.category.value == value]
         if kind == "domain":
-            if value not in {d.value for d in Domain}:
-                raise ValueError(f"unknown domain {value!r}; use one of {', '.join(d.value for d in Domain)}")
+            if value not in vocab["domain"]:
+                problem = f"unknown domain {value!r}"
+                raise ValueError(no_match_message(sel, problem, kind=kind, value=value))
             return [t for t in suite if t.domain.value == value]
         if kind == "template":
+            if value not in vocab["template"]:
+                raise ValueError(no_match_message(sel, f"unknown template {value!r}", kind=kind, value=value))
             return [t for t in suite if t.template == value]
         if kind == "app":
+            if value not in vocab["app"]:
+                raise ValueError(no_match_message(sel, f"no task uses an app {value!r}", kind=kind, value=value))
             return [t for t in suite if value in t.apps]
         if kind == "split":
             if value not in SPLITS:
-                raise ValueError(f"unknown split {value!r}; use one of {', '.join(SPLITS)}")
+                problem = f"unknown split {value!r}; use one of {', '.join(SPLITS)}"
+                raise ValueError(no_match_message(sel, problem, kind=kind, value=value))
             return [t for t in suite if split_of(t.id) == value]
-        raise ValueError(f"unknown selector kind {kind!r}; use category:, domain:, template:, app:, split:")
+        problem = f"unknown selector kind {kind!r}; use category:, domain:, template:, app:, split:"
+        near = [f"{k}:{value}" for k in _close(kind, _KINDS, n=1)]
+        raise ValueError(no_match_message(sel, problem, value=value, near=near))
     if any(ch in sel for ch in "*?["):
-        return [t for t in suite if fnmatch.fnmatchcase(t.id, sel)]
-    return [get_task(sel)]
+        found = [t for t in suite if fnmatch.fnmatchcase(t.id, sel)]
+        if not found:
+            raise ValueError(no_match_message(sel, f"no task id matches {sel!r}", value=sel))
+        return found
+    if sel in _index():
+        return [_index()[sel]]
+    near = _close(sel, _index(), n=3)
+    raise KeyError(no_match_message(sel, f"no task {sel!r}", value=sel.split("/")[0], near=near))

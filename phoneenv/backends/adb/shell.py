@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from phoneenv.backends.adb.faults import DeviceFault, ReadFault
 from phoneenv.contract import ErrorKind
+from phoneenv.extras import require
 
 __all__ = ["MAX_SCRIPT_BYTES", "DeviceShell", "Reader", "Unchecked", "gather"]
 
@@ -36,6 +37,7 @@ def _client_class() -> Any:
     """An ``adbutils.AdbClient`` that never starts an adb server by itself (adbutils runs
     ``adb start-server`` on the default port when a connection is refused, which would hide a
     killed server and start one nobody owns)."""
+    require("device", "adbutils", feature="The adb backend")
     import adbutils
     from adbutils._adb import AdbConnection
 
