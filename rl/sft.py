@@ -119,9 +119,13 @@ DETOUR_AGENT = "detour"
 def load_traces(sources: TraceSource | Iterable[TraceSource]) -> list[Trace]:
     """Traces from :class:`Trace` objects, JSONL files (one trace a line) or folders of them.
 
-    A folder contributes its ``*.jsonl`` files in name order; ``results.jsonl`` (the evaluator's
-    per-episode summary, not traces) is skipped.
+    A folder contributes its trace files in path order, found as
+    :func:`phoneenv.export.find_trace_files` finds them (``traces/**/*.jsonl``, so a multi-seed
+    run's ``traces/seed-<s>/`` folders too); a run's other JSON Lines files (``results.jsonl``,
+    ``metrics.jsonl``...) are skipped.
     """
+    from phoneenv.export import find_trace_files
+
     if isinstance(sources, (Trace, str, Path)):
         sources = [sources]
     out: list[Trace] = []
@@ -130,7 +134,7 @@ def load_traces(sources: TraceSource | Iterable[TraceSource]) -> list[Trace]:
             out.append(src)
             continue
         path = Path(src)
-        files = sorted(p for p in path.glob("*.jsonl") if p.name != "results.jsonl") if path.is_dir() else [path]
+        files = find_trace_files(path) if path.is_dir() else [path]
         for f in files:
             with f.open(encoding="utf-8") as fh:
                 out.extend(Trace.model_validate_json(line) for line in fh if line.strip())

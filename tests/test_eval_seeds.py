@@ -114,6 +114,12 @@ def test_run_episodes_with_seeds_keys_traces_by_seed(tmp_path):
     assert pk["per_task"][A]["pass_hat_k"] == pytest.approx([2 / 3, 1 / 3, 0.0])
     assert pk["per_task"][B]["pass_at_k"] == pytest.approx([1 / 3, 2 / 3, 1.0])
     assert len(find_trace_files(tmp_path)) == 6
+    # SFT reads a multi-seed run's traces too (its seed-<s> folders), and none of its other files.
+    from rl.sft import load_traces
+
+    (tmp_path / "results.jsonl").write_text("{}\n")
+    got = sorted((t.task_id, t.seed) for t in load_traces(tmp_path))
+    assert got == sorted((t, s) for s in range(3) for t in (A, B))
 
 
 def cli(*args):
