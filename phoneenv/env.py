@@ -64,9 +64,11 @@ fields are new tuples of immutable strings every step but ``frame_depth`` is an 
 refills in place. Call :func:`phoneenv.freeze_gc` once after set-up before long step loops.
 
 The episode terminates when the agent calls ``finish`` (with its ``answer``) and is truncated at
-``max_steps``. The reward is 1.0 when the verdict succeeds, else 0.0, given at the end; ``info``
-then carries ``verdict`` (a dict of :class:`~phoneenv.contract.Verdict`), ``progress``,
-``success``, and the efficiency figures, so RL code shapes its own reward without re-running.
+``max_steps``, or at a ``gymnasium.wrappers.TimeLimit``'s ``max_episode_steps``
+(``gym.make("PhonePlan-v0", max_episode_steps=n)``) when that comes first. The reward is 1.0 when
+the verdict succeeds, else 0.0, given at the end; ``info`` then carries ``verdict`` (a dict of
+:class:`~phoneenv.contract.Verdict`), ``progress``, ``success``, and the efficiency figures, so RL
+code shapes its own reward without re-running; a truncated episode carries them too.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ import copy
 import functools
 import logging
 import string
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -111,7 +114,7 @@ from phoneenv.sharing import ReadOnlyList, openai_tools
 from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
 from phoneenv.tools import ArgumentError, ToolDef
 
-__all__ = ["MAX_ACTION_CHARS", "MAX_ANSWER_CHARS", "MAX_QUESTION_CHARS", "PhonePlanEnv"]
+__all__ = ["MAX_ACTION_CHARS", "MAX_ANSWER_CHARS", "MAX_QUESTION_CHARS", "JudgeOnTruncation", "PhonePlanEnv"]
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +217,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         backend: ``"sandbox"``, ``"llmsim"``, ``"hybrid"`` or a
             :class:`~phoneenv.backends.base.Backend` instance.
         screenshots: add ``screenshot`` (``uint8`` (H, W, 3)) to observations.
-        max_steps: truncate after this many actions (default: the task's ``max_steps``).
+        max_steps: truncate after this many actions (default: the task's ``max_steps``). A
+            ``TimeLimit`` around the env with a smaller ``max_episode_steps`` lowers it for the
+            episodes it resets (reset's ``info["max_steps"]`` is the limit in force).
         render_mode: ``"rgb_array"`` or None.
         record_wall_time: add wall-clock step latency to trace steps (breaks byte-identical traces).
         screen_size: (width, height) of screenshots in pixels.
@@ -498,6 +503,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         for p in self.providers:
             self._before.update(p.tables())
         self._max_steps = self._max_steps_override or task.max_steps
+        outer = _time_limit_above(self)
+        if outer is not None and outer < self._max_steps:
+            self._max_steps = outer  # judged at the step where TimeLimit truncates, not lost
         self._steps = []
         self._pending_tokens: dict[str, int] | None = None
         self._token_totals: dict[str, int] = {}
@@ -583,16 +591,23 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._done = True
             verdict = self._finish_episode(truncated)
             reward = 1.0 if verdict.success else 0.0
-            info.update(
-                verdict=verdict.model_dump(mode="json"),
-                success=verdict.success,
-                progress=verdict.progress,
-                steps=verdict.steps,
-                tool_calls=verdict.tool_calls,
-                errors=verdict.errors,
-                infrastructure_error=verdict.infrastructure_error,
-            )
+            info.update(_final_info(verdict))
         return self._obs(fb, text), reward, terminated, truncated, info
+
+    def truncate(self) -> dict[str, Any]:
+        """End the running episode as truncated, because a limit outside the env ran out (a
+        ``TimeLimit`` wrapper's ``max_episode_steps``, a user's budget), and judge it now.
+
+        Returns the keys a final step's ``info`` carries: ``verdict`` (dict), ``success``
+        (always False: a truncated episode does not succeed), ``progress``, ``steps``,
+        ``tool_calls``, ``errors`` and ``infrastructure_error``. Returns ``{}`` when no episode
+        runs (before the first reset, or once the episode is over). :class:`JudgeOnTruncation`
+        calls it for a wrapper that truncates the episode from outside.
+        """
+        if self._done or self._closed:
+            return {}
+        self._done = True
+        return _final_info(self._finish_episode(truncated=True))
 
     def abort_infrastructure(self, reason: str) -> dict[str, Any]:
         """End the episode because the world failed outside the env (the planner's model server
@@ -852,6 +867,84 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             pending[key] = pending.get(key, 0) + value
             self._token_totals[key] = self._token_totals.get(key, 0) + value
         self._pending_tokens = pending
+
+
+_TIME_LIMIT_RESET = gym.wrappers.TimeLimit.reset.__code__
+
+
+def _time_limit_above(env: PhonePlanEnv) -> int | None:
+    """The smallest ``max_episode_steps`` of the ``gymnasium.wrappers.TimeLimit`` wrappers
+    resetting ``env`` now (found on the call stack of this reset), or None.
+
+    ``TimeLimit`` truncates after the env's step returned, so the env would never judge that
+    step: knowing the limit, the env truncates itself at the same step, with its verdict in
+    ``info``. This is how ``gym.make(..., max_episode_steps=n)`` and vector envs built from it
+    keep ``verdict``, ``success`` and ``progress``. Gymnasium passes nothing down to the env,
+    and ``gym.make`` offers no hook outside its ``TimeLimit`` that leaves ``make_vec``'s vector
+    entry point usable, hence the look at the callers' frames (only ``TimeLimit.reset``'s).
+    """
+    found: int | None = None
+    frame = sys._getframe(2)  # the caller of PhonePlanEnv.reset
+    for _ in range(64):  # wrappers between gym.make's TimeLimit and the env: a handful
+        if frame is None:
+            break
+        if frame.f_code is _TIME_LIMIT_RESET:
+            wrapper = frame.f_locals.get("self")
+            limit = getattr(wrapper, "_max_episode_steps", None)
+            if (
+                isinstance(wrapper, gym.wrappers.TimeLimit)
+                and wrapper.unwrapped is env
+                and isinstance(limit, int)
+                and limit > 0
+            ):
+                found = limit if found is None else min(found, limit)
+        frame = frame.f_back
+    return found
+
+
+def _final_info(verdict: Any) -> dict[str, Any]:
+    """The ``info`` keys of an episode's last step, from its verdict."""
+    return {
+        "verdict": verdict.model_dump(mode="json"),
+        "success": verdict.success,
+        "progress": verdict.progress,
+        "steps": verdict.steps,
+        "tool_calls": verdict.tool_calls,
+        "errors": verdict.errors,
+        "infrastructure_error": verdict.infrastructure_error,
+    }
+
+
+class JudgeOnTruncation(gym.Wrapper[dict[str, Any], str, dict[str, Any], str], gym.utils.RecordConstructorArgs):
+    """Judge a PhonePlan-v0 episode that a wrapper inside this one truncates.
+
+    ``gymnasium.wrappers.TimeLimit`` sets ``truncated=True`` after the env's step returned, so
+    the env itself never learns that its episode ended and its ``info`` would lack the verdict.
+    Placed outside the limit, this wrapper sees the truncation, ends the episode with
+    :meth:`PhonePlanEnv.truncate` and adds ``verdict``, ``success``, ``progress``, ``steps``,
+    ``tool_calls``, ``errors`` and ``infrastructure_error`` to that step's ``info`` (the
+    reward stays 0.0: a truncated episode does not succeed). Steps the env ended itself pass
+    unchanged.
+
+    Gymnasium's own ``TimeLimit`` needs no such wrapper (the env reads its limit at reset and
+    judges that step itself); wrap a limit of your own that truncates from outside::
+
+        env = JudgeOnTruncation(MyBudget(PhonePlanEnv(...)))
+    """
+
+    def __init__(self, env: gym.Env[dict[str, Any], str]) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
+
+    def step(self, action: str) -> tuple[dict[str, Any], Any, bool, bool, dict[str, Any]]:
+        """Step the wrapped env; on an outside truncation, judge the episode into ``info``."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if truncated and not terminated and "verdict" not in info:
+            base = self.env.unwrapped
+            final = base.truncate() if isinstance(base, PhonePlanEnv) else {}
+            if final:
+                info = {**info, **final}
+        return obs, reward, terminated, truncated, info
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,0 +1,150 @@
+"""PhonePlan-v0 as Gymnasium users meet it: truncation by ``TimeLimit`` keeps the verdict,
+``render_mode="ansi"``, and ``gym.make`` arguments checked before any work."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+import phoneenv  # noqa: F401  (registers PhonePlan-v0)
+from phoneenv.env import JudgeOnTruncation, PhonePlanEnv
+from phoneenv.vector import PhonePlanVectorEnv
+
+CREATE = json.dumps({"name": "contacts.create", "arguments": {"name": "Carla Novak", "phone": "+4917033333333"}})
+LIST = json.dumps({"name": "contacts.list", "arguments": {}})
+FINAL_KEYS = {"verdict", "success", "progress", "steps", "tool_calls", "errors", "infrastructure_error"}
+
+
+@pytest.fixture
+def contacts_task(contacts_task):
+    """conftest's task (save Carla) with one milestone, Carla created: progress is met / (1 + 1),
+    so 0.5 once Carla exists and 0.0 before (1.0 only on success)."""
+    return contacts_task.model_copy(update={"milestones": [contacts_task.criteria[0]]})
+
+
+def own_limit_info(task, actions):
+    """The last info of an episode truncated by the env's own ``max_steps`` (the reference)."""
+    env = PhonePlanEnv(task=task, max_steps=len(actions))
+    env.reset(seed=0)
+    for a in actions:
+        _, _, _, trunc, info = env.step(a)
+    assert trunc
+    return info
+
+
+# -- truncation by TimeLimit --------------------------------------------------------------------
+def test_time_limit_truncation_keeps_verdict_success_progress(contacts_task):
+    env = gym.make("PhonePlan-v0", task=contacts_task, max_episode_steps=2)
+    env.reset(seed=0)
+    _, r, term, trunc, info = env.step(CREATE)
+    assert (r, term, trunc) == (0.0, False, False) and "verdict" not in info
+    # the env's own limit is the task's 30 steps: only the TimeLimit ends this episode
+    _, r, term, trunc, info = env.step(LIST)
+    assert (r, term, trunc) == (0.0, False, True)
+    assert set(info) >= FINAL_KEYS
+    # Carla was created (criterion and milestone pass) but the episode was cut: no success
+    assert info["progress"] == 0.5 and info["success"] is False
+    assert info["verdict"]["truncated"] is True and info["verdict"]["criteria"][0]["passed"] is True
+    assert (info["steps"], info["tool_calls"], info["errors"]) == (2, 2, 0)
+    # the same verdict as the env's own max_steps gives for the same actions
+    assert info["verdict"] == own_limit_info(contacts_task, [CREATE, LIST])["verdict"]
+    # the episode is over for the env too: its verdict and trace keep the result
+    assert env.unwrapped.verdict.progress == 0.5
+    assert env.unwrapped.trace.verdict.truncated is True
+    _, _, term, _, info = env.step(LIST)
+    assert term and info["feedback"].error == "precondition_failed"
+
+
+def test_time_limit_judges_each_episode_after_reset(contacts_task):
+    env = gym.make("PhonePlan-v0", task=contacts_task, max_episode_steps=1)
+    env.reset(seed=0)
+    _, _, _, trunc, info = env.step(LIST)
+    assert trunc and info["progress"] == 0.0 and info["verdict"]["criteria"][0]["passed"] is False
+    env.reset(seed=1)
+    _, _, _, trunc, info = env.step(CREATE)
+    assert trunc and info["progress"] == 0.5 and info["steps"] == 1
+
+
+def test_own_max_steps_and_finish_pass_unchanged(contacts_task):
+    """The wrapper does not judge twice: an episode the env ended carries the env's own info."""
+    env = gym.make("PhonePlan-v0", task=contacts_task, max_steps=1, max_episode_steps=5)
+    env.reset(seed=0)
+    _, _, _, trunc, info = env.step(CREATE)
+    assert trunc and info["verdict"] == own_limit_info(contacts_task, [CREATE])["verdict"]
+    env = gym.make("PhonePlan-v0", task=contacts_task, max_episode_steps=2)
+    env.reset(seed=0)
+    env.step(CREATE)
+    _, r, term, trunc, info = env.step(json.dumps({"name": "finish", "arguments": {"answer": "Saved."}}))
+    assert (r, term, trunc) == (1.0, True, True) and info["success"] is True
+
+
+def test_hand_made_time_limit_keeps_verdict(contacts_task):
+    env = gym.wrappers.TimeLimit(PhonePlanEnv(task=contacts_task), max_episode_steps=1)
+    env.reset(seed=0)
+    _, _, _, trunc, info = env.step(CREATE)
+    assert trunc and info["progress"] == 0.5 and info["success"] is False
+
+
+class StopAfterCreate(gym.Wrapper):
+    """A user's own limit: truncates once a contact was created (outside the env)."""
+
+    def step(self, action):
+        obs, r, term, trunc, info = self.env.step(action)
+        return obs, r, term, trunc or "contacts.create" in action, info
+
+
+def test_judge_wrapper_around_a_user_limit(contacts_task):
+    plain = StopAfterCreate(PhonePlanEnv(task=contacts_task))
+    plain.reset(seed=0)
+    assert "verdict" not in plain.step(CREATE)[4]  # what the judge is for
+    env = JudgeOnTruncation(StopAfterCreate(PhonePlanEnv(task=contacts_task)))
+    env.reset(seed=0)
+    _, r, _, trunc, info = env.step(CREATE)
+    assert trunc and r == 0.0 and info["progress"] == 0.5 and info["success"] is False
+    assert info["verdict"] == own_limit_info(contacts_task, [CREATE])["verdict"]
+
+
+def test_truncate_is_a_no_op_outside_an_episode(contacts_task):
+    env = PhonePlanEnv(task=contacts_task)
+    assert env.truncate() == {}
+    env.reset(seed=0)
+    env.step(CREATE)
+    final = env.truncate()
+    assert set(final) == FINAL_KEYS and final["progress"] == 0.5
+    assert env.truncate() == {}
+
+
+def test_vector_env_time_limit_keeps_verdict(contacts_task):
+    vec = PhonePlanVectorEnv(num_envs=2, workers=0, max_episode_steps=1, task=contacts_task)
+    try:
+        vec.reset(seed=0)
+        _, _, term, trunc, infos = vec.step([CREATE, LIST])
+        assert not term.any() and trunc.all()
+        assert list(infos["progress"]) == [0.5, 0.0]
+        assert list(infos["success"]) == [False, False]
+    finally:
+        vec.close()
+
+
+@pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])
+def test_make_vec_time_limit_keeps_verdict(contacts_task, mode):
+    vec = gym.make_vec(
+        "PhonePlan-v0", num_envs=2, vectorization_mode=mode, max_episode_steps=1, task=contacts_task, memory=False
+    )
+    try:
+        vec.reset(seed=0)
+        _, _, term, trunc, infos = vec.step([CREATE, LIST])
+        assert not term.any() and trunc.all()
+        assert list(infos["progress"]) == [0.5, 0.0]
+    finally:
+        vec.close()
+
+
+def test_reset_info_reports_the_limit_in_force(contacts_task):
+    assert gym.make("PhonePlan-v0", task=contacts_task, max_episode_steps=3).reset(seed=0)[1]["max_steps"] == 3
+    assert gym.make("PhonePlan-v0", task=contacts_task, max_episode_steps=99).reset(seed=0)[1]["max_steps"] == 30
+    # the wrapper's limit applies to the episodes it resets, not to the env on its own
+    env = gym.make("PhonePlan-v0", task=contacts_task, max_episode_steps=3)
+    assert env.unwrapped.reset(seed=0)[1]["max_steps"] == 30
