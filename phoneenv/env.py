@@ -220,7 +220,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         max_steps: truncate after this many actions (default: the task's ``max_steps``). A
             ``TimeLimit`` around the env with a smaller ``max_episode_steps`` lowers it for the
             episodes it resets (reset's ``info["max_steps"]`` is the limit in force).
-        render_mode: ``"rgb_array"`` or None.
+        render_mode: ``"rgb_array"`` (the screen as pixels), ``"ansi"`` (as text) or None.
         record_wall_time: add wall-clock step latency to trace steps (breaks byte-identical traces).
         screen_size: (width, height) of screenshots in pixels.
         simulator: the :class:`~phoneenv.llm.ChatClient` that simulates tools for ``llmsim`` and
@@ -253,7 +253,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         ValueError / KeyError: an unknown backend, selector or task id (at construction).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -276,8 +276,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     ) -> None:
         from phoneenv.tasks import select
 
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', not {render_mode!r}")
+        if render_mode not in (None, "rgb_array", "ansi"):
+            raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', not {render_mode!r}")
         if isinstance(backend, str):
             from phoneenv.backends import make_backend
 
@@ -627,10 +627,18 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             "reason": reason,
         }
 
-    def render(self) -> np.ndarray | None:  # type: ignore[override]
-        """The phone screen as ``uint8`` (H, W, 3) when ``render_mode="rgb_array"``, else None."""
+    def render(self) -> np.ndarray | str | None:  # type: ignore[override]
+        """The phone screen: ``uint8`` (H, W, 3) with ``render_mode="rgb_array"``; text with
+        ``render_mode="ansi"`` (the status bar, the app's title and the rows the screenshot
+        shows, in an ASCII frame; a backend that cannot read its screen as text, a device's,
+        says so in one line); None without a render mode."""
         if self.render_mode == "rgb_array":
             return self.backend.screenshot()
+        if self.render_mode == "ansi":
+            text = self.backend.screen_text()
+            if text is None:
+                return f"[the {self.backend.name} backend has no text screen; use render_mode='rgb_array']"
+            return text
         return None
 
     def close(self) -> None:

@@ -148,3 +148,57 @@ def test_reset_info_reports_the_limit_in_force(contacts_task):
     # the wrapper's limit applies to the episodes it resets, not to the env on its own
     env = gym.make("PhonePlan-v0", task=contacts_task, max_episode_steps=3)
     assert env.unwrapped.reset(seed=0)[1]["max_steps"] == 30
+
+
+# -- render_mode="ansi" -------------------------------------------------------------------------
+def test_ansi_render_is_the_screen_as_text(contacts_task):
+    env = gym.make("PhonePlan-v0", task=contacts_task, render_mode="ansi", screen_size=(136, 200))
+    assert "ansi" in env.metadata["render_modes"]
+    env.reset(seed=0)
+    env.step(json.dumps({"name": "contacts.list", "arguments": {}}))
+    # 136 px wide: (136 - 24) // 8 = 14 characters a row; 200 px high: (200 - 70) // 30 = 4 rows.
+    # The fixture's clock is Sunday 29 Nov 2026, 09:00 in Berlin; contacts.list opens the list
+    # (Ben, a favourite, starred).
+    assert env.render() == "\n".join(
+        [
+            "+----------------+",
+            "| Sun 29 Nov ... |",
+            "| Contacts       |",
+            "+----------------+",
+            "| Ana Lima  +... |",
+            "| * Ben Okafo... |",
+            "+----------------+",
+        ]
+    )
+
+
+def test_ansi_text_shows_the_rows_the_screenshot_draws():
+    from phoneenv.screen import _RULE, render_screen, render_screen_text
+
+    lines = [f"row {i}-" + "x" * i for i in range(40)]
+    for size in [(360, 640), (200, 160), (100, 99)]:
+        text = render_screen_text("09:00", "Title", lines, size).split("\n")
+        shown = [row[2:-2].rstrip() for row in text[4:-1]]
+        # the image: each row drawn ends with a rule line 26 px below its top (rows from y = 72)
+        img = render_screen("09:00", "Title", lines, size)
+        drawn = sum(1 for y in range(98, size[1], 30) if (img[y, 12:-12] == _RULE).all())
+        assert len(shown) == drawn
+        width = (size[0] - 24) // 8
+        assert all(len(r) == width + 4 for r in text)
+        for row, line in zip(shown, lines, strict=False):
+            assert row == line or (row.endswith("...") and line.startswith(row[:-3]) and len(row) == width)
+
+
+def test_ansi_render_on_a_backend_without_a_text_screen(contacts_task):
+    env = PhonePlanEnv(task=contacts_task, render_mode="ansi")
+    env.reset(seed=0)
+    env.backend.screen_text = lambda: None  # a device backend: pixels only
+    assert env.render() == "[the sandbox backend has no text screen; use render_mode='rgb_array']"
+    assert PhonePlanEnv(task=contacts_task).render() is None
+
+
+def test_ansi_render_through_the_env_checker(contacts_task):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make("PhonePlan-v0", tasks=[contacts_task], render_mode="ansi").unwrapped
+    check_env(env, skip_render_check=False)  # renders in each mode of render_modes, ansi included
