@@ -76,12 +76,13 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import numbers
 import string
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -113,6 +114,9 @@ from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, fixture_secr
 from phoneenv.sharing import ReadOnlyList, openai_tools
 from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
 from phoneenv.tools import ArgumentError, ToolDef
+
+if TYPE_CHECKING:
+    from typing_extensions import Never
 
 __all__ = ["MAX_ACTION_CHARS", "MAX_ANSWER_CHARS", "MAX_QUESTION_CHARS", "JudgeOnTruncation", "PhonePlanEnv"]
 
@@ -250,6 +254,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         tools_k: the backend tools offered at reset with ``"retrieve"``/``"search"`` (>= 0).
 
     Raises:
+        TypeError: an argument of the wrong type (``max_steps="5"``) or an unknown argument
+            (the message names it, close matches and the accepted arguments); raised before
+            anything is built, as is a ``ValueError`` for a bad value or for ``task`` and
+            ``tasks`` given together. Through ``gym.make`` a ``TypeError`` comes back with
+            Gymnasium's note of the arguments appended.
         ValueError / KeyError: an unknown backend, selector or task id (at construction).
     """
 
@@ -273,11 +282,29 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         delegation: bool | None = None,
         tools: str | ToolSelector = "all",
         tools_k: int = DEFAULT_K,
+        **unknown: Never,
     ) -> None:
         from phoneenv.tasks import select
 
-        if render_mode not in (None, "rgb_array", "ansi"):
-            raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', not {render_mode!r}")
+        if unknown:
+            raise _unknown_arguments(unknown)
+        max_steps, screen_size, tools_k = _check_arguments(
+            task=task,
+            tasks=tasks,
+            backend=backend,
+            screenshots=screenshots,
+            max_steps=max_steps,
+            render_mode=render_mode,
+            record_wall_time=record_wall_time,
+            screen_size=screen_size,
+            skills=skills,
+            memory=memory,
+            user=user,
+            memory_path=memory_path,
+            delegation=delegation,
+            tools=tools,
+            tools_k=tools_k,
+        )
         if isinstance(backend, str):
             from phoneenv.backends import make_backend
 
@@ -326,8 +353,6 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._tools_key: Any = None
         self._openai: list[dict[str, Any]] = []
         self._announced: list[dict[str, Any]] | None = None
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, not {max_steps}")
         self._done = True
         self._goal = ""
         self._seed: int | None = None
@@ -908,6 +933,123 @@ def _time_limit_above(env: PhonePlanEnv) -> int | None:
                 found = limit if found is None else min(found, limit)
         frame = frame.f_back
     return found
+
+
+_MAKE_ARGUMENTS = ("max_episode_steps", "disable_env_checker")
+"""``gym.make``'s own arguments (taken by ``gym.make``, never passed to the env)."""
+
+
+def _unknown_arguments(unknown: dict[str, Any]) -> TypeError:
+    """The error for keyword arguments ``PhonePlanEnv`` does not take: each with its close
+    matches, then every accepted argument."""
+    import difflib
+    import inspect
+
+    accepted = [n for n in inspect.signature(PhonePlanEnv.__init__).parameters if n not in ("self", "unknown")]
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, [*accepted, *_MAKE_ARGUMENTS], n=2, cutoff=0.6)
+        parts.append(f"{name!r}" + (f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""))
+    many = "s" if len(parts) > 1 else ""
+    return TypeError(
+        f"PhonePlan-v0 got unknown argument{many} {', '.join(parts)}; it accepts {', '.join(accepted)}"
+        f" (and gym.make takes {', '.join(_MAKE_ARGUMENTS)})"
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _kind(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}" if isinstance(value, (str, int, float)) else type(value).__name__
+
+
+def _check_arguments(
+    *,
+    task: Any,
+    tasks: Any,
+    backend: Any,
+    screenshots: Any,
+    max_steps: Any,
+    render_mode: Any,
+    record_wall_time: Any,
+    screen_size: Any,
+    skills: Any,
+    memory: Any,
+    user: Any,
+    memory_path: Any,
+    delegation: Any,
+    tools: Any,
+    tools_k: Any,
+) -> tuple[int | None, tuple[int, int], int]:
+    """Check :class:`PhonePlanEnv`'s arguments before anything is built; returns ``max_steps``,
+    ``screen_size`` and ``tools_k`` normalised (plain ``int``, a tuple of them).
+
+    Raises:
+        TypeError: an argument of the wrong type, naming it and what it accepts.
+        ValueError: a value out of range, or ``task`` and ``tasks`` together.
+    """
+    if task is not None and tasks is not None:
+        raise ValueError(
+            "pass task= (one task: an id or a TaskSpec) or tasks= (a selector or a list of TaskSpec), not both"
+        )
+    if task is not None and not isinstance(task, (str, TaskSpec)):
+        raise TypeError(f"task must be a task id (str) or a TaskSpec, not {_kind(task)}")
+    if tasks is not None and not isinstance(tasks, str):
+        if not isinstance(tasks, Sequence) or isinstance(tasks, bytes):
+            raise TypeError(f"tasks must be a selector (str) or a list of TaskSpec, not {_kind(tasks)}")
+        wrong = next((t for t in tasks if not isinstance(t, TaskSpec)), None)
+        if wrong is not None:
+            raise TypeError(
+                f"tasks must be a selector (str) or a list of TaskSpec, not a list holding a {type(wrong).__name__}"
+                + (
+                    " (put ids in a selector such as 'clock.*', or pass one id as task=)"
+                    if isinstance(wrong, str)
+                    else ""
+                )
+            )
+    if not isinstance(backend, (str, Backend)):
+        raise TypeError(f"backend must be a backend name (str) or a Backend, not {_kind(backend)}")
+    for name, value in (("screenshots", screenshots), ("record_wall_time", record_wall_time)):
+        if not _is_bool(value):
+            raise TypeError(f"{name} must be True or False, not {_kind(value)}")
+    if max_steps is not None:
+        if not _is_int(max_steps):
+            raise TypeError(f"max_steps must be an int >= 1 or None, not {_kind(max_steps)}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be an int >= 1 or None, not {max_steps}")
+        max_steps = int(max_steps)
+    if render_mode not in (None, "rgb_array", "ansi"):
+        raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', not {render_mode!r}")
+    if not isinstance(screen_size, (tuple, list)) or len(screen_size) != 2 or not all(_is_int(v) for v in screen_size):
+        raise TypeError(f"screen_size must be (width, height) in pixels, two ints, not {screen_size!r}")
+    if min(screen_size) < 1:
+        raise ValueError(f"screen_size must be (width, height) in pixels, both >= 1, not {tuple(screen_size)!r}")
+    if not _is_bool(skills):
+        from phoneenv.harness.skills import SkillLibrary
+
+        if not isinstance(skills, SkillLibrary):
+            raise TypeError(f"skills must be True, False or a SkillLibrary, not {_kind(skills)}")
+    if not _is_bool(memory) and not isinstance(memory, EpisodeMemory):
+        raise TypeError(f"memory must be True, False or an EpisodeMemory, not {_kind(memory)}")
+    if user is not None and not isinstance(user, str):
+        raise TypeError(f"user must be a str or None, not {_kind(user)}")
+    if memory_path is not None and not isinstance(memory_path, (str, Path)):
+        raise TypeError(f"memory_path must be a path (str or Path) or None, not {_kind(memory_path)}")
+    if delegation is not None and not _is_bool(delegation):
+        raise TypeError(f"delegation must be True, False or None, not {_kind(delegation)}")
+    if not isinstance(tools, (str, ToolSelector)):
+        raise TypeError(f"tools must be 'all', 'retrieve', 'search' or a ToolSelector, not {_kind(tools)}")
+    if not _is_int(tools_k):
+        raise TypeError(f"tools_k must be an int >= 0, not {_kind(tools_k)}")
+    if tools_k < 0:
+        raise ValueError(f"tools_k must be an int >= 0, not {tools_k}")
+    return max_steps, (int(screen_size[0]), int(screen_size[1])), int(tools_k)
 
 
 def _final_info(verdict: Any) -> dict[str, Any]:

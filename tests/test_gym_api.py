@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import phoneenv  # noqa: F401  (registers PhonePlan-v0)
@@ -202,3 +203,80 @@ def test_ansi_render_through_the_env_checker(contacts_task):
 
     env = gym.make("PhonePlan-v0", tasks=[contacts_task], render_mode="ansi").unwrapped
     check_env(env, skip_render_check=False)  # renders in each mode of render_modes, ansi included
+
+
+# -- gym.make arguments --------------------------------------------------------------------------
+BAD_ARGUMENTS = [
+    ({"task": "clock.what_time/0", "tasks": "all"}, ValueError, "task= (one task: an id or a TaskSpec) or tasks="),
+    ({"max_steps": "5"}, TypeError, "max_steps must be an int >= 1 or None, not str '5'"),
+    ({"max_steps": 2.5}, TypeError, "max_steps must be an int >= 1 or None, not float 2.5"),
+    ({"max_steps": True}, TypeError, "max_steps must be an int >= 1 or None, not bool True"),
+    ({"max_steps": 0}, ValueError, "max_steps must be an int >= 1 or None, not 0"),
+    ({"task": 7}, TypeError, "task must be a task id (str) or a TaskSpec, not int 7"),
+    ({"tasks": ["clock.what_time/0"]}, TypeError, "not a list holding a str (put ids in a selector"),
+    ({"tasks": 3}, TypeError, "tasks must be a selector (str) or a list of TaskSpec, not int 3"),
+    ({"backend": None}, TypeError, "backend must be a backend name (str) or a Backend, not NoneType"),
+    ({"screenshots": "yes"}, TypeError, "screenshots must be True or False, not str 'yes'"),
+    ({"record_wall_time": 1}, TypeError, "record_wall_time must be True or False, not int 1"),
+    ({"render_mode": "rgb"}, ValueError, "render_mode must be None, 'rgb_array' or 'ansi', not 'rgb'"),
+    ({"screen_size": (360,)}, TypeError, "screen_size must be (width, height) in pixels, two ints, not (360,)"),
+    ({"screen_size": (360, 0)}, ValueError, "both >= 1, not (360, 0)"),
+    ({"skills": "yes"}, TypeError, "skills must be True, False or a SkillLibrary, not str 'yes'"),
+    ({"memory": "yes"}, TypeError, "memory must be True, False or an EpisodeMemory, not str 'yes'"),
+    ({"user": 5}, TypeError, "user must be a str or None, not int 5"),
+    ({"memory_path": 5}, TypeError, "memory_path must be a path (str or Path) or None, not int 5"),
+    ({"delegation": "auto"}, TypeError, "delegation must be True, False or None, not str 'auto'"),
+    ({"tools": 5}, TypeError, "tools must be 'all', 'retrieve', 'search' or a ToolSelector, not int 5"),
+    ({"tools_k": "3"}, TypeError, "tools_k must be an int >= 0, not str '3'"),
+    ({"tools_k": -1}, ValueError, "tools_k must be an int >= 0, not -1"),
+    ({"taks": "clock.what_time/0"}, TypeError, "unknown argument 'taks' (did you mean 'tasks' or 'task'?)"),
+    ({"max_episode_step": 3}, TypeError, "'max_episode_step' (did you mean 'max_episode_steps' or 'max_steps'?)"),
+    ({"foo": 1, "bar": 2}, TypeError, "unknown arguments 'foo', 'bar'; it accepts task, tasks, backend,"),
+]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail the test if the env starts building anything (a backend, a task selection)."""
+    import phoneenv.backends
+    import phoneenv.tasks
+
+    def work(*args, **kwargs):
+        raise AssertionError("the env started work before checking its arguments")
+
+    monkeypatch.setattr(phoneenv.backends, "make_backend", work)
+    monkeypatch.setattr(phoneenv.tasks, "select", work)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), BAD_ARGUMENTS)
+def test_make_checks_arguments_before_any_work(no_work, kwargs, error, message):
+    with pytest.raises(error) as caught:
+        gym.make("PhonePlan-v0", **kwargs)
+    assert message in str(caught.value)
+    with pytest.raises(error) as direct:
+        PhonePlanEnv(**kwargs)
+    assert message in str(direct.value)
+
+
+def test_unknown_argument_lists_what_is_accepted(no_work):
+    import inspect
+
+    with pytest.raises(TypeError) as caught:
+        PhonePlanEnv(qqq=True)
+    text = str(caught.value)
+    accepted = [n for n in inspect.signature(PhonePlanEnv).parameters if n != "unknown"]
+    assert len(accepted) > 10 and all(n in text for n in accepted)
+    assert "did you mean" not in text  # nothing close to 'qqq'
+
+
+def test_good_arguments_of_other_types_are_accepted(contacts_task):
+    env = PhonePlanEnv(
+        tasks=(contacts_task,),
+        max_steps=np.int64(2),
+        screen_size=[136, 200],
+        screenshots=np.bool_(True),
+        tools_k=np.int32(3),
+    )
+    _, info = env.reset(seed=0)
+    assert info["max_steps"] == 2 and type(info["max_steps"]) is int
+    assert env.observation_space["screenshot"].shape == (200, 136, 3)
