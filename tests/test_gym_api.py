@@ -280,3 +280,172 @@ def test_good_arguments_of_other_types_are_accepted(contacts_task):
     _, info = env.reset(seed=0)
     assert info["max_steps"] == 2 and type(info["max_steps"]) is int
     assert env.observation_space["screenshot"].shape == (200, 136, 3)
+
+
+# -- TRL environment_factory ------------------------------------------------------------------------
+def trl_tools(instance):
+    """The tools TRL's GRPOTrainer takes from an environment (trl 1.16, grpo_trainer.py): the
+    public functions of its class but ``reset`` and ``get_reward``, bound to the instance."""
+    import inspect
+
+    return {
+        name: getattr(instance, name)
+        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
+
+
+@pytest.fixture(scope="module")
+def clock_tools():
+    from phoneenv.trl_env import environment_factory
+
+    return environment_factory(tasks="app:clock", apps=["clock"], memory=False, skills=False)
+
+
+def test_trl_tools_are_the_apps_and_harness_tools_with_their_schemas(clock_tools):
+    get_json_schema = pytest.importorskip("transformers.utils").get_json_schema
+    from phoneenv.trl_env import method_name
+
+    env = PhonePlanEnv(task="clock.what_time/0", memory=False, skills=False)
+    env.reset(seed=0)
+    specs = [s for s in env.tool_specs if s.app == "clock" or s.name in ("finish", "user.confirm")]
+    assert len(specs) > 5 and {s.name for s in specs} == set(clock_tools.tool_names)
+    tools = trl_tools(clock_tools())
+    assert set(tools) == {method_name(s.name) for s in specs} and "clock__create_alarm" in tools
+    checked_enums = 0
+    for spec in specs:
+        fn = get_json_schema(tools[method_name(spec.name)])["function"]
+        want = spec.parameters
+        assert fn["name"] == method_name(spec.name) and fn["description"]
+        assert sorted(fn["parameters"].get("required", [])) == sorted(want.get("required", []))
+        assert set(fn["parameters"]["properties"]) == set(want.get("properties", {}))
+        for name, prop in want.get("properties", {}).items():
+            got = fn["parameters"]["properties"][name]
+            if "enum" in prop:
+                assert got["enum"] == prop["enum"]
+                checked_enums += 1
+            elif prop.get("type") in ("string", "integer", "number", "boolean", "array", "object"):
+                assert got["type"] == prop["type"]
+            if prop.get("type") == "array" and "enum" in prop.get("items", {}):
+                assert got["items"]["enum"] == prop["items"]["enum"]
+                checked_enums += 1
+    assert checked_enums > 0
+
+
+def test_trl_episode_reset_tools_reward(clock_tools):
+    from phoneenv.trl_env import method_name
+
+    env = clock_tools()
+    task = PhonePlanEnv(task="clock.what_time/0").task
+    row = {"prompt": [{"role": "user", "content": "Carry out the request."}], "task_id": task.id}
+    assert env.reset(**row) == "\n\n" + task.goal
+    for call in task.reference_plan:
+        feedback = json.loads(trl_tools(env)[method_name(call.name)](**call.arguments))
+        assert feedback["ok"], feedback
+    assert env.get_reward() == 1.0 and env.final_info["verdict"]["success"] is True
+    # a row without text in the prompt gets the bare goal; a model that stops without finish is
+    # judged as truncated: reward 0, never a success
+    assert env.reset(prompt=[{"role": "user", "content": ""}], task_id=task.id) == task.goal
+    first = task.reference_plan[0]
+    trl_tools(env)[method_name(first.name)](**first.arguments)
+    assert env.final_info == {}
+    assert env.get_reward() == 0.0 and env.final_info["verdict"]["truncated"] is True
+    # a bad argument is the env's feedback, not an exception in TRL's loop
+    env.reset(task_id=task.id)
+    bad = json.loads(trl_tools(env)["clock__world_time"](timezone=7))
+    assert bad["ok"] is False and bad["error"] == "invalid_arguments"
+
+
+def test_trl_progress_reward_and_factory_errors():
+    from phoneenv.trl_env import environment_factory
+
+    # clock.what_time/0's milestones: world_time asked for Sao Paulo, and for Dubai. With one met
+    # and a wrong answer, progress is met / (milestones + 1) = 1/3.
+    env = environment_factory(tasks="app:clock", apps=["clock"], reward="progress", memory=False)()
+    env.reset(task_id="clock.what_time/0")
+    trl_tools(env)["clock__world_time"](timezone="America/Sao_Paulo")
+    trl_tools(env)["finish"](answer="I do not know.")
+    assert env.final_info["success"] is False
+    assert env.get_reward() == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match=r"apps \['nope'\] name no app with tools; the apps are .*clock"):
+        environment_factory(tasks="app:clock", apps=["nope"])
+    with pytest.raises(ValueError, match="reward must be 'success' or 'progress'"):
+        environment_factory(tasks="app:clock", reward="steps")
+    with pytest.raises(ValueError, match="text only"):
+        environment_factory(tasks="app:clock", screenshots=True)
+    with pytest.raises(TypeError, match="max_steps must be an int"):
+        environment_factory(tasks="app:clock", max_steps="5")
+
+
+@pytest.mark.slow
+def test_trl_grpo_step_through_trls_own_tool_loop(tmp_path, tiny_model_dir, monkeypatch):
+    """One GRPOTrainer step with environment_factory=the adapter: TRL probes the class, renders
+    its tools into the prompt, resets an instance per rollout with the row, runs the tool calls
+    it parses through the adapter's methods, and scores each rollout with get_reward. Only the
+    tiny model's generation is scripted (its outputs are noise): two rollouts ask Sao Paulo's
+    time, then one answers right and one wrong."""
+    pytest.importorskip("trl")
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import qwen3_template
+
+    from phoneenv.trl_env import environment_factory
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.response_template = qwen3_template  # the tiny model's template is Qwen2.5's format
+    tools = environment_factory(tasks="app:clock", apps=["clock"], memory=False, skills=False)
+    task = PhonePlanEnv(task="clock.what_time/0").task
+    rows = [{"prompt": [{"role": "user", "content": "Carry out the request."}], "task_id": task.id}]
+    cfg = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=400,
+        max_steps=1,
+        max_tool_calling_iterations=3,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        args=cfg,
+        train_dataset=Dataset.from_list(rows * 2),
+        processing_class=tokenizer,
+        environment_factory=tools,
+    )
+    assert trainer.reward_func_names == ["PhonePlanTools"]  # get_reward became the reward
+    call = '<tool_call>\n{{"name": "{}", "arguments": {}}}\n</tool_call><|im_end|>'
+    turns = [
+        [call.format("clock__world_time", json.dumps({"timezone": "America/Sao_Paulo"}))] * 2,
+        [
+            call.format("finish", json.dumps({"answer": "Sao Paulo: 06:00, Dubai: 13:00"})),
+            call.format("finish", json.dumps({"answer": "no idea"})),
+        ],
+    ]
+    prompts = []
+
+    def generate(prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        prompts.append([tokenizer.decode(p) for p in prompt_ids])
+        texts = turns[len(prompts) - 1] if len(prompts) <= len(turns) else ["Done.<|im_end|>"] * len(prompt_ids)
+        ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        return ids, [[0.0] * len(i) for i in ids]
+
+    trainer._generate_single_turn = generate
+    trainer.train()
+
+    first = prompts[0][0]
+    assert "clock__world_time" in first and "finish" in first  # the tools' schemas are in the prompt
+    assert "Carry out the request.\n\n" + task.goal in first  # reset's goal joined the user message
+    assert '"local_time"' in prompts[1][0]  # the tool's feedback went back to the model
+    envs = trainer._environment_pool[None]
+    outcomes = sorted((e.final_info["success"], e.final_info["progress"]) for e in envs)
+    assert outcomes == [(False, pytest.approx(1 / 3)), (True, 1.0)]
+    for e in envs:
+        assert [s.action.name for s in e.env.unwrapped.trace.steps] == ["clock.world_time", "finish"]
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/PhonePlanTools/mean"] == 0.5 and logged["tools/call_frequency"] == 2.0
