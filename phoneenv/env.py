@@ -77,6 +77,7 @@ import copy
 import functools
 import logging
 import numbers
+import os
 import string
 import sys
 import time
@@ -1039,7 +1040,7 @@ def _check_arguments(
         raise TypeError(f"memory must be True, False or an EpisodeMemory, not {_kind(memory)}")
     if user is not None and not isinstance(user, str):
         raise TypeError(f"user must be a str or None, not {_kind(user)}")
-    if memory_path is not None and not isinstance(memory_path, (str, Path)):
+    if memory_path is not None and not isinstance(memory_path, (str, os.PathLike)):
         raise TypeError(f"memory_path must be a path (str or Path) or None, not {_kind(memory_path)}")
     if delegation is not None and not _is_bool(delegation):
         raise TypeError(f"delegation must be True, False or None, not {_kind(delegation)}")

@@ -190,6 +190,15 @@ def test_ansi_text_shows_the_rows_the_screenshot_draws():
             assert row == line or (row.endswith("...") and line.startswith(row[:-3]) and len(row) == width)
 
 
+def test_ansi_render_of_simulated_apps():
+    env = gym.make("PhonePlan-v0", task="simulated.cinema_booking/0", backend="llmsim", render_mode="ansi")
+    env.reset(seed=0)
+    clock = env.unwrapped.backend.clock()  # the task's fixture clock
+    rows = env.render().split("\n")
+    assert rows[1].startswith(f"| {clock[11:16]}  Simulated apps ") and rows[2].startswith("| Simulated apps ")
+    assert rows[4:-1] == [f"| {'Cinema Tickets':<42} |"]  # the one simulated app of the task
+
+
 def test_ansi_render_on_a_backend_without_a_text_screen(contacts_task):
     env = PhonePlanEnv(task=contacts_task, render_mode="ansi")
     env.reset(seed=0)
