@@ -30,7 +30,8 @@ Limits (TRL's loop is simpler than :mod:`rl.rollout`'s, which ``rollout_func`` u
   ``precondition_failed`` feedback. The whole suite's ~250 tools make a long prompt: pass
   ``apps``.
 - The schema the model sees is what ``get_json_schema`` can say from Python type hints: types,
-  enums, required arguments and descriptions, not patterns, bounds or nested objects' fields.
+  enums, required arguments and descriptions, not patterns, bounds or nested objects' fields
+  (and no parameter whose name is not a Python identifier: none of the suite's tools has one).
   The env still checks every call against the full schema and answers ``invalid_arguments``.
 - Text only: screenshots are not sent back (make the env with ``screenshots=False``); no token
   accounting (``add_agent_tokens``) and no traces are written; TRL's ``max_tool_calling_iterations``
@@ -42,6 +43,7 @@ Limits (TRL's loop is simpler than :mod:`rl.rollout`'s, which ``rollout_func`` u
 from __future__ import annotations
 
 import inspect
+import keyword
 import re
 import typing
 from collections.abc import Mapping, Sequence
@@ -100,7 +102,9 @@ def _make_method(tool: str, description: str, parameters: Mapping[str, Any]) -> 
     only those) to :meth:`PhonePlanToolEnv._call`."""
     props: Mapping[str, Any] = parameters.get("properties") or {}
     required = set(parameters.get("required") or ())
-    names = [n for n in props if n.isidentifier() and not n.startswith("_") and n != "self"]
+    names = [
+        n for n in props if n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_") and n != "self"
+    ]
     ordered = [n for n in names if n in required] + [n for n in names if n not in required]
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     hints: dict[str, Any] = {}

@@ -129,10 +129,16 @@ def test_vector_env_time_limit_keeps_verdict(contacts_task):
         vec.close()
 
 
-@pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])
+@pytest.mark.parametrize("mode", ["vector_entry_point", "sync", "async"])
 def test_make_vec_time_limit_keeps_verdict(contacts_task, mode):
     vec = gym.make_vec(
-        "PhonePlan-v0", num_envs=2, vectorization_mode=mode, max_episode_steps=1, task=contacts_task, memory=False
+        "PhonePlan-v0",
+        num_envs=2,
+        vectorization_mode=mode,
+        vector_kwargs={"shared_memory": False} if mode == "async" else None,
+        max_episode_steps=1,
+        task=contacts_task,
+        memory=False,
     )
     try:
         vec.reset(seed=0)
