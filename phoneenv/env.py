@@ -918,7 +918,7 @@ def _time_limit_above(env: PhonePlanEnv) -> int | None:
     entry point usable, hence the look at the callers' frames (only ``TimeLimit.reset``'s).
     """
     found: int | None = None
-    frame = sys._getframe(2)  # the caller of PhonePlanEnv.reset
+    frame = sys._getframe(1).f_back  # the caller of PhonePlanEnv.reset (None when called from C)
     for _ in range(64):  # wrappers between gym.make's TimeLimit and the env: a handful
         if frame is None:
             break
