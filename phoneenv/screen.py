@@ -1,7 +1,8 @@
 """Screenshots of the sandbox phone, drawn with Pillow.
 
 A screen is a status bar (clock, foreground app, Wi-Fi/Bluetooth/DND marks), the app's title bar,
-and the app's current list or detail view, one line per row. Returned as ``uint8`` (H, W, 3).
+and the app's current list or detail view, one line per row. Returned as ``uint8`` (H, W, 3), or
+as text (:func:`render_screen_text`: the same rows, cut the same way, for ``render_mode="ansi"``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from PIL import Image, ImageDraw, ImageFont
 if TYPE_CHECKING:
     from phoneenv.phone import Phone
 
-__all__ = ["render_phone", "render_screen"]
+__all__ = ["phone_screen", "render_phone", "render_phone_text", "render_screen", "render_screen_text"]
 
 _BG = (250, 250, 252)
 _BAR = (33, 37, 41)
@@ -41,7 +42,7 @@ def render_screen(status: str, title: str, lines: list[str], size: tuple[int, in
     Returns:
         ``uint8`` array of shape (height, width, 3).
     """
-    w, h = size
+    w = size[0]
     img = Image.new("RGB", size, _BG)
     d = ImageDraw.Draw(img)
     small, big, body = _font(12), _font(18), _font(14)
@@ -50,19 +51,64 @@ def render_screen(status: str, title: str, lines: list[str], size: tuple[int, in
     d.rectangle((0, 24, w, 64), fill=_TITLE)
     d.text((12, 34), title, fill=(255, 255, 255), font=big)
     y = 72
-    max_chars = max(8, (w - 24) // 8)
-    for line in lines:
-        if y + 28 > h:
-            break
-        text = line if len(line) <= max_chars else line[: max_chars - 3] + "..."
+    for text in _visible_rows(lines, size):
         d.text((12, y + 4), text, fill=_TEXT, font=body)
         d.line((12, y + 26, w - 12, y + 26), fill=_RULE)
         y += 30
     return np.asarray(img, dtype=np.uint8)
 
 
+def _row_chars(width: int) -> int:
+    """The characters a row of a screen ``width`` pixels wide shows."""
+    return max(8, (width - 24) // 8)
+
+
+def _cut(line: str, n: int) -> str:
+    return line if len(line) <= n else line[: n - 3] + "..."
+
+
+def _visible_rows(lines: list[str], size: tuple[int, int]) -> list[str]:
+    """The rows a screen of ``size`` shows: those that fit (30 px each below the bars), each cut
+    to the row's width with ``...``."""
+    fit = max(0, (size[1] - 72 + 2) // 30)  # a row needs 28 px of its 30
+    n = _row_chars(size[0])
+    return [_cut(line, n) for line in lines[:fit]]
+
+
+def render_screen_text(status: str, title: str, lines: list[str], size: tuple[int, int] = (360, 640)) -> str:
+    """One screen as text: what :func:`render_screen` draws, the same rows cut the same way.
+
+    Args:
+        status: the status-bar text.
+        title: the app's title.
+        lines: rows of the view (those that do not fit the screen are dropped, as in the image).
+        size: (width, height) in pixels of the screen this text stands for.
+
+    Returns:
+        Lines joined by ``\\n`` in an ASCII frame ``+---+``, each as wide as a row of the screen
+        (``(width - 24) // 8`` characters, at least 8) plus the frame.
+    """
+    n = _row_chars(size[0])
+    rule = "+" + "-" * (n + 2) + "+"
+    out = [rule, f"| {_cut(status, n):<{n}} |", f"| {_cut(title, n):<{n}} |", rule]
+    out += [f"| {row:<{n}} |" for row in _visible_rows(lines, size)]
+    out.append(rule)
+    return "\n".join(out)
+
+
 def render_phone(phone: Phone, size: tuple[int, int] = (360, 640)) -> np.ndarray:
     """Draw the foreground app of ``phone`` (the launcher's app grid when none is open)."""
+    return render_screen(*phone_screen(phone), size)
+
+
+def render_phone_text(phone: Phone, size: tuple[int, int] = (360, 640)) -> str:
+    """The screen :func:`render_phone` draws, as text (:func:`render_screen_text`)."""
+    return render_screen_text(*phone_screen(phone), size)
+
+
+def phone_screen(phone: Phone) -> tuple[str, str, list[str]]:
+    """What the screen of ``phone`` shows: (status-bar text, title, rows) of the foreground app,
+    or of the launcher's app grid when none is open."""
     st = phone.state
     settings_app = phone.apps.get("settings")
     marks = []
@@ -75,7 +121,7 @@ def render_phone(phone: Phone, size: tuple[int, int] = (360, 640)) -> np.ndarray
     app = phone.apps.get(fg)
     if app is None:
         titles = [rec["title"] for rec in st.tables.get("system.apps", {}).values() if not phone.apps[rec["id"]].system]
-        return render_screen(status, "Home", titles, size)
+        return status, "Home", titles
     view = st.meta.get("view")
     title, lines = app.screen(view if view is not None and view[0] == fg else None)
-    return render_screen(status, title, lines, size)
+    return status, title, lines

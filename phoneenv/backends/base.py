@@ -94,6 +94,11 @@ class Backend(abc.ABC):
     def screenshot(self) -> np.ndarray:
         """The current screen, ``uint8`` array of shape (H, W, 3)."""
 
+    def screen_text(self) -> str | None:
+        """The current screen as text (``render_mode="ansi"``), or None when this backend
+        cannot read its screen as text (a device's pixels)."""
+        return None
+
     def consistency_issues(self) -> list[str]:
         """Contradictions the world noticed in itself this episode (a simulated order with two
         prices); none for worlds that cannot contradict themselves."""

@@ -279,6 +279,10 @@ class HybridBackend(Backend):
         """The sandbox phone's screen."""
         return self.sandbox.screenshot()
 
+    def screen_text(self) -> str:
+        """The sandbox phone's screen as text."""
+        return self.sandbox.screen_text()
+
     def consistency_issues(self) -> list[str]:
         """Contradictions in the simulated world."""
         return self.simulated.consistency_issues()

@@ -1383,11 +1383,19 @@ class LLMSimBackend(Backend):
         """The last simulated app's title and the last result's top-level fields, ``uint8`` (H, W, 3)."""
         from phoneenv.screen import render_screen
 
+        return render_screen(*self._screen(), self.screen_size)
+
+    def screen_text(self) -> str:
+        """The screen :meth:`screenshot` draws, as text."""
+        from phoneenv.screen import render_screen_text
+
+        return render_screen_text(*self._screen(), self.screen_size)
+
+    def _screen(self) -> tuple[str, str, list[str]]:
         if self._last_app is not None:
             title = self.apps[self._last_app].title
             lines = _screen_lines(self._last_result)
         else:
             title = "Simulated apps"
             lines = [self.apps[a].title for a in self._active]
-        status = f"{self.clock()[11:16]}  {title}"
-        return render_screen(status, title, lines, self.screen_size)
+        return f"{self.clock()[11:16]}  {title}", title, lines

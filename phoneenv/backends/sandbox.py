@@ -135,3 +135,9 @@ class SandboxBackend(PhoneBackend):
         from phoneenv.screen import render_phone
 
         return render_phone(self.phone, self.screen_size)
+
+    def screen_text(self) -> str:
+        """The foreground app's screen as text: the rows :meth:`screenshot` draws."""
+        from phoneenv.screen import render_phone_text
+
+        return render_phone_text(self.phone, self.screen_size)
