@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from phoneenv.backends.mcp_client import McpClientBackend, McpServer, ReplayCache, ReplayMiss, tool_verb
 from phoneenv.contract import AnswerCriterion, BehaviorCriterion, TaskSpec
 from phoneenv.env import PhonePlanEnv
+from tests.test_mcp_server import _wait_for_url
 
 SERVER = Path(__file__).with_name("mcp_fixtures") / "checklist_server.py"
 GONE = [sys.executable, "-c", "raise SystemExit('this server must never be started')"]
@@ -214,25 +214,6 @@ def test_streamable_http_server(tmp_path: Path) -> None:
 def test_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(ConnectionError, match="could not list its tools"):
         McpClientBackend([McpServer(app="checklist", url="http://127.0.0.1:9/mcp", timeout_s=5)])
-
-
-def _wait_for_url(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
-    found: list[str] = []
-    lines: list[str] = []
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            if " at http" in line:
-                found.append(line.rsplit(" at ", 1)[1].strip())
-                return
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(timeout)
-    assert found, f"no URL within {timeout} s (exit {proc.poll()}): {''.join(lines)[-2000:]}"
-    return found[0]
 
 
 def test_a_backend_left_open_does_not_keep_the_process_alive(tmp_path: Path) -> None:
