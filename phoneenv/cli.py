@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.traceback import Traceback
 
-from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
+from agents.toolfilter import TOOL_FILTER_HELP, model_filter, parse_tool_filter
 from phoneenv.contract import TaskSpec
 from phoneenv.device_cli import device_app
 from phoneenv.evaluation import (
@@ -494,8 +494,12 @@ def eval_cmd(
     ] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (default $OPENAI_API_KEY).")] = None,
     tools: Annotated[
-        str, typer.Option(help=TOOL_FILTER_HELP + " Only for --agent llm (default task: its training prompt).")
-    ] = "task",
+        str | None,
+        typer.Option(
+            help=TOOL_FILTER_HELP + " Only for --agent llm. Default: the filter a model folder records (what "
+            "`phoneenv train` trained it with), else task."
+        ),
+    ] = None,
     tool_selection: Annotated[
         str,
         typer.Option(
@@ -642,14 +646,18 @@ def eval_cmd(
             )
         selected = runnable
     if agent == "llm":
-        try:
-            parse_tool_filter(tools)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--tools") from None
         if not base_url:
             if model is None:
                 console.print("no --model: the planner is SmolLM2-135M-Instruct (--model smollm2)")
             model = str(_base_model(model, _eval_models(), "smollm2"))
+        if tools is None:
+            tools = _recorded_filter(None if base_url else model) or "task"
+        try:
+            parse_tool_filter(tools)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--tools") from None
+    else:
+        tools = tools or "task"
     config: dict[str, Any] = {
         "agent": agent,
         "tasks": tasks,
@@ -1058,8 +1066,11 @@ def train_sft_cmd(
         float | None, typer.Option(min=0.0, help="Learning rate (default: 4e-3 for tiny, 1e-4 for a pretrained model).")
     ] = None,
     tools: Annotated[
-        str, typer.Option(help=TOOL_FILTER_HELP + " Use the filter you evaluate and train RL with.")
-    ] = "task",
+        str,
+        typer.Option(
+            help=TOOL_FILTER_HELP + " Recorded in the model folder: train rl and eval use it unless told otherwise."
+        ),
+    ] = "apps",
     detours: Annotated[
         int,
         typer.Option(
@@ -1113,6 +1124,37 @@ DEFAULT_RL_MODEL = Path("runs/sft") / "model"
 """``train rl``'s model when ``--model`` is not given: what ``phoneenv train sft`` writes."""
 
 
+def _print_curve(curve: list[dict[str, Any]], what: str) -> None:
+    """Print ``train_rl``'s evaluations as a table: step, episodes, success, output tokens, calls."""
+    if not curve:
+        return
+    from rich.table import Table
+
+    table = Table(title=f"success on the {what} (sampled, eval mode)")
+    for col in ("step", "episodes", "success", "output tokens", "tool calls"):
+        table.add_column(col, justify="right")
+    for p in curve:
+        table.add_row(
+            str(p["step"]),
+            str(p["episodes"]),
+            f"{p['success']:.3f}",
+            f"{p['output_tokens']:.1f}",
+            f"{p['tool_calls']:.2f}",
+        )
+    console.print(table)
+
+
+def _recorded_filter(model: str | Path | None) -> str | None:
+    """The tool filter a local model folder records (``agents.toolfilter.model_filter``), None for
+    a folder without one or a name that is no folder; a malformed record is a one-line error."""
+    if model is None or not Path(model).is_dir():
+        return None
+    try:
+        return model_filter(model)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
 def _rl_base_model(model: str | None, out: Path) -> Path:
     """The model ``train rl`` starts from: ``--model`` (resolved by ``_base_model``), else
     ``runs/sft/model``, else an error saying to run ``phoneenv train sft`` first."""
@@ -1144,7 +1186,10 @@ def train_rl_cmd(
     max_new_tokens: Annotated[int, typer.Option(min=8, help=_RL_HELP["max_new_tokens"])] = 48,
     lr: Annotated[float, typer.Option(min=0.0, help=_RL_HELP["learning_rate"])] = 5e-4,
     seed: Annotated[int, typer.Option(min=0, help="Training seed (data order, sampling seeds).")] = 0,
-    tools: Annotated[str, typer.Option(help=_RL_HELP["tool_filter"])] = "task",
+    tools: Annotated[
+        str | None,
+        typer.Option(help=_RL_HELP["tool_filter"] + " Default: the filter the model folder records, else apps."),
+    ] = None,
     all_tools: Annotated[bool, typer.Option(help="Same as --tools all (kept for older scripts).")] = False,
     shape_all_failure: Annotated[bool, typer.Option(help=_RL_HELP["shape_all_failure"])] = False,
     competence_sampling: Annotated[bool, typer.Option(help=_RL_HELP["competence_sampling"])] = True,
@@ -1154,7 +1199,14 @@ def train_rl_cmd(
         str | None, typer.Option(metavar="URL", help=_RL_HELP["care_controller_base_url"])
     ] = None,
     controller_model: Annotated[str | None, typer.Option(help=_RL_HELP["care_controller_model"])] = None,
-    eval_tasks: Annotated[str | None, typer.Option(metavar="SELECTOR", help=_RL_HELP["eval_tasks"])] = None,
+    eval_tasks: Annotated[str, typer.Option(metavar="train|SELECTOR", help=_RL_HELP["eval_tasks"])] = "train",
+    eval_every: Annotated[
+        int,
+        typer.Option(min=0, help="Evaluate at the start and every N optimiser steps (0: only after training)."),
+    ] = 10,
+    eval_generations: Annotated[
+        int, typer.Option(min=1, help="Episodes per evaluated task and seed (TRL's num_generations_eval).")
+    ] = 4,
     use_cpu: Annotated[bool, typer.Option(help="Train on the CPU even when a GPU is present.")] = False,
     env_ray: Annotated[str | None, typer.Option(metavar="ADDRESS", help=_RL_HELP["env_ray"])] = None,
 ) -> None:
@@ -1177,21 +1229,29 @@ def train_rl_cmd(
     selected = [t for t in _select(tasks) if "sandbox" in t.backends]
     if not selected:
         raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
-    held_out = None
-    if eval_tasks:
+    evaluated = eval_tasks
+    if eval_tasks != "train":
         held_out = [t.id for t in _select(eval_tasks, "--eval-tasks") if "sandbox" in t.backends]
         if not held_out:
             raise typer.BadParameter("no sandbox task selected", param_hint="--eval-tasks")
+        evaluated = ",".join(held_out)
+    per_eval_batch = eval_generations * max(1, -(-group_size // eval_generations))  # a multiple of G_eval
     base = _rl_base_model(model, out)
+    if tools is None:
+        tools = _recorded_filter(base) or "apps"
     cfg = TrainConfig(
         model_path=str(base),
         output_dir=str(out),
         tasks=[t.id for t in selected],
-        eval_tasks=",".join(held_out) if held_out else None,
+        eval_tasks=evaluated,
+        num_generations_eval=eval_generations,
+        per_device_eval_batch_size=per_eval_batch,
+        eval_strategy="steps" if eval_every else "no",
+        eval_steps=eval_every or None,
+        eval_on_start=bool(eval_every),
         algo=algo,
         num_generations=group_size,
         per_device_train_batch_size=group_size,
-        per_device_eval_batch_size=group_size,
         max_turns=max_turns,
         max_new_tokens=max_new_tokens,
         max_steps=steps,
@@ -1209,6 +1269,7 @@ def train_rl_cmd(
     )
     summary = train_rl(cfg)
     console.print_json(json.dumps(summary, default=str))
+    _print_curve(summary.get("eval_curve") or [], "training tasks" if eval_tasks == "train" else "held-out tasks")
     if summary.get("zero_advantage_steps"):
         console.print(
             f"[yellow]warning:[/] {summary['zero_advantage_steps']} of {summary['steps']} steps had all-zero "

@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.planner import SYSTEM_PROMPT
-from agents.toolfilter import ToolFilter, allowed_tools, offered
+from agents.toolfilter import ToolFilter, allowed_tools, offered, save_model_filter
 from phoneenv.contract import Feedback, TaskSpec, ToolCall, ToolSpec, Trace
 from phoneenv.extras import require
 
@@ -894,6 +894,7 @@ def train_sft(
         saved = out_dir / "model"
         trainer.save_model(str(saved))
         tokenizer.save_pretrained(saved)
+        save_model_filter(saved, cfg.tool_filter)  # train rl and eval offer what it learnt
     for cb in callbacks[1:]:
         if getattr(cb, "tb_writer", None) is not None:  # the callback closes it on train end
             cb.tb_writer.close()

@@ -20,11 +20,14 @@ TRAIN_HELP: dict[str, str] = {
     "max_tasks": "Keep only the first max_tasks tasks of the selection (quick runs); unset keeps all.",
     "env_kwargs": 'Extra gym.make("PhonePlan-v0", ...) arguments as a JSON object ({"backend": "sandbox"}).',
     "tool_filter": "Tools the model is offered, resolved per episode: all, task (the task's apps, user, system, "
-    "finish and its category's harness app; the default) or a comma-separated list of apps or tool names.",
-    "eval_tasks": "Held-out tasks (selector or ids) evaluated with TRL's eval loop after training (and every "
-    "eval_steps with eval_strategy=steps); the summary's heldout block. Unset: no held-out evaluation.",
-    "eval_seeds": "Env seeds of the held-out episodes; unset: as many seeds as seeds, all above the largest "
-    "training seed (disjoint from training).",
+    "finish and its category's harness app; the default), apps (the task's apps, finish and its category's "
+    "harness app) or a comma-separated list of apps or tool names.",
+    "eval_tasks": "What TRL's eval loop evaluates after training (and every eval_steps with "
+    "eval_strategy=steps): train (the training tasks at the training seeds, a fixed set: the learning curve; "
+    "the summary's train_eval block) or a selector of held-out tasks (the summary's heldout block). Unset: no "
+    "evaluation.",
+    "eval_seeds": "Env seeds of the evaluated episodes; unset: the training seeds for eval_tasks=train, else as "
+    "many seeds as seeds, all above the largest training seed (disjoint from training).",
     # The algorithm
     "algo": "care: CARE advantages per group (rl.care.group_care); grpo: TRL's group-normalised advantages of "
     "the env's success; penalty: the CARE report's ablation, r = s(1 - mu c) in every group with vanilla "

@@ -125,6 +125,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from agents.toolfilter import save_model_filter
 from phoneenv.extras import needs, require
 from rl.rollout import RolloutConfig, Trajectory, rollout_members, to_trl
 from rl.train_help import TRAIN_HELP
@@ -136,12 +137,14 @@ __all__ = [
     "ALGOS",
     "CONTROLLERS",
     "CONTROLLER_API_KEY_ENV",
+    "TRAIN_EVAL",
     "EpisodeStats",
     "PhoneGRPOTrainer",
     "TrainConfig",
     "build_dataset",
     "build_eval_dataset",
     "episode_prompt",
+    "eval_curve",
     "gather_episode_stats",
     "make_rollout_func",
     "make_trainer",
@@ -158,6 +161,8 @@ CONTROLLERS = ("rule", "none", "llm")
 """``TrainConfig.care_controller`` values."""
 CONTROLLER_API_KEY_ENV = "PHONEENV_CONTROLLER_API_KEY"
 """Environment variable the LLM controller's API key is read from when the config has none."""
+TRAIN_EVAL = "train"
+"""``TrainConfig.eval_tasks`` value that evaluates on the training tasks (the learning curve)."""
 
 
 def _help(name: str, **extra: Any) -> dict[str, Any]:
@@ -426,18 +431,26 @@ def build_dataset(cfg: TrainConfig) -> Any:
 
 
 def build_eval_dataset(cfg: TrainConfig) -> Any:
-    """The held-out ``datasets.Dataset`` of :func:`episode_prompt` keys: ``cfg.eval_tasks`` ×
-    ``cfg.eval_seeds`` (default: ``len(cfg.seeds)`` seeds above the largest training seed); None
-    without ``eval_tasks``.
+    """TRL's ``eval_dataset`` of :func:`episode_prompt` keys; None without ``eval_tasks``.
+
+    * ``eval_tasks="train"``: the training tasks at ``cfg.eval_seeds`` (default: the training
+      seeds), so each evaluation measures training success on a fixed set of episodes, with no
+      sampler in the way: the learning curve of the task set the model is trained on.
+    * any other selector: held-out evaluation, those tasks × ``cfg.eval_seeds`` (default:
+      ``len(cfg.seeds)`` seeds above the largest training seed).
 
     Raises:
-        ValueError: eval seeds that are also training seeds while the eval tasks overlap the
-        training tasks (that would not be held out), or no task selected.
+        ValueError: held-out eval seeds that are also training seeds while the eval tasks overlap
+        the training tasks (that would not be held out), or no task selected.
     """
     if not cfg.eval_tasks:
         return None
     from datasets import Dataset
 
+    if cfg.eval_tasks == TRAIN_EVAL:
+        ids = _task_ids(cfg.tasks, cfg.max_tasks)
+        seeds = list(cfg.eval_seeds) if cfg.eval_seeds else list(cfg.seeds)
+        return Dataset.from_dict({"prompt": [episode_prompt(t, s) for t in ids for s in seeds]})
     ids = _task_ids(cfg.eval_tasks, None)
     seeds = list(cfg.eval_seeds) if cfg.eval_seeds else [max(cfg.seeds) + 1 + i for i in range(len(cfg.seeds))]
     shared = set(ids) & set(_task_ids(cfg.tasks, cfg.max_tasks))
@@ -447,6 +460,41 @@ def build_eval_dataset(cfg: TrainConfig) -> Any:
             f"{sorted(set(seeds) & set(cfg.seeds))} are in both"
         )
     return Dataset.from_dict({"prompt": [episode_prompt(t, s) for t in ids for s in seeds]})
+
+
+def eval_curve(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The evaluations of a run, one point per optimiser step at which TRL evaluated.
+
+    Args:
+        history: rollout records (``PhoneGRPOTrainer.phone_history`` or the ``kind: "rollout"``
+            lines of ``metrics.jsonl``); only ``mode == "eval"`` records are read.
+
+    Returns:
+        ``[{"step", "episodes", "success", "progress", "output_tokens", "tool_calls"}, ...]`` in
+        step order; each mean is weighted by the episodes of the eval batches at that step.
+    """
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for r in history:
+        if r.get("mode") == "eval":
+            by_step.setdefault(int(r["step"]), []).append(r)
+    points = []
+    for step, recs in sorted(by_step.items()):
+        n = sum(int(r["episodes"]) for r in recs)
+
+        def mean(name: str, recs: list[dict[str, Any]] = recs, n: int = n) -> float:
+            return float(sum(r["metrics"][name] * r["episodes"] for r in recs) / max(n, 1))
+
+        points.append(
+            {
+                "step": step,
+                "episodes": n,
+                "success": mean("phone/success"),
+                "progress": mean("phone/progress"),
+                "output_tokens": mean("phone/output_tokens"),
+                "tool_calls": mean("phone/tool_calls"),
+            }
+        )
+    return points
 
 
 def success_reward(completions: list[Any], success: list[float], **kwargs: Any) -> list[float]:
@@ -961,8 +1009,11 @@ def train_rl(
         ``seconds_per_step``, ``rollout_seconds_per_step``, ``train_loss``, the means over all
         training rollouts of ``success``, ``progress``, ``output_tokens``, ``tool_calls``,
         ``zero_advantage_steps`` (steps whose advantages were all 0: no learning signal),
-        ``heldout`` (with ``eval_tasks``: ``success``, ``progress``, ``output_tokens``,
-        ``tool_calls`` means and ``episodes`` of the evaluation after training; else None),
+        ``heldout`` (with held-out ``eval_tasks``: ``success``, ``progress``, ``output_tokens``,
+        ``tool_calls`` means and ``episodes`` of the evaluation at the last step; else None),
+        ``train_eval`` (the same block with ``eval_tasks="train"``: training success measured on
+        the fixed training episodes; else None), ``eval_curve`` (:func:`eval_curve`: every
+        evaluation of the run, e.g. at ``eval_on_start`` and every ``eval_steps``),
         ``metrics_path``, ``output_dir``, ``final_model`` (a folder, or None), ``care`` (the CARE
         parameters at the end, as retuned by the controller; None unless ``algo="care"``) and
         ``distributed`` (``type``: accelerate's distributed type such as ``"DEEPSPEED"`` or
@@ -970,16 +1021,20 @@ def train_rl(
     """
     trainer = make_trainer(cfg, model, tokenizer, controller_client=controller_client)
     started = time.perf_counter()
-    heldout = None
+    final_eval = None
     try:
         result = trainer.train()
         wall = time.perf_counter() - started
         if trainer.eval_dataset is not None:
+            step = int(trainer.state.global_step)
             seen = len(trainer.phone_history)
-            trainer.evaluate()
-            evals = [r for r in trainer.phone_history[seen:] if r["mode"] == "eval"]
-            heldout = {**_means(evals), "episodes": int(sum(r["episodes"] for r in evals))}
-            trainer._write({"kind": "heldout", "step": int(trainer.state.global_step), **heldout})
+            evals = [r for r in trainer.phone_history if r["mode"] == "eval" and r["step"] == step]
+            if not evals:  # TRL's eval_steps schedule did not end on the last step
+                trainer.evaluate()
+                evals = [r for r in trainer.phone_history[seen:] if r["mode"] == "eval"]
+            final_eval = {**_means(evals), "episodes": int(sum(r["episodes"] for r in evals))}
+            kind = "train_eval" if cfg.eval_tasks == TRAIN_EVAL else "heldout"
+            trainer._write({"kind": kind, "step": step, **final_eval})
     finally:
         pool = getattr(trainer, "_phone_env_pool", None)
         if pool is not None:
@@ -991,6 +1046,7 @@ def train_rl(
         final = str(Path(cfg.output_dir) / "final")
         trainer.save_model(final)
         trainer.processing_class.save_pretrained(final)
+        save_model_filter(final, cfg.tool_filter)
     if trainer.zero_advantage_steps:
         logger.warning(
             "%d of %d steps had all-zero advantages (no learning signal)", trainer.zero_advantage_steps, steps
@@ -1005,7 +1061,9 @@ def train_rl(
         "train_loss": float(result.training_loss),
         **_means(history),
         "zero_advantage_steps": int(trainer.zero_advantage_steps),
-        "heldout": heldout,
+        "heldout": final_eval if cfg.eval_tasks != TRAIN_EVAL else None,
+        "train_eval": final_eval if cfg.eval_tasks == TRAIN_EVAL else None,
+        "eval_curve": eval_curve(trainer.phone_history),
         "metrics_path": str(trainer.metrics_path) if trainer.metrics_path else None,
         "output_dir": cfg.output_dir,
         "final_model": final,

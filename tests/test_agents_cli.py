@@ -231,5 +231,15 @@ def test_cli_eval_llm_defaults_to_smollm2_and_the_task_tool_filter(tmp_path, mon
     assert len(offered[-1]) > 200
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "c"), "--tools", "clock,"])
     assert res.exit_code != 0 and "--tools" in res.output
+    # a trained model folder records its filter (train sft/rl): eval offers that prompt by default
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    for f in Path(tiny_model_dir).iterdir():
+        (trained / f.name).symlink_to(f)
+    (trained / "phoneenv_tools.json").write_text('{"tool_filter": "apps"}')
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "e"), "--model", str(trained)])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "e" / "run.json").read_text())["tools"] == "apps"
+    assert "finish" in offered[-1] and {n.split("__")[0] for n in offered[-1]} == {"settings", "finish"}
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "d"), "--model", str(tmp_path / "nowhere")])
     assert res.exit_code != 0 and "not a model folder" in res.output

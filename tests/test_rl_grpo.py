@@ -456,3 +456,56 @@ def test_llm_controller_through_transformers_serve_and_held_out_eval(
     for path in Path(cfg.output_dir).rglob("*"):
         if path.is_file():
             assert b"sk-never-written-42" not in path.read_bytes(), path
+
+
+def test_train_eval_curve_on_the_training_episodes(tmp_path, tiny_model_dir, spies) -> None:
+    """``eval_tasks="train"`` evaluates the training tasks at the training seeds at the start and
+    every ``eval_steps``: one curve point per evaluation, no extra evaluation after a last step
+    that was already evaluated, and the final point as the summary's ``train_eval`` block."""
+    from rl.trainers import train_rl
+
+    model, tokenizer = _load(tiny_model_dir)
+    spies["outcome"] = {"success": [True, False], "progress": [1.0, 0.0]}
+    cfg = _config(
+        tmp_path, "grpo", eval_tasks="train", eval_strategy="steps", eval_steps=1, eval_on_start=True,
+        num_generations_eval=2, per_device_eval_batch_size=2,
+    )  # fmt: skip
+    summary = train_rl(cfg, model, tokenizer)
+    records = _records(summary)
+    evals = [r for r in records if r["kind"] == "rollout" and r["mode"] == "eval"]
+    # steps 0 (eval_on_start), 1 and 2: the training key itself, G_eval = 2 episodes each
+    assert [r["step"] for r in evals] == [0, 1, 2]
+    assert {g["episode"] for r in evals for g in r["groups"]} == {episode_prompt(TASK, 0)}
+    curve = summary["eval_curve"]
+    assert [(p["step"], p["episodes"], p["success"]) for p in curve] == [(0, 2, 0.5), (1, 2, 0.5), (2, 2, 0.5)]
+    assert summary["heldout"] is None
+    assert summary["train_eval"]["episodes"] == 2 and summary["train_eval"]["success"] == 0.5
+    (rec,) = [r for r in records if r["kind"] == "train_eval"]
+    assert rec["step"] == 2
+
+
+def test_eval_curve_weights_batches_by_episodes() -> None:
+    """Two eval batches at one step average by their episodes, not by batch; train records and
+    other kinds are ignored; points come in step order."""
+    from rl.trainers import eval_curve
+
+    def rec(step, mode, n, success, tokens=10.0):
+        m = {
+            "phone/success": success,
+            "phone/progress": success,
+            "phone/output_tokens": tokens,
+            "phone/tool_calls": 1.0,
+        }
+        return {"kind": "rollout", "step": step, "mode": mode, "episodes": n, "metrics": m}
+
+    history = [
+        rec(10, "eval", 6, 0.5, 20.0),
+        rec(10, "eval", 2, 1.0, 40.0),
+        rec(0, "eval", 8, 0.25),
+        rec(5, "train", 8, 1.0),
+    ]
+    curve = eval_curve(history)
+    assert [p["step"] for p in curve] == [0, 10]
+    assert curve[1]["episodes"] == 8
+    assert curve[1]["success"] == pytest.approx((6 * 0.5 + 2 * 1.0) / 8)  # 0.625, not the batch mean 0.75
+    assert curve[1]["output_tokens"] == pytest.approx((6 * 20 + 2 * 40) / 8)

@@ -33,6 +33,16 @@ def test_sft_then_rl_from_the_command_line(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     records = [json.loads(line) for line in (rl / "metrics.jsonl").read_text().splitlines()]
     assert records and (rl / "final" / "config.json").exists()
+    # the filter SFT trained with (the default, apps) is recorded, used by RL, and recorded again
+    assert json.loads((sft / "model" / "phoneenv_tools.json").read_text()) == {"tool_filter": "apps"}
+    assert json.loads((rl / "final" / "phoneenv_tools.json").read_text()) == {"tool_filter": "apps"}
+    # the training tasks are evaluated at the start and after the last step: the curve
+    evals = [r for r in records if r["kind"] == "rollout" and r["mode"] == "eval"]
+    assert sorted({r["step"] for r in evals}) == [0, 1]
+    from rl.trainers import episode_prompt
+
+    assert {g["episode"] for r in evals for g in r["groups"]} == {episode_prompt("settings.toggle/0", 0)}
+    assert "success on the training tasks" in res.output
     res = runner.invoke(app, ["train", "rl", "--algo", "ppo", "--out", str(rl)])
     assert res.exit_code != 0 and "unknown algorithm" in res.output
 
@@ -54,8 +64,16 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     cfg = seen.pop("cfg")
     assert cfg.model_path == str(model) and not cfg.use_cpu and cfg.num_generations == 8
-    assert cfg.tool_filter == "task" and cfg.care_controller == "rule" and cfg.competence_sampling
-    assert cfg.algo == "care" and cfg.eval_tasks is None and not cfg.shape_all_failure
+    assert cfg.tool_filter == "apps" and cfg.care_controller == "rule" and cfg.competence_sampling
+    assert cfg.algo == "care" and cfg.eval_tasks == "train" and not cfg.shape_all_failure
+    assert (cfg.eval_strategy, cfg.eval_steps, cfg.eval_on_start, cfg.num_generations_eval) == ("steps", 10, True, 4)
+    assert cfg.per_device_eval_batch_size % cfg.num_generations_eval == 0
+    (model / "phoneenv_tools.json").write_text('{"tool_filter": "settings,finish,user"}')
+    res = runner.invoke(app, [*args, "--eval-every", "0"])
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert cfg.tool_filter == "settings,finish,user" and cfg.eval_strategy == "no" and cfg.eval_tasks == "train"
+    (model / "phoneenv_tools.json").unlink()
     more = ["--algo", "penalty", "--shape-all-failure", "--no-competence-sampling", "--tools", "settings,finish",
             "--eval-tasks", "template:clock.alarm_off", "--group-size", "4"]  # fmt: skip
     res = runner.invoke(app, [*args, *more])
@@ -90,8 +108,8 @@ def test_train_rl_without_a_model_asks_for_sft_first(tmp_path, monkeypatch):
 
 
 def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
-    """`train sft --tools task` (the default) trains each trace on exactly the tools the planner
-    offers in that task's episode under the same filter (as `eval --tools task` and the RL rollout
+    """`train sft --tools apps` (the default) trains each trace on exactly the tools the planner
+    offers in that task's episode under the same filter (as `eval --tools apps` and the RL rollout
     resolve it per episode), a sub-agent task's agent.delegate included."""
     import rl.sft
     from agents.planner import LLMPlanner
@@ -123,15 +141,16 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
     ids = ["settings.toggle/0", "clock.alarm_off/0", "subagent.album_of_person/0"]
     res = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "sft"), "--tasks", ",".join(ids)])
     assert res.exit_code == 0, res.output
-    assert seen["cfg"].tool_filter == "task" and seen["given"] is None
+    assert seen["cfg"].tool_filter == "apps" and seen["given"] is None
     examples = rl.sft.traces_to_examples(seen["traces"], tool_filter=seen["cfg"].tool_filter)
     assert len(examples) == 2 * len(ids)  # a reference and a detour episode per task
     client = Offered()
-    run_episodes(LLMPlanner(client, tool_filter="task"), [get_task(i) for i in ids])
+    run_episodes(LLMPlanner(client, tool_filter="apps"), [get_task(i) for i in ids])
     planner = dict(zip(ids, client.tools, strict=True))
     for ex in examples:
         assert [t["function"]["name"] for t in rl.sft.example_tools(ex)] == planner[ex["task_id"]]
     assert "agent__delegate" in planner["subagent.album_of_person/0"]
+    assert not any(n.startswith(("user__", "system__")) for names in planner.values() for n in names)
     assert (
         "clock__set_alarm_enabled" in planner["clock.alarm_off/0"]
         and "contacts__search" not in planner["clock.alarm_off/0"]
