@@ -1185,6 +1185,7 @@ def train_rl_cmd(
     max_turns: Annotated[int, typer.Option(min=1, help=_RL_HELP["max_turns"])] = 6,
     max_new_tokens: Annotated[int, typer.Option(min=8, help=_RL_HELP["max_new_tokens"])] = 48,
     lr: Annotated[float, typer.Option(min=0.0, help=_RL_HELP["learning_rate"])] = 5e-4,
+    temperature: Annotated[float, typer.Option(min=0.0, help=_RL_HELP["temperature"])] = 1.0,
     seed: Annotated[int, typer.Option(min=0, help="Training seed (data order, sampling seeds).")] = 0,
     tools: Annotated[
         str | None,
@@ -1256,6 +1257,7 @@ def train_rl_cmd(
         max_new_tokens=max_new_tokens,
         max_steps=steps,
         learning_rate=lr,
+        temperature=temperature,
         seed=seed,
         use_cpu=use_cpu,
         tool_filter="all" if all_tools else tools,

@@ -48,7 +48,8 @@ TRAIN_HELP: dict[str, str] = {
     "care_controller_api_key": "API key of the LLM controller; unset: the PHONEENV_CONTROLLER_API_KEY "
     "environment variable. Never written to any artifact.",
     "competence_sampling": "Draw the next groups preferring tasks whose recent group success is strictly between "
-    "0 and 1 (rl.sampler.CompetenceSampler); the others keep a floor weight so they are revisited.",
+    "0 and 1 (rl.sampler.CompetenceSampler); the others keep a floor weight so they are revisited. With "
+    "eval_tasks=train, every evaluation's groups count too, so the first draws already know which tasks are learnable.",
     "competence_window": "Groups per task the competence sampler remembers.",
     "competence_floor": "Weight of a task outside the learnable zone (all recent episodes won or all lost), "
     "relative to 1 for learnable and unseen tasks.",

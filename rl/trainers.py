@@ -834,6 +834,9 @@ class PhoneGRPOTrainer(GRPOTrainer):
             if self.algo == "care":
                 self._step_controller(success, tokens, groups)
             self._update_sampler(stats, groups, step)
+        elif self.phone_cfg.eval_tasks == TRAIN_EVAL:
+            # the training episodes themselves: their outcomes say which tasks are learnable now
+            self._update_sampler(stats, groups, step)
         return out
 
     def _warn_zero_advantages(self, step: int, success: np.ndarray, groups: list[slice]) -> None:

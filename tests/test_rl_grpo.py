@@ -482,6 +482,8 @@ def test_train_eval_curve_on_the_training_episodes(tmp_path, tiny_model_dir, spi
     assert summary["train_eval"]["episodes"] == 2 and summary["train_eval"]["success"] == 0.5
     (rec,) = [r for r in records if r["kind"] == "train_eval"]
     assert rec["step"] == 2
+    # the competence sampler learns from the 3 evaluations of the training episodes and the 2 steps
+    assert len([r for r in records if r["kind"] == "sampler"]) == 5
 
 
 def test_eval_curve_weights_batches_by_episodes() -> None:
