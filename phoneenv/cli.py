@@ -1180,12 +1180,19 @@ def train_rl_cmd(
     ] = None,
     tasks: Annotated[str, typer.Option(help=_RL_HELP["tasks"])] = DEFAULT_TRAIN_TASKS,
     out: Annotated[Path, typer.Option(help=_RL_HELP["output_dir"])] = Path("runs/rl"),
-    steps: Annotated[int, typer.Option(min=1, help=_RL_HELP["max_steps"])] = 20,
+    steps: Annotated[int, typer.Option(min=1, help=_RL_HELP["max_steps"])] = 40,
     group_size: Annotated[int, typer.Option(min=2, help=_RL_HELP["num_generations"])] = 8,
     max_turns: Annotated[int, typer.Option(min=1, help=_RL_HELP["max_turns"])] = 6,
     max_new_tokens: Annotated[int, typer.Option(min=8, help=_RL_HELP["max_new_tokens"])] = 48,
-    lr: Annotated[float, typer.Option(min=0.0, help=_RL_HELP["learning_rate"])] = 5e-4,
-    temperature: Annotated[float, typer.Option(min=0.0, help=_RL_HELP["temperature"])] = 1.0,
+    lr: Annotated[float, typer.Option(min=0.0, help=_RL_HELP["learning_rate"])] = 1e-3,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help=_RL_HELP["temperature"]
+            + " 0.5 here: the default SFT model won 11.5% of its training episodes at 0.5, 7.3% at 1.0.",
+        ),
+    ] = 0.5,
     seed: Annotated[int, typer.Option(min=0, help="Training seed (data order, sampling seeds).")] = 0,
     tools: Annotated[
         str | None,

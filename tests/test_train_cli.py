@@ -68,6 +68,7 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     assert cfg.algo == "care" and cfg.eval_tasks == "train" and not cfg.shape_all_failure
     assert (cfg.eval_strategy, cfg.eval_steps, cfg.eval_on_start, cfg.num_generations_eval) == ("steps", 10, True, 4)
     assert cfg.per_device_eval_batch_size % cfg.num_generations_eval == 0
+    assert (cfg.max_steps, cfg.learning_rate, cfg.temperature) == (40, 1e-3, 0.5)
     (model / "phoneenv_tools.json").write_text('{"tool_filter": "settings,finish,user"}')
     res = runner.invoke(app, [*args, "--eval-every", "0"])
     assert res.exit_code == 0, res.output
@@ -97,8 +98,11 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     command = typer.main.get_command(app).commands["train"].commands["rl"]
     helps = {p.name: p.help for p in command.params}
     for option, field in [("competence_sampling", "competence_sampling"), ("group_size", "num_generations"),
-                          ("tools", "tool_filter"), ("eval_tasks", "eval_tasks"), ("algo", "algo")]:  # fmt: skip
+                          ("eval_tasks", "eval_tasks"), ("algo", "algo")]:  # fmt: skip
         assert helps[option] == TRAIN_HELP[field]
+    assert helps["tools"].startswith(TRAIN_HELP["tool_filter"]) and helps["temperature"].startswith(
+        TRAIN_HELP["temperature"]
+    )
 
 
 def test_train_rl_without_a_model_asks_for_sft_first(tmp_path, monkeypatch):
