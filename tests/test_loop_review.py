@@ -1,0 +1,179 @@
+"""The review queue (phoneenv.loop.review): submit, decide, read back, across processes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from phoneenv.contract import TaskSpec
+from phoneenv.loop.review import KINDS, ReviewQueue, canonical_json, check_payload
+
+
+def _verdict_payload(seed: int = 0) -> dict:
+    return {"task_id": "t.a", "seed": seed, "run": "runs/x", "verdict": {"success": True}, "why": "progress 0.5"}
+
+
+def _task_payload(task: TaskSpec) -> dict:
+    return {"task": task.model_dump(mode="json"), "provenance": {"source": "propose", "model": "m"}}
+
+
+@pytest.fixture
+def queue(tmp_path: Path) -> ReviewQueue:
+    return ReviewQueue(tmp_path / "sub" / "review.sqlite")
+
+
+def test_submit_creates_the_file_and_reads_back(queue: ReviewQueue, contacts_task: TaskSpec) -> None:
+    assert not queue.path.exists()
+    ev = [{"run": "runs/a", "task_id": contacts_task.id, "seed": 3, "trace": "runs/a/traces/x.jsonl"}]
+    i = queue.submit(
+        "task", "Save Carla", _task_payload(contacts_task), evidence=ev, source="propose", reason="unproven"
+    )
+    assert queue.path.exists()
+    item = queue.get(i)
+    assert (item.id, item.kind, item.status, item.title) == (i, "task", "pending", "Save Carla")
+    assert item.payload == _task_payload(contacts_task)
+    assert TaskSpec.model_validate(item.payload["task"]) == contacts_task
+    assert item.evidence == ev
+    assert (item.source, item.reason, item.decisions) == ("propose", "unproven", [])
+    assert item.created_at.endswith("+00:00")
+    with sqlite3.connect(queue.path) as con:  # the write-ahead log, for several processes
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_submit_is_idempotent_and_merges_new_evidence(queue: ReviewQueue) -> None:
+    a = queue.submit("verdict", "t.a seed 0", _verdict_payload(), evidence=[{"run": "r1"}])
+    # same payload, keys in another order: the same item
+    reordered = dict(reversed(list(_verdict_payload().items())))
+    b = queue.submit("verdict", "other title", reordered, evidence=[{"run": "r1"}, {"run": "r2"}])
+    assert a == b
+    assert queue.get(a).evidence == [{"run": "r1"}, {"run": "r2"}]
+    assert queue.get(a).title == "t.a seed 0"  # the first submission's title stays
+    c = queue.submit("verdict", "t.a seed 1", _verdict_payload(seed=1))
+    d = queue.submit("sensitive", "t.a seed 0", _verdict_payload())  # same payload, another kind
+    assert len({a, c, d}) == 3
+    assert [i.id for i in queue.items()] == [a, c, d]
+
+
+def test_resubmitting_an_edited_item_finds_it_by_its_first_payload(queue: ReviewQueue) -> None:
+    payload = {"group": "cap:search", "before": 1.0, "after": 2.0}
+    i = queue.submit("mix_weight", "weight", payload)
+    queue.edit(i, "rev", {"group": "cap:search", "before": 1.0, "after": 1.5})
+    assert queue.submit("mix_weight", "weight", payload) == i
+    assert queue.get(i).payload["after"] == 1.5
+
+
+def test_approve_reject_edit_are_recorded(queue: ReviewQueue) -> None:
+    a = queue.submit("verdict", "a", _verdict_payload(0))
+    b = queue.submit("verdict", "b", _verdict_payload(1))
+    c = queue.submit("instruction_edit", "c", {"before": "", "after": "Search first.", "diff": "+Search first."})
+    item = queue.approve(a, "alice", note="looks right")
+    assert item.status == "approved"
+    [d] = item.decisions
+    assert (d.action, d.reviewer, d.note, d.payload_before) == ("approve", "alice", "looks right", None)
+    assert d.at.endswith("+00:00")
+    item = queue.reject(b, "bob", "the rule verdict is correct")
+    assert (item.status, item.decisions[0].note, item.decisions[0].action) == (
+        "rejected",
+        "the rule verdict is correct",
+        "reject",
+    )
+    new = {"before": "", "after": "Search before you write.", "diff": "+Search before you write."}
+    item = queue.edit(c, "carol", new, note="clearer")
+    assert item.status == "pending" and item.payload == new
+    assert item.decisions[0].payload_before == {"before": "", "after": "Search first.", "diff": "+Search first."}
+    item = queue.approve(c, "dave")
+    assert [x.action for x in item.decisions] == ["edit", "approve"]
+    assert [x.reviewer for x in item.decisions] == ["carol", "dave"]
+    assert item.decided is not None and item.decided.reviewer == "dave"
+    assert [i.id for i in queue.approved()] == [a, c]
+    assert [i.id for i in queue.approved("instruction_edit")] == [c]
+    assert [i.id for i in queue.items(status="rejected")] == [b]
+    assert [i.id for i in queue.items(status="pending")] == []
+    assert queue.counts() == {"approved": {"verdict": 1, "instruction_edit": 1}, "rejected": {"verdict": 1}}
+
+
+def test_a_decided_item_is_not_overwritten(queue: ReviewQueue) -> None:
+    a = queue.submit("verdict", "a", _verdict_payload())
+    queue.approve(a, "alice")
+    with pytest.raises(ValueError, match=r"already approved by alice"):
+        queue.reject(a, "bob", "no")
+    with pytest.raises(ValueError, match="already approved"):
+        queue.approve(a, "bob")
+    with pytest.raises(ValueError, match="already approved"):
+        queue.edit(a, "bob", _verdict_payload(5))
+    item = queue.get(a)
+    assert item.status == "approved" and len(item.decisions) == 1 and item.payload == _verdict_payload()
+
+
+def test_bad_input_is_refused_and_changes_nothing(queue: ReviewQueue, contacts_task: TaskSpec) -> None:
+    a = queue.submit("verdict", "a", _verdict_payload())
+    with pytest.raises(ValueError, match="needs a reason"):
+        queue.reject(a, "bob", "  ")
+    with pytest.raises(ValueError, match="reviewer"):
+        queue.approve(a, "")
+    with pytest.raises(KeyError, match="no review item 99"):
+        queue.get(99)
+    with pytest.raises(KeyError, match="99"):
+        queue.approve(99, "bob")
+    with pytest.raises(ValueError, match="unknown review kind"):
+        queue.submit("bogus", "x", {})
+    with pytest.raises(ValueError, match="needs a title"):
+        queue.submit("verdict", " ", _verdict_payload(2))
+    with pytest.raises(ValueError, match="needs why"):
+        queue.submit("verdict", "x", {k: v for k, v in _verdict_payload().items() if k != "why"})
+    with pytest.raises(ValueError, match="not JSON"):
+        queue.submit("verdict", "x", {**_verdict_payload(), "why": {1, 2}})
+    broken = _task_payload(contacts_task)
+    broken["task"]["criteria"] = "nope"
+    with pytest.raises(ValueError, match=r"not a valid TaskSpec.*criteria"):
+        queue.submit("task", "x", broken)
+    with pytest.raises(ValueError, match="weight >= 0"):
+        queue.submit("mix_weight", "x", {"group": "g", "before": 1.0, "after": -1})
+    with pytest.raises(ValueError, match="needs task_id"):
+        queue.edit(a, "bob", {"seed": 1})
+    with pytest.raises(ValueError, match="unknown review status"):
+        queue.items(status="done")
+    item = queue.get(a)
+    assert item.status == "pending" and item.decisions == [] and item.payload == _verdict_payload()
+    assert [i.id for i in queue.items()] == [a]
+
+
+def test_check_payload_knows_every_kind() -> None:
+    for kind in KINDS:
+        with pytest.raises(ValueError, match=f"a {kind} payload needs"):
+            check_payload(kind, {})
+    assert canonical_json({"b": 1, "a": "é"}) == '{"a":"é","b":1}'
+
+
+def _submit_many(path: str, worker: int, n: int) -> None:
+    q = ReviewQueue(path)
+    for k in range(n):
+        q.submit("verdict", f"w{worker} {k}", {**_verdict_payload(k), "run": f"w{worker}"})
+        q.submit("verdict", "shared", _verdict_payload(k))  # the same items from every process
+
+
+def test_several_processes_write_at_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "review.sqlite")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_submit_many, args=(path, w, 15)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    items = ReviewQueue(path).items()
+    assert len(items) == 3 * 15 + 15
+    assert len({canonical_json(i.payload) for i in items}) == len(items)
+
+
+def test_items_survive_a_new_queue_object(queue: ReviewQueue) -> None:
+    a = queue.submit(
+        "skill_edit", "skill", {"skill": "s", "path": "x/s/SKILL.md", "before": None, "after": "# S", "diff": "+# S"}
+    )
+    queue.approve(a, "alice")
+    again = ReviewQueue(queue.path)
+    assert json.loads(again.get(a).model_dump_json())["decisions"][0]["reviewer"] == "alice"
