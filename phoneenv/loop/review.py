@@ -36,11 +36,12 @@ import datetime as dt
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
+
+from phoneenv.loop._db import transaction
 
 __all__ = [
     "ACTIONS",
@@ -51,6 +52,8 @@ __all__ = [
     "ReviewQueue",
     "canonical_json",
     "check_payload",
+    "episode_flags",
+    "submit_episode",
 ]
 
 KINDS = ("task", "verdict", "sim_inconsistent", "sensitive", "skill_edit", "instruction_edit", "mix_weight")
@@ -69,9 +72,6 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "sim_inconsistent": ("task_id", "seed", "run", "verdict", "why"),
     "sensitive": ("task_id", "seed", "run", "verdict", "why"),
 }
-
-BUSY_TIMEOUT_S = 30.0
-"""How long (seconds) a call waits for another process's write to finish before it fails."""
 
 
 class Decision(BaseModel):
@@ -194,36 +194,18 @@ class ReviewQueue:
 
     Raises (every method):
         sqlite3.DatabaseError: ``path`` is not a SQLite file, or another process held it locked
-            for longer than :data:`BUSY_TIMEOUT_S`.
+            for longer than :data:`phoneenv.loop._db.BUSY_TIMEOUT_S`.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._ready = False
+        self._ready = [False]
 
     def __repr__(self) -> str:
         return f"ReviewQueue({str(self.path)!r})"
 
-    @contextlib.contextmanager
-    def _connect(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        if not self._ready:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        try:
-            con.row_factory = sqlite3.Row
-            if not self._ready:
-                con.execute("PRAGMA journal_mode=WAL")
-                con.executescript(_SCHEMA)
-                self._ready = True
-            con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-        finally:
-            con.close()
+    def _connect(self, *, write: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return transaction(self.path, _SCHEMA, write=write, ready=self._ready)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -441,3 +423,77 @@ class ReviewQueue:
             created_at=row["created_at"],
             decisions=decisions,
         )
+
+
+# -- what an episode sends to the queue -----------------------------------------------------------
+
+
+def _sensitive_tools() -> frozenset[str]:
+    """The names of every sandbox tool whose effect is ``sensitive`` (dotted and ``app__verb``)."""
+    from apps import APP_CLASSES
+    from phoneenv.contract import Effect
+
+    names = {d.spec.name for cls in APP_CLASSES.values() for d in cls.tool_defs() if d.spec.effect is Effect.SENSITIVE}
+    return frozenset(names | {n.replace(".", "__") for n in names})
+
+
+def episode_flags(trace: Any) -> list[tuple[str, str]]:
+    """Why an episode needs a person, as ``(kind, why)`` pairs (empty when it does not):
+
+    * ``verdict``: the verdict contradicts itself: success although milestones were not met
+      (progress < 1: the end state is right but the way there is not what the task expects), or
+      an answer criterion the rules passed and the LLM judge failed (its reason starts with
+      ``judge``), or the judge itself failed.
+    * ``sim_inconsistent``: the simulated world contradicted itself (``verdict.inconsistent``).
+    * ``sensitive``: a sensitive tool (payment, sending, deleting, sharing, granting; see
+      :class:`~phoneenv.contract.Effect`) ran successfully.
+
+    Args:
+        trace: a :class:`~phoneenv.contract.Trace`.
+    """
+    v = trace.verdict
+    flags: list[tuple[str, str]] = []
+    if v is None:
+        return flags
+    why = []
+    if v.success and v.milestones_met < v.milestones_total:
+        why.append(f"success with {v.milestones_met}/{v.milestones_total} milestones met (progress {v.progress:.2f})")
+    judged = [c for c in v.criteria if not c.passed and c.reason.startswith("judge")]
+    why += [f"{c.id}: the rules passed it, {c.reason}" for c in judged]
+    if why:
+        flags.append(("verdict", "; ".join(why)))
+    if v.inconsistent:
+        flags.append(("sim_inconsistent", "; ".join(v.inconsistencies) or "the simulated world contradicted itself"))
+    sensitive = _sensitive_tools()
+    ran = [s.action.name for s in trace.steps if s.action is not None and s.feedback.ok and s.action.name in sensitive]
+    if ran:
+        flags.append(("sensitive", "sensitive tools ran: " + ", ".join(dict.fromkeys(ran))))
+    return flags
+
+
+def submit_episode(
+    queue: ReviewQueue,
+    trace: Any,
+    *,
+    run: str,
+    trace_ref: str | None = None,
+    source: str = "eval",
+) -> list[int]:
+    """Queue ``trace`` once per flag :func:`episode_flags` raises; returns the items' ids.
+
+    Each item's payload is ``{"task_id", "seed", "run", "verdict", "why"}``, its evidence
+    ``[{"run", "task_id", "seed", "trace": trace_ref}]`` (the trace file's path; the whole trace as
+    JSON when no path is given). Idempotent, like :meth:`ReviewQueue.submit`.
+    """
+    ids = []
+    for kind, why in episode_flags(trace):
+        verdict = trace.verdict.model_dump(mode="json") if trace.verdict is not None else None
+        payload = {"task_id": trace.task_id, "seed": trace.seed, "run": run, "verdict": verdict, "why": why}
+        evidence = [
+            {"run": run, "task_id": trace.task_id, "seed": trace.seed, "trace": trace_ref or trace.model_dump_json()}
+        ]
+        title = f"{trace.task_id} seed {trace.seed}: {why}"
+        if len(title) > 160:
+            title = title[:157] + "..."
+        ids.append(queue.submit(kind, title, payload, evidence=evidence, source=source, reason=why))
+    return ids

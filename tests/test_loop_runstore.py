@@ -1,0 +1,129 @@
+"""The run store (phoneenv.loop.runstore): every episode of a run kept, failures included."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from agents import RandomAgent, ReferenceAgent
+from phoneenv.contract import Trace
+from phoneenv.evaluation import run_episodes
+from phoneenv.export import find_trace_files, read_traces
+from phoneenv.loop.runstore import COLUMNS, RunStore, episode_record, task_version
+from phoneenv.tasks import get_task
+
+IDS = ["contacts.lookup_number/0", "settings.toggle/0", "calendar.create_event/0"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder with the reference agent's traces (successes) and the random agent's (failures)."""
+    root = tmp_path_factory.mktemp("run")
+    tasks = [get_task(i) for i in IDS]
+    run_episodes(ReferenceAgent(), tasks, root / "traces" / "ref")
+    run_episodes(RandomAgent(seed=3), tasks, root / "traces" / "random", seed=1)
+    return root
+
+
+def _originals(run_dir: Path) -> list[Trace]:
+    return list(read_traces(find_trace_files(run_dir)))
+
+
+def test_ingest_keeps_every_episode_with_its_columns(run_dir: Path, tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "loop" / "runs.sqlite")
+    assert store.rows() == [] and len(store) == 0
+    assert store.ingest_run(run_dir) == 6
+    rows = store.rows()
+    originals = _originals(run_dir)
+    assert len(rows) == 6 == len(originals)
+    assert list(rows[0]) == list(COLUMNS)
+    for row, trace in zip(rows, originals, strict=True):
+        task = get_task(trace.task_id)
+        v = trace.verdict
+        assert Trace.model_validate_json(row["trace"]) == trace
+        assert (row["run"], row["origin"], row["mode"], row["step"]) == (str(run_dir), "eval", None, None)
+        assert (row["task_id"], row["seed"], row["backend"], row["agent"]) == (
+            trace.task_id,
+            trace.seed,
+            "sandbox",
+            trace.agent,
+        )
+        # the version: SHA-256 of the task's JSON with sorted keys, computed here by hand
+        text = json.dumps(task.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert row["task_version"] == hashlib.sha256(text.encode()).hexdigest()[:16]
+        assert (row["template"], row["source"], row["capabilities"]) == (task.template, "template", task.capabilities)
+        assert (row["category"], row["domain"]) == (task.category.value, task.domain.value)
+        assert row["success"] is v.success and row["progress"] == pytest.approx(v.progress)
+        assert row["tool_calls"] == v.tool_calls and row["output_tokens"] == v.output_tokens
+        errors = {s.feedback.error.value for s in trace.steps if not s.feedback.ok}
+        assert row["error_kinds"] == sorted(errors)
+        failed = [c.description or r.id for c, r in zip(task.criteria, v.criteria, strict=True) if not r.passed]
+        assert row["failed_criteria"] == failed
+        assert row["harness"] is None and row["created_at"].endswith("+00:00")
+    assert sum(r["success"] for r in rows) == 3
+    assert any(r["failed_criteria"] for r in rows) and any(r["error_kinds"] for r in rows)
+    assert all(r["failed_criteria"] == [] for r in rows if r["success"])
+
+
+def test_ingest_is_idempotent_and_filters_work(run_dir: Path, tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.sqlite")
+    store.ingest_run(run_dir)
+    ids = [r["id"] for r in store.rows()]
+    assert store.ingest_run(run_dir) == 6
+    assert [r["id"] for r in store.rows()] == ids  # nothing added, nothing renumbered
+    assert len(store.rows(success=True)) == 3 and len(store.rows(success=False)) == 3
+    assert all(not r["success"] for r in store.rows(success=False))
+    assert len(store.rows(run=str(run_dir), origin="eval")) == 6
+    assert store.rows(origin="rl") == [] and store.rows(run="elsewhere") == []
+    assert [r["task_id"] for r in store.rows(task_id=IDS[0])] == [IDS[0], IDS[0]]
+    assert [t.agent for t in store.traces(success=True)] == ["reference"] * 3
+    with pytest.raises(TypeError, match="unknown run-store filter colour"):
+        store.rows(colour="red")
+
+
+def test_add_stores_rl_rollouts_with_their_step(run_dir: Path, tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.sqlite")
+    trace = _originals(run_dir)[0]
+    a = store.add(trace, run="runs/rl", origin="rl", step=3, mode="train", harness="h1")
+    b = store.add(trace, run="runs/rl", origin="rl", step=3, mode="train")  # two equal members: two rows
+    assert a != b and len(store) == 2
+    row = store.rows(origin="rl")[0]
+    assert (row["step"], row["mode"], row["harness"]) == (3, "train", "h1")
+    assert store.rows(origin="rl")[1]["harness"] is None
+    # a key makes an add idempotent: the same key replaces the row and keeps its id
+    c = store.add(trace, run="r", origin="eval", key="k")
+    other = _originals(run_dir)[1]
+    assert store.add(other, run="r", origin="eval", key="k") == c
+    assert [r["task_id"] for r in store.rows(run="r")] == [other.task_id]
+    with pytest.raises(ValueError, match="origin must be"):
+        store.add(trace, run="r", origin="train")
+
+
+def test_task_version_follows_the_task_and_unknown_tasks_are_kept(run_dir: Path) -> None:
+    trace = _originals(run_dir)[0]
+    task = get_task(trace.task_id)
+    changed = task.model_copy(update={"goal": task.goal + " Please."})
+    assert task_version(changed) != task_version(task) == episode_record(trace)["task_version"]
+    assert episode_record(trace, changed)["task_version"] == task_version(changed)
+    lost = trace.model_copy(update={"task_id": "gen.gone.0000"})
+    rec = episode_record(lost)
+    assert (rec["task_version"], rec["template"], rec["source"], rec["capabilities"]) == (None, None, None, [])
+    assert rec["success"] == trace.verdict.success  # the episode itself still counts
+
+
+def test_to_dataset_has_every_row_and_typed_columns(run_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("datasets", reason="to_dataset needs the 'data' extra")
+    store = RunStore(tmp_path / "runs.sqlite")
+    store.ingest_run(run_dir)
+    ds = store.to_dataset()
+    assert ds.num_rows == 6 and ds.column_names == list(COLUMNS)
+    assert ds.features["success"].dtype == "bool" and ds.features["step"].dtype == "int64"
+    rows = store.rows()
+    for got, row in zip(ds, rows, strict=True):
+        assert json.loads(got["capabilities"]) == row["capabilities"]
+        assert json.loads(got["failed_criteria"]) == row["failed_criteria"]
+        assert got["success"] == row["success"] and got["trace"] == row["trace"]
+    assert store.to_dataset(success=False).num_rows == 3
