@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from phoneenv.contract import TaskSpec
-from phoneenv.loop.review import KINDS, ReviewQueue, canonical_json, check_payload
+from phoneenv.contract import TaskSpec, Trace
+from phoneenv.loop.review import KINDS, ReviewQueue, canonical_json, check_payload, episode_flags, submit_episode
 
 
 def _verdict_payload(seed: int = 0) -> dict:
@@ -177,3 +177,66 @@ def test_items_survive_a_new_queue_object(queue: ReviewQueue) -> None:
     queue.approve(a, "alice")
     again = ReviewQueue(queue.path)
     assert json.loads(again.get(a).model_dump_json())["decisions"][0]["reviewer"] == "alice"
+
+
+# -- what an episode sends to the queue ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def played() -> dict:
+    """The reference agent's traces of a task with no sensitive tool and of one that sends a message."""
+    from agents import ReferenceAgent
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.evaluation import play_episode
+    from phoneenv.tasks import get_task
+
+    out = {}
+    for tid in ("settings.toggle/0", "calendar.create_event/0"):
+        task = get_task(tid)
+        _, text = play_episode(ReferenceAgent(), PhonePlanEnv(task=task, memory=False), task, 0)
+        out[tid] = Trace.model_validate_json(text)
+    return out
+
+
+def test_a_clean_success_without_sensitive_tools_is_not_flagged(played: dict) -> None:
+    trace = played["settings.toggle/0"]
+    assert trace.verdict.success
+    assert episode_flags(trace) == []
+
+
+def test_a_successful_sensitive_call_is_flagged(played: dict, queue: ReviewQueue) -> None:
+    trace = played["calendar.create_event/0"]
+    assert "messages.send" in [s.action.name for s in trace.steps if s.action]
+    assert episode_flags(trace) == [("sensitive", "sensitive tools ran: messages.send")]
+    # a refused sensitive call is not a flag
+    refused = trace.model_copy(deep=True)
+    for s in refused.steps:
+        if s.action and s.action.name == "messages.send":
+            s.feedback.ok = False
+    assert episode_flags(refused) == []
+    ids = submit_episode(queue, trace, run="runs/e", trace_ref="runs/e/traces/x.jsonl")
+    assert submit_episode(queue, trace, run="runs/e", trace_ref="runs/e/traces/x.jsonl") == ids
+    [item] = queue.items()
+    assert (item.kind, item.source, item.status) == ("sensitive", "eval", "pending")
+    assert item.payload["task_id"] == trace.task_id and item.payload["verdict"]["success"] is True
+    assert item.evidence == [{"run": "runs/e", "task_id": trace.task_id, "seed": 0, "trace": "runs/e/traces/x.jsonl"}]
+
+
+def test_contradicting_verdicts_and_inconsistent_worlds_are_flagged(played: dict, queue: ReviewQueue) -> None:
+    trace = played["settings.toggle/0"]
+    v = trace.verdict
+    unmet = trace.model_copy(
+        update={"verdict": v.model_copy(update={"milestones_total": 2, "milestones_met": 1, "progress": 2 / 3})}
+    )
+    assert episode_flags(unmet) == [("verdict", "success with 1/2 milestones met (progress 0.67)")]
+    crit = v.criteria[0].model_copy(update={"passed": False, "reason": "judge: the answer names no number"})
+    judged = trace.model_copy(update={"verdict": v.model_copy(update={"success": False, "criteria": [crit]})})
+    assert episode_flags(judged) == [("verdict", f"{crit.id}: the rules passed it, judge: the answer names no number")]
+    plain = crit.model_copy(update={"reason": "no number in the answer"})
+    failed = trace.model_copy(update={"verdict": v.model_copy(update={"success": False, "criteria": [plain]})})
+    assert episode_flags(failed) == []  # an honest rule-based failure needs nobody
+    sim = trace.model_copy(update={"verdict": v.model_copy(update={"inconsistent": True, "inconsistencies": ["x"]})})
+    assert episode_flags(sim) == [("sim_inconsistent", "x")]
+    assert len(submit_episode(queue, unmet, run="r") + submit_episode(queue, sim, run="r")) == 2
+    assert [i.kind for i in queue.items()] == ["verdict", "sim_inconsistent"]
+    assert json.loads(queue.get(1).evidence[0]["trace"])["task_id"] == trace.task_id  # inline without a path

@@ -127,3 +127,15 @@ def test_to_dataset_has_every_row_and_typed_columns(run_dir: Path, tmp_path: Pat
         assert json.loads(got["failed_criteria"]) == row["failed_criteria"]
         assert got["success"] == row["success"] and got["trace"] == row["trace"]
     assert store.to_dataset(success=False).num_rows == 3
+
+
+def test_failed_criteria_are_named_by_their_descriptions(run_dir: Path) -> None:
+    trace = next(t for t in _originals(run_dir) if not t.verdict.success and not t.verdict.criteria[0].passed)
+    task = get_task(trace.task_id)
+    described = task.model_copy(
+        update={"criteria": [c.model_copy(update={"description": f"check {k}"}) for k, c in enumerate(task.criteria)]}
+    )
+    want = [f"check {k}" for k, r in enumerate(trace.verdict.criteria) if not r.passed]
+    assert want and episode_record(trace, described)["failed_criteria"] == want
+    # without descriptions (the templates'), the verdict's criterion ids
+    assert episode_record(trace, task)["failed_criteria"] == [r.id for r in trace.verdict.criteria if not r.passed]
