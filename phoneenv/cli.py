@@ -40,6 +40,7 @@ from phoneenv.extras import MissingExtra, require
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.mcp_cli import mcp_app
+from phoneenv.review_cli import review_app
 from phoneenv.traces_cli import traces_app
 from phoneenv.validation_cli import validate_devices_cmd
 from phoneenv.view_cli import compare_cmd, view_cmd
@@ -67,6 +68,7 @@ app.command("view")(view_cmd)
 app.command("compare")(compare_cmd)
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(traces_app, name="traces")
+app.add_typer(review_app, name="review")
 console = Console()
 
 

@@ -240,3 +240,77 @@ def test_contradicting_verdicts_and_inconsistent_worlds_are_flagged(played: dict
     assert len(submit_episode(queue, unmet, run="r") + submit_episode(queue, sim, run="r")) == 2
     assert [i.kind for i in queue.items()] == ["verdict", "sim_inconsistent"]
     assert json.loads(queue.get(1).evidence[0]["trace"])["task_id"] == trace.task_id  # inline without a path
+
+
+# -- phoneenv review ----------------------------------------------------------------------------
+
+
+def test_review_cli_lists_shows_and_decides(
+    played: dict, contacts_task: TaskSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    from phoneenv import review_cli
+    from phoneenv.cli import app
+    from phoneenv.loop import REVIEW_DB
+
+    monkeypatch.setattr(review_cli, "console", Console(width=250, no_color=True))
+
+    monkeypatch.setenv("PHONEENV_LOOP_DIR", str(tmp_path / "loop"))
+    monkeypatch.setenv("PHONEENV_REVIEWER", "rita")
+    queue = ReviewQueue(tmp_path / "loop" / REVIEW_DB)
+    trace_file = tmp_path / "t.jsonl"
+    trace = played["calendar.create_event/0"]
+    trace_file.write_text(trace.model_dump_json() + "\n", encoding="utf-8")
+    [sens] = submit_episode(queue, trace, run="runs/e", trace_ref=str(trace_file))
+    task = queue.submit("task", "Save Carla", _task_payload(contacts_task), source="propose", reason="unproven")
+    diff = "--- a\n+++ b\n@@ -0,0 +1 @@\n+Search contacts before writing."
+    edit = queue.submit("instruction_edit", "search first", {"before": "", "after": "Search first.", "diff": diff})
+    run = CliRunner().invoke
+
+    res = run(app, ["review", "list"])
+    assert res.exit_code == 0, res.output
+    assert "Save Carla" in res.output and "sensitive" in res.output and "search first" in res.output
+    res = run(app, ["review", "list", "--kind", "task"])
+    assert "Save Carla" in res.output and "search first" not in res.output
+    assert run(app, ["review", "list", "--status", "nope"]).exit_code == 2
+
+    res = run(app, ["review", "show", str(task)])
+    assert res.exit_code == 0, res.output
+    assert contacts_task.goal in res.output and "contacts.contacts: 2 records" in res.output
+    assert "criteria" in res.output and '"table": "contacts.contacts"' in res.output
+    res = run(app, ["review", "show", str(sens)])
+    assert res.exit_code == 0, res.output
+    assert "messages.send(" in res.output and "sensitive tools ran: messages.send" in res.output
+    assert trace.goal.split()[0] in res.output
+    res = run(app, ["review", "show", str(edit)])
+    assert "+Search contacts before writing." in res.output
+
+    res = run(app, ["review", "reject", str(sens)])
+    assert res.exit_code != 0 and queue.get(sens).status == "pending"  # --reason is required
+    res = run(app, ["review", "reject", str(sens), "--reason", "the user asked for it"])
+    assert res.exit_code == 0, res.output
+    assert queue.get(sens).decisions[0].reviewer == "rita"
+    res = run(app, ["review", "approve", str(sens)])
+    assert res.exit_code == 2 and "already rejected by rita" in res.output
+
+    new = {"before": "", "after": "Search contacts first.", "diff": "+Search contacts first."}
+    f = tmp_path / "edit.json"
+    f.write_text(json.dumps(new), encoding="utf-8")
+    res = run(app, ["review", "edit", str(edit), "--file", str(f), "--note", "shorter", "--reviewer", "ed"])
+    assert res.exit_code == 0, res.output
+    f.write_text("{not json", encoding="utf-8")
+    assert run(app, ["review", "edit", str(edit), "--file", str(f)]).exit_code == 2
+    res = run(app, ["review", "approve", str(edit), "--note", "ok"])
+    assert res.exit_code == 0, res.output
+    item = queue.get(edit)
+    assert item.status == "approved" and item.payload == new
+    assert [(d.action, d.reviewer, d.note) for d in item.decisions] == [
+        ("edit", "ed", "shorter"),
+        ("approve", "rita", "ok"),
+    ]
+    res = run(app, ["review", "approve", "99"])
+    assert res.exit_code == 2 and "no review item 99" in res.output
+    res = run(app, ["review", "list", "--status", "approved", "--loop", str(tmp_path / "other")])
+    assert res.exit_code == 0 and "no review item (status approved)" in res.output
