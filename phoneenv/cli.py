@@ -355,13 +355,15 @@ def _run(
     max_attempts: int = 3,
     concurrency: int = 1,
     agent_factory: Any = None,
+    recorder: Any = None,
 ) -> Scoreboard:
     """Run ``plan`` (per episode seed, the tasks to play at it: those not in ``previous``),
     appending each result to the folder as it ends, and score ``previous`` and the new episodes
     together. ``keyed``: the traces of seed ``s`` go to ``traces/seed-<s>/`` (a run of several
     seeds), else to ``traces/``. The scoreboard is written whatever
     ends the run; an infrastructure stop or an exception exits with code 2 once it is written.
-    ``concurrency`` > 1: that many episodes at once, with agents from ``agent_factory``."""
+    ``concurrency`` > 1: that many episodes at once, with agents from ``agent_factory``.
+    ``recorder``: called with each finished episode's result once it is on disk (the loop's run store)."""
     previous = list(previous or [])
     results: list[EpisodeResult] = list(previous)
     t0 = time.perf_counter()
@@ -383,6 +385,8 @@ def _run(
                 results.append(r)
                 running.append((r.task_id, r.seed))
             prog.update(bar, advance=1, status=status())
+            if recorder is not None:
+                recorder(r)
 
         try:
             for seed, tasks in plan:
@@ -583,6 +587,16 @@ def eval_cmd(
             "planners and the llmsim/hybrid simulator's calls still run one at a time. Not with --ray or a pool.",
         ),
     ] = 1,
+    store: Annotated[
+        bool,
+        typer.Option(
+            help="Keep every finished episode in the loop's run store (<loop>/runs.sqlite) and queue episodes that "
+            "need a person (contradicting verdicts, inconsistent simulations, sensitive calls) for `phoneenv review`.",
+        ),
+    ] = True,
+    loop: Annotated[
+        Path | None, typer.Option("--loop", help="The loop directory (default $PHONEENV_LOOP_DIR, else runs/loop).")
+    ] = None,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard.
 
@@ -710,6 +724,12 @@ def eval_cmd(
             folder.start({**config, "model_record": record} if record else config, overwrite=overwrite)
         except (OSError, RunConfigError) as exc:
             _fail(str(exc))
+    recorder = None
+    if store:
+        from phoneenv.loop import loop_dir
+        from phoneenv.loop.runstore import EvalRecorder
+
+        recorder = EvalRecorder(loop_dir(loop), str(out))
     done = {(r.task_id, r.seed) for r in previous}
     plan = [(s, [t for t in selected if (t.id, s) not in done]) for s in range(seed, seed + seeds)]
     if resume:
@@ -731,8 +751,11 @@ def eval_cmd(
         max_attempts=max_attempts,
         concurrency=concurrency,
         agent_factory=lambda: _make_agent(agent, seed, llm, client=getattr(planner, "client", None)),
+        recorder=recorder,
     )
     print_scoreboard(board)
+    if recorder is not None:
+        _report_store(recorder)
     if farm_summary(board.farm):
         console.print(farm_summary(board.farm), highlight=False)
     console.print(f"traces in {folder.traces}")
@@ -740,6 +763,18 @@ def eval_cmd(
         _fail(
             "every episode ended in an infrastructure error (is the model server or the device up? see the warnings above)"
         )
+
+
+def _report_store(recorder: Any) -> None:
+    """One line on what the eval kept in the loop's run store and queued for review."""
+    if recorder.error is not None:
+        console.print(
+            f"the run store stopped recording ({recorder.error}); add the run later with RunStore.ingest_run",
+            style="yellow",
+            markup=False,
+        )
+    queued = f"; {len(recorder.flagged)} queued for review (phoneenv review list)" if recorder.flagged else ""
+    console.print(f"{recorder.stored} episodes kept in {recorder.store.path}{queued}", highlight=False)
 
 
 def _ray_runner(

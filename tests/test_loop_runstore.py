@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,3 +140,56 @@ def test_failed_criteria_are_named_by_their_descriptions(run_dir: Path) -> None:
     assert want and episode_record(trace, described)["failed_criteria"] == want
     # without descriptions (the templates'), the verdict's criterion ids
     assert episode_record(trace, task)["failed_criteria"] == [r.id for r in trace.verdict.criteria if not r.passed]
+
+
+# -- phoneenv eval keeps its episodes -----------------------------------------------------------
+
+
+def _eval(out: Path, *extra: str, agent: str = "reference") -> Any:
+    from typer.testing import CliRunner
+
+    from phoneenv.cli import app
+
+    tasks = "calendar.create_event/0,settings.toggle/0"
+    return CliRunner().invoke(app, ["eval", "--agent", agent, "--tasks", tasks, "--out", str(out), *extra])
+
+
+def test_eval_stores_every_episode_and_queues_sensitive_calls(tmp_path: Path) -> None:
+    from phoneenv.loop import loop_dir
+    from phoneenv.loop.review import ReviewQueue
+
+    loop = loop_dir()  # the test's own (conftest)
+    assert loop.name.startswith("loop-")
+    res = _eval(tmp_path / "ref")
+    assert res.exit_code == 0, res.output
+    store = RunStore(loop / "runs.sqlite")
+    rows = store.rows()
+    assert [(r["task_id"], r["success"], r["run"]) for r in rows] == [
+        ("calendar.create_event/0", True, str(tmp_path / "ref")),
+        ("settings.toggle/0", True, str(tmp_path / "ref")),
+    ]
+    assert "2 episodes kept in" in res.output and "1 queued for review" in res.output
+    [item] = ReviewQueue(loop / "review.sqlite").items()
+    assert item.kind == "sensitive" and item.payload["run"] == str(tmp_path / "ref")
+    assert Path(item.evidence[0]["trace"]).is_file()
+    # failures are kept too, and ingesting the run folder again adds nothing
+    res = _eval(tmp_path / "random", "--seed", "2", agent="random")
+    assert res.exit_code == 0, res.output
+    assert len(store.rows(run=str(tmp_path / "random"))) == 2
+    assert not any(r["success"] for r in store.rows(run=str(tmp_path / "random")))
+    assert store.ingest_run(tmp_path / "random") == 2 and len(store) == 4
+
+
+def test_eval_no_store_and_a_broken_store_lose_no_episode(tmp_path: Path) -> None:
+    from phoneenv.loop import loop_dir
+
+    res = _eval(tmp_path / "a", "--no-store")
+    assert res.exit_code == 0, res.output
+    assert not (loop_dir() / "runs.sqlite").exists() and "kept in" not in res.output
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "runs.sqlite").write_text("not a database", encoding="utf-8")
+    res = _eval(tmp_path / "b", "--loop", str(broken))
+    assert res.exit_code == 0, res.output
+    assert "the run store stopped recording" in res.output
+    assert len((tmp_path / "b" / "results.jsonl").read_text().splitlines()) == 2  # the run itself is whole

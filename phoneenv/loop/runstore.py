@@ -40,7 +40,7 @@ from phoneenv.contract import TaskSpec, Trace
 from phoneenv.loop._db import transaction
 from phoneenv.loop.review import canonical_json
 
-__all__ = ["COLUMNS", "JSON_COLUMNS", "RunStore", "episode_record", "task_version", "trace_key"]
+__all__ = ["COLUMNS", "JSON_COLUMNS", "EvalRecorder", "RunStore", "episode_record", "task_version", "trace_key"]
 
 COLUMNS: dict[str, tuple[str, str]] = {
     "id": ("int64", "the row's id (insertion order)"),
@@ -398,3 +398,57 @@ def _run_harness(run_dir: Path) -> str | None:
     if isinstance(harness, dict):
         harness = harness.get("name")
     return harness if isinstance(harness, str) else None
+
+
+class EvalRecorder:
+    """``phoneenv eval``'s hook: each finished episode (handed over as its
+    :class:`~phoneenv.evaluation.EpisodeResult`, its trace already on disk) goes into the run store
+    ``<loop>/runs.sqlite``, and, when :func:`phoneenv.loop.review.episode_flags` raises a flag, into
+    the review queue ``<loop>/review.sqlite``.
+
+    The run never stops for the loop: a store that cannot be written (a locked or broken file)
+    is reported once (``error``) and the run goes on; the episodes stay in the run folder, and
+    :meth:`RunStore.ingest_run` adds them later.
+
+    Args:
+        loop: the loop directory.
+        run: the run's name in the store (its output folder).
+        review: also queue flagged episodes.
+    """
+
+    def __init__(self, loop: str | Path, run: str, *, review: bool = True) -> None:
+        from phoneenv.loop import REVIEW_DB, RUNS_DB
+        from phoneenv.loop.review import ReviewQueue
+
+        self.store = RunStore(Path(loop) / RUNS_DB)
+        self.queue = ReviewQueue(Path(loop) / REVIEW_DB) if review else None
+        self.run = str(run)
+        self.stored = 0
+        self.flagged: list[int] = []
+        self.error: str | None = None
+
+    def __call__(self, result: Any) -> None:
+        """Store the episode of ``result`` (its ``trace_path``); a result without a trace file is skipped."""
+        import logging
+
+        from phoneenv.loop.review import submit_episode
+
+        if self.error is not None or result.trace_path is None:
+            return
+        path = Path(result.trace_path)
+        try:
+            with path.open(encoding="utf-8") as fh:
+                trace = Trace.model_validate_json(fh.readline())
+            self.store.add(trace, run=self.run, origin="eval", key=trace_key(path))
+            self.stored += 1
+            if self.queue is not None:
+                for item in submit_episode(self.queue, trace, run=self.run, trace_ref=str(path)):
+                    if item not in self.flagged:
+                        self.flagged.append(item)
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            logging.getLogger(__name__).warning(
+                "the run store stopped recording at %s (%s); the run goes on, its traces stay in the run folder",
+                path,
+                self.error,
+            )
