@@ -1194,11 +1194,18 @@ def train_rl_cmd(
     eval_tasks: Annotated[str | None, typer.Option(metavar="SELECTOR", help=_RL_HELP["eval_tasks"])] = None,
     use_cpu: Annotated[bool, typer.Option(help="Train on the CPU even when a GPU is present.")] = False,
     env_ray: Annotated[str | None, typer.Option(metavar="ADDRESS", help=_RL_HELP["env_ray"])] = None,
+    store: Annotated[
+        bool, typer.Option(help="Keep every rollout episode (train and eval, with its step) in <loop>/runs.sqlite.")
+    ] = True,
+    loop: Annotated[
+        Path | None, typer.Option("--loop", help="The loop directory (default $PHONEENV_LOOP_DIR, else runs/loop).")
+    ] = None,
 ) -> None:
     """Online RL through the env API with TRL's GRPOTrainer: CARE, vanilla GRPO or the penalised ablation, from the SFT model, on a GPU when one is present.
 
     Each option's help is its TrainConfig field's; `python -m rl.trainers --help` lists every field (GRPOConfig's too). The LLM controller's API key comes from $PHONEENV_CONTROLLER_API_KEY and is written nowhere."""
     require("rl", "torch", "transformers", "trl", "datasets", "accelerate", feature="phoneenv train rl")
+    from phoneenv.loop import loop_dir
     from rl.trainers import ALGOS, CONTROLLERS, TrainConfig, train_rl
 
     if algo not in ALGOS:
@@ -1243,6 +1250,7 @@ def train_rl_cmd(
         care_controller_base_url=controller_base_url,
         care_controller_model=controller_model,
         env_ray=env_ray,
+        run_store=str(loop_dir(loop)) if store else None,
     )
     summary = train_rl(cfg)
     console.print_json(json.dumps(summary, default=str))

@@ -193,3 +193,73 @@ def test_eval_no_store_and_a_broken_store_lose_no_episode(tmp_path: Path) -> Non
     assert res.exit_code == 0, res.output
     assert "the run store stopped recording" in res.output
     assert len((tmp_path / "b" / "results.jsonl").read_text().splitlines()) == 2  # the run itself is whole
+
+
+# -- train rl keeps its rollouts ----------------------------------------------------------------
+
+RL_TASK = "contacts.lookup_number/0"
+RL_TOOLS = ["contacts", "user", "finish"]
+
+
+def test_train_rl_stores_in_the_loop_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("trl")
+    from typer.testing import CliRunner
+
+    import rl.trainers
+    from phoneenv.cli import app
+    from phoneenv.loop import loop_dir
+
+    seen: dict = {}
+    monkeypatch.setattr(rl.trainers, "train_rl", lambda cfg: seen.setdefault("cfg", cfg) and {"steps": 0})
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    args = ["train", "rl", "--model", str(model), "--out", str(tmp_path / "rl"), "--tasks", "template:settings.toggle"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert seen.pop("cfg").run_store == str(loop_dir())
+    assert CliRunner().invoke(app, [*args, "--loop", str(tmp_path / "L")]).exit_code == 0
+    assert seen.pop("cfg").run_store == str(tmp_path / "L")
+    assert CliRunner().invoke(app, [*args, "--no-store"]).exit_code == 0
+    assert seen.pop("cfg").run_store is None
+
+
+@pytest.mark.slow
+def test_rollouts_carry_their_traces_and_training_stores_them(tmp_path: Path, tiny_model_dir: Path) -> None:
+    pytest.importorskip("trl")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rl.rollout import RolloutConfig, rollout_group
+    from rl.trainers import TrainConfig, train_rl
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    for vector in (True, False):  # a vector env resets a finished member on its next step: read before
+        cfg = RolloutConfig(max_turns=2, max_new_tokens=24, tool_filter=RL_TOOLS, vector=vector)
+        group = rollout_group(model, tokenizer, RL_TASK, 0, 2, cfg, sample_seed=1)
+        for traj in group.trajectories:
+            assert isinstance(traj.trace, Trace) and traj.trace.task_id == RL_TASK and traj.trace.seed == 0
+            assert traj.trace.verdict.model_dump(mode="json") == json.loads(json.dumps(traj.verdict, default=str))
+            assert len(traj.trace.steps) >= len(traj.turns) > 0
+
+    loop = tmp_path / "loop"
+    train = TrainConfig(
+        model_path=None,
+        output_dir=str(tmp_path / "run"),
+        tasks=[RL_TASK],
+        tool_filter=RL_TOOLS,
+        num_generations=2,
+        per_device_train_batch_size=2,
+        max_steps=2,
+        max_turns=2,
+        max_new_tokens=24,
+        use_cpu=True,
+        report_to="none",
+        save_final=False,
+        run_store=str(loop),
+    )
+    summary = train_rl(train, model, tokenizer)
+    rows = RunStore(loop / "runs.sqlite").rows()
+    assert len(rows) == summary["episodes"] == 4
+    assert {(r["origin"], r["mode"], r["run"]) for r in rows} == {("rl", "train", str(tmp_path / "run"))}
+    assert sorted(r["step"] for r in rows) == [0, 0, 1, 1]
+    assert all(r["task_id"] == RL_TASK and r["task_version"] for r in rows)
