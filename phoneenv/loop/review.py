@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import json
 import sqlite3
@@ -428,6 +429,7 @@ class ReviewQueue:
 # -- what an episode sends to the queue -----------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1)
 def _sensitive_tools() -> frozenset[str]:
     """The names of every sandbox tool whose effect is ``sensitive`` (dotted and ``app__verb``)."""
     from apps import APP_CLASSES
