@@ -263,3 +263,16 @@ def test_rollouts_carry_their_traces_and_training_stores_them(tmp_path: Path, ti
     assert {(r["origin"], r["mode"], r["run"]) for r in rows} == {("rl", "train", str(tmp_path / "run"))}
     assert sorted(r["step"] for r in rows) == [0, 0, 1, 1]
     assert all(r["task_id"] == RL_TASK and r["task_version"] for r in rows)
+
+
+def test_a_replaced_file_is_reopened_not_served_from_a_kept_connection(run_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    trace = _originals(run_dir)[0]
+    RunStore(path).add(trace, run="a", origin="eval")
+    assert len(RunStore(path).rows()) == 1
+    for p in tmp_path.glob("runs.sqlite*"):
+        p.unlink()
+    store = RunStore(path)
+    assert store.rows() == [] and len(store) == 0
+    store.add(trace, run="b", origin="eval")
+    assert [r["run"] for r in RunStore(path).rows()] == ["b"]

@@ -12,8 +12,8 @@ an approval: the readers (:meth:`ReviewQueue.approved`) return approved items on
 
 The queue is one SQLite file (the stdlib :mod:`sqlite3`, write-ahead log, a busy timeout, every
 write in an immediate transaction), so several processes (an eval, a proposer, a person at the
-CLI) can use it at once. Each call opens its own connection; a :class:`ReviewQueue` holds no open
-handle and can be passed between threads and processes.
+CLI) can use it at once. Connections are kept per thread and process (:mod:`phoneenv.loop._db`),
+not by the :class:`ReviewQueue`, which can be passed between threads and processes.
 
 Payloads by kind (extra keys are kept):
 
@@ -200,13 +200,12 @@ class ReviewQueue:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._ready = [False]
 
     def __repr__(self) -> str:
         return f"ReviewQueue({str(self.path)!r})"
 
     def _connect(self, *, write: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return transaction(self.path, _SCHEMA, write=write, ready=self._ready)
+        return transaction(self.path, _SCHEMA, write=write)
 
     # -- writing ---------------------------------------------------------------------------------
 

@@ -175,7 +175,8 @@ def _now() -> str:
 class RunStore:
     """The run store kept in the SQLite file ``path`` (created, with its folder, on first use).
 
-    Safe with several processes (see :mod:`phoneenv.loop._db`); holds no open handle.
+    Safe with several threads and processes (connections are kept per thread, see
+    :mod:`phoneenv.loop._db`); the object itself holds none and can be passed around.
 
     Raises (every method):
         sqlite3.DatabaseError: ``path`` is not a SQLite file, or stayed locked past the timeout.
@@ -183,13 +184,12 @@ class RunStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._ready = [False]
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.path)!r})"
 
     def _connect(self, *, write: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return transaction(self.path, _SCHEMA, write=write, ready=self._ready)
+        return transaction(self.path, _SCHEMA, write=write)
 
     # -- writing ---------------------------------------------------------------------------------
 
