@@ -40,6 +40,7 @@ from phoneenv.extras import MissingExtra, require
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.mcp_cli import mcp_app
+from phoneenv.review_cli import review_app
 from phoneenv.traces_cli import traces_app
 from phoneenv.validation_cli import validate_devices_cmd
 from phoneenv.view_cli import compare_cmd, view_cmd
@@ -67,6 +68,7 @@ app.command("view")(view_cmd)
 app.command("compare")(compare_cmd)
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(traces_app, name="traces")
+app.add_typer(review_app, name="review")
 console = Console()
 
 
@@ -353,13 +355,15 @@ def _run(
     max_attempts: int = 3,
     concurrency: int = 1,
     agent_factory: Any = None,
+    recorder: Any = None,
 ) -> Scoreboard:
     """Run ``plan`` (per episode seed, the tasks to play at it: those not in ``previous``),
     appending each result to the folder as it ends, and score ``previous`` and the new episodes
     together. ``keyed``: the traces of seed ``s`` go to ``traces/seed-<s>/`` (a run of several
     seeds), else to ``traces/``. The scoreboard is written whatever
     ends the run; an infrastructure stop or an exception exits with code 2 once it is written.
-    ``concurrency`` > 1: that many episodes at once, with agents from ``agent_factory``."""
+    ``concurrency`` > 1: that many episodes at once, with agents from ``agent_factory``.
+    ``recorder``: called with each finished episode's result once it is on disk (the loop's run store)."""
     previous = list(previous or [])
     results: list[EpisodeResult] = list(previous)
     t0 = time.perf_counter()
@@ -381,6 +385,8 @@ def _run(
                 results.append(r)
                 running.append((r.task_id, r.seed))
             prog.update(bar, advance=1, status=status())
+            if recorder is not None:
+                recorder(r)
 
         try:
             for seed, tasks in plan:
@@ -585,6 +591,16 @@ def eval_cmd(
             "planners and the llmsim/hybrid simulator's calls still run one at a time. Not with --ray or a pool.",
         ),
     ] = 1,
+    store: Annotated[
+        bool,
+        typer.Option(
+            help="Keep every finished episode in the loop's run store (<loop>/runs.sqlite) and queue episodes that "
+            "need a person (contradicting verdicts, inconsistent simulations, sensitive calls) for `phoneenv review`.",
+        ),
+    ] = True,
+    loop: Annotated[
+        Path | None, typer.Option("--loop", help="The loop directory (default $PHONEENV_LOOP_DIR, else runs/loop).")
+    ] = None,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard.
 
@@ -716,6 +732,12 @@ def eval_cmd(
             folder.start({**config, "model_record": record} if record else config, overwrite=overwrite)
         except (OSError, RunConfigError) as exc:
             _fail(str(exc))
+    recorder = None
+    if store:
+        from phoneenv.loop import loop_dir
+        from phoneenv.loop.runstore import EvalRecorder
+
+        recorder = EvalRecorder(loop_dir(loop), str(out))
     done = {(r.task_id, r.seed) for r in previous}
     plan = [(s, [t for t in selected if (t.id, s) not in done]) for s in range(seed, seed + seeds)]
     if resume:
@@ -737,8 +759,11 @@ def eval_cmd(
         max_attempts=max_attempts,
         concurrency=concurrency,
         agent_factory=lambda: _make_agent(agent, seed, llm, client=getattr(planner, "client", None)),
+        recorder=recorder,
     )
     print_scoreboard(board)
+    if recorder is not None:
+        _report_store(recorder)
     if farm_summary(board.farm):
         console.print(farm_summary(board.farm), highlight=False)
     console.print(f"traces in {folder.traces}")
@@ -746,6 +771,18 @@ def eval_cmd(
         _fail(
             "every episode ended in an infrastructure error (is the model server or the device up? see the warnings above)"
         )
+
+
+def _report_store(recorder: Any) -> None:
+    """One line on what the eval kept in the loop's run store and queued for review."""
+    if recorder.error is not None:
+        console.print(
+            f"the run store stopped recording ({recorder.error}); add the run later with RunStore.ingest_run",
+            style="yellow",
+            markup=False,
+        )
+    queued = f"; {len(recorder.flagged)} queued for review (phoneenv review list)" if recorder.flagged else ""
+    console.print(f"{recorder.stored} episodes kept in {recorder.store.path}{queued}", highlight=False)
 
 
 def _ray_runner(
@@ -1217,11 +1254,18 @@ def train_rl_cmd(
     ] = 4,
     use_cpu: Annotated[bool, typer.Option(help="Train on the CPU even when a GPU is present.")] = False,
     env_ray: Annotated[str | None, typer.Option(metavar="ADDRESS", help=_RL_HELP["env_ray"])] = None,
+    store: Annotated[
+        bool, typer.Option(help="Keep every rollout episode (train and eval, with its step) in <loop>/runs.sqlite.")
+    ] = True,
+    loop: Annotated[
+        Path | None, typer.Option("--loop", help="The loop directory (default $PHONEENV_LOOP_DIR, else runs/loop).")
+    ] = None,
 ) -> None:
     """Online RL through the env API with TRL's GRPOTrainer: CARE, vanilla GRPO or the penalised ablation, from the SFT model, on a GPU when one is present.
 
     Each option's help is its TrainConfig field's; `python -m rl.trainers --help` lists every field (GRPOConfig's too). The LLM controller's API key comes from $PHONEENV_CONTROLLER_API_KEY and is written nowhere."""
     require("rl", "torch", "transformers", "trl", "datasets", "accelerate", feature="phoneenv train rl")
+    from phoneenv.loop import loop_dir
     from rl.trainers import ALGOS, CONTROLLERS, TrainConfig, train_rl
 
     if algo not in ALGOS:
@@ -1275,6 +1319,7 @@ def train_rl_cmd(
         care_controller_base_url=controller_base_url,
         care_controller_model=controller_model,
         env_ray=env_ray,
+        run_store=str(loop_dir(loop)) if store else None,
     )
     summary = train_rl(cfg)
     console.print_json(json.dumps(summary, default=str))

@@ -225,6 +225,8 @@ class Trajectory:
         terminated: the episode ended with ``finish``; ``truncated``: at the env's ``max_steps``.
         forced_finish: the rollout sent ``finish`` itself (``max_turns`` spent or context full).
         sample_seed: the base seed member seeds were derived from.
+        trace: the env's :class:`~phoneenv.contract.Trace` of the episode, read when it ended
+            (None when the envs run on a Ray pool, whose actors keep their traces).
     """
 
     task_id: str
@@ -246,6 +248,7 @@ class Trajectory:
     truncated: bool = False
     forced_finish: bool = False
     sample_seed: int = 0
+    trace: Any = None
 
     @property
     def prompt_ids(self) -> Any:
@@ -630,6 +633,9 @@ class _SerialEnvs:
     def step(self, actions: dict[int, str]) -> dict[int, tuple[Any, ...]]:
         return {k: self.envs[k].step(a) for k, a in actions.items()}
 
+    def trace(self, k: int) -> Any:
+        return self.envs[k].get_wrapper_attr("trace")
+
     def close(self) -> None:
         for env in self.envs:
             env.close()
@@ -668,6 +674,9 @@ class _VectorEnvs:
             for k in actions
         }
 
+    def trace(self, k: int) -> Any:
+        return self.vec.envs[k].get_wrapper_attr("trace")
+
     def close(self) -> None:
         self.vec.close()
 
@@ -704,6 +713,7 @@ class _Slot:
     last_truncated: bool = False
     done: bool = False
     final: tuple[float, bool, bool, dict[str, Any]] | None = None
+    trace: Any = None
     forced: bool = False
     frame: str = "main"
     depth: int = 0
@@ -849,6 +859,8 @@ def rollout_members(
                     slot.done = True
                     slot.queue.clear()
                     slot.final = (float(reward), bool(terminated), bool(truncated), info)
+                    if hasattr(envs, "trace"):  # now: a vector env resets a finished sub-env on its next step
+                        slot.trace = envs.trace(k)
                 elif not slot.queue:
                     if slot.frame_note is not None:  # as LLMPlanner: the frame change, before the next reply
                         note = {"role": "user", "content": slot.frame_note}
@@ -1001,6 +1013,7 @@ def _finish_slot(slot: _Slot, sampler: _Sampler, task_id: str, seed: int, sample
         truncated=truncated,
         forced_finish=slot.forced,
         sample_seed=int(sample_seed),
+        trace=slot.trace,
     )
 
 

@@ -78,4 +78,6 @@ TRAIN_HELP: dict[str, str] = {
     "sampler": "Draw the prompts with rl.sampler.TaskSampler weights (a JSON object of SamplerConfig fields) "
     "instead of one prompt per task x seed.",
     "num_prompts": "Prompts drawn by the sampler (default: tasks x seeds).",
+    "run_store": "A loop directory: every rollout episode (train and eval mode, with its step) is added to its run "
+    "store, runs.sqlite (phoneenv.loop.runstore). Unset: none is stored.",
 }

@@ -117,6 +117,7 @@ import json
 import logging
 import math
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
@@ -273,6 +274,7 @@ class TrainConfig(GRPOConfig):
     save_final: bool = field(default=True, metadata=_help("save_final"))
     sampler: dict | str | None = field(default=None, metadata=_help("sampler"))
     num_prompts: int | None = field(default=None, metadata=_help("num_prompts"))
+    run_store: str | None = field(default=None, metadata=_help("run_store"))
 
     def __post_init__(self) -> None:
         from agents.toolfilter import parse_tool_filter
@@ -603,10 +605,30 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
         done = [t for t in trajectories if t is not None]
         assert len(done) == len(prompts)
         trainer._phone_trajectories = done
+        if cfg.run_store:
+            _store_rollouts(cfg, done, step=step, mode="train" if trainer.model.training else "eval")
         trainer._phone_rollout_seconds = time.perf_counter() - started
         return to_trl(done)
 
     return rollout_func
+
+
+def _store_rollouts(cfg: TrainConfig, trajectories: Sequence[Trajectory], *, step: int, mode: str) -> None:
+    """Add the trajectories' traces to the run store of the loop directory ``cfg.run_store``
+    (origin ``rl``, the run named by ``output_dir``, with the optimiser step and the mode).
+    Training goes on whatever the store does: a failure is logged, the episodes are skipped."""
+    from phoneenv.loop import RUNS_DB
+    from phoneenv.loop.runstore import RunStore
+
+    episodes = [(t.trace, None, None) for t in trajectories if t.trace is not None]
+    if not episodes:
+        return
+    try:
+        RunStore(Path(str(cfg.run_store)) / RUNS_DB).add_many(
+            episodes, run=str(cfg.output_dir), origin="rl", step=step, mode=mode
+        )
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        logger.warning("step %d: %d rollout episodes not stored in %s: %s", step, len(episodes), cfg.run_store, exc)
 
 
 # ------------------------------------------------------------------------------------------------

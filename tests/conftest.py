@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from phoneenv.contract import AnswerCriterion, Fixtures, StateCriterion, TaskSpec, ToolCall
@@ -148,3 +150,11 @@ def adb_server(tmp_path_factory: pytest.TempPathFactory):
         pytest.skip("adb is not installed (Debian: apt-get install adb; `make test` installs it when run as root)")
     with AdbServer(tmp_path_factory.mktemp("adb_home")) as server:
         yield server.client
+
+
+@pytest.fixture(autouse=True)
+def _loop_dir_in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every test gets its own loop directory (``$PHONEENV_LOOP_DIR``; made only when written), so
+    ``phoneenv eval``'s run store, the review queue and generated tasks never land in the repo or
+    leak from one test into another."""
+    monkeypatch.setenv("PHONEENV_LOOP_DIR", str(tmp_path_factory.getbasetemp() / f"loop-{uuid.uuid4().hex}"))
