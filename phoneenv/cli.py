@@ -37,6 +37,7 @@ from phoneenv.evaluation import (
     score,
     seed_folder,
 )
+from phoneenv.evolve_cli import evolve_app
 from phoneenv.extras import MissingExtra, require
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
@@ -68,6 +69,7 @@ app.command("view")(view_cmd)
 app.command("compare")(compare_cmd)
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(traces_app, name="traces")
+app.add_typer(evolve_app, name="evolve")
 console = Console()
 
 

@@ -699,10 +699,12 @@ def run_round(
     queue: Any = None,
     client: Any = None,
     min_size: int = 1,
+    max_clusters: int | None = None,
 ) -> RoundResult:
     """One round's proposals: read the run, cluster its failures, submit the edits
     (:func:`propose_edits`) and write ``<loop>/rounds/<n>/clusters.json`` and one
     ``cluster-<id>.json`` per cluster (a ``--gap cluster:FILE`` for ``phoneenv tasks propose``).
+    Clusters smaller than ``min_size`` are left out, and past the ``max_clusters`` largest.
 
     The harness the run played with is read from its ``run.json`` (``harness``; v0 when absent).
 
@@ -717,7 +719,7 @@ def run_round(
     manifest = run_dir / "run.json"
     config = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
     harness = load_harness(config.get("harness") or BASE_VERSION, loop)
-    clusters = cluster_failures(failure_cases(traces), min_size=min_size)
+    clusters = cluster_failures(failure_cases(traces), min_size=min_size)[:max_clusters]
     queue = _queue(loop, queue)
     folder = round_dir(loop)
     folder.mkdir(parents=True, exist_ok=False)
