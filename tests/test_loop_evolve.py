@@ -6,6 +6,7 @@ failures a skill edit addresses."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -138,9 +139,11 @@ def test_create_version_copies_the_parent_and_lays_edits_over(loop):
 
 
 def test_create_version_refuses_a_bad_skill_and_leaves_nothing(loop):
-    with pytest.raises(HarnessError, match="skill clock/other-name/SKILL.md: name 'check-the-alarm' differs"):
+    with pytest.raises(
+        HarnessError, match=re.escape("skill clock/other-name/SKILL.md: name 'check-the-alarm' differs")
+    ):
         create_version(skills={"clock/other-name/SKILL.md": SKILL})
-    with pytest.raises(HarnessError, match="must be <app>/<skill-name>/SKILL.md"):
+    with pytest.raises(HarnessError, match=re.escape("must be <app>/<skill-name>/SKILL.md")):
         create_version(skills={"../escape/SKILL.md": SKILL})
     with pytest.raises(HarnessError, match="finite number >= 0"):
         create_version(mix={"capability:x": -1.0})
