@@ -125,7 +125,7 @@ def weights_cmd(
     min_episodes: Annotated[int, typer.Option(min=1, help="Episodes a group needs to be re-weighted.")] = 2,
     loop: LoopOption = None,
 ) -> None:
-    """Update the sampler weights (<loop>/weights.json, for `train rl --sampler "$(cat ...)"`) from
+    """Update the sampler weights (<loop>/weights.json, for `python -m rl.trainers --sampler "$(cat ...)"`) from
     the run's measured success per capability, source and template, then lay the latest harness
     version's approved mix weights over them; every change is appended to <loop>/weights.jsonl."""
     from phoneenv.loop import loop_dir

@@ -454,7 +454,7 @@ class WeightChange:
 
 
 def config_to_json(config: SamplerConfig) -> dict[str, Any]:
-    """``config`` as JSON data ``SamplerConfig(**data)`` rebuilds (``train rl --sampler``);
+    """``config`` as JSON data ``SamplerConfig(**data)`` rebuilds (``python -m rl.trainers --sampler``, TrainConfig.sampler);
     a callable ``group_by`` cannot be written (``ValueError``)."""
     if callable(config.group_by):
         raise ValueError("a callable group_by cannot be written as JSON")
