@@ -454,8 +454,8 @@ class WeightChange:
 
 
 def config_to_json(config: SamplerConfig) -> dict[str, Any]:
-    """``config`` as JSON data ``SamplerConfig(**data)`` rebuilds (``python -m rl.trainers --sampler``, TrainConfig.sampler);
-    a callable ``group_by`` cannot be written (``ValueError``)."""
+    """``config`` as JSON data ``SamplerConfig(**data)`` rebuilds (``TrainConfig.sampler``,
+    ``python -m rl.trainers --sampler``); a callable ``group_by`` cannot be written (``ValueError``)."""
     if callable(config.group_by):
         raise ValueError("a callable group_by cannot be written as JSON")
     data = {k: getattr(config, k) for k in config.__dataclass_fields__}
