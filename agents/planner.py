@@ -25,7 +25,7 @@ import base64
 import io
 import json
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from agents.base import Agent, AgentAction
@@ -33,7 +33,7 @@ from agents.llm.parsing import call_names_from_api
 from agents.toolfilter import ToolFilter, allowed_tools, offered, parse_tool_filter
 from phoneenv.llm import ChatClient
 
-__all__ = ["SYSTEM_PROMPT", "LLMPlanner", "frame_note"]
+__all__ = ["SYSTEM_PROMPT", "LLMPlanner", "frame_note", "skills_note"]
 
 SYSTEM_PROMPT = """You are a phone assistant. You act on the user's phone only by calling the tools you are given, one call at a time; each call's result comes back as a tool message with "ok", and on failure "error", "message" and a "hint" that says how to recover.
 Rules:
@@ -51,6 +51,18 @@ def _png_data_url(image: Any) -> str:
     buf = io.BytesIO()
     Image.fromarray(image).save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def skills_note(skills: Sequence[dict[str, str]]) -> str:
+    """The system-prompt section that lists an episode's skills (``info["skills"]``: name and
+    description each) and says how to read one; empty when there is none."""
+    if not skills:
+        return ""
+    lines = [f"- {s['name']}: {s['description']}" for s in skills]
+    return (
+        "Skills (step-by-step procedures for this phone; call skills.read with a skill's name and follow it "
+        "before acting when one fits the request):\n" + "\n".join(lines)
+    )
 
 
 def frame_note(frame: str, depth: int, previous_depth: int, goal: str, tool_names: Sequence[str]) -> str:
@@ -79,6 +91,13 @@ class LLMPlanner(Agent):
             ``"dotted"`` keeps ``app.verb``.
         vision: pass screenshots as image parts (the env must be made with ``screenshots=True``).
         system_prompt: a template with ``{goal}``.
+        instructions: harness instructions (a harness version's ``instructions.md``, see
+            :mod:`phoneenv.loop.harness`) appended to the system message after the rules; empty: none.
+        list_skills: list the episode's skills (``info["skills"]``) in the system message
+            (:func:`skills_note`) and offer ``skills.read`` whatever ``tool_filter`` says, when the
+            env offers it: True for every skill of the episode, a collection of names for those
+            among them (a harness version lists the skills it adds); off by default, so the prompt
+            stays the one SFT and RL train on.
         tool_filter: which tools the model is offered, resolved per episode from the reset
             ``info`` by :mod:`agents.toolfilter` (the rule ``eval``, SFT and RL share): ``"all"``
             or None (every tool of the episode), ``"task"`` (the task's apps, ``user``,
@@ -104,6 +123,8 @@ class LLMPlanner(Agent):
         vision: bool = False,
         system_prompt: str = SYSTEM_PROMPT,
         tool_filter: ToolFilter = None,
+        instructions: str = "",
+        list_skills: bool | Collection[str] = False,
     ) -> None:
         self.client = client
         self.max_steps = max_steps
@@ -113,6 +134,10 @@ class LLMPlanner(Agent):
         self.system_prompt = system_prompt
         parse_tool_filter(tool_filter)  # a malformed filter fails here, not at the first episode
         self.tool_filter = tool_filter
+        self.instructions = instructions.strip()
+        self.list_skills: bool | frozenset[str] = (
+            list_skills if isinstance(list_skills, bool) else frozenset(list_skills)
+        )
         self._allowed: frozenset[str] | None = None
         self.messages: list[dict[str, Any]] = []
         self._queue: deque[dict[str, Any]] = deque()
@@ -126,9 +151,18 @@ class LLMPlanner(Agent):
         """Start the conversation from the goal and the episode's tool list (filtered by
         ``tool_filter`` for this episode's ``info``)."""
         self._allowed = allowed_tools(self.tool_filter, info)
+        skills = list(info.get("skills") or []) if self.list_skills else []
+        if isinstance(self.list_skills, frozenset):
+            skills = [s for s in skills if s.get("name") in self.list_skills]
+        if skills and self._allowed is not None:
+            self._allowed = self._allowed | {"skills.read"}
         self.tools = [self._rename(t) for t in info["tools"] if offered(t["function"]["name"], self._allowed)]
+        system = self.system_prompt.format(goal=observation["goal"])
+        extra = [part for part in (skills_note(skills), self.instructions) if part]
+        if extra:
+            system = "\n\n".join([system, *extra])
         self.messages = [
-            {"role": "system", "content": self.system_prompt.format(goal=observation["goal"])},
+            {"role": "system", "content": system},
             {"role": "user", "content": observation["goal"]},
         ]
         self._queue.clear()

@@ -31,11 +31,13 @@ from phoneenv.evaluation import (
     RunConfigError,
     RunFolder,
     Scoreboard,
+    harness_of,
     model_record,
     run_episodes,
     score,
     seed_folder,
 )
+from phoneenv.evolve_cli import evolve_app
 from phoneenv.extras import MissingExtra, require
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
@@ -69,6 +71,7 @@ app.command("compare")(compare_cmd)
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(traces_app, name="traces")
 app.add_typer(review_app, name="review")
+app.add_typer(evolve_app, name="evolve")
 console = Console()
 
 
@@ -413,7 +416,10 @@ def _run(
                 pool.close()
     wall = sum(r.wall_s for r in previous) + time.perf_counter() - t0
     farm = pool.report() if pool is not None else None
-    board = score(agent.name, results, wall, price_per_mtok=price_per_mtok, farm=farm, model=model_record(agent))
+    board = score(
+        agent.name, results, wall, price_per_mtok=price_per_mtok, farm=farm, model=model_record(agent),
+        harness=harness_of(agent),
+    )  # fmt: skip
     try:
         folder.write_scoreboard(board)
     except OSError as exc:
@@ -601,6 +607,15 @@ def eval_cmd(
     loop: Annotated[
         Path | None, typer.Option("--loop", help="The loop directory (default $PHONEENV_LOOP_DIR, else runs/loop).")
     ] = None,
+    harness: Annotated[
+        str | None,
+        typer.Option(
+            help="Harness version to play with (phoneenv evolve): a name in the loop directory's harness/ "
+            "($PHONEENV_LOOP_DIR, default runs/loop: v0, v1, ..., latest) or a version's folder. Its skills lie over "
+            "the shipped ones, the LLM planner's prompt gets its instructions and lists its skills, and its name "
+            "goes into every trace, run.json and the scoreboard.",
+        ),
+    ] = None,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard.
 
@@ -687,6 +702,9 @@ def eval_cmd(
     }
     if agent == "llm":
         config.update(model=model, max_tokens=max_tokens, vision=vision, tools=tools)
+    version = _load_harness(harness, ray, loop)
+    if version is not None:
+        config["harness"] = version.name  # only when named: run.json of other runs stays as before (--resume)
     if tool_selection not in ("all", "retrieve", "search"):
         raise typer.BadParameter(
             f"unknown tool selection {tool_selection!r}; choose from all, retrieve, search",
@@ -712,8 +730,10 @@ def eval_cmd(
         "vision": vision,
         "tools": tools,
     }
-    planner = _make_agent(agent, seed, llm)
+    planner = _with_harness(_make_agent(agent, seed, llm), version)
     env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision, "max_steps": max_steps}
+    if version is not None:
+        env_kwargs.update(version.env_kwargs())
     if tool_selection != "all":
         env_kwargs.update(tools=tool_selection, tools_k=tool_k)
     needs_sim = backend in ("llmsim", "hybrid") or (
@@ -758,7 +778,9 @@ def eval_cmd(
         pool=pool,
         max_attempts=max_attempts,
         concurrency=concurrency,
-        agent_factory=lambda: _make_agent(agent, seed, llm, client=getattr(planner, "client", None)),
+        agent_factory=lambda: _with_harness(
+            _make_agent(agent, seed, llm, client=getattr(planner, "client", None)), version
+        ),
         recorder=recorder,
     )
     print_scoreboard(board)
@@ -783,6 +805,38 @@ def _report_store(recorder: Any) -> None:
         )
     queued = f"; {len(recorder.flagged)} queued for review (phoneenv review list)" if recorder.flagged else ""
     console.print(f"{recorder.stored} episodes kept in {recorder.store.path}{queued}", highlight=False)
+
+
+def _load_harness(spec: str | None, ray: str | None, loop: Path | None = None) -> Any:
+    """``--harness``: the harness version (:func:`phoneenv.loop.harness.load_harness`), None
+    without one. Raises ``typer.BadParameter`` for an unknown version, a malformed one, or --ray
+    (its actors build their own agents and envs)."""
+    if spec is None:
+        return None
+    if ray is not None:
+        raise typer.BadParameter("--harness is not supported with --ray yet", param_hint="--harness")
+    from phoneenv.harness.skills import SkillError
+    from phoneenv.loop.harness import load_harness
+
+    try:
+        version = load_harness(spec, loop)
+        version.env_kwargs()  # its skills load (a malformed SKILL.md fails here, before any episode)
+    except (SkillError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--harness") from None
+    return version
+
+
+def _with_harness(agent: Any, version: Any) -> Any:
+    """``agent`` playing with harness ``version``: named by it (``agent.harness``, recorded in
+    traces and the scoreboard), and, for a planner that takes them (``instructions``,
+    ``list_skills``: :class:`~agents.planner.LLMPlanner`), with its instructions and skills list."""
+    if version is None:
+        return agent
+    agent.harness = version.name
+    for key, value in version.planner_kwargs().items():
+        if hasattr(agent, key):
+            setattr(agent, key, value if key != "list_skills" else frozenset(value))
+    return agent
 
 
 def _ray_runner(

@@ -754,7 +754,10 @@ class Trace(BaseModel):
     steps and verdict these are); empty for an episode played once outside a pool. ``model`` is
     the planner's model record (``{"name", "endpoint", "decoding"}``: the model's name, the base
     URL it was served at without credentials or query, and the decoding settings; see
-    ``phoneenv.evaluation.model_record``), None for a planner with no model.
+    ``phoneenv.evaluation.model_record``), None for a planner with no model. ``harness`` is the
+    name of the harness version the episode ran with (skills, instructions; see
+    ``phoneenv.loop.harness``), None when none was named (traces written before harness versions
+    existed load with None).
     """
 
     task_id: str
@@ -769,3 +772,4 @@ class Trace(BaseModel):
     verdict: Verdict | None = None
     attempts: list[Attempt] = Field(default_factory=list)
     model: dict[str, Any] | None = None
+    harness: str | None = None

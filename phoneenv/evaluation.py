@@ -47,6 +47,7 @@ __all__ = [
     "Scoreboard",
     "TraceWriter",
     "check_seeds",
+    "harness_of",
     "model_record",
     "pass_at_k",
     "pass_hat_k",
@@ -195,6 +196,14 @@ def model_record(agent: Any) -> dict[str, Any] | None:
     return {"name": str(name), "endpoint": public_url(base), "decoding": decoding}
 
 
+def harness_of(agent: Any) -> str | None:
+    """The name of the harness version an agent plays with (its ``harness`` attribute, set by
+    ``phoneenv eval --harness``; see :mod:`phoneenv.loop.harness`), recorded in every trace
+    (``Trace.harness``), ``run.json`` and the scoreboard; None when it names none."""
+    name = getattr(agent, "harness", None)
+    return name if isinstance(name, str) and name else None
+
+
 _Episode = Generator[tuple[dict[str, Any], dict[str, Any]], Any, tuple[EpisodeResult, Any, bool]]
 
 
@@ -244,6 +253,7 @@ def _episode(
     trace = env.trace
     trace.agent = agent.name
     trace.model = model_record(agent)
+    trace.harness = harness_of(agent)
     v = info["verdict"]
     result = EpisodeResult(
         task_id=task.id,
@@ -1095,7 +1105,9 @@ class Scoreboard:
     whose recovery had not ended with the run) and ``recoveries``. ``pass_k``: pass@k and
     pass^k per task and overall (see :func:`pass_k`) when some task has more than one scored
     episode (a run of several seeds); None otherwise. ``model``: the planner's model record
-    (:func:`model_record`), None for a planner with no model."""
+    (:func:`model_record`), None for a planner with no model. ``harness``: the harness version's
+    name (:func:`harness_of`), None when none was named; with ``model``, a score is attributable
+    to a (model, harness, suite) triple."""
 
     agent: str
     categories: list[Row]
@@ -1111,6 +1123,7 @@ class Scoreboard:
     farm: dict[str, Any] | None = None
     pass_k: dict[str, Any] | None = None
     model: dict[str, Any] | None = None
+    harness: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The scoreboard as plain JSON data."""
@@ -1204,6 +1217,7 @@ def score(
     price_per_mtok: float | None = None,
     farm: dict[str, Any] | None = None,
     model: dict[str, Any] | None = None,
+    harness: str | None = None,
 ) -> Scoreboard:
     """Aggregate episode results into a :class:`Scoreboard`.
 
@@ -1213,7 +1227,8 @@ def score(
     scoreboard's farm block (made whenever an episode ran on a pooled device or ``farm`` is given).
     With several episodes per task (seeds), the scoreboard's ``pass_k`` holds pass@k and pass^k
     (:func:`pass_k`); the success rates stay means over episodes. ``model``: the planner's
-    model record (:func:`model_record` of the agent), kept in the scoreboard as it is.
+    model record (:func:`model_record` of the agent), kept in the scoreboard as it is; ``harness``:
+    the harness version's name (:func:`harness_of`).
     """
     scored = [r for r in results if not r.infrastructure_error]
     by_cat: dict[str, list[EpisodeResult]] = defaultdict(list)
@@ -1243,6 +1258,7 @@ def score(
         farm=_farm_block(results, farm),
         pass_k=pass_k(results),
         model=model,
+        harness=harness,
     )
 
 

@@ -33,6 +33,13 @@ probability proportional to ``f(t)``, raw counts decide) or a callable ``TaskSpe
 :class:`CompetenceSampler` is the trainer's other sampler: it draws the next GRPO groups from the
 tasks the policy can still learn from (recent group success strictly between 0 and 1).
 
+Weights from results (the closed loop, :mod:`phoneenv.loop`): :func:`weights_from_results` sets the
+capability, source and group (template) weights from a round's measured success (a run folder via
+:func:`result_rows`, or run-store rows), :func:`apply_mix` lays approved data-mix weights
+(``{"capability:send": 2.0, ...}``, a harness version's ``mix``) over a config; both return every
+change as a :class:`WeightChange` (group, before, after, why) and append it to a JSON Lines log
+when given one.
+
 Draws use ``numpy.random.default_rng(seed)``: the same tasks, weights and seed give the same
 sequence. :meth:`TaskSampler.summary` reports the effective distribution (probability mass per
 group, capability, difficulty, source, category and domain); it is logged at INFO on construction.
@@ -43,7 +50,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +58,19 @@ import numpy as np
 
 from phoneenv.contract import TaskSpec
 
-__all__ = ["CompetenceSampler", "SamplerConfig", "TaskSampler", "competence_weights"]
+__all__ = [
+    "CompetenceSampler",
+    "SamplerConfig",
+    "TaskSampler",
+    "WeightChange",
+    "apply_mix",
+    "competence_weights",
+    "config_from_json",
+    "config_to_json",
+    "measured_weight",
+    "result_rows",
+    "weights_from_results",
+]
 
 log = logging.getLogger(__name__)
 
@@ -399,3 +418,245 @@ class CompetenceSampler:
 
     def __len__(self) -> int:
         return (len(self.rows) // self.batch_size) * self.batch_size * self.mini_repeat_count * self.repeat_count
+
+
+# ------------------------------------------------------------------------------------------------
+# Weights from a round's results (the closed loop)
+# ------------------------------------------------------------------------------------------------
+
+#: Mix group prefixes and the :class:`SamplerConfig` table each sets (``template:x`` sets the
+#: ``group`` table, which holds template names with the default ``group_by``).
+MIX_TABLES: dict[str, str] = {
+    "capability": "capability",
+    "difficulty": "difficulty",
+    "source": "source",
+    "category": "category",
+    "domain": "domain",
+    "template": "group",
+    "group": "group",
+}
+
+
+@dataclass
+class WeightChange:
+    """One weight change: ``group`` (``"capability:send"``, ``"template:x"``...), the weight
+    ``before`` and ``after``, and ``why`` (in words: the measured success, or the review item)."""
+
+    group: str
+    before: float
+    after: float
+    why: str
+    at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The change as one JSON object (a line of the log)."""
+        return {"group": self.group, "before": self.before, "after": self.after, "why": self.why, "at": self.at}
+
+
+def config_to_json(config: SamplerConfig) -> dict[str, Any]:
+    """``config`` as JSON data ``SamplerConfig(**data)`` rebuilds (``TrainConfig.sampler``,
+    ``python -m rl.trainers --sampler``); a callable ``group_by`` cannot be written (``ValueError``)."""
+    if callable(config.group_by):
+        raise ValueError("a callable group_by cannot be written as JSON")
+    data = {k: getattr(config, k) for k in config.__dataclass_fields__}
+    data["difficulty"] = {str(k): v for k, v in config.difficulty.items()}
+    return data
+
+
+def config_from_json(data: Mapping[str, Any]) -> SamplerConfig:
+    """A :class:`SamplerConfig` from :func:`config_to_json`'s data (``ValueError`` for bad weights)."""
+    return SamplerConfig(**dict(data))
+
+
+def _table_key(group: str) -> tuple[str, Any]:
+    prefix, sep, key = group.partition(":")
+    if not sep or not key or prefix not in MIX_TABLES:
+        raise ValueError(f"mix group {group!r} must be one of {', '.join(p + ':NAME' for p in MIX_TABLES)}")
+    table = MIX_TABLES[prefix]
+    if table == "difficulty":
+        try:
+            return table, int(key)
+        except ValueError:
+            raise ValueError(f"mix group {group!r}: a difficulty is an integer 1-5") from None
+    return table, key
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _log(changes: Sequence[WeightChange], log_path: Any) -> None:
+    if log_path is None or not changes:
+        return
+    import json
+    from pathlib import Path
+
+    path = Path(log_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        for c in changes:
+            fh.write(json.dumps(c.to_json()) + "\n")
+    for c in changes:
+        log.info("sampler weight %s: %g -> %g (%s)", c.group, c.before, c.after, c.why)
+
+
+def _with(config: SamplerConfig, updates: Mapping[tuple[str, Any], float]) -> SamplerConfig:
+    fields = {k: getattr(config, k) for k in config.__dataclass_fields__}
+    for name in MIX_TABLES.values():
+        fields[name] = dict(fields[name])
+    for (table, key), w in updates.items():
+        fields[table][key] = w
+    return SamplerConfig(**fields)
+
+
+def apply_mix(
+    config: SamplerConfig, mix: Mapping[str, float], *, why: str = "approved mix weight", log_path: Any = None
+) -> tuple[SamplerConfig, list[WeightChange]]:
+    """``config`` with the data-mix weights ``mix`` (``{"capability:send": 2.0, "template:x": 0.5}``)
+    laid over it, and the changes (weights already equal are not changes), appended to
+    ``log_path`` (JSON Lines) when given.
+
+    Raises:
+        ValueError: a group not of the form ``<capability|difficulty|source|category|domain|template|group>:NAME``,
+            or a weight that is negative or not finite.
+    """
+    updates: dict[tuple[str, Any], float] = {}
+    changes = []
+    at = _now()
+    for group, w in mix.items():
+        table, key = _table_key(group)
+        _check_weight(group, w)
+        before = float(getattr(config, table).get(key, config.default_weight))
+        if float(w) != before:
+            updates[(table, key)] = float(w)
+            changes.append(WeightChange(group, before, float(w), why, at))
+    out = _with(config, updates)
+    _log(changes, log_path)
+    return out, changes
+
+
+def measured_weight(successes: int, episodes: int, *, rule: str = "failure", floor: float = 0.1) -> float:
+    """The weight a group earns from its measured success ``s = successes / episodes``:
+
+    * ``"failure"``: ``floor + (1 - floor) · (1 - s)``: never solved weighs 1, always solved ``floor``
+      (more of what fails, for SFT data or a benchmark's mix);
+    * ``"learnable"``: ``floor + (1 - floor) · 4 s (1 - s)``: half solved weighs 1, never or always
+      solved ``floor`` (GRPO learns only where some rollouts win and some lose).
+
+    Rounded to 4 decimals. Raises ``ValueError`` for ``episodes < 1``, ``successes`` outside
+    ``[0, episodes]``, an unknown rule or ``floor`` outside ``[0, 1]``.
+    """
+    if episodes < 1 or not 0 <= successes <= episodes:
+        raise ValueError(f"need 0 <= successes <= episodes and episodes >= 1, not {successes}/{episodes}")
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError(f"floor must lie in [0, 1], not {floor!r}")
+    s = successes / episodes
+    if rule == "failure":
+        shape = 1.0 - s
+    elif rule == "learnable":
+        shape = 4.0 * s * (1.0 - s)
+    else:
+        raise ValueError(f"unknown rule {rule!r}: failure or learnable")
+    return round(floor + (1.0 - floor) * shape, 4)
+
+
+def result_rows(run_dir: Any) -> list[dict[str, Any]]:
+    """Rows like the run store's (``success``, ``capabilities``, ``source``, ``template``,
+    ``task_id``, ``seed``) from an eval run folder's ``results.jsonl``, task metadata from the suite;
+    infrastructure-error episodes and tasks not in the suite are left out.
+
+    Raises:
+        FileNotFoundError: no ``results.jsonl`` in ``run_dir``.
+    """
+    from pathlib import Path
+
+    from phoneenv.evaluation import RunFolder, read_results
+    from phoneenv.tasks import get_task
+
+    path = Path(run_dir) / RunFolder.RESULTS
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir}: no {RunFolder.RESULTS} (is it an eval run's --out?)")
+    rows = []
+    for r in read_results(path):
+        if r.infrastructure_error:
+            continue
+        try:
+            task = get_task(r.task_id)
+        except KeyError:
+            continue
+        rows.append(
+            {
+                "task_id": r.task_id,
+                "seed": r.seed,
+                "success": bool(r.success),
+                "capabilities": list(task.capabilities),
+                "source": task.source,
+                "template": task.template,
+            }
+        )
+    return rows
+
+
+def _caps(value: Any) -> list[str]:
+    if isinstance(value, str):  # the run store keeps JSON lists as text
+        import json
+
+        value = json.loads(value) if value else []
+    return list(value or [])
+
+
+def weights_from_results(
+    rows: Iterable[Mapping[str, Any]],
+    config: SamplerConfig | None = None,
+    *,
+    rule: str = "failure",
+    floor: float = 0.1,
+    min_episodes: int = 2,
+    round_name: str = "",
+    log_path: Any = None,
+) -> tuple[SamplerConfig, list[WeightChange]]:
+    """The sampler config after a round: each capability tag's, source's and template's weight
+    set to :func:`measured_weight` of its episodes in ``rows`` (dicts with ``success`` and
+    ``capabilities`` (a list or its JSON text), ``source``, ``template``: run-store rows or
+    :func:`result_rows`), for groups with at least ``min_episodes`` episodes; other weights kept.
+    Returns the new config and the changes (``why`` gives the success count and the rule), which
+    are appended to ``log_path`` (JSON Lines) when given.
+
+    Raises:
+        ValueError: ``min_episodes < 1`` or a bad ``rule``/``floor`` (see :func:`measured_weight`).
+    """
+    if min_episodes < 1:
+        raise ValueError(f"min_episodes must be >= 1, not {min_episodes}")
+    measured_weight(0, 1, rule=rule, floor=floor)  # checks rule and floor
+    config = config or SamplerConfig()
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        ok = int(bool(row["success"]))
+        keys = [f"capability:{c}" for c in dict.fromkeys(_caps(row.get("capabilities")))]
+        if row.get("source"):
+            keys.append(f"source:{row['source']}")
+        if row.get("template"):
+            keys.append(f"template:{row['template']}")
+        for key in keys:
+            counts[key][0] += ok
+            counts[key][1] += 1
+    updates: dict[tuple[str, Any], float] = {}
+    changes = []
+    at = _now()
+    where = f" in {round_name}" if round_name else ""
+    for group in sorted(counts):
+        won, n = counts[group]
+        if n < min_episodes:
+            continue
+        table, key = _table_key(group)
+        before = float(getattr(config, table).get(key, config.default_weight))
+        after = measured_weight(won, n, rule=rule, floor=floor)
+        if after != before:
+            updates[(table, key)] = after
+            why = f"{won}/{n} episodes succeeded{where} ({100 * won / n:.0f}%); rule {rule}, floor {floor:g}"
+            changes.append(WeightChange(group, before, after, why, at))
+    out = _with(config, updates)
+    _log(changes, log_path)
+    return out, changes
