@@ -42,6 +42,7 @@ from phoneenv.extras import MissingExtra, require
 from phoneenv.farm_cli import farm_app
 from phoneenv.llm import InfrastructureError
 from phoneenv.mcp_cli import mcp_app
+from phoneenv.propose_cli import propose_cmd
 from phoneenv.review_cli import review_app
 from phoneenv.traces_cli import traces_app
 from phoneenv.validation_cli import validate_devices_cmd
@@ -61,8 +62,11 @@ class _App(typer.Typer):
 
 
 app = _App(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
-tasks_app = typer.Typer(help="List, show and validate the task suite.", no_args_is_help=True)
+tasks_app = typer.Typer(
+    help="List, show and validate the task suite; propose new tasks for a gap.", no_args_is_help=True
+)
 app.add_typer(tasks_app, name="tasks")
+tasks_app.command("propose")(propose_cmd)
 app.add_typer(device_app, name="device")
 app.command("validate-devices")(validate_devices_cmd)
 app.add_typer(farm_app, name="farm")

@@ -118,7 +118,7 @@ def _corpus() -> Iterator[str]:
     from phoneenv.backends.sandbox import SandboxBackend
     from phoneenv.tasks import load_suite
 
-    for task in load_suite():
+    for task in load_suite(generated=False):
         yield task.goal
     for entry in SandboxBackend().tools().values():
         spec = entry.spec

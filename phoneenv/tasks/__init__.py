@@ -6,8 +6,12 @@
 
 Selectors: ``"all"``; ``"category:NAME"``; ``"domain:NAME"``; ``"template:NAME"``;
 ``"app:NAME"`` (tasks that use the app); ``"split:train|dev|test"`` (fixed by a hash of the task
-id, see :func:`split_of`); ``"cross-app"``; an exact id; or an id glob (``"clock.*"``). Several
-selectors joined by ``,`` are a union.
+id, see :func:`split_of`); ``"source:template|generated"``; ``"cross-app"``; an exact id; or an id
+glob (``"clock.*"``). Several selectors joined by ``,`` are a union.
+
+The suite is the templates' tasks followed by the generated tasks of the loop directory
+(``$PHONEENV_LOOP_DIR``, else ``runs/loop``: its ``tasks.jsonl``, see
+:mod:`phoneenv.loop.generated`) that were accepted or approved in review.
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ import fnmatch
 import functools
 import hashlib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from phoneenv.contract import Category, Domain, TaskSpec
 
-__all__ = ["SPLITS", "get_task", "load_suite", "needed_calls", "no_match_message", "select", "split_of"]
+__all__ = ["SOURCES", "SPLITS", "get_task", "load_suite", "needed_calls", "no_match_message", "select", "split_of"]
 
 SPLITS = ("train", "dev", "test")
+SOURCES = ("template", "generated")
+"""Where a task comes from: a hand-written template, or ``phoneenv tasks propose`` (see :mod:`phoneenv.loop.generated`)."""
 
 
 def split_of(task_id: str) -> str:
@@ -34,13 +41,34 @@ def split_of(task_id: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _suite() -> tuple[TaskSpec, ...]:
+def _templates() -> tuple[TaskSpec, ...]:
     from phoneenv.tasks.templates import all_templates
 
     tasks: list[TaskSpec] = []
     for tpl in all_templates().values():
         tasks.extend(tpl.tasks())
     return tuple(tasks)
+
+
+@functools.lru_cache(maxsize=1)
+def _template_index() -> dict[str, TaskSpec]:
+    return {t.id: t for t in _templates()}
+
+
+@functools.lru_cache(maxsize=1)
+def _template_ids() -> frozenset[str]:
+    return frozenset(_template_index())
+
+
+def _generated() -> tuple[TaskSpec, ...]:
+    from phoneenv.loop.generated import load_generated
+
+    return load_generated(taken=_template_ids())
+
+
+def _suite() -> tuple[TaskSpec, ...]:
+    generated = _generated()
+    return _templates() + generated if generated else _templates()
 
 
 def needed_calls(task: TaskSpec) -> int:
@@ -50,14 +78,25 @@ def needed_calls(task: TaskSpec) -> int:
     return sum(1 for c in task.reference_plan or () if c.name not in ("finish", "user.confirm"))
 
 
-def load_suite() -> list[TaskSpec]:
-    """Every task of the built-in suite (built once per process, in template order)."""
-    return list(_suite())
+def load_suite(*, generated: bool = True) -> list[TaskSpec]:
+    """Every task of the suite: the templates' (built once per process, in template order), then,
+    unless ``generated`` is False, the loop directory's accepted and approved generated tasks."""
+    return list(_suite() if generated else _templates())
 
 
-@functools.lru_cache(maxsize=1)
 def _index() -> dict[str, TaskSpec]:
-    return {t.id: t for t in _suite()}
+    generated = _generated()
+    if not generated:
+        return _template_index()
+    held, index = _GENERATED_INDEX
+    if held is not generated:  # load_generated returns the same tuple until the files change
+        index = {**_template_index(), **{t.id: t for t in generated}}
+        _GENERATED_INDEX[:] = [generated, index]
+    return index
+
+
+_GENERATED_INDEX: list[Any] = [None, {}]
+"""The last generated tuple seen and the suite index built with it."""
 
 
 def get_task(task_id: str) -> TaskSpec:
@@ -91,19 +130,20 @@ def select(selector: str) -> list[TaskSpec]:
     return list(out.values())
 
 
-_KINDS = ("category", "domain", "template", "app", "split")
+_KINDS = ("category", "domain", "template", "app", "split", "source")
 
 
 @functools.lru_cache(maxsize=1)
 def _vocabulary() -> dict[str, tuple[str, ...]]:
     """The valid values of each selector kind, from the suite."""
-    suite = _suite()
+    suite = _templates()
     return {
         "category": tuple(c.value for c in Category),
         "domain": tuple(d.value for d in Domain),
         "template": tuple(sorted({t.template for t in suite if t.template})),
         "app": tuple(sorted({a for t in suite for a in t.apps})),
         "split": SPLITS,
+        "source": SOURCES,
     }
 
 
@@ -159,6 +199,7 @@ def no_match_message(
         f"  categories: {', '.join(vocab['category'])}",
         f"  domains: {', '.join(vocab['domain'])}",
         f"  splits: {', '.join(vocab['split'])}",
+        f"  sources: {', '.join(vocab['source'])}",
         f"  apps: {', '.join(vocab['app'])}",
         f"  templates: {len(vocab['template'])}, named FAMILY.NAME (`phoneenv tasks stats` lists them); "
         f"families: {', '.join(families)}",
@@ -200,7 +241,12 @@ def _select_one(sel: str) -> list[TaskSpec]:
                 problem = f"unknown split {value!r}; use one of {', '.join(SPLITS)}"
                 raise ValueError(no_match_message(sel, problem, kind=kind, value=value))
             return [t for t in suite if split_of(t.id) == value]
-        problem = f"unknown selector kind {kind!r}; use category:, domain:, template:, app:, split:"
+        if kind == "source":
+            if value not in SOURCES:
+                problem = f"unknown source {value!r}; use one of {', '.join(SOURCES)}"
+                raise ValueError(no_match_message(sel, problem, kind=kind, value=value))
+            return [t for t in suite if t.source == value]
+        problem = f"unknown selector kind {kind!r}; use category:, domain:, template:, app:, split:, source:"
         near = [f"{k}:{value}" for k in _close(kind, _KINDS, n=1)]
         raise ValueError(no_match_message(sel, problem, value=value, near=near))
     if any(ch in sel for ch in "*?["):

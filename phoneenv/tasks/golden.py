@@ -17,8 +17,9 @@ __all__ = ["suite_hash"]
 
 
 def suite_hash() -> str:
-    """SHA-256 (hex) of ``"\\n".join(task.model_dump_json() for task in load_suite())``."""
-    text = "\n".join(t.model_dump_json() for t in load_suite())
+    """SHA-256 (hex) of ``"\\n".join(task.model_dump_json() for task in load_suite(generated=False))``:
+    the templates' tasks, not the loop directory's generated ones."""
+    text = "\n".join(t.model_dump_json() for t in load_suite(generated=False))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
