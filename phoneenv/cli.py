@@ -1296,6 +1296,14 @@ def train_rl_cmd(
     all_tools: Annotated[bool, typer.Option(help="Same as --tools all (kept for older scripts).")] = False,
     shape_all_failure: Annotated[bool, typer.Option(help=_RL_HELP["shape_all_failure"])] = False,
     competence_sampling: Annotated[bool, typer.Option(help=_RL_HELP["competence_sampling"])] = True,
+    sampler: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Sampler weights (JSON; `phoneenv evolve weights` writes <loop>/weights.json): the training "
+            "prompts are drawn by capability, difficulty, source and template weight (rl.sampler.TaskSampler).",
+        ),
+    ] = None,
     care_controller: Annotated[str, typer.Option(help=_RL_HELP["care_controller"])] = "rule",
     controller_every: Annotated[int, typer.Option(min=1, help=_RL_HELP["care_controller_every"])] = 5,
     controller_base_url: Annotated[
@@ -1345,6 +1353,14 @@ def train_rl_cmd(
         if not held_out:
             raise typer.BadParameter("no sandbox task selected", param_hint="--eval-tasks")
         evaluated = ",".join(held_out)
+    weights = None
+    if sampler is not None:
+        from rl.sampler import config_from_json, config_to_json
+
+        try:
+            weights = config_to_json(config_from_json(json.loads(sampler.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError) as exc:
+            raise typer.BadParameter(f"not a sampler weights file: {exc}", param_hint="--sampler") from None
     per_eval_batch = eval_generations * max(1, -(-group_size // eval_generations))  # a multiple of G_eval
     base = _rl_base_model(model, out)
     if tools is None:
@@ -1372,6 +1388,7 @@ def train_rl_cmd(
         tool_filter="all" if all_tools else tools,
         shape_all_failure=shape_all_failure,
         competence_sampling=competence_sampling,
+        sampler=weights,
         care_controller=care_controller,
         care_controller_every=controller_every,
         care_controller_base_url=controller_base_url,

@@ -93,6 +93,19 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     )  # fmt: skip
     res = runner.invoke(app, [*args, "--care-controller", "llm"])
     assert res.exit_code != 0 and "controller-base-url" in res.output
+    assert cfg.sampler is None
+    weights = tmp_path / "weights.json"
+    weights.write_text(json.dumps({"capability": {"update": 2.5}, "source": {"generated": 3.0}}))
+    res = runner.invoke(app, [*args, "--sampler", str(weights)])
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert cfg.sampler["capability"] == {"update": 2.5} and cfg.sampler["source"] == {"generated": 3.0}
+    from rl.trainers import build_dataset
+
+    assert len(build_dataset(cfg)) == len(cfg.tasks) * len(cfg.seeds)  # drawn by the weights, as many as before
+    weights.write_text(json.dumps({"capability": {"update": -1}}))
+    res = runner.invoke(app, [*args, "--sampler", str(weights)])
+    assert res.exit_code == 2 and "not a sampler weights file" in " ".join(res.output.split())
     import typer
 
     command = typer.main.get_command(app).commands["train"].commands["rl"]
