@@ -300,6 +300,8 @@ def _play_trace(
             except InfrastructureError as exc:
                 request = episode.throw(exc)
                 continue
+            except StopIteration as exc:  # not the episode's end: a bug in the agent, reported as one
+                raise RuntimeError(f"{type(agent).__name__}.act raised StopIteration") from exc
             request = episode.send(decision)
     except StopIteration as done:
         return done.value
@@ -320,6 +322,8 @@ async def _aplay_trace(agent: AgentLike, env: Any, task: TaskSpec, seed: int) ->
             except InfrastructureError as exc:
                 request = episode.throw(exc)
                 continue
+            except StopIteration as exc:  # not the episode's end: a bug in the agent, reported as one
+                raise RuntimeError(f"{type(agent).__name__}.act raised StopIteration") from exc
             request = episode.send(decision)
     except StopIteration as done:
         return done.value

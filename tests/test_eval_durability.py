@@ -677,3 +677,22 @@ def test_an_episode_is_reported_while_the_next_one_runs_not_after_it(tmp_path):
         acts_after = [e for e in events[reported:] if e == ("act", nxt.id)]
         assert acts_after, f"{done.id} was reported only after {nxt.id} had ended: {events}"
     assert [e[1] for e in events if e[0] == "report"] == [t.id for t in tasks]
+
+
+def test_an_agent_raising_stop_iteration_is_a_bug_reported_not_an_episode_end():
+    """StopIteration from ``act`` (a ``next()`` on an exhausted iterator) once ended the episode
+    generator silently and returned None as the result."""
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.evaluation import play_episode
+    from phoneenv.tasks import get_task
+
+    class Exhausted:
+        def reset(self, observation, info):
+            self.plan = iter(())
+
+        def act(self, observation, info):
+            return next(self.plan)
+
+    task = get_task("contacts.favorite/0")
+    with pytest.raises(RuntimeError, match=r"Exhausted\.act raised StopIteration"):
+        play_episode(Exhausted(), PhonePlanEnv(tasks=[task]), task, 0)
