@@ -1110,8 +1110,10 @@ class Scoreboard:
     pass^k per task and overall (see :func:`pass_k`) when some task has more than one scored
     episode (a run of several seeds); None otherwise. ``model``: the planner's model record
     (:func:`model_record`), None for a planner with no model. ``harness``: the harness version's
-    name (:func:`harness_of`), None when none was named; with ``model``, a score is attributable
-    to a (model, harness, suite) triple."""
+    name (:func:`harness_of`), None when none was named; ``suite``: the version of the task set
+    the episodes ran (:func:`~phoneenv.loop.runstore.suite_version`; None when a task is not in
+    the suite any more). With ``model`` and ``harness``, a score is attributable to a
+    (model, harness, suite) triple."""
 
     agent: str
     categories: list[Row]
@@ -1128,6 +1130,7 @@ class Scoreboard:
     pass_k: dict[str, Any] | None = None
     model: dict[str, Any] | None = None
     harness: str | None = None
+    suite: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The scoreboard as plain JSON data."""
@@ -1263,7 +1266,18 @@ def score(
         pass_k=pass_k(results),
         model=model,
         harness=harness,
+        suite=_suite_version({r.task_id for r in results}),
     )
+
+
+def _suite_version(task_ids: set[str]) -> str | None:
+    from phoneenv.loop.runstore import suite_version
+    from phoneenv.tasks import get_task
+
+    try:
+        return suite_version(get_task(t) for t in sorted(task_ids))
+    except KeyError:  # a task of an older suite, or a generated task no longer loaded
+        return None
 
 
 def _farm_block(results: list[EpisodeResult], farm: dict[str, Any] | None) -> dict[str, Any] | None:

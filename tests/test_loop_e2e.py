@@ -148,6 +148,10 @@ def the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: Any, *, tr
     fixed = next(c for c in report["clusters"] if c["id"] == broken["id"])
     assert fixed["failing"] == fixed["now_succeed"] == n_broken and fixed["edits_applied"] == [skill.id]
     assert report["before"]["harness"] == "v0" and report["after"]["harness"] == "v1"
+    from phoneenv.loop.runstore import suite_version
+
+    assert report["before"]["suite"] == report["after"]["suite"] == suite_version(select(",".join(ids)))
+    assert json.loads((r1 / "scoreboard.json").read_text())["suite"] == report["after"]["suite"]
     assert "| Overall |" in (loop / "rounds" / "1" / "report.md").read_text()
     # the run store kept every rollout of both runs, failures included, with the harness named
     from phoneenv.loop.runstore import RunStore

@@ -276,3 +276,16 @@ def test_a_replaced_file_is_reopened_not_served_from_a_kept_connection(run_dir: 
     assert store.rows() == [] and len(store) == 0
     store.add(trace, run="b", origin="eval")
     assert [r["run"] for r in RunStore(path).rows()] == ["b"]
+
+
+def test_suite_version_is_order_free_and_follows_every_task_change():
+    import hashlib
+
+    from phoneenv.loop.runstore import suite_version, task_version
+    from phoneenv.tasks import get_task
+
+    a, b = get_task("contacts.favorite/0"), get_task("contacts.favorite/1")
+    by_hand = hashlib.sha256(f"{a.id} {task_version(a)}\n{b.id} {task_version(b)}".encode()).hexdigest()[:16]
+    assert suite_version([b, a]) == suite_version([a, b]) == by_hand
+    assert suite_version([a, b.model_copy(update={"goal": b.goal + "!"})]) != by_hand
+    assert suite_version([a]) != by_hand

@@ -815,6 +815,7 @@ def _run_summary(run_dir: Path) -> dict[str, Any]:
         "run": str(run_dir),
         "harness": config.get("harness") or "v0",
         "model": (config.get("model_record") or {}).get("name") or config.get("model"),
+        "suite": board.suite,
         "categories": [asdict(r) for r in board.categories],
         "success": {(r.task_id, r.seed): r.success for r in results if not r.infrastructure_error},
     }
@@ -907,8 +908,8 @@ def round_report(
     report = {
         "round": round_no,
         "created_at": _now(),
-        "before": {k: b[k] for k in ("run", "harness", "model")},
-        "after": {k: a[k] for k in ("run", "harness", "model")},
+        "before": {k: b[k] for k in ("run", "harness", "model", "suite")},
+        "after": {k: a[k] for k in ("run", "harness", "model", "suite")},
         "categories": rows,
         "edits": edits,
         "clusters": per_cluster,
@@ -928,8 +929,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     lines = [
         f"# Round {report['round']}",
         "",
-        f"Before: `{b['run']}` (model {b['model'] or '—'}, harness {b['harness']})  ",
-        f"After: `{a['run']}` (model {a['model'] or '—'}, harness {a['harness']})",
+        f"Before: `{b['run']}` (model {b['model'] or '—'}, harness {b['harness']}, suite {b.get('suite') or '—'})  ",
+        f"After: `{a['run']}` (model {a['model'] or '—'}, harness {a['harness']}, suite {a.get('suite') or '—'})",
         "",
         "## Scoreboard per category",
         "",

@@ -32,7 +32,7 @@ import datetime as dt
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,16 @@ from phoneenv.contract import TaskSpec, Trace
 from phoneenv.loop._db import transaction
 from phoneenv.loop.review import canonical_json
 
-__all__ = ["COLUMNS", "JSON_COLUMNS", "EvalRecorder", "RunStore", "episode_record", "task_version", "trace_key"]
+__all__ = [
+    "COLUMNS",
+    "JSON_COLUMNS",
+    "EvalRecorder",
+    "RunStore",
+    "episode_record",
+    "suite_version",
+    "task_version",
+    "trace_key",
+]
 
 COLUMNS: dict[str, tuple[str, str]] = {
     "id": ("int64", "the row's id (insertion order)"),
@@ -116,6 +125,14 @@ def task_version(task: TaskSpec) -> str:
     """The first 16 hex digits of SHA-256 of ``task``'s canonical JSON (``model_dump(mode="json")``
     with sorted keys): two tasks of one id differ in version when anything of them differs."""
     return hashlib.sha256(canonical_json(task.model_dump(mode="json")).encode()).hexdigest()[:16]
+
+
+def suite_version(tasks: Iterable[TaskSpec]) -> str:
+    """The version of a task set: the first 16 hex digits of SHA-256 over its sorted lines
+    ``"<id> <task_version>"`` (:func:`task_version`), so it changes when a task is added, removed
+    or changed, and not with the order the tasks ran in."""
+    lines = sorted(f"{t.id} {task_version(t)}" for t in tasks)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
 def _task_of(task_id: str) -> TaskSpec | None:
