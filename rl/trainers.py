@@ -615,12 +615,22 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
 
 def _store_rollouts(cfg: TrainConfig, trajectories: Sequence[Trajectory], *, step: int, mode: str) -> None:
     """Add the trajectories' traces to the run store of the loop directory ``cfg.run_store``
-    (origin ``rl``, the run named by ``output_dir``, with the optimiser step and the mode).
+    (origin ``rl``, the run named by ``output_dir``, with the optimiser step and the mode); each
+    trace names the model (``cfg.model_path`` at ``step``, its temperature) and the harness (the
+    base version, v0, which rollouts play with).
     Training goes on whatever the store does: a failure is logged, the episodes are skipped."""
     from phoneenv.loop import RUNS_DB
+    from phoneenv.loop.harness import BASE_VERSION
     from phoneenv.loop.runstore import RunStore
 
-    episodes = [(t.trace, None, None) for t in trajectories if t.trace is not None]
+    # the policy being trained, at this step, with the harness the rollouts use (the base version)
+    model = {"name": str(cfg.model_path), "step": step, "decoding": {"temperature": cfg.temperature}}
+    episodes = [
+        (t.trace.model_copy(update={"model": t.trace.model or model, "harness": t.trace.harness or BASE_VERSION}),
+         None, None)
+        for t in trajectories
+        if t.trace is not None
+    ]  # fmt: skip
     if not episodes:
         return
     try:

@@ -263,6 +263,11 @@ def test_rollouts_carry_their_traces_and_training_stores_them(tmp_path: Path, ti
     assert {(r["origin"], r["mode"], r["run"]) for r in rows} == {("rl", "train", str(tmp_path / "run"))}
     assert sorted(r["step"] for r in rows) == [0, 0, 1, 1]
     assert all(r["task_id"] == RL_TASK and r["task_version"] for r in rows)
+    assert {r["harness"] for r in rows} == {"v0"}
+    models = [Trace.model_validate_json(r["trace"]).model for r in rows]
+    assert sorted(m["step"] for m in models) == [0, 0, 1, 1] and {m["decoding"]["temperature"] for m in models} == {
+        train.temperature
+    }
 
 
 def test_a_replaced_file_is_reopened_not_served_from_a_kept_connection(run_dir: Path, tmp_path: Path) -> None:
