@@ -25,7 +25,7 @@ import base64
 import io
 import json
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from agents.base import Agent, AgentAction
@@ -33,7 +33,7 @@ from agents.llm.parsing import call_names_from_api
 from agents.toolfilter import ToolFilter, allowed_tools, offered, parse_tool_filter
 from phoneenv.llm import ChatClient
 
-__all__ = ["SYSTEM_PROMPT", "LLMPlanner", "frame_note", "skills_note"]
+__all__ = ["SYSTEM_PROMPT", "LLMPlanner", "frame_note", "listed_skills", "skills_note", "system_message"]
 
 SYSTEM_PROMPT = """You are a phone assistant. You act on the user's phone only by calling the tools you are given, one call at a time; each call's result comes back as a tool message with "ok", and on failure "error", "message" and a "hint" that says how to recover.
 Rules:
@@ -63,6 +63,31 @@ def skills_note(skills: Sequence[dict[str, str]]) -> str:
         "Skills (step-by-step procedures for this phone; call skills.read with a skill's name and follow it "
         "before acting when one fits the request):\n" + "\n".join(lines)
     )
+
+
+def listed_skills(info: Mapping[str, Any], list_skills: bool | Collection[str]) -> list[dict[str, str]]:
+    """The skills an episode's system prompt lists: none when ``list_skills`` is False or empty,
+    every skill of the reset ``info["skills"]`` when True, else those of ``info["skills"]`` named in
+    ``list_skills`` (a harness version's own skills), in ``info``'s order."""
+    if not list_skills:
+        return []
+    skills = list(info.get("skills") or [])
+    if isinstance(list_skills, bool):
+        return skills
+    names = frozenset(list_skills)
+    return [s for s in skills if s.get("name") in names]
+
+
+def system_message(
+    goal: str, *, template: str = SYSTEM_PROMPT, skills: Sequence[dict[str, str]] = (), instructions: str = ""
+) -> str:
+    """An episode's system message: ``template`` with the goal, then the skills note
+    (:func:`skills_note`) and the harness's ``instructions``, each after a blank line. The LLM
+    planner, the RL rollout and SFT examples all build it here, so a model is trained on the
+    prompt it is evaluated with."""
+    system = template.format(goal=goal)
+    extra = [part for part in (skills_note(skills), instructions.strip()) if part]
+    return "\n\n".join([system, *extra]) if extra else system
 
 
 def frame_note(frame: str, depth: int, previous_depth: int, goal: str, tool_names: Sequence[str]) -> str:
@@ -151,16 +176,13 @@ class LLMPlanner(Agent):
         """Start the conversation from the goal and the episode's tool list (filtered by
         ``tool_filter`` for this episode's ``info``)."""
         self._allowed = allowed_tools(self.tool_filter, info)
-        skills = list(info.get("skills") or []) if self.list_skills else []
-        if isinstance(self.list_skills, frozenset):
-            skills = [s for s in skills if s.get("name") in self.list_skills]
+        skills = listed_skills(info, self.list_skills)
         if skills and self._allowed is not None:
             self._allowed = self._allowed | {"skills.read"}
         self.tools = [self._rename(t) for t in info["tools"] if offered(t["function"]["name"], self._allowed)]
-        system = self.system_prompt.format(goal=observation["goal"])
-        extra = [part for part in (skills_note(skills), self.instructions) if part]
-        if extra:
-            system = "\n\n".join([system, *extra])
+        system = system_message(
+            observation["goal"], template=self.system_prompt, skills=skills, instructions=self.instructions
+        )
         self.messages = [
             {"role": "system", "content": system},
             {"role": "user", "content": observation["goal"]},

@@ -1175,6 +1175,16 @@ def train_sft_cmd(
         ),
     ] = 1,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the episodes, the detours and the training.")] = 0,
+    harness: Annotated[
+        str | None,
+        typer.Option(
+            help="Train on the prompt of this harness version of the loop (v1, ...: its skills listed, its "
+            "instructions appended), as `eval --harness` prompts; default v0, the base prompt."
+        ),
+    ] = None,
+    loop: Annotated[
+        Path | None, typer.Option("--loop", help="The loop directory (default $PHONEENV_LOOP_DIR, else runs/loop).")
+    ] = None,
 ) -> None:
     """Cold start: supervised training on verified reference traces, erroneous turns masked.
 
@@ -1189,6 +1199,7 @@ def train_sft_cmd(
         parse_tool_filter(tools)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--tools") from None
+    version = _load_harness(harness, None, loop)
     selected = [t for t in _select(tasks) if "sandbox" in t.backends]
     if not selected:
         raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
@@ -1202,7 +1213,7 @@ def train_sft_cmd(
     context = json.loads((base / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
     rate = lr if lr is not None else (4e-3 if model == "tiny" else 1e-4)
     cfg = SFTRunConfig(learning_rate=rate, max_steps=steps, tool_filter=tools, max_length=context, seed=seed)
-    summary = train_sft(base, traces, out, cfg)
+    summary = train_sft(base, traces, out, cfg, harness=version)
     losses = summary["losses"]
     console.print_json(json.dumps({k: v for k, v in summary.items() if k not in ("losses", "config")}, default=str))
     console.print(
@@ -1323,6 +1334,7 @@ def train_rl_cmd(
     store: Annotated[
         bool, typer.Option(help="Keep every rollout episode (train and eval, with its step) in <loop>/runs.sqlite.")
     ] = True,
+    harness: Annotated[str | None, typer.Option(help=_RL_HELP["harness"])] = None,
     loop: Annotated[
         Path | None, typer.Option("--loop", help="The loop directory (default $PHONEENV_LOOP_DIR, else runs/loop).")
     ] = None,
@@ -1344,6 +1356,7 @@ def train_rl_cmd(
         raise typer.BadParameter(
             "--care-controller llm needs --controller-base-url and --controller-model", param_hint="--care-controller"
         )
+    _load_harness(harness, env_ray, loop)  # an unknown or malformed version fails before the model loads
     selected = [t for t in _select(tasks) if "sandbox" in t.backends]
     if not selected:
         raise typer.BadParameter("no sandbox task selected", param_hint="--tasks")
@@ -1395,6 +1408,8 @@ def train_rl_cmd(
         care_controller_model=controller_model,
         env_ray=env_ray,
         run_store=str(loop_dir(loop)) if store else None,
+        harness=harness,
+        harness_loop=str(loop_dir(loop)),
     )
     summary = train_rl(cfg)
     console.print_json(json.dumps(summary, default=str))

@@ -129,6 +129,9 @@ class RolloutConfig:
         vector: run the members over one ``SyncVectorEnv`` (None: when there is more than one
             member) or over one env each (False).
         system_prompt: a template with ``{goal}`` (None: :data:`agents.planner.SYSTEM_PROMPT`).
+        instructions: a harness version's instructions, appended to the system message.
+        list_skills: the skills the system message lists (a harness version's own skills, by
+            name; ``skills.read`` is offered then), as :class:`agents.planner.LLMPlanner` does.
 
     Raises:
         ValueError: (at construction) ``max_turns < 0``, ``max_new_tokens < 1``, a negative
@@ -144,6 +147,8 @@ class RolloutConfig:
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     vector: bool | None = None
     system_prompt: str | None = None
+    instructions: str = ""
+    list_skills: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from agents.toolfilter import parse_tool_filter
@@ -158,6 +163,7 @@ class RolloutConfig:
         if isinstance(self.tool_filter, list):  # keep the frozen config hashable
             object.__setattr__(self, "tool_filter", tuple(self.tool_filter))
         object.__setattr__(self, "env_kwargs", dict(self.env_kwargs or {}))
+        object.__setattr__(self, "list_skills", tuple(self.list_skills))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -768,7 +774,7 @@ def rollout_members(
         :class:`RolloutConfig`, or a tool filter that leaves an episode no tool.
     """
     from agents.llm.parsing import parse_reply
-    from agents.planner import SYSTEM_PROMPT
+    from agents.planner import SYSTEM_PROMPT, listed_skills, system_message
     from agents.toolfilter import allowed_tools
 
     if not isinstance(config, RolloutConfig):
@@ -805,11 +811,15 @@ def rollout_members(
         slots: list[_Slot] = []
         for k, (obs, info) in enumerate(envs.reset(seed, task_id)):
             allowed = allowed_tools(config.tool_filter, info)  # per episode: "task" reads info["apps"]
+            skills = listed_skills(info, config.list_skills)
+            if skills and allowed is not None:
+                allowed = allowed | {"skills.read"}
             tools = _offered_tools(info["tools"], allowed)
             if not tools:
                 raise ValueError(f"tool_filter {config.tool_filter!r} leaves no tool of {task_id}")
+            system = system_message(obs["goal"], template=template, skills=skills, instructions=config.instructions)
             messages = [
-                {"role": "system", "content": template.format(goal=obs["goal"])},
+                {"role": "system", "content": system},
                 {"role": "user", "content": obs["goal"]},
             ]
             ids = list(

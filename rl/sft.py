@@ -71,7 +71,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.planner import SYSTEM_PROMPT
+from agents.planner import SYSTEM_PROMPT, system_message
 from agents.toolfilter import ToolFilter, allowed_tools, offered, save_model_filter
 from phoneenv.contract import Feedback, TaskSpec, ToolCall, ToolSpec, Trace
 from phoneenv.extras import require
@@ -380,15 +380,44 @@ def _reset_tools(task_id: str, backend: str) -> list[dict[str, Any]]:
     return copy.deepcopy(_TASK_TOOLS[key])
 
 
+def _reset_skills(trace: Trace, harness: Any) -> list[dict[str, str]]:
+    """``info["skills"]`` of a sandbox reset of the trace's suite task with ``harness``'s skills
+    (cached per task and version); ``[]`` for a task outside the suite or another backend."""
+    from phoneenv.tasks import get_task
+
+    key = (trace.task_id, harness.name, str(harness.path))
+    if key not in _TASK_SKILLS:
+        try:
+            task = get_task(trace.task_id)
+        except KeyError:
+            return []
+        if trace.backend != "sandbox":
+            return []
+        from phoneenv.env import PhonePlanEnv
+
+        env = PhonePlanEnv(task=task, backend="sandbox", **harness.env_kwargs())
+        try:
+            _, info = env.reset(seed=0)
+            _TASK_SKILLS[key] = list(info.get("skills") or [])
+        finally:
+            env.close()
+    return copy.deepcopy(_TASK_SKILLS[key])
+
+
+_TASK_SKILLS: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+
+
 def trace_tools(
     trace: Trace,
     tool_filter: ToolFilter = None,
     tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]] | None = None,
+    extra: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Exactly the tools the planner or the RL rollout offers in ``trace``'s episode under
     ``tool_filter`` (:mod:`agents.toolfilter`, resolved with :func:`trace_info`), named
     ``app__verb``: the reset's tools of the trace's task (sandbox; the backend's tools otherwise),
-    or ``tool_specs_or_tools`` when given, filtered.
+    or ``tool_specs_or_tools`` when given, filtered. ``extra``: tool names offered whatever the
+    filter says (``skills.read`` when a harness lists skills).
 
     Raises:
         ValueError: a malformed filter.
@@ -397,6 +426,8 @@ def trace_tools(
     if tools is None:
         tools = _reset_tools(trace.task_id, trace.backend)
     allowed = allowed_tools(tool_filter, trace_info(trace))
+    if allowed is not None and extra:
+        allowed = allowed | frozenset(extra)
     return [t for t in tools if offered(t["function"]["name"], allowed)]
 
 
@@ -451,10 +482,13 @@ def trace_to_example(
     *,
     system_prompt: str = SYSTEM_PROMPT,
     plan: Sequence[ToolCall] | None = None,
+    skills: Sequence[dict[str, str]] = (),
+    instructions: str = "",
 ) -> dict[str, Any]:
     """One trace as a chat example ``{"task_id", "success", "messages", "tools"}`` (see the
     module docstring for the format and the ``weight`` of each assistant message; ``tools`` is
-    the JSON text of ``tools``, see :func:`example_tools`).
+    the JSON text of ``tools``, see :func:`example_tools`). ``skills`` and ``instructions``: what
+    a harness version adds to the system message (:func:`agents.planner.system_message`).
 
     With ``plan`` (the reference plan of a :func:`detour_traces` episode), only the steps that
     play the plan's calls in order can be trained; the detours stay in context with weight 0, a
@@ -462,9 +496,10 @@ def trace_to_example(
     trainable = _on_plan(trace, plan) if plan is not None else None
     goal = _goal_text(trace.goal)
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt.format(goal=goal)},
+        {"role": "system", "content": system_message(goal, template=system_prompt, skills=skills,
+                                                     instructions=instructions)},
         {"role": "user", "content": goal},
-    ]
+    ]  # fmt: skip
     last = len(trace.steps) - 1
     for n, step in enumerate(trace.steps):
         fb = feedback_text(step.feedback)
@@ -517,6 +552,7 @@ def traces_to_examples(
     include_inconsistent: bool = False,
     system_prompt: str = SYSTEM_PROMPT,
     tool_filter: ToolFilter = None,
+    harness: Any = None,
 ) -> list[dict[str, Any]]:
     """Verified traces → chat examples in the LLMPlanner's format (see the module docstring).
 
@@ -535,8 +571,16 @@ def traces_to_examples(
         tool_filter: the tool filter of :mod:`agents.toolfilter` (``"all"``/None, ``"task"``, or
             names), resolved per trace as the planner and the RL rollout resolve it per episode
             (:func:`trace_tools`): train with the filter you evaluate and train RL with.
+        harness: a :class:`phoneenv.loop.harness.Harness` whose prompt the examples carry: its
+            own skills listed (those a reset of each trace's task with the version's skills
+            lists; ``skills.read`` offered then) and its instructions, as ``eval --harness`` and
+            ``train rl --harness`` prompt; None: the base prompt (v0).
     """
+    from agents.planner import listed_skills
     from phoneenv.tasks import get_task
+
+    planner = harness.planner_kwargs() if harness is not None else {}
+    instructions = planner.get("instructions", "")
 
     given = planner_tools(tool_specs_or_tools) if tool_specs_or_tools is not None else None
     out = []
@@ -555,8 +599,15 @@ def traces_to_examples(
         if not include_inconsistent and v is not None and v.inconsistent:
             dropped += 1
             continue
-        tools = trace_tools(trace, tool_filter, given)
-        out.append(trace_to_example(trace, tools, system_prompt=system_prompt, plan=plan))
+        skills = listed_skills({"skills": _reset_skills(trace, harness)}, planner["list_skills"]) if (
+            planner.get("list_skills")
+        ) else []  # fmt: skip
+        tools = trace_tools(trace, tool_filter, given, extra=("skills.read",) if skills else ())
+        out.append(
+            trace_to_example(
+                trace, tools, system_prompt=system_prompt, plan=plan, skills=skills, instructions=instructions
+            )
+        )
     if dropped:
         log.info("traces_to_examples: kept %d traces, dropped %d (failed or inconsistent)", len(out), dropped)
     return out
@@ -629,6 +680,7 @@ def build_sft_dataset(
     include_inconsistent: bool = False,
     max_length: int | None = None,
     tool_filter: ToolFilter = None,
+    harness: Any = None,
 ) -> Any:
     """A pre-tokenised :class:`datasets.Dataset` for SFTTrainer: columns ``input_ids``,
     ``assistant_masks`` (see :func:`tokenize_example`), ``task_id`` and ``masked_tokens`` (the
@@ -654,6 +706,7 @@ def build_sft_dataset(
             include_failed=include_failed,
             include_inconsistent=include_inconsistent,
             tool_filter=tool_filter,
+            harness=harness,
         )
     rows: dict[str, list[Any]] = {"input_ids": [], "assistant_masks": [], "task_id": [], "masked_tokens": []}
     too_long = untrained = 0
@@ -829,8 +882,11 @@ def train_sft(
     cfg: SFTRunConfig | None = None,
     *,
     tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]] | None = None,
+    harness: Any = None,
 ) -> dict[str, Any]:
-    """Fine-tune the checkpoint in ``model_dir`` on ``traces`` with TRL's SFTTrainer.
+    """Fine-tune the checkpoint in ``model_dir`` on ``traces`` with TRL's SFTTrainer; with
+    ``harness`` (a :class:`phoneenv.loop.harness.Harness`), on the prompt that version gives
+    (see :func:`traces_to_examples`), so the model is trained for the harness it is evaluated with.
 
     Writes ``out_dir/sft_log.jsonl`` (one Trainer log record a line), ``out_dir/tensorboard``
     (when enabled) and ``out_dir/model`` (when ``save_model``). Returns ``{"losses"`` (training loss
@@ -856,6 +912,7 @@ def train_sft(
         include_inconsistent=cfg.include_inconsistent,
         max_length=cfg.max_length,
         tool_filter=cfg.tool_filter,
+        harness=harness,
     )
     trained = sum(sum(m) for m in dataset["assistant_masks"])
     masked = sum(dataset["masked_tokens"])

@@ -80,4 +80,9 @@ TRAIN_HELP: dict[str, str] = {
     "num_prompts": "Prompts drawn by the sampler (default: tasks x seeds).",
     "run_store": "A loop directory: every rollout episode (train and eval mode, with its step) is added to its run "
     "store, runs.sqlite (phoneenv.loop.runstore). Unset: none is stored.",
+    "harness": "A harness version of the loop directory (v0, v1, ...; phoneenv.loop.harness) the rollouts play "
+    "with: its skills in the env, its skills listed and its instructions appended in the system prompt, as "
+    "`phoneenv eval --harness` does, so the model trains on the prompt it is evaluated with. Unset: v0.",
+    "harness_loop": "The loop directory holding --harness's versions (default: run_store, else $PHONEENV_LOOP_DIR, "
+    "else runs/loop).",
 }

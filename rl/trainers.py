@@ -275,6 +275,8 @@ class TrainConfig(GRPOConfig):
     sampler: dict | str | None = field(default=None, metadata=_help("sampler"))
     num_prompts: int | None = field(default=None, metadata=_help("num_prompts"))
     run_store: str | None = field(default=None, metadata=_help("run_store"))
+    harness: str | None = field(default=None, metadata=_help("harness"))
+    harness_loop: str | None = field(default=None, metadata=_help("harness_loop"))
 
     def __post_init__(self) -> None:
         from agents.toolfilter import parse_tool_filter
@@ -324,6 +326,13 @@ class TrainConfig(GRPOConfig):
 
     def rollout_config(self) -> RolloutConfig:
         """The :class:`rl.rollout.RolloutConfig` of this run's episodes."""
+        env_kwargs = dict(self.env_kwargs or {})
+        prompt: dict[str, Any] = {}
+        if self.harness:
+            version = self.harness_version()
+            env_kwargs.update(version.env_kwargs())
+            planner = version.planner_kwargs()
+            prompt = {"instructions": planner.get("instructions", ""), "list_skills": planner.get("list_skills", ())}
         return RolloutConfig(
             max_turns=self.max_turns,
             max_new_tokens=self.max_new_tokens,
@@ -331,8 +340,20 @@ class TrainConfig(GRPOConfig):
             constrained=self.constrained,
             max_string_chars=self.max_string_chars,
             tool_filter=self.tool_filter,
-            env_kwargs=dict(self.env_kwargs or {}),
+            env_kwargs=env_kwargs,
+            **prompt,
         )
+
+    def harness_version(self) -> Any:
+        """The :class:`phoneenv.loop.harness.Harness` of ``harness`` (v0 when unset), from
+        ``harness_loop``, else ``run_store``, else the default loop directory.
+
+        Raises:
+            phoneenv.loop.harness.HarnessError: no such version.
+        """
+        from phoneenv.loop.harness import BASE_VERSION, load_harness
+
+        return load_harness(self.harness or BASE_VERSION, self.harness_loop or self.run_store)
 
     @property
     def budget_tokens(self) -> float:
@@ -616,17 +637,18 @@ def make_rollout_func(cfg: TrainConfig) -> Callable[[list[Any], Any], dict[str, 
 def _store_rollouts(cfg: TrainConfig, trajectories: Sequence[Trajectory], *, step: int, mode: str) -> None:
     """Add the trajectories' traces to the run store of the loop directory ``cfg.run_store``
     (origin ``rl``, the run named by ``output_dir``, with the optimiser step and the mode); each
-    trace names the model (``cfg.model_path`` at ``step``, its temperature) and the harness (the
-    base version, v0, which rollouts play with).
+    trace names the model (``cfg.model_path`` at ``step``, its temperature) and the harness
+    (``cfg.harness``, v0 when unset).
     Training goes on whatever the store does: a failure is logged, the episodes are skipped."""
     from phoneenv.loop import RUNS_DB
     from phoneenv.loop.harness import BASE_VERSION
     from phoneenv.loop.runstore import RunStore
 
-    # the policy being trained, at this step, with the harness the rollouts use (the base version)
+    # the policy being trained, at this step, with the harness the rollouts play with
     model = {"name": str(cfg.model_path), "step": step, "decoding": {"temperature": cfg.temperature}}
+    harness = cfg.harness or BASE_VERSION
     episodes = [
-        (t.trace.model_copy(update={"model": t.trace.model or model, "harness": t.trace.harness or BASE_VERSION}),
+        (t.trace.model_copy(update={"model": t.trace.model or model, "harness": t.trace.harness or harness}),
          None, None)
         for t in trajectories
         if t.trace is not None

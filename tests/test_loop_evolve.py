@@ -451,3 +451,35 @@ def test_evolve_cli_round_apply_report_weights(loop, tmp_path):
     assert res.exit_code == 0 and (loop / "weights.json").is_file(), res.output
     res = cli.invoke(app, ["evolve", "versions"])
     assert res.exit_code == 0 and "v1" in res.output
+
+
+def test_training_takes_the_harness_prompt_the_planner_is_evaluated_with(loop, tmp_path):
+    """Co-evolution: `train sft --harness` and `train rl --harness` put the version's skills list and
+    instructions in the system message exactly as `eval --harness` (the LLM planner) does."""
+    from phoneenv.env import PhonePlanEnv
+    from rl.sft import reference_traces, traces_to_examples
+    from rl.trainers import TrainConfig
+
+    v1 = create_version(skills={"clock/check-the-alarm/SKILL.md": SKILL}, instructions="- Check ids.")
+    task = get_task("clock.alarm_off/0")
+    env = PhonePlanEnv(task=task, **v1.env_kwargs())
+    obs, info = env.reset(seed=0)
+    planner = LLMPlanner(_Client(), tool_filter="apps", **v1.planner_kwargs())
+    planner.reset(obs, info)
+    system = planner.messages[0]["content"]
+    assert "- check-the-alarm: Switch an alarm with the right id and flag." in system
+    assert system.endswith("\n\n- Check ids.") and "skills.read" in planner._allowed
+
+    traces = reference_traces(task.id, tmp_path / "traces")
+    (example,) = traces_to_examples(traces, tool_filter="apps", harness=v1)
+    assert example["messages"][0]["content"] == system  # the same prompt, character for character
+    offered = {t["function"]["name"] for t in json.loads(example["tools"])}
+    assert offered == {t["function"]["name"] for t in planner.tools}
+    (base,) = traces_to_examples(traces, tool_filter="apps")
+    assert base["messages"][0]["content"] == SYSTEM_PROMPT.format(goal=task.goal)  # v0: the base prompt
+
+    cfg = TrainConfig(output_dir=str(tmp_path / "rl"), harness="v1", harness_loop=str(loop), report_to="none")
+    rollout = cfg.rollout_config()
+    assert rollout.instructions == "- Check ids." and rollout.list_skills == ("check-the-alarm",)
+    assert "check-the-alarm" in rollout.env_kwargs["skills"]
+    assert TrainConfig(output_dir=str(tmp_path / "rl0"), report_to="none").rollout_config().list_skills == ()

@@ -271,6 +271,26 @@ def test_task_filter_is_resolved_per_episode_from_reset_info(tiny) -> None:
         assert '"finish"' in p and "user__confirm" in p and "system__wait" in p and "mail__" not in p
 
 
+def test_a_harness_prompt_reaches_the_rollout(tiny, tmp_path) -> None:
+    """RolloutConfig.instructions and list_skills (a harness version's, see TrainConfig.harness)
+    are in the prompt the policy samples from, and skills.read is offered with the listed skills."""
+    model, tokenizer = tiny
+    from phoneenv.harness.skills import SkillLibrary, load_skills
+    from rl.rollout import RolloutConfig, rollout_group
+
+    skills = SkillLibrary(load_skills())
+    name = next(s.name for s in load_skills().values() if "clock.set_alarm_enabled" in s.tools)
+    cfg = RolloutConfig(max_turns=1, max_new_tokens=8, tool_filter="apps", instructions="- Read the alarm first.",
+                        list_skills=(name,), env_kwargs={"skills": skills})  # fmt: skip
+    (traj,) = rollout_group(model, tokenizer, "clock.alarm_off/0", 0, 1, cfg).trajectories
+    prompt = tokenizer.decode(traj.prompt_ids)
+    assert "- Read the alarm first." in prompt and f"- {name}: " in prompt and "skills__read" in prompt
+    (plain,) = rollout_group(model, tokenizer, "clock.alarm_off/0", 0, 1, RolloutConfig(
+        max_turns=1, max_new_tokens=8, tool_filter="apps")).trajectories  # fmt: skip
+    plain_prompt = tokenizer.decode(plain.prompt_ids)
+    assert "Read the alarm first" not in plain_prompt and "skills__read" not in plain_prompt
+
+
 def test_vector_driver_survives_members_whose_infos_differ_in_type(monkeypatch):
     """Gymnasium merges sub-env infos key by key into arrays typed after the first member; a
     PhonePlan info echoes the model's arguments, so one member's int meets another's string
