@@ -13,7 +13,9 @@ Runs, in a fresh loop directory (``--loop``, default ``runs/loop-round``):
     phoneenv eval --agent llm ... --harness v1 --out <loop>/r1
     phoneenv evolve report --before <loop>/r0 --after <loop>/r1
 
-and prints the report (``<loop>/rounds/1/report.md``). The script approves the round's skill edits
+and prints the report (``<loop>/rounds/1/report.md``). With ``--retrain`` (the default model only),
+the model co-evolves with the harness: ``phoneenv train sft --harness v1`` retrains it on v1's
+prompt, ``<loop>/r2`` evaluates that model with v1, and the report compares r0 with r2. The script approves the round's skill edits
 and rejects its instruction and mix-weight edits, as reviewer ``loop_round.py``: it measures what
 skill edits do. In real use a person reads each item first (``phoneenv review show ID``).
 Without ``--model``, the SFT model of ``phoneenv train sft`` (``runs/sft/model``) is used; it is
@@ -55,6 +57,7 @@ def main() -> None:
     ap.add_argument("--tasks", default=DEFAULT_TASKS, help="Task selector (default: the training tasks).")
     ap.add_argument("--seeds", type=int, default=1, help="Episodes per task.")
     ap.add_argument("--loop", type=Path, default=Path("runs/loop-round"), help="A fresh loop directory.")
+    ap.add_argument("--retrain", action="store_true", help="Retrain the SFT model on v1's prompt (r2).")
     args = ap.parse_args()
 
     if args.loop.exists():
@@ -80,7 +83,19 @@ def main() -> None:
                 phoneenv("review", "reject", str(item), "--reason", "this round measures skill edits only", env=env)
     phoneenv("evolve", "apply", env=env)
     phoneenv("eval", *planner, "--harness", "v1", "--out", str(r1), env=env)
-    phoneenv("evolve", "report", "--before", str(r0), "--after", str(r1), env=env)
+    after = r1
+    if args.retrain:
+        if args.model is not None:
+            ap.error("--retrain retrains the default SFT model; leave --model out")
+        sft_v1 = args.loop / "sft-v1"
+        phoneenv("train", "sft", "--out", str(sft_v1), "--harness", "v1", env=env)
+        after = args.loop / "r2"
+        retrained = [*planner]
+        retrained[retrained.index("--model") + 1] = str(sft_v1 / "model")
+        phoneenv("eval", *retrained, "--harness", "v1", "--out", str(after), env=env)
+        phoneenv("evolve", "report", "--before", str(r0), "--after", str(r1), env=env)
+        print((args.loop / "rounds" / "1" / "report.md").read_text())
+    phoneenv("evolve", "report", "--before", str(r0), "--after", str(after), env=env)
     print()
     print((args.loop / "rounds" / "1" / "report.md").read_text())
 
