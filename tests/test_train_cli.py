@@ -136,8 +136,8 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
 
     seen = {}
 
-    def fake_train_sft(base, traces, out, cfg, tool_specs_or_tools=None):
-        seen.update(traces=traces, cfg=cfg, given=tool_specs_or_tools)
+    def fake_train_sft(base, traces, out, cfg, tool_specs_or_tools=None, harness=None):
+        seen.update(traces=traces, cfg=cfg, given=tool_specs_or_tools, harness=harness)
         return {"losses": [], "steps": 0, "examples": 0, "trained_tokens": 0, "masked_tokens": 0}
 
     class Offered:
@@ -158,7 +158,9 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
     ids = ["settings.toggle/0", "clock.alarm_off/0", "subagent.album_of_person/0"]
     res = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "sft"), "--tasks", ",".join(ids)])
     assert res.exit_code == 0, res.output
-    assert seen["cfg"].tool_filter == "apps" and seen["given"] is None
+    assert seen["cfg"].tool_filter == "apps" and seen["given"] is None and seen["harness"] is None
+    bad = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "x"), "--harness", "v9"])
+    assert bad.exit_code == 2 and "no harness version 'v9'" in " ".join(bad.output.split())
     examples = rl.sft.traces_to_examples(seen["traces"], tool_filter=seen["cfg"].tool_filter)
     assert len(examples) == 2 * len(ids)  # a reference and a detour episode per task
     client = Offered()

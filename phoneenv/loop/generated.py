@@ -104,7 +104,7 @@ def load_generated(
     Cached on the files' modification times and sizes (``tasks.jsonl``, ``review.sqlite`` and
     its write-ahead log), so a new line or a review decision shows up at the next call.
     """
-    folder = loop_dir(loop).resolve()
+    folder = loop_dir(loop).absolute()
     review = folder / REVIEW_DB
     key = (
         str(folder),
