@@ -55,7 +55,7 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="Planner model folder, or a name served at --base-url.")
     ap.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint of --model.")
     ap.add_argument("--tasks", default=DEFAULT_TASKS, help="Task selector (default: the training tasks).")
-    ap.add_argument("--seeds", type=int, default=1, help="Episodes per task.")
+    ap.add_argument("--seeds", type=int, default=2, help="Episodes per task.")
     ap.add_argument("--loop", type=Path, default=Path("runs/loop-round"), help="A fresh loop directory.")
     ap.add_argument("--retrain", action="store_true", help="Retrain the SFT model on v1's prompt (r2).")
     args = ap.parse_args()
