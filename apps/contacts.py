@@ -14,8 +14,11 @@ it with the primary one; removing the primary number promotes the first other on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+import bisect
+import heapq
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Set
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
@@ -32,6 +35,7 @@ from phoneenv.farm.android import (
     LabelledKind,
     ProviderTable,
 )
+from phoneenv.state import table_index
 from phoneenv.tools import ToolError, tool
 
 PHONE_PATTERN = r"^\+?[0-9][0-9 \-]{2,19}$"
@@ -125,6 +129,102 @@ def emails_of(rec: Mapping[str, Any]) -> list[str]:
     """Every e-mail address of contact record ``rec``: the primary one first (if any)."""
     first = [rec["email"]] if rec.get("email") else []
     return [*first, *(e["address"] for e in rec.get("other_emails") or ())]
+
+
+def _digits(text: str) -> str:
+    """The digits of ``text``, in order."""
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+def _haystack(rec: Mapping[str, Any]) -> tuple[str, str]:
+    """What ``contacts.search`` matches a query against: the casefolded name, e-mails and
+    relation, and each number's digits (space-separated)."""
+    hay = f"{rec['name']} {' '.join(emails_of(rec))} {rec.get('relation') or ''}".casefold()
+    return hay, " ".join(_digits(n) for n in numbers_of(rec))
+
+
+def _matches(rec: Mapping[str, Any], q: str, qd: str) -> bool:
+    """Whether ``contacts.search`` finds ``rec`` for the casefolded query ``q`` (``qd``: its
+    digits when there are at least three, else empty)."""
+    hay, digits = _haystack(rec)
+    return q in hay or (bool(qd) and qd in digits)
+
+
+def _occurrences(text: str, starts: list[int], q: str) -> Iterator[int]:
+    """The positions ``k`` of the records containing ``q`` in ``text``, the records joined by
+    ``"\\0"`` with record ``k`` starting at ``starts[k]``; each record once, in order."""
+    i = text.find(q) if starts else -1
+    while i != -1:
+        k = bisect.bisect_right(starts, i) - 1
+        yield k
+        i = text.find(q, starts[k + 1]) if k + 1 < len(starts) else -1
+
+
+class _SearchIndex(NamedTuple):
+    """A contacts table as ``contacts.search`` reads it, built once per shared table.
+
+    ``ids`` in the search's order (by name; table order among equal names) with ``keys`` the
+    matching sort keys ``(name, (0, table position))``; ``hay`` and ``digits`` the records'
+    :func:`_haystack` parts joined by ``"\\0"`` in that order, record ``k`` starting at
+    ``hay_starts[k]`` and ``digit_starts[k]``; ``pos`` each id's table position.
+    """
+
+    ids: list[str]
+    keys: list[tuple[str, tuple[int, int]]]
+    hay: str
+    hay_starts: list[int]
+    digits: str
+    digit_starts: list[int]
+    pos: dict[str, int]
+
+    def matching(self, q: str, qd: str) -> set[int]:
+        """The positions of the records :func:`_matches` accepts for ``q`` and ``qd``."""
+        if "\0" in q:  # a query with the separator in it can only be matched record by record
+            return {k for k in range(len(self.ids)) if q in self.hay[self.hay_starts[k] : self._end(k)]}
+        found = set(_occurrences(self.hay, self.hay_starts, q))
+        if qd:
+            found.update(_occurrences(self.digits, self.digit_starts, qd))
+        return found
+
+    def _end(self, k: int) -> int:
+        return self.hay_starts[k + 1] - 1 if k + 1 < len(self.hay_starts) else len(self.hay)
+
+    def order(self, tbl: Mapping[str, Any], touched: Set[str]) -> Callable[[str], tuple[int, int]]:
+        """A table-position key for the ids of ``tbl`` (a copy-on-write descendant of the indexed
+        table), comparable with the indexed ones: ``(0, indexed position)``, or ``(1, n)`` for
+        the ids added (or added back) since, which a table keeps after the others in the order
+        added. Those are all touched, so the keys from the end of the table up to the first
+        untouched one are the only ones that may stand elsewhere than their indexed place."""
+        late: dict[str, int] = {}
+        if touched:
+            for i, k in enumerate(reversed(tbl.keys())):
+                if k not in touched:
+                    break
+                late[k] = -i
+        pos = self.pos
+        return lambda k: (1, late[k]) if k in late else (0, pos[k])
+
+
+def _search_index(tbl: Mapping[str, Mapping[str, Any]]) -> _SearchIndex:
+    pos = {rid: i for i, rid in enumerate(tbl)}
+    order = sorted(tbl, key=lambda rid: (tbl[rid]["name"], pos[rid]))
+    parts = [_haystack(tbl[rid]) for rid in order]
+    hay_starts, digit_starts = [], []
+    at = dt = 0
+    for hay, digits in parts:
+        hay_starts.append(at)
+        digit_starts.append(dt)
+        at += len(hay) + 1
+        dt += len(digits) + 1
+    return _SearchIndex(
+        ids=order,
+        keys=[(tbl[rid]["name"], (0, pos[rid])) for rid in order],
+        hay="\0".join(h for h, _ in parts),
+        hay_starts=hay_starts,
+        digits="\0".join(d for _, d in parts),
+        digit_starts=digit_starts,
+        pos=pos,
+    )
 
 
 def same_number(a: str, b: str) -> bool:
@@ -290,16 +390,22 @@ class Contacts(App):
             limit: Maximum number of contacts returned.
         """
         q = query.casefold().strip()
-        qd = "".join(ch for ch in q if ch.isdigit())
-        hits = []
-        for rec in self.t("contacts").values():
-            hay = f"{rec['name']} {' '.join(emails_of(rec))} {rec.get('relation') or ''}".casefold()
-            digits = " ".join("".join(ch for ch in n if ch.isdigit()) for n in numbers_of(rec))
-            if q in hay or (len(qd) >= 3 and qd in digits):
-                hits.append(rec)
-        hits.sort(key=lambda r: r["name"])
-        self.show_list("contacts", [r["id"] for r in hits[:limit]])
-        return {"contacts": [view(r) for r in hits[:limit]], "total": len(hits)}
+        qd = _digits(q)
+        qd = qd if len(qd) >= 3 else ""
+        tbl = self.t("contacts")
+        index, touched = table_index(tbl, "contacts.search", _search_index)
+        # the untouched contacts, from the index; the ones written this episode, one by one
+        old = sorted(k for k in index.matching(q, qd) if index.ids[k] not in touched)
+        new = {rid: r for rid in touched if (r := tbl.get(rid)) is not None and _matches(r, q, qd)}
+        order = index.order(tbl, touched)
+        merged = heapq.merge(
+            ((index.keys[k], tbl[index.ids[k]]) for k in old),
+            sorted((((r["name"], order(rid)), r) for rid, r in new.items()), key=lambda kr: kr[0]),
+            key=lambda kr: kr[0],
+        )
+        hits = [r for _, r in itertools.islice(merged, limit)]
+        self.show_list("contacts", [r["id"] for r in hits])
+        return {"contacts": [view(r) for r in hits], "total": len(old) + len(new)}
 
     @tool(permissions=(READ,))
     def get(self, contact_id: str) -> Contact:

@@ -1,5 +1,6 @@
-"""messages.search through its indexes answers exactly what the plain scan it replaced answered:
-same messages, same order, same total, on random phones and random episodes of writes."""
+"""messages.search and contacts.search through their indexes answer exactly what the plain scans
+they replaced answered: same records, same order, same total, on random phones and random
+episodes of writes."""
 
 from __future__ import annotations
 
@@ -342,3 +343,82 @@ def test_mentions_take_first_names_in_the_order_they_first_appear_in_the_book():
     tbl = state.tables["contacts.contacts"]
     assert list(tbl) == ["c_2", "c_3", "c_1"]
     assert mentioned_contacts("Ask ana-maria.", ContactBook(tbl)) == [{"c_2"}]  # "ana-maria" (c_2) before "ana" (c_3)
+
+
+def _old_contacts_search(tables: dict[str, Any], query: str, limit: int) -> dict[str, Any]:
+    """contacts.search as it was: scan every contact, then sort the hits by name (stable)."""
+    from apps.contacts import emails_of, numbers_of, view
+
+    q = query.casefold().strip()
+    qd = "".join(ch for ch in q if ch.isdigit())
+    hits = []
+    for rec in tables.get("contacts.contacts", {}).values():
+        hay = f"{rec['name']} {' '.join(emails_of(rec))} {rec.get('relation') or ''}".casefold()
+        digits = " ".join("".join(ch for ch in n if ch.isdigit()) for n in numbers_of(rec))
+        if q in hay or (len(qd) >= 3 and qd in digits):
+            hits.append(rec)
+    hits.sort(key=lambda r: r["name"])
+    return {"contacts": [view(r) for r in hits[:limit]], "total": len(hits)}
+
+
+# queries that hit names, e-mails, relations, numbers (3+ digits, or too few), and nothing
+CONTACT_QUERIES = ("ana", "Ana ", "a", "lima", "LIMA", "sister", "x.org", "@", "151", "49 151", "15", "0",
+                   "Ana Lima", "zzz", "ña", "ß", "ss", "p1@", "renamed", "new", "\0", "a\0b", " ")  # fmt: skip
+
+
+def _contact(rng: random.Random, rid: str) -> dict[str, Any]:
+    other = [{"number": f"0{rng.randrange(10**9):09d}", "label": "work"}] if rng.random() < 0.3 else []
+    return {
+        "id": rid,
+        "name": rng.choice([f"{rng.choice(FIRST)} {rng.choice(('Lima', 'Costa', 'Straße'))}", "Ña Ana", "Ana Lima"]),
+        "phone": f"+49151{rng.randrange(10**7):07d}",
+        "email": rng.choice([None, f"p{rng.randrange(5)}@x.org"]),
+        "relation": rng.choice([None, "sister", "Boss"]),
+        "favorite": False,
+        "birthday": None,
+        **({"other_phones": other} if other else {}),
+    }
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_contacts_search_matches_the_plain_scan(seed):
+    rng = random.Random(seed)
+    n = rng.choice((0, 1, rng.randrange(2, 80)))
+    fx = Fixtures(records={"contacts.contacts": [_contact(rng, f"c_{i + 1}") for i in range(n)]})
+    task = TaskSpec(id="rand", domain="communication", goal="g", fixtures=fx, criteria=[AnswerCriterion(equals="x")])
+    b = SandboxBackend()
+
+    def check() -> None:
+        for _ in range(5):
+            query, limit = rng.choice(CONTACT_QUERIES), rng.choice((1, 3, 10, 50))
+            fb = call(b, "contacts.search", query=query, limit=limit)
+            if not query.strip():
+                continue
+            assert fb.ok, fb
+            assert fb.result == _old_contacts_search(dict(b.tables()), query, limit), query
+
+    for _episode in range(3):
+        b.reset(task)
+        check()
+        state = b.phone.state
+        for step in range(15):
+            tbl = state.tables.get("contacts.contacts", {})
+            op = rng.random()
+            if op < 0.25:
+                state.insert("contacts.contacts", _contact(rng, state.new_id("contacts.contacts", "c_")))
+            elif op < 0.45 and tbl:
+                rid = rng.choice(sorted(tbl))
+                state.update("contacts.contacts", rid, name=rng.choice(FIRST) + " Renamed")
+            elif op < 0.55 and tbl:
+                state.delete("contacts.contacts", rng.choice(sorted(tbl)))
+            elif op < 0.7 and tbl:  # deleted and added back: it moves to the end of the table
+                rec = state.delete("contacts.contacts", rng.choice(sorted(tbl)))
+                state.insert("contacts.contacts", {**rec, "name": rng.choice((rec["name"], "Ana Lima"))})
+            elif op < 0.8:
+                args = {"name": rng.choice(("Ana Lima", "Zoe New")), "phone": f"+4930{step:07d}"}
+                b.call("contacts.create", b.tools()["contacts.create"].validator.validate(args))
+            else:
+                snap = b.snapshot()
+                check()
+                b.restore(snap)
+            check()
