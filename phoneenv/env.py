@@ -517,7 +517,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._offered_names = frozenset(self._selector.rank(task.goal, backend_specs, task_id=task.id))
             self._offer()
         masked_for = self._masked_for
-        if masked_for is None or masked_for[0] is not task.fixtures or masked_for[1] is not self._secret_keys:
+        if masked_for is None or masked_for[0] is not task.fixtures or masked_for[1] != self._secret_keys:
             self._masker = Masker(fixture_secrets(task.fixtures), self._secret_keys)
             self._masked_for = (task.fixtures, self._secret_keys)
         self._before = self.backend.frozen_tables()

@@ -96,7 +96,10 @@ class HybridBackend(Backend):
         a, b = self.sandbox.tools(), self.simulated.tools()
         d = self.device.tools() if self.device is not None and self._routed else None
         key = (a, b, d, self._routed, self._hidden)
-        if self._key is not None and all(x is y for x, y in zip(self._key, key, strict=True)):
+        old = self._key
+        # the same tool maps (by identity) and the same routes: the merged map stands, so the
+        # env's tool cache (keyed on this map's identity) survives a reset that changed nothing
+        if old is not None and all(x is y for x, y in zip(old[:3], key[:3], strict=True)) and old[3:] == key[3:]:
             return
         clash = set(a) & set(b)
         if clash:
@@ -190,7 +193,6 @@ class HybridBackend(Backend):
                 )
             self._routed, self._hidden, self._routed_apps = routed, hidden, apps
             _set_clock(self.device, self.sandbox.clock_seconds())
-        self._key = None
         self._refresh()
 
     def tools(self) -> Mapping[str, Any]:
@@ -266,6 +268,16 @@ class HybridBackend(Backend):
         """Sandbox tables, the simulation's ledger tables and the routed apps' device tables in one
         mapping (the device's win for routed apps)."""
         return {**self.sandbox.tables(), **self.simulated.tables(), **self._device_tables()}
+
+    def frozen_tables(self) -> dict[str, Mapping[str, Mapping[str, Any]]]:
+        """:meth:`tables` frozen, each world as it freezes its own: the sandbox's copy-on-write
+        tables shared (O(tables), not O(records)), the ledger's and the routed apps' device
+        tables copied."""
+        return {
+            **self.sandbox.frozen_tables(),
+            **self.simulated.frozen_tables(),
+            **{t: dict(rows) for t, rows in self._device_tables().items()},
+        }
 
     def clock_seconds(self) -> float:
         """The shared clock (epoch seconds): the latest of the worlds'."""
