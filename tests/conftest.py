@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -158,3 +160,16 @@ def _loop_dir_in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.T
     ``phoneenv eval``'s run store, the review queue and generated tasks never land in the repo or
     leak from one test into another."""
     monkeypatch.setenv("PHONEENV_LOOP_DIR", str(tmp_path_factory.getbasetemp() / f"loop-{uuid.uuid4().hex}"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _vector_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The on-disk vector cache (``$PHONEENV_VECTOR_CACHE``) of this test process lives in its
+    temporary folder, never in the user's ``~/.cache``."""
+    old = os.environ.get("PHONEENV_VECTOR_CACHE")
+    os.environ["PHONEENV_VECTOR_CACHE"] = str(tmp_path_factory.mktemp("vectors"))
+    yield
+    if old is None:
+        os.environ.pop("PHONEENV_VECTOR_CACHE", None)
+    else:
+        os.environ["PHONEENV_VECTOR_CACHE"] = old

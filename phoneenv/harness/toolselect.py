@@ -46,7 +46,17 @@ from typing_extensions import TypedDict
 
 from phoneenv.contract import Domain, Feedback, TaskSpec, ToolSpec
 from phoneenv.harness import feedback
-from phoneenv.harness.memory import CachedEmbedder, Embedder, bm25_class, default_embedder, rrf_fuse, tokenize
+from phoneenv.harness.memory import (
+    EMBEDDER_DIM,
+    CachedEmbedder,
+    Embedder,
+    bm25_class,
+    default_embedder,
+    default_vector_cache,
+    embedder_key,
+    rrf_fuse,
+    tokenize,
+)
 from phoneenv.harness.providers import ToolProvider
 from phoneenv.tools import ToolDef, build_tool, tool
 
@@ -292,7 +302,11 @@ class ToolSelector:
 
 @functools.lru_cache(maxsize=1)
 def _shared_embedder() -> CachedEmbedder:
-    return CachedEmbedder(loader=default_embedder)
+    try:
+        store = default_vector_cache(embedder_key(), EMBEDDER_DIM)
+    except (ImportError, FileNotFoundError, OSError):
+        store = None  # no model package: the loader raises what it lacks when a text needs encoding
+    return CachedEmbedder(loader=default_embedder, store=store)
 
 
 _SELECTORS: dict[tuple[str, int], ToolSelector] = {}
