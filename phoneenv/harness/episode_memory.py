@@ -89,15 +89,13 @@ from phoneenv.contract import Domain, ErrorKind, Feedback, Fixtures, MemoryFixtu
 from phoneenv.extras import MissingExtra, install_command
 from phoneenv.harness.feedback import internal_error
 from phoneenv.harness.memory import (
-    EMBEDDER_DIM,
     CachedEmbedder,
     Embedder,
     MemorySnapshot,
     MemoryStore,
     MemoryTools,
     default_embedder,
-    default_vector_cache,
-    embedder_key,
+    default_embedder_cache,
 )
 from phoneenv.tools import ToolDef, ToolError, build_tool, tool
 
@@ -161,11 +159,7 @@ def shared_embedder() -> CachedEmbedder | None:
             stacklevel=2,
         )
         return None
-    try:
-        store = default_vector_cache(embedder_key(), EMBEDDER_DIM)
-    except (ImportError, FileNotFoundError, OSError):
-        store = None
-    _shared = CachedEmbedder(model, store=store)
+    _shared = CachedEmbedder(model, store=default_embedder_cache())
     return _shared
 
 

@@ -100,6 +100,7 @@ __all__ = [
     "Trigger",
     "VectorCache",
     "default_embedder",
+    "default_embedder_cache",
     "default_vector_cache",
     "embedder_key",
     "memory_tools",
@@ -358,6 +359,17 @@ def embedder_key(device: str = "cpu") -> str:
     impl = "numpy" if device == "cpu" else "st"
     digest = hashlib.sha256(f"{impl}|{release}|{weights.stat().st_size}".encode()).hexdigest()[:16]
     return f"all-minilm-l6-v2-{impl}-{digest}"
+
+
+def default_embedder_cache(device: str = "cpu") -> VectorCache | None:
+    """The on-disk :class:`VectorCache` of :func:`default_embedder`'s vectors on ``device``
+    (:func:`default_vector_cache` under :func:`embedder_key`), or None: caching off, the file
+    unusable (with a warning), or the model package missing (its loader says so when needed)."""
+    try:
+        key = embedder_key(device)
+    except (ImportError, FileNotFoundError, OSError):
+        return None
+    return default_vector_cache(key, EMBEDDER_DIM)
 
 
 def _normalise(vecs: Any, n: int) -> np.ndarray:

@@ -47,13 +47,11 @@ from typing_extensions import TypedDict
 from phoneenv.contract import Domain, Feedback, TaskSpec, ToolSpec
 from phoneenv.harness import feedback
 from phoneenv.harness.memory import (
-    EMBEDDER_DIM,
     CachedEmbedder,
     Embedder,
     bm25_class,
     default_embedder,
-    default_vector_cache,
-    embedder_key,
+    default_embedder_cache,
     rrf_fuse,
     tokenize,
 )
@@ -302,11 +300,7 @@ class ToolSelector:
 
 @functools.lru_cache(maxsize=1)
 def _shared_embedder() -> CachedEmbedder:
-    try:
-        store = default_vector_cache(embedder_key(), EMBEDDER_DIM)
-    except (ImportError, FileNotFoundError, OSError):
-        store = None  # no model package: the loader raises what it lacks when a text needs encoding
-    return CachedEmbedder(loader=default_embedder, store=store)
+    return CachedEmbedder(loader=default_embedder, store=default_embedder_cache())
 
 
 _SELECTORS: dict[tuple[str, int], ToolSelector] = {}
