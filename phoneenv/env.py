@@ -97,7 +97,6 @@ from phoneenv.contract import (
     Effect,
     ErrorKind,
     Feedback,
-    Fixtures,
     Step,
     TaskSpec,
     ToolCall,
@@ -111,7 +110,7 @@ from phoneenv.harness.providers import ToolProvider, default_providers
 from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
 from phoneenv.harness.toolselect import DEFAULT_K, ToolSearch, ToolSelector, selector_for
-from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, fixture_secrets, read_action, seal
+from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, masker_for, read_action, seal
 from phoneenv.sharing import ReadOnlyList, openai_tools
 from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
 from phoneenv.tools import ArgumentError, ToolDef
@@ -346,7 +345,6 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._closed = False
         self._secret_keys: frozenset[str] = frozenset()
         self._masker = Masker()
-        self._masked_for: tuple[Fixtures, frozenset[str]] | None = None
         self.observation_space, self.action_space = _own_spaces(screenshots, screen_size)
         self.task: TaskSpec = self._pool[0]
         self._tool_map: dict[str, tuple[ToolDef, ToolProvider | None]] = {}
@@ -516,10 +514,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             backend_specs = [s for s in self._all_specs if s.name not in self._harness_names]
             self._offered_names = frozenset(self._selector.rank(task.goal, backend_specs, task_id=task.id))
             self._offer()
-        masked_for = self._masked_for
-        if masked_for is None or masked_for[0] is not task.fixtures or masked_for[1] != self._secret_keys:
-            self._masker = Masker(fixture_secrets(task.fixtures), self._secret_keys)
-            self._masked_for = (task.fixtures, self._secret_keys)
+        self._masker = masker_for(task.fixtures, self._secret_keys)
         self._before = self.backend.frozen_tables()
         notes = None
         for p in self.providers:
@@ -792,7 +787,6 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         typed = [v for k, v in rec.arguments.items() if k in names and isinstance(v, str) and v and v != MASK]
         if typed:
             self._masker = Masker((*self._masker.secrets, *typed), self._masker.keys)
-            self._masked_for = None  # the next reset builds the task's own masker again
         arguments = {k: (MASK if k in names and v is not None else v) for k, v in rec.arguments.items()}
         return rec._replace(arguments=arguments)
 

@@ -45,6 +45,7 @@ verdict through any argument but that one.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -72,6 +73,7 @@ __all__ = [
     "Intake",
     "Masker",
     "fixture_secrets",
+    "masker_for",
     "read_action",
     "seal",
 ]
@@ -106,6 +108,15 @@ _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\"\\/bfnrt])")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
+_LEAVES = frozenset({int, float, bool, type(None)})
+
+
+@functools.lru_cache(maxsize=256)
+def _secret_fields(model: type[BaseModel]) -> tuple[tuple[str, bool], ...]:
+    """``model``'s fields, each with whether its annotation holds ``SecretStr``."""
+    return tuple((name, "SecretStr" in str(info.annotation)) for name, info in model.model_fields.items())
+
+
 def fixture_secrets(fixtures: Fixtures) -> tuple[str, ...]:
     """Every secret of ``fixtures``: the value of every ``SecretStr`` in them, at any depth
     (today the vault's passwords), and every plain string held where a field is declared
@@ -113,7 +124,19 @@ def fixture_secrets(fixtures: Fixtures) -> tuple[str, ...]:
     found: set[str] = set()
 
     def walk(value: Any, secret: bool) -> None:
-        if isinstance(value, SecretStr):
+        kind = type(value)
+        if kind in _LEAVES:  # most of a fixture: the records' numbers and flags
+            return
+        if kind is str:
+            if secret:
+                found.add(value)
+        elif kind is dict:
+            for v in value.values():
+                walk(v, secret)
+        elif kind is list:
+            for v in value:
+                walk(v, secret)
+        elif isinstance(value, SecretStr):
             found.add(value.get_secret_value())
         elif isinstance(value, str):
             if secret:
@@ -125,11 +148,37 @@ def fixture_secrets(fixtures: Fixtures) -> tuple[str, ...]:
             for v in value:
                 walk(v, secret)
         elif hasattr(value, "__pydantic_fields__"):
-            for name, info in type(value).model_fields.items():
-                walk(getattr(value, name), secret or "SecretStr" in str(info.annotation))
+            for name, declared in _secret_fields(type(value)):
+                walk(getattr(value, name), secret or declared)
 
     walk(fixtures, False)
     return tuple(sorted((s for s in found if s), key=lambda s: (-len(s), s)))
+
+
+_MASKERS_KEPT = 4096
+"""Fixtures whose secrets :func:`masker_for` keeps (about one per task of the suite)."""
+_secrets_of: dict[int, tuple[Fixtures, tuple[str, ...]]] = {}
+_maskers: dict[tuple[tuple[str, ...], frozenset[str]], Masker] = {}
+
+
+def masker_for(fixtures: Fixtures, keys: frozenset[str]) -> Masker:
+    """``Masker(fixture_secrets(fixtures), keys)``, kept per process: every env of a process
+    shares the secrets found in a task's fixtures (the object, kept alive) and one masker per
+    (secrets, keys), so a reset to a task seen before neither walks its fixtures nor compiles a
+    pattern. Fixtures changed in place after their first reset keep the secrets found then (a
+    task's fixtures are read-only once loaded). Raises nothing."""
+    hit = _secrets_of.get(id(fixtures))
+    if hit is None or hit[0] is not fixtures:
+        if len(_secrets_of) >= _MASKERS_KEPT:
+            _secrets_of.clear()
+        hit = _secrets_of[id(fixtures)] = (fixtures, fixture_secrets(fixtures))
+    key = (hit[1], keys)
+    masker = _maskers.get(key)
+    if masker is None:
+        if len(_maskers) >= _MASKERS_KEPT:
+            _maskers.clear()
+        masker = _maskers[key] = Masker(*key)
+    return masker
 
 
 class Masker:

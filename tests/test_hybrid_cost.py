@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from phoneenv import env as env_module
+from phoneenv import intake
 from phoneenv.backends import make_backend
 from phoneenv.env import PhonePlanEnv
 from phoneenv.tasks import get_task
@@ -32,8 +32,10 @@ def test_frozen_tables_share_the_sandbox_tables_and_stay_frozen():
 
 def test_a_reset_that_changes_nothing_keeps_the_tool_map_and_the_secret_scan(monkeypatch):
     calls = []
-    real = env_module.fixture_secrets
-    monkeypatch.setattr(env_module, "fixture_secrets", lambda fx: calls.append(fx) or real(fx))
+    real = intake.fixture_secrets
+    monkeypatch.setattr(intake, "fixture_secrets", lambda fx: calls.append(fx) or real(fx))
+    monkeypatch.setattr(intake, "_secrets_of", {})  # nothing kept from other tests
+    monkeypatch.setattr(intake, "_maskers", {})
     env = PhonePlanEnv(task=TASK, backend="hybrid")
     env.reset()
     tools = env.backend.tools()

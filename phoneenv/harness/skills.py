@@ -133,13 +133,20 @@ class Skill(BaseModel):
     def covers(self, tool_names: Iterable[str]) -> bool:
         """Whether this skill applies to an episode offering ``tool_names`` (see :func:`skills_for`)."""
         names = _normalize(tool_names)
-        apps = {n.split(".", 1)[0] for n in names if "." in n}
-        return bool(names.intersection(self.tools) or apps.intersection(self.apps))
+        return self._covers(names, _apps(names))
+
+    def _covers(self, names: frozenset[str], apps: frozenset[str]) -> bool:
+        return not (names.isdisjoint(self.tools) and apps.isdisjoint(self.apps))
 
 
-def _normalize(tool_names: Iterable[str]) -> set[str]:
+def _normalize(tool_names: Iterable[str]) -> frozenset[str]:
     """Tool names in dotted form (``messages__send`` → ``messages.send``)."""
-    return {n.replace("__", ".") for n in tool_names}
+    return frozenset(n.replace("__", ".") for n in tool_names)
+
+
+def _apps(names: frozenset[str]) -> frozenset[str]:
+    """The apps of dotted tool names (``messages.send`` → ``messages``)."""
+    return frozenset(n.split(".", 1)[0] for n in names if "." in n)
 
 
 def parse_skill(text: str, path: Path | str | None = None) -> Skill:
@@ -251,7 +258,8 @@ def skills_for(tool_names: Iterable[str], skills: Mapping[str, Skill] | Iterable
     """
     pool = skills.values() if isinstance(skills, Mapping) else skills
     names = _normalize(tool_names)
-    return sorted((s for s in pool if s.covers(names)), key=lambda s: s.name)
+    apps = _apps(names)
+    return sorted((s for s in pool if s._covers(names, apps)), key=lambda s: s.name)
 
 
 def unknown_references(skill: Skill, tool_names: Iterable[str]) -> list[str]:
@@ -281,6 +289,10 @@ SkillName = Annotated[
 ]
 
 
+_SCOPES_KEPT = 1024
+"""Scoped libraries a :class:`SkillLibrary` keeps (one per distinct offered tool set)."""
+
+
 class SkillLibrary:
     """A set of skills: what an episode may see and the ``skills.read`` tool that serves bodies.
 
@@ -304,6 +316,7 @@ class SkillLibrary:
                 raise ValueError(f"two skills named {s.name!r}: {by_name[s.name].path} and {s.path}")
             by_name[s.name] = s
         self._skills = dict(sorted(by_name.items()))
+        self._scopes: dict[frozenset[str], SkillLibrary] = {}
 
     @classmethod
     def load(cls, *folders: Path | str) -> SkillLibrary:
@@ -330,8 +343,16 @@ class SkillLibrary:
         return self._skills[name]
 
     def scoped(self, tool_names: Iterable[str]) -> SkillLibrary:
-        """The library of the skills that apply to ``tool_names`` (:func:`skills_for`)."""
-        return SkillLibrary(skills_for(tool_names, self._skills))
+        """The library of the skills that apply to ``tool_names`` (:func:`skills_for`), kept per
+        tool set: an env's resets offer a few distinct sets, and every env of a process shares
+        the library."""
+        names = _normalize(tool_names)
+        scope = self._scopes.get(names)
+        if scope is None:
+            if len(self._scopes) >= _SCOPES_KEPT:
+                self._scopes.clear()
+            scope = self._scopes[names] = SkillLibrary(skills_for(names, self._skills))
+        return scope
 
     def descriptions(self, tool_names: Iterable[str] | None = None) -> list[dict[str, str]]:
         """``[{"name": ..., "description": ...}]`` of the skills that apply to ``tool_names``
