@@ -20,6 +20,9 @@ The phone: task ``messages.text_contact/0`` padded with N filler contacts and N 
   once at 100k (it takes seconds there).
 - reset, finish (hybrid): the same two on the hybrid backend (sandbox plus simulated apps, as
   ``--backend hybrid`` runs), same baselines.
+- reset across the suite: ``env.reset`` to each sandbox task of the suite in turn (what an eval
+  or an RL run does), on a first visit (the task's world built, its skills scoped, its fixtures
+  scanned for secrets) and a second; baseline: a reset to the same task again.
 - messages.search: median ``messages.search`` for "dinner" (every filler message is a match
   candidate; its total counts them all). Baseline: ``contacts.search`` for "ana" on the same
   phone.
@@ -40,7 +43,7 @@ from collections.abc import Callable
 from phoneenv.backends import sandbox
 from phoneenv.env import PhonePlanEnv
 from phoneenv.state import diff_tables
-from phoneenv.tasks import get_task
+from phoneenv.tasks import get_task, load_suite
 from phoneenv.tasks.answers import claims
 from phoneenv.tasks.identity import CONTACTS_TABLE
 from phoneenv.tasks.predicates import Context
@@ -156,6 +159,22 @@ def measure(n_records: int, reps: int) -> list[tuple[str, float, str, float, str
     ]
 
 
+def suite_resets(limit: int | None) -> list[tuple[str, float, float]]:
+    """(figure, median ms, mean ms) of ``env.reset`` to each sandbox task of the suite in turn,
+    first when every task is new to the process, then a second pass; the baseline row is a
+    reset to the same task again (what the padded rows above time)."""
+    tasks = [t for t in load_suite() if "sandbox" in t.backends][:limit]
+    env = PhonePlanEnv()
+    env.reset(seed=0, options={"task": tasks[0]})
+    same = [median_ms(lambda: env.reset(seed=0, options={"task": tasks[0]}), 1) for _ in range(len(tasks))]
+    rows = [("the same task again", statistics.median(same), statistics.fmean(same))]
+    for name in ("each task, first visit", "each task, second visit"):
+        xs = [median_ms(lambda t=t: env.reset(seed=0, options={"task": t}), 1) for t in tasks]
+        rows.append((name, statistics.median(xs), statistics.fmean(xs)))
+    env.close()
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, 100k left out (smoke run)")
@@ -168,6 +187,10 @@ def main() -> None:
     for n in sizes:
         for fig, value, target, base, name in measure(n, reps):
             print(f"{n:>8}  {fig:<16} {value:>10.3f}  {target:<16} {base:>11.3f}  {value / base:>7.3f}  {name}")
+    rows = suite_resets(300 if args.quick else None)
+    print(f"\nreset across the suite's sandbox tasks ({'300' if args.quick else 'all'}, in suite order):")
+    for fig, med, mean in rows:
+        print(f"  {fig:<26} median {med:.3f} ms  mean {mean:.3f} ms  ({med / rows[0][1]:.1f}x the same task)")
 
 
 if __name__ == "__main__":
