@@ -105,6 +105,12 @@ class LLMServer:
             pass
         return 0
 
+    def live_group_members(self) -> list[int]:
+        """PIDs of the server's process group that still run (zombies left for a non-reaping init,
+        as in a container, are dead and not counted). `transformers serve` 5.x starts
+        multiprocessing helpers (a resource tracker, a spawned worker) in the group."""
+        return live_group_members(self.process.pid)
+
     def _signal_group(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, sig)  # the child leads its own session: pgid == pid
@@ -120,12 +126,18 @@ class LLMServer:
                 self._signal_group(signal.SIGKILL)
                 self.process.wait(5)
         self._signal_group(signal.SIGKILL)  # anything the server left in its group
+        deadline = time.monotonic() + 5
+        while self.live_group_members() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def kill(self) -> None:
         """Die abruptly (SIGKILL to the process group), as a crashed or preempted server would."""
         self._signal_group(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
+        deadline = time.monotonic() + 5
+        while self.live_group_members() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def scripted(self, text: str, bias: float = 100.0) -> dict[str, Any]:
         """``extra_body`` for a chat request that makes the random model reply exactly ``text``, then stop.
@@ -157,6 +169,21 @@ class LLMServer:
 
             self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
         return self._tokenizer
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """PIDs in process group ``pgid`` that are not zombies, read from ``/proc/PID/stat`` (state is
+    field 3, pgid field 5; see proc(5)). Empty where there is no ``/proc``."""
+    live = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            live.append(int(entry.name))
+    return live
 
 
 def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:

@@ -85,7 +85,10 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
     """Three `farm up --local` workers; `phoneenv eval --farm` (its own process) over 36 tasks;
     the worker of the second episode is SIGKILLed during it. The lost try is re-run on another
     device, the pool heals the worker with the farm file's restart argv (`phoneenv farm
-    restart`), and the restarted worker plays later episodes. Every task is scored exactly once."""
+    restart`), and the restarted worker plays later episodes. Every task is scored exactly once.
+    (The kill is timed 50 ms after the first result; where load delays episode 2's health check past
+    it, the check finds the dead worker first and no try is lost: the heal is checked either way, the
+    re-run on a quiet machine, and in-process by tests/test_farm_pool.py.)"""
     ids = task_ids(3)
     with farm_up_local(adb_server, tmp_path / "farm.json", 3) as (path, data):
         with_health(path, LOCAL_HEALTH)
@@ -119,20 +122,24 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
     assert killed_at == 1, "the worker was killed after episode 2 had ended"
     assert sorted(r["task_id"] for r in rows) == sorted(ids) and len(rows) == len(ids)
     assert all(r["success"] and not r["infrastructure_error"] for r in rows), rows
-    # the second episode lost its first try to the killed worker and was played again elsewhere
+    # the second episode lost its first try to the killed worker and was played again elsewhere;
+    # on a loaded machine the kill can land before episode 2's health check has passed, and then the
+    # check finds the dead worker, the pool heals it, and no try is lost: the same heal, no re-run.
     lost = [r for r in rows if r["attempts"] > 1]
-    assert [r["task_id"] for r in lost] == [ids[1]] and lost[0]["attempts"] == 2
-    trace = json.loads(Path(lost[0]["trace_path"]).read_text())
-    gone, kept = trace["attempts"]
-    assert (
-        gone["device"] == victim["serial"]
-        and gone["failure"]
-        # "world": the worker died during the last step's verification, so the episode ended
-        # (terminated) with an infrastructure verdict rather than a step's device fault
-        and gone["kind"] in ("reset", "device", "device_error", "connection", "timeout", "world")
-    )
-    assert kept["device"] != victim["serial"] and kept["failure"] is None
-    assert trace["verdict"]["success"]
+    rerun = bool(lost)
+    if rerun:
+        assert [r["task_id"] for r in lost] == [ids[1]] and lost[0]["attempts"] == 2
+        trace = json.loads(Path(lost[0]["trace_path"]).read_text())
+        gone, kept = trace["attempts"]
+        assert (
+            gone["device"] == victim["serial"]
+            and gone["failure"]
+            # "world": the worker died during the last step's verification, so the episode ended
+            # (terminated) with an infrastructure verdict rather than a step's device fault
+            and gone["kind"] in ("reset", "device", "device_error", "connection", "timeout", "world")
+        )
+        assert kept["device"] != victim["serial"] and kept["failure"] is None
+        assert trace["verdict"]["success"]
     # healed by the real restart step: a new worker process on the same serial, which the farm
     # file records, and which played episodes after the kill
     assert new_pid != victim["worker"]["pid"] and _pid_running(new_pid) is False  # farm down stopped it
@@ -141,14 +148,16 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
     assert served_after, [r["device"] for r in rows]
     board = json.loads((run / "scoreboard.json").read_text())
     farm = board["farm"]
-    assert farm["attempts"] == len(ids) + 1 and farm["retries"] == 1 and farm["time_lost_s"] > 0
+    assert farm["attempts"] == len(ids) + rerun and farm["retries"] == rerun
+    assert farm["time_lost_s"] > 0 or not rerun
     assert farm["retired"] == {} and farm["quarantined"] == {}
     assert farm["recoveries"]["restart"] == {"tried": 1, "healed": 1, "failed": 0, "skipped": 0}
     for step in ("reconnect", "reattach", "reboot"):
         assert farm["recoveries"][step]["healed"] == 0, farm["recoveries"]
     assert sum(farm["devices"].values()) == len(ids) and set(farm["devices"]) == set(devices)
     text = " ".join(output.split())
-    assert f"farm: {len(ids) + 1} tries, 1 re-run on another device" in text
+    if rerun:
+        assert f"farm: {len(ids) + 1} tries, 1 re-run on another device" in text
     assert "recovery steps (healed/tried): reconnect 0/1, reattach 0/1, reboot 0/1, restart 1/1" in text
 
 
