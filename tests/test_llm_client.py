@@ -4,6 +4,7 @@ and thinking accounting, tool calls from the API field and from text."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -124,3 +125,35 @@ def test_structured_output_falls_back_when_refused(server):
     assert res.content == "" or json.loads(res.raw) == {"a": 1}
     assert "response_format" in script.requests[0] and "response_format" not in script.requests[1]
     assert c.structured_output is False
+
+
+# transformers serve 5.25's answer to a reply whose <tool_call> it cannot parse (content_parsers.py).
+UNPARSED = {
+    "detail": 'json parser could not parse region as JSON.\nContent: \'\\n{"name": "contacts.sea\'\n'
+    "Error: Unterminated string starting at: line 2 column 10 (char 10)"
+}
+TOOLS = [{"type": "function", "function": {"name": "contacts__search", "parameters": {}}}]
+
+
+def test_a_tool_call_the_server_cannot_parse_is_the_models_bad_reply(server):
+    """The server refuses (400) a reply whose tool call it cannot parse: that is the model's invalid
+    output, returned as a reply with a parse error (one request, no retry), not an infrastructure
+    error that would take the episode out of the score."""
+    url, script = server([(400, UNPARSED)])
+    res = client(url).chat([{"role": "user", "content": "x"}], tools=TOOLS)
+    assert res.tool_calls == [] and res.content == ""
+    assert res.raw == '\n{"name": "contacts.sea'
+    assert len(res.parse_errors) == 1 and "Unterminated string" in res.parse_errors[0]
+    assert (res.usage.prompt, res.usage.output) == (0, 0) and len(script.requests) == 1
+
+    res = asyncio.run(client(url).achat([{"role": "user", "content": "x"}], tools=TOOLS))
+    assert res.raw == '\n{"name": "contacts.sea' and res.parse_errors
+
+    # Without tools offered, or with another 400, the server refused the request itself.
+    with pytest.raises(InfrastructureError) as err:
+        client(url).chat([{"role": "user", "content": "x"}])
+    assert err.value.kind == "server_refused"
+    url, _ = server([(400, {"error": {"message": "unknown field 'foo'"}})])
+    with pytest.raises(InfrastructureError) as err:
+        client(url).chat([{"role": "user", "content": "x"}], tools=TOOLS)
+    assert err.value.kind == "server_refused"

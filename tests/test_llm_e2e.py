@@ -53,6 +53,22 @@ def test_planner_solves_a_task_through_the_server(llm_server, tmp_path):
     assert tokens["prompt"] > 100 and tokens["output"] > 5
 
 
+def test_a_tool_call_the_server_cannot_parse_is_the_agents_invalid_reply(llm_server, tmp_path):
+    """The model's first reply is a `<tool_call>` that is not JSON: the server refuses it (HTTP 400);
+    the episode goes on with that reply as an invalid action the env answers with feedback, the
+    planner recovers, and the verdict is the agent's (a success here), not an infrastructure error."""
+    task = get_task("contacts.lookup_number/0")
+    plan = task.reference_plan
+    broken = '<tool_call>{"name": "contacts__search", "arguments": {"query": </tool_call>'
+    client = ScriptedClient(llm_server, [broken, *(tool_call(c.name.replace(".", "__"), **c.arguments) for c in plan)])
+    res = run_episodes(LLMPlanner(client), [task], tmp_path)
+    assert not res[0].infrastructure_error and res[0].success
+    trace = json.loads((tmp_path / "contacts.lookup_number-0.jsonl").read_text())
+    first = trace["steps"][0]
+    assert not first["feedback"]["ok"] and first["feedback"]["error"] == "invalid_json"
+    assert [s["action"]["name"] for s in trace["steps"][1:]] == [c.name for c in plan]
+
+
 def test_random_model_replies_become_feedback_or_labelled_errors(llm_server, tmp_path):
     from phoneenv.contract import ErrorKind
 
@@ -66,7 +82,7 @@ def test_random_model_replies_become_feedback_or_labelled_errors(llm_server, tmp
         # Every reply became either a call the env ran or a clean, typed error.
         assert step["feedback"]["ok"] or step["feedback"]["error"] in kinds
     if res[0].infrastructure_error:
-        assert trace["verdict"]["infrastructure_error"]  # a malformed <tool_call> is a 500 from the server
+        assert trace["verdict"]["infrastructure_error"]
     else:
         assert trace["steps"] and res[0].output_tokens > 0
 

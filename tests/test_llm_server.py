@@ -194,6 +194,15 @@ def test_malformed_tool_call_fails_the_request(llm_server):
     if failed.value.status_code == 400:
         assert "json" in failed.value.response.text.lower()  # the server says what it could not parse
     assert llm_server.alive
+    # phoneenv's client takes that refusal for what it is: the model's invalid reply, not a server failure.
+    from agents.llm.client import OpenAIChatClient
+
+    ours = OpenAIChatClient(
+        llm_server.base_url, llm_server.model, max_attempts=1, extra_body=llm_server.scripted(reply)
+    )
+    result = ours.chat(MESSAGES, tools=[TOOL], max_tokens=6)
+    assert result.tool_calls == [] and result.parse_errors
+    assert result.raw and reply.startswith("<tool_call>" + result.raw)  # the cut-off call the model wrote
     client = _client(llm_server.base_url)  # a fresh connection pool (see the docstring)
     with pytest.raises(openai.BadRequestError):  # a server pinned to one model refuses other names
         client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=4)

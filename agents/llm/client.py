@@ -23,11 +23,13 @@ sends a body that is not a completion, which counts as ``malformed_response``.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import logging
 import math
 import os
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -47,6 +49,7 @@ __all__ = [
     "OpenAIChatClient",
     "bounded_schema",
     "thinking_tokens",
+    "unparsed_tool_call",
 ]
 
 log = logging.getLogger(__name__)
@@ -64,6 +67,11 @@ _CONTEXT_WORDS = (
     "max_model_len",
     "prompt is too long",
 )
+# A server that parses tool calls itself refuses a reply whose call it cannot parse: `transformers
+# serve` 5.25 answers HTTP 400 {"detail": "json parser could not parse region as JSON.\nContent:
+# <repr of the region>\nError: <why>"}. The model wrote that reply, so it is the planner's bad output.
+_UNPARSED_CALL = re.compile(r"could not parse\b.*?\bjson\b", re.IGNORECASE | re.DOTALL)
+_UNPARSED_REGION = re.compile(r"Content: (?P<region>'.*'|\".*\")\nError:", re.DOTALL)
 _ENV_TIMEOUT = "PHONEENV_LLM_TIMEOUT"
 _ENV_MAX_ATTEMPTS = "PHONEENV_LLM_MAX_ATTEMPTS"
 _ENV_BACKOFF_MAX = "PHONEENV_LLM_BACKOFF_MAX"
@@ -153,6 +161,37 @@ def _kind(exc: BaseException) -> str:
         if exc.status_code >= 500 or exc.status_code == 409:
             return "server_error"
     return "server_refused"
+
+
+def unparsed_tool_call(exc: openai.APIStatusError, offered_tools: bool) -> ChatResult | None:
+    """The model's reply as a :class:`~phoneenv.llm.ChatResult` when ``exc`` is a server refusing
+    to return a tool call it could not parse (``offered_tools``: the request offered tools), else
+    None. The result has no tool calls, ``parse_errors`` = [the server's message], ``raw`` = the
+    unparsed region the server quotes (or the message) and zero token counts (the refusal carries
+    no usage). The planner then sends that text as its action and the episode scores it as the
+    agent's invalid reply, as for a model served in process, instead of an infrastructure error."""
+    if not offered_tools:
+        return None
+    try:
+        body = exc.response.text
+    except Exception:  # a response whose body was not read
+        body = str(exc.body or "")
+    try:
+        detail = json.loads(body)
+        message = detail.get("detail") or detail.get("error", {}).get("message") or body
+    except (ValueError, AttributeError):
+        message = body
+    message = str(message)
+    if not _UNPARSED_CALL.search(message):
+        return None
+    region = _UNPARSED_REGION.search(message)
+    raw = message
+    if region:
+        try:  # the server quotes the region as Python's repr of a str
+            raw = str(ast.literal_eval(region.group("region")))
+        except (ValueError, SyntaxError):
+            raw = region.group("region")
+    return ChatResult(parse_errors=[f"the server could not parse the tool call: {message}"], raw=raw)
 
 
 def _describe(exc: BaseException) -> str:
@@ -435,6 +474,9 @@ class OpenAIChatClient:
         try:
             resp = self._create(**kwargs)
         except openai.BadRequestError as exc:
+            unparsed = unparsed_tool_call(exc, bool(tools))
+            if unparsed is not None:
+                return unparsed
             self._refused(exc, kwargs)
             try:
                 resp = self._create(**kwargs)
@@ -457,6 +499,9 @@ class OpenAIChatClient:
         try:
             resp = await self._acreate(**kwargs)
         except openai.BadRequestError as exc:
+            unparsed = unparsed_tool_call(exc, bool(tools))
+            if unparsed is not None:
+                return unparsed
             self._refused(exc, kwargs)
             try:
                 resp = await self._acreate(**kwargs)
