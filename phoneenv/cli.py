@@ -1306,6 +1306,9 @@ def train_rl_cmd(
     ] = None,
     all_tools: Annotated[bool, typer.Option(help="Same as --tools all (kept for older scripts).")] = False,
     shape_all_failure: Annotated[bool, typer.Option(help=_RL_HELP["shape_all_failure"])] = False,
+    invalid_reply_penalty: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help=_RL_HELP["invalid_reply_penalty"])
+    ] = 0.0,
     competence_sampling: Annotated[bool, typer.Option(help=_RL_HELP["competence_sampling"])] = True,
     sampler: Annotated[
         Path | None,
@@ -1400,6 +1403,7 @@ def train_rl_cmd(
         use_cpu=use_cpu,
         tool_filter="all" if all_tools else tools,
         shape_all_failure=shape_all_failure,
+        invalid_reply_penalty=invalid_reply_penalty,
         competence_sampling=competence_sampling,
         sampler=weights,
         care_controller=care_controller,

@@ -519,6 +519,7 @@ def group_care(
     progress: ArrayLike | None,
     cost: ArrayLike | None,
     cfg: CareConfig,
+    penalty: ArrayLike | None = None,
 ) -> GroupResult:
     """Rewards and advantages of one group (:func:`care_rewards` then :func:`care_advantages`).
 
@@ -527,17 +528,25 @@ def group_care(
         progress: shape ``(G,)`` in [0, 1], or None.
         cost: shape ``(G,)`` in [0, 1], or None.
         cfg: the hyper-parameters.
+        penalty: shape ``(G,)``, finite, ≥ 0, subtracted from each reward before the advantages
+            (in every mode: e.g. ``ν × share of invalid replies``), or None. An all-failure group
+            still gets zero advantages unless ``cfg.shape_all_failure``.
 
     Returns:
-        A :class:`GroupResult`.
+        A :class:`GroupResult` (its ``rewards`` with the penalty subtracted).
 
     Raises:
-        ValueError: as :func:`care_rewards`.
+        ValueError: as :func:`care_rewards`; a penalty of another length, negative or not finite.
 
-    Source: the Qwen-Planner-Agent report (CARE).
+    Source: the Qwen-Planner-Agent report (CARE); the penalty is phoneenv's.
     """
     s = _success_vector(success)
     rewards, mode = care_rewards(s, progress, cost, cfg)
+    if penalty is not None:
+        pen = _vector("penalty", penalty, s.size)
+        if np.any(pen < 0):
+            raise ValueError("penalty must be ≥ 0")
+        rewards = rewards - pen
     advantages = care_advantages(rewards, s, cfg)
     std = _pop_std(rewards)
     floor = success_floor(cfg.p_f)

@@ -257,6 +257,11 @@ class Trajectory:
     trace: Any = None
 
     @property
+    def invalid_replies(self) -> int:
+        """Replies that held no tool call (sent as they were; the env answers ``invalid_json``)."""
+        return sum(1 for turn in self.turns if not turn.calls)
+
+    @property
     def prompt_ids(self) -> Any:
         """``(P,)`` int64: the first prompt (TRL's ``prompt_ids``)."""
         return self.episode_ids[: self.prompt_length]
@@ -334,7 +339,8 @@ def to_trl(trajectories: Sequence[Trajectory]) -> dict[str, list[Any]]:
     (``list[list[float]]``, 0.0 on feedback tokens), ``env_mask`` (``list[list[int]]``, TRL's
     multi-turn mask: 1 on sampled tokens), and per-episode extras forwarded to reward functions:
     ``task_id`` (str), ``env_seed`` (int), ``group_index`` (int), ``success``, ``progress``,
-    ``output_tokens``, ``tool_calls`` (float), ``turns`` (int).
+    ``output_tokens``, ``tool_calls`` (float), ``turns``, ``invalid_replies`` (int: replies that
+    held no tool call).
 
     Raises:
         ValueError: a trajectory without any token after its first prompt (``max_turns=0``):
@@ -355,6 +361,7 @@ def to_trl(trajectories: Sequence[Trajectory]) -> dict[str, list[Any]]:
             "output_tokens",
             "tool_calls",
             "turns",
+            "invalid_replies",
         )
     }
     for t in trajectories:
@@ -372,6 +379,7 @@ def to_trl(trajectories: Sequence[Trajectory]) -> dict[str, list[Any]]:
         out["output_tokens"].append(float(t.output_tokens))
         out["tool_calls"].append(float(t.tool_calls))
         out["turns"].append(len(t.turns))
+        out["invalid_replies"].append(t.invalid_replies)
     return out
 
 

@@ -39,6 +39,8 @@ TRAIN_HELP: dict[str, str] = {
     "max_new_tokens.",
     "care_budget_calls": "Tool-call budget of an episode for the efficiency cost; unset: max_turns.",
     "care_cost_weight": "Share of the efficiency cost from tokens (the rest from tool calls), in [0, 1].",
+    "invalid_reply_penalty": "Subtracted from an episode's reward per unit share of its replies that held no tool "
+    "call (invalid_json), before the advantages, in every algorithm; in [0, 1]. 0: off.",
     "care_controller": "Who retunes the CARE parameters during training: rule (rl.care.RuleController, bounded "
     "steps, every change logged), llm (a bounded LLM controller on an OpenAI-compatible endpoint) or none.",
     "care_controller_every": "Controller cadence in optimiser steps (5 acts twice in a 10-step CPU run).",

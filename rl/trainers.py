@@ -252,6 +252,7 @@ class TrainConfig(GRPOConfig):
     care_budget_tokens: float | None = field(default=None, metadata=_help("care_budget_tokens"))
     care_budget_calls: float | None = field(default=None, metadata=_help("care_budget_calls"))
     care_cost_weight: float = field(default=0.5, metadata=_help("care_cost_weight"))
+    invalid_reply_penalty: float = field(default=0.0, metadata=_help("invalid_reply_penalty"))
     care_controller: str = field(default="rule", metadata=_help("care_controller", choices=list(CONTROLLERS)))
     care_controller_every: int = field(default=5, metadata=_help("care_controller_every"))
     care_controller_min_groups: int = field(default=4, metadata=_help("care_controller_min_groups"))
@@ -291,6 +292,8 @@ class TrainConfig(GRPOConfig):
             raise ValueError("max_turns and max_new_tokens must be ≥ 1")
         if not 0.0 <= self.care_cost_weight <= 1.0:
             raise ValueError("care_cost_weight must lie in [0, 1]")
+        if not 0.0 <= self.invalid_reply_penalty <= 1.0:
+            raise ValueError("invalid_reply_penalty must lie in [0, 1]")
         if self.care_controller == "llm" and not (self.care_controller_base_url and self.care_controller_model):
             raise ValueError("care_controller='llm' needs care_controller_base_url and care_controller_model")
         if isinstance(self.tasks, list) and len(self.tasks) == 1 and "," in self.tasks[0]:
@@ -675,7 +678,7 @@ class EpisodeStats:
     Attributes:
         task_id, env_seed: the episode key; ``group_index``: the member index in its group.
         success: 0/1; ``progress`` in [0, 1]; ``output_tokens``, ``tool_calls``: counts; ``turns``:
-        the model's replies.
+        the model's replies; ``invalid_replies``: those of them that held no tool call.
     """
 
     task_id: str
@@ -686,6 +689,12 @@ class EpisodeStats:
     output_tokens: float
     tool_calls: float
     turns: int
+    invalid_replies: int = 0
+
+    @property
+    def invalid_share(self) -> float:
+        """``invalid_replies / turns`` in [0, 1] (0.0 for an episode without replies)."""
+        return self.invalid_replies / self.turns if self.turns else 0.0
 
     @property
     def key(self) -> str:
@@ -704,6 +713,7 @@ class EpisodeStats:
             output_tokens=float(x["output_tokens"]),
             tool_calls=float(x["tool_calls"]),
             turns=int(x["turns"]),
+            invalid_replies=int(x["invalid_replies"]),
         )
 
 
@@ -822,28 +832,40 @@ class PhoneGRPOTrainer(GRPOTrainer):
         n = len(stats)
         success, progress = _column(stats, "success"), _column(stats, "progress")
         tokens, calls = _column(stats, "output_tokens"), _column(stats, "tool_calls")
-        if self.algo in ("care", "penalty"):
+        invalid = np.array([s.invalid_share for s in stats], dtype=np.float64)
+        nu = self.phone_cfg.invalid_reply_penalty
+        if self.algo in ("care", "penalty") or nu > 0:
             advantages = np.zeros(n, dtype=np.float64)
             mode_counts = {"shaping": 0, "outcome": 0, "efficiency": 0}
             floored = 0
             for block in groups:
-                cost = efficiency_cost(
-                    tokens[block],
-                    calls[block],
-                    self.phone_cfg.budget_tokens,
-                    self.phone_cfg.budget_calls,
-                    self.phone_cfg.care_cost_weight,
-                )
-                detail: dict[str, Any] = {"cost": cost.tolist()}
+                detail: dict[str, Any] = {}
+                pen = nu * invalid[block] if nu > 0 else None
+                if self.algo == "grpo":  # TRL's advantages (unbiased std), of the penalised reward
+                    rewards = success[block] - nu * invalid[block]
+                    adv = grpo_advantages(rewards, ddof=1)
+                else:
+                    cost = efficiency_cost(
+                        tokens[block],
+                        calls[block],
+                        self.phone_cfg.budget_tokens,
+                        self.phone_cfg.budget_calls,
+                        self.phone_cfg.care_cost_weight,
+                    )
+                    detail["cost"] = cost.tolist()
                 if self.algo == "care":
-                    res = group_care(success[block], progress[block], cost, self.care_config)
+                    res = group_care(success[block], progress[block], cost, self.care_config, penalty=pen)
                     rewards, adv = res.rewards, res.advantages
                     mode_counts[res.mode.value] += 1
                     floored += int(res.floored)
                     detail.update(mode=res.mode.value, floored=res.floored)
-                else:
+                elif self.algo == "penalty":
                     rewards = penalty_rewards(success[block], cost, self.care_config.mu)
+                    if pen is not None:
+                        rewards = rewards - pen
                     adv = grpo_advantages(rewards)
+                if pen is not None:
+                    detail["invalid_share"] = invalid[block].tolist()
                 advantages[block] = adv
                 record["groups"].append(
                     _group_record(
@@ -854,7 +876,8 @@ class PhoneGRPOTrainer(GRPOTrainer):
             local = advantages[start : start + self._phone_n_local]
             out["advantages"] = torch.tensor(local, dtype=out["advantages"].dtype, device=out["advantages"].device)
             all_adv = advantages
-            record["care"] = asdict(self.care_config)
+            if self.algo != "grpo":
+                record["care"] = asdict(self.care_config)
             if self.algo == "care":
                 for name, count in mode_counts.items():
                     self._metrics[mode][f"care/mode_{name}"].append(float(count))
@@ -871,6 +894,7 @@ class PhoneGRPOTrainer(GRPOTrainer):
             "phone/output_tokens": float(tokens.mean()),
             "phone/tool_calls": float(calls.mean()),
             "phone/turns": float(_column(stats, "turns").mean()),
+            "phone/invalid_share": float(invalid.mean()),
             "phone/rollout_seconds": float(self._phone_rollout_seconds),
             "adv/mean": float(all_adv.mean()),
             "adv/std": float(all_adv.std()),

@@ -204,6 +204,21 @@ def test_mixed_four_of_eight_group_is_outcome_only() -> None:
     np.testing.assert_allclose(grpo_advantages(res.rewards), [0.99980004, -0.99980004] * 4, atol=1e-8)
 
 
+def test_penalty_is_subtracted_before_the_advantages() -> None:
+    # p = 0.5 → outcome r = s; penalty (0.5, 0, 0, 0): r = (0.5, 0, 1, 0), mean 0.375,
+    # population std sqrt((0.015625 + 0.140625 + 0.390625 + 0.140625) / 4) = sqrt(0.171875) ≈ 0.41458,
+    # under the floor sqrt(0.1875) ≈ 0.43301 → A = (r − 0.375) / 0.43301
+    res = group_care([1, 0, 1, 0], None, None, CareConfig(), penalty=[0.5, 0, 0, 0])
+    assert res.mode is RewardMode.OUTCOME and res.floored
+    np.testing.assert_array_equal(res.rewards, [0.5, 0, 1, 0])
+    np.testing.assert_allclose(res.advantages, [0.28868, -0.86603, 1.44338, -0.86603], atol=1e-5)
+    # An all-failure group stays at zero (no shaping by default), penalty or not.
+    np.testing.assert_array_equal(group_care([0, 0], None, None, CareConfig(), penalty=[0.5, 0]).advantages, [0, 0])
+    for bad, match in (([0.5], "length"), ([-0.1, 0], "≥ 0"), ([math.nan, 0], "NaN")):
+        with pytest.raises(ValueError, match=match):
+            group_care([1, 0], None, None, CareConfig(), penalty=bad)
+
+
 def test_all_failure_group_without_progress_is_zero() -> None:
     res = group_care(np.zeros(8), None, None, CareConfig())
     assert res.mode is RewardMode.SHAPING

@@ -36,6 +36,8 @@ def test_train_config_validates() -> None:
         TrainConfig(care_controller="llm")
     with pytest.raises(ValueError, match="tool filter"):
         TrainConfig(tool_filter=["contacts", ""])
+    with pytest.raises(ValueError, match="invalid_reply_penalty"):
+        TrainConfig(invalid_reply_penalty=1.5)
     cfg = TrainConfig(max_turns=4, max_new_tokens=100)
     assert isinstance(cfg, GRPOConfig) and cfg.num_generations == 8 and cfg.tool_filter == "task"
     assert cfg.care_controller == "rule" and cfg.competence_sampling and cfg.algo == "care"
@@ -100,8 +102,9 @@ def test_episode_stats_are_gathered_by_name() -> None:
     from rl.trainers import EpisodeStats, _check_groups, gather_episode_stats
 
     def row(k, success, tokens, **extra):
-        return {"turns": 2, "tool_calls": 1.0 + k, "output_tokens": tokens, "progress": 0.5, "success": success,
-                "group_index": k, "env_seed": 3, "task_id": TASK, "prompt": "ignored", **extra}  # fmt: skip
+        return {"turns": 2, "invalid_replies": k, "tool_calls": 1.0 + k, "output_tokens": tokens,
+                "progress": 0.5, "success": success, "group_index": k, "env_seed": 3, "task_id": TASK,
+                "prompt": "ignored", **extra}  # fmt: skip
 
     def named(rows):
         return [{f: r[f] for f in EpisodeStats.__dataclass_fields__} for r in rows]
@@ -117,6 +120,7 @@ def test_episode_stats_are_gathered_by_name() -> None:
     assert sent == [named(mine)]  # what this process sends: the named fields only
     assert [s.success for s in stats] == [1.0, 0.0] and [s.output_tokens for s in stats] == [10.0, 30.0]
     assert [s.group_index for s in stats] == [0, 1] and stats[0].key == episode_prompt(TASK, 3)
+    assert [s.invalid_replies for s in stats] == [0, 1] and [s.invalid_share for s in stats] == [0.0, 0.5]
     assert _check_groups(stats, 2) == [slice(0, 2)]
     with pytest.raises(AssertionError, match="member indices"):
         _check_groups(stats[::-1], 2)
@@ -189,7 +193,7 @@ def spies(monkeypatch):
     from rl.trainers import PhoneGRPOTrainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    state = {"losses": [], "groups": [], "outcome": None}
+    state = {"losses": [], "groups": [], "outcome": None, "invalid": None}
     cls = PhoneGRPOTrainer
     real_loss = cls._compute_loss
 
@@ -206,6 +210,12 @@ def spies(monkeypatch):
             for t in trajs:
                 for name, values in state["outcome"].items():
                     setattr(t, name, values[t.group_index])
+        if state["invalid"] is not None:  # member i's replies: all without a call, or all with one
+            for t in trajs:
+                for turn in t.turns:
+                    turn.calls = (
+                        [] if state["invalid"][t.group_index] else [{"id": "c", "name": "finish", "arguments": {}}]
+                    )
         state["groups"].append(trajs)
         return trajs
 
@@ -271,6 +281,33 @@ def test_grpo_end_to_end_uses_trl_advantages(tmp_path, tiny_model_dir, spies) ->
     for got in spies["losses"]:
         np.testing.assert_allclose(np.sort(got), [-expected, expected], rtol=1e-5)
     assert _changed(model, before) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["grpo", "care"])
+def test_invalid_reply_penalty_ranks_a_win_with_invalid_replies_below_a_clean_one(
+    tmp_path, tiny_model_dir, spies, algo
+) -> None:
+    """invalid_reply_penalty ν: the reward drops by ν × the share of replies without a tool call."""
+    from rl.trainers import train_rl
+
+    model, tokenizer = _load(tiny_model_dir)
+    spies["invalid"] = [False, True]
+    if algo == "grpo":
+        # Both win; member 1's replies hold no call: rewards (1, 0.5), TRL's unbiased std sqrt(0.125).
+        spies["outcome"] = {"success": [True, True], "progress": [1.0, 1.0]}
+        expected = 0.25 / (math.sqrt(0.125) + 1e-4)
+    else:
+        # One win (p = 0.5, CARE's outcome mode: reward = success), the winner's replies hold no
+        # call: rewards (0.5, 0), population std 0.25 under the floor sqrt(0.25 · 0.75).
+        spies["outcome"] = {"success": [False, True], "progress": [0.0, 1.0]}
+        expected = 0.25 / math.sqrt(0.1875)
+    summary = train_rl(_config(tmp_path, algo, max_steps=1, invalid_reply_penalty=0.5), model, tokenizer)
+    (got,) = spies["losses"]
+    np.testing.assert_allclose(np.sort(got), [-expected, expected], rtol=1e-5)
+    (rollout,) = [r for r in _records(summary) if r["kind"] == "rollout"]
+    assert rollout["groups"][0]["invalid_share"] == [0.0, 1.0]
+    assert rollout["metrics"]["phone/invalid_share"] == 0.5
 
 
 @pytest.mark.slow

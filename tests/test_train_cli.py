@@ -66,6 +66,7 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     assert cfg.model_path == str(model) and not cfg.use_cpu and cfg.num_generations == 8
     assert cfg.tool_filter == "apps" and cfg.care_controller == "rule" and cfg.competence_sampling
     assert cfg.algo == "care" and cfg.eval_tasks == "train" and not cfg.shape_all_failure
+    assert cfg.invalid_reply_penalty == 0.0
     assert (cfg.eval_strategy, cfg.eval_steps, cfg.eval_on_start, cfg.num_generations_eval) == ("steps", 10, True, 4)
     assert cfg.per_device_eval_batch_size % cfg.num_generations_eval == 0
     assert (cfg.max_steps, cfg.learning_rate, cfg.temperature) == (40, 1e-3, 0.5)
@@ -76,7 +77,7 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     assert cfg.tool_filter == "settings,finish,user" and cfg.eval_strategy == "no" and cfg.eval_tasks == "train"
     (model / "phoneenv_tools.json").unlink()
     more = ["--algo", "penalty", "--shape-all-failure", "--no-competence-sampling", "--tools", "settings,finish",
-            "--eval-tasks", "template:clock.alarm_off", "--group-size", "4"]  # fmt: skip
+            "--eval-tasks", "template:clock.alarm_off", "--group-size", "4", "--invalid-reply-penalty", "0.3"]  # fmt: skip
     res = runner.invoke(app, [*args, *more])
     assert res.exit_code == 0, res.output
     cfg = seen.pop("cfg")
@@ -84,6 +85,9 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
         "penalty", True, False, "settings,finish"
     )  # fmt: skip
     assert cfg.eval_tasks.startswith("clock.alarm_off/") and cfg.num_generations == cfg.per_device_train_batch_size == 4
+    assert cfg.invalid_reply_penalty == 0.3
+    res = runner.invoke(app, [*args, "--invalid-reply-penalty", "2"])
+    assert res.exit_code != 0 and "invalid-reply-penalty" in res.output
     llm = ["--care-controller", "llm", "--controller-base-url", "http://127.0.0.1:9/v1", "--controller-model", "m"]
     res = runner.invoke(app, [*args, *llm])
     assert res.exit_code == 0, res.output
