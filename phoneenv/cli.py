@@ -1307,8 +1307,15 @@ def train_rl_cmd(
     all_tools: Annotated[bool, typer.Option(help="Same as --tools all (kept for older scripts).")] = False,
     shape_all_failure: Annotated[bool, typer.Option(help=_RL_HELP["shape_all_failure"])] = False,
     invalid_reply_penalty: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help=_RL_HELP["invalid_reply_penalty"])
-    ] = 0.0,
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help=_RL_HELP["invalid_reply_penalty"]
+            + " 0.5 here: over 120 steps without it the tiny model's replies without a call grew to 38% and its"
+            " episodes to 199 tokens; with it they stayed at 1-3% and about 97 tokens, success 0.229 at step 120.",
+        ),
+    ] = 0.5,
     competence_sampling: Annotated[bool, typer.Option(help=_RL_HELP["competence_sampling"])] = True,
     sampler: Annotated[
         Path | None,

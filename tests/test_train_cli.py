@@ -66,7 +66,7 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     assert cfg.model_path == str(model) and not cfg.use_cpu and cfg.num_generations == 8
     assert cfg.tool_filter == "apps" and cfg.care_controller == "rule" and cfg.competence_sampling
     assert cfg.algo == "care" and cfg.eval_tasks == "train" and not cfg.shape_all_failure
-    assert cfg.invalid_reply_penalty == 0.0
+    assert cfg.invalid_reply_penalty == 0.5
     assert (cfg.eval_strategy, cfg.eval_steps, cfg.eval_on_start, cfg.num_generations_eval) == ("steps", 10, True, 4)
     assert cfg.per_device_eval_batch_size % cfg.num_generations_eval == 0
     assert (cfg.max_steps, cfg.learning_rate, cfg.temperature) == (40, 1e-3, 0.5)
