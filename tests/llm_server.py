@@ -109,7 +109,14 @@ class LLMServer:
         """PIDs of the server's process group that still run (zombies left for a non-reaping init,
         as in a container, are dead and not counted). `transformers serve` 5.x starts
         multiprocessing helpers (a resource tracker, a spawned worker) in the group."""
-        return live_group_members(self.process.pid)
+        from phoneenv.farm.emulator import live_group_members
+
+        return [p.pid for p in live_group_members(self.process.pid)]
+
+    def _wait_group_gone(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.live_group_members() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _signal_group(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -126,18 +133,14 @@ class LLMServer:
                 self._signal_group(signal.SIGKILL)
                 self.process.wait(5)
         self._signal_group(signal.SIGKILL)  # anything the server left in its group
-        deadline = time.monotonic() + 5
-        while self.live_group_members() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        self._wait_group_gone()
 
     def kill(self) -> None:
         """Die abruptly (SIGKILL to the process group), as a crashed or preempted server would."""
         self._signal_group(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
-        deadline = time.monotonic() + 5
-        while self.live_group_members() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        self._wait_group_gone()
 
     def scripted(self, text: str, bias: float = 100.0) -> dict[str, Any]:
         """``extra_body`` for a chat request that makes the random model reply exactly ``text``, then stop.
@@ -169,21 +172,6 @@ class LLMServer:
 
             self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
         return self._tokenizer
-
-
-def live_group_members(pgid: int) -> list[int]:
-    """PIDs in process group ``pgid`` that are not zombies, read from ``/proc/PID/stat`` (state is
-    field 3, pgid field 5; see proc(5)). Empty where there is no ``/proc``."""
-    live = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            live.append(int(entry.name))
-    return live
 
 
 def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:

@@ -172,16 +172,8 @@ def unparsed_tool_call(exc: openai.APIStatusError, offered_tools: bool) -> ChatR
     agent's invalid reply, as for a model served in process, instead of an infrastructure error."""
     if not offered_tools:
         return None
-    try:
-        body = exc.response.text
-    except Exception:  # a response whose body was not read
-        body = str(exc.body or "")
-    try:
-        detail = json.loads(body)
-        message = detail.get("detail") or detail.get("error", {}).get("message") or body
-    except (ValueError, AttributeError):
-        message = body
-    message = str(message)
+    body = exc.body  # the SDK's parse of the error body: its "error" object, else the whole JSON
+    message = str((body.get("detail") or body.get("message") or body) if isinstance(body, dict) else body)
     if not _UNPARSED_CALL.search(message):
         return None
     region = _UNPARSED_REGION.search(message)

@@ -99,6 +99,7 @@ __all__ = [
     "clone_avd",
     "default_images_dir",
     "find_emulator",
+    "live_group_members",
     "load_avd_spec",
     "load_avd_specs",
     "prepare_fixture",
@@ -800,6 +801,20 @@ def _lock_pid(lock: Path) -> int | None:
     return int(text) if text.isdigit() and int(text) > 0 else None
 
 
+def live_group_members(pgid: int) -> list[psutil.Process]:
+    """The processes of process group ``pgid`` that still run: zombies (dead, waiting for a parent
+    or an init that may never reap them, as in a container) and processes that vanish while
+    looked at are left out; so are processes this user may not inspect."""
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                members.append(proc)
+        except (ProcessLookupError, psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            continue
+    return members
+
+
 def _owner_alive(pid: int, lock_mtime: float) -> bool:
     """Whether ``pid`` is alive and is the process that wrote the lock (not a reused PID)."""
     try:
@@ -1466,14 +1481,7 @@ class RunningEmulator:
         self.console().snapshot_load(name or self.spec.fixture_snapshot)
 
     def _group_members(self) -> list[psutil.Process]:
-        members = []
-        for proc in psutil.process_iter():
-            try:
-                if os.getpgid(proc.pid) == self.pgid and proc.status() != psutil.STATUS_ZOMBIE:
-                    members.append(proc)
-            except (ProcessLookupError, psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
-                continue
-        return members
+        return live_group_members(self.pgid)
 
     def _wait_group(self, timeout: float) -> bool:
         """Reap the leader and wait up to ``timeout`` s for the whole group to exit; True if it did."""
