@@ -691,7 +691,7 @@ class EpisodeStats:
     output_tokens: float
     tool_calls: float
     turns: int
-    invalid_replies: int = 0
+    invalid_replies: int
 
     @property
     def invalid_share(self) -> float:
@@ -843,8 +843,8 @@ class PhoneGRPOTrainer(GRPOTrainer):
             for block in groups:
                 detail: dict[str, Any] = {}
                 pen = nu * invalid[block] if nu > 0 else None
-                if self.algo == "grpo":  # TRL's advantages (unbiased std), of the penalised reward
-                    rewards = success[block] - nu * invalid[block]
+                if self.algo == "grpo":  # here only with nu > 0: TRL's advantages (unbiased std), penalised
+                    rewards = success[block] - pen
                     adv = grpo_advantages(rewards, ddof=1)
                 else:
                     cost = efficiency_cost(
