@@ -177,8 +177,8 @@ def test_scripted_reply_becomes_tool_calls(llm_server):
 
 def test_malformed_tool_call_fails_the_request(llm_server):
     """A `<tool_call>` the server cannot parse (cut by max_tokens, or not JSON) fails the request
-    instead of coming back as text: HTTP 400 naming the JSON error since transformers 5.25 (HTTP 500
-    before). Clients must treat that as a failed request, not a dead server.
+    instead of coming back as text: HTTP 400 naming the JSON error in transformers 5.25 (HTTP 500 in an
+    earlier release). Clients must treat that as a failed request, not a dead server.
 
     After such an error the server may close the keep-alive connection; a request sent on it at once can
     fail with APIConnectionError although the server is fine (a retry, the openai default, recovers)."""
