@@ -85,7 +85,9 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
     """Three `farm up --local` workers; `phoneenv eval --farm` (its own process) over 36 tasks;
     the worker of the second episode is SIGKILLed during it. The lost try is re-run on another
     device, the pool heals the worker with the farm file's restart argv (`phoneenv farm
-    restart`), and the restarted worker plays later episodes. Every task is scored exactly once.
+    restart`), and the restarted worker plays episodes (checked in a second eval on the same
+    farm: in the first, under load, the heal can end after its last episode). Every task is
+    scored exactly once.
     (The kill is timed 50 ms after the first result; where load delays episode 2's health check past
     it, the check finds the dead worker first and no try is lost: the heal is checked either way, the
     re-run on a quiet machine, and in-process by tests/test_farm_pool.py.)"""
@@ -115,6 +117,11 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
         assert proc.returncode == 0, output
         after = json.loads(path.read_text())
         new_pid = after["devices"][1]["worker"]["pid"]
+        # the restarted worker plays episodes: in this run when the heal ended before its last
+        # episode (under load a restart can take longer than the 35 episodes left), and in a
+        # second eval on the same farm, whose pool lends the least recently used device first
+        again = tmp_path / "again"
+        eval_on_farm(path, again, ids[:3])
         worker_log = Path(victim["worker"]["log"]).read_text()
 
     # every task scored exactly once, each a success
@@ -144,8 +151,8 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
     # file records, and which played episodes after the kill
     assert new_pid != victim["worker"]["pid"] and _pid_running(new_pid) is False  # farm down stopped it
     assert worker_log.count("serving ") == 2
-    served_after = [r for r in rows[2:] if r["device"] == victim["serial"]]
-    assert served_after, [r["device"] for r in rows]
+    served_again = [r for r in results_of(again) if r["device"] == victim["serial"]]
+    assert served_again and all(r["success"] for r in served_again), [r["device"] for r in results_of(again)]
     board = json.loads((run / "scoreboard.json").read_text())
     farm = board["farm"]
     assert farm["attempts"] == len(ids) + rerun and farm["retries"] == rerun
@@ -154,7 +161,7 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
     assert farm["recoveries"]["restart"] == {"tried": 1, "healed": 1, "failed": 0, "skipped": 0}
     for step in ("reconnect", "reattach", "reboot"):
         assert farm["recoveries"][step]["healed"] == 0, farm["recoveries"]
-    assert sum(farm["devices"].values()) == len(ids) and set(farm["devices"]) == set(devices)
+    assert sum(farm["devices"].values()) == len(ids) and set(devices) - set(farm["devices"]) <= {victim["serial"]}
     text = " ".join(output.split())
     if rerun:
         assert f"farm: {len(ids) + 1} tries, 1 re-run on another device" in text
