@@ -18,6 +18,10 @@ Figures, each beside its baseline from the same run:
   (baseline: all tools in the full, uncompacted rendering), all compact, the harness tools
   alone (offered in every mode: the floor under every k), retrieve@k at reset (first 200 tasks),
   search@20 and search@0 averaged over the reference agent's turns.
+* retrieve@20 within a 3,000-token budget (``tools_budget=3000``), on every task at reset: the
+  offered tokens per turn (mean, max), recall, the tasks offered every tool they need, and the
+  backend tools offered; once with the env's own estimate (``estimate_tokens``: 3 characters a
+  token) and once with the budget counted by the tokenizer above (``count_tokens``).
 * reference agent success with ``tools="search"`` (k = 20 and k = 0: every backend tool loaded
   through tools.search).
 """
@@ -42,6 +46,8 @@ from phoneenv.tasks import split_of
 
 KS = (5, 10, 20, 40)
 """The k of the recall and retrieve-token rows: the target asks for both at one k <= 20."""
+BUDGET = 3000
+"""``tools_budget`` of the budget rows (the target's tokens per turn)."""
 
 
 class _Counter:
@@ -177,6 +183,27 @@ def main() -> None:
         rows.append(
             (f"tool tokens/turn, retrieve@{k} (max)", str(max(at_reset)), target, f"{max(at_reset) / all_full:.3f}x")
         )
+
+    # -- retrieve within a token budget: every task, offered at reset ---------------------------------
+    for label, count in (("estimated", None), ("counted", lambda text: tok.encode(text) + 1)):
+        benv = gym.make("PhonePlan-v0", tools=ToolSelector("retrieve", 20, budget=BUDGET, count_tokens=count))
+        used, backend, hit, want, whole = [], [], 0, 0, 0
+        for t in tasks:
+            _, info = benv.reset(seed=0, options={"task": t.id})
+            offered = {x["function"]["name"] for x in info["tools"]}
+            used.append(_tokens(tok, info["tools"]))
+            backend.append(len(offered & backend_names))
+            got = set(needed[t.id]) & offered
+            hit, want = hit + len(got), want + len(set(needed[t.id]))
+            whole += got == set(needed[t.id])
+        benv.close()
+        head = f"retrieve@20 within {BUDGET:,} tokens ({label})"
+        mean_b = sum(used) / len(used)
+        rows.append((f"{head}: tool tokens/turn (mean)", f"{mean_b:.0f}", f"<= {BUDGET}", f"{mean_b / all_full:.3f}x"))
+        rows.append((f"{head}: tool tokens/turn (max)", str(max(used)), f"<= {BUDGET}", f"{max(used) / all_full:.3f}x"))
+        rows.append((f"{head}: recall", f"{hit / max(1, want):.3f}", ">= 0.95", ""))
+        rows.append((f"{head}: tasks with every needed tool", f"{whole / len(tasks):.3f}", "", ""))
+        rows.append((f"{head}: backend tools offered (mean)", f"{sum(backend) / len(backend):.1f}", "", ""))
 
     # -- search: the reference agent -------------------------------------------------------------
     agent = ReferenceAgent()

@@ -526,6 +526,14 @@ def eval_cmd(
     tool_k: Annotated[
         int, typer.Option(min=0, help="Tools offered at reset with --tool-selection retrieve|search.")
     ] = 20,
+    tool_budget: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Tokens the tools offered at reset may take, harness tools included (estimated at 3 characters "
+            "a token): the --tool-k best that fit. Only with --tool-selection retrieve|search.",
+        ),
+    ] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="Output tokens per model call.")] = 512,
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Truncate episodes after this many actions (default: each task's own).")
@@ -714,8 +722,12 @@ def eval_cmd(
             f"unknown tool selection {tool_selection!r}; choose from all, retrieve, search",
             param_hint="--tool-selection",
         )
+    if tool_budget is not None and tool_selection == "all":
+        raise typer.BadParameter("needs --tool-selection retrieve or search", param_hint="--tool-budget")
     if tool_selection != "all":  # run.json of an all-tools run stays as before (--resume compares it)
         config.update(tool_selection=tool_selection, tool_k=tool_k)
+        if tool_budget is not None:
+            config["tool_budget"] = tool_budget
     folder = RunFolder(out)
     previous: list[EpisodeResult] = []
     try:
@@ -739,7 +751,7 @@ def eval_cmd(
     if version is not None:
         env_kwargs.update(version.env_kwargs())
     if tool_selection != "all":
-        env_kwargs.update(tools=tool_selection, tools_k=tool_k)
+        env_kwargs.update(tools=tool_selection, tools_k=tool_k, tools_budget=tool_budget)
     needs_sim = backend in ("llmsim", "hybrid") or (
         backend == "auto" and any(t.backends[0] != "sandbox" for t in selected)
     )

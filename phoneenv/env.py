@@ -252,6 +252,11 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             :class:`~phoneenv.harness.toolselect.ToolSelector`. A call of a tool that exists
             but is not offered is a ``precondition_failed`` feedback.
         tools_k: the backend tools offered at reset with ``"retrieve"``/``"search"`` (>= 0).
+        tools_budget: tokens the tools offered at reset may take in all, harness tools included
+            (``"retrieve"``/``"search"``; None, the default: no budget): the ``tools_k`` best
+            that fit, the best one always (:meth:`~phoneenv.harness.toolselect.ToolSelector.offer`),
+            counted by :func:`~phoneenv.harness.toolselect.estimate_tokens` (a
+            :class:`~phoneenv.harness.toolselect.ToolSelector` takes the model's own tokenizer).
 
     Raises:
         TypeError: an argument of the wrong type (``max_steps="5"``) or an unknown argument
@@ -282,13 +287,14 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         delegation: bool | None = None,
         tools: str | ToolSelector = "all",
         tools_k: int = DEFAULT_K,
+        tools_budget: int | None = None,
         **unknown: Never,
     ) -> None:
         from phoneenv.tasks import select
 
         if unknown:
             raise _unknown_arguments(unknown)
-        max_steps, screen_size, tools_k = _check_arguments(
+        max_steps, screen_size, tools_k, tools_budget = _check_arguments(
             task=task,
             tasks=tasks,
             backend=backend,
@@ -304,6 +310,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             delegation=delegation,
             tools=tools,
             tools_k=tools_k,
+            tools_budget=tools_budget,
         )
         if isinstance(backend, str):
             from phoneenv.backends import make_backend
@@ -332,7 +339,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         """The harness features that offer tools beside the backend's
         (:mod:`phoneenv.harness.providers`), in the order their tools are listed."""
         # -- tool selection (phoneenv.harness.toolselect) --
-        self._selector = tools if isinstance(tools, ToolSelector) else selector_for(tools, tools_k)
+        self._selector = tools if isinstance(tools, ToolSelector) else selector_for(tools, tools_k, tools_budget)
         self._offered_names: frozenset[str] | None = None
         """Backend tools offered this episode (None: all); harness tools are always offered."""
         self._harness_names: frozenset[str] = frozenset()
@@ -510,9 +517,12 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._seed = seed
         self.backend.reset(task)
         self._refresh_tools()
-        if self._selector is not None:  # tool selection: the task's k tools
+        if self._selector is not None:  # tool selection: the task's k tools, within the budget
             backend_specs = [s for s in self._all_specs if s.name not in self._harness_names]
-            self._offered_names = frozenset(self._selector.rank(task.goal, backend_specs, task_id=task.id))
+            harness_specs = [s for s in self._all_specs if s.name in self._harness_names]
+            self._offered_names = frozenset(
+                self._selector.offer(task.goal, backend_specs, harness_specs, task_id=task.id)
+            )
             self._offer()
         self._masker = masker_for(task.fixtures, self._secret_keys)
         self._before = self.backend.frozen_tables()
@@ -981,9 +991,10 @@ def _check_arguments(
     delegation: Any,
     tools: Any,
     tools_k: Any,
-) -> tuple[int | None, tuple[int, int], int]:
+    tools_budget: Any,
+) -> tuple[int | None, tuple[int, int], int, int | None]:
     """Check :class:`PhonePlanEnv`'s arguments before anything is built; returns ``max_steps``,
-    ``screen_size`` and ``tools_k`` normalised (plain ``int``, a tuple of them).
+    ``screen_size``, ``tools_k`` and ``tools_budget`` normalised (plain ``int``, a tuple of them).
 
     Raises:
         TypeError: an argument of the wrong type, naming it and what it accepts.
@@ -1044,7 +1055,17 @@ def _check_arguments(
         raise TypeError(f"tools_k must be an int >= 0, not {_kind(tools_k)}")
     if tools_k < 0:
         raise ValueError(f"tools_k must be an int >= 0, not {tools_k}")
-    return max_steps, (int(screen_size[0]), int(screen_size[1])), int(tools_k)
+    if tools_budget is not None:
+        if not _is_int(tools_budget):
+            raise TypeError(f"tools_budget must be an int >= 1 (tokens) or None, not {_kind(tools_budget)}")
+        if tools_budget < 1:
+            raise ValueError(f"tools_budget must be an int >= 1 (tokens) or None, not {tools_budget}")
+        if isinstance(tools, ToolSelector) or tools == "all":
+            raise ValueError(
+                "tools_budget goes with tools='retrieve' or 'search' (a ToolSelector carries its own budget)"
+            )
+        tools_budget = int(tools_budget)
+    return max_steps, (int(screen_size[0]), int(screen_size[1])), int(tools_k), tools_budget
 
 
 def _final_info(verdict: Any) -> dict[str, Any]:

@@ -514,6 +514,11 @@ def compact_text(text: str) -> str:
     return " ".join(text.split())
 
 
+_DEFAULT_INT_BOUNDS = {"minimum": INT_MIN, "maximum": INT_MAX}
+"""The integer bounds :func:`bounded` adds to a parameter that declares none: enforced by
+validation, left out of the offered rendering (about 25 tokens each)."""
+
+
 def _is_null(schema: Any) -> bool:
     return isinstance(schema, dict) and schema == {"type": "null"}
 
@@ -526,6 +531,8 @@ def _compact(node: Any, described: bool, optional: bool) -> Any:
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "title" or (key == "default" and value is None):
+            continue
+        if key in _DEFAULT_INT_BOUNDS and value == _DEFAULT_INT_BOUNDS[key] and node.get("type") == "integer":
             continue
         if key == "description" and isinstance(value, str):
             if described:
@@ -568,11 +575,17 @@ def compact_parameters(schema: dict[str, Any]) -> dict[str, Any]:
 
     Dropped: ``title`` keywords, ``"default": null``, an empty ``required``, the
     ``{"type": "null"}`` branch of an optional parameter whose default is null (leaving it out
-    means the same), and descriptions nested under an already described schema (the
-    ``anyOf`` branch or ``items`` of a described parameter); whitespace runs in descriptions
-    become one space. Kept: types, enums, patterns, bounds, ``additionalProperties``, the
-    parameters' descriptions and non-null defaults. The result is valid JSON Schema, and every
-    arguments object it accepts the full schema accepts too (it only narrows: a grammar built
-    from it never emits a call the validator refuses). ``schema`` is not modified.
+    means the same), descriptions nested under an already described schema (the ``anyOf``
+    branch or ``items`` of a described parameter), and an integer's ``minimum`` of
+    :data:`INT_MIN` or ``maximum`` of :data:`INT_MAX` (the default bounds :func:`bounded` adds,
+    19 digits each); whitespace runs in descriptions become one space. Kept: types, enums,
+    patterns, declared bounds, ``additionalProperties``, the parameters' descriptions and
+    non-null defaults.
+
+    The result is valid JSON Schema. Every arguments object it accepts the full schema accepts
+    too, with one exception, the same one the full schema makes for :data:`MAX_STRING`: an
+    integer beyond SQLite's 64-bit range, which validation refuses as ``invalid_arguments``
+    (a grammar built from the result can emit it; no request of the suite needs one).
+    ``schema`` is not modified.
     """
     return _compact(schema, False, False)

@@ -375,20 +375,29 @@ def test_every_offered_tool_is_fuzzed() -> None:
 
 
 def test_integer_parameters_are_bounded_in_every_schema() -> None:
-    """The schemas the agent sees give every integer a range inside SQLite's 64-bit INTEGER, and
-    no string more room than MAX_STRING (a string without maxLength is held to MAX_STRING by
-    validation: the fuzz above sends MAX_STRING + 1 characters to every string)."""
+    """Every tool's full schema gives every integer a range inside SQLite's 64-bit INTEGER, and no
+    string more room than MAX_STRING (a string without maxLength is held to MAX_STRING by
+    validation: the fuzz above sends MAX_STRING + 1 characters to every string). The rendering the
+    agent is offered keeps every declared bound and leaves out exactly the default ones (INT_MIN,
+    INT_MAX: validation still holds them, and the fuzz above sends +-2**63 to every integer)."""
     for backend in ("sandbox", "llmsim"):
-        _, info = make_env(backend).reset(seed=0)
-        for tool in info["tools"]:
-            for path, node in _walk(tool["function"]["parameters"]):
+        env = make_env(backend)
+        _, info = env.reset(seed=0)
+        offered = {t["function"]["name"]: t["function"]["parameters"] for t in info["tools"]}
+        specs = env.tool_specs
+        assert set(offered) == {s.name for s in specs}
+        for spec in specs:
+            shown = dict(_walk(offered[spec.name]))
+            for path, node in _walk(spec.parameters):
                 t = node.get("type")
                 kinds = t if isinstance(t, list) else [t]
-                where = f"{tool['function']['name']}{path}"
-                if "integer" in kinds:
-                    assert INT_MIN <= node.get("minimum", INT_MIN - 1) <= node.get("maximum", INT_MAX + 1) <= INT_MAX, (
-                        where
-                    )
+                where = f"{spec.name}{path}"
+                if "integer" in kinds and not {"enum", "const"} & set(node):
+                    lo, hi = node.get("minimum"), node.get("maximum")
+                    assert lo is not None and hi is not None and INT_MIN <= lo <= hi <= INT_MAX, where
+                    if t == "integer":
+                        assert shown[path].get("minimum") == (None if lo == INT_MIN else lo), where
+                        assert shown[path].get("maximum") == (None if hi == INT_MAX else hi), where
                 if "string" in kinds and not {"enum", "const"} & set(node):
                     assert node.get("maxLength", 0) <= MAX_STRING, where
 

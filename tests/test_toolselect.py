@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import zlib
 from pathlib import Path
 
@@ -118,11 +119,26 @@ def test_compact_rendering_by_hand():
         "type": "object",
         "properties": {},
     }
+    # the default 64-bit bounds go (validation keeps them); declared ones, and other types', stay
+    big = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
+            "n": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+            "x": {"type": "number", "minimum": -(2**63), "maximum": 2**63 - 1},
+        },
+    }
+    assert compact_parameters(big)["properties"] == {
+        "id": {"type": "integer"},
+        "n": {"type": "integer", "minimum": 1},
+        "x": {"type": "number", "minimum": -(2**63), "maximum": 2**63 - 1},
+    }
 
 
 def test_compact_specs_are_valid_and_only_narrow(tool_defs):
     """Every rendering is valid JSON Schema, smaller than the full schema, and every call sampled
-    from it passes the tool's own validator (a grammar built from it never emits a refused call)."""
+    from it passes the tool's own validator (a grammar built from it emits no refused call, but
+    for an integer past SQLite's 64-bit range, whose default bounds the rendering leaves out)."""
     rng = random.Random(0)
     xeger = rstr.Rstr(rng)
     total_full = total_compact = 0
@@ -220,6 +236,62 @@ def test_retrieval_ranking_is_cached_per_task_and_leaves_the_task_out():
     env.close()
 
 
+def test_a_budget_offers_the_ranked_tools_that_fit_in_rank_order():
+    """Sizes by hand: every tool costs 10 tokens but weather.forecast, which costs 500. With room
+    for the harness tools and 3 more, the 3 best that fit are offered: the 500-token tool ranked
+    second is passed over for the fourth; the best-ranked tool is offered even past the budget."""
+    task = get_task("clock.what_time/0")
+    env = gym.make("PhonePlan-v0", task=task.id)
+    env.reset(seed=0)
+    u = env.unwrapped
+    specs = u.selectable_specs()
+    harness = [s for s in u._all_specs if s.name in u._harness_names]
+    by_name = {s.name: s for s in specs}
+    ranking = ToolSelector("retrieve", 6, embedder=HashEmbedder()).rank(task.goal, specs, task_id=task.id)
+    big = ranking[1]
+
+    def count(text: str) -> int:
+        return 500 if json.loads(text)["function"]["name"] == big else 10
+
+    def chosen(budget: int) -> list[str]:
+        sel = ToolSelector("retrieve", 6, embedder=HashEmbedder(), budget=budget, count_tokens=count)
+        return sel.offer(task.goal, specs, harness, task_id=task.id)
+
+    h = 10 * len(harness)
+    assert chosen(h + 40) == [ranking[0], ranking[2], ranking[3], ranking[4]]
+    assert chosen(h + 510) == ranking[:2]  # the big one fits exactly, then nothing does
+    assert chosen(h + 530) == ranking[:4]
+    assert chosen(10_000) == ranking  # never more than k
+    assert chosen(1) == ranking[:1]  # the harness alone is over budget: the best tool still comes
+    sel = ToolSelector("retrieve", 6, embedder=HashEmbedder(), budget=h + 40, count_tokens=count)
+    assert sel.tokens(by_name[big]) == 500 and sel.tokens(by_name[ranking[0]]) == 10
+    env.close()
+
+
+def test_env_budget_holds_the_offered_tools_under_it():
+    """``tools_budget`` through gym.make: the offered list (harness tools included), counted by
+    the default estimate (ceil(characters / 3) + 1 per tool line), stays within the budget on
+    every task of a template sample, with fewer backend tools than ``tools_k`` alone offers."""
+    from phoneenv.harness.toolselect import estimate_tokens
+
+    assert estimate_tokens("") == 1 and estimate_tokens("abc") == 2 and estimate_tokens("abcd") == 3
+    sel = ToolSelector("retrieve", 20, embedder=HashEmbedder(), budget=3000)
+    env = gym.make("PhonePlan-v0", tasks="category:tool", tools=sel)
+    free = gym.make("PhonePlan-v0", tasks="category:tool", tools=ToolSelector("retrieve", 20, embedder=HashEmbedder()))
+    for tid in [t.id for t in env.unwrapped.pool][::40]:
+        _, info = env.reset(seed=0, options={"task": tid})
+        _, info_free = free.reset(seed=0, options={"task": tid})
+        used = sum(estimate_tokens(json.dumps(t)) for t in info["tools"])
+        assert used <= 3000 or len(info["tools"]) == len(env.unwrapped._harness_names) + 1, tid
+        assert len(info["tools"]) < len(info_free["tools"]), tid
+        offered = set(_names(info["tools"]))
+        task = env.unwrapped.task
+        best = sel.rank(task.goal, env.unwrapped.selectable_specs(), task_id=tid)[0]
+        assert best in offered, tid  # the best tool always
+    env.close()
+    free.close()
+
+
 def test_bad_modes_are_refused():
     with pytest.raises(ValueError):
         gym.make("PhonePlan-v0", task="clock.what_time/0", tools="some")
@@ -227,6 +299,19 @@ def test_bad_modes_are_refused():
         gym.make("PhonePlan-v0", task="clock.what_time/0", tools="retrieve", tools_k=-1)
     assert selector_for("all") is None
     assert selector_for("retrieve", 7) is selector_for("retrieve", 7)
+    assert selector_for("retrieve", 7, 3000) is not selector_for("retrieve", 7)
+    assert selector_for("retrieve", 7, 3000).budget == 3000
+    for bad, kind, text in (
+        (0, ValueError, "tools_budget must be an int >= 1 (tokens) or None, not 0"),
+        ("3000", TypeError, "tools_budget must be an int >= 1 (tokens) or None, not str"),
+        (True, TypeError, "tools_budget must be an int >= 1"),
+    ):
+        with pytest.raises(kind, match=re.escape(text)):
+            gym.make("PhonePlan-v0", task="clock.what_time/0", tools="retrieve", tools_budget=bad)
+    with pytest.raises(ValueError, match="tools_budget goes with tools='retrieve' or 'search'"):
+        gym.make("PhonePlan-v0", task="clock.what_time/0", tools_budget=3000)  # tools="all"
+    with pytest.raises(ValueError, match="tools_budget must be None or an integer >= 1"):
+        ToolSelector("retrieve", budget=0)
 
 
 def _play(env, agent, task_id):
@@ -281,6 +366,16 @@ def test_cli_eval_passes_tool_selection_to_the_env(tmp_path):
     assert json.loads((tmp_path / "run.json").read_text())["tool_selection"] == "search"
     res = runner.invoke(app, [*args, "--overwrite", "--tool-selection", "some"])
     assert res.exit_code != 0 and "unknown tool selection" in res.output
+    res = runner.invoke(app, [*args, "--overwrite", "--tool-budget", "3000"])
+    assert res.exit_code != 0 and "needs --tool-selection retrieve or search" in res.output
+    res = runner.invoke(
+        app, [*args, "--overwrite", "--tool-selection", "retrieve", "--tool-k", "20", "--tool-budget", "3000"]
+    )
+    assert res.exit_code == 0, res.output
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert (run["tool_selection"], run["tool_k"], run["tool_budget"]) == ("retrieve", 20, 3000)
+    board = json.loads((tmp_path / "scoreboard.json").read_text())
+    assert board["categories"][-1]["success"] == 1.0  # the reference plans' tools were offered
 
 
 if __name__ == "__main__":

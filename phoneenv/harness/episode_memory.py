@@ -260,12 +260,12 @@ class _WorldTools:
 
     @tool(name="wait")
     def wait(self, minutes: Annotated[int, Field(ge=1, le=MAX_WAIT_MINUTES)]) -> Waited:
-        """Wait, doing nothing, while time passes (the user goes about their day): use it when
-        something has to happen first, such as arriving somewhere or a reminder coming due.
-        Reminders that come due while waiting arrive with the result.
+        """Let time pass (the user goes about their day) when something has to happen first,
+        such as arriving somewhere or a reminder coming due; reminders due meanwhile arrive with
+        the result.
 
         Args:
-            minutes: How long to wait, 1 to 240 minutes.
+            minutes: How long to wait.
         """
         return self.memory._wait(minutes)
 

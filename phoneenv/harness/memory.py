@@ -1240,9 +1240,9 @@ class MemoryTools:
 
     @tool()
     def search(self, query: Query, kind: Kind | None = None, k: Annotated[int, Field(ge=1, le=20)] = 5) -> MemoryList:
-        """Search what is known about the user: preferences, past episodes, facts and intents
-        (things to do when a time, place or app event comes). Finds memories by meaning and by exact words (names, codes); outdated or
-        forgotten memories are never returned.
+        """Search what is known about the user (preferences, episodes, facts, and intents: things to
+        do at a time, place or app event) by meaning and by exact words; outdated or forgotten
+        memories are not returned.
 
         Args:
             query: What to look for, e.g. "who is my sister" or "locker code".
@@ -1276,12 +1276,11 @@ class MemoryTools:
         content: Content,
         supersedes: Annotated[int, Field(ge=1)] | None = None,
     ) -> Saved:
-        """Remember something about the user for later sessions. When it updates an older memory
-        (a new address, a changed preference), pass that memory's id as supersedes so the old one
-        is no longer returned.
+        """Remember something about the user for later sessions. If it updates an older memory (a
+        new address), pass that memory's id as supersedes.
 
         Args:
-            kind: "preference" (likes, habits), "episode" (something that happened) or "fact".
+            kind: preference (likes, habits), episode (something that happened) or fact.
             content: The memory as a self-contained sentence, e.g. "Ana is my sister".
             supersedes: Id of the outdated memory this one replaces.
         """
@@ -1317,18 +1316,16 @@ class MemoryTools:
         when: Annotated[str, Field(min_length=1, max_length=200)],
         action: Content | None = None,
     ) -> Reminder:
-        """Set a reminder for the user: it fires once, when its trigger comes true, and then
-        arrives in a step's feedback (pass it on to the user with system.notify). Find or cancel
-        reminders with memory.search and memory.forget.
+        """Set a reminder: it fires once, when its trigger comes true, and arrives in a step's
+        feedback (pass it on with system.notify). Find or cancel it with memory.search and
+        memory.forget.
 
         Args:
-            content: What the reminder is about, as the user said it, e.g. "call the dentist".
-            trigger: "time" (at a local time), "place" (on arriving at a place) or "app_event"
-                (when an app event happens, e.g. after a call ends).
-            when: For "time" the local time, YYYY-MM-DDTHH:MM, e.g. "2026-11-29T17:30"; for
-                "place" the place's name, e.g. "office"; for "app_event" the event as
-                app.verb, e.g. "phone.end_call" (a call ended) or "system.location_changed".
-            action: What to do when it fires, if more than the content, e.g. "Text Ana the code".
+            content: What it is about, as the user said it, e.g. "call the dentist".
+            trigger: time, place (on arriving there) or app_event (e.g. a call ended).
+            when: time: local YYYY-MM-DDTHH:MM; place: its name, e.g. "office"; app_event:
+                app.verb, e.g. "phone.end_call" or "system.location_changed".
+            action: What to do when it fires, if more than the content.
         """
         if not content.strip():
             raise ToolError(

@@ -369,8 +369,8 @@ class SkillLibrary:
     # -- the tool -----------------------------------------------------------------------------
     @tool()
     def read(self, name: SkillName) -> SkillText:
-        """Read a skill: a step-by-step procedure for using the phone's tools for one kind of
-        request. Read the skill whose description fits the request before acting.
+        """Read a skill: a step-by-step procedure for one kind of request. Read the one whose
+        description fits the request before acting.
 
         Args:
             name: The skill's name, as listed with the skills.

@@ -21,7 +21,9 @@ Ranking (:class:`ToolSelector`), for a goal:
    description, parameter names and descriptions: :func:`tool_document`), fused by Reciprocal
    Rank Fusion (:func:`phoneenv.harness.memory.rrf_fuse`), as memory retrieval does.
 
-The offered ``k`` are the experience tools by votes, then the direct ranking fills the rest.
+The offered ``k`` are the experience tools by votes, then the direct ranking fills the rest. With
+a token budget (``tools_budget``, :meth:`ToolSelector.offer`) the ``k`` are cut to those that fit
+beside the harness tools, counted by the model's tokenizer or :func:`estimate_tokens`.
 ``tools.search`` ranks by name first (every tool named exactly in the query), then directly.
 Rankings are cached per task (goal) and per tool set; the embedder loads only when a ranking
 needs it (never in ``"all"``, nor with ``k = 0``).
@@ -33,7 +35,9 @@ Reused from :mod:`phoneenv.harness.memory` (public API only): ``tokenize``, ``rr
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -56,12 +60,14 @@ from phoneenv.harness.memory import (
     tokenize,
 )
 from phoneenv.harness.providers import ToolProvider
+from phoneenv.sharing import openai_tools
 from phoneenv.tools import ToolDef, build_tool, tool
 
 if TYPE_CHECKING:
     from phoneenv.env import PhonePlanEnv
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "DEFAULT_K",
     "MODES",
     "NEIGHBOURS",
@@ -69,6 +75,7 @@ __all__ = [
     "SEARCH_TOOL",
     "ToolSearch",
     "ToolSelector",
+    "estimate_tokens",
     "plan_tools",
     "selector_for",
     "tool_document",
@@ -192,11 +199,20 @@ class ToolSelector:
         examples: the example tasks whose plans vote (default: the suite's ``train`` split,
             loaded on first use); ``()`` for none (direct ranking only).
         neighbours: how many nearest examples vote.
+        budget: tokens the tools offered at reset may take in all, harness tools included
+            (None: no budget, the ``k`` best are offered). The ``k`` best are offered in rank
+            order while they fit; one that does not fit is passed over for smaller ones below
+            it, and the best-ranked tool is offered whatever its size, so an episode never
+            starts without a backend tool. ``tools.search`` may load tools beyond it.
+        count_tokens: tokens of one tool as the model reads it, given the tool's OpenAI entry
+            as one JSON line (``json.dumps``); default :func:`estimate_tokens`. Pass the
+            model's tokenizer (``lambda text: len(tok.encode(text)) + 1``) for an exact budget.
 
-    Thread-safe; cheap to share: :func:`selector_for` returns one per ``(mode, k)`` per process.
+    Thread-safe; cheap to share: :func:`selector_for` returns one per ``(mode, k, budget)`` per
+    process.
 
     Raises:
-        ValueError: an unknown mode, ``k < 0`` or ``neighbours < 1``.
+        ValueError: an unknown mode, ``k < 0``, ``neighbours < 1`` or ``budget < 1``.
     """
 
     def __init__(
@@ -207,6 +223,8 @@ class ToolSelector:
         embedder: Embedder | None = None,
         examples: Iterable[TaskSpec] | None = None,
         neighbours: int = NEIGHBOURS,
+        budget: int | None = None,
+        count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         if mode not in ("retrieve", "search"):
             raise ValueError(f"a tool selector's mode is 'retrieve' or 'search', not {mode!r}")
@@ -214,9 +232,14 @@ class ToolSelector:
             raise ValueError(f"tools_k must be an integer >= 0, not {k!r}")
         if neighbours < 1:
             raise ValueError(f"neighbours must be at least 1, not {neighbours}")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ValueError(f"tools_budget must be None or an integer >= 1 (tokens), not {budget!r}")
         self.mode = mode
         self.k = k
         self.neighbours = neighbours
+        self.budget = budget
+        self.count_tokens: Callable[[str], int] = count_tokens or estimate_tokens
+        self._sizes: dict[int, tuple[ToolSpec, int]] = {}
         self._embedder = embedder
         self._example_tasks = None if examples is None else list(examples)
         self._examples: _Examples | None = None
@@ -278,6 +301,42 @@ class ToolSelector:
                 self._cache.popitem(last=False)
             return list(ranked)
 
+    def tokens(self, spec: ToolSpec) -> int:
+        """Tokens ``spec`` takes in the offered list: :attr:`count_tokens` of its OpenAI entry
+        (:meth:`~phoneenv.contract.ToolSpec.to_openai`) as one JSON line; cached per spec object."""
+        hit = self._sizes.get(id(spec))
+        if hit is None:
+            n = int(self.count_tokens(json.dumps(openai_tools([spec])[0])))
+            with self._lock:
+                if len(self._sizes) >= 8192:
+                    self._sizes.clear()
+                self._sizes[id(spec)] = hit = (spec, n)  # the spec is kept, so its id is not reused
+        return hit[1]
+
+    def offer(
+        self,
+        goal: str,
+        specs: Sequence[ToolSpec],
+        always: Sequence[ToolSpec] = (),
+        *,
+        task_id: str | None = None,
+    ) -> list[str]:
+        """The backend tools of ``specs`` an episode offers at reset, best first: :meth:`rank`'s
+        ``k`` names, cut to :attr:`budget` tokens less what ``always`` (the harness tools,
+        offered in any case) takes. Without a budget, :meth:`rank` as it is."""
+        ranked = self.rank(goal, specs, task_id=task_id)
+        if self.budget is None or not ranked:
+            return ranked
+        by_name = {s.name: s for s in specs}
+        room = self.budget - sum(self.tokens(s) for s in always) - self.tokens(by_name[ranked[0]])
+        out = [ranked[0]]
+        for name in ranked[1:]:
+            size = self.tokens(by_name[name])
+            if size <= room:
+                out.append(name)
+                room -= size
+        return out
+
     def search(self, query: str, specs: Sequence[ToolSpec], k: int) -> list[str]:
         """``tools.search``'s ranking: every name of ``specs`` written in ``query`` (``app.verb``
         or ``app__verb``), in query order, then the direct ranking until there are ``k`` (the
@@ -298,21 +357,34 @@ class ToolSelector:
         return list(out)
 
 
+CHARS_PER_TOKEN = 3.0
+"""Characters of a tool's JSON line per token in :func:`estimate_tokens`. SmolLM2's tokenizer
+(the default ``--agent llm`` model's) reads the suite's compact specs at 3.39 characters a token
+(median; 2.96 at the 5th percentile, 2.55 at the least), so the estimate errs high by about a
+tenth on a list of tools."""
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` estimated without a tokenizer: ``ceil(len(text) / CHARS_PER_TOKEN)``
+    plus 1 for the line break that follows each tool in a chat template."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN) + 1
+
+
 @functools.lru_cache(maxsize=1)
 def _shared_embedder() -> CachedEmbedder:
     return CachedEmbedder(loader=default_embedder, store=default_embedder_cache())
 
 
-_SELECTORS: dict[tuple[str, int], ToolSelector] = {}
+_SELECTORS: dict[tuple[str, int, int | None], ToolSelector] = {}
 _SELECTORS_LOCK = threading.Lock()
 
 
-def selector_for(mode: str, k: int = DEFAULT_K) -> ToolSelector | None:
-    """The process-wide :class:`ToolSelector` for ``mode`` and ``k`` (None for ``"all"``), so
-    every env of a process shares one set of indexes and caches.
+def selector_for(mode: str, k: int = DEFAULT_K, budget: int | None = None) -> ToolSelector | None:
+    """The process-wide :class:`ToolSelector` for ``mode``, ``k`` and ``budget`` (None for
+    ``"all"``), so every env of a process shares one set of indexes and caches.
 
     Raises:
-        ValueError: an unknown mode or a bad ``k`` (see :class:`ToolSelector`).
+        ValueError: an unknown mode or a bad ``k`` or ``budget`` (see :class:`ToolSelector`).
     """
     if mode == "all":
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
@@ -321,9 +393,9 @@ def selector_for(mode: str, k: int = DEFAULT_K) -> ToolSelector | None:
     if mode not in MODES:
         raise ValueError(f"tools must be one of {', '.join(MODES)} or a ToolSelector, not {mode!r}")
     with _SELECTORS_LOCK:
-        sel = _SELECTORS.get((mode, k))
+        sel = _SELECTORS.get((mode, k, budget))
         if sel is None:
-            sel = _SELECTORS[(mode, k)] = ToolSelector(mode, k)
+            sel = _SELECTORS[(mode, k, budget)] = ToolSelector(mode, k, budget=budget)
         return sel
 
 
