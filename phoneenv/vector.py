@@ -70,6 +70,56 @@ class _Infos:
         self.num_envs = num_envs
 
 
+def batch_infos(infos: Sequence[dict[str, Any] | None], num_envs: int) -> dict[str, Any]:
+    """The batched infos that folding :meth:`VectorEnv._add_info` over ``infos[i]`` (env ``i``;
+    None: no info) builds, built a key at a time: each key's array (typed by the first env that
+    has it: ``int``/``float``/``bool``/NumPy scalars as that dtype, arrays stacked, anything else
+    an object array; ``final_obs`` always objects; dicts batched recursively) and its ``_key``
+    mask, in the order keys first appear. Gymnasium's fold allocates a mask per env and key; this
+    allocates one per key. A key whose values mix dicts and non-dicts is folded by
+    ``_add_info`` itself, so the result is the same in every case (``tests/test_vector.py``)."""
+    columns: dict[str, list[tuple[int, Any]]] = {}
+    for i, info in enumerate(infos):
+        if info:
+            for key, value in info.items():
+                col = columns.get(key)
+                if col is None:
+                    columns[key] = col = []
+                col.append((i, value))
+    out: dict[str, Any] = {}
+    for key, col in columns.items():
+        first = col[0][1]
+        nested = [isinstance(v, dict) for _, v in col] if key != "final_obs" else [False]
+        if any(nested) and not all(nested):
+            folder = _Infos(num_envs)
+            sub: dict[str, Any] = {}
+            for i, value in col:
+                sub = folder._add_info(sub, {key: value}, i)
+            out.update(sub)
+            continue
+        if key == "final_obs":
+            array: Any = np.full(num_envs, fill_value=None, dtype=object)
+        elif nested[0]:
+            parts: list[dict[str, Any] | None] = [None] * num_envs
+            for i, value in col:
+                parts[i] = value
+            array = batch_infos(parts, num_envs)
+        elif type(first) in (int, float, bool) or issubclass(type(first), np.number):
+            array = np.zeros(num_envs, dtype=type(first))
+        elif isinstance(first, np.ndarray):
+            array = np.zeros((num_envs, *first.shape), dtype=first.dtype)
+        else:
+            array = np.full(num_envs, fill_value=None, dtype=object)
+        mask = np.zeros(num_envs, dtype=np.bool_)
+        for i, value in col:
+            if not nested[0]:
+                array[i] = value
+            mask[i] = True
+        out[key] = array
+        out[f"_{key}"] = mask
+    return out
+
+
 class _Slice:
     """The envs one process runs, stepped and reset as ``SyncVectorEnv`` does (autoreset
     ``NEXT_STEP``); results come out batched over the slice."""
@@ -89,7 +139,19 @@ class _Slice:
         self.by_ref = False
 
     def _batch_obs(self) -> Any:
-        return concatenate(self.space, self.obs, create_empty_array(self.space, n=len(self.envs), fn=np.zeros))
+        """What Gymnasium's ``concatenate`` makes of the slice's observations: a ``Text`` key as
+        a tuple of the strings (built here directly), any other key by ``concatenate`` into a
+        new array. Raises nothing for observations of the space."""
+        obs, n = self.obs, len(self.envs)
+        if not isinstance(self.space, gym.spaces.Dict):
+            return concatenate(self.space, obs, create_empty_array(self.space, n=n, fn=np.zeros))
+        out: dict[str, Any] = {}
+        for key, sub in self.space.spaces.items():
+            if isinstance(sub, gym.spaces.Text):
+                out[key] = tuple(o[key] for o in obs)
+            else:
+                out[key] = concatenate(sub, [o[key] for o in obs], create_empty_array(sub, n=n, fn=np.zeros))
+        return out
 
     def _tools(self, info: dict[str, Any]) -> dict[str, Any]:
         """Across a pipe, a tool list already sent travels as its token (the parent keeps it)."""
@@ -104,31 +166,37 @@ class _Slice:
         return {**info, "tools": _ToolsRef(token, tools)}
 
     def reset(self, seeds: Sequence[int | None], options: dict[str, Any] | None, mask: Any) -> tuple[Any, ...]:
-        infos: dict[str, Any] = {}
+        infos: list[dict[str, Any] | None] = [None] * len(self.envs)
         for i, env in enumerate(self.envs):
             if mask is not None and not mask[i]:
                 continue
             self.obs[i], info = env.reset(seed=seeds[i], options=options)
             self.autoreset[i] = False
-            infos = self.infos._add_info(infos, self._tools(info), i)
-        return self._batch_obs(), infos
+            infos[i] = self._tools(info)
+        return self._batch_obs(), batch_infos(infos, len(self.envs))
 
     def step(self, actions: Sequence[Any]) -> tuple[Any, ...]:
         n = len(self.envs)
-        rewards = np.zeros(n, dtype=np.float64)
-        terms = np.zeros(n, dtype=np.bool_)
-        truncs = np.zeros(n, dtype=np.bool_)
-        infos: dict[str, Any] = {}
-        add = self.infos._add_info
+        rewards: list[float] = [0.0] * n
+        terms: list[bool] = [False] * n
+        truncs: list[bool] = [False] * n
+        infos: list[dict[str, Any] | None] = [None] * n
+        obs, autoreset = self.obs, self.autoreset
         for i, env in enumerate(self.envs):
-            if self.autoreset[i]:
-                self.obs[i], info = env.reset()
-                self.autoreset[i] = False
+            if autoreset[i]:
+                obs[i], info = env.reset()
+                autoreset[i] = False
             else:
-                self.obs[i], rewards[i], terms[i], truncs[i], info = env.step(actions[i])
-                self.autoreset[i] = bool(terms[i] or truncs[i])
-            infos = add(infos, self._tools(info), i)
-        return self._batch_obs(), rewards, terms, truncs, infos
+                obs[i], rewards[i], terms[i], truncs[i], info = env.step(actions[i])
+                autoreset[i] = bool(terms[i] or truncs[i])
+            infos[i] = self._tools(info)
+        return (
+            self._batch_obs(),
+            np.array(rewards, dtype=np.float64),
+            np.array(terms, dtype=np.bool_),
+            np.array(truncs, dtype=np.bool_),
+            batch_infos(infos, n),
+        )
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         out = []
