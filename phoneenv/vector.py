@@ -38,7 +38,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from phoneenv.env import PhonePlanEnv, _own_spaces
 from phoneenv.sharing import ReadOnlyDict, ReadOnlyList
 
-__all__ = ["PhonePlanVectorEnv", "WorkerError"]
+__all__ = ["PhonePlanVectorEnv", "WorkerError", "batch_infos"]
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 
