@@ -110,11 +110,14 @@ def batch_infos(infos: Sequence[dict[str, Any] | None], num_envs: int) -> dict[s
             array = np.zeros((num_envs, *first.shape), dtype=first.dtype)
         else:
             array = np.full(num_envs, fill_value=None, dtype=object)
-        mask = np.zeros(num_envs, dtype=np.bool_)
-        for i, value in col:
-            if not nested[0]:
+        if not nested[0]:
+            for i, value in col:
                 array[i] = value
-            mask[i] = True
+        if len(col) == num_envs:
+            mask = np.ones(num_envs, dtype=np.bool_)
+        else:
+            mask = np.zeros(num_envs, dtype=np.bool_)
+            mask[[i for i, _ in col]] = True
         out[key] = array
         out[f"_{key}"] = mask
     return out
@@ -149,6 +152,8 @@ class _Slice:
         for key, sub in self.space.spaces.items():
             if isinstance(sub, gym.spaces.Text):
                 out[key] = tuple(o[key] for o in obs)
+            elif isinstance(sub, gym.spaces.Discrete):
+                out[key] = np.fromiter((o[key] for o in obs), dtype=sub.dtype, count=n)
             else:
                 out[key] = concatenate(sub, [o[key] for o in obs], create_empty_array(sub, n=n, fn=np.zeros))
         return out
