@@ -268,6 +268,21 @@ def test_a_budget_offers_the_ranked_tools_that_fit_in_rank_order():
     env.close()
 
 
+def test_a_budget_below_the_harness_tools_warns_once(caplog):
+    task = get_task("clock.what_time/0")
+    env = gym.make("PhonePlan-v0", task=task.id)
+    env.reset(seed=0)
+    u = env.unwrapped
+    harness = [s for s in u._all_specs if s.name in u._harness_names]
+    sel = ToolSelector("retrieve", 6, embedder=HashEmbedder(), budget=100)
+    with caplog.at_level("WARNING", logger="phoneenv.harness.toolselect"):
+        for _ in range(2):
+            assert len(sel.offer(task.goal, u.selectable_specs(), harness, task_id=task.id)) == 1
+    warned = [r for r in caplog.records if "tools_budget 100 is below" in r.getMessage()]
+    assert len(warned) == 1
+    env.close()
+
+
 def test_env_budget_holds_the_offered_tools_under_it():
     """``tools_budget`` through gym.make: the offered list (harness tools included), counted by
     the default estimate (ceil(characters / 3) + 1 per tool line), stays within the budget on
@@ -312,6 +327,11 @@ def test_bad_modes_are_refused():
         gym.make("PhonePlan-v0", task="clock.what_time/0", tools_budget=3000)  # tools="all"
     with pytest.raises(ValueError, match="tools_budget must be None or an integer >= 1"):
         ToolSelector("retrieve", budget=0)
+    with pytest.raises(ValueError, match="count_tokens counts against a budget"):
+        ToolSelector("retrieve", count_tokens=len)
+    bad = ToolSelector("retrieve", budget=10, count_tokens=lambda text: "x")
+    with pytest.raises(TypeError, match="count_tokens must return an int"):
+        bad.tokens(SEARCH_TOOL.spec)
 
 
 def _play(env, agent, task_id):

@@ -212,7 +212,8 @@ class ToolSelector:
     process.
 
     Raises:
-        ValueError: an unknown mode, ``k < 0``, ``neighbours < 1`` or ``budget < 1``.
+        ValueError: an unknown mode, ``k < 0``, ``neighbours < 1``, ``budget < 1``, or
+            ``count_tokens`` without a budget.
     """
 
     def __init__(
@@ -234,12 +235,15 @@ class ToolSelector:
             raise ValueError(f"neighbours must be at least 1, not {neighbours}")
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
             raise ValueError(f"tools_budget must be None or an integer >= 1 (tokens), not {budget!r}")
+        if count_tokens is not None and budget is None:
+            raise ValueError("count_tokens counts against a budget: pass budget= too")
         self.mode = mode
         self.k = k
         self.neighbours = neighbours
         self.budget = budget
         self.count_tokens: Callable[[str], int] = count_tokens or estimate_tokens
         self._sizes: dict[int, tuple[ToolSpec, int]] = {}
+        self._warned = False
         self._embedder = embedder
         self._example_tasks = None if examples is None else list(examples)
         self._examples: _Examples | None = None
@@ -306,7 +310,10 @@ class ToolSelector:
         (:meth:`~phoneenv.contract.ToolSpec.to_openai`) as one JSON line; cached per spec object."""
         hit = self._sizes.get(id(spec))
         if hit is None:
-            n = int(self.count_tokens(json.dumps(openai_tools([spec])[0])))
+            n = self.count_tokens(json.dumps(openai_tools([spec])[0]))
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+                raise TypeError(f"count_tokens must return an int >= 0 (tokens), not {n!r}")
+            n = int(n)
             with self._lock:
                 if len(self._sizes) >= 8192:
                     self._sizes.clear()
@@ -323,12 +330,27 @@ class ToolSelector:
     ) -> list[str]:
         """The backend tools of ``specs`` an episode offers at reset, best first: :meth:`rank`'s
         ``k`` names, cut to :attr:`budget` tokens less what ``always`` (the harness tools,
-        offered in any case) takes. Without a budget, :meth:`rank` as it is."""
+        offered in any case) takes. Without a budget, :meth:`rank` as it is. When the harness
+        tools and the best tool alone exceed the budget, those are offered and a warning is
+        logged once per selector.
+
+        Raises:
+            TypeError: ``count_tokens`` returned something other than an int >= 0.
+        """
         ranked = self.rank(goal, specs, task_id=task_id)
         if self.budget is None or not ranked:
             return ranked
         by_name = {s.name: s for s in specs}
         room = self.budget - sum(self.tokens(s) for s in always) - self.tokens(by_name[ranked[0]])
+        if room < 0 and not self._warned:
+            self._warned = True
+            log.warning(
+                "tools_budget %d is below what is always offered: the harness tools and the best tool take %d "
+                "tokens (%s); offering those only",
+                self.budget,
+                self.budget - room,
+                task_id or "this task",
+            )
         out = [ranked[0]]
         for name in ranked[1:]:
             size = self.tokens(by_name[name])
