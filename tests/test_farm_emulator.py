@@ -970,13 +970,15 @@ def test_resolve_avd_spec_accepts_a_farm_files_avd(tmp_path: Path) -> None:
 def test_restart_from_snapshot_keeps_the_serial(rig: Rig, adb_server) -> None:
     launcher = rig.launcher(adb=adb_server)
     put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
-    emu = launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1)
+    # 90 s: a deadline, not a timing; under a full suite on 2 cores adb took over 30 s to list the
+    # restarted stand-in once (its log said "boot completed")
+    emu = launcher.start(snapshot="fixture", boot_timeout=90, poll_interval=0.1)
     try:
         adb_server.device(emu.serial).shell(["settings", "put", "global", "phoneenv_marker", "dirty"])
         with pytest.raises(SnapshotNotFoundError, match="has no snapshot 'gone'"):
             launcher.restart(emu, snapshot="gone")
         assert emu.alive() and emu.stopped_by is None  # checked before anything was stopped
-        fresh = restart_from_snapshot(emu, "fixture", boot_timeout=30, poll_interval=0.1)
+        fresh = restart_from_snapshot(emu, "fixture", boot_timeout=90, poll_interval=0.1)
     except BaseException:
         emu.stop()
         raise
