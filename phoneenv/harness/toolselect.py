@@ -60,7 +60,6 @@ from phoneenv.harness.memory import (
     tokenize,
 )
 from phoneenv.harness.providers import ToolProvider
-from phoneenv.sharing import openai_tools
 from phoneenv.tools import ToolDef, build_tool, tool
 
 if TYPE_CHECKING:
@@ -310,7 +309,7 @@ class ToolSelector:
         (:meth:`~phoneenv.contract.ToolSpec.to_openai`) as one JSON line; cached per spec object."""
         hit = self._sizes.get(id(spec))
         if hit is None:
-            n = self.count_tokens(json.dumps(openai_tools([spec])[0]))
+            n = self.count_tokens(json.dumps(spec.to_openai()))  # once per spec: the cache below
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
                 raise TypeError(f"count_tokens must return an int >= 0 (tokens), not {n!r}")
             n = int(n)
