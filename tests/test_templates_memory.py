@@ -13,7 +13,7 @@ pytest.importorskip("rank_bm25")
 
 from phoneenv.contract import ToolCall
 from phoneenv.env import PhonePlanEnv
-from phoneenv.harness import episode_memory
+from phoneenv.harness import memory as memory_module
 from phoneenv.harness.episode_memory import EpisodeMemory
 from phoneenv.harness.memory import tokenize
 from phoneenv.tasks import select
@@ -210,7 +210,7 @@ def test_reference_search_finds_the_needed_memory():
             continue
         assert needed in [h["id"] for h in hits], (t.id, t.reference_plan[0].arguments, hits)
     # Every fixture memory and query is encoded once per process: episodes again encode nothing.
-    shared = episode_memory.shared_embedder()
+    shared = memory_module.shared_embedder()
     if shared is not None:
         assert env._memory.store.embedder is shared
         encoded = shared.encoded

