@@ -343,6 +343,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._offered_names: frozenset[str] | None = None
         """Backend tools offered this episode (None: all); harness tools are always offered."""
         self._harness_names: frozenset[str] = frozenset()
+        self._selectable: list[ToolSpec] = ReadOnlyList()  # the backend tools, offered or not
+        self._harness_specs: list[ToolSpec] = ReadOnlyList()  # the providers' tools
         if self._selector is not None and self._selector.mode == "search":
             self.providers.insert(len(self.providers) - 1, ToolSearch(self._selector))
         # -- end of tool selection --
@@ -393,6 +395,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._secret_keys = frozenset(p for d in offered.values() for p in d.spec.secret_parameters)
         self._all_openai = openai_tools(specs)
         self._harness_names = frozenset(tmap)  # the providers' tools: always offered
+        self._selectable = ReadOnlyList(s for s in specs if s.name not in self._harness_names)
+        self._harness_specs = ReadOnlyList(s for s in specs if s.name in self._harness_names)
         self._offer()
 
     # -- tool selection (phoneenv.harness.toolselect) ----------------------------------------------
@@ -415,9 +419,10 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             root.specs, root.openai = self._specs, self._openai
 
     def selectable_specs(self) -> list[ToolSpec]:
-        """Every backend tool of the episode, offered or not (what ``tools.search`` searches)."""
+        """Every backend tool of the episode, offered or not (what ``tools.search`` searches);
+        read-only (a list shared until the episode's tools change)."""
         self._refresh_tools()
-        return [s for s in self._all_specs if s.name not in self._harness_names]
+        return self._selectable
 
     def load_tools(self, names: Sequence[str]) -> list[str]:
         """Add the tools ``names`` (canonical) to the episode's offered set (``tools.search``);
@@ -518,10 +523,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self.backend.reset(task)
         self._refresh_tools()
         if self._selector is not None:  # tool selection: the task's k tools, within the budget
-            backend_specs = [s for s in self._all_specs if s.name not in self._harness_names]
-            harness_specs = [s for s in self._all_specs if s.name in self._harness_names]
             self._offered_names = frozenset(
-                self._selector.offer(task.goal, backend_specs, harness_specs, task_id=task.id)
+                self._selector.offer(task.goal, self._selectable, self._harness_specs, task_id=task.id)
             )
             self._offer()
         self._masker = masker_for(task.fixtures, self._secret_keys)
