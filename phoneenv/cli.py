@@ -61,7 +61,12 @@ class _App(typer.Typer):
             raise SystemExit(1) from None
 
 
-app = _App(help="Gymnasium environments for mobile planner agents.", no_args_is_help=True, add_completion=False)
+app = _App(
+    help="Gymnasium environments for mobile planner agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
 tasks_app = typer.Typer(
     help="List, show and validate the task suite; propose new tasks for a gap.", no_args_is_help=True
 )
