@@ -153,6 +153,15 @@ def test_yes_no():
     assert not ok("No, you don't have any meeting", type="yes_no", value=True)
     assert ok("Yes, you have one at 3 pm", type="yes_no", value=True)
     assert not ok("Maybe, I'm not sure", type="yes_no", value=True)
+    # clause by clause: a set phrase's negation negates nothing; "sold out" denies without one
+    assert ok("£74.50 and they do have size 41 in stock, no problem!", type="yes_no", value=True)
+    assert not ok("£74.50 and they do have size 41 in stock, no problem!", type="yes_no", value=False)
+    assert ok("£74.50; size 41 is available, don't worry.", type="yes_no", value=True)
+    assert ok("It costs £74.50 but size 41 is sold out", type="yes_no", value=False)
+    assert ok("It's £74.50; size 41: none left", type="yes_no", value=False)
+    assert ok("Size 41 is not sold out; £74.50", type="yes_no", value=True)
+    assert not ok("It costs £74.50.", type="yes_no", value=True)  # no answer to the question
+    assert not ok("Yes and no", type="yes_no", value=True) and not ok("Yes and no", type="yes_no", value=False)
 
 
 # -- set-valued types ------------------------------------------------------------------------

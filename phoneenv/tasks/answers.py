@@ -38,7 +38,7 @@ Types and the normalised value of a claim:
 ``contact``    frozenset of the contact ids one mention may denote (several: ambiguous)
 ``contacts``   same as ``contact``; the criterion compares the set of people named
 ``items``      str: the normalised list elements of the sentences that hold an expected item
-``yes_no``     bool (a leading yes/no, else negation words → False, "you do"... → True)
+``yes_no``     bool, clause by clause (a clause led by yes/no; else negation or "sold out" → False, "you do"... → True)
 ``text``       the normalised text (required phrases are searched in it)
 =============  ===============================================================================
 
@@ -626,24 +626,55 @@ def _linked_units(cl: list[Claim], text: str, unit: str) -> list[Claim]:
     return [c for c, keep in zip(cl, tagged, strict=True) if keep]
 
 
-_YES = re.compile(r"^\W*(?:yes|yeah|yep|yup|correct|right|sure|indeed|affirmative)\b", re.I)
+_YES = re.compile(
+    r"^\W*(?:yes|yeah|yep|yup|correct|right(?!\s+(?:now|away|here|there))|sure|indeed|affirmative)\b", re.I
+)
 _NO = re.compile(r"^\W*(?:no|nope|nah|negative|incorrect)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|none|never|nothing|nobody|neither|nor)\b|n't\b", re.I)
-_AFFIRM = re.compile(r"\b(?:you do|you have|there is|there are|it is|it's|you are|you're|i did|you did|yes)\b", re.I)
+# Predicates that deny without a negation word ("size M is sold out").
+_DENIES = re.compile(r"\b(?:sold out|out of stock|unavailable|(?:has|have|had) run out|ran out)\b", re.I)
+_AFFIRM = re.compile(
+    r"\b(?:(?:you|they|we|i) (?:do|did|have|has|can)|(?:they|we|you)'ve got|there (?:is|are)|you are|you're|"
+    r"in stock|available|yes)\b|^\W*(?:it is|it's|they are|they're)\W*$",
+    re.I,
+)
 _UNSURE = re.compile(r"\b(?:maybe|perhaps|possibly|not sure|unsure|can't tell|cannot tell|don't know|unclear)\b", re.I)
+# Set phrases whose negation word negates nothing ("no problem, they have it").
+_IDIOM = re.compile(
+    r"\b(?:no problem|no worries|not a problem|no need to worry|(?:don't|do not) worry|not to worry|never mind|"
+    r"no doubt|no rush|no hurry)\b",
+    re.I,
+)
+_CLAUSE = re.compile(r"[;,.!?:()\n\u2013\u2014]+|\s-\s|\b(?:and|but|though|although|however)\b", re.I)
+
+
+def _clause_polarity(clause: str) -> bool | None:
+    """What one clause answers: a leading yes/no; else a negation or a denying predicate → False
+    (both: a double negative, "not sold out" → True); else an affirming phrase → True."""
+    if _YES.search(clause):
+        return True
+    if _NO.search(clause):
+        return False
+    neg, denies = bool(_NEGATION.search(clause)), bool(_DENIES.search(clause))
+    if neg or denies:
+        return neg and denies
+    return True if _AFFIRM.search(clause) else None
 
 
 def _yes_no(text: str) -> list[bool]:
-    lead_yes, lead_no = _YES.search(text), _NO.search(text)
+    """The yes/no answers ``text`` gives: ``[True]``, ``[False]``, ``[True, False]`` (a hedge or
+    both ways) or ``[]`` (none). Read clause by clause (split at punctuation and at "and",
+    "but"...), after dropping set phrases whose negation negates nothing ("no problem", "don't
+    worry"): a clause led by yes/no decides; without one, each clause's negations, denying
+    predicates ("sold out") and affirming phrases ("they do have", "in stock") do. Uncertainty
+    ("maybe", "not sure") anywhere is a hedge."""
+    text = _IDIOM.sub(" ", text)
     if _UNSURE.search(text):
         return [True, False]
-    if lead_yes and not lead_no:
-        return [True]
-    if lead_no:
-        return [False]
-    if _NEGATION.search(text):
-        return [False]
-    return [True] if _AFFIRM.search(text) else []
+    clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+    led = {v for c in clauses if (v := True if _YES.search(c) else False if _NO.search(c) else None) is not None}
+    found = led or {v for c in clauses if (v := _clause_polarity(c)) is not None}
+    return sorted(found, reverse=True)
 
 
 def _split_items(text: str) -> list[str]:

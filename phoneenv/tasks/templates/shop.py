@@ -553,5 +553,16 @@ def price_check(w: World) -> Draft:
                 "the stock the other way",
                 finishing(plan, f"It costs {price}; " + ("yes, in stock." if sold_out else "no, sold out.")),
             ),
+            # a set phrase's negation word ("no problem", "don't worry") negates nothing
+            (fails if sold_out else passes)(
+                "in stock, no problem",
+                finishing(plan, f"{price} and they do have size {size} in stock, no problem!"),
+            ),
+            (fails if sold_out else passes)(
+                "available, don't worry", finishing(plan, f"{price}; size {size} is available, don't worry.")
+            ),
+            (passes if sold_out else fails)(
+                "sold out without a no", finishing(plan, f"It's {price}, but size {size} is sold out.")
+            ),
         ],
     )
