@@ -162,6 +162,11 @@ def test_yes_no():
     assert ok("Size 41 is not sold out; £74.50", type="yes_no", value=True)
     assert not ok("It costs £74.50.", type="yes_no", value=True)  # no answer to the question
     assert not ok("Yes and no", type="yes_no", value=True) and not ok("Yes and no", type="yes_no", value=False)
+    # saying it could not look is no answer either way
+    for text in ("I have no way to check warnings from here.", "I couldn't check; probably none."):
+        assert not ok(text, type="yes_no", value=False) and not ok(text, type="yes_no", value=True)
+    assert ok("Saved it; there are none in effect there, all clear.", type="yes_no", value=False)
+    assert ok("There's a storm warning from Friday.", type="yes_no", value=True)
 
 
 # -- set-valued types ------------------------------------------------------------------------

@@ -632,13 +632,18 @@ _YES = re.compile(
 _NO = re.compile(r"^\W*(?:no|nope|nah|negative|incorrect)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|none|never|nothing|nobody|neither|nor)\b|n't\b", re.I)
 # Predicates that deny without a negation word ("size M is sold out").
-_DENIES = re.compile(r"\b(?:sold out|out of stock|unavailable|(?:has|have|had) run out|ran out)\b", re.I)
+_DENIES = re.compile(r"\b(?:sold out|out of stock|unavailable|(?:has|have|had) run out|ran out|all clear)\b", re.I)
 _AFFIRM = re.compile(
-    r"\b(?:(?:you|they|we|i) (?:do|did|have|has|can)|(?:they|we|you)'ve got|there (?:is|are)|you are|you're|"
+    r"\b(?:(?:you|they|we|i) (?:do|did|have|has|can)|(?:they|we|you)'ve got|there (?:is|are)|there's|you are|you're|"
     r"in stock|available|yes)\b|^\W*(?:it is|it's|they are|they're)\W*$",
     re.I,
 )
-_UNSURE = re.compile(r"\b(?:maybe|perhaps|possibly|not sure|unsure|can't tell|cannot tell|don't know|unclear)\b", re.I)
+_UNSURE = re.compile(
+    r"\b(?:maybe|perhaps|possibly|probably|not sure|unsure|can't tell|cannot tell|don't know|unclear|"
+    r"no way to (?:check|tell|know|see)|(?:can't|cannot|could not|couldn't|unable to|not able to) "
+    r"(?:check|see|tell|access|find out|look)|(?:don't|do not) have access)\b",
+    re.I,
+)
 # Set phrases whose negation word negates nothing ("no problem, they have it").
 _IDIOM = re.compile(
     r"\b(?:no problem|no worries|not a problem|no need to worry|(?:don't|do not) worry|not to worry|never mind|"

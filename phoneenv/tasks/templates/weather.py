@@ -145,6 +145,9 @@ def rain_alarm(w: World) -> Draft:
             ),
             passes("said it stays dry", finishing(plan, f"It'll be {fc['condition']} and dry; alarm unchanged.")),
         ]
+    # Either way the decision rests on the forecast: without reading it, it is a coin toss.
+    criteria.append(forecast_for(city))
+    probes.append(fails("never read the forecast", plan[1:]))
     return Draft(
         goal=goal,
         criteria=criteria,
@@ -294,12 +297,37 @@ def save_trip_city(w: World) -> Draft:
         [f"Add {city} to my weather cities and tell me if there are any weather warnings there.",
          f"I'm going to {city} soon: save it in the weather app and check for warnings."]
     )  # fmt: skip
-    criteria: list[Any] = [state("weather.locations", "created", city=city)]
+    # The answer counts only when the alerts were read (this city's, or every city's): a guess is
+    # right half the time.
+    read = CompositeCriterion(
+        kind="any_of",
+        id="alerts_read",
+        criteria=[
+            behavior("required_call", "weather.alerts", id="alerts_read:city", arguments={"city": {"iequals": city}}),
+            behavior("required_call", "weather.alerts", id="alerts_read:all", arguments={"city": None}),
+        ],
+    )
+    criteria: list[Any] = [state("weather.locations", "created", city=city), read]
+    unread = [plan[0], plan[-1]]
     if alerted:
         criteria.append(answer(pattern=re.escape(event.split()[0])))
-        probes = [fails("says no warnings", finishing(plan, f"Added {city}. No warnings."))]
+        # naming the warning is not enough: "No storm warnings there" names it too
+        criteria.append(
+            CompositeCriterion(kind="not", id="not_denied", criteria=[answer(id="denied", type="yes_no", value=False)])
+        )
+        probes = [
+            fails("says no warnings", finishing(plan, f"Added {city}. No warnings.")),
+            fails(
+                "denies the warning it names", finishing(plan, f"Added {city}. No {event.lower()}s there right now.")
+            ),
+            fails("never read the alerts", finishing(unread, plan[-1].arguments["answer"])),
+            passes(
+                "the warning in other words",
+                finishing(plan, f"Saved {city}. Heads up: {event.lower()} from {start:%A %H:%M}."),
+            ),
+        ]
     else:
-        criteria.append(answer(pattern=r"\bno\b|\bnone\b|\bnot any\b|\bno (weather )?(warnings|alerts)"))
+        criteria.append(answer(type="yes_no", value=False))
         criteria.append(
             CompositeCriterion(
                 kind="not",
@@ -307,7 +335,12 @@ def save_trip_city(w: World) -> Draft:
                 criteria=[answer(id="other", pattern=re.escape(other_event[0].split()[0]))],
             )
         )
-        probes = [fails("the other city's warning", finishing(plan, f"Added. There is a {other_event[0].lower()}."))]
+        probes = [
+            fails("the other city's warning", finishing(plan, f"Added. There is a {other_event[0].lower()}.")),
+            fails("could not check", finishing(plan, f"Added {city}. I have no way to check warnings from here.")),
+            fails("never read the alerts", finishing(unread, plan[-1].arguments["answer"])),
+            passes("none in effect", finishing(plan, f"Saved {city}; there are none in effect there, all clear.")),
+        ]
     probes += [
         fails("saved the other city", replacing(plan, 0, call("weather.add_location", city=elsewhere))),
         passes("all alerts listed", replacing(plan, 1, call("weather.alerts"))),
