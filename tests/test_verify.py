@@ -114,6 +114,40 @@ def test_state_created_updated_deleted_and_collateral():
     assert (v.progress, v.milestones_met, v.milestones_total) == (0.0, 0, 1)
 
 
+def test_an_expected_update_changes_only_what_was_asked():
+    """An update the task asks for is collateral in the fields the agent set without being asked
+    (named by its calls' arguments, outside every matching criterion's ``where``); fields the
+    app changes by itself (named by no call) are not."""
+    t = task(
+        criteria=[
+            StateCriterion(table="notes.notes", change="updated", where={"id": "n_1", "body": {"icontains": "eggs"}})
+        ]
+    )
+    asked = {"id": "n_1", "title": "Shopping", "body": "milk\neggs", "updated": "2026-11-30T09:00"}
+    calls = [rec("notes.update", note_id="n_1", body="milk\neggs")]
+    # the body asked for, and a timestamp the app bumps itself: success
+    v = verify(
+        t, BEFORE, after(**{"notes.notes": {**BEFORE["notes.notes"], "n_1": asked}}), calls, "ok", steps=2, errors=0
+    )
+    assert v.success and v.collateral == []
+    # the agent renamed the note too: collateral, named with the field
+    renamed = {**asked, "title": "Groceries"}
+    calls2 = [rec("notes.update", note_id="n_1", body="milk\neggs", title="Groceries")]
+    end = after(**{"notes.notes": {**BEFORE["notes.notes"], "n_1": renamed}})
+    v = verify(t, BEFORE, end, calls2, "ok", steps=2, errors=0)
+    assert not v.success and v.collateral == ["notes.notes/n_1 updated title (not asked for)"]
+    # a failed call sets nothing
+    v = verify(t, BEFORE, end, [*calls, rec("notes.update", ok=False, title="Groceries")], "ok", steps=3, errors=1)
+    assert v.success
+    # a criterion naming the title too asks for it; one naming only the id asks for any change
+    for where in ({"id": "n_1", "title": "Groceries"}, {"id": "n_1"}):
+        t2 = task(criteria=[*t.criteria, StateCriterion(table="notes.notes", change="updated", where=where)])
+        assert verify(t2, BEFORE, end, calls2, "ok", steps=2, errors=0).success, where
+    # allowed changes stay allowed
+    t3 = t.model_copy(update={"allowed_changes": [ChangeSelector(table="notes.notes", where={"id": "n_1"})]})
+    assert verify(t3, BEFORE, end, calls2, "ok", steps=2, errors=0).success
+
+
 def test_present_absent_and_bounds():
     t = task(criteria=[StateCriterion(table="notes.notes", change="absent", where={"title": "Books"})])
     assert not verify(t, BEFORE, BEFORE, [], None, steps=0, errors=0).criteria[0].passed

@@ -6,7 +6,10 @@ every record created, updated or deleted since the fixture state, *expected* are
 task's ``created``/``updated``/``deleted`` state criteria match, and *allowed* are the task's
 ``allowed_changes`` plus :data:`DEFAULT_ALLOWED` (consented system changes: a permission the user
 granted at a prompt, a sign-in). Tables of session state the backend names transient (an ongoing
-call, notifications) are left out of the diff.
+call, notifications) are left out of the diff. An expected *update* is expected in the fields the
+task asks about only: a field an argument of the agent's calls set beside them, which no matching
+state criterion names, is collateral (``"contacts.contacts/c_6 updated phone (not asked for)"``);
+fields the app changes by itself, named by no call (a timestamp, a refund), are not.
 
 Behaviour criteria see which frame each call was made in (:mod:`phoneenv.frames`): ``depth``
 scopes a rule to the calls of frames at that depth (0: the root), and ``delegated`` checks the
@@ -411,12 +414,16 @@ def verify(
     for crit in task.milestones:
         met += judged(crit)[0].passed
     allowed = (*task.allowed_changes, *DEFAULT_ALLOWED)
+    set_by = {k for c in calls if c.ok and c.name != "finish" for k in c.arguments}
     collateral = []
     for ch in changes:
-        if (ch.table, ch.id) in expected:
-            continue
         rec = ch.new if ch.new is not None else ch.old
         if any(sel.table == ch.table and match(rec or {}, sel.where, ctx) for sel in allowed):
+            continue
+        if (ch.table, ch.id) in expected:
+            stray = _unrequested_fields(ch, task.criteria, ctx, set_by)
+            if stray:
+                collateral.append(f"{ch.table}/{ch.id} updated {', '.join(stray)} (not asked for)")
             continue
         collateral.append(f"{ch.table}/{ch.id} {ch.kind}")
     success = all(r.passed for r in results) and not collateral and not truncated
@@ -442,6 +449,41 @@ def verify(
         inconsistent=bool(inconsistencies),
         inconsistencies=list(inconsistencies),
     )
+
+
+def _state_criteria(criteria: Sequence[Criterion]) -> list[StateCriterion]:
+    """The state criteria of ``criteria`` that ask for something, composites opened (not those
+    under ``not``: a record a task forbids names no field it asks for)."""
+    out: list[StateCriterion] = []
+    for crit in criteria:
+        if isinstance(crit, StateCriterion):
+            out.append(crit)
+        elif isinstance(crit, CompositeCriterion) and crit.kind != "not":
+            out.extend(_state_criteria(crit.criteria))
+    return out
+
+
+def _unrequested_fields(
+    ch: Change, criteria: Sequence[Criterion], ctx: Context, set_by: set[str] | frozenset[str]
+) -> list[str]:
+    """The fields of an expected update that the agent set without being asked: those changed
+    from ``ch.old`` to ``ch.new``, named by an argument of one of the episode's successful calls
+    (``set_by``), and outside the ``where`` of every state criterion on the table that the new
+    record matches. Fields the app changes by itself as a consequence (a timestamp, a refund,
+    what plays next) are named by no call and never count. A criterion naming no field but
+    ``id`` asks for any change (none then). Created and deleted records have none: a new
+    record's other fields are the agent's to choose."""
+    if ch.kind != "updated" or ch.old is None or ch.new is None:
+        return []
+    asked: set[str] = set()
+    for crit in _state_criteria(criteria):
+        if crit.table == ch.table and crit.change in ("updated", "present") and match(ch.new, crit.where, ctx):
+            if not set(crit.where) - {"id"}:
+                return []
+            asked.update(crit.where)
+    if not asked:
+        return []
+    return sorted(k for k in {**ch.old, **ch.new} if k in set_by and k not in asked and ch.old.get(k) != ch.new.get(k))
 
 
 def _with_implied(

@@ -349,6 +349,10 @@ def add_attendee(w: World) -> Draft:
             "added twice over",
             [*plan[:3], call("calendar.add_attendee", event_id=e["id"], attendee=other["name"]), plan[-1]],
         ),
+        fails(
+            "moved the event too (not asked)",
+            [*plan[:3], call("calendar.update_event", event_id=e["id"], location="Somewhere else"), plan[-1]],
+        ),
     ]
     if c.get("email"):
         probes.append(

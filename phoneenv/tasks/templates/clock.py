@@ -405,9 +405,29 @@ def wake_up(w: World) -> Draft:
             passes("labelled", replacing(plan, 1, call("clock.create_alarm", time=time, label="Wake up"))),
             fails("two alarms at that time", [*plan[:2], create, plan[-1]]),
         ]
+    # Another of the user's alarms turned into this one is not "an alarm set": that alarm is gone.
+    others = [a["id"] for a in w.table("clock.alarms") if existing is None or a["id"] != existing["id"]]
+    probes.append(
+        fails(
+            "another alarm moved to the time",
+            [
+                plan[0],
+                call("clock.update_alarm", alarm_id=other["id"], time=time, days=[]),
+                call("clock.set_alarm_enabled", alarm_id=other["id"], enabled=True),
+                plan[-1],
+            ],
+        )
+    )
     return Draft(
         goal=goal,
-        criteria=[state("clock.alarms", "present", count=1, time=time, enabled=True, days={"len": 0})],
+        criteria=[
+            state("clock.alarms", "present", count=1, time=time, enabled=True, days={"len": 0}),
+            CompositeCriterion(
+                kind="not",
+                id="no alarm repurposed",
+                criteria=[state("clock.alarms", "updated", id={"in": others}, time=time)],
+            ),
+        ],
         milestones=[CompositeCriterion(kind="any_of", id="alarm set", criteria=ways)],
         plan=plan,
         perturb_exempt=["2.answer"],

@@ -149,6 +149,10 @@ def favorite(w: World) -> Draft:
                 "the wrong person",
                 replacing(plan, 1, call("contacts.set_favorite", contact_id=wrong["id"], favorite=True)),
             ),
+            fails(
+                "changed a favourite's relation too (not asked)",
+                [*plan[:-1], call("contacts.update", contact_id=a["id"], relation="colleague"), plan[-1]],
+            ),
         ],
     )
 

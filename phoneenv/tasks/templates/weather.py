@@ -130,7 +130,8 @@ def rain_alarm(w: World) -> Draft:
                                                          time=(dt.datetime(2000, 1, 1, hh, mm) + dt.timedelta(
                                                              minutes=early)).strftime("%H:%M")))),
             fails("a new alarm instead", replacing(plan, 2, call("clock.create_alarm", time=new_time))),
-            passes("relabelled too", replacing(plan, 2, call("clock.update_alarm", alarm_id=alarm["id"],
+            passes("alarms listed before the forecast", [plan[1], plan[0], *plan[2:]]),
+            fails("relabelled too (not asked)", replacing(plan, 2, call("clock.update_alarm", alarm_id=alarm["id"],
                                                                     time=new_time, label="Rain"))),
         ]  # fmt: skip
     else:
