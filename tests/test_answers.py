@@ -14,7 +14,7 @@ from phoneenv.env import PhonePlanEnv
 from phoneenv.tasks import select
 from phoneenv.tasks.answers import check_answer, extract_claims, states_facts
 from phoneenv.tasks.predicates import Context, match
-from phoneenv.tasks.verify import check_trace, verify
+from phoneenv.tasks.verify import check_trace, context_of, verify
 
 BOOK = (
     {"id": "c_1", "name": "Ana Lima", "phone": "+4915123456789", "email": "ana@x.org"},
@@ -146,6 +146,24 @@ def test_date_duration_money():
     assert ok("45,90 EUR", type="money", value=45.9, currency="EUR")
     assert not ok("45,90 USD", type="money", value=45.9, currency="EUR")
     assert not ok("€54.90", type="money", value=45.9)
+
+
+def test_time_ranges_are_one_claim_of_either_end():
+    """ "08:30-09:30" and "from 08:30 to 09:30" state 08:30 (an event's start beside its end is no
+    contradiction); "moved from 14:00 to 16:00" is still a change, 14:00 the old value."""
+    from phoneenv.tasks.answers import consistent_facts, states_facts
+
+    ctx = context_of({}, {}, "2026-11-07T09:00:00")
+    for text in ("Tax advisor from 08:30 to 09:30", "Tax advisor 08:30-09:30", "Tax advisor 08:30 – 09:30"):
+        assert states_facts(text, {"time": "08:30"}, ctx), text
+    assert not states_facts("Tax advisor 09:30-10:30", {"time": "08:30"}, ctx)
+    assert states_facts("Moved from 14:00 to 16:00", {"time": "16:00"}, ctx)
+    assert not states_facts("Moved from 14:00 to 16:00", {"time": "14:00"}, ctx)
+    assert states_facts("not 14:00-15:00 but 16:00", {"time": "16:00"}, ctx)
+    assert not states_facts("14:00 or 16:00", {"time": "16:00"}, ctx)  # a hedge is no range
+    # several consistent values: the meeting's time or the arrival
+    assert consistent_facts("5 minutes late, see you at 10:05", {"time": ["10:00", "10:05"]}, ctx)
+    assert not consistent_facts("5 minutes late, see you at 11:05", {"time": ["10:00", "10:05"]}, ctx)
 
 
 def test_yes_no():

@@ -44,7 +44,9 @@ Types and the normalised value of a claim:
 
 Semantics of a check. A value the text explicitly negates is not a claim: "not 14:00",
 "isn't 3", "instead of 14:00", "rather than Ben", "no longer at 9:00", and for times and dates
-the old value of "from 14:00 to 16:00". A single-valued type passes only when the remaining claims,
+the old value of a change ("moved from 14:00 to 16:00"). A range of times or dates ("08:30-09:30",
+"from 08:30 to 09:30", "Monday to Wednesday") is one claim that either end satisfies. A
+single-valued type passes only when the remaining claims,
 deduplicated, are exactly the expected value: a hedge ("3 or 4", "14:00 or 16:00") fails, and so
 does a contradicting claim beside the right one ("Not 3 — you have 5" fails for 3 and passes for
 5). The same value written twice ("at 16:00 (4 PM)") is one claim. ``contacts`` and ``items`` use
@@ -570,7 +572,45 @@ def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
         if v is not None:
             unit = " ".join(re.findall(r"[^\W\d_]+|%", t[m.end() : m.end() + 40])[:3]).lower()
             sc.claim("number", v, m.start(), m.end(), unit=unit)
+    _join_ranges(sc)
     return sc
+
+
+_RANGE_LINK = re.compile(r"^\s*(?:-|–|—|to|until|till|through|and)\s*$", re.I)
+_CHANGE_FROM = re.compile(
+    r"\b(?:mov|chang|shift|reschedul|push|postpon|brought|bring|delay|switch|updat|bump|pull|went|go(?:es)?\b)\w*"
+    r"[^.!?;]*\bfrom\s+(?:(?:at|on|the)\s+)?$",
+    re.I,
+)
+
+
+def _join_ranges(sc: _Scan) -> None:
+    """A time or date range ("08:30–09:30", "from 08:30 to 09:30", "between 8 and 9", "Monday
+    to Wednesday") is one claim of either end (the start's value, the end's in ``alts``), not
+    two contradicting ones. "From X to Y" after a verb of change ("moved from 14:00 to 16:00")
+    stays a change: X the old value (negated), Y the new."""
+    out: list[Claim] = []
+    claims = sorted(sc.claims, key=lambda c: c.start)
+    i = 0
+    while i < len(claims):
+        c = claims[i]
+        nxt = claims[i + 1] if i + 1 < len(claims) else None
+        if (
+            nxt is not None
+            and c.type in ("time", "date")
+            and nxt.type == c.type
+            and _RANGE_LINK.match(sc.text[c.end : nxt.start])
+            and (sc.text[c.end : nxt.start].strip().lower() != "and" or re.search(r"\bbetween\s+$", sc.text[: c.start]))
+            and not _CHANGE_FROM.search(sc.text[max(0, c.start - 80) : c.start])
+        ):
+            alts = (*c.alts, nxt.value, *nxt.alts)
+            denied = bool(_NEG_BEFORE.search(sc.text[max(0, c.start - 40) : c.start]))  # "not 14:00-15:00"
+            out.append(Claim(c.type, c.value, c.start, nxt.end, denied, c.unit, alts))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    sc.claims[:] = out
 
 
 @functools.lru_cache(maxsize=64)
@@ -995,6 +1035,9 @@ def _json_text(v: Any) -> str:
     return str(v)
 
 
+_SINGLE_TYPES = ("number", "money", "time", "date", "duration")
+
+
 def _facts_hold(op: str, text: str, facts: Mapping[str, Any], ctx: Context, *, stated: bool) -> bool:
     from phoneenv.contract import AnswerCriterion
 
@@ -1003,6 +1046,13 @@ def _facts_hold(op: str, text: str, facts: Mapping[str, Any], ctx: Context, *, s
     for type, want in facts.items():
         if type not in ANSWER_TYPES:
             raise ValueError(f"unknown answer type {type!r} in {op!r}; known: {list(ANSWER_TYPES)}")
+        if op == "consistent" and isinstance(want, list) and type in _SINGLE_TYPES:
+            # several values are each consistent ("the 10:00 meeting" or "see you at 10:05")
+            wants = [_expected(AnswerCriterion(type=type, value=v), ctx) for v in want]
+            for c in claims(text, type, ctx):
+                if not c.negated and not any(w and _matches(type, c, w[1], 0.0, None) for w in wants):
+                    return False
+            continue
         # Given as the typed value, the expected value is there already: only the text can
         # contradict it; without it, the text must state it.
         ok, _ = check_answer(AnswerCriterion(type=type, value=want), text, None if stated else want, ctx)
@@ -1023,7 +1073,8 @@ def states_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
 
 def consistent_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
     """Whether ``text`` contradicts no fact of ``facts``: every value of that type it states
-    (negated ones aside) is the expected one, and stating none is fine. ``{"date":
+    (negated ones aside) is the expected one (or one of them, given a list:
+    ``{"time": ["10:00", "10:05"]}``), and stating none is fine. ``{"date":
     "2026-11-09"}`` holds for "moved to 4 pm" and "Monday 9 November at 4 pm", not for "moved to
     Tuesday at 4 pm".
 

@@ -144,6 +144,15 @@ def create_event(w: World) -> Draft:
             replacing(plan, 2, telling(c, f"I put {title} in the calendar for {wrong_day} at {hm(start)}.")),
         ),
         passes("told in 12-hour form", replacing(plan, 2, telling(c, f"{title}, {spoken(hm(start))}, see you there"))),
+        passes("told as a range", replacing(plan, 2, telling(c, f"{title} from {hm(start)} to {hm(end)}, see you"))),
+        fails(
+            "a range an hour late",
+            replacing(
+                plan,
+                2,
+                telling(c, f"{title}: {hm(start + dt.timedelta(hours=1))}-{hm(end + dt.timedelta(hours=1))}"),
+            ),
+        ),
         fails(
             "a hedge on the time",
             replacing(plan, 2, telling(c, f"{title} at {hm(start)} or {hm(start + dt.timedelta(hours=1))}")),

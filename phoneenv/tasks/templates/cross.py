@@ -204,11 +204,14 @@ def late_to_meeting(w: World) -> Draft:
         else f'I\'m going to be {late} minutes late to the "{title}" meeting {when}. Let everyone in it know by text.'
     )
     # The lateness as a duration ("10 minutes late", "running ten minutes behind"), never denied
-    # ("I won't be late after all"), and no other time of the meeting than its own.
+    # ("I won't be late after all"), and no other time than the meeting's own or the arrival
+    # ("see you at 10:05").
+    start = dt.datetime.fromisoformat(ev["start"][:16])
+    arrival = (start + dt.timedelta(minutes=late)).strftime("%H:%M")
     minutes = {
         "states": {"duration": late * 60},
         "not": {"regex": r"\b(?:won'?t|will not|not going to|no longer)\b[^.!?]*\b(?:late|behind)\b|\bon time\b"},
-        "consistent": {"time": ev["start"][11:16], "date": day.isoformat()},
+        "consistent": {"time": [ev["start"][11:16], arrival], "date": day.isoformat()},
     }
 
     def plan_with(body: str, list_call: ToolCall | None = None) -> list[ToolCall]:
@@ -241,6 +244,13 @@ def late_to_meeting(w: World) -> Draft:
             passes("opened the event too", [plan[0], call("calendar.get_event", event_id=ev["id"]), *plan[1:]]),
             fails("another lateness", plan_with(f"Hi {{first}}, I'll be {other} minutes late to {title}.")),
             passes("behind, not late", plan_with(f"Hi {{first}}, running {late} minutes behind for {title}.")),
+            passes(
+                "the arrival time too", plan_with(f"Hi {{first}}, running {late} minutes late, see you at {arrival}.")
+            ),
+            fails(
+                "a wrong arrival time",
+                plan_with(f"Hi {{first}}, {late} minutes late, see you at {(start + dt.timedelta(hours=1)):%H:%M}."),
+            ),
             fails(
                 "lateness denied",
                 plan_with(f"Hi {{first}}, I won't be {late} minutes late after all, I'll be on time."),
