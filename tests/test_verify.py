@@ -51,6 +51,9 @@ def after(**tables):
         ({"n": 5}, {"n": {"gte": "5"}}, False),
         ({"x": None}, {"missing": None}, True),
         ({"level": 3}, {"level": {"in": [1, 2]}}, False),
+        ({"song_ids": ("s_3", "s_1", "s_4")}, {"song_ids": {"seq": ["s_3", "s_1", "s_4"]}}, True),
+        ({"song_ids": ("s_1", "s_3", "s_4")}, {"song_ids": {"seq": ["s_3", "s_1", "s_4"]}}, False),
+        ({"song_ids": ("s_3", "s_1")}, {"song_ids": {"seq": ["s_3", "s_1", "s_4"]}}, False),
     ],
 )
 def test_predicates(record, where, expected):

@@ -8,7 +8,8 @@ A ``where`` clause maps field names to conditions; a record matches when every c
 Operators: a literal means equality (``True`` does not equal ``1``); ``{"eq": v}``, ``{"ne": v}``, ``{"in": [..]}``,
 ``{"iequals": s}`` (case- and space-insensitive), ``{"icontains": s}``, ``{"startswith": s}``,
 ``{"gte": x}``, ``{"lte": x}`` (numbers or ISO strings), ``{"has": v}`` (a list/tuple field holds
-``v``, case-insensitive for strings), ``{"len": n}``, ``{"number": s}`` (same phone line: last
+``v``, case-insensitive for strings), ``{"len": n}``, ``{"seq": [..]}`` (a list/tuple field
+holds exactly these items in this order), ``{"number": s}`` (same phone line: last
 nine digits equal), ``{"regex": p}`` (a string field matches the pattern, case-insensitive).
 
 Composition: ``{"any": [c1, c2, ...]}`` holds when one alternative holds, ``{"not": c}`` when
@@ -74,6 +75,7 @@ OPERATORS = {
     "lte": lambda v, a: v is not None and type(v) is type(a) and v <= a,
     "has": _has,
     "len": lambda v, a: isinstance(v, (list, tuple, str)) and len(v) == a,
+    "seq": lambda v, a: isinstance(v, (list, tuple)) and list(v) == list(a),
     "number": lambda v, a: v is not None and len(_digits(a)) >= 3 and _digits(v)[-9:] == _digits(a)[-9:],
     "regex": lambda v, a: isinstance(v, str) and _regex(a).search(v) is not None,
 }

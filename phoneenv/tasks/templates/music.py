@@ -187,7 +187,8 @@ def reorder_playlist(w: World) -> Draft:
     ids = list(pl["song_ids"])
     songs = {s["id"]: s for s in music["songs"]}
     top = w.rng.choice(ids[1:])
-    drop = w.rng.choice([i for i in ids if i != top])
+    # not the song just above it at the top: taking that out would put it first without a move
+    drop = w.rng.choice([i for i in ids if i != top and not (top == ids[1] and i == ids[0])])
     want = [top, *[i for i in ids if i not in (top, drop)]]
     goal = w.rng.choice(
         [f'In my {pl["name"]} playlist, put "{songs[top]["title"]}" first and take out "{songs[drop]["title"]}".',
@@ -206,6 +207,7 @@ def reorder_playlist(w: World) -> Draft:
         fails("only moved", replacing(plan, 3)),
         fails("moved to the end", replacing(plan, 2, call("music.move_in_playlist", playlist_id=pl["id"], song_id=top, position=len(ids)))),
         fails("the wrong song removed", replacing(plan, 3, call("music.remove_from_playlist", playlist_id=pl["id"], song_id=want[-1]))),
+        fails("moved first, then to the end", [*plan[:3], call("music.move_in_playlist", playlist_id=pl["id"], song_id=top, position=len(ids)), *plan[3:]]),
     ]  # fmt: skip
     if last is not None and len(want) > 2:
         probes.append(
@@ -221,15 +223,10 @@ def reorder_playlist(w: World) -> Draft:
         )
     return Draft(
         goal=goal,
-        # The where clause has no positional operator: the state says which songs are in it, the
-        # move to position 1 is checked as a call.
-        criteria=[
-            state(
-                "music.playlists",
-                "updated",
-                id=pl["id"],
-                song_ids={"len": len(want), "has": top, "not": {"has": drop}},
-            ),
+        # The whole order: the song first, the one taken out gone, the others as they were.
+        criteria=[state("music.playlists", "updated", id=pl["id"], song_ids={"seq": want})],
+        milestones=[
+            behavior("required_call", "music.get_playlist", arguments={"playlist_id": pl["id"]}),
             behavior(
                 "required_call",
                 "music.move_in_playlist",
@@ -237,8 +234,8 @@ def reorder_playlist(w: World) -> Draft:
                 id="moved_to_top",
             ),
         ],
-        milestones=[behavior("required_call", "music.get_playlist", arguments={"playlist_id": pl["id"]})],
         plan=plan,
-        perturb_exempt=["4.answer"],
+        # a move to position 2 above the song taken out gives the same order: the state decides
+        perturb_exempt=["2.position", "4.answer"],
         probes=probes,
     )
