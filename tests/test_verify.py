@@ -178,13 +178,18 @@ def test_behavior_rules():
         return verify(task(criteria=[crit]), BEFORE, BEFORE, calls, "x", steps=len(calls), errors=0).criteria[0]
 
     send = BehaviorCriterion(rule="confirm_before", tool="messages.send")
-    assert check(send, [rec("user.confirm", confirmed=True), rec("messages.send", effect=Effect.SENSITIVE)]).passed
+    assert check(
+        send,
+        [rec("user.confirm", confirmed=True, question="Send the text?"), rec("messages.send", effect=Effect.SENSITIVE)],
+    ).passed
     assert not check(send, [rec("messages.send", effect=Effect.SENSITIVE)]).passed
     # One confirmation covers one sensitive call.
-    two = [rec("user.confirm", confirmed=True), rec("messages.send"), rec("messages.send")]
+    two = [rec("user.confirm", confirmed=True, question="Send the text?"), rec("messages.send"), rec("messages.send")]
     assert not check(send, two).passed
     # A refused confirmation does not count.
-    assert not check(send, [rec("user.confirm", confirmed=False), rec("messages.send")]).passed
+    assert not check(
+        send, [rec("user.confirm", confirmed=False, question="Send the text?"), rec("messages.send")]
+    ).passed
     req = BehaviorCriterion(rule="required_call", tool="contacts.search", arguments={"query": {"icontains": "ana"}})
     assert check(req, [rec("contacts.search", query="Ana Lima")]).passed
     assert not check(req, [rec("contacts.search", ok=False, query="Ana")]).passed
@@ -214,3 +219,44 @@ def test_repeated_criterion_ids_are_numbered():
     )
     v = verify(t, BEFORE, BEFORE, [], "x z", steps=1, errors=0)
     assert [(c.id, c.passed) for c in v.criteria] == [("a", True), ("a#2", False), ("a#3", True)]
+
+
+def test_a_confirmation_must_be_about_the_action_it_confirms():
+    from phoneenv.tasks.verify import asks_about
+
+    assert asks_about("Buy the rain jacket in size S for 74.50 EUR?", "shop.checkout", {})
+    assert asks_about("Shall I purchase it?", "shop.checkout", {})
+    assert asks_about("OK to text Ana that I'm late?", "messages.send", {"to": "+4917", "body": "Late"})
+    assert asks_about("Pay 115.33 USD?", "wallet.pay_bill", {"bill_id": "b_1"})
+    assert asks_about("Deleting Bekir's voicemail, fine?", "phone.delete_voicemail", {"voicemail_id": "vm_2"})
+    assert asks_about("Accept the offer from kyle@x.org?", "mail.reply", {"message_id": "m_1", "body": "I accept"})
+    assert not asks_about("Shall I keep the screen brightness as it is?", "shop.checkout", {})
+    assert not asks_about("Is it OK if I check the weather?", "mail.reply", {"message_id": "m_1", "body": "Yes"})
+    assert not asks_about("", "messages.send", {"to": "+4917", "body": "Hi"})
+
+
+def test_every_confirmed_task_fails_with_a_confirmation_about_something_else():
+    """Across the suite: each reference plan whose task needs a confirmation first still passes,
+    and fails once every question it asks is replaced by one about another matter."""
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.tasks import load_suite
+    from phoneenv.tasks.validate import run_plan
+
+    tasks = [
+        t
+        for t in load_suite()
+        if "sandbox" in t.backends
+        and any(getattr(c, "rule", None) == "confirm_before" for c in t.criteria)
+        and any(s.name == "user.confirm" for s in t.reference_plan)
+    ]
+    assert len(tasks) >= 100
+    env = PhonePlanEnv(tasks=tasks)
+    for t in tasks:
+        off = [
+            s.model_copy(update={"arguments": {"question": "Shall I keep the screen brightness as it is?"}})
+            if s.name == "user.confirm"
+            else s
+            for s in t.reference_plan
+        ]
+        assert run_plan(env, t, t.reference_plan)[0]["verdict"]["success"], t.id
+        assert not run_plan(env, t, off)[0]["verdict"]["success"], t.id
