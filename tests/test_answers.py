@@ -166,6 +166,19 @@ def test_time_ranges_are_one_claim_of_either_end():
     assert not consistent_facts("5 minutes late, see you at 11:05", {"time": ["10:00", "10:05"]}, ctx)
 
 
+def test_bare_amounts_and_numbers_written_as_ids():
+    """Without an amount carrying a currency, bare numbers are amounts ("16,066 left"); a
+    number written as an id ("locker #663") is read when the text has no other number."""
+    assert ok("You have 16,066 left this month.", type="money", value=16066.0, currency="JPY")
+    assert ok("36.32 so far", type="money", value=36.32, currency="USD")
+    assert not ok("37.32 so far", type="money", value=36.32, currency="USD")
+    assert not ok("36.32 EUR so far", type="money", value=36.32, currency="USD")  # a currency still counts
+    assert not ok("36.32 or 40 so far", type="money", value=36.32, currency="USD")
+    assert ok("Locker #663", type="number", value=663) and ok("Locker no. 663", type="number", value=663)
+    assert not ok("Locker no. 664", type="number", value=663)
+    assert ok("Order #A12 has 3 items", type="number", value=3)  # an id beside a number stays an id
+
+
 def test_yes_no():
     assert ok("No, you don't have any meeting", type="yes_no", value=False)
     assert not ok("No, you don't have any meeting", type="yes_no", value=True)

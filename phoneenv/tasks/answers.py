@@ -25,11 +25,13 @@ Types and the normalised value of a claim:
 ``number``     float (``"3,5"`` and ``"3.5"`` → 3.5; ``"1,250"`` and ``"1.250,00"`` → 1250.0;
                number words → digits); money amounts count, numbers inside dates, times,
                durations ("2 hours ago"), phone numbers, ids (``#4821``, ``AB123``,
-               ``invoice 4821``) and ordinals (``3rd``) do not
+               ``invoice 4821``) and ordinals (``3rd``) do not, except that a text with no
+               other number is read by its ``#663``/``no. 663``
 ``money``      float amount (the currency, ISO code, is compared when the criterion names one:
                ``€``/``EUR``/``euros``, ``$``/``USD``/``dollars``, ``£``/``GBP``/``pounds``,
                ``¥``/``JPY``/``yen``, ``A$``/``AU$``/``AUD``; a bare ``$`` or "dollars" is AUD
-               when the contacts' numbers are Australian, else USD)
+               when the contacts' numbers are Australian, else USD); a text with no amount
+               and currency is read by its bare numbers ("16,066 left")
 ``time``       ``"HH:MM"`` 24 h (``"3:15 PM"``, ``"15:15"``, ``"noon"``, ``"quarter past 3"``,
                an ISO datetime's time part)
 ``date``       ``"YYYY-MM-DD"`` (ISO, month names, ``D.M.YYYY``; ``today``, ``tomorrow``,
@@ -761,10 +763,24 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
         found = [c for c in sc.claims if c.type in ("number", "money")]
         if unit:
             found = _linked_units(found, sc.text, unit)
+        if not found:  # "locker #663", "no. 663": a number written as an id
+            found = [
+                Claim("number", float(m[1]), m.start(1), m.end(1), _negated(sc.text, m.start(), m.end(), "number"))
+                for m in _RE_HASH_NUMBER.finditer(sc.text)
+            ]
         if not found:
             found = [Claim("number", 0.0, m.start(), m.end()) for m in _RE_ZERO.finditer(sc.text)][:1]
         return [Claim("number", c.value, c.start, c.end, c.negated, c.unit, c.alts) for c in found]
+    if type == "money":
+        found = [c for c in sc.claims if c.type == "money"]
+        # no amount with a currency: bare numbers are amounts in the expected one ("16,066 left")
+        return found or [
+            Claim("money", c.value, c.start, c.end, c.negated, "", c.alts) for c in sc.claims if c.type == "number"
+        ]
     return [c for c in sc.claims if c.type == type]
+
+
+_RE_HASH_NUMBER = re.compile(r"(?:#|\bno\.|\bnr\.?|\bnumber)\s*(\d+)\b", re.I)
 
 
 def _first_mention(text: str, ids: set[str], contacts: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:

@@ -35,12 +35,36 @@ def spoken(hhmm: str) -> str:
 
 def time_pattern(hour: int, minute: int) -> str:
     """A regex that holds when an answer names ``hour:minute`` in 24-hour form (``15:15``,
-    ``09:05`` or ``9:05``, not followed by AM/PM) or 12-hour form (``3:15 PM``, ``3:15pm``)."""
+    ``09:05`` or ``9:05``, not followed by AM/PM) or 12-hour form (``3:15 PM``, ``3:15pm``;
+    on the hour also ``3 PM``, ``3pm``, ``3 p.m.``)."""
     h12 = hour % 12 or 12
     half = "a" if hour < 12 else "p"
     p24 = rf"(?<!\d)0?{hour}:{minute:02d}(?!\d)(?!\s*[ap]\.?m)"
-    p12 = rf"(?<!\d)0?{h12}:{minute:02d}\s*{half}\.?m\b"
+    p12 = rf"(?<!\d)0?{h12}(?::{minute:02d})" + ("?" if minute == 0 else "") + rf"\s*{half}\.?m\b"
     return f"{p24}|{p12}"
+
+
+_FOLD = {"a": "aàáâãä", "e": "eèéêë", "i": "iìíîï", "o": "oòóôõö", "u": "uùúûü", "c": "cç", "n": "nñ"}
+
+
+def name_pattern(name: str) -> str:
+    """A regex for a place name with or without its accents ("Sao Paulo" finds "São Paulo")."""
+    out = []
+    for ch in name:
+        base = ch.lower()
+        out.append(f"[{_FOLD[base]}]" if base in _FOLD else re.escape(ch))
+    return "".join(out)
+
+
+def place_time(place: str, hour: int, minute: int, others: tuple[str, ...] = ()) -> str:
+    """A regex: the text gives ``hour:minute`` as ``place``'s time, the place before the time or
+    after it ("Dubai: 13:00", "13:00 in Dubai", "1 pm for Dubai"), at most five words apart with
+    no other time or place of ``others`` between, and the time not beside an alternative."""
+    p = name_pattern(place)
+    stop = "|".join([r"\d", *(name_pattern(o) for o in others)])
+    gap = rf"(?:(?!{stop})[\w'’]+\W+){{0,5}}?"
+    t = rf"(?:{time_pattern(hour, minute)}){HEDGE}"
+    return rf"{p}\W+{gap}{t}|{t}\W+{gap}{p}\b"
 
 
 HEDGE = r"(?!\s*(?:or|/|-|–|to)\s*\d)"
@@ -257,13 +281,9 @@ def what_time(w: World) -> Draft:
         goal=goal,
         criteria=[
             # Two cities, two times: a typed time holds one value, so each city's time is found
-            # after its name, not followed by an alternative ("16:00 or 17:00").
-            answer(
-                id="first", pattern=rf"(?s){re.escape(one)}.*?({time_pattern(there[0].hour, there[0].minute)}){HEDGE}"
-            ),
-            answer(
-                id="second", pattern=rf"(?s){re.escape(two)}.*?({time_pattern(there[1].hour, there[1].minute)}){HEDGE}"
-            ),
+            # next to its name, before or after it, not beside an alternative ("16:00 or 17:00").
+            answer(id="first", pattern=place_time(one, there[0].hour, there[0].minute, (two,))),
+            answer(id="second", pattern=place_time(two, there[1].hour, there[1].minute, (one,))),
             behavior("read_only"),
         ],
         milestones=[
@@ -275,6 +295,8 @@ def what_time(w: World) -> Draft:
             passes("12-hour clock", finishing(plan, f"In {one} it's {t12[0]} and in {two} it's {t12[1]}.")),
             passes("asked the phone's time too", [call("clock.now"), *plan]),
             fails("the times swapped", finishing(plan, f"{one}: {hhmm[1]}, {two}: {hhmm[0]}")),
+            passes("times before the cities", finishing(plan, f"It's {hhmm[0]} in {one} and {hhmm[1]} in {two}.")),
+            fails("swapped, times first", finishing(plan, f"It's {hhmm[1]} in {one} and {hhmm[0]} in {two}.")),
             fails("only one city", finishing(plan, f"{one}: {hhmm[0]}")),
             fails("a hedge", finishing(plan, f"{one}: {hhmm[0]} or {later}, {two}: {hhmm[1]}")),
         ],

@@ -14,7 +14,7 @@ import re
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from phoneenv.contract import Criterion, Domain
+from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -34,6 +34,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.calendar import day_words, found, hm, iso, upcoming
+from phoneenv.tasks.templates.clock import place_time, spoken, time_pattern
 from phoneenv.tasks.world import World
 
 # -- shared helpers ------------------------------------------------------------------------------
@@ -357,11 +358,22 @@ def zone_event_time(w: World) -> Draft:
         call("finish", answer=f"It starts at {hm(start_l)} your time ({hm(wall)} in {city}); reminder set."),
     ]
     wrong = hm(wall) if hm(wall) != hm(start_l) else hm(start_l + dt.timedelta(hours=1))
+    # The local time in any spelling ("08:00", "8:00 AM", "8 am"), beside the city's own if
+    # wanted, but not given as the city's time ("08:00 in London" when London says 07:00).
+    told: list[Criterion] = [answer(pattern=time_pattern(start_l.hour, start_l.minute))]
+    if hm(wall) != hm(start_l):
+        told.append(
+            CompositeCriterion(
+                kind="not",
+                id="not_as_the_city_time",
+                criteria=[answer(id="city_time", pattern=place_time(city, start_l.hour, start_l.minute))],
+            )
+        )
     return Draft(
         goal=goal,
         criteria=[
             state("calendar.events", "updated", id=ev["id"], reminders=exactly([remind]), timezone=zone),
-            answer(contains=[hm(start_l)]),
+            *told,
         ],
         milestones=[found(ev)],
         plan=plan,
@@ -370,6 +382,12 @@ def zone_event_time(w: World) -> Draft:
             passes("read the event", [plan[0], call("calendar.get_event", event_id=ev["id"]), *plan[1:]]),
             passes("answered briefly", finishing(plan, f"{hm(start_l)} here.")),
             fails("the other city's time given", finishing(plan, f"It starts at {wrong}.")),
+            passes("in 12-hour form", finishing(plan, f"It's at {spoken(hm(start_l))} your time.")),
+            *(
+                [fails("the times swapped", finishing(plan, f"{hm(wall)} your time ({hm(start_l)} in {city})."))]
+                if hm(wall) != hm(start_l)
+                else []
+            ),
             fails("no reminder", replacing(plan, 1)),
             fails(
                 "the zone changed",

@@ -294,6 +294,7 @@ def set_and_check(w: World) -> Draft:
         probes=[
             passes("listed the budgets first", [call("budget.list_budgets"), *plan]),
             passes("the answer with the symbol", finishing(plan, f"You have {w.money(left, symbol=True)} left.")),
+            passes("the amount without a currency", finishing(plan, f"You have {left:,.2f} left this {period}.")),
             passes(
                 "the total read from the period's totals",
                 replacing(plan, 1, call("budget.totals", period=period)),

@@ -861,6 +861,7 @@ def recall_answer(w: World) -> Draft:
             query = "gym locker number"
             reply = f"Locker {new}; your gym session tomorrow is at {at}."
             other_words = f"You're in locker number {_words(new)} now, and the session starts at {spoken(at)}."
+            extra.append((passes, "the locker as #N", f"Locker #{new}; your gym session tomorrow is at {at}.", {}))
         else:
             zone, spot = w.rng.choice(["P1", "P3", "P4"]), w.rng.randrange(100, 399)
             book.add(
