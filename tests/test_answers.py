@@ -177,6 +177,10 @@ def test_bare_amounts_and_numbers_written_as_ids():
     assert ok("Locker #663", type="number", value=663) and ok("Locker no. 663", type="number", value=663)
     assert not ok("Locker no. 664", type="number", value=663)
     assert ok("Order #A12 has 3 items", type="number", value=3)  # an id beside a number stays an id
+    # a value in another role, said as context, is no contradicting claim
+    assert ok("$36.32 so far, out of a $200 budget.", type="money", value=36.32, currency="USD")
+    assert not ok("$200 out of a $36.32 budget.", type="money", value=36.32, currency="USD")
+    assert ok("Sydney is at 24, warmer than Kyoto (18)", type="number", value=24)
 
 
 def test_yes_no():

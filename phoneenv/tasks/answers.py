@@ -327,9 +327,21 @@ class _Scan:
         self.claims.append(Claim(type, value, a, b, _negated(self.text, a, b, type), unit, alts))
 
 
+# A value in another role than the answer's, said beside it as context whatever the question:
+# "$36.32 out of a $200 budget", "warmer than Tokyo (16)", "a limit of 30".
+_CONTEXT_BEFORE = re.compile(
+    r"(?:\bout of|\bbudget(?:ed)?|\blimit|\bthan|\bcompared (?:to|with))\s+"
+    r"(?:(?:at|by|around|about|of|is|a|an|the|your|my|on)\s+)*(?:[\w'’-]+\s*\(\s*)?$",
+    re.I,
+)
+
+
 def _negated(text: str, a: int, b: int, type: str) -> bool:
+    """Whether the value at ``a``-``b`` is not claimed: denied ("not 14:00"), the old value of
+    a change ("moved from 14:00 to 16:00"), or context in another role ("out of a $200
+    budget", "more than 5")."""
     before = text[max(0, a - 40) : a]
-    if _NEG_BEFORE.search(before):
+    if _NEG_BEFORE.search(before) or _CONTEXT_BEFORE.search(before):
         return True
     return type in ("time", "date") and bool(_FROM_TO_BEFORE.search(before) and _FROM_TO_AFTER.match(text[b : b + 8]))
 
