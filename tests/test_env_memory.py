@@ -552,6 +552,26 @@ def test_check_env_and_determinism_with_memory():
     assert verdict["success"] is False and verdict["collateral"] == ["memory.entries/10 created"]
 
 
+def test_a_memory_written_and_forgotten_in_the_episode_is_no_change():
+    """An entry the episode saved and then forgot leaves the verified table as it was (no
+    collateral); forgetting a seeded entry is still a change, and so is a saved one kept."""
+    env = make_env(task(SEED))
+    env.reset(seed=0)
+    start = dict(env._memory.table())
+    saved, _ = act(env, "memory.save", kind="fact", content="the gate code is 4512")
+    act(env, "memory.forget", id=saved["result"]["id"])
+    assert env._memory.table() == start
+    _, _, _, _, info = env.step({"name": "finish", "arguments": {"answer": "done"}})
+    assert info["verdict"]["collateral"] == []
+    env.reset(seed=0)
+    act(env, "memory.forget", id=2)
+    kept, _ = act(env, "memory.save", kind="fact", content="kept")
+    _, _, _, _, info = env.step({"name": "finish", "arguments": {"answer": "done"}})
+    assert sorted(info["verdict"]["collateral"]) == sorted(
+        [f"memory.entries/{kept['result']['id']} created", "memory.entries/2 updated"]
+    )
+
+
 def test_behavior_criteria_see_memory_calls():
     t = task(SEED, criteria=[BehaviorCriterion(id="searched", rule="required_call", tool="memory.search")])
     env = make_env(t)

@@ -65,7 +65,8 @@ Verification
     "action"}``; ``fired`` is left out, since firing is the world's doing, not the agent's), so
     state criteria can require a saved preference (``created``) or an outdated one superseded
     (``updated`` with ``valid: False``), and writes a task did not ask for count as collateral
-    damage like any other table's.
+    damage like any other table's. An entry written and forgotten within the episode is left out
+    of the table, as a record created and deleted again is no change.
 """
 
 from __future__ import annotations
@@ -285,6 +286,7 @@ class EpisodeMemory:
         self._state: _Seeded | None = None  # the fixture snapshot the store is in, if untouched
         self._dirty = False  # the store differs from _state's snapshot
         self._table: dict[str, dict[str, Any]] | None = None
+        self._start: dict[str, dict[str, Any]] | None = None  # the table as the episode began
         self.pending = 0  # valid intents not fired yet
         self._wake = math.inf  # clock (epoch s) at which an intent may next come due
         self._events: set[str] = set()  # app events pending intents wait for
@@ -376,6 +378,7 @@ class EpisodeMemory:
         """
         fx = task.fixtures
         keep = self.persistent if keep is None else keep
+        self._start = None  # taken at the episode's first look at the table (the env's, at reset)
         if self.persistent:
             if not keep or not self._has_rows():
                 self._seed_fresh(fx)
@@ -494,10 +497,16 @@ class EpisodeMemory:
 
     def table(self) -> dict[str, dict[str, Any]]:
         """The store as the verified table ``memory.entries`` (see the module docstring); the
-        returned dict and its records must not be mutated."""
+        returned dict and its records must not be mutated. An entry the episode both wrote and
+        forgot is left out: a reminder set wrong, forgotten and set again leaves only the second."""
         if self._table is None:
             self._table = _EMPTY_TABLE if self._store is None else _table(self._store.snapshot())
-        return self._table
+        if self._start is None:
+            self._start = self._table
+        tab, start = self._table, self._start
+        if tab is not start and any(not r["valid"] and k not in start for k, r in tab.items()):
+            return {k: r for k, r in tab.items() if r["valid"] or k in start}
+        return tab
 
     def close(self) -> None:
         """Close the store's database connection (if one was opened). Idempotent; a later use

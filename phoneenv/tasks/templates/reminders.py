@@ -158,6 +158,14 @@ def at_time(w: World) -> Draft:
                     plan[1],
                 ],
             ),
+            passes(
+                "set an hour late, forgotten, set again",
+                [
+                    call("memory.remind", content=what, trigger="time", when=_arg(due + dt.timedelta(hours=1))),
+                    call("memory.forget", id=1),  # no memory seeded: the first entry is 1
+                    *plan,
+                ],
+            ),
         ],
     )
 
