@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from phoneenv.contract import Domain, ToolCall
+from phoneenv.contract import Domain, StateCriterion, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -311,8 +311,14 @@ def fix_cart(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[
-            state("shop.cart", "updated", id=change["id"], qty=qty),
+            # one line of that product and size at the new quantity: the line changed, or taken
+            # out and added again (its old line then deleted, as the same thing)
+            state("shop.cart", "present", count=1, product_id=change["product_id"], size=change["size"], qty=qty),
+            StateCriterion(
+                id="re-added", table="shop.cart", change="deleted", where={"id": change["id"]}, min=0, max=1
+            ),
             state("shop.cart", "deleted", id=drop["id"]),
+            state("shop.cart", "absent", product_id=drop["product_id"], size=drop["size"]),
             state("shop.cart", "present", id=keep["id"], qty=1),
             behavior("forbidden_call", "shop.checkout"),
         ],
@@ -324,6 +330,24 @@ def fix_cart(w: World) -> Draft:
                 "quantity 0 instead of remove", replacing(plan, 2, call("shop.update_cart", line_id=drop["id"], qty=0))
             ),
             passes("removed first", [plan[0], plan[2], plan[1], plan[3]]),
+            passes(
+                "taken out and added again",
+                [
+                    plan[0],
+                    call("shop.remove_from_cart", line_id=change["id"]),
+                    call("shop.add_to_cart", product_id=change["product_id"], size=change["size"], qty=qty),
+                    *plan[2:],
+                ],
+            ),
+            fails(
+                "taken out and added again, one too many",
+                [
+                    plan[0],
+                    call("shop.remove_from_cart", line_id=change["id"]),
+                    call("shop.add_to_cart", product_id=change["product_id"], size=change["size"], qty=qty + 1),
+                    *plan[2:],
+                ],
+            ),
             fails("the wrong line removed", replacing(plan, 2, call("shop.remove_from_cart", line_id=keep["id"]))),
             fails(
                 "quantity off by one", replacing(plan, 1, call("shop.update_cart", line_id=change["id"], qty=qty + 1))
