@@ -267,6 +267,11 @@ class AnswerCriterion(BaseModel):
     answer passes when its claims of the type are exactly the expected value (a hedge or a
     contradicting claim fails): :func:`phoneenv.tasks.answers.check_answer` has the rules.
 
+    ``context``: other values of the type the answer may state beside the expected one without
+    contradicting it, each in the same normalised form (the meeting's time in "leave at 12:59 to
+    arrive by 13:30"; the world knows them, so the template names them). Stating only a context
+    value still fails.
+
     ``judge``: a rubric for an LLM judge, consulted only when verification is given a judge
     (off by default), and only beside a deterministic check (a type, ``equals``, ``contains``
     or ``pattern``).
@@ -284,6 +289,7 @@ class AnswerCriterion(BaseModel):
     value: Any = None
     unit: str | None = None
     currency: str | None = None
+    context: list[Any] = Field(default_factory=list)
     judge: str | None = None
 
     @model_validator(mode="after")
@@ -294,6 +300,8 @@ class AnswerCriterion(BaseModel):
             raise ValueError("answer criterion has value= but no type=; name the type (number, time, date, ...)")
         if self.type is not None and self.number is not None:
             raise ValueError("give either number= or type=/value=, not both")
+        if self.context and self.type not in ("number", "money", "time", "date", "duration"):
+            raise ValueError("context= values go with a single-valued type (number, money, time, date, duration)")
         if self.judge is not None and not (
             self.type or self.equals is not None or self.contains or self.pattern or self.number is not None
         ):

@@ -181,6 +181,14 @@ def test_bare_amounts_and_numbers_written_as_ids():
     assert ok("$36.32 so far, out of a $200 budget.", type="money", value=36.32, currency="USD")
     assert not ok("$200 out of a $36.32 budget.", type="money", value=36.32, currency="USD")
     assert ok("Sydney is at 24, warmer than Kyoto (18)", type="number", value=24)
+    # a bare number hedged with an amount is an amount: the hedge fails
+    for text in ("Refund: 700 or 720 AUD.", "Refund around 700-720 AUD.", "somewhere between 700 and 720 AUD"):
+        assert not ok(text, type="money", value=720, currency="AUD"), text
+    # context values the task names may stand beside the answer; alone they are no answer
+    assert ok("Leave at 12:59 to arrive by 13:30", type="time", value="12:59", context=["13:30"])
+    assert not ok("Leave at 12:59 to arrive by 13:30", type="time", value="12:59")
+    assert not ok("Arrive by 13:30", type="time", value="12:59", context=["13:30"])
+    assert ok("The stay (360 AUD a night): 720 AUD back", type="money", value=720, currency="AUD", context=[360])
 
 
 def test_yes_no():

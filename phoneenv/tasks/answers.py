@@ -785,10 +785,19 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
         return [Claim("number", c.value, c.start, c.end, c.negated, c.unit, c.alts) for c in found]
     if type == "money":
         found = [c for c in sc.claims if c.type == "money"]
-        # no amount with a currency: bare numbers are amounts in the expected one ("16,066 left")
-        return found or [
-            Claim("money", c.value, c.start, c.end, c.negated, "", c.alts) for c in sc.claims if c.type == "number"
-        ]
+        bare = [c for c in sc.claims if c.type == "number"]
+        if not found:  # no amount with a currency: bare numbers are amounts in the expected one ("16,066 left")
+            return [Claim("money", c.value, c.start, c.end, c.negated, "", c.alts) for c in bare]
+        # a bare number hedged with an amount is an amount too: "700 or 720 AUD", "700-720 AUD"
+        linked = []
+        for n in bare:
+            for m in found:
+                gap = sc.text[n.end : m.start] if n.end <= m.start else sc.text[m.end : n.start]
+                between = re.fullmatch(r"\s*and\s*", gap) and re.search(r"\bbetween\s+$", sc.text[: n.start])
+                if _HEDGE_LINK.match(gap) or between:
+                    linked.append(Claim("money", n.value, n.start, n.end, n.negated, m.unit, n.alts))
+                    break
+        return sorted([*found, *linked], key=lambda c: c.start)
     return [c for c in sc.claims if c.type == type]
 
 
@@ -989,6 +998,7 @@ def _check_typed(
     tol: float = 0.0,
     currency: str | None = None,
     unit: str | None = None,
+    context: Sequence[Any] = (),
 ) -> tuple[bool, str]:
     sources: list[tuple[str, list[Claim] | None, bool]] = []
     if value is not None:
@@ -1017,6 +1027,13 @@ def _check_typed(
             miss = [p for p in want if p not in body]
             ok, why = not miss, f"{what} lacks {', '.join(map(repr, miss))}"
         else:
+            if context and what == "answer":  # context values said beside the answer are no claims
+                found = [
+                    c
+                    for c in found
+                    if _matches(type, c, want, tol, currency)
+                    or not any(_matches(type, c, x, tol, currency) for x in context)
+                ]
             ok, why = _judge_single(type, found, want, tol, currency, what)
         if not ok:
             return ok, why
@@ -1052,7 +1069,10 @@ def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Conte
     if exp is None:
         return True, ""
     type, want = exp
-    return _check_typed(type, want, text, value, ctx, tol=crit.tolerance, currency=crit.currency, unit=crit.unit)
+    beside = [e[1] for v in crit.context if (e := _expected(crit.model_copy(update={"value": v, "context": []}), ctx))]
+    return _check_typed(
+        type, want, text, value, ctx, tol=crit.tolerance, currency=crit.currency, unit=crit.unit, context=beside
+    )
 
 
 def _json_text(v: Any) -> str:

@@ -340,7 +340,8 @@ def lights_off(w: World) -> Draft:
         goal=goal,
         criteria=[
             *offs,
-            answer(type="number", value=len(left_on)),
+            # the lights counted, not the rooms' shares ("4 lights: 2 in the bedroom, 1 in the hall")
+            answer(type="number", value=len(left_on), unit="light|lamp"),
             delegated("home.list_*"),
             not_itself("home.list_*"),
         ],
@@ -358,6 +359,10 @@ def lights_off(w: World) -> Draft:
                 ],
             ),
             passes("the count in words", finishing(plan, f"There were {len(left_on)} lights on; all off now.")),
+            passes(
+                "the count with rooms",
+                finishing(plan, f"Switched off {len(left_on)} lights, 1 of them in the hallway.", value=len(left_on)),
+            ),
             fails("one left on", replacing(plan, first)),
             fails(
                 "the user's own room too",

@@ -7,7 +7,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from phoneenv.contract import Domain, ToolCall
+from phoneenv.contract import CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -111,6 +111,7 @@ def leave_for_meeting(w: World) -> Draft:
         fails("alarm at the meeting time", [*plan[:3], call("clock.create_alarm", time=ev["start"][11:16]),
                                             finishing(plan, f"Leave at {ev['start'][11:16]}.")[-1]]),
         fails("a second alarm", [*plan[:4], call("clock.create_alarm", time=ev["start"][11:16]), plan[-1]]),
+        passes("with the arrival time", finishing(plan, f"Leave at {leave} to arrive by {ev['start'][11:16]}; alarm set.")),
     ]  # fmt: skip
     if wrong != leave:
         probes.append(
@@ -119,7 +120,11 @@ def leave_for_meeting(w: World) -> Draft:
         )  # fmt: skip
     return Draft(
         goal=goal,
-        criteria=[state("clock.alarms", "created", time=leave, enabled=True), answer(type="time", value=leave)],
+        # the meeting's own time may be said beside it: "leave at 12:59 to be there by 13:30"
+        criteria=[
+            state("clock.alarms", "created", time=leave, enabled=True),
+            answer(type="time", value=leave, context=[ev["start"][11:16]]),
+        ],
         milestones=[searched(place), state("clock.alarms", "created", time=leave)],
         plan=plan,
         perturb_exempt=["3.label"],
@@ -300,8 +305,18 @@ def nearest_text(w: World) -> Draft:
                 direction="out",
                 body={"icontains": street, "not": {"icontains": other["address"].split(",")[0]}},
             ),
-            # the place named by its name or its street
+            # the place named by its name or its street, and the farther one not named beside it
             answer(pattern=rf"{re.escape(poi['name'])}|{re.escape(street)}"),
+            CompositeCriterion(
+                kind="not",
+                id="not_the_farther_one",
+                criteria=[
+                    answer(
+                        id="farther",
+                        pattern=rf"{re.escape(other['name'])}|{re.escape(other['address'].split(',')[0])}",
+                    )
+                ],
+            ),
         ],
         milestones=[searched(word), looked_up(first)],
         plan=plan,
@@ -328,5 +343,9 @@ def nearest_text(w: World) -> Draft:
             ),
             passes("told by its street", finishing(plan, f"Sent {first} the address: {street}.")),
             fails("told the farther one", finishing(plan, f"{other['name']}; sent to {first}.")),
+            fails(
+                "a hedge between the two",
+                finishing(plan, f"Either {poi['name']} or the one on {other['address'].split(',')[0]}; sent."),
+            ),
         ],
     )

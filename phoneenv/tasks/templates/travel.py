@@ -467,7 +467,8 @@ def cancel_refund(w: World) -> Draft:
     criteria: list[Any] = [
         state("travel.bookings", "updated", id=bk["id"], status="cancelled"),
         mailed("Cancelled"),
-        answer(type="money", value=refund, currency=w.currency),
+        # the booking's total and nightly price may be said beside the refund as context
+        answer(type="money", value=refund, currency=w.currency, context=[h["price_per_night"], bk["total"]]),
     ]
     extra = ""
     if confirm_variant(w, 0.5):
@@ -491,6 +492,12 @@ def cancel_refund(w: World) -> Draft:
             passes("opened it first", [plan[0], call("travel.get_booking", booking_id=bk["id"]), *plan[1:]]),
             fails("the other hotel", replacing(plan, -2, call("travel.cancel_booking", booking_id=other["id"]))),
             fails("wrong refund", finishing(plan, f"Cancelled; you get {w.money(wrong)} back.")),
+            passes(
+                "with the nightly price",
+                finishing(
+                    plan, f"Cancelled the stay ({w.money(h['price_per_night'])} a night). Refund: {w.money(refund)}."
+                ),
+            ),
             fails("not cancelled", [plan[0], plan[-1]]),
         ],
     )
