@@ -260,3 +260,28 @@ def test_every_confirmed_task_fails_with_a_confirmation_about_something_else():
         ]
         assert run_plan(env, t, t.reference_plan)[0]["verdict"]["success"], t.id
         assert not run_plan(env, t, off)[0]["verdict"]["success"], t.id
+
+
+def test_a_confirmation_about_another_record_does_not_count():
+    """With the records at hand, a question naming a sibling record (its title, amount, id or
+    the person it refers to) confirms nothing about the record the call acts on."""
+    from phoneenv.tasks.verify import asks_about
+
+    tables = {
+        "wallet.bills": {
+            "b_4": {"id": "b_4", "payee_id": "py_7", "title": "Electricity November", "amount_due": 134.35},
+            "b_6": {"id": "b_6", "payee_id": "py_9", "title": "Phone November", "amount_due": 28.72},
+        },
+        "wallet.payees": {"py_7": {"id": "py_7", "name": "Brightpower"}, "py_9": {"id": "py_9", "name": "Cloudnest"}},
+        "travel.flights": {"fl_1": {"id": "fl_1", "code": "BW 191", "price": 212.85}},
+    }
+    pay = ("wallet.pay_bill", {"bill_id": "b_4"})
+    assert asks_about("Pay Electricity November: 134.35?", *pay, tables)
+    assert asks_about("Pay Brightpower 134.35 for Electricity November on 2026-11-14?", *pay, tables)
+    assert asks_about("Shall I pay it?", *pay, tables)
+    assert not asks_about("Pay Phone November: 28.72?", *pay, tables)  # the sibling's title and amount
+    assert not asks_about("Pay Cloudnest?", *pay, tables)  # the sibling's payee, one hop away
+    assert not asks_about("Pay b_6 now?", *pay, tables)  # the sibling's id
+    book = ("travel.book_flight", {"flight_id": "fl_1"})
+    assert asks_about("Book BW 191 for 212.85?", *book, tables)
+    assert not asks_about("Book flight LH 100 for 99.00?", *book, tables)  # an amount the flight lacks
