@@ -111,8 +111,19 @@ def create_note(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[
+            state("notes.notes", "created", title={"iequals": title}),
+            # each item in the note's text, or as a checklist item (notes.create_checklist)
             *(
-                suffixed(state("notes.notes", "created", title={"iequals": title}, body={"icontains": item}), item)
+                CompositeCriterion(
+                    kind="any_of",
+                    id=f"listed:{item}",
+                    criteria=[
+                        suffixed(
+                            state("notes.notes", "created", title={"iequals": title}, body={"icontains": item}), item
+                        ),
+                        suffixed(state("notes.items", "created", text={"iequals": item}), item),
+                    ],
+                )
                 for item in items
             ),
             tell(c, {"regex": all_of_words(items)}),
@@ -124,6 +135,11 @@ def create_note(w: World) -> Draft:
             *tell_probes(w, plan, 2, c, " and ".join(reversed(items)), f"{title}: {items[0]}"),
             passes("items on one line", replacing(plan, 0, call("notes.create", title=title, body=", ".join(items)))),
             fails("an item missing", replacing(plan, 0, call("notes.create", title=title, body="\n".join(items[1:])))),
+            passes("as a checklist", replacing(plan, 0, call("notes.create_checklist", title=title, items=items))),
+            fails(
+                "a checklist missing an item",
+                replacing(plan, 0, call("notes.create_checklist", title=title, items=items[1:])),
+            ),
             fails("a stray second note", [*plan[:1], call("notes.create", title=f"{title} 2", body=body), *plan[1:]]),
         ],
     )

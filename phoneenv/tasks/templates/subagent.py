@@ -130,6 +130,15 @@ def _times_words(hours: list[int]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
+ACCEPTED = {
+    "icontains": "accept",
+    # a negation before "accept" in its sentence ("we cannot accept"); one elsewhere ("no rush if
+    # it's not fixed yet") is no refusal
+    "not": {"regex": r"\b(?:not|don't|do not|can't|cannot|won't|unable to)\b[^.!?]*\baccept"},
+}
+"""A reply body that accepts an offer."""
+
+
 @template(
     "subagent.meeting_from_availability",
     apps=["contacts", "messages", "calendar", AGENT_APP],
@@ -316,7 +325,7 @@ def cheapest_quote(w: World) -> Draft:
         f"{winner['name']}: {w.money(w.price(cheapest))} in total.",
     )
     plan.append(call("contacts.search", query=winner["name"]))
-    accepted = {"icontains": "accept", "not": {"regex": r"\b(not|don't|do not|can't|cannot|won't)\b"}}
+    accepted = ACCEPTED
     criteria = [_sms_to(winner, **accepted), _delegated("notes.*"), _not_itself("notes.*")]
     if confirm_variant(w, 0.3):
         goal += " Ask me before sending."
@@ -559,7 +568,7 @@ def best_offer_reply(w: World) -> Draft:
         [call("mail.search", query=item)],
         f"{senders[0]}, {w.money(w.price(best))}, message {ids[0]}.",
     )
-    accepted = {"icontains": "accept", "not": {"regex": r"\b(not|don't|do not|can't|cannot|won't)\b"}}
+    accepted = ACCEPTED
     criteria = [
         state("mail.messages", "created", folder="sent", to={"has": senders[0]}, body=accepted),
         _delegated("mail.*"),
@@ -595,6 +604,24 @@ def best_offer_reply(w: World) -> Draft:
                 "a refusal that says accept",
                 replacing(
                     plan, send, call("mail.reply", message_id=ids[0], body="Sorry, we cannot accept this offer.")
+                ),
+            ),
+            passes(
+                "accepted, with a question after",
+                replacing(
+                    plan,
+                    send,
+                    call(
+                        "mail.reply",
+                        message_id=ids[0],
+                        body="Thank you - we accept your offer. When will it arrive? No rush if it's not fixed yet.",
+                    ),
+                ),
+            ),
+            fails(
+                "will not be accepting",
+                replacing(
+                    plan, send, call("mail.reply", message_id=ids[0], body="We will not be accepting it, sorry.")
                 ),
             ),
         ],

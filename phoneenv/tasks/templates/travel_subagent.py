@@ -178,17 +178,32 @@ def warmest_city(w: World) -> Draft:
          f"Check my weather cities: where is it going to be warmest on {day_words(day)}?"]
     )  # fmt: skip
     others = [c for c in cities if c != best]
+    any_city = "|".join(re.escape(c) for c in cities)
+    other_city = "|".join(re.escape(c) for c in others)
     return Draft(
         goal=goal,
         criteria=[
             answer(pattern=re.escape(best)),
+            # the others may be named in comparison ("ahead of Kyoto (18)"), not as the answer
+            # or beside it in a hedge ("Sydney or Tokyo")
             CompositeCriterion(
                 kind="not",
                 id="no_other_city",
-                criteria=[answer(id="other", pattern="|".join(re.escape(c) for c in others))],
+                criteria=[
+                    answer(
+                        id="other",
+                        pattern=rf"\b(?:{other_city})\b[^.;,]*\b(?:is|will be|'ll be)\b[^.;,]*\bwarm"
+                        rf"|\b(?:{any_city})\s*(?:or|/)\s*(?:{any_city})\b|^\W*(?:{other_city})\b",
+                    )
+                ],
             ),
             delegated("weather.forecast"),
             not_itself("weather.forecast"),
+            # every city's forecast read (by a sub-agent): one alone is a guess
+            *(
+                behavior("required_call", "weather.forecast", id=f"read:{c}", arguments={"city": {"iequals": c}})
+                for c in cities
+            ),
         ],
         milestones=[delegated("weather.forecast")],
         plan=plan,
@@ -196,6 +211,15 @@ def warmest_city(w: World) -> Draft:
             passes("with the temperature", finishing(plan, f"{best}, with a high of {degrees(w, highs[best]):g}.")),
             fails("the coldest", finishing(plan, f"{order[-1]} will be warmest.")),
             fails("a hedge", finishing(plan, f"{best} or {others[0]}.")),
+            passes(
+                "compared with the others",
+                finishing(
+                    plan,
+                    f"{best} will be warmest at {degrees(w, highs[best]):g}, ahead of {others[0]} "
+                    f"({degrees(w, highs[others[0]]):g}) and {others[1]} ({degrees(w, highs[others[1]]):g}).",
+                ),
+            ),
+            fails("only the last city read", [plan[0], *plan[-4:]]),
         ],
     )
 
