@@ -55,6 +55,9 @@ from phoneenv.farm.emulator import (
 
 REPO = Path(__file__).resolve().parents[1]
 STANDIN = Path(__file__).with_name("farm_standin_emulator.py")
+BOOT_S = 90
+"""Deadline for a stand-in that should boot: under a full parallel run adb took over 30 s to list
+one (a deadline, not a timing assertion: a healthy boot returns as soon as adb sees it)."""
 
 # Port regions per test (all above 5585, the last port adb servers scan for emulators, so no adb
 # server of a parallel test ever connects to them). Each test owns its region.
@@ -525,7 +528,7 @@ def test_launch_boot_snapshot_reset_and_clean_shutdown(rig: Rig, adb_server) -> 
     assert launcher.emulator == rig.emulator  # found first on the environment's PATH
     assert launcher.env["ANDROID_ADB_SERVER_PORT"] == str(adb_server.port)
     started = time.monotonic()
-    emu = launcher.start(boot_timeout=30, poll_interval=0.1)
+    emu = launcher.start(boot_timeout=BOOT_S, poll_interval=0.1)
     boot_s = time.monotonic() - started
     try:
         assert emu.alive()
@@ -641,13 +644,13 @@ def test_shutdown_escalates_to_sigkill_and_sweeps_its_locks(rig: Rig) -> None:
 
 def test_prepare_fixture_recipe(rig: Rig, adb_server) -> None:
     launcher = rig.launcher(adb=adb_server)
-    assert prepare_fixture(launcher, boot_timeout=30, poll_interval=0.1) == ["fixture"]
+    assert prepare_fixture(launcher, boot_timeout=BOOT_S, poll_interval=0.1) == ["fixture"]
     argv = json.loads((rig.state / "argv.json").read_text())
     assert "-no-snapshot-load" in argv and "-snapshot" not in argv
     saved = snapshot_state(rig.avd, "fixture")
     assert saved["settings"]["global"] == dict.fromkeys(ANIMATION_SETTINGS, "0")
     # Booting later from the fixture passes -snapshot fixture; the console lists it.
-    with launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as emu:
+    with launcher.start(snapshot="fixture", boot_timeout=BOOT_S, poll_interval=0.1) as emu:
         assert emu.command[emu.command.index("-snapshot") + 1] == "fixture"
         token = rig.home / ".emulator_console_auth_token"
         assert ConsoleClient("127.0.0.1", emu.ports.console, token_path=token).snapshot_list() == ["fixture"]
@@ -854,17 +857,17 @@ def test_stand_in_honours_snapshot_flags_and_saves_on_exit(rig: Rig, adb_server)
     launcher = rig.launcher(adb=adb_server)
     put_snapshot(rig.avd, "default_boot", {"phoneenv_marker": "quickboot"})
     put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
-    with launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as emu:
+    with launcher.start(snapshot="fixture", boot_timeout=BOOT_S, poll_interval=0.1) as emu:
         assert global_setting(adb_server, emu.serial, "phoneenv_marker") == "fixture"
     # -no-snapshot-load wins over the Quick Boot snapshot; saving on exit writes default_boot back.
-    with launcher.start(cold_boot=True, save_on_exit=True, boot_timeout=30, poll_interval=0.1) as emu:
+    with launcher.start(cold_boot=True, save_on_exit=True, boot_timeout=BOOT_S, poll_interval=0.1) as emu:
         assert "-no-snapshot-load" in emu.command and "-no-snapshot-save" not in emu.command
         assert global_setting(adb_server, emu.serial, "phoneenv_marker") == "null"
         adb_server.device(emu.serial).shell(["settings", "put", "global", "phoneenv_marker", "saved_on_exit"])
     assert "Performing cold boot: requested by the user" in emu.log_path.read_text()
     assert snapshot_state(rig.avd, "default_boot")["settings"]["global"] == {"phoneenv_marker": "saved_on_exit"}
     # No -snapshot: Quick Boot's default_boot is loaded.
-    with launcher.start(boot_timeout=30, poll_interval=0.1) as emu:
+    with launcher.start(boot_timeout=BOOT_S, poll_interval=0.1) as emu:
         assert global_setting(adb_server, emu.serial, "phoneenv_marker") == "saved_on_exit"
     assert snapshot_state(rig.avd, "fixture")["settings"]["global"] == {"phoneenv_marker": "fixture"}
 
@@ -873,9 +876,9 @@ def test_read_only_instances_share_one_avd(rig: Rig, adb_server) -> None:
     launcher = rig.launcher(adb=adb_server)
     pb = put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
     before = (pb.read_bytes(), pb.stat().st_mtime_ns)
-    first = launcher.start(snapshot="fixture", read_only=True, boot_timeout=30, poll_interval=0.1)
+    first = launcher.start(snapshot="fixture", read_only=True, boot_timeout=BOOT_S, poll_interval=0.1)
     try:
-        second = launcher.start(snapshot="fixture", read_only=True, boot_timeout=30, poll_interval=0.1)
+        second = launcher.start(snapshot="fixture", read_only=True, boot_timeout=BOOT_S, poll_interval=0.1)
         with second:
             assert "-read-only" in first.command and "-read-only" in second.command
             assert first.ports != second.ports and first.serial != second.serial
@@ -900,7 +903,7 @@ def test_read_only_instances_share_one_avd(rig: Rig, adb_server) -> None:
 def test_second_writable_instance_is_refused_and_a_clone_boots(rig: Rig, adb_server) -> None:
     launcher = rig.launcher(adb=adb_server)
     put_snapshot(rig.avd, "fixture", {"phoneenv_marker": "fixture"})
-    with launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as writer:
+    with launcher.start(snapshot="fixture", boot_timeout=BOOT_S, poll_interval=0.1) as writer:
         with pytest.raises(AvdInUseError, match=r"read_only=True or from a clone") as err:
             launcher.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1)
         assert "Running multiple emulators with the same AVD" in str(err.value)
@@ -914,7 +917,7 @@ def test_second_writable_instance_is_refused_and_a_clone_boots(rig: Rig, adb_ser
         assert f"path={clone_dir}" in (rig.avd_home / "standin_twin.ini").read_text().splitlines()
         assert "AvdId=standin_twin" in (clone_dir / "config.ini").read_text().splitlines()
         assert avd_snapshots(clone_dir) == ["fixture"]
-        with twin.start(snapshot="fixture", boot_timeout=30, poll_interval=0.1) as other:
+        with twin.start(snapshot="fixture", boot_timeout=BOOT_S, poll_interval=0.1) as other:
             assert other.ports != writer.ports
             assert adb_server.device(other.serial).getprop("sys.boot_completed") == "1"
             assert global_setting(adb_server, other.serial, "phoneenv_marker") == "fixture"
@@ -1033,7 +1036,12 @@ def test_restart_by_serial_of_an_emulator_another_process_started(rig: Rig, adb_
         with pytest.raises(ValueError, match="needs the launcher or the AVD"):
             restart_from_snapshot(serial)
         fresh = restart_from_snapshot(
-            serial, "fixture", launcher=rig.launcher(adb=adb_server), lock_wait_s=20, boot_timeout=30, poll_interval=0.1
+            serial,
+            "fixture",
+            launcher=rig.launcher(adb=adb_server),
+            lock_wait_s=20,
+            boot_timeout=BOOT_S,
+            poll_interval=0.1,
         )
         assert fresh.serial == serial and fresh.pid != old_pid
         assert not psutil.pid_exists(old_pid) or psutil.Process(old_pid).status() == psutil.STATUS_ZOMBIE
