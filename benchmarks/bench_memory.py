@@ -72,10 +72,10 @@ def _search_tasks():
 def child_cold(engine: str) -> dict:
     """First memory.search step of a fresh process, then a warm one (a new query)."""
     from phoneenv.env import PhonePlanEnv
-    from phoneenv.harness import episode_memory
+    from phoneenv.harness import memory
 
     if engine == "sentence-transformers":  # the previous default: on the CPU, torch's default threads
-        episode_memory.default_embedder = _st_embedder
+        memory.default_embedder = _st_embedder  # what memory.shared_embedder loads
     task = _search_tasks()[0]
     env = PhonePlanEnv(task=task)
     env.reset(seed=0)

@@ -100,6 +100,9 @@ def the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: Any, *, tr
 
     monkeypatch.setattr(cli, "make_client", lambda *a, **k: client)
     monkeypatch.setattr("phoneenv.harness.memory.default_embedder", lambda device="cpu": bag_of_words)
+    # the process-wide embedder made from it is this test's alone (memory search shares it)
+    monkeypatch.setattr("phoneenv.harness.memory._shared", None)
+    monkeypatch.setattr("phoneenv.harness.memory._unavailable", None)
     monkeypatch.setenv("PHONEENV_REVIEWER", "tester")
     loop = loop_dir()
     model = ["--model", "scripted", "--base-url", "http://127.0.0.1:9/v1"]

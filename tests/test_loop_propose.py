@@ -347,6 +347,9 @@ def test_cli_tasks_propose(monkeypatch):
 
     monkeypatch.setattr(cli, "make_client", fake_client)
     monkeypatch.setattr("phoneenv.harness.memory.default_embedder", lambda device="cpu": bag_of_words)
+    # the process-wide embedder made from it is this test's alone (memory search shares it)
+    monkeypatch.setattr("phoneenv.harness.memory._shared", None)
+    monkeypatch.setattr("phoneenv.harness.memory._unavailable", None)
     res = CliRunner().invoke(
         cli.app,
         ["tasks", "propose", "--gap", "capability:time", "--n", "2", "--model", "drafter", "--base-url",
