@@ -707,17 +707,18 @@ _IDIOM = re.compile(
 _CLAUSE = re.compile(r"[;,.!?:()\n\u2013\u2014]+|\s-\s|\b(?:and|but|though|although|however)\b", re.I)
 
 
-def _clause_polarity(clause: str) -> bool | None:
-    """What one clause answers: a leading yes/no; else a negation or a denying predicate → False
-    (both: a double negative, "not sold out" → True); else an affirming phrase → True."""
+def _clause_polarity(clause: str) -> tuple[bool, bool | None]:
+    """``(led, answer)`` of one clause: led by yes/no (that answer); else a negation or a denying
+    predicate → False (both: a double negative, "not sold out" → True); else an affirming phrase
+    → True; else None."""
     if _YES.search(clause):
-        return True
+        return True, True
     if _NO.search(clause):
-        return False
+        return True, False
     neg, denies = bool(_NEGATION.search(clause)), bool(_DENIES.search(clause))
     if neg or denies:
-        return neg and denies
-    return True if _AFFIRM.search(clause) else None
+        return False, neg and denies
+    return False, (True if _AFFIRM.search(clause) else None)
 
 
 def _yes_no(text: str) -> list[bool]:
@@ -730,9 +731,8 @@ def _yes_no(text: str) -> list[bool]:
     text = _IDIOM.sub(" ", text)
     if _UNSURE.search(text):
         return [True, False]
-    clauses = [c for c in _CLAUSE.split(text) if c.strip()]
-    led = {v for c in clauses if (v := True if _YES.search(c) else False if _NO.search(c) else None) is not None}
-    found = led or {v for c in clauses if (v := _clause_polarity(c)) is not None}
+    read = [_clause_polarity(c) for c in _CLAUSE.split(text) if c.strip()]
+    found = {v for led, v in read if led} or {v for _, v in read if v is not None}
     return sorted(found, reverse=True)
 
 

@@ -41,6 +41,7 @@ from phoneenv.contract import (
     Trace,
     Verdict,
 )
+from phoneenv.harness.memory import STOPWORDS
 from phoneenv.state import Change, diff_tables
 from phoneenv.tasks.answers import Judge, call_judge, check_answer, read_value
 from phoneenv.tasks.identity import CONTACTS_TABLE, ContactBook
@@ -251,48 +252,8 @@ _ACTION_WORDS: dict[str, tuple[str, ...]] = {
     "revoke": ("remove", "withdraw", "take away"),
     "block": ("ban",),
 }
-_Q_STOP = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "you",
-        "your",
-        "with",
-        "from",
-        "that",
-        "this",
-        "are",
-        "was",
-        "can",
-        "shall",
-        "should",
-        "will",
-        "would",
-        "okay",
-        "yes",
-        "please",
-        "want",
-        "now",
-        "its",
-        "his",
-        "her",
-        "their",
-        "them",
-        "they",
-        "about",
-        "into",
-        "then",
-        "than",
-        "there",
-        "here",
-        "what",
-        "which",
-        "who",
-        "all",
-        "any",
-    ]
-)
+# BM25's function words, and the politeness of a yes/no question
+_Q_STOP = STOPWORDS | {"shall", "okay", "yes", "please", "want"}
 _Q_TOKEN = re.compile(r"[a-z]+_\d+|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|\d+(?:[.,]\d+)?|[^\W\d_]{3,}")
 
 
@@ -373,15 +334,15 @@ def asks_about(
                 out |= _q_tokens(dict(tables[n][v]))
         return out
 
+    said = [w for w in words if _distinctive(w)]
+    amounts = [w for m in re.findall(r"\d+[.,]\d+", question) for w in _q_tokens(m)]
     for v in arguments.values():
         name = where(v)
         if name is None:
             continue
         tab = tables[name]
         own = tokens(tab[v]) | cues
-        said = [w for w in words if _distinctive(w)]
         # a record with a price or amount: an amount the question gives must be one of its own
-        amounts = [w for m in re.findall(r"\d+[.,]\d+", question) for w in _q_tokens(m)]
         priced = any(isinstance(x, float) for x in tab[v].values())
         if amounts and priced and not any(near(w, own) for w in amounts):
             return False
