@@ -174,6 +174,11 @@ def test_bare_amounts_and_numbers_written_as_ids():
     assert not ok("37.32 so far", type="money", value=36.32, currency="USD")
     assert not ok("36.32 EUR so far", type="money", value=36.32, currency="USD")  # a currency still counts
     assert not ok("36.32 or 40 so far", type="money", value=36.32, currency="USD")
+    # where some bare numbers have cents, only those are amounts: a count beside them is no claim
+    assert ok("3 payments, 36.32 so far", type="money", value=36.32, currency="USD")
+    assert not ok("3 payments, 37.32 so far", type="money", value=36.32, currency="USD")
+    assert not ok("36.32 or 40 so far, in 3 payments", type="money", value=36.32, currency="USD")
+    assert not ok("3 payments so far", type="money", value=36.32, currency="USD")
     assert ok("Locker #663", type="number", value=663) and ok("Locker no. 663", type="number", value=663)
     assert not ok("Locker no. 664", type="number", value=663)
     assert ok("Order #A12 has 3 items", type="number", value=3)  # an id beside a number stays an id

@@ -44,6 +44,11 @@ def after(**tables):
     [
         ({"body": "Running LATE  today"}, {"body": {"icontains": "late today"}}, True),
         ({"body": "on time"}, {"body": {"icontains": "late"}}, False),
+        # read as words: accents, hyphens and dashes aside, still a substring ("cancel" in "Cancelled")
+        ({"body": "Meet at São Paulo"}, {"body": {"icontains": "sao paulo"}}, True),
+        ({"body": "Steak medium-rare"}, {"body": {"icontains": "medium rare"}}, True),
+        ({"body": "Order Cancelled"}, {"body": {"icontains": "cancel"}}, True),
+        ({"body": "medium well"}, {"body": {"icontains": "medium rare"}}, False),
         ({"phone": "+49 151 1234-5678"}, {"phone": {"number": "015112345678"}}, True),
         ({"phone": "+4915112345679"}, {"phone": {"number": "+4915112345678"}}, False),
         ({"to": ("a@x.org", "B@y.org")}, {"to": {"has": "b@Y.org", "len": 2}}, True),
@@ -166,6 +171,10 @@ def test_answer_criteria():
     assert not ok("Dune Messiah", equals="dune")
     assert ok("It is at 16:30 in Room 4", contains=["16:30", "room 4"])
     assert not ok("It is at 16:30", contains=["16:30", "room 4"])
+    # contains= takes whole words, punctuation and case aside
+    assert ok("The parent teacher meeting – Room 4", contains=["Parent-Teacher Meeting", "room 4"])
+    assert not ok("Team lunch in Room 4", contains=["Tea", "room 4"])
+    assert not ok("Room 40", contains=["room 4"])
     assert ok("You have 3 unread", number=3)
     assert not ok("You have 4 unread", number=3)
     assert ok("about 2,5 km", number=2.4, tolerance=0.2)

@@ -31,7 +31,8 @@ Types and the normalised value of a claim:
                ``€``/``EUR``/``euros``, ``$``/``USD``/``dollars``, ``£``/``GBP``/``pounds``,
                ``¥``/``JPY``/``yen``, ``A$``/``AU$``/``AUD``; a bare ``$`` or "dollars" is AUD
                when the contacts' numbers are Australian, else USD); a text with no amount
-               and currency is read by its bare numbers ("16,066 left")
+               and currency is read by its bare numbers ("16,066 left"; those written with cents
+               when some are: "3 payments, 36.32 so far")
 ``time``       ``"HH:MM"`` 24 h (``"3:15 PM"``, ``"15:15"``, ``"noon"``, ``"quarter past 3"``,
                an ISO datetime's time part)
 ``date``       ``"YYYY-MM-DD"`` (ISO, month names, ``D.M.YYYY``; ``today``, ``tomorrow``,
@@ -101,7 +102,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from phoneenv.tasks.identity import ContactBook, contact_ids, mentioned_contacts
-from phoneenv.tasks.predicates import Context, norm
+from phoneenv.tasks.predicates import Context, norm, phrase_in
 
 if TYPE_CHECKING:
     from phoneenv.contract import AnswerCriterion
@@ -787,7 +788,12 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
         found = [c for c in sc.claims if c.type == "money"]
         bare = [c for c in sc.claims if c.type == "number"]
         if not found:  # no amount with a currency: bare numbers are amounts in the expected one ("16,066 left")
-            return [Claim("money", c.value, c.start, c.end, c.negated, "", c.alts) for c in bare]
+            # but where some have cents, those are the amounts: "3 payments, 36.32 so far"
+            cents = [c for c in bare if _RE_CENTS.search(sc.text[c.start : c.end])]
+            if not cents:
+                return [Claim("money", c.value, c.start, c.end, c.negated, "", c.alts) for c in bare]
+            found = [Claim("money", c.value, c.start, c.end, c.negated, "", c.alts) for c in cents]
+            bare = [c for c in bare if c not in cents]
         # a bare number hedged with an amount is an amount too: "700 or 720 AUD", "700-720 AUD"
         linked = []
         for n in bare:
@@ -800,6 +806,9 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
         return sorted([*found, *linked], key=lambda c: c.start)
     return [c for c in sc.claims if c.type == type]
 
+
+_RE_CENTS = re.compile(r"\d[.,]\d{2}$")
+"""A number written with cents ("36.32", "36,32")."""
 
 _RE_HASH_NUMBER = re.compile(r"(?:#|\bno\.|\bnr\.?|\bnumber)\s*(\d+)\b", re.I)
 
@@ -1061,7 +1070,7 @@ def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Conte
     if crit.equals is not None and body.strip(" .!") != norm(crit.equals).strip(" .!"):
         return False, f"answer {words!r} is not {crit.equals!r}"
     for part in crit.contains:
-        if norm(part) not in body:
+        if not phrase_in(part, words):
             return False, f"answer lacks {part!r}"
     if crit.pattern is not None and re.search(crit.pattern, words, re.IGNORECASE) is None:
         return False, f"answer does not match /{crit.pattern}/"

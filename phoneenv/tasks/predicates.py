@@ -6,7 +6,8 @@ A ``where`` clause maps field names to conditions; a record matches when every c
     True
 
 Operators: a literal means equality (``True`` does not equal ``1``); ``{"eq": v}``, ``{"ne": v}``, ``{"in": [..]}``,
-``{"iequals": s}`` (case- and space-insensitive), ``{"icontains": s}``, ``{"startswith": s}``,
+``{"iequals": s}`` (case- and space-insensitive), ``{"icontains": s}`` (a substring of the text
+read as words: case, accents, hyphens and punctuation aside; "cancel" is in "Cancelled"), ``{"startswith": s}``,
 ``{"gte": x}``, ``{"lte": x}`` (numbers or ISO strings), ``{"has": v}`` (a list/tuple field holds
 ``v``, case-insensitive for strings), ``{"len": n}``, ``{"seq": [..]}`` (a list/tuple field
 holds exactly these items in this order), ``{"number": s}`` (same phone line: last
@@ -29,13 +30,14 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from phoneenv.tasks.identity import contact_ids
 
-__all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm"]
+__all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm", "phrase_in", "words"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,29 @@ class Context:
 def norm(text: Any) -> str:
     """Case-folded text with runs of whitespace collapsed (None → "")."""
     return " ".join(str(text if text is not None else "").casefold().split())
+
+
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def words(text: Any) -> str:
+    """``text`` as its words: accents dropped (NFKD), case-folded, and every run of characters
+    that are neither letters nor digits (spaces, hyphens, dashes, quotes, punctuation) made one
+    space, with a space at each end (None → " ").
+
+    >>> words("Parent–Teacher  Meeting!")
+    ' parent teacher meeting '
+    """
+    decomposed = unicodedata.normalize("NFKD", str(text if text is not None else ""))
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+    return " " + " ".join(_NON_WORD.sub(" ", bare).split()) + " "
+
+
+def phrase_in(phrase: Any, text: Any) -> bool:
+    """Whether ``text`` holds ``phrase`` as whole words (see :func:`words`): "parent teacher
+    meeting" is in "the Parent-Teacher meeting at 5", "Tea" is not in "Team lunch". A phrase with
+    no letter or digit is in every text."""
+    return words(phrase) in words(text)
 
 
 def _digits(x: Any) -> str:
@@ -69,7 +94,7 @@ OPERATORS = {
     "ne": lambda v, a: v != a,
     "in": lambda v, a: v in a,
     "iequals": lambda v, a: v is not None and norm(v) == norm(a),
-    "icontains": lambda v, a: v is not None and norm(a) in norm(v),
+    "icontains": lambda v, a: v is not None and words(a).strip() in words(v),
     "startswith": lambda v, a: isinstance(v, str) and v.startswith(a),
     "gte": lambda v, a: v is not None and type(v) is type(a) and v >= a,
     "lte": lambda v, a: v is not None and type(v) is type(a) and v <= a,

@@ -463,6 +463,11 @@ def next_event(w: World) -> Draft:
         probes=[
             *tell_probes(w, plan, 2, c, text, f"I'll be at {wrong_place}."),
             passes("in other words", finishing(plan, f"Next up is {e['title']} ({e['location']}).")),
+            passes(
+                "the title in other case and punctuation",
+                finishing(plan, f"{e['title'].lower().replace('-', ' ')} – {e['location'].upper()}."),
+            ),
+            fails("the title cut short", finishing(plan, f"{e['title'][:-1]}, at {e['location']}.")),
             fails("the wrong place", finishing(plan, f"{e['title']}, at {wrong_place}.")),
             fails("a hedge", finishing(plan, f"{e['title']}, at {e['location']} or {wrong_place}.")),
             fails(

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from phoneenv.contract import Category, Domain
+from phoneenv.contract import Category, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -1040,6 +1040,42 @@ CHANGES = [
 ]  # fmt: skip
 
 
+KEY_FORMS = {
+    # other ways to write a key (regular expressions, case-insensitive) beside its own words
+    "A negative": r"\bA(?:-|\s*−)(?![\w-])|\bA\s*neg\b|\bA\s*Rh\s*negative\b",
+    "pescetarian": r"\bpesc[ae]tarian",
+    "19 degrees": r"\b19\s*(?:°|degrees?\b|deg\b)",
+    "a week before": r"\b(?:a|one|1)\s+week\s+(?:before|ahead|earlier|in advance|prior)\b|\b7\s+days\s+(?:before|ahead|earlier|in advance|prior)\b",
+    "medium rare": r"\bmedium[\s-]*rare\b",
+}
+"""Keys of :data:`CHANGES` a user may write otherwise ("A-", "pescatarian", "19 °C")."""
+
+FORM_EXAMPLES = {
+    "A negative": "Blood type: A-",
+    "pescetarian": "I'm pescatarian now",
+    "19 degrees": "Thermostat at 19 °C",
+    "a week before": "Birthday reminders one week ahead",
+    "medium rare": "Steak: medium-rare",
+}
+"""One memory in another form per :data:`KEY_FORMS` key (the template's probes)."""
+
+AFFIRMED_NEGATIVE = {"before 10"}
+"""Keys that a negation introduces in the preference itself ("I don't want meetings before 10")."""
+
+
+def key_pattern(key: str) -> str:
+    """A case-insensitive pattern for a memory key: its words (any spacing, hyphens or punctuation
+    between them, whole words) or one of its :data:`KEY_FORMS`."""
+    words = r"[\W_]+".join(re.escape(w) for w in re.findall(r"\w+", key))
+    return rf"(?:\b{words}\b" + (f"|{KEY_FORMS[key]})" if key in KEY_FORMS else ")")
+
+
+def negated_key(key: str) -> str:
+    """A pattern for ``key`` negated: "not", "never", "no longer" or "n't" up to two words before it
+    ("A positive, not A negative"; "I no longer take it with oat milk")."""
+    return rf"(?:\b(?:not|never|no\s+longer)|n't)\s+(?:\S+\s+){{0,2}}?{key_pattern(key)}"
+
+
 @template(
     "memory.save_preference",
     apps=[],
@@ -1058,7 +1094,11 @@ def save_preference(w: World) -> Draft:
     book.distract(w, 5, skip=("seat", "coffee", "home"))
     old_e = book.add(kind, old, ago(w, w.rng.randrange(100, 700))) if old else None
     fixtures = book.fixtures()
-    criteria = [state("memory.entries", "created", kind=kind, content={"icontains": key}, valid=True)]
+    # The key stated, in any of its forms, and not denied ("A positive (not A negative)").
+    content: dict[str, Any] = {"regex": key_pattern(key)}
+    if key not in AFFIRMED_NEGATIVE:
+        content["not"] = {"regex": negated_key(key)}
+    criteria = [state("memory.entries", "created", kind=kind, content=content, valid=True)]
     save = call("memory.save", kind=kind, content=new)
     if old_e is not None:
         criteria.append(state("memory.entries", "updated", id=old_e["id"], valid=False))
@@ -1076,6 +1116,14 @@ def save_preference(w: World) -> Draft:
         ),
         fails("saved twice", replacing(plan, 1, save, call("memory.save", kind=kind, content=new))),
     ]
+
+    def saving(content: str) -> list[ToolCall]:
+        return replacing(plan, 1, save.model_copy(update={"arguments": {**save.arguments, "content": content}}))
+
+    if key in FORM_EXAMPLES:
+        probes.append(passes("written another way", saving(FORM_EXAMPLES[key])))
+    if key not in AFFIRMED_NEGATIVE:
+        probes.append(fails("the key denied", saving(f"Something else, not {key}")))
     if old_e is not None:
         probes.append(fails("the old one left valid", replacing(plan, 1, call("memory.save", kind=kind, content=new))))
     else:

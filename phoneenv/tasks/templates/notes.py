@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from phoneenv.contract import CompositeCriterion, Domain, StateCriterion
+from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -149,7 +149,7 @@ def create_note(w: World) -> Draft:
 def append_item(w: World) -> Draft:
     """Template ``notes.append_item``, e.g. task 0: "Add The Hobbit to my \"Books to read\" note and headphones to my packing list."."""
     picks = w.rng.sample(sorted(LISTS), 2)
-    criteria: list[StateCriterion] = []
+    criteria: list[Criterion] = []
     plan = []
     parts = []
     milestones = []
@@ -166,7 +166,17 @@ def append_item(w: World) -> Draft:
         ]
         item = w.rng.choice(fresh)
         parts.append(f"{item} to {said}")
-        criteria.append(suffixed(state("notes.notes", "updated", id=note["id"], body={"icontains": item}), title))
+        # On the note's text, or as a checklist item of the note (notes.add_item keeps the text).
+        criteria.append(
+            CompositeCriterion(
+                kind="any_of",
+                id=f"added:{title}",
+                criteria=[
+                    suffixed(state("notes.notes", "updated", id=note["id"], body={"icontains": item}), title),
+                    suffixed(state("notes.items", "created", note_id=note["id"], text={"icontains": item}), title),
+                ],
+            )
+        )
         criteria += [
             suffixed(state("notes.notes", "present", id=note["id"], body={"icontains": line}), f"{title}:{line}")
             for line in old_lines
@@ -183,6 +193,14 @@ def append_item(w: World) -> Draft:
         probes=[
             passes("listed the notes first", [call("notes.list"), *plan]),
             passes("looked both up first", [plan[0], plan[2], plan[1], plan[3], plan[4]]),
+            passes(
+                "added as a checklist item",
+                replacing(plan, 1, call("notes.add_item", note_id=notes[0]["id"], text=plan[1].arguments["text"])),
+            ),
+            fails(
+                "a checklist item on the other list",
+                replacing(plan, 1, call("notes.add_item", note_id=notes[1]["id"], text=plan[1].arguments["text"])),
+            ),
             fails("one list forgotten", replacing(plan, 3)),
             fails(
                 "both on one list",

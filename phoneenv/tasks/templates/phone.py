@@ -145,8 +145,11 @@ def last_missed_call(w: World) -> Draft:
     else:
         crits.append(answer(type="contact", value=c["id"]))
         reply = f"{c['name']} ({last['number']}) at {when}."
+    # The call back happens now (the clock moves a second a call): a reply may say so beside the
+    # missed call's time.
+    now = w.now.strftime("%H:%M")
     if ask_when:
-        crits.append(answer(id="when", type="time", value=when))
+        crits.append(answer(id="when", type="time", value=when, context=[now]))
     typed = c is not None and not ask_when and w.rng.random() < 0.5
     plan = [
         call("phone.call_log", filter="missed"),
@@ -201,6 +204,8 @@ def last_missed_call(w: World) -> Draft:
             passes("12-hour time", finishing(plan, f"{said}, at {spoken(when)}.")),
             fails("the wrong time", finishing(plan, f"{said}, at {wrong}.")),
             fails("a hedge on the time", finishing(plan, f"{said}, at {when} or {wrong}.")),
+            passes("the call-back time beside", finishing(plan, f"{said}, at {when}; I called back at {now}.")),
+            fails("only the call-back time", finishing(plan, f"{said}; I called back at {now}.")),
         ]
     return Draft(
         goal=goal,

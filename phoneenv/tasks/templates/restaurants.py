@@ -202,7 +202,8 @@ def book_table(w: World) -> Draft:
                 party_size=party,
                 status="confirmed",
             ),
-            _sms(c, icontains=code, regex=one_time(h, m)),
+            # The day need not be said, but a day said must be the booking's.
+            _sms(c, icontains=code, regex=one_time(h, m), consistent={"date": text[:10]}),
         ],
         milestones=[state("restaurants.reservations", "created", restaurant_id=r["id"], time=text), _sms(c)],
         plan=plan,
@@ -247,6 +248,26 @@ def book_table(w: World) -> Draft:
                 "12-hour time",
                 replacing(
                     plan, 4, call("messages.send", to=c["phone"], body=f"See you at {spoken(hhmm)}! Code: {code}")
+                ),
+            ),
+            passes(
+                "the day in words",
+                replacing(
+                    plan,
+                    4,
+                    call("messages.send", to=c["phone"], body=f"{day_words(when.date())}, {hhmm} - code {code}"),
+                ),
+            ),
+            fails(
+                "the wrong day",
+                replacing(
+                    plan,
+                    4,
+                    call(
+                        "messages.send",
+                        to=c["phone"],
+                        body=f"{day_words(when.date() + dt.timedelta(days=1))}, {hhmm} - code {code}",
+                    ),
                 ),
             ),
         ],
