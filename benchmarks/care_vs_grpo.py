@@ -11,8 +11,12 @@ Run (needs the ``[rl]`` extra)::
    task is fixed, so "held-out seeds" means fresh *sampling* seeds on held-out tasks.
 2. **Cold start.** A model (``--model``: ``tiny``, the random-initialised model built from this
    repo's text, by default; ``smollm2``; or a checkpoint folder) is fine-tuned with
-   :func:`rl.sft.train_sft` on the training tasks' reference traces, with prompts offering exactly
-   the tools RL and evaluation offer (``--tools``, one :mod:`agents.toolfilter` filter for all).
+   :func:`rl.sft.train_sft` on the training tasks' reference traces and, by default
+   (``--checked``), the same plans made to check their work (:func:`rl.sft.checked_traces`: the
+   read repeated after every change), with prompts offering exactly the tools RL and evaluation
+   offer (``--tools``, one :mod:`agents.toolfilter` filter for all). Both styles succeed, so the
+   SFT start solves tasks at several lengths (2–6 calls, 87–296 output tokens measured): what an
+   efficiency reward can cut, as a planner's redundant reads are in the CARE report's setting.
 3. **Three arms, same start, same seeds, same budget** (:func:`rl.trainers.train_rl`):
    ``grpo`` (success reward, TRL's group normalisation), ``care`` (:func:`rl.care.group_care`,
    with the CARE controller as configured by default) and ``penalty`` (the reward
@@ -54,9 +58,10 @@ ARMS: tuple[str, ...] = ("grpo", "care", "penalty")
 TEMPLATES = "clock.alarm_off,clock.delete_alarm,clock.wake_up"
 """Default task templates: 8 instances each, state criteria only (the ``finish`` answer is free);
 every reference plan reads first (``clock.list_alarms``) and then changes 1–2 alarms, and alarm ids
-repeat across instances (``al_2``/``al_3``), so the tiny model can learn them: after SFT it
-succeeds on about a third of its sampled training episodes (exploration, see the README), with
-3–4 calls and 90–200 output tokens per episode, so successes differ in calls and tokens."""
+repeat across instances (``al_2``/``al_3``), so the tiny model can learn them: after 900 SFT
+steps (reference and checked traces) it succeeds on about half of its sampled training episodes
+at temperature 0.5 (measured 0.46–0.47 at 0.3 and 0.5, 0.28 at 1.0), with 2–6 calls and 87–296
+output tokens per successful episode."""
 
 TOOLS = "clock,finish"
 """Default tool filter: the clock app's 10 tools and ``finish``, about 2.1k prompt tokens with the
@@ -74,14 +79,24 @@ class BenchConfig:
         train_instances: instances ``0..k-1`` of each template are trained on, the rest held out.
         model: ``tiny``, ``smollm2`` or a checkpoint folder.
         sft_steps, sft_lr: SFT optimiser steps and learning rate.
-        rl_steps, rl_lr: RL optimiser steps per arm and learning rate.
+        rl_steps, rl_lr: RL optimiser steps per arm and learning rate (1e-3: at 2e-4, 40 steps
+            left every arm within sampling noise of the SFT start, measured).
         group_size: G, episodes per group (one group per RL step).
         max_turns, max_new_tokens: per episode / per reply.
-        temperature: sampling temperature of RL and evaluation.
+        temperature: sampling temperature of RL and evaluation (0.5: more solved groups than at
+            1.0, where CARE's efficiency mode acts, with the styles still sampled).
         eval_episodes: sampled episodes per evaluated task.
         seed: training seed (TRL's data order and the rollouts' sampling seeds) of every arm.
         eval_seed: base sampling seed of evaluation (the same for every model).
         mu: the efficiency weight μ of the ``penalty`` arm (CARE uses its own configuration).
+        budget_tokens, budget_calls: the efficiency cost's budgets (``care_budget_tokens``,
+            ``care_budget_calls``) for CARE and the penalty arm: about the longest successful
+            episode of the SFT start (measured: 87–296 output tokens and 2–6 calls, most below
+            200 and 6), so that the cost spreads over [0, 1] instead of bunching below 0.5 as it
+            does against the default budgets (``max_turns × max_new_tokens`` = 384 tokens, 8 calls).
+        checked: SFT also on each training task's checked plan (:func:`rl.sft.checked_traces`:
+            a re-read after every change), so the SFT start solves tasks in two styles, one with
+            1–2 redundant calls, and efficiency has something to cut.
         arms: the RL arms to run.
         threads: torch intra-op threads. 1 by default: a tiny model's ops are too small to split,
             and on a busy machine two threads made the rollouts about 8× slower in CPU time
@@ -92,25 +107,29 @@ class BenchConfig:
     tools: str = TOOLS
     train_instances: int = 6
     model: str = "tiny"
-    sft_steps: int = 450
+    sft_steps: int = 900
     sft_lr: float = 4e-3
     rl_steps: int = 40
-    rl_lr: float = 2e-4
+    rl_lr: float = 1e-3
     group_size: int = 8
-    max_turns: int = 6
+    max_turns: int = 8
     max_new_tokens: int = 48
-    temperature: float = 1.0
+    temperature: float = 0.5
     eval_episodes: int = 8
     seed: int = 0
     eval_seed: int = 1234
     mu: float | None = None
+    budget_tokens: float = 200.0
+    budget_calls: float = 6.0
+    checked: bool = True
     arms: tuple[str, ...] = field(default=ARMS)
     threads: int = 1
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        """The ``--quick`` preset: the full run's SFT (fewer steps leave the tiny model at 0% success:
-        300 steps did, measured), then 4 RL steps per arm and 2 evaluation episodes per task (≤ 10 min)."""
+        """The ``--quick`` preset: the full run's SFT (fewer steps leave the tiny model weaker: 450
+        steps gave 14% sampled success, 300 steps 0%, measured), then 4 RL steps per arm and 2
+        evaluation episodes per task (≤ 10 min)."""
         return cls(rl_steps=4, eval_episodes=2)
 
 
@@ -295,17 +314,21 @@ def base_model(cfg: BenchConfig, out: Path) -> Path:
 
 
 def sft(cfg: BenchConfig, base: Path, train_ids: Sequence[str], out: Path) -> dict[str, Any]:
-    """SFT on the training tasks' reference traces, prompts offering the ``cfg.tools`` filter."""
+    """SFT on the training tasks' reference traces (and, with ``cfg.checked``, their checked
+    plans' traces), prompts offering the ``cfg.tools`` filter."""
     from agents.toolfilter import allowed_tools, parse_tool_filter
     from agents.toolfilter import offered as offered_tool
     from phoneenv.tasks import get_task
-    from rl.sft import SFTRunConfig, episode_tools, reference_traces, train_sft
+    from rl.sft import SFTRunConfig, checked_traces, episode_tools, reference_traces, train_sft
 
     if parse_tool_filter(cfg.tools) == "task":
         raise ValueError("the benchmark's SFT takes a filter of app or tool names (or 'all'), not 'task'")
     allowed = allowed_tools(cfg.tools)
     offered = [t for t in episode_tools("sandbox") if offered_tool(t["function"]["name"], allowed)]
-    traces = reference_traces([get_task(t) for t in train_ids], out / "traces")
+    tasks = [get_task(t) for t in train_ids]
+    traces = reference_traces(tasks, out / "traces")
+    if cfg.checked:
+        traces += checked_traces(tasks, out / "checked")
     run = SFTRunConfig(learning_rate=cfg.sft_lr, max_steps=cfg.sft_steps, tensorboard=False, seed=cfg.seed)
     return train_sft(base, traces, out / "sft", run, tool_specs_or_tools=offered)
 
@@ -334,6 +357,8 @@ def train_arm(cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str],
         seed=cfg.seed,
         use_cpu=True,
         tool_filter=cfg.tools,
+        care_budget_tokens=cfg.budget_tokens,
+        care_budget_calls=cfg.budget_calls,
         report_to="none",
     )
     return train_rl(tc)
@@ -384,6 +409,10 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchConfig, Path | N
             ap.add_argument(flag, default=None, help=f"comma-separated arms (default {','.join(ARMS)})")
         elif f.name == "mu":
             ap.add_argument(flag, type=float, default=None, help="μ of the penalty arm (default: CareConfig's)")
+        elif isinstance(getattr(defaults, f.name), bool):
+            ap.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=None, help=f"default {getattr(defaults, f.name)!r}"
+            )
         else:
             typ = type(getattr(defaults, f.name))
             ap.add_argument(flag, type=typ, default=None, help=f"default {getattr(defaults, f.name)!r} (full run)")

@@ -82,6 +82,8 @@ __all__ = [
     "REDACTED",
     "SFTRunConfig",
     "build_sft_dataset",
+    "checked_plan",
+    "checked_traces",
     "detour_traces",
     "episode_tools",
     "example_tools",
@@ -263,8 +265,6 @@ def detour_traces(
         ValueError: no selected task has a reference plan, ``per_task`` < 1 or ``detour_rate``
             outside [0, 1].
     """
-    from phoneenv.contract import Effect
-    from phoneenv.env import PhonePlanEnv
     from phoneenv.evaluation import run_episodes
     from phoneenv.tasks import get_task, select
 
@@ -277,17 +277,86 @@ def detour_traces(
     if not tasks:
         raise ValueError(f"no task with a reference plan matches {selector!r}")
     by_id = {t.id: t for t in tasks}
-    env = PhonePlanEnv(backend="sandbox", delegation=True)
-    try:
-        reads = frozenset(spec.name for spec in env.tool_specs if spec.effect == Effect.READ)
-    finally:
-        env.close()
+    reads = _read_tools()
     out: list[Trace] = []
     for k in range(per_task):
         agent = _DetourAgent(lambda task_id: by_id.get(task_id) or get_task(task_id), seed + k, detour_rate, reads)
         results = run_episodes(agent, tasks, Path(out_dir) / f"r{k}", seed=seed + k, env_kwargs=env_kwargs)
         out.extend(load_traces([r.trace_path for r in results if r.trace_path]))
     return out
+
+
+def _read_tools() -> frozenset[str]:
+    """The names of the sandbox's read-only tools (``Effect.READ``), delegation tools included."""
+    from phoneenv.contract import Effect
+    from phoneenv.env import PhonePlanEnv
+
+    env = PhonePlanEnv(backend="sandbox", delegation=True)
+    try:
+        return frozenset(spec.name for spec in env.tool_specs if spec.effect == Effect.READ)
+    finally:
+        env.close()
+
+
+def checked_plan(plan: Sequence[ToolCall], reads: Iterable[str]) -> list[ToolCall]:
+    """A plan that checks its work: after every call that is not a read (``reads``, tool names)
+    and not ``finish``, the plan's last read before it is made again.
+
+    The calls added change nothing, so the plan still reaches the same end state; they only cost
+    turns and output tokens. A plan with no read before its writes is returned unchanged.
+
+    Args:
+        plan: a reference plan.
+        reads: names of the read-only tools.
+
+    Returns:
+        A new list of calls, ``len(plan)`` plus one per write that follows a read.
+    """
+    reads = frozenset(reads)
+    out: list[ToolCall] = []
+    last_read: ToolCall | None = None
+    for call in plan:
+        out.append(call)
+        if call.name in reads:
+            last_read = call
+        elif call.name != "finish" and last_read is not None:
+            out.append(last_read.model_copy(deep=True))
+    return out
+
+
+def checked_traces(
+    selector: str | Sequence[TaskSpec],
+    out_dir: Path | str,
+    *,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+) -> list[Trace]:
+    """Successful but redundant episodes: each task's reference plan as :func:`checked_plan`
+    makes it (a re-read after every change), played by the reference agent.
+
+    Every call succeeds and the task is solved, so :func:`traces_to_examples` trains every turn:
+    a model fine-tuned on these beside :func:`reference_traces` learns two correct styles, one
+    with redundant reads. That gives efficiency rewards (:mod:`rl.care`) something to cut; it is
+    how ``benchmarks/care_vs_grpo.py`` builds its SFT start.
+
+    Args:
+        selector: a suite selector or TaskSpecs (those with a reference plan are played).
+        out_dir: where the traces go.
+        seed: the episode seed.
+        env_kwargs: passed to the env.
+
+    Raises:
+        ValueError: no selected task has a reference plan.
+    """
+    from phoneenv.tasks import select
+
+    tasks = select(selector) if isinstance(selector, str) else list(selector)
+    tasks = [t for t in tasks if t.reference_plan]
+    if not tasks:
+        raise ValueError(f"no task with a reference plan matches {selector!r}")
+    reads = _read_tools()
+    checked = [t.model_copy(update={"reference_plan": checked_plan(t.reference_plan, reads)}) for t in tasks]
+    return reference_traces(checked, out_dir, seed=seed, env_kwargs=env_kwargs)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -98,5 +98,8 @@ def test_flags_override_the_preset(bench) -> None:
     assert cfg.sft_steps == bench.BenchConfig.quick().sft_steps
     full, _ = bench.parse_args([])
     assert full == bench.BenchConfig()
+    assert full.checked is True
+    off, _ = bench.parse_args(["--no-checked", "--budget-tokens", "150"])
+    assert off.checked is False and off.budget_tokens == 150.0 and off.budget_calls == full.budget_calls
     with pytest.raises(SystemExit):
         bench.parse_args(["--arms", "care"])  # GRPO is the reference of every ratio

@@ -17,6 +17,8 @@ from rl.sft import (
     NO_CALL_PREFIX,
     SFTRunConfig,
     build_sft_dataset,
+    checked_plan,
+    checked_traces,
     detour_traces,
     episode_tools,
     example_tools,
@@ -313,6 +315,32 @@ def test_detour_traces_recover_and_only_plan_calls_are_trained(detour_trace, tmp
     assert traces_to_examples([failed.model_copy(update={"agent": "reference"})], tool_filter="task") == []
     with pytest.raises(ValueError, match="detour_rate"):
         detour_traces(FAVORITE, tmp_path, detour_rate=1.5)
+
+
+# -- checked plans: redundant but correct ----------------------------------------------------
+
+
+def test_checked_plan_rereads_after_every_change(tmp_path):
+    """clock.alarm_off/0 is list, off, off, finish: checked, each change is followed by the list
+    read again (written out by hand), every call succeeds, and every turn is trained."""
+    task = get_task("clock.alarm_off/0")
+    names = [c.name for c in checked_plan(task.reference_plan, {"clock.list_alarms"})]
+    assert names == [
+        "clock.list_alarms",
+        "clock.set_alarm_enabled",
+        "clock.list_alarms",
+        "clock.set_alarm_enabled",
+        "clock.list_alarms",
+        "finish",
+    ]
+    assert checked_plan(task.reference_plan, set()) == task.reference_plan  # no read before a write: as is
+    (trace,) = checked_traces([task], tmp_path)
+    assert trace.verdict.success and [s.action.name for s in trace.steps] == names
+    assert all(s.feedback.ok for s in trace.steps)
+    (ex,) = traces_to_examples([trace], tool_filter="clock,finish")
+    assert [m["weight"] for m in ex["messages"] if m["role"] == "assistant"] == [1] * len(names)
+    with pytest.raises(ValueError, match="reference plan"):
+        checked_traces([task.model_copy(update={"reference_plan": []})], tmp_path)
 
 
 def test_masked_tokens_are_the_detour_replies_counted_by_hand(detour_trace, tokenizer):
