@@ -211,7 +211,7 @@ class Feedback(BaseModel):
 Condition = Union[str, int, float, bool, None, dict[str, Any]]
 """A field condition: a literal (equality) or an operator object such as ``{"icontains": "late"}``.
 
-Operators: ``eq``, ``ne``, ``in``, ``icontains``, ``iequals``, ``gte``, ``lte``, ``startswith``,
+Operators: ``eq``, ``ne``, ``in``, ``icontains``, ``says``, ``iequals``, ``gte``, ``lte``, ``startswith``,
 ``has`` (a list field contains the value), ``regex``, ``any`` (alternatives), ``not``, and by
 contact identity ``person``, ``has_person``, ``people``; facts in text ``states`` — see
 :mod:`phoneenv.tasks.predicates`.
@@ -256,7 +256,8 @@ AnswerType = Literal["number", "money", "time", "date", "duration", "contact", "
 class AnswerCriterion(BaseModel):
     """The final answer (the ``finish`` call's ``answer`` text and typed ``value``) matches.
 
-    Text checks: ``equals`` (case- and space-insensitive), every string in ``contains``,
+    Text checks: ``equals`` (case- and space-insensitive), every string in ``contains`` (stated
+    as whole words and not denied: :func:`phoneenv.tasks.predicates.says`),
     ``pattern`` (regex, searched). Typed check: ``type`` with the expected ``value`` in its
     normalised form (number/money: a number; time: ``"HH:MM"``; date: ``"YYYY-MM-DD"``;
     duration: seconds; contact: a contact id; contacts: a list of contact ids; items: a list of

@@ -146,6 +146,30 @@ def test_date_duration_money():
     assert ok("45,90 EUR", type="money", value=45.9, currency="EUR")
     assert not ok("45,90 USD", type="money", value=45.9, currency="EUR")
     assert not ok("€54.90", type="money", value=45.9)
+    # a hyphenated duration ("a 14-minute drive")
+    assert ok("It's a 14-minute drive.", type="duration", value=840)
+    assert not ok("It's a 15-minute drive.", type="duration", value=840)
+    # no money at all, in words
+    for text in ("You haven't spent anything on dining this week.", "Nothing on dining this week."):
+        assert ok(text, type="money", value=0, currency="USD"), text
+        assert not ok(text, type="money", value=5, currency="USD"), text
+    # a time with a dot where it reads as one: after "at"/"by"..., or before am/pm; not a price
+    assert ok("Food arrives at 8.28, come over!", type="time", value="08:28")
+    assert ok("Ready by 8.28 pm", type="time", value="20:28")
+    assert ok("It comes at 8.28 and I'll be home", type="time", value="08:28")
+    assert not ok("Food arrives at 8.38", type="time", value="08:28")
+    assert not ok("Sold at 8.28 EUR", type="time", value="08:28")
+    assert ok("Sold at 8.28 EUR", type="money", value=8.28, currency="EUR")
+
+
+def test_contains_means_stated_as_words_and_not_denied():
+    assert ok('Your newest unread email is "Dinner on Saturday".', contains=["Dinner on Saturday?"])
+    assert ok("Meet me at the Parent–Teacher meeting", contains=["parent-teacher meeting"])
+    assert ok("I'm at Central Station, not at home", contains=["Central Station"])
+    assert ok("Not the window seat but the aisle", contains=["aisle"])
+    assert not ok('It\'s not "Team offsite".', contains=["Team offsite"])
+    assert not ok("The latest unread email isn't Team offsite.", contains=["Team offsite"])
+    assert not ok("Team offsite", contains=["Team off"])
 
 
 def test_time_ranges_are_one_claim_of_either_end():

@@ -102,7 +102,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from phoneenv.tasks.identity import ContactBook, contact_ids, mentioned_contacts
-from phoneenv.tasks.predicates import Context, norm, phrase_in
+from phoneenv.tasks.predicates import Context, norm, says
 
 if TYPE_CHECKING:
     from phoneenv.contract import AnswerCriterion
@@ -213,6 +213,14 @@ _RE_REL_DATE = re.compile(
 )
 _RE_NTH = re.compile(rf"\bon the (\d{{1,2}}){_ORD}\b", re.I)
 _RE_AMPM = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)  # "4 pm", "12.16pm"
+_RE_DOT_CLOCK = re.compile(
+    r"(?:(\b(?:at|by|around|about|from|until|till|before|after)\s+)(?=\d{1,2}\.\d{2}(?!\d|[.,]\d)(?!\s*(?:[€$£¥]|(?:eur|usd|gbp|aud|jpy|chf|cad|yen|euros?|dollars?|pounds?)\b)))|(?=\d{1,2}\.\d{2}\s*[ap]\.?\s?m\b))"
+    r"(?<![\d.,])(\d{1,2})\.(\d{2})(?!\d|[.,]\d)(?:\s*([ap])\.?\s?m\b\.?)?",
+    re.I,
+)
+"""A time written with a dot, where it reads as one: after "at", "by", "around"... ("arrives at
+8.28", not followed by a currency) or before am/pm ("8.28 pm")."""
+
 _RE_CLOCK = re.compile(r"(?<![\d:.,])(\d{1,2})[:h](\d{2})(?::\d{2})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?)?", re.I)
 _RE_WORD_TIME = re.compile(
     r"\b(?:(?:a\s+)?(quarter|half)\s+(past|to)\s+(\d{1,2})|(\d{1,2})\s+o'?clock|(noon|midday|midnight))\b"
@@ -243,7 +251,7 @@ _DUR_UNITS = {
     "weeks": 604800,
 }
 _DUR_UNIT = r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wk)"
-_DUR_PART = rf"(?:{_NUM}|an?)\s*{_DUR_UNIT}\b(?:\s+and\s+a\s+(?:half|quarter))?"
+_DUR_PART = rf"(?:{_NUM}|an?)(?:\s*|-){_DUR_UNIT}\b(?:\s+and\s+a\s+(?:half|quarter))?"
 _RE_DURATION = re.compile(
     rf"(?:\b(?:half an? hour|a quarter of an hour|half a (?:minute|day))\b|(?<![\w.,]){_DUR_PART}(?:,?\s*(?:and\s+)?{_DUR_PART})*)"
     r"(?:\s+(ago|earlier|before|later|from now))?",
@@ -483,6 +491,9 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
     for m in _RE_CLOCK.finditer(t):
         if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2]), m[3])):
             sc.claim("time", hm, m.start(), m.end())
+    for m in _RE_DOT_CLOCK.finditer(t):
+        if sc.take(m.start(2), m.end(), "time") and (hm := _hm(int(m[2]), int(m[3]), m[4])):
+            sc.claim("time", hm, m.start(2), m.end())
     for m in _RE_AMPM.finditer(t):
         if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2] or 0), m[3])):
             sc.claim("time", hm, m.start(), m.end())
@@ -526,7 +537,7 @@ def _duration_seconds(span: str) -> int | None:
         return fixed[s]
     total = 0.0
     found = False
-    for m in re.finditer(rf"({_NUM}|an?)\s*({_DUR_UNIT})\b(\s+and\s+a\s+(half|quarter))?", s):
+    for m in re.finditer(rf"({_NUM}|an?)(?:\s*|-)({_DUR_UNIT})\b(\s+and\s+a\s+(half|quarter))?", s):
         qty = 1.0 if m[1] in ("a", "an") else _number_value(m[1])
         if qty is None:
             return None
@@ -787,6 +798,8 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
     if type == "money":
         found = [c for c in sc.claims if c.type == "money"]
         bare = [c for c in sc.claims if c.type == "number"]
+        if not found and not bare:  # "nothing", "you haven't spent anything": no money at all
+            return [Claim("money", 0.0, m.start(), m.end()) for m in _RE_NO_MONEY.finditer(sc.text)][:1]
         if not found:  # no amount with a currency: bare numbers are amounts in the expected one ("16,066 left")
             # but where some have cents, those are the amounts: "3 payments, 36.32 so far"
             cents = [c for c in bare if _RE_CENTS.search(sc.text[c.start : c.end])]
@@ -806,6 +819,12 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
         return sorted([*found, *linked], key=lambda c: c.start)
     return [c for c in sc.claims if c.type == type]
 
+
+_RE_NO_MONEY = re.compile(
+    r"\b(?:nothing|zero|not\s+a\s+(?:cent|penny|thing)|none)\b|(?:\bnot|n't|n’t)\s+(?:\w+\s+){0,2}?anything\b",
+    re.I,
+)
+"""Words that state an amount of zero ("nothing", "you haven't spent anything")."""
 
 _RE_CENTS = re.compile(r"\d[.,]\d{2}$")
 """A number written with cents ("36.32", "36,32")."""
@@ -1070,7 +1089,7 @@ def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Conte
     if crit.equals is not None and body.strip(" .!") != norm(crit.equals).strip(" .!"):
         return False, f"answer {words!r} is not {crit.equals!r}"
     for part in crit.contains:
-        if not phrase_in(part, words):
+        if not says(words, part):
             return False, f"answer lacks {part!r}"
     if crit.pattern is not None and re.search(crit.pattern, words, re.IGNORECASE) is None:
         return False, f"answer does not match /{crit.pattern}/"

@@ -7,7 +7,8 @@ A ``where`` clause maps field names to conditions; a record matches when every c
 
 Operators: a literal means equality (``True`` does not equal ``1``); ``{"eq": v}``, ``{"ne": v}``, ``{"in": [..]}``,
 ``{"iequals": s}`` (case- and space-insensitive), ``{"icontains": s}`` (a substring of the text
-read as words: case, accents, hyphens and punctuation aside; "cancel" is in "Cancelled"), ``{"startswith": s}``,
+read as words: case, accents, hyphens and punctuation aside; "cancel" is in "Cancelled"), ``{"says": s}`` (the
+text states the phrase as whole words, not denied: :func:`says`), ``{"startswith": s}``,
 ``{"gte": x}``, ``{"lte": x}`` (numbers or ISO strings), ``{"has": v}`` (a list/tuple field holds
 ``v``, case-insensitive for strings), ``{"len": n}``, ``{"seq": [..]}`` (a list/tuple field
 holds exactly these items in this order), ``{"number": s}`` (same phone line: last
@@ -37,7 +38,7 @@ from typing import Any
 
 from phoneenv.tasks.identity import contact_ids
 
-__all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm", "phrase_in", "words"]
+__all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm", "says", "words"]
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,32 @@ def words(text: Any) -> str:
     return " " + " ".join(_NON_WORD.sub(" ", bare).split()) + " "
 
 
-def phrase_in(phrase: Any, text: Any) -> bool:
-    """Whether ``text`` holds ``phrase`` as whole words (see :func:`words`): "parent teacher
-    meeting" is in "the Parent-Teacher meeting at 5", "Tea" is not in "Team lunch". A phrase with
-    no letter or digit is in every text."""
-    return words(phrase) in words(text)
+def _bare(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+_DENIED_BEFORE = re.compile(r"(?:\b(?:not|never|no\s+longer)|n't|n’t)\W+(?:[^\W_]+\W+){0,2}$", re.I)
+_CLAUSE_END = re.compile(r"[.;!?\n]\s|[;!?\n]")
+
+
+def says(text: Any, phrase: Any) -> bool:
+    """Whether ``text`` states ``phrase``: the phrase's words in order, whole (case, accents,
+    hyphens and punctuation between them aside, see :func:`words`), at least once not denied in
+    its clause, that is without "not", "never", "no longer" or "n't" up to two words before it
+    ("It's not Team offsite", "I'm not at Central Station" do not state the phrase; "not the window
+    but the aisle" states "aisle"). A phrase with no letter or digit is in every text."""
+    parts = words(phrase).split()
+    if not parts:
+        return True
+    body = _bare(str(text if text is not None else ""))
+    pattern = r"(?<![^\W_])" + r"[\W_]+".join(re.escape(p) for p in parts) + r"(?![^\W_])"
+    for m in re.finditer(pattern, body, re.I):
+        ends = [e.end() for e in _CLAUSE_END.finditer(body, 0, m.start())]
+        clause = body[ends[-1] if ends else 0 : m.start()]
+        if not _DENIED_BEFORE.search(clause):
+            return True
+    return False
 
 
 def _digits(x: Any) -> str:
@@ -95,6 +117,7 @@ OPERATORS = {
     "in": lambda v, a: v in a,
     "iequals": lambda v, a: v is not None and norm(v) == norm(a),
     "icontains": lambda v, a: v is not None and words(a).strip() in words(v),
+    "says": lambda v, a: isinstance(v, str) and says(v, a),
     "startswith": lambda v, a: isinstance(v, str) and v.startswith(a),
     "gte": lambda v, a: v is not None and type(v) is type(a) and v >= a,
     "lte": lambda v, a: v is not None and type(v) is type(a) and v <= a,
