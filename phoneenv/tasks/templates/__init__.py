@@ -26,6 +26,7 @@ from phoneenv.contract import (
     BehaviorCriterion,
     Category,
     ChangeSelector,
+    CompositeCriterion,
     Criterion,
     Domain,
     Fixtures,
@@ -42,6 +43,7 @@ __all__ = [
     "Template",
     "all_templates",
     "answer",
+    "answer_time_if_said",
     "ask_first",
     "behavior",
     "call",
@@ -212,6 +214,24 @@ def answer(id: str = "answer", type: str | None = None, value: Any = None, **kw:
 
     Raises ``pydantic.ValidationError`` for a type without a value (or a value without a type)."""
     return AnswerCriterion(id=id, type=type, value=value, **kw)
+
+
+TIME_SAID = r"\d{1,2}(?::|h)\d{2}|\b\d{1,2}(?:\.\d{2})?\s*[ap]\.?\s?m\b|o'clock|\bnoon\b|\bmidnight\b|\bhalf past\b|\bquarter (?:past|to)\b|\b(?:at|by|around)\s+\d{1,2}\.\d{2}\b"
+"""A regex: the text says some time of day ("16:05", "4 pm", "half past four", "at 8.28")."""
+
+
+def answer_time_if_said(hhmm: str, id: str = "answer_time") -> CompositeCriterion:
+    """The final answer need not give a time, but a time it gives must be ``hhmm`` (and that one
+    alone): for tasks whose goal reports a time to someone else, where a wrong time told to the
+    user is as wrong as one texted."""
+    return CompositeCriterion(
+        kind="any_of",
+        id=id,
+        criteria=[
+            answer(id=f"{id}:stated", type="time", value=hhmm),
+            CompositeCriterion(kind="not", id=f"{id}:none", criteria=[answer(id=f"{id}:any", pattern=TIME_SAID)]),
+        ],
+    )
 
 
 def confirm_variant(w: World, p: float) -> bool:

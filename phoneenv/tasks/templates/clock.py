@@ -35,13 +35,15 @@ def spoken(hhmm: str) -> str:
 
 def time_pattern(hour: int, minute: int) -> str:
     """A regex that holds when an answer names ``hour:minute`` in 24-hour form (``15:15``,
-    ``09:05`` or ``9:05``, not followed by AM/PM) or 12-hour form (``3:15 PM``, ``3:15pm``;
-    on the hour also ``3 PM``, ``3pm``, ``3 p.m.``)."""
+    ``09:05`` or ``9:05``, not followed by AM/PM; ``9.05`` after "at" or "by") or 12-hour form
+    (``3:15 PM``, ``3.15pm``; on the hour also ``3 PM``, ``3pm``, ``3 p.m.``)."""
     h12 = hour % 12 or 12
     half = "a" if hour < 12 else "p"
     p24 = rf"(?<!\d)0?{hour}:{minute:02d}(?!\d)(?!\s*[ap]\.?m)"
-    p12 = rf"(?<!\d)0?{h12}(?::{minute:02d})" + ("?" if minute == 0 else "") + rf"\s*{half}\.?m\b"
-    return f"{p24}|{p12}"
+    # with a dot where it reads as a time: after at/by/around... ("arrives at 8.28"), not a price
+    dot = rf"(?<=\b(?:at|by) )0?{hour}\.{minute:02d}(?!\d|[.,]\d)(?!\s*[ap]\.?m)(?!\s*(?:[€$£¥]|(?:eur|usd|gbp|aud|jpy|chf|cad|yen|euros?|dollars?|pounds?)\b))"
+    p12 = rf"(?<![\d.])0?{h12}(?:[:.]{minute:02d})" + ("?" if minute == 0 else "") + rf"\s*{half}\.?m\b"
+    return f"{p24}|{dot}|{p12}"
 
 
 _FOLD = {"a": "aàáâãä", "e": "eèéêë", "i": "iìíîï", "o": "oòóôõö", "u": "uùúûü", "c": "cç", "n": "nñ"}
@@ -73,7 +75,15 @@ HEDGE = r"(?!\s*(?:or|/|-|–|to)\s*\d)"
 
 def one_time(hour: int, minute: int) -> str:
     """A regex: the text names ``hour:minute`` (24- or 12-hour form) as the one time, not beside
-    an alternative ("20:30 or 21:00", "20:00/20:30")."""
+    an alternative ("20:30 or 21:00", "20:00/20:30") nor as an end of a range ("20:00-20:30",
+    "between 20:30 and 21:00": a hedge for a point in time such as an arrival or a booking)."""
+    t = time_pattern(hour, minute)
+    return rf"^(?!(?s:.)*?(?:\d\s*(?:-|–|to)\s*|\bbetween\s+)(?:{t}))(?s:.)*?{time_alone(hour, minute)}"
+
+
+def time_alone(hour: int, minute: int) -> str:
+    """A regex to embed in another: ``hour:minute`` (24- or 12-hour form) not beside an
+    alternative ("20:30 or 21:00", "20:00/20:30")."""
     return rf"(?<!\bor )(?<!/)(?:{time_pattern(hour, minute)}){HEDGE}"
 
 

@@ -15,9 +15,11 @@ from typing import Any
 from phoneenv.contract import Category, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
+    answer_time_if_said,
     behavior,
     call,
     fails,
+    finishing,
     first_name,
     passes,
     pick,
@@ -245,8 +247,10 @@ def track_and_tell(w: World) -> Draft:
                 "created",
                 number={"person": c["id"]},
                 direction="out",
-                body={"regex": one_time(h, m)},
+                # the one time, not hedged nor denied ("08:53, not 08:28")
+                body={"regex": one_time(h, m), "states": {"time": hhmm}},
             ),
+            answer_time_if_said(hhmm),
             # the time comes from the app: its order list (or the order) read while signed in
             behavior("required_call", "delivery.list_orders"),
             behavior("forbidden_call", "delivery.place_order"),
@@ -273,6 +277,24 @@ def track_and_tell(w: World) -> Draft:
                 "12-hour time",
                 replacing(
                     plan, 4, call("messages.send", to=c["phone"], body=f"Food's here at {spoken(hhmm)}, come over")
+                ),
+            ),
+            passes(
+                "a time with a dot",
+                replacing(
+                    plan, 4, call("messages.send", to=c["phone"], body=f"Food arrives at {h}.{m:02d}, come over!")
+                ),
+            ),
+            passes("no time in the answer", finishing(plan, f"Done, {first} knows.")),
+            fails("the wrong time in the answer", finishing(plan, f"It arrives at {wrong}; {first} knows.")),
+            fails(
+                "the right time denied",
+                replacing(plan, 4, call("messages.send", to=c["phone"], body=f"Food arrives at {wrong}, not {hhmm}.")),
+            ),
+            fails(
+                "a range",
+                replacing(
+                    plan, 4, call("messages.send", to=c["phone"], body=f"Food arrives between {hhmm} and {wrong}.")
                 ),
             ),
             fails(

@@ -19,6 +19,7 @@ from phoneenv.contract import CompositeCriterion, Domain, SimulatedCall, ToolCal
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_time_if_said,
     behavior,
     call,
     fails,
@@ -324,6 +325,7 @@ def order_food_text_eta(w: World) -> Draft:
         criteria=[
             state("food.orders", "created", restaurant_id=rid, total=total),
             _sms_to(c, states={"time": hhmm}),
+            answer_time_if_said(hhmm),
         ],
         milestones=[
             behavior("required_call", "food.get_menu", arguments={"restaurant_id": rid}),
@@ -342,6 +344,8 @@ def order_food_text_eta(w: World) -> Draft:
             fails("the order time instead of the arrival", _texting(plan, body=f"Ordered food at {placed_hhmm}.")),
             fails("a hedged arrival", _texting(plan, body=f"Food arrives at {hhmm} or {placed_hhmm}.")),
             fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
+            fails("the wrong time in the answer", finishing(plan, f"Ordered; it arrives at {placed_hhmm}.")),
+            passes("no time in the answer", finishing(plan, f"Ordered, and {first} knows.")),
         ],
     )
 

@@ -111,8 +111,10 @@ def latest_unread(w: World) -> Draft:
     sender = next((c for c in w.contacts if c["email"] == latest["from"]), None)
     reply = latest["subject"]
     criteria: list[Criterion] = [
-        # A subject is free text: it, and no other mail's subject.
-        answer(pattern=rf"(?s)^{avoid}.*{re.escape(latest['subject'])}"),
+        # A subject is free text: it (as words, not denied), and no other mail's subject.
+        answer(contains=[latest["subject"]], pattern=rf"(?s)^{avoid}")
+        if avoid
+        else answer(contains=[latest["subject"]]),
         state("mail.messages", "updated", id=latest["id"], read=True),
     ]
     if sender is not None and ask_sender:
@@ -146,6 +148,11 @@ def latest_unread(w: World) -> Draft:
     probes = [
         passes("opened it first", [*plan[:2], call("mail.read", message_id=latest["id"]), *plan[2:]]),
         passes("in a sentence", finishing(plan, f'It\'s "{reply}".')),
+        passes(
+            "the subject in other punctuation",
+            finishing(plan, reply.replace(latest["subject"], re.sub(r"[^\w\s]", " ", latest["subject"]).lower())),
+        ),
+        fails("the subject denied", finishing(plan, f'It\'s not "{latest["subject"]}".')),
         fails("every subject listed", finishing(plan, "; ".join([reply, *others]))),
         fails("left unread", replacing(plan, 2)),
     ]

@@ -233,8 +233,12 @@ def airplane_mode(w: World) -> Draft:
     criteria += [
         state("settings.settings", "updated", id="dnd", value=True),
         state("settings.settings", "updated", id="brightness", value=level),
+        # Airplane mode switches the other radio off (or leaves it off): on again is unasked,
+        # even where it ends as it began.
+        *(state("settings.settings", "present", id=radio, value=False) for radio in side),
     ]
     plan.append(call("finish", answer="Airplane mode is on."))
+    other_tool = {"wifi": "settings.set_wifi", "bluetooth": "settings.set_bluetooth"}[side[0]]
     return Draft(
         goal=goal,
         criteria=criteria,
@@ -249,5 +253,6 @@ def airplane_mode(w: World) -> Draft:
                 "brightness as a volume", replacing(plan, 3, call("settings.set_volume", stream="media", level=level))
             ),
             fails("airplane mode left off", replacing(plan, 0)),
+            fails("the other radio on too", [*plan[:-1], call(other_tool, enabled=True), plan[-1]]),
         ],
     )

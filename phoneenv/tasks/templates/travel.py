@@ -30,7 +30,7 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.clock import one_time
+from phoneenv.tasks.templates.clock import time_alone
 from phoneenv.tasks.templates.messages import looked_up, similar
 from phoneenv.tasks.templates.travel_seed import (
     CITIES,
@@ -259,7 +259,7 @@ def arriving_at(hhmm: str) -> str:
     """A regex: the text gives ``hhmm`` as the arrival ("arriving 16:05", "gets in at 4:05 pm",
     "arrives in Canberra at 16:05"), alone (not "16:05 or 16:35"); other times may stand beside it."""
     h, m = (int(x) for x in hhmm.split(":"))
-    return rf"(?:\barriv\w*|\bgets?\s+in\w*|\bland\w*)\W+(?:\w+\W+){{0,3}}?(?:{one_time(h, m)})"
+    return rf"(?:\barriv\w*|\bgets?\s+in\w*|\bland\w*)\W+(?:\w+\W+){{0,3}}?(?:{time_alone(h, m)})"
 
 
 def _twelve(hhmm: str) -> str:
