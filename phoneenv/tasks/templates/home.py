@@ -35,14 +35,15 @@ from phoneenv.tasks.world import World
 __all__ = ["ROOMS", "seed_home", "temperature"]
 
 OPEN = {
-    "regex": r"\bopen|\bunlock|(?:\bnot|n't)\s+locked\b",
+    "regex": r"\bopen|\bunlock|(?:\bnot|n't|\bno\s+longer)\s+locked\b",
     "not": {
         "regex": r"(?:\bnot\b|n't\b|\bcannot\b|\bunable\b|\bno longer\b)\W+(?:\w+\W+){0,3}?(?:open|unlock)"
-        r"|\bstill\s+locked\b"
+        r"|\bstill\s+locked\b|(?:\bis|\bit's|\bit\s+is)\s+(?:still\s+|now\s+)?locked\b"
     },
 }
 """A text that says the door is open or unlocked (and not that it isn't: a negation shortly
-before "open"/"unlock", or "still locked"; "don't forget to shut it" elsewhere is fine)."""
+before "open"/"unlock", "still locked", or "it's locked" anywhere, as in "open now... actually
+no, it's locked"; "don't forget to shut it" elsewhere is fine)."""
 ROOMS = ["Living room", "Bedroom", "Kitchen", "Hallway"]
 LIGHTS = {
     "Living room": ["Ceiling light", "Floor lamp"],
@@ -208,6 +209,22 @@ def let_in(w: World) -> Draft:
         passes(
             "says unlocked",
             replacing(plan, send, call("messages.send", to=c["phone"], body="I've unlocked the door, come in!")),
+        ),
+        passes(
+            "no longer locked",
+            replacing(
+                plan,
+                send,
+                call("messages.send", to=c["phone"], body="The front door is no longer locked - come on in!"),
+            ),
+        ),
+        fails(
+            "takes it back",
+            replacing(
+                plan,
+                send,
+                call("messages.send", to=c["phone"], body="The door is open now. Actually no, it's locked, wait."),
+            ),
         ),
         passes(
             "a reminder beside it",

@@ -123,10 +123,18 @@ def _sms_to(c: dict[str, Any], **body: Any) -> Any:
     return state("messages.messages", "created", **where)
 
 
-def _hhmm_pattern(hhmm: str) -> str:
-    """A regex for the clock time ``hhmm`` in a text, 24-hour (``19:45``) or 12-hour (``7:45 pm``)."""
-    h, m = (int(x) for x in hhmm.split(":"))
-    return time_pattern(h, m)
+def _window_pattern(start: str, end: str) -> str:
+    """A regex for a time window's start ``start`` in a text, 24-hour (``17:00``) or 12-hour
+    (``5 pm``), also with one am/pm after the window's end ("between 5 and 9 pm", "5-9pm", "8 to
+    12 pm" for 08:00-12:00)."""
+    h, m = (int(x) for x in start.split(":"))
+    eh, em = (int(x) for x in end.split(":"))
+    mm = f"(?::{m:02d})" if m else "(?::00)?"
+    emm = f"(?::{em:02d})" if em else "(?::00)?"
+    span = (
+        rf"(?<![\d:.])0?{h % 12 or 12}{mm}\s*(?:-|–|to|and)\s*0?{eh % 12 or 12}{emm}\s*{'a' if eh < 12 else 'p'}\.?m\b"
+    )
+    return rf"{time_pattern(h, m)}|{span}"
 
 
 def _h12(hhmm: str) -> str:
@@ -383,6 +391,7 @@ def parcel_window_calendar(w: World) -> Draft:
             "read": False,
         }
     )
+    shipped = w.table("mail.messages")[-1]["time"][:10]
     h = w.rng.randrange(8, 18)
     m = w.rng.choice([0, 30])
     ws = f"{h:02d}:{m:02d}"
@@ -428,7 +437,8 @@ def parcel_window_calendar(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("calendar.events", "created", title={"iequals": title}, start=start, end=end),
-            answer(type="date", value=day.isoformat()),
+            # the day it shipped (the mail's) may be said beside the delivery day
+            answer(type="date", value=day.isoformat(), context=[shipped]),
         ],
         milestones=[
             CompositeCriterion(
@@ -450,6 +460,8 @@ def parcel_window_calendar(w: World) -> Draft:
             passes("title in other case", replacing(plan, 2, call("calendar.create_event", title=title.upper(), start=start, end=end))),
             passes("the day in other words", finishing(plan, f"{day.strftime('%A')}, {_h12(ws)} to {_h12(we)}. Blocked.")),
             fails("a hedged day", finishing(plan, f"{_day_words(day)} or {_day_words(day + dt.timedelta(days=1))}.")),
+            passes("the shipping day beside", finishing(plan, f"It comes on {_day_words(day)} between {ws} and {we} (shipped on {_day_words(dt.date.fromisoformat(shipped))}).")),
+            fails("only the shipping day", finishing(plan, f"It shipped on {_day_words(dt.date.fromisoformat(shipped))}.")),
             passes("tracked the parcel too", [plan[0], call("parcels.track_parcel", tracking_id=tid), *plan[1:]]),
             fails(
                 "another offered slot",
@@ -556,7 +568,7 @@ def parcel_reschedule_text(w: World) -> Draft:
                 window_start=ws,
                 window_end=we,
             ),
-            _sms_to(c, regex=_hhmm_pattern(ws), states={"date": new_day.isoformat()}),
+            _sms_to(c, regex=_window_pattern(ws, we), states={"date": new_day.isoformat()}),
         ],
         milestones=[
             behavior("required_call", "parcels.reschedule_delivery", arguments={"tracking_id": tid}),
@@ -569,6 +581,10 @@ def parcel_reschedule_text(w: World) -> Draft:
         backends=HYBRID,
         probes=[
             passes("12-hour times", _texting(plan, body=f"Parcel moved to {weekday}, {_h12(ws)} to {_h12(we)}.")),
+            passes(
+                "one am/pm for the window",
+                _texting(plan, body=f"Parcel moved to {weekday}, between {_h12(ws).split(':')[0]} and {_h12(we).replace(':00', '')}."),
+            ),
             passes("checked the current window first", [plan[0], call("parcels.get_delivery_window", tracking_id=tid), *plan[1:]]),
             fails("the old window in the text", _texting(plan, body=f"Parcel comes {_day_words(day)}, {o_ws}-{o_we}.")),
             fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),

@@ -568,8 +568,11 @@ def split_dinner(w: World) -> Draft:
         call("wallet.split_bill", total=total, payee_ids=ids, note=f"Dinner at {restaurant}"),
         call("finish", answer=f"Requested {w.money(share)} from each of {len(ids)} people."),
     ]
+    # An equal share not a whole number of cents may be rounded either way when asked for one by one.
+    share_up = from_minor(-(-minor // n), w.currency)
+    amount = share if share_up == share else {"in": [share, share_up]}
     criteria: list[Criterion] = [
-        suffixed(state("wallet.requests", "created", payee_id=pid, amount=share, direction="out"), pid) for pid in ids
+        suffixed(state("wallet.requests", "created", payee_id=pid, amount=amount, direction="out"), pid) for pid in ids
     ]
     if new_guest is not None:
         criteria.append(state("wallet.payees", "created", contact_id=new_guest["id"]))
@@ -590,7 +593,25 @@ def split_dinner(w: World) -> Draft:
             replacing(plan, split, call("wallet.split_bill", total=total, payee_ids=[*ids, outsider["id"]])),
         ),
         fails("left one guest out", replacing(plan, split, call("wallet.split_bill", total=total, payee_ids=ids[1:]))),
+        fails(
+            "a share too large",
+            replacing(
+                plan,
+                split,
+                *[
+                    call("wallet.request_money", payee_id=pid, amount=from_minor(minor // n + 100, w.currency))
+                    for pid in ids
+                ],
+            ),
+        ),
     ]
+    if share_up != share:
+        probes.append(
+            passes(
+                "one by one, rounded up",
+                replacing(plan, split, *[call("wallet.request_money", payee_id=pid, amount=share_up) for pid in ids]),
+            )
+        )
     return Draft(
         goal=goal,
         criteria=criteria,
@@ -736,14 +757,43 @@ def spending_answer(w: World) -> Draft:
     )
     plan = [call("budget.totals", period=period), call("finish", answer=f"{w.money(spent)} this {period}.")]
     off = from_minor(to_minor(spent, cur) + to_minor(w.price(10), cur), cur)
+    # Amounts an answer may give beside the one asked for: each category's part of a total, and
+    # the category's monthly budget and what is left of it.
+    by_category: dict[str, int] = {}
+    for e in entries:
+        if start.isoformat() <= e["date"] <= end.isoformat():
+            by_category[e["category"]] = by_category.get(e["category"], 0) + to_minor(e["amount"], cur)
+    context = [from_minor(v, cur) for k, v in sorted(by_category.items()) if category == "all" or k == category]
+    budget = next((b for b in w.table("budget.budgets") if b["category"] == category), None)
+    left = None
+    if budget is not None and period == "month":
+        left = from_minor(to_minor(budget["limit"], cur) - to_minor(spent, cur), cur)
+        context += [budget["limit"], left]
+    context = [x for x in context if x != spent]
+    probes = [
+        passes("with the symbol", finishing(plan, f"You've spent {w.money(spent, symbol=True)}.")),
+        passes("listed the entries", [call("budget.list_expenses", start=start.isoformat()), *plan]),
+        fails("another amount", finishing(plan, f"{w.money(off)}.")),
+        fails("logged something", [call("budget.add_expense", amount=w.price(1), category="other"), *plan]),
+    ]
+    if left is not None and left > 0:
+        probes += [
+            passes(
+                "with what is left of the budget",
+                finishing(
+                    plan, f"You've spent {w.money(spent)} {what} this month, leaving {w.money(left)} of your budget."
+                ),
+            ),
+            fails("only what is left", finishing(plan, f"You have {w.money(left)} of your budget left.")),
+        ]
+    if category == "all" and len(context) > 1:
+        parts = ", ".join(f"{k} {w.money(from_minor(v, cur))}" for k, v in sorted(by_category.items()))
+        probes.append(
+            passes("a total with its parts", finishing(plan, f"{w.money(spent)} in total this {period}: {parts}."))
+        )
     return Draft(
         goal=goal,
-        criteria=[answer(type="money", value=spent, currency=cur), behavior("read_only")],
+        criteria=[answer(type="money", value=spent, currency=cur, context=context), behavior("read_only")],
         plan=plan,
-        probes=[
-            passes("with the symbol", finishing(plan, f"You've spent {w.money(spent, symbol=True)}.")),
-            passes("listed the entries", [call("budget.list_expenses", start=start.isoformat()), *plan]),
-            fails("another amount", finishing(plan, f"{w.money(off)}.")),
-            fails("logged something", [call("budget.add_expense", amount=w.price(1), category="other"), *plan]),
-        ],
+        probes=probes,
     )
