@@ -3,7 +3,7 @@ camera permission when the app lacks it)."""
 
 from __future__ import annotations
 
-from phoneenv.contract import Domain
+from phoneenv.contract import CompositeCriterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     call,
@@ -13,6 +13,7 @@ from phoneenv.tasks.templates import (
     pick,
     replacing,
     state,
+    suffixed,
     template,
 )
 from phoneenv.tasks.templates.media_world import seed_gallery
@@ -59,7 +60,22 @@ def photo_to_contact(w: World) -> Draft:
         call("finish", answer="Sent."),
     ]
     send = len(plan) - 2
-    crit_msg = photo_sent(c, new_id, body={"icontains": spot}) if say_where else photo_sent(c, new_id)
+    crit_msg = photo_sent(c, new_id)
+    if say_where:
+        # the place said (not denied) with the photo, or in a text of its own beside it
+        told = state("messages.messages", "created", number={"person": c["id"]}, direction="out", body={"says": spot})
+        crit_msg = CompositeCriterion(
+            kind="any_of",
+            id="photo and place sent",
+            criteria=[
+                suffixed(photo_sent(c, new_id, body={"says": spot}), "with the place"),
+                CompositeCriterion(
+                    kind="all_of",
+                    id="photo, then the place",
+                    criteria=[suffixed(photo_sent(c, new_id), "photo"), suffixed(told, "place")],
+                ),
+            ],
+        )
     old = w.table("gallery.photos")[-1]["id"]
     fixtures = w.fixtures(location={"label": spot, "lat": w.locale.lat, "lon": w.locale.lon})
     exempt = [f"{len(plan) - 1}.answer"]
@@ -93,6 +109,29 @@ def photo_to_contact(w: World) -> Draft:
                 ),
             ),
             fails("two photos taken", replacing(plan, send - 1, plan[send - 1], call("camera.take_photo"))),
+            *(
+                [
+                    passes(
+                        "the place in a text of its own",
+                        [
+                            *plan[:send],
+                            call("messages.send_photos", to=c["phone"], photo_ids=[new_id], body=""),
+                            call("messages.send", to=c["phone"], body=f"I'm at {spot}."),
+                            plan[-1],
+                        ],
+                    ),
+                    fails(
+                        "the place denied",
+                        replacing(
+                            plan,
+                            send,
+                            call("messages.send_photos", to=c["phone"], photo_ids=[new_id], body=f"I'm not at {spot}"),
+                        ),
+                    ),
+                ]
+                if say_where
+                else []
+            ),
             fails(
                 "sent as plain text",
                 replacing(plan, send, call("messages.send", to=c["phone"], body=body or "Here's a photo")),
