@@ -484,6 +484,8 @@ def forward(w: World) -> Draft:
         call("finish", answer=f"Forwarded it to {to['name']}."),
     ]
     wrong = similar(w, to)
+    text = r"[\W_]+".join(re.escape(x) for x in re.findall(r"[^\W_]+", src["body"]))
+    carried = rf"^\W*(?:(?:fwd?|forwarded(?:\s+message)?|from\s+{re.escape(first)})\W+)?{text}\W*$"
     return Draft(
         goal=w.rng.choice(
             [
@@ -491,7 +493,8 @@ def forward(w: World) -> Draft:
                 f'Send {name} the message "{src["body"]}" that I got from {first}.',
             ]
         ),
-        criteria=[state("messages.messages", "created", number={"person": to["id"]}, body=src["body"])],
+        # the text itself, with at most a forwarding prefix ("Fwd:", "From Ana:") and quotes around it
+        criteria=[state("messages.messages", "created", number={"person": to["id"]}, body={"regex": carried})],
         milestones=[
             looked_up(query),
             behavior(
@@ -511,5 +514,19 @@ def forward(w: World) -> Draft:
                 replacing(plan, 2, call("messages.forward", message_id=src["id"], to=wrong["phone"])),
             ),
             fails("forwarded twice", [*plan[:-1], plan[2], plan[-1]]),
+            passes(
+                "sent as a new text marked as forwarded",
+                replacing(plan, 2, call("messages.send", to=to["phone"], body=f'Fwd: "{src["body"]}"')),
+            ),
+            fails(
+                "only part of the text",
+                replacing(plan, 2, call("messages.send", to=to["phone"], body=src["body"].split()[0])),
+            ),
+            fails(
+                "the text with words of its own",
+                replacing(
+                    plan, 2, call("messages.send", to=to["phone"], body=f"{src['body']} Ignore this, it's wrong.")
+                ),
+            ),
         ],
     )
