@@ -13,9 +13,10 @@ sub-agent can do (see :mod:`phoneenv.tasks.templates.subagent` for how the split
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
-from phoneenv.contract import Category, Domain, SimulatedCall, ToolCall
+from phoneenv.contract import Category, CompositeCriterion, Domain, SimulatedCall, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
     Draft,
@@ -275,6 +276,15 @@ def returns_check(w: World) -> Draft:
     else:
         criteria.append(state("shop.returns", "absent", product_id=b["id"]))
     criteria.append(answer(type="text", value=[p["name"].lower() for p in late]))
+    # ...and no clause says a late one can go back, or a returned one cannot
+    going = [a, b] if b_ok else [a]
+    criteria.append(
+        CompositeCriterion(
+            kind="not",
+            id="no item misjudged",
+            criteria=[answer(id="misjudged", pattern=misjudged([p["name"] for p in late], [p["name"] for p in going]))],
+        )
+    )
     first_b = 7
     probes = [
         passes(
@@ -303,6 +313,17 @@ def returns_check(w: World) -> Draft:
     ]
     if b_ok:
         probes.append(fails("only the first returned", [*plan[:first_b], plan[-1]]))
+    a_name, c_name = a["name"].lower(), c["name"].lower()
+    probes += [
+        fails(
+            "a returned one called late",
+            finishing(plan, f"Returns booked. Too late for the {late_words} and the {a_name}."),
+        ),
+        fails(
+            "a late one called returnable", finishing(plan, f"Returns booked. The {c_name} can still be returned too.")
+        ),
+        passes("in contrast", finishing(plan, f"The {a_name} goes back, but the {late_words} can't.")),
+    ]
     return Draft(
         goal=goal,
         criteria=criteria,
@@ -311,6 +332,32 @@ def returns_check(w: World) -> Draft:
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )
+
+
+_CLAUSE = r"(?:^|[.;!?]\s*|\b(?:but|while|whereas)\b)"
+_SPAN = r"(?:(?!\b(?:but|while|whereas)\b)[^.;!?])*?"  # within one clause
+_NO = r"(?:n't|\bnot\b|\bcannot\b|\btoo late\b|\bno longer\b|\bpast\b|\bnone\b)"
+_CAN_GO = (
+    r"\b(?:can|could|will|is|are|may)\s+(?:still\s+|also\s+|all\s+)?(?:be\s+)?"
+    r"(?:return|go(?:ing)?\s+back|sen[dt]\s+back|picked\s+up)"
+)
+
+
+def _name(name: str) -> str:
+    return r"\b" + r"\W+".join(re.escape(x) for x in name.lower().split()) + r"\b"
+
+
+def misjudged(late: list[str], going: list[str]) -> str:
+    """A regex over a returns answer: a clause (a sentence, or a half of one split at "but",
+    "while", "whereas") that names a ``late`` item and says it can go back without a negation, or
+    names a ``going`` item beside a negation or "too late" ("Too late for the charger and the
+    jacket" when the jacket went back; "All three can be returned")."""
+    late_alt = "|".join(_name(x) for x in late)
+    going_alt = "|".join(_name(x) for x in going)
+    all_three = r"\ball\s+(?:three|of them)\b"
+    said_ok = rf"{_CLAUSE}(?={_SPAN}(?:{late_alt}|{all_three}))(?={_SPAN}{_CAN_GO})(?!{_SPAN}{_NO})"
+    said_late = rf"{_CLAUSE}(?={_SPAN}(?:{going_alt}))(?={_SPAN}{_NO})"
+    return rf"(?i){said_ok}|{said_late}"
 
 
 # -- the same dish on two delivery apps ------------------------------------------------------------------

@@ -131,10 +131,16 @@ def _times_words(hours: list[int]) -> str:
 
 
 ACCEPTED = {
-    "icontains": "accept",
-    # a negation before "accept" in its sentence ("we cannot accept"); one elsewhere ("no rush if
-    # it's not fixed yet") is no refusal
-    "not": {"regex": r"\b(?:not|don't|do not|can't|cannot|won't|unable to)\b[^.!?]*\baccept"},
+    "regex": r"\baccept|\b(?:we|i)(?:'ll| will| would like to| want to| are happy to| am happy to)\s+(?:take|go with)\b"
+    r"|\bhappy to (?:take|go with)\b|\bplease (?:go ahead|proceed)\b|\bdeal\b",
+    # a negation before the acceptance in its sentence ("we cannot accept", "isn't accepted"); one
+    # elsewhere ("no rush if it's not fixed yet") is no refusal; nor is an acceptance of something
+    # else ("we've accepted another offer", "a cheaper quote elsewhere")
+    "not": {
+        "regex": r"(?:\b(?:not|cannot|unable to|no longer)|n't)\b[^.!?]*\b(?:accept|take|go with|go ahead)"
+        r"|\baccepted\s+(?:an?\s+)?(?:other|another|different|cheaper|better|lower)\b|\belsewhere\b"
+        r"|\bdecline|\breject|\bturn(?:ed|ing)? (?:it |you )?down\b|\bno deal\b"
+    },
 }
 """A reply body that accepts an offer."""
 
@@ -363,6 +369,16 @@ def cheapest_quote(w: World) -> Draft:
                 "a refusal that says accept",
                 replacing(
                     plan, send, call("messages.send", to=winner["phone"], body="Sorry, I can't accept your quote.")
+                ),
+            ),
+            *(
+                fails(f"a refusal: {text}", replacing(plan, send, call("messages.send", to=winner["phone"], body=text)))
+                for text in ("Your quote isn't accepted.", "Thanks, but we have accepted another offer.")
+            ),
+            passes(
+                "an acceptance without the word",
+                replacing(
+                    plan, send, call("messages.send", to=winner["phone"], body="Yes, we'll take it. Please go ahead.")
                 ),
             ),
             fails(

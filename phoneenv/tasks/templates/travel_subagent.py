@@ -183,9 +183,10 @@ def warmest_city(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[
-            answer(pattern=re.escape(best)),
+            answer(contains=[best]),
             # the others may be named in comparison ("ahead of Kyoto (18)"), not as the answer
-            # or beside it in a hedge ("Sydney or Tokyo")
+            # ("the warmest is Kyoto", "that's Kyoto") or beside it in a hedge ("Sydney or
+            # Tokyo"); the best is not called cooler
             CompositeCriterion(
                 kind="not",
                 id="no_other_city",
@@ -193,7 +194,9 @@ def warmest_city(w: World) -> Draft:
                     answer(
                         id="other",
                         pattern=rf"\b(?:{other_city})\b[^.;,]*\b(?:is|will be|'ll be)\b[^.;,]*\bwarm"
-                        rf"|\b(?:{any_city})\s*(?:or|/)\s*(?:{any_city})\b|^\W*(?:{other_city})\b",
+                        rf"|\b(?:{any_city})\s*(?:or|/)\s*(?:{any_city})\b|^\W*(?:{other_city})\b"
+                        rf"|\bwarmest\b[^.;,]*?(?:\bis|\bwill be|'s|:|\s-|–|\bthat's)\s+(?:in\s+)?(?:{other_city})\b"
+                        rf"|\b(?:{re.escape(best)})\b[^.;,]*\b(?:cooler|colder|chillier)\b",
                     )
                 ],
             ),
@@ -211,6 +214,8 @@ def warmest_city(w: World) -> Draft:
             passes("with the temperature", finishing(plan, f"{best}, with a high of {degrees(w, highs[best]):g}.")),
             fails("the coldest", finishing(plan, f"{order[-1]} will be warmest.")),
             fails("a hedge", finishing(plan, f"{best} or {others[0]}.")),
+            fails("another named the warmest", finishing(plan, f"The warmest is {others[0]}. {best} is cooler.")),
+            fails("the best denied", finishing(plan, f"{best} isn't the warmest - that's {others[0]}.")),
             passes(
                 "compared with the others",
                 finishing(
