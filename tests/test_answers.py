@@ -170,6 +170,8 @@ def test_contains_means_stated_as_words_and_not_denied():
     assert not ok('It\'s not "Team offsite".', contains=["Team offsite"])
     assert not ok("The latest unread email isn't Team offsite.", contains=["Team offsite"])
     assert not ok("Team offsite", contains=["Team off"])
+    assert not ok("No showers expected, sunny.", contains=["showers"])  # "no" right before it
+    assert ok("No, it's Team offsite.", contains=["Team offsite"])  # "no" as an answer word
 
 
 def test_time_ranges_are_one_claim_of_either_end():

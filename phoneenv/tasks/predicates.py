@@ -76,16 +76,16 @@ def _bare(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-_DENIED_BEFORE = re.compile(r"(?:\b(?:not|never|no\s+longer)|n't|n’t)\W+(?:[^\W_]+\W+){0,2}$", re.I)
+_DENIED_BEFORE = re.compile(r"(?:(?:\b(?:not|never|no\s+longer)|n't|n’t)\W+(?:[^\W_]+\W+){0,2}|\bno\s+)$", re.I)
 _CLAUSE_END = re.compile(r"[.;!?\n]\s|[;!?\n]")
 
 
 def says(text: Any, phrase: Any) -> bool:
     """Whether ``text`` states ``phrase``: the phrase's words in order, whole (case, accents,
     hyphens and punctuation between them aside, see :func:`words`), at least once not denied in
-    its clause, that is without "not", "never", "no longer" or "n't" up to two words before it
-    ("It's not Team offsite", "I'm not at Central Station" do not state the phrase; "not the window
-    but the aisle" states "aisle"). A phrase with no letter or digit is in every text."""
+    its clause, that is without "not", "never", "no longer" or "n't" up to two words before it,
+    nor "no" right before it ("It's not Team offsite", "I'm not at Central Station", "no showers"
+    do not state the phrase; "not the window but the aisle" states "aisle"). A phrase with no letter or digit is in every text."""
     parts = words(phrase).split()
     if not parts:
         return True

@@ -287,12 +287,22 @@ def set_and_check(w: World) -> Draft:
     other_cat = next(c for c in ("transport", "health", "entertainment") if c != category)
     return Draft(
         goal=goal,
-        criteria=[made, answer(type="money", value=left, currency=cur)],
+        # the new limit and what was spent may be said beside what is left
+        criteria=[made, answer(type="money", value=left, currency=cur, context=[limit, spent])],
         milestones=[made],
         plan=plan,
         perturb_exempt=["2.answer"],
         probes=[
             passes("listed the budgets first", [call("budget.list_budgets"), *plan]),
+            passes(
+                "the limit and the spending beside",
+                finishing(
+                    plan,
+                    f"Set: {w.money(limit)} {per} for {category}. You've spent {w.money(spent)} so far, so "
+                    f"{w.money(left)} is left.",
+                ),
+            ),
+            fails("only the limit", finishing(plan, f"Your {category} budget is now {w.money(limit)} {per}.")),
             passes("the answer with the symbol", finishing(plan, f"You have {w.money(left, symbol=True)} left.")),
             passes("the amount without a currency", finishing(plan, f"You have {left:,.2f} left this {period}.")),
             passes(

@@ -31,7 +31,7 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.gallery import album_criteria, outing_of, photos_of, sent_photos
+from phoneenv.tasks.templates.gallery import album_criteria, got_photos, outing_of, photos_of
 from phoneenv.tasks.templates.media_world import day_words, seed_gallery, seed_music, seed_todo
 from phoneenv.tasks.world import World
 
@@ -328,7 +328,8 @@ def photos_to_tagged(w: World) -> Draft:
             call("contacts.search", query=c["name"]),
             call("messages.send_photos", to=c["phone"], photo_ids=theirs[c["id"]], body=f"From the {place}!"),
         ]
-        criteria += sent_photos(c, theirs[c["id"]])
+        # each of their photos once, in one text or several, and none of the others
+        criteria += got_photos(c, theirs[c["id"]], [p["id"] for p in shots if p["id"] not in theirs[c["id"]]])
     plan.append(call("finish", answer="Sent."))
     criteria += [delegated("gallery.*"), not_itself("gallery.*")]
     exempt = [f"{len(plan) - 1}.answer"] + [f"{k}.body" for k, s in enumerate(plan) if s.name == "messages.send_photos"]
@@ -346,5 +347,8 @@ def photos_to_tagged(w: World) -> Draft:
             fails("someone not tagged", replacing(plan, s0, plan[s0], call("messages.send_photos", to=outsider["phone"], photo_ids=theirs[c0["id"]]))),
             fails("one person forgotten", replacing(plan, s0)),
             fails("looked itself", [plan[1], *plan[3:]]),
+            passes("one text per photo", replacing(plan, s0, *[call("messages.send_photos", to=c0["phone"], photo_ids=[i]) for i in theirs[c0["id"]]])),
+            *([fails("someone else's photo too", replacing(plan, s0, call("messages.send_photos", to=c0["phone"], photo_ids=[*theirs[c0["id"]], stray])))]
+              if (stray := next((p["id"] for p in shots if p["id"] not in theirs[c0["id"]]), None)) else []),
         ],
     )  # fmt: skip

@@ -440,12 +440,31 @@ def usual_booking(w: World) -> Draft:
             ],
         ),
         criteria=[
-            _sms(rest, states={"time": hhmm}),
+            # the restaurant must be told the day and the time (and no other), and the party size
+            _sms(rest, states={"time": hhmm, "date": day.isoformat()}),
             _sms(rest, states={"number": size}),
             state("calendar.events", "created", start=s, location={"iequals": usual}),
         ],
         milestones=[_sms(rest), state("calendar.events", "created", location={"iequals": usual})],
         probes=[
+            fails(
+                "the wrong day",
+                replacing(
+                    plan,
+                    2,
+                    call(
+                        "messages.send",
+                        to=rest["phone"],
+                        body=body.replace(_day_label(day), _day_label(day + dt.timedelta(days=7))),
+                    ),
+                ),
+            ),
+            fails(
+                "no day",
+                replacing(
+                    plan, 2, call("messages.send", to=rest["phone"], body=f"Table for {size} at {hhmm}, {w.user_name}.")
+                ),
+            ),
             passes(
                 "in other words",
                 replacing(

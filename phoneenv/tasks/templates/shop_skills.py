@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from apps.restaurants import confirmation_code
-from phoneenv.contract import Category, Domain, ToolCall
+from phoneenv.contract import Category, CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -176,7 +176,12 @@ def event_table(w: World) -> Draft:
     criteria += [
         suffixed(
             state(
-                "messages.messages", "created", number={"person": g["id"]}, direction="out", body={"icontains": code}
+                "messages.messages",
+                "created",
+                number={"person": g["id"]},
+                direction="out",
+                # the code; a day or time said must be the booking's
+                body={"icontains": code, "consistent": {"time": hhmm, "date": text[:10]}},
             ),
             g["id"],
         )
@@ -220,6 +225,23 @@ def event_table(w: World) -> Draft:
         fails(
             "no code in the text",
             replacing(plan, send_at[-1], call("messages.send", to=guests[-1]["phone"], body=f"Dinner at {hhmm}!")),
+        ),
+        fails(
+            "the wrong day and time in the text",
+            replacing(
+                plan,
+                send_at[-1],
+                call(
+                    "messages.send",
+                    to=guests[-1]["phone"],
+                    body=f"{day_words(when.date() + dt.timedelta(days=1))} {(when + dt.timedelta(hours=1)):%H:%M} at "
+                    f"{r['name']}, booking code {code}.",
+                ),
+            ),
+        ),
+        passes(
+            "only the code",
+            replacing(plan, send_at[-1], call("messages.send", to=guests[-1]["phone"], body=f"Booked! Code {code}.")),
         ),
     ]
     return Draft(
@@ -298,12 +320,36 @@ def safe_dinner(w: World) -> Draft:
         criteria: list[Any] = [
             state("delivery.orders", "absent"),
             state("delivery.basket", "present", count=1, item_id=it["id"], qty=qty),
-            answer(type="money", value=gap, currency=w.currency),
+            # the minimum and the basket's subtotal may be said beside the shortfall
+            answer(type="money", value=gap, currency=w.currency, context=[r["min_order"], sub]),
+            # and no claim that the order went out
+            CompositeCriterion(
+                kind="not",
+                id="no order claimed",
+                criteria=[
+                    answer(
+                        id="claimed",
+                        pattern=r"(?i)^\W*ordered\b|\b(?:i|i've|i have|we've)\s+(?:placed|ordered|sent)\b"
+                        r"|\border\s+(?:is\s+|has\s+been\s+)?(?:placed|on its way)\b",
+                    )
+                ],
+            ),
         ]
         probes = [
             passes(
                 "the shortfall in other words",
                 finishing(plan, f"Not ordered yet - the basket is {gap} {w.currency} below {rest}'s minimum."),
+            ),
+            passes(
+                "the minimum and the subtotal beside",
+                finishing(
+                    plan,
+                    f"{rest}'s minimum order is {r['min_order']:g} {w.currency} and your basket comes to {sub:g} "
+                    f"{w.currency}, so {gap:g} {w.currency} is missing. What should I add?",
+                ),
+            ),
+            fails(
+                "an order claimed", finishing(plan, f"Ordered {what} ({gap} {w.currency} missing from the minimum).")
             ),
             fails(
                 "padded the basket",

@@ -689,7 +689,10 @@ def birthday_note(w: World) -> Draft:
         ],
     )
     others = [c["name"] for c in w.contacts if c not in chosen]
-    nobody_else = {"not": {"regex": "|".join(re.escape(n) for n in others)}} if others else {}
+    # nobody else, and no date of another month ("12 October" in a September note)
+    other_months = [_cal.month_name[m] for m in range(1, 13) if m != month]
+    wrong = "|".join([*(re.escape(n) for n in others), *(rf"\b{m}\b" for m in other_months)])
+    nobody_else = {"not": {"regex": wrong}}
     extra = next(c for c in w.contacts if c not in chosen)
     note = len(plan) - 2
     return Draft(
@@ -720,6 +723,18 @@ def birthday_note(w: World) -> Draft:
             fails(
                 "someone left out",
                 replacing(plan, note, call("notes.create", title=title, body="\n".join(lines[:-1]))),
+            ),
+            fails(
+                "dates of another month",
+                replacing(
+                    plan,
+                    note,
+                    call(
+                        "notes.create",
+                        title=title,
+                        body="\n".join(line.replace(name, _cal.month_name[month % 12 + 1]) for line in lines),
+                    ),
+                ),
             ),
             fails(
                 "someone born in another month listed too",

@@ -354,6 +354,8 @@ def landing_brief(w: World) -> Draft:
         fails("someone else", replacing(plan, -2, call("messages.send", to=similar(w, c)["phone"], body=body))),
         fails("departure time", replacing(plan, -2, call("messages.send", to=c["phone"],
               body=f"I leave at {hm(flight['departs'])}. Weather there: {fc['condition']}."))),
+        fails("the weather denied", replacing(plan, -2, call("messages.send", to=c["phone"],
+              body=f"I land in {dest} at {lands} local time. No {fc['condition']} expected."))),
     ]  # fmt: skip
     if home_time != lands:
         probes.append(
@@ -368,7 +370,7 @@ def landing_brief(w: World) -> Draft:
                 "created",
                 number={"person": c["id"]},
                 direction="out",
-                body={"states": {"time": lands}, "icontains": fc["condition"]},
+                body={"states": {"time": lands}, "says": fc["condition"]},
             ),
             delegated("travel.list_bookings"),
             delegated("weather.forecast"),
