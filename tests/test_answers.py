@@ -162,6 +162,14 @@ def test_date_duration_money():
     assert ok("Sold at 8.28 EUR", type="money", value=8.28, currency="EUR")
 
 
+def test_times_in_words():
+    assert ok("quarter past 3 pm", type="time", value="15:15")  # not 15:00 from "3 pm"
+    assert ok("half past 4 in the afternoon", type="time", value="16:30")  # not 04:30
+    assert ok("Landing in Edinburgh at five past twelve.", type="time", value="12:05")
+    assert ok("at twenty to nine in the evening", type="time", value="20:40")
+    assert not ok("at twenty to nine in the evening", type="time", value="08:40")
+
+
 def test_contains_means_stated_as_words_and_not_denied():
     assert ok('Your newest unread email is "Dinner on Saturday".', contains=["Dinner on Saturday?"])
     assert ok("Meet me at the Parent–Teacher meeting", contains=["parent-teacher meeting"])

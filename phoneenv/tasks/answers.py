@@ -223,7 +223,8 @@ _RE_DOT_CLOCK = re.compile(
 
 _RE_CLOCK = re.compile(r"(?<![\d:.,])(\d{1,2})[:h](\d{2})(?::\d{2})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?)?", re.I)
 _RE_WORD_TIME = re.compile(
-    r"\b(?:(?:a\s+)?(quarter|half)\s+(past|to)\s+(\d{1,2})|(\d{1,2})\s+o'?clock|(noon|midday|midnight))\b"
+    r"\b(?:(?:a\s+)?(quarter|half|[1-5]?\d(?=\s+(?:minutes?\s+)?(?:past|to)\s+\d))\s+(?:minutes?\s+)?(past|to)\s+(\d{1,2})"
+    r"|(\d{1,2})\s+o'?clock|(noon|midday|midnight))\b"
     r"(?:\s*(?:in the\s+)?(morning|afternoon|evening|at night|[ap]\.?\s?m\b\.?))?",
     re.I,
 )
@@ -494,9 +495,6 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
     for m in _RE_DOT_CLOCK.finditer(t):
         if sc.take(m.start(2), m.end(), "time") and (hm := _hm(int(m[2]), int(m[3]), m[4])):
             sc.claim("time", hm, m.start(2), m.end())
-    for m in _RE_AMPM.finditer(t):
-        if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2] or 0), m[3])):
-            sc.claim("time", hm, m.start(), m.end())
     for m in _RE_WORD_TIME.finditer(t):
         if not sc.take(m.start(), m.end(), "time"):
             continue
@@ -508,19 +506,22 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
             continue
         if hour is not None:
             h = int(hour)
-            mins = 15 if part.lower() == "quarter" else 30
+            mins = {"quarter": 15, "half": 30}.get(part.lower()) or int(part)
             if where.lower() == "to":
                 h, mins = (h - 1) % 24, 60 - mins
         else:
             h, mins = int(oclock), 0
         ap = "p" if day in ("afternoon", "evening", "at night") or day.startswith("p") else None
-        ap = "a" if day == "morning" or day.startswith("a") else ap
+        ap = "a" if day == "morning" or re.match(r"a\.?\s?m", day) else ap  # not "afternoon"
         if ap is None and 0 < h <= 12:
             first, other = _hm(h % 12, mins, None), _hm(h % 12 + 12, mins, None)
             if first and other:
                 sc.claim("time", first, m.start(), m.end(), alts=(other,))
             continue
         if (hm := _hm(h if ap is None else (h or 12), mins, ap)) is not None:
+            sc.claim("time", hm, m.start(), m.end())
+    for m in _RE_AMPM.finditer(t):
+        if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2] or 0), m[3])):
             sc.claim("time", hm, m.start(), m.end())
 
 
