@@ -278,7 +278,13 @@ def test_forward_body_recipient_and_wrong_recipient():
             to, body, first = m.groups()
         sender, to = by_first(t, first), named(t, to)
         assert [x["body"] for x in recs(t, "messages.messages")].count(body) == 1
-        assert crit(t, StateCriterion).where == {"number": {"person": to["id"]}, "body": body}
+        where = crit(t, StateCriterion).where
+        assert where["number"] == {"person": to["id"]}
+        # the text itself, alone or after a forwarding prefix, with quotes or not
+        for ok_body in (body, f'Fwd: "{body}"', f"From {first}: {body}", body.lower().rstrip("?!.")):
+            assert re.search(where["body"]["regex"], ok_body, re.I), ok_body
+        for bad in (body.split()[0], f"{body} Ignore this.", f"Not {body}"):
+            assert not re.search(where["body"]["regex"], bad, re.I), bad
         assert any(
             x["body"] == body and same(x["number"], sender["phone"]) and x["direction"] == "in"
             for x in recs(t, "messages.messages")

@@ -288,15 +288,20 @@ def test_append_item_keeps_old_lines_and_replacing_the_text_fails():
     for t in tasks("notes.append_item"):
         m = re.fullmatch(rf"Add (.+?) to ({said}) and (.+?) to ({said})\.", t.goal)
         assert m, t.goal
-        upd = state_crits(t, "updated")
-        for (item, where), crit in zip((m.group(1, 2), m.group(3, 4)), upd, strict=True):
+        # each item on the note's text, or as a checklist item of the note
+        added = [c for c in t.criteria if c.kind == "any_of" and c.id.startswith("added:")]
+        for (item, where), crit in zip((m.group(1, 2), m.group(3, 4)), added, strict=True):
             (note,) = [n for n in rows(t, "notes.notes") if n["title"] == LIST_TITLES[where]]
             assert item.casefold() not in note["body"].casefold()
-            assert crit.where == {"id": note["id"], "body": {"icontains": item}}
+            text, as_item = crit.criteria
+            assert (text.table, text.change) == ("notes.notes", "updated")
+            assert text.where == {"id": note["id"], "body": {"icontains": item}}
+            assert (as_item.table, as_item.change) == ("notes.items", "created")
+            assert as_item.where == {"note_id": note["id"], "text": {"icontains": item}}
             kept = [c.where["body"]["icontains"] for c in state_crits(t, "present") if c.where["id"] == note["id"]]
             assert kept == note["body"].split("\n")
     t = tasks("notes.append_item")[0]
-    first, second = state_crits(t, "updated")
+    first, second = (c.criteria[0] for c in t.criteria if c.kind == "any_of" and c.id.startswith("added:"))
     note = by_id(t, "notes.notes", first.where["id"])
     old = note["body"].split("\n")
     # The first list's text replaced by its new item; the second list done right.
