@@ -195,6 +195,12 @@ def test_time_ranges_are_one_claim_of_either_end():
     assert not states_facts("Moved from 14:00 to 16:00", {"time": "14:00"}, ctx)
     assert states_facts("not 14:00-15:00 but 16:00", {"time": "16:00"}, ctx)
     assert not states_facts("14:00 or 16:00", {"time": "16:00"}, ctx)  # a hedge is no range
+    # a fact with context values the text may state beside it
+    eta = {"time": {"value": "12:28", "context": ["11:53"]}}
+    assert states_facts("Arrives at 12:28 - ordered at 11:53.", eta, ctx)
+    assert not states_facts("Ordered at 11:53.", eta, ctx)
+    assert not states_facts("Arrives at 12:28 or 11:53.", eta, ctx)
+    assert not states_facts("Arrives at 12:28, ordered at 11:50.", eta, ctx)
     # several consistent values: the meeting's time or the arrival
     assert consistent_facts("5 minutes late, see you at 10:05", {"time": ["10:00", "10:05"]}, ctx)
     assert not consistent_facts("5 minutes late, see you at 11:05", {"time": ["10:00", "10:05"]}, ctx)
@@ -228,6 +234,9 @@ def test_bare_amounts_and_numbers_written_as_ids():
     assert not ok("Leave at 12:59 to arrive by 13:30", type="time", value="12:59")
     assert not ok("Arrive by 13:30", type="time", value="12:59", context=["13:30"])
     assert ok("The stay (360 AUD a night): 720 AUD back", type="money", value=720, currency="AUD", context=[360])
+    # a context value offered as the answer in a hedge is a claim
+    assert not ok("Leave at 12:59 or 13:30", type="time", value="12:59", context=["13:30"])
+    assert not ok("720 or 360 AUD back", type="money", value=720, currency="AUD", context=[360])
 
 
 def test_yes_no():

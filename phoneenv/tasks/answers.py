@@ -1017,6 +1017,14 @@ def _list_segments(text: str, want: frozenset[str]) -> list[str]:
     return _split_items(" ".join(keep)) if keep else []
 
 
+def _hedged(text: str, claim: Claim, others: Sequence[Claim]) -> bool:
+    """Whether ``claim`` is offered as an alternative to one of ``others`` ("12:28 or 11:53")."""
+    return any(
+        _HEDGE_LINK.match(text[claim.end : o.start] if claim.end <= o.start else text[o.end : claim.start])
+        for o in others
+    )
+
+
 def _check_typed(
     type: str,
     want: Any,
@@ -1057,11 +1065,12 @@ def _check_typed(
             ok, why = not miss, f"{what} lacks {', '.join(map(repr, miss))}"
         else:
             if context and what == "answer":  # context values said beside the answer are no claims
+                t = _scan(text or "", ctx).text
+                hits = [c for c in found if _matches(type, c, want, tol, currency)]
                 found = [
                     c
                     for c in found
-                    if _matches(type, c, want, tol, currency)
-                    or not any(_matches(type, c, x, tol, currency) for x in context)
+                    if c in hits or not any(_matches(type, c, x, tol, currency) for x in context) or _hedged(t, c, hits)
                 ]
             ok, why = _judge_single(type, found, want, tol, currency, what)
         if not ok:
@@ -1130,9 +1139,15 @@ def _facts_hold(op: str, text: str, facts: Mapping[str, Any], ctx: Context, *, s
                 if not c.negated and not any(w and _matches(type, c, w[1], 0.0, None) for w in wants):
                     return False
             continue
+        # {"value": v, "context": [...]}: values the text may state beside v (as
+        # AnswerCriterion.context: "arrives at 12:28 - ordered at 11:53")
+        context: list[Any] = []
+        if isinstance(want, Mapping) and "value" in want:
+            want, context = want["value"], list(want.get("context") or [])
         # Given as the typed value, the expected value is there already: only the text can
         # contradict it; without it, the text must state it.
-        ok, _ = check_answer(AnswerCriterion(type=type, value=want), text, None if stated else want, ctx)
+        crit = AnswerCriterion(type=type, value=want, context=context)
+        ok, _ = check_answer(crit, text, None if stated else want, ctx)
         if not ok:
             return False
     return True
@@ -1143,6 +1158,9 @@ def states_facts(text: str, facts: Mapping[str, Any], ctx: Context) -> bool:
     :class:`~phoneenv.contract.AnswerCriterion` with that ``type`` and ``value``) and nothing
     that contradicts it: ``{"time": "16:00"}`` holds for "moved to 4 pm" and "moved to 16:00,
     not 14:00", not for "moved to 14:00" nor "14:00 or 16:00". ``number`` facts compare exactly.
+    A fact given as ``{"value": v, "context": [...]}`` lets the text state the context values
+    beside ``v`` (``{"time": {"value": "12:28", "context": ["11:53"]}}`` holds for "arrives at
+    12:28, ordered at 11:53", not for "ordered at 11:53").
 
     Raises ``ValueError`` for an unknown type or an unreadable expected value (task bugs)."""
     return _facts_hold("states", text, facts, ctx, stated=True)

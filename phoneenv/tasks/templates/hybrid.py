@@ -332,7 +332,8 @@ def order_food_text_eta(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("food.orders", "created", restaurant_id=rid, total=total),
-            _sms_to(c, states={"time": hhmm}),
+            # the arrival; the order time may be said beside it
+            _sms_to(c, states={"time": {"value": hhmm, "context": [placed_hhmm]}}),
             answer_time_if_said(hhmm),
         ],
         milestones=[
@@ -350,6 +351,10 @@ def order_food_text_eta(w: World) -> Draft:
             passes("found the place by cuisine", replacing(plan, 0, call("food.search_restaurants", query=cuisine))),
             passes("number in national format", _texting(plan, to=national(c["phone"]))),
             fails("the order time instead of the arrival", _texting(plan, body=f"Ordered food at {placed_hhmm}.")),
+            passes(
+                "the order time beside the arrival",
+                _texting(plan, body=f"Food from {name} should arrive at {hhmm} - ordered at {placed_hhmm}."),
+            ),
             fails("a hedged arrival", _texting(plan, body=f"Food arrives at {hhmm} or {placed_hhmm}.")),
             fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
             fails("the wrong time in the answer", finishing(plan, f"Ordered; it arrives at {placed_hhmm}.")),
