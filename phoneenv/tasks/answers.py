@@ -300,7 +300,7 @@ _NEG_BEFORE = re.compile(
 _FROM_TO_BEFORE = re.compile(r"\bfrom\s+(?:(?:at|on|the)\s+)?$", re.I)
 _FROM_TO_AFTER = re.compile(r"^\s*(?:to|until|till|→|->)\s", re.I)
 _HEDGE_LINK = re.compile(
-    r"^\s*,?\s*(?:or|maybe|perhaps|possibly|to|-|–|/)\s*(?:maybe\s+|perhaps\s+|possibly\s+)?$", re.I
+    r"^\s*[,(]?\s*(?:or|maybe|perhaps|possibly|to|-|–|/)\s*(?:maybe\s+|perhaps\s+|possibly\s+)?$", re.I
 )
 
 

@@ -461,7 +461,8 @@ def daily_brief(w: World) -> Draft:
         call("contacts.search", query=partner["name"]),
     ]
     criteria = [
-        _sms_to(partner, states={"time": at}),
+        # the start; its end may be said beside it
+        _sms_to(partner, states={"time": {"value": at, "context": [first["end"][11:16]]}}),
         *(_sms_to(partner, icontains=item) for item in items),
         _delegated("calendar.*"),
         _delegated("notes.*"),
@@ -484,6 +485,30 @@ def daily_brief(w: World) -> Draft:
         perturb_exempt=_finish_exempt(plan),
         probes=[
             passes("in other words", replacing(plan, send, call("messages.send", to=partner["phone"], body=other))),
+            passes(
+                "the end time too",
+                replacing(
+                    plan,
+                    send,
+                    call(
+                        "messages.send",
+                        to=partner["phone"],
+                        body=body.replace(f"starts at {at}", f"starts at {at} and ends at {first['end'][11:16]}"),
+                    ),
+                ),
+            ),
+            fails(
+                "only the end time",
+                replacing(
+                    plan,
+                    send,
+                    call(
+                        "messages.send",
+                        to=partner["phone"],
+                        body=body.replace(f"starts at {at}", f"ends at {first['end'][11:16]}"),
+                    ),
+                ),
+            ),
             passes(
                 "the time on the 12-hour clock",
                 replacing(
