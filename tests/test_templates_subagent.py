@@ -150,8 +150,15 @@ def test_daily_brief_names_tomorrows_first_event_and_the_list(tasks):
         title = re.search(r'on my "([^"]+)" list', t.goal).group(1)
         (note,) = [n for n in records(t, "notes.notes") if n["title"] == title]
         wanted = {first[11:16], *note["body"].split("\n")}
-        got = {w["body"].get("icontains") or w["body"]["states"]["time"] for w in created_where(t, "messages.messages")}
+        got = {
+            w["body"].get("icontains") or w["body"]["states"]["time"]["value"]
+            for w in created_where(t, "messages.messages")
+        }
         assert got == wanted, t.id
+        # the event's end may be said beside its start
+        (fact,) = [w["body"]["states"]["time"] for w in created_where(t, "messages.messages") if "states" in w["body"]]
+        (end,) = [e["end"][11:16] for e in records(t, "calendar.events") if e["start"] == first]
+        assert fact["context"] == [end], t.id
 
 
 def test_best_offer_is_the_cheapest_that_delivers_within_a_week(tasks):

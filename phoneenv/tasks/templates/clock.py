@@ -40,8 +40,9 @@ def time_pattern(hour: int, minute: int) -> str:
     h12 = hour % 12 or 12
     half = "a" if hour < 12 else "p"
     p24 = rf"(?<!\d)0?{hour}:{minute:02d}(?!\d)(?!\s*[ap]\.?m)"
-    # with a dot where it reads as a time: after at/by/around... ("arrives at 8.28"), not a price
-    dot = rf"(?<=\b(?:at|by) )0?{hour}\.{minute:02d}(?!\d|[.,]\d)(?!\s*[ap]\.?m)(?!\s*(?:[€$£¥]|(?:eur|usd|gbp|aud|jpy|chf|cad|yen|euros?|dollars?|pounds?)\b))"
+    # with a dot where it reads as a time: after "at" or "by" ("arrives at 8.28"), not a price (not
+    # before a capital three-letter code such as a currency's)
+    dot = rf"(?<=\b(?:at|by) )0?{hour}\.{minute:02d}(?!\d|[.,]\d)(?!\s*[ap]\.?m)(?!\s*(?-i:[A-Z]{{3}})\b)"
     p12 = rf"(?<![\d.])0?{h12}(?:[:.]{minute:02d})" + ("?" if minute == 0 else "") + rf"\s*{half}\.?m\b"
     return f"{p24}|{dot}|{p12}"
 
