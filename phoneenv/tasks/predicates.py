@@ -66,12 +66,11 @@ def words(text: Any) -> str:
     >>> words("Parent–Teacher  Meeting!")
     ' parent teacher meeting '
     """
-    decomposed = unicodedata.normalize("NFKD", str(text if text is not None else ""))
-    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-    return " " + " ".join(_NON_WORD.sub(" ", bare).split()) + " "
+    return " " + " ".join(_NON_WORD.sub(" ", _bare(str(text if text is not None else "")).casefold()).split()) + " "
 
 
 def _bare(text: str) -> str:
+    """``text`` with its accents dropped (NFKD, combining marks removed)."""
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
