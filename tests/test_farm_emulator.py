@@ -25,6 +25,7 @@ import pytest
 from phoneenv.farm.console import ConsoleClient, ConsoleCommandError, SnapshotLoadError
 from phoneenv.farm.emulator import (
     ANIMATION_SETTINGS,
+    REANNOUNCE_S,
     AvdInUseError,
     AvdSpec,
     AvdSpecError,
@@ -596,13 +597,42 @@ def test_hung_boot_times_out_and_kills_the_process(rig: Rig, adb_server) -> None
 
 
 def test_device_never_seen_by_adb_reads_as_not_booted(rig: Rig, adb_server) -> None:
-    # Not announced: the real adb server answers "device 'emulator-N' not found" on every poll.
+    # Not announced: the real adb server answers "device 'emulator-N' not found" on every poll
+    # (1.5 s is less than REANNOUNCE_S, so the launcher does not announce it either).
+    assert REANNOUNCE_S > 1.5
     launcher = rig.launcher(adb=adb_server, STANDIN_NO_ANNOUNCE="1")
     with launcher.start(wait=False) as emu:
         emu.wait_for_console(timeout=30)
         with pytest.raises(BootTimeoutError, match=r"within 1\.5 s \(last poll: adb: AdbError: .*not found"):
             emu.wait_for_boot(timeout=1.5, poll_interval=0.2)
         assert "emulator: boot completed" in rig.log()  # the guest booted; adb never saw it
+
+
+def test_launcher_announces_an_emulator_adb_does_not_list(rig: Rig, adb_server) -> None:
+    # The emulator's own announcement never reached the server (here: never sent; in a farm: refused
+    # while the server still held the transport of the emulator that had the same ports a moment
+    # before). The launcher announces it after REANNOUNCE_S, and the boot completes.
+    launcher = rig.launcher(adb=adb_server, STANDIN_NO_ANNOUNCE="1")
+    started = time.monotonic()
+    with launcher.start(boot_timeout=30, poll_interval=0.2) as emu:
+        assert time.monotonic() - started >= REANNOUNCE_S
+        assert adb_server.device(emu.serial).get_state() == "device"
+    assert gone_from_adb(adb_server, emu.serial)
+
+
+def test_restart_on_the_same_ports_right_after_a_stop(rig: Rig, adb_server) -> None:
+    # Right after a stop, the adb server still lists the old serial offline and refuses the next
+    # emulator's announcement on the same ports (1 start in 20 failed before the launcher announced
+    # again). Five quick restarts on one port pair all boot.
+    launcher = rig.launcher(adb=adb_server)
+    emu = launcher.start(boot_timeout=BOOT_S, poll_interval=0.1)
+    try:
+        emu.save_snapshot()  # the fixture each restart loads
+        for _ in range(5):
+            emu = launcher.restart(emu, boot_timeout=BOOT_S, poll_interval=0.1)
+            assert adb_server.device(emu.serial).getprop("sys.boot_completed") == "1"
+    finally:
+        emu.stop()
 
 
 def test_emulator_that_exits_during_boot_is_reported(rig: Rig) -> None:

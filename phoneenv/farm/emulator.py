@@ -892,6 +892,25 @@ def adb_device_factory(host: str = "127.0.0.1", port: int = 5037) -> Callable[[s
     return lambda serial: client.device(serial)
 
 
+def announce_emulator(adb_server: tuple[str, int], adb_port: int, timeout: float = 5.0) -> bool:
+    """Tell the adb server at ``adb_server`` (host, port) that an emulator serves adb on ``adb_port``.
+
+    Sends the host request ``host:emulator:<adb port>`` (4 hex digits of length, then the request;
+    adb's host protocol, ``SERVICES.TXT``), which the emulator itself sends once at start-up and
+    which makes the server connect to ``adb_port`` and list ``emulator-<adb port - 1>``. The
+    server sends no reply. Announcing again is harmless: a serial already listed is kept. Returns
+    False (never raises) when the server cannot be reached within ``timeout`` seconds.
+    """
+    request = f"host:emulator:{adb_port}".encode()
+    try:
+        with socket.create_connection(adb_server, timeout=timeout) as sock:
+            sock.sendall(b"%04x" % len(request) + request)
+    except OSError as exc:
+        log.debug("announcing adb port %d to %s:%d failed: %s", adb_port, *adb_server, exc)
+        return False
+    return True
+
+
 def _device_errors() -> tuple[type[BaseException], ...]:
     errors: tuple[type[BaseException], ...] = (OSError, TimeoutError)
     try:
@@ -905,6 +924,9 @@ def _device_errors() -> tuple[type[BaseException], ...]:
 
 # --------------------------------------------------------------------------------- launcher
 
+
+REANNOUNCE_S = 2.0
+"""Seconds :meth:`RunningEmulator.wait_for_boot` waits for adb to list a started emulator before announcing it again."""
 
 _SNAPSHOT_FALLBACK = re.compile(r"(?:Performing (?:clean|cold) boot|Resetting for clean boot): ([^\r\n]+)")
 """What the emulator logs when it does not boot from the snapshot it was given (Quickboot.cpp)."""
@@ -1402,7 +1424,10 @@ class RunningEmulator:
         """Wait until ``getprop sys.boot_completed`` is ``1`` through adb (``timeout`` seconds).
 
         Until then the device may be absent from adb, ``offline``, or answer ``""``; all count as
-        not booted. Raises :class:`EmulatorExitedError` if the process dies,
+        not booted. While adb does not list the serial, the launcher announces the emulator to its
+        adb server again every :data:`REANNOUNCE_S` s (:func:`announce_emulator`): the emulator
+        announces itself once, and an adb server refuses that announcement while it still holds
+        the transport of an emulator that ran on the same ports a moment before. Raises :class:`EmulatorExitedError` if the process dies,
         :class:`BootTimeoutError` on timeout, and, for a start from a snapshot,
         :class:`SnapshotBootError` as soon as the log reports a clean-boot fallback (and after boot
         through :meth:`verify_boot_snapshot`); the caller stops the emulator
@@ -1411,6 +1436,7 @@ class RunningEmulator:
         factory = self.launcher.device_factory()
         errors = _device_errors()
         seen = [""]
+        announced = [time.monotonic()]
 
         def booted() -> bool:
             self._check_alive("booting")
@@ -1423,6 +1449,11 @@ class RunningEmulator:
             except errors as exc:
                 log.debug("%s not ready: %s", self.serial, exc)
                 seen[0] = f"adb: {type(exc).__name__}: {exc}"
+                if "not found" in str(exc) and time.monotonic() - announced[0] >= REANNOUNCE_S:
+                    # The server dropped or refused the emulator's one announcement (a stale
+                    # transport of the same serial, or a server restarted since): announce again.
+                    announced[0] = time.monotonic()
+                    announce_emulator(self.launcher.adb_server, self.ports.adb)
                 return False
             seen[0] = f"sys.boot_completed={value!r}"
             return value == "1"
