@@ -160,6 +160,27 @@ def test_date_duration_money():
     assert not ok("Food arrives at 8.38", type="time", value="08:28")
     assert not ok("Sold at 8.28 EUR", type="time", value="08:28")
     assert ok("Sold at 8.28 EUR", type="money", value=8.28, currency="EUR")
+    # "and" is no "a d(ay)": 2 h 5 min, not 26 h 5 min
+    assert ok("2 hours and 5 minutes", type="duration", value=7500)
+    assert not ok("2 hours and 5 minutes", type="duration", value=7500 + 86400)
+    assert ok("a minute and 20 seconds", type="duration", value=80)
+    assert not ok("36 dollars and 32 cents", type="duration", value=86400)
+
+
+def test_money_in_words():
+    # whole units then cents, in words or digits: 16.50, not 16 (and not 50)
+    for text in ("Sixteen dollars fifty", "16 dollars 50.", "sixteen dollars and fifty cents", "$16 and 50 cents"):
+        assert ok(text, type="money", value=16.5, currency="USD"), text
+        assert not ok(text, type="money", value=16, currency="USD"), text
+        assert not ok(text, type="money", value=50, currency="USD"), text
+    assert ok("Thirty-six dollars and thirty-two cents", type="money", value=36.32, currency="USD")
+    assert ok("It was twelve euros fifty.", type="money", value=12.5, currency="EUR")
+    assert not ok("It was twelve euros fifty.", type="money", value=12.5, currency="USD")
+    assert ok("Fifty cents left.", type="money", value=0.5, currency="USD")
+    # a count after the amount is no cents
+    assert ok("5 dollars, 3 people paid", type="money", value=5, currency="USD")
+    assert ok("5 dollars 3 people paid", type="money", value=5, currency="USD")
+    assert not ok("5 dollars 3 people paid", type="money", value=5.03, currency="USD")
 
 
 def test_times_in_words():

@@ -252,7 +252,7 @@ _DUR_UNITS = {
     "weeks": 604800,
 }
 _DUR_UNIT = r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wk)"
-_DUR_PART = rf"(?:{_NUM}|an?)(?:\s*|-){_DUR_UNIT}\b(?:\s+and\s+a\s+(?:half|quarter))?"
+_DUR_PART = rf"(?:(?:{_NUM})(?:\s*|-)|\ban?\s+){_DUR_UNIT}\b(?:\s+and\s+a\s+(?:half|quarter))?"
 _RE_DURATION = re.compile(
     rf"(?:\b(?:half an? hour|a quarter of an hour|half a (?:minute|day))\b|(?<![\w.,]){_DUR_PART}(?:,?\s*(?:and\s+)?{_DUR_PART})*)"
     r"(?:\s+(ago|earlier|before|later|from now))?",
@@ -283,7 +283,20 @@ _CURRENCY = {
 _CUR = r"(?:€|\b(?:AU?)?\$|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD)\b)"
 _CUR_AFTER = r"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|dollars?|pounds?|francs|yen)\b)"
 _RE_CUR_TOKEN = re.compile(r"\bAU?\$|€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|dollars?|pounds?|francs|yen)\b", re.I)
-_RE_MONEY = re.compile(rf"{_CUR}\s?-?(?:{_NUM})|(?<![\w.,])(?:{_NUM})\s?{_CUR_AFTER}", re.I)
+_MINOR = (
+    r"(?:\s*,?\s+(?:and\s+)?(?P<minor>\d{1,2})(?:\s*(?:cents?|pence|p)\b|(?!\w|[.,]\d|\s*[\w%$€£¥]))"
+    r"|(?:\s+and)?\s+(?P<cents>\d{1,2})\s*(?:cents?|pence|p)\b)"
+)
+"""The cents after whole units in words ("16 dollars 50", "36 dollars and 32 cents", "$5 and 20
+cents"): 1-2 digits, then "cents"/"pence" or the end of the phrase (not a word or another number,
+so "5 dollars 3 people" keeps 3 a number)."""
+_RE_MONEY = re.compile(
+    rf"{_CUR}\s?-?(?P<whole>\d+)(?![\d.,]\d)(?:(?:\s+and)?\s+(?P<cents_after_sign>\d{{1,2}})\s*(?:cents?|pence|p)\b)"
+    rf"|(?<![\w.,])(?P<whole_words>\d+)(?![\d.,]\d)\s?(?:euros?|dollars?|pounds?|francs)\b{_MINOR}"
+    rf"|{_CUR}\s?-?(?:{_NUM})|(?<![\w.,])(?:{_NUM})\s?{_CUR_AFTER}"
+    r"|(?<![\w.,])(?P<only_cents>\d{1,2})\s?(?:cents?|pence)\b",
+    re.I,
+)
 _RE_ID = re.compile(
     r"#\s?\d+|\b(?:no\.|nr\.?|id|invoice|order|ref(?:erence)?|code|pin|room|flight|ticket|booking|account)"
     r"(?:\s+(?:no\.|number|nr\.?))?\s*[#:]?\s*[A-Z]*\d[\w-]*"
@@ -538,12 +551,12 @@ def _duration_seconds(span: str) -> int | None:
         return fixed[s]
     total = 0.0
     found = False
-    for m in re.finditer(rf"({_NUM}|an?)(?:\s*|-)({_DUR_UNIT})\b(\s+and\s+a\s+(half|quarter))?", s):
-        qty = 1.0 if m[1] in ("a", "an") else _number_value(m[1])
+    for m in re.finditer(rf"(?:({_NUM})(?:\s*|-)|\b(an?)\s+)({_DUR_UNIT})\b(\s+and\s+a\s+(half|quarter))?", s):
+        qty = 1.0 if m[2] else _number_value(m[1])
         if qty is None:
             return None
-        unit = _DUR_UNITS[m[2]]
-        frac = 0.5 if m[4] == "half" else 0.25 if m[4] == "quarter" else 0.0
+        unit = _DUR_UNITS[m[3]]
+        frac = 0.5 if m[5] == "half" else 0.25 if m[5] == "quarter" else 0.0
         total += (qty + frac) * unit
         found = True
     return round(total) if found else None
@@ -580,15 +593,23 @@ def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
         from price_parser import Price
 
         span = m.group().replace("\u00a0", ",").replace("\u202f", ",")
-        price = Price.fromstring(span)
-        if price.amount_float is None:
-            continue
         tok = _RE_CUR_TOKEN.search(span)
-        sign = tok.group().lower() if tok else (price.currency or "").lower().strip()
+        sign = tok.group().lower() if tok else ""
+        if m["only_cents"]:
+            amount: float | None = int(m["only_cents"]) / 100
+        elif m["whole"] or m["whole_words"]:
+            whole = int(m["whole"] or m["whole_words"])
+            amount = whole + int(m["cents_after_sign"] or m["minor"] or m["cents"]) / 100
+        else:
+            price = Price.fromstring(span)
+            amount = price.amount_float
+            if amount is None:
+                continue
+            sign = sign or (price.currency or "").lower().strip()
         cur = _CURRENCY.get(sign, sign.upper())
         if sign in ("$", "dollar", "dollars") and region == "AU":  # an Australian world's dollars
             cur = "AUD"
-        sc.claim("money", price.amount_float, m.start(), m.end(), unit=cur)
+        sc.claim("money", amount, m.start(), m.end(), unit=cur)
     for rx in (_RE_ORDINAL, _RE_ID):
         for m in rx.finditer(t):
             sc.take(m.start(), m.end(), "other")
