@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -64,12 +65,27 @@ def test_zero_config_trains_on_two_ranks(stage: int, tmp_path, tmp_path_factory,
         "-m", "rl.trainers", str(tmp_path / "cfg.json"),
     ]  # fmt: skip
     proc = _run_group(cmd, env, timeout=420)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.returncode == 0, _failure_report(proc)
     assert proc.stdout.count('"algo"') == 1  # one summary, printed by rank 0 (TRL prints its logs too)
     summary = json.loads(proc.stdout[proc.stdout.index('{\n  "algo"') :])
     assert summary["distributed"] == {"type": "DEEPSPEED", "num_processes": 2, "process_index": 0, "zero_stage": stage}
     # 2 steps x 2 ranks x 2 episodes per rank, gathered into whole groups by CARE.
     assert summary["steps"] == 2 and summary["episodes"] == 8
+
+
+def _failure_report(proc: subprocess.CompletedProcess) -> str:
+    """The lines of a failed launch that say why (a rank's exception or abort), then the tail.
+
+    The launcher's own ``ChildFailedError`` fills the tail of stderr; what made a rank fail is
+    printed earlier, by that rank.
+    """
+    why = [
+        line
+        for line in proc.stderr.splitlines()
+        if re.search(r"Error|error:|terminate|what\(\)|Abort|Traceback|Killed|signal", line)
+        and "ChildFailedError" not in line
+    ]
+    return "\n".join(why[-40:]) + "\n--- tail of stderr ---\n" + proc.stderr[-2500:]
 
 
 def _run_group(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
