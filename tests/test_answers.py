@@ -189,6 +189,20 @@ def test_times_in_words():
     assert ok("Landing in Edinburgh at five past twelve.", type="time", value="12:05")
     assert ok("at twenty to nine in the evening", type="time", value="20:40")
     assert not ok("at twenty to nine in the evening", type="time", value="08:40")
+    # an hour alone after "at", "by"...: either half of the day unless the phrase says which
+    for text in ("Gym at seven.", "gym at 7", "Table for 4 at 7, see you there", "back by 7 then"):
+        assert ok(text, type="time", value="19:00"), text
+        assert ok(text, type="time", value="07:00"), text
+        assert not ok(text, type="time", value="19:30"), text
+    assert ok("Gym at 7 tonight", type="time", value="19:00")
+    assert not ok("Gym at 7 tonight", type="time", value="07:00")
+    assert ok("at seven in the morning", type="time", value="07:00")
+    assert not ok("Not at 7, at 8.", type="time", value="19:00")
+    assert ok("Not at 7, at 8.", type="time", value="20:00")
+    # a count, an address or a temperature is no time; the digits stay a number
+    assert not ok("at 7 people", type="time", value="19:00")
+    assert not ok("at 7 Main Street", type="time", value="19:00")
+    assert ok("Sydney is at 24, warmer than Kyoto (18)", type="number", value=24)
 
 
 def test_contains_means_stated_as_words_and_not_denied():

@@ -83,8 +83,9 @@ Libraries, chosen for being maintained, offline and small:
   (dateparser takes ~20 ms a phrase), and "on the 3rd" too (dateparser reads it as March). Month-name dates without a year take the clock's year;
   weekdays and "the Nth" take the next such day (today counts for "the Nth", not for weekdays).
 
-Each time span with no am/pm and an hour of 1–12 written as "quarter past 3" or "3 o'clock" may
-denote 03:15 or 15:15: it matches either. Numeric dates ``D.M.YYYY`` and ``D/M/YYYY`` are read
+Each time span with no am/pm and an hour of 1–12 written as "quarter past 3", "3 o'clock" or
+"at 3" (an hour alone after "at", "by"...) may denote the morning or the afternoon: it matches
+either. Numeric dates ``D.M.YYYY`` and ``D/M/YYYY`` are read
 day-first unless the first part is above 12 only in the second position (``11/30/2026`` is
 month-first).
 """
@@ -228,6 +229,16 @@ _RE_WORD_TIME = re.compile(
     r"(?:\s*(?:in the\s+)?(morning|afternoon|evening|at night|[ap]\.?\s?m\b\.?))?",
     re.I,
 )
+_RE_AT_HOUR = re.compile(
+    r"\b(?:at|by|around|about|until|till|before|after)\s+(\d{1,2})"
+    r"(?:\s+(tonight|this (?:morning|afternoon|evening)|in the (?:morning|afternoon|evening)|at night))?"
+    r"(?=\s*(?:$|[.,;:!?)\-–—])|\s+(?:today|tomorrow|on|and|sharp|then|with|for|please|so|but|if|as|or)\b)",
+    re.I,
+)
+"""An hour alone after "at", "by"... ("gym at seven", "at 7 tonight", "back by 5."), where the
+phrase ends there or a word that cannot be a unit follows ("at 7 people" is no time). Without a
+part of the day, an hour of 1-12 matches either half of the day, as "7 o'clock" does. Only time
+criteria read it: the digits stay a number too ("Sydney is at 24, warmer")."""
 _DUR_UNITS = {
     "s": 1,
     "sec": 1,
@@ -536,6 +547,18 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
     for m in _RE_AMPM.finditer(t):
         if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2] or 0), m[3])):
             sc.claim("time", hm, m.start(), m.end())
+    for m in _RE_AT_HOUR.finditer(t):
+        # claimed, not taken: the same digits stay a number for a number criterion ("at 24, warmer")
+        if not sc.free(m.start(1), m.end(1)):
+            continue
+        h, day = int(m[1]), (m[2] or "").lower()
+        ap = "p" if re.search(r"night|afternoon|evening", day) else "a" if "morning" in day else None
+        if ap is None and 0 < h <= 12:
+            first, other = _hm(h % 12, 0, None), _hm(h % 12 + 12, 0, None)
+            if first and other:
+                sc.claim("time", first, m.start(1), m.end(1), alts=(other,))
+        elif (hm := _hm(h if ap is None else (h or 12), 0, ap)) is not None:
+            sc.claim("time", hm, m.start(1), m.end(1))
 
 
 def _duration_seconds(span: str) -> int | None:
