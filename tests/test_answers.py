@@ -149,6 +149,12 @@ def test_date_duration_money():
     # a hyphenated duration ("a 14-minute drive")
     assert ok("It's a 14-minute drive.", type="duration", value=840)
     assert not ok("It's a 15-minute drive.", type="duration", value=840)
+    # a bare number hedged with a duration is a duration in its unit: the hedge fails
+    for text in ("About 14 minutes, or 20 in traffic.", "14 or 20 minutes", "14 min / 20 min"):
+        assert not ok(text, type="duration", value=840), text
+        assert not ok(text, type="duration", value=1200), text
+    assert ok("14 minutes (2 km).", type="duration", value=840)
+    assert ok("It's 14 minutes, 2 stops on the way.", type="duration", value=840)
     # no money at all, in words
     for text in ("You haven't spent anything on dining this week.", "Nothing on dining this week."):
         assert ok(text, type="money", value=0, currency="USD"), text

@@ -862,7 +862,25 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
                     linked.append(Claim("money", n.value, n.start, n.end, n.negated, m.unit, n.alts))
                     break
         return sorted([*found, *linked], key=lambda c: c.start)
+    if type == "duration":
+        found = [c for c in sc.claims if c.type == "duration"]
+        return sorted([*found, *_hedged_durations(sc, found)], key=lambda c: c.start)
     return [c for c in sc.claims if c.type == type]
+
+
+def _hedged_durations(sc: _Scan, found: list[Claim]) -> list[Claim]:
+    """Bare numbers hedged with a duration, as durations in its unit: "14 minutes, or 20 in
+    traffic" and "14 or 20 minutes" claim 20 and 14 minutes too."""
+    linked = []
+    for n in (c for c in sc.claims if c.type == "number"):
+        for d in found:
+            gap = sc.text[n.end : d.start] if n.end <= d.start else sc.text[d.end : n.start]
+            units = re.findall(rf"(?<![^\W\d_]){_DUR_UNIT}\b", sc.text[d.start : d.end], re.I)
+            if units and _HEDGE_LINK.match(gap):
+                scale = _DUR_UNITS[units[-1].lower()]
+                linked.append(Claim("duration", round(n.value * scale), n.start, n.end, n.negated))
+                break
+    return linked
 
 
 _RE_NO_MONEY = re.compile(
