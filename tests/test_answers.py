@@ -263,6 +263,9 @@ def test_bare_amounts_and_numbers_written_as_ids():
     assert ok("Locker #663", type="number", value=663) and ok("Locker no. 663", type="number", value=663)
     assert not ok("Locker no. 664", type="number", value=663)
     assert ok("Order #A12 has 3 items", type="number", value=3)  # an id beside a number stays an id
+    # a short date in brackets after its weekday is a date, not two numbers beside the answer
+    assert ok("Table for 4 this Saturday (7/11) at 19:30", type="number", value=4)
+    assert not ok("Table for 5 this Saturday (7/11) at 19:30", type="number", value=4)
     # a value in another role, said as context, is no contradicting claim
     assert ok("$36.32 so far, out of a $200 budget.", type="money", value=36.32, currency="USD")
     assert not ok("$200 out of a $36.32 budget.", type="money", value=36.32, currency="USD")

@@ -206,7 +206,7 @@ _RE_SHORT_DATE = re.compile(r"(?<![\d/.,])(\d{1,2})/(\d{1,2})(?![\d/])")
 """A numeric date without a year ("9/11"): month first in a US world, day first elsewhere; read
 only after a word that introduces a date ("on 9/11", "moved to 9/11", "Monday 9/11"), so "3/4
 of them" stays a fraction."""
-_DATE_LEAD = re.compile(rf"(?:\b(?:on|to|for|until|till|by|from|before|after)|{_WEEKDAY}),?\s*$", re.I)
+_DATE_LEAD = re.compile(rf"(?:\b(?:on|to|for|until|till|by|from|before|after)|{_WEEKDAY}),?\s*\(?$", re.I)
 _RE_REL_DATE = re.compile(
     rf"\b(?:the day after tomorrow|the day before yesterday|today|tonight|tomorrow|yesterday"
     rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(_WEEKDAYS)}))\b",
