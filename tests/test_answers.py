@@ -13,7 +13,7 @@ from phoneenv.contract import AnswerCriterion, Feedback, Step, TaskSpec, ToolCal
 from phoneenv.env import PhonePlanEnv
 from phoneenv.tasks import select
 from phoneenv.tasks.answers import check_answer, extract_claims, states_facts
-from phoneenv.tasks.predicates import Context, match
+from phoneenv.tasks.predicates import PLAIN_MAX_CHARS, Context, match, plain, says
 from phoneenv.tasks.verify import check_trace, context_of, verify
 
 BOOK = (
@@ -209,6 +209,25 @@ def test_times_in_words():
     assert not ok("at 7 people", type="time", value="19:00")
     assert not ok("at 7 Main Street", type="time", value="19:00")
     assert ok("Sydney is at 24, warmer than Kyoto (18)", type="number", value=24)
+
+
+def test_says_reads_contractions_and_number_words_as_written_out():
+    assert plain("I'm fifteen minutes late, don’t wait") == "I am 15 minutes late, do not wait"
+    dictated = "Don't forget the concert tickets"
+    for body in ("Hi, do not forget the concert tickets!", "don’t forget the concert tickets :)", dictated):
+        assert says(body, dictated), body
+    for body in (
+        "Forget the concert tickets, I have them",
+        "Don't forget the tickets",
+        "I never said don't forget the concert tickets",
+    ):
+        assert not says(body, dictated), body
+    assert says("Hi! I am running about fifteen minutes late.", "I'm running about 15 minutes late")
+    assert not says("I'm running about 50 minutes late", "I'm running about 15 minutes late")
+    assert not says("I'm not running about 15 minutes late", "I'm running about 15 minutes late")
+    # a fuzzed huge body is read as written, not rewritten (seconds of work)
+    huge = "I'm late. " * (PLAIN_MAX_CHARS // 10 + 1)
+    assert plain(huge) == huge and says(huge, "I'm late")
 
 
 def test_contains_means_stated_as_words_and_not_denied():

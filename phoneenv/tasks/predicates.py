@@ -38,7 +38,7 @@ from typing import Any
 
 from phoneenv.tasks.identity import contact_ids
 
-__all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm", "says", "words"]
+__all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm", "plain", "says", "words"]
 
 
 @dataclass(frozen=True)
@@ -79,16 +79,48 @@ _DENIED_BEFORE = re.compile(r"(?:(?:\b(?:not|never|no\s+longer)|n't|n’t)\W+(?:
 _CLAUSE_END = re.compile(r"[.;!?\n]\s|[;!?\n]")
 
 
+PLAIN_MAX_CHARS = 10_000
+"""The longest text :func:`plain` rewrites (characters)."""
+
+
+@functools.lru_cache(maxsize=8192)
+def plain(text: str) -> str:
+    """``text`` with its contractions expanded and its number words as digits, so that two ways
+    of writing the same words compare equal: "I'm fifteen minutes late" → "I am 15 minutes late".
+
+    Contractions by the ``contractions`` package (``fix``, standard forms only: "don't", "I'm";
+    not the slang forms "dont", "im", which are also English words such as "shell"); number words
+    by ``text2num``'s ``alpha2digit`` (English, every number: "one" → "1"). Typographic
+    apostrophes count as apostrophes. Texts longer than :data:`PLAIN_MAX_CHARS` come back
+    unchanged (no message or answer is that long; a fuzzed 1 MB body would take seconds). Pure;
+    cached.
+    """
+    if len(text) > PLAIN_MAX_CHARS:
+        return text
+    import contractions
+    from text_to_num import alpha2digit
+
+    expanded = contractions.fix(text.replace("\u2019", "'"), slang=False)
+    return alpha2digit(expanded, "en", threshold=0)
+
+
 def says(text: Any, phrase: Any) -> bool:
     """Whether ``text`` states ``phrase``: the phrase's words in order, whole (case, accents,
-    hyphens and punctuation between them aside, see :func:`words`), at least once not denied in
-    its clause, that is without "not", "never", "no longer" or "n't" up to two words before it,
-    nor "no" right before it ("It's not Team offsite", "I'm not at Central Station", "no showers"
-    do not state the phrase; "not the window but the aisle" states "aisle"). A phrase with no letter or digit is in every text."""
+    hyphens and punctuation between them aside, see :func:`words`; contractions and number words
+    as :func:`plain` writes them: "do not forget" states "Don't forget", "fifteen" states "15"), at
+    least once not denied in its clause, that is without "not", "never", "no longer" or "n't" up
+    to two words before it, nor "no" right before it ("It's not Team offsite", "I'm not at Central
+    Station", "no showers" do not state the phrase; "not the window but the aisle" states
+    "aisle"). A phrase with no letter or digit is in every text."""
+    phrase, text = str(phrase if phrase is not None else ""), str(text if text is not None else "")
+    return _said(text, phrase) or _said(plain(text), plain(phrase))
+
+
+def _said(text: str, phrase: str) -> bool:
     parts = words(phrase).split()
     if not parts:
         return True
-    body = _bare(str(text if text is not None else ""))
+    body = _bare(text)
     pattern = r"(?<![^\W_])" + r"[\W_]+".join(re.escape(p) for p in parts) + r"(?![^\W_])"
     for m in re.finditer(pattern, body, re.I):
         ends = [e.end() for e in _CLAUSE_END.finditer(body, 0, m.start())]

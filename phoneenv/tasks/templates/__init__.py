@@ -261,6 +261,14 @@ def behavior(rule: str, tool: str | None = None, *, id: str = "", **kw: Any) -> 
     return BehaviorCriterion(id=id or f"{rule}:{tool or ''}", rule=rule, tool=tool, **kw)  # type: ignore[arg-type]
 
 
+def dictated(text: str) -> dict[str, Any]:
+    """A body predicate for a text the user dictated ('Text Sam: "..."'): the body states it
+    (``{"says": text}``, :func:`phoneenv.tasks.predicates.says`): its words in order, case,
+    punctuation, contractions and number words aside, with words of the agent's own around it
+    ("Hi Sam, ..."). A paraphrase, a part of it, or the text denied fails."""
+    return {"says": text}
+
+
 # -- verdict probes ------------------------------------------------------------------------------
 
 

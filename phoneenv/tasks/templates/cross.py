@@ -11,6 +11,7 @@ from phoneenv.tasks.templates import (
     Draft,
     behavior,
     call,
+    dictated,
     fails,
     first_name,
     named,
@@ -331,17 +332,17 @@ def text_missed_caller(w: World) -> Draft:
 def save_unknown_number(w: World) -> Draft:
     """Template ``cross.save_unknown_number``, e.g. task 0: "Someone texted me about the flat viewing. Save their number as a contact named Joe Davis and text them: \"The viewing is on Thursday at 6.\""."""
     topics = [
-        ("the bike I'm selling", "the bike you're selling", "bike", "You can see the bike on Saturday morning.", "saturday"),
-        ("the flat viewing", "the flat viewing", "viewing", "The viewing is on Thursday at 6.", "thursday"),
-        ("the football team", "joining your football team", "football", "Training is every Tuesday at 7.", "tuesday"),
-        ("the choir rehearsal", "the choir rehearsal", "choir", "Rehearsal starts at 7:30 in the church hall.", "7:30"),
-        ("the sofa I listed online", "the sofa you listed online", "sofa", "Yes, it's still available.", "available"),
-        ("my lost cat poster", "your lost cat poster", "cat", "Thank you! Where did you see her?", "where"),
+        ("the bike I'm selling", "the bike you're selling", "bike", "You can see the bike on Saturday morning."),
+        ("the flat viewing", "the flat viewing", "viewing", "The viewing is on Thursday at 6."),
+        ("the football team", "joining your football team", "football", "Training is every Tuesday at 7."),
+        ("the choir rehearsal", "the choir rehearsal", "choir", "Rehearsal starts at 7:30 in the church hall."),
+        ("the sofa I listed online", "the sofa you listed online", "sofa", "Yes, it's still available."),
+        ("my lost cat poster", "your lost cat poster", "cat", "Thank you! Where did you see her?"),
     ]  # fmt: skip
     number = _unknown_number(w)
     name = w.new_name()
     first = name.split()[0]
-    (topic, said, keyword, reply, key), (_, o_said, *_) = w.rng.sample(topics, 2)
+    (topic, said, keyword, reply), (_, o_said, *_) = w.rng.sample(topics, 2)
     _add_message(w, number, f"Hi, this is {first}, about {said} - can we talk?", w.rng.randrange(5, 120))
     other_number = _unknown_number(w)
     _add_message(w, other_number, f"Hello! Message about {o_said}, please call back.", w.rng.randrange(5, 120))
@@ -352,7 +353,7 @@ def save_unknown_number(w: World) -> Draft:
         call("finish", answer=f"Saved {name} and replied."),
     ]
     saved = state("contacts.contacts", "created", name={"iequals": name}, phone={"number": number})
-    texted = state("messages.messages", "created", number={"number": number}, direction="out", body={"icontains": key})
+    texted = state("messages.messages", "created", number={"number": number}, direction="out", body=dictated(reply))
     return Draft(
         goal=f'Someone texted me about {topic}. Save their number as a contact named {name} and text them: "{reply}"',
         criteria=[saved, texted],

@@ -22,6 +22,7 @@ from phoneenv.tasks.templates import (
     behavior,
     call,
     confirm_variant,
+    dictated,
     fails,
     finishing,
     named,
@@ -1048,7 +1049,7 @@ def reach_work_number(w: World) -> Draft:
         )  # fmt: skip
         act = call("messages.send", to=work, body=body)
         wrong = call("messages.send", to=c["phone"], body=body)
-        crit = state("messages.messages", "created", number={"number": work}, body={"iequals": body}, direction="out")
+        crit = state("messages.messages", "created", number={"number": work}, body=dictated(body), direction="out")
     else:
         goal = w.rng.choice(
             [f"Call {c['name']} at work.", f"Ring {first}'s work number for me, not the mobile."]

@@ -14,6 +14,7 @@ from phoneenv.tasks.templates import (
     behavior,
     call,
     confirm_variant,
+    dictated,
     fails,
     finishing,
     passes,
@@ -33,18 +34,18 @@ EXTRA_MAILS = [
 ]
 # (subject, body, a word of it the sent mail must contain); no key reads the same backwards.
 EMAILS = [
-    ("Saturday hike", "Let's meet at the trailhead at 9.", "trailhead"),
-    ("Book club", "I finished the book and loved the ending.", "ending"),
-    ("Photos from the trip", "I uploaded the photos to the shared album.", "album"),
-    ("Rent for December", "I transferred the rent this morning.", "transferred"),
-    ("Lunch next week", "Are you free for lunch on Wednesday?", "Wednesday"),
-    ("Thank you", "Thanks again for helping me move last weekend.", "helping"),
+    ("Saturday hike", "Let's meet at the trailhead at 9."),
+    ("Book club", "I finished the book and loved the ending."),
+    ("Photos from the trip", "I uploaded the photos to the shared album."),
+    ("Rent for December", "I transferred the rent this morning."),
+    ("Lunch next week", "Are you free for lunch on Wednesday?"),
+    ("Thank you", "Thanks again for helping me move last weekend."),
 ]
 REPLIES = [
-    ("Thanks, I'll take a look today.", "look today"),
-    ("Got it, thank you!", "Got it"),
-    ("Sounds good, count me in.", "count me in"),
-    ("Can we talk about this on Monday?", "Monday"),
+    "Thanks, I'll take a look today.",
+    "Got it, thank you!",
+    "Sounds good, count me in.",
+    "Can we talk about this on Monday?",
 ]
 
 
@@ -204,7 +205,7 @@ def send_email(w: World) -> Draft:
         first, last = c["name"].split()
         c["email"] = f"{first.lower()}.{last.lower()}@example.com"
     name, query = who(w, c)
-    subject, body, key = w.rng.choice(EMAILS)
+    subject, body = w.rng.choice(EMAILS)
     goal = w.rng.choice(
         [f'Email {name} with the subject "{subject}" and the message: "{body}"',
          f'Send {name} an email, subject "{subject}": "{body}"']
@@ -216,7 +217,7 @@ def send_email(w: World) -> Draft:
             folder="sent",
             to={"people": [c["id"]]},
             subject={"iequals": subject},
-            body={"icontains": key},
+            body=dictated(body),
         )
     ]
     plan.append(call("contacts.search", query=query))
@@ -315,7 +316,7 @@ def reply(w: World) -> Draft:
     """Template ``mail.reply``, e.g. task 0: "Reply to the \"Dinner on Saturday?\" email from Wendelin: \"Thanks, I'll take a look today.\" Ask me before you send it."."""
     plan = signed_out(w)
     m = w.rng.choice(inbox(w))
-    text, key = w.rng.choice(REPLIES)
+    text = w.rng.choice(REPLIES)
     who_sent = sender_name(w, m["from"])
     about = f'the "{m["subject"]}" email' + (f" from {who_sent.split()[0]}" if who_sent else "")
     goal = f'Reply to {about}: "{text}"'
@@ -326,7 +327,7 @@ def reply(w: World) -> Draft:
             folder="sent",
             to={"has": m["from"], "len": 1},
             subject={"iequals": f"Re: {m['subject']}"},
-            body={"icontains": key},
+            body=dictated(text),
         )
     ]
     plan.append(call("mail.search", query=m["subject"]))

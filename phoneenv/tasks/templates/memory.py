@@ -34,6 +34,7 @@ from phoneenv.tasks.templates import (
     answer,
     behavior,
     call,
+    dictated,
     fails,
     finishing,
     first_name,
@@ -157,12 +158,21 @@ def _old_and_new(
     return old_e, new_e, linked
 
 
-def _sms(c: dict[str, Any], contains: str | None = None, states: dict[str, Any] | None = None, **where: Any) -> Any:
+def _sms(
+    c: dict[str, Any],
+    contains: str | None = None,
+    states: dict[str, Any] | None = None,
+    said: str | None = None,
+    **where: Any,
+) -> Any:
     """A text to contact ``c`` (by identity: any format of their number) created whose body
-    contains ``contains`` and states the facts ``states`` (``{"time": "19:30"}``: "7:30 pm"
-    holds, another time beside it does not) when given, and whose fields match ``where``."""
+    contains ``contains``, states the facts ``states`` (``{"time": "19:30"}``: "7:30 pm"
+    holds, another time beside it does not) or says the dictated text ``said``
+    (:func:`~phoneenv.tasks.templates.dictated`) when given, and whose fields match ``where``."""
     if contains is not None:
         where["body"] = {"icontains": contains}
+    if said is not None:
+        where["body"] = dictated(said)
     if states is not None:
         where["body"] = {"states": states}
     crit = state("messages.messages", "created", number={"person": c["id"]}, direction="out", **where)
@@ -226,7 +236,7 @@ def text_relation(w: World) -> Draft:
         book.add("fact", phrase.format(name=p["name"], first=first_name(p), rel=r), ago(w, w.rng.randrange(30, 900)))
     book.distract(w, 3)
     target, rel = people[0], rels[0]
-    text, key = w.rng.choice(TEXTS)
+    text, same, opposite = w.rng.choice(TEXTS)
     end = "" if text[-1] in "?!." else "."
     goal = w.rng.choice([f'Text my {rel}: "{text}"{end}', f'Send my {rel} a message saying "{text}"{end}'])
     plan = [
@@ -239,7 +249,7 @@ def text_relation(w: World) -> Draft:
         w,
         book,
         goal=goal,
-        criteria=[_sms(target, key)],
+        criteria=[_sms(target, said=text)],
         milestones=[memory_searched(rel), _sms(target)],
         plan=plan,
         perturb_exempt=["3.answer"],
@@ -256,6 +266,13 @@ def text_relation(w: World) -> Draft:
             fails(
                 "texts someone else too",
                 replacing(plan, 2, plan[2], call("messages.send", to=people[2]["phone"], body=text)),
+            ),
+            passes(
+                "the text in its own words", replacing(plan, 2, call("messages.send", to=target["phone"], body=same))
+            ),
+            fails(
+                "a text that says otherwise",
+                replacing(plan, 2, call("messages.send", to=target["phone"], body=opposite)),
             ),
         ],
     )

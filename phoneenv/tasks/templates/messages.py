@@ -17,6 +17,7 @@ from phoneenv.tasks.templates import (
     behavior,
     call,
     confirm_variant,
+    dictated,
     fails,
     finishing,
     passes,
@@ -30,15 +31,16 @@ WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "sev
 
 # (text to send, a word of it the sent message must contain)
 TEXTS = [
-    ("I'm running about 15 minutes late", "late"),
-    ("Can you bring the charger tonight?", "charger"),
-    ("Dinner is at 8 at Cafe Luna", "Cafe Luna"),
-    ("Don't forget the concert tickets", "tickets"),
-    ("Call me when you land", "land"),
-    ("The package arrived, thanks!", "package"),
-    ("Let's meet at the station at 6", "station"),
-    ("Happy anniversary to you both!", "anniversary"),
-]
+    # (what the user dictates, the same text as an agent may write it, a near miss that says otherwise)
+    ("I'm running about 15 minutes late", "Hi! I am running about fifteen minutes late.", "I'm running about 50 minutes late"),
+    ("Can you bring the charger tonight?", "Hey, can you bring the charger tonight? Thanks", "Can you bring the charger tomorrow?"),
+    ("Dinner is at 8 at Cafe Luna", "Dinner is at eight at Cafe Luna, see you!", "Dinner is at 9 at Cafe Luna"),
+    ("Don't forget the concert tickets", "Hi, do not forget the concert tickets!", "Forget the concert tickets, I have them"),
+    ("Call me when you land", "Call me when you land :)", "Don't call me when you land"),
+    ("The package arrived, thanks!", "Hi - the package arrived. Thanks!", "The package hasn't arrived yet"),
+    ("Let's meet at the station at 6", "Let us meet at the station at six", "Let's meet at the station at 7"),
+    ("Happy anniversary to you both!", "Happy anniversary to you both!! Love", "Sorry I missed your anniversary"),
+]  # fmt: skip
 # Bodies never used by the seeded world, for messages a template adds.
 EXTRA_BODIES = [
     "The keys are under the blue flowerpot",
@@ -158,12 +160,12 @@ def text_contact(w: World) -> Draft:
     (name_a, query_a), (name_b, query_b) = who(w, a), who(w, b)
     if name_a.startswith("my ") and name_b.startswith("my "):
         name_b = query_b = b["name"].split()[0]
-    text, key = w.rng.choice(TEXTS)
+    text, same, opposite = w.rng.choice(TEXTS)
     confirm = confirm_variant(w, 0.3)
     plan = [call("contacts.search", query=query_a), call("contacts.search", query=query_b)]
     criteria: list[Criterion] = [
         labelled(
-            state("messages.messages", "created", number={"person": p["id"]}, body={"icontains": key}),
+            state("messages.messages", "created", number={"person": p["id"]}, body=dictated(text)),
             f"texted:{p['id']}",
         )
         for p in (a, b)
@@ -194,7 +196,14 @@ def text_contact(w: World) -> Draft:
             passes("looked at the threads too", [call("messages.list_threads"), *plan]),
             fails("one of them left out", replacing(plan, i)),
             fails("the wrong person", replacing(plan, i, call("messages.send", to=similar(w, a)["phone"], body=text))),
+            passes(
+                "the text in the agent's words around it",
+                replacing(plan, i, call("messages.send", to=a["phone"], body=same)),
+            ),
             fails("other words", replacing(plan, i, call("messages.send", to=a["phone"], body="Talk soon"))),
+            fails(
+                "a text that says otherwise", replacing(plan, i, call("messages.send", to=a["phone"], body=opposite))
+            ),
         ],
     )
 
@@ -308,12 +317,12 @@ def last_texter(w: World) -> Draft:
     ask = w.rng.choice(
         ["Who texted me last?", "Who sent me the most recent text?", "Who was the last person to text me?"]
     )
-    reply, key = w.rng.choice(
-        [("I'll call you tonight", "tonight"),
-         ("Got your message, will reply properly later", "later"),
-         ("Sorry, I'm in a meeting until noon", "meeting"),
-         ("On my way home, talk soon", "on my way"),
-         ("Thanks, I'll check and get back to you", "get back")]
+    reply = w.rng.choice(
+        ["I'll call you tonight",
+         "Got your message, will reply properly later",
+         "Sorry, I'm in a meeting until noon",
+         "On my way home, talk soon",
+         "Thanks, I'll check and get back to you"]
     )  # fmt: skip
     plan = [call("messages.list_threads"), call("messages.send", to=last["number"], body=reply)]
     done = f"{c['name']} texted last; I replied."
@@ -324,7 +333,7 @@ def last_texter(w: World) -> Draft:
         goal=f'{ask} Text them back: "{reply}".',
         criteria=[
             answer(type="contact", value=c["id"]),
-            state("messages.messages", "created", number={"person": c["id"]}, body={"icontains": key}),
+            state("messages.messages", "created", number={"person": c["id"]}, body=dictated(reply)),
         ],
         milestones=[behavior("required_call", "messages.send", id="replied", arguments={"to": {"person": c["id"]}})],
         plan=plan,
