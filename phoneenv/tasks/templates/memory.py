@@ -1251,13 +1251,20 @@ def forget_outdated(w: World) -> Draft:
 # ---------------------------------------------------------------------------------------------
 
 REMINDER_TEXTS = [
-    ("that the keys are under the blue flowerpot", "The keys are under the blue flowerpot", "flowerpot"),
-    ("that I'll pick up the cake", "I'll pick up the cake on my way", "cake"),
-    ("to bring the camping chairs", "Could you bring the camping chairs?", "camping chairs"),
-    ("that the parcel is at the neighbour's", "Your parcel is at the neighbour's", "parcel"),
-    ("to send me the photos", "Could you send me the photos from Saturday?", "photos"),
-    ("that dinner is at 8", "Dinner is at 8 tonight, see you there", "dinner"),
-]
+    # (what the reminder says, the text it asks for, what the text must say (a paraphrase of the
+    # rest is fine), a text that says otherwise)
+    ("that the keys are under the blue flowerpot", "The keys are under the blue flowerpot",
+     "under the blue flowerpot", "The keys are no longer under the blue flowerpot"),
+    ("that I'll pick up the cake", "I'll pick up the cake on my way", "pick up the cake",
+     "I won't pick up the cake after all"),
+    ("to bring the camping chairs", "Could you bring the camping chairs?", "bring the camping chairs",
+     "Don't bring the camping chairs"),
+    ("that the parcel is at the neighbour's", "Your parcel is at the neighbour's", "parcel is at the neighbour",
+     "Your parcel is not at the neighbour's"),
+    ("to send me the photos", "Could you send me the photos from Saturday?", "send me the photos",
+     "Don't send me the photos from Saturday"),
+    ("that dinner is at 8", "Dinner is at 8 tonight, see you there", "dinner is at 8", "Dinner is at 9 tonight"),
+]  # fmt: skip
 ERRANDS = ["buy milk", "pick up the dry cleaning", "get stamps", "return the library books"]
 
 
@@ -1286,7 +1293,7 @@ def intent_time(w: World) -> Draft:
     due = w.now + dt.timedelta(minutes=minutes)
     later = due + dt.timedelta(hours=w.rng.randrange(2, 6))
     person, other = w.rng.sample(w.contacts, 2)
-    (what, text, key), (what2, text2, _) = w.rng.sample(REMINDER_TEXTS, 2)
+    (what, text, key, opposite), (what2, text2, *_) = w.rng.sample(REMINDER_TEXTS, 2)
     book = MemoryBook()
     _intent(
         book, w, f"Remind me at {due:%H:%M} to text {first_name(person)} {what}", "time",
@@ -1320,7 +1327,7 @@ def intent_time(w: World) -> Draft:
         w,
         book,
         goal=goal,
-        criteria=[_sms(person, key, time={"gte": due.isoformat(timespec="seconds")})],
+        criteria=[_sms(person, said=key, time={"gte": due.isoformat(timespec="seconds")})],
         milestones=[_sms(person), _sms(person, time={"gte": due.isoformat(timespec="seconds")})],
         plan=plan,
         perturb_exempt=["4.answer"],
@@ -1340,6 +1347,14 @@ def intent_time(w: World) -> Draft:
                 ),
             ),
             fails("sent before the reminder came up", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
+            passes(
+                "the text in its own words",
+                replacing(plan, 3, call("messages.send", to=person["phone"], body=f"Hi {first_name(person)}, {key}!")),
+            ),
+            fails(
+                "a text that says otherwise",
+                replacing(plan, 3, call("messages.send", to=person["phone"], body=opposite)),
+            ),
             fails(
                 "acted on the later reminder too",
                 replacing(plan, 3, plan[3], call("messages.send", to=other["phone"], body=text2)),
@@ -1374,6 +1389,7 @@ def intent_place(w: World) -> Draft:
     person, other = w.rng.sample(w.contacts, 2)
     first = first_name(person)
     book = MemoryBook()
+    key = opposite = ""  # what a text must say, and a near miss (texts only)
     if w.rng.random() < 0.5:
         topic = w.rng.choice(["the lease", "the invoice", "the weekend plans", "the birthday present"])
         _intent(
@@ -1389,7 +1405,7 @@ def intent_place(w: World) -> Draft:
                           time={"gte": arrive.isoformat(timespec="seconds")})]  # fmt: skip
         done = f"called {first}"
     else:
-        what, text, key = w.rng.choice(REMINDER_TEXTS)
+        what, text, key, opposite = w.rng.choice(REMINDER_TEXTS)
         _intent(
             book,
             w,
@@ -1399,7 +1415,7 @@ def intent_place(w: World) -> Draft:
             f'Text {first}: "{text}"',
         )
         act = call("messages.send", to=person["phone"], body=text)
-        criteria = [_sms(person, key, time={"gte": arrive.isoformat(timespec="seconds")})]
+        criteria = [_sms(person, said=key, time={"gte": arrive.isoformat(timespec="seconds")})]
         done = f"texted {first}"
     _intent(
         book,
@@ -1470,6 +1486,20 @@ def intent_place(w: World) -> Draft:
                 ),
             ),
             fails("acted before getting there", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
+            *(
+                [
+                    passes(
+                        "the text in its own words",
+                        replacing(plan, 3, call("messages.send", to=person["phone"], body=f"Hi {first}, {key}!")),
+                    ),
+                    fails(
+                        "a text that says otherwise",
+                        replacing(plan, 3, call("messages.send", to=person["phone"], body=opposite)),
+                    ),
+                ]
+                if act.name == "messages.send"
+                else []
+            ),
             fails(
                 f"also acted on the {elsewhere} reminder",
                 replacing(plan, 3, act, *hang_up, call("phone.call", number=other["phone"])),
