@@ -261,6 +261,19 @@ def behavior(rule: str, tool: str | None = None, *, id: str = "", **kw: Any) -> 
     return BehaviorCriterion(id=id or f"{rule}:{tool or ''}", rule=rule, tool=tool, **kw)  # type: ignore[arg-type]
 
 
+def plain_texts_to(*contacts: dict[str, Any]) -> list[ChangeSelector]:
+    """Allowed changes: texts without attachments to ``contacts`` (a greeting, a note beside the
+    photos a task sends them). Not collateral damage; not required either. The photos themselves
+    are checked by the task's criteria, whatever texts go with them."""
+    return [
+        ChangeSelector(
+            table="messages.messages",
+            where={"number": {"person": c["id"]}, "direction": "out", "attachments": {"in": [None, []]}},
+        )
+        for c in contacts
+    ]
+
+
 def dictated(text: str) -> dict[str, Any]:
     """A body predicate for a text the user dictated ('Text Sam: "..."'): the body states it
     (``{"says": text}``, :func:`phoneenv.tasks.predicates.says`): its words in order, case,

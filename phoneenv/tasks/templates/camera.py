@@ -11,6 +11,7 @@ from phoneenv.tasks.templates import (
     first_name,
     passes,
     pick,
+    plain_texts_to,
     replacing,
     state,
     suffixed,
@@ -90,6 +91,7 @@ def photo_to_contact(w: World) -> Draft:
         plan=plan,
         fixtures=fixtures,
         perturb_exempt=exempt,
+        allowed_changes=plain_texts_to(c),
         probes=[
             passes(
                 "number written another way",
@@ -98,6 +100,10 @@ def photo_to_contact(w: World) -> Draft:
                 ),
             ),
             passes("with the front camera", replacing(plan, send - 1, call("camera.take_photo", lens="front"))),
+            passes(
+                "a greeting beside the photo",
+                replacing(plan, send, call("messages.send", to=c["phone"], body="Hi! Look at this"), plan[send]),
+            ),
             fails(
                 "an old photo sent",
                 replacing(plan, send, call("messages.send_photos", to=c["phone"], photo_ids=[old], body=body)),

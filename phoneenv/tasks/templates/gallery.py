@@ -14,6 +14,7 @@ from phoneenv.tasks.templates import (
     confirm_variant,
     fails,
     passes,
+    plain_texts_to,
     replacing,
     state,
     suffixed,
@@ -265,6 +266,10 @@ def share_with_tagged(w: World) -> Draft:
             ),
         ),
         fails("one person forgotten", replacing(plan, s0)),
+        passes(
+            "a greeting beside the photos",
+            replacing(plan, s0, call("messages.send", to=c0["phone"], body="Hi! Photos coming"), plan[s0]),
+        ),
     ]
     if len(theirs[c0["id"]]) > 1:
         probes.append(
@@ -293,4 +298,11 @@ def share_with_tagged(w: World) -> Draft:
                 replacing(plan, s0, call("messages.send_photos", to=c0["phone"], photo_ids=everything)),
             )
         )
-    return Draft(goal=goal, criteria=criteria, plan=plan, perturb_exempt=exempt, probes=probes)
+    return Draft(
+        goal=goal,
+        criteria=criteria,
+        plan=plan,
+        perturb_exempt=exempt,
+        probes=probes,
+        allowed_changes=plain_texts_to(*people),
+    )

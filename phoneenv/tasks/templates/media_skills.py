@@ -22,6 +22,7 @@ from phoneenv.tasks.templates import (
     first_name,
     passes,
     pick,
+    plain_texts_to,
     replacing,
     state,
     suffixed,
@@ -130,6 +131,7 @@ def share_photos(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["6.answer"],
         probes=probes,
+        allowed_changes=plain_texts_to(c),
     )
 
 

@@ -26,6 +26,7 @@ from phoneenv.tasks.templates import (
     first_name,
     passes,
     pick,
+    plain_texts_to,
     replacing,
     state,
     suffixed,
@@ -342,6 +343,7 @@ def photos_to_tagged(w: World) -> Draft:
         milestones=[delegated("gallery.*")],
         plan=plan,
         perturb_exempt=exempt,
+        allowed_changes=plain_texts_to(*people),
         probes=[
             passes("no text with the photos", replacing(plan, s0, call("messages.send_photos", to=c0["phone"], photo_ids=theirs[c0["id"]]))),
             fails("someone not tagged", replacing(plan, s0, plan[s0], call("messages.send_photos", to=outsider["phone"], photo_ids=theirs[c0["id"]]))),
