@@ -225,6 +225,12 @@ def test_says_reads_contractions_and_number_words_as_written_out():
     assert says("Hi! I am running about fifteen minutes late.", "I'm running about 15 minutes late")
     assert not says("I'm running about 50 minutes late", "I'm running about 15 minutes late")
     assert not says("I'm not running about 15 minutes late", "I'm running about 15 minutes late")
+    assert not says("I can't pick up the cake on my way, sorry", "pick up the cake")
+    assert not says("I cannot pick up the cake", "pick up the cake")
+    # a number is whole: "at 8" is not said by "at 8:30", nor "to 4" by "to 4.5"
+    assert not says("Dinner is at 8:30 tonight", "dinner is at 8")
+    assert not says("Can we move our call to 4:30?", "Can we move our call to 4?")
+    assert says("Dinner is at 8. See you", "dinner is at 8") and says("Move it to 4, ok?", "move it to 4")
     # a fuzzed huge body is read as written, not rewritten (seconds of work)
     huge = "I'm late. " * (PLAIN_MAX_CHARS // 10 + 1)
     assert plain(huge) == huge and says(huge, "I'm late")

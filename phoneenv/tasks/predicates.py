@@ -75,7 +75,7 @@ def _bare(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-_DENIED_BEFORE = re.compile(r"(?:(?:\b(?:not|never|no\s+longer)|n't|n’t)\W+(?:[^\W_]+\W+){0,2}|\bno\s+)$", re.I)
+_DENIED_BEFORE = re.compile(r"(?:(?:\b(?:not|cannot|never|no\s+longer)|n't|n’t)\W+(?:[^\W_]+\W+){0,2}|\bno\s+)$", re.I)
 _CLAUSE_END = re.compile(r"[.;!?\n]\s|[;!?\n]")
 
 
@@ -108,8 +108,8 @@ def says(text: Any, phrase: Any) -> bool:
     """Whether ``text`` states ``phrase``: the phrase's words in order, whole (case, accents,
     hyphens and punctuation between them aside, see :func:`words`; contractions and number words
     as :func:`plain` writes them: "do not forget" states "Don't forget", "fifteen" states "15"), at
-    least once not denied in its clause, that is without "not", "never", "no longer" or "n't" up
-    to two words before it, nor "no" right before it ("It's not Team offsite", "I'm not at Central
+    least once not denied in its clause, that is without "not", "cannot", "never", "no longer" or
+    "n't" up to two words before it, nor "no" right before it ("It's not Team offsite", "I'm not at Central
     Station", "no showers" do not state the phrase; "not the window but the aisle" states
     "aisle"). A phrase with no letter or digit is in every text."""
     phrase, text = str(phrase if phrase is not None else ""), str(text if text is not None else "")
@@ -121,7 +121,8 @@ def _said(text: str, phrase: str) -> bool:
     if not parts:
         return True
     body = _bare(text)
-    pattern = r"(?<![^\W_])" + r"[\W_]+".join(re.escape(p) for p in parts) + r"(?![^\W_])"
+    # whole words, and a number whole too: "at 8" is not in "at 8:30" nor "4" in "4.5"
+    pattern = r"(?<![^\W_])(?<!\d[:.,])" + r"[\W_]+".join(re.escape(p) for p in parts) + r"(?![^\W_])(?![:.,]\d)"
     for m in re.finditer(pattern, body, re.I):
         ends = [e.end() for e in _CLAUSE_END.finditer(body, 0, m.start())]
         clause = body[ends[-1] if ends else 0 : m.start()]
