@@ -15,7 +15,7 @@ import importlib
 import pkgutil
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,15 +220,17 @@ TIME_SAID = r"\d{1,2}(?::|h)\d{2}|\b\d{1,2}(?:\.\d{2})?\s*[ap]\.?\s?m\b|o'clock|
 """A regex: the text says some time of day ("16:05", "4 pm", "half past four", "at 8.28")."""
 
 
-def answer_time_if_said(hhmm: str, id: str = "answer_time") -> CompositeCriterion:
+def answer_time_if_said(hhmm: str, id: str = "answer_time", also: Sequence[str] = ()) -> CompositeCriterion:
     """The final answer need not give a time, but a time it gives must be ``hhmm`` (and that one
     alone): for tasks whose goal reports a time to someone else, where a wrong time told to the
-    user is as wrong as one texted."""
+    user is as wrong as one texted. ``also``: other times of the task the answer may give, beside
+    ``hhmm`` or alone (a train's departure beside its arrival)."""
     return CompositeCriterion(
         kind="any_of",
         id=id,
         criteria=[
-            answer(id=f"{id}:stated", type="time", value=hhmm),
+            answer(id=f"{id}:stated", type="time", value=hhmm, context=list(also)),
+            *(answer(id=f"{id}:also:{t}", type="time", value=t) for t in also),
             CompositeCriterion(kind="not", id=f"{id}:none", criteria=[answer(id=f"{id}:any", pattern=TIME_SAID)]),
         ],
     )

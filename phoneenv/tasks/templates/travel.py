@@ -16,6 +16,7 @@ from phoneenv.contract import Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_time_if_said,
     ask_first,
     behavior,
     call,
@@ -68,7 +69,10 @@ def mailed(subject: str, id: str = "mailed") -> Any:
 
 
 def booked(item: dict[str, Any], kind: str, **where: Any) -> Any:
-    """A confirmed booking of ``item`` created."""
+    """A confirmed booking of ``item`` created; a flight or a train for one passenger unless
+    ``where`` says otherwise (every task books for the user: paying for more seats is wrong)."""
+    if kind in ("flight", "train"):
+        where.setdefault("passengers", 1)
     return state("travel.bookings", "created", item=item["id"], kind=kind, status="confirmed", **where)
 
 
@@ -137,7 +141,7 @@ def flight_to_calendar(w: World) -> Draft:
         "title": {"any": [{"icontains": dest}, {"icontains": target["number"]}]},
     }
     criteria += [
-        booked(target, "flight", passengers=1),
+        booked(target, "flight"),
         mailed("confirmed"),
         state("calendar.events", "created", **event),
     ]
@@ -219,8 +223,12 @@ def train_tell_arrival(w: World) -> Draft:
     criteria += [
         booked(target, "train"),
         mailed("confirmed"),
+        # the arrival time, the departure time at most beside it (not as the arrival), no other day
         state("messages.messages", "created", number={"person": c["id"]}, direction="out",
-              body={"any": [{"states": {"time": arrives}}, {"regex": arriving_at(arrives)}]}),
+              body={"states": {"time": {"value": arrives, "context": [hm(target["departs"])]}},
+                    "consistent": {"date": day.isoformat()},
+                    "not": {"regex": arriving_at(hm(target["departs"]))}}),
+        answer_time_if_said(arrives, also=[hm(target["departs"])]),
     ]  # fmt: skip
     goal = w.rng.choice(
         [
@@ -251,6 +259,14 @@ def train_tell_arrival(w: World) -> Draft:
                   body=f"Leaving at {arrives}, arriving at {hm(target['departs'])}."))),
             fails("hedged the arrival", replacing(plan, send, call("messages.send", to=c["phone"],
                   body=f"Arriving at {arrives} or {hm(wrong['arrives'])}."))),
+            fails("corrected to another time", replacing(plan, send, call("messages.send", to=c["phone"],
+                  body=f"Arriving at {arrives}. Correction: arriving at {hm(wrong['arrives'])}."))),
+            passes("reaching, then leaving", replacing(plan, send, call("messages.send", to=c["phone"],
+                   body=f"Reaching {dest} at {_twelve(arrives)}, leaving {here.name} at {hm(target['departs'])}."))),
+            fails("another day", replacing(plan, send, call("messages.send", to=c["phone"],
+                  body=f"Arriving at {arrives} on {(day + dt.timedelta(days=1)).strftime('%A')}."))),
+            fails("the wrong arrival told to the user", finishing(plan, f"Booked; arriving {hm(wrong['arrives'])}.")),
+            fails("booked for two", replacing(plan, book, call("travel.book_train", train_id=target["id"], passengers=2))),
         ],
     )  # fmt: skip
 
