@@ -173,6 +173,19 @@ def test_date_duration_money():
     assert not ok("36 dollars and 32 cents", type="duration", value=86400)
 
 
+def test_no_refund_is_an_amount_of_zero():
+    for text in ("Cancelled, but there's no refund.", "You get nothing back.", "It won't be refunded."):
+        assert ok(text, type="money", value=0, currency="GBP"), text
+        assert not ok(text, type="money", value=765, currency="GBP"), text
+    # beside other amounts too: the total as context, or a contradiction
+    assert ok("You lose the whole 765 GBP - nothing is refunded.", type="money", value=0, currency="GBP", context=[765])
+    assert not ok("You paid 720 AUD but get nothing back.", type="money", value=720, currency="AUD", context=[720])
+    assert not ok("Refund: 720 AUD. Actually no refund, sorry.", type="money", value=720, currency="AUD")
+    assert ok("Refund: 720 AUD, nothing else to pay.", type="money", value=720, currency="AUD")
+    # a spaced dash between two amounts is still a range
+    assert not ok("Refund 700 - 720 AUD", type="money", value=720, currency="AUD")
+
+
 def test_money_in_words():
     # whole units then cents, in words or digits: 16.50, not 16 (and not 50)
     for text in ("Sixteen dollars fifty", "16 dollars 50.", "sixteen dollars and fifty cents", "$16 and 50 cents"):

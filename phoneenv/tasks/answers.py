@@ -841,7 +841,9 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
             found = [Claim("number", 0.0, m.start(), m.end()) for m in _RE_ZERO.finditer(sc.text)][:1]
         return [Claim("number", c.value, c.start, c.end, c.negated, c.unit, c.alts) for c in found]
     if type == "money":
-        found = [c for c in sc.claims if c.type == "money"]
+        # "no refund", "nothing back": an amount of zero, whatever other amounts stand beside it
+        zeros = [Claim("money", 0.0, m.start(), m.end()) for m in _RE_NOTHING_BACK.finditer(sc.text)]
+        found = sorted([*(c for c in sc.claims if c.type == "money"), *zeros], key=lambda c: c.start)
         bare = [c for c in sc.claims if c.type == "number"]
         if not found and not bare:  # "nothing", "you haven't spent anything": no money at all
             return [Claim("money", 0.0, m.start(), m.end()) for m in _RE_NO_MONEY.finditer(sc.text)][:1]
@@ -888,6 +890,13 @@ _RE_NO_MONEY = re.compile(
     re.I,
 )
 """Words that state an amount of zero ("nothing", "you haven't spent anything")."""
+
+_RE_NOTHING_BACK = re.compile(
+    r"\bno\s+refund\b|\bnothing\s+(?:back|(?:is\s+|will\s+be\s+)?refunded)\b"
+    r"|(?:\bnot|n't)\s+(?:be\s+)?refunded\b|(?:\bnot|n't)\s+get\s+anything\s+back\b",
+    re.I,
+)
+"""Phrases that state a refund of zero ("no refund", "you get nothing back", "it won't be refunded")."""
 
 _RE_CENTS = re.compile(r"\d[.,]\d{2}$")
 """A number written with cents ("36.32", "36,32")."""
@@ -1080,11 +1089,18 @@ def _list_segments(text: str, want: frozenset[str]) -> list[str]:
 
 
 def _hedged(text: str, claim: Claim, others: Sequence[Claim]) -> bool:
-    """Whether ``claim`` is offered as an alternative to one of ``others`` ("12:28 or 11:53")."""
-    return any(
-        _HEDGE_LINK.match(text[claim.end : o.start] if claim.end <= o.start else text[o.end : claim.start])
-        for o in others
-    )
+    """Whether ``claim`` is offered as an alternative to one of ``others`` ("12:28 or 11:53",
+    "700-720"); a spaced dash before words is punctuation, not a range ("765 GBP - nothing is
+    refunded")."""
+    for o in others:
+        first, second = (claim, o) if claim.end <= o.start else (o, claim)
+        gap = text[first.end : second.start]
+        if not _HEDGE_LINK.match(gap):
+            continue
+        if gap.strip() in ("-", "–") and gap != gap.strip() and not re.match(r"[\d€$£¥]", text[second.start :]):
+            continue
+        return True
+    return False
 
 
 def _check_typed(

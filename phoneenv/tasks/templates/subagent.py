@@ -131,7 +131,8 @@ def _times_words(hours: list[int]) -> str:
 
 
 ACCEPTED = {
-    "regex": r"\baccept|\b(?:we|i)(?:'ll| will| would like to| want to| are happy to| am happy to)\s+(?:take|go with)\b"
+    "regex": r"\baccept|\b(?:we|i)(?:'ll| will|'d like to| would like to| want to| are happy to| am happy to)\s+"
+    r"(?:take|go with|go ahead)\b|\blet's go ahead\b|\bgo ahead with\b|\byou(?:'ve| have)? got the job\b"
     r"|\bhappy to (?:take|go with)\b|\bplease (?:go ahead|proceed)\b|\bdeal\b",
     # a negation before the acceptance in its sentence ("we cannot accept", "isn't accepted"); one
     # elsewhere ("no rush if it's not fixed yet") is no refusal; nor is an acceptance of something
@@ -140,6 +141,8 @@ ACCEPTED = {
         "regex": r"(?:\b(?:not|cannot|unable to|no longer)|n't)\b[^.!?]*\b(?:accept|take|go with|go ahead)"
         r"|\baccepted\s+(?:an?\s+)?(?:other|another|different|cheaper|better|lower)\b|\belsewhere\b"
         r"|\bdecline|\breject|\bturn(?:ed|ing)? (?:it |you )?down\b|\bno deal\b"
+        # a question is no acceptance: "Should I accept your quote?"
+        r"|\b(?:should|shall|can|could|may|do|would)\s+(?:i|we)\s+[^.!?]*\b(?:accept|take|go with|go ahead)\b[^.!?]*\?"
     },
 }
 """A reply body that accepts an offer."""
@@ -373,13 +376,18 @@ def cheapest_quote(w: World) -> Draft:
             ),
             *(
                 fails(f"a refusal: {text}", replacing(plan, send, call("messages.send", to=winner["phone"], body=text)))
-                for text in ("Your quote isn't accepted.", "Thanks, but we have accepted another offer.")
+                for text in (
+                    "Your quote isn't accepted.",
+                    "Thanks, but we have accepted another offer.",
+                    "Should I accept your quote?",
+                )
             ),
-            passes(
-                "an acceptance without the word",
-                replacing(
-                    plan, send, call("messages.send", to=winner["phone"], body="Yes, we'll take it. Please go ahead.")
-                ),
+            *(
+                passes(
+                    f"an acceptance without the word: {text}",
+                    replacing(plan, send, call("messages.send", to=winner["phone"], body=text)),
+                )
+                for text in ("Yes, we'll take it. Please go ahead.", "We'd like to go ahead with your quote.")
             ),
             fails(
                 "texts a second provider too",

@@ -515,5 +515,16 @@ def cancel_refund(w: World) -> Draft:
                 ),
             ),
             fails("not cancelled", [plan[0], plan[-1]]),
+            (
+                passes(
+                    "the total lost, nothing refunded",
+                    finishing(plan, f"Cancelled. You lose the whole {w.money(bk['total'])} - nothing is refunded."),
+                )
+                if late
+                else fails(
+                    "paid the total, nothing back",
+                    finishing(plan, f"Cancelled. You paid {w.money(bk['total'])} but get nothing back."),
+                )
+            ),
         ],
     )
