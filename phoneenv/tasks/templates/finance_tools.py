@@ -33,7 +33,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.home import ROOMS, fahrenheit, seed_home, temperature
-from phoneenv.tasks.templates.restaurants import NOT_CANCELLED
+from phoneenv.tasks.templates.restaurants import CANCELLED, NOT_CANCELLED
 from phoneenv.tasks.templates.wallet import (
     CATEGORY_SEEDS,
     MERCHANTS,
@@ -536,7 +536,7 @@ def cancel_request(w: World) -> Draft:
                 "created",
                 number={"person": c["id"]},
                 direction="out",
-                body={"icontains": "cancel", "not": {"regex": NOT_CANCELLED}},
+                body={"regex": CANCELLED, "not": {"regex": NOT_CANCELLED}},
             )
         )
     plan.append(call("finish", answer=f"Cancelled the request to {c['name']}."))

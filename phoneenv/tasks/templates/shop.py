@@ -27,7 +27,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.messages import similar
-from phoneenv.tasks.templates.restaurants import NOT_CANCELLED
+from phoneenv.tasks.templates.restaurants import CANCELLED, NOT_CANCELLED
 from phoneenv.tasks.world import World
 
 __all__ = ["PRODUCTS", "ShopWorld", "item", "return_plan", "seed_shop"]
@@ -388,12 +388,17 @@ def cancel_order(w: World) -> Draft:
         call("messages.send", to=c["phone"], body=f"I cancelled the {a['name'].lower()} order."),
         call("finish", answer="Cancelled and told them."),
     ]
+    others = [p for p in sw.products.values() if p["name"] != a["name"]]
     sms = state(
         "messages.messages",
         "created",
         number={"person": c["id"]},
         direction="out",
-        body={"icontains": "cancel", "not": {"regex": NOT_CANCELLED}},
+        # a done cancellation, not of another item of the shop ("I cancelled the lamp order")
+        body={
+            "regex": CANCELLED,
+            "not": {"any": [{"regex": NOT_CANCELLED}, *({"says": p["name"]} for p in others)]},
+        },
     )
     return Draft(
         goal=goal,
@@ -426,6 +431,14 @@ def cancel_order(w: World) -> Draft:
                     3,
                     call("messages.send", to=c["phone"], body=f"The {a['name'].lower()} order is cancelled now."),
                 ),
+            ),
+            *(
+                fails(why, replacing(plan, 3, call("messages.send", to=c["phone"], body=text)))
+                for why, text in (
+                    ("only a plan", f"I'm going to cancel the {a['name'].lower()} order tomorrow."),
+                    ("a question", "Should I cancel it?"),
+                    ("the wrong item", f"I cancelled the {b['name'].lower()} order."),
+                )
             ),
         ],
     )
