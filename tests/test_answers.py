@@ -240,6 +240,11 @@ def test_says_reads_contractions_and_number_words_as_written_out():
     assert not says("I'm not running about 15 minutes late", "I'm running about 15 minutes late")
     assert not says("I can't pick up the cake on my way, sorry", "pick up the cake")
     assert not says("I cannot pick up the cake", "pick up the cake")
+    # a guess states nothing
+    assert not says("It's at Harbour Hall or Pier 7, not sure which.", "Harbour Hall")
+    assert not says("The gate code is 2181, or maybe 2118", "2181")
+    assert says("Maybe see you later. The gate code is 2181.", "2181")
+    assert says("Maybe we should meet at 6", "Maybe we should meet at 6")  # the guess is the text itself
     # a number is whole: "at 8" is not said by "at 8:30", nor "to 4" by "to 4.5"
     assert not says("Dinner is at 8:30 tonight", "dinner is at 8")
     assert not says("Can we move our call to 4:30?", "Can we move our call to 4?")

@@ -119,7 +119,7 @@ def secrets(task) -> tuple[list[str], list[str]]:
         value = args.get("time") or args.get("start", "")[11:16] or str(args.get("level", ""))
         return [value or f"{args['duration_seconds'] // 60} minutes"], []
     if tpl == "memory.updated_fact":
-        code = task.criteria[0].where["body"]["icontains"]
+        code = task.criteria[0].where["body"]["says"]
         return [code], [code]
     if tpl in ("memory.intent_time", "memory.intent_place"):
         return [plan[2].arguments["query"]], []  # the person to act for
@@ -261,7 +261,7 @@ def test_the_older_provider_is_the_wrong_one(env):
 
 def test_outdated_codes_and_answers_fail(env):
     for t in BY_TEMPLATE["memory.updated_fact"]:
-        new = t.criteria[0].where["body"]["icontains"]
+        new = t.criteria[0].where["body"]["says"]
         old = t.criteria[1].where["body"]["icontains"]
         assert sum(old in m.content for m in t.fixtures.memory) == 1, t.id
         body = t.reference_plan[2].arguments["body"]

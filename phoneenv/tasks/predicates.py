@@ -76,6 +76,9 @@ def _bare(text: str) -> str:
 
 
 _DENIED_BEFORE = re.compile(r"(?:(?:\b(?:not|cannot|never|no\s+longer)|n't|n’t)\W+(?:[^\W_]+\W+){0,2}|\bno\s+)$", re.I)
+_HEDGED = re.compile(r"\b(?:not sure|unsure|maybe|perhaps|possibly|probably|might be|or so)\b", re.I)
+"""Words that make a sentence a guess: a phrase said in it is not stated ("It's at Harbour Hall or
+Pier 7, not sure which"; "maybe Harbour Hall")."""
 _CLAUSE_END = re.compile(r"[.;!?\n]\s|[;!?\n]")
 
 
@@ -111,7 +114,8 @@ def says(text: Any, phrase: Any) -> bool:
     least once not denied in its clause, that is without "not", "cannot", "never", "no longer" or
     "n't" up to two words before it, nor "no" right before it ("It's not Team offsite", "I'm not at Central
     Station", "no showers" do not state the phrase; "not the window but the aisle" states
-    "aisle"). A phrase with no letter or digit is in every text."""
+    "aisle"), nor in a sentence that makes it a guess ("maybe", "perhaps", "not sure"...: "It's
+    at Harbour Hall or Pier 7, not sure which"). A phrase with no letter or digit is in every text."""
     phrase, text = str(phrase if phrase is not None else ""), str(text if text is not None else "")
     return _said(text, phrase) or _said(plain(text), plain(phrase))
 
@@ -125,8 +129,12 @@ def _said(text: str, phrase: str) -> bool:
     pattern = r"(?<![^\W_])(?<!\d[:.,])" + r"[\W_]+".join(re.escape(p) for p in parts) + r"(?![^\W_])(?![:.,]\d)"
     for m in re.finditer(pattern, body, re.I):
         ends = [e.end() for e in _CLAUSE_END.finditer(body, 0, m.start())]
-        clause = body[ends[-1] if ends else 0 : m.start()]
-        if not _DENIED_BEFORE.search(clause):
+        start = ends[-1] if ends else 0
+        after = _CLAUSE_END.search(body, m.end())
+        rest = body[m.end() : after.start() if after else len(body)]
+        if not _DENIED_BEFORE.search(body[start : m.start()]) and not _HEDGED.search(
+            body[start : m.start()] + " " + rest
+        ):
             return True
     return False
 

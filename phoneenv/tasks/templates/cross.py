@@ -552,7 +552,7 @@ def sms_event_location(w: World) -> Draft:
     ]
     return Draft(
         goal=goal,
-        criteria=[_sms_to(c1, icontains=place)],
+        criteria=[_sms_to(c1, says=place)],
         milestones=[_found_event(ev), _lookup(c1), _sms_to(c1)],
         plan=plan,
         perturb_exempt=["0.query", "1.query", "3.answer"],

@@ -782,7 +782,7 @@ def updated_fact(w: World) -> Draft:
         w,
         book,
         goal=f"{first} {reason}. Text {first} the {thing}.",
-        criteria=[_sms(friend, new), state("messages.messages", "absent", body={"icontains": old})],
+        criteria=[_sms(friend, said=new), state("messages.messages", "absent", body={"icontains": old})],
         milestones=[memory_searched(*query.split()[-2:]), _sms(friend)],
         plan=plan,
         perturb_exempt=["3.answer"],

@@ -262,6 +262,7 @@ def lookup_fact(w: World) -> Draft:
         [f" Text it to {name} too.", f" {name[0].upper()}{name[1:]} needs it as well, send it to them."]
     )
     exact = rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])"
+    other = rf"(?<![A-Za-z0-9])(?!{re.escape(value)}(?![A-Za-z0-9]))({shape})(?![A-Za-z0-9])"
     plan = [
         call("notes.search", query=query),
         call("notes.get", note_id=note["id"]),
@@ -277,20 +278,17 @@ def lookup_fact(w: World) -> Draft:
             CompositeCriterion(
                 kind="not",
                 id="no_other_value",
-                criteria=[
-                    answer(
-                        id="other_value",
-                        pattern=rf"(?<![A-Za-z0-9])(?!{re.escape(value)}(?![A-Za-z0-9]))({shape})(?![A-Za-z0-9])",
-                    )
-                ],
+                criteria=[answer(id="other_value", pattern=other)],
             ),
-            tell(c, {"regex": exact}),
+            # the text too: the value stated (not denied, no guess), and no other of its shape
+            tell(c, {"says": value, "not": {"regex": other}}),
         ],
         milestones=[searched(query), looked_up(cq)],
         plan=plan,
         perturb_exempt=["0.query", "2.query", "3.body"],
         probes=[
             *tell_probes(w, plan, 3, c, f"Here: {value}", f"It's {decoy}"),
+            fails("a hedge in the text", replacing(plan, 3, telling(c, f"It's {value}, or maybe {alt}"))),
             passes("in a sentence", finishing(plan, f"You noted {value}.")),
             fails("the neighbouring fact", finishing(plan, decoy)),
             fails("a hedge", finishing(plan, f"{value} or {alt}")),
