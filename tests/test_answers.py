@@ -222,6 +222,7 @@ def test_times_in_words():
     assert not ok("at 7 people", type="time", value="19:00")
     assert not ok("at 7 Main Street", type="time", value="19:00")
     assert ok("Sydney is at 24, warmer than Kyoto (18)", type="number", value=24)
+    assert ok("Locker 663, session at seven in the morning.", type="number", value=663)
 
 
 def test_says_reads_contractions_and_number_words_as_written_out():

@@ -548,8 +548,9 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2] or 0), m[3])):
             sc.claim("time", hm, m.start(), m.end())
     for m in _RE_AT_HOUR.finditer(t):
-        # claimed, not taken: the same digits stay a number for a number criterion ("at 24, warmer")
-        if not sc.free(m.start(1), m.end(1)):
+        # claimed, not taken: the same digits stay a number for a number criterion ("at 24,
+        # warmer"), unless a part of the day makes them a time ("at 7 in the morning")
+        if not (sc.take(m.start(1), m.end(1), "time") if m[2] else sc.free(m.start(1), m.end(1))):
             continue
         h, day = int(m[1]), (m[2] or "").lower()
         ap = "p" if re.search(r"night|afternoon|evening", day) else "a" if "morning" in day else None

@@ -898,6 +898,14 @@ def recall_answer(w: World) -> Draft:
             reply = f"Locker {new}; your gym session tomorrow is at {at}."
             other_words = f"You're in locker number {_words(new)} now, and the session starts at {spoken(at)}."
             extra.append((passes, "the locker as #N", f"Locker #{new}; your gym session tomorrow is at {at}.", {}))
+            extra.append(
+                (
+                    passes,
+                    "the old locker named as old",
+                    f"Locker {new} now (you moved from {old}); the session is at {at}.",
+                    {},
+                )
+            )
         else:
             zone, spot = w.rng.choice(["P1", "P3", "P4"]), w.rng.randrange(100, 399)
             book.add(
@@ -928,9 +936,19 @@ def recall_answer(w: World) -> Draft:
             query = "parked car airport"
             reply = f"In {zone}, spot {spot}. Your flight lands at {at} tomorrow."
             other_words = f"The car is in {zone} (spot {_words(spot)}); you land at {spoken(at)}."
+            extra.append(
+                (
+                    passes,
+                    "the departure beside the landing",
+                    f"Spot {spot} in {zone}; you land at {at} (departing {ev['start'][11:16]}).",
+                    {},
+                )
+            )
+        # the outdated value, and the flight's departure, may be named beside the answer as such
+        # ("663 now, you moved from 412"); alone or as an alternative to it they fail
         criteria = [
-            answer(id="answer", type="number", value=new),
-            answer(id="time", type="time", value=at),
+            answer(id="answer", type="number", value=new, context=[old]),
+            answer(id="time", type="time", value=at, context=[ev["start"][11:16]] if variant == "parking" else []),
         ]
         lookup = call("calendar.list_events", date=tomorrow.isoformat())
         typed = {}
@@ -993,7 +1011,7 @@ def recall_answer(w: World) -> Draft:
                 ],
             )
             query = f"paid the {trade}"
-            criteria = [answer(id="answer", type="money", value=new, currency=w.currency)]
+            criteria = [answer(id="answer", type="money", value=new, currency=w.currency, context=[old])]
             reply = f"{w.money(new)} ({b['name']}). Their number is {b['phone']}."
             typed = {"value": w.money(new)}
             said = (
@@ -1006,6 +1024,14 @@ def recall_answer(w: World) -> Draft:
             passing = f"Not {w.money(new)} - it was {w.money(old)}. {b['phone']}."
             outdated = f"{w.money(old)}, {b['phone']}."
             wrong_value = w.money(old)
+            extra.append(
+                (
+                    passes,
+                    "the earlier price named as earlier",
+                    f"{w.money(new)} (the time before you paid {w.money(old)}); {b['phone']}.",
+                    {},
+                )
+            )
         criteria.append(answer(id="number", pattern=_phone_pattern(b["phone"])))
         lookup = call("contacts.search", query=b["name"])
         extra.append((fails, "a typed value contradicting the text", reply, {"value": wrong_value}))
