@@ -498,6 +498,16 @@ def cheaper_app(w: World) -> Draft:
         _not_itself("delivery.get_menu"),
         _not_itself("food.get_menu"),
     ]
+    # the answer must not call the dearer app the cheaper one; asked which is cheaper, it names it
+    dear = "food" if cheap == "delivery" else "delivery"
+    wrong_app = (
+        rf"\bcheaper (?:on|with|in|via|through) the {dear}\b|\b{dear} app (?:is|was|comes out) (?:the )?cheaper\b"
+    )
+    criteria.append(
+        CompositeCriterion(kind="not", id="no_wrong_app", criteria=[answer(id="wrong_app", pattern=wrong_app)])
+    )
+    if ask == CHEAPER_ASKS[0]:
+        criteria.append(answer(id="cheaper_app", contains=[f"{cheap} app"]))
     head = plan[: -len(mine) - 1]
     what = f"{'a' if qty == 1 else 'two'} {dish}"
     return Draft(
@@ -516,5 +526,12 @@ def cheaper_app(w: World) -> Draft:
             fails("the dearer app", [*head, *other, plan[-1]]),
             fails("ordered on both", [*head, *mine, *other, plan[-1]]),
             fails("read the menus itself", [sign_in(w), plan[3], plan[7], *mine, plan[-1]]),
+            fails(
+                "the dearer app called the cheaper one",
+                finishing(plan, f"It's cheaper on the {dear} app, but I ordered on the {cheap} app."),
+            ),
+            passes(
+                "the cheaper app named", finishing(plan, f"The {cheap} app is cheaper in total, so I ordered there.")
+            ),
         ],
     )
