@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from typing import Any
+from typing import Any, get_args
 
+from apps.weather import Condition
 from phoneenv.contract import CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -138,9 +139,18 @@ def rain_alarm(w: World) -> Draft:
         plan += [call("finish", answer=f"No rain tomorrow: {fc['condition']}. I left the alarm at {alarm['time']}.")]
         criteria = [
             state("clock.alarms", "present", id=alarm["id"], time=alarm["time"], enabled=True),
-            answer(pattern=re.escape(fc["condition"])),
+            # the condition stated (not denied, no guess), and no wet weather ("No rain" denies it)
+            answer(contains=[fc["condition"]]),
+            *(
+                CompositeCriterion(kind="not", id=f"no_{x}", criteria=[answer(id=f"says_{x}", contains=[x])])
+                for x in (*WET, "thunderstorms", "snow", "drizzle")
+            ),
         ]
         probes = [
+            fails(
+                "rain said too", finishing(plan, f"{fc['condition'].capitalize()} with heavy rain in the afternoon.")
+            ),
+            fails("a guess", finishing(plan, f"{fc['condition'].capitalize()} or maybe sunny, not sure.")),
             fails(
                 "moved anyway", [*plan[:2], call("clock.update_alarm", alarm_id=alarm["id"], time=new_time), plan[-1]]
             ),
@@ -192,7 +202,13 @@ def text_forecast(w: World) -> Draft:
             f"Send {first} a text with tomorrow's weather in {city} - conditions and top temperature.",
         ]
     )
-    text = {"regex": rf"(?s)(?=.*{word_in_text(fc['condition'])})(?=.*{number_in_text(high)})"}
+    # the condition stated (not denied, no guess) and no other one; the high, not hedged
+    others = [o for o in get_args(Condition) if o != fc["condition"] and o not in fc["condition"]]
+    text = {
+        "regex": rf"(?s)(?=.*{word_in_text(fc['condition'])})(?=.*{number_in_text(high)})",
+        "says": fc["condition"],
+        "not": {"any": [{"says": o} for o in others]},
+    }
     probes = [
         passes(
             "shorter", replacing(plan, 2, call("messages.send", to=c["phone"], body=f"{fc['condition']}, {high:g}"))
@@ -209,6 +225,14 @@ def text_forecast(w: World) -> Draft:
                     body=f"{fc['condition'].capitalize()} in {city} tomorrow, top of {round(high)}{unit}",
                 ),
             ),
+        ),
+        *(
+            fails(why, replacing(plan, 2, call("messages.send", to=c["phone"], body=msg)))
+            for why, msg in (
+                ("the condition denied", f"No {fc['condition']} tomorrow, high {high:g}{unit}."),
+                ("a guess", f"Maybe {fc['condition']}, high {high:g}{unit}, not sure."),
+                ("another condition too", f"{fc['condition']} in the morning, then {others[0]}; high {high:g}{unit}."),
+            )
         ),
         fails(
             "hedged the high",
