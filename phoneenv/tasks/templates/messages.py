@@ -232,6 +232,7 @@ def unread_count(w: World) -> Draft:
             numbers.append(m["number"])
             ids.append(c["id"])
     stranger = next(c["name"] for c in w.contacts if c["id"] not in ids)
+    per_sender = {name: sum(w.contact_by_number(m["number"])["name"] == name for m in unread) for name in senders}
     ask = w.rng.choice(
         [
             "How many unread texts do I have, and who are they from?",
@@ -257,7 +258,8 @@ def unread_count(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[
-            answer(type="number", value=n, unit="message|text"),
+            # the count; each sender's count and the number of senders may stand beside it
+            answer(type="number", value=n, context=sorted({*per_sender.values(), len(senders)} - {n})),
             # A typed value goes to the criterion of its type: a count to the number, names to
             # the senders; what the value does not carry is read from the text.
             answer(id="senders", type="contacts", value=ids),
@@ -278,6 +280,18 @@ def unread_count(w: World) -> Draft:
             fails("typed value contradicts the text", finishing(plan, reply, value=n + 1)),
             fails("one too many", finishing(plan, f"{n + 1} unread, from {', '.join(senders)}.")),
             fails("a hedge", finishing(plan, f"{n} or {n + 1} unread texts, from {', '.join(senders)}.")),
+            fails(
+                "a hedge further on", finishing(plan, f"{n} unread texts, or maybe {n + 1}, from {', '.join(senders)}.")
+            ),
+            passes(
+                "each sender's count",
+                finishing(
+                    plan,
+                    f"{n} unread: "
+                    + ", ".join(f"{k} sent {v} text{'s' * (v > 1)}" for k, v in per_sender.items())
+                    + ".",
+                ),
+            ),
             fails(
                 "the right count only in passing",
                 finishing(plan, f"Not {n} - you have {n + 2} unread messages, from {', '.join(senders)}."),
