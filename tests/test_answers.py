@@ -186,6 +186,15 @@ def test_no_refund_is_an_amount_of_zero():
     assert not ok("Refund 700 - 720 AUD", type="money", value=720, currency="AUD")
 
 
+def test_stock_counts_and_out_of_a_size():
+    for text in ("£69, but they're out of size L.", "£69. Size L: 0 left."):
+        assert ok(text, type="yes_no", value=False), text
+        assert not ok(text, type="yes_no", value=True), text
+    for text in ("74.50 EUR - only 2 left in size 39, so hurry.", "74.50 EUR. Size 39: 3 left."):
+        assert ok(text, type="yes_no", value=True), text
+        assert not ok(text, type="yes_no", value=False), text
+
+
 def test_money_in_words():
     # whole units then cents, in words or digits: 16.50, not 16 (and not 50)
     for text in ("Sixteen dollars fifty", "16 dollars 50.", "sixteen dollars and fifty cents", "$16 and 50 cents"):

@@ -744,10 +744,14 @@ _YES = re.compile(
 _NO = re.compile(r"^\W*(?:no|nope|nah|negative|incorrect)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|none|never|nothing|nobody|neither|nor)\b|n't\b", re.I)
 # Predicates that deny without a negation word ("size M is sold out").
-_DENIES = re.compile(r"\b(?:sold out|out of stock|unavailable|(?:has|have|had) run out|ran out|all clear)\b", re.I)
+_DENIES = re.compile(
+    r"\b(?:sold out|out of stock|out of (?:size|that size|your size)\b|unavailable|(?:has|have|had) run out|ran out"
+    r"|all clear|(?:0|zero) left)\b",
+    re.I,
+)
 _AFFIRM = re.compile(
     r"\b(?:(?:you|they|we|i) (?:do|did|have|has|can)|(?:they|we|you)'ve got|there (?:is|are)|there's|you are|you're|"
-    r"in stock|available|yes)\b|^\W*(?:it is|it's|they are|they're)\W*$",
+    r"in stock|available|yes|(?:only )?[1-9]\d* left)\b|^\W*(?:it is|it's|they are|they're)\W*$",
     re.I,
 )
 _UNSURE = re.compile(

@@ -567,6 +567,7 @@ def price_check(w: World) -> Draft:
         call("finish", answer=f"It costs {price}; {yes.format(size=size)}."),
     ]
     wrong = w.money(round(p["price"] + w.price(10), 2))
+    sent = next(k for k, step in enumerate(plan) if step.name == "messages.send")
     return Draft(
         goal=goal,
         criteria=[
@@ -577,7 +578,7 @@ def price_check(w: World) -> Draft:
                 "created",
                 number={"person": c["id"]},
                 direction="out",
-                body={"icontains": w.amount(p["price"])},
+                body={"states": {"money": p["price"]}},  # the price, not hedged, no other amount
             ),
         ],
         milestones=[behavior("required_call", "shop.get_product", arguments={"product_id": p["id"]})],
@@ -600,6 +601,16 @@ def price_check(w: World) -> Draft:
             ),
             (passes if sold_out else fails)(
                 "sold out without a no", finishing(plan, f"It's {price}, but size {size} is sold out.")
+            ),
+            (passes if sold_out else fails)("none left", finishing(plan, f"{price}. Size {size}: 0 left.")),
+            (fails if sold_out else passes)("a few left", finishing(plan, f"{price} - only 2 left in size {size}.")),
+            fails(
+                "another amount texted",
+                replacing(
+                    plan,
+                    sent,
+                    call("messages.send", to=c["phone"], body=f"The {name.lower()} costs {price} or {wrong}."),
+                ),
             ),
         ],
     )
