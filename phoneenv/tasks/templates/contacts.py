@@ -17,7 +17,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.messages import looked_up, similar, spaced, tell, tell_probes, telling, who
-from phoneenv.tasks.templates.phone import add_call, digits_pattern, unknown_number
+from phoneenv.tasks.templates.phone import add_call, digits_pattern, other_number_pattern, unknown_number
 from phoneenv.tasks.world import World
 
 
@@ -91,18 +91,21 @@ def lookup_number(w: World) -> Draft:
         call("finish", answer=c["phone"]),
     ]
     other = similar(w, c)
-    numbers = sorted({x["phone"] for x in w.contacts if x["phone"] != c["phone"]})
     return Draft(
         goal=goal,
         criteria=[
-            # A phone number is not a typed value: its digits, and no other contact's number.
+            # A phone number is not a typed value: its digits, and no other number (the
+            # recipient's aside: "sent it to Rebecca (+44...)").
             answer(pattern=digits_pattern(c["phone"])),
             CompositeCriterion(
                 kind="not",
                 id="no_other_number",
-                criteria=[answer(id="other_number", pattern="|".join(digits_pattern(n) for n in numbers))],
+                criteria=[answer(id="other_number", pattern=other_number_pattern(c["phone"], to["phone"]))],
             ),
-            tell(to, {"regex": digits_pattern(c["phone"])}),
+            tell(
+                to,
+                {"regex": digits_pattern(c["phone"]), "not": {"regex": other_number_pattern(c["phone"], to["phone"])}},
+            ),
         ],
         milestones=[looked_up(first), looked_up(query)],
         plan=plan,
@@ -113,6 +116,14 @@ def lookup_number(w: World) -> Draft:
             fails("someone else's number", finishing(plan, other["phone"])),
             fails("a hedge", finishing(plan, f"{c['phone']} or maybe {other['phone']}")),
             fails("the right number only in passing", finishing(plan, f"Not {c['phone']} - it's {other['phone']}.")),
+            fails(
+                "a hedge with a typo",
+                finishing(plan, f"It's {c['phone']}, or possibly {c['phone'][:-1]}{(int(c['phone'][-1]) + 1) % 10}."),
+            ),
+            passes(
+                "the recipient's number too", finishing(plan, f"{c['phone']}; sent it to {to['name']} ({to['phone']}).")
+            ),
+            fails("a hedge in the text", replacing(plan, 2, telling(to, f"{c['phone']} or maybe {other['phone']}"))),
         ],
     )
 

@@ -71,6 +71,18 @@ def digits_pattern(number: str) -> str:
     return r"[\s\-]?".join(re.escape(d) for d in number[-9:])
 
 
+def other_number_pattern(*numbers: str) -> str:
+    """A regex for a phone number (9 or more digits, spaces, dashes, dots or brackets between them)
+    that is none of ``numbers`` (compared by their last nine digits): a hedge or a wrong number
+    beside the right one ("+447999030281, or possibly +447999030218"). Dates and times are
+    shorter."""
+    known = "|".join(digits_pattern(n) for n in numbers)
+    return (
+        rf"(?<![\w+])(?!\+?(?:\d[\s\-().]{{0,2}})*?(?:{known})(?![\s\-().]{{0,2}}\d))"
+        rf"\+?\d(?:[\s\-().]{{0,2}}\d){{8,}}"
+    )
+
+
 def person_pattern(full_name: str) -> str:
     """The first name as a whole word; with the surname too when the first name reads the same
     backwards ("Ana"), or a reversed answer would still name them."""
