@@ -295,6 +295,8 @@ def what_time(w: World) -> Draft:
             # next to its name, before or after it, not beside an alternative ("16:00 or 17:00").
             answer(id="first", pattern=place_time(one, there[0].hour, there[0].minute, (two,))),
             answer(id="second", pattern=place_time(two, there[1].hour, there[1].minute, (one,))),
+            # and no third time anywhere (a hedge further on, a correction)
+            answer(id="no_other_time", type="time", value=hhmm[0], context=[hhmm[1]]),
             behavior("read_only"),
         ],
         milestones=[
@@ -310,6 +312,10 @@ def what_time(w: World) -> Draft:
             fails("swapped, times first", finishing(plan, f"It's {hhmm[1]} in {one} and {hhmm[0]} in {two}.")),
             fails("only one city", finishing(plan, f"{one}: {hhmm[0]}")),
             fails("a hedge", finishing(plan, f"{one}: {hhmm[0]} or {later}, {two}: {hhmm[1]}")),
+            fails("a hedge in brackets", finishing(plan, f"{one}: {hhmm[0]} (or maybe {later}), {two}: {hhmm[1]}")),
+            fails(
+                "a correction", finishing(plan, f"{one}: {hhmm[0]}, {two}: {hhmm[1]}. Correction: {one} is {later}.")
+            ),
         ],
     )
 
