@@ -35,7 +35,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.calendar import day_words, found, hm, iso, upcoming
-from phoneenv.tasks.templates.clock import place_time, spoken, time_pattern
+from phoneenv.tasks.templates.clock import place_time, spoken
 from phoneenv.tasks.world import World
 
 # -- shared helpers ------------------------------------------------------------------------------
@@ -361,7 +361,7 @@ def zone_event_time(w: World) -> Draft:
     wrong = hm(wall) if hm(wall) != hm(start_l) else hm(start_l + dt.timedelta(hours=1))
     # The local time in any spelling ("08:00", "8:00 AM", "8 am"), beside the city's own if
     # wanted, but not given as the city's time ("08:00 in London" when London says 07:00).
-    told: list[Criterion] = [answer(pattern=time_pattern(start_l.hour, start_l.minute))]
+    told: list[Criterion] = [answer(type="time", value=hm(start_l), context=[hm(wall)])]
     if hm(wall) != hm(start_l):
         told.append(
             CompositeCriterion(
@@ -390,6 +390,14 @@ def zone_event_time(w: World) -> Draft:
                 else []
             ),
             fails("no reminder", replacing(plan, 1)),
+            fails("a hedge", finishing(plan, f"{hm(start_l)} or {hm(start_l + dt.timedelta(hours=1))} your time.")),
+            fails(
+                "the right time only denied",
+                finishing(plan, f"It's at {hm(start_l + dt.timedelta(hours=1))} your time, not {hm(start_l)}."),
+            ),
+            passes("o'clock", finishing(plan, f"{start_l.hour % 12 or 12} o'clock your time."))
+            if start_l.minute == 0
+            else passes("half past", finishing(plan, f"Half past {start_l.hour % 12 or 12} your time.")),
             fails(
                 "the zone changed",
                 [*plan[:2], call("calendar.update_event", event_id=ev["id"], timezone=w.timezone), plan[2]],
