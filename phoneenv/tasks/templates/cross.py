@@ -210,7 +210,11 @@ def late_to_meeting(w: World) -> Draft:
     start = dt.datetime.fromisoformat(ev["start"][:16])
     arrival = (start + dt.timedelta(minutes=late)).strftime("%H:%M")
     minutes = {
-        "states": {"duration": late * 60},
+        # or the arrival time, the meeting's start at most beside it ("at 11:10 instead of 11:00")
+        "any": [
+            {"states": {"duration": late * 60}},
+            {"states": {"time": {"value": arrival, "context": [ev["start"][11:16]]}}},
+        ],
         "not": {"regex": r"\b(?:won'?t|will not|not going to|no longer)\b[^.!?]*\b(?:late|behind)\b|\bon time\b"},
         "consistent": {"time": [ev["start"][11:16], arrival], "date": day.isoformat()},
     }
@@ -245,6 +249,10 @@ def late_to_meeting(w: World) -> Draft:
             passes("opened the event too", [plan[0], call("calendar.get_event", event_id=ev["id"]), *plan[1:]]),
             fails("another lateness", plan_with(f"Hi {{first}}, I'll be {other} minutes late to {title}.")),
             passes("behind, not late", plan_with(f"Hi {{first}}, running {late} minutes behind for {title}.")),
+            passes(
+                "the arrival instead of the minutes",
+                plan_with(f"Running late - I'll be there at {arrival} instead of {ev['start'][11:16]}."),
+            ),
             passes(
                 "the arrival time too", plan_with(f"Hi {{first}}, running {late} minutes late, see you at {arrival}.")
             ),
