@@ -18,6 +18,7 @@ from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_time_if_said,
     ask_first,
     behavior,
     call,
@@ -762,10 +763,14 @@ def voicemail_transcript(w: World) -> Draft:
     plan = [call("phone.list_voicemails"), call("phone.play_voicemail", voicemail_id=rec["id"])]
     criteria: list[Criterion] = [
         state("phone.voicemails", "deleted", id=rec["id"]),
-        # the fact said as it is, not denied ("dinner is not on Friday")
-        answer(contains=[fact], pattern=rf"^(?!.*(?:\bnot\b|n't\b|\bno longer\b)[^.]*?{re.escape(fact)})"),
+        # the fact said as it is, not denied in its clause ("dinner is not on Friday"; "no longer
+        # upstairs - it's now in the reception" states "reception")
+        answer(contains=[fact]),
         behavior("required_call", "phone.play_voicemail", id="played", arguments={"voicemail_id": rec["id"]}),
     ]
+    said_times = re.findall(r"\b\d{1,2}:\d{2}\b", rec["transcript"])
+    if len(said_times) == 1:  # a time relayed must be the one said
+        criteria.append(answer_time_if_said(f"{int(said_times[0][:-3]):02d}:{said_times[0][-2:]}"))
     if also_spam:
         criteria.append(named(state("phone.voicemails", "deleted", id=spam["id"]), "deleted:spam"))
     if confirm:
@@ -802,6 +807,10 @@ def voicemail_transcript(w: World) -> Draft:
             fails("the message not passed on", finishing(plan, "Deleted it.")),
             fails("told the other voicemail", finishing(plan, f"They said: {other['transcript']} I deleted it.")),
             fails("denied the fact", finishing(plan, f"It's not about {fact} any more. I deleted it.")),
+            passes(
+                "something else denied, then the fact",
+                finishing(plan, f"It's no longer the usual plan - now it's {fact}. I deleted it."),
+            ),
         ],
     )
 
