@@ -291,6 +291,13 @@ def nearest_text(w: World) -> Draft:
     plan += [call("messages.send", to=c["phone"], body=body), call("finish", answer=f"{poi['name']}; sent to {first}.")]
     send = len(plan) - 2
     street = poi["address"].split(",")[0]
+    other_street = other["address"].split(",")[0]
+    them = rf"(?:{re.escape(other['name'])}|{re.escape(other_street)})"
+    farther = (
+        rf"{them}[^.;]*?\b(?:is|'s|are)\s+(?:the\s+)?(?:closest|nearest)\b"
+        rf"|\b(?:closest|nearest)\b[^.;]*?(?:\bis|:)\s+(?:the\s+)?{them}"
+        rf"|\b(?:or|maybe|perhaps|possibly)\s+(?:the\s+(?:one\s+(?:on|at)\s+)?)?{them}"
+    )
     goal = w.rng.choice(
         [f"Which {word} is closest to me? Text {first} its address.",
          f"Find the nearest {word} and send {first} the address by text."]
@@ -303,19 +310,19 @@ def nearest_text(w: World) -> Draft:
                 "created",
                 number={"person": c["id"]},
                 direction="out",
-                body={"icontains": street, "not": {"icontains": other["address"].split(",")[0]}},
+                # its street (a whole address: not "128 Harbour Road"), and nothing of the farther one
+                body={
+                    "says": street,
+                    "not": {"any": [{"icontains": other_street}, {"icontains": other["name"]}]},
+                },
             ),
-            # the place named by its name or its street, and the farther one not named beside it
+            # the place named by its name or its street; the farther one may be named as farther
+            # ("Westside Pharmacy is farther away"), not as the closest nor as an alternative
             answer(pattern=rf"{re.escape(poi['name'])}|{re.escape(street)}"),
             CompositeCriterion(
                 kind="not",
                 id="not_the_farther_one",
-                criteria=[
-                    answer(
-                        id="farther",
-                        pattern=rf"{re.escape(other['name'])}|{re.escape(other['address'].split(',')[0])}",
-                    )
-                ],
+                criteria=[answer(id="farther", pattern=farther)],
             ),
         ],
         milestones=[searched(word), looked_up(first)],
@@ -346,6 +353,21 @@ def nearest_text(w: World) -> Draft:
             fails(
                 "a hedge between the two",
                 finishing(plan, f"Either {poi['name']} or the one on {other['address'].split(',')[0]}; sent."),
+            ),
+            passes(
+                "the farther one named as farther",
+                finishing(plan, f"The closest is {poi['name']} ({street}); {other['name']} is farther away."),
+            ),
+            fails(
+                "the farther one called the closest", finishing(plan, f"{other['name']} is the closest; sent {street}.")
+            ),
+            fails(
+                "a hedge in the text",
+                replacing(
+                    plan,
+                    send,
+                    call("messages.send", to=c["phone"], body=f"{body} - or maybe {other['name']}, not sure"),
+                ),
             ),
         ],
     )
