@@ -292,7 +292,8 @@ def weather_briefing(w: World) -> Draft:
                 "notes.notes",
                 "created",
                 title=title,
-                body={"regex": "(?sm)^" + "".join(rf"(?=.*^{re.escape(line)}$)" for line in lines)},
+                # the skill's lines exactly: each day once, in date order, no other line
+                body={"regex": r"\A\s*" + r"[ \t]*\r?\n[ \t]*".join(re.escape(line) for line in lines) + r"\s*\Z"},
             ),
         ],
         milestones=[milestone],
@@ -301,6 +302,12 @@ def weather_briefing(w: World) -> Draft:
         probes=[
             passes("a trailing newline", replacing(plan, 2, call("notes.create", title=title, body=body + "\n"))),
             fails("two days only", replacing(plan, 2, call("notes.create", title=title, body="\n".join(lines[:2])))),
+            fails(
+                "days out of order", replacing(plan, 2, call("notes.create", title=title, body="\n".join(lines[::-1])))
+            ),
+            fails(
+                "another line", replacing(plan, 2, call("notes.create", title=title, body=body + "\nPack an umbrella!"))
+            ),
             fails("another title", replacing(plan, 2, call("notes.create", title=f"{city} weather", body=body))),
         ],
     )
