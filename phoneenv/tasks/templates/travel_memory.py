@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from phoneenv.contract import Category, Domain, ToolCall
+from phoneenv.contract import Category, CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
@@ -86,6 +86,9 @@ def seat_preference(w: World) -> Draft:
         criteria=[
             state("travel.bookings", "updated", id=bk["id"], checked_in=True, seat={"regex": f"^{row}[{SEATS[side]}]$"}),
             mailed("Boarding pass"),
+            # a seat the answer names is on the wanted side ("seat 14A" when 14C was taken fails)
+            CompositeCriterion(kind="not", id="no_other_side_seat", criteria=[
+                answer(id="other_side_seat", pattern=rf"\b{row}\s?[{''.join(x for x in 'ABCDEF' if x not in SEATS[side])}]\b")]),
         ],
         milestones=[memory_searched("seat", side, "fly", "plane")],
         plan=plan,
@@ -96,6 +99,7 @@ def seat_preference(w: World) -> Draft:
             fails("the outdated preference", replacing(plan, 2, call("travel.check_in", booking_id=bk["id"],
                                                                      seat=f"{row}{SEATS[old_side][0]}"))),
             fails("a middle seat", replacing(plan, 2, call("travel.check_in", booking_id=bk["id"], seat=f"{row}B"))),
+            fails("another seat told", finishing(plan, f"Checked in: seat {row}{SEATS[old_side][0]}.")),
         ],
     )  # fmt: skip
 
