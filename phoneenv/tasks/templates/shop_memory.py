@@ -9,7 +9,18 @@ import datetime as dt
 from typing import Any
 
 from phoneenv.contract import Category, Domain
-from phoneenv.tasks.templates import Draft, call, fails, passes, pick, replacing, state, template
+from phoneenv.tasks.templates import (
+    Draft,
+    answer_time_if_said,
+    call,
+    fails,
+    finishing,
+    passes,
+    pick,
+    replacing,
+    state,
+    template,
+)
 from phoneenv.tasks.templates.delivery import ordered, seed_delivery, sign_in
 from phoneenv.tasks.templates.memory import MemoryBook, ago, memory_searched
 from phoneenv.tasks.templates.restaurants import NUMBER_WORDS, day_words, open_at, seed_restaurants
@@ -334,7 +345,8 @@ def return_pickup_time(w: World) -> Draft:
         w,
         book,
         goal=goal,
-        criteria=[returned(order, p, reason, slot)],
+        # a pickup time the answer gives is the one booked
+        criteria=[returned(order, p, reason, slot), answer_time_if_said(f"{new_h:02d}:00")],
         milestones=[
             memory_searched("pickup", "courier", "time"),
             state("shop.returns", "created", order_id=order["id"]),
@@ -345,6 +357,7 @@ def return_pickup_time(w: World) -> Draft:
             passes("asked memory about pickups", replacing(plan, 0, call("memory.search", query="pickup time"))),
             passes("listed every order", replacing(plan, 1, call("shop.list_orders"))),
             fails("the old time of day", replacing(plan, 4, call("shop.choose_pickup", return_id=rid, slot=old_slot))),
+            fails("the old time told", finishing(plan, f"Return confirmed, pickup {when} at {old_h:02d}:00.")),
             fails("left unconfirmed", replacing(plan, 5)),
         ],
     )
