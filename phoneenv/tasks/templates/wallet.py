@@ -32,6 +32,7 @@ from phoneenv.tasks.templates import (
     fails,
     finishing,
     first_name,
+    not_reported_undone,
     passes,
     pick,
     replacing,
@@ -315,7 +316,10 @@ def pay_back(w: World) -> Draft:
         call("wallet.search_payees", query=first),
         call("wallet.send_money", payee_id=payee["id"], amount=amount, note=what.removeprefix("the ").capitalize()),
     ]
-    criteria: list[Criterion] = paid(w, payee, amount, main, "transfer")
+    criteria: list[Criterion] = [
+        *paid(w, payee, amount, main, "transfer"),
+        not_reported_undone("pay", "send", "transfer"),
+    ]
     secure(w, plan, criteria, "wallet.send_money", f"Send {w.money(amount)} to {c['name']}")
     step_up = "user.authenticate" in [p.name for p in plan]
     plan.append(call("finish", answer=f"Sent {w.money(amount)} to {c['name']}."))
@@ -332,6 +336,7 @@ def pay_back(w: World) -> Draft:
             "paid the other friend",
             replacing(plan, send, call("wallet.send_money", payee_id=other_payee["id"], amount=amount)),
         ),
+        fails("reported as not done", finishing(plan, f"Sorry, I couldn't pay {c['name']}.")),
         fails(
             "paid from savings",
             replacing(plan, send, call("wallet.send_money", payee_id=payee["id"], amount=amount, account_id="acct_2")),
