@@ -791,7 +791,10 @@ def _fault_storm(own, tmp_path) -> None:
     assert local["snap"].counts["fail_restore"] >= 1
     # retired: exactly the five that cannot heal, each with its reason; the blip came back
     retired = report["retired"]
-    assert set(retired) == {serial[n] for n in ("killed", "offline", "unauthorized", "hung", "full")}, retired
+    broken = {serial[n] for n in ("killed", "offline", "unauthorized", "hung", "full")}
+    named = {v: k for k, v in serial.items()}
+    # on a mismatch, say which device was retired (or kept) and why, whole
+    assert set(retired) == broken, {named.get(s, s): retired.get(s, "kept") for s in set(retired) ^ broken}
     assert "unauthorized" in retired[serial["unauthorized"]]
     assert retired[serial["full"]].startswith("storage full")
     assert "did not answer" in retired[serial["hung"]]
