@@ -860,14 +860,11 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
             found = [Claim("money", c.value, c.start, c.end, c.negated, "", c.alts) for c in cents]
             bare = [c for c in bare if c not in cents]
         # a bare number hedged with an amount is an amount too: "700 or 720 AUD", "700-720 AUD"
-        linked = []
-        for n in bare:
-            for m in found:
-                gap = sc.text[n.end : m.start] if n.end <= m.start else sc.text[m.end : n.start]
-                between = re.fullmatch(r"\s*and\s*", gap) and re.search(r"\bbetween\s+$", sc.text[: n.start])
-                if _HEDGE_LINK.match(gap) or between:
-                    linked.append(Claim("money", n.value, n.start, n.end, n.negated, m.unit, n.alts))
-                    break
+        linked = [
+            Claim("money", n.value, n.start, n.end, n.negated, m.unit, n.alts)
+            for n in bare
+            if (m := _hedge_partner(sc.text, n, found, between=True))
+        ]
         return sorted([*found, *linked], key=lambda c: c.start)
     if type == "duration":
         found = [c for c in sc.claims if c.type == "duration"]
@@ -875,18 +872,28 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
     return [c for c in sc.claims if c.type == type]
 
 
+def _hedge_partner(text: str, n: Claim, found: Sequence[Claim], *, between: bool = False) -> Claim | None:
+    """The claim of ``found`` that the bare number ``n`` is offered beside as an alternative
+    ("700 or 720 AUD", "14 or 20 minutes"; with ``between``, "between 700 and 720 AUD"), if any."""
+    for m in found:
+        gap = text[n.end : m.start] if n.end <= m.start else text[m.end : n.start]
+        if _HEDGE_LINK.match(gap) or (
+            between and re.fullmatch(r"\s*and\s*", gap) and re.search(r"\bbetween\s+$", text[: n.start])
+        ):
+            return m
+    return None
+
+
 def _hedged_durations(sc: _Scan, found: list[Claim]) -> list[Claim]:
     """Bare numbers hedged with a duration, as durations in its unit: "14 minutes, or 20 in
     traffic" and "14 or 20 minutes" claim 20 and 14 minutes too."""
     linked = []
     for n in (c for c in sc.claims if c.type == "number"):
-        for d in found:
-            gap = sc.text[n.end : d.start] if n.end <= d.start else sc.text[d.end : n.start]
-            units = re.findall(rf"(?<![^\W\d_]){_DUR_UNIT}\b", sc.text[d.start : d.end], re.I)
-            if units and _HEDGE_LINK.match(gap):
-                scale = _DUR_UNITS[units[-1].lower()]
-                linked.append(Claim("duration", round(n.value * scale), n.start, n.end, n.negated))
-                break
+        d = _hedge_partner(sc.text, n, found)
+        units = re.findall(rf"(?<![^\W\d_]){_DUR_UNIT}\b", sc.text[d.start : d.end], re.I) if d else []
+        if units:
+            scale = _DUR_UNITS[units[-1].lower()]
+            linked.append(Claim("duration", round(n.value * scale), n.start, n.end, n.negated))
     return linked
 
 

@@ -311,6 +311,16 @@ def fails(name: str, plan: list[ToolCall]) -> Probe:
     return Probe(name=name, expect="fail", plan=plan)
 
 
+def said_probes(plan: list[ToolCall], index: int, to: str, same: str, otherwise: str) -> list[Probe]:
+    """Two probes for the text sent at step ``index`` to the number ``to``, which must say
+    something: ``same`` (the same content in the agent's own words) passes, ``otherwise`` (a near
+    miss that says something else) fails."""
+    return [
+        passes("the text in the agent's own words", replacing(plan, index, call("messages.send", to=to, body=same))),
+        fails("a text that says otherwise", replacing(plan, index, call("messages.send", to=to, body=otherwise))),
+    ]
+
+
 def finishing(plan: list[ToolCall], answer: str | None = None, **typed: Any) -> list[ToolCall]:
     """``plan`` with its final ``finish`` replaced by one with ``answer`` (and ``value=`` when
     given): ``finishing(plan, "It's three")``."""

@@ -40,6 +40,7 @@ from phoneenv.tasks.templates import (
     first_name,
     passes,
     replacing,
+    said_probes,
     state,
     template,
 )
@@ -267,13 +268,7 @@ def text_relation(w: World) -> Draft:
                 "texts someone else too",
                 replacing(plan, 2, plan[2], call("messages.send", to=people[2]["phone"], body=text)),
             ),
-            passes(
-                "the text in its own words", replacing(plan, 2, call("messages.send", to=target["phone"], body=same))
-            ),
-            fails(
-                "a text that says otherwise",
-                replacing(plan, 2, call("messages.send", to=target["phone"], body=opposite)),
-            ),
+            *said_probes(plan, 2, target["phone"], same, opposite),
         ],
     )
 
@@ -1373,14 +1368,7 @@ def intent_time(w: World) -> Draft:
                 ),
             ),
             fails("sent before the reminder came up", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
-            passes(
-                "the text in its own words",
-                replacing(plan, 3, call("messages.send", to=person["phone"], body=f"Hi {first_name(person)}, {key}!")),
-            ),
-            fails(
-                "a text that says otherwise",
-                replacing(plan, 3, call("messages.send", to=person["phone"], body=opposite)),
-            ),
+            *said_probes(plan, 3, person["phone"], f"Hi {first_name(person)}, {key}!", opposite),
             fails(
                 "acted on the later reminder too",
                 replacing(plan, 3, plan[3], call("messages.send", to=other["phone"], body=text2)),
@@ -1513,16 +1501,7 @@ def intent_place(w: World) -> Draft:
             ),
             fails("acted before getting there", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
             *(
-                [
-                    passes(
-                        "the text in its own words",
-                        replacing(plan, 3, call("messages.send", to=person["phone"], body=f"Hi {first}, {key}!")),
-                    ),
-                    fails(
-                        "a text that says otherwise",
-                        replacing(plan, 3, call("messages.send", to=person["phone"], body=opposite)),
-                    ),
-                ]
+                said_probes(plan, 3, person["phone"], f"Hi {first}, {key}!", opposite)
                 if act.name == "messages.send"
                 else []
             ),

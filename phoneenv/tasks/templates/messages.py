@@ -22,6 +22,7 @@ from phoneenv.tasks.templates import (
     finishing,
     passes,
     replacing,
+    said_probes,
     state,
     template,
 )
@@ -196,14 +197,8 @@ def text_contact(w: World) -> Draft:
             passes("looked at the threads too", [call("messages.list_threads"), *plan]),
             fails("one of them left out", replacing(plan, i)),
             fails("the wrong person", replacing(plan, i, call("messages.send", to=similar(w, a)["phone"], body=text))),
-            passes(
-                "the text in the agent's words around it",
-                replacing(plan, i, call("messages.send", to=a["phone"], body=same)),
-            ),
             fails("other words", replacing(plan, i, call("messages.send", to=a["phone"], body="Talk soon"))),
-            fails(
-                "a text that says otherwise", replacing(plan, i, call("messages.send", to=a["phone"], body=opposite))
-            ),
+            *said_probes(plan, i, a["phone"], same, opposite),
         ],
     )
 
