@@ -1427,8 +1427,10 @@ class RunningEmulator:
         not booted. While adb does not list the serial, the launcher announces the emulator to its
         adb server again every :data:`REANNOUNCE_S` s (:func:`announce_emulator`): the emulator
         announces itself once, and an adb server refuses that announcement while it still holds
-        the transport of an emulator that ran on the same ports a moment before. Raises :class:`EmulatorExitedError` if the process dies,
-        :class:`BootTimeoutError` on timeout, and, for a start from a snapshot,
+        the transport of an emulator that ran on the same ports a moment before.
+
+        Raises :class:`EmulatorExitedError` if the process dies, :class:`BootTimeoutError` on
+        timeout, and, for a start from a snapshot,
         :class:`SnapshotBootError` as soon as the log reports a clean-boot fallback (and after boot
         through :meth:`verify_boot_snapshot`); the caller stops the emulator
         (:meth:`EmulatorLauncher.start` does).
