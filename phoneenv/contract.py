@@ -258,7 +258,8 @@ class AnswerCriterion(BaseModel):
 
     Text checks: ``equals`` (case- and space-insensitive), every string in ``contains`` (stated
     as whole words and not denied: :func:`phoneenv.tasks.predicates.says`),
-    ``pattern`` (regex, searched). Typed check: ``type`` with the expected ``value`` in its
+    ``pattern`` (regex, searched case-insensitive, accents aside:
+    :func:`phoneenv.tasks.predicates.searches`). Typed check: ``type`` with the expected ``value`` in its
     normalised form (number/money: a number; time: ``"HH:MM"``; date: ``"YYYY-MM-DD"``;
     duration: seconds; contact: a contact id; contacts: a list of contact ids; items: a list of
     strings; yes_no: a bool; text: a phrase or list of phrases that must all appear), compared

@@ -59,6 +59,13 @@ def after(**tables):
         ({"song_ids": ("s_3", "s_1", "s_4")}, {"song_ids": {"seq": ["s_3", "s_1", "s_4"]}}, True),
         ({"song_ids": ("s_1", "s_3", "s_4")}, {"song_ids": {"seq": ["s_3", "s_1", "s_4"]}}, False),
         ({"song_ids": ("s_3", "s_1")}, {"song_ids": {"seq": ["s_3", "s_1", "s_4"]}}, False),
+        # a pattern, with or without accents on either side, case aside; not another letter
+        ({"body": "Call São Paulo at 6"}, {"body": {"regex": r"sao paulo\b"}}, True),
+        ({"body": "Call Sao Paulo at 6"}, {"body": {"regex": r"São Paulo\b"}}, True),
+        ({"body": "Zoë's party"}, {"body": {"regex": r"\bzoe's\b"}}, True),
+        ({"body": "Call Sao Paulo at 6"}, {"body": {"regex": r"[àá]\b"}}, False),
+        ({"body": "Zoa's party"}, {"body": {"regex": r"\bZoë's\b"}}, False),
+        ({"body": "Call São Paulo"}, {"body": {"not": {"regex": r"sao paulo"}}}, False),
     ],
 )
 def test_predicates(record, where, expected):
@@ -179,6 +186,8 @@ def test_answer_criteria():
     assert not ok("You have 4 unread", number=3)
     assert ok("about 2,5 km", number=2.4, tolerance=0.2)
     assert ok("+4915111111111", pattern=r"\+4915111111111")
+    assert ok("It's 6 am in São Paulo", pattern=r"6 am in Sao Paulo")
+    assert not ok("It's 6 am in Santos", pattern=r"6 am in Sao Paulo")
     assert not ok(None, contains=["x"])
 
 

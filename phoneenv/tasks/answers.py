@@ -103,7 +103,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from phoneenv.tasks.identity import ContactBook, contact_ids, mentioned_contacts
-from phoneenv.tasks.predicates import Context, norm, says
+from phoneenv.tasks.predicates import Context, norm, says, searches
 
 if TYPE_CHECKING:
     from phoneenv.contract import AnswerCriterion
@@ -1191,7 +1191,7 @@ def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Conte
     for part in crit.contains:
         if not says(words, part):
             return False, f"answer lacks {part!r}"
-    if crit.pattern is not None and re.search(crit.pattern, words, re.IGNORECASE) is None:
+    if crit.pattern is not None and not searches(crit.pattern, words):
         return False, f"answer does not match /{crit.pattern}/"
     exp = _expected(crit, ctx)
     if exp is None:

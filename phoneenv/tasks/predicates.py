@@ -12,7 +12,9 @@ text states the phrase as whole words, not denied: :func:`says`), ``{"startswith
 ``{"gte": x}``, ``{"lte": x}`` (numbers or ISO strings), ``{"has": v}`` (a list/tuple field holds
 ``v``, case-insensitive for strings), ``{"len": n}``, ``{"seq": [..]}`` (a list/tuple field
 holds exactly these items in this order), ``{"number": s}`` (same phone line: last
-nine digits equal), ``{"regex": p}`` (a string field matches the pattern, case-insensitive).
+nine digits equal), ``{"regex": p}`` (a string field matches the pattern, case-insensitive, and with or without accents:
+the pattern and the text are also compared with their accents dropped, so "Sao Paulo" finds "São
+Paulo" and "Zoë" finds "Zoe").
 
 Composition: ``{"any": [c1, c2, ...]}`` holds when one alternative holds, ``{"not": c}`` when
 ``c`` does not. Several operators in one object must all hold.
@@ -165,13 +167,26 @@ OPERATORS = {
     "len": lambda v, a: isinstance(v, (list, tuple, str)) and len(v) == a,
     "seq": lambda v, a: isinstance(v, (list, tuple)) and list(v) == list(a),
     "number": lambda v, a: v is not None and len(_digits(a)) >= 3 and _digits(v)[-9:] == _digits(a)[-9:],
-    "regex": lambda v, a: isinstance(v, str) and _regex(a).search(v) is not None,
+    "regex": lambda v, a: isinstance(v, str) and searches(a, v),
 }
 
 
 @functools.lru_cache(maxsize=512)
 def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
+
+
+def searches(pattern: str, text: str) -> bool:
+    """Whether the regular expression ``pattern`` is found in ``text``, case-insensitive, as
+    written or with the accents of both dropped (:func:`_bare`: combining marks only, so the
+    pattern's syntax is untouched): ``searches("Sao Paulo", "São Paulo")`` and ``searches("Zoë",
+    "Zoe")`` hold. The ``regex`` operator and an answer's ``pattern`` match this way. Compiled
+    patterns are cached; raises ``re.error`` for a pattern that does not compile."""
+    if _regex(pattern).search(text):
+        return True
+    if text.isascii() and pattern.isascii():
+        return False
+    return _regex(_bare(pattern)).search(_bare(text)) is not None
 
 
 def _items(value: Any) -> list[Any]:
