@@ -39,6 +39,9 @@ from phoneenv.tasks.schemas import check_fixtures
 from phoneenv.tasks.world import World
 
 __all__ = [
+    "CANCELLED",
+    "NOT_CANCELLED",
+    "TIME_SAID",
     "Draft",
     "Template",
     "all_templates",
@@ -48,15 +51,19 @@ __all__ = [
     "behavior",
     "call",
     "confirm_variant",
+    "dictated",
     "fails",
     "finishing",
     "first_name",
     "named",
     "namesake",
     "national",
+    "not_reported_undone",
     "passes",
     "pick",
+    "plain_texts_to",
     "replacing",
+    "said_probes",
     "state",
     "suffixed",
     "template",
@@ -261,6 +268,24 @@ def ask_first(
 def behavior(rule: str, tool: str | None = None, *, id: str = "", **kw: Any) -> BehaviorCriterion:
     """A behaviour criterion (``required_call``, ``forbidden_call``, ``confirm_before``, ...)."""
     return BehaviorCriterion(id=id or f"{rule}:{tool or ''}", rule=rule, tool=tool, **kw)  # type: ignore[arg-type]
+
+
+NOT_CANCELLED = (
+    r"(?:\bnot\b|n't\b|\bcannot\b|\bunable\b|\bfailed\b)\W+(?:(?:be|been|able|to|get|manage|yet)\W+){0,3}cancel"
+    r"|\bstill\s+on\b|\bwouldn't\s+let\s+me\b|\bdid(?:n't| not)\s+go\s+through\b|\bit\s+failed\b"
+    r"|\b(?:tried|trying|try|going|want|wanted|plan|planning|about|will|i'll)\s+(?:to\s+)?cancel\b"
+    r"|\bcould(?:n't| not)\s+find\b|\bcancel\w*[^.!?]*\?"
+)
+"""A text that says the booking or order was not cancelled ("couldn't cancel it", "don't
+cancel", "dinner is still on", "the shop wouldn't let me", "it didn't go through"), or not yet
+("I'm going to cancel it", "Should I cancel it?")."""
+
+CANCELLED = (
+    r"\bcancell?ed\b|\bwithdr[ae]wn?\b|\bcalled\s+off\b"
+    r"|\bcancellation\s+(?:is\s+|was\s+|has\s+been\s+)?(?:confirmed|done|complete)"
+)
+"""A text that says a cancellation is done ("I cancelled it", "it's been canceled", "I withdrew
+the request", "cancellation confirmed"): "cancel" alone may be a plan or a question."""
 
 
 def not_reported_undone(*verbs: str, id: str = "not_reported_undone") -> CompositeCriterion:

@@ -16,6 +16,8 @@ from typing import Any
 
 from phoneenv.contract import Criterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
+    CANCELLED,
+    NOT_CANCELLED,
     Draft,
     answer,
     behavior,
@@ -33,7 +35,6 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.home import ROOMS, fahrenheit, seed_home, temperature
-from phoneenv.tasks.templates.restaurants import CANCELLED, NOT_CANCELLED
 from phoneenv.tasks.templates.wallet import (
     CATEGORY_SEEDS,
     MERCHANTS,

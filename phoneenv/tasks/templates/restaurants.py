@@ -13,6 +13,7 @@ from typing import Any
 from apps.restaurants import confirmation_code
 from phoneenv.contract import Domain
 from phoneenv.tasks.templates import (
+    NOT_CANCELLED,
     Draft,
     call,
     fails,
@@ -121,24 +122,6 @@ def add_reservation(w: World, r: dict[str, Any], when: dt.datetime, party: int) 
     }
     w.table("restaurants.reservations").append(rec)
     return rec
-
-
-NOT_CANCELLED = (
-    r"(?:\bnot\b|n't\b|\bcannot\b|\bunable\b|\bfailed\b)\W+(?:(?:be|been|able|to|get|manage|yet)\W+){0,3}cancel"
-    r"|\bstill\s+on\b|\bwouldn't\s+let\s+me\b|\bdid(?:n't| not)\s+go\s+through\b|\bit\s+failed\b"
-    r"|\b(?:tried|trying|try|going|want|wanted|plan|planning|about|will|i'll)\s+(?:to\s+)?cancel\b"
-    r"|\bcould(?:n't| not)\s+find\b|\bcancel\w*[^.!?]*\?"
-)
-"""A text that says the booking or order was not cancelled ("couldn't cancel it", "don't
-cancel", "dinner is still on", "the shop wouldn't let me", "it didn't go through"), or not yet
-("I'm going to cancel it", "Should I cancel it?")."""
-
-CANCELLED = (
-    r"\bcancell?ed\b|\bwithdr[ae]wn?\b|\bcalled\s+off\b"
-    r"|\bcancellation\s+(?:is\s+|was\s+|has\s+been\s+)?(?:confirmed|done|complete)"
-)
-"""A text that says a cancellation is done ("I cancelled it", "it's been canceled", "I withdrew
-the request", "cancellation confirmed"): "cancel" alone may be a plan or a question."""
 
 
 def day_words(day: dt.date) -> str:

@@ -11,6 +11,8 @@ from typing import Any
 
 from phoneenv.contract import Domain, StateCriterion, ToolCall
 from phoneenv.tasks.templates import (
+    CANCELLED,
+    NOT_CANCELLED,
     Draft,
     answer,
     ask_first,
@@ -27,7 +29,6 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.messages import similar
-from phoneenv.tasks.templates.restaurants import CANCELLED, NOT_CANCELLED
 from phoneenv.tasks.world import World
 
 __all__ = ["PRODUCTS", "ShopWorld", "item", "return_plan", "seed_shop"]
