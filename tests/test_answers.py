@@ -663,6 +663,23 @@ def test_consistent_facts(text, facts, expected):
 
 
 @pytest.mark.parametrize(
+    ("text", "facts", "stated"),
+    [
+        # a negated verb before a time or date denies it, unless the negation keeps the time
+        ("My train won't get in at 16:00", {"time": "16:00"}, False),
+        ("I'm not arriving at 16:00 but at 17:00", {"time": "16:00"}, False),
+        ("It isn't moving on Monday 30 November", {"date": "2026-11-30"}, False),
+        ("I won't be in until 16:00", {"time": "16:00"}, True),
+        ("Don't forget dinner at 16:00", {"time": "16:00"}, True),
+        ("Don't miss the 16:00 train", {"time": "16:00"}, True),
+        ("If I'm not delayed I get in at 16:00", {"time": "16:00"}, True),
+    ],
+)
+def test_a_negated_verb_denies_the_time_after_it(text, facts, stated):
+    assert match({"body": text}, {"body": {"states": facts}}, CTX) is stated
+
+
+@pytest.mark.parametrize(
     ("text", "phone", "dates"),
     [
         ("Moved to 09/11 at 16:00", "+447783783071", ["2026-11-09"]),  # a UK world: day first

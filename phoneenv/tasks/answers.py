@@ -321,6 +321,14 @@ _NEG_BEFORE = re.compile(
     r"(?:\bnot|n't|\binstead of|\brather than|\bno longer|\bnot at|\bnot on)\s+(?:(?:at|on|from|the|a|an|with|to|by|in)\s+)?$",
     re.I,
 )
+_NEG_VERB_BEFORE = re.compile(
+    r"(?:\bnot|n't|n’t|\bnever)\s+(?!(?:forget|worry|miss|hesitate|wait|mind|need|be\s+late)\b)"
+    r"(?:[\w'’]+\s+){1,2}(?:at|on|by)\s+$",
+    re.I,
+)
+"""Before a time or date: a negated verb in its clause, one or two words back ("won't get in at
+21:55", "isn't arriving on Friday"), not an imperative that keeps the time ("Don't forget dinner
+at 8", "don't miss the 8:15"); "not ... until 21:55" affirms it and is not matched."""
 _FROM_TO_BEFORE = re.compile(r"\bfrom\s+(?:(?:at|on|the)\s+)?$", re.I)
 _FROM_TO_AFTER = re.compile(r"^\s*(?:to|until|till|→|->)\s", re.I)
 _HEDGE_LINK = re.compile(
@@ -371,13 +379,17 @@ _CONTEXT_BEFORE = re.compile(
 
 
 def _negated(text: str, a: int, b: int, type: str) -> bool:
-    """Whether the value at ``a``-``b`` is not claimed: denied ("not 14:00"), the old value of
-    a change ("moved from 14:00 to 16:00"), or context in another role ("out of a $200
-    budget", "more than 5")."""
+    """Whether the value at ``a``-``b`` is not claimed: denied ("not 14:00"; a time or date also
+    after a negated verb, "won't get in at 21:55"), the old value of a change ("moved from 14:00
+    to 16:00"), or context in another role ("out of a $200 budget", "more than 5")."""
     before = text[max(0, a - 40) : a]
     if _NEG_BEFORE.search(before) or _CONTEXT_BEFORE.search(before):
         return True
-    return type in ("time", "date") and bool(_FROM_TO_BEFORE.search(before) and _FROM_TO_AFTER.match(text[b : b + 8]))
+    if type not in ("time", "date"):
+        return False
+    return bool(_NEG_VERB_BEFORE.search(before)) or bool(
+        _FROM_TO_BEFORE.search(before) and _FROM_TO_AFTER.match(text[b : b + 8])
+    )
 
 
 def _now(ctx: Context) -> dt.datetime | None:
