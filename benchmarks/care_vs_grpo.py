@@ -97,6 +97,11 @@ class BenchConfig:
         checked: SFT also on each training task's checked plan (:func:`rl.sft.checked_traces`:
             a re-read after every change), so the SFT start solves tasks in two styles, one with
             1–2 redundant calls, and efficiency has something to cut.
+        invalid_reply_penalty: ν of :class:`rl.trainers.TrainConfig`, the same in every arm: ν × the
+            episode's share of replies without a tool call, subtracted from the reward before the
+            advantages (0: the algorithms as published; ``phoneenv train rl`` uses 0.5). Replies
+            that hold no call ("Done......" to the token cap after the last call) grew to a third
+            of the replies over a 120-step run without it, inflating tokens in every arm.
         arms: the RL arms to run.
         threads: torch intra-op threads. 1 by default: a tiny model's ops are too small to split,
             and on a busy machine two threads made the rollouts about 8× slower in CPU time
@@ -122,6 +127,7 @@ class BenchConfig:
     budget_tokens: float = 200.0
     budget_calls: float = 6.0
     checked: bool = True
+    invalid_reply_penalty: float = 0.0
     arms: tuple[str, ...] = field(default=ARMS)
     threads: int = 1
 
@@ -360,6 +366,7 @@ def train_arm(cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str],
         tool_filter=cfg.tools,
         care_budget_tokens=cfg.budget_tokens,
         care_budget_calls=cfg.budget_calls,
+        invalid_reply_penalty=cfg.invalid_reply_penalty,
         report_to="none",
     )
     return train_rl(tc)
