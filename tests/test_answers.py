@@ -259,6 +259,10 @@ def test_says_reads_contractions_and_number_words_as_written_out():
     assert not says("Dinner is at 8:30 tonight", "dinner is at 8")
     assert not says("Can we move our call to 4:30?", "Can we move our call to 4?")
     assert says("Dinner is at 8. See you", "dinner is at 8") and says("Move it to 4, ok?", "move it to 4")
+    # a noun's "'s" before a place, time, state or participle reads "is"/"has"; a possessive stays
+    assert says("Dinner's at eight tonight, see you", "Dinner is at 8 tonight")
+    assert says("The meeting’s been moved to Friday", "the meeting has been moved")
+    assert plain("Ana's party") == "Ana's party" and not says("Ana's party is on", "Ana is party")
     # a fuzzed huge body is read as written, not rewritten (seconds of work)
     huge = "I'm late. " * (PLAIN_MAX_CHARS // 10 + 1)
     assert plain(huge) == huge and says(huge, "I'm late")

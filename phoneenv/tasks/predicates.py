@@ -84,6 +84,20 @@ Pier 7, not sure which"; "maybe Harbour Hall")."""
 _CLAUSE_END = re.compile(r"[.;!?\n]\s|[;!?\n]")
 
 
+_NOUN_IS = re.compile(
+    r"\b([A-Za-z]+)'s\s+(?=(at|on|in|by|from|now|still|not|a|an|the|ready|over|off|late|early|here|there"
+    r"|done|booked|cancell?ed|moved|due|open|closed|been|going|running|arriving|leaving)\b)",
+    re.I,
+)
+"""A noun's "'s" that reads "is" or "has" (before a place, time, state or participle: "Dinner's at
+eight", "the meeting's been moved"), not a possessive ("Ana's party"); the ``contractions`` package
+leaves these as written."""
+
+
+def _noun_is(m: re.Match[str]) -> str:
+    return f"{m[1]} {'has' if m[2].lower() == 'been' else 'is'} "
+
+
 PLAIN_MAX_CHARS = 10_000
 """The longest text :func:`plain` rewrites (characters)."""
 
@@ -105,7 +119,7 @@ def plain(text: str) -> str:
     import contractions
     from text_to_num import alpha2digit
 
-    expanded = contractions.fix(text.replace("\u2019", "'"), slang=False)
+    expanded = _NOUN_IS.sub(_noun_is, contractions.fix(text.replace("\u2019", "'"), slang=False))
     return alpha2digit(expanded, "en", threshold=0)
 
 

@@ -11,6 +11,7 @@ Modules of this package are imported by :func:`all_templates`.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import pkgutil
 import re
@@ -313,12 +314,14 @@ def plain_texts_to(*contacts: dict[str, Any]) -> list[ChangeSelector]:
     ]
 
 
-def dictated(text: str) -> dict[str, Any]:
+def dictated(text: str, day: dt.date | None = None) -> dict[str, Any]:
     """A body predicate for a text the user dictated ('Text Sam: "..."'): the body states it
     (``{"says": text}``, :func:`phoneenv.tasks.predicates.says`): its words in order, case,
     punctuation, contractions and number words aside, with words of the agent's own around it
-    ("Hi Sam, ..."). A paraphrase, a part of it, or the text denied fails."""
-    return {"says": text}
+    ("Hi Sam, ..."). A paraphrase, a part of it, or the text denied fails. With ``day`` (for a
+    dictated text about "tonight" or "today" whose required part leaves the day out), the body
+    names no other day ("Dinner is at 8 tomorrow" fails)."""
+    return {"says": text} | ({"consistent": {"date": day.isoformat()}} if day is not None else {})
 
 
 # -- verdict probes ------------------------------------------------------------------------------

@@ -164,16 +164,18 @@ def _sms(
     contains: str | None = None,
     states: dict[str, Any] | None = None,
     said: str | None = None,
+    day: dt.date | None = None,
     **where: Any,
 ) -> Any:
     """A text to contact ``c`` (by identity: any format of their number) created whose body
     contains ``contains``, states the facts ``states`` (``{"time": "19:30"}``: "7:30 pm"
     holds, another time beside it does not) or says the dictated text ``said``
-    (:func:`~phoneenv.tasks.templates.dictated`) when given, and whose fields match ``where``."""
+    (:func:`~phoneenv.tasks.templates.dictated`, naming no day but ``day`` when given) when
+    given, and whose fields match ``where``."""
     if contains is not None:
         where["body"] = {"icontains": contains}
     if said is not None:
-        where["body"] = dictated(said)
+        where["body"] = dictated(said, day)
     if states is not None:
         where["body"] = {"states": states}
     crit = state("messages.messages", "created", number={"person": c["id"]}, direction="out", **where)
@@ -1286,6 +1288,13 @@ REMINDER_TEXTS = [
      "Don't send me the photos from Saturday"),
     ("that dinner is at 8", "Dinner is at 8 tonight, see you there", "dinner is at 8", "Dinner is at 9 tonight"),
 ]  # fmt: skip
+
+
+def _today_in(text: str, day: dt.date) -> dt.date | None:
+    """``day`` when the dictated ``text`` is about it ("tonight", "today"), else None."""
+    return day if re.search(r"\b(?:tonight|today)\b", text, re.I) else None
+
+
 ERRANDS = ["buy milk", "pick up the dry cleaning", "get stamps", "return the library books"]
 
 
@@ -1348,7 +1357,9 @@ def intent_time(w: World) -> Draft:
         w,
         book,
         goal=goal,
-        criteria=[_sms(person, said=key, time={"gte": due.isoformat(timespec="seconds")})],
+        criteria=[
+            _sms(person, said=key, day=_today_in(text, due.date()), time={"gte": due.isoformat(timespec="seconds")})
+        ],
         milestones=[_sms(person), _sms(person, time={"gte": due.isoformat(timespec="seconds")})],
         plan=plan,
         perturb_exempt=["4.answer"],
@@ -1369,6 +1380,24 @@ def intent_time(w: World) -> Draft:
             ),
             fails("sent before the reminder came up", [plan[0], plan[2], plan[3], plan[1], plan[4]]),
             *said_probes(plan, 3, person["phone"], f"Hi {first_name(person)}, {key}!", opposite),
+            *(
+                [
+                    fails(
+                        "another day",
+                        replacing(
+                            plan, 3, call("messages.send", to=person["phone"], body=text.replace("tonight", "tomorrow"))
+                        ),
+                    ),
+                    passes(
+                        "the day in other words",
+                        replacing(
+                            plan, 3, call("messages.send", to=person["phone"], body=f"{key.capitalize()} this evening")
+                        ),
+                    ),
+                ]
+                if "tonight" in text
+                else []
+            ),
             fails(
                 "acted on the later reminder too",
                 replacing(plan, 3, plan[3], call("messages.send", to=other["phone"], body=text2)),
@@ -1429,7 +1458,11 @@ def intent_place(w: World) -> Draft:
             f'Text {first}: "{text}"',
         )
         act = call("messages.send", to=person["phone"], body=text)
-        criteria = [_sms(person, said=key, time={"gte": arrive.isoformat(timespec="seconds")})]
+        criteria = [
+            _sms(
+                person, said=key, day=_today_in(text, arrive.date()), time={"gte": arrive.isoformat(timespec="seconds")}
+            )
+        ]
         done = f"texted {first}"
     _intent(
         book,
