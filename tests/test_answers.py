@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -697,3 +698,33 @@ def test_numeric_dates_without_a_year_follow_the_worlds_locale(text, phone, date
         contacts=({"id": "c_1", "name": "Ana Lima", "phone": phone, "email": None},), now="2026-11-05T09:00:00"
     )
     assert extract_claims(text, "date", ctx) == dates
+
+
+@pytest.mark.parametrize(
+    ("text", "times"),
+    [
+        ("It's 6 in the morning in Sao Paulo", ["06:00"]),
+        ("4:15 in the afternoon", ["16:15"]),
+        ("11 at night", ["23:00"]),
+        ("2 at night", ["02:00"]),
+        ("19:30 in the evening", ["19:30"]),
+        ("6 o'clock in the evening", ["18:00"]),
+        ("at 12 at night", ["00:00"]),
+        ("6 in the box", []),
+    ],
+)
+def test_a_time_with_its_part_of_the_day(text, times):
+    assert extract_claims(text, "time", CTX) == times
+
+
+def test_patterns_and_answers_read_a_part_of_the_day_alike():
+    """Every hour said with its part of the day (``clock.day_part``) is the time both to the
+    answer reader and to ``clock.time_pattern``; the other half of the day is neither."""
+    from phoneenv.tasks.templates.clock import day_part, time_pattern
+
+    for hour in range(24):
+        for minute in (0, 15):
+            said, other = day_part(hour, minute), day_part((hour + 12) % 24, minute)
+            assert extract_claims(said, "time", CTX) == [f"{hour:02d}:{minute:02d}"], said
+            assert re.search(time_pattern(hour, minute), said, re.I), said
+            assert not re.search(time_pattern(hour, minute), other, re.I), (hour, other)

@@ -222,7 +222,13 @@ _RE_DOT_CLOCK = re.compile(
 """A time written with a dot, where it reads as one: after "at", "by", "around"... ("arrives at
 8.28", not followed by a currency) or before am/pm ("8.28 pm")."""
 
-_RE_CLOCK = re.compile(r"(?<![\d:.,])(\d{1,2})[:h](\d{2})(?::\d{2})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?)?", re.I)
+_DAY_PART = r"in the (?:morning|afternoon|evening)|at night"
+"""A part of the day after a time ("6 in the morning", "4:15 in the afternoon", "11 at night")."""
+_RE_CLOCK = re.compile(
+    rf"(?<![\d:.,])(\d{{1,2}})[:h](\d{{2}})(?::\d{{2}})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?|\s+({_DAY_PART})\b)?", re.I
+)
+_RE_HOUR_PART = re.compile(rf"(?<![\d:.,])\b(\d{{1,2}})(?:\s+o'?clock)?\s+({_DAY_PART})\b", re.I)
+"""An hour alone with its part of the day ("6 in the morning", "11 at night")."""
 _RE_WORD_TIME = re.compile(
     r"\b(?:(?:a\s+)?(quarter|half|[1-5]?\d(?=\s+(?:minutes?\s+)?(?:past|to)\s+\d))\s+(?:minutes?\s+)?(past|to)\s+(\d{1,2})"
     r"|(\d{1,2})\s+o'?clock|(noon|midday|midnight))\b"
@@ -401,6 +407,20 @@ def _now(ctx: Context) -> dt.datetime | None:
         return None
 
 
+def _part_hm(h: int, m: int, part: str) -> str | None:
+    """``h:m`` read with a part of the day (``"morning"``, ``"in the afternoon"``, ``"at night"``,
+    ``"this evening"``, ``"tonight"``): a 12-hour clock in that half of the day ("2 at night" is
+    02:00, "11 at night" 23:00); an hour past 12 stays as written ("19:30 in the evening")."""
+    part = part.lower()
+    if h > 12:
+        return _hm(h, m, None)
+    if "morning" in part:
+        return _hm(h or 12, m, "a")
+    if "night" in part and (h < 4 or h == 12):
+        return _hm(h or 12, m, "a")
+    return _hm(h or 12, m, "p")
+
+
 def _hm(h: int, m: int, ap: str | None) -> str | None:
     if ap:
         if not 1 <= h <= 12:
@@ -526,7 +546,8 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         if d is not None:
             sc.claim("date", d, m.start(), m.end())
     for m in _RE_CLOCK.finditer(t):
-        if sc.take(m.start(), m.end(), "time") and (hm := _hm(int(m[1]), int(m[2]), m[3])):
+        hm = _part_hm(int(m[1]), int(m[2]), m[4]) if m[4] else _hm(int(m[1]), int(m[2]), m[3])
+        if sc.take(m.start(), m.end(), "time") and hm:
             sc.claim("time", hm, m.start(), m.end())
     for m in _RE_DOT_CLOCK.finditer(t):
         if sc.take(m.start(2), m.end(), "time") and (hm := _hm(int(m[2]), int(m[3]), m[4])):
@@ -547,8 +568,11 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
                 h, mins = (h - 1) % 24, 60 - mins
         else:
             h, mins = int(oclock), 0
-        ap = "p" if day in ("afternoon", "evening", "at night") or day.startswith("p") else None
-        ap = "a" if day == "morning" or re.match(r"a\.?\s?m", day) else ap  # not "afternoon"
+        if day in ("morning", "afternoon", "evening", "at night"):
+            if (hm := _part_hm(h, mins, day)) is not None:
+                sc.claim("time", hm, m.start(), m.end())
+            continue
+        ap = "p" if day.startswith("p") else "a" if re.match(r"a\.?\s?m", day) else None
         if ap is None and 0 < h <= 12:
             first, other = _hm(h % 12, mins, None), _hm(h % 12 + 12, mins, None)
             if first and other:
@@ -565,13 +589,18 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         if not (sc.take(m.start(1), m.end(1), "time") if m[2] else sc.free(m.start(1), m.end(1))):
             continue
         h, day = int(m[1]), (m[2] or "").lower()
-        ap = "p" if re.search(r"night|afternoon|evening", day) else "a" if "morning" in day else None
-        if ap is None and 0 < h <= 12:
+        if day:
+            if (hm := _part_hm(h, 0, day)) is not None:
+                sc.claim("time", hm, m.start(1), m.end(1))
+        elif 0 < h <= 12:
             first, other = _hm(h % 12, 0, None), _hm(h % 12 + 12, 0, None)
             if first and other:
                 sc.claim("time", first, m.start(1), m.end(1), alts=(other,))
-        elif (hm := _hm(h if ap is None else (h or 12), 0, ap)) is not None:
+        elif (hm := _hm(h, 0, None)) is not None:
             sc.claim("time", hm, m.start(1), m.end(1))
+    for m in _RE_HOUR_PART.finditer(t):
+        if sc.take(m.start(), m.end(), "time") and (hm := _part_hm(int(m[1]), 0, m[2])) is not None:
+            sc.claim("time", hm, m.start(), m.end())
 
 
 def _duration_seconds(span: str) -> int | None:

@@ -33,18 +33,41 @@ def spoken(hhmm: str) -> str:
     return f"{h % 12 or 12}:{m:02d} {'AM' if h < 12 else 'PM'}"
 
 
+def day_part(hour: int, minute: int) -> str:
+    """``hour:minute`` said with its part of the day: ``"6 in the morning"``, ``"3:15 in the
+    afternoon"``, ``"7:30 in the evening"``, ``"2 at night"`` (what :func:`time_pattern` reads)."""
+    clock = f"{hour % 12 or 12}" + (f":{minute:02d}" if minute else "")
+    part = "in the morning" if 4 <= hour < 12 else "in the afternoon" if 12 <= hour < 17 else "in the evening"
+    return f"{clock} {'at night' if hour < 4 else part}"
+
+
 def time_pattern(hour: int, minute: int) -> str:
     """A regex that holds when an answer names ``hour:minute`` in 24-hour form (``15:15``,
     ``09:05`` or ``9:05``, not followed by AM/PM; ``9.05`` after "at" or "by") or 12-hour form
-    (``3:15 PM``, ``3.15pm``; on the hour also ``3 PM``, ``3pm``, ``3 p.m.``)."""
+    (``3:15 PM``, ``3.15pm``; on the hour also ``3 PM``, ``3pm``, ``3 p.m.``), or with the part of
+    the day that holds it (``6 in the morning``, ``3:15 in the afternoon``, ``9 o'clock at night``;
+    ``noon``, ``midnight``)."""
     h12 = hour % 12 or 12
     half = "a" if hour < 12 else "p"
-    p24 = rf"(?<!\d)0?{hour}:{minute:02d}(?!\d)(?!\s*[ap]\.?m)"
+    parts = [p for p, (a, b) in (("morning", (0, 12)), ("afternoon", (12, 18)), ("evening", (17, 24))) if a <= hour < b]
+    said = [f"in the {p}" for p in parts] + (["at night"] if hour >= 20 or hour < 4 else [])
+    # the answer reader's halves (answers._part_hm): "morning" before noon, "at night" before 4 or
+    # from 20, "afternoon"/"evening" from noon
+    day = ""
+    if said:
+        day = (
+            rf"|(?<![\d.:])(?:0?{h12}|{hour})(?::{minute:02d})" + ("?" if minute == 0 else "")
+            + rf"(?:\s+o'?clock)?\s+(?:{'|'.join(said)})\b"
+        )  # fmt: skip
+    if minute == 0 and hour in (0, 12):
+        day += r"|\bmidnight\b" if hour == 0 else r"|\bnoon\b|\bmidday\b"
+    # a part of the day after a 24-hour form is read by the part-of-day form below
+    p24 = rf"(?<!\d)0?{hour}:{minute:02d}(?!\d)(?!\s*[ap]\.?m)(?!\s+(?:in the (?:morning|afternoon|evening)|at night))"
     # with a dot where it reads as a time: after "at" or "by" ("arrives at 8.28"), not a price (not
     # before a capital three-letter code such as a currency's)
     dot = rf"(?<=\b(?:at|by) )0?{hour}\.{minute:02d}(?!\d|[.,]\d)(?!\s*[ap]\.?m)(?!\s*(?-i:[A-Z]{{3}})\b)"
     p12 = rf"(?<![\d.])0?{h12}(?:[:.]{minute:02d})" + ("?" if minute == 0 else "") + rf"\s*{half}\.?m\b"
-    return f"{p24}|{dot}|{p12}"
+    return f"{p24}|{dot}|{p12}{day}"
 
 
 def name_pattern(name: str) -> str:
@@ -303,6 +326,20 @@ def what_time(w: World) -> Draft:
             passes("asked the phone's time too", [call("clock.now"), *plan]),
             fails("the times swapped", finishing(plan, f"{one}: {hhmm[1]}, {two}: {hhmm[0]}")),
             passes("times before the cities", finishing(plan, f"It's {hhmm[0]} in {one} and {hhmm[1]} in {two}.")),
+            passes(
+                "parts of the day",
+                finishing(
+                    plan,
+                    f"It's {day_part(there[0].hour, there[0].minute)} in {one} and "
+                    f"{day_part(there[1].hour, there[1].minute)} in {two}.",
+                ),
+            ),
+            fails(
+                "the wrong part of the day",
+                finishing(
+                    plan, f"It's {day_part((there[0].hour + 12) % 24, there[0].minute)} in {one}, {hhmm[1]} in {two}."
+                ),
+            ),
             fails("swapped, times first", finishing(plan, f"It's {hhmm[1]} in {one} and {hhmm[0]} in {two}.")),
             fails("only one city", finishing(plan, f"{one}: {hhmm[0]}")),
             fails("a hedge", finishing(plan, f"{one}: {hhmm[0]} or {later}, {two}: {hhmm[1]}")),
