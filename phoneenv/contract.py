@@ -272,7 +272,9 @@ class AnswerCriterion(BaseModel):
     ``context``: other values of the type the answer may state beside the expected one without
     contradicting it, each in the same normalised form (the meeting's time in "leave at 12:59 to
     arrive by 13:30"; the world knows them, so the template names them). Stating only a context
-    value still fails.
+    value still fails. For ``yes_no``, ``context`` names the question's other subjects (phrases:
+    "size 40" beside the size asked about), and a clause that says one answers another question
+    and is set aside ("size 39 is in stock, though size 40 isn't").
 
     ``judge``: a rubric for an LLM judge, consulted only when verification is given a judge
     (off by default), and only beside a deterministic check (a type, ``equals``, ``contains``
@@ -302,8 +304,13 @@ class AnswerCriterion(BaseModel):
             raise ValueError("answer criterion has value= but no type=; name the type (number, time, date, ...)")
         if self.type is not None and self.number is not None:
             raise ValueError("give either number= or type=/value=, not both")
-        if self.context and self.type not in ("number", "money", "time", "date", "duration"):
-            raise ValueError("context= values go with a single-valued type (number, money, time, date, duration)")
+        if self.context and self.type not in ("number", "money", "time", "date", "duration", "yes_no"):
+            raise ValueError(
+                "context= values go with a single-valued type (number, money, time, date, duration) or names "
+                "a yes_no question's other subjects"
+            )
+        if self.type == "yes_no" and not all(isinstance(c, str) and c.strip() for c in self.context):
+            raise ValueError("a yes_no answer's context= names other subjects as phrases (strings)")
         if self.judge is not None and not (
             self.type or self.equals is not None or self.contains or self.pattern or self.number is not None
         ):

@@ -728,3 +728,16 @@ def test_patterns_and_answers_read_a_part_of_the_day_alike():
             assert extract_claims(said, "time", CTX) == [f"{hour:02d}:{minute:02d}"], said
             assert re.search(time_pattern(hour, minute), said, re.I), said
             assert not re.search(time_pattern(hour, minute), other, re.I), (hour, other)
+
+
+def test_a_yes_no_answer_sets_aside_clauses_about_other_subjects():
+    crit = AnswerCriterion(type="yes_no", value=True, context=["size 40", "size 41"])
+    for text in ("Size 39 is in stock, though size 40 isn't.", "Yes! Size 41 is sold out but 39 is in stock"):
+        assert check_answer(crit, text, None, CTX)[0], text
+    for text in ("Size 39 is sold out, but size 40 is in stock.", "Size 40 is in stock.", "Maybe, size 40 is"):
+        assert not check_answer(crit, text, None, CTX)[0], text
+    # without the other subjects named, the clauses contradict each other
+    plain_crit = AnswerCriterion(type="yes_no", value=True)
+    assert not check_answer(plain_crit, "Size 39 is in stock, though size 40 isn't.", None, CTX)[0]
+    with pytest.raises(ValidationError, match="phrases"):
+        AnswerCriterion(type="yes_no", value=True, context=[40])

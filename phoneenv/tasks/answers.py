@@ -1238,6 +1238,12 @@ def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Conte
     if exp is None:
         return True, ""
     type, want = exp
+    if type == "yes_no" and crit.context:
+        # other subjects of the question ("size 40" beside the size asked about): their clauses
+        # answer another question
+        if text is not None:
+            text = ". ".join(c for c in _CLAUSE.split(text) if not any(says(c, str(o)) for o in crit.context))
+        return _check_typed(type, want, text, value, ctx)
     beside = [e[1] for v in crit.context if (e := _expected(crit.model_copy(update={"value": v, "context": []}), ctx))]
     return _check_typed(
         type, want, text, value, ctx, tol=crit.tolerance, currency=crit.currency, unit=crit.unit, context=beside

@@ -568,12 +568,16 @@ def price_check(w: World) -> Draft:
         call("finish", answer=f"It costs {price}; {yes.format(size=size)}."),
     ]
     wrong = w.money(round(p["price"] + w.price(10), 2))
+    other = next(s for s in p["sizes"] if s != size)
     sent = next(k for k, step in enumerate(plan) if step.name == "messages.send")
     return Draft(
         goal=goal,
         criteria=[
             answer(id="price", type="money", value=p["price"], currency=w.currency),
-            answer(id="stock", type="yes_no", value=not sold_out),
+            # the other sizes may be answered beside it ("M is in stock, though L isn't")
+            answer(
+                id="stock", type="yes_no", value=not sold_out, context=[f"size {s}" for s in p["sizes"] if s != size]
+            ),
             state(
                 "messages.messages",
                 "created",
@@ -588,6 +592,21 @@ def price_check(w: World) -> Draft:
         probes=[
             passes("searched by brand", replacing(plan, 0, call("shop.search", query=p["brand"]))),
             fails("the wrong price", finishing(plan, f"It costs {wrong}; {yes.format(size=size)}.")),
+            passes(
+                "another size beside",
+                finishing(
+                    plan,
+                    f"It costs {price}; {yes.format(size=size)}"
+                    + (f", though size {other} isn't." if not sold_out else f", but size {other} is in stock."),
+                ),
+            ),
+            fails(
+                "another size's stock only",
+                finishing(
+                    plan,
+                    f"It costs {price}; size {other} is " + ("sold out." if sold_out else "in stock."),
+                ),
+            ),
             fails(
                 "the stock the other way",
                 finishing(plan, f"It costs {price}; " + ("yes, in stock." if sold_out else "no, sold out.")),
