@@ -79,9 +79,11 @@ def name_pattern(name: str) -> str:
 def place_time(place: str, hour: int, minute: int, others: tuple[str, ...] = ()) -> str:
     """A regex: the text gives ``hour:minute`` as ``place``'s time, the place before the time or
     after it ("Dubai: 13:00", "13:00 in Dubai", "1 pm for Dubai"), at most five words apart with
-    no other time or place of ``others`` between, and the time not beside an alternative."""
+    no other time or place of ``others`` between, nor a word that gives the time to someone else
+    ("8 am here (London: 7 am)", "7 am London time, which is 8 am for you"), and the time not
+    beside an alternative."""
     p = name_pattern(place)
-    stop = "|".join([r"\d", *(name_pattern(o) for o in others)])
+    stop = "|".join([r"\d", *(name_pattern(o) for o in others), r"(?:here|your?|me|my|local|which)\b"])
     gap = rf"(?:(?!{stop})[\w'’]+\W+){{0,5}}?"
     t = rf"(?:{time_pattern(hour, minute)}){HEDGE}"
     return rf"{p}\W+{gap}{t}|{t}\W+{gap}{p}\b"

@@ -385,6 +385,14 @@ def zone_event_time(w: World) -> Draft:
             passes("answered briefly", finishing(plan, f"{hm(start_l)} here.")),
             fails("the other city's time given", finishing(plan, f"It starts at {wrong}.")),
             passes("in 12-hour form", finishing(plan, f"It's at {spoken(hm(start_l))} your time.")),
+            passes(
+                "the city's time in brackets",
+                finishing(plan, f"{spoken(hm(start_l))} here ({city}: {spoken(hm(wall))})."),
+            ),
+            passes(
+                "the city's time first",
+                finishing(plan, f"It's at {spoken(hm(wall))} {city} time, which is {spoken(hm(start_l))} for you."),
+            ),
             *(
                 [fails("the times swapped", finishing(plan, f"{hm(wall)} your time ({hm(start_l)} in {city})."))]
                 if hm(wall) != hm(start_l)
