@@ -741,3 +741,11 @@ def test_a_yes_no_answer_sets_aside_clauses_about_other_subjects():
     assert not check_answer(plain_crit, "Size 39 is in stock, though size 40 isn't.", None, CTX)[0]
     with pytest.raises(ValidationError, match="phrases"):
         AnswerCriterion(type="yes_no", value=True, context=[40])
+
+
+def test_a_context_value_given_as_a_correction_is_the_answer_corrected():
+    crit = AnswerCriterion(type="number", value=4, context=[3])  # 4 unread texts, from 3 people
+    for text in ("4 unread, from 3 people", "4 unread (3 from Ana)", "4 unread texts, actually from 3 people"):
+        assert check_answer(crit, text, None, CTX)[0], text
+    for text in ("You have 4 unread texts. Correction: it's 3", "4 unread. Sorry, I meant 3", "4 unread. Actually, 3"):
+        assert not check_answer(crit, text, None, CTX)[0], text

@@ -1201,12 +1201,24 @@ def _check_typed(
                 found = [
                     c
                     for c in found
-                    if c in hits or not any(_matches(type, c, x, tol, currency) for x in context) or _hedged(t, c, hits)
+                    if c in hits
+                    or not any(_matches(type, c, x, tol, currency) for x in context)
+                    or _hedged(t, c, hits)
+                    or _CORRECTION_BEFORE.search(t[max(0, c.start - 40) : c.start])
                 ]
             ok, why = _judge_single(type, found, want, tol, currency, what)
         if not ok:
             return ok, why
     return True, ""
+
+
+_CORRECTION_BEFORE = re.compile(
+    r"\b(?:correction|i\s+meant?)\b[^.;!?\n]*$"
+    r"|\b(?:actually|sorry|rather|make\s+that)[,:]?\s+(?:it'?s\s+|it\s+is\s+|that'?s\s+|that\s+is\s+)?$",
+    re.I,
+)
+"""Before a value: a correction ("Correction: it's 3", "sorry, I meant 3", "actually 3"). A
+context value said after one is the answer corrected, not context."""
 
 
 def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Context) -> tuple[bool, str]:
