@@ -678,6 +678,7 @@ def test_consistent_facts(text, facts, expected):
         ("Don't forget dinner at 16:00", {"time": "16:00"}, True),
         ("Don't miss the 16:00 train", {"time": "16:00"}, True),
         ("If I'm not delayed I get in at 16:00", {"time": "16:00"}, True),
+        ("You don't have anything on Monday 30 November", {"date": "2026-11-30"}, True),
     ],
 )
 def test_a_negated_verb_denies_the_time_after_it(text, facts, stated):

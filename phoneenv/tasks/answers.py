@@ -329,12 +329,13 @@ _NEG_BEFORE = re.compile(
 )
 _NEG_VERB_BEFORE = re.compile(
     r"(?:\bnot|n't|n’t|\bnever)\s+(?!(?:forget|worry|miss|hesitate|wait|mind|need|be\s+late)\b)"
-    r"(?:[\w'’]+\s+){1,2}(?:at|on|by)\s+$",
+    r"(?:(?!(?:anything|any|much|plans|else)\b)[\w'’]+\s+){1,2}(?:at|on|by)\s+$",
     re.I,
 )
 """Before a time or date: a negated verb in its clause, one or two words back ("won't get in at
 21:55", "isn't arriving on Friday"), not an imperative that keeps the time ("Don't forget dinner
-at 8", "don't miss the 8:15"); "not ... until 21:55" affirms it and is not matched."""
+at 8", "don't miss the 8:15"), nor a negated quantity ("You don't have anything on Friday");
+"not ... until 21:55" affirms it and is not matched."""
 _FROM_TO_BEFORE = re.compile(r"\bfrom\s+(?:(?:at|on|the)\s+)?$", re.I)
 _FROM_TO_AFTER = re.compile(r"^\s*(?:to|until|till|→|->)\s", re.I)
 _HEDGE_LINK = re.compile(
