@@ -66,6 +66,12 @@ def after(**tables):
         ({"body": "Call Sao Paulo at 6"}, {"body": {"regex": r"[àá]\b"}}, False),
         ({"body": "Zoa's party"}, {"body": {"regex": r"\bZoë's\b"}}, False),
         ({"body": "Call São Paulo"}, {"body": {"not": {"regex": r"sao paulo"}}}, False),
+        # phone numbers written in a text: these and no other, any format
+        ({"body": "Ana: +1 (929) 741-6976"}, {"body": {"phones": ["+19297416976"]}}, True),
+        ({"body": "Ana: 929-741-6976 (since 2026-11-05)"}, {"body": {"phones": ["+19297416976"]}}, True),
+        ({"body": "Ana: +18297416976"}, {"body": {"phones": ["+19297416976"]}}, False),
+        ({"body": "+19297416976, or +19297416000"}, {"body": {"phones": ["+19297416976"]}}, False),
+        ({"body": "Ana Lima"}, {"body": {"phones": ["+19297416976"]}}, False),
     ],
 )
 def test_predicates(record, where, expected):

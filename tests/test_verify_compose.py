@@ -13,7 +13,7 @@ from phoneenv.contract import (
     StateCriterion,
     TaskSpec,
 )
-from phoneenv.tasks.identity import contact_ids, mentioned_contacts, same_number
+from phoneenv.tasks.identity import ContactBook, contact_ids, mentioned_contacts, same_number
 from phoneenv.tasks.predicates import Context, match
 from phoneenv.tasks.verify import CallRecord, verify
 
@@ -66,6 +66,30 @@ def run(criteria, before, after, calls=(), milestones=(), **kw):
 )
 def test_contact_ids(ref, ids):
     assert contact_ids(ref, CONTACTS.values()) == ids
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("+18297416976", "+19297416976", False),  # the same last nine digits, another area code
+        ("(829) 741-6976", "+19297416976", False),
+        ("(929) 741-6976", "+19297416976", True),
+        ("741-6976", "+19297416976", True),  # a local form: the last digits are all it has
+        ("+819030124872", "+818030124872", False),
+        ("09030124872", "+818030124872", False),
+        ("080-3012-4872", "+818030124872", True),
+        ("0612345678", "+33612345678", True),  # a nine-digit national number after the trunk 0
+        ("0044 7783 783071", "+447783783071", True),
+    ],
+)
+def test_an_international_number_is_compared_whole(a, b, same):
+    assert same_number(a, b) is same
+    assert same_number(b, a) is same
+    long_enough = sum(ch.isdigit() for ch in a) >= 9  # the number operator compares nine digits at least
+    assert match({"to": a}, {"to": {"number": b}}) is (same and long_enough)
+    book = [{"id": "c_1", "name": "Ana Lima", "phone": b, "email": None}]
+    assert contact_ids(a, book) == ({"c_1"} if same else set())
+    assert contact_ids(a, ContactBook({"c_1": book[0]})) == ({"c_1"} if same else set())  # through the index
 
 
 def test_same_number_needs_seven_digits():

@@ -23,6 +23,7 @@ area or mobile prefix), which ignores the country code and a national trunk ``0`
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
@@ -53,12 +54,39 @@ def _digits(text: Any) -> str:
 
 def same_number(a: Any, b: Any) -> bool:
     """Whether two phone numbers denote the same line: at least 7 digits each, and equal last
-    nine digits (or all digits, when either has fewer than nine)."""
+    nine digits (or all digits, when either has fewer than nine); and where a number is written
+    in international form (``+`` or ``00``, read by ``phonenumbers``), its whole national number
+    too: two international numbers must be the same (``+1 929…`` is not ``+1 829…``, though
+    their last nine digits agree), and a national one must end in the other's national number
+    when it is at least as long ("(929) 741-6976" is ``+1 929 741 6976``; "741-6976" may be)."""
     da, db = _digits(a), _digits(b)
     if len(da) < 7 or len(db) < 7:
         return False
     n = min(9, len(da), len(db))
-    return da[-n:] == db[-n:]
+    if da[-n:] != db[-n:]:
+        return False
+    pa, pb = _international(str(a)), _international(str(b))
+    if pa is not None and pb is not None:
+        return pa == pb
+    if pa is None and pb is None:
+        return True
+    national, other = (pa or pb)[1], (db if pa is not None else da)  # type: ignore[index]
+    return len(other) < len(national) or other.endswith(national)
+
+
+@functools.lru_cache(maxsize=4096)
+def _international(raw: str) -> tuple[int, str] | None:
+    """``(country code, national number)`` of a number written with ``+`` or ``00``, else None."""
+    text = raw.strip()
+    if not (text.startswith("+") or text.startswith("00")):
+        return None
+    import phonenumbers
+
+    try:
+        num = phonenumbers.parse("+" + text.lstrip("+")[2:] if text.startswith("00") else text, None)
+    except phonenumbers.NumberParseException:
+        return None
+    return num.country_code, str(num.national_number)
 
 
 class _Index(NamedTuple):
@@ -180,7 +208,7 @@ class ContactBook(Sequence[Mapping[str, Any]]):
         lookup, test = _LOOKUP[kind]
         tbl = self.table
         idx, touched = self._lookup()
-        out = {tbl[k]["id"] for k in lookup(idx, arg) if k not in touched}
+        out = {tbl[k]["id"] for k in lookup(idx, arg) if k not in touched and test(tbl[k], arg)}
         for k in touched:
             c = tbl.get(k)
             if c is not None and test(c, arg):

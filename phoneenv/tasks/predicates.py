@@ -12,7 +12,9 @@ text states the phrase as whole words, not denied: :func:`says`), ``{"startswith
 ``{"gte": x}``, ``{"lte": x}`` (numbers or ISO strings), ``{"has": v}`` (a list/tuple field holds
 ``v``, case-insensitive for strings), ``{"len": n}``, ``{"seq": [..]}`` (a list/tuple field
 holds exactly these items in this order), ``{"number": s}`` (same phone line: last
-nine digits equal), ``{"regex": p}`` (a string field matches the pattern, case-insensitive, and with or without accents:
+nine digits equal, and the whole national number where one is written internationally:
+:func:`phoneenv.tasks.identity.same_number`), ``{"phones": [n, ...]}`` (a text writes exactly these phone numbers, any
+format), ``{"regex": p}`` (a string field matches the pattern, case-insensitive, and with or without accents:
 the pattern and the text are also compared with their accents dropped, so "Sao Paulo" finds "São
 Paulo" and "Zoë" finds "Zoe").
 
@@ -38,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from phoneenv.tasks.identity import contact_ids
+from phoneenv.tasks.identity import contact_ids, same_number
 
 __all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm", "plain", "says", "words"]
 
@@ -167,6 +169,24 @@ def _has(value: Any, item: Any) -> bool:
     return item in value
 
 
+_RE_PHONE_RUN = re.compile(r"(?<![\w+])\+?\d(?:[\s\-().]{0,2}\d){8,}")
+"""A phone number written in a text: nine digits or more, spaces, dashes, dots or brackets
+between them (dates and times are shorter; a comma ends it)."""
+
+
+def _phones(value: Any, numbers: Any) -> bool:
+    """``{"phones": [n, ...]}``: the text writes each of these phone numbers and no other (each
+    run of nine digits or more is one of them by :func:`~phoneenv.tasks.identity.same_number`:
+    "+1 929 741 6976" is not "+1 829 741 6976", and a second number beside it fails)."""
+    if not isinstance(value, str):
+        return False
+    wanted = [numbers] if isinstance(numbers, str) else list(numbers)
+    found = [m.group() for m in _RE_PHONE_RUN.finditer(value)]
+    return all(any(same_number(f, n) for n in wanted) for f in found) and all(
+        any(same_number(f, n) for f in found) for n in wanted
+    )
+
+
 OPERATORS = {
     "eq": lambda v, a: v == a,
     "ne": lambda v, a: v != a,
@@ -180,8 +200,14 @@ OPERATORS = {
     "has": _has,
     "len": lambda v, a: isinstance(v, (list, tuple, str)) and len(v) == a,
     "seq": lambda v, a: isinstance(v, (list, tuple)) and list(v) == list(a),
-    "number": lambda v, a: v is not None and len(_digits(a)) >= 3 and _digits(v)[-9:] == _digits(a)[-9:],
+    "number": lambda v, a: (
+        v is not None
+        and len(_digits(a)) >= 3
+        and _digits(v)[-9:] == _digits(a)[-9:]
+        and (len(_digits(a)) < 7 or same_number(v, a))
+    ),
     "regex": lambda v, a: isinstance(v, str) and searches(a, v),
+    "phones": _phones,
 }
 
 

@@ -50,13 +50,6 @@ def _day_words(day: dt.date, today: dt.date) -> str:
     return label
 
 
-def _digits_in_text(phone: str) -> str:
-    """A regex for ``phone`` written in a text in any usual format (spaces, dashes, a trunk 0 or
-    the country code): its last nine digits with optional separators between them."""
-    d = re.sub(r"\D", "", phone)[-9:]
-    return r"[\s\-./()]*".join(d)
-
-
 def _all_in(parts: list[str]) -> dict[str, str]:
     """A ``regex`` condition holding when a text contains every one of ``parts`` (any order)."""
     return {"regex": "(?s)^" + "".join(f"(?=.*{re.escape(p)})" for p in parts)}
@@ -513,7 +506,8 @@ def note_contact_number(w: World) -> Draft:
     ]
     return Draft(
         goal=goal,
-        criteria=[state("notes.notes", "created", title={"iequals": title}, body={"regex": _digits_in_text(c["phone"])})],
+        # the number in any format, and no other (not the namesake's beside it)
+        criteria=[state("notes.notes", "created", title={"iequals": title}, body={"phones": [c["phone"]]})],
         milestones=[_lookup(c, c["relation"] or ""), state("notes.notes", "created", title={"iequals": title})],
         plan=plan,
         perturb_exempt=["0.query", "2.answer"],
@@ -523,8 +517,20 @@ def note_contact_number(w: World) -> Draft:
             fails(f"{decoy['name']}'s number", replacing(plan, 1, call("notes.create", title=title, body=f"{decoy['name']}: {decoy['phone']}"))),
             fails("a digit wrong", replacing(plan, 1, call("notes.create", title=title, body=c["phone"][:-1] + ("1" if c["phone"][-1] != "1" else "2")))),
             fails("a stray second note", [*plan[:2], call("notes.create", title="Numbers 2", body=c["phone"]), plan[-1]]),
+            fails("the namesake's number beside", replacing(plan, 1, call("notes.create", title=title,
+                  body=f"{c['name']}: {c['phone']}, or {decoy['phone']}"))),
+            fails("another area", replacing(plan, 1, call("notes.create", title=title, body=_other_area(c["phone"])))),
+            passes("spaced out with a label", replacing(plan, 1, call("notes.create", title=title,
+                   body="mobile: " + " ".join(re.findall(r"\+?\d{1,3}", c["phone"]))))),
         ],
     )  # fmt: skip
+
+
+def _other_area(phone: str) -> str:
+    """``phone`` (international form) with its national number's first digit changed: the same
+    last nine digits where the national number is longer (a US area code, a Japanese 080/090)."""
+    i = len(phone) - 10 if len(phone) - 10 >= 3 else len(phone) - 9
+    return phone[:i] + ("9" if phone[i] != "9" else "8") + phone[i + 1 :]
 
 
 @template(
