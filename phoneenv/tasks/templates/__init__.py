@@ -122,13 +122,17 @@ class Template:
         for p in draft.probes:
             if p.plan[-1].name != "finish":
                 raise ValueError(f"template {self.name}: probe {p.name!r} must end with finish")
+        criteria, probes = list(draft.criteria), list(draft.probes)
+        if guard := undone_guard(criteria, draft.plan):
+            criteria.append(guard[0])
+            probes.append(guard[1])
         task = TaskSpec(
             id=f"{self.name}/{k}",
             category=self.category,
             domain=self.domain,
             goal=draft.goal,
             fixtures=draft.fixtures or world.fixtures(),
-            criteria=draft.criteria,
+            criteria=criteria,
             milestones=draft.milestones,
             allowed_changes=draft.allowed_changes,
             max_steps=draft.max_steps or self.max_steps,
@@ -140,7 +144,7 @@ class Template:
             apps=list(self.apps),
             reference_plan=draft.plan,
             perturb_exempt=draft.perturb_exempt,
-            probes=draft.probes,
+            probes=probes,
             backends=draft.backends or ["sandbox"],
         )
         check_fixtures(task)
@@ -292,13 +296,110 @@ the request", "cancellation confirmed"): "cancel" alone may be a plan or a quest
 def not_reported_undone(*verbs: str, id: str = "not_reported_undone") -> CompositeCriterion:
     """The final answer does not tell the user the action failed or did not happen ("Couldn't pay
     Clive", "I didn't send it", "unable to transfer"), where it did: a misreport is as wrong as
-    the wrong action. ``verbs``: the action's verbs as a regex alternation's parts ("pay", "send")."""
+    the wrong action. ``verbs``: the action's verbs as a regex alternation's parts ("pay", "send").
+    Not a report of the action undone: "I didn't need to add it again", "didn't change anything
+    else". Every template task that changes the phone gets one (:func:`undone_guard`)."""
+    return CompositeCriterion(kind="not", id=id, criteria=[answer(id=f"{id}:said", pattern=undone_pattern(verbs))])
+
+
+def undone_pattern(verbs: Sequence[str]) -> str:
+    """The regex of :func:`not_reported_undone`: a failure or a denial up to two words before one
+    of ``verbs`` (not through "need", "have", "want", "bother"), not followed by "anything",
+    "else", "again" or "more"."""
     action = "|".join(verbs)
-    pattern = (
-        rf"\b(?:could(?:n't|n’t| not)|can(?:'t|’t|not)|unable to|failed to|was(?:n't| not) able to|"
-        rf"did(?:n't|n’t| not))\s+(?:\w+\s+){{0,2}}?(?:{action})\w*"
+    return (
+        rf"\b(?:could(?:n't|n’t| not)|can(?:'t|’t|not)|unable to|failed to|was(?:n't|n’t| not) able to|"
+        rf"did(?:n't|n’t| not))\s+(?:(?!(?:need|needs|have|want|bother|mean)\b)\w+\s+){{0,2}}?(?:{action})\w*"
+        rf"(?!\s+(?:anything|else|again|more|any\s+other|the\s+others?)\b)"
     )
-    return CompositeCriterion(kind="not", id=id, criteria=[answer(id=f"{id}:said", pattern=pattern)])
+
+
+ACTION_VERBS: dict[str, str] = {
+    "send": "send|text|message|e-?mail|forward|reply|share",
+    "create": "create|add|make|save|schedule|set|book",
+    "add": "add|create|put|save|invite|include",
+    "set": "set|create|add|schedule|turn",
+    "book": "book|reserve",
+    "delete": "delete|remove|clear|erase",
+    "switch": "switch|turn|toggle|enable|disable",
+    "call": "call|ring|phone",
+    "update": "update|change|edit|move",
+    "place": "place|order",
+    "start": "start|set|begin",
+    "mark": "mark|tick",
+    "request": "request|ask for|send",
+    "reply": "reply|respond|answer|send|write",
+    "play": "play|start",
+    "reserve": "reserve|book",
+    "cancel": "cancel",
+    "clear": "clear|delete|remove",
+    "remind": "remind|set",
+    "remove": "remove|delete",
+    "pay": "pay|send|transfer",
+    "tag": "tag|label",
+    "block": "block",
+    "append": "append|add",
+    "save": "save|store|add|note",
+    "share": "share|send",
+    "checkout": "buy|order|purchase|check ?out|place",
+    "split": "split|send|request",
+    "notify": "notify|tell|text|send",
+    "forget": "forget|delete|remove",
+    "schedule": "schedule|set|book|arrange",
+    "complete": "complete|tick|mark",
+    "unlock": "unlock|open",
+    "subscribe": "subscribe|follow",
+    "move": "move|reschedule|change",
+    "end": "end|stop|hang",
+    "change": "change|update|set|move",
+    "decline": "decline|reject|refuse",
+    "reschedule": "reschedule|move|change",
+    "archive": "archive",
+    "forward": "forward|send|share",
+    "revoke": "revoke|remove|disable|turn",
+    "pin": "pin",
+    "lock": "lock",
+    "download": "download|save",
+    "pickup": "schedule|book|arrange",
+    "to": "convert|turn|make",
+    "check": "check|tick|mark",
+}
+"""The verb a tool's name starts with (``wallet.pay_bill``: "pay") → the words a user reads for
+that action in an answer (a regex alternation). Tools whose verb is absent read or ask."""
+
+
+def _changes(criteria: Sequence[Criterion]) -> bool:
+    for c in criteria:
+        if isinstance(c, StateCriterion) and c.change in ("created", "updated", "deleted", "present"):
+            return True
+        if isinstance(c, CompositeCriterion) and c.kind != "not" and _changes(c.criteria):
+            return True
+    return False
+
+
+def undone_guard(criteria: Sequence[Criterion], plan: Sequence[ToolCall]) -> tuple[Criterion, Probe] | None:
+    """For a task whose criteria require a change to the phone (or a record present, created or
+    kept): a :func:`not_reported_undone`
+    criterion over the plan's action verbs (:data:`ACTION_VERBS`), and a probe whose answer says
+    the first action failed (it must fail). None when the task changes nothing, already has such
+    a criterion, has no action verb, or when its reference answer itself reports a failure (a
+    task about something that could not be done)."""
+    if not _changes(criteria) or any(c.id.startswith("not_reported_undone") for c in criteria):
+        return None
+    verbs: list[str] = []
+    for step in plan:
+        head = step.name.partition(".")[2].split("_")[0]
+        if head in ACTION_VERBS and head not in verbs:
+            verbs.append(head)
+    if not verbs:
+        return None
+    words = list(dict.fromkeys(w for v in verbs for w in ACTION_VERBS[v].split("|")))
+    said = plan[-1].arguments.get("answer") if plan and plan[-1].name == "finish" else None
+    if isinstance(said, str) and re.search(undone_pattern(words), said, re.I):
+        return None
+    first = ACTION_VERBS[verbs[0]].split("|")[0].replace("?", "")
+    probe = fails("reported as not done", finishing(list(plan), f"Sorry, I couldn't {first} it."))
+    return not_reported_undone(*words), probe
 
 
 def plain_texts_to(*contacts: dict[str, Any]) -> list[ChangeSelector]:
