@@ -279,11 +279,15 @@ NOT_CANCELLED = (
     r"(?:\bnot\b|n't\b|\bcannot\b|\bunable\b|\bfailed\b)\W+(?:(?:be|been|able|to|get|manage|yet)\W+){0,3}cancel"
     r"|\bstill\s+on\b|\bwouldn't\s+let\s+me\b|\bdid(?:n't| not)\s+go\s+through\b|\bit\s+failed\b"
     r"|\b(?:tried|trying|try|going|want|wanted|plan|planning|about|will|i'll)\s+(?:to\s+)?cancel\b"
-    r"|\bcould(?:n't| not)\s+find\b|\bcancel\w*[^.!?]*\?"
+    r"|\b(?:need|needs|have|has|got|must|should)\s+(?:to\s+)?cancel\b"
+    r"|\bcould(?:n't| not)\s+find\b|\bcancel(?!l?ed\b)\w*[^.!?]*\?"
+    r"|(?:^|[.!?]\s+)(?:is|was|has|have|did)\b[^.!?]*\bcancell?ed\b[^.!?]*\?"
 )
 """A text that says the booking or order was not cancelled ("couldn't cancel it", "don't
 cancel", "dinner is still on", "the shop wouldn't let me", "it didn't go through"), or not yet
-("I'm going to cancel it", "Should I cancel it?")."""
+("I'm going to cancel it", "I still need to cancel it", "Should I cancel it?", "Is it
+cancelled?"); a question after the cancellation is reported is none ("I cancelled our table,
+want to pick another night?")."""
 
 CANCELLED = (
     r"\bcancell?ed\b|\bwithdr[ae]wn?\b|\bcalled\s+off\b"

@@ -384,7 +384,12 @@ def cancel_booking(w: World) -> Draft:
         goal=goal,
         criteria=[
             state("restaurants.reservations", "updated", id=ra["id"], status="cancelled"),
-            _sms(c, regex=r"cancel|\boff\b|not happening", **{"not": {"regex": NOT_CANCELLED}}),
+            # not a plan or a failure, and not about the other booking's restaurant
+            _sms(
+                c,
+                regex=r"cancel|\boff\b|not happening",
+                **{"not": {"any": [{"regex": NOT_CANCELLED}, {"says": b["name"]}]}},
+            ),
         ],
         milestones=[state("restaurants.reservations", "updated", id=ra["id"], status="cancelled")],
         plan=plan,
@@ -410,6 +415,36 @@ def cancel_booking(w: World) -> Draft:
                     plan,
                     3,
                     call("messages.send", to=c["phone"], body=f"Couldn't cancel {a['name']}, dinner is still on"),
+                ),
+            ),
+            fails(
+                "the other restaurant named",
+                replacing(
+                    plan,
+                    3,
+                    call("messages.send", to=c["phone"], body=f"I cancelled our table at {b['name']}, dinner is off."),
+                ),
+            ),
+            fails(
+                "still to be cancelled",
+                replacing(
+                    plan,
+                    3,
+                    call(
+                        "messages.send", to=c["phone"], body="Dinner's off - I still need to cancel the table though."
+                    ),
+                ),
+            ),
+            passes(
+                "a question after",
+                replacing(
+                    plan,
+                    3,
+                    call(
+                        "messages.send",
+                        to=c["phone"],
+                        body=f"Hi! I cancelled our table at {a['name']}, want to pick another night?",
+                    ),
                 ),
             ),
             passes(
