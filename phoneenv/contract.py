@@ -276,6 +276,11 @@ class AnswerCriterion(BaseModel):
     "size 40" beside the size asked about), and a clause that says one answers another question
     and is set aside ("size 39 is in stock, though size 40 isn't").
 
+    ``optional``: the answer need not state a value of the type, but one it states must be the
+    expected one (or a ``context`` value): for a task whose answer is free, where a wrong time or
+    amount told to the user is as wrong as a wrong one written ("Reminder set for 9:00" when it is
+    set for 8:00). Read from the text only; a typed ``value`` is checked as usual.
+
     ``judge``: a rubric for an LLM judge, consulted only when verification is given a judge
     (off by default), and only beside a deterministic check (a type, ``equals``, ``contains``
     or ``pattern``).
@@ -294,6 +299,7 @@ class AnswerCriterion(BaseModel):
     unit: str | None = None
     currency: str | None = None
     context: list[Any] = Field(default_factory=list)
+    optional: bool = False
     judge: str | None = None
 
     @model_validator(mode="after")

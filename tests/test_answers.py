@@ -750,3 +750,15 @@ def test_a_context_value_given_as_a_correction_is_the_answer_corrected():
         assert check_answer(crit, text, None, CTX)[0], text
     for text in ("You have 4 unread texts. Correction: it's 3", "4 unread. Sorry, I meant 3", "4 unread. Actually, 3"):
         assert not check_answer(crit, text, None, CTX)[0], text
+
+
+def test_an_optional_answer_need_not_state_the_value_but_must_not_state_another():
+    crit = AnswerCriterion(type="time", value="08:00", context=["09:30"], optional=True)
+    for text in ("Reminder set.", "Reminder set for 8 am.", "Set for 08:00, before your 09:30 meeting", "Before 9:30"):
+        assert check_answer(crit, text, None, CTX)[0], text
+    for text in ("Reminder set for 9:00.", "Set for 8:00 or 8:30", "Set for 7 am"):
+        assert not check_answer(crit, text, None, CTX)[0], text
+    money = AnswerCriterion(type="money", value=35.36, currency="USD", context=[70.72], optional=True)
+    assert check_answer(money, "Asked both for their share.", None, CTX)[0]
+    assert check_answer(money, "Split the 70.72 USD bill: 35.36 USD each.", None, CTX)[0]
+    assert not check_answer(money, "Asked them for 40.00 USD each.", None, CTX)[0]

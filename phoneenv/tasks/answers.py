@@ -1258,6 +1258,11 @@ def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Conte
             text = ". ".join(c for c in _CLAUSE.split(text) if not any(says(c, str(o)) for o in crit.context))
         return _check_typed(type, want, text, value, ctx)
     beside = [e[1] for v in crit.context if (e := _expected(crit.model_copy(update={"value": v, "context": []}), ctx))]
+    if crit.optional and value is None:
+        # nothing of the type said, or only context values: the answer tells no wrong value
+        said = [c for c in claims(text or "", type, ctx, unit=crit.unit) if not c.negated]
+        if all(any(_matches(type, c, x, crit.tolerance, crit.currency) for x in beside) for c in said):
+            return True, ""
     return _check_typed(
         type, want, text, value, ctx, tol=crit.tolerance, currency=crit.currency, unit=crit.unit, context=beside
     )

@@ -42,11 +42,11 @@ from phoneenv.tasks.world import World
 __all__ = [
     "CANCELLED",
     "NOT_CANCELLED",
-    "TIME_SAID",
     "Draft",
     "Template",
     "all_templates",
     "answer",
+    "answer_if_said",
     "answer_time_if_said",
     "ask_first",
     "behavior",
@@ -228,24 +228,20 @@ def answer(id: str = "answer", type: str | None = None, value: Any = None, **kw:
     return AnswerCriterion(id=id, type=type, value=value, **kw)
 
 
-TIME_SAID = r"\d{1,2}(?::|h)\d{2}|\b\d{1,2}(?:\.\d{2})?\s*[ap]\.?\s?m\b|o'clock|\bnoon\b|\bmidnight\b|\bhalf past\b|\bquarter (?:past|to)\b|\b(?:at|by|around)\s+\d{1,2}\.\d{2}\b"
-"""A regex: the text says some time of day ("16:05", "4 pm", "half past four", "at 8.28")."""
-
-
-def answer_time_if_said(hhmm: str, id: str = "answer_time", also: Sequence[str] = ()) -> CompositeCriterion:
+def answer_time_if_said(hhmm: str, id: str = "answer_time", also: Sequence[str] = ()) -> AnswerCriterion:
     """The final answer need not give a time, but a time it gives must be ``hhmm`` (and that one
     alone): for tasks whose goal reports a time to someone else, where a wrong time told to the
     user is as wrong as one texted. ``also``: other times of the task the answer may give, beside
-    ``hhmm`` or alone (a train's departure beside its arrival)."""
-    return CompositeCriterion(
-        kind="any_of",
-        id=id,
-        criteria=[
-            answer(id=f"{id}:stated", type="time", value=hhmm, context=list(also)),
-            *(answer(id=f"{id}:also:{t}", type="time", value=t) for t in also),
-            CompositeCriterion(kind="not", id=f"{id}:none", criteria=[answer(id=f"{id}:any", pattern=TIME_SAID)]),
-        ],
-    )
+    ``hhmm`` or alone (a train's departure beside its arrival). See :func:`answer_if_said`."""
+    return answer_if_said("time", hhmm, id=id, also=also)
+
+
+def answer_if_said(type: str, value: Any, id: str = "", also: Sequence[Any] = (), **kw: Any) -> AnswerCriterion:
+    """The final answer need not state a value of ``type``, but one it states must be ``value``
+    (alone, not hedged) or one of ``also`` (other values of the task it may mention: the meeting's
+    time beside the alarm's): ``AnswerCriterion.optional``. ``kw``: ``unit``, ``currency``,
+    ``tolerance``. The id defaults to ``answer_<type>``."""
+    return answer(id=id or f"answer_{type}", type=type, value=value, context=list(also), optional=True, **kw)
 
 
 def confirm_variant(w: World, p: float) -> bool:
