@@ -9,10 +9,12 @@ from typing import Any
 from phoneenv.contract import BehaviorCriterion, CompositeCriterion, Domain, StateCriterion, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
+    answer_if_said,
     behavior,
     call,
     dictated,
     fails,
+    finishing,
     first_name,
     named,
     namesake,
@@ -615,12 +617,17 @@ def alarm_before_first_event(w: World) -> Draft:
     ]
     return Draft(
         goal=goal,
-        criteria=[state("clock.alarms", "created", time=ring, enabled=True, days={"len": 0})],
+        criteria=[
+            state("clock.alarms", "created", time=ring, enabled=True, days={"len": 0}),
+            answer_if_said("time", ring, also=[start.strftime("%H:%M")]),  # the event's start beside it
+        ],
         milestones=[_found_event(first), state("clock.alarms", "created", time=ring)],
         plan=plan,
         perturb_exempt=["1.label", "2.answer"],
         probes=[
             passes("no label", replacing(plan, 1, call("clock.create_alarm", time=ring))),
+            fails("another time told", finishing(plan, f"Alarm at {(start - dt.timedelta(minutes=lead + 60)):%H:%M}.")),
+            passes("the event's time beside", finishing(plan, f"Alarm set for {ring}, before {first['title']} at {start:%H:%M}.")),
             passes("listed two days", replacing(plan, 0, call("calendar.list_events", date=day.isoformat(), days=2))),
             fails("before the second event", replacing(plan, 1, call("clock.create_alarm", time=ring2))),
             fails("after the event instead of before", replacing(plan, 1, call("clock.create_alarm", time=late))),

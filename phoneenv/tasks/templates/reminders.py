@@ -24,9 +24,11 @@ from typing import Any
 from phoneenv.contract import Category, Domain
 from phoneenv.tasks.templates import (
     Draft,
+    answer_if_said,
     behavior,
     call,
     fails,
+    finishing,
     first_name,
     passes,
     replacing,
@@ -132,10 +134,14 @@ def at_time(w: World) -> Draft:
     ]
     return Draft(
         goal=goal,
-        criteria=[_intent("time", _t(due), word)],
+        criteria=[_intent("time", _t(due), word), answer_if_said("time", f"{due:%H:%M}")],
         plan=plan,
         perturb_exempt=["1.answer"],
         probes=[
+            fails(
+                "another time told",
+                finishing(plan, f"I'll remind you at {due + dt.timedelta(hours=1):%H:%M} to {what}."),
+            ),
             passes(
                 "time with seconds",
                 replacing(plan, 0, call("memory.remind", content=f"Reminder: {what}", trigger="time", when=_t(due))),
@@ -204,13 +210,23 @@ def before_event(w: World) -> Draft:
     ]
     return Draft(
         goal=goal,
-        criteria=[_intent("time", _t(due), word)],
+        criteria=[
+            _intent("time", _t(due), word),
+            # a time told must be the reminder's (the event's start may be said beside it)
+            answer_if_said("time", f"{due:%H:%M}", also=[f"{start:%H:%M}"]),
+            answer_if_said("date", due.date().isoformat(), also=[start.date().isoformat()]),
+        ],
         milestones=[
             behavior("required_call", "memory.remind", arguments={"trigger": "time", "content": {"icontains": word}})
         ],
         plan=plan,
         perturb_exempt=["0.query", "2.answer"],
         probes=[
+            fails("another time told", finishing(plan, f"I'll remind you at {due - dt.timedelta(hours=1):%H:%M}.")),
+            passes(
+                "the event's time beside",
+                finishing(plan, f"Reminder set for {due:%H:%M}, before the {start:%H:%M} start."),
+            ),
             passes(
                 "found by listing the day",
                 replacing(plan, 0, call("calendar.list_events", date=start.date().isoformat())),

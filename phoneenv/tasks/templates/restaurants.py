@@ -15,8 +15,10 @@ from phoneenv.contract import Domain
 from phoneenv.tasks.templates import (
     NOT_CANCELLED,
     Draft,
+    answer_if_said,
     call,
     fails,
+    finishing,
     first_name,
     passes,
     pick,
@@ -318,6 +320,8 @@ def move_booking(w: World) -> Draft:
     wrong = next(t for t in later if t != new).isoformat(timespec="minutes") if len(later) > 1 else None
     probes = [
         passes("calendar first", [plan[2], plan[3], plan[0], plan[1], plan[4]]),
+        fails("the old time told", finishing(plan, f"Moved; see you at {when:%H:%M}.")),
+        passes("from the old time to the new", finishing(plan, f"Moved from {when:%H:%M} to {new_text[11:]}.")),
         fails("calendar left as it was", replacing(plan, 3)),
         fails(
             "cancelled and rebooked elsewhere",
@@ -342,6 +346,8 @@ def move_booking(w: World) -> Draft:
                 "restaurants.reservations", "updated", id=res["id"], time=new_text, party_size=party, status="confirmed"
             ),
             state("calendar.events", "updated", id=ev["id"], start=new_text, end=new_end),
+            # a time told is the new one ("moved from 19:00 to 20:00" names the old one as such)
+            answer_if_said("time", new_text[11:]),
         ],
         milestones=[state("restaurants.reservations", "updated", id=res["id"], time=new_text)],
         plan=plan,
