@@ -15,8 +15,10 @@ from typing import Any
 from phoneenv.contract import Category, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
+    answer_if_said,
     call,
     fails,
+    finishing,
     first_name,
     passes,
     pick,
@@ -215,6 +217,7 @@ def split_usual(w: World) -> Draft:
         suffixed(state("wallet.requests", "created", payee_id=p["id"], amount=share, direction="out"), p["id"])
         for p in crowd
     ]
+    criteria.append(answer_if_said("money", share, also=[total], currency=w.currency))
     split = len(plan) - 2
     return Draft(
         goal=goal,
@@ -223,6 +226,9 @@ def split_usual(w: World) -> Draft:
         plan=plan,
         perturb_exempt=exempt(plan),
         probes=[
+            fails(
+                "another amount told", finishing(plan, f"Asked {len(crowd)} people for {w.money(share * 1.5)} each.")
+            ),
             passes(
                 "requested one by one",
                 replacing(plan, split, *(call("wallet.request_money", payee_id=i, amount=share) for i in ids)),

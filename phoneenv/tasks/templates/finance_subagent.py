@@ -18,6 +18,7 @@ from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_if_said,
     behavior,
     call,
     fails,
@@ -128,6 +129,7 @@ def pay_chosen_bill(w: World) -> Draft:
         *paid(w, payee, bill["amount_due"], main, "bill"),
         delegated("wallet.bills"),
         not_itself("wallet.bills"),
+        answer_if_said("money", bill["amount_due"], currency=w.currency),
     ]
     _, step_up = secure(w, plan, criteria, "wallet.pay_bill", f"Pay {bill['title']}: {w.money(bill['amount_due'])}")
     plan.append(call("finish", answer=f"Paid {bill['title']} ({w.money(bill['amount_due'])})."))
@@ -138,6 +140,7 @@ def pay_chosen_bill(w: World) -> Draft:
             replacing(plan, 1, call("wallet.bills")),
         ),
         fails("the runner-up", replacing(plan, act, call("wallet.pay_bill", bill_id=runner_up["id"]))),
+        fails("another amount told", finishing(plan, f"Paid {bill['title']} ({w.money(runner_up['amount_due'])}).")),
         fails(
             "paid from savings", replacing(plan, act, call("wallet.pay_bill", bill_id=bill["id"], account_id="acct_2"))
         ),

@@ -25,7 +25,19 @@ import datetime as dt
 from typing import Any
 
 from phoneenv.contract import BehaviorCriterion, Category, Criterion, Domain, ToolCall
-from phoneenv.tasks.templates import Draft, behavior, call, fails, passes, replacing, state, suffixed, template
+from phoneenv.tasks.templates import (
+    Draft,
+    answer_if_said,
+    behavior,
+    call,
+    fails,
+    finishing,
+    passes,
+    replacing,
+    state,
+    suffixed,
+    template,
+)
 from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import who
 from phoneenv.tasks.world import CURRENCIES, World
@@ -234,11 +246,18 @@ def split_bill(w: World) -> Draft:
             f'Split the bill for "{what}" ({minor(total, cur)} {cur}) evenly between '
             f"{_join(['me', *(name for name, _ in named)])}, and ask them to pay their share."
         ),
-        criteria=[note_crit, *sms, behavior("confirm_before", "messages.send")],
+        criteria=[
+            note_crit,
+            *sms,
+            behavior("confirm_before", "messages.send"),
+            # an amount told is the share (the total may be said beside it)
+            answer_if_said("money", float(minor(share, cur)), also=[float(minor(total, cur))], currency=cur),
+        ],
         milestones=[read_ms, note_crit, *sms],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
+            fails("another amount told", finishing(plan, f"Asked them for {minor(share + 5, cur)} {cur} each.")),
             passes(
                 "number typed with spaces",
                 replacing(

@@ -144,6 +144,7 @@ def flight_to_calendar(w: World) -> Draft:
         booked(target, "flight"),
         mailed("confirmed"),
         state("calendar.events", "created", **event),
+        answer_time_if_said(hm(target["departs"]), also=sorted({hm(target["arrives"]), hm(end)})),
     ]
     goal = w.rng.choice(
         [
@@ -161,6 +162,7 @@ def flight_to_calendar(w: World) -> Draft:
         fails("the other flight", replacing(plan, book, call("travel.book_flight", flight_id=other["id"]))),
         fails("booked for two", replacing(plan, book, call("travel.book_flight", flight_id=target["id"], passengers=2))),
         fails("no calendar event", replacing(plan, ev)),
+        fails("another departure told", finishing(plan, f"Booked {target['number']}, departing {hm(other['departs'])}.")),
     ]  # fmt: skip
     if end != target["arrives"]:
         probes.append(
