@@ -11,6 +11,7 @@ from typing import Any
 from phoneenv.contract import Category, Domain
 from phoneenv.tasks.templates import (
     Draft,
+    answer_if_said,
     answer_time_if_said,
     call,
     fails,
@@ -189,7 +190,10 @@ def usual_table(w: World) -> Draft:
                 time=text,
                 party_size=n_new,
                 status="confirmed",
-            )
+            ),
+            # a party size or time told is the booking's
+            answer_if_said("number", n_new, unit="people|persons|guests|of us"),
+            answer_if_said("time", hhmm),
         ],
         milestones=[
             memory_searched("usual", "restaurant", "place"),
@@ -198,6 +202,8 @@ def usual_table(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["0.query", "1.query", "2.query", "5.answer"],
         probes=[
+            fails("the old party size told", finishing(plan, f"Booked {new_name} at {hhmm} for {n_old} people.")),
+            passes("the party size in digits", finishing(plan, f"Booked {new_name} at {hhmm} for {n_new} people.")),
             passes("one memory search", [call("memory.search", query="usual"), *plan[2:]]),
             passes("skipped the availability check", replacing(plan, 3)),
             fails(

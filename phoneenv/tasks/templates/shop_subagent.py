@@ -21,6 +21,7 @@ from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_if_said,
     behavior,
     call,
     fails,
@@ -164,6 +165,9 @@ def group_table(w: World) -> Draft:
             ),
             _delegated("messages.*"),
             _not_itself("messages.*"),
+            # a day or time told is the booking's
+            answer_if_said("date", common.date().isoformat()),
+            answer_if_said("time", common.strftime("%H:%M")),
         ],
         milestones=[
             _delegated("messages.*"),
@@ -173,6 +177,10 @@ def group_table(w: World) -> Draft:
         perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("booked without checking", replacing(plan, book - 1)),
+            fails(
+                "another day told",
+                finishing(plan, f"Booked {r['name']} for {party} on {_slot_words(common + dt.timedelta(days=1))}."),
+            ),
             fails(
                 "a time only one of them can do",
                 replacing(plan, book, call("restaurants.reserve", restaurant_id=r["id"], time=wrong, party_size=party)),

@@ -20,11 +20,13 @@ from phoneenv.contract import Domain, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
     Draft,
+    answer_if_said,
     ask_first,
     behavior,
     call,
     confirm_variant,
     fails,
+    finishing,
     first_name,
     passes,
     replacing,
@@ -235,6 +237,7 @@ def meeting_from_availability(w: World) -> Draft:
             state("calendar.events", "created", **made, attendees={"people": [p["id"] for p in people]}),
             _delegated("messages.*"),
             _not_itself("messages.*"),
+            answer_if_said("time", _hhmm(common), also=[_hhmm(common + 1)]),  # the end may be said
         ],
         milestones=[
             _delegated("messages.*"),
@@ -243,6 +246,14 @@ def meeting_from_availability(w: World) -> Draft:
         plan=plan,
         perturb_exempt=_finish_exempt(plan),
         probes=[
+            fails(
+                "another time told",
+                finishing(
+                    plan,
+                    f"Booked {title} at {_hhmm(next(h for h in (wrong, *rest) if h not in (common, common + 1)))}.",
+                ),
+            ),
+            passes("start and end told", finishing(plan, f"Booked {title}, {_hhmm(common)} to {_hhmm(common + 1)}.")),
             passes(
                 "attendees by e-mail or number",
                 replacing(plan, book, call("calendar.create_event", **made_args, attendees=emails)),
