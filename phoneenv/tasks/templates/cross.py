@@ -22,6 +22,7 @@ from phoneenv.tasks.templates import (
     passes,
     pick,
     replacing,
+    said_probes,
     state,
     template,
 )
@@ -284,14 +285,20 @@ def text_missed_caller(w: World) -> Draft:
     latest = min(int((w.now - dt.datetime.fromisoformat(x["time"])).total_seconds() // 60) for x in calls)
     _add_call(w, earlier["phone"], max(3, latest - 2) + 90)
     _add_call(w, c["phone"], max(1, latest - 5))
-    (body, keys, contra), opener, verb = pick(
+    # (the dictated text, the same in other words, a near miss)
+    (body, same, contra), opener, verb = pick(
         w,
         [
-            ("Sorry I missed your call, I will ring you back tonight.", ["tonight"], "I will ring you back tomorrow."),
-            ("Sorry, I was in a meeting. I'll call you back in an hour.", ["hour"], "I'll call you back next week."),
-            ("Can't talk right now, I'm driving. I'll call you back after 6.", ["driving", "after 6"], "I'll call you back after 9."),
-            ("Sorry I couldn't pick up! What was it about?", ["about"], "Please stop calling me."),
-            ("I'm at the doctor's, I'll call you back at lunchtime.", ["lunch"], "I'll call you back this evening."),
+            ("Sorry I missed your call, I will ring you back tonight.", "Hi! Sorry I missed your call - I'll ring you back tonight",
+             "Sorry I missed your call, I will ring you back tomorrow."),
+            ("Sorry, I was in a meeting. I'll call you back in an hour.", "Sorry, I was in a meeting. I will call you back in an hour!",
+             "Sorry, I was in a meeting. I'll call you back in two hours."),
+            ("Can't talk right now, I'm driving. I'll call you back after 6.", "Can't talk right now, I'm driving. I'll call you back after six.",
+             "Can't talk right now, I'm driving. I'll call you back after 6:30."),
+            ("Sorry I couldn't pick up! What was it about?", "Hi, sorry I could not pick up! What was it about?",
+             "What was it about?"),
+            ("I'm at the doctor's, I'll call you back at lunchtime.", "I am at the doctor's, I'll call you back at lunchtime.",
+             "I'm at the doctor's, I'll call you back at lunchtime tomorrow."),
         ],
         ["I just missed a call.", "My phone rang a minute ago and I couldn't pick up."],
         ["Text whoever it was", "Send whoever called a text saying"],
@@ -301,7 +308,8 @@ def text_missed_caller(w: World) -> Draft:
         call("messages.send", to=c["phone"], body=body),
         call("finish", answer=f"Texted {c['name']}."),
     ]
-    crit = _sms_to(c, **_all_in(keys))
+    # said whole, the agent's words around it allowed, and about today (no "tomorrow" added)
+    crit = _sms_to(c, **dictated(body, w.now.date()))
     return Draft(
         goal=f'{opener} {verb}: "{body}"',
         criteria=[crit],
@@ -318,7 +326,7 @@ def text_missed_caller(w: World) -> Draft:
         probes=[
             passes("number in national format", replacing(plan, 1, call("messages.send", to=national(c["phone"]), body=body))),
             passes("read the thread first", [plan[0], call("messages.read_thread", number=c["phone"]), *plan[1:]]),
-            fails("content that contradicts the goal", replacing(plan, 1, call("messages.send", to=c["phone"], body=contra))),
+            *said_probes(plan, 1, c["phone"], same, contra),
             fails("texted the earlier missed caller", replacing(plan, 1, call("messages.send", to=earlier["phone"], body=body))),
         ],
     )  # fmt: skip
