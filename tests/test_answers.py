@@ -264,6 +264,10 @@ def test_says_reads_contractions_and_number_words_as_written_out():
     assert says("Dinner's at eight tonight, see you", "Dinner is at 8 tonight")
     assert says("The meeting’s been moved to Friday", "the meeting has been moved")
     assert plain("Ana's party") == "Ana's party" and not says("Ana's party is on", "Ana is party")
+    # "an hour" is one hour; "6pm" is "6 pm"
+    assert says("I'll call you back in 1 hour", "I'll call you back in an hour")
+    assert says("I'll call you back after 6pm.", "I'll call you back after 6")
+    assert not says("I'll call you back in 2 hours", "I'll call you back in an hour")
     # a fuzzed huge body is read as written, not rewritten (seconds of work)
     huge = "I'm late. " * (PLAIN_MAX_CHARS // 10 + 1)
     assert plain(huge) == huge and says(huge, "I'm late")

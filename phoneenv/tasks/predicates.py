@@ -96,6 +96,16 @@ eight", "the meeting's been moved"), not a possessive ("Ana's party"); the ``con
 leaves these as written."""
 
 
+_AN_UNIT = re.compile(r"\ban?\s+(second|minute|hour|day|week|month|year)\b", re.I)
+""""an hour", "a week": one unit ("in an hour" says "in 1 hour")."""
+_GLUED_HALF = re.compile(r"(?<=\d)([ap])(\.?m\b\.?)", re.I)
+"""A half of the day glued to its hour ("6pm" says "6 pm")."""
+
+
+def _glued(m: re.Match[str]) -> str:
+    return f" {m[1]}{m[2]}"
+
+
 def _noun_is(m: re.Match[str]) -> str:
     return f"{m[1]} {'has' if m[2].lower() == 'been' else 'is'} "
 
@@ -107,7 +117,8 @@ PLAIN_MAX_CHARS = 10_000
 @functools.lru_cache(maxsize=8192)
 def plain(text: str) -> str:
     """``text`` with its contractions expanded and its number words as digits, so that two ways
-    of writing the same words compare equal: "I'm fifteen minutes late" → "I am 15 minutes late".
+    of writing the same words compare equal: "I'm fifteen minutes late" → "I am 15 minutes late";
+    also "an hour" → "1 hour" and "6pm" → "6 pm".
 
     Contractions by the ``contractions`` package (``fix``, standard forms only: "don't", "I'm";
     not the slang forms "dont", "im", which are also English words such as "shell"); number words
@@ -122,6 +133,7 @@ def plain(text: str) -> str:
     from text_to_num import alpha2digit
 
     expanded = _NOUN_IS.sub(_noun_is, contractions.fix(text.replace("\u2019", "'"), slang=False))
+    expanded = _AN_UNIT.sub(r"1 \1", _GLUED_HALF.sub(_glued, expanded))
     return alpha2digit(expanded, "en", threshold=0)
 
 
