@@ -161,8 +161,9 @@ def _sms_to(c: dict[str, Any], **body: Any) -> StateCriterion:
 
 
 def _mail_to(c: dict[str, Any], **where: Any) -> StateCriterion:
-    """An e-mail sent to contact ``c`` (among its recipients, by identity)."""
-    return state("mail.messages", "created", folder="sent", to={"has_person": c["id"]}, **where)
+    """An e-mail sent to contact ``c`` alone (by identity: any of their addresses; no other
+    recipient, who would read what was meant for ``c``)."""
+    return state("mail.messages", "created", folder="sent", to={"people": [c["id"]]}, **where)
 
 
 def _tell(c: dict[str, Any], id: str, **body: Any) -> CompositeCriterion:
@@ -888,5 +889,6 @@ def email_note(w: World) -> Draft:
             fails(f"sent to {decoy['name']}", replacing(plan, 2, call("mail.send", to=[decoy["email"]], subject=note["title"], body=note["body"]))),
             fails("another note", replacing(plan, 2, call("mail.send", to=[c["email"]], subject=note["title"], body=other_note["body"]))),
             fails("another subject", replacing(plan, 2, call("mail.send", to=[c["email"]], subject="Hi", body=note["body"]))),
+            fails(f"{decoy['name']} copied in", replacing(plan, 2, call("mail.send", to=[c["email"], decoy["email"]], subject=note["title"], body=note["body"]))),
         ],
     )  # fmt: skip
