@@ -29,8 +29,19 @@ from phoneenv.tasks.templates import (
 from phoneenv.tasks.world import World
 
 CALL_PHONE = "android.permission.CALL_PHONE"
-NEGATIVE = r"\b(can'?t|cannot|can not|won'?t|not|unable|no longer)\b"
-"""A reply that declines ("I can't make it") rather than accepts."""
+RSVP_YES = (
+    r"\bsee you\b|\b(?:i'll|i will|i'm going to)\s+(?:be there|come|make it|join)\b|\bcount me in\b|\bi'?m in\b"
+    r"|\bi'?m coming\b|\bi am coming\b|\bsounds? (?:great|good|lovely|perfect|fun)\b|\blooking forward\b|\byes\b"
+    r"|\bcan'?t wait\b|\bi'?d love to\b|\bi would love to\b|\bwill be there\b|\bi'?ll join\b"
+)
+"""A reply to an invitation that accepts ("Sounds great, see you there!", "Count me in", "I'll be
+there")."""
+RSVP_NO = (
+    r"\b(?:can'?t|cannot|won'?t|will not|unable to|not able to)\s+(?:\w+\s+)?(?:make it|come|join|be there|attend)\b"
+    r"|\b(?:have|need) to pass\b|\bi'?ll pass\b|\bbusy\b|\bnot coming\b|\banother time\b|\brain check\b"
+    r"|\bdecline\b|\bsorry,? no\b|\bcan'?t do\b|\bnot (?:this|that) time\b"
+)
+"""A reply that declines ("I can't make it", "I'll have to pass", "I'm busy that evening")."""
 MINUTE_WORDS = {
     5: "five",
     10: "ten",
@@ -435,10 +446,17 @@ def event_from_email(w: World) -> Draft:
         else f"I got an email from {first} inviting me to dinner. Tell {first} I'll be there and add it to my "
         f"calendar {length}, with the restaurant as the location."
     )
-    event = state(
-        "calendar.events", "created", title={"icontains": "dinner"}, start=s, end=e, location={"iequals": place}
+    # a title that says what it is: the dinner, the place or the host
+    title = {"any": [{"icontains": "dinner"}, {"icontains": "supper"}, {"icontains": place}, {"icontains": first}]}
+    event = state("calendar.events", "created", title=title, start=s, end=e, location={"iequals": place})
+    # a yes, no refusal, and no other day or time
+    told = _tell(
+        c,
+        "told the host",
+        regex=RSVP_YES,
+        **{"not": {"regex": RSVP_NO}},
+        consistent={"date": day.isoformat(), "time": f"{hour:02d}:{minute:02d}"},
     )
-    told = _tell(c, "told the host", **{"not": {"regex": NEGATIVE}})
     yes = "Sounds great, see you there!"
     plan = [
         call("mail.search", query="dinner"),
@@ -463,6 +481,12 @@ def event_from_email(w: World) -> Draft:
         plan=plan,
         perturb_exempt=["0.query", "1.title", "2.body", "3.answer"],
         probes=[
+            passes("can't wait", replacing(plan, 2, call("mail.reply", message_id=mail_id, body="Sounds great, can't wait!"))),
+            passes("not a problem", replacing(plan, 2, call("mail.reply", message_id=mail_id, body="Count me in - not a problem at all, see you then!"))),
+            fails("declined", replacing(plan, 2, call("mail.reply", message_id=mail_id, body="Sorry, I'll have to pass this time."))),
+            fails("busy", replacing(plan, 2, call("mail.reply", message_id=mail_id, body="Thanks for the invite, but I'm busy that evening."))),
+            fails("another day", replacing(plan, 2, call("mail.reply", message_id=mail_id, body=f"Great, see you on {(day + dt.timedelta(days=1)).strftime('%A')}!"))),
+            passes("titled by the place", replacing(plan, 1, call("calendar.create_event", title=f"Supper at {place}", start=s, end=e, location=place))),
             passes("told by text", [*plan[:2], *_send(c, f"Hi {first}, I'm in for dinner!"), plan[-1]]),
             passes(
                 "a new e-mail instead of a reply",
