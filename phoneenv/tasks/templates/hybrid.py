@@ -702,6 +702,7 @@ def cinema_book_text(w: World) -> Draft:
     )
     decoy_t = showtimes[1]["start"][11:16]
     h12 = _h12(target_t)
+    end_t = (dt.datetime.fromisoformat(show["start"]) + dt.timedelta(minutes=runtime)).strftime("%H:%M")
     plan = [
         call("cinema.search_movies", query=title),
         call("cinema.list_showtimes", movie_id=mid, date=date),
@@ -726,7 +727,11 @@ def cinema_book_text(w: World) -> Draft:
                 state("cinema.bookings", "created", showtime_id=show["showtime_id"], seats={"has": seats[1]}),
                 "created:cinema.bookings:seat2",
             ),
-            named(_sms_to(c, states={"time": target_t}), "created:messages.messages:time"),
+            # the start (the end may be said beside it), on the screening's day
+            named(
+                _sms_to(c, states={"time": {"value": target_t, "context": [end_t]}}, consistent={"date": date}),
+                "created:messages.messages:time",
+            ),
             named(_sms_to(c, icontains=cinema), "created:messages.messages:cinema"),
         ],
         milestones=[
@@ -750,6 +755,16 @@ def cinema_book_text(w: World) -> Draft:
             fails("a hedged start time", _texting(plan, body=f"{title} at {cinema}, {decoy_t} or {target_t}.")),
             fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
             fails("the cinema left out", _texting(plan, body=f"Tickets for {title}, {target_t}.")),
+            fails(
+                "another day",
+                _texting(
+                    plan,
+                    body=f"Got us tickets for {(day + dt.timedelta(days=1)).strftime('%A')}: {target_t} at {cinema}.",
+                ),
+            ),
+            passes(
+                "the end time beside", _texting(plan, body=f"Booked! Starts {target_t} at {cinema}, out by {end_t}.")
+            ),
         ],
     )
 
