@@ -11,6 +11,7 @@ from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_if_said,
     ask_first,
     behavior,
     call,
@@ -211,7 +212,11 @@ def move_event(w: World) -> Draft:
             start.date(), dt.time(w.rng.choice([h for h in range(8, 20) if h != start.hour]))
         )
         how = f"to {hm(new_start)} the same day, keeping its length"
-        said = {"states": {"time": hm(new_start)}, "consistent": {"date": new_start.date().isoformat()}}
+        # the new start (its end may be said beside it), on its day
+        said = {
+            "states": {"time": {"value": hm(new_start), "context": [hm(new_start + length)]}},
+            "consistent": {"date": new_start.date().isoformat()},
+        }
         text, wrong_text = f"{e['title']} is now at {hm(new_start)}.", f"{e['title']} is now at {hm(start)}."
         other_form = f"{e['title']} moved to {spoken(hm(new_start))}."
         hedge = f"{e['title']} is now at {hm(new_start)} or {hm(start)}, not sure."
@@ -243,6 +248,9 @@ def move_event(w: World) -> Draft:
         criteria=[
             state("calendar.events", "updated", id=e["id"], title=e["title"], start=iso(new_start), end=iso(new_end)),
             tell(c, said),
+            # a day or time told to the user is the new one (the end may be said beside the start)
+            answer_if_said("date", new_start.date().isoformat()),
+            answer_if_said("time", hm(new_start), also=[hm(new_end)]),
         ],
         milestones=[found(e), looked_up(query)],
         plan=plan,
@@ -250,6 +258,18 @@ def move_event(w: World) -> Draft:
         probes=[
             *tell_probes(w, plan, 3, c, text, wrong_text),
             passes("told in another format", replacing(plan, 3, telling(c, other_form))),
+            passes(
+                "start and end told",
+                replacing(
+                    plan,
+                    3,
+                    telling(c, f"{e['title']}: {day_words(new_start.date(), today)}, {hm(new_start)}-{hm(new_end)}."),
+                ),
+            ),
+            fails(
+                "another day told to the user",
+                finishing(plan, f"Moved {e['title']} to {(new_start + dt.timedelta(days=1)).date().isoformat()}."),
+            ),
             fails("told a contradicting detail", replacing(plan, 3, telling(c, contradiction))),
             fails("a hedge", replacing(plan, 3, telling(c, hedge))),
             passes("listed the day instead", replacing(plan, 0, call("calendar.list_events", date=e["start"][:10]))),
