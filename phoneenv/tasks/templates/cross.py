@@ -670,6 +670,9 @@ def alarm_before_first_event(w: World) -> Draft:
     )  # fmt: skip
 
 
+MEETINGS = ["Budget review", "Launch retro", "Partner workshop", "Q3 planning", "Design critique"]
+
+
 @template(
     "cross.email_attendees",
     apps=["calendar", "contacts", "mail"],
@@ -685,7 +688,7 @@ def email_attendees(w: World) -> Draft:
     decoy = namesake(w, people[1])
     title, subject, phrasing = pick(
         w,
-        ["Budget review", "Launch retro", "Partner workshop", "Q3 planning", "Design critique"],
+        MEETINGS,
         ["Agenda", "Plan for the meeting"],
         [0, 1],
     )
@@ -705,11 +708,15 @@ def email_attendees(w: World) -> Draft:
     ]
     n = len(plan)
     ids = [p["id"] for p in people]
-    together = state("mail.messages", "created", folder="sent", subject={"iequals": subject}, to={"people": ids})
+    # an agenda: a few words at least, and not about another meeting
+    agenda = {"regex": r"(?s)(?:\b\w+\b\W*){4,}", "not": {"any": [{"says": t} for t in MEETINGS if t != title]}}
+    together = state(
+        "mail.messages", "created", folder="sent", subject={"iequals": subject}, to={"people": ids}, body=agenda
+    )
     apart = CompositeCriterion(
         kind="all_of",
         criteria=[
-            named(state("mail.messages", "created", folder="sent", subject={"iequals": subject}, to={"people": [i]}), f"to {i}")
+            named(state("mail.messages", "created", folder="sent", subject={"iequals": subject}, to={"people": [i]}, body=agenda), f"to {i}")
             for i in ids
         ],
     )  # fmt: skip
@@ -725,6 +732,9 @@ def email_attendees(w: World) -> Draft:
             fails("one attendee left out", replacing(plan, -2, call("mail.send", to=[people[0]["email"]], subject=subject, body=body))),
             fails(f"{decoy['name']} instead of {people[1]['name']}", replacing(plan, -2, call("mail.send", to=[people[0]["email"], decoy["email"]], subject=subject, body=body))),
             fails("another subject", replacing(plan, -2, call("mail.send", to=[p["email"] for p in people], subject="Hello", body=body))),
+            fails("no agenda", replacing(plan, -2, call("mail.send", to=[p["email"] for p in people], subject=subject, body="Hi"))),
+            fails("another meeting's agenda", replacing(plan, -2, call("mail.send", to=[p["email"] for p in people], subject=subject,
+                  body=f"Agenda for {next(t for t in MEETINGS if t != title)}: goals, numbers, next steps."))),
         ],
     )  # fmt: skip
 
