@@ -798,6 +798,11 @@ def share_note_sms(w: World) -> Draft:
         else f'Send {first_name(c)} my "{note["title"]}" note as a text message.'
     )
     body = note["body"].replace("\n", ", ")
+    # the other notes stay private: none of their lines (of two words or more, not in this note)
+    private = sorted(
+        {x.strip() for n in w.table("notes.notes") if n is not note for x in str(n["body"] or "").splitlines()
+         if len(x.split()) >= 2 and x.strip().lower() not in note["body"].lower()}
+    )  # fmt: skip
     plan = [call("notes.search", query=note["title"]), *_send(c, body), call("finish", answer="Sent.")]
     probes = [
         passes("one line each", replacing(plan, 2, call("messages.send", to=c["phone"], body=f"{note['title']}:\n{note['body']}"))),
@@ -805,13 +810,22 @@ def share_note_sms(w: World) -> Draft:
         fails("another note", replacing(plan, 2, call("messages.send", to=c["phone"], body=other_note["body"].replace("\n", ", ")))),
         fails(f"texted {decoy['name']}", replacing(plan, 2, call("messages.send", to=decoy["phone"], body=body))),
     ]  # fmt: skip
+    if private:
+        probes.append(
+            fails(
+                "another note's line too",
+                replacing(plan, 2, call("messages.send", to=c["phone"], body=f"{body} | also: {private[0]}")),
+            )
+        )
     if len(lines) > 1:
         probes.append(
             fails("only the first line", replacing(plan, 2, call("messages.send", to=c["phone"], body=lines[0])))
         )
     return Draft(
         goal=goal,
-        criteria=[_sms_to(c, **_all_in(lines))],
+        criteria=[
+            _sms_to(c, **_all_in(lines), **({"not": {"any": [{"says": x} for x in private]}} if private else {}))
+        ],
         milestones=[_found_note(note), _lookup(c), _sms_to(c)],
         plan=plan,
         perturb_exempt=["0.query", "1.query", "3.answer"],
