@@ -16,10 +16,11 @@ import datetime as dt
 import re
 from typing import Any
 
-from phoneenv.contract import Domain, ToolCall
+from phoneenv.contract import CompositeCriterion, Domain, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
     Draft,
+    answer,
     answer_if_said,
     ask_first,
     behavior,
@@ -628,9 +629,13 @@ def best_offer_reply(w: World) -> Draft:
         [call("mail.search", query=item)],
         f"{senders[0]}, {w.money(w.price(best))}, message {ids[0]}.",
     )
-    accepted = ACCEPTED
+    # an acceptance naming no other offer's price; an answer naming no other sender or price
+    accepted = {**ACCEPTED, "consistent": {"money": w.price(best)}}
+    others = "|".join(re.escape(x) for x in senders[1:])
     criteria = [
         state("mail.messages", "created", folder="sent", to={"has": senders[0]}, body=accepted),
+        CompositeCriterion(kind="not", id="no_other_sender", criteria=[answer(id="other_sender", pattern=others)]),
+        answer_if_said("money", w.price(best), currency=w.currency),
         _delegated("mail.*"),
         _not_itself("mail.search"),
         _not_itself("mail.read"),
@@ -660,6 +665,19 @@ def best_offer_reply(w: World) -> Draft:
                 "accepts the dearer or slower one",
                 replacing(plan, send, call("mail.reply", message_id=ids[1], body=text)),
             ),
+            fails(
+                "accepted at another offer's price",
+                replacing(
+                    plan,
+                    send,
+                    call(
+                        "mail.reply",
+                        message_id=ids[0],
+                        body=f"We accept your offer of {w.money(w.price(offers[2][0]))}.",
+                    ),
+                ),
+            ),
+            fails("the wrong sender told", finishing(plan, f"Accepted {senders[1]}'s offer.")),
             fails(
                 "a refusal that says accept",
                 replacing(
