@@ -20,9 +20,11 @@ from phoneenv.contract import Category, Criterion, Domain, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
     Draft,
+    answer_if_said,
     behavior,
     call,
     fails,
+    finishing,
     first_name,
     passes,
     pick,
@@ -120,7 +122,11 @@ def todo_from_texts(w: World) -> Draft:
     criteria: list[Criterion] = [
         suffixed(state("todo.items", "created", list_id=errands["id"], title={"icontains": a[2]}), a[2]) for a in asks
     ]
-    criteria += [delegated("messages.*"), not_itself("messages.*")]
+    criteria += [
+        delegated("messages.*"),
+        not_itself("messages.*"),
+        answer_if_said("number", len(asks), unit="items?|things?|tasks?|requests?|errands?|to-?dos?"),  # a count told
+    ]
     first_add = 4
     other = lists["Home"]
     return Draft(
@@ -134,6 +140,7 @@ def todo_from_texts(w: World) -> Draft:
                 "in own words",
                 replacing(plan, first_add, call("todo.add_item", list_id=errands["id"], title=f"{asks[0][1]} (asked)")),
             ),
+            fails("a miscount told", finishing(plan, f"Added {len(asks) + 1} items to Errands.")),
             fails("a request forgotten", replacing(plan, first_add)),
             fails(
                 "on the Home list",
