@@ -536,11 +536,20 @@ def forward_email(w: World) -> Draft:
     wrong = next(c for c in w.contacts if c["email"] and c is not to and c["email"] != original["from"])
     return Draft(
         goal=goal,
-        criteria=[sent, behavior("forbidden_call", "mail.reply")],
+        # the skill's rules: a new e-mail, not a reply; the original neither marked nor moved
+        criteria=[
+            sent,
+            behavior("forbidden_call", "mail.reply"),
+            behavior("forbidden_call", "mail.mark_read", id="original_not_marked"),
+            behavior("forbidden_call", "mail.archive", id="original_not_moved"),
+        ],
         milestones=[read_ms, sent],
         plan=plan,
         perturb_exempt=["4.answer"],
         probes=[
+            fails(
+                "marked the original read", [*plan[:-1], call("mail.mark_read", message_id=original["id"]), plan[-1]]
+            ),
             passes(
                 "address in other case",
                 replacing(plan, 3, call("mail.send", to=[to["email"].upper()], subject=subject, body=body)),
