@@ -259,6 +259,22 @@ def test_a_confirmation_must_be_about_the_action_it_confirms():
     assert not asks_about("", "messages.send", {"to": "+4917", "body": "Hi"})
 
 
+def test_a_confirmation_names_the_person_and_the_amount_the_call_carries():
+    from phoneenv.tasks.verify import asks_about
+
+    tables = {
+        "contacts.contacts": {
+            "c_1": {"id": "c_1", "name": "Kati Warmer", "phone": "+4915111111111", "email": None},
+            "c_2": {"id": "c_2", "name": "Ortwin Roskoth", "phone": "+4915122222222", "email": None},
+        }
+    }
+    send = {"to": "+4915111111111", "body": "Please send me 35.36 EUR for the boat."}
+    assert asks_about("Ask Kati Warmer to pay 35.36 EUR?", "messages.send", send, tables)
+    assert asks_about("Text Kati her share?", "messages.send", send, tables)
+    assert not asks_about("Ask Ortwin Roskoth to pay 35.36 EUR?", "messages.send", send, tables)  # another person
+    assert not asks_about("Ask Kati Warmer to pay 70.72 EUR?", "messages.send", send, tables)  # another amount
+
+
 def test_every_confirmed_task_fails_with_a_confirmation_about_something_else():
     """Across the suite: each reference plan whose task needs a confirmation first still passes,
     and fails once every question it asks is replaced by one about another matter."""

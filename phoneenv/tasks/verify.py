@@ -44,7 +44,7 @@ from phoneenv.contract import (
 from phoneenv.harness.memory import STOPWORDS
 from phoneenv.state import Change, diff_tables
 from phoneenv.tasks.answers import Judge, call_judge, check_answer, read_value
-from phoneenv.tasks.identity import CONTACTS_TABLE, ContactBook
+from phoneenv.tasks.identity import CONTACTS_TABLE, ContactBook, contact_ids
 from phoneenv.tasks.predicates import Context, check, match
 
 __all__ = ["DEFAULT_ALLOWED", "CallRecord", "asks_about", "calls_from_trace", "check_trace", "context_of", "verify"]
@@ -352,7 +352,24 @@ def asks_about(
                 others |= tokens(rec)
         if any(w in others and not near(w, own) for w in said):
             return False
-    return True
+    # a call to a person by number or address: the question must not name another contact
+    book = tables.get(CONTACTS_TABLE)
+    if book:
+        people = list(itertools.islice(book.values(), 500))
+        for v in arguments.values():
+            for ref in v if isinstance(v, (list, tuple)) else (v,):
+                if not isinstance(ref, str) or not ("@" in ref or sum(ch.isdigit() for ch in ref) >= 7):
+                    continue
+                ids = contact_ids(ref, people)
+                if len(ids) != 1:
+                    continue
+                own = _q_tokens(dict(next(c for c in people if c.get("id") in ids))) | cues
+                others = {t for c in people if c.get("id") not in ids for t in _q_tokens(str(c.get("name") or ""))}
+                if any(w in others and not near(w, own) for w in said):
+                    return False
+    # an amount the question gives is one the call carries (in its text or arguments), when it carries any
+    carried = {w for w in _q_tokens(dict(arguments)) if re.fullmatch(r"\d+[.,]\d+", w)}
+    return not (amounts and carried and not any(w in carried for w in amounts))
 
 
 def _behavior_ok(
