@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from phoneenv.contract import Category, Criterion, Domain
+from phoneenv.contract import Category, CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
+    answer,
     answer_if_said,
     call,
     fails,
@@ -328,9 +329,25 @@ def budget_preference(w: World) -> Draft:
                 replacing(plan, 1, call("budget.set_budget", category="dining", limit=old_limit, period=old_period)),
             )
         )
+    probes.append(fails("another limit told", finishing(plan, f"Dining budget: {w.money(limit * 2)} a {period}.")))
+    # a limit told is the one set, and a period told is its period
+    wrong_period = "month" if period == "week" else "week"
+    told = [
+        answer_if_said("money", limit, currency=w.currency),
+        CompositeCriterion(
+            kind="not",
+            id="answer_period",
+            criteria=[
+                answer(
+                    id="other_period", pattern=rf"\b(?:a|per|each|every|this|/)\s*{wrong_period}\b|\b{wrong_period}ly\b"
+                )
+            ],
+        ),
+    ]
+    probes.append(fails("another period told", finishing(plan, f"Dining budget: {w.money(limit)} a {wrong_period}.")))
     return Draft(
         goal=goal,
-        criteria=[crit],
+        criteria=[crit, *told],
         milestones=[memory_searched("eating out", "budget", "dining", "restaurant"), crit],
         plan=plan,
         perturb_exempt=["2.answer"],
