@@ -96,11 +96,11 @@ def _intent(kind: str, value: str, word: str, *, id: str = "set") -> Any:
     )  # fmt: skip
 
 
-def _told(word: str, after: str) -> Any:
-    """The notification the user gets: from the assistant, naming ``word``, at or after ``after``."""
-    return state(
-        "system.notifications", "present", count=1, app="assistant", text={"icontains": word}, time={"gte": after}
-    )
+def _told(word: str, after: str, before: str | None = None) -> Any:
+    """The notification the user gets: from the assistant, naming ``word``, at or after ``after``
+    (and before ``before``, when the user has left the place by then)."""
+    time: dict[str, str] = {"gte": after} | ({"lte": before} if before else {})
+    return state("system.notifications", "present", count=1, app="assistant", text={"icontains": word}, time=time)
 
 
 @template(
@@ -279,7 +279,7 @@ def on_arrival(w: World) -> Draft:
     return Draft(
         goal=goal,
         fixtures=w.fixtures(location_timeline=timeline),
-        criteria=[_intent("place", {"iequals": place}, word), _told(word, _t(arrive))],  # type: ignore[arg-type]
+        criteria=[_intent("place", {"iequals": place}, word), _told(word, _t(arrive), _t(home))],  # type: ignore[arg-type]
         milestones=[
             behavior("required_call", "memory.remind", arguments={"trigger": "place", "when": {"iequals": place}})
         ],
@@ -287,6 +287,14 @@ def on_arrival(w: World) -> Draft:
         perturb_exempt=["2.title", "3.answer"],
         max_steps=20,
         probes=[
+            fails(
+                "told after leaving",
+                [
+                    *plan[:-2],
+                    *[call("system.wait", minutes=60)] * (int((home - arrive).total_seconds() // 3600) + 1),
+                    *plan[-2:],
+                ],
+            ),
             passes(
                 "waited in two steps",
                 replacing(
