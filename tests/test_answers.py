@@ -766,3 +766,18 @@ def test_an_optional_answer_need_not_state_the_value_but_must_not_state_another(
     assert check_answer(money, "Asked both for their share.", None, CTX)[0]
     assert check_answer(money, "Split the 70.72 USD bill: 35.36 USD each.", None, CTX)[0]
     assert not check_answer(money, "Asked them for 40.00 USD each.", None, CTX)[0]
+
+
+def test_each_end_of_a_range_is_the_answer_or_a_context_value():
+    """With the end known as context, "16:00-18:00" tells a wrong end; without context a range
+    is one claim of either end (the end is not judged)."""
+    crit = AnswerCriterion(type="time", value="16:00", context=["17:00"])
+    for text in ("Now 16:00-17:00.", "From 4 pm to 5 pm", "At 16:00 until 17:00", "16:00", "Moved from 14:00 to 16:00"):
+        assert check_answer(crit, text, None, CTX)[0], text
+    for text in ("Now 16:00-18:00.", "From 4 pm to 6 pm", "At 16:00 until 18:00", "15:00-17:00"):
+        assert not check_answer(crit, text, None, CTX)[0], text
+    assert check_answer(AnswerCriterion(type="time", value="16:00"), "Now 16:00-18:00.", None, CTX)[0]
+    # the answer may be the far end, the start a context value
+    closes = AnswerCriterion(type="time", value="17:00", context=["09:00"])
+    assert check_answer(closes, "Open 9:00-17:00 today", None, CTX)[0]
+    assert not check_answer(closes, "Open 8:00-17:00 today", None, CTX)[0]

@@ -131,7 +131,9 @@ class Claim:
     """One value a text asserts: ``type``, normalised ``value``, its span ``start``–``end`` in
     the (number-word converted) text, ``negated`` when the text denies it ("not 14:00"),
     ``unit`` (numbers: the words after it; money: the ISO currency) and ``alts`` (other
-    values an ambiguous span may denote, e.g. 15:15 for "quarter past 3")."""
+    values an ambiguous span may denote, e.g. 15:15 for "quarter past 3"). A range ("16:00-17:00")
+    is one claim matching either end: ``alts`` holds the start's other readings and then the
+    far end's, ``range_end`` the far end's readings alone (empty for a single value)."""
 
     type: str
     value: Any
@@ -140,6 +142,17 @@ class Claim:
     negated: bool = False
     unit: str = ""
     alts: tuple[Any, ...] = ()
+    range_end: tuple[Any, ...] = ()
+
+    def ends(self) -> tuple[Claim, Claim] | None:
+        """A range's two ends as single claims (start, far end); ``None`` for a single value."""
+        if not self.range_end:
+            return None
+        first = Claim(
+            self.type, self.value, self.start, self.end, self.negated, self.unit, self.alts[: -len(self.range_end)]
+        )
+        last = Claim(self.type, self.range_end[0], self.start, self.end, self.negated, self.unit, self.range_end[1:])
+        return first, last
 
 
 # --------------------------------------------------------------------------- text preparation
@@ -717,9 +730,9 @@ def _join_ranges(sc: _Scan) -> None:
             and (sc.text[c.end : nxt.start].strip().lower() != "and" or re.search(r"\bbetween\s+$", sc.text[: c.start]))
             and not _CHANGE_FROM.search(sc.text[max(0, c.start - 80) : c.start])
         ):
-            alts = (*c.alts, nxt.value, *nxt.alts)
+            far = (nxt.value, *nxt.alts)
             denied = bool(_NEG_BEFORE.search(sc.text[max(0, c.start - 40) : c.start]))  # "not 14:00-15:00"
-            out.append(Claim(c.type, c.value, c.start, nxt.end, denied, c.unit, alts))
+            out.append(Claim(c.type, c.value, c.start, nxt.end, denied, c.unit, (*c.alts, *far), far))
             i += 2
             continue
         out.append(c)
@@ -1198,6 +1211,9 @@ def _check_typed(
         else:
             if context and what == "answer":  # context values said beside the answer are no claims
                 t = _scan(text or "", ctx).text
+                # a range's ends are each the answer or a context value ("16:00-18:00" tells a
+                # wrong end when 17:00 is the one that may be said beside 16:00)
+                found = [e for c in found for e in _told_ends(type, c, [want, *context], tol, currency)]
                 hits = [c for c in found if _matches(type, c, want, tol, currency)]
                 found = [
                     c
@@ -1211,6 +1227,15 @@ def _check_typed(
         if not ok:
             return ok, why
     return True, ""
+
+
+def _told_ends(type: str, c: Claim, allowed: Sequence[Any], tol: float, currency: str | None) -> list[Claim]:
+    """``c`` itself, or for a range with an end that is none of ``allowed``, its two ends as
+    separate claims (so the wrong end is judged as a value told)."""
+    ends = c.ends()
+    if ends is None or all(any(_matches(type, e, a, tol, currency) for a in allowed) for e in ends):
+        return [c]
+    return list(ends)
 
 
 _CORRECTION_BEFORE = re.compile(

@@ -226,7 +226,10 @@ def move_event(w: World) -> Draft:
         new_start = start + dt.timedelta(days=w.rng.choice([1, 2, 3]))
         how = f"to {day_words(new_start.date(), today).removeprefix('on ')}, same time"
         label = day_words(new_start.date(), today).removeprefix("on ")
-        said = {"states": {"date": new_start.date().isoformat()}, "consistent": {"time": hm(new_start)}}
+        said = {
+            "states": {"date": new_start.date().isoformat()},
+            "consistent": {"time": {"value": hm(new_start), "context": [hm(new_start + length)]}},
+        }
         text, wrong_text = f"{e['title']} moves to {label}.", f"{e['title']} stays on {day_words(start.date(), today)}."
         other_form = f"{e['title']} is now on {new_start.date().isoformat()}, same time."
         later = day_words(new_start.date() + dt.timedelta(days=1), today).removeprefix("on ")
@@ -272,6 +275,18 @@ def move_event(w: World) -> Draft:
             ),
             fails("told a contradicting detail", replacing(plan, 3, telling(c, contradiction))),
             fails("a hedge", replacing(plan, 3, telling(c, hedge))),
+            fails(
+                "told a wrong end",
+                replacing(
+                    plan,
+                    3,
+                    telling(
+                        c,
+                        f"{e['title']}: {day_words(new_start.date(), today)}, "
+                        f"{hm(new_start)}-{hm(new_end + dt.timedelta(hours=1))}.",
+                    ),
+                ),
+            ),
             passes("listed the day instead", replacing(plan, 0, call("calendar.list_events", date=e["start"][:10]))),
             fails(
                 "an hour off",
