@@ -275,6 +275,31 @@ def test_a_confirmation_names_the_person_and_the_amount_the_call_carries():
     assert not asks_about("Ask Kati Warmer to pay 70.72 EUR?", "messages.send", send, tables)  # another amount
 
 
+def test_a_confirmation_addresses_the_recipient_not_the_person_it_is_about():
+    from phoneenv.tasks.verify import asks_about
+
+    tables = {
+        "contacts.contacts": {
+            "c_1": {"id": "c_1", "name": "Kati Warmer", "phone": "+4915111111111", "email": "kati@x.org"},
+            "c_2": {"id": "c_2", "name": "Ortwin Roskoth", "phone": "+4915122222222", "email": "ortwin@x.org"},
+            "c_3": {"id": "c_3", "name": "Lene Brandt", "phone": "+4915133333333", "email": None},
+        }
+    }
+    card = {"to": "+4915111111111", "body": "BEGIN:VCARD\nFN:Ortwin Roskoth\nTEL:+4915122222222\nEND:VCARD"}
+    for q in (
+        "Send Ortwin Roskoth's contact card to Kati Warmer?",
+        "Share Ortwin's contact with Kati?",
+        "Text Kati: 'Here is the card for Ortwin'?",
+        "Text Kati that I'm going to Ortwin's party?",
+    ):
+        assert asks_about(q, "messages.send", card, tables), q
+    for q in ("Send Kati Warmer's contact card to Ortwin Roskoth?", "Share Kati's contact with Ortwin?"):
+        assert not asks_about(q, "messages.send", card, tables), q  # the roles swapped
+    both = {"to": ["kati@x.org", "ortwin@x.org"], "subject": "Agenda", "body": "See you at 10"}
+    assert asks_about("Email the agenda to Kati and Ortwin?", "mail.send", both, tables)
+    assert not asks_about("Email the agenda to Kati and Lene?", "mail.send", both, tables)
+
+
 def test_every_confirmed_task_fails_with_a_confirmation_about_something_else():
     """Across the suite: each reference plan whose task needs a confirmation first still passes,
     and fails once every question it asks is replaced by one about another matter."""

@@ -285,6 +285,13 @@ def _q_tokens(value: Any) -> set[str]:
     return out
 
 
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|'[^']*'(?!\w)")
+"""A quoted span of a question (the text to send), set aside when reading whom it addresses."""
+_ADDRESSEE = re.compile(r"\b(?:to|shar\w*\b[^?.!]*?\bwith)\s+([^\W\d_]+)\b(?!')(?:\s+([^\W\d_]+)\b(?!'))?")
+"""Whom a confirmation addresses: the name after "to" ("Send Kevin's card to Stanley?") or after
+"share ... with"; a possessive is no addressee ("going to Kevin's party")."""
+
+
 def asks_about(
     question: str,
     tool: str,
@@ -352,21 +359,27 @@ def asks_about(
                 others |= tokens(rec)
         if any(w in others and not near(w, own) for w in said):
             return False
-    # a call to a person by number or address: the question must not name another contact
+    # a call to people by number or address: the question must not name another contact, and
+    # whom it addresses ("... to Kevin?", "share ... with Kevin?") is one of them
     book = tables.get(CONTACTS_TABLE)
     if book:
         people = list(itertools.islice(book.values(), 500))
+        ids: set[str] = set()
         for v in arguments.values():
             for ref in v if isinstance(v, (list, tuple)) else (v,):
-                if not isinstance(ref, str) or not ("@" in ref or sum(ch.isdigit() for ch in ref) >= 7):
-                    continue
-                ids = contact_ids(ref, people)
-                if len(ids) != 1:
-                    continue
-                own = _q_tokens(dict(next(c for c in people if c.get("id") in ids))) | cues
-                others = {t for c in people if c.get("id") not in ids for t in _q_tokens(str(c.get("name") or ""))}
-                if any(w in others and not near(w, own) for w in said):
-                    return False
+                if isinstance(ref, str) and ("@" in ref or sum(ch.isdigit() for ch in ref) >= 7):
+                    got = contact_ids(ref, people)
+                    ids |= got if len(got) == 1 else set()
+        if ids:
+            names = {t for c in people if c.get("id") in ids for t in _q_tokens(str(c.get("name") or ""))}
+            own = {t for c in people if c.get("id") in ids for t in _q_tokens(dict(c))} | cues
+            others = {t for c in people if c.get("id") not in ids for t in _q_tokens(str(c.get("name") or ""))}
+            if any(w in others and not near(w, own) for w in said):
+                return False
+            unquoted = _QUOTED.sub(" ", question.lower())
+            addressed = {w for m in _ADDRESSEE.finditer(unquoted) for w in m.groups() if w}
+            if any(w in others and w not in names for w in addressed):
+                return False
     # an amount the question gives is one the call carries (in its text or arguments), when it carries any
     carried = {w for w in _q_tokens(dict(arguments)) if re.fullmatch(r"\d+[.,]\d+", w)}
     return not (amounts and carried and not any(w in carried for w in amounts))

@@ -616,6 +616,14 @@ def share_contact(w: World) -> Draft:
                 "the recipient's own card", replacing(plan, 4, call("messages.send", to=to["phone"], body=vcard(to)))
             ),
             fails("sent without asking", [c for c in plan if c.name != "user.confirm"]),
+            fails(
+                "asked with the roles swapped",
+                replacing(
+                    plan,
+                    3,
+                    call("user.confirm", question=f"Send {_possessive(to['name'])} contact card to {person['name']}?"),
+                ),
+            ),
         ],
     )
 
