@@ -798,10 +798,12 @@ def share_note_sms(w: World) -> Draft:
         else f'Send {first_name(c)} my "{note["title"]}" note as a text message.'
     )
     body = note["body"].replace("\n", ", ")
-    # the other notes stay private: none of their lines (of two words or more, not in this note)
+    # the other notes stay private: none of their items (lines or comma-separated entries of four
+    # characters or more, not in this note: "passport" from the packing list)
+    mine = f"{note['title']}\n{note['body']}".lower()
     private = sorted(
-        {x.strip() for n in w.table("notes.notes") if n is not note for x in str(n["body"] or "").splitlines()
-         if len(x.split()) >= 2 and x.strip().lower() not in note["body"].lower()}
+        {x.strip() for n in w.table("notes.notes") if n is not note for x in re.split(r"[\n,]", str(n["body"] or ""))
+         if len(x.strip()) >= 4 and x.strip().lower() not in mine}
     )  # fmt: skip
     plan = [call("notes.search", query=note["title"]), *_send(c, body), call("finish", answer="Sent.")]
     probes = [
