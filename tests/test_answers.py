@@ -235,6 +235,23 @@ def test_times_in_words():
     assert ok("Locker 663, session at seven in the morning.", type="number", value=663)
 
 
+def test_says_reads_a_compound_written_open_or_closed_alike():
+    for body, phrase in (
+        ("See you at lunch time!", "See you at lunchtime"),
+        ("see you at lunchtime", "See you at lunch time"),
+        ("Online check in opens at 6", "check-in opens at 6"),
+        ("Bring the passport and the boarding pass", "boardingpass"),
+    ):
+        assert says(body, phrase), (body, phrase)
+    for body, phrase in (
+        ("Not at lunch time", "at lunchtime"),  # still denied
+        ("Gate 10 15 minutes", "Gate 1015"),  # numbers stay apart
+        ("lunch at the time", "lunchtime"),  # only a space or hyphen joins a compound
+        ("a lunchtimes talk", "lunchtime"),  # whole words
+    ):
+        assert not says(body, phrase), (body, phrase)
+
+
 def test_says_reads_contractions_and_number_words_as_written_out():
     assert plain("I'm fifteen minutes late, don’t wait") == "I am 15 minutes late, do not wait"
     dictated = "Don't forget the concert tickets"

@@ -34,6 +34,7 @@ each item one of them). Facts in text (:mod:`phoneenv.tasks.answers`): ``{"state
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -150,13 +151,31 @@ def says(text: Any, phrase: Any) -> bool:
     return _said(text, phrase) or _said(plain(text), plain(phrase))
 
 
+@functools.lru_cache(maxsize=4096)
+def _phrase_pattern(parts: tuple[str, ...]) -> str:
+    """The regex of a phrase's words in order: separated by non-word characters, and a compound
+    written open or closed alike ("lunch time" ~ "lunchtime", "check-in" ~ "checkin"): two
+    words of letters may join, and a word of eight letters or more may split where three or
+    more letters stand on each side. Numbers stay apart ("10 15" is not "1015")."""
+
+    def part(p: str) -> str:
+        if len(p) < 8 or not p.isalpha():
+            return re.escape(p)
+        return p[:3] + "".join(f"[\\s-]?{ch}" for ch in p[3:-3]) + "[\\s-]?" + p[-3:]
+
+    out = part(parts[0])
+    for a, b in itertools.pairwise(parts):
+        out += (r"[\W_]*" if a[-1].isalpha() and b[0].isalpha() else r"[\W_]+") + part(b)
+    return out
+
+
 def _said(text: str, phrase: str) -> bool:
     parts = words(phrase).split()
     if not parts:
         return True
     body = _bare(text)
     # whole words, and a number whole too: "at 8" is not in "at 8:30" nor "4" in "4.5"
-    pattern = r"(?<![^\W_])(?<!\d[:.,])" + r"[\W_]+".join(re.escape(p) for p in parts) + r"(?![^\W_])(?![:.,]\d)"
+    pattern = r"(?<![^\W_])(?<!\d[:.,])" + _phrase_pattern(tuple(parts)) + r"(?![^\W_])(?![:.,]\d)"
     for m in re.finditer(pattern, body, re.I):
         ends = [e.end() for e in _CLAUSE_END.finditer(body, 0, m.start())]
         start = ends[-1] if ends else 0
