@@ -798,3 +798,21 @@ def test_each_end_of_a_range_is_the_answer_or_a_context_value():
     closes = AnswerCriterion(type="time", value="17:00", context=["09:00"])
     assert check_answer(closes, "Open 9:00-17:00 today", None, CTX)[0]
     assert not check_answer(closes, "Open 8:00-17:00 today", None, CTX)[0]
+
+
+def test_a_context_time_may_be_told_roughly_or_as_a_bound_that_holds():
+    """A film from 20:30 to 22:17: "out by 23:00" and "around 22:15" tell the end right; an end
+    said as exact and wrong, a bound that does not hold, or a rough end far off do not."""
+    crit = AnswerCriterion(type="time", value="20:30", context=["22:17"])
+    for text in ("Starts 20:30, out by 23:00", "Starts 20:30, ends around 22:15", "20:30 start, done ~22:20"):
+        assert check_answer(crit, text, None, CTX)[0], text
+    for text in (
+        "Starts 20:30, ends at 22:15",
+        "Starts 20:30, out by 22:00",
+        "Starts 20:30, ends around 23:00",
+        "Starts by 21:00",
+    ):
+        assert not check_answer(crit, text, None, CTX)[0], text
+    late = AnswerCriterion(type="time", value="21:00", context=["23:17"])
+    assert check_answer(late, "Starts 21:00, out by midnight", None, CTX)[0]
+    assert not check_answer(late, "Starts 21:00, out by 22:00", None, CTX)[0]

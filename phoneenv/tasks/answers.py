@@ -1219,7 +1219,7 @@ def _check_typed(
                     c
                     for c in found
                     if c in hits
-                    or not any(_matches(type, c, x, tol, currency) for x in context)
+                    or not any(_matches(type, c, x, tol, currency) or _rounds(type, c, x, t) for x in context)
                     or _hedged(t, c, hits)
                     or _CORRECTION_BEFORE.search(t[max(0, c.start - 40) : c.start])
                 ]
@@ -1227,6 +1227,28 @@ def _check_typed(
         if not ok:
             return ok, why
     return True, ""
+
+
+_ABOUT_BEFORE = re.compile(r"\b(?:about|around|roughly|approx(?:imately|\.)?|circa|ca\.)\s+(?:at\s+)?$|~\s*$", re.I)
+_BY_BEFORE = re.compile(r"\b(?:by|before|no\s+later\s+than)\s+(?:about\s+|around\s+)?$", re.I)
+
+
+def _rounds(type: str, c: Claim, x: Any, text: str) -> bool:
+    """Whether time claim ``c`` is context value ``x`` told roughly: "around 22:15" within 15
+    minutes of it, or a bound that holds, "out by 23:00" up to an hour after it (a film ending
+    at 22:17)."""
+    if type != "time" or not isinstance(x, str) or not isinstance(c.value, str):
+        return False
+    before = text[max(0, c.start - 30) : c.start]
+    diff = (_minutes(c.value) - _minutes(x) + 720) % 1440 - 720  # across midnight: 00:00 is 43 min after 23:17
+    if _ABOUT_BEFORE.search(before):
+        return abs(diff) <= 15
+    return bool(_BY_BEFORE.search(before)) and 0 <= diff <= 60
+
+
+def _minutes(hm: str) -> int:
+    h, m = hm.split(":")
+    return int(h) * 60 + int(m)
 
 
 def _told_ends(type: str, c: Claim, allowed: Sequence[Any], tol: float, currency: str | None) -> list[Claim]:

@@ -597,6 +597,11 @@ def parcel_reschedule_text(w: World) -> Draft:
     )  # fmt: skip
 
 
+def _out_by(hm: str) -> str:
+    """The next full hour after ``hm`` ("22:17" → "23:00"): a bound a person would give."""
+    return f"{(int(hm[:2]) + 1) % 24:02d}:00"
+
+
 @template(
     "hybrid.cinema_book_text",
     apps=["cinema", "contacts", "messages"],
@@ -750,6 +755,10 @@ def cinema_book_text(w: World) -> Draft:
             ),
             passes(
                 "searched by title and date", replacing(plan, 0, call("cinema.search_movies", query=title, date=date))
+            ),
+            passes(
+                "the end told roughly",
+                _texting(plan, body=f"{title} at {cinema}: starts {target_t}, we're out by {_out_by(end_t)}."),
             ),
             fails("the other cinema's earlier time", _texting(plan, body=f"{title}: {decoy_t} at {cinema}.")),
             fails("a hedged start time", _texting(plan, body=f"{title} at {cinema}, {decoy_t} or {target_t}.")),
