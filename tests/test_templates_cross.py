@@ -18,6 +18,7 @@ from phoneenv.tasks import needed_calls
 from phoneenv.tasks.predicates import Context, match
 from phoneenv.tasks.templates import all_templates
 from phoneenv.tasks.validate import prove
+from tests.criteria import goal_criteria
 
 NAMES = sorted(n for n in all_templates() if n.startswith(("cross.", "hybrid.")))
 CROSS = [n for n in NAMES if n.startswith("cross.")]
@@ -49,7 +50,7 @@ def leaves(crit: Any) -> list[Any]:
 
 
 def sms(t: TaskSpec) -> StateCriterion:
-    (c,) = [c for c in t.criteria if isinstance(c, StateCriterion) and c.table == "messages.messages"]
+    (c,) = [c for c in goal_criteria(t) if isinstance(c, StateCriterion) and c.table == "messages.messages"]
     return c
 
 
@@ -91,7 +92,7 @@ def test_late_to_meeting_needs_the_right_lateness():
         late = int(re.search(r"(\d+) minutes late", t.goal).group(1))
         title = re.search(r'"(.+)"', t.goal).group(1)
         (ev,) = [e for e in recs(t, "calendar.events") if e["title"] == title]
-        for crit in t.criteria:
+        for crit in goal_criteria(t):
             (person,) = [c for c in recs(t, "contacts.contacts") if holds(t, crit, {"number": c["phone"],
                          "direction": "out", "body": f"{late} minutes late"})]  # fmt: skip
             assert person["name"] in ev["attendees"]
@@ -100,12 +101,12 @@ def test_late_to_meeting_needs_the_right_lateness():
             assert not holds(t, crit, {**rec, "body": f"Sorry, running {late + 25} min late!"})
             assert not holds(t, crit, {**rec, "body": f"Running {late} or {late + 5} minutes late"})  # a hedge
             assert not holds(t, crit, {**rec, "body": f"See you at {late}"})  # not about being late
-        assert len(t.criteria) == len(ev["attendees"])
+        assert len(goal_criteria(t)) == len(ev["attendees"])
 
 
 def test_note_contact_number_accepts_any_format_of_the_number():
     for t in tasks("cross.note_contact_number"):
-        (crit,) = t.criteria
+        (crit,) = goal_criteria(t)
         m = re.search(r"my (\w+)'s|(\w+)'s", t.goal)
         c = (
             next(c for c in recs(t, "contacts.contacts") if c["relation"] == m.group(1))
@@ -140,15 +141,17 @@ def test_share_note_sms_needs_every_line_to_the_named_person():
 
 def test_email_attendees_accepts_one_mail_or_one_each():
     for t in tasks("cross.email_attendees"):
-        (crit,) = t.criteria
+        (crit,) = goal_criteria(t)
         assert isinstance(crit, CompositeCriterion) and crit.kind == "any_of"
         title = re.search(r'"(.+?)"', t.goal).group(1)
         subject = re.search(r'subject "(.+?)"', t.goal).group(1)
         (ev,) = [e for e in recs(t, "calendar.events") if e["title"] == title]
         people = [c for c in recs(t, "contacts.contacts") if c["name"] in ev["attendees"]]
         together, apart = crit.criteria
-        both = {"folder": "sent", "subject": subject, "to": [p["email"] for p in people]}
+        body = f"Agenda for {title}: goals, numbers, next steps."
+        both = {"folder": "sent", "subject": subject, "to": [p["email"] for p in people], "body": body}
         assert holds(t, together, both)
+        assert not holds(t, together, {**both, "body": "Agenda"})  # a short agenda, not a word
         assert not holds(t, together, {**both, "to": both["to"][:1]})
         for p in people:  # one mail each: each part holds for exactly one of them
             assert sum(holds(t, c, {**both, "to": [p["email"]]}) for c in apart.criteria) == 1
@@ -161,7 +164,7 @@ def test_alarm_before_first_event_rings_before_the_first_event():
         m = re.search(r"(\d+) minutes|(an hour and a half)|(an hour)", t.goal)
         lead = int(m.group(1)) if m.group(1) else 90 if m.group(2) else 60
         ring = (dt.datetime.fromisoformat(first["start"]) - dt.timedelta(minutes=lead)).strftime("%H:%M")
-        (crit,) = t.criteria
+        (crit,) = goal_criteria(t)
         assert holds(t, crit, {"time": ring, "enabled": True, "days": [], "label": None})
         assert not holds(t, crit, {"time": ring, "enabled": True, "days": ["mon"], "label": None})
 

@@ -13,6 +13,7 @@ import pytest
 from phoneenv.tasks import select
 from phoneenv.tasks.validate import prove_suite
 from phoneenv.tasks.world import CURRENCIES
+from tests.criteria import goal_criteria
 
 TEMPLATES = [
     "home.make_scene",
@@ -40,7 +41,7 @@ def today(t) -> dt.date:
 
 
 def where(t, crit_id):
-    (c,) = [c for c in t.criteria if c.id == crit_id]
+    (c,) = [c for c in goal_criteria(t) if c.id == crit_id]
     return c.where
 
 
@@ -85,7 +86,7 @@ def test_what_is_left_of_the_budget_is_the_limit_less_the_period_spending():
             for e in recs(t, "budget.entries")
             if e["category"] == cat and e["currency"] == cur and start.isoformat() <= e["date"] <= end.isoformat()
         )
-        (ans,) = [c for c in t.criteria if c.kind == "answer"]
+        (ans,) = [c for c in goal_criteria(t) if c.kind == "answer"]
         assert spent > 0, t.id
         assert Decimal(str(ans.value)) == limit - spent, t.id
 
@@ -112,7 +113,11 @@ def test_debt_requests_go_to_who_says_they_owe_and_for_their_amount():
             if m["direction"] == "in" and not m["read"] and owe_me.search(m["body"]):
                 amount = re.search(r"(\d+(?:\.\d\d)?) [A-Z]{3}", m["body"]).group(1)
                 expected[payees[m["number"]]["id"]] = float(amount)
-        got = {c.where["payee_id"]: c.where["amount"] for c in t.criteria if c.id.startswith("created:wallet.requests")}
+        got = {
+            c.where["payee_id"]: c.where["amount"]
+            for c in goal_criteria(t)
+            if c.id.startswith("created:wallet.requests")
+        }
         assert got == expected and len(got) >= 2, t.id
 
 
@@ -121,8 +126,8 @@ def test_the_lights_to_switch_off_are_the_ones_on_outside_the_users_room():
         rooms = {r["id"]: r["name"].lower() for r in recs(t, "home.rooms")}
         (here,) = [rid for rid, name in rooms.items() if f"the {name}" in t.goal]
         on = {d["id"] for d in recs(t, "home.devices") if d["kind"] == "light" and d["on"] and d["room_id"] != here}
-        off = {c.where["id"] for c in t.criteria if c.id.startswith("updated:home.devices")}
-        (count,) = [c for c in t.criteria if c.kind == "answer"]
+        off = {c.where["id"] for c in goal_criteria(t) if c.id.startswith("updated:home.devices")}
+        (count,) = [c for c in goal_criteria(t) if c.kind == "answer"]
         assert off == on and count.value == len(on) >= 2, t.id
 
 
@@ -173,8 +178,8 @@ def test_a_shared_expense_logs_the_users_share_with_the_leftover_cents():
 def test_the_evening_scene_covers_the_whole_home_but_no_plug():
     for t in select("template:skills.evening_scene"):
         devices = recs(t, "home.devices")
-        scene = [c for c in t.criteria if c.id.startswith("scene:")]
-        named = {c.where["name"]["iequals"] for c in t.criteria if c.table == "home.scenes"}
+        scene = [c for c in goal_criteria(t) if c.id.startswith("scene:")]
+        named = {c.where["name"]["iequals"] for c in goal_criteria(t) if c.table == "home.scenes"}
         (room,) = [r["name"] for r in recs(t, "home.rooms") if f"the {r['name'].lower()}" in t.goal]
         assert named == {f"Evening - {room}"}, t.id
         assert len(scene) == sum(d["kind"] != "plug" for d in devices), t.id
@@ -188,10 +193,10 @@ def test_leaving_turns_the_heating_down_by_the_length_of_the_trip():
         overnight = re.search(r"weekend|tomorrow|days|overnight", t.goal) is not None
         celsius = 16 if overnight else 18
         want = celsius if th["unit"] == "C" else round(celsius * 9 / 5 + 32)
-        heat = [c for c in t.criteria if c.id.endswith(":heat")]
+        heat = [c for c in goal_criteria(t) if c.id.endswith(":heat")]
         assert [c.where["target"] for c in heat] == [want], t.id
         on = {d["id"] for d in recs(t, "home.devices") if d["kind"] in ("light", "plug") and d["on"]}
-        assert {c.where["id"] for c in t.criteria if c.where.get("on") is False} == on, t.id
+        assert {c.where["id"] for c in goal_criteria(t) if c.where.get("on") is False} == on, t.id
 
 
 def test_the_remembered_crowd_and_limit_are_the_newest():
@@ -199,7 +204,7 @@ def test_the_remembered_crowd_and_limit_are_the_newest():
         newest = max((m for m in t.fixtures.memory if "split dinners" in m.content), key=lambda m: m.created)
         names = re.search(r"split dinners with (.+)$", newest.content).group(1).split(" and ")
         payees = {p["id"]: p["name"] for p in recs(t, "wallet.payees")}
-        asked = {payees[c.where["payee_id"]] for c in t.criteria}
+        asked = {payees[c.where["payee_id"]] for c in goal_criteria(t)}
         assert asked == set(names), t.id
     for t in select("template:memory.budget_preference"):
         newest = max((m for m in t.fixtures.memory if "eating out" in m.content), key=lambda m: m.created)

@@ -11,6 +11,7 @@ from typing import Any
 
 from phoneenv.contract import TaskSpec
 from phoneenv.tasks import select
+from tests.criteria import goal_criteria
 
 Steps = list[tuple[str, dict[str, Any]]]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -113,7 +114,7 @@ SKILL_NAIVE_BREAKS: dict[str, set[str] | None] = {
 
 def test_a_photo_is_taken_where_the_fixture_puts_the_phone() -> None:
     for t in select("template:camera.photo_to_contact"):
-        (crit,) = [c for c in t.criteria if c.kind == "state" and c.table == "gallery.photos"]
+        (crit,) = [c for c in goal_criteria(t) if c.kind == "state" and c.table == "gallery.photos"]
         assert crit.where["place"] == t.fixtures.location["label"], t.id
         top = max(int(p["id"][3:]) for p in rows(t, "gallery.photos"))
         assert crit.where["id"] == f"ph_{top + 1}", t.id  # the next id, the one the camera makes
@@ -129,9 +130,9 @@ def test_an_album_holds_that_days_photos_and_no_video() -> None:
         want = {p["id"] for p in rows(t, "gallery.photos") if p["place"] == m["place"] and p["kind"] == "photo"}
         days = {p["taken"][:10] for p in rows(t, "gallery.photos") if p["id"] in want}
         assert len(days) == 1 and int(days.pop()[8:]) == int(m["day"]), t.id
-        has = {c.where["photo_ids"]["has"] for c in t.criteria if "has" in c.where.get("photo_ids", {})}
+        has = {c.where["photo_ids"]["has"] for c in goal_criteria(t) if "has" in c.where.get("photo_ids", {})}
         assert has == want, t.id
-        (size,) = [c.where["photo_ids"]["len"] for c in t.criteria if "len" in c.where.get("photo_ids", {})]
+        (size,) = [c.where["photo_ids"]["len"] for c in goal_criteria(t) if "len" in c.where.get("photo_ids", {})]
         assert size == len(want), t.id
 
 
@@ -140,7 +141,7 @@ def test_each_tagged_person_gets_exactly_their_photos() -> None:
         for t in select(f"template:{name}"):
             contacts = {c["id"]: c for c in rows(t, "contacts.contacts")}
             got: dict[str, set[str]] = {}
-            for c in t.criteria:
+            for c in goal_criteria(t):
                 if c.kind == "state" and c.table == "messages.messages" and "has" in c.where.get("attachments", {}):
                     got.setdefault(c.where["number"]["person"], set()).add(c.where["attachments"]["has"])
             for cid, ids in got.items():
@@ -151,7 +152,7 @@ def test_each_tagged_person_gets_exactly_their_photos() -> None:
 
 def test_the_running_playlist_is_never_the_one_named_for_running() -> None:
     for t in select("template:memory.running_playlist"):
-        (crit,) = t.criteria
+        (crit,) = goal_criteria(t)
         names = {p["id"]: p["name"] for p in rows(t, "music.playlists")}
         assert names[crit.where["playlist_id"]] != "Morning run", t.id
         running = [m.content for m in t.fixtures.memory if "running" in m.content]
@@ -162,7 +163,7 @@ def test_todo_requests_become_items_on_errands() -> None:
     for t in select("template:subagent.todo_from_texts"):
         errands = next(x["id"] for x in rows(t, "todo.lists") if x["name"] == "Errands")
         unread = [m for m in rows(t, "messages.messages") if m["direction"] == "in" and not m["read"]]
-        items = [c for c in t.criteria if c.kind == "state"]
+        items = [c for c in goal_criteria(t) if c.kind == "state"]
         assert len(unread) == len(items) + 1, t.id  # one text is chatter
         assert all(c.where["list_id"] == errands for c in items), t.id
 
