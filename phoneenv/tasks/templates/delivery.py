@@ -104,10 +104,12 @@ def _enough(w: World, dw: DeliveryWorld, rest: str, lines: list[tuple[str, int]]
 
 
 def ordered(dw: DeliveryWorld, rest: str, lines: list[tuple[str, int]]) -> list[Any]:
-    """The one order created at ``rest`` holding exactly ``lines`` (dish, qty), in any order."""
+    """The one order created at ``rest`` holding exactly ``lines`` (dish, qty), in any order, and
+    not cancelled since."""
     items = [_line(dw.menu[rest][d], q) for d, q in lines]
     orders = [list(p) for p in itertools.permutations(items)]
-    return [state("delivery.orders", "created", restaurant_id=dw.restaurants[rest]["id"], items={"any": orders})]
+    rid = dw.restaurants[rest]["id"]
+    return [state("delivery.orders", "created", restaurant_id=rid, items={"any": orders}, status={"not": "cancelled"})]
 
 
 @template(
@@ -173,6 +175,10 @@ def order_dish(w: World) -> Draft:
             ),
             fails("never ordered", replacing(plan, -2)),
             fails("ordered twice", [*plan[:-1], *adds, call("delivery.place_order"), plan[-1]]),
+            fails(
+                "cancelled it afterwards",
+                [*plan[:-1], call("delivery.cancel_order", order_id=w.next_id("delivery.orders", "do_")), plan[-1]],
+            ),
         ],
     )
 

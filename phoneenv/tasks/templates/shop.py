@@ -217,7 +217,13 @@ def buy_item(w: World) -> Draft:
         call("shop.add_to_cart", product_id=p["id"], **({"size": size} if size else {}), qty=qty),
     ]
     criteria: list[Any] = [
-        state("shop.orders", "created", items={"has": item(p, size, qty), "len": 1}, address_id=addr["id"])
+        state(
+            "shop.orders",
+            "created",
+            items={"has": item(p, size, qty), "len": 1},
+            address_id=addr["id"],
+            status={"not": "cancelled"},
+        )
     ]
     milestones: list[Any] = [state("shop.orders", "created", items={"has": item(p, size, qty)})]
     if w.confirm_sensitive:
@@ -228,6 +234,15 @@ def buy_item(w: World) -> Draft:
     probes = [
         passes("checked the addresses first", [call("shop.list_addresses"), *plan]),
         fails("no checkout", [*plan[:co], plan[-1]]),
+        fails(
+            "cancelled it afterwards",
+            [
+                *plan[:-1],
+                *([call("user.confirm", question="Cancel the order I just placed?")] if w.confirm_sensitive else []),
+                call("shop.cancel_order", order_id=w.next_id("shop.orders", "o_")),
+                plan[-1],
+            ],
+        ),
         fails(
             "the wrong address",
             replacing(plan, co, call("shop.checkout", address_id=(sw.home if addr is sw.work else sw.work)["id"])),

@@ -98,7 +98,13 @@ def shop_my_size(w: World) -> Draft:
         call("shop.checkout"),
         call("finish", answer=f"Ordered the {p['name'].lower()} in size {new}."),
     ]
-    made = state("shop.orders", "created", items={"has": item(p, new), "len": 1}, address_id=sw.home["id"])
+    made = state(
+        "shop.orders",
+        "created",
+        items={"has": item(p, new), "len": 1},
+        address_id=sw.home["id"],
+        status={"not": "cancelled"},
+    )
     return _draft(
         w,
         book,
