@@ -22,6 +22,12 @@ VERBS = ["pay", "send", "transfer", "add", "create", "change"]
         "Failed to transfer the money",
         "I can't create it, the calendar is full",
         "I wasn’t able to change the booking",
+        "The text couldn't be sent.",
+        "The bill wasn't paid",
+        "The event hasn't been created yet",
+        "The transfer didn't go through.",
+        "Your card was declined.",
+        "I didn't send it because the app crashed.",
     ],
 )
 def test_a_failure_or_denial_of_the_action_is_a_report_of_it_undone(answer):
@@ -36,6 +42,10 @@ def test_a_failure_or_denial_of_the_action_is_a_report_of_it_undone(answer):
         "Moved the meeting; I didn't change anything else.",
         "I couldn't find a photo of the dog, so I sent the beach one.",
         "Sent. I did not pay the other bill, as you asked.",
+        "Sent 1 reply. I didn't reply to the automatic no-reply message, as the skill says.",
+        "I didn't add the curry because you've gone vegetarian; 1 Palak Paneer is on its way.",
+        "Replied to Ana. I didn't reply to messages you had already read.",
+        "Paid the bill. The one that wasn't paid last month is settled too.",
     ],
 )
 def test_other_answers_are_no_such_report(answer):

@@ -302,22 +302,43 @@ def not_reported_undone(*verbs: str, id: str = "not_reported_undone") -> Composi
     return CompositeCriterion(kind="not", id=id, criteria=[answer(id=f"{id}:said", pattern=undone_pattern(verbs))])
 
 
+_IRREGULAR = {"send": "sent", "pay": "paid", "make": "made", "ring": "rung", "buy": "bought", "write": "written",
+              "tell": "told", "forget": "forgotten", "begin": "begun", "put": "put", "set": "set", "split": "split"}  # fmt: skip
+"""Past participles that are not the verb plus "-ed" ("it couldn't be sent")."""
+_NOT = r"(?:n't|n’t|\s+not)"
+_DELIBERATE = (
+    r"(?![^.;!?\n]*\b(?:error|fail|crash|down|broke|wouldn|couldn|rejected|declined|unavailable|problem|issue)\w*)"
+    r"(?=[^.;!?\n]*(?:\bbecause\b|\bsince\b|\bas\s+(?:the|you|your|per|requested|asked|instructed)\b|\bper\s+|"
+    r"\bdue\s+to\b|\balready\b|\s[-–—:]\s))"
+)
+"""After "didn't": a clause that gives a reason for a choice ("I didn't order the curry because
+you've gone vegetarian", "didn't reply to the no-reply sender, as the skill says", "didn't
+reply to mail you had already read") rather than for a failure ("because the app crashed")."""
+
+
 def undone_pattern(verbs: Sequence[str]) -> str:
     """The regex of :func:`not_reported_undone`: a failure or a denial up to two words before one
     of ``verbs`` (not through "need", "have", "want", "bother"), not followed by "anything",
-    "else", "again" or "more"."""
+    "else", "again" or "more"; the action in the passive ("it couldn't be sent", "wasn't paid",
+    "hasn't been booked"; not in a relative clause, "the one that wasn't paid"); "didn't go
+    through/out"; "was rejected/declined". A "didn't" whose
+    clause gives the reason for a choice (:data:`_DELIBERATE`) reports a skip, not a failure."""
     action = "|".join(verbs)
+    done = "|".join([*verbs, *(_IRREGULAR[v] for v in (x for vs in verbs for x in vs.split("|")) if v in _IRREGULAR)])
+    tail = r"(?!\s+(?:anything|else|again|more|any\s+other|the\s+others?)\b)"
     return (
-        rf"\b(?:could(?:n't|n’t| not)|can(?:'t|’t|not)|unable to|failed to|was(?:n't|n’t| not) able to|"
-        rf"did(?:n't|n’t| not))\s+(?:(?!(?:need|needs|have|want|bother|mean)\b)\w+\s+){{0,2}}?(?:{action})\w*"
-        rf"(?!\s+(?:anything|else|again|more|any\s+other|the\s+others?)\b)"
+        rf"\b(?:could{_NOT}|can(?:'t|’t|not)|unable to|failed to|was{_NOT} able to|did{_NOT}(?!{_DELIBERATE}))"
+        rf"\s+(?:(?!(?:need|needs|have|want|bother|mean)\b)\w+\s+){{0,2}}?(?:{action})\w*{tail}"
+        rf"|(?<!\bthat\s)(?<!\bwhich\s)\b(?:could{_NOT}\s+be|can(?:'t|’t|not)\s+be|(?:was|were){_NOT}|(?:has|have){_NOT}\s+been)"
+        rf"\s+(?:(?:yet|actually|successfully|properly)\s+)?(?:{done})\w*\b{tail}"
+        rf"|\bdid{_NOT}\s+go\s+(?:through|out)\b|\b(?:was|were|got)\s+(?:rejected|declined)\b"
     )
 
 
 ACTION_VERBS: dict[str, str] = {
     "send": "send|text|message|e-?mail|forward|reply|share",
     "create": "create|add|make|save|schedule|set|book",
-    "add": "add|create|put|save|invite|include",
+    "add": "add|create|put|save|invite|include|set",
     "set": "set|create|add|schedule|turn",
     "book": "book|reserve",
     "delete": "delete|remove|clear|erase",
