@@ -18,6 +18,7 @@ from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_if_said,
     answer_time_if_said,
     ask_first,
     behavior,
@@ -489,11 +490,17 @@ DAY_SETS = [
     (["sat", "sun"], "on weekends", "Weekend"),
     (["mon", "wed"], "on Mondays and Wednesdays", "Class"),
     (["tue", "thu"], "on Tuesdays and Thursdays", "Gym"),
-    (["sun", "mon", "tue", "wed", "thu"], "Sunday to Thursday nights", "School nights"),
+    (["sun", "mon", "tue", "wed", "thu"], "Sunday to Thursday", "School nights"),  # not "nights": spans may be by day
     (["fri"], "on Fridays", "Friday focus"),
 ]
 SPANS = [("22:00", "07:00"), ("22:30", "06:45"), ("23:00", "08:00"), ("13:00", "14:00"), ("09:00", "12:00"),
          ("21:30", "06:30")]  # fmt: skip
+
+
+def _shift(hm_: str, minutes: int) -> str:
+    """``hm_`` ("HH:MM") moved by ``minutes``, round the clock."""
+    t = (int(hm_[:2]) * 60 + int(hm_[3:]) + minutes) % 1440
+    return f"{t // 60:02d}:{t % 60:02d}"
 
 
 @template(
@@ -527,6 +534,8 @@ def dnd_schedule(w: World) -> Draft:
         fails("start and end swapped", replacing(plan, 1, call("settings.add_dnd_schedule", name=label, days=days, start=end, end=start))),
         fails("switched on now instead", replacing(plan, 1, call("settings.set_dnd", enabled=True))),
         fails("an extra day", replacing(plan, 1, call("settings.add_dnd_schedule", name=label, days=[*days, other_days[0]], start=start, end=end))),
+        fails("told another end", finishing(plan, f"Do not disturb will turn on {words} from {start} to {_shift(end, 60)}.")),
+        passes("told nothing of the times", finishing(plan, "Done, the schedule is on.")),
     ]  # fmt: skip
     if len(days) > 1:
         probes.append(
@@ -534,7 +543,10 @@ def dnd_schedule(w: World) -> Draft:
         )  # fmt: skip
     return Draft(
         goal=goal,
-        criteria=[state("settings.dnd_schedules", "created", days=exactly(days), start=start, end=end, enabled=True)],
+        criteria=[
+            state("settings.dnd_schedules", "created", days=exactly(days), start=start, end=end, enabled=True),
+            answer_if_said("time", start, also=[end]),  # a span told is the one set
+        ],
         milestones=[],
         plan=plan,
         perturb_exempt=["1.name", "2.answer"],
@@ -697,7 +709,7 @@ def seed_voicemails(w: World, k: int = 3) -> list[dict[str, Any]]:
 def voicemail_callback(w: World) -> Draft:
     """Template ``fields.voicemail_callback``: play someone's voicemail and call them back."""
     vms = seed_voicemails(w)
-    rec, c, _fact = w.rng.choice(vms)
+    rec, c, fact = w.rng.choice(vms)
     first = c["name"].split()[0]
     (goal,) = pick(
         w,
@@ -711,9 +723,11 @@ def voicemail_callback(w: World) -> Draft:
         call("phone.list_voicemails"),
         call("phone.play_voicemail", voicemail_id=rec["id"]),
         call("phone.call_back_voicemail", voicemail_id=rec["id"]),
-        call("finish", answer=f"Played it and I'm calling {first} now."),
+        call("finish", answer=f"{first} said: {rec['transcript']} I'm calling {first} now."),
     ]
     other_rec, _other_c, _ = next(v for v in vms if v[0]["id"] != rec["id"])
+    asks_content = "says" in goal
+    said_times = re.findall(r"\b\d{1,2}:\d{2}\b", rec["transcript"])
     return Draft(
         goal=goal,
         criteria=[
@@ -722,6 +736,15 @@ def voicemail_callback(w: World) -> Draft:
             else state("phone.voicemails", "present", id=rec["id"]),
             state("phone.calls", "created", number={"number": c["phone"]}, direction="out"),
             behavior("required_call", "phone.play_voicemail", id="played", arguments={"voicemail_id": rec["id"]}),
+            # heard first, then the call back: every phrasing puts listening before calling
+            behavior("before", "phone.play_voicemail", id="heard_first", then="phone.call*"),
+            # asked what it says: the answer tells it; any time relayed is the one said
+            *([answer(contains=[fact])] if asks_content else []),
+            *(
+                [answer_time_if_said(f"{int(said_times[0][:-3]):02d}:{said_times[0][-2:]}")]
+                if len(said_times) == 1
+                else []
+            ),
         ],
         milestones=[
             behavior("required_call", "phone.play_voicemail", id="heard", arguments={"voicemail_id": rec["id"]})
@@ -740,6 +763,28 @@ def voicemail_callback(w: World) -> Draft:
             ),
             fails(
                 "deleted instead of calling", replacing(plan, 2, call("phone.delete_voicemail", voicemail_id=rec["id"]))
+            ),
+            fails("called back before listening", [plan[0], plan[2], plan[1], plan[3]]),
+            passes("played it twice", [plan[0], plan[1], plan[1], plan[2], plan[3]]),
+            *(
+                [
+                    fails("the message not passed on", finishing(plan, f"Calling {first} back now.")),
+                    passes("the gist", finishing(plan, f"{first}'s message is about {fact}. Calling them now.")),
+                ]
+                if asks_content
+                else []
+            ),
+            *(
+                [
+                    fails(
+                        "relayed another time",
+                        finishing(
+                            plan, f"{first} said: {rec['transcript'].replace(said_times[0], '23:45')} Calling back."
+                        ),
+                    )
+                ]
+                if len(said_times) == 1
+                else []
             ),
         ],
     )
