@@ -12,10 +12,11 @@ import datetime as dt
 import zoneinfo
 from typing import Any
 
-from phoneenv.contract import Domain, ToolCall
+from phoneenv.contract import CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_if_said,
     answer_time_if_said,
     ask_first,
     behavior,
@@ -56,6 +57,12 @@ def day_words(day: dt.date) -> str:
 def trip_day(w: World, lo: int = 3, hi: int = 20) -> dt.date:
     """A day ``lo`` to ``hi - 1`` days after the world's today (seeded from ``rng``)."""
     return w.now.date() + dt.timedelta(days=w.rng.randrange(lo, hi))
+
+
+def other_seat_than(seat: str) -> str:
+    """A regex for a seat ("15C") other than ``seat`` in a text; a terminal or gate ("Terminal
+    4B") is no seat."""
+    return rf"(?i)(?<!terminal )(?<!gate )\b(?!{seat}\b)\d{{1,2}}[A-K]\b"
 
 
 def hm(local: str) -> str:
@@ -411,6 +418,10 @@ def check_in_forward(w: World) -> Draft:
         ]
     )
     other_seat = f"{row}{SEATS['aisle' if side == 'window' else 'window'][0]}"
+    departs = dt.datetime.fromisoformat(flight["departs"])
+    times = [f"{t:%H:%M}" for t in (departs, departs - dt.timedelta(minutes=40))] + [
+        bk["end"][11:16]
+    ]  # boarding 40 min before
     return Draft(
         goal=goal,
         criteria=[
@@ -418,13 +429,40 @@ def check_in_forward(w: World) -> Draft:
                 "travel.bookings", "updated", id=bk["id"], checked_in=True, seat={"regex": f"^{row}[{SEATS[side]}]$"}
             ),
             mailed("Boarding pass"),
-            state(
-                "mail.messages",
-                "created",
-                folder="sent",
-                to={"has_person": c["id"]},
-                body={"any": [{"icontains": seat}, {"icontains": bk["title"].split(" → ")[0]}]},
+            # the pass mailed: it names the seat checked in (or the flight) and no other seat, and
+            # any time it gives is the departure, boarding or arrival
+            CompositeCriterion(
+                kind="any_of",
+                id="created:mail.messages",
+                criteria=[
+                    CompositeCriterion(
+                        kind="all_of",
+                        id=f"pass:{s}",
+                        criteria=[
+                            state("travel.bookings", "updated", id=bk["id"], seat=s),
+                            state(
+                                "mail.messages",
+                                "created",
+                                folder="sent",
+                                to={"has_person": c["id"]},
+                                body={
+                                    "any": [{"icontains": s}, {"icontains": bk["title"].split(" → ")[0]}],
+                                    "not": {"regex": other_seat_than(s)},
+                                    "consistent": {"time": times},
+                                },
+                            ),
+                            # nor does the answer tell another seat
+                            CompositeCriterion(
+                                kind="not",
+                                id=f"answer:not_another_seat:{s}",
+                                criteria=[answer(pattern=other_seat_than(s))],
+                            ),
+                        ],
+                    )
+                    for s in (f"{row}{letter}" for letter in SEATS[side])
+                ],
             ),
+            answer_if_said("time", times[0], also=times[1:]),  # a time told is the flight's
         ],
         milestones=[
             behavior("required_call", "travel.check_in", arguments={"booking_id": bk["id"]}),
@@ -434,8 +472,33 @@ def check_in_forward(w: World) -> Draft:
         perturb_exempt=["4.subject", "4.body", "5.answer"],
         probes=[
             passes(
-                "the other window seat",
+                "the other seat on that side, mailed",
+                finishing(
+                    replacing(
+                        replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=f"{row}{SEATS[side][1]}")),
+                        4,
+                        call(
+                            "mail.send",
+                            to=[c["email"]],
+                            subject=f"Fwd: Boarding pass: {bk['title']}, seat {row}{SEATS[side][1]}",
+                            body=f"My boarding pass: {bk['title']}, seat {row}{SEATS[side][1]}.",
+                        ),
+                    ),
+                    f"Checked in, seat {row}{SEATS[side][1]}; boarding pass sent to {first}.",
+                ),
+            ),
+            fails(
+                "the other seat on that side, the first one mailed",
                 replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=f"{row}{SEATS[side][1]}")),
+            ),
+            fails(
+                "told another seat", finishing(plan, f"Checked in, seat {other_seat}; boarding pass sent to {first}.")
+            ),
+            fails(
+                "told another departure",
+                finishing(
+                    plan, f"Checked in, seat {seat}, departs {departs + dt.timedelta(hours=2):%H:%M}; sent to {first}."
+                ),
             ),
             fails("the wrong side", replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=other_seat))),
             fails(
@@ -443,6 +506,45 @@ def check_in_forward(w: World) -> Draft:
                 replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=f"{row + 1}{SEATS[side][0]}")),
             ),
             fails("boarding pass not sent", replacing(plan, 4)),
+            fails(
+                "mailed another seat",
+                replacing(
+                    plan,
+                    4,
+                    call(
+                        "mail.send",
+                        to=[c["email"]],
+                        subject=f"Fwd: {pass_subject}",
+                        body=f"My boarding pass: {bk['title']}, seat {other_seat}.",
+                    ),
+                ),
+            ),
+            fails(
+                "mailed another departure time",
+                replacing(
+                    plan,
+                    4,
+                    call(
+                        "mail.send",
+                        to=[c["email"]],
+                        subject=f"Fwd: {pass_subject}",
+                        body=f"My boarding pass: {bk['title']}, seat {seat}, departs {departs + dt.timedelta(hours=2):%H:%M}.",
+                    ),
+                ),
+            ),
+            passes(
+                "forwarded the pass as it came",
+                replacing(
+                    plan,
+                    4,
+                    call(
+                        "mail.send",
+                        to=[c["email"]],
+                        subject=f"Fwd: {pass_subject}",
+                        body=f"Boarding pass for {bk['title']}\nBoarding from {times[1]}\nSeat {seat}\nTerminal 4B",
+                    ),
+                ),
+            ),
         ],
     )
 
