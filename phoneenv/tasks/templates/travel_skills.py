@@ -15,7 +15,19 @@ import math
 import re
 
 from phoneenv.contract import Category, Domain, ToolCall
-from phoneenv.tasks.templates import Draft, call, fails, first_name, passes, replacing, state, suffixed, template
+from phoneenv.tasks.templates import (
+    Draft,
+    answer_if_said,
+    call,
+    fails,
+    finishing,
+    first_name,
+    passes,
+    replacing,
+    state,
+    suffixed,
+    template,
+)
 from phoneenv.tasks.templates.maps import MEETINGS
 from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.templates.skills import read_skill
@@ -80,6 +92,10 @@ def trip_in_calendar(w: World) -> Draft:
                                                      end=end, location=conn["origin_code"], notes=notes))),
         fails("no booking code", replacing(plan, 2, call("calendar.create_event", title=title, start=start, end=end,
                                                          location=conn["origin_code"]))),
+        fails("told another departure", finishing(plan, f"Added {title}, departing {(int(hm(start)[:2]) + 1) % 24:02d}{hm(start)[2:]}.")),
+        passes("told the departure", finishing(plan, f"Added {title}, departing {hm(start)}, arriving {hm(conn['arrives'])} local time.")),
+        passes("notes on two lines", replacing(plan, 2, call("calendar.create_event", title=title, start=start, end=end,
+                                                             location=conn["origin_code"], notes=notes.replace(". ", ".\n")))),
     ]  # fmt: skip
     if end != conn["arrives"]:
         probes.append(
@@ -96,8 +112,16 @@ def trip_in_calendar(w: World) -> Draft:
                 start=start,
                 end=end,
                 location=conn["origin_code"],
-                notes={"regex": rf"(?=.*{bk['code']})(?=.*{hm(conn['arrives'])})(?=.*{conn['destination_tz']})"},
+                # the code, the arrival and its zone, on one line or several
+                notes={
+                    "regex": "(?s)"
+                    + "".join(
+                        f"(?=.*{re.escape(x)})" for x in (bk["code"], hm(conn["arrives"]), conn["destination_tz"])
+                    )
+                },
             ),
+            # a time told is the departure (the end at home or the local arrival may be said beside it)
+            answer_if_said("time", hm(start), also=[hm(end), hm(conn["arrives"])]),
         ],
         milestones=[milestone],
         plan=plan,
