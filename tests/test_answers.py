@@ -816,3 +816,19 @@ def test_a_context_time_may_be_told_roughly_or_as_a_bound_that_holds():
     late = AnswerCriterion(type="time", value="21:00", context=["23:17"])
     assert check_answer(late, "Starts 21:00, out by midnight", None, CTX)[0]
     assert not check_answer(late, "Starts 21:00, out by 22:00", None, CTX)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("Reminders at 30 minutes and 10 minutes before.", [1800, 600]),  # a unit that does not fall: two
+        ("Alerts 1 day before and 2 hours before", [86400, 7200]),
+        ("It takes 1 hour and 30 minutes", [5400]),  # falling units: one
+        ("2 hours, 15 minutes", [8100]),
+        ("an hour and a half", [5400]),
+        ("Leave half an hour before", [1800]),  # a lead time is a duration
+        ("She called 2 hours ago", []),  # a moment
+    ],
+)
+def test_durations_in_a_row_are_one_only_in_falling_units(text, seconds):
+    assert extract_claims(text, "duration", CTX) == seconds

@@ -285,7 +285,7 @@ _DUR_UNIT = r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|
 _DUR_PART = rf"(?:(?:{_NUM})(?:\s*|-)|\ban?\s+){_DUR_UNIT}\b(?:\s+and\s+a\s+(?:half|quarter))?"
 _RE_DURATION = re.compile(
     rf"(?:\b(?:half an? hour|a quarter of an hour|half a (?:minute|day))\b|(?<![\w.,]){_DUR_PART}(?:,?\s*(?:and\s+)?{_DUR_PART})*)"
-    r"(?:\s+(ago|earlier|before|later|from now))?",
+    r"(?:\s+(ago|earlier|later|from now))?",
     re.I,
 )
 _CURRENCY = {
@@ -617,6 +617,31 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
             sc.claim("time", hm, m.start(), m.end())
 
 
+_RE_DUR_PART = re.compile(rf"(?:({_NUM})(?:\s*|-)|\b(an?)\s+)({_DUR_UNIT})\b(\s+and\s+a\s+(half|quarter))?", re.I)
+
+
+def _duration_spans(body: str) -> list[tuple[int, int, int]]:
+    """The durations in a run of duration parts, as ``(start, end, seconds)`` in ``body``: parts
+    in falling units make one ("1 hour and 30 minutes"), a unit that does not fall starts another
+    ("30 minutes and 10 minutes" are two)."""
+    if re.fullmatch(r"half an? hour|a quarter of an hour|half a (?:minute|day)", body.strip(), re.I):
+        secs = _duration_seconds(body.strip())
+        return [] if secs is None else [(0, len(body), secs)]
+    groups: list[list[re.Match[str]]] = []
+    for m in _RE_DUR_PART.finditer(body):
+        unit = _DUR_UNITS.get(m[3].lower(), 0)
+        if groups and unit < _DUR_UNITS.get(groups[-1][-1][3].lower(), 0):
+            groups[-1].append(m)
+        else:
+            groups.append([m])
+    out = []
+    for g in groups:
+        a, b = g[0].start(), g[-1].end()
+        if (secs := _duration_seconds(body[a:b])) is not None:
+            out.append((a, b, secs))
+    return out
+
+
 def _duration_seconds(span: str) -> int | None:
     s = span.lower()
     fixed = {
@@ -659,12 +684,13 @@ def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
         if not sc.free(m.start(), m.end()):
             continue
         body = t[m.start() : m.start(1)] if m[1] else m.group()
-        secs = _duration_seconds(body.strip().rstrip(","))
-        if secs is None:
+        spans = _duration_spans(body.rstrip().rstrip(","))
+        if not spans:
             continue
         sc.take(m.start(), m.end(), "duration")
         if not m[1]:  # "2 hours ago" refers to a moment, not a span of time
-            sc.claim("duration", secs, m.start(), m.end())
+            for a, b, secs in spans:
+                sc.claim("duration", secs, m.start() + a, m.start() + b)
     _scan_phones(sc, region)
     for m in _RE_MONEY.finditer(t):
         if not sc.take(m.start(), m.end(), "money"):

@@ -131,7 +131,7 @@ def event_reminders(w: World) -> Draft:
         call("calendar.search_events", query=word),
         call("calendar.add_reminder", event_id=ev["id"], minutes_before=b),
         call("calendar.add_reminder", event_id=ev["id"], minutes_before=a),
-        call("finish", answer=f"Reminders set {minutes_words(b)} and {minutes_words(a)} before."),
+        call("finish", answer=f"Reminders set {minutes_words(b)} before and {minutes_words(a)} before."),
     ]
     others = [e for e in w.table("calendar.events") if e["id"] != ev["id"]]
     wrong = w.rng.choice([m for m in REMINDERS if m not in (a, b)])
@@ -141,6 +141,8 @@ def event_reminders(w: World) -> Draft:
         fails("only one reminder", replacing(plan, 2)),
         fails("one at the wrong time", replacing(plan, 2, call("calendar.add_reminder", event_id=ev["id"], minutes_before=wrong))),
         fails("a stray third reminder", [*plan[:3], call("calendar.add_reminder", event_id=ev["id"], minutes_before=wrong), plan[3]]),
+        fails("told another lead time", finishing(plan, f"Reminders set {minutes_words(b)} before and {minutes_words(wrong)} before.")),
+        passes("told in minutes", finishing(plan, f"Done: alerts at {b} min and {a} min before.")),
     ]  # fmt: skip
     if others:
         o = w.rng.choice(others)
@@ -149,7 +151,11 @@ def event_reminders(w: World) -> Draft:
         )  # fmt: skip
     return Draft(
         goal=phrase,
-        criteria=[state("calendar.events", "updated", id=ev["id"], reminders=exactly([a, b]), start=ev["start"])],
+        criteria=[
+            state("calendar.events", "updated", id=ev["id"], reminders=exactly([a, b]), start=ev["start"]),
+            # a lead time the answer tells is one of the two set
+            answer_if_said("duration", b * 60, also=[a * 60]),
+        ],
         milestones=[found(ev)],
         plan=plan,
         perturb_exempt=["3.answer"],
