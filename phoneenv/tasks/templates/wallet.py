@@ -25,6 +25,7 @@ from phoneenv.contract import Criterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
     answer,
+    answer_if_said,
     ask_first,
     behavior,
     call,
@@ -695,7 +696,12 @@ def log_receipt(w: World) -> Draft:
     wrong_cat = "shopping" if category != "shopping" else "other"
     return Draft(
         goal=goal,
-        criteria=[crit],
+        criteria=[
+            crit,
+            # an amount or a day the answer tells is the receipt's
+            answer_if_said("money", amount, currency=w.currency, tolerance=0.001),
+            answer_if_said("date", day.isoformat()),
+        ],
         milestones=[
             behavior("required_call", "mail.read", id="read_receipt", arguments={"message_id": mail["id"]}),
             crit,
@@ -727,6 +733,13 @@ def log_receipt(w: World) -> Draft:
                 ),
             ),
             fails("logged twice", replacing(plan, add, plan[add], plan[add])),
+            fails("told another amount", finishing(plan, f"Logged {w.money(round(amount + 0.54, 2))} at {merchant}.")),
+            fails(
+                "told it was logged for today", finishing(plan, f"Logged {w.money(amount)} at {merchant} for today.")
+            ),
+            passes(
+                "told the day", finishing(plan, f"Logged {w.money(amount)} at {merchant}, dated {day.isoformat()}.")
+            ),
         ],
     )
 
