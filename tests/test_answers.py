@@ -235,6 +235,15 @@ def test_times_in_words():
     assert ok("Locker 663, session at seven in the morning.", type="number", value=663)
 
 
+def test_says_reads_a_thing_done_instead_as_denied():
+    for body in ("Ordered the Palak Paneer instead of the Chicken Tikka", "the paneer rather than the chicken tikka",
+                 "Skipped the Chicken Tikka: you're vegetarian", "I didn't order the Chicken Tikka"):  # fmt: skip
+        assert not says(body, "Chicken Tikka"), body
+        assert not says(body, "the Chicken Tikka"), body
+    assert says("Ordered the Chicken Tikka instead of the paneer", "Chicken Tikka")
+    assert says("Ordered the Palak Paneer instead of the Chicken Tikka", "Palak Paneer")
+
+
 def test_says_reads_a_compound_written_open_or_closed_alike():
     for body, phrase in (
         ("See you at lunch time!", "See you at lunchtime"),

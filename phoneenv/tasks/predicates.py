@@ -80,7 +80,11 @@ def _bare(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-_DENIED_BEFORE = re.compile(r"(?:(?:\b(?:not|cannot|never|no\s+longer)|n't|n’t)\W+(?:[^\W_]+\W+){0,2}|\bno\s+)$", re.I)
+_DENIED_BEFORE = re.compile(
+    r"(?:(?:\b(?:not|cannot|never|no\s+longer|instead\s+of|rather\s+than|in\s+place\s+of|skipp(?:ed|ing)|avoid(?:ed|ing)?)"
+    r"|n't|n’t)\W+(?:[^\W_]+\W+){0,2}|\bno\s+)$",
+    re.I,
+)
 _HEDGED = re.compile(r"\b(?:not sure|unsure|maybe|perhaps|possibly|probably|might be|or so)\b", re.I)
 """Words that make a sentence a guess: a phrase said in it is not stated ("It's at Harbour Hall or
 Pier 7, not sure which"; "maybe Harbour Hall")."""
@@ -142,8 +146,8 @@ def says(text: Any, phrase: Any) -> bool:
     """Whether ``text`` states ``phrase``: the phrase's words in order, whole (case, accents,
     hyphens and punctuation between them aside, see :func:`words`; contractions and number words
     as :func:`plain` writes them: "do not forget" states "Don't forget", "fifteen" states "15"), at
-    least once not denied in its clause, that is without "not", "cannot", "never", "no longer" or
-    "n't" up to two words before it, nor "no" right before it ("It's not Team offsite", "I'm not at Central
+    least once not denied in its clause, that is without "not", "cannot", "never", "no longer",
+    "n't", "instead of", "rather than", "skipped" or "avoided" up to two words before it, nor "no" right before it ("It's not Team offsite", "I'm not at Central
     Station", "no showers" do not state the phrase; "not the window but the aisle" states
     "aisle"), nor in a sentence that makes it a guess ("maybe", "perhaps", "not sure"...: "It's
     at Harbour Hall or Pier 7, not sure which"). A phrase with no letter or digit is in every text."""

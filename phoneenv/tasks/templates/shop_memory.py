@@ -8,9 +8,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from phoneenv.contract import Category, Domain
+from phoneenv.contract import Category, CompositeCriterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
+    answer,
     answer_if_said,
     answer_time_if_said,
     call,
@@ -276,7 +277,11 @@ def diet_dinner(w: World) -> Draft:
         w,
         book,
         goal=ask.format(q="one" if qty == 1 else "two", r=rest, a=a, b=b),
-        criteria=ordered(dw, rest, [(veg, qty)]),
+        criteria=[
+            *ordered(dw, rest, [(veg, qty)]),
+            # the answer does not tell the meat dish as ordered (naming it as skipped is fine)
+            CompositeCriterion(kind="not", id="answer:not_the_meat_dish", criteria=[answer(contains=[meat])]),
+        ],
         milestones=[memory_searched("diet", "eat", "vegetarian", "food")],
         plan=plan,
         perturb_exempt=["0.query", "2.query", "6.answer"],
@@ -288,6 +293,13 @@ def diet_dinner(w: World) -> Draft:
                 [*plan[:5], call("delivery.add_to_basket", item_id=meat_id, qty=qty), *plan[5:]],
             ),
             fails("never ordered", replacing(plan, 5)),
+            fails("told the meat dish as ordered", finishing(plan, f"Ordered the {meat} for you.")),
+            fails("told a hedge", finishing(plan, f"Ordered the {veg} or the {meat}, whichever was there.")),
+            passes(
+                "told the meat dish as skipped",
+                finishing(plan, f"I didn't order the {meat} because you've gone vegetarian."),
+            ),
+            passes("told the swap", finishing(plan, f"Ordered the {veg} instead of the {meat}.")),
         ],
     )
 
