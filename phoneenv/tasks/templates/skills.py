@@ -809,6 +809,20 @@ def out_of_office(w: World) -> Draft:
             ),
         ),
     ]
+    probes += [
+        fails("told another count", finishing(plan, f"Sent {len(targets) + len(skipped) + 2} out-of-office replies.")),
+        passes(
+            "told the skipped ones too",
+            finishing(plan, f"Sent {len(targets)} out-of-office replies; skipped {len(skipped) + 1} others."),
+        ),
+        passes(
+            "told the count in words",
+            finishing(
+                plan,
+                f"Done - {('one', 'two', 'three', 'four', 'five', 'six')[len(targets) - 1]} out-of-office replies sent.",
+            ),
+        ),
+    ]
     if skipped:
         probes.append(
             fails(
@@ -822,7 +836,12 @@ def out_of_office(w: World) -> Draft:
             f"I'm on holiday and back on {day_words(back)}. Send the out-of-office reply to my mail; "
             f"{name} covers for me while I'm away."
         ),
-        criteria=[*replies, *marked],
+        criteria=[
+            *replies,
+            *marked,
+            # a count of replies the answer tells is the replies sent ("skipped 2" is another count)
+            answer_if_said("number", len(targets), unit="reply|replies|mail|email|message|answer|office"),
+        ],
         milestones=[read_ms, *replies],
         plan=plan,
         perturb_exempt=[f"{len(plan) - 1}.answer"],
