@@ -15,6 +15,7 @@ from typing import Any
 from phoneenv.contract import Category, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
+    answer_if_said,
     answer_time_if_said,
     behavior,
     call,
@@ -376,7 +377,11 @@ def usual_order(w: World) -> Draft:
     ]
     return Draft(
         goal=goal,
-        criteria=ordered(dw, rest, [(dish, qty)]),
+        criteria=[
+            *ordered(dw, rest, [(dish, qty)]),
+            # how many of the dish the answer tells is how many were ordered
+            answer_if_said("number", qty, unit="|".join(dish.lower().split())),
+        ],
         milestones=[
             behavior(
                 "required_call",
@@ -397,5 +402,7 @@ def usual_order(w: World) -> Draft:
                 "one too many",
                 replacing(plan, 4, call("delivery.add_to_basket", item_id=dw.menu[rest][dish]["id"], qty=qty + 1)),
             ),
+            fails("told another quantity", finishing(plan, f"Ordered {qty + 1} {dish} from {rest}.")),
+            passes("told the quantity", finishing(plan, f"Ordered {NUMBER_WORDS[qty]} {dish} from {rest}.")),
         ],
     )
