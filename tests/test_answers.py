@@ -841,3 +841,16 @@ def test_a_context_time_may_be_told_roughly_or_as_a_bound_that_holds():
 )
 def test_durations_in_a_row_are_one_only_in_falling_units(text, seconds):
     assert extract_claims(text, "duration", CTX) == seconds
+
+
+def test_an_acknowledgement_before_the_answer_is_no_yes():
+    crit = AnswerCriterion(type="yes_no", value=False)
+    for text in (
+        "Sure! The trail shoes are sold out.",
+        "Of course. No, it's not in stock.",
+        "Okay - they don't have it",
+    ):
+        assert check_answer(crit, text, None, CTX)[0], text
+    yes = AnswerCriterion(type="yes_no", value=True)
+    assert check_answer(yes, "Sure.", None, CTX)[0]  # alone, it is the answer
+    assert not check_answer(yes, "Sure! It's sold out.", None, CTX)[0]

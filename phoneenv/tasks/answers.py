@@ -874,9 +874,19 @@ def _yes_no(text: str) -> list[bool]:
     text = _IDIOM.sub(" ", text)
     if _UNSURE.search(text):
         return [True, False]
-    read = [_clause_polarity(c) for c in _CLAUSE.split(text) if c.strip()]
+    clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+    said = [c for c in clauses if not _ACK.fullmatch(c)]
+    # "Sure! It's sold out": an acknowledgement before an answer acknowledges the request
+    read = [_clause_polarity(c) for c in (said if any(_clause_polarity(c)[1] is not None for c in said) else clauses)]
     found = {v for led, v in read if led} or {v for _, v in read if v is not None}
     return sorted(found, reverse=True)
+
+
+_ACK = re.compile(
+    r"\W*(?:sure(?:\s+thing)?|of\s+course|certainly|ok(?:ay)?|alright|all\s+right|happy\s+to\s+help)\W*", re.I
+)
+"""A clause that only acknowledges the request ("Sure!", "Of course."): no answer when another
+clause gives one."""
 
 
 def _split_items(text: str) -> list[str]:
