@@ -854,3 +854,14 @@ def test_an_acknowledgement_before_the_answer_is_no_yes():
     yes = AnswerCriterion(type="yes_no", value=True)
     assert check_answer(yes, "Sure.", None, CTX)[0]  # alone, it is the answer
     assert not check_answer(yes, "Sure! It's sold out.", None, CTX)[0]
+
+
+def test_a_time_relayed_from_a_voicemail_may_take_any_form_but_not_be_denied():
+    from phoneenv.tasks.templates.fields import relayed
+
+    crit = relayed("16:00")
+    for text in ("The plumber comes Thursday at 4 pm.", "Thursday, 16:00", "at four in the afternoon"):
+        assert check_answer(crit, text, None, CTX)[0], text
+    for text in ("It's not about 16:00 any more.", "Thursday at 6 pm", "Thursday"):
+        assert not check_answer(crit, text, None, CTX)[0], text
+    assert check_answer(relayed("bakery"), "The keys are at the bakery.", None, CTX)[0]

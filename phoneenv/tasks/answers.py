@@ -337,7 +337,7 @@ _RE_ORDINAL = re.compile(rf"\b\d+{_ORD}\b", re.I)
 _RE_NUMBER = re.compile(rf"(?<![\w.,]){'-?'}(?:{_NUM})(?![\w]|[.,]\d)")
 _RE_ZERO = re.compile(r"\b(?:none|zero|nothing|no(?!\s+(?:one|longer|more|,|\.))(?=\s+[a-z]))\b", re.I)
 _NEG_BEFORE = re.compile(
-    r"(?:\bnot|n't|\binstead of|\brather than|\bno longer|\bnot at|\bnot on)\s+(?:(?:at|on|from|the|a|an|with|to|by|in)\s+)?$",
+    r"(?:\bnot|n't|\binstead of|\brather than|\bno longer|\bnot at|\bnot on)\s+(?:(?:at|on|from|the|a|an|with|to|by|in|about|around)\s+)?$",
     re.I,
 )
 _NEG_VERB_BEFORE = re.compile(

@@ -656,6 +656,16 @@ TRANSCRIPTS = [
     ("It's {first}. Can you pick up the parcel from the {place}? It closes at {time}.", "{place}"),
     ("Hi, {first} again. The meeting is now in the {place} at {time}, not upstairs.", "{place}"),
 ]
+
+
+def relayed(fact: str) -> Criterion:
+    """The answer tells a voicemail's ``fact``: a time as a time in any form ("16:00", "4 pm"),
+    anything else as its words."""
+    if re.fullmatch(r"\d{1,2}:\d{2}", fact):
+        return answer(type="time", value=f"{int(fact[:-3]):02d}:{fact[-2:]}")
+    return answer(contains=[fact])
+
+
 VM_PLACES = ["post office", "front desk", "pharmacy", "library", "reception", "bakery"]
 SPAM = [
     "Congratulations, you have been selected for a free cruise. Press one to claim.",
@@ -745,7 +755,7 @@ def voicemail_callback(w: World) -> Draft:
             # heard first, then the call back: every phrasing puts listening before calling
             behavior("before", "phone.play_voicemail", id="heard_first", then="phone.call*"),
             # asked what it says: the answer tells it; any time relayed is the one said
-            *([answer(contains=[fact])] if asks_content else []),
+            *([relayed(fact)] if asks_content else []),
             *(
                 [answer_time_if_said(f"{int(said_times[0][:-3]):02d}:{said_times[0][-2:]}")]
                 if len(said_times) == 1
@@ -824,11 +834,11 @@ def voicemail_transcript(w: World) -> Draft:
         state("phone.voicemails", "deleted", id=rec["id"]),
         # the fact said as it is, not denied in its clause ("dinner is not on Friday"; "no longer
         # upstairs - it's now in the reception" states "reception")
-        answer(contains=[fact]),
+        relayed(fact),
         behavior("required_call", "phone.play_voicemail", id="played", arguments={"voicemail_id": rec["id"]}),
     ]
     said_times = re.findall(r"\b\d{1,2}:\d{2}\b", rec["transcript"])
-    if len(said_times) == 1:  # a time relayed must be the one said
+    if len(said_times) == 1 and said_times[0] != fact:  # a time relayed must be the one said
         criteria.append(answer_time_if_said(f"{int(said_times[0][:-3]):02d}:{said_times[0][-2:]}"))
     if also_spam:
         criteria.append(named(state("phone.voicemails", "deleted", id=spam["id"]), "deleted:spam"))
