@@ -1195,7 +1195,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = parse_config(sys.argv[1:] if argv is None else argv)
     summary = train_rl(cfg)
     if summary["distributed"]["process_index"] == 0:  # one summary per launch, not one per rank
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2), flush=True)
+    # A launched rank tears its process group down before the interpreter does: left to exit,
+    # Gloo's worker threads can abort it ("terminate called without an active exception", exit
+    # -6) after training finished (PyTorch's distributed docs, "Shutdown"). Only after success: a
+    # rank that failed must not wait on the others in a collective teardown.
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
