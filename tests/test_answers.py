@@ -865,3 +865,11 @@ def test_a_time_relayed_from_a_voicemail_may_take_any_form_but_not_be_denied():
     for text in ("It's not about 16:00 any more.", "Thursday at 6 pm", "Thursday"):
         assert not check_answer(crit, text, None, CTX)[0], text
     assert check_answer(relayed("bakery"), "The keys are at the bakery.", None, CTX)[0]
+
+
+def test_a_flight_or_train_number_is_no_amount():
+    money = AnswerCriterion(type="money", value=949.48, currency="EUR", optional=True)
+    assert check_answer(money, "Booked SK 139, Hotel Lux and SK 896.", None, CTX)[0]
+    assert check_answer(money, "Booked ICE 578 and U2 123; 949.48 EUR in all.", None, CTX)[0]
+    assert not check_answer(money, "Booked SK 139; 1049.48 EUR in all.", None, CTX)[0]
+    assert extract_claims("Total: EUR 139", "money", CTX) == [139.0]  # a currency code is no carrier

@@ -666,6 +666,11 @@ def _duration_seconds(span: str) -> int | None:
     return round(total) if found else None
 
 
+_RE_SERVICE_NO = re.compile(r"\b([A-Z][A-Z0-9]|ICE|TGV|AVE|RJX|EST)\s?\d{1,4}\b(?![.,:]\d)")
+"""An airline's two-character code or a train product with a service number ("SK 486", "U2 123",
+"ICE 578"): an id, not an amount or a count. Case matters: "at 8" or "ok 5" are not codes."""
+
+
 def _scan(text: str, ctx: Context) -> _Scan:
     region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
     return _scan_cached(text, ctx.now, region)
@@ -677,6 +682,8 @@ def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
     t = _words_to_digits(text)
     sc = _Scan(t, [], [])
     for m in _RE_EMAIL.finditer(t):
+        sc.take(m.start(), m.end(), "other")
+    for m in _RE_SERVICE_NO.finditer(t):  # "SK 486", "ICE 578": a flight or train, not an amount
         sc.take(m.start(), m.end(), "other")
     now = _now(Context(now=now_text))
     _scan_dates_times(sc, now, region)

@@ -187,6 +187,14 @@ def plan_a_trip(w: World) -> Draft:
         probes.append(fails("best-rated hotel", replacing(plan, 4, call("travel.book_hotel", hotel_id=best["id"],
                                                                         check_in=out_day.isoformat(), nights=nights))))  # fmt: skip
     probes.append(fails("no return flight", replacing(plan, 6)))
+    stay = round(hotel["price_per_night"] * nights, 2)
+    parts = [f_out["price"], hotel["price_per_night"], stay, f_back["price"]]
+    total = round(f_out["price"] + stay + f_back["price"], 2)
+    cur = f_out["currency"]
+    probes += [
+        passes("told the total", finishing(plan, f"Booked {f_out['number']}, {hotel['name']} and {f_back['number']}: {total:.2f} {cur} in all.")),
+        fails("told another total", finishing(plan, f"Booked {f_out['number']}, {hotel['name']} and {f_back['number']}: {total + 100:.2f} {cur} in all.")),
+    ]  # fmt: skip
     return Draft(
         goal=goal,
         criteria=[
@@ -196,6 +204,8 @@ def plan_a_trip(w: World) -> Draft:
             suffixed(
                 state("mail.messages", "created", folder="inbox", subject={"icontains": "confirmed"}, count=3), "mailed"
             ),
+            # an amount the answer tells is the trip's total or one of its prices
+            answer_if_said("money", total, also=parts, currency=cur, tolerance=0.01),
         ],
         milestones=[milestone, booked(f_out, "flight")],
         plan=plan,
