@@ -14,9 +14,10 @@ import datetime as dt
 import math
 import re
 
-from phoneenv.contract import Category, Domain, ToolCall
+from phoneenv.contract import Category, CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
+    answer,
     answer_if_said,
     call,
     fails,
@@ -191,7 +192,10 @@ def plan_a_trip(w: World) -> Draft:
     parts = [f_out["price"], hotel["price_per_night"], stay, f_back["price"]]
     total = round(f_out["price"] + stay + f_back["price"], 2)
     cur = f_out["currency"]
+    booked_numbers = {f_out["number"], f_back["number"]}
+    other_flights = sorted({f["number"] for f in [*out, *back]} - booked_numbers)
     probes += [
+        fails("named another flight", finishing(plan, f"Booked {f_out['number']}, {hotel['name']} and {other_flights[0]}.")),
         passes("told the total", finishing(plan, f"Booked {f_out['number']}, {hotel['name']} and {f_back['number']}: {total:.2f} {cur} in all.")),
         fails("told another total", finishing(plan, f"Booked {f_out['number']}, {hotel['name']} and {f_back['number']}: {total + 100:.2f} {cur} in all.")),
     ]  # fmt: skip
@@ -206,6 +210,16 @@ def plan_a_trip(w: World) -> Draft:
             ),
             # an amount the answer tells is the trip's total or one of its prices
             answer_if_said("money", total, also=parts, currency=cur, tolerance=0.01),
+            # and a flight it names is one booked
+            CompositeCriterion(
+                kind="not",
+                id="answer:no_other_flight",
+                criteria=[
+                    CompositeCriterion(
+                        kind="any_of", id="answer:names", criteria=[answer(contains=[n]) for n in other_flights]
+                    )
+                ],
+            ),
         ],
         milestones=[milestone, booked(f_out, "flight")],
         plan=plan,
