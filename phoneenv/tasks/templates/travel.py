@@ -422,6 +422,19 @@ def check_in_forward(w: World) -> Draft:
     times = [f"{t:%H:%M}" for t in (departs, departs - dt.timedelta(minutes=40))] + [
         bk["end"][11:16]
     ]  # boarding 40 min before
+    twin = f"{row}{SEATS[side][1]}"  # the other seat on the asked side
+    late = f"{departs + dt.timedelta(hours=2):%H:%M}"  # a departure two hours off
+
+    def checked_in(s: str) -> list[ToolCall]:
+        return replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=s))
+
+    def mailing(body: str, base: list[ToolCall] = plan, subject: str = seat) -> list[ToolCall]:
+        """``base`` with the pass mailed to the contact as ``body`` (subject naming seat ``subject``)."""
+        sent = call(
+            "mail.send", to=[c["email"]], subject=f"Fwd: Boarding pass: {bk['title']}, seat {subject}", body=body
+        )
+        return replacing(base, 4, sent)
+
     return Draft(
         goal=goal,
         criteria=[
@@ -474,76 +487,28 @@ def check_in_forward(w: World) -> Draft:
             passes(
                 "the other seat on that side, mailed",
                 finishing(
-                    replacing(
-                        replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=f"{row}{SEATS[side][1]}")),
-                        4,
-                        call(
-                            "mail.send",
-                            to=[c["email"]],
-                            subject=f"Fwd: Boarding pass: {bk['title']}, seat {row}{SEATS[side][1]}",
-                            body=f"My boarding pass: {bk['title']}, seat {row}{SEATS[side][1]}.",
-                        ),
-                    ),
-                    f"Checked in, seat {row}{SEATS[side][1]}; boarding pass sent to {first}.",
+                    mailing(f"My boarding pass: {bk['title']}, seat {twin}.", checked_in(twin), subject=twin),
+                    f"Checked in, seat {twin}; boarding pass sent to {first}.",
                 ),
             ),
-            fails(
-                "the other seat on that side, the first one mailed",
-                replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=f"{row}{SEATS[side][1]}")),
-            ),
+            fails("the other seat on that side, the first one mailed", checked_in(twin)),
             fails(
                 "told another seat", finishing(plan, f"Checked in, seat {other_seat}; boarding pass sent to {first}.")
             ),
             fails(
-                "told another departure",
-                finishing(
-                    plan, f"Checked in, seat {seat}, departs {departs + dt.timedelta(hours=2):%H:%M}; sent to {first}."
-                ),
+                "told another departure", finishing(plan, f"Checked in, seat {seat}, departs {late}; sent to {first}.")
             ),
-            fails("the wrong side", replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=other_seat))),
-            fails(
-                "another row",
-                replacing(plan, 1, call("travel.check_in", booking_id=bk["id"], seat=f"{row + 1}{SEATS[side][0]}")),
-            ),
+            fails("the wrong side", checked_in(other_seat)),
+            fails("another row", checked_in(f"{row + 1}{SEATS[side][0]}")),
             fails("boarding pass not sent", replacing(plan, 4)),
-            fails(
-                "mailed another seat",
-                replacing(
-                    plan,
-                    4,
-                    call(
-                        "mail.send",
-                        to=[c["email"]],
-                        subject=f"Fwd: {pass_subject}",
-                        body=f"My boarding pass: {bk['title']}, seat {other_seat}.",
-                    ),
-                ),
-            ),
+            fails("mailed another seat", mailing(f"My boarding pass: {bk['title']}, seat {other_seat}.")),
             fails(
                 "mailed another departure time",
-                replacing(
-                    plan,
-                    4,
-                    call(
-                        "mail.send",
-                        to=[c["email"]],
-                        subject=f"Fwd: {pass_subject}",
-                        body=f"My boarding pass: {bk['title']}, seat {seat}, departs {departs + dt.timedelta(hours=2):%H:%M}.",
-                    ),
-                ),
+                mailing(f"My boarding pass: {bk['title']}, seat {seat}, departs {late}."),
             ),
             passes(
                 "forwarded the pass as it came",
-                replacing(
-                    plan,
-                    4,
-                    call(
-                        "mail.send",
-                        to=[c["email"]],
-                        subject=f"Fwd: {pass_subject}",
-                        body=f"Boarding pass for {bk['title']}\nBoarding from {times[1]}\nSeat {seat}\nTerminal 4B",
-                    ),
-                ),
+                mailing(f"Boarding pass for {bk['title']}\nBoarding from {times[1]}\nSeat {seat}\nTerminal 4B"),
             ),
         ],
     )
