@@ -881,10 +881,10 @@ def _yes_no(text: str) -> list[bool]:
     text = _IDIOM.sub(" ", text)
     if _UNSURE.search(text):
         return [True, False]
-    clauses = [c for c in _CLAUSE.split(text) if c.strip()]
-    said = [c for c in clauses if not _ACK.fullmatch(c)]
+    marked = [(bool(_ACK.fullmatch(c)), _clause_polarity(c)) for c in _CLAUSE.split(text) if c.strip()]
     # "Sure! It's sold out": an acknowledgement before an answer acknowledges the request
-    read = [_clause_polarity(c) for c in (said if any(_clause_polarity(c)[1] is not None for c in said) else clauses)]
+    answered = any(v is not None for ack, (_, v) in marked if not ack)
+    read = [pol for ack, pol in marked if not (ack and answered)]
     found = {v for led, v in read if led} or {v for _, v in read if v is not None}
     return sorted(found, reverse=True)
 
