@@ -988,6 +988,7 @@ def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector."
     n_pert = 0
     # template -> [tasks, must-pass probes, accepted, must-fail probes, rejected]
     rows: dict[str, list[int]] = {}
+    claims: dict[str, dict[str, int]] = {}  # generated claim probes per type
     with _progress() as prog:
         bar = prog.add_task("validate", total=len(sel), status="")
 
@@ -999,6 +1000,10 @@ def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector."
             task = by_id[p.task_id]
             row = rows.setdefault(task.template or task.source, [0, 0, 0, 0, 0])
             row[0] += 1
+            for kind, counts in p.claims.items():
+                mine = claims.setdefault(kind, {})
+                for k, v in counts.items():
+                    mine[k] = mine.get(k, 0) + v
             failed = " ".join(p.problems)
             for probe in task.probes:
                 ok = f"probe {probe.name!r}" not in failed
@@ -1018,6 +1023,7 @@ def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector."
         table.add_row(name, str(row[0]), f"{(row[1] + row[3]) / row[0]:.1f}", *(str(x) for x in row[1:]))
     table.add_row("all", str(totals[0]), f"{(totals[1] + totals[3]) / max(totals[0], 1):.1f}", *map(str, totals[1:]))
     console.print(table)
+    console.print(_claim_table(claims))
     for p in bad:
         console.print(f"[red]BROKEN[/red] {p.task_id}")
         for problem in p.problems:
@@ -1028,6 +1034,28 @@ def tasks_validate(selector: Annotated[str, typer.Argument(help="Task selector."
     )
     if bad:
         raise typer.Exit(code=1)
+
+
+def _claim_table(claims: dict[str, dict[str, int]]) -> Any:
+    """The table of generated claim probes per type (:mod:`phoneenv.tasks.claim_probes`)."""
+    from rich.table import Table
+
+    from phoneenv.tasks.claim_probes import CLAIM_PROBE_TYPES
+
+    table = Table(title="Generated claim probes by type (told values changed: must fail; said another way: must pass)")
+    table.add_column("claim type", no_wrap=True)
+    for col in ("expect", "generated", "held by the world", "played", "as expected", "unexpected"):
+        table.add_column(col, justify="right")
+    for kind in CLAIM_PROBE_TYPES:
+        c = claims.get(kind)
+        if not c:
+            continue
+        played = c["generated"] - c["held"]
+        expect = "pass" if kind == "paraphrase" else "fail"
+        table.add_row(
+            kind, expect, str(c["generated"]), str(c["held"]), str(played), str(c["as_expected"]), str(c["unexpected"])
+        )
+    return table
 
 
 @tasks_app.command("stats")

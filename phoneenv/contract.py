@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 __all__ = [
+    "GROUNDED_TYPES",
     "INFRASTRUCTURE_ERRORS",
     "ROOT_FRAME",
     "AnswerCriterion",
@@ -574,6 +575,10 @@ class Fixtures(BaseModel):
         return changes
 
 
+GROUNDED_TYPES = ("time", "date", "money", "temperature", "email", "phone")
+"""The claim types a verdict holds to the world by default (:mod:`phoneenv.tasks.grounding`)."""
+
+
 class Probe(BaseModel):
     """A verdict probe: a plausible alternative plan and the verdict a careful person gives it.
 
@@ -600,6 +605,9 @@ class TaskSpec(BaseModel):
     ``reference_plan`` only proves the task solvable; ``perturb_exempt`` names plan arguments
     (``"<step>.<arg>"``) that the perturbation check may leave out because the goal does not fix them.
     ``probes`` are alternative plans with the verdict each must get (see :class:`Probe`).
+    ``grounding_exempt`` names claim types (:data:`GROUNDED_TYPES`)
+    the task does not hold to the world, each with the reason (``{"time": "the user asks for
+    a made-up time"}``); every other type of claim the planner tells must be grounded.
 
     ``backends`` names the worlds that run the task faithfully; a ``hybrid`` task may add routes
     ``device:<app>`` or ``device:<app>.<verb>``, which send just that app's or tool's calls to an
@@ -627,6 +635,16 @@ class TaskSpec(BaseModel):
     reference_plan: list[ToolCall] | None = None
     perturb_exempt: list[str] = Field(default_factory=list)
     probes: list[Probe] = Field(default_factory=list)
+    grounding_exempt: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_grounding_exempt(self) -> TaskSpec:
+        for kind, why in self.grounding_exempt.items():
+            if kind not in GROUNDED_TYPES:
+                raise ValueError(f"grounding_exempt: unknown claim type {kind!r}; known: {list(GROUNDED_TYPES)}")
+            if not why.strip():
+                raise ValueError(f"grounding_exempt[{kind!r}]: say why the task does not check it")
+        return self
 
     @model_validator(mode="after")
     def _check_routes(self) -> TaskSpec:

@@ -112,7 +112,7 @@ from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
 from phoneenv.harness.toolselect import DEFAULT_K, ToolSearch, ToolSelector, selector_for
 from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, masker_for, read_action, seal
 from phoneenv.sharing import ReadOnlyList, openai_tools
-from phoneenv.tasks.verify import CallRecord, confirmed_by, verify
+from phoneenv.tasks.verify import CallRecord, confirmed_by, context_of, episode_changes, episode_grounds, verify
 from phoneenv.tools import ArgumentError, ToolDef
 
 if TYPE_CHECKING:
@@ -365,6 +365,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._goal = ""
         self._seed: int | None = None
         self._verdict: Any = None
+        self._episode: tuple[Any, ...] | None = None
         self._steps: list[_StepRecord] = []
 
     # -- tools ----------------------------------------------------------------------------------
@@ -549,6 +550,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._answer_value: Any = None
         self._done = False
         self._verdict: Any = None
+        self._episode = None
         self._goal = _ascii(self._masker.value(task.goal))
         self._frames = FrameStack(self._masker.value(task.goal), self._specs, self._openai)
         self._infra = False
@@ -805,15 +807,18 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
 
     def _finish_episode(self, truncated: bool) -> Any:
         frames = self._frames.step_frames if self._frames is not None else []
+        calls = [
+            s.call if f == ROOT_FRAME else s.call._replace(frame=f)
+            for s, f in zip(self._steps, frames, strict=True)
+            if s.call is not None
+        ]
+        end = self._end_tables()
+        self._episode = (self._before, end, calls, self._clock_or_none())
         self._verdict = verify(
             self.task,
             self._before,
-            self._end_tables(),
-            [
-                s.call if f == ROOT_FRAME else s.call._replace(frame=f)
-                for s, f in zip(self._steps, frames, strict=True)
-                if s.call is not None
-            ],
+            end,
+            calls,
             self._answer,
             steps=len(self._steps),
             errors=self._errors,
@@ -845,6 +850,27 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             if extra:
                 tables = {**tables, **extra}
         return tables
+
+    def episode_grounds(self) -> Any:
+        """The :class:`~phoneenv.tasks.grounding.Grounds` the last finished episode's told
+        claims were held to (the goal, what it changed and read, the fixtures, the clock), with
+        :meth:`~phoneenv.tasks.grounding.Grounds.holds` to ask whether a value is one of them.
+        Raises ``RuntimeError`` before an episode has finished."""
+        if self._episode is None:
+            raise RuntimeError("no finished episode yet: play one to its finish first")
+        before, end, calls, _ = self._episode
+        changes, before, end = episode_changes(
+            before, end, transient=self.backend.transient_tables(), implied=self.backend.implied_records()
+        )
+        return episode_grounds(self.task, before, changes, calls, self.episode_context())[0]
+
+    def episode_context(self) -> Any:
+        """The :class:`~phoneenv.tasks.predicates.Context` (contacts, clock at the finish) the
+        last finished episode was verified in. Raises ``RuntimeError`` before one has finished."""
+        if self._episode is None:
+            raise RuntimeError("no finished episode yet: play one to its finish first")
+        before, end, _, now = self._episode
+        return context_of(end, before, now)
 
     @property
     def frames(self) -> FrameStack | None:

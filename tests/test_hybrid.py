@@ -264,6 +264,7 @@ def test_parcel_window_other_option_fails_on_the_event():
     }
     verdict, fbs, _ = play(t, *plan_steps(t, **{"2": wrong}))
     assert all(fb["ok"] for fb in fbs)
+    # the answer tells the parcel's window (true): only the event is wrong
     assert list(failed(verdict)) == ["created:calendar.events"]
     assert not verdict["success"]
 
@@ -310,7 +311,9 @@ def test_parcel_reschedule_text_only_fails_on_the_parcel():
     steps = [s for s in plan_steps(t) if s[0] != "parcels.reschedule_delivery"]
     verdict, fbs, _ = play(t, *steps)
     assert all(fb["ok"] for fb in fbs)
-    assert list(failed(verdict)) == ["updated:parcels.parcels"]
+    # the text tells a window the parcel was never moved to
+    assert list(failed(verdict)) == ["updated:parcels.parcels", "grounded"]
+    assert "says '17:00" in failed(verdict)["grounded"]
     assert "0 matching updated" in failed(verdict)["updated:parcels.parcels"]
 
 
@@ -374,7 +377,9 @@ def test_cinema_decoy_time_in_text_fails_on_the_time():
     steps[4] = ("messages.send", {"to": to, "body": f"Tickets: {decoy['start'][11:16]} at {cinema}."})
     verdict, fbs, _ = play(t, *steps)
     assert all(fb["ok"] for fb in fbs)
-    assert list(failed(verdict)) == ["created:messages.messages:time"]
+    # the decoy's time at the user's cinema: no screening there starts then
+    assert list(failed(verdict)) == ["created:messages.messages:time", "grounded"]
+    assert f"says '{decoy['start'][11:16]}'" in failed(verdict)["grounded"]
 
 
 def test_cinema_booking_the_decoy_screening_is_unscripted_and_fails():

@@ -131,6 +131,7 @@ def test_state_created_updated_deleted_and_collateral():
     assert [c.reason for c in v.criteria] == [
         "0 matching created record(s), expected exactly 1",
         "0 matching updated record(s), expected exactly 1",
+        "",  # nothing told, nothing ungrounded
     ]
     assert (v.progress, v.milestones_met, v.milestones_total) == (0.0, 0, 1)
 
@@ -242,7 +243,7 @@ def test_repeated_criterion_ids_are_numbered():
         ]
     )
     v = verify(t, BEFORE, BEFORE, [], "x z", steps=1, errors=0)
-    assert [(c.id, c.passed) for c in v.criteria] == [("a", True), ("a#2", False), ("a#3", True)]
+    assert [(c.id, c.passed) for c in v.criteria] == [("a", True), ("a#2", False), ("a#3", True), ("grounded", True)]
 
 
 def test_a_confirmation_must_be_about_the_action_it_confirms():

@@ -243,13 +243,14 @@ _RE_CLOCK = re.compile(
 _RE_HOUR_PART = re.compile(rf"(?<![\d:.,])\b(\d{{1,2}})(?:\s+o'?clock)?\s+({_DAY_PART})\b", re.I)
 """An hour alone with its part of the day ("6 in the morning", "11 at night")."""
 _RE_WORD_TIME = re.compile(
-    r"\b(?:(?:a\s+)?(quarter|half|[1-5]?\d(?=\s+(?:minutes?\s+)?(?:past|to)\s+\d))\s+(?:minutes?\s+)?(past|to)\s+(\d{1,2})"
+    r"\b(?:(?:a\s+)?(quarter|half|(?:30|[12]?\d)(?=\s+(?:minutes?\s+)?(?:past|to)\s+\d))\s+(?:minutes?\s+)?(past|to)\s+"
+    r"(1[0-2]|0?[1-9])(?!\d|[.,]\d|\s*(?:°|degrees?\b|%|[-–]\s*\d))"
     r"|(\d{1,2})\s+o'?clock|(noon|midday|midnight))\b"
     r"(?:\s*(?:in the\s+)?(morning|afternoon|evening|at night|[ap]\.?\s?m\b\.?))?",
     re.I,
 )
 _RE_AT_HOUR = re.compile(
-    r"\b(?:at|by|around|about|until|till|before|after)\s+(\d{1,2})"
+    r"\b(?:at|by|around|about|until|till|before|after)\s+(\d{1,2})(?![.,]\d)"
     r"(?:\s+(tonight|this (?:morning|afternoon|evening)|in the (?:morning|afternoon|evening)|at night))?"
     r"(?=\s*(?:$|[.,;:!?)\-–—])|\s+(?:today|tomorrow|on|and|sharp|then|with|for|please|so|but|if|as|or)\b)",
     re.I,

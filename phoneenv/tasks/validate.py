@@ -134,6 +134,10 @@ class TaskProof:
     """Verdict probes played."""
     probes_as_expected: int = 0
     """Probes whose verdict was the one declared (must-pass accepted, must-fail rejected)."""
+    claims: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Generated claim probes (:mod:`phoneenv.tasks.claim_probes`) per type: ``generated``,
+    ``held`` (a must-fail value the world holds somewhere: not played), ``as_expected`` (must-fail
+    rejected, must-pass accepted) and ``unexpected``."""
 
 
 def run_plan(env: Any, task: TaskSpec, plan: list[ToolCall]) -> tuple[dict[str, Any], list[Any]]:
@@ -175,6 +179,7 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     except ValueError as exc:
         return TaskProof(task.id, False, [f"reference plan: {exc}"])
     info, fbs = run_plan(env, task, task.reference_plan)
+    generated = _claim_probes(env, task, info)
     for i, fb in enumerate(fbs):
         if not fb.ok:
             problems.append(
@@ -213,7 +218,37 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
             problems.append(f"probe {probe.name!r} must pass but fails: {'; '.join(why)}")
         else:
             problems.append(f"probe {probe.name!r} must fail but succeeds")
-    return TaskProof(task.id, not problems, problems, n, len(task.probes), as_expected)
+    counts: dict[str, dict[str, int]] = {}
+    for cp in generated:
+        row = counts.setdefault(cp.type, {"generated": 0, "held": 0, "as_expected": 0, "unexpected": 0})
+        row["generated"] += 1
+        if cp.held:
+            row["held"] += 1
+            continue
+        verdict = run_plan(env, task, cp.plan)[0]["verdict"]
+        if verdict["success"] == (cp.expect == "pass"):
+            row["as_expected"] += 1
+            continue
+        row["unexpected"] += 1
+        if cp.expect == "pass":
+            why = [f"{c['id']}: {c['reason']}" for c in verdict["criteria"] if not c["passed"]] + verdict["collateral"]
+            problems.append(f"generated {cp.type} probe {cp.name!r} must pass but fails: {'; '.join(why)}")
+        else:
+            problems.append(f"generated {cp.type} probe {cp.name!r} must fail but succeeds")
+    return TaskProof(task.id, not problems, problems, n, len(task.probes), as_expected, counts)
+
+
+def _claim_probes(env: Any, task: TaskSpec, info: dict[str, Any]) -> list[Any]:
+    """The generated claim probes of ``task`` from the episode ``env`` just finished (its
+    reference plan), or none when that episode did not end with a verdict."""
+    from phoneenv.tasks.claim_probes import claim_probes
+
+    if not info.get("verdict"):
+        return []
+    try:
+        return claim_probes(task, env.episode_grounds(), env.episode_context())
+    except RuntimeError:
+        return []
 
 
 def prove_suite(tasks: Iterable[TaskSpec], on_task: Callable[[TaskProof], None] | None = None) -> list[TaskProof]:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from phoneenv.contract import (
+    GROUNDED_TYPES,
     AnswerCriterion,
     BehaviorCriterion,
     ChangeSelector,
@@ -44,10 +45,31 @@ from phoneenv.contract import (
 from phoneenv.harness.memory import STOPWORDS
 from phoneenv.state import Change, diff_tables
 from phoneenv.tasks.answers import Judge, call_judge, check_answer, read_value
+from phoneenv.tasks.grounding import (
+    Grounds,
+    Ungrounded,
+    WorldGrounds,
+    authored_texts,
+    check_text,
+    grounds,
+    world_grounds,
+)
 from phoneenv.tasks.identity import CONTACTS_TABLE, ContactBook, contact_ids
 from phoneenv.tasks.predicates import Context, check, match
 
-__all__ = ["DEFAULT_ALLOWED", "CallRecord", "asks_about", "calls_from_trace", "check_trace", "context_of", "verify"]
+__all__ = [
+    "DEFAULT_ALLOWED",
+    "GROUNDED",
+    "CallRecord",
+    "asks_about",
+    "calls_from_trace",
+    "check_trace",
+    "context_of",
+    "episode_changes",
+    "episode_grounds",
+    "grounded",
+    "verify",
+]
 
 DELEGATE = "agent.delegate"
 ROOT = "main"
@@ -544,9 +566,7 @@ def verify(
     success; 0.0 or 1.0 when there are no milestones). Milestones measure progress only: the
     changes they match are not thereby allowed.
     """
-    if implied:
-        before, after = _with_implied(before, implied), _with_implied(after, implied)
-    changes = diff_tables(before, after, ignore=transient)
+    changes, before, after = episode_changes(before, after, transient=transient, implied=implied)
     ctx = context_of(after, before, now)
     readers = value_types([*task.criteria, *task.milestones], answer_value, ctx)
     results: list[CriterionResult] = []
@@ -575,6 +595,7 @@ def verify(
             res.id = f"{res.id}#{n}"
         results.append(res)
         expected.update((c.table, c.id) for c in matched)
+    results.append(grounded(task, before, changes, calls, answer, ctx))
     met = 0
     for crit in task.milestones:
         met += judged(crit)[0].passed
@@ -614,6 +635,101 @@ def verify(
         inconsistent=bool(inconsistencies),
         inconsistencies=list(inconsistencies),
     )
+
+
+GROUNDED = "grounded"
+"""The id of the criterion every verdict carries for what the planner told (see :func:`grounded`)."""
+
+_WORLD_CACHE: dict[tuple[Any, ...], tuple[TaskSpec, WorldGrounds]] = {}
+
+
+def episode_grounds(
+    task: TaskSpec,
+    before: Mapping[str, Mapping[str, Any]],
+    changes: Sequence[Change],
+    calls: Sequence[CallRecord],
+    ctx: Context,
+) -> tuple[Grounds, list[tuple[str, str]]]:
+    """The :class:`~phoneenv.tasks.grounding.Grounds` of an episode of ``task`` and the texts
+    the planner wrote (``(source, text)``): the goal, memory and the task's expected answers,
+    the ``changes``, the ``calls``' results, and the fixture records (``before``) of the apps
+    the calls used (read once per task and cached)."""
+    apps = tuple(sorted({c.name.split(".")[0] for c in calls} | {"contacts"}))
+    key = (id(task), apps, ctx.now[:10] if ctx.now else None, tuple(len(v) for v in before.values()))
+    hit = _WORLD_CACHE.get(key)
+    if hit is not None and hit[0] is task:
+        world = hit[1]
+    else:
+        records = (r for name, tab in before.items() if name.split(".")[0] in apps for r in tab.values())
+        world = world_grounds(records, ctx)
+        if len(_WORLD_CACHE) >= 256:
+            _WORLD_CACHE.pop(next(iter(_WORLD_CACHE)))
+        _WORLD_CACHE[key] = (task, world)
+    memory = [m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in task.fixtures.memory or ()]
+    memory.extend(criterion_facts(task.criteria))
+    return grounds(goal=task.goal, calls=calls, changed=changes, memory=memory, world=world, ctx=ctx)
+
+
+def grounded(
+    task: TaskSpec,
+    before: Mapping[str, Mapping[str, Any]],
+    changes: Sequence[Change],
+    calls: Sequence[CallRecord],
+    answer: str | None,
+    ctx: Context,
+) -> CriterionResult:
+    """The ``grounded`` criterion of an episode: every typed claim of the final answer and of
+    the texts the planner wrote agrees with the world it could see (the goal, the records it
+    changed, what its calls returned, the fixtures of the apps it used, memory, the clock);
+    see :mod:`phoneenv.tasks.grounding`. Claim types in ``task.grounding_exempt`` are not
+    checked. Its reason names each ungrounded claim, the text it came from and what the world
+    holds instead."""
+    bad: list[Ungrounded] = []
+    types = tuple(t for t in GROUNDED_TYPES if t not in task.grounding_exempt)
+    if types and (answer or any(True for _ in authored_texts(calls))):
+        g, texts = episode_grounds(task, before, changes, calls, ctx)
+        if answer:
+            bad.extend(check_text(answer, "answer", g, ctx, types))
+        for source, text in texts:
+            bad.extend(check_text(text, source, g, ctx, types))
+    return CriterionResult(
+        id=GROUNDED, kind="answer", passed=not bad, reason="; ".join(dict.fromkeys(u.reason() for u in bad))
+    )
+
+
+def episode_changes(
+    before: Mapping[str, Mapping[str, Any]],
+    after: Mapping[str, Mapping[str, Any]],
+    *,
+    transient: Sequence[str] = (),
+    implied: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> tuple[list[Change], Mapping[str, Mapping[str, Any]], Mapping[str, Mapping[str, Any]]]:
+    """The changes from ``before`` to ``after`` (transient tables left out, implied records part
+    of both: see :func:`verify`), and the two states with the implied records."""
+    if implied:
+        before, after = _with_implied(before, implied), _with_implied(after, implied)
+    return diff_tables(before, after, ignore=transient), before, after
+
+
+def criterion_facts(criteria: Sequence[Criterion]) -> list[Any]:
+    """The facts a task's answer criteria assert about its world, as JSON evidence for
+    :func:`grounded`: each typed answer's expected value (a time, a date, an amount with its
+    currency), and the phrases ``equals``, ``contains`` and a literal ``pattern`` require. A
+    hand-written task whose fixtures leave the answer implicit still grounds its right answer."""
+    out: list[Any] = []
+    for c in criteria:
+        if isinstance(c, CompositeCriterion) and c.kind != "not":
+            out.extend(criterion_facts(c.criteria))
+        elif isinstance(c, AnswerCriterion):
+            for v in (c.value,):  # not its context: another role (an end time) may not stand for it
+                if c.type == "money" and isinstance(v, (int, float)):
+                    out.append({"amount": v, "currency": c.currency or ""})
+                elif c.type in ("time", "date") and isinstance(v, str):
+                    out.append(v)
+            out.extend(x for x in (c.equals, *c.contains) if isinstance(x, str))
+            if c.pattern and not re.search(r"[\[\](){}|*+?^$]", c.pattern.replace("\\+", "")):
+                out.append(re.sub(r"\\(.)", r"\1", c.pattern))  # a pattern that is literal text
+    return out
 
 
 def _state_criteria(criteria: Sequence[Criterion]) -> list[StateCriterion]:

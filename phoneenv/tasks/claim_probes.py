@@ -1,0 +1,228 @@
+"""Verdict probes generated for every task from what its reference plan tells, both ways.
+
+From the reference plan's final answer and the texts it writes (message bodies, notes, event
+titles: :data:`~phoneenv.tasks.grounding.AUTHORED_KEYS`), :func:`claim_probes` makes, per claim
+type, plans that must **fail** (one told value changed to one the world does not hold) and plans
+that must **pass** (the same answer said another way)::
+
+    must fail                                      must pass
+    time      an hour later                        answer in 12-hour form ("4:30 pm")
+    date      a day later (weekday kept right)     answer wrapped in pleasantries
+    weekday   the weekday beside a date swapped    answer plus a true fact ("It's <today>.")
+    money     the amount 10% + 1 up; the currency swapped
+    temperature  the unit swapped (°C ↔ °F)
+    email     the address's domain changed
+    phone     the number's last digit changed
+
+A must-fail value is generated only when the episode's grounds hold it nowhere
+(:meth:`~phoneenv.tasks.grounding.Grounds.holds`): a value the world holds somewhere (another
+alarm at that hour) is wrong only by aboutness, which support alone cannot tell; such cases are
+counted as ``held`` and not played. Must-pass paraphrases of the answer are generated only where
+the task's own answer criteria read the answer loosely (no ``equals``, and for the true extra
+fact, no date criterion). :func:`~phoneenv.tasks.validate.prove` plays them all and
+``phoneenv tasks validate`` reports, per claim type, how many were generated, held and rejected
+or accepted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from phoneenv.contract import AnswerCriterion, CompositeCriterion, Criterion, TaskSpec, ToolCall
+from phoneenv.tasks.answers import _scan, claims
+from phoneenv.tasks.grounding import AUTHORED_KEYS, Grounds, _phone, _region, temperature_claims
+from phoneenv.tasks.predicates import Context
+
+__all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
+
+CLAIM_PROBE_TYPES = ("time", "date", "weekday", "money", "currency", "temperature", "email", "phone", "paraphrase")
+"""The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
+
+_RE_EMAIL = re.compile(r"[\w.+-]+@([\w-]+(?:\.[\w-]+)+)")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_SWAP_CURRENCY = {"USD": "EUR", "EUR": "USD", "GBP": "USD", "AUD": "GBP", "JPY": "USD", "CHF": "EUR"}
+
+
+@dataclass(frozen=True)
+class ClaimProbe:
+    """A generated probe: its claim ``type`` (:data:`CLAIM_PROBE_TYPES`), the verdict it must
+    get (``expect``: ``"pass"`` or ``"fail"``), a ``name`` saying what changed, and the whole
+    ``plan``; ``held`` marks a must-fail candidate whose new value the grounds hold (not played)."""
+
+    type: str
+    expect: str
+    name: str
+    plan: list[ToolCall]
+    held: bool = False
+
+
+def _texts(plan: Sequence[ToolCall]) -> list[tuple[int, str, str]]:
+    """(step, argument, text) of the root answer and each authored text of ``plan``."""
+    out = []
+    for i, c in enumerate(plan):
+        for k, v in c.arguments.items():
+            if isinstance(v, str) and v.strip() and (k in AUTHORED_KEYS or (k == "answer" and i == len(plan) - 1)):
+                out.append((i, k, v))
+    return out
+
+
+def _with(plan: Sequence[ToolCall], step: int, key: str, text: str) -> list[ToolCall]:
+    out = list(plan)
+    out[step] = ToolCall(name=plan[step].name, arguments={**plan[step].arguments, key: text})
+    return out
+
+
+def _answer_criteria(criteria: Sequence[Criterion]) -> list[AnswerCriterion]:
+    out: list[AnswerCriterion] = []
+    for c in criteria:
+        if isinstance(c, CompositeCriterion):
+            out.extend(_answer_criteria(c.criteria))
+        elif isinstance(c, AnswerCriterion):
+            out.append(c)
+    return out
+
+
+def _put(original: str, text: str, a: int, b: int, new: str) -> str:
+    """``original`` with the span ``text[a:b]`` (``text``: ``original`` with number words as
+    digits, which claim offsets index) replaced by ``new``; in ``text`` when ``original`` does not
+    hold the span as written."""
+    at = original.find(text[a:b])
+    return original[:at] + new + original[at + b - a :] if at >= 0 else text[:a] + new + text[b:]
+
+
+def _hm(minutes: int) -> str:
+    return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
+
+
+def _twelve(hm: str) -> str:
+    h, m = int(hm[:2]), hm[3:]
+    return f"{h % 12 or 12}:{m} {'am' if h < 12 else 'pm'}"
+
+
+def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
+    """The generated probes of ``task`` (see the module docstring), from its reference plan and
+    the grounds ``g`` of that plan's episode (``env.episode_grounds()``); ``ctx``: its contacts
+    and clock. At most one must-fail probe per claim type and text."""
+    plan = list(task.reference_plan or [])
+    if not plan or plan[-1].name != "finish":
+        return []
+    region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+    out: list[ClaimProbe] = []
+    exempt = set(task.grounding_exempt)
+
+    def fail(type: str, step: int, key: str, text: str, new: str, held: bool) -> None:
+        where = "answer" if key == "answer" else f"{plan[step].name} {key}"
+        out.append(ClaimProbe(type, "fail", f"{where}: {new!r}", _with(plan, step, key, text), held))
+
+    for step, key, original in _texts(plan):
+        text = _scan(original, ctx).text  # number words as digits: the spans below index it
+        if "time" not in exempt:
+            for c in claims(original, "time", ctx):
+                if c.negated or c.ends() is not None or not re.fullmatch(r"\d{1,2}:\d{2}", text[c.start : c.end]):
+                    continue
+                new = _hm(int(c.value[:2]) * 60 + int(c.value[3:]) + 60)
+                fail("time", step, key, _put(original, text, c.start, c.end, new), new, g.holds("time", new))
+                break
+        if "date" not in exempt:
+            for c in claims(original, "date", ctx):
+                span = text[c.start : c.end]
+                if c.negated or c.ends() is not None or not re.search(r"\d", span):
+                    continue
+                day = dt.date.fromisoformat(c.value)
+                if re.match(r"[A-Za-z]{3}", span):  # the weekday beside the date swapped: always false
+                    wrong = _WEEKDAYS[(day.weekday() + 1) % 7]
+                    swapped = re.sub(r"^[A-Za-z]+", wrong, span)
+                    fail("weekday", step, key, _put(original, text, c.start, c.end, swapped), swapped, False)
+                later = day + dt.timedelta(days=1)
+                new = later.isoformat() if re.search(r"\d{4}-\d{2}", span) else f"{later:%A} {later.day} {later:%B}"
+                fail(
+                    "date",
+                    step,
+                    key,
+                    _put(original, text, c.start, c.end, new),
+                    new,
+                    g.holds("date", later.isoformat()),
+                )
+                break
+        if "money" not in exempt:
+            for c in claims(original, "money", ctx):
+                if c.negated or not c.unit or not isinstance(c.value, float):
+                    continue
+                cents = bool(re.search(r"\d[.,]\d{2}\b", text[c.start : c.end]))
+                amount = round(c.value * 1.1 + 1, 2) if cents else float(round(c.value * 1.1 + 1))
+                new = f"{amount:.2f} {c.unit}" if cents else f"{amount:.0f} {c.unit}"
+                fail(
+                    "money", step, key, _put(original, text, c.start, c.end, new), new, g.holds("money", amount, c.unit)
+                )
+                other = _SWAP_CURRENCY.get(c.unit)
+                if other is not None:
+                    new = f"{c.value:.2f} {other}" if cents else f"{c.value:.0f} {other}"
+                    held = g.holds("money", c.value, other)
+                    fail("currency", step, key, _put(original, text, c.start, c.end, new), new, held)
+                break
+        if "temperature" not in exempt:
+            for span, v, unit, neg in temperature_claims(text):
+                if neg or not unit or "°" not in span:
+                    continue
+                other = "F" if unit == "C" else "C"
+                new = re.sub(r"°\s*[CF]", f"°{other}", span)
+                at = text.find(span)
+                fail(
+                    "temperature",
+                    step,
+                    key,
+                    _put(original, text, at, at + len(span), new),
+                    new,
+                    g.holds("temperature", v, other),
+                )
+                break
+        if "email" not in exempt:
+            for m in _RE_EMAIL.finditer(text):
+                new = m.group().replace(m[1], "mail-" + m[1])
+                at = m.start()
+                fail("email", step, key, _put(original, text, at, m.end(), new), new, g.holds("email", new))
+                break
+        if "phone" not in exempt and sum(ch.isdigit() for ch in text) >= 7:
+            sc = _scan(original, ctx)
+            for a, b, kind in sc.spans:
+                if kind != "phone" or _phone(text[a:b], region, valid=True) is None:
+                    continue
+                span = text[a:b]
+                last = max(i for i, ch in enumerate(span) if ch.isdigit())
+                new = span[:last] + str((int(span[last]) + 1) % 10) + span[last + 1 :]
+                p = _phone(new, region)
+                fail("phone", step, key, _put(original, text, a, b, new), new, p is None or g.holds("phone", p))
+                break
+    # the answer said another way: must pass
+    answer = plan[-1].arguments.get("answer")
+    crits = _answer_criteria(task.criteria)
+    if isinstance(answer, str) and answer.strip() and not any(c.equals is not None for c in crits):
+        text = _scan(answer, ctx).text
+        twelve, cursor = answer, 0
+        for c in claims(answer, "time", ctx):
+            span = text[c.start : c.end]
+            at = twelve.find(span, cursor)
+            if not c.negated and re.fullmatch(r"\d{2}:\d{2}", span) and at >= 0:
+                twelve = twelve[:at] + _twelve(span) + twelve[at + len(span) :]
+                cursor = at + len(_twelve(span))
+        step = len(plan) - 1
+        if twelve != answer:
+            out.append(
+                ClaimProbe("paraphrase", "pass", "answer: times in 12-hour form", _with(plan, step, "answer", twelve))
+            )
+        wrapped = f"Sure! {answer.strip()} Let me know if you need anything else."
+        out.append(
+            ClaimProbe("paraphrase", "pass", "answer: wrapped in pleasantries", _with(plan, step, "answer", wrapped))
+        )
+        if ctx.now and not any(c.type == "date" or (c.pattern and re.search(r"\d", c.pattern)) for c in crits):
+            today = dt.date.fromisoformat(ctx.now[:10])
+            fact = f"{answer.strip().rstrip('.')}. By the way, today is {today:%A}, {today.day} {today:%B}."
+            out.append(
+                ClaimProbe(
+                    "paraphrase", "pass", "answer: plus a true fact (today's date)", _with(plan, step, "answer", fact)
+                )
+            )
+    return out

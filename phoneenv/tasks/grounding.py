@@ -1,0 +1,996 @@
+"""Grounded claims: what the planner *tells* must agree with the world it could see.
+
+A verdict judges what the planner did (state and behaviour criteria) and what it told: the
+final answer and every text it wrote to a person or a record during the episode (a message
+body, a mail's subject and body, a note, an event's title and notes, a request's note, a
+confirmation question: :data:`AUTHORED_KEYS`). :func:`ungrounded` reads the typed claims of
+those texts with the readers the answer criteria use (:mod:`phoneenv.tasks.answers`) and holds
+each to the **grounds** of the episode (:func:`grounds`), in three parts:
+
+- *subject*: the user's words (the goal, each quoted part alone, memory entries, the task's
+  expected answer values), what the episode did (the records it changed as they are now, the
+  results of its write calls) and the phone's clock;
+- *read*: the results of the calls it made (a record's ``currency`` and a weather result's
+  ``temperature_unit`` travel with the numbers beside and below them), and the amounts of the
+  fixture tables of the apps it used (a budget it could have opened);
+- *named* records: every record read, changed or in those fixtures that has a name a clause
+  can say ("Lunch with Osamu", "Grand Plaza", "MD 571", "Osaka": :data:`_NAME_KEYS`).
+
+A claim, read in its sentence, is grounded when:
+
+1. it states what the episode did ("moved it **to** Tuesday", "booked **for** 19:30", "paid
+   **for**..."; a verb of change before it, :data:`_ACTION_BEFORE`) and the episode changed
+   records of its type: then it must be a value the user gave or the episode set;
+2. else it is a subject value;
+3. else, when its sentence names records holding values of its type, it is one of theirs
+   (the dentist appointment's time, not the yoga class's);
+4. else it is a read value (a date: only when the episode set no date).
+
+Texts the planner wrote are never evidence for one another (its own message read back is no
+source; a false time typed into an event and repeated in the answer is still false), and an
+update's old version is no subject ("moved to 19:00" for a booking moved *from* 19:00). Values
+the planner can work out count as held: a time moved by a duration the user or a record gives
+("5 minutes late", a film's runtime, the travel time from now), an amount's sum or difference
+with another of its currency, its split into 2-12 shares, the total of a list. Per type:
+
+=============  ===============================================================================
+time           ``HH:MM`` equal to a held time; told roughly ("around 22:15", "by 23:00") up to
+               15 or 60 minutes off; a time that ends something (a field ``end``,
+               ``arrives``, ``until``) only where the text says so ("until 17:00", "arrives
+               11:10", the far end of "16:00-17:00")
+date           ``YYYY-MM-DD`` equal to a held date (relative days resolved against the clock;
+               a date without a year against any year: birthdays); a weekday said alone is
+               the next such day, the last one or today; a weekday written beside a date
+               ("Thursday, 27 November") must be that date's weekday, whatever else holds
+money          the amount (±0.01) in the same currency when both name one ("$74.50" for a
+               price in GBP is ungrounded)
+temperature    the value in its unit within 0.5°, or converted within 1° (8.6 °C told as
+               47 °F passes; "8.6°F" fails)
+email          the address (case aside) is one the grounds hold
+phone          the number (as libphonenumber reads it, any format; valid numbers only) is one
+               the grounds hold
+=============  ===============================================================================
+
+A negated claim ("not 14:00", "instead of Tuesday") is not told. Free speech stays free: words
+that carry no typed value (a pleasantry, an opinion, a name) are not claims here; people are
+checked by the task's criteria (identity by contact id). Counts and durations are not checked
+here: they are derived more often than stored, so a task asks for those with answer criteria.
+
+Grounding is support, with sentence-level aboutness: a planner that reads ten alarms and tells,
+in a sentence that names none of them, the time of the wrong one passes this check (the task's
+own answer criteria catch that); one that tells a time no record, result or word of the user
+holds, or a value of another record than the one its sentence names or its action set, fails
+it. The reason names the claim, the text it came from and what the grounds hold instead.
+
+A task opts a claim type out with ``TaskSpec.grounding_exempt`` (``{"time": "why"}``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import phonenumbers
+
+from phoneenv.contract import GROUNDED_TYPES
+from phoneenv.harness.memory import STOPWORDS
+from phoneenv.tasks.answers import _WEEKDAY, _WEEKDAYS, _region, _scan, _scan_cached, claims
+from phoneenv.tasks.predicates import Context
+
+__all__ = [
+    "AUTHORED_KEYS",
+    "GROUNDED_TYPES",
+    "Evidence",
+    "Ungrounded",
+    "authored_texts",
+    "evidence_of",
+    "temperature_claims",
+    "ungrounded",
+]
+
+
+AUTHORED_KEYS = frozenset(
+    {"body", "text", "message", "subject", "note", "notes", "description", "content", "question", "reply", "title"}
+)
+"""Arguments whose value is text the planner wrote to a person or a record."""
+
+_ROUGH_MIN = 15
+_BOUND_MIN = 60
+_ABOUT = re.compile(
+    r"\b(?:about|around|roughly|approx(?:imately|\.)?|circa|ca\.|just (?:after|before))\s+(?:at\s+)?$|~\s*$", re.I
+)
+_BY = re.compile(r"\b(?:by|before|no\s+later\s+than)\s+(?:about\s+|around\s+)?$", re.I)
+_AFTER = re.compile(r"\b(?:after|from|no\s+earlier\s+than)\s+(?:about\s+|around\s+)?$", re.I)
+_RE_TEMP = re.compile(
+    r"(?<![\w.,])(?:(-?\d+(?:[.,]\d+)?)\s*(?:°\s*[CF]?\s*)?(?:to|-|–|and)\s*)?(-?\d+(?:[.,]\d+)?)\s*"
+    r"(?:°\s*([CF])\b|°|degrees?(?:\s+(celsius|fahrenheit|c|f)\b)?)",
+    re.I,
+)
+_RE_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_RE_WEEKDAY_NEAR_DATE = re.compile(rf"\b({_WEEKDAY})\b,?\s+(?:the\s+)?$", re.I)
+_END_KEYS = re.compile(r"(?:^|_)(?:end|ends|until|arrives?|arrival|finish|finishes|close|closes)(?:$|_)", re.I)
+_END_CUE = re.compile(
+    r"(?:\b(?:until|till|to|through|ends?|ending|ended|finish\w*|over|arriv\w*|lands?|landing|gets?\s+in|back"
+    r"|by|out|closes?|done)\b|[-–—]|\bbetween\b[^.;]{1,24}\band\b)\W*(?:[\w/]+\W+){0,3}$",
+    re.I,
+)
+_ACTION_BEFORE = re.compile(
+    r"\b(?:mov|reschedul|chang|shift|push|postpon|set|book|reserv|schedul|add|creat|updat|put|block|plac|order"
+    r"|paid|pay|transferr|sent|send|request|remind)\w*\b(?:(?:\s+[^\s.;,!?]+){0,4}?\s+(?:to|for|at|on)\s+(?:the\s+)?"
+    r"|\s+(?:you\s+|them\s+|him\s+|her\s+)?)$",
+    re.I,
+)
+_RE_MONTH_DAY = re.compile(r"-{0,2}(\d{2})-(\d{2})")
+_TEMP_KEYS = re.compile(r"temp|high|low|feels", re.I)
+
+
+@dataclass
+class Evidence:
+    """The typed values of the world the planner could see (see the module docstring).
+
+    ``times``: ``"HH:MM"``; ``dates``: ``"YYYY-MM-DD"``; ``money``: (amount, ISO currency or
+    ``""`` when none is known); ``temps``: (value, ``"C"`` | ``"F"``); ``emails``: lower case;
+    ``phones``: E.164 strings; ``end_times``: times that end something (a field ``end``,
+    ``arrives``, ``until``...), which ground a time only where the text says it ends
+    something ("until 17:00", "arrives 11:10", "16:00-17:00"); ``today``: the clock's date (None without a clock)."""
+
+    times: set[str] = field(default_factory=set)
+    end_times: set[str] = field(default_factory=set)
+    dates: set[str] = field(default_factory=set)
+    money: set[tuple[float, str]] = field(default_factory=set)
+    world_money: set[tuple[float, str]] = field(default_factory=set)
+    temps: set[tuple[float, str]] = field(default_factory=set)
+    emails: set[str] = field(default_factory=set)
+    phones: set[str] = field(default_factory=set)
+    durations: set[int] = field(default_factory=set)
+    month_days: set[str] = field(default_factory=set)
+    today: dt.date | None = None
+
+    def merge(self, other: Evidence) -> None:
+        """Add ``other``'s values to this evidence (its ``today`` kept when set)."""
+        for name in (
+            "times",
+            "end_times",
+            "dates",
+            "money",
+            "world_money",
+            "temps",
+            "emails",
+            "phones",
+            "durations",
+            "month_days",
+        ):
+            getattr(self, name).update(getattr(other, name))
+        self.today = self.today or other.today
+
+    def derived_times(self, later: Iterable[int] = ()) -> set[str]:
+        """The evidence times, each moved by an evidence duration either way (an arrival "5
+        minutes late" for a 10:00 meeting is 10:05; a reminder "15 minutes before"), and each
+        moved forward by one of ``later`` (minutes: a film of 134 minutes from 20:15 ends at
+        22:29; an arrival is the clock plus the travel time)."""
+        out = set(self.times)
+        ahead = set(later) - self.durations
+        for t in self.times:
+            base = _minutes(t)
+            moved = [base + d for d in self.durations] + [base - d for d in self.durations] + [base + d for d in ahead]
+            out.update(f"{m // 60 % 24:02d}:{m % 60:02d}" for m in moved)
+        return out
+
+    def derived_money(self, partners: Iterable[tuple[float, str]] = ()) -> set[tuple[float, str]]:
+        """The evidence amounts and those the planner could work out from them: zero; the sum
+        and difference of two amounts of one currency, where at least one is salient (read,
+        written or said by the user: what is left of a budget the phone holds, a shortfall);
+        each salient amount split in 2 to 12 equal shares (to the cent, or to the unit rounded
+        down or up); ``money`` also holds the totals of each list read or changed. ``partners``:
+        other amounts to combine with these (what was read, beside what was done)."""
+        out = {*self.money, *self.world_money, (0.0, "")}
+        salient = sorted(x for x in self.money if x[0] > 0)[:150]
+        world = sorted({x for x in (*self.world_money, *partners) if x[0] > 0} - set(salient))[:400]
+        for i, (a, ca) in enumerate(salient):
+            for n in range(2, 13):
+                out.update({(round(a / n, 2), ca), (float(int(a / n)), ca), (float(-int(-a // n)), ca)})
+            for n in range(2, 13):  # the share of whoever pays the rest: 20366 = 6788 + 6788 + 6790
+                for share in (round(a / n, 2) // 0.01 * 0.01, float(int(a / n))):
+                    out.add((round(a - (n - 1) * share, 2), ca))
+            for b, cb in (*salient[i + 1 :], *world):
+                if ca == cb or not ca or not cb:
+                    cur = ca if ca == cb else ""  # with an amount of unknown currency: unknown
+                    out.add((round(a + b, 2), cur))
+                    out.add((round(abs(a - b), 2), cur))
+        return out
+
+
+@dataclass(frozen=True)
+class Ungrounded:
+    """One claim the evidence does not hold: its ``type``, the ``said`` span, the ``source``
+    text it came from (``"answer"``, ``"messages.send body"``...), and ``nearest``, the closest
+    evidence values of that type (at most three; empty when the world holds none)."""
+
+    type: str
+    said: str
+    source: str
+    nearest: tuple[str, ...] = ()
+    why: str = ""
+
+    def reason(self) -> str:
+        """One line for a verdict: ``answer says '6:00' (time); the world holds 05:00, 07:30``."""
+        held = f"the world holds {', '.join(self.nearest)}" if self.nearest else "the world holds no such value"
+        return f"{self.source} says {self.said!r} ({self.type}); {self.why or held}"
+
+
+def _phone(raw: str, region: str, *, valid: bool = False) -> str | None:
+    """``raw`` as an E.164 number, or None when it is not a possible one (``valid``: not a
+    valid one: an assigned range of its country, as libphonenumber's metadata holds)."""
+    try:
+        num = phonenumbers.parse(raw, region)
+    except phonenumbers.NumberParseException:
+        return None
+    if not (phonenumbers.is_valid_number(num) if valid else phonenumbers.is_possible_number(num)):
+        return None
+    return phonenumbers.format_number(num, phonenumbers.PhoneNumberFormat.E164)
+
+
+def _phones_in(text: str, region: str) -> list[tuple[str, str]]:
+    """(span, E.164) of every phone number in ``text``."""
+    out = []
+    try:
+        found = list(phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE))
+    except Exception:
+        return out
+    for m in found:
+        if sum(ch.isdigit() for ch in m.raw_string) >= 7:
+            out.append((m.raw_string, phonenumbers.format_number(m.number, phonenumbers.PhoneNumberFormat.E164)))
+    return out
+
+
+def temperature_claims(text: str) -> list[tuple[str, float, str, bool]]:
+    """(span, value, unit, negated) of each temperature in ``text``: ``"8.6 °C"``, ``"47°F"``,
+    ``"12 degrees Celsius"``; unit ``"C"``, ``"F"`` or ``""`` when the text names none."""
+    out = []
+    for m in _RE_TEMP.finditer(text):
+        unit = (m[3] or m[4] or "").upper()[:1]
+        before = text[max(0, m.start() - 30) : m.start()]
+        neg = bool(re.search(r"\b(?:not|n't|instead of|rather than)\s+(?:\w+\s+)?$", before, re.I))
+        for g in (1, 2):  # "46 to 58 °F": both ends carry the unit
+            if m[g] is not None:
+                out.append((text[m.start(g) : m.end()] if g == 2 else m[g], float(m[g].replace(",", ".")), unit, neg))
+    return out
+
+
+def _walk(value: Any, currency: str = "", tunit: str = "", key: str = "") -> Iterable[tuple[Any, str, str, str]]:
+    """(leaf, key, currency, temperature unit) of each leaf of a JSON value; a mapping's
+    ``currency`` and ``temperature_unit`` apply to everything below it; a key ending ``_c``
+    or ``_f`` gives its number's unit."""
+    stack = [(value, currency, tunit, key)]
+    while stack:
+        v, cur, tu, k = stack.pop()
+        if isinstance(v, Mapping):
+            c = v.get("currency")
+            cur = c if isinstance(c, str) and len(c) == 3 else cur
+            u = v.get("temperature_unit")
+            tu = u.replace("°", "").strip()[:1].upper() if isinstance(u, str) and u else tu
+            stack.extend((x, cur, tu, str(kk)) for kk, x in v.items())
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, cur, tu, k) for x in v)
+        else:
+            yield v, k, cur, tu
+
+
+_MONEY_KEYS = re.compile(
+    r"amount|price|total|balance|limit|spent|left|remaining|cost|fee|fare|subtotal|minimum|due|share|refund|tip"
+    r"|value|paid|owed|budget|deposit|charge",
+    re.I,
+)
+_MINUTE_KEYS = re.compile(r"minutes|_min$|duration|runtime|length|eta|late|delay|lead|before|offset", re.I)
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|'([^']{3,})'(?!\w)")
+
+
+def evidence_of(
+    values: Iterable[Any],
+    ctx: Context,
+    *,
+    skip: frozenset[str] = frozenset(),
+    goal: str = "",
+    ev: Evidence | None = None,
+    world: bool = False,
+    clock: bool = True,
+) -> Evidence:
+    """The :class:`Evidence` in ``values`` (JSON values: call results, records, memory entries)
+    and the ``goal`` text (and each quoted part of it alone: the words the user dictated), read
+    against the clock and contacts of ``ctx``, added to ``ev`` when given; strings in ``skip``
+    (texts the planner wrote, stripped) are not read. ``world``: the values are records the
+    planner did not read (the fixtures), whose amounts join ``world_money`` (not summed)."""
+    ev = ev if ev is not None else Evidence()
+    now = _clock(ctx)
+    if now is not None and clock and ev.today is None:
+        ev.today = now.date()
+        ev.dates.add(now.date().isoformat())
+        ev.times.add(now.strftime("%H:%M"))
+    region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+    amounts = ev.world_money if world else ev.money
+
+    day = str(ctx.now)[:10] if ctx.now else None
+
+    def text(s: str, cur: str, tu: str, key: str = "") -> None:
+        s = s.strip()
+        if not s or s in skip or len(s) > 20000:
+            return
+        f = _string_facts(s, day, region)
+        (ev.end_times if _END_KEYS.search(key) else ev.times).update(f.times)
+        ev.dates.update(f.dates)
+        ev.durations.update(f.durations)
+        amounts.update((a, u if u is not None else cur) for a, u in f.amounts)
+        ev.temps.update((v, u or tu) for v, u in f.temps)
+        ev.emails.update(f.emails)
+        ev.month_days.update(f.month_days)
+        ev.phones.update(f.phones)
+
+    if goal:
+        text(goal, "", "")
+        for m in _QUOTED.finditer(goal):
+            text(next(g for g in m.groups() if g), "", "")
+    for value in values:
+        if not world:
+            _list_totals(value, amounts)
+        for leaf, key, cur, tu in _walk(value):
+            if isinstance(leaf, str):
+                text(leaf, cur, tu, key)
+            elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
+                if cur or _MONEY_KEYS.search(key):
+                    amounts.add((round(float(leaf), 2), cur))
+                if _TEMP_KEYS.search(key):
+                    unit = "C" if key.endswith("_c") else "F" if key.endswith("_f") else tu
+                    ev.temps.add((float(leaf), unit))
+                if _MINUTE_KEYS.search(key) and 0 < leaf < 24 * 60:
+                    ev.durations.add(int(leaf))
+    return ev
+
+
+class _Facts(NamedTuple):
+    times: frozenset[str]
+    dates: frozenset[str]
+    durations: frozenset[int]
+    amounts: frozenset[tuple[float, str | None]]  # currency None: the record's, if any
+    temps: frozenset[tuple[float, str]]
+    emails: frozenset[str]
+    month_days: frozenset[str]
+    phones: frozenset[str]
+
+
+_RE_OFFSET = re.compile(r"[+\-\u2212]\d{1,2}:\d{2}")
+_ISO_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:\d{2})?")
+
+
+@functools.lru_cache(maxsize=65536)
+def _string_facts(s: str, day: str | None, region: str) -> _Facts:
+    """The typed values one string of the world holds (read once per string, clock day and
+    phone region: the same records come back in every episode of a task)."""
+    if _RE_OFFSET.fullmatch(s):  # "+01:00": a UTC offset, not a time of day
+        return _Facts(*(frozenset() for _ in range(8)))
+    sc = _scan_cached(s, day, region)
+    times: set[str] = set()
+    dates: set[str] = set()
+    durations: set[int] = set()
+    amounts: set[tuple[float, str | None]] = set()
+    for c in sc.claims:
+        if c.type == "time":
+            times.update(v for v in (c.value, *c.alts) if isinstance(v, str))
+        elif c.type == "date":
+            dates.update(v for v in (c.value, *c.alts) if isinstance(v, str))
+        elif c.type == "duration" and isinstance(c.value, int):
+            durations.add(c.value // 60)
+        elif c.type in ("money", "number") and isinstance(c.value, float):
+            amounts.add((round(c.value, 2), c.unit if c.type == "money" else None))
+            if c.type == "number" and re.match(r"\s*(?:min|minutes?)\b", sc.text[c.end : c.end + 9]):
+                durations.add(int(c.value))
+    temps = {(v, u) for _span, v, u, _ in temperature_claims(s)}
+    emails = {e.lower() for e in _RE_EMAIL.findall(s)}
+    month_days = {f"{m[1]}-{m[2]}"} if (m := _RE_MONTH_DAY.fullmatch(s)) else set()
+    phones: set[str] = set()
+    if sum(ch.isdigit() for ch in s) >= 7 and not _ISO_ONLY.fullmatch(s):
+        phones.update(p for _, p in _phones_in(s, region))
+        if (p := _phone(s, region)) is not None:
+            phones.add(p)
+    return _Facts(*(frozenset(x) for x in (times, dates, durations, amounts, temps, emails, month_days, phones)))
+
+
+def _list_totals(value: Any, out: set[tuple[float, str]]) -> None:
+    """Add to ``out`` the total of each amount field over each list of records in ``value``
+    (three bookings of 64.80, 120.00 and 64.80 GBP: 249.60 GBP), per currency."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+            recs = [r for r in v if isinstance(r, Mapping)]
+            if len(recs) < 2:
+                continue
+            sums: dict[tuple[str, str], float] = {}
+            for r in recs:
+                cur = r.get("currency") if isinstance(r.get("currency"), str) else ""
+                for k, x in r.items():
+                    if isinstance(x, (int, float)) and not isinstance(x, bool) and _MONEY_KEYS.search(str(k)):
+                        sums[(str(k), cur)] = sums.get((str(k), cur), 0.0) + float(x)
+            out.update((round(total, 2), cur) for (_, cur), total in sums.items())
+
+
+def _clock(ctx: Context) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(str(ctx.now)[:19]) if ctx.now else None
+    except ValueError:
+        return None
+
+
+def _minutes(hm: str) -> int:
+    h, m = hm.split(":")
+    return int(h) * 60 + int(m)
+
+
+def _near_times(hm: str, pool: set[str], n: int = 3) -> tuple[str, ...]:
+    return tuple(sorted(pool, key=lambda x: abs(_minutes(x) - _minutes(hm)))[:n])
+
+
+def _time_ok(value: str, text: str, start: int, pool: set[str]) -> bool:
+    if value in pool:
+        return True
+    before = text[max(0, start - 30) : start]
+    mins = _minutes(value)
+    if _ABOUT.search(before):
+        return any(abs(_minutes(p) - mins) <= _ROUGH_MIN for p in pool)
+    if _BY.search(before):  # "out by 23:00" for 22:17: a bound that holds
+        return any(0 <= mins - _minutes(p) <= _BOUND_MIN for p in pool)
+    if _AFTER.search(before):
+        return any(0 <= _minutes(p) - mins <= _BOUND_MIN for p in pool)
+    return False
+
+
+def _weekday_of(word: str) -> int | None:
+    w = word.lower()[:3]
+    return next((i for i, name in enumerate(_WEEKDAYS) if name.startswith(w)), None)
+
+
+def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -> tuple[bool, str]:
+    """Whether the date claim ``c`` of ``text`` is grounded, and why not."""
+    span = text[c.start : c.end]
+    # a weekday written with the date must be its weekday ("Thursday, 27 November" for a Friday)
+    named = re.match(rf"\s*({_WEEKDAY})\b", span, re.I)
+    lead = _RE_WEEKDAY_NEAR_DATE.search(text[max(0, c.start - 14) : c.start])
+    word = named[1] if named and re.search(r"\d", span) else (lead[1] if lead else None)
+    if word is not None and isinstance(c.value, str) and not c.range_end:
+        day = _weekday_of(word)
+        d = dt.date.fromisoformat(c.value)
+        if day is not None and d.weekday() != day:
+            return False, f"{d.isoformat()} is a {d.strftime('%A')}"
+    values = [v for v in (c.value, *c.alts) if isinstance(v, str)]
+    if any(v in ev.dates for v in values):
+        return True, ""
+    if not re.search(r"\d{4}", span):  # "12 September": a birthday, an anniversary: any year
+        days = {v[5:] for v in ev.dates} | ev.month_days
+        if any(v[5:] in days for v in values):
+            return True, ""
+    # a weekday said alone names the next such day (the reader's value), the last one ("I paid
+    # on Tuesday") or today
+    bare = re.fullmatch(rf"(?:(?:this|last)\s+)?({_WEEKDAY})", span.strip(), re.I)
+    today = today or ev.today
+    if bare and today is not None:
+        day = _weekday_of(bare[1])
+        if day is not None:
+            last = today - dt.timedelta(days=(today.weekday() - day) % 7 or 7)
+            return last.isoformat() in ev.dates or (day == today.weekday() and today.isoformat() in ev.dates), ""
+    return False, ""
+
+
+def _money_ok(amount: float, cur: str, pool: set[tuple[float, str]]) -> bool:
+    """Whether ``pool`` holds ``amount`` (±0.01) in currency ``cur``: where the pool knows
+    the currency of that amount, it must be ``cur``; an amount of unknown currency (a bare
+    number the user said) grounds any, unless the same amount is known in another."""
+    near = [c for a, c in pool if abs(a - amount) <= 0.011]
+    if not near:
+        return False
+    known = {c for c in near if c}
+    return not cur or not known or cur in known
+
+
+def _temp_ok(v: float, unit: str, pool: set[tuple[float, str]]) -> bool:
+    for p, pu in pool:
+        if (not unit or not pu or unit == pu) and abs(p - v) <= 0.5:
+            return True
+        if unit and pu and unit != pu:
+            conv = p * 9 / 5 + 32 if pu == "C" else (p - 32) * 5 / 9
+            if abs(conv - v) <= 1.0:
+                return True
+    return False
+
+
+_NAME_KEYS = frozenset(
+    {"title", "name", "event", "city", "restaurant", "carrier", "number", "label", "category", "merchant", "payee",
+     "item", "product", "dish", "hotel", "station", "place", "venue", "film", "movie", "show", "subject",
+     "cinema", "theatre", "theater", "shop", "store", "airline"}
+)  # fmt: skip
+"""Fields that name a record in words a planner repeats ("Lunch with Osamu", "Grand Plaza",
+"MD 571", "Berlin"): a clause that says one of them is about that record."""
+_TOKEN = re.compile(r"[^\W\d_]{4,}")
+_CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)")
+_TYPED = ("time", "date", "money", "temperature")
+
+
+@dataclass
+class Named:
+    """A record the planner read or changed, as a clause can name it: its distinctive name
+    ``tokens`` (lower-case words of its :data:`_NAME_KEYS` fields), its ``codes`` (a whole
+    short name with a digit, "MD 571"), and the :class:`Evidence` of its own values."""
+
+    tokens: frozenset[str]
+    codes: tuple[str, ...]
+    ev: Evidence
+    label: str
+    amounts: tuple[tuple[str, float, str], ...] = ()
+
+
+class Grounds:
+    """The evidence of one episode, in three parts (see the module docstring): ``subject`` (the
+    goal, the records the episode changed, memory, the clock), ``read`` (call results; world
+    amounts), and the ``named`` records a clause can be about."""
+
+    def __init__(
+        self, subject: Evidence, read: Evidence, named: Sequence[Named], done: frozenset[str], did: Evidence
+    ) -> None:
+        self.subject, self.read, self.named, self.done, self.did = subject, read, list(named), done, did
+        self._times = {
+            id(subject): subject.derived_times(read.durations),
+            id(read): read.derived_times(),
+            id(did): did.derived_times(read.durations),
+        }
+        self._money = {
+            id(subject): subject.derived_money(read.money),
+            id(read): read.derived_money(),
+            id(did): did.derived_money(read.money),
+        }
+        df: dict[str, int] = {}
+        for n in self.named:
+            for t in n.tokens:
+                df[t] = df.get(t, 0) + 1
+        # a word most read records share ("meeting", "flight") names none of them
+        limit = max(2, len(self.named) // 3)
+        self._common = frozenset(t for t, k in df.items() if k > limit)
+
+    def holds(self, type: str, value: Any, unit: str = "") -> bool:
+        """Whether the grounds hold ``value`` of ``type`` anywhere: in any part or named
+        record, derived values included (a time ``"HH:MM"``, a date ``"YYYY-MM-DD"``, an
+        amount with its ``unit`` currency, a temperature with ``"C"``/``"F"``, an address, an
+        E.164 number). A value held nowhere contradicts the world whatever sentence tells it;
+        one held somewhere may still be told of the wrong record (see :func:`check_text`)."""
+        if type == "money" and any(_money_ok(round(value, 2), unit, m) for m in self._money.values()):
+            return True
+        later = self.read.durations
+        every = Evidence()  # what a sentence naming several records may combine
+        for n in self.named:
+            every.merge(n.ev)
+        pools = (self.subject, self.read, self.did, every)
+        return any(_held_in(ev, type, value, unit, later) for ev in pools)
+
+    def anchors(self, clause: str, type: str) -> list[Named]:
+        """The named records ``clause`` is about that hold values of ``type``."""
+        low = clause.lower()
+        words = set(_TOKEN.findall(low))
+        out = []
+        for n in self.named:
+            if not _holds(n.ev, type):
+                continue
+            if any(t in words and t not in self._common for t in n.tokens) or any(c in low for c in n.codes):
+                out.append(n)
+        return out
+
+    def ok(
+        self, type: str, value: Any, pool: Evidence, text: str, start: int, unit: str = "", ending: bool = False
+    ) -> bool:
+        """Whether ``value`` (a claim of ``type`` at ``start`` of ``text``) is in ``pool``;
+        ``ending``: the claim is the far end of a range (an end time grounds it)."""
+        kept = pool is self.subject or pool is self.read or pool is self.did
+        if type == "time":
+            times = self._times[id(pool)] if kept else pool.derived_times()
+            if _time_ok(value, text, start, times):
+                return True
+            cued = ending or bool(_END_CUE.search(text[max(0, start - 40) : start]))
+            return cued and _time_ok(value, text, start, pool.end_times)
+        if type == "money":
+            money = self._money[id(pool)] if kept else pool.derived_money()
+            return _money_ok(round(value, 2), unit, money)
+        if type == "temperature":
+            return _temp_ok(value, unit, pool.temps)
+        return False
+
+
+def _held_in(ev: Evidence, type: str, value: Any, unit: str, later: Iterable[int]) -> bool:
+    if type == "time":
+        return value in ev.derived_times(later) or value in ev.end_times
+    if type == "date":
+        return value in ev.dates or value[5:] in ev.month_days or value[5:] in {d[5:] for d in ev.dates}
+    if type == "money":
+        return _money_ok(round(value, 2), unit, ev.derived_money())
+    if type == "temperature":
+        return _temp_ok(value, unit, ev.temps)
+    if type == "email":
+        return str(value).lower() in ev.emails
+    if type == "phone":
+        return value in ev.phones
+    return False
+
+
+def _holds(ev: Evidence, type: str) -> bool:
+    return bool({"time": ev.times | ev.end_times, "date": ev.dates, "money": ev.money, "temperature": ev.temps}[type])
+
+
+def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
+    names = [str(v) for k, v in rec.items() if k in _NAME_KEYS and isinstance(v, str) and v.strip()]
+    if not names:
+        return None
+    tokens = frozenset(t for n in names for t in _TOKEN.findall(n.lower()) if t not in STOPWORDS)
+    codes = tuple(
+        n.lower() for n in names if any(ch.isdigit() for ch in n) and len(n) <= 12 and re.search(r"[a-z]", n, re.I)
+    )
+    if not tokens and not codes:
+        return None
+    ev = evidence_of([rec], ctx, clock=False)
+    cur = rec.get("currency") if isinstance(rec.get("currency"), str) else ""
+    amounts = tuple(
+        (str(k), float(v), cur)
+        for k, v in rec.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and _MONEY_KEYS.search(str(k))
+    )
+    return Named(tokens, codes, ev, names[0], amounts)
+
+
+def _records(value: Any) -> Iterable[Mapping[str, Any]]:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            if any(k in _NAME_KEYS for k in v):
+                yield v
+            stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+
+
+@dataclass
+class WorldGrounds:
+    """What the fixtures add to an episode's grounds (see :func:`world_grounds`): their amounts
+    (``ev.world_money``) and the records a clause can name."""
+
+    ev: Evidence
+    named: list[Named]
+
+
+def world_grounds(records: Iterable[Mapping[str, Any]], ctx: Context, *, limit: int = 2000) -> WorldGrounds:
+    """The :class:`WorldGrounds` of fixture ``records`` (the tables of the apps an episode
+    used), read once per task; at most ``limit`` records are read (a table of 100,000 rows
+    costs no more than one of 2,000)."""
+    recs = list(itertools.islice(records, limit))
+    ev = evidence_of(recs, ctx, world=True, clock=False)
+    named = [n for r in recs if (n := _named(r, ctx))]
+    return WorldGrounds(ev, named)
+
+
+def grounds(
+    *,
+    goal: str,
+    calls: Sequence[Any],
+    changed: Sequence[Any],
+    memory: Iterable[Any] = (),
+    world: WorldGrounds | None = None,
+    ctx: Context,
+) -> tuple[Grounds, list[tuple[str, str]]]:
+    """The :class:`Grounds` of an episode and the texts the planner wrote (``(source, text)``).
+
+    A call's result is evidence, except the texts the planner had written before it (its own
+    message read back is no source); the changed records are evidence except the texts it
+    wrote; a sub-agent's answer to its parent is never evidence."""
+    children = frozenset(
+        str(c.arguments.get("answer")).strip()
+        for c in calls
+        if c.name == "finish" and c.frame != "main" and c.arguments.get("answer")
+    )
+    subject = evidence_of(memory, ctx, goal=goal)
+    did = evidence_of(memory, ctx, goal=goal, clock=False)  # what the user asked and the episode did
+    read = Evidence(today=subject.today)
+    written: set[str] = set()
+    texts: list[tuple[str, str]] = []
+    named: list[Named] = []
+    for c in calls:
+        own = authored_texts([c])
+        if c.ok and c.feedback.result is not None and c.name != "finish":
+            skip = frozenset(written) | children | {t.strip() for _, t in own}
+            wrote = getattr(c.effect, "value", c.effect) in ("write", "sensitive")
+            evidence_of([c.feedback.result], ctx, skip=skip, ev=subject if wrote else read)
+            if wrote:
+                evidence_of([_unstamped(c.feedback.result)], ctx, skip=skip, ev=did, clock=False)
+            recs = itertools.islice(_records(c.feedback.result), 200)
+            named.extend(n for r in recs if (n := _named(_without(r, skip), ctx)))
+        texts.extend(own)
+        written.update(t.strip() for _, t in own)
+    skip = frozenset(written) | children
+    now_recs, was_recs = _versions(changed)
+    evidence_of([now_recs], ctx, skip=skip, ev=subject)
+    bare = evidence_of([_unstamped(now_recs)], ctx, skip=skip, clock=False)
+    did.merge(bare)
+    named.extend(n for r in (*now_recs, *was_recs)[:400] if (n := _named(_without(r, skip), ctx)))
+    if world is not None:
+        read.world_money.update(world.ev.world_money)
+        named.extend(world.named)
+    # the types of what the episode did (a sent message's timestamp is none)
+    clock = Evidence(times=subject_clock(ctx, "time"), dates=subject_clock(ctx, "date"))
+    done = frozenset(
+        t for t in _TYPED if set(_values(bare, t)) - set(_values(clock, t)) or (t == "time" and bare.end_times)
+    )
+    return Grounds(subject, read, named, done, did), texts
+
+
+_STAMP_KEYS = frozenset(
+    {"time", "created", "updated", "booked", "sent", "received", "modified", "timestamp", "observed"}
+)
+"""Fields the app stamps with the clock when it writes (a message's ``time``): not what the
+planner did, only when."""
+
+
+def _unstamped(value: Any) -> Any:
+    """``value`` (JSON) without the :data:`_STAMP_KEYS` fields of its records."""
+    if isinstance(value, Mapping):
+        return {k: _unstamped(v) for k, v in value.items() if k not in _STAMP_KEYS}
+    if isinstance(value, (list, tuple)):
+        return [_unstamped(v) for v in value]
+    return value
+
+
+def _without(rec: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:
+    """``rec`` without the fields that hold a text the planner wrote (its own words name
+    nothing and ground nothing)."""
+    return {k: v for k, v in rec.items() if not (isinstance(v, str) and v.strip() in skip)}
+
+
+def _versions(changed: Sequence[Any]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """The records of ``changed`` as the episode left them (new versions, and deleted records
+    as they were) and as they were before an update. ``changed``: :class:`~phoneenv.state.Change`
+    objects, or plain records (all taken as they are now)."""
+    now: list[Mapping[str, Any]] = []
+    was: list[Mapping[str, Any]] = []
+    for ch in changed:
+        if isinstance(ch, Mapping):
+            now.append(ch)
+        elif ch.kind == "updated":
+            now.append(ch.new)
+            was.append(ch.old)
+        else:
+            now.append(ch.new if ch.new is not None else ch.old)
+    return now, was
+
+
+def subject_clock(ctx: Context, type: str) -> set[str]:
+    """The clock's own value of ``type`` (``"time"``: ``HH:MM``; ``"date"``), as a set."""
+    now = _clock(ctx)
+    if now is None:
+        return set()
+    return {now.strftime("%H:%M")} if type == "time" else {now.date().isoformat()}
+
+
+def check_text(
+    text: str, source: str, g: Grounds, ctx: Context, types: Sequence[str] = GROUNDED_TYPES
+) -> list[Ungrounded]:
+    """The claims of ``text`` (told by the planner; ``source`` names where) that the grounds
+    ``g`` do not hold, of the claim ``types`` asked for.
+
+    A claim is grounded when it is in ``g.subject`` (what the user said, what the episode did,
+    the clock); else, when its clause names read records holding values of its type, when it is
+    one of theirs; else, when the episode did nothing of its type, when it is in ``g.read``."""
+    out: list[Ungrounded] = []
+    if not text or not text.strip():
+        return out
+    sc = _scan(text, ctx)
+    t = sc.text
+    bounds = [0, *(m.end() for m in _CLAUSE.finditer(t)), len(t) + 1]
+
+    def clause(pos: int) -> str:
+        i = next(k for k in range(1, len(bounds)) if pos < bounds[k])
+        return t[bounds[i - 1] : bounds[i]]
+
+    def acted(start: int, type: str) -> bool:
+        """Whether the claim at ``start`` is the value of what the episode did ("moved it to
+        Tuesday", "booked for 19:30", "paid 45 EUR")."""
+        here = clause(start)
+        lead = t[max(bounds[0], start - len(here) - 1, start - 60) : start]
+        return type in g.done and bool(_ACTION_BEFORE.search(lead))
+
+    def judge(type: str, values: Sequence[Any], start: int, end: int, unit: str = "", ending: bool = False) -> None:
+        if acted(start, type):
+            if any(g.ok(type, v, g.did, t, start, unit, ending) for v in values):
+                return
+            near = tuple(_nearest(type, values[0], _values(g.did, type))) if values else ()
+            why = "it is what the episode did, whose records hold " + (", ".join(near) or "none")
+            out.append(Ungrounded(type, t[start:end], source, near, why))
+            return
+        if any(g.ok(type, v, g.subject, t, start, unit, ending) for v in values):
+            return
+        anchors = g.anchors(clause(start), type)
+        if anchors:
+            about = Evidence()
+            totals: dict[tuple[str, str], float] = {}
+            for a in anchors:
+                about.merge(a.ev)
+                for k, x, cur in a.amounts:  # the total of the records named ("386.98 in all")
+                    totals[(k, cur)] = totals.get((k, cur), 0.0) + x
+            about.money.update((round(x, 2), cur) for (_, cur), x in totals.items())
+            if any(g.ok(type, v, about, t, start, unit, ending) for v in values):
+                return
+            held = sorted({_show(type, x) for a in anchors for x in _values(a.ev, type)})[:3]
+            why = f"it is about {', '.join(dict.fromkeys(a.label for a in anchors))}, which holds {', '.join(held)}"
+            out.append(Ungrounded(type, t[start:end], source, tuple(held), why))
+            return
+        if any(g.ok(type, v, g.read, t, start, unit, ending) for v in values):
+            return
+        pool = [*_values(g.subject, type), *_values(g.read, type)]
+        near = tuple(_nearest(type, values[0], pool)) if values else ()
+        why = ""
+        out.append(Ungrounded(type, t[start:end], source, near, why))
+
+    if "time" in types:
+        for c in claims(text, "time", ctx):
+            if not c.negated:
+                for k, part in enumerate([c] if c.ends() is None else list(c.ends())):
+                    vals = [v for v in (part.value, *part.alts) if isinstance(v, str)]
+                    judge("time", vals, part.start, part.end, ending=k == 1)
+    if "date" in types:
+        found = claims(text, "date", ctx)
+        for i, c in enumerate(found):
+            if c.negated:
+                continue
+            nxt = found[i + 1] if i + 1 < len(found) else None
+            if (
+                nxt is not None
+                and re.fullmatch(rf"{_WEEKDAY}", t[c.start : c.end].strip(), re.I)
+                and re.fullmatch(r"[\s,]*", t[c.end : nxt.start])
+            ):  # "Wednesday 2026-11-11": the weekday labels the date beside it (checked with it)
+                continue
+            # a weekday's agreement with its date first, whatever the evidence
+            _, why = _date_check(c, t, Evidence(), g.subject.today)
+            if why:
+                out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
+                continue
+            own = Evidence(dates=set(g.did.dates), month_days=g.did.month_days)
+            if re.match(r"\s*(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", t[c.start : c.end], re.I):
+                own.dates |= subject_clock(ctx, "date")  # the clock grounds "today", not "Tuesday"
+            if acted(c.start, "date"):
+                if _date_check(c, t, own, g.subject.today)[0]:
+                    continue
+                near = tuple(_nearest("date", c.value, list(g.subject.dates)))
+                why = "it is what the episode did, whose records hold " + (", ".join(near) or "none")
+                out.append(Ungrounded("date", t[c.start : c.end], source, near, why))
+                continue
+            anchors = g.anchors(clause(c.start), "date")
+            if anchors:  # about named records: theirs, or a day the episode set (not the clock's)
+                if any(_date_check(c, t, e, g.subject.today)[0] for e in (own, *(a.ev for a in anchors))):
+                    continue
+            elif _date_check(c, t, g.subject, g.subject.today)[0] or (
+                "date" not in g.done and _date_check(c, t, g.read, g.subject.today)[0]
+            ):
+                continue
+            pool = [*g.subject.dates, *(a for n in anchors for a in n.ev.dates)]
+            if not anchors and "date" not in g.done:
+                pool += list(g.read.dates)
+            near = tuple(_nearest("date", c.value, pool))
+            why = f"it is about {', '.join(dict.fromkeys(a.label for a in anchors))}" if anchors else ""
+            out.append(Ungrounded("date", t[c.start : c.end], source, near, why))
+    if "money" in types:
+        for c in sc.claims:
+            if c.type == "money" and not c.negated and isinstance(c.value, float):
+                judge("money", [c.value], c.start, c.end, c.unit)
+    if "temperature" in types:
+        for span, v, unit, neg in temperature_claims(t):
+            if not neg:
+                start = t.find(span)
+                judge("temperature", [v], start, start + len(span), unit)
+    every = Evidence()
+    every.merge(g.subject)
+    every.merge(g.read)
+    for n in g.named:
+        every.merge(n.ev)
+    if "email" in types:
+        for e in _RE_EMAIL.findall(text):
+            if e.lower().rstrip(".") not in every.emails:
+                out.append(Ungrounded("email", e, source, tuple(sorted(every.emails))[:3]))
+    if "phone" in types and sum(ch.isdigit() for ch in text) >= 7:
+        region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+        for a, b, kind in sc.spans:
+            if kind != "phone":
+                continue
+            p = _phone(t[a:b], region, valid=True)
+            if p is not None and p not in every.phones:
+                out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(every.phones))[:3]))
+    return out
+
+
+def _values(ev: Evidence, type: str) -> list[Any]:
+    return list({"time": ev.times, "date": ev.dates, "money": ev.money, "temperature": ev.temps}[type])
+
+
+def _show(type: str, x: Any) -> str:
+    if type == "money":
+        return f"{x[0]:.2f} {x[1]}".strip()
+    if type == "temperature":
+        return f"{x[0]:g} °{x[1]}".rstrip(" °")
+    return str(x)
+
+
+def _nearest(type: str, value: Any, pool: Sequence[Any]) -> list[str]:
+    def dist(x: Any) -> tuple[float, str]:
+        return (_dist(x), str(x))  # ties broken by value: the same reason on every run
+
+    def _dist(x: Any) -> float:
+        if type == "time":
+            return abs(_minutes(x) - _minutes(value))
+        if type == "date":
+            return abs((dt.date.fromisoformat(x) - dt.date.fromisoformat(value)).days)
+        return abs(x[0] - value)
+
+    return [_show(type, x) for x in sorted(set(pool), key=dist)[:3]]
+
+
+def authored_texts(calls: Sequence[Any]) -> list[tuple[str, str]]:
+    """(source, text) of every text the planner wrote in a successful call: the values of the
+    :data:`AUTHORED_KEYS` arguments (``"messages.send body"``). ``finish`` answers are left to
+    the caller (the root's is the answer; a sub-agent's goes to its parent, not to a person)."""
+    out = []
+    for c in calls:
+        if not c.ok or c.name in ("finish", "agent.delegate"):
+            continue
+        for k, v in c.arguments.items():
+            if k in AUTHORED_KEYS and isinstance(v, str) and v.strip() and v != "***":
+                out.append((f"{c.name} {k}", v))
+    return out
+
+
+def ungrounded(
+    *,
+    goal: str,
+    answer: str | None,
+    calls: Sequence[Any],
+    changed: Sequence[Any],
+    memory: Iterable[Any] = (),
+    world: WorldGrounds | None = None,
+    ctx: Context,
+    exempt: Mapping[str, str] | None = None,
+) -> list[Ungrounded]:
+    """Every claim of the final ``answer`` and of the texts the planner wrote (see
+    :func:`authored_texts`) that the evidence does not ground (see :func:`check_text`).
+
+    Args:
+        goal: the user's words.
+        answer: the root ``finish`` answer (None: nothing told).
+        calls: the episode's :class:`~phoneenv.tasks.verify.CallRecord` s, in order.
+        changed: the episode's :class:`~phoneenv.state.Change` s (an update's old version is
+            no subject: "moved to 19:00" for a booking moved from 19:00 is not grounded by it).
+        memory: the fixtures' memory entries (any JSON).
+        world: what the fixture records the planner could have read add (the tables of the
+            apps it used), read once per task with :func:`world_grounds`.
+        ctx: contacts (phone region) and the phone's clock.
+        exempt: claim types not checked for this task, with the reason (``{"time": "..."}``).
+
+    Returns:
+        one :class:`Ungrounded` per claim, answer first, then the texts in call order.
+    """
+    types = tuple(t for t in GROUNDED_TYPES if t not in (exempt or {}))
+    if not types:
+        return []
+    g, texts = grounds(goal=goal, calls=calls, changed=changed, memory=memory, world=world, ctx=ctx)
+    out = []
+    if answer:
+        out.extend(check_text(answer, "answer", g, ctx, types))
+    for source, text in texts:
+        out.extend(check_text(text, source, g, ctx, types))
+    return out

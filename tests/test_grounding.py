@@ -1,0 +1,185 @@
+"""Grounded claims: what the planner tells is held to the world it could see, on every task.
+
+Each case plays a whole plan through ``env.step`` (the reference plan with one text changed) and
+reads the verdict's ``grounded`` criterion. The expectations are a careful person's: a time, date,
+weekday, amount, currency, temperature unit, address or number the world does not hold fails;
+the same facts said another way (12-hour times, words, a converted unit, a true extra fact) pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from phoneenv.contract import TaskSpec, ToolCall
+from phoneenv.env import PhonePlanEnv
+from phoneenv.tasks import get_task
+from phoneenv.tasks.grounding import Evidence, temperature_claims
+from phoneenv.tasks.predicates import Context
+from phoneenv.tasks.validate import run_plan
+from phoneenv.tasks.verify import GROUNDED
+
+
+def _play(task: TaskSpec, plan: list[ToolCall]) -> dict:
+    env = PhonePlanEnv(tasks=[task], backend=task.backends[0])
+    info, _ = run_plan(env, task, plan)
+    return info["verdict"]
+
+
+def _grounded(verdict: dict) -> dict:
+    return next(c for c in verdict["criteria"] if c["id"] == GROUNDED)
+
+
+def _answer(task_id: str, answer: str) -> dict:
+    task = get_task(task_id)
+    plan = [*task.reference_plan[:-1], ToolCall(name="finish", arguments={"answer": answer})]
+    return _play(task, plan)
+
+
+def _text(task_id: str, tool: str, key: str, body: str) -> dict:
+    """The reference plan of ``task_id`` with the ``key`` argument of its ``tool`` call replaced."""
+    task = get_task(task_id)
+    plan = [
+        ToolCall(name=c.name, arguments={**c.arguments, key: body}) if c.name == tool else c
+        for c in task.reference_plan
+    ]
+    return _play(task, plan)
+
+
+# Wrong facts told beside the right result: each was a pass before grounded claims.
+TOLD_WRONG = [
+    # an alarm's time told an hour off (the alarm itself set right)
+    ("clock.set_alarm/0", "Alarm set for 06:00; the 07:15 one is off.", "06:00"),
+    ("clock.set_alarm/0", "Your 6 AM alarm 'Walk the dog' is on, and the 7:15 one is off.", "6 AM"),
+    # a price in another currency, an amount off
+    ("shop.price_check/0", "It costs $74.50; no, size 41 is sold out.", "$74.50"),
+    ("budget.spending_answer/0", "36.32 EUR this month.", "36.32 EUR"),
+    ("budget.spending_answer/0", "You've spent 63.32 USD on dining this month.", "63.32 USD"),
+    # a temperature in the wrong unit
+    ("weather.text_forecast/0", "Tomorrow in Amsterdam: fog, high 8.6°F.", "8.6°F"),
+    # a number or an address that is no one's
+    ("contacts.lookup_number/0", "+447999030282", "+447999030282"),
+]
+
+
+@pytest.mark.parametrize(("task_id", "answer", "said"), TOLD_WRONG)
+def test_a_wrong_fact_in_the_answer_fails(task_id, answer, said):
+    verdict = _answer(task_id, answer)
+    crit = _grounded(verdict)
+    assert not crit["passed"] and not verdict["success"]
+    assert said in crit["reason"] and "answer says" in crit["reason"]
+
+
+TOLD_RIGHT = [
+    ("clock.set_alarm/0", "Done: the 5 AM alarm 'Walk the dog' is set, and the quarter past seven one is off."),
+    ("clock.set_alarm/0", "Sure! Alarm set for 5:00 a.m. tomorrow; I switched off the 7:15 AM one."),
+    ("weather.text_forecast/0", "Tomorrow in Amsterdam: foggy, with a high of 47 °F (8.6 °C)."),
+    ("shop.price_check/0", "It costs £74.50 - and no, size 41 is sold out."),
+    ("budget.spending_answer/0", "You've spent $36.32 on dining so far this month."),
+    ("contacts.lookup_number/0", "Irene's number is +44 7999 030281; I sent it to Rebecca."),
+]
+
+
+@pytest.mark.parametrize(("task_id", "answer"), TOLD_RIGHT)
+def test_a_right_fact_said_another_way_passes(task_id, answer):
+    verdict = _answer(task_id, answer)
+    assert _grounded(verdict)["passed"], _grounded(verdict)["reason"]
+
+
+def test_a_weekday_must_be_the_dates():
+    # 9 November 2026 is a Monday: a text that calls it Tuesday tells the invitee a false day
+    verdict = _text("calendar.move_event/0", "messages.send", "body", "Yoga class moves to Tuesday 9 November.")
+    crit = _grounded(verdict)
+    assert not crit["passed"] and "is a Monday" in crit["reason"] and "messages.send body" in crit["reason"]
+    ok = _text("calendar.move_event/0", "messages.send", "body", "Yoga class moves to Monday 9 November, same time.")
+    assert _grounded(ok)["passed"], _grounded(ok)["reason"]
+
+
+def test_a_wrong_time_in_a_text_fails_and_names_the_text():
+    verdict = _text("calendar.move_event/0", "messages.send", "body", "Yoga class moves to Monday 9 November at 17:00.")
+    crit = _grounded(verdict)
+    assert not crit["passed"] and "'17:00'" in crit["reason"] and "messages.send body" in crit["reason"]
+    same = _text("calendar.move_event/0", "messages.send", "body", "Yoga moves to Monday 9 November, 4 pm as usual.")
+    assert _grounded(same)["passed"], _grounded(same)["reason"]
+
+
+def test_the_day_the_episode_did_must_be_told():
+    # the event moved to Monday the 9th: "moved to Tuesday" names a day the episode did not use
+    task = get_task("calendar.move_event/0")
+    verdict = _answer("calendar.move_event/0", "Moved Yoga class to Tuesday and told Stanley.")
+    assert not _grounded(verdict)["passed"]
+    right = _answer("calendar.move_event/0", "Moved Yoga class to Monday 9 November and told Stanley.")
+    assert _grounded(right)["passed"], (task.goal, _grounded(right)["reason"])
+
+
+def test_the_old_time_of_a_move_is_not_the_new_one():
+    # a move from 16:00 on Friday: "16:00" is still the time, so it passes; 17:00 does not
+    ok = _answer("calendar.move_event/0", "Moved it to Monday 9 November at 16:00, and told Stanley.")
+    assert _grounded(ok)["passed"], _grounded(ok)["reason"]
+    bad = _answer("calendar.move_event/0", "Moved it to Monday 9 November at 17:00, and told Stanley.")
+    assert not _grounded(bad)["passed"]
+
+
+def test_free_speech_is_free():
+    verdict = _answer("clock.set_alarm/0", "All set - have a lovely walk with the dog! Alarm 05:00, 07:15 off.")
+    assert _grounded(verdict)["passed"], _grounded(verdict)["reason"]
+
+
+def test_a_task_may_exempt_a_type_with_a_reason():
+    task = get_task("clock.set_alarm/0")
+    exempt = task.model_copy(update={"grounding_exempt": {"time": "the user asked for a made-up time"}})
+    plan = [*task.reference_plan[:-1], ToolCall(name="finish", arguments={"answer": "Alarm set for 06:00."})]
+    assert _grounded(_play(exempt, plan))["passed"]
+    with pytest.raises(ValueError, match="say why"):
+        TaskSpec.model_validate({**task.model_dump(), "grounding_exempt": {"time": " "}})
+    with pytest.raises(ValueError, match="unknown claim type"):
+        TaskSpec.model_validate({**task.model_dump(), "grounding_exempt": {"mood": "x"}})
+
+
+def test_temperature_claims_read_units_and_ranges():
+    assert [(v, u) for _, v, u, _ in temperature_claims("fog, 46 to 58 °F, rain 4%")] == [(46.0, "F"), (58.0, "F")]
+    assert [(v, u) for _, v, u, _ in temperature_claims("high 8,6 degrees Celsius")] == [(8.6, "C")]
+    assert [(v, u) for _, v, u, _ in temperature_claims("about 12°")] == [(12.0, "")]
+
+
+def test_derived_values_the_planner_can_work_out():
+    ev = Evidence(times={"20:15"}, durations={134}, money={(20518.0, "JPY")})
+    assert "22:29" in ev.derived_times() and "18:01" in ev.derived_times()  # either way
+    assert "21:15" not in ev.derived_times()
+    money = ev.derived_money()
+    # a three-way split rounded down, and the share of whoever pays the rest
+    assert (6839.0, "JPY") in money and (6840.0, "JPY") in money
+    assert (6850.0, "JPY") not in money
+    assert Evidence(times={"08:00"}).derived_times(later=[60]) >= {"09:00"}
+    assert "07:00" not in Evidence(times={"08:00"}).derived_times(later=[60])
+
+
+def test_the_clock_is_evidence():
+    ctx = Context(now="2026-11-07T08:00:03")
+    from phoneenv.tasks.grounding import evidence_of
+
+    ev = evidence_of([], ctx)
+    assert ev.today is not None and ev.today.isoformat() == "2026-11-07" and "08:00" in ev.times
+
+
+def test_claim_probes_are_generated_both_ways():
+    from phoneenv.tasks.claim_probes import claim_probes
+
+    task = get_task("clock.set_alarm/0")  # "Alarm set for 05:00; the 07:15 one is off."
+    env = PhonePlanEnv(tasks=[task])
+    run_plan(env, task, task.reference_plan)
+    probes = claim_probes(task, env.episode_grounds(), env.episode_context())
+    by = {(p.type, p.expect): p for p in probes}
+    # the first time told, an hour later: 06:00, which no alarm of this world holds
+    time_probe = by[("time", "fail")]
+    assert time_probe.name == "answer: '06:00'" and not time_probe.held
+    assert time_probe.plan[-1].arguments["answer"] == "Alarm set for 06:00; the 07:15 one is off."
+    assert not run_plan(env, task, time_probe.plan)[0]["verdict"]["success"]
+    twelve = next(p for p in probes if p.name == "answer: times in 12-hour form")
+    assert twelve.plan[-1].arguments["answer"] == "Alarm set for 5:00 am; the 7:15 am one is off."
+    for p in probes:
+        if p.expect == "pass":
+            assert run_plan(env, task, p.plan)[0]["verdict"]["success"], p.name
+    weather = get_task("weather.text_forecast/0")
+    run_plan(env, weather, weather.reference_plan)
+    kinds = {(p.type, p.name) for p in claim_probes(weather, env.episode_grounds(), env.episode_context())}
+    assert ("temperature", "answer: '8.6°F'") in kinds and ("temperature", "messages.send body: '8.6°F'") in kinds
