@@ -183,3 +183,22 @@ def test_claim_probes_are_generated_both_ways():
     run_plan(env, weather, weather.reference_plan)
     kinds = {(p.type, p.name) for p in claim_probes(weather, env.episode_grounds(), env.episode_context())}
     assert ("temperature", "answer: '8.6°F'") in kinds and ("temperature", "messages.send body: '8.6°F'") in kinds
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("Re: Dinner on Saturday?", True),
+        ("Re: Dinner on Saturday", True),  # trailing punctuation aside
+        ("RE: dinner on saturday?", True),
+        ("AW: Dinner on Saturday?", True),  # a German client's reply prefix
+        ("Re[2]: Dinner on Saturday?", True),
+        ("Dinner on Saturday?", False),  # no reply prefix
+        ("Fwd: Dinner on Saturday?", False),  # a forward is no reply
+        ("Re: Lunch on Saturday?", False),
+    ],
+)
+def test_a_reply_subject_as_any_client_writes_it(value, ok):
+    from phoneenv.tasks.predicates import match
+
+    assert match({"subject": value}, {"subject": {"subject": "Re: Dinner on Saturday?"}}) is ok

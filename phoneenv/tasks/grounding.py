@@ -79,7 +79,16 @@ import phonenumbers
 
 from phoneenv.contract import GROUNDED_TYPES
 from phoneenv.harness.memory import STOPWORDS
-from phoneenv.tasks.answers import _WEEKDAY, _WEEKDAYS, _region, _scan, _scan_cached, claims
+from phoneenv.tasks.answers import (
+    _ABOUT_BEFORE,
+    _BY_BEFORE,
+    _WEEKDAY,
+    _WEEKDAYS,
+    _region,
+    _scan,
+    _scan_cached,
+    claims,
+)
 from phoneenv.tasks.predicates import Context
 
 __all__ = [
@@ -101,10 +110,6 @@ AUTHORED_KEYS = frozenset(
 
 _ROUGH_MIN = 15
 _BOUND_MIN = 60
-_ABOUT = re.compile(
-    r"\b(?:about|around|roughly|approx(?:imately|\.)?|circa|ca\.|just (?:after|before))\s+(?:at\s+)?$|~\s*$", re.I
-)
-_BY = re.compile(r"\b(?:by|before|no\s+later\s+than)\s+(?:about\s+|around\s+)?$", re.I)
 _AFTER = re.compile(r"\b(?:after|from|no\s+earlier\s+than)\s+(?:about\s+|around\s+)?$", re.I)
 _RE_TEMP = re.compile(
     r"(?<![\w.,])(?:(-?\d+(?:[.,]\d+)?)\s*(?:°\s*[CF]?\s*)?(?:to|-|–|and)\s*)?(-?\d+(?:[.,]\d+)?)\s*"
@@ -442,9 +447,9 @@ def _time_ok(value: str, text: str, start: int, pool: set[str]) -> bool:
         return True
     before = text[max(0, start - 30) : start]
     mins = _minutes(value)
-    if _ABOUT.search(before):
+    if _ABOUT_BEFORE.search(before):
         return any(abs(_minutes(p) - mins) <= _ROUGH_MIN for p in pool)
-    if _BY.search(before):  # "out by 23:00" for 22:17: a bound that holds
+    if _BY_BEFORE.search(before):  # "out by 23:00" for 22:17: a bound that holds
         return any(0 <= mins - _minutes(p) <= _BOUND_MIN for p in pool)
     if _AFTER.search(before):
         return any(0 <= _minutes(p) - mins <= _BOUND_MIN for p in pool)

@@ -6,7 +6,8 @@ A ``where`` clause maps field names to conditions; a record matches when every c
     True
 
 Operators: a literal means equality (``True`` does not equal ``1``); ``{"eq": v}``, ``{"ne": v}``, ``{"in": [..]}``,
-``{"iequals": s}`` (case- and space-insensitive), ``{"icontains": s}`` (a substring of the text
+``{"iequals": s}`` (case- and space-insensitive), ``{"subject": s}`` (a mail subject, its
+reply or forward prefix in any client's form and its punctuation aside: :func:`same_subject`), ``{"icontains": s}`` (a substring of the text
 read as words: case, accents, hyphens and punctuation aside; "cancel" is in "Cancelled"), ``{"says": s}`` (the
 text states the phrase as whole words, not denied: :func:`says`), ``{"startswith": s}``,
 ``{"gte": x}``, ``{"lte": x}`` (numbers or ISO strings), ``{"has": v}`` (a list/tuple field holds
@@ -222,8 +223,35 @@ def _phones(value: Any, numbers: Any) -> bool:
     )
 
 
+_REPLY = re.compile(r"^\s*(?:re|aw|sv|antw|odp|r)\s*(?:\[\d+\])?\s*:\s*", re.I)
+_FORWARD = re.compile(r"^\s*(?:fwd?|wg|tr|rv|vs|doorst)\s*(?:\[\d+\])?\s*:\s*", re.I)
+
+
+def _subject_parts(text: str) -> tuple[str, str]:
+    """A mail subject as (kind, topic): kind ``"re"`` for a reply prefix (Re:, RE:, AW:, Sv:...,
+    repeated or numbered: "Re[2]:"), ``"fwd"`` for a forward (Fwd:, FW:, WG:...), ``""`` for
+    none; topic as words (case, punctuation and a trailing "?" or "!" aside)."""
+    kind = ""
+    while True:
+        if m := _REPLY.match(text):
+            kind, text = kind or "re", text[m.end() :]
+        elif m := _FORWARD.match(text):
+            kind, text = kind or "fwd", text[m.end() :]
+        else:
+            return kind, words(text).strip()
+
+
+def same_subject(value: Any, expected: str) -> bool:
+    """Whether mail subject ``value`` is ``expected`` as a mail client writes it: the same kind
+    of prefix (a reply's "Re:" may be "RE:", "AW:", "Re[2]:"; a forward's "Fwd:" "FW:" or
+    "WG:"), the same topic in words (case, spaces and punctuation aside: "Re: Dinner on
+    Saturday" for "Re: Dinner on Saturday?")."""
+    return isinstance(value, str) and _subject_parts(value) == _subject_parts(expected)
+
+
 OPERATORS = {
     "eq": lambda v, a: v == a,
+    "subject": same_subject,
     "ne": lambda v, a: v != a,
     "in": lambda v, a: v in a,
     "iequals": lambda v, a: v is not None and norm(v) == norm(a),

@@ -326,7 +326,7 @@ def reply(w: World) -> Draft:
             "created",
             folder="sent",
             to={"has": m["from"], "len": 1},
-            subject={"iequals": f"Re: {m['subject']}"},
+            subject={"subject": f"Re: {m['subject']}"},
             body=dictated(text),
         )
     ]
@@ -345,6 +345,16 @@ def reply(w: World) -> Draft:
             replacing(plan, i, call("mail.send", to=[m["from"]], subject=f"Re: {m['subject']}", body=text)),
         ),
         passes("opened it first", [*plan[:2], call("mail.read", message_id=m["id"]), *plan[2:]]),
+        passes(
+            "a new mail, its subject as another client writes it",
+            replacing(
+                plan, i, call("mail.send", to=[m["from"]], subject=f"RE: {m['subject'].rstrip('?!.')}", body=text)
+            ),
+        ),
+        fails(
+            "a new mail without the reply's subject",
+            replacing(plan, i, call("mail.send", to=[m["from"]], subject=f"Fwd: {m['subject']}", body=text)),
+        ),
         fails("other words", replacing(plan, i, call("mail.reply", message_id=m["id"], body="OK."))),
         fails(
             "replied twice",

@@ -770,7 +770,7 @@ def out_of_office(w: World) -> Draft:
                 "created",
                 folder="sent",
                 to={"has": m["from"], "len": 1},
-                subject={"iequals": f"Re: {m['subject']}"},
+                subject={"subject": f"Re: {m['subject']}"},
                 body={"iequals": text},
             ),
             m["id"],
