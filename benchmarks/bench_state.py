@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -80,7 +81,8 @@ def measure_people(n_records: int, reps: int) -> tuple[str, float, str, float, s
     base = get_task(PEOPLE_TASK)
     want = next(c.value for c in base.criteria if c.kind == "answer")
     who = next(c for c in base.fixtures.records[CONTACTS_TABLE] if c["id"] == want)
-    send = json.dumps({"name": "messages.send", "arguments": {"to": who["phone"], "body": "will reply later"}})
+    dictated = re.search(r'"([^"]+)"', base.goal)[1]  # the reply the goal dictates
+    send = json.dumps({"name": "messages.send", "arguments": {"to": who["phone"], "body": dictated}})
     answer = f"{who['name']} texted last; I replied."
     finish = json.dumps({"name": "finish", "arguments": {"answer": answer}})
     task = padded(PEOPLE_TASK, n_records)

@@ -27,6 +27,7 @@ or accepted.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,7 +110,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
     plan = list(task.reference_plan or [])
     if not plan or plan[-1].name != "finish":
         return []
-    region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+    region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
     out: list[ClaimProbe] = []
     exempt = set(task.grounding_exempt)
 

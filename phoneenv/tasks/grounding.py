@@ -316,7 +316,7 @@ def evidence_of(
         ev.today = now.date()
         ev.dates.add(now.date().isoformat())
         ev.times.add(now.strftime("%H:%M"))
-    region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+    region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
     amounts = ev.world_money if world else ev.money
 
     day = str(ctx.now)[:10] if ctx.now else None
@@ -548,16 +548,9 @@ class Grounds:
         self, subject: Evidence, read: Evidence, named: Sequence[Named], done: frozenset[str], did: Evidence
     ) -> None:
         self.subject, self.read, self.named, self.done, self.did = subject, read, list(named), done, did
-        self._times = {
-            id(subject): subject.derived_times(read.durations),
-            id(read): read.derived_times(),
-            id(did): did.derived_times(read.durations),
-        }
-        self._money = {
-            id(subject): subject.derived_money(read.money),
-            id(read): read.derived_money(),
-            id(did): did.derived_money(read.money),
-        }
+        # derived values, worked out on first use (most episodes tell no amount)
+        self._times: dict[int, set[str]] = {}
+        self._money: dict[int, set[tuple[float, str]]] = {}
         df: dict[str, int] = {}
         for n in self.named:
             for t in n.tokens:
@@ -566,19 +559,39 @@ class Grounds:
         limit = max(2, len(self.named) // 3)
         self._common = frozenset(t for t, k in df.items() if k > limit)
 
+    @functools.cached_property
+    def every(self) -> Evidence:
+        """All the grounds in one :class:`Evidence`: every part and every named record (what a
+        sentence naming several records may combine; the addresses and numbers the world holds)."""
+        out = Evidence()
+        for ev in (self.subject, self.read, self.did, *(n.ev for n in self.named)):
+            out.merge(ev)
+        return out
+
+    def _derived_times(self, pool: Evidence) -> set[str]:
+        if id(pool) not in self._times:  # what was done or said moves by what was read, too
+            later = () if pool is self.read else self.read.durations
+            self._times[id(pool)] = pool.derived_times(later)
+        return self._times[id(pool)]
+
+    def _derived_money(self, pool: Evidence) -> set[tuple[float, str]]:
+        if id(pool) not in self._money:
+            partners = () if pool is self.read else self.read.money
+            self._money[id(pool)] = pool.derived_money(partners)
+        return self._money[id(pool)]
+
     def holds(self, type: str, value: Any, unit: str = "") -> bool:
         """Whether the grounds hold ``value`` of ``type`` anywhere: in any part or named
         record, derived values included (a time ``"HH:MM"``, a date ``"YYYY-MM-DD"``, an
         amount with its ``unit`` currency, a temperature with ``"C"``/``"F"``, an address, an
         E.164 number). A value held nowhere contradicts the world whatever sentence tells it;
         one held somewhere may still be told of the wrong record (see :func:`check_text`)."""
-        if type == "money" and any(_money_ok(round(value, 2), unit, m) for m in self._money.values()):
+        if type == "money" and any(
+            _money_ok(round(value, 2), unit, self._derived_money(p)) for p in (self.subject, self.read, self.did)
+        ):
             return True
         later = self.read.durations
-        every = Evidence()  # what a sentence naming several records may combine
-        for n in self.named:
-            every.merge(n.ev)
-        pools = (self.subject, self.read, self.did, every)
+        pools = (self.subject, self.read, self.did, self.every)
         return any(_held_in(ev, type, value, unit, later) for ev in pools)
 
     def anchors(self, clause: str, type: str) -> list[Named]:
@@ -600,13 +613,13 @@ class Grounds:
         ``ending``: the claim is the far end of a range (an end time grounds it)."""
         kept = pool is self.subject or pool is self.read or pool is self.did
         if type == "time":
-            times = self._times[id(pool)] if kept else pool.derived_times()
+            times = self._derived_times(pool) if kept else pool.derived_times()
             if _time_ok(value, text, start, times):
                 return True
             cued = ending or bool(_END_CUE.search(text[max(0, start - 40) : start]))
             return cued and _time_ok(value, text, start, pool.end_times)
         if type == "money":
-            money = self._money[id(pool)] if kept else pool.derived_money()
+            money = self._derived_money(pool) if kept else pool.derived_money()
             return _money_ok(round(value, 2), unit, money)
         if type == "temperature":
             return _temp_ok(value, unit, pool.temps)
@@ -900,23 +913,18 @@ def check_text(
             if not neg:
                 start = t.find(span)
                 judge("temperature", [v], start, start + len(span), unit)
-    every = Evidence()
-    every.merge(g.subject)
-    every.merge(g.read)
-    for n in g.named:
-        every.merge(n.ev)
     if "email" in types:
         for e in _RE_EMAIL.findall(text):
-            if e.lower().rstrip(".") not in every.emails:
-                out.append(Ungrounded("email", e, source, tuple(sorted(every.emails))[:3]))
+            if e.lower().rstrip(".") not in g.every.emails:
+                out.append(Ungrounded("email", e, source, tuple(sorted(g.every.emails))[:3]))
     if "phone" in types and sum(ch.isdigit() for ch in text) >= 7:
-        region = _region(tuple(str(c.get("phone") or "") for c in list(ctx.contacts)[:20]))
+        region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
         for a, b, kind in sc.spans:
             if kind != "phone":
                 continue
             p = _phone(t[a:b], region, valid=True)
-            if p is not None and p not in every.phones:
-                out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(every.phones))[:3]))
+            if p is not None and p not in g.every.phones:
+                out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(g.every.phones))[:3]))
     return out
 
 
