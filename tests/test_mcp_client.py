@@ -158,7 +158,7 @@ def test_contract_on_mcp_tools_and_criteria_that_fail() -> None:
     items = {i["id"]: i for i in fbs[5]["result"]["items"]}
     assert len(items) == 2 and items[1]["done"] is True  # the invalid calls never reached the server
     verdict = {c.id: c.passed for c in env.verdict.criteria}
-    assert verdict == {"count": False, "added": False, "kept": False}
+    assert verdict == {"count": False, "added": False, "kept": False, "grounded": True}
     assert not env.verdict.success
     env.close()
 

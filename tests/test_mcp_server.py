@@ -131,7 +131,12 @@ def test_episode_resources_errors_and_reset_in_process() -> None:
             end = await client.call_tool("finish", {"answer": "no idea"})
             episode = end.structured_content["episode"]
             assert episode["over"] and episode["success"] is False
-            answers = [c["passed"] for c in episode["verdict"]["criteria"] if c["kind"] == "answer"]
+            # the task's answer criteria fail; "no idea" tells nothing false (grounded passes)
+            told = {c["id"]: c["passed"] for c in episode["verdict"]["criteria"]}
+            answers = [
+                c["passed"] for c in episode["verdict"]["criteria"] if c["kind"] == "answer" and c["id"] != "grounded"
+            ]
+            assert told["grounded"] is True
             assert answers and not any(answers)
             after = await client.call_tool("clock__now", {})
             assert after.is_error and after.structured_content["error"] == "precondition_failed"

@@ -160,7 +160,8 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 )
                 other = _SWAP_CURRENCY.get(c.unit)
                 if other is not None:
-                    new = f"{c.value:.2f} {other}" if cents else f"{c.value:.0f} {other}"
+                    num = re.search(r"\d[\d.,\u00a0\u202f]*\d|\d", text[c.start : c.end])
+                    new = f"{num.group() if num else c.value} {other}"  # the amount as written, another currency
                     held = g.holds("money", c.value, other)
                     fail("currency", step, key, _put(original, text, c.start, c.end, new), new, held)
                 break

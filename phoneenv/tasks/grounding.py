@@ -522,6 +522,7 @@ _NAME_KEYS = frozenset(
 """Fields that name a record in words a planner repeats ("Lunch with Osamu", "Grand Plaza",
 "MD 571", "Berlin"): a clause that says one of them is about that record."""
 _TOKEN = re.compile(r"[^\W\d_]{4,}")
+_TOKEN_ANY = re.compile(r"[^\W\d_]+")
 _CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)")
 _TYPED = ("time", "date", "money", "temperature")
 
@@ -705,8 +706,12 @@ def grounds(
     memory: Iterable[Any] = (),
     world: WorldGrounds | None = None,
     ctx: Context,
+    zone: str | None = None,
 ) -> tuple[Grounds, list[tuple[str, str]]]:
     """The :class:`Grounds` of an episode and the texts the planner wrote (``(source, text)``).
+    ``zone``: the phone's IANA time zone; with it, the clock's time in each city the goal names
+    (a zone's city: "Dubai" for ``Asia/Dubai``) is a subject time too ("what's the time in
+    Dubai?" is answered from the phone's own clock).
 
     A call's result is evidence, except the texts the planner had written before it (its own
     message read back is no source); the changed records are evidence except the texts it
@@ -717,6 +722,7 @@ def grounds(
         if c.name == "finish" and c.frame != "main" and c.arguments.get("answer")
     )
     subject = evidence_of(memory, ctx, goal=goal)
+    subject.times.update(_zone_times(goal, ctx, zone))
     did = evidence_of(memory, ctx, goal=goal, clock=False)  # what the user asked and the episode did
     read = Evidence(today=subject.today)
     written: set[str] = set()
@@ -765,6 +771,37 @@ def _unstamped(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_unstamped(v) for v in value]
     return value
+
+
+@functools.lru_cache(maxsize=1)
+def _zone_cities() -> dict[str, str]:
+    """City (lower case, spaces for underscores) → IANA zone, from the system's zone names."""
+    import zoneinfo
+
+    out: dict[str, str] = {}
+    for name in zoneinfo.available_timezones():
+        if "/" in name and not name.startswith(("Etc/", "SystemV/", "US/")):
+            out.setdefault(name.rsplit("/", 1)[1].replace("_", " ").lower(), name)
+    return out
+
+
+def _zone_times(goal: str, ctx: Context, zone: str | None) -> set[str]:
+    """The clock's time (``HH:MM``) in each city of a time zone that ``goal`` names."""
+    now = _clock(ctx)
+    if now is None or not zone:
+        return set()
+    import zoneinfo
+
+    try:
+        here = now.replace(tzinfo=zoneinfo.ZoneInfo(zone))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return set()
+    low = f" {' '.join(_TOKEN_ANY.findall(goal.lower()))} "
+    return {
+        here.astimezone(zoneinfo.ZoneInfo(name)).strftime("%H:%M")
+        for city, name in _zone_cities().items()
+        if f" {city} " in low
+    }
 
 
 def _without(rec: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:

@@ -667,7 +667,9 @@ def episode_grounds(
         _WORLD_CACHE[key] = (task, world)
     memory = [m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in task.fixtures.memory or ()]
     memory.extend(criterion_facts(task.criteria))
-    return grounds(goal=task.goal, calls=calls, changed=changes, memory=memory, world=world, ctx=ctx)
+    return grounds(
+        goal=task.goal, calls=calls, changed=changes, memory=memory, world=world, ctx=ctx, zone=task.fixtures.timezone
+    )
 
 
 def grounded(
