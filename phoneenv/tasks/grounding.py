@@ -95,11 +95,18 @@ __all__ = [
     "AUTHORED_KEYS",
     "GROUNDED_TYPES",
     "Evidence",
+    "Grounds",
+    "Named",
     "Ungrounded",
+    "WorldGrounds",
     "authored_texts",
+    "check_text",
+    "check_told",
     "evidence_of",
+    "grounds",
     "temperature_claims",
     "ungrounded",
+    "world_grounds",
 ]
 
 
@@ -1038,9 +1045,13 @@ def ungrounded(
     if not types:
         return []
     g, texts = grounds(goal=goal, calls=calls, changed=changed, memory=memory, world=world, ctx=ctx)
-    out = []
-    if answer:
-        out.extend(check_text(answer, "answer", g, ctx, types))
-    for source, text in texts:
-        out.extend(check_text(text, source, g, ctx, types))
-    return out
+    return check_told(g, answer, texts, ctx, types)
+
+
+def check_told(
+    g: Grounds, answer: str | None, texts: Sequence[tuple[str, str]], ctx: Context, types: Sequence[str]
+) -> list[Ungrounded]:
+    """:func:`check_text` over the final ``answer`` (source ``"answer"``) and each of the
+    ``texts`` the planner wrote (``(source, text)``), in that order."""
+    told = [("answer", answer)] if answer else []
+    return [u for source, text in (*told, *texts) for u in check_text(text, source, g, ctx, types)]

@@ -50,7 +50,7 @@ from phoneenv.tasks.grounding import (
     Ungrounded,
     WorldGrounds,
     authored_texts,
-    check_text,
+    check_told,
     grounds,
     world_grounds,
 )
@@ -690,10 +690,7 @@ def grounded(
     types = tuple(t for t in GROUNDED_TYPES if t not in task.grounding_exempt)
     if types and (answer or any(True for _ in authored_texts(calls))):
         g, texts = episode_grounds(task, before, changes, calls, ctx)
-        if answer:
-            bad.extend(check_text(answer, "answer", g, ctx, types))
-        for source, text in texts:
-            bad.extend(check_text(text, source, g, ctx, types))
+        bad = check_told(g, answer, texts, ctx, types)
     return CriterionResult(
         id=GROUNDED, kind="answer", passed=not bad, reason="; ".join(dict.fromkeys(u.reason() for u in bad))
     )
