@@ -594,7 +594,7 @@ def test_reply_goes_to_the_sender_with_re_subject_and_a_fresh_mail_fails():
         (msg,) = [m for m in rows(t, "mail.messages") if m["subject"] == subject]
         (crit,) = state_crits(t, "created")
         assert crit.where["to"] == {"has": msg["from"], "len": 1}
-        assert crit.where["subject"] == {"iequals": f"Re: {subject}"}
+        assert crit.where["subject"] == {"subject": f"Re: {subject}"}  # a reply subject in any client's form
         text = re.search(r': "(.+)"', t.goal).group(1)
         assert crit.where["body"] == {"says": text}
         sender = [c["name"] for c in rows(t, "contacts.contacts") if c["email"] == msg["from"]]
