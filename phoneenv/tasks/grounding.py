@@ -445,10 +445,6 @@ def _minutes(hm: str) -> int:
     return int(h) * 60 + int(m)
 
 
-def _near_times(hm: str, pool: set[str], n: int = 3) -> tuple[str, ...]:
-    return tuple(sorted(pool, key=lambda x: abs(_minutes(x) - _minutes(hm)))[:n])
-
-
 def _time_ok(value: str, text: str, start: int, pool: set[str]) -> bool:
     if value in pool:
         return True
@@ -757,7 +753,7 @@ def grounds(
         read.world_money.update(world.ev.world_money)
         named.extend(world.named)
     # the types of what the episode did (a sent message's timestamp is none)
-    clock = Evidence(times=subject_clock(ctx, "time"), dates=subject_clock(ctx, "date"))
+    clock = Evidence(times=_clock_values(ctx, "time"), dates=_clock_values(ctx, "date"))
     done = frozenset(
         t for t in _TYPED if set(_values(bare, t)) - set(_values(clock, t)) or (t == "time" and bare.end_times)
     )
@@ -834,7 +830,7 @@ def _versions(changed: Sequence[Any]) -> tuple[list[Mapping[str, Any]], list[Map
     return now, was
 
 
-def subject_clock(ctx: Context, type: str) -> set[str]:
+def _clock_values(ctx: Context, type: str) -> set[str]:
     """The clock's own value of ``type`` (``"time"``: ``HH:MM``; ``"date"``), as a set."""
     now = _clock(ctx)
     if now is None:
@@ -926,7 +922,7 @@ def check_text(
                 continue
             own = Evidence(dates=set(g.did.dates), month_days=g.did.month_days)
             if re.match(r"\s*(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", t[c.start : c.end], re.I):
-                own.dates |= subject_clock(ctx, "date")  # the clock grounds "today", not "Tuesday"
+                own.dates |= _clock_values(ctx, "date")  # the clock grounds "today", not "Tuesday"
             if acted(c.start, "date"):
                 if _date_check(c, t, own, g.subject.today)[0]:
                     continue
