@@ -277,6 +277,11 @@ class AnswerCriterion(BaseModel):
     "size 40" beside the size asked about), and a clause that says one answers another question
     and is set aside ("size 39 is in stock, though size 40 isn't").
 
+    ``about``: the typed check reads only the parts of the answer that name ``about`` (a place,
+    a person; parts split at sentence ends, commas, semicolons, dashes, "and", "but", "while"):
+    "Dubai: 13:00, Sao Paulo: 06:00" and "In Sao Paulo it's six in the morning and in Dubai it's 1
+    pm" tell Dubai's time as 13:00. An answer that names ``about`` nowhere fails.
+
     ``optional``: the answer need not state a value of the type, but one it states must be the
     expected one (or a ``context`` value): for a task whose answer is free, where a wrong time or
     amount told to the user is as wrong as a wrong one written ("Reminder set for 9:00" when it is
@@ -302,9 +307,12 @@ class AnswerCriterion(BaseModel):
     context: list[Any] = Field(default_factory=list)
     optional: bool = False
     judge: str | None = None
+    about: str | None = None
 
     @model_validator(mode="after")
     def _typed_needs_value(self) -> AnswerCriterion:
+        if self.about is not None and (self.type is None or not self.about.strip()):
+            raise ValueError("about= names what a typed answer is about (a place, a person): give type= and value=")
         if self.type is not None and self.value is None:
             raise ValueError(f"answer criterion of type {self.type!r} needs the expected value= (normalised form)")
         if self.type is None and self.value is not None:

@@ -256,7 +256,46 @@ def test_says_reads_a_compound_written_open_or_closed_alike():
         ("Not at lunch time", "at lunchtime"),  # still denied
         ("Gate 10 15 minutes", "Gate 1015"),  # numbers stay apart
         ("lunch at the time", "lunchtime"),  # only a space or hyphen joins a compound
-        ("a lunchtimes talk", "lunchtime"),  # whole words
+        ("a lunchtimer talk", "lunchtime"),  # whole words
+    ):
+        assert not says(body, phrase), (body, phrase)
+
+
+def test_says_reads_word_forms_and_abbreviations_as_the_same_words():
+    for body, phrase in (
+        ("Foggy tomorrow, high 9", "fog"),  # the adjective in -y
+        ("Windy all day", "wind"),
+        ("Icy roads in the morning", "ice"),
+        ("Don't forget the concert ticket", "Don't forget the concert tickets"),  # singular/plural
+        ("I'm running about 15 mins late", "I'm running about 15 minutes late"),  # a unit abbreviated
+        ("Back in 2hrs", "back in 2 hours"),
+        ("Be there in 10 min.", "be there in 10 minutes"),
+        ("thx & see you tmrw", "thanks and see you tomorrow"),
+        ("Can you bring the charger tonite?", "Can you bring the charger tonight?"),
+    ):
+        assert says(body, phrase), (body, phrase)
+    for body, phrase in (
+        ("Dinner at eighty", "dinner at eight"),  # number words keep their form
+        ("The fogger is broken", "fog"),
+        ("I'm not running 15 min late", "I'm running 15 minutes late"),  # still denied
+        ("Running 15 min late", "running 50 minutes late"),
+    ):
+        assert not says(body, phrase), (body, phrase)
+
+
+def test_a_denial_reaches_to_the_end_of_its_part_of_the_sentence():
+    for body, phrase in (
+        ("Don't worry, got your message", "got your message"),
+        ("Not a problem - see you at 8", "see you at 8"),
+        ("No, the package arrived: thanks!", "the package arrived"),
+        ("Not Tuesday \u2013 Wednesday at 8", "Wednesday at 8"),
+    ):
+        assert says(body, phrase), (body, phrase)
+    for body, phrase in (
+        ("I'm not at the station", "at the station"),
+        ("The package hasn't arrived yet", "the package arrived"),
+        ("Don't call me when you land", "call me when you land"),
+        ("Not Tuesday \u2013 Wednesday at 8", "Tuesday"),
     ):
         assert not says(body, phrase), (body, phrase)
 
@@ -873,3 +912,100 @@ def test_a_flight_or_train_number_is_no_amount():
     assert check_answer(money, "Booked ICE 578 and U2 123; 949.48 EUR in all.", None, CTX)[0]
     assert not check_answer(money, "Booked SK 139; 1049.48 EUR in all.", None, CTX)[0]
     assert extract_claims("Total: EUR 139", "money", CTX) == [139.0]  # a currency code is no carrier
+
+
+def test_dictates_allows_a_greeting_and_nothing_added():
+    from phoneenv.tasks.predicates import dictates
+
+    def named(w: str) -> bool:
+        return w == "sam"
+
+    said = "I'm running about 15 minutes late"
+    for body in (
+        "Hi Sam! I'm running about 15 mins late, see you soon x",
+        "Hey, I am running about fifteen minutes late. Thanks!",
+        "i'm running about 15 minutes late 🙏",
+    ):
+        assert dictates(body, said, named), body
+    for body in (
+        "I'm running about 15 minutes late. Unfortunately I can't make Saturday though.",
+        "I'm running about 15 minutes late, start without me",
+        "I'm running about 15 minutes late, there by 9",
+        "Hi Bob, I'm running about 15 minutes late",  # a name that is no contact's
+        "I'm running about 50 minutes late",
+        "I'm not running about 15 minutes late",
+    ):
+        assert not dictates(body, said, named), body
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("Dubai: 13:00, Sao Paulo: 06:00", True),
+        ("In Sao Paulo it's six in the morning and in Dubai it's 1 pm.", True),
+        ("It's 1 pm in Dubai while Sao Paulo is at 6 am", True),
+        ("Dubai is at five past one? No: one o'clock in the afternoon", False),  # two times told for Dubai
+        ("Dubai: 13:00 or 14:00, Sao Paulo: 06:00", False),  # a hedge
+        ("Dubai: 06:00, Sao Paulo: 13:00", False),  # the times swapped
+        ("8 am here (Dubai: 1 pm)", True),  # Dubai's own bracket
+        ("Sao Paulo (06:00) and Dubai (13:00)", True),
+        ("Dubai is 8 am here (1 pm)", False),  # two times in Dubai's part
+        ("13:00 and 06:00", False),  # Dubai named nowhere
+    ],
+)
+def test_a_typed_answer_about_a_place_reads_that_place_s_part(text, ok):
+    from phoneenv.tasks.answers import check_answer
+    from phoneenv.tasks.predicates import Context
+
+    crit = AnswerCriterion(type="time", value="13:00", about="Dubai")
+    assert check_answer(crit, text, None, Context(now="2026-11-20T09:00:00"))[0] is ok, text
+
+
+def test_about_needs_a_typed_check():
+    with pytest.raises(ValidationError, match="about="):
+        AnswerCriterion(contains=["Dubai"], about="Dubai")
+
+
+def test_a_low_chance_does_not_state_the_thing():
+    assert not says("Fog, only a 16% chance of rain", "rain")
+    assert not says("a 20 percent chance of showers later", "showers")
+    assert says("an 80% chance of rain", "rain")  # likely: stated
+    assert says("Rain, 16% chance of it clearing", "rain")  # the chance is of something else
+
+
+def test_a_person_may_be_named_by_title_and_surname():
+    from phoneenv.tasks.identity import ContactBook, contact_ids, mentioned_contacts
+
+    people = [
+        {"id": "c1", "name": "Tom Baxter", "phone": "+4915100000001"},
+        {"id": "c2", "name": "Ana Baxter"},
+        {"id": "c3", "name": "Lea Braun"},
+    ]
+    book = ContactBook({c["id"]: c for c in people})
+    for contacts in (people, book):
+        assert contact_ids("Ms Braun", contacts) == {"c3"}
+        assert contact_ids("Dr. Braun", contacts) == {"c3"}
+        assert contact_ids("Mr Baxter", contacts) == {"c1", "c2"}  # two Baxters: ambiguous
+        assert contact_ids("Braun", contacts) == set()  # a surname alone is no name
+        assert mentioned_contacts("I called Ms Braun and Tom", contacts) == [{"c3"}, {"c1"}]
+
+
+@pytest.mark.parametrize(
+    ("crit", "text", "ok"),
+    [
+        ({"type": "contact", "value": "c1"}, "Iris Lang, and next is Lea Braun", True),
+        ({"type": "contact", "value": "c1"}, "Lea Braun, and next is Iris Lang", False),  # the order told wrong
+        ({"type": "contact", "value": "c1"}, "Iris Lang or Lea Braun", False),
+        ({"type": "date", "value": "2026-11-27"}, "Due Friday 27 November; last scanned on 24 November", True),
+        ({"type": "date", "value": "2026-11-27"}, "Due 24 November; next scan 27 November", False),
+        ({"type": "date", "value": "2026-11-27"}, "Due 27 November, or maybe 28 November", False),  # a hedge
+        ({"type": "time", "value": "16:00"}, "It is at 16:00, then maybe 17:00", False),
+        ({"type": "time", "value": "16:00"}, "At 16:00; previously it was at 14:00", True),
+    ],
+)
+def test_another_fact_told_as_context_is_not_a_second_answer(crit, text, ok):
+    from phoneenv.tasks.predicates import Context
+
+    people = [{"id": "c1", "name": "Iris Lang"}, {"id": "c3", "name": "Lea Braun"}]
+    ctx = Context(now="2026-11-20T09:00:00", contacts=people)
+    assert check_answer(AnswerCriterion(**crit), text, None, ctx)[0] is ok, text

@@ -202,3 +202,48 @@ def test_a_reply_subject_as_any_client_writes_it(value, ok):
     from phoneenv.tasks.predicates import match
 
     assert match({"subject": value}, {"subject": {"subject": "Re: Dinner on Saturday?"}}) is ok
+
+
+def _dictated_task() -> tuple[TaskSpec, ToolCall]:
+    task = get_task("messages.text_contact/0")
+    sent = next(c for c in task.reference_plan if c.name == "messages.send")
+    return task, sent
+
+
+def test_a_dictated_text_may_be_greeted_and_abbreviated_but_not_added_to():
+    task, sent = _dictated_task()
+    body = sent.arguments["body"]
+    first = get_task(task.id).goal.split()[1].rstrip(":,")  # "Text Sam: ..." -> the contact's first name
+    for ok in (
+        f"Hi {first}! {body} See you soon x",
+        f"Hey - {body.lower()} Thx!",
+        f"{body.replace('minutes', 'mins')} :)",
+    ):
+        verdict = _text(task.id, "messages.send", "body", ok)
+        assert verdict["success"], (ok, verdict)
+    stop = "" if body.rstrip()[-1:] in ".!?" else "."
+    for added in (
+        f"{body}{stop} Unfortunately I can't make Saturday though.",  # a refusal the user never gave
+        f"{body}{stop} I'll bring the wine.",  # a promise
+        f"{body}{stop} Call me at 9.",  # a time
+    ):
+        verdict = _text(task.id, "messages.send", "body", added)
+        assert not verdict["success"], added
+
+
+def test_spoken_times_are_the_times_they_say():
+    from phoneenv.tasks.answers import read_value
+    from phoneenv.tasks.claim_probes import _spoken
+
+    ctx = Context(now="2026-11-20T09:00:00")
+    assert _spoken("16:30") == "half past four in the afternoon"
+    assert _spoken("20:45") == "quarter to nine in the evening"
+    assert _spoken("11:50") is None  # "ten to twelve": noon is another part of the day
+    assert _spoken("07:03") is None
+    for h in range(24):
+        for m in range(0, 60, 5):
+            hm = f"{h:02d}:{m:02d}"
+            said = _spoken(hm)
+            if said is not None:
+                got = read_value(f"at {said}", "time", ctx)
+                assert got and got[0].value == hm, (hm, said, got)

@@ -130,7 +130,7 @@ def test_text_contact_goal_and_wrong_recipient():
         sent = [c for c in t.criteria if isinstance(c, StateCriterion)]
         assert [c.where["number"] for c in sent] == [{"person": a["id"]}, {"person": b["id"]}]
         for c in sent:
-            assert c.change == "created" and c.where["body"] == {"says": m.group(3)}  # the dictated text, whole
+            assert c.change == "created" and c.where["body"] == {"dictates": m.group(3)}  # the dictated text, whole
         assert t.fixtures.confirm_sensitive == bool(m.group(4))
     t = next(t for t in tasks("messages.text_contact") if not t.fixtures.confirm_sensitive)
     m = re.match(r'Text (my \w+|\w+) and (my \w+|\w+): "(.+?)"', t.goal)
@@ -196,7 +196,7 @@ def test_last_texter_answer_and_outgoing_confusion():
         reply = re.search(r'Text them back: "(.+)"\.$', t.goal).group(1)
         sent = crit(t, StateCriterion)
         assert sent.where["number"] == {"person": sender["id"]}
-        assert sent.where["body"] == {"says": reply}
+        assert sent.where["body"] == {"dictates": reply}
         newest = max(msgs, key=lambda m: m["time"])
         if newest["direction"] == "out" and not same(newest["number"], sender["phone"]):
             # The newest thread is one where the user wrote last: that person is the wrong one.

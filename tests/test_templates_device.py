@@ -15,7 +15,8 @@ import pytest
 from phoneenv.contract import AnswerCriterion, StateCriterion, TaskSpec
 from phoneenv.env import PhonePlanEnv
 from phoneenv.tasks import select
-from phoneenv.tasks.predicates import match
+from phoneenv.tasks.answers import check_answer
+from phoneenv.tasks.predicates import Context, match
 
 # -- helpers -------------------------------------------------------------------------------------
 
@@ -185,6 +186,28 @@ CITY_ZONES = {
 }
 
 
+def spoken_time(t: dt.datetime) -> str:
+    """``t``'s time as said aloud, written here independently of the library ("20 minutes past
+    one in the afternoon", "15 minutes to six in the evening", "one o'clock at night"); a 12-hour
+    time where the next hour is noon or midnight."""
+    names = ["twelve", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"]
+
+    def part(h: int) -> str:
+        if h < 4 or h >= 22:
+            return "at night"
+        return "in the morning" if h < 12 else "in the afternoon" if h < 17 else "in the evening"
+
+    h, m = t.hour, t.minute
+    if m == 0:
+        return f"{names[h % 12]} o'clock {part(h)}"
+    if m <= 30:
+        return f"{m} minutes past {names[h % 12]} {part(h)}"
+    nxt = (h + 1) % 24
+    if nxt in (0, 12) or part(nxt) != part(h):
+        return f"{h % 12 or 12}:{m:02d} {'am' if h < 12 else 'pm'}"
+    return f"{60 - m} minutes to {names[nxt % 12]} {part(nxt)}"
+
+
 def test_what_time_answer_is_the_city_time_and_phone_time_fails():
     for t in tasks("clock.what_time"):
         m = re.fullmatch(r"What time is it in (.+) and in (.+) right now\?", t.goal) or re.fullmatch(
@@ -199,9 +222,19 @@ def test_what_time_answer_is_the_city_time_and_phone_time_fails():
         h12 = [f"{x.hour % 12 or 12}:{x.minute:02d} {'AM' if x.hour < 12 else 'PM'}" for x in there]
         words = f"In {m.group(1)} it's {h12[0]}, and in {m.group(2)} {h12[1]}."
         swapped = f"{m.group(1)}: {there[1]:%H:%M}, {m.group(2)}: {there[0]:%H:%M}"
-        crits = [c for c in t.criteria if isinstance(c, AnswerCriterion) and c.pattern]
-        for text, ok in ((good, True), (words, True), (swapped, False), (f"{m.group(1)}: {there[0]:%H:%M}", False)):
-            assert all(re.search(c.pattern, text, re.IGNORECASE) for c in crits) is ok, (t.id, text)
+        spoken = f"It's {spoken_time(there[1])} in {m.group(2)} and {spoken_time(there[0])} in {m.group(1)}"
+        crits = [c for c in t.criteria if isinstance(c, AnswerCriterion) and c.about]
+        assert len(crits) == 2
+        ctx = Context(now=t.fixtures.clock)
+        cases = (
+            (good, True),
+            (words, True),
+            (spoken, True),
+            (swapped, False),
+            (f"{m.group(1)}: {there[0]:%H:%M}", False),
+        )
+        for text, ok in cases:
+            assert all(check_answer(c, text, None, ctx)[0] for c in crits) is ok, (t.id, text)
     t = tasks("clock.what_time")[0]
     local = dt.datetime.fromisoformat(t.fixtures.clock).strftime("%H:%M")
     verdict, _ = play(t, [("clock.now", {}), ("finish", {"answer": f"Sydney {local}, Berlin {local}"})])
@@ -556,7 +589,7 @@ def test_send_email_goal_address_is_the_contacts_and_subject_is_checked():
         (crit,) = state_crits(t, "created")
         assert crit.where["to"] == {"people": [c["id"]]}
         assert crit.where["subject"] == {"iequals": subject} and crit.where["folder"] == "sent"
-        assert crit.where["body"] == {"says": body}  # the dictated message, whole
+        assert crit.where["body"] == {"dictates": body}  # the dictated message, whole
     t = next(t for t in tasks("mail.send_email") if not t.fixtures.confirm_sensitive)
     m = goal.match(t.goal)
     name, subject, body = m.group(1, 2, 3) if m.group(1) else m.group(4, 5, 6)
@@ -596,7 +629,7 @@ def test_reply_goes_to_the_sender_with_re_subject_and_a_fresh_mail_fails():
         assert crit.where["to"] == {"has": msg["from"], "len": 1}
         assert crit.where["subject"] == {"subject": f"Re: {subject}"}  # a reply subject in any client's form
         text = re.search(r': "(.+)"', t.goal).group(1)
-        assert crit.where["body"] == {"says": text}
+        assert crit.where["body"] == {"dictates": text}
         sender = [c["name"] for c in rows(t, "contacts.contacts") if c["email"] == msg["from"]]
         if sender:
             assert f"from {sender[0].split()[0]}" in t.goal

@@ -856,6 +856,9 @@ _IDIOM = re.compile(
     re.I,
 )
 _CLAUSE = re.compile(r"[;,.!?:()\n\u2013\u2014]+|\s-\s|\b(?:and|but|though|although|however)\b", re.I)
+_ABOUT_PART = re.compile(r"[;,!?\n]+|\.(?!\d)|\s[-\u2013\u2014]\s|\b(?:and|but|while|whereas)\b", re.I)
+"""Where a part of an answer about one thing ends (``AnswerCriterion.about``): a sentence end,
+comma, semicolon, spaced dash, "and", "but", "while" (not a colon: "Dubai: 13:00")."""
 
 
 def _clause_polarity(clause: str) -> tuple[bool, bool | None]:
@@ -1244,6 +1247,13 @@ def _check_typed(
             return False, f"value {value!r} is not a {type}"
         if not required and not [c for c in found if not c.negated]:
             continue  # the text says nothing of this type: it does not contradict the value
+        if what == "answer" and not context and type in (*_SINGLE_TYPES, "contact", "contacts") and len(found) > 1:
+            # another fact told as context ("due 27 November; last scanned on 24 November",
+            # "Iris Lang, and next is Lea Braun"): judged by the grounded check, not as the
+            # answer (a criterion naming its context values judges those itself)
+            t = text if type in ("contact", "contacts") else _scan(text or "", ctx).text
+            primary = [c for c in found if not _secondary(t or "", c)]
+            found = primary or found
         if type in ("contact", "contacts"):
             ok, why = _judge_people(type, found, want, what)
         elif type == "items":
@@ -1271,6 +1281,26 @@ def _check_typed(
         if not ok:
             return ok, why
     return True, ""
+
+
+_SECONDARY_LEAD = re.compile(
+    r"\b(?:next|then|followed\s+by|after\s+(?:that|him|her|them|it)|last\s+(?:\w+ed\b|seen|sent|paid)|previous(?:ly)?"
+    r"|earlier|before\s+that|ordered|shipped|scanned|runner[\s-]up|second|third|later)\b",
+    re.I,
+)
+_LEAD_START = re.compile(r"[;!?\n(]|\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s")
+
+
+def _secondary(text: str, c: Claim) -> bool:
+    """Whether claim ``c`` of ``text`` is told as another fact beside the answer: the part of
+    its clause before it (from a sentence end, semicolon, bracket, ", and", ", but" or dash) has
+    a marker of another fact ("next", "then", "last scanned", "previously", "earlier",
+    "ordered", "runner-up") and no hedge."""
+    starts = [m.end() for m in _LEAD_START.finditer(text, 0, c.start)]
+    lead = text[starts[-1] if starts else 0 : c.start]
+    return bool(_SECONDARY_LEAD.search(lead)) and not re.search(
+        r"\b(?:or|maybe|perhaps|possibly|probably)\b", lead, re.I
+    )
 
 
 _ABOUT_BEFORE = re.compile(r"\b(?:about|around|roughly|approx(?:imately|\.)?|circa|ca\.)\s+(?:at\s+)?$|~\s*$", re.I)
@@ -1342,6 +1372,11 @@ def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Conte
     if exp is None:
         return True, ""
     type, want = exp
+    if crit.about is not None:
+        parts = _about_parts(text or "", crit.about, type, ctx)
+        if not parts:
+            return False, f"answer does not name {crit.about!r}"
+        text = ". ".join(parts)
     if type == "yes_no" and crit.context:
         # other subjects of the question ("size 40" beside the size asked about): their clauses
         # answer another question
@@ -1357,6 +1392,18 @@ def check_answer(crit: AnswerCriterion, text: str | None, value: Any, ctx: Conte
     return _check_typed(
         type, want, text, value, ctx, tol=crit.tolerance, currency=crit.currency, unit=crit.unit, context=beside
     )
+
+
+def _about_parts(text: str, about: str, type: str, ctx: Context) -> list[str]:
+    """The parts of ``text`` (split by :data:`_ABOUT_PART`) that name ``about``; within one,
+    a bracket naming ``about`` and telling a value of ``type`` alone ("8 am here (Dubai: 1 pm)")."""
+    out = []
+    for part in _ABOUT_PART.split(text):
+        if not says(part, about):
+            continue
+        inner = [b for b in re.split(r"[()\[\]]", part) if says(b, about) and claims(b, type, ctx)]
+        out.append(inner[0] if len(inner) == 1 and inner[0].strip() != part.strip() else part)
+    return out
 
 
 def _json_text(v: Any) -> str:

@@ -7,12 +7,16 @@ that must **pass** (the same answer said another way)::
 
     must fail                                      must pass
     time      an hour later                        answer in 12-hour form ("4:30 pm")
-    date      a day later (weekday kept right)     answer wrapped in pleasantries
-    weekday   the weekday beside a date swapped    answer plus a true fact ("It's <today>.")
-    money     the amount 10% + 1 up; the currency swapped
-    temperature  the unit swapped (°C ↔ °F)
-    email     the address's domain changed
-    phone     the number's last digit changed
+    date      a day later (weekday kept right)     answer's times spoken ("half past four in
+    weekday   the weekday beside a date swapped      the afternoon", "quarter to nine", "noon")
+    money     the amount 10% + 1 up; the currency    answer wrapped in pleasantries
+              swapped                              answer plus a true fact ("It's <today>.")
+    temperature  the unit swapped (°C ↔ °F)        answer's sentences in reverse order
+    email     the address's domain changed         a dictated text greeted, thanked, signed,
+    phone     the number's last digit changed        abbreviated ("Hi! ... 15 mins ... thx x")
+    dictation a dictated text with a commitment
+              added ("Unfortunately I can't make
+              it though.")
 
 A must-fail value is generated only when the episode's grounds hold it nowhere
 (:meth:`~phoneenv.tasks.grounding.Grounds.holds`): a value the world holds somewhere (another
@@ -39,7 +43,9 @@ from phoneenv.tasks.predicates import Context
 
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
-CLAIM_PROBE_TYPES = ("time", "date", "weekday", "money", "currency", "temperature", "email", "phone", "paraphrase")
+CLAIM_PROBE_TYPES = (
+    "time", "date", "weekday", "money", "currency", "temperature", "email", "phone", "dictation", "paraphrase",
+)  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
 _RE_EMAIL = re.compile(r"[\w.+-]+@([\w-]+(?:\.[\w-]+)+)")
@@ -96,6 +102,52 @@ def _put(original: str, text: str, a: int, b: int, new: str) -> str:
 
 def _hm(minutes: int) -> str:
     return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
+
+
+_NUMBER = ("twelve", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+_MINUTES = {5: "five", 10: "ten", 15: "quarter", 20: "twenty", 25: "twenty-five", 30: "half"}
+
+
+def _part_of_day(h: int) -> str:
+    """The part of the day hour ``h`` is said in (as the answer reader reads it back)."""
+    if h < 4 or h >= 22:
+        return "at night"
+    return "in the morning" if h < 12 else "in the afternoon" if h < 17 else "in the evening"
+
+
+def _spoken(hm: str) -> str | None:
+    """``hm`` (``HH:MM``) as said aloud, with the part of the day: "half past four in the
+    afternoon", "quarter to nine in the evening", "noon"; None for a minute not a multiple of five
+    or a "to" form whose next hour falls in another part of the day."""
+    h, m = int(hm[:2]), int(hm[3:])
+    if m % 5:
+        return None
+    if m == 0:
+        return {0: "midnight", 12: "noon"}.get(h, f"{_NUMBER[h % 12]} o'clock {_part_of_day(h)}")
+    if m <= 30:
+        return f"{_MINUTES[m]} past {_NUMBER[h % 12]} {_part_of_day(h)}"
+    if (h + 1) % 24 in (0, 12) or _part_of_day(h) != _part_of_day((h + 1) % 24):
+        return None
+    return f"{_MINUTES[60 - m]} to {_NUMBER[(h + 1) % 12]} {_part_of_day(h)}"
+
+
+def _dictations(criteria: Sequence[Criterion]) -> list[str]:
+    """The texts ``criteria`` require dictated (``{"dictates": text}`` anywhere in them)."""
+    out: list[str] = []
+
+    def walk(x: object) -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "dictates" and isinstance(v, str):
+                    out.append(v)
+                else:
+                    walk(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+
+    walk([c.model_dump() for c in criteria])
+    return out
 
 
 def _twelve(hm: str) -> str:
@@ -198,6 +250,31 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 p = _phone(new, region)
                 fail("phone", step, key, _put(original, text, a, b, new), new, p is None or g.holds("phone", p))
                 break
+    # a dictated text: greeted and abbreviated must pass; a commitment added must fail
+    from phoneenv.tasks.predicates import says
+
+    for dictated in _dictations(task.criteria):
+        for step, key, original in _texts(plan):
+            if key not in ("body", "text", "message", "content", "reply") or not says(original, dictated):
+                continue
+            body = original.strip()
+            added = f"{body}{'' if body[-1:] in '.!?' else '.'} Unfortunately I can't make it though."
+            out.append(
+                ClaimProbe(
+                    "dictation", "fail", f"{plan[step].name} {key}: a commitment added", _with(plan, step, key, added)
+                )
+            )
+            short = re.sub(r"\bminutes\b", "mins", re.sub(r"\band\b", "&", body))
+            framed = f"Hi! {short} Thx, see you soon x"
+            out.append(
+                ClaimProbe(
+                    "paraphrase",
+                    "pass",
+                    f"{plan[step].name} {key}: greeted and abbreviated",
+                    _with(plan, step, key, framed),
+                )
+            )
+            break
     # the answer said another way: must pass
     answer = plan[-1].arguments.get("answer")
     crits = _answer_criteria(task.criteria)
@@ -214,6 +291,22 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
         if twelve != answer:
             out.append(
                 ClaimProbe("paraphrase", "pass", "answer: times in 12-hour form", _with(plan, step, "answer", twelve))
+            )
+        spoken, cursor = answer, 0
+        for c in claims(answer, "time", ctx):
+            span = text[c.start : c.end]
+            at = spoken.find(span, cursor)
+            said = _spoken(span) if re.fullmatch(r"\d{2}:\d{2}", span) else None
+            if not c.negated and c.ends() is None and said and at >= 0:
+                spoken = spoken[:at] + said + spoken[at + len(span) :]
+                cursor = at + len(said)
+        if spoken != answer:
+            out.append(ClaimProbe("paraphrase", "pass", "answer: times spoken", _with(plan, step, "answer", spoken)))
+        sentences = [x for x in re.split(r"(?<=[.!?])\s+(?=[A-Z])", answer.strip()) if x]
+        if len(sentences) > 1:
+            reordered = " ".join(reversed(sentences))
+            out.append(
+                ClaimProbe("paraphrase", "pass", "answer: sentences reordered", _with(plan, step, "answer", reordered))
             )
         wrapped = f"Sure! {answer.strip()} Let me know if you need anything else."
         out.append(

@@ -44,6 +44,17 @@ _WORD_START = re.compile(r"(?<!\w)")  # where a name may begin, as mentioned_con
 _WORD_END = re.compile(r"(?!\w)")  # where a name may end
 
 
+_TITLE = r"(?:mr|mrs|ms|miss|mx|dr|prof|herr|frau)\.?"
+_TITLED = re.compile(_TITLE + r"\s+([^\W\d_][\w'-]*)", re.I)
+"""A person named by title and surname ("Mr Baxter", "Dr. Lang"), folded."""
+_TITLED_IN_TEXT = re.compile(r"(?<!\w)" + _TITLE + r"\s+[^\W\d_][\w'-]*(?!\w)", re.I)
+
+
+def _surname(name: Any) -> str:
+    folded = _fold(name)
+    return folded.rsplit(" ", 1)[1] if " " in folded else ""
+
+
 def _fold(text: Any) -> str:
     return " ".join(str(text or "").casefold().split())
 
@@ -103,10 +114,11 @@ class _Index(NamedTuple):
     first: dict[str, list[str]]
     pos: dict[str, int]
     lens: dict[str, set[int]]  # "full", "first": the lengths of the (non-empty) names
+    last: dict[str, list[str]]  # surname (the name's last word) → keys
 
 
 def _build(table: Mapping[str, Mapping[str, Any]]) -> _Index:
-    idx = _Index({}, {}, {7: {}, 8: {}, 9: {}}, {7: {}, 8: {}}, {}, {}, {}, {})
+    idx = _Index({}, {}, {7: {}, 8: {}, 9: {}}, {7: {}, 8: {}}, {}, {}, {}, {}, {})
     for key, c in table.items():
         idx.pos[key] = len(idx.pos)
         idx.ids.setdefault(str(c.get("id")), []).append(key)
@@ -121,6 +133,8 @@ def _build(table: Mapping[str, Mapping[str, Any]]) -> _Index:
         name = _fold(c.get("name"))
         idx.full.setdefault(name, []).append(key)
         idx.first.setdefault(name.split(" ")[0], []).append(key)
+        if " " in name:
+            idx.last.setdefault(name.rsplit(" ", 1)[1], []).append(key)
     idx.lens["full"] = {len(n) for n in idx.full if n}
     idx.lens["first"] = {len(n) for n in idx.first if n}
     return idx
@@ -143,6 +157,7 @@ _LOOKUP: dict[str, tuple[Callable[[_Index, str], Iterable[str]], Callable[[Mappi
     "number": (_number_keys, lambda c, a: same_number(c.get("phone"), a)),
     "full": (lambda i, a: i.full.get(a, ()), lambda c, a: _fold(c.get("name")) == a),
     "first": (lambda i, a: i.first.get(a, ()), lambda c, a: _fold(c.get("name")).split(" ")[0] == a),
+    "last": (lambda i, a: i.last.get(a, ()), lambda c, a: _surname(c.get("name")) == a),
 }
 
 
@@ -228,6 +243,8 @@ def _indexed_ids(ref: str, book: ContactBook) -> set[str]:
         return book.find("email", text)
     if _digits(text) and not any(ch.isalpha() for ch in text):
         return book.find("number", text)
+    if m := _TITLED.fullmatch(text):
+        return book.find("last", m[1])
     return book.find("full", text) or book.find("first", text)
 
 
@@ -235,7 +252,8 @@ def contact_ids(ref: Any, contacts: Iterable[Mapping[str, Any]]) -> set[str]:
     """The ids of the contacts that ``ref`` may denote.
 
     Args:
-        ref: a name, first name, e-mail address or phone number (any formatting), or a
+        ref: a name, first name, title and surname ("Mr Baxter": every contact of that
+            surname), e-mail address or phone number (any formatting), or a
             mailbox ``"Name <address>"`` (the address decides; the name when the address is no
             contact's); a contact id (``"c_3"``) denotes that contact. Non-strings denote nobody.
         contacts: contact records with ``id``, ``name``, ``phone`` and ``email``.
@@ -260,6 +278,8 @@ def contact_ids(ref: Any, contacts: Iterable[Mapping[str, Any]]) -> set[str]:
         return {c["id"] for c in people if c.get("email") and _fold(c["email"]) == text}
     if _digits(text) and not any(ch.isalpha() for ch in text):
         return {c["id"] for c in people if same_number(c.get("phone"), text)}
+    if m := _TITLED.fullmatch(text):
+        return {c["id"] for c in people if _surname(c.get("name")) == m[1]}
     full = {c["id"] for c in people if _fold(c.get("name")) == text}
     if full:
         return full
@@ -310,10 +330,11 @@ def _with_addresses(
     free: Callable[[int, int], bool],
     contacts: Any,
 ) -> list[set[str]]:
-    """The end of :func:`mentioned_contacts` (both paths): add the e-mail addresses and phone
-    numbers of ``contacts`` found in ``src`` where no name matched (``free``), then merge the
-    mentions into id sets in order of first mention."""
-    for pattern in (_EMAIL_IN_TEXT, _PHONE_IN_TEXT):
+    """The end of :func:`mentioned_contacts` (both paths): add the people named by title and
+    surname ("Mr Baxter", "Dr. Lang"), e-mail addresses and phone numbers of ``contacts`` found
+    in ``src`` where no name matched (``free``), then merge the mentions into id sets in order
+    of first mention."""
+    for pattern in (_TITLED_IN_TEXT, _EMAIL_IN_TEXT, _PHONE_IN_TEXT):
         for m in pattern.finditer(src):
             ids = contact_ids(m.group(), contacts)
             if ids and free(*m.span()):

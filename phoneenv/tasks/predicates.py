@@ -90,6 +90,13 @@ _HEDGED = re.compile(r"\b(?:not sure|unsure|maybe|perhaps|possibly|probably|migh
 """Words that make a sentence a guess: a phrase said in it is not stated ("It's at Harbour Hall or
 Pier 7, not sure which"; "maybe Harbour Hall")."""
 _CLAUSE_END = re.compile(r"[.;!?\n]\s|[;!?\n]")
+_LOW_CHANCE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|per\s?cent)\s+(?:chance|probability|risk)\s+(?:of\s+)?$", re.I)
+"""A chance told before a phrase ("a 16% chance of rain"): under 50 % it does not state the
+phrase."""
+_PART_END = re.compile(r"[,:\u2013\u2014]|\s-\s")
+"""Where a part of a sentence ends for a denial: a comma, colon or dash ("Don't worry, got your
+message" denies nothing of "got your message"; "Not a problem - see you at 8" states "see you at
+8")."""
 
 
 _NOUN_IS = re.compile(
@@ -108,6 +115,26 @@ _GLUED_HALF = re.compile(r"(?<=\d)([ap])(\.?m\b\.?)", re.I)
 """A half of the day glued to its hour ("6pm" says "6 pm")."""
 
 
+_UNIT_SHORT = re.compile(r"(?<=\d)\s*(mins?|hrs?|secs?)\b\.?", re.I)
+"""A unit abbreviated after a number ("10 min", "2hrs")."""
+_UNIT_LONG = {"min": "minutes", "mins": "minutes", "hr": "hours", "hrs": "hours", "sec": "seconds", "secs": "seconds"}
+_SHORT = re.compile(
+    r"(?<![^\W_])(?:pls|plz|thx|thnx|tmrw|tmw|tmr|tonite|appt|mtg|approx\.?)(?![^\W_])|&|\bw/(?=\s)", re.I
+)
+"""Abbreviations a text message uses for a word ("thx", "tmrw", "&", "w/")."""
+_SHORT_LONG = {"pls": "please", "plz": "please", "thx": "thanks", "thnx": "thanks", "tmrw": "tomorrow", "tmw": "tomorrow",
+               "tmr": "tomorrow", "tonite": "tonight", "appt": "appointment", "mtg": "meeting", "approx": "approximately",
+               "approx.": "approximately", "&": "and", "w/": "with"}  # fmt: skip
+
+
+def _unit_long(m: re.Match[str]) -> str:
+    return " " + _UNIT_LONG[m[1].lower()]
+
+
+def _short_long(m: re.Match[str]) -> str:
+    return _SHORT_LONG[m[0].lower()]
+
+
 def _glued(m: re.Match[str]) -> str:
     return f" {m[1]}{m[2]}"
 
@@ -124,7 +151,9 @@ PLAIN_MAX_CHARS = 10_000
 def plain(text: str) -> str:
     """``text`` with its contractions expanded and its number words as digits, so that two ways
     of writing the same words compare equal: "I'm fifteen minutes late" → "I am 15 minutes late";
-    also "an hour" → "1 hour" and "6pm" → "6 pm".
+    also "an hour" → "1 hour", "6pm" → "6 pm", a unit abbreviated after a number as its word
+    ("10 min" → "10 minutes", "2hrs" → "2 hours") and a texting abbreviation as its word ("thx",
+    "pls", "tmrw", "tonite", "appt", "mtg", "approx.", "&", "w/").
 
     Contractions by the ``contractions`` package (``fix``, standard forms only: "don't", "I'm";
     not the slang forms "dont", "im", which are also English words such as "shell"); number words
@@ -140,7 +169,7 @@ def plain(text: str) -> str:
 
     expanded = _NOUN_IS.sub(_noun_is, contractions.fix(text.replace("\u2019", "'"), slang=False))
     expanded = _AN_UNIT.sub(r"1 \1", _GLUED_HALF.sub(_glued, expanded))
-    return alpha2digit(expanded, "en", threshold=0)
+    return _SHORT.sub(_short_long, _UNIT_SHORT.sub(_unit_long, alpha2digit(expanded, "en", threshold=0)))
 
 
 def says(text: Any, phrase: Any) -> bool:
@@ -148,7 +177,8 @@ def says(text: Any, phrase: Any) -> bool:
     hyphens and punctuation between them aside, see :func:`words`; contractions and number words
     as :func:`plain` writes them: "do not forget" states "Don't forget", "fifteen" states "15"), at
     least once not denied in its clause, that is without "not", "cannot", "never", "no longer",
-    "n't", "instead of", "rather than", "skipped" or "avoided" up to two words before it, nor "no" right before it ("It's not Team offsite", "I'm not at Central
+    "n't", "instead of", "rather than", "skipped" or "avoided" up to two words before it, nor
+    after a chance under 50 % ("only a 16% chance of rain" does not state "rain"), nor "no" right before it ("It's not Team offsite", "I'm not at Central
     Station", "no showers" do not state the phrase; "not the window but the aisle" states
     "aisle"), nor in a sentence that makes it a guess ("maybe", "perhaps", "not sure"...: "It's
     at Harbour Hall or Pier 7, not sure which"). A phrase with no letter or digit is in every text."""
@@ -156,17 +186,39 @@ def says(text: Any, phrase: Any) -> bool:
     return _said(text, phrase) or _said(plain(text), plain(phrase))
 
 
+_NUMBER_TEXT = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+    " seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand"
+)
+_NUMBER_WORDS = frozenset(_NUMBER_TEXT.split())
+"""Words that keep their form in a phrase: "eight" is not "eighty"."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _phrase_pattern(parts: tuple[str, ...]) -> str:
     """The regex of a phrase's words in order: separated by non-word characters, and a compound
     written open or closed alike ("lunch time" ~ "lunchtime", "check-in" ~ "checkin"): two
     words of letters may join, and a word of eight letters or more may split where three or
-    more letters stand on each side. Numbers stay apart ("10 15" is not "1015")."""
+    more letters stand on each side. Numbers stay apart ("10 15" is not "1015"). A word of
+    three letters or more stands for its word forms: singular or plural ("minutes" ~ "minute",
+    "ticket" ~ "tickets") and the adjective in -y ("fog" ~ "foggy", "wind" ~ "windy", "ice" ~
+    "icy"); number words stay as written ("eight" is not "eighty")."""
 
-    def part(p: str) -> str:
-        if len(p) < 8 or not p.isalpha():
+    def split(p: str) -> str:
+        if len(p) < 8:
             return re.escape(p)
         return p[:3] + "".join(f"[\\s-]?{ch}" for ch in p[3:-3]) + "[\\s-]?" + p[-3:]
+
+    def part(p: str) -> str:
+        if not p.isalpha():
+            return re.escape(p)
+        if len(p) < 3 or p in _NUMBER_WORDS:
+            return split(p)
+        base = p[:-1] if len(p) >= 5 and p.endswith("s") and not p.endswith("ss") else p
+        if base.endswith(("y", "s")):
+            return split(base) + "(?:s|es)?"
+        forms = split(base) + f"(?:s|es|y|{base[-1]}y)?"
+        return f"(?:{forms}|{re.escape(base[:-1])}y)" if base.endswith("e") else forms
 
     out = part(parts[0])
     for a, b in itertools.pairwise(parts):
@@ -175,22 +227,69 @@ def _phrase_pattern(parts: tuple[str, ...]) -> str:
 
 
 def _said(text: str, phrase: str) -> bool:
+    return _said_at(text, phrase) is not None
+
+
+def _said_at(text: str, phrase: str) -> tuple[int, int] | None:
+    """Where ``phrase`` is first stated in ``_bare(text)`` (see :func:`says`): its span, or None
+    (a phrase with no word: the empty span at 0)."""
     parts = words(phrase).split()
     if not parts:
-        return True
+        return (0, 0)
     body = _bare(text)
     # whole words, and a number whole too: "at 8" is not in "at 8:30" nor "4" in "4.5"
     pattern = r"(?<![^\W_])(?<!\d[:.,])" + _phrase_pattern(tuple(parts)) + r"(?![^\W_])(?![:.,]\d)"
     for m in re.finditer(pattern, body, re.I):
         ends = [e.end() for e in _CLAUSE_END.finditer(body, 0, m.start())]
         start = ends[-1] if ends else 0
+        parts_end = [e.end() for e in _PART_END.finditer(body, start, m.start())]
         after = _CLAUSE_END.search(body, m.end())
         rest = body[m.end() : after.start() if after else len(body)]
-        if not _DENIED_BEFORE.search(body[start : m.start()]) and not _HEDGED.search(
+        low = _LOW_CHANCE.search(body, max(0, m.start() - 40), m.start())
+        if low is not None and float(low[1]) < 50:
+            continue
+        if not _DENIED_BEFORE.search(body[parts_end[-1] if parts_end else start : m.start()]) and not _HEDGED.search(
             body[start : m.start()] + " " + rest
         ):
-            return True
+            return m.span()
+    return None
+
+
+_FRAMING_TEXT = """hi hey hello hiya heya yo dear morning good afternoon evening night thanks thank you ty cheers love lots
+    xx xo xoxo x bye see soon later talk speak take care best regards kind warm wishes just quick note reminder
+    fyi ps ok okay sure please message from here this is it so oh and a the have great nice lovely day one
+    weekend all hope well i am are fine mom mum dad sis bro grandma grandpa babe honey dear sweetie"""
+FRAMING = frozenset(_FRAMING_TEXT.split())
+"""The words a text may wrap a dictated message in (greetings, thanks, sign-offs, "see you",
+"take care", a pet name): :func:`dictates` allows these and the names of the user's contacts
+around the dictated words, and nothing else."""
+
+
+def dictates(text: Any, phrase: Any, names: Callable[[str], bool] = lambda w: False) -> bool:
+    """Whether ``text`` is the dictated ``phrase``, trivially re-worded, with no fact or
+    commitment added: it :func:`says` the phrase (word forms, abbreviations, number words,
+    contractions, punctuation and letter case aside), and every other word of the text is a
+    :data:`FRAMING` word or a name (``names(word)``, the word case-folded: the contacts' names).
+    "Hi Sam! Running 15 mins late, see you soon x" dictates "Running 15 minutes late"; "Running 15
+    minutes late. Unfortunately I can't make Saturday though" (an added refusal) and "Running 15
+    minutes late, there by 9" (an added time) do not."""
+    if not isinstance(text, str):
+        return False
+    phrase = str(phrase if phrase is not None else "")
+    for body, said in ((text, phrase), (plain(text), plain(phrase))):
+        span = _said_at(body, said)
+        if span is not None:
+            bare = _bare(body)
+            rest = words(plain(bare[: span[0]] + " " + bare[span[1] :])).split()
+            return all(w in FRAMING or names(w) for w in rest)
     return False
+
+
+def _dictates(value: Any, phrase: Any, ctx: Context) -> bool:
+    def named(word: str) -> bool:
+        return any(f" {word} " in words(c.get("name")) for c in ctx.contacts)
+
+    return dictates(value, phrase, named)
 
 
 def _digits(x: Any) -> str:
@@ -334,6 +433,7 @@ CONTEXT_OPERATORS: dict[str, Callable[[Any, Any, Context], bool]] = {
     "people": _people,
     "states": _states,
     "consistent": _consistent,
+    "dictates": _dictates,
 }
 """Operators that need a :class:`Context` (contacts, clock) besides the value and argument."""
 

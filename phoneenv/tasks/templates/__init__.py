@@ -437,13 +437,15 @@ def plain_texts_to(*contacts: dict[str, Any]) -> list[ChangeSelector]:
 
 
 def dictated(text: str, day: dt.date | None = None) -> dict[str, Any]:
-    """A body predicate for a text the user dictated ('Text Sam: "..."'): the body states it
-    (``{"says": text}``, :func:`phoneenv.tasks.predicates.says`): its words in order, case,
-    punctuation, contractions and number words aside, with words of the agent's own around it
-    ("Hi Sam, ..."). A paraphrase, a part of it, or the text denied fails. With ``day`` (for a
-    dictated text about "tonight" or "today" whose required part leaves the day out), the body
-    names no other day ("Dinner is at 8 tomorrow" fails)."""
-    return {"says": text} | ({"consistent": {"date": day.isoformat()}} if day is not None else {})
+    """A body predicate for a text the user dictated ('Text Sam: "..."'): the body is the text
+    (``{"dictates": text}``, :func:`phoneenv.tasks.predicates.dictates`): its words in order,
+    case, punctuation, contractions, abbreviations, word forms and number words aside, wrapped in
+    a greeting, thanks or a sign-off at most ("Hi Sam, ... See you!"). A paraphrase, a part of
+    it, the text denied, or a fact or commitment added to it ("... Unfortunately I can't make
+    Saturday though") fails. With ``day`` (for a dictated text about "tonight" or "today" whose
+    required part leaves the day out), the body names no other day ("Dinner is at 8 tomorrow"
+    fails)."""
+    return {"dictates": text} | ({"consistent": {"date": day.isoformat()}} if day is not None else {})
 
 
 # -- verdict probes ------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import zoneinfo
 
 from phoneenv.contract import CompositeCriterion, Domain
@@ -68,25 +67,6 @@ def time_pattern(hour: int, minute: int) -> str:
     dot = rf"(?<=\b(?:at|by) )0?{hour}\.{minute:02d}(?!\d|[.,]\d)(?!\s*[ap]\.?m)(?!\s*(?-i:[A-Z]{{3}})\b)"
     p12 = rf"(?<![\d.])0?{h12}(?:[:.]{minute:02d})" + ("?" if minute == 0 else "") + rf"\s*{half}\.?m\b"
     return f"{p24}|{dot}|{p12}{day}"
-
-
-def name_pattern(name: str) -> str:
-    """A regex for a place name (the ``regex`` operator finds it with or without its accents:
-    "Sao Paulo" finds "São Paulo")."""
-    return re.escape(name)
-
-
-def place_time(place: str, hour: int, minute: int, others: tuple[str, ...] = ()) -> str:
-    """A regex: the text gives ``hour:minute`` as ``place``'s time, the place before the time or
-    after it ("Dubai: 13:00", "13:00 in Dubai", "1 pm for Dubai"), at most five words apart with
-    no other time or place of ``others`` between, nor a word that gives the time to someone else
-    ("8 am here (London: 7 am)", "7 am London time, which is 8 am for you"), and the time not
-    beside an alternative."""
-    p = name_pattern(place)
-    stop = "|".join([r"\d", *(name_pattern(o) for o in others), r"(?:here|your?|me|my|local|which)\b"])
-    gap = rf"(?:(?!{stop})[\w'’]+\W+){{0,5}}?"
-    t = rf"(?:{time_pattern(hour, minute)}){HEDGE}"
-    return rf"{p}\W+{gap}{t}|{t}\W+{gap}{p}\b"
 
 
 HEDGE = r"(?!\s*(?:or|/|-|–|to)\s*\d)"
@@ -310,10 +290,11 @@ def what_time(w: World) -> Draft:
     return Draft(
         goal=goal,
         criteria=[
-            # Two cities, two times: a typed time holds one value, so each city's time is found
-            # next to its name, before or after it, not beside an alternative ("16:00 or 17:00").
-            answer(id="first", pattern=place_time(one, there[0].hour, there[0].minute, (two,))),
-            answer(id="second", pattern=place_time(two, there[1].hour, there[1].minute, (one,))),
+            # Two cities, two times: each city's time is the one time told in the part of the
+            # answer that names the city ("Dubai: 13:00, ..."; "... and in Dubai it's 1 pm"), not
+            # beside an alternative ("16:00 or 17:00")
+            answer(id="first", type="time", value=hhmm[0], about=one),
+            answer(id="second", type="time", value=hhmm[1], about=two),
             # and no third time anywhere (a hedge further on, a correction)
             answer(id="no_other_time", type="time", value=hhmm[0], context=[hhmm[1]]),
             behavior("read_only"),

@@ -37,7 +37,7 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.calendar import day_words, found, hm, iso, upcoming
-from phoneenv.tasks.templates.clock import place_time, spoken
+from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.world import World
 
 # -- shared helpers ------------------------------------------------------------------------------
@@ -375,7 +375,7 @@ def zone_event_time(w: World) -> Draft:
             CompositeCriterion(
                 kind="not",
                 id="not_as_the_city_time",
-                criteria=[answer(id="city_time", pattern=place_time(city, start_l.hour, start_l.minute))],
+                criteria=[answer(id="city_time", type="time", value=hm(start_l), about=city)],
             )
         )
     return Draft(

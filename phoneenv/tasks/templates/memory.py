@@ -165,17 +165,22 @@ def _sms(
     states: dict[str, Any] | None = None,
     said: str | None = None,
     day: dt.date | None = None,
+    part: str | None = None,
     **where: Any,
 ) -> Any:
     """A text to contact ``c`` (by identity: any format of their number) created whose body
     contains ``contains``, states the facts ``states`` (``{"time": "19:30"}``: "7:30 pm"
-    holds, another time beside it does not) or says the dictated text ``said``
-    (:func:`~phoneenv.tasks.templates.dictated`, naming no day but ``day`` when given) when
-    given, and whose fields match ``where``."""
+    holds, another time beside it does not), is the dictated text ``said``
+    (:func:`~phoneenv.tasks.templates.dictated`: greetings aside, nothing added) or says ``part``
+    (:func:`~phoneenv.tasks.predicates.says`: the words the user's reported request requires,
+    the agent's own words around them), naming no day but ``day`` when given, and whose fields
+    match ``where``."""
     if contains is not None:
         where["body"] = {"icontains": contains}
     if said is not None:
         where["body"] = dictated(said, day)
+    if part is not None:
+        where["body"] = {"says": part} | ({"consistent": {"date": day.isoformat()}} if day is not None else {})
     if states is not None:
         where["body"] = {"states": states}
     crit = state("messages.messages", "created", number={"person": c["id"]}, direction="out", **where)
@@ -779,7 +784,7 @@ def updated_fact(w: World) -> Draft:
         w,
         book,
         goal=f"{first} {reason}. Text {first} the {thing}.",
-        criteria=[_sms(friend, said=new), state("messages.messages", "absent", body={"icontains": old})],
+        criteria=[_sms(friend, part=new), state("messages.messages", "absent", body={"icontains": old})],
         milestones=[memory_searched(*query.split()[-2:]), _sms(friend)],
         plan=plan,
         perturb_exempt=["3.answer"],
@@ -1358,7 +1363,7 @@ def intent_time(w: World) -> Draft:
         book,
         goal=goal,
         criteria=[
-            _sms(person, said=key, day=_today_in(text, due.date()), time={"gte": due.isoformat(timespec="seconds")})
+            _sms(person, part=key, day=_today_in(text, due.date()), time={"gte": due.isoformat(timespec="seconds")})
         ],
         milestones=[_sms(person), _sms(person, time={"gte": due.isoformat(timespec="seconds")})],
         plan=plan,
@@ -1460,7 +1465,7 @@ def intent_place(w: World) -> Draft:
         act = call("messages.send", to=person["phone"], body=text)
         criteria = [
             _sms(
-                person, said=key, day=_today_in(text, arrive.date()), time={"gte": arrive.isoformat(timespec="seconds")}
+                person, part=key, day=_today_in(text, arrive.date()), time={"gte": arrive.isoformat(timespec="seconds")}
             )
         ]
         done = f"texted {first}"

@@ -139,10 +139,15 @@ def rain_alarm(w: World) -> Draft:
         plan += [call("finish", answer=f"No rain tomorrow: {fc['condition']}. I left the alarm at {alarm['time']}.")]
         criteria = [
             state("clock.alarms", "present", id=alarm["id"], time=alarm["time"], enabled=True),
-            # the condition stated (not denied, no guess), and no wet weather ("No rain" denies it)
+            # the condition stated (not denied, no guess), and no wet weather ("No rain" denies it;
+            # "only a 10% chance of rain" does not state it)
             answer(contains=[fc["condition"]]),
             *(
-                CompositeCriterion(kind="not", id=f"no_{x}", criteria=[answer(id=f"says_{x}", contains=[x])])
+                CompositeCriterion(
+                    kind="not",
+                    id=f"no_{x}",
+                    criteria=[answer(id=f"says_{x}", contains=[x])],
+                )
                 for x in (*WET, "thunderstorms", "snow", "drizzle")
             ),
         ]
@@ -155,6 +160,16 @@ def rain_alarm(w: World) -> Draft:
                 "moved anyway", [*plan[:2], call("clock.update_alarm", alarm_id=alarm["id"], time=new_time), plan[-1]]
             ),
             passes("said it stays dry", finishing(plan, f"It'll be {fc['condition']} and dry; alarm unchanged.")),
+            passes(
+                "the true chance of rain told",
+                finishing(
+                    plan, f"No rain: {fc['condition']}, only a {fc['precip_chance']}% chance of rain. Alarm unchanged."
+                ),
+            ),
+            fails(
+                "a higher chance of rain told",
+                finishing(plan, f"{fc['condition'].capitalize()}, but a {fc['precip_chance'] + 50}% chance of rain."),
+            ),
         ]
     # Either way the decision rests on the forecast: without reading it, it is a coin toss.
     criteria.append(forecast_for(city))
