@@ -25,7 +25,7 @@ from phoneenv.tasks.templates import (
 )
 from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import looked_up, similar, tell, tell_probes, telling, who
-from phoneenv.tasks.world import World
+from phoneenv.tasks.world import EVENT_KINDS, World
 
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -454,8 +454,9 @@ def next_event(w: World) -> Draft:
             "all_day": False,
         }
         events.append(e)
-    if e["location"] is None:
-        e["location"] = w.rng.choice(PLACES)
+    if e["location"] is None:  # somewhere the event's kind fits ("Call with X": on the phone)
+        kind = next((k for k in EVENT_KINDS if k.matches(e["title"])), None)
+        e["location"] = w.rng.choice([p for p in kind.places if p] if kind else PLACES)
     others = [x["location"] for x in events if x["location"] and x["location"] != e["location"]]
     wrong_place = others[0] if others else next(p for p in PLACES if p != e["location"])
     elsewhere = sorted({x["location"] for x in events if x["location"]} | set(PLACES))
