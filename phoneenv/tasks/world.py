@@ -566,14 +566,18 @@ class World:
                 return minutes
         return minutes
 
-    def text_for(self, contact: dict[str, Any], minutes_ago: int, rng: random.Random | None = None) -> str:
-        """A text ``contact`` may send the user ``minutes_ago`` minutes before now: one of
-        :data:`MESSAGE_SEEDS` that fits the contact's relation and that local time (see
-        :class:`MessageLine`), drawn from ``rng`` (default: the templates' ``rng``)."""
+    def text_for(
+        self, contact: dict[str, Any], minutes_ago: int, rng: random.Random | None = None, inbound: bool = True
+    ) -> str:
+        """A text ``contact`` may send the user (the user may send ``contact``, when not
+        ``inbound``) ``minutes_ago`` minutes before now: one of :data:`MESSAGE_SEEDS` that fits
+        the contact's relation and that local time (see :class:`MessageLine`), drawn from ``rng``
+        (default: the templates' ``rng``)."""
         rng = rng or self.rng
         when = self.now - dt.timedelta(minutes=minutes_ago)
         kind = circle(contact.get("relation"))
-        lines = [line for line in MESSAGE_LINES if kind in line.circles and line.way != "out"]
+        way = "in" if inbound else "out"
+        lines = [line for line in MESSAGE_LINES if kind in line.circles and line.way in (way, "both")]
         fits = [line for line in lines if line_fits_time(line, when)]
         return rng.choice(fits or lines).text
 

@@ -6,6 +6,7 @@ contact), :func:`tell` ("let Ana know ...": a text or an e-mail to that person, 
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any
 
@@ -325,6 +326,13 @@ def last_texter(w: World) -> Draft:
         last = inbound[0]
     c = w.contact_by_number(last["number"])
     assert c is not None
+    age = int((w.now - dt.datetime.fromisoformat(last["time"])).total_seconds() // 60)
+    if w.index % 2 == 0 and age >= 2:  # the user wrote to someone else since: the newest text is no one's
+        to = w.rng.choice([x for x in w.contacts if x["id"] != c["id"]])
+        ago = w.rng.randrange(1, age)
+        mine = {"id": w.next_id("messages.messages", "m_"), "number": to["phone"], "direction": "out",
+                "body": w.text_for(to, ago, inbound=False), "time": w.ts(ago), "read": True}  # fmt: skip
+        msgs.append(mine)
     ask = w.rng.choice(
         ["Who texted me last?", "Who sent me the most recent text?", "Who was the last person to text me?"]
     )
