@@ -372,8 +372,16 @@ class World:
     - "Lunch with {p}", "Call with {p}", "Coffee with {p}" list ``p`` among the attendees;
     - work events (standup, project review, budget meeting, design sync) fall on weekdays
       between 09:00 and 17:30; personal ones on any day;
-    - calls and messages happen between 07:00 and 22:30 local time, about 3% excepted;
+    - every event's place, hours, length and attendees fit its kind (:data:`EVENT_KINDS`), and
+      no two seeded events overlap;
+    - texts fit the contact's relation and the hour (:data:`MESSAGE_LINES`), a reply follows
+      the text it answers; personal mail fits its sender (:data:`PERSONAL_MAIL`);
+    - calls, texts, personal mail and notes happen between 07:00 and 22:30 local time (calls
+      about 1% excepted), all before the clock;
     - mail from a contact comes from the contact's email; company mail from a company domain.
+
+    :mod:`phoneenv.tasks.coherence` measures these over every task's final fixtures (``phoneenv
+    tasks stats``, under ``world``).
 
     Args:
         seed: the world's seed (an int); equal seeds give equal worlds.
@@ -542,7 +550,7 @@ class World:
 
     def waking_ago(self, rng: random.Random, lo: int, hi: int) -> int:
         """Minutes before now in ``[lo, hi)`` that land in waking hours (07:00-22:30 local), or,
-        with probability 3%, at any hour."""
+        with probability NIGHT_SHARE (1%), at any hour."""
         if rng.random() < NIGHT_SHARE:
             return rng.randrange(lo, hi)
         for _ in range(100):
