@@ -1061,10 +1061,13 @@ def _claim_table(claims: dict[str, dict[str, int]]) -> Any:
 @tasks_app.command("stats")
 def tasks_stats(selector: Annotated[str, typer.Argument(help="Task selector.")] = "all") -> None:
     """Counts of tasks by category, domain, app and template; share of cross-app tasks; tasks
-    by the number of tool calls their reference plan needs; distinct goals."""
+    by the number of tool calls their reference plan needs; distinct goals; and under
+    ``world``, how well the tasks' worlds hold together: per rule of
+    :mod:`phoneenv.tasks.coherence`, the records that hold it, those judged, and the share."""
     from collections import Counter
 
     from phoneenv.tasks import needed_calls
+    from phoneenv.tasks.coherence import measure
 
     sel = _select(selector, "SELECTOR")
     calls = Counter(min(needed_calls(t), 3) for t in sel)
@@ -1086,6 +1089,7 @@ def tasks_stats(selector: Annotated[str, typer.Argument(help="Task selector.")] 
         "by_backend": dict(Counter(t.backends[0] for t in sel)),
         "by_template": dict(Counter(t.template for t in sel)),
         "tools": _tool_stats(sel),
+        "world": measure(t.fixtures for t in sel),
     }
     console.print_json(json.dumps(stats))
 

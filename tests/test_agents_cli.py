@@ -201,6 +201,11 @@ def test_cli_list_json_and_stats():
     tools = stats["tools"]
     assert tools["total"] >= 200 and tools["sandbox"] >= 170, tools
     assert len(tools["by_domain"]) == 13 and min(tools["by_domain"].values()) >= 5, tools
+    # The world's coherence rules, measured over the suite (phoneenv.tasks.coherence).
+    from phoneenv.tasks.coherence import RULES
+
+    assert set(stats["world"]) == set(RULES)
+    assert all(r["share"] >= 0.99 and r["total"] > 1000 for r in stats["world"].values()), stats["world"]
 
 
 def test_cli_eval_llm_defaults_to_smollm2_and_the_task_tool_filter(tmp_path, monkeypatch, tiny_model_dir):

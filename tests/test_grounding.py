@@ -86,36 +86,38 @@ def test_a_right_fact_said_another_way_passes(task_id, answer):
 
 
 def test_a_weekday_must_be_the_dates():
-    # 9 November 2026 is a Monday: a text that calls it Tuesday tells the invitee a false day
-    verdict = _text("calendar.move_event/0", "messages.send", "body", "Yoga class moves to Tuesday 9 November.")
+    # 10 November 2026 is a Tuesday: a text that calls it Wednesday tells the invitee a false day
+    task = "calendar.move_event/0"
+    verdict = _text(task, "messages.send", "body", "Parent-teacher meeting moves to Wednesday 10 November.")
     crit = _grounded(verdict)
-    assert not crit["passed"] and "is a Monday" in crit["reason"] and "messages.send body" in crit["reason"]
-    ok = _text("calendar.move_event/0", "messages.send", "body", "Yoga class moves to Monday 9 November, same time.")
+    assert not crit["passed"] and "is a Tuesday" in crit["reason"] and "messages.send body" in crit["reason"]
+    ok = _text(task, "messages.send", "body", "Parent-teacher meeting moves to Tuesday 10 November, same time.")
     assert _grounded(ok)["passed"], _grounded(ok)["reason"]
 
 
 def test_a_wrong_time_in_a_text_fails_and_names_the_text():
-    verdict = _text("calendar.move_event/0", "messages.send", "body", "Yoga class moves to Monday 9 November at 17:00.")
+    task = "calendar.move_event/0"
+    verdict = _text(task, "messages.send", "body", "Parent-teacher meeting moves to Tuesday 10 November at 18:30.")
     crit = _grounded(verdict)
-    assert not crit["passed"] and "'17:00'" in crit["reason"] and "messages.send body" in crit["reason"]
-    same = _text("calendar.move_event/0", "messages.send", "body", "Yoga moves to Monday 9 November, 4 pm as usual.")
+    assert not crit["passed"] and "'18:30'" in crit["reason"] and "messages.send body" in crit["reason"]
+    same = _text(task, "messages.send", "body", "It moves to Tuesday 10 November, 5:30 pm as usual.")
     assert _grounded(same)["passed"], _grounded(same)["reason"]
 
 
 def test_the_day_the_episode_did_must_be_told():
-    # the event moved to Monday the 9th: "moved to Tuesday" names a day the episode did not use
+    # the event moved to Tuesday the 10th: "moved to Wednesday" names a day the episode did not use
     task = get_task("calendar.move_event/0")
-    verdict = _answer("calendar.move_event/0", "Moved Yoga class to Tuesday and told Stanley.")
+    verdict = _answer("calendar.move_event/0", "Moved the parent-teacher meeting to Wednesday and told Stanley.")
     assert not _grounded(verdict)["passed"]
-    right = _answer("calendar.move_event/0", "Moved Yoga class to Monday 9 November and told Stanley.")
+    right = _answer("calendar.move_event/0", "Moved the parent-teacher meeting to Tuesday 10 November, told Stanley.")
     assert _grounded(right)["passed"], (task.goal, _grounded(right)["reason"])
 
 
 def test_the_old_time_of_a_move_is_not_the_new_one():
-    # a move from 16:00 on Friday: "16:00" is still the time, so it passes; 17:00 does not
-    ok = _answer("calendar.move_event/0", "Moved it to Monday 9 November at 16:00, and told Stanley.")
+    # a move from 17:30 on Saturday: "17:30" is still the time, so it passes; 18:30 does not
+    ok = _answer("calendar.move_event/0", "Moved it to Tuesday 10 November at 17:30, and told Stanley.")
     assert _grounded(ok)["passed"], _grounded(ok)["reason"]
-    bad = _answer("calendar.move_event/0", "Moved it to Monday 9 November at 17:00, and told Stanley.")
+    bad = _answer("calendar.move_event/0", "Moved it to Tuesday 10 November at 18:30, and told Stanley.")
     assert not _grounded(bad)["passed"]
 
 

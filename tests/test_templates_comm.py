@@ -289,10 +289,11 @@ def test_forward_body_recipient_and_wrong_recipient():
             x["body"] == body and same(x["number"], sender["phone"]) and x["direction"] == "in"
             for x in recs(t, "messages.messages")
         )
-    t = task("messages.forward", 1)  # '... ("Can you pick up milk?") to my mom.'
-    src = next(x for x in recs(t, "messages.messages") if x["body"] == "Can you pick up milk?")
-    dad = next((c for c in recs(t, "contacts.contacts") if c["relation"] == "dad"), None)
-    wrong = dad or next(c for c in recs(t, "contacts.contacts") if c["relation"] not in (None, "mom"))
+    t = task("messages.forward", 1)
+    body = re.search(r'"(.+?)"', t.goal).group(1)
+    src = next(x for x in recs(t, "messages.messages") if x["body"] == body)
+    to = crit(t, StateCriterion).where["number"]["person"]
+    wrong = next(c for c in recs(t, "contacts.contacts") if c["id"] != to and not same(c["phone"], src["number"]))
     verdict, _ = play(t, ("messages.forward", {"message_id": src["id"], "to": wrong["phone"]}), finish())
     assert "created:messages.messages" in failed(verdict) and len(verdict["collateral"]) == 1
 
@@ -541,18 +542,19 @@ def test_add_attendee_full_name_and_relation_word():
         where = crit(t, StateCriterion).where
         assert where["id"] == e["id"] and where["attendees"] == {"has_person": c["id"], "len": len(e["attendees"]) + 1}
     assert seen_relation
-    t = task("calendar.add_attendee", 0)  # 'Invite my dad to "Budget meeting" ...'
+    t = task("calendar.add_attendee", 0)  # 'Invite my boss to "Call with Denis" ...'
     e = _event_in_goal(t)
-    dad = contact(t, relation="dad")
+    rel = re.search(r"\bmy (\w+)", t.goal).group(1)
+    them = contact(t, relation=rel)
     # Writing the relation instead of the person's name.
-    verdict, _ = play(t, ("calendar.add_attendee", {"event_id": e["id"], "attendee": "my dad"}), finish())
+    verdict, _ = play(t, ("calendar.add_attendee", {"event_id": e["id"], "attendee": f"my {rel}"}), finish())
     assert set(failed(verdict)) == {"updated:calendar.events"}
     assert verdict["collateral"] == [f"calendar.events/{e['id']} updated"]
     # The person's name, in any case: success.
     verdict, _ = play(
         t,
-        ("contacts.search", {"query": "dad"}),
-        ("calendar.add_attendee", {"event_id": e["id"], "attendee": dad["name"].lower()}),
+        ("contacts.search", {"query": rel}),
+        ("calendar.add_attendee", {"event_id": e["id"], "attendee": them["name"].lower()}),
         finish(),
     )
     assert verdict["success"]

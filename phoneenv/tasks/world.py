@@ -21,16 +21,26 @@ from faker import Faker
 from phoneenv.contract import Fixtures
 
 __all__ = [
+    "CIRCLES",
     "CURRENCIES",
+    "EVENT_KINDS",
     "EVENT_TITLES",
     "LOCALES",
+    "MESSAGE_LINES",
     "MESSAGE_SEEDS",
     "NOTE_SEEDS",
     "PAD_TABLES",
+    "PERSONAL_MAIL",
+    "WAKING",
     "Currency",
+    "EventKind",
     "Locale",
+    "MailLine",
+    "MessageLine",
     "World",
+    "circle",
     "first_names",
+    "line_fits_time",
     "pad_fixtures",
     "stream",
 ]
@@ -105,20 +115,85 @@ FEMALE_RELATIONS = frozenset({"sister", "mom", "aunt", "daughter", "grandma"})
 MALE_RELATIONS = frozenset({"brother", "dad", "uncle", "son", "grandpa"})
 FAMILY_RELATIONS = frozenset({"sister", "brother", "mom", "dad"})
 """Relatives who share the user's surname."""
+WORK_RELATIONS = frozenset({"boss", "coworker"})
+"""Colleagues: who sits in work meetings (with contacts of no stated relation)."""
 TIMEZONES = [loc.timezone for loc in LOCALES.values()]
-WORK_EVENTS = ["Team standup", "Project review", "Budget meeting", "Design sync"]
-"""Work events: Monday to Friday, starting 09:00-16:30 and over by 17:30."""
-PERSON_EVENTS = ["Lunch with {p}", "Call with {p}", "Coffee with {p}"]
-"""Events that name a person, who is then among the attendees."""
-PERSONAL_EVENTS = ["Dentist appointment", "Yoga class", "Parent-teacher meeting", "Gym", "Book club"]
-EVENT_TITLES = [
-    "Team standup", "Dentist appointment", "Lunch with {p}", "Project review", "Yoga class", "Call with {p}",
-    "Budget meeting", "Coffee with {p}", "Design sync", "Parent-teacher meeting", "Gym", "Book club",
+
+
+def circle(relation: str | None) -> str:
+    """The circle a contact's ``relation`` puts them in, as :data:`EVENT_KINDS` and
+    :data:`MESSAGE_LINES` name who fits: ``"family"`` (sister, brother, mom, dad), ``"other"`` (no
+    relation: a friend or acquaintance), else the relation itself ("boss", "coach", ...)."""
+    if relation in FAMILY_RELATIONS:
+        return "family"
+    return relation or "other"
+
+
+CIRCLES = frozenset({"family", "other", *RELATIONS} - FAMILY_RELATIONS)
+"""Every value :func:`circle` returns."""
+_ANYONE = CIRCLES
+_SOCIAL = frozenset({"family", "other", "neighbor", "coworker", "coach"})
+_COLLEAGUES = frozenset({"boss", "coworker", "other"})
+
+
+@dataclass(frozen=True)
+class EventKind:
+    """What a calendar event with this title looks like when it holds together.
+
+    ``title`` may hold ``{p}``, the first name of a person who is then among the attendees.
+    ``places`` are the locations that fit (``None``: no location). The event starts between
+    ``starts`` (local ``"HH:MM"``, both ends included), lasts one of
+    ``minutes``, and its attendees are contacts whose :func:`circle` is in ``circles`` (at most
+    ``most`` of them, the named person included). ``work`` events fall on weekdays.
+    """
+
+    title: str
+    places: tuple[str | None, ...]
+    minutes: tuple[int, ...]
+    starts: tuple[str, str]
+    circles: frozenset[str]
+    most: int
+    work: bool = False
+
+    def matches(self, title: str) -> bool:
+        """Whether an event titled ``title`` is of this kind ("Lunch with Ana" for "Lunch with {p}")."""
+        if "{p}" not in self.title:
+            return title == self.title
+        head, _, tail = self.title.partition("{p}")
+        return bool(re.fullmatch(re.escape(head) + r"[A-Z][a-z]+" + re.escape(tail), title))
+
+
+EVENT_KINDS = [
+    EventKind("Team standup", ("Room 4.12", "Office", "Online"), (15, 30), ("09:00", "10:30"), _COLLEAGUES, 3, True),
+    EventKind("Project review", ("Room 4.12", "Office", "Online"), (45, 60, 90), ("09:00", "15:30"), _COLLEAGUES, 3,
+              True),
+    EventKind("Budget meeting", ("Room 4.12", "Office"), (60, 90), ("09:00", "15:30"), _COLLEAGUES, 3, True),
+    EventKind("Design sync", ("Room 4.12", "Office", "Online"), (30, 45, 60), ("09:00", "16:00"), _COLLEAGUES, 3, True),
+    EventKind("Lunch with {p}", ("Cafe Luna", "Trattoria Roma", "The Green Table"), (45, 60, 90), ("11:30", "13:30"),
+              _SOCIAL | {"boss"}, 1),
+    EventKind("Call with {p}", (None, "Phone", "Online"), (15, 30, 45), ("08:00", "20:00"), _ANYONE, 1),
+    EventKind("Coffee with {p}", ("Cafe Luna", "Corner Bakery"), (30, 45, 60), ("08:00", "17:00"), _SOCIAL | {"boss"}, 1),
+    EventKind("Dentist appointment", ("Bright Smile Dental",), (30, 45, 60), ("08:00", "17:00"), frozenset({"dentist"}),
+              1),
+    EventKind("Yoga class", ("Lotus Yoga Studio",), (60, 75, 90), ("07:00", "20:00"), _SOCIAL - {"coach"}, 1),
+    EventKind("Parent-teacher meeting", ("Oak Hill School",), (15, 30), ("15:00", "18:30"), frozenset(), 0),
+    EventKind("Gym", ("FitHub Gym",), (60, 90), ("07:00", "20:00"), _SOCIAL, 1),
+    EventKind("Book club", ("City Library", "Cafe Luna", "Main Street 5"), (90, 120), ("18:00", "19:30"),
+              _SOCIAL - {"coach"}, 3),
 ]  # fmt: skip
-LOCATIONS = ["Room 4.12", "Cafe Luna", "Main Street 5", "Online", "City Library", "Office", None]
+"""The kinds of the world's calendar events and how each holds together (see :class:`EventKind`)."""
+WORK_EVENTS = [k.title for k in EVENT_KINDS if k.work]
+"""Work events: Monday to Friday, starting 09:00-16:00 and over by 17:30."""
+PERSON_EVENTS = [k.title for k in EVENT_KINDS if "{p}" in k.title]
+"""Events that name a person, who is then among the attendees."""
+PERSONAL_EVENTS = [k.title for k in EVENT_KINDS if not k.work and "{p}" not in k.title]
+EVENT_TITLES = [k.title for k in EVENT_KINDS]
+LOCATIONS = sorted({p for k in EVENT_KINDS for p in k.places if p})
+"""Every place a seeded event may be at."""
 WAKING = (dt.time(7, 0), dt.time(22, 30))
-"""Local hours in which seeded calls and messages happen (all but about 3% of them)."""
-NIGHT_SHARE = 0.03
+"""Local hours in which people's records happen: calls, texts, their mail, notes, photos."""
+NIGHT_SHARE = 0.01
+"""The share of seeded calls that happen at any hour instead (a late call happens)."""
 NOTE_SEEDS = [
     ("Shopping list", "milk\neggs\nbread", ("groceries",)),
     ("Wifi at the cabin", "network: Cabin5G", ("travel",)),
@@ -128,15 +203,86 @@ NOTE_SEEDS = [
     ("Recipe: pancakes", "flour, milk, eggs, sugar", ("cooking",)),
     ("Packing list", "passport\ncharger\nsocks", ("travel",)),
 ]
-MESSAGE_SEEDS = [
-    "Are we still on for tonight?", "Can you call me back?", "Thanks for yesterday!", "Running a bit late",
-    "Did you see the game?", "Lunch tomorrow?", "Happy birthday!!", "Sent you the photos", "See you at 7",
-    "Where did you park?", "Can you pick up milk?", "Meeting moved to 3",
+
+
+@dataclass(frozen=True)
+class MessageLine:
+    """A text one person sends another, and when it fits.
+
+    ``circles``: the :func:`circle` of the contact the text is with. ``way``: who sends it,
+    ``"in"`` (the contact), ``"out"`` (the user) or ``"both"``. ``hours``: the local send time
+    (``"HH:MM"``, both ends included) that fits its words ("See you at 7" goes out before 18:30);
+    ``weekday``: sent Monday to Friday only. ``reply``: the answer the other side may send back,
+    which answers this text and no other.
+    """
+
+    text: str
+    circles: frozenset[str]
+    hours: tuple[str, str] = ("07:00", "22:30")
+    way: str = "both"
+    weekday: bool = False
+    reply: str | None = None
+
+
+_FRIENDS = frozenset({"family", "other", "neighbor"})
+_WORK = frozenset({"boss", "coworker"})
+MESSAGE_LINES = [
+    MessageLine("Are we still on for tonight?", _FRIENDS | {"coworker"}, ("09:00", "18:00"),
+                reply="Yes, see you later!"),
+    MessageLine("Can you call me back?", _ANYONE, ("08:00", "21:00"), reply="Will call you in 5"),
+    MessageLine("Thanks for yesterday!", _FRIENDS | {"coworker"}, ("08:00", "21:00"), reply="Anytime, it was fun!"),
+    MessageLine("Running a bit late", _FRIENDS | _WORK | {"coach"}, ("07:00", "21:00"), reply="No worries"),
+    MessageLine("Did you see the game?", _SOCIAL, ("08:00", "22:30"), reply="Yes, what a finish!"),
+    MessageLine("Lunch tomorrow?", _FRIENDS - {"neighbor"} | _WORK, ("09:00", "20:00"), reply="Sure, 12:30?"),
+    MessageLine("Sent you the photos", _FRIENDS | {"coworker"}, reply="Thanks, they're great!"),
+    MessageLine("See you at 7", _FRIENDS | {"coach"}, ("08:00", "18:30"), reply="See you then!"),
+    MessageLine("Where did you park?", frozenset({"family", "other", "coworker"}), ("08:00", "22:00"),
+                reply="Level 2, by the exit"),
+    MessageLine("Can you pick up milk?", frozenset({"family"}), ("08:00", "20:00"), reply="Sure, anything else?"),
+    MessageLine("Dinner at ours on Sunday?", frozenset({"family"}), ("08:00", "21:00"), reply="Yes! What can I bring?"),
+    MessageLine("Meeting moved to 3", _WORK, ("08:00", "14:30"), weekday=True, reply="Thanks, noted"),
+    MessageLine("Can you send me the slides?", _WORK, ("08:00", "19:00"), weekday=True, reply="Sending them now"),
+    MessageLine("Rent for next month is due on the 1st", frozenset({"landlord"}), ("09:00", "19:00"), "in",
+                reply="Thanks, I'll pay it this week"),
+    MessageLine("The plumber can come on Thursday", frozenset({"landlord"}), ("08:00", "19:00"), "in",
+                reply="Great, Thursday works"),
+    MessageLine("Is the heating working again?", frozenset({"landlord"}), ("09:00", "20:00"), "in",
+                reply="Yes, all good now"),
+    MessageLine("Reminder: your check-up is next week", frozenset({"dentist"}), ("08:00", "18:00"), "in", True,
+                reply="Thanks, see you then"),
+    MessageLine("Please confirm your appointment", frozenset({"dentist"}), ("08:00", "18:00"), "in", True,
+                reply="Confirmed, thank you"),
+    MessageLine("Practice moved to 6pm", frozenset({"coach"}), ("08:00", "16:30"), "in", reply="OK, I'll be there"),
+    MessageLine("Bring your kit tomorrow", frozenset({"coach"}), ("08:00", "21:00"), "in", reply="Will do"),
+    MessageLine("Great effort at training today!", frozenset({"coach"}), ("12:00", "22:30"), "in",
+                reply="Thanks, coach!"),
+    MessageLine("Got a parcel for you", frozenset({"neighbor"}), ("08:00", "21:00"), "in",
+                reply="Thanks! I'll pick it up later"),
+    MessageLine("Can you water my plants this weekend?", frozenset({"neighbor"}), ("08:00", "21:00"), "in",
+                reply="Of course"),
 ]  # fmt: skip
+"""The texts of seeded threads, each with who sends it, when, and its reply (see :class:`MessageLine`)."""
+MESSAGE_SEEDS = [line.text for line in MESSAGE_LINES]
+"""The texts that open a seeded thread (:data:`MESSAGE_LINES`)."""
+
+
+@dataclass(frozen=True)
+class MailLine:
+    """Mail a contact writes: its subject, body and the :func:`circle` of the senders it fits."""
+
+    subject: str
+    body: str
+    circles: frozenset[str]
+
+
 PERSONAL_MAIL = [
-    ("Team offsite", "The offsite is on Friday at the lake house."),
-    ("Dinner on Saturday?", "Are you free for dinner on Saturday at 8?"),
-    ("Quarterly report", "The quarterly report draft is ready for review."),
+    MailLine("Team offsite", "The offsite is on Friday at the lake house.", _WORK),
+    MailLine("Dinner on Saturday?", "Are you free for dinner on Saturday at 8?", _FRIENDS),
+    MailLine("Quarterly report", "The quarterly report draft is ready for review.", _WORK),
+    MailLine("Rent for next month", "A reminder that next month's rent is due on the 1st.", frozenset({"landlord"})),
+    MailLine("Time for your check-up", "It's time for your check-up. Reply to book a slot.", frozenset({"dentist"})),
+    MailLine("Training schedule", "Here is the training schedule for the coming weeks.", frozenset({"coach"})),
+    MailLine("Photos from the weekend", "Here are the photos from the weekend, enjoy!", frozenset({"family", "other"})),
 ]
 """Mail a contact writes (sent from the contact's own address)."""
 SERVICE_MAIL = [
@@ -145,7 +291,7 @@ SERVICE_MAIL = [
     ("no-reply", "Password reset", "Someone asked to reset your password."),
 ]
 """Mail from a company: (mailbox, subject, body), sent from ``mailbox@<company domain>``."""
-MAIL_SUBJECTS = [(s, b) for s, b in PERSONAL_MAIL] + [(s, b) for _, s, b in SERVICE_MAIL]
+MAIL_SUBJECTS = [(m.subject, m.body) for m in PERSONAL_MAIL] + [(s, b) for _, s, b in SERVICE_MAIL]
 COMPANIES = ["northwind", "brightpower", "parcelpoint", "cloudnest", "greenleaf", "urbanfiber"]
 COMPANY_TLD = {"DE": "de", "US": "com", "GB": "co.uk", "JP": "co.jp", "AU": "com.au"}
 # First names that read as ordinary words, or that templates would trip over.
@@ -158,6 +304,19 @@ _STOPWORDS = (
 )
 NAME_STOPLIST = frozenset(_STOPWORDS.split())
 _NAME_RE = re.compile(r"^[A-Z][a-z]{2,11}$")
+
+
+def _minutes(hhmm: str) -> int:
+    """``"HH:MM"`` as minutes after midnight."""
+    hours, minutes = hhmm.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def line_fits_time(line: MessageLine, when: dt.datetime) -> bool:
+    """Whether ``line`` fits being sent at local time ``when``: inside its hours, and on a
+    weekday when it says so."""
+    first, last = (_minutes(h) for h in line.hours)
+    return first <= when.hour * 60 + when.minute <= last and not (line.weekday and when.weekday() >= 5)
 
 
 def stream(seed: int, name: str) -> random.Random:
@@ -213,8 +372,16 @@ class World:
     - "Lunch with {p}", "Call with {p}", "Coffee with {p}" list ``p`` among the attendees;
     - work events (standup, project review, budget meeting, design sync) fall on weekdays
       between 09:00 and 17:30; personal ones on any day;
-    - calls and messages happen between 07:00 and 22:30 local time, about 3% excepted;
+    - every event's place, hours, length and attendees fit its kind (:data:`EVENT_KINDS`), and
+      no two seeded events overlap;
+    - texts fit the contact's relation and the hour (:data:`MESSAGE_LINES`), a reply follows
+      the text it answers; personal mail fits its sender (:data:`PERSONAL_MAIL`);
+    - calls, texts, personal mail and notes happen between 07:00 and 22:30 local time (calls
+      about 1% excepted), all before the clock;
     - mail from a contact comes from the contact's email; company mail from a company domain.
+
+    :mod:`phoneenv.tasks.coherence` measures these over every task's final fixtures (``phoneenv
+    tasks stats``, under ``world``).
 
     Args:
         seed: the world's seed (an int); equal seeds give equal worlds.
@@ -383,7 +550,7 @@ class World:
 
     def waking_ago(self, rng: random.Random, lo: int, hi: int) -> int:
         """Minutes before now in ``[lo, hi)`` that land in waking hours (07:00-22:30 local), or,
-        with probability 3%, at any hour."""
+        with probability NIGHT_SHARE (1%), at any hour."""
         if rng.random() < NIGHT_SHARE:
             return rng.randrange(lo, hi)
         for _ in range(100):
@@ -392,23 +559,70 @@ class World:
                 return minutes
         return minutes
 
+    def ago_within(
+        self, rng: random.Random, lo: int, hi: int, hours: tuple[str, str] = ("07:00", "22:30"), weekday: bool = False
+    ) -> int:
+        """Minutes before now in ``[lo, hi)`` that land between local ``hours`` (``"HH:MM"``, both
+        ends included) and, with ``weekday``, on Monday to Friday. Draws from ``rng``; after 300
+        misses (a window the range hardly reaches) the last draw."""
+        first, last = (dt.time.fromisoformat(h) for h in hours)
+        minutes = lo
+        for _ in range(300):
+            minutes = rng.randrange(lo, hi)
+            when = self.now - dt.timedelta(minutes=minutes)
+            if first <= when.time() <= last and not (weekday and when.weekday() >= 5):
+                return minutes
+        return minutes
+
+    def text_for(
+        self, contact: dict[str, Any], minutes_ago: int, rng: random.Random | None = None, inbound: bool = True
+    ) -> str:
+        """A text ``contact`` may send the user (the user may send ``contact``, when not
+        ``inbound``) ``minutes_ago`` minutes before now: one of :data:`MESSAGE_SEEDS` that fits
+        the contact's relation and that local time (see :class:`MessageLine`), drawn from ``rng``
+        (default: the templates' ``rng``)."""
+        rng = rng or self.rng
+        when = self.now - dt.timedelta(minutes=minutes_ago)
+        kind = circle(contact.get("relation"))
+        way = "in" if inbound else "out"
+        lines = [line for line in MESSAGE_LINES if kind in line.circles and line.way in (way, "both")]
+        fits = [line for line in lines if line_fits_time(line, when)]
+        return rng.choice(fits or lines).text
+
     # -- app records ----------------------------------------------------------------------------
     def _messages(self) -> None:
+        """Threads with five contacts: one or two exchanges each, a text that fits the contact
+        and the hour (:data:`MESSAGE_LINES`), answered by its reply half the time."""
         rng = self.stream("messages")
         msgs = []
         k = 0
         for p in rng.sample(self.contacts, 5):
-            for _ in range(rng.randrange(1, 4)):
+            kind = circle(p["relation"])
+            fits = [line for line in MESSAGE_LINES if kind in line.circles]
+            thread: list[tuple[int, bool, str]] = []  # (minutes ago, inbound, text)
+            for _ in range(rng.randrange(1, 3)):
+                line = rng.choice(fits)
+                inbound = line.way == "in" or (line.way == "both" and rng.random() < 0.6)
+                ago = self.ago_within(rng, 40, 4000, line.hours, line.weekday)
+                if any(abs(ago - other) < 60 for other, _, _ in thread):
+                    continue  # keep exchanges apart, so a reply follows its own text
+                thread.append((ago, inbound, line.text))
+                gap = rng.randrange(2, 30)
+                answered = self.now - dt.timedelta(minutes=ago - gap)
+                if line.reply and rng.random() < 0.5 and WAKING[0] <= answered.time() <= WAKING[1]:
+                    thread.append((ago - gap, not inbound, line.reply))
+            thread.sort(key=lambda m: -m[0])
+            for i, (ago, inbound, text) in enumerate(thread):
                 k += 1
-                inbound = rng.random() < 0.6
+                answered_later = any(not later_in for _, later_in, _ in thread[i + 1 :])
                 msgs.append(
                     {
                         "id": f"m_{k}",
                         "number": p["phone"],
                         "direction": "in" if inbound else "out",
-                        "body": rng.choice(MESSAGE_SEEDS),
-                        "time": self.ts(self.waking_ago(rng, 10, 4000)),
-                        "read": (not inbound) or rng.random() < 0.6,
+                        "body": text,
+                        "time": self.ts(ago),
+                        "read": (not inbound) or answered_later or rng.random() < 0.6,
                     }
                 )
         self.records["messages.messages"] = msgs
@@ -432,21 +646,28 @@ class World:
         self.records["phone.blocked"] = []
 
     def _events(self) -> None:
+        """Nine events in the next six days, each of a kind of :data:`EVENT_KINDS` with a place,
+        hours, length and attendees that fit it, none overlapping another."""
         rng = self.stream("calendar")
         events = []
-        used: set[tuple[dt.date, int]] = set()
+        busy: list[tuple[dt.datetime, dt.datetime]] = []
         for k in range(9):
-            title = rng.choice(EVENT_TITLES)
-            work = title in WORK_EVENTS
-            while True:
+            kind = rng.choice(EVENT_KINDS)
+            first, last = (_minutes(h) for h in kind.starts)
+            slots = list(range(first + (-first) % 30, last + 1, 30))
+            for _ in range(200):
                 day = self.now.date() + dt.timedelta(days=rng.randrange(0, 6))
-                hour = rng.randrange(9, 17 if work else 18)
-                if (day, hour) not in used and not (work and day.weekday() >= 5):
-                    used.add((day, hour))
+                start = dt.datetime.combine(day, dt.time()) + dt.timedelta(minutes=rng.choice(slots))
+                end = start + dt.timedelta(minutes=rng.choice(kind.minutes))
+                if not (kind.work and day.weekday() >= 5) and all(end <= s or start >= e for s, e in busy):
                     break
-            start = dt.datetime.combine(day, dt.time(hour, rng.choice([0, 30])))
-            named = rng.choice(self.contacts) if "{p}" in title else None
-            people = {a["name"] for a in rng.sample(self.contacts, rng.randrange(0, 4))}
+            busy.append((start, end))
+            fitting = [c for c in self.contacts if circle(c["relation"]) in kind.circles]
+            named = rng.choice(fitting) if "{p}" in kind.title else None
+            rest = [c for c in fitting if c is not named]
+            n = rng.randrange(0, kind.most + 1) - (named is not None)
+            people = {a["name"] for a in rng.sample(rest, max(0, min(n, len(rest))))}
+            title = kind.title
             if named is not None:
                 title = title.format(p=named["name"].split()[0])
                 people.add(named["name"])
@@ -455,8 +676,8 @@ class World:
                     "id": f"ev_{k + 1}",
                     "title": title,
                     "start": start.isoformat(timespec="minutes"),
-                    "end": (start + dt.timedelta(minutes=rng.choice([30, 60]))).isoformat(timespec="minutes"),
-                    "location": rng.choice(LOCATIONS),
+                    "end": end.isoformat(timespec="minutes"),
+                    "location": rng.choice(kind.places),
                     "attendees": tuple(sorted(people)),
                     "notes": None,
                     "all_day": False,
@@ -477,7 +698,7 @@ class World:
         rng = self.stream("notes")
         notes = []
         for i, (title, body, tags) in enumerate(rng.sample(NOTE_SEEDS, 5)):
-            stamp = self.ts(rng.randrange(60, 20000))
+            stamp = self.ts(self.ago_within(rng, 60, 20000))
             notes.append(
                 {
                     "id": f"n_{i + 1}",
@@ -492,20 +713,25 @@ class World:
         self.records["notes.notes"] = notes
 
     def _mail(self) -> None:
+        """Four inbox mails: personal ones (:data:`PERSONAL_MAIL`) from a contact whose relation
+        they fit, written in waking hours; company ones (:data:`SERVICE_MAIL`) at any hour."""
         rng = self.stream("mail")
         writers = [c for c in self.contacts if c["email"]]
         tld = COMPANY_TLD[self.locale.country]
         mails = []
-        kinds = rng.sample([("personal", m) for m in PERSONAL_MAIL] + [("service", m) for m in SERVICE_MAIL], 4)
-        for i, (kind, mail) in enumerate(kinds):
+        personal = [m for m in PERSONAL_MAIL if any(circle(c["relation"]) in m.circles for c in writers)]
+        pool: list[MailLine | tuple[str, str, str]] = [*personal, *SERVICE_MAIL]
+        for i, mail in enumerate(rng.sample(pool, min(4, len(pool)))):
             n = rng.randrange(1000, 9999)
             amount = rng.randrange(20, 900)
-            if kind == "personal" and writers:
-                subj, body = mail
-                sender = rng.choice(writers)["email"]
+            if isinstance(mail, MailLine):
+                subj, body = mail.subject, mail.body
+                sender = rng.choice([c for c in writers if circle(c["relation"]) in mail.circles])["email"]
+                ago = self.ago_within(rng, 30, 5000)
             else:
-                box, subj, body = mail if kind == "service" else ("news", *mail)
+                box, subj, body = mail
                 sender = f"{box}@{rng.choice(COMPANIES)}.{tld}"
+                ago = rng.randrange(30, 5000)
             mails.append(
                 {
                     "id": f"em_{i + 1}",
@@ -514,7 +740,7 @@ class World:
                     "to": (self.user_email,),
                     "subject": subj.format(n=n),
                     "body": body.format(n=n, a=amount, cur=self.locale.currency),
-                    "time": self.ts(rng.randrange(30, 5000)),
+                    "time": self.ts(ago),
                     "read": rng.random() < 0.5,
                 }
             )

@@ -25,7 +25,7 @@ from phoneenv.tasks.templates import (
 )
 from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.messages import looked_up, similar, tell, tell_probes, telling, who
-from phoneenv.tasks.world import World
+from phoneenv.tasks.world import EVENT_KINDS, World, circle
 
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -362,18 +362,27 @@ def delete_event(w: World) -> Draft:
 )
 def add_attendee(w: World) -> Draft:
     """Template ``calendar.add_attendee``, e.g. task 0: "Invite my dad to \"Parent-teacher meeting\" tomorrow (Thursday 26 November) at 12:00."."""
-    e = w.rng.choice(upcoming(w))
+    firsts = [c["name"].split()[0] for c in w.contacts]
+
+    def guests(e: dict[str, Any]) -> list[dict[str, Any]]:
+        """Contacts not yet invited whom the event's kind fits (no family at a work meeting)."""
+        kind = next((k for k in EVENT_KINDS if k.matches(e["title"])), None)
+        fits = [c for c in w.contacts if c["name"] not in e["attendees"] and firsts.count(c["name"].split()[0]) == 1]
+        return [c for c in fits if kind is None or circle(c["relation"]) in kind.circles]
+
+    pool = upcoming(w)
+    e = w.rng.choice([x for x in pool if guests(x)] or pool)
     attendees = tuple(e["attendees"])
     free = [c for c in w.contacts if c["name"] not in attendees]
-    related = [c for c in free if c["relation"]]
-    firsts = [c["name"].split()[0] for c in w.contacts]
+    fitting = guests(e) or [x for x in free if firsts.count(x["name"].split()[0]) == 1]
+    related = [c for c in fitting if c["relation"]]
     if related and w.rng.random() < 0.6:  # "my sister": the agent has to look the name up
         c = w.rng.choice(related)
         name, query = f"my {c['relation']}", c["relation"]
         goal = w.rng.choice([f"Add {name} to {event_phrase(e, w.now.date())} as an attendee.",
                              f"Invite {name} to {event_phrase(e, w.now.date())}."])  # fmt: skip
     else:  # a first name: the calendar needs the full name or address
-        c = w.rng.choice([x for x in free if firsts.count(x["name"].split()[0]) == 1])
+        c = w.rng.choice(fitting)
         name = query = c["name"].split()[0]
         goal = f"Put {name} on the guest list of {event_phrase(e, w.now.date())}."
     plan = [
@@ -454,8 +463,9 @@ def next_event(w: World) -> Draft:
             "all_day": False,
         }
         events.append(e)
-    if e["location"] is None:
-        e["location"] = w.rng.choice(PLACES)
+    if e["location"] is None:  # somewhere the event's kind fits ("Call with X": on the phone)
+        kind = next((k for k in EVENT_KINDS if k.matches(e["title"])), None)
+        e["location"] = w.rng.choice([p for p in kind.places if p] if kind else PLACES)
     others = [x["location"] for x in events if x["location"] and x["location"] != e["location"]]
     wrong_place = others[0] if others else next(p for p in PLACES if p != e["location"])
     elsewhere = sorted({x["location"] for x in events if x["location"]} | set(PLACES))

@@ -24,7 +24,7 @@ SEEDED = [
 
 
 def _note(w: World, title: str, body: str) -> dict[str, Any]:
-    stamp = w.ts(w.rng.randrange(120, 9000))
+    stamp = w.ts(w.ago_within(w.rng, 120, 9000))
     rec = {"id": w.next_id("notes.notes", "n_"), "title": title, "body": body, "pinned": False, "created": stamp,
            "updated": stamp, "tags": ()}  # fmt: skip
     w.table("notes.notes").append(rec)

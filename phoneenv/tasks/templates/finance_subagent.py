@@ -217,14 +217,19 @@ def collect_debts(w: World) -> Draft:
     owed: list[tuple[dict[str, Any], float, str]] = []
     for p, what in zip(debtors, things, strict=False):
         amount = w.price(w.rng.choice([8.5, 12, 14.9, 19, 23.5, 27, 32.4, 40]))
-        add_text(w, p["handle"], w.rng.choice(OWE_ME).format(m=w.money(amount), what=what), w.rng.randrange(30, 900))
+        add_text(
+            w, p["handle"], w.rng.choice(OWE_ME).format(m=w.money(amount), what=what), w.ago_within(w.rng, 30, 900)
+        )
         owed.append((p, amount, what))
     their = w.price(w.rng.choice([11, 16.5, 22]))
     add_text(
-        w, creditor["handle"], w.rng.choice(I_OWE).format(m=w.money(their), what=things[-1]), w.rng.randrange(30, 900)
+        w,
+        creditor["handle"],
+        w.rng.choice(I_OWE).format(m=w.money(their), what=things[-1]),
+        w.ago_within(w.rng, 30, 900),
     )
     chatty = w.rng.choice([p for p in people if p not in debtors and p is not creditor])
-    add_text(w, chatty["handle"], w.rng.choice(CHATTER), w.rng.randrange(30, 900))
+    add_text(w, chatty["handle"], w.rng.choice(CHATTER), w.ago_within(w.rng, 30, 900))
     goal = phrase.format(N=["Two", "Three"][n - 2])
     if careful:
         goal += " Nobody I owe money to gets a request."

@@ -392,7 +392,7 @@ def parcel_window_calendar(w: World) -> Draft:
             "subject": f"Your {shop[0]} order #{order_no} has shipped",
             "body": f"Thanks for shopping at {shop[0]}! Your {shop[2]} left our warehouse today with {carrier}. "
             f"Tracking number: {p['tracking_id']}.",
-            "time": w.ts(w.rng.randrange(120, 1500)),
+            "time": w.ts(w.ago_within(w.rng, 120, 1500)),
             "read": False,
         }
     )
@@ -502,7 +502,7 @@ def parcel_reschedule_text(w: World) -> Draft:
             "direction": "in",
             "body": f"{carrier}: Your parcel {tid} from {shop[0]} will be delivered on {_day_words(day)} "
             f"between {old_ws} and {old_we}. Change the day in the Parcel Tracker app.",
-            "time": w.ts(w.rng.randrange(30, 600)),
+            "time": w.ts(w.ago_within(w.rng, 30, 600)),
             "read": False,
         }
     )
@@ -841,7 +841,7 @@ def cancel_order_note_refund(w: World) -> Draft:
                 break
         lines.append(f"{label} {v}")
     nid = w.next_id("notes.notes", "n_")
-    stamp = w.ts(w.rng.randrange(600, 5000))
+    stamp = w.ts(w.ago_within(w.rng, 600, 5000))
     w.table("notes.notes").append(
         {
             "id": nid,

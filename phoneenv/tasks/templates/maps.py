@@ -79,11 +79,17 @@ def leave_for_meeting(w: World) -> Draft:
     places = seed_maps(w)
     place, title = w.rng.choice(MEETINGS)
     (mode,) = pick(w, ["drive", "transit", "bike", "walk"])
-    p = w.rng.choice(w.contacts)
+    p = w.rng.choice([c for c in w.contacts if c["relation"] not in ("dentist", "landlord")])
     title = title.format(p=first_name(p))
     day = w.now.date() + dt.timedelta(days=1)
     start = dt.datetime.combine(day, dt.time(w.rng.randrange(10, 19), w.rng.choice([0, 15, 30, 45])))
+    if title.startswith("Lunch"):  # lunch is at lunchtime, coffee not in the evening
+        start = start.replace(hour=12)
+    elif title.startswith("Coffee"):
+        start = start.replace(hour=min(start.hour, 16))
     ev = add_event(w, title, start, 60, place)
+    if first_name(p) in title:  # "Lunch with Ana": Ana is invited
+        ev["attendees"] = (p["name"],)
     poi = places[place]
     minutes = trip_minutes(places["Home"], poi, mode)
     leave = (start - dt.timedelta(minutes=minutes)).strftime("%H:%M")

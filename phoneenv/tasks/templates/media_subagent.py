@@ -63,7 +63,7 @@ REQUESTS = [
     ("Can you water my plants while I'm away?", "water the neighbour's plants", "plants"),
 ]
 """(text a contact sends, the item a person writes, the word the item must hold)."""
-CHATTER = ["Thanks for yesterday!", "Did you see the game?", "Happy weekend!", "Haha that was great"]
+CHATTER = ["Thanks again for yesterday :)", "What a game last night!", "Happy weekend!", "Haha that was great"]
 
 
 @template(
@@ -100,7 +100,7 @@ def todo_from_texts(w: World) -> Draft:
                 "number": c["phone"],
                 "direction": "in",
                 "body": text,
-                "time": w.ts(30 + 40 * k),
+                "time": w.ts(10 + 15 * k),  # this morning, after 07:00 (the clock is 08:00 or later)
                 "read": False,
             }
         )

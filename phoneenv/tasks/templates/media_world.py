@@ -157,7 +157,7 @@ def seed_gallery(w: World) -> list[dict[str, Any]]:
         outings.append({"day": day, "place": place, "people": people, "photos": shots})
     # A few photos at home, nobody tagged.
     for _ in range(2):
-        day = w.now.date() - dt.timedelta(days=rng.randrange(0, 22))
+        day = w.now.date() - dt.timedelta(days=rng.randrange(1, 22))  # evenings before today's
         photos.append(
             {
                 "id": f"ph_{len(photos) + 1}",

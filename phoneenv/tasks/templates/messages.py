@@ -6,6 +6,7 @@ contact), :func:`tell` ("let Ana know ...": a text or an e-mail to that person, 
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any
 
@@ -26,7 +27,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.world import MESSAGE_SEEDS, World
+from phoneenv.tasks.world import World
 
 WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
 
@@ -215,7 +216,8 @@ def unread_count(w: World) -> Draft:
     unread = [m for m in msgs if m["direction"] == "in" and not m["read"]]
     if not unread:
         (c,) = w.pick("contacts.contacts")
-        unread = [add_inbound(w, c["phone"], w.rng.choice(MESSAGE_SEEDS), w.rng.randrange(5, 300), read=False)]
+        ago = w.ago_within(w.rng, 5, 300)
+        unread = [add_inbound(w, c["phone"], w.text_for(c, ago), ago, read=False)]
     senders: list[str] = []
     numbers: list[str] = []
     ids: list[str] = []
@@ -318,11 +320,19 @@ def last_texter(w: World) -> Draft:
     if not inbound or (len(inbound) > 1 and inbound[0]["time"] == inbound[1]["time"]):
         (c,) = w.pick("contacts.contacts")
         # Seeded messages are at least 10 minutes old: this one is the newest.
-        last = add_inbound(w, c["phone"], w.rng.choice(MESSAGE_SEEDS), w.rng.randrange(1, 10), read=False)
+        ago = w.rng.randrange(1, 10)
+        last = add_inbound(w, c["phone"], w.text_for(c, ago), ago, read=False)
     else:
         last = inbound[0]
     c = w.contact_by_number(last["number"])
     assert c is not None
+    age = int((w.now - dt.datetime.fromisoformat(last["time"])).total_seconds() // 60)
+    if w.index % 2 == 0 and age >= 2:  # the user wrote to someone else since: the newest text is no one's
+        to = w.rng.choice([x for x in w.contacts if x["id"] != c["id"]])
+        ago = w.rng.randrange(1, age)
+        mine = {"id": w.next_id("messages.messages", "m_"), "number": to["phone"], "direction": "out",
+                "body": w.text_for(to, ago, inbound=False), "time": w.ts(ago), "read": True}  # fmt: skip
+        msgs.append(mine)
     ask = w.rng.choice(
         ["Who texted me last?", "Who sent me the most recent text?", "Who was the last person to text me?"]
     )
@@ -380,7 +390,8 @@ def mark_thread_read(w: World) -> Draft:
         (c,) = w.pick("contacts.contacts")
         number = c["phone"]
         for _ in range(w.rng.randrange(1, 3)):
-            add_inbound(w, number, w.rng.choice(MESSAGE_SEEDS), w.rng.randrange(10, 600), read=False)
+            ago = w.ago_within(w.rng, 10, 600)
+            add_inbound(w, number, w.text_for(c, ago), ago, read=False)
     c = w.contact_by_number(number)
     assert c is not None
     n = sum(1 for m in msgs if m["number"] == number and m["direction"] == "in" and not m["read"])

@@ -56,7 +56,7 @@ def _ensure_note(w: World, title: str, body: str | None = None, tags: tuple[str,
             return notes[i]
     if body is None:
         body, tags = next((b, t) for s, b, t in NOTE_SEEDS if s == title)
-    stamp = w.ts(w.rng.randrange(60, 20000))
+    stamp = w.ts(w.ago_within(w.rng, 60, 20000))
     rec = {
         "id": w.next_id("notes.notes", "n_"),
         "title": title,

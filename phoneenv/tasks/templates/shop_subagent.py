@@ -131,7 +131,7 @@ def group_table(w: World) -> Draft:
         own = [common, extras[2 * i]] + ([blocked] if both_common else [])
         own.sort()
         line = w.rng.choice(CAN_LINES).format(slots=" or ".join(_slot_words(t) for t in own))
-        _add_sms(w, f["phone"], line, w.rng.randrange(30, 900))
+        _add_sms(w, f["phone"], line, w.ago_within(w.rng, 30, 900))
         plan += delegate_steps(
             f"Read {f['name']}'s text messages and tell me which evenings they said they can do dinner.",
             ["contacts.search", "messages.read_thread"],

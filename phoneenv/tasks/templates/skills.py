@@ -320,7 +320,7 @@ def archive_note(w: World) -> Draft:
     # each task while there are enough (seeds are crc32(name) * 1000 + k).
     lead = OLD_NOTES[w.seed % len(OLD_NOTES)]
     for title, body, tags in [lead, w.rng.choice([n for n in OLD_NOTES if n is not lead])]:
-        stamp = w.ts(w.rng.randrange(20000, 90000))
+        stamp = w.ts(w.ago_within(w.rng, 20000, 90000))
         notes.append(
             {
                 "id": w.next_id("notes.notes", "n_"),

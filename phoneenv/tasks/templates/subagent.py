@@ -183,7 +183,7 @@ def meeting_from_availability(w: World) -> Draft:
             events.append(
                 {
                     "id": w.next_id("calendar.events", "ev_"),
-                    "title": w.rng.choice(["Dentist appointment", "Car service", "Parent-teacher meeting"]),
+                    "title": w.rng.choice(["Physio appointment", "Car service", "School open day"]),
                     "start": start.isoformat(timespec="minutes"),
                     "end": (start + dt.timedelta(hours=1)).isoformat(timespec="minutes"),
                     "location": None,
@@ -201,10 +201,13 @@ def meeting_from_availability(w: World) -> Draft:
         if w.rng.random() < 0.5:  # an older message about another day
             other = day + dt.timedelta(days=w.rng.choice([-1, 1, 2]))
             _add_sms(
-                w, p["phone"], f"For {_date_words(other)} I could only do {_hhmm(common)}.", w.rng.randrange(700, 2000)
+                w,
+                p["phone"],
+                f"For {_date_words(other)} I could only do {_hhmm(common)}.",
+                w.ago_within(w.rng, 700, 2000),
             )
         line = w.rng.choice(AVAILABILITY_LINES).format(date=_date_words(day), times=_times_words(own))
-        _add_sms(w, p["phone"], line, w.rng.randrange(20, 600))
+        _add_sms(w, p["phone"], line, w.ago_within(w.rng, 20, 600))
         plan += delegate_steps(
             f"Read {p['name']}'s text messages and tell me at which times they said they are free on {_date_words(day)}.",
             ["contacts.search", "messages.read_thread"],
@@ -321,7 +324,7 @@ def cheapest_quote(w: World) -> Draft:
     order = list(range(3))
     w.rng.shuffle(order)
     for k in order:
-        _add_note(w, f"{service.capitalize()} quote - {people[k]['name']}", lines[k], w.rng.randrange(100, 5000))
+        _add_note(w, f"{service.capitalize()} quote - {people[k]['name']}", lines[k], w.ago_within(w.rng, 100, 5000))
     winner = people[0]
     body = _walk(
         w,
@@ -456,7 +459,7 @@ def daily_brief(w: World) -> Draft:
     at = first["start"][11:16]
     title = w.rng.choice(LIST_TITLES)
     items = w.rng.sample(LIST_ITEMS, 3)
-    _add_note(w, title, "\n".join(items), w.rng.randrange(60, 3000))
+    _add_note(w, title, "\n".join(items), w.ago_within(w.rng, 60, 3000))
     (partner,) = w.pick("contacts.contacts")
     body = f"Tomorrow my first event, {first['title']}, starts at {at}. On the {title} list: {', '.join(items)}."
     goal = w.rng.choice(
@@ -602,7 +605,7 @@ def best_offer_reply(w: World) -> Draft:
                 "subject": f"Offer: {item}",
                 "body": f"Hello, we can supply the {item} for {w.money(w.price(price))} in total, delivered "
                 f"within {days} days.",
-                "time": w.ts(w.rng.randrange(60, 3000)),
+                "time": w.ts(w.ago_within(w.rng, 60, 3000)),
                 "read": False,
             }
         )
@@ -836,7 +839,7 @@ def dinner_nested(w: World) -> Draft:
     for p, other in ((a, only_a), (b, only_b)):
         pair = sorted([common, other])
         line = w.rng.choice(DINNER_LINES).format(a=_date_words(pair[0]), b=_date_words(pair[1]))
-        _add_sms(w, p["phone"], line, w.rng.randrange(30, 900))
+        _add_sms(w, p["phone"], line, w.ago_within(w.rng, 30, 900))
     title = f"Dinner with {first_name(a)} and {first_name(b)}"
     start = f"{common.isoformat()}T19:30"
     end = f"{common.isoformat()}T21:30"

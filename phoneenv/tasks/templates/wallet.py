@@ -298,8 +298,10 @@ def pay_back(w: World) -> Draft:
     amount = w.price(w.rng.choice([12.5, 18, 23.4, 35, 42.8, 60, 27.9]))
     other_amount = w.price(w.rng.choice([9, 15.5, 31, 48]))
     text, other_text = w.rng.sample(OWED_TEXTS, 2)
-    add_text(w, c["phone"], text.format(m=w.money(amount, symbol=True), what=what), w.rng.randrange(30, 600))
-    add_text(w, other["phone"], other_text.format(m=w.money(other_amount), what=other_what), w.rng.randrange(30, 600))
+    add_text(w, c["phone"], text.format(m=w.money(amount, symbol=True), what=what), w.ago_within(w.rng, 30, 600))
+    add_text(
+        w, other["phone"], other_text.format(m=w.money(other_amount), what=other_what), w.ago_within(w.rng, 30, 600)
+    )
     payee = seeded["people"][c["id"]]
     first = first_name(c)
     (goal,) = pick(
