@@ -49,6 +49,13 @@ temperature    the value in its unit within 0.5°, or converted within 1° (8.6 
 email          the address (case aside) is one the grounds hold
 phone          the number (as libphonenumber reads it, any format; valid numbers only) is one
                the grounds hold
+status         a thing told as done: paid, cancelled, booked/reserved, sent/texted/e-mailed,
+               deleted/removed (:data:`STATUS_FAMILIES`). Told as the planner's own act ("I've
+               paid it", "Cancelled your 15:00", "Booked for two"): a call of that kind
+               succeeded in the episode ("paid" for a bill only scheduled fails). Told as a
+               record's state ("the bill is paid", "it has been cancelled"): such a call, or a
+               ``status`` the record holds (the named record's, else any read one). Questions
+               and negated claims are not told
 =============  ===============================================================================
 
 A negated claim ("not 14:00", "instead of Tuesday") is not told. Free speech stays free: words
@@ -71,7 +78,7 @@ import datetime as dt
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -94,6 +101,7 @@ from phoneenv.tasks.predicates import Context
 __all__ = [
     "AUTHORED_KEYS",
     "GROUNDED_TYPES",
+    "STATUS_FAMILIES",
     "Evidence",
     "Grounds",
     "Named",
@@ -161,6 +169,7 @@ class Evidence:
     phones: set[str] = field(default_factory=set)
     durations: set[int] = field(default_factory=set)
     month_days: set[str] = field(default_factory=set)
+    statuses: set[str] = field(default_factory=set)
     today: dt.date | None = None
 
     def merge(self, other: Evidence) -> None:
@@ -176,6 +185,7 @@ class Evidence:
             "phones",
             "durations",
             "month_days",
+            "statuses",
         ):
             getattr(self, name).update(getattr(other, name))
         self.today = self.today or other.today
@@ -351,6 +361,8 @@ def evidence_of(
             _list_totals(value, amounts)
         for leaf, key, cur, tu in _walk(value):
             if isinstance(leaf, str):
+                if key in ("status", "state") and len(leaf) <= 20:
+                    ev.statuses.add(leaf.strip().lower())
                 text(leaf, cur, tu, key)
             elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
                 if cur or _MONEY_KEYS.search(key):
@@ -549,9 +561,16 @@ class Grounds:
     amounts), and the ``named`` records a clause can be about."""
 
     def __init__(
-        self, subject: Evidence, read: Evidence, named: Sequence[Named], done: frozenset[str], did: Evidence
+        self,
+        subject: Evidence,
+        read: Evidence,
+        named: Sequence[Named],
+        done: frozenset[str],
+        did: Evidence,
+        acts: frozenset[str] = frozenset(),
     ) -> None:
         self.subject, self.read, self.named, self.done, self.did = subject, read, list(named), done, did
+        self.acts = acts  # the tools whose calls changed the world and succeeded
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._money: dict[int, set[tuple[float, str]]] = {}
@@ -647,6 +666,8 @@ def _held_in(ev: Evidence, type: str, value: Any, unit: str, later: Iterable[int
 
 
 def _holds(ev: Evidence, type: str) -> bool:
+    if type == "status":
+        return bool(ev.statuses)
     return bool({"time": ev.times | ev.end_times, "date": ev.dates, "money": ev.money, "temperature": ev.temps}[type])
 
 
@@ -757,7 +778,8 @@ def grounds(
     done = frozenset(
         t for t in _TYPED if set(_values(bare, t)) - set(_values(clock, t)) or (t == "time" and bare.end_times)
     )
-    return Grounds(subject, read, named, done, did), texts
+    acts = frozenset(c.name for c in calls if c.ok and getattr(c.effect, "value", c.effect) in ("write", "sensitive"))
+    return Grounds(subject, read, named, done, did, acts), texts
 
 
 _STAMP_KEYS = frozenset(
@@ -836,6 +858,86 @@ def _clock_values(ctx: Context, type: str) -> set[str]:
     if now is None:
         return set()
     return {now.strftime("%H:%M")} if type == "time" else {now.date().isoformat()}
+
+
+def _verb(*prefixes: str) -> Callable[[str], bool]:
+    """A test of a tool name: its action (after the app's dot) starts with one of ``prefixes``
+    ("cinema.book_tickets" books, "memory.forget" deletes)."""
+    return lambda name: name.rpartition(".")[2].startswith(prefixes)
+
+
+STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = {
+    "paid": (
+        r"paid|settled",
+        _verb("pay", "checkout", "purchase", "buy", "place_order", "send_money"),
+        frozenset({"paid"}),
+    ),
+    "cancelled": (
+        r"cancell?ed|called\s+off",
+        _verb("cancel", "decline", "delete", "remove", "forget", "clear"),
+        frozenset({"cancelled", "canceled", "declined"}),
+    ),
+    "booked": (
+        r"booked|reserved",
+        _verb("book", "reserve", "change_reservation", "create_event", "choose_pickup"),
+        frozenset({"booked", "reserved", "confirmed"}),
+    ),
+    "sent": (
+        r"sent|texted|e-?mailed|messaged|replied|forwarded",
+        _verb("send", "reply", "forward", "share", "notify", "request_money", "split", "text", "email", "message"),
+        frozenset({"sent", "delivered"}),
+    ),
+    "deleted": (
+        r"deleted|removed|erased",
+        _verb("delete", "remove", "clear", "forget", "cancel", "untag", "unblock"),
+        frozenset({"deleted", "removed"}),
+    ),
+}
+"""The things a planner tells as done, checked as ``status`` claims: family → (the words that
+tell it, which tools do it (by their action's verb), the record ``status`` values that hold it)."""
+
+_STATUS_WORDS = "|".join(f"(?P<{k}>{v[0]})" for k, v in STATUS_FAMILIES.items())
+_RE_STATUS_ACT = re.compile(
+    r"(?:\b(?:i|we)(?:\s+have|\s+had)?\s+|(?:^|[.!;\n]\s*|\s[-\u2013\u2014]\s+)"
+    r"(?:(?:done|ok|okay|sure|all\s+set|great)[,:!.]?\s+)?)"
+    r"(?:(?:also|just|now|already|successfully|then|gone\s+ahead\s+and)\s+)*"
+    rf"(?:{_STATUS_WORDS})\b",
+    re.I,
+)
+"""A thing told as the planner's own act: "I have paid", "we just booked", "Cancelled ...", "Done:
+sent ..." (the words after contractions are expanded: "I've" → "I have")."""
+_RE_STATUS_STATE = re.compile(
+    r"\b(?:is|are|was|were|has\s+been|have\s+been|got)\s+(?:(?:now|just|already|successfully|also|all)\s+)*"
+    rf"(?:{_STATUS_WORDS})\b",
+    re.I,
+)
+"""A thing told as a record's state: "the bill is paid", "it has been cancelled"."""
+_RE_STATUS_DENIED = re.compile(
+    r"\b(?:not|never|no|cannot|unable|failed|without|if|whether|once|when|before|until|should|could|would)\b|n't",
+    re.I,
+)
+
+
+def _status_claims(text: str) -> list[tuple[str, int, int, bool]]:
+    """``(family, start, end, own_act)`` of each status told in ``text`` (contractions
+    expanded, :func:`~phoneenv.tasks.predicates.plain`), negated, conditional and questioned
+    ones aside; positions index ``plain(text)``."""
+    from phoneenv.tasks.predicates import plain
+
+    t = plain(text)
+    out: list[tuple[str, int, int, bool]] = []
+    for own, pattern in ((True, _RE_STATUS_ACT), (False, _RE_STATUS_STATE)):
+        for m in pattern.finditer(t):
+            family = next(k for k, v in m.groupdict().items() if v)
+            a, b = m.span(family)
+            ends = [e.end() for e in _CLAUSE.finditer(t, 0, a)]
+            lead = t[ends[-1] if ends else 0 : a]
+            after = _CLAUSE.search(t, b)
+            if _RE_STATUS_DENIED.search(lead) or (after is not None and "?" in t[b : after.end()]):
+                continue
+            if not any(s <= a < e for _, s, e, _ in out):
+                out.append((family, a, b, own))
+    return out
 
 
 def check_text(
@@ -953,6 +1055,22 @@ def check_text(
             if not neg:
                 start = t.find(span)
                 judge("temperature", [v], start, start + len(span), unit)
+    if "status" in types:
+        from phoneenv.tasks.predicates import plain
+
+        pt = plain(text)
+        for family, a, b, own in _status_claims(text):
+            _, does, holds = STATUS_FAMILIES[family]
+            if any(does(n) for n in g.acts):
+                continue
+            if not own:
+                anchors = g.anchors(pt[max(0, a - 120) : b], "status")
+                pool = set().union(*(n.ev.statuses for n in anchors)) if anchors else g.read.statuses | g.did.statuses
+                if pool & holds:
+                    continue
+            did = sorted(g.acts) or ["nothing that changed the phone"]
+            why = f"the episode did no such thing (it called {', '.join(did[:4])})"
+            out.append(Ungrounded("status", pt[a:b], source, (), why))
     if "email" in types:
         for e in _RE_EMAIL.findall(text):
             if e.lower().rstrip(".") not in g.every.emails:
