@@ -1285,7 +1285,8 @@ def _check_typed(
 
 _SECONDARY_LEAD = re.compile(
     r"\b(?:next|then|followed\s+by|after\s+(?:that|him|her|them|it)|last\s+(?:\w+ed\b|seen|sent|paid)|previous(?:ly)?"
-    r"|earlier|before\s+that|ordered|shipped|scanned|runner[\s-]up|second|third|later)\b",
+    r"|earlier|before\s+that|ordered|shipped|scanned|runner[\s-]up|second|third|later|until|till|ends?(?:\s+at)?"
+    r"|ending)\b",
     re.I,
 )
 _LEAD_START = re.compile(r"[;!?\n(]|\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s")

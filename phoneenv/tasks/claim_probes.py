@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from phoneenv.contract import AnswerCriterion, CompositeCriterion, Criterion, TaskSpec, ToolCall
 from phoneenv.tasks.answers import _scan, claims
 from phoneenv.tasks.grounding import AUTHORED_KEYS, Grounds, _phone, _region, temperature_claims
-from phoneenv.tasks.predicates import Context
+from phoneenv.tasks.predicates import Context, says
 
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
@@ -129,6 +129,36 @@ def _spoken(hm: str) -> str | None:
     if (h + 1) % 24 in (0, 12) or _part_of_day(h) != _part_of_day((h + 1) % 24):
         return None
     return f"{_MINUTES[60 - m]} to {_NUMBER[(h + 1) % 12]} {_part_of_day(h)}"
+
+
+def _spoken_times(original: str, ctx: Context) -> str:
+    """``original`` with each ``HH:MM`` time it tells (not negated, not a range) spoken
+    (:func:`_spoken`); unchanged where none can be."""
+    text = _scan(original, ctx).text
+    out, cursor = original, 0
+    for c in claims(original, "time", ctx):
+        span = text[c.start : c.end]
+        at = out.find(span, cursor)
+        said = _spoken(span) if re.fullmatch(r"\d{2}:\d{2}", span) else None
+        if not c.negated and c.ends() is None and said and at >= 0:
+            out = out[:at] + said + out[at + len(span) :]
+            cursor = at + len(said)
+    return out
+
+
+def _literals(criteria: Sequence[Criterion]) -> set[str]:
+    """Every string ``criteria`` hold (the texts some criterion compares as they are)."""
+    out: set[str] = set()
+    stack: list[object] = [c.model_dump() for c in criteria]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            out.add(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return out
 
 
 def _dictations(criteria: Sequence[Criterion]) -> list[str]:
@@ -251,8 +281,6 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 fail("phone", step, key, _put(original, text, a, b, new), new, p is None or g.holds("phone", p))
                 break
     # a dictated text: greeted and abbreviated must pass; a commitment added must fail
-    from phoneenv.tasks.predicates import says
-
     for dictated in _dictations(task.criteria):
         for step, key, original in _texts(plan):
             if key not in ("body", "text", "message", "content", "reply") or not says(original, dictated):
@@ -275,6 +303,19 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 )
             )
             break
+    # a text's times spoken (not a dictated text's, whose words are the user's): must pass
+    dictated_texts = _dictations(task.criteria)
+    exact = _literals(task.criteria)  # a text a criterion compares as it is (a skill's format)
+    for step, key, original in _texts(plan):
+        if key not in ("body", "text", "message", "content") or original in exact:
+            continue
+        if any(says(original, d) for d in dictated_texts):
+            continue
+        said = _spoken_times(original, ctx)
+        if said != original:
+            out.append(
+                ClaimProbe("paraphrase", "pass", f"{plan[step].name} {key}: times spoken", _with(plan, step, key, said))
+            )
     # the answer said another way: must pass
     answer = plan[-1].arguments.get("answer")
     crits = _answer_criteria(task.criteria)
@@ -292,14 +333,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
             out.append(
                 ClaimProbe("paraphrase", "pass", "answer: times in 12-hour form", _with(plan, step, "answer", twelve))
             )
-        spoken, cursor = answer, 0
-        for c in claims(answer, "time", ctx):
-            span = text[c.start : c.end]
-            at = spoken.find(span, cursor)
-            said = _spoken(span) if re.fullmatch(r"\d{2}:\d{2}", span) else None
-            if not c.negated and c.ends() is None and said and at >= 0:
-                spoken = spoken[:at] + said + spoken[at + len(span) :]
-                cursor = at + len(said)
+        spoken = _spoken_times(answer, ctx)
         if spoken != answer:
             out.append(ClaimProbe("paraphrase", "pass", "answer: times spoken", _with(plan, step, "answer", spoken)))
         sentences = [x for x in re.split(r"(?<=[.!?])\s+(?=[A-Z])", answer.strip()) if x]

@@ -49,8 +49,8 @@ temperature    the value in its unit within 0.5°, or converted within 1° (8.6 
 email          the address (case aside) is one the grounds hold
 phone          the number (as libphonenumber reads it, any format; valid numbers only) is one
                the grounds hold
-status         a thing told as done: paid, cancelled, booked/reserved, sent/texted/e-mailed,
-               deleted/removed (:data:`STATUS_FAMILIES`). Told as the planner's own act ("I've
+status         a thing told as done: paid, scheduled, cancelled, booked/reserved, delivered,
+               texted, e-mailed, sent, deleted/removed (:data:`STATUS_FAMILIES`). Told as the planner's own act ("I've
                paid it", "Cancelled your 15:00", "Booked for two"): a call of that kind
                succeeded in the episode ("paid" for a bill only scheduled fails). Told as a
                record's state ("the bill is paid", "it has been cancelled"): such a call, or a
@@ -496,14 +496,20 @@ def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -
         if any(v[5:] in days for v in values):
             return True, ""
     # a weekday said alone names the next such day (the reader's value), the last one ("I paid
-    # on Tuesday") or today
-    bare = re.fullmatch(rf"(?:(?:this|last)\s+)?({_WEEKDAY})", span.strip(), re.I)
+    # on Tuesday") or today; said alone (not "this"/"last"), also such a day of the next three
+    # weeks the evidence holds ("the train on Tuesday" for a booking two weeks ahead)
+    bare = re.fullmatch(rf"(?:(this|last)\s+)?({_WEEKDAY})", span.strip(), re.I)
     today = today or ev.today
     if bare and today is not None:
-        day = _weekday_of(bare[1])
+        day = _weekday_of(bare[2])
         if day is not None:
             last = today - dt.timedelta(days=(today.weekday() - day) % 7 or 7)
-            return last.isoformat() in ev.dates or (day == today.weekday() and today.isoformat() in ev.dates), ""
+            if last.isoformat() in ev.dates or (day == today.weekday() and today.isoformat() in ev.dates):
+                return True, ""
+            if bare[1] is None:
+                ahead = (today + dt.timedelta(days=k) for k in range(1, 22))
+                return any(d.weekday() == day and d.isoformat() in ev.dates for d in ahead), ""
+            return False, ""
     return False, ""
 
 
@@ -872,6 +878,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         _verb("pay", "checkout", "purchase", "buy", "place_order", "send_money"),
         frozenset({"paid"}),
     ),
+    "scheduled": (r"scheduled", _verb("schedule"), frozenset()),
     "cancelled": (
         r"cancell?ed|called\s+off",
         _verb("cancel", "decline", "delete", "remove", "forget", "clear"),
@@ -882,10 +889,21 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         _verb("book", "reserve", "change_reservation", "create_event", "choose_pickup"),
         frozenset({"booked", "reserved", "confirmed"}),
     ),
+    "delivered": (r"delivered", lambda name: False, frozenset({"delivered"})),
+    "texted": (
+        r"texted|sms(?:-?ed)?",
+        lambda name: name.startswith("messages.") and _verb("send", "forward")(name),
+        frozenset(),
+    ),
+    "emailed": (
+        r"e-?mailed",
+        lambda name: name.startswith("mail.") and _verb("send", "reply", "forward")(name),
+        frozenset(),
+    ),
     "sent": (
-        r"sent|texted|e-?mailed|messaged|replied|forwarded",
+        r"sent|messaged|replied|forwarded",
         _verb("send", "reply", "forward", "share", "notify", "request_money", "split", "text", "email", "message"),
-        frozenset({"sent", "delivered"}),
+        frozenset(),
     ),
     "deleted": (
         r"deleted|removed|erased",
@@ -894,7 +912,9 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
     ),
 }
 """The things a planner tells as done, checked as ``status`` claims: family → (the words that
-tell it, which tools do it (by their action's verb), the record ``status`` values that hold it)."""
+tell it, which tools do it (by name), the record ``status`` values that hold it). A family
+with no status values ("scheduled", "sent": an event is "scheduled" and a read mail "was sent"
+without the planner doing either) is checked only where told as the planner's own act."""
 
 _STATUS_WORDS = "|".join(f"(?P<{k}>{v[0]})" for k, v in STATUS_FAMILIES.items())
 _RE_STATUS_ACT = re.compile(
@@ -1064,6 +1084,8 @@ def check_text(
             if any(does(n) for n in g.acts):
                 continue
             if not own:
+                if not holds:
+                    continue
                 anchors = g.anchors(pt[max(0, a - 120) : b], "status")
                 pool = set().union(*(n.ev.statuses for n in anchors)) if anchors else g.read.statuses | g.did.statuses
                 if pool & holds:

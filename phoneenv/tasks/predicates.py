@@ -265,17 +265,27 @@ FRAMING = frozenset(_FRAMING_TEXT.split())
 around the dictated words, and nothing else."""
 
 
+_SIGNED = re.compile(
+    r"(?<=[\W_])(?:best|cheers|thanks|thank you|regards|kind regards|best wishes|love|warmly|take care|talk soon"
+    r"|see you)[\s,.!]*\n?\s*[A-Z][\w'-]*[\s.!]*$",
+    re.I,
+)
+"""A sign-off and the writer's name at the end of a text ("Best,\nOskar", "Thanks! Ana")."""
+
+
 def dictates(text: Any, phrase: Any, names: Callable[[str], bool] = lambda w: False) -> bool:
     """Whether ``text`` is the dictated ``phrase``, trivially re-worded, with no fact or
     commitment added: it :func:`says` the phrase (word forms, abbreviations, number words,
     contractions, punctuation and letter case aside), and every other word of the text is a
-    :data:`FRAMING` word or a name (``names(word)``, the word case-folded: the contacts' names).
+    :data:`FRAMING` word or a name (``names(word)``, the word case-folded: the contacts' names);
+    a sign-off may end it with the writer's name ("Best,\nOskar").
     "Hi Sam! Running 15 mins late, see you soon x" dictates "Running 15 minutes late"; "Running 15
     minutes late. Unfortunately I can't make Saturday though" (an added refusal) and "Running 15
     minutes late, there by 9" (an added time) do not."""
     if not isinstance(text, str):
         return False
     phrase = str(phrase if phrase is not None else "")
+    text = _SIGNED.sub("", text)
     for body, said in ((text, phrase), (plain(text), plain(phrase))):
         span = _said_at(body, said)
         if span is not None:

@@ -73,12 +73,19 @@ HEDGE = r"(?!\s*(?:or|/|-|–|to)\s*\d)"
 """After a time in a pattern: not followed by an alternative ("16:00 or 17:00", "16:00-17:00")."""
 
 
-def one_time(hour: int, minute: int) -> str:
-    """A regex: the text names ``hour:minute`` (24- or 12-hour form) as the one time, not beside
-    an alternative ("20:30 or 21:00", "20:00/20:30") nor as an end of a range ("20:00-20:30",
-    "between 20:30 and 21:00": a hedge for a point in time such as an arrival or a booking)."""
-    t = time_pattern(hour, minute)
-    return rf"^(?!(?s:.)*?(?:\d\s*(?:-|–|to)\s*|\bbetween\s+)(?:{t}))(?s:.)*?{time_alone(hour, minute)}"
+def as_range_end(hour: int, minute: int) -> str:
+    """A regex: the text gives ``hour:minute`` (24- or 12-hour form) as the end of a range or
+    after "between" ("20:00-20:30", "between 20:30 and 21:00"): a hedge for a point in time such
+    as an arrival or a booking. Beside ``{"states": {"time": ...}}`` (which reads every spelling
+    of the time, spoken ones too, and refuses an alternative beside it) as ``{"not": ...}``."""
+    return rf"(?:\d\s*(?:-|–|to)\s*|\bbetween\s+)(?:{time_pattern(hour, minute)})"
+
+
+def one_time(hour: int, minute: int) -> dict[str, object]:
+    """A body condition: the text states ``hour:minute`` as the one time (any spelling the
+    typed reader reads: "20:30", "8:30 pm", "half past eight tonight"), not beside an
+    alternative ("20:30 or 21:00") nor as a range's end (:func:`as_range_end`)."""
+    return {"states": {"time": f"{hour:02d}:{minute:02d}"}, "not": {"regex": as_range_end(hour, minute)}}
 
 
 def time_alone(hour: int, minute: int) -> str:

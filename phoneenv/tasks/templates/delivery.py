@@ -255,7 +255,7 @@ def track_and_tell(w: World) -> Draft:
                 number={"person": c["id"]},
                 direction="out",
                 # the one time, not hedged nor denied ("08:53, not 08:28")
-                body={"regex": one_time(h, m), "states": {"time": hhmm}},
+                body=one_time(h, m),
             ),
             answer_time_if_said(hhmm),
             # the time comes from the app: its order list (or the order) read while signed in

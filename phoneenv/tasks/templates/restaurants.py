@@ -198,7 +198,7 @@ def book_table(w: World) -> Draft:
                 status="confirmed",
             ),
             # The day need not be said, but a day said must be the booking's.
-            _sms(c, icontains=code, regex=one_time(h, m), consistent={"date": text[:10]}),
+            _sms(c, icontains=code, consistent={"date": text[:10]}, **one_time(h, m)),
         ],
         milestones=[state("restaurants.reservations", "created", restaurant_id=r["id"], time=text), _sms(c)],
         plan=plan,
