@@ -12,6 +12,7 @@ that must **pass** (the same answer said another way)::
     money     the amount 10% + 1 up; the currency    answer wrapped in pleasantries
               swapped                              answer plus a true fact ("It's <today>.")
     temperature  the unit swapped (°C ↔ °F)        answer's sentences in reverse order
+    count     a count one more ("3 people")
     email     the address's domain changed         a dictated text greeted, thanked, signed,
     phone     the number's last digit changed        abbreviated ("Hi! ... 15 mins ... thx x")
     dictation a dictated text with a commitment
@@ -44,7 +45,8 @@ from phoneenv.tasks.predicates import Context, says
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
-    "time", "date", "weekday", "money", "currency", "temperature", "email", "phone", "dictation", "paraphrase",
+    "time", "date", "weekday", "money", "currency", "temperature", "count", "email", "phone", "dictation",
+    "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
@@ -263,6 +265,15 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                     g.holds("temperature", v, other),
                 )
                 break
+        if "count" not in exempt:
+            from phoneenv.tasks.grounding import _count_claims
+            from phoneenv.tasks.predicates import plain
+
+            if plain(original) == original:  # its counts written as digits: spans index it as written
+                for n, a, b in _count_claims(original):
+                    new = str(n + 1) + original[a:b][len(str(n)) :]
+                    fail("count", step, key, original[:a] + new + original[b:], new, g.holds("count", n + 1))
+                    break
         if "email" not in exempt:
             for m in _RE_EMAIL.finditer(text):
                 new = m.group().replace(m[1], "mail-" + m[1])

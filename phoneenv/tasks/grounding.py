@@ -77,6 +77,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import itertools
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -170,6 +171,7 @@ class Evidence:
     durations: set[int] = field(default_factory=set)
     month_days: set[str] = field(default_factory=set)
     statuses: set[str] = field(default_factory=set)
+    counts: set[int] = field(default_factory=set)
     today: dt.date | None = None
 
     def merge(self, other: Evidence) -> None:
@@ -186,6 +188,7 @@ class Evidence:
             "durations",
             "month_days",
             "statuses",
+            "counts",
         ):
             getattr(self, name).update(getattr(other, name))
         self.today = self.today or other.today
@@ -351,6 +354,7 @@ def evidence_of(
         ev.emails.update(f.emails)
         ev.month_days.update(f.month_days)
         ev.phones.update(f.phones)
+        ev.counts.update(f.counts)
 
     if goal:
         text(goal, "", "")
@@ -359,6 +363,7 @@ def evidence_of(
     for value in values:
         if not world:
             _list_totals(value, amounts)
+            _counts(value, ev.counts)
         for leaf, key, cur, tu in _walk(value):
             if isinstance(leaf, str):
                 if key in ("status", "state") and len(leaf) <= 20:
@@ -384,6 +389,7 @@ class _Facts(NamedTuple):
     emails: frozenset[str]
     month_days: frozenset[str]
     phones: frozenset[str]
+    counts: frozenset[int]
 
 
 _RE_OFFSET = re.compile(r"[+\-\u2212]\d{1,2}:\d{2}")
@@ -395,12 +401,13 @@ def _string_facts(s: str, day: str | None, region: str) -> _Facts:
     """The typed values one string of the world holds (read once per string, clock day and
     phone region: the same records come back in every episode of a task)."""
     if _RE_OFFSET.fullmatch(s):  # "+01:00": a UTC offset, not a time of day
-        return _Facts(*(frozenset() for _ in range(8)))
+        return _Facts(*(frozenset() for _ in range(9)))
     sc = _scan_cached(s, day, region)
     times: set[str] = set()
     dates: set[str] = set()
     durations: set[int] = set()
     amounts: set[tuple[float, str | None]] = set()
+    counts: set[int] = set()
     for c in sc.claims:
         if c.type == "time":
             times.update(v for v in (c.value, *c.alts) if isinstance(v, str))
@@ -410,6 +417,8 @@ def _string_facts(s: str, day: str | None, region: str) -> _Facts:
             durations.add(c.value // 60)
         elif c.type in ("money", "number") and isinstance(c.value, float):
             amounts.add((round(c.value, 2), c.unit if c.type == "money" else None))
+            if c.type == "number" and c.value.is_integer() and 0 <= c.value <= 1000:
+                counts.add(int(c.value))
             if c.type == "number" and re.match(r"\s*(?:min|minutes?)\b", sc.text[c.end : c.end + 9]):
                 durations.add(int(c.value))
     temps = {(v, u) for _span, v, u, _ in temperature_claims(s)}
@@ -420,7 +429,43 @@ def _string_facts(s: str, day: str | None, region: str) -> _Facts:
         phones.update(p for _, p in _phones_in(s, region))
         if (p := _phone(s, region)) is not None:
             phones.add(p)
-    return _Facts(*(frozenset(x) for x in (times, dates, durations, amounts, temps, emails, month_days, phones)))
+    facts = (times, dates, durations, amounts, temps, emails, month_days, phones, counts)
+    return _Facts(*(frozenset(x) for x in facts))
+
+
+_DAY_PAIRS = (
+    ("check_in", "check_out"),
+    ("start", "end"),
+    ("start_date", "end_date"),
+    ("from", "to"),
+    ("depart", "return"),
+)
+
+
+def _counts(value: Any, out: set[int]) -> None:
+    """The counts ``value`` holds: whole-number fields (0-1000), list lengths, and the nights
+    between a record's two dates (``check_in``/``check_out``, ``start``/``end``...)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                if isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1000 and not _MONEY_KEYS.search(str(k)):
+                    out.add(x)
+                elif isinstance(x, (Mapping, list, tuple)):
+                    stack.append(x)
+            for a, b in _DAY_PAIRS:
+                x, y = v.get(a), v.get(b)
+                if isinstance(x, str) and isinstance(y, str):
+                    try:
+                        nights = (dt.date.fromisoformat(y[:10]) - dt.date.fromisoformat(x[:10])).days
+                    except ValueError:
+                        continue
+                    if 0 < nights <= 366:
+                        out.add(nights)
+        elif isinstance(v, (list, tuple)):
+            out.add(len(v))
+            stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple)))
 
 
 def _list_totals(value: Any, out: set[tuple[float, str]]) -> None:
@@ -668,6 +713,8 @@ def _held_in(ev: Evidence, type: str, value: Any, unit: str, later: Iterable[int
         return str(value).lower() in ev.emails
     if type == "phone":
         return value in ev.phones
+    if type == "count":
+        return value in ev.counts
     return False
 
 
@@ -784,7 +831,19 @@ def grounds(
     done = frozenset(
         t for t in _TYPED if set(_values(bare, t)) - set(_values(clock, t)) or (t == "time" and bare.end_times)
     )
-    acts = frozenset(c.name for c in calls if c.ok and getattr(c.effect, "value", c.effect) in ("write", "sensitive"))
+    writes = [c for c in calls if c.ok and getattr(c.effect, "value", c.effect) in ("write", "sensitive")]
+    acts = frozenset(c.name for c in writes)
+    # what the episode did, counted: calls of each tool, the people and records they addressed
+    per_tool: dict[str, int] = {}
+    for c in writes:
+        per_tool[c.name] = per_tool.get(c.name, 0) + 1
+    did.counts.update(per_tool.values())
+    for key in ("to", "number", "contact_id", "recipients", "attendees", "people", "message_id", "event_id"):
+        targets = {json.dumps(c.arguments.get(key), sort_keys=True) for c in writes if c.arguments.get(key)}
+        if targets:
+            did.counts.add(len(targets))
+    for c in writes:
+        _counts(c.arguments, did.counts)
     return Grounds(subject, read, named, done, did, acts), texts
 
 
@@ -960,6 +1019,43 @@ def _status_claims(text: str) -> list[tuple[str, int, int, bool]]:
     return out
 
 
+_COUNT_NOUNS = (
+    r"people|persons|guests|adults|children|kids|diners|travell?ers|passengers|seats|tickets|nights|pairs|items"
+    r"|units|pieces|entries|transactions|expenses|messages|texts|e-?mails|events|meetings|alarms|reminders|notes"
+    r"|photos|pictures|songs|tracks|episodes|contacts|orders|bills|requests|ways|shares|rooms|bags|bottles"
+    r"|person|guest|adult|child|diner|seat|ticket|night|pair|item|unit|piece|entry|transaction|expense|message"
+    r"|text|e-?mail|event|meeting|alarm|reminder|note|photo|picture|song|track|episode|contact|order|bill|request"
+    r"|room|bag|bottle"
+)
+_RE_COUNT = re.compile(
+    rf"(?<![\d.,:/#-])(\d{{1,3}})\s+(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?(?:{_COUNT_NOUNS})\b"
+    r"(?!\s*(?:[:.]\d|%))"
+    r"|\b(?:table|booking|reservation|party|room)\s+(?:for|of)\s+(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))"
+    r"|\beach\s+of\s+(?:the\s+|those\s+)?(\d{1,3})\b(?![:.]\d)"
+    r"|(?<![\d.,:/#-])(\d{1,3})\s+(?:left|remaining|in\s+stock)\b",
+    re.I,
+)
+"""A count told: "2 people", "table for four" (number words read as digits), "each of 3",
+"1 left"; not a time, a price or a percentage ("4:30", "2.50", "20%")."""
+_COUNT_ACT = re.compile(
+    r"\b(?:book|reserv|order|bought|buy|text|messag|e-?mail|sent|send|invit|told|tell|notif|split|request|add|creat"
+    r"|set|schedul|mov|chang|updat|delet|remov|cancel|paid|pay|download|mark|tag|sav|shar|forward|repl)\w*\b",
+    re.I,
+)
+"""A verb of an act before a count in its clause: the count is of what the episode did ("Texted
+4 people", "Booked a table for four")."""
+_RE_COUNT_DENIED = re.compile(r"\b(?:not|never|no|if|whether|should|could|would|up\s+to|max(?:imum)?)\b|n't", re.I)
+
+
+def _count_claims(text: str) -> list[tuple[int, int, int]]:
+    """``(count, start, end)`` of each count told in ``text`` (already :func:`plain`)."""
+    out = []
+    for m in _RE_COUNT.finditer(text):
+        g = next(i for i in range(1, 5) if m.group(i))
+        out.append((int(m.group(g)), m.start(g), m.end(g) if g != 1 else m.end()))
+    return out
+
+
 def check_text(
     text: str, source: str, g: Grounds, ctx: Context, types: Sequence[str] = GROUNDED_TYPES
 ) -> list[Ungrounded]:
@@ -1093,6 +1189,22 @@ def check_text(
             did = sorted(g.acts) or ["nothing that changed the phone"]
             why = f"the episode did no such thing (it called {', '.join(did[:4])})"
             out.append(Ungrounded("status", pt[a:b], source, (), why))
+    if "count" in types:
+        from phoneenv.tasks.predicates import plain
+
+        pt = plain(text)
+        for n, a, b in _count_claims(pt):
+            ends = [e.end() for e in _CLAUSE.finditer(pt, 0, a)]
+            lead = pt[ends[-1] if ends else 0 : a]
+            if _RE_COUNT_DENIED.search(lead):
+                continue
+            own = bool(_COUNT_ACT.search(lead))
+            pool = g.did.counts if own else g.subject.counts | g.read.counts | g.did.counts
+            if n in pool:
+                continue
+            held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
+            why = "it is what the episode did, which counts " + (", ".join(map(str, held)) or "nothing") if own else ""
+            out.append(Ungrounded("count", pt[a:b], source, tuple(map(str, held)), why))
     if "email" in types:
         for e in _RE_EMAIL.findall(text):
             if e.lower().rstrip(".") not in g.every.emails:

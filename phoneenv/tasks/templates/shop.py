@@ -638,7 +638,14 @@ def price_check(w: World) -> Draft:
                 "sold out without a no", finishing(plan, f"It's {price}, but size {size} is sold out.")
             ),
             (passes if sold_out else fails)("none left", finishing(plan, f"{price}. Size {size}: 0 left.")),
-            (fails if sold_out else passes)("a few left", finishing(plan, f"{price} - only 2 left in size {size}.")),
+            *(
+                [passes("the few left", finishing(plan, f"{price} - only {p['stock'][size]} left in size {size}."))]
+                if not sold_out
+                else []
+            ),
+            fails(
+                "a wrong number left", finishing(plan, f"{price} - only {p['stock'][size] + 50} left in size {size}.")
+            ),
             fails(
                 "another amount texted",
                 replacing(
