@@ -249,3 +249,38 @@ def test_spoken_times_are_the_times_they_say():
             if said is not None:
                 got = read_value(f"at {said}", "time", ctx)
                 assert got and got[0].value == hm, (hm, said, got)
+
+
+@pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        # a thing told as done must be one the episode did
+        ("wallet.pay_bill/0", "Paid your Electricity November bill just now.", True),
+        ("wallet.pay_bill/0", "Scheduled your Electricity November bill.", False),  # it was paid, not scheduled
+        ("calendar.move_event/0", "Moved it to Tuesday 10 November at 17:30 and told Stanley.", True),
+        ("calendar.move_event/0", "I cancelled the parent-teacher meeting and told Stanley.", False),
+        ("calendar.move_event/0", "Moved it to Tuesday 10 November at 17:30 and e-mailed Stanley.", False),  # texted
+        ("calendar.move_event/0", "Moved it; should I cancel the old one?", True),  # a question tells nothing
+        ("restaurants.book_table/0", "Booked Golden Dragon at 20:30 and texted Haruka.", True),
+        ("restaurants.book_table/0", "Booked, but I haven't paid the deposit.", True),  # negated
+    ],
+)
+def test_a_status_told_must_be_what_the_episode_did(task_id, answer, ok):
+    assert _grounded(_answer(task_id, answer))["passed"] is ok, answer
+
+
+@pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        ("restaurants.book_table/0", "Booked a table for two at Golden Dragon at 20:30.", True),
+        ("restaurants.book_table/0", "Booked a table for four at Golden Dragon at 20:30.", False),  # booked for two
+        ("restaurants.book_table/0", "Booked Golden Dragon for 4 guests at 20:30.", False),
+        ("travel.book_hotel/0", "Booked Station Hotel for four nights.", True),
+        ("travel.book_hotel/0", "Booked Station Hotel for 3 nights.", False),
+        ("cross.late_to_meeting/0", "Texted all 3 people.", True),
+        ("cross.late_to_meeting/0", "Texted 4 people.", False),
+        ("cross.late_to_meeting/0", "Texted 3 people; the meeting is at 12:00 in 1 room.", True),  # a world count
+    ],
+)
+def test_a_count_told_must_be_what_the_episode_did_or_the_world_counts(task_id, answer, ok):
+    assert _grounded(_answer(task_id, answer))["passed"] is ok, answer

@@ -270,7 +270,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
             from phoneenv.tasks.predicates import plain
 
             if plain(original) == original:  # its counts written as digits: spans index it as written
-                for n, a, b in _count_claims(original):
+                for n, a, b, _ in _count_claims(original):
                     new = str(n + 1) + original[a:b][len(str(n)) :]
                     fail("count", step, key, original[:a] + new + original[b:], new, g.holds("count", n + 1))
                     break

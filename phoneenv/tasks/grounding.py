@@ -172,6 +172,7 @@ class Evidence:
     month_days: set[str] = field(default_factory=set)
     statuses: set[str] = field(default_factory=set)
     counts: set[int] = field(default_factory=set)
+    parties: set[int] = field(default_factory=set)
     today: dt.date | None = None
 
     def merge(self, other: Evidence) -> None:
@@ -189,6 +190,7 @@ class Evidence:
             "month_days",
             "statuses",
             "counts",
+            "parties",
         ):
             getattr(self, name).update(getattr(other, name))
         self.today = self.today or other.today
@@ -363,7 +365,7 @@ def evidence_of(
     for value in values:
         if not world:
             _list_totals(value, amounts)
-            _counts(value, ev.counts)
+            _counts(value, ev.counts, ev.parties)
         for leaf, key, cur, tu in _walk(value):
             if isinstance(leaf, str):
                 if key in ("status", "state") and len(leaf) <= 20:
@@ -442,9 +444,13 @@ _DAY_PAIRS = (
 )
 
 
-def _counts(value: Any, out: set[int]) -> None:
+_PARTY_KEYS = re.compile(r"party|guests|people|persons|diners|covers|travell?ers|passengers", re.I)
+
+
+def _counts(value: Any, out: set[int], parties: set[int] | None = None) -> None:
     """The counts ``value`` holds: whole-number fields (0-1000), list lengths, and the nights
-    between a record's two dates (``check_in``/``check_out``, ``start``/``end``...)."""
+    between a record's two dates (``check_in``/``check_out``, ``start``/``end``...); a party's
+    size (a field ``party_size``, ``guests``...) also into ``parties``."""
     stack = [value]
     while stack:
         v = stack.pop()
@@ -452,6 +458,8 @@ def _counts(value: Any, out: set[int]) -> None:
             for k, x in v.items():
                 if isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1000 and not _MONEY_KEYS.search(str(k)):
                     out.add(x)
+                    if parties is not None and _PARTY_KEYS.search(str(k)):
+                        parties.add(x)
                 elif isinstance(x, (Mapping, list, tuple)):
                     stack.append(x)
             for a, b in _DAY_PAIRS:
@@ -843,7 +851,7 @@ def grounds(
         if targets:
             did.counts.add(len(targets))
     for c in writes:
-        _counts(c.arguments, did.counts)
+        _counts(c.arguments, did.counts, did.parties)
     return Grounds(subject, read, named, done, did, acts), texts
 
 
@@ -977,14 +985,15 @@ without the planner doing either) is checked only where told as the planner's ow
 
 _STATUS_WORDS = "|".join(f"(?P<{k}>{v[0]})" for k, v in STATUS_FAMILIES.items())
 _RE_STATUS_ACT = re.compile(
-    r"(?:\b(?:i|we)(?:\s+have|\s+had)?\s+|(?:^|[.!;\n]\s*|\s[-\u2013\u2014]\s+)"
+    r"(?:\b(?:i|we)(?:\s+have|\s+had)?\s+|(?:^|[.!;\n]\s*|\s[-\u2013\u2014]\s+|,?\s+and\s+)"
     r"(?:(?:done|ok|okay|sure|all\s+set|great)[,:!.]?\s+)?)"
     r"(?:(?:also|just|now|already|successfully|then|gone\s+ahead\s+and)\s+)*"
     rf"(?:{_STATUS_WORDS})\b",
     re.I,
 )
 """A thing told as the planner's own act: "I have paid", "we just booked", "Cancelled ...", "Done:
-sent ..." (the words after contractions are expanded: "I've" → "I have")."""
+sent ...", "... and e-mailed Stanley" (the words after contractions are expanded: "I've" → "I
+have")."""
 _RE_STATUS_STATE = re.compile(
     r"\b(?:is|are|was|were|has\s+been|have\s+been|got)\s+(?:(?:now|just|already|successfully|also|all)\s+)*"
     rf"(?:{_STATUS_WORDS})\b",
@@ -1047,12 +1056,17 @@ _COUNT_ACT = re.compile(
 _RE_COUNT_DENIED = re.compile(r"\b(?:not|never|no|if|whether|should|could|would|up\s+to|max(?:imum)?)\b|n't", re.I)
 
 
-def _count_claims(text: str) -> list[tuple[int, int, int]]:
-    """``(count, start, end)`` of each count told in ``text`` (already :func:`plain`)."""
+_PARTY_WORDS = re.compile(r"\s+(?:people|persons|guests|adults|diners|person|guest|adult|diner)\b", re.I)
+
+
+def _count_claims(text: str) -> list[tuple[int, int, int, bool]]:
+    """``(count, start, end, party)`` of each count told in ``text`` (already :func:`plain`);
+    ``party``: the count is a party's size ("table for 4", "2 guests")."""
     out = []
     for m in _RE_COUNT.finditer(text):
         g = next(i for i in range(1, 5) if m.group(i))
-        out.append((int(m.group(g)), m.start(g), m.end(g) if g != 1 else m.end()))
+        party = g == 2 or (g == 1 and bool(_PARTY_WORDS.match(text, m.end(1))))
+        out.append((int(m.group(g)), m.start(g), m.end(g) if g != 1 else m.end(), party))
     return out
 
 
@@ -1193,13 +1207,15 @@ def check_text(
         from phoneenv.tasks.predicates import plain
 
         pt = plain(text)
-        for n, a, b in _count_claims(pt):
+        for n, a, b, party in _count_claims(pt):
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, a)]
             lead = pt[ends[-1] if ends else 0 : a]
             if _RE_COUNT_DENIED.search(lead):
                 continue
             own = bool(_COUNT_ACT.search(lead))
             pool = g.did.counts if own else g.subject.counts | g.read.counts | g.did.counts
+            if party and (g.did.parties or g.subject.parties):  # a party's size: the booking's
+                pool = g.did.parties | g.subject.parties
             if n in pool:
                 continue
             held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
