@@ -284,3 +284,17 @@ def test_a_status_told_must_be_what_the_episode_did(task_id, answer, ok):
 )
 def test_a_count_told_must_be_what_the_episode_did_or_the_world_counts(task_id, answer, ok):
     assert _grounded(_answer(task_id, answer))["passed"] is ok, answer
+
+
+@pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        ("calendar.move_event/0", "Moved it to Tuesday 10 November at 17:30 and told Stanley Brookes.", True),
+        ("calendar.move_event/0", "Moved it to Tuesday 10 November at 17:30 and told Stanley Potter.", False),
+        ("memory.intent_time/0", "Your 11:30 reminder came up: I texted Sandra.", False),  # the text went elsewhere
+        ("wallet.split_dinner/0", "Requested 43 USD each from Charles, Douglas and Steven.", True),  # via payees
+        ("wallet.split_dinner/0", "Requested 43 USD each from Charles, Douglas and Anna.", False),
+    ],
+)
+def test_a_person_told_must_be_a_contact_and_the_one_addressed(task_id, answer, ok):
+    assert _grounded(_answer(task_id, answer))["passed"] is ok, answer

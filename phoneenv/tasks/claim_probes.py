@@ -13,6 +13,7 @@ that must **pass** (the same answer said another way)::
               swapped                              answer plus a true fact ("It's <today>.")
     temperature  the unit swapped (°C ↔ °F)        answer's sentences in reverse order
     count     a count one more ("3 people")
+    person    a contact's surname changed ("Stanley Potter")
     email     the address's domain changed         a dictated text greeted, thanked, signed,
     phone     the number's last digit changed        abbreviated ("Hi! ... 15 mins ... thx x")
     dictation a dictated text with a commitment
@@ -39,19 +40,23 @@ from dataclasses import dataclass
 
 from phoneenv.contract import AnswerCriterion, CompositeCriterion, Criterion, TaskSpec, ToolCall
 from phoneenv.tasks.answers import _scan, claims
-from phoneenv.tasks.grounding import AUTHORED_KEYS, Grounds, _phone, _region, temperature_claims
+from phoneenv.tasks.grounding import _RE_FULL_NAME, AUTHORED_KEYS, Grounds, _phone, _region, temperature_claims
+from phoneenv.tasks.identity import contact_ids
 from phoneenv.tasks.predicates import Context, says
+from phoneenv.tasks.world import given_names
 
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
-    "time", "date", "weekday", "money", "currency", "temperature", "count", "email", "phone", "dictation",
-    "paraphrase",
+    "time", "date", "weekday", "money", "currency", "temperature", "count", "person", "email", "phone",
+    "dictation", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
 _RE_EMAIL = re.compile(r"[\w.+-]+@([\w-]+(?:\.[\w-]+)+)")
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_OTHER_SURNAMES = ("Potter", "Fischer", "Walsh")
+"""Surnames for a person told wrongly (surnames of the world: see :func:`world.surnames`)."""
 _SWAP_CURRENCY = {"USD": "EUR", "EUR": "USD", "GBP": "USD", "AUD": "GBP", "JPY": "USD", "CHF": "EUR"}
 
 
@@ -274,6 +279,16 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                     new = str(n + 1) + original[a:b][len(str(n)) :]
                     fail("count", step, key, original[:a] + new + original[b:], new, g.holds("count", n + 1))
                     break
+        if "person" not in exempt and ctx.contacts:
+            for m in _RE_FULL_NAME.finditer(original):
+                if len(contact_ids(m[0], ctx.contacts)) != 1 or m[1].casefold() not in given_names():
+                    continue
+                other = next(
+                    (x for x in _OTHER_SURNAMES if not contact_ids(f"{m[1]} {x}", ctx.contacts)), _OTHER_SURNAMES[0]
+                )
+                new = f"{m[1]} {other}"
+                fail("person", step, key, original[: m.start()] + new + original[m.end() :], new, False)
+                break
         if "email" not in exempt:
             for m in _RE_EMAIL.finditer(text):
                 new = m.group().replace(m[1], "mail-" + m[1])

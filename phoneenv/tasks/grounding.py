@@ -97,6 +97,7 @@ from phoneenv.tasks.answers import (
     _scan_cached,
     claims,
 )
+from phoneenv.tasks.identity import contact_ids
 from phoneenv.tasks.predicates import Context
 
 __all__ = [
@@ -627,9 +628,11 @@ class Grounds:
         done: frozenset[str],
         did: Evidence,
         acts: frozenset[str] = frozenset(),
+        addressed: frozenset[str] = frozenset(),
     ) -> None:
         self.subject, self.read, self.named, self.done, self.did = subject, read, list(named), done, did
         self.acts = acts  # the tools whose calls changed the world and succeeded
+        self.addressed = addressed  # the contacts (ids) those calls named, in their arguments or results
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._money: dict[int, set[tuple[float, str]]] = {}
@@ -752,6 +755,19 @@ def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
     return Named(tokens, codes, ev, names[0], amounts)
 
 
+def _id_records(value: Any) -> Iterable[Mapping[str, Any]]:
+    """The records in ``value`` that have an ``id``."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            if isinstance(v.get("id"), (str, int)):
+                yield v
+            stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+
+
 def _records(value: Any) -> Iterable[Mapping[str, Any]]:
     stack = [value]
     while stack:
@@ -852,7 +868,26 @@ def grounds(
             did.counts.add(len(targets))
     for c in writes:
         _counts(c.arguments, did.counts, did.parties)
-    return Grounds(subject, read, named, done, did, acts), texts
+    # the people the writes addressed: by number, address, name or contact id, or through a
+    # record of another app the write names by id (a payee "py_3" whose record holds a contact)
+    by_id: dict[str, Mapping[str, Any]] = {}
+    for c in calls:
+        if c.ok and c.feedback.result is not None:
+            for r in itertools.islice(_id_records(c.feedback.result), 2000):
+                by_id.setdefault(str(r["id"]), r)
+    addressed: set[str] = set()
+    for c in writes:
+        for leaf, key, _, _ in _walk([c.arguments, c.feedback.result]):
+            if not isinstance(leaf, str) or not 2 <= len(leaf) <= 80 or key in AUTHORED_KEYS:
+                continue
+            ids = contact_ids(leaf, ctx.contacts)
+            if len(ids) == 1:
+                addressed.update(ids)
+            elif leaf in by_id:
+                for sub, k2, _, _ in _walk(by_id[leaf]):
+                    if isinstance(sub, str) and k2 != "id" and len(ids := contact_ids(sub, ctx.contacts)) == 1:
+                        addressed.update(ids)
+    return Grounds(subject, read, named, done, did, acts, frozenset(addressed)), texts
 
 
 _STAMP_KEYS = frozenset(
@@ -1070,6 +1105,46 @@ def _count_claims(text: str) -> list[tuple[int, int, int, bool]]:
     return out
 
 
+_RE_FULL_NAME = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\s+([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b")
+_RE_TOLD_TO = re.compile(
+    r"\b(?:texted|messaged|e-?mailed|told|informed|notified|invited|called|let|asked|requested(?:\s+[^.;!?]*?)?\s+from"
+    r"|sent(?:\s+[^.;!?]*?)?\s+to|forwarded(?:\s+[^.;!?]*?)?\s+to|shared(?:\s+[^.;!?]*?)?\s+with)\b",
+    re.I,
+)
+"""A verb of telling someone, whose object is the people the episode addressed ("texted Ana",
+"sent the photos to Ben", "requested 43 USD from each of Ana, Ben and Cy")."""
+
+
+def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
+    """``(said, why)`` of each person ``text`` tells wrongly: a full name whose first name is a
+    contact's (and a given name of the world: "Curry House" is a restaurant) and whose surname is
+    a surname of the world, but no contact is so called ("Stanley Potter" for Stanley Brookes); a contact named as told, texted or asked ("texted Sandra", "sent
+    it to Ben") whom no call of the episode addressed."""
+    from phoneenv.tasks.identity import contact_ids, mentioned_contacts
+    from phoneenv.tasks.world import given_names, surnames
+
+    out: list[tuple[str, str]] = []
+    for m in _RE_FULL_NAME.finditer(text):
+        if (
+            m[1].casefold() in given_names()
+            and m[2].casefold() in surnames()
+            and not contact_ids(m[0], ctx.contacts)
+            and contact_ids(m[1], ctx.contacts)
+        ):
+            out.append((m[0], f"no contact is called {m[0]}"))
+    if not g.acts:
+        return out
+    for m in _RE_TOLD_TO.finditer(text):
+        end = _CLAUSE.search(text, m.end())
+        rest = text[m.end() : end.start() if end else len(text)]
+        for ids in mentioned_contacts(rest, ctx.contacts):
+            if len(ids) == 1 and not ids & g.addressed:
+                (cid,) = ids
+                name = next((str(c.get("name")) for c in ctx.contacts if c.get("id") == cid), cid)
+                out.append((name, f"the episode addressed no message or request to {name}"))
+    return out
+
+
 def check_text(
     text: str, source: str, g: Grounds, ctx: Context, types: Sequence[str] = GROUNDED_TYPES
 ) -> list[Ungrounded]:
@@ -1221,6 +1296,9 @@ def check_text(
             held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
             why = "it is what the episode did, which counts " + (", ".join(map(str, held)) or "nothing") if own else ""
             out.append(Ungrounded("count", pt[a:b], source, tuple(map(str, held)), why))
+    if "person" in types and ctx.contacts:
+        for said, why in _person_claims(text, g, ctx):
+            out.append(Ungrounded("person", said, source, (), why))
     if "email" in types:
         for e in _RE_EMAIL.findall(text):
             if e.lower().rstrip(".") not in g.every.emails:

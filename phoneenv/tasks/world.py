@@ -340,6 +340,25 @@ def first_names(locale: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(person.first_names_female), frozenset(person.first_names_male)
 
 
+@functools.cache
+def last_names(locale: str) -> frozenset[str]:
+    """The Faker ``locale``'s surnames (romanised for Japanese)."""
+    person = next(p for p in _faker(locale).providers if p.__provider__ == "faker.providers.person")
+    return frozenset(person.last_romanized_names if locale == "ja_JP" else person.last_names)
+
+
+@functools.cache
+def surnames() -> frozenset[str]:
+    """Every surname the world's people may have (all locales of :data:`LOCALES`), case-folded."""
+    return frozenset(n.casefold() for loc in LOCALES.values() for n in last_names(loc.faker))
+
+
+@functools.cache
+def given_names() -> frozenset[str]:
+    """Every first name the world's people may have (all locales of :data:`LOCALES`), case-folded."""
+    return frozenset(n.casefold() for loc in LOCALES.values() for names in first_names(loc.faker) for n in names)
+
+
 def _usable(name: str) -> bool:
     """A name templates can use: ASCII letters, capitalised, not a word, no relation inside."""
     folded = name.casefold()
