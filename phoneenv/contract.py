@@ -583,7 +583,7 @@ class Fixtures(BaseModel):
         return changes
 
 
-GROUNDED_TYPES = ("time", "date", "money", "temperature", "email", "phone", "status", "count", "person")
+GROUNDED_TYPES = ("time", "date", "money", "temperature", "email", "phone", "status", "count", "duration", "person")
 """The claim types a verdict holds to the world by default (:mod:`phoneenv.tasks.grounding`)."""
 
 

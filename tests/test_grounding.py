@@ -298,3 +298,17 @@ def test_a_count_told_must_be_what_the_episode_did_or_the_world_counts(task_id, 
 )
 def test_a_person_told_must_be_a_contact_and_the_one_addressed(task_id, answer, ok):
     assert _grounded(_answer(task_id, answer))["passed"] is ok, answer
+
+
+@pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        ("travel.train_tell_arrival/0", "Booked SR 766 at 11:30, arriving 16:05 after a 4 h 35 min ride.", True),
+        ("travel.train_tell_arrival/0", "Booked SR 766 at 11:30, arriving 16:05 after about 4.5 hours.", True),
+        ("travel.train_tell_arrival/0", "Booked SR 766 at 11:30, arriving 16:05 after a 3-hour ride.", False),
+        ("clock.what_time/0", "Sao Paulo: 6:00 AM; Dubai: 1:00 PM - Dubai is 7 hours ahead.", True),
+        ("clock.what_time/0", "Sao Paulo: 6:00 AM; Dubai: 1:00 PM - Dubai is 6 hours ahead.", False),
+    ],
+)
+def test_a_duration_told_must_be_one_the_world_holds_or_gives(task_id, answer, ok):
+    assert _grounded(_answer(task_id, answer))["passed"] is ok, answer

@@ -13,6 +13,7 @@ that must **pass** (the same answer said another way)::
               swapped                              answer plus a true fact ("It's <today>.")
     temperature  the unit swapped (°C ↔ °F)        answer's sentences in reverse order
     count     a count one more ("3 people")
+    duration  minutes doubled and ten more ("50 minutes" for 20)
     person    a contact's surname changed ("Stanley Potter")
     email     the address's domain changed         a dictated text greeted, thanked, signed,
     phone     the number's last digit changed        abbreviated ("Hi! ... 15 mins ... thx x")
@@ -48,7 +49,7 @@ from phoneenv.tasks.world import given_names
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
-    "time", "date", "weekday", "money", "currency", "temperature", "count", "person", "email", "phone",
+    "time", "date", "weekday", "money", "currency", "temperature", "count", "duration", "person", "email", "phone",
     "dictation", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
@@ -279,6 +280,17 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                     new = str(n + 1) + original[a:b][len(str(n)) :]
                     fail("count", step, key, original[:a] + new + original[b:], new, g.holds("count", n + 1))
                     break
+        if "duration" not in exempt:
+            for c in claims(original, "duration", ctx):
+                span = text[c.start : c.end]
+                m = re.fullmatch(r"(\d{1,3})(\s*-?\s*(?:min|mins|minutes?|minute))", span)
+                if c.negated or m is None or original.find(span) < 0:
+                    continue
+                n = int(m[1]) * 2 + 10
+                new = f"{n}{m[2]}"
+                held = any(abs(n - x) <= 1 for x in g.durations())
+                fail("duration", step, key, _put(original, text, c.start, c.end, new), new, held)
+                break
         if "person" not in exempt and ctx.contacts:
             for m in _RE_FULL_NAME.finditer(original):
                 if len(contact_ids(m[0], ctx.contacts)) != 1 or m[1].casefold() not in given_names():

@@ -367,6 +367,7 @@ def evidence_of(
         if not world:
             _list_totals(value, amounts)
             _counts(value, ev.counts, ev.parties)
+            _spans(value, ev.durations)
         for leaf, key, cur, tu in _walk(value):
             if isinstance(leaf, str):
                 if key in ("status", "state") and len(leaf) <= 20:
@@ -474,6 +475,30 @@ def _counts(value: Any, out: set[int], parties: set[int] | None = None) -> None:
                         out.add(nights)
         elif isinstance(v, (list, tuple)):
             out.add(len(v))
+            stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple)))
+
+
+_RE_STAMP = re.compile(r"(?:(\d{4}-\d{2}-\d{2})[T ])?(\d{2}):(\d{2})(?::\d{2})?(?![\d.])")
+
+
+def _spans(value: Any, out: set[int]) -> None:
+    """The minutes between every two times of one record in ``value`` (its own string fields:
+    ``"2026-11-24T11:30"`` and ``"2026-11-24T16:05"`` give 275), into ``out``."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stamps = []
+            for x in v.values():
+                if isinstance(x, str) and len(x) <= 25 and (m := _RE_STAMP.fullmatch(x.strip())):
+                    day = dt.date.fromisoformat(m[1]).toordinal() if m[1] else 0
+                    stamps.append(day * 1440 + int(m[2]) * 60 + int(m[3]))
+                elif isinstance(x, (Mapping, list, tuple)):
+                    stack.append(x)
+            for a, b in itertools.combinations(stamps[:8], 2):
+                if 0 < abs(b - a) < 1440 * 7:
+                    out.add(abs(b - a))
+        elif isinstance(v, (list, tuple)):
             stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple)))
 
 
@@ -635,6 +660,7 @@ class Grounds:
         self.addressed = addressed  # the contacts (ids) those calls named, in their arguments or results
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
+        self._durations: set[int] | None = None
         self._money: dict[int, set[tuple[float, str]]] = {}
         df: dict[str, int] = {}
         for n in self.named:
@@ -664,6 +690,19 @@ class Grounds:
             partners = () if pool is self.read else self.read.money
             self._money[id(pool)] = pool.derived_money(partners)
         return self._money[id(pool)]
+
+    def durations(self) -> set[int]:
+        """Every duration the grounds hold or give, in minutes: the stated ones (a field
+        ``duration``, ``minutes``...; "45 min" in a text), the time between two times of one
+        record (a ride's departure and arrival), and between any two subject times (a city's
+        clock and the phone's; what the user said and what the episode set), cached."""
+        if self._durations is None:
+            out = set(self.subject.durations | self.did.durations | self.read.durations)
+            times = sorted({_minutes(x) for ev in (self.subject, self.did) for x in ev.times | ev.end_times})[:100]
+            for a, b in itertools.combinations(times, 2):
+                out.update((b - a, 1440 - (b - a)))
+            self._durations = out
+        return self._durations
 
     def holds(self, type: str, value: Any, unit: str = "") -> bool:
         """Whether the grounds hold ``value`` of ``type`` anywhere: in any part or named
@@ -868,6 +907,10 @@ def grounds(
             did.counts.add(len(targets))
     for c in writes:
         _counts(c.arguments, did.counts, did.parties)
+        for leaf, key, _, _ in _walk(c.arguments):  # a duration the episode set ("minutes_before": 15)
+            number = isinstance(leaf, (int, float)) and not isinstance(leaf, bool)
+            if number and _MINUTE_KEYS.search(key) and 0 < leaf < 24 * 60:
+                did.durations.add(int(leaf))
     # the people the writes addressed: by number, address, name or contact id, or through a
     # record of another app the write names by id (a payee "py_3" whose record holds a contact)
     by_id: dict[str, Mapping[str, Any]] = {}
@@ -1296,6 +1339,25 @@ def check_text(
             held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
             why = "it is what the episode did, which counts " + (", ".join(map(str, held)) or "nothing") if own else ""
             out.append(Ungrounded("count", pt[a:b], source, tuple(map(str, held)), why))
+    if "duration" in types:
+        for c in claims(text, "duration", ctx):
+            if c.negated or not isinstance(c.value, (int, float)) or not 0 < c.value < 86400:
+                continue
+            span = t[c.start : c.end]
+            minutes = c.value / 60
+            rough = bool(_ABOUT_BEFORE.search(t[max(0, c.start - 20) : c.start])) or bool(
+                re.search(
+                    r"\b(?:almost|nearly|just\s+(?:under|over)|over|under|less\s+than|more\s+than)\s+$",
+                    t[max(0, c.start - 20) : c.start],
+                    re.I,
+                )
+            )
+            tol = max(5.0, 0.1 * minutes) if rough else 15.0 if not re.search(r"\bmin|\bm\b|:\d", span, re.I) else 1.0
+            pool = g.durations()
+            if any(abs(minutes - x) <= tol for x in pool):
+                continue
+            near = sorted(pool, key=lambda x: abs(x - minutes))[:3]
+            out.append(Ungrounded("duration", span, source, tuple(f"{x} min" for x in near)))
     if "person" in types and ctx.contacts:
         for said, why in _person_claims(text, g, ctx):
             out.append(Ungrounded("person", said, source, (), why))
