@@ -308,6 +308,10 @@ def test_a_person_told_must_be_a_contact_and_the_one_addressed(task_id, answer, 
         ("travel.train_tell_arrival/0", "Booked SR 766 at 11:30, arriving 16:05 after a 3-hour ride.", False),
         ("clock.what_time/0", "Sao Paulo: 6:00 AM; Dubai: 1:00 PM - Dubai is 7 hours ahead.", True),
         ("clock.what_time/0", "Sao Paulo: 6:00 AM; Dubai: 1:00 PM - Dubai is 6 hours ahead.", False),
+        # from now: the clock to the time told (10:30 to 10:55), not another span of the record
+        ("delivery.track_and_tell/0", "It arrives in about 25 mins, at 10:55; Rhonda knows.", True),
+        ("delivery.track_and_tell/0", "It arrives in about 35 mins, at 10:55; Rhonda knows.", False),
+        ("music.podcast_catch_up/0", "Subscribed, downloaded 'Bridges' (54 min), marked 'Market days' played.", True),
     ],
 )
 def test_a_duration_told_must_be_one_the_world_holds_or_gives(task_id, answer, ok):

@@ -174,6 +174,7 @@ class Evidence:
     statuses: set[str] = field(default_factory=set)
     counts: set[int] = field(default_factory=set)
     parties: set[int] = field(default_factory=set)
+    spans: set[int] = field(default_factory=set)
     today: dt.date | None = None
 
     def merge(self, other: Evidence) -> None:
@@ -192,6 +193,7 @@ class Evidence:
             "statuses",
             "counts",
             "parties",
+            "spans",
         ):
             getattr(self, name).update(getattr(other, name))
         self.today = self.today or other.today
@@ -367,7 +369,7 @@ def evidence_of(
         if not world:
             _list_totals(value, amounts)
             _counts(value, ev.counts, ev.parties)
-            _spans(value, ev.durations)
+            _spans(value, ev.spans)
         for leaf, key, cur, tu in _walk(value):
             if isinstance(leaf, str):
                 if key in ("status", "state") and len(leaf) <= 20:
@@ -379,8 +381,10 @@ def evidence_of(
                 if _TEMP_KEYS.search(key):
                     unit = "C" if key.endswith("_c") else "F" if key.endswith("_f") else tu
                     ev.temps.add((float(leaf), unit))
-                if _MINUTE_KEYS.search(key) and 0 < leaf < 24 * 60:
-                    ev.durations.add(int(leaf))
+                if _MINUTE_KEYS.search(key):
+                    minutes = leaf / 60 if re.search(r"(?:_s|_sec|seconds)$", key) else leaf
+                    if 0 < minutes < 24 * 60:
+                        ev.durations.add(round(minutes))
     return ev
 
 
@@ -658,6 +662,7 @@ class Grounds:
         self.subject, self.read, self.named, self.done, self.did = subject, read, list(named), done, did
         self.acts = acts  # the tools whose calls changed the world and succeeded
         self.addressed = addressed  # the contacts (ids) those calls named, in their arguments or results
+        self.now: int | None = None  # the clock's time of day in minutes, when known
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._durations: set[int] | None = None
@@ -691,13 +696,21 @@ class Grounds:
             self._money[id(pool)] = pool.derived_money(partners)
         return self._money[id(pool)]
 
-    def durations(self) -> set[int]:
+    def durations(self, from_now: bool = False) -> set[int]:
         """Every duration the grounds hold or give, in minutes: the stated ones (a field
-        ``duration``, ``minutes``...; "45 min" in a text), the time between two times of one
-        record (a ride's departure and arrival), and between any two subject times (a city's
-        clock and the phone's; what the user said and what the episode set), cached."""
+        ``duration``, ``minutes``, ``duration_s``...; "45 min" in a text), the time between two
+        times of one record (a ride's departure and arrival), and between any two subject times
+        (a city's clock and the phone's; what the user said and what the episode set), cached.
+        ``from_now``: for a duration told from now ("arrives in 25 minutes"): the stated ones
+        and the time from the clock to each held time instead."""
+        stated = self.subject.durations | self.did.durations | self.read.durations
+        if from_now:
+            if self.now is None:
+                return set(stated)
+            held = {_minutes(x) for ev in (self.subject, self.did, self.read) for x in ev.times | ev.end_times}
+            return stated | {(x - self.now) % 1440 for x in held}
         if self._durations is None:
-            out = set(self.subject.durations | self.did.durations | self.read.durations)
+            out = set(stated | self.subject.spans | self.did.spans | self.read.spans)
             times = sorted({_minutes(x) for ev in (self.subject, self.did) for x in ev.times | ev.end_times})[:100]
             for a, b in itertools.combinations(times, 2):
                 out.update((b - a, 1440 - (b - a)))
@@ -930,7 +943,10 @@ def grounds(
                 for sub, k2, _, _ in _walk(by_id[leaf]):
                     if isinstance(sub, str) and k2 != "id" and len(ids := contact_ids(sub, ctx.contacts)) == 1:
                         addressed.update(ids)
-    return Grounds(subject, read, named, done, did, acts, frozenset(addressed)), texts
+    g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
+    if (now := _clock(ctx)) is not None:
+        g.now = now.hour * 60 + now.minute
+    return g, texts
 
 
 _STAMP_KEYS = frozenset(
@@ -1353,7 +1369,12 @@ def check_text(
                 )
             )
             tol = max(5.0, 0.1 * minutes) if rough else 15.0 if not re.search(r"\bmin|\bm\b|:\d", span, re.I) else 1.0
-            pool = g.durations()
+            from_now = bool(
+                re.search(
+                    r"\bin\s+(?:about\s+|around\s+|roughly\s+|just\s+)?$", t[max(0, c.start - 20) : c.start], re.I
+                )
+            )
+            pool = g.durations(from_now)
             if any(abs(minutes - x) <= tol for x in pool):
                 continue
             near = sorted(pool, key=lambda x: abs(x - minutes))[:3]
