@@ -50,18 +50,31 @@ email          the address (case aside) is one the grounds hold
 phone          the number (as libphonenumber reads it, any format; valid numbers only) is one
                the grounds hold
 status         a thing told as done: paid, scheduled, cancelled, booked/reserved, delivered,
-               texted, e-mailed, sent, deleted/removed (:data:`STATUS_FAMILIES`). Told as the planner's own act ("I've
-               paid it", "Cancelled your 15:00", "Booked for two"): a call of that kind
+               texted, e-mailed, sent, deleted/removed (:data:`STATUS_FAMILIES`). Told as
+               the planner's own act ("I've paid it", "Cancelled your 15:00", "Booked for two"): a call of that kind
                succeeded in the episode ("paid" for a bill only scheduled fails). Told as a
                record's state ("the bill is paid", "it has been cancelled"): such a call, or a
                ``status`` the record holds (the named record's, else any read one). Questions
                and negated claims are not told
+count          "table for four", "2 guests": a party size the episode set (a field
+               ``party_size``, ``guests``...); told after a verb of an act ("Texted 4 people",
+               "Booked 4 nights", "from each of 3"): a count of what the episode did (calls of a
+               tool, people or records addressed, whole-number fields of its writes and changed
+               records, a stay's nights); else a count any part of the grounds holds (a list's
+               length, a whole-number field, a number in a text)
+duration       a stated duration (minutes; a ``*_s`` field in seconds), the span between two
+               times of one record, or between two subject times; "in 25 minutes": from the
+               clock to a held time. Exact to the minute when told in minutes; whole or half
+               hours within 15 minutes; "about"/"around" within 10% (5 minutes at least)
+person         a full name whose first name is a contact's (and a given name of the world) and
+               whose surname is a surname of the world must be a contact's full name; a contact
+               told as texted, told, asked, invited, "sent to" must be one the episode's writes
+               addressed (by number, address, name or id, or through a record they name by id)
 =============  ===============================================================================
 
 A negated claim ("not 14:00", "instead of Tuesday") is not told. Free speech stays free: words
-that carry no typed value (a pleasantry, an opinion, a name) are not claims here; people are
-checked by the task's criteria (identity by contact id). Counts and durations are not checked
-here: they are derived more often than stored, so a task asks for those with answer criteria.
+that carry no typed value (a pleasantry, an opinion) are not claims here. Places, item names,
+percentages and distances are not checked here.
 
 Grounding is support, with sentence-level aboutness: a planner that reads ten alarms and tells,
 in a sentence that names none of them, the time of the wrong one passes this check (the task's
