@@ -263,6 +263,11 @@ def test_spoken_times_are_the_times_they_say():
         ("calendar.move_event/0", "Moved it; should I cancel the old one?", True),  # a question tells nothing
         ("restaurants.book_table/0", "Booked Golden Dragon at 20:30 and texted Haruka.", True),
         ("restaurants.book_table/0", "Booked, but I haven't paid the deposit.", True),  # negated
+        # a state told of what the planner looked at: that record's status, not another's
+        ("delivery.track_and_tell/0", "It arrives at 10:55; Rhonda knows.", True),
+        ("delivery.track_and_tell/0", "It was delivered at 10:55; Rhonda knows.", False),  # on its way
+        ("wallet.split_dinner/0", "Requested 43 USD from each of 3 people; they've all paid.", False),
+        ("shop.buy_item/0", "Ordered the earbuds; they've already been delivered.", False),
     ],
 )
 def test_a_status_told_must_be_what_the_episode_did(task_id, answer, ok):

@@ -54,7 +54,8 @@ status         a thing told as done: paid, scheduled, cancelled, booked/reserved
                the planner's own act ("I've paid it", "Cancelled your 15:00", "Booked for two"): a call of that kind
                succeeded in the episode ("paid" for a bill only scheduled fails). Told as a
                record's state ("the bill is paid", "it has been cancelled"): such a call, or a
-               ``status`` the record holds (the named record's, else any read one). Questions
+               ``status`` the record holds (the named record's, else those of the records
+               the episode changed or read last). Questions
                and negated claims are not told
 count          "table for four", "2 guests": a party size the episode set (a field
                ``party_size``, ``guests``...); told after a verb of an act ("Texted 4 people",
@@ -676,6 +677,7 @@ class Grounds:
         self.acts = acts  # the tools whose calls changed the world and succeeded
         self.addressed = addressed  # the contacts (ids) those calls named, in their arguments or results
         self.now: int | None = None  # the clock's time of day in minutes, when known
+        self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._durations: set[int] | None = None
@@ -894,6 +896,7 @@ def grounds(
     written: set[str] = set()
     texts: list[tuple[str, str]] = []
     named: list[Named] = []
+    focus: set[str] = set()  # the statuses of the last read that returned any: what the planner looked at last
     for c in calls:
         own = authored_texts([c])
         if c.ok and c.feedback.result is not None and c.name != "finish":
@@ -902,6 +905,10 @@ def grounds(
             evidence_of([c.feedback.result], ctx, skip=skip, ev=subject if wrote else read)
             if wrote:
                 evidence_of([_unstamped(c.feedback.result)], ctx, skip=skip, ev=did, clock=False)
+            else:
+                leaves = _walk(c.feedback.result)
+                last = {x.strip().lower() for x, k, _, _ in leaves if k in ("status", "state") and isinstance(x, str)}
+                focus = last or focus
             recs = itertools.islice(_records(c.feedback.result), 200)
             named.extend(n for r in recs if (n := _named(_without(r, skip), ctx)))
         texts.extend(own)
@@ -957,6 +964,7 @@ def grounds(
                     if isinstance(sub, str) and k2 != "id" and len(ids := contact_ids(sub, ctx.contacts)) == 1:
                         addressed.update(ids)
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
+    g.focus = frozenset(focus)
     if (now := _clock(ctx)) is not None:
         g.now = now.hour * 60 + now.minute
     return g, texts
@@ -1102,7 +1110,7 @@ _RE_STATUS_ACT = re.compile(
 sent ...", "... and e-mailed Stanley" (the words after contractions are expanded: "I've" → "I
 have")."""
 _RE_STATUS_STATE = re.compile(
-    r"\b(?:is|are|was|were|has\s+been|have\s+been|got)\s+(?:(?:now|just|already|successfully|also|all)\s+)*"
+    r"\b(?:is|are|was|were|has|have|had|got)\s+(?:(?:now|just|already|successfully|also|all|been)\s+)*"
     rf"(?:{_STATUS_WORDS})\b",
     re.I,
 )
@@ -1344,7 +1352,7 @@ def check_text(
                 if not holds:
                     continue
                 anchors = g.anchors(pt[max(0, a - 120) : b], "status")
-                pool = set().union(*(n.ev.statuses for n in anchors)) if anchors else g.read.statuses | g.did.statuses
+                pool = set().union(*(n.ev.statuses for n in anchors)) if anchors else g.focus | g.did.statuses
                 if pool & holds:
                     continue
             did = sorted(g.acts) or ["nothing that changed the phone"]
