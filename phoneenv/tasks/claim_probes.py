@@ -41,9 +41,17 @@ from dataclasses import dataclass
 
 from phoneenv.contract import AnswerCriterion, CompositeCriterion, Criterion, TaskSpec, ToolCall
 from phoneenv.tasks.answers import _scan, claims
-from phoneenv.tasks.grounding import _RE_FULL_NAME, AUTHORED_KEYS, Grounds, _phone, _region, temperature_claims
+from phoneenv.tasks.grounding import (
+    _RE_FULL_NAME,
+    AUTHORED_KEYS,
+    Grounds,
+    _count_claims,
+    _phone,
+    _region,
+    temperature_claims,
+)
 from phoneenv.tasks.identity import contact_ids
-from phoneenv.tasks.predicates import Context, says
+from phoneenv.tasks.predicates import Context, plain, says
 from phoneenv.tasks.world import given_names
 
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
@@ -154,38 +162,28 @@ def _spoken_times(original: str, ctx: Context) -> str:
     return out
 
 
+def _conditions(criteria: Sequence[Criterion]) -> list[tuple[str, object]]:
+    """Every ``(key, value)`` pair anywhere in ``criteria`` (their JSON form)."""
+    out: list[tuple[str, object]] = []
+    stack: list[tuple[str, object]] = [("", [c.model_dump() for c in criteria])]
+    while stack:
+        key, x = stack.pop()
+        out.append((key, x))
+        if isinstance(x, dict):
+            stack.extend(x.items())
+        elif isinstance(x, (list, tuple)):
+            stack.extend((key, v) for v in x)
+    return out
+
+
 def _literals(criteria: Sequence[Criterion]) -> set[str]:
     """Every string ``criteria`` hold (the texts some criterion compares as they are)."""
-    out: set[str] = set()
-    stack: list[object] = [c.model_dump() for c in criteria]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, str):
-            out.add(x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-    return out
+    return {v for _, v in _conditions(criteria) if isinstance(v, str)}
 
 
 def _dictations(criteria: Sequence[Criterion]) -> list[str]:
     """The texts ``criteria`` require dictated (``{"dictates": text}`` anywhere in them)."""
-    out: list[str] = []
-
-    def walk(x: object) -> None:
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if k == "dictates" and isinstance(v, str):
-                    out.append(v)
-                else:
-                    walk(v)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                walk(v)
-
-    walk([c.model_dump() for c in criteria])
-    return out
+    return [v for k, v in _conditions(criteria) if k == "dictates" and isinstance(v, str)]
 
 
 def _twelve(hm: str) -> str:
@@ -271,15 +269,11 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                     g.holds("temperature", v, other),
                 )
                 break
-        if "count" not in exempt:
-            from phoneenv.tasks.grounding import _count_claims
-            from phoneenv.tasks.predicates import plain
-
-            if plain(original) == original:  # its counts written as digits: spans index it as written
-                for n, a, b, _ in _count_claims(original):
-                    new = str(n + 1) + original[a:b][len(str(n)) :]
-                    fail("count", step, key, original[:a] + new + original[b:], new, g.holds("count", n + 1))
-                    break
+        if "count" not in exempt and plain(original) == original:  # counts as digits: spans index it as written
+            for n, a, b, _ in _count_claims(original):
+                new = str(n + 1) + original[a:b][len(str(n)) :]
+                fail("count", step, key, original[:a] + new + original[b:], new, g.holds("count", n + 1))
+                break
         if "duration" not in exempt:
             for c in claims(original, "duration", ctx):
                 span = text[c.start : c.end]

@@ -111,8 +111,8 @@ from phoneenv.tasks.answers import (
     _scan_cached,
     claims,
 )
-from phoneenv.tasks.identity import contact_ids
-from phoneenv.tasks.predicates import Context
+from phoneenv.tasks.identity import contact_ids, mentioned_contacts
+from phoneenv.tasks.predicates import Context, plain
 
 __all__ = [
     "AUTHORED_KEYS",
@@ -944,13 +944,18 @@ def grounds(
             number = isinstance(leaf, (int, float)) and not isinstance(leaf, bool)
             if number and _MINUTE_KEYS.search(key) and 0 < leaf < 24 * 60:
                 did.durations.add(int(leaf))
+
     # the people the writes addressed: by number, address, name or contact id, or through a
     # record of another app the write names by id (a payee "py_3" whose record holds a contact)
-    by_id: dict[str, Mapping[str, Any]] = {}
-    for c in calls:
-        if c.ok and c.feedback.result is not None:
-            for r in itertools.islice(_id_records(c.feedback.result), 2000):
-                by_id.setdefault(str(r["id"]), r)
+    @functools.cache
+    def by_id() -> dict[str, Mapping[str, Any]]:  # built only when a write names a record by id
+        out: dict[str, Mapping[str, Any]] = {}
+        for c in calls:
+            if c.ok and c.feedback.result is not None:
+                for r in itertools.islice(_id_records(c.feedback.result), 2000):
+                    out.setdefault(str(r["id"]), r)
+        return out
+
     addressed: set[str] = set()
     for c in writes:
         for leaf, key, _, _ in _walk([c.arguments, c.feedback.result]):
@@ -959,8 +964,8 @@ def grounds(
             ids = contact_ids(leaf, ctx.contacts)
             if len(ids) == 1:
                 addressed.update(ids)
-            elif leaf in by_id:
-                for sub, k2, _, _ in _walk(by_id[leaf]):
+            elif not ids and leaf in by_id():
+                for sub, k2, _, _ in _walk(by_id()[leaf]):
                     if isinstance(sub, str) and k2 != "id" and len(ids := contact_ids(sub, ctx.contacts)) == 1:
                         addressed.update(ids)
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
@@ -1121,13 +1126,10 @@ _RE_STATUS_DENIED = re.compile(
 )
 
 
-def _status_claims(text: str) -> list[tuple[str, int, int, bool]]:
-    """``(family, start, end, own_act)`` of each status told in ``text`` (contractions
-    expanded, :func:`~phoneenv.tasks.predicates.plain`), negated, conditional and questioned
-    ones aside; positions index ``plain(text)``."""
-    from phoneenv.tasks.predicates import plain
-
-    t = plain(text)
+def _status_claims(t: str) -> list[tuple[str, int, int, bool]]:
+    """``(family, start, end, own_act)`` of each status told in ``t`` (a text already
+    :func:`~phoneenv.tasks.predicates.plain`: contractions expanded), negated, conditional and
+    questioned ones aside."""
     out: list[tuple[str, int, int, bool]] = []
     for own, pattern in ((True, _RE_STATUS_ACT), (False, _RE_STATUS_STATE)):
         for m in pattern.finditer(t):
@@ -1200,8 +1202,7 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
     contact's (and a given name of the world: "Curry House" is a restaurant) and whose surname is
     a surname of the world, but no contact is so called ("Stanley Potter" for Stanley Brookes); a contact named as told, texted or asked ("texted Sandra", "sent
     it to Ben") whom no call of the episode addressed."""
-    from phoneenv.tasks.identity import contact_ids, mentioned_contacts
-    from phoneenv.tasks.world import given_names, surnames
+    from phoneenv.tasks.world import given_names, surnames  # Faker's name lists: loaded on first use
 
     out: list[tuple[str, str]] = []
     for m in _RE_FULL_NAME.finditer(text):
@@ -1340,11 +1341,9 @@ def check_text(
             if not neg:
                 start = t.find(span)
                 judge("temperature", [v], start, start + len(span), unit)
+    pt = plain(text) if "status" in types or "count" in types else ""  # contractions, number words
     if "status" in types:
-        from phoneenv.tasks.predicates import plain
-
-        pt = plain(text)
-        for family, a, b, own in _status_claims(text):
+        for family, a, b, own in _status_claims(pt):
             _, does, holds = STATUS_FAMILIES[family]
             if any(does(n) for n in g.acts):
                 continue
@@ -1359,9 +1358,6 @@ def check_text(
             why = f"the episode did no such thing (it called {', '.join(did[:4])})"
             out.append(Ungrounded("status", pt[a:b], source, (), why))
     if "count" in types:
-        from phoneenv.tasks.predicates import plain
-
-        pt = plain(text)
         for n, a, b, party in _count_claims(pt):
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, a)]
             lead = pt[ends[-1] if ends else 0 : a]
