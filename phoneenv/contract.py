@@ -214,8 +214,9 @@ Condition = Union[str, int, float, bool, None, dict[str, Any]]
 
 Operators: ``eq``, ``ne``, ``in``, ``icontains``, ``says``, ``iequals``, ``gte``, ``lte``, ``startswith``,
 ``has`` (a list field contains the value), ``regex``, ``any`` (alternatives), ``not``, and by
-contact identity ``person``, ``has_person``, ``people``; facts in text ``states`` — see
-:mod:`phoneenv.tasks.predicates`.
+contact identity ``person``, ``has_person``, ``people``; facts in text ``states``; another record
+by what it holds, ``ref`` (``{"ref": {"table": "notes.notes", "where": {"title": "Packing"},
+"change": "created"}}``: the id of a note the episode created) — see :mod:`phoneenv.tasks.predicates`.
 """
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -82,10 +83,45 @@ def _layout(kind: Any) -> tuple[TypeAdapter[Any], frozenset[str]]:
     return TypeAdapter(kind), frozenset(kind.__required_keys__ | kind.__optional_keys__)
 
 
+@functools.cache
+def _defaults(kind: Any) -> dict[str, Any]:
+    """The required fields of a record TypedDict that have an obvious empty value: None for a
+    type that admits None (``email: str | None``), False for a flag (``favorite: bool``)."""
+    hints = typing.get_type_hints(kind)
+    out: dict[str, Any] = {}
+    for k in sorted(kind.__required_keys__):
+        if hints[k] is bool:
+            out[k] = False
+        elif type(None) in typing.get_args(hints[k]) or hints[k] is type(None):
+            out[k] = None
+    return out
+
+
+def with_defaults(records: Mapping[str, Sequence[Any]], classes: Mapping[str, type[App]]) -> dict[str, list[Any]]:
+    """``records`` with every missing field that has an obvious empty value filled: None where
+    the field may be None, False for a flag (a hand-written contact needs no ``"birthday": None``
+    nor ``"favorite": False``); rows of tables without a declared layout are kept as they are.
+    The rows are copied where a field is added, never changed in place."""
+    out: dict[str, list[Any]] = {}
+    for table, rows in records.items():
+        app, _, name = table.partition(".")
+        cls = classes.get(app)
+        kind = cls.records.get(name) if cls is not None and cls.records else None
+        fill = _defaults(kind) if kind is not None else {}
+        out[table] = [
+            {**{k: v for k, v in fill.items() if k not in r}, **r}
+            if isinstance(r, dict) and any(k not in r for k in fill)
+            else r
+            for r in rows
+        ]
+    return out
+
+
 def check_records(records: Mapping[str, Sequence[Any]], classes: Mapping[str, type[App]]) -> None:
     """Check seeded ``records`` (``app.table`` → rows) against the record layouts the apps in
     ``classes`` declare (:attr:`App.records <phoneenv.app.App.records>`): every row an object,
-    every field one of the layout's, every value of the field's type, no required field missing.
+    every field one of the layout's, every value of the field's type, no required field missing
+    (a field that may be None, or a flag, may be left out: :func:`with_defaults` fills it).
 
     Tables of apps outside ``classes`` (simulated apps) and of apps that declare no layout are
     not checked.
@@ -114,7 +150,7 @@ def check_records(records: Mapping[str, Sequence[Any]], classes: Mapping[str, ty
             if extra:
                 raise ValueError(f"{where}: field {extra[0]!r}: not a field of {table} (fields: {sorted(fields)})")
             try:
-                adapter.validate_python(rec)
+                adapter.validate_python({**_defaults(kind), **rec})
             except ValidationError as err:
                 first = err.errors()[0]
                 field = ".".join(str(p) for p in first["loc"]) or "?"
@@ -129,6 +165,7 @@ def build_fixture_state(fixtures: Fixtures, classes: Mapping[str, type[App]]) ->
     (:func:`check_records`: the table, row and field named).
     """
     check_records(fixtures.records, classes)
+    records = with_defaults(fixtures.records, classes)
     installed = tuple(fixtures.installed_apps) if fixtures.installed_apps is not None else tuple(classes)
     for name in installed:
         if name not in classes:
@@ -139,7 +176,7 @@ def build_fixture_state(fixtures: Fixtures, classes: Mapping[str, type[App]]) ->
     except Exception as exc:  # zoneinfo raises several types
         raise ValueError(f"bad clock/timezone in fixtures: {exc}") from exc
     now = local.replace(tzinfo=tz).timestamp() if local.tzinfo is None else local.timestamp()
-    state = PhoneState(fixtures.records, now=now)
+    state = PhoneState(records, now=now)
     apps_t = state.table("system.apps")
     perms = state.table("system.permissions")
     for name in installed:

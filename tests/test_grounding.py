@@ -252,6 +252,9 @@ def test_spoken_times_are_the_times_they_say():
 
 
 TOLD_TYPED = [
+    # date: "today is" is the clock's date, whatever record the sentence also names
+    ("date", "mail.reply/7", "Replied. By the way, today is Saturday, 21 November.", True),
+    ("date", "mail.reply/7", "Replied. By the way, today is Saturday, 14 November.", False),
     # status: a thing told as done must be one the episode did; a state, the record's
     ("status", "wallet.pay_bill/0", "Paid your Electricity November bill just now.", True),
     ("status", "wallet.pay_bill/0", "Scheduled your Electricity November bill.", False),  # it was paid, not scheduled

@@ -1,5 +1,6 @@
-"""Every template task that changes the phone fails when its answer reports the change undone
-(``templates.undone_guard``): the criterion, its words, and its probe across the suite."""
+"""Every task that changes the phone fails when its answer reports the change undone
+(:mod:`phoneenv.tasks.undone`): the criterion, its words, the verdict of template and hand-written
+tasks alike, and its generated probe across the suite."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import re
 
 import pytest
 
+from phoneenv.contract import TaskSpec
 from phoneenv.tasks import load_suite
-from phoneenv.tasks.templates import call, state, undone_guard, undone_pattern
+from phoneenv.tasks.templates import call, state
+from phoneenv.tasks.undone import UNDONE, undone_answer, undone_criterion, undone_pattern
 
 VERBS = ["pay", "send", "transfer", "add", "create", "change"]
 
@@ -52,6 +55,10 @@ def test_other_answers_are_no_such_report(answer):
     assert not re.search(undone_pattern(VERBS), answer, re.I)
 
 
+def _task(criteria, plan=None):
+    return TaskSpec(id="t/0", domain="communication", goal="Text Ana hi.", criteria=criteria, reference_plan=plan)
+
+
 def test_the_guard_comes_with_changes_and_not_with_reads_or_reported_failures():
     plan = [
         call("contacts.search", query="Ana"),
@@ -59,23 +66,60 @@ def test_the_guard_comes_with_changes_and_not_with_reads_or_reported_failures():
         call("finish", answer="Sent."),
     ]
     created = [state("messages.messages", "created", body={"says": "hi"})]
-    crit, probe = undone_guard(created, plan)
-    assert crit.kind == "not" and crit.id == "not_reported_undone"
-    assert probe.expect == "fail" and probe.plan[-1].arguments["answer"] == "Sorry, I couldn't send it."
-    assert undone_guard([state("messages.messages", "absent", body="x")], plan) is None  # changes nothing
+    crit = undone_criterion(_task(created, plan))
+    assert crit.kind == "not" and crit.id == UNDONE
+    assert undone_answer(_task(created, plan)) == "Sorry, I couldn't send it."
+    assert undone_criterion(_task([state("messages.messages", "absent", body="x")], plan)) is None  # changes nothing
     told = [*plan[:-1], call("finish", answer="I couldn't send it: no signal.")]
-    assert undone_guard(created, told) is None  # the task is about a failure
+    assert undone_criterion(_task(created, told)) is None  # the task is about a failure
     reads = [call("contacts.search", query="Ana"), call("finish", answer="Found her.")]
-    assert undone_guard(created, reads) is None  # no action verb to read
+    assert undone_criterion(_task(created, reads)) is None  # no action verb to read
+    own = [*created, crit.model_copy(update={"id": f"{UNDONE}:own"})]
+    assert undone_criterion(_task(own, plan)) is None  # the task carries its own
+
+
+def test_a_hand_written_task_without_a_plan_is_guarded_by_the_calls_it_made():
+    """No reference plan: the verbs are those of the episode's calls, so "couldn't send" fails
+    a task whose text was sent, and the same words pass where nothing was sent at all."""
+    from phoneenv.env import PhonePlanEnv
+
+    ana = {"id": "c_1", "name": "Ana Silva", "phone": "+15550100"}
+    task = TaskSpec.model_validate(
+        {
+            "id": "hand/0",
+            "domain": "communication",
+            "goal": "Text Ana: running late.",
+            "fixtures": {"records": {"contacts.contacts": [ana]}},
+            "criteria": [
+                {
+                    "kind": "state",
+                    "table": "messages.messages",
+                    "change": "created",
+                    "where": {"body": {"says": "running late"}},
+                }
+            ],
+        }
+    )
+    env = PhonePlanEnv(tasks=[task])
+    env.reset(seed=0, options={"task": task})
+    env.step({"name": "messages.send", "arguments": {"to": ana["phone"], "body": "Running late"}})
+    info = env.step({"name": "finish", "arguments": {"answer": "Sorry, I couldn't send it."}})[-1]
+    verdict = info["verdict"]
+    guard = [c for c in verdict["criteria"] if c["id"] == UNDONE]
+    assert guard and not guard[0]["passed"] and not verdict["success"]
+    env.reset(seed=0, options={"task": task})
+    env.step({"name": "messages.send", "arguments": {"to": ana["phone"], "body": "Running late"}})
+    assert env.step({"name": "finish", "arguments": {"answer": "Texted Ana."}})[-1]["verdict"]["success"]
 
 
 def test_every_suite_task_that_changes_the_phone_is_guarded():
     """2,141 of the 2,213 tasks (186 of 192 templates) at the time of writing; the rest answer
-    questions. Each guarded task proves its probe in ``phoneenv tasks validate``."""
+    questions. Each guarded task proves its generated "undone" probe in ``phoneenv tasks
+    validate``."""
     suite = load_suite()
-    guarded = [t for t in suite if any(c.id.startswith("not_reported_undone") for c in t.criteria)]
-    probed = [t for t in suite if any(p.name == "reported as not done" for p in t.probes)]
-    assert len(guarded) >= 2141 and len(probed) >= 2100
+    guarded = [t for t in suite if undone_criterion(t) is not None or any(c.id.startswith(UNDONE) for c in t.criteria)]
+    assert len(guarded) >= 2141
+    assert sum(1 for t in suite if undone_answer(t)) >= 2100
     templates = {t.template for t in suite} - {t.template for t in guarded}
     assert templates == {
         "budget.spending_answer",

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phoneenv.contract import TaskSpec
+from phoneenv.tasks.undone import undone_criterion
 from phoneenv.validation import EpisodeView, StepView, classify, compare_episodes, view_of
 
 pytest.importorskip("adbutils", reason="the adb backend needs adbutils (pip install -e '.[device]')")
@@ -178,8 +179,10 @@ def test_a_batch_of_ten_tasks_agrees_everywhere(adb_server, tmp_path):
     plans = [c.name for t in tasks for c in t.reference_plan]
     assert a["episodes"] == {"compared": 10, "agreed": 10, "rate": 1.0}
     assert a["steps"] == {"compared": len(plans), "agreed": len(plans), "rate": 1.0}
-    # each task's criteria and the grounded claims every verdict carries
-    assert a["criteria"]["compared"] == sum(len(t.criteria) + 1 for t in tasks) == a["criteria"]["agreed"]
+    # each task's criteria, the undone guard of a task that changes the phone, and the grounded
+    # claims every verdict carries
+    carried = sum(len(t.criteria) + 1 + (undone_criterion(t) is not None) for t in tasks)
+    assert a["criteria"]["compared"] == carried == a["criteria"]["agreed"]
     assert {k: v["compared"] for k, v in a["by_tool"].items()} == Counter(plans)
     apps = Counter(x for t in tasks for x in t.apps if x not in ("system", "user"))
     assert {k: v["compared"] for k, v in a["by_app"].items()} == apps
@@ -223,7 +226,7 @@ def test_a_device_dropping_a_field_is_caught_as_its_own_state(adb_server, tmp_pa
     assert {d["class"] for d in rows.values()} == {"device_state"}
     assert all(d["runs"] == [d["device_value"]] * 2 for d in rows.values())  # re-run once, the same
     assert report["classes"] == {"driver_gap": 0, "device_state": 4, "flaky": 0}
-    criteria = sum(len(t.criteria) + 1 for t in tasks)  # and each verdict's grounded claims
+    criteria = sum(len(t.criteria) + 1 + (undone_criterion(t) is not None) for t in tasks)  # guard, grounded
     assert a["criteria"] == {
         "compared": 2 * criteria,
         "agreed": 2 * criteria - 1,

@@ -14,7 +14,7 @@ from phoneenv.contract import (
     TaskSpec,
 )
 from phoneenv.tasks.predicates import match
-from phoneenv.tasks.verify import CallRecord, verify
+from phoneenv.tasks.verify import CallRecord, context_of, verify
 
 OK = Feedback(ok=True, result={})
 BAD = Feedback(ok=False, error="not_found", message="x")
@@ -351,3 +351,25 @@ def test_a_confirmation_about_another_record_does_not_count():
     book = ("travel.book_flight", {"flight_id": "fl_1"})
     assert asks_about("Book BW 191 for 212.85?", *book, tables)
     assert not asks_about("Book flight LH 100 for 99.00?", *book, tables)  # an amount the flight lacks
+
+
+def test_a_criterion_names_a_record_the_episode_created_by_what_it_holds():
+    """``ref``: an item must belong to the note created during the episode with that title,
+    whatever id the phone gave it; the old note with the same title does not count, nor another
+    new note."""
+    old = {**BEFORE["notes.notes"], "n_5": {"id": "n_5", "title": "Packing", "body": ""}}
+    before = {**BEFORE, "notes.notes": old, "notes.items": {}}
+    made = {"ref": {"table": "notes.notes", "change": "created", "where": {"title": {"iequals": "packing"}}}}
+    t = task(criteria=[StateCriterion(table="notes.items", change="created", where={"note_id": made, "text": "tent"})])
+
+    def end(note_id, title="Packing"):
+        notes = {**old, "n_9": {"id": "n_9", "title": title, "body": ""}}
+        items = {"ci_1": {"id": "ci_1", "note_id": note_id, "text": "tent", "done": False}}
+        return {**before, "notes.notes": notes, "notes.items": items}
+
+    assert verify(t, before, end("n_9"), [], "Done.", steps=2, errors=0).criteria[0].passed
+    assert not verify(t, before, end("n_5"), [], "Done.", steps=2, errors=0).criteria[0].passed  # the old note
+    assert not verify(t, before, end("n_9", "Groceries"), [], "Done.", steps=2, errors=0).criteria[0].passed
+    assert match({"ids": ["x", "n_9"]}, {"ids": made}, context_of(end("n_9"), before))  # a list holding it
+    with pytest.raises(ValueError, match="ref needs"):
+        match({"id": "n_9"}, {"id": {"ref": "notes.notes"}})

@@ -20,6 +20,9 @@ that must **pass** (the same answer said another way)::
     dictation a dictated text with a commitment
               added ("Unfortunately I can't make
               it though.")
+    undone    the answer reports the task's first
+              action failed ("Sorry, I couldn't
+              send it."): the undone guard
 
 A must-fail value is generated only when the episode's grounds hold it nowhere
 (:meth:`~phoneenv.tasks.grounding.Grounds.holds`): a value the world holds somewhere (another
@@ -52,13 +55,14 @@ from phoneenv.tasks.grounding import (
 )
 from phoneenv.tasks.identity import contact_ids
 from phoneenv.tasks.predicates import Context, plain, says
+from phoneenv.tasks.undone import undone_answer
 from phoneenv.tasks.world import given_names
 
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
     "time", "date", "weekday", "money", "currency", "temperature", "count", "duration", "person", "email", "phone",
-    "dictation", "paraphrase",
+    "dictation", "undone", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
@@ -200,6 +204,8 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
         return []
     region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
     out: list[ClaimProbe] = []
+    if undone := undone_answer(task):
+        out.append(ClaimProbe("undone", "fail", f"answer: {undone!r}", _with(plan, len(plan) - 1, "answer", undone)))
     exempt = set(task.grounding_exempt)
 
     def fail(type: str, step: int, key: str, text: str, new: str, held: bool) -> None:

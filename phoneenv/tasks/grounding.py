@@ -573,6 +573,10 @@ def _weekday_of(word: str) -> int | None:
     return next((i for i, name in enumerate(_WEEKDAYS) if name.startswith(w)), None)
 
 
+_TODAY_IS = re.compile(r"\btoday(?:['’]s\s+date)?(?:\s+is|['’]s|,)\s*$", re.I)
+"""The words before a date that make it the clock's: "today is", "today's date is", "today,"."""
+
+
 def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -> tuple[bool, str]:
     """Whether the date claim ``c`` of ``text`` is grounded, and why not."""
     span = text[c.start : c.end]
@@ -1309,8 +1313,12 @@ def check_text(
                 out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
                 continue
             own = Evidence(dates=set(g.did.dates), month_days=g.did.month_days)
-            if re.match(r"\s*(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", t[c.start : c.end], re.I):
-                own.dates |= _clock_values(ctx, "date")  # the clock grounds "today", not "Tuesday"
+            if re.match(r"\s*(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", t[c.start : c.end], re.I) or (
+                _TODAY_IS.search(t[max(0, c.start - 24) : c.start])
+            ):  # the clock grounds "today" and "today is Tuesday, 10 November", not "Tuesday"
+                own.dates |= _clock_values(ctx, "date")
+                if _date_check(c, t, own, g.subject.today)[0]:
+                    continue
             if acted(c.start, "date"):
                 if _date_check(c, t, own, g.subject.today)[0]:
                     continue

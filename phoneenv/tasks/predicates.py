@@ -50,10 +50,13 @@ __all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm"
 @dataclass(frozen=True)
 class Context:
     """What context-dependent operators see: the user's contacts (records with ``id``,
-    ``name``, ``phone``, ``email``) and the phone's local clock (``YYYY-MM-DDTHH:MM:SS``)."""
+    ``name``, ``phone``, ``email``), the phone's local clock (``YYYY-MM-DDTHH:MM:SS``), and the
+    episode's end state and fixture state (``{"app.table": {id: record}}``, for ``ref``)."""
 
     contacts: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
     now: str | None = None
+    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    before: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def norm(text: Any) -> str:
@@ -437,6 +440,24 @@ def _consistent(value: Any, facts: Any, ctx: Context) -> bool:
     return isinstance(value, str) and consistent_facts(value, facts, ctx)
 
 
+def _ref(value: Any, sel: Any, ctx: Context) -> bool:
+    """``{"ref": {"table": "notes.notes", "where": {...}, "change": "created"}}``: the value is
+    the id of a record of ``table`` in the end state that matches ``where`` (one created during
+    the episode, with ``"change": "created"``); a list value passes when it holds such an id.
+    A criterion names a record the episode creates by what it holds, not by a guessed id.
+
+    Raises ``ValueError`` for a selector without a ``table`` or with another ``change``."""
+    if not isinstance(sel, Mapping) or not isinstance(sel.get("table"), str):
+        raise ValueError(f"ref needs {{'table': 'app.table', 'where': {{...}}}}, not {sel!r}")
+    change = sel.get("change", "present")
+    if change not in ("present", "created"):
+        raise ValueError(f"ref change must be 'present' or 'created', not {change!r}")
+    old = ctx.before.get(sel["table"], {}) if change == "created" else {}
+    where = sel.get("where", {})
+    ids = {rid for rid, rec in ctx.tables.get(sel["table"], {}).items() if rid not in old and match(rec, where, ctx)}
+    return any(isinstance(v, str) and v in ids for v in (value if isinstance(value, (list, tuple)) else [value]))
+
+
 CONTEXT_OPERATORS: dict[str, Callable[[Any, Any, Context], bool]] = {
     "person": _person,
     "has_person": _has_person,
@@ -444,6 +465,7 @@ CONTEXT_OPERATORS: dict[str, Callable[[Any, Any, Context], bool]] = {
     "states": _states,
     "consistent": _consistent,
     "dictates": _dictates,
+    "ref": _ref,
 }
 """Operators that need a :class:`Context` (contacts, clock) besides the value and argument."""
 

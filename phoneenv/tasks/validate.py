@@ -9,8 +9,14 @@ perturbed plan (one argument of one state-changing call, or the answer, changed)
 A perturbation changes one value so that it means something else: a bool is negated, a number
 moved by one, an id pointed at the next id, a time or date shifted by an hour or a day, a phone
 number's last digit changed, an email address prefixed with ``zz``, other text ROT13-shifted
-with each digit moved by five (no character maps to itself), a list's first item perturbed. Arguments listed in the task's ``perturb_exempt`` (``"<step>.<arg>"``) are skipped:
-the goal does not fix them (a message's exact wording, a search query).
+with each digit moved by five (no character maps to itself), a list's first item perturbed.
+
+Arguments the goal does not fix are not perturbed (:func:`free_arguments`): the final answer of a
+task with no answer criterion to meet (an action task: its answer is still checked for what it
+must not say), and free text (no digit, not an id, time, date, phone number or address) that
+neither the goal nor the criteria hold (a greeting beside a photo, a label the goal leaves
+open). A task lists further such arguments in ``perturb_exempt`` (``"<step>.<arg>"``); one
+written by hand rarely needs to.
 
 Plans with sub-agent frames (:mod:`phoneenv.frames`): a sub-agent's ``finish`` answer is a
 message between frames, not the user's answer, so it is not perturbed (a replayed plan cannot
@@ -32,10 +38,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from phoneenv.contract import Effect, TaskSpec, ToolCall
+from phoneenv.contract import AnswerCriterion, CompositeCriterion, Effect, TaskSpec, ToolCall
 from phoneenv.frames import MAX_DEPTH, plan_depths, plan_frames
+from phoneenv.harness.memory import STOPWORDS
+from phoneenv.tasks.predicates import words
 
-__all__ = ["TaskProof", "inlined_plans", "perturb", "perturbations", "prove", "prove_suite", "run_plan"]
+__all__ = [
+    "TaskProof",
+    "free_arguments",
+    "inlined_plans",
+    "perturb",
+    "perturbations",
+    "prove",
+    "prove_suite",
+    "run_plan",
+]
 
 _ID = re.compile(r"^([a-z]+_)(\d+)$")
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$")
@@ -86,14 +103,67 @@ def perturb(value: Any) -> Any:
     return None
 
 
+def _fixes_answer(criteria: Iterable[Any]) -> bool:
+    """Whether ``criteria`` hold an answer check the answer must meet (not one under ``not``, not
+    an optional one that checks only a value the answer happens to state)."""
+    for c in criteria:
+        if isinstance(c, AnswerCriterion) and not c.optional:
+            return True
+        if isinstance(c, CompositeCriterion) and c.kind != "not" and _fixes_answer(c.criteria):
+            return True
+    return False
+
+
+_CODE = re.compile(r"^(?:[A-Z][A-Z0-9_-]*|\w+(?:\.\w+)+)$")
+"""A code or a dotted name, not words: ``XL``, ``SYD``, ``android.permission.CAMERA``."""
+_SHAPED = (_ID, _TIME, _DATE, _HHMM, _PHONE, _EMAIL, _CODE)
+
+
+def _content(text: str) -> list[str]:
+    """The content words of ``text`` (not a function word: :data:`~phoneenv.harness.memory.STOPWORDS`),
+    as :func:`~phoneenv.tasks.predicates.words` spells them."""
+    return [w for w in words(text).split() if w not in STOPWORDS]
+
+
+def free_arguments(task: TaskSpec) -> set[str]:
+    """The ``"<step>.<arg>"`` keys of ``task``'s reference plan that the goal does not fix, so a
+    perturbation of them proves nothing: the root ``finish`` answer when no criterion checks
+    what it must state (:func:`_fixes_answer`), and each free-text argument (a string with a
+    letter and no digit, not shaped as an id, time, date, phone number, e-mail address or code such as
+    ``XL``) no
+    content word of which occurs in the goal, the criteria or a contact's name (``"Hi! Look at
+    this"`` beside a photo; not ``"I'm at Central Station"`` where the goal names the place)."""
+    plan = task.reference_plan or []
+    depths = plan_depths(plan) if plan else []
+    goal = words(task.goal)
+    contacts = task.fixtures.records.get("contacts.contacts") or []
+    held = words(" ".join([*(c.model_dump_json() for c in task.criteria), *(str(r.get("name")) for r in contacts)]))
+    fixes_answer = _fixes_answer(task.criteria)
+    out: set[str] = set()
+    for i, step in enumerate(plan):
+        for arg, value in step.arguments.items():
+            if step.name == "finish":
+                if arg == "answer" and depths[i] == 0 and not fixes_answer:
+                    out.add(f"{i}.{arg}")
+                continue
+            if not isinstance(value, str) or not re.search(r"[^\W\d_]", value) or re.search(r"\d", value):
+                continue
+            if any(p.match(value) for p in _SHAPED):
+                continue
+            if not any(f" {w} " in goal or f" {w} " in held for w in _content(value)):
+                out.add(f"{i}.{arg}")
+    return out
+
+
 def perturbations(task: TaskSpec, effects: dict[str, Effect]) -> Iterable[tuple[str, list[ToolCall]]]:
     """Each ``("<step>.<arg>", perturbed plan)`` of the task's reference plan.
 
     Perturbed steps: those whose tool has a ``write`` or ``sensitive`` effect, and the root
-    frame's ``finish`` (a sub-agent's ``finish`` is not: see the module docstring).
+    frame's ``finish`` (a sub-agent's ``finish`` is not: see the module docstring); arguments
+    the goal does not fix (:func:`free_arguments`, ``perturb_exempt``) are left as they are.
     """
     plan = task.reference_plan or []
-    exempt = set(task.perturb_exempt)
+    exempt = set(task.perturb_exempt) | free_arguments(task)
     depths = plan_depths(plan)
     for i, step in enumerate(plan):
         if step.name == "finish" and depths[i] > 0:

@@ -56,6 +56,7 @@ from phoneenv.tasks.grounding import (
 )
 from phoneenv.tasks.identity import CONTACTS_TABLE, ContactBook, contact_ids
 from phoneenv.tasks.predicates import Context, check, match
+from phoneenv.tasks.undone import undone_criterion
 
 __all__ = [
     "DEFAULT_ALLOWED",
@@ -93,9 +94,10 @@ def context_of(
     now: str | None = None,
 ) -> Context:
     """The :class:`~phoneenv.tasks.predicates.Context` of an episode: the contacts of the end
-    state (``contacts.contacts``; the fixture state's when the end state has none) and ``now``."""
+    state (``contacts.contacts``; the fixture state's when the end state has none), ``now``, and
+    both states (for ``ref``)."""
     table = after.get(CONTACTS_TABLE) or (before or {}).get(CONTACTS_TABLE) or {}
-    return Context(contacts=ContactBook(table), now=now)
+    return Context(contacts=ContactBook(table), now=now, tables=after, before=before or {})
 
 
 def _answer_type(crit: AnswerCriterion) -> str | None:
@@ -560,6 +562,10 @@ def verify(
         judge: an LLM judge ``judge(rubric, answer, value) -> bool | (bool, reason)`` for answer
             criteria with a ``judge`` rubric; None (the default) skips those rubrics.
 
+    Beside the task's criteria, every verdict carries the undone guard for a task that changes
+    the phone (:func:`phoneenv.tasks.undone.undone_criterion`: the answer must not report the
+    change undone) and the ``grounded`` criterion (:func:`grounded`), whatever built the task.
+
     Success = all criteria pass, no collateral change, and the episode was not truncated.
     Progress = (milestones met + success) / (milestones + 1): success itself is the last
     milestone, so a failed episode stays below 1.0 however many milestones it met (1.0 on
@@ -595,6 +601,8 @@ def verify(
             res.id = f"{res.id}#{n}"
         results.append(res)
         expected.update((c.table, c.id) for c in matched)
+    if guard := undone_criterion(task, [c for c in calls if c.ok and c.name != "finish"]):
+        results.append(judged(guard)[0])
     results.append(grounded(task, before, changes, calls, answer, ctx))
     met = 0
     for crit in task.milestones:

@@ -27,7 +27,6 @@ from phoneenv.contract import (
     BehaviorCriterion,
     Category,
     ChangeSelector,
-    CompositeCriterion,
     Criterion,
     Domain,
     Fixtures,
@@ -37,6 +36,7 @@ from phoneenv.contract import (
     ToolCall,
 )
 from phoneenv.tasks.schemas import check_fixtures
+from phoneenv.tasks.undone import not_reported_undone
 from phoneenv.tasks.world import World
 
 __all__ = [
@@ -123,9 +123,6 @@ class Template:
             if p.plan[-1].name != "finish":
                 raise ValueError(f"template {self.name}: probe {p.name!r} must end with finish")
         criteria, probes = list(draft.criteria), list(draft.probes)
-        if guard := undone_guard(criteria, draft.plan):
-            criteria.append(guard[0])
-            probes.append(guard[1])
         task = TaskSpec(
             id=f"{self.name}/{k}",
             category=self.category,
@@ -291,136 +288,6 @@ CANCELLED = (
 )
 """A text that says a cancellation is done ("I cancelled it", "it's been canceled", "I withdrew
 the request", "cancellation confirmed"): "cancel" alone may be a plan or a question."""
-
-
-def not_reported_undone(*verbs: str, id: str = "not_reported_undone") -> CompositeCriterion:
-    """The final answer does not tell the user the action failed or did not happen ("Couldn't pay
-    Clive", "I didn't send it", "unable to transfer"), where it did: a misreport is as wrong as
-    the wrong action. ``verbs``: the action's verbs as a regex alternation's parts ("pay", "send").
-    Not a report of the action undone: "I didn't need to add it again", "didn't change anything
-    else". Every template task that changes the phone gets one (:func:`undone_guard`)."""
-    return CompositeCriterion(kind="not", id=id, criteria=[answer(id=f"{id}:said", pattern=undone_pattern(verbs))])
-
-
-_IRREGULAR = {"send": "sent", "pay": "paid", "make": "made", "ring": "rung", "buy": "bought", "write": "written",
-              "tell": "told", "forget": "forgotten", "begin": "begun", "put": "put", "set": "set", "split": "split"}  # fmt: skip
-"""Past participles that are not the verb plus "-ed" ("it couldn't be sent")."""
-_NOT = r"(?:n't|n’t|\s+not)"
-_DELIBERATE = (
-    r"(?![^.;!?\n]*\b(?:error|fail|crash|down|broke|wouldn|couldn|rejected|declined|unavailable|problem|issue)\w*)"
-    r"(?=[^.;!?\n]*(?:\bbecause\b|\bsince\b|\bas\s+(?:the|you|your|per|requested|asked|instructed)\b|\bper\s+|"
-    r"\bdue\s+to\b|\balready\b|\s[-–—:]\s))"
-)
-"""After "didn't": a clause that gives a reason for a choice ("I didn't order the curry because
-you've gone vegetarian", "didn't reply to the no-reply sender, as the skill says", "didn't
-reply to mail you had already read") rather than for a failure ("because the app crashed")."""
-
-
-def undone_pattern(verbs: Sequence[str]) -> str:
-    """The regex of :func:`not_reported_undone`: a failure or a denial up to two words before one
-    of ``verbs`` (not through "need", "have", "want", "bother"), not followed by "anything",
-    "else", "again" or "more"; the action in the passive ("it couldn't be sent", "wasn't paid",
-    "hasn't been booked"; not in a relative clause, "the one that wasn't paid"); "didn't go
-    through/out"; "was rejected/declined". A "didn't" whose
-    clause gives the reason for a choice (:data:`_DELIBERATE`) reports a skip, not a failure."""
-    action = "|".join(verbs)
-    done = "|".join([*verbs, *(_IRREGULAR[v] for v in (x for vs in verbs for x in vs.split("|")) if v in _IRREGULAR)])
-    tail = r"(?!\s+(?:anything|else|again|more|any\s+other|the\s+others?)\b)"
-    return (
-        rf"\b(?:could{_NOT}|can(?:'t|’t|not)|unable to|failed to|was{_NOT} able to|did{_NOT}(?!{_DELIBERATE}))"
-        rf"\s+(?:(?!(?:need|needs|have|want|bother|mean)\b)\w+\s+){{0,2}}?(?:{action})\w*{tail}"
-        rf"|(?<!\bthat\s)(?<!\bwhich\s)\b(?:could{_NOT}\s+be|can(?:'t|’t|not)\s+be|(?:was|were){_NOT}|(?:has|have){_NOT}\s+been)"
-        rf"\s+(?:(?:yet|actually|successfully|properly)\s+)?(?:{done})\w*\b{tail}"
-        rf"|\bdid{_NOT}\s+go\s+(?:through|out)\b|\b(?:was|were|got)\s+(?:rejected|declined)\b"
-    )
-
-
-ACTION_VERBS: dict[str, str] = {
-    "send": "send|text|message|e-?mail|forward|reply|share",
-    "create": "create|add|make|save|schedule|set|book",
-    "add": "add|create|put|save|invite|include|set",
-    "set": "set|create|add|schedule|turn",
-    "book": "book|reserve",
-    "delete": "delete|remove|clear|erase",
-    "switch": "switch|turn|toggle|enable|disable",
-    "call": "call|ring|phone",
-    "update": "update|change|edit|move",
-    "place": "place|order",
-    "start": "start|set|begin",
-    "mark": "mark|tick",
-    "request": "request|ask for|send",
-    "reply": "reply|respond|answer|send|write",
-    "play": "play|start",
-    "reserve": "reserve|book",
-    "cancel": "cancel",
-    "clear": "clear|delete|remove",
-    "remind": "remind|set",
-    "remove": "remove|delete",
-    "pay": "pay|send|transfer",
-    "tag": "tag|label",
-    "block": "block",
-    "append": "append|add",
-    "save": "save|store|add|note",
-    "share": "share|send",
-    "checkout": "buy|order|purchase|check ?out|place",
-    "split": "split|send|request",
-    "notify": "notify|tell|text|send",
-    "forget": "forget|delete|remove",
-    "schedule": "schedule|set|book|arrange",
-    "complete": "complete|tick|mark",
-    "unlock": "unlock|open",
-    "subscribe": "subscribe|follow",
-    "move": "move|reschedule|change",
-    "end": "end|stop|hang",
-    "change": "change|update|set|move",
-    "decline": "decline|reject|refuse",
-    "reschedule": "reschedule|move|change",
-    "archive": "archive",
-    "forward": "forward|send|share",
-    "revoke": "revoke|remove|disable|turn",
-    "pin": "pin",
-    "lock": "lock",
-    "download": "download|save",
-    "pickup": "schedule|book|arrange",
-    "to": "convert|turn|make",
-    "check": "check|tick|mark",
-}
-"""The verb a tool's name starts with (``wallet.pay_bill``: "pay") → the words a user reads for
-that action in an answer (a regex alternation). Tools whose verb is absent read or ask."""
-
-
-def _changes(criteria: Sequence[Criterion]) -> bool:
-    for c in criteria:
-        if isinstance(c, StateCriterion) and c.change in ("created", "updated", "deleted", "present"):
-            return True
-        if isinstance(c, CompositeCriterion) and c.kind != "not" and _changes(c.criteria):
-            return True
-    return False
-
-
-def undone_guard(criteria: Sequence[Criterion], plan: Sequence[ToolCall]) -> tuple[Criterion, Probe] | None:
-    """For a task whose criteria require a change to the phone (or a record present, created or
-    kept): a :func:`not_reported_undone`
-    criterion over the plan's action verbs (:data:`ACTION_VERBS`), and a probe whose answer says
-    the first action failed (it must fail). None when the task changes nothing, already has such
-    a criterion, has no action verb, or when its reference answer itself reports a failure (a
-    task about something that could not be done)."""
-    if not _changes(criteria) or any(c.id.startswith("not_reported_undone") for c in criteria):
-        return None
-    verbs: list[str] = []
-    for step in plan:
-        head = step.name.partition(".")[2].split("_")[0]
-        if head in ACTION_VERBS and head not in verbs:
-            verbs.append(head)
-    if not verbs:
-        return None
-    words = list(dict.fromkeys(w for v in verbs for w in ACTION_VERBS[v].split("|")))
-    said = plan[-1].arguments.get("answer") if plan and plan[-1].name == "finish" else None
-    if isinstance(said, str) and re.search(undone_pattern(words), said, re.I):
-        return None
-    first = ACTION_VERBS[verbs[0]].split("|")[0].replace("?", "")
-    probe = fails("reported as not done", finishing(list(plan), f"Sorry, I couldn't {first} it."))
-    return not_reported_undone(*words), probe
 
 
 def plain_texts_to(*contacts: dict[str, Any]) -> list[ChangeSelector]:

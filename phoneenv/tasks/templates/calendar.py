@@ -427,7 +427,6 @@ def add_attendee(w: World) -> Draft:
         ],
         milestones=[looked_up(query), found(e)],
         plan=plan,
-        perturb_exempt=["0.query", "1.query", "3.answer"],
         probes=probes,
     )
 

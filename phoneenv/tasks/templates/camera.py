@@ -26,9 +26,15 @@ SPOTS = ["Central Station", "Riverside Cafe", "Museum Island", "Sports Hall", "F
 """Places the user is at when taking the photo (the fixture location's label)."""
 
 
-def photo_sent(c: dict, photo_id: str, **where: object) -> object:
-    """A text to contact ``c`` (any form of their number) carrying gallery item ``photo_id``."""
-    return state("messages.messages", "created", number={"person": c["id"]}, attachments={"has": photo_id}, **where)
+NEW_PHOTO = {"ref": {"table": "gallery.photos", "change": "created", "where": {"kind": "photo"}}}
+"""A photo taken during the episode, by what it is rather than by its id (``ref``)."""
+
+
+def photo_sent(c: dict, photo: object, **where: object) -> object:
+    """A text to contact ``c`` (any form of their number) carrying ``photo``: a gallery item's
+    id, or a condition on the attachments such as :data:`NEW_PHOTO`."""
+    attachments = photo if isinstance(photo, dict) else {"has": photo}
+    return state("messages.messages", "created", number={"person": c["id"]}, attachments=attachments, **where)
 
 
 @template(
@@ -61,7 +67,7 @@ def photo_to_contact(w: World) -> Draft:
         call("finish", answer="Sent."),
     ]
     send = len(plan) - 2
-    crit_msg = photo_sent(c, new_id)
+    crit_msg = photo_sent(c, NEW_PHOTO)
     if say_where:
         # the place said (not denied) with the photo, or in a text of its own beside it
         told = state("messages.messages", "created", number={"person": c["id"]}, direction="out", body={"says": spot})
@@ -69,11 +75,11 @@ def photo_to_contact(w: World) -> Draft:
             kind="any_of",
             id="photo and place sent",
             criteria=[
-                suffixed(photo_sent(c, new_id, body={"says": spot}), "with the place"),
+                suffixed(photo_sent(c, NEW_PHOTO, body={"says": spot}), "with the place"),
                 CompositeCriterion(
                     kind="all_of",
                     id="photo, then the place",
-                    criteria=[suffixed(photo_sent(c, new_id), "photo"), suffixed(told, "place")],
+                    criteria=[suffixed(photo_sent(c, NEW_PHOTO), "photo"), suffixed(told, "place")],
                 ),
             ],
         )
@@ -86,7 +92,7 @@ def photo_to_contact(w: World) -> Draft:
         exempt += [f"{send - 2}.app", f"{send - 2}.permission"]
     return Draft(
         goal=goal,
-        criteria=[state("gallery.photos", "created", id=new_id, kind="photo", place=spot), crit_msg],
+        criteria=[state("gallery.photos", "created", kind="photo", place=spot, count=1), crit_msg],
         milestones=[looked_up(name), state("gallery.photos", "created", kind="photo")],
         plan=plan,
         fixtures=fixtures,

@@ -334,7 +334,6 @@ def text_missed_caller(w: World) -> Draft:
             _sms_to(c),
         ],
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=[
             passes("number in national format", replacing(plan, 1, call("messages.send", to=national(c["phone"]), body=body))),
             passes("read the thread first", [plan[0], call("messages.read_thread", number=c["phone"]), *plan[1:]]),
@@ -390,7 +389,6 @@ def save_unknown_number(w: World) -> Draft:
             state("messages.messages", "created", number={"number": number}, direction="out"),
         ],
         plan=plan,
-        perturb_exempt=["0.query", "3.answer"],
         probes=[
             passes("number in national format", replacing(plan, 1, call("contacts.create", name=name.lower(), phone=national(number)))),
             passes("read the thread first", [call("messages.read_thread", number=number), *plan[1:]]),
@@ -545,7 +543,6 @@ def note_contact_number(w: World) -> Draft:
         criteria=[state("notes.notes", "created", title={"iequals": title}, body={"phones": [c["phone"]]})],
         milestones=[_lookup(c, c["relation"] or ""), state("notes.notes", "created", title={"iequals": title})],
         plan=plan,
-        perturb_exempt=["0.query", "2.answer"],
         probes=[
             passes("number in national format", replacing(plan, 1, call("notes.create", title=title, body=national(c["phone"])))),
             passes("opened the contact too", [plan[0], call("contacts.get", contact_id=c["id"]), *plan[1:]]),
@@ -604,7 +601,6 @@ def sms_event_location(w: World) -> Draft:
         criteria=[_sms_to(c1, says=place)],
         milestones=[_found_event(ev), _lookup(c1), _sms_to(c1)],
         plan=plan,
-        perturb_exempt=["0.query", "1.query", "3.answer"],
         probes=[
             passes("number in national format", replacing(plan, 2, call("messages.send", to=national(c1["phone"]), body=body))),
             passes("opened the event too", [plan[0], call("calendar.get_event", event_id=ev["id"]), *plan[1:]]),
@@ -830,7 +826,6 @@ def share_note_sms(w: World) -> Draft:
         ],
         milestones=[_found_note(note), _lookup(c), _sms_to(c)],
         plan=plan,
-        perturb_exempt=["0.query", "1.query", "3.answer"],
         probes=probes,
     )
 
@@ -889,7 +884,6 @@ def block_spam_caller(w: World) -> Draft:
             state("messages.messages", "absent", number={"number": number}),
         ],
         plan=plan,
-        perturb_exempt=["0.query", f"{2 + len(texts)}.answer"],
         probes=[
             passes("blocked in national format", replacing(plan, 1, call("phone.block_number", number=national(number)))),
             passes("went through the call log and the thread", [call("phone.call_log", filter="missed", limit=5), plan[1], call("messages.read_thread", number=number), *plan[2:]]),
@@ -932,7 +926,6 @@ def email_note(w: World) -> Draft:
         criteria=[sent],
         milestones=[_found_note(note), _lookup(c), _mail_to(c)],
         plan=plan,
-        perturb_exempt=["0.query", "1.query", "3.answer"],
         probes=[
             passes("subject in other case, lines joined", replacing(plan, 2, call("mail.send", to=[c["email"]], subject=note["title"].upper(), body=", ".join(lines)))),
             passes("opened the note too", [plan[0], call("notes.get", note_id=note["id"]), *plan[1:]]),

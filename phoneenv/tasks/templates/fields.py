@@ -158,7 +158,6 @@ def event_reminders(w: World) -> Draft:
         ],
         milestones=[found(ev)],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=probes,
     )
 
@@ -224,7 +223,6 @@ def reminder_change(w: World) -> Draft:
         criteria=[crit],
         milestones=[found(ev)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )
 
@@ -317,7 +315,6 @@ def event_in_zone(w: World) -> Draft:
         criteria=[state("calendar.events", "created", **cond)],
         milestones=[],
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=probes,
     )
 
@@ -482,7 +479,6 @@ def dnd_until(w: World) -> Draft:
         ],
         milestones=milestones,
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=[
             *near,
             fails("on with no end", replacing(plan, 1, call("settings.set_dnd", enabled=True))),
@@ -555,7 +551,6 @@ def dnd_schedule(w: World) -> Draft:
         ],
         milestones=[],
         plan=plan,
-        perturb_exempt=["1.name", "2.answer"],
         probes=probes,
     )
 
@@ -637,7 +632,6 @@ def dnd_off(w: World) -> Draft:
             )
         ],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("the schedule first", [*plan[1:-1], plan[0], plan[-1]]),
             fails("do not disturb left on", replacing(plan, 0, call("settings.dnd_status"))),
@@ -945,7 +939,6 @@ def contact_add_number(w: World) -> Draft:
         criteria=[state("contacts.contacts", "updated", id=c["id"], **cond)],
         milestones=[],
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=[
             *near,
             passes("read the contact first", [plan[0], call("contacts.get", contact_id=c["id"]), *plan[1:]]),
@@ -1040,7 +1033,6 @@ def contact_clear(w: World) -> Draft:
         criteria=[state("contacts.contacts", "updated", id=c["id"], name=c["name"], phone=c["phone"], **cond)],
         milestones=[],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=probes,
     )
 
@@ -1097,7 +1089,6 @@ def contact_work_email(w: World) -> Draft:
         criteria=[state("contacts.contacts", "updated", id=c["id"], **cond)],
         milestones=[],
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=probes,
     )
 
@@ -1167,6 +1158,5 @@ def reach_work_number(w: World) -> Draft:
         criteria=[crit],
         milestones=[],
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=probes,
     )

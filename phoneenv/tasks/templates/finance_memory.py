@@ -144,7 +144,6 @@ def heating_preference(w: World) -> Draft:
         criteria=[crit],
         milestones=[memory_searched("thermostat", "temperature", "heat"), crit],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes("searched with other words", replacing(plan, 0, call("memory.search", query="heating preference"))),
             fails(
@@ -350,7 +349,6 @@ def budget_preference(w: World) -> Draft:
         criteria=[crit, *told],
         milestones=[memory_searched("eating out", "budget", "dining", "restaurant"), crit],
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=probes,
         fixtures=w.fixtures(memory=book.fixtures()),
     )

@@ -299,7 +299,6 @@ def log_expense(w: World) -> Draft:
         criteria=[entry],
         milestones=[read_ms, entry],
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=probes,
     )
 
@@ -388,7 +387,6 @@ def evening_scene(w: World) -> Draft:
         criteria=criteria,
         milestones=[read_ms, made],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes(
                 "actions in another order, name in capitals",
@@ -483,6 +481,5 @@ def leave_home(w: World) -> Draft:
         criteria=criteria,
         milestones=[read_ms, criteria[0]],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )

@@ -214,7 +214,6 @@ def make_scene(w: World) -> Draft:
         criteria=criteria,
         milestones=[criteria[0], criteria[len(lights) + 2]],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )
 

@@ -132,7 +132,6 @@ def album_from_outing(w: World) -> Draft:
         criteria=album_criteria(name, ids),
         milestones=[state("gallery.albums", "created", name={"iequals": name})],
         plan=plan,
-        perturb_exempt=["0.date_from", "0.date_to", "2.answer"],
         probes=probes,
     )
 

@@ -148,7 +148,6 @@ def evening(w: World) -> Draft:
         criteria=criteria,
         milestones=[criteria[0]],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )
 

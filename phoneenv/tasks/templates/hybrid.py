@@ -344,7 +344,6 @@ def order_food_text_eta(w: World) -> Draft:
         ],
         plan=plan,
         fixtures=w.fixtures(simulated=simulated),
-        perturb_exempt=["3.query", "5.answer"],
         backends=HYBRID,
         probes=[
             passes("the time in 12-hour form", _texting(plan, body=f"Dinner from {name} arrives at {h12}!")),
@@ -582,7 +581,6 @@ def parcel_reschedule_text(w: World) -> Draft:
         ],
         plan=plan,
         fixtures=w.fixtures(simulated=simulated),
-        perturb_exempt=["4.answer"],
         backends=HYBRID,
         probes=[
             passes("12-hour times", _texting(plan, body=f"Parcel moved to {weekday}, {_h12(ws)} to {_h12(we)}.")),
@@ -747,7 +745,6 @@ def cinema_book_text(w: World) -> Draft:
         ],
         plan=plan,
         fixtures=w.fixtures(simulated=simulated),
-        perturb_exempt=["5.answer"],
         backends=HYBRID,
         probes=[
             passes(

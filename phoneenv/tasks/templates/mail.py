@@ -232,7 +232,6 @@ def send_email(w: World) -> Draft:
         criteria=criteria,
         milestones=[behavior("required_call", "system.sign_in", arguments={"app": "mail"}), looked_up(query)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer", "1.query"],
         probes=[
             passes(
                 "address in capitals",
@@ -295,7 +294,6 @@ def archive(w: World) -> Draft:
             behavior("required_call", "mail.search", id="found", arguments={"query": {"icontains": word}}),
         ],
         plan=plan,
-        perturb_exempt=["3.answer", "1.query"],
         probes=[
             passes("listed the inbox instead", replacing(plan, 1, call("mail.list_inbox"))),
             passes("opened it first", [*plan[:2], call("mail.read", message_id=m["id"]), *plan[2:]]),
@@ -375,6 +373,5 @@ def reply(w: World) -> Draft:
             ),
         ],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer", "1.query"],
         probes=probes,
     )

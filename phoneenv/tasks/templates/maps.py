@@ -204,7 +204,6 @@ def save_place(w: World) -> Draft:
         criteria=criteria,
         milestones=[searched(query)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )
 
@@ -260,7 +259,6 @@ def share_location(w: World) -> Draft:
         criteria=criteria,
         milestones=[looked_up(first)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         fixtures=w.fixtures(),
         probes=probes,
     )

@@ -95,7 +95,6 @@ def favorite_podcast(w: World) -> Draft:
         ],
         milestones=[memory_searched("podcast", "favourite", "favorite")],
         plan=plan,
-        perturb_exempt=["5.answer"],
         probes=[
             passes("played first", [*plan[:3], plan[4], plan[3], plan[5]]),
             passes("asked memory in other words", replacing(plan, 0, call("memory.search", query="podcast I like"))),
@@ -164,7 +163,6 @@ def usual_list(w: World) -> Draft:
         criteria=[state("todo.items", "created", list_id=rec["id"], title={"icontains": item}, done=False)],
         milestones=[memory_searched("shop", "list", "grocer")],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes(
                 "capitalised", replacing(plan, 2, call("todo.add_item", list_id=rec["id"], title=item.capitalize()))
@@ -229,7 +227,6 @@ def running_playlist(w: World) -> Draft:
         criteria=[state("music.player", "updated", id="now", playlist_id=target["id"], playing=True)],
         milestones=[memory_searched("run", "jog", "playlist")],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes("opened it first", [*plan[:2], call("music.get_playlist", playlist_id=target["id"]), *plan[2:]]),
             fails("the playlist named for running", replacing(plan, 2, call("music.play", playlist_id=other["id"]))),
@@ -297,7 +294,6 @@ def tag_partner(w: World) -> Draft:
         criteria=criteria,
         milestones=[memory_searched(rel)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer", "1.date_from", "1.date_to"],
         probes=[
             passes("listed by place", replacing(plan, 1, call("gallery.list_photos", place=place))),
             fails(

@@ -129,7 +129,6 @@ def share_photos(w: World) -> Draft:
         criteria=criteria,
         milestones=[read_ms, state("messages.messages", "created", number={"person": c["id"]})],
         plan=plan,
-        perturb_exempt=["6.answer"],
         probes=probes,
         allowed_changes=plain_texts_to(c),
     )
@@ -223,7 +222,6 @@ def tidy_podcasts(w: World) -> Draft:
             behavior("required_call", "music.list_episodes", arguments={"podcast_id": pods[min(followed)]["id"]}),
         ],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )
 
@@ -305,7 +303,6 @@ def weekly_review(w: World) -> Draft:
         criteria=criteria,
         milestones=[read_ms, behavior("required_call", "todo.list_items", arguments={"list_id": lst["id"]})],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer", "3.question"],
         probes=[
             passes("rescheduled before clearing", [*plan[:3], *[s for s in plan[5:-1]], plan[3], plan[4], plan[-1]]),
             fails("cleared without asking", replacing(plan, 3)),

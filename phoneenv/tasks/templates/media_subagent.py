@@ -134,7 +134,6 @@ def todo_from_texts(w: World) -> Draft:
         criteria=criteria,
         milestones=[delegated("messages.*")],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes(
                 "in own words",
@@ -218,7 +217,6 @@ def album_of_person(w: World) -> Draft:
         criteria=[*album_criteria(album, ids), delegated("gallery.*"), not_itself("gallery.list_photos")],
         milestones=[delegated("gallery.*")],
         plan=plan,
-        perturb_exempt=["4.answer"],
         probes=probes,
     )
 
@@ -286,7 +284,6 @@ def newest_unplayed(w: World) -> Draft:
         ],
         milestones=[delegated("music.list_episodes")],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             fails("one podcast forgotten", replacing(plan, first)),
             fails("the next one too", replacing(plan, first, plan[first], call("music.download_episode", episode_id=skipped[0]["id"]))),

@@ -260,7 +260,6 @@ def text_relation(w: World) -> Draft:
         criteria=[_sms(target, said=text)],
         milestones=[memory_searched(rel), _sms(target)],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes(
                 "number typed with spaces",
@@ -352,7 +351,6 @@ def call_past_provider(w: World) -> Draft:
         criteria=[state("phone.calls", "created", number={"person": newer["id"]}, direction="out")],
         milestones=[memory_searched(trade, trade.split()[0])],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes("number typed with spaces", replacing(plan, 2, call("phone.call", number=_spaced(newer["phone"])))),
             passes("looked through the contacts", [*plan[:2], call("contacts.list"), *plan[2:]]),
@@ -787,7 +785,6 @@ def updated_fact(w: World) -> Draft:
         criteria=[_sms(friend, part=new), state("messages.messages", "absent", body={"icontains": old})],
         milestones=[memory_searched(*query.split()[-2:]), _sms(friend)],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes(
                 "number typed with spaces",
@@ -1203,7 +1200,6 @@ def save_preference(w: World) -> Draft:
         milestones=[state("memory.entries", "created", content={"icontains": key})],
         plan=plan,
         fixtures=w.fixtures(memory=fixtures),
-        perturb_exempt=["2.answer"],
         probes=probes,
     )
 
@@ -1264,7 +1260,6 @@ def forget_outdated(w: World) -> Draft:
         milestones=[memory_searched(*query.split())],
         plan=plan,
         fixtures=w.fixtures(memory=fixtures),
-        perturb_exempt=["2.answer"],
         probes=[
             passes("searched memory twice", [call("memory.search", query=query.split()[0]), *plan]),
             passes("listed what is remembered first", [call("memory.search", query="my"), *plan]),
@@ -1367,7 +1362,6 @@ def intent_time(w: World) -> Draft:
         ],
         milestones=[_sms(person), _sms(person, time={"gte": due.isoformat(timespec="seconds")})],
         plan=plan,
-        perturb_exempt=["4.answer"],
         max_steps=25,
         probes=[
             passes(
@@ -1509,7 +1503,6 @@ def intent_place(w: World) -> Draft:
         criteria=criteria,
         milestones=[memory_searched(place, "remind", "when I get"), reached],
         plan=plan,
-        perturb_exempt=["4.answer"],
         max_steps=25,
         fixture_extra={"location_timeline": timeline},
         probes=[

@@ -189,7 +189,6 @@ def text_contact(w: World) -> Draft:
         criteria=criteria,
         milestones=[looked_up(query_a), looked_up(query_b)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer", "0.query", "1.query"],
         probes=[
             passes(
                 "numbers written another way",
@@ -421,7 +420,6 @@ def mark_thread_read(w: World) -> Draft:
         criteria=[state("messages.messages", "updated", count=n, number={"person": c["id"]}, read=True)],
         milestones=[looked_up(query)],
         plan=plan,
-        perturb_exempt=["2.answer", "0.query"],
         probes=probes,
     )
 
@@ -475,7 +473,6 @@ def delete_message(w: World) -> Draft:
         criteria=criteria,
         milestones=milestones,
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer", "0.query"],
         probes=probes,
     )
 
@@ -531,7 +528,6 @@ def forward(w: World) -> Draft:
             ),
         ],
         plan=plan,
-        perturb_exempt=["3.answer", "0.query", "1.query"],
         probes=[
             passes("sent as a new text", replacing(plan, 2, call("messages.send", to=to["phone"], body=src["body"]))),
             passes(

@@ -82,7 +82,6 @@ def playlist_and_play(w: World) -> Draft:
         criteria=criteria,
         milestones=[state("music.playlists", "created", name={"iequals": name})],
         plan=plan,
-        perturb_exempt=["4.answer"],
         probes=[
             passes(
                 "created empty, then added",
@@ -159,7 +158,6 @@ def podcast_catch_up(w: World) -> Draft:
         ],
         milestones=[state("music.podcasts", "updated", id=pod["id"], subscribed=True)],
         plan=plan,
-        perturb_exempt=["5.answer"],
         probes=[
             passes("listed the podcasts", replacing(plan, 0, call("music.list_podcasts"))),
             passes("only unplayed listed", replacing(plan, 2, call("music.list_episodes", podcast_id=pod["id"], unplayed_only=True))),

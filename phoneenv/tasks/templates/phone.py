@@ -118,7 +118,6 @@ def call_contact(w: World) -> Draft:
         milestones=milestones,
         # The call stays in progress (or is hung up): either is fine.
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer", "0.query"],
         probes=[
             passes("number written another way", replacing(plan, i, call("phone.call", number=spaced(c["phone"])))),
             passes("hung up afterwards", [*plan[:-1], call("phone.end_call"), plan[-1]]),
@@ -274,7 +273,6 @@ def block_caller(w: World) -> Draft:
             behavior("required_call", "phone.block_number", id="blocked", arguments={"number": {"number": number}})
         ],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("number written another way", replacing(plan, 1, call("phone.block_number", number=spaced(number)))),
             passes("looked it up by number", [*plan[:1], call("phone.call_log", number=number), *plan[1:]]),
@@ -341,6 +339,5 @@ def delete_call_entry(w: World) -> Draft:
         criteria=criteria,
         milestones=milestones,
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )

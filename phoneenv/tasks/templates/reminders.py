@@ -136,7 +136,6 @@ def at_time(w: World) -> Draft:
         goal=goal,
         criteria=[_intent("time", _t(due), word), answer_if_said("time", f"{due:%H:%M}")],
         plan=plan,
-        perturb_exempt=["1.answer"],
         probes=[
             fails(
                 "another time told",
@@ -220,7 +219,6 @@ def before_event(w: World) -> Draft:
             behavior("required_call", "memory.remind", arguments={"trigger": "time", "content": {"icontains": word}})
         ],
         plan=plan,
-        perturb_exempt=["0.query", "2.answer"],
         probes=[
             fails("another time told", finishing(plan, f"I'll remind you at {due - dt.timedelta(hours=1):%H:%M}.")),
             passes(
@@ -284,7 +282,6 @@ def on_arrival(w: World) -> Draft:
             behavior("required_call", "memory.remind", arguments={"trigger": "place", "when": {"iequals": place}})
         ],
         plan=plan,
-        perturb_exempt=["2.title", "3.answer"],
         max_steps=20,
         probes=[
             fails(
@@ -359,7 +356,6 @@ def after_call(w: World) -> Draft:
             behavior("required_call", "memory.remind", arguments={"trigger": "app_event", "when": "phone.end_call"}),
         ],
         plan=plan,
-        perturb_exempt=["0.query", "4.title", "5.answer"],
         max_steps=20,
         probes=[
             passes("reminder set after dialling", [plan[0], plan[2], plan[1], plan[3], plan[4], plan[5]]),
@@ -408,7 +404,6 @@ def cancel(w: World) -> Draft:
         fixtures=fixtures,
         criteria=[state("memory.entries", "updated", id=target["id"], valid=False)],
         plan=plan,
-        perturb_exempt=["0.query", "2.answer"],
         probes=[
             passes(
                 "looked up without the kind", replacing(plan, 0, call("memory.search", query=f"remind me to {word}"))

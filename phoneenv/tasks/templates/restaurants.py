@@ -351,7 +351,6 @@ def move_booking(w: World) -> Draft:
         ],
         milestones=[state("restaurants.reservations", "updated", id=res["id"], time=new_text)],
         plan=plan,
-        perturb_exempt=["2.query", "4.answer"],
         probes=probes,
     )
 

@@ -92,7 +92,6 @@ def toggle(w: World) -> Draft:
         criteria=criteria,
         milestones=[],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes("in another order", [plan[2], plan[0], plan[1], plan[3]]),
             passes("checked the settings first", [call("settings.list_all"), *plan]),
@@ -144,7 +143,6 @@ def brightness(w: World) -> Draft:
             ),
         ],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes(
                 "read each setting",
@@ -185,7 +183,6 @@ def revoke_permission(w: World) -> Draft:
         criteria=criteria,
         milestones=[behavior("required_call", "settings.list_app_permissions", arguments={"app": app})],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("checked again afterwards", [*plan[:-1], plan[0], plan[-1]]),
             passes("answered in other words", finishing(plan, f"{APP_NAMES[app]} can no longer {what}.")),
@@ -244,7 +241,6 @@ def airplane_mode(w: World) -> Draft:
         criteria=criteria,
         allowed_changes=[ChangeSelector(table="settings.settings", where={"id": {"in": side}})],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("in another order", [plan[2], plan[3], plan[0], plan[1], plan[4]]),
             passes("checked the settings after", [*plan[:-1], call("settings.list_all"), plan[-1]]),

@@ -340,7 +340,6 @@ def fix_cart(w: World) -> Draft:
         ],
         milestones=[state("shop.cart", "deleted", id=drop["id"])],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes(
                 "quantity 0 instead of remove", replacing(plan, 2, call("shop.update_cart", line_id=drop["id"], qty=0))
@@ -524,7 +523,6 @@ def return_from_mail(w: World) -> Draft:
             returned(order, a, reason, slot),
         ],
         plan=plan,
-        perturb_exempt=["0.query", f"{len(plan) - 1}.answer"],
         probes=[
             passes("listed orders instead of mail", replacing(plan, 0, call("shop.list_orders"))),
             passes(

@@ -71,7 +71,6 @@ def return_item(w: World) -> Draft:
         criteria=[returned(order, a, reason, earliest)],
         milestones=[read_ms, state("shop.returns", "created", order_id=order["id"], product_id=a["id"])],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("listed all orders", replacing(plan, 1, call("shop.list_orders"))),
             fails("a later slot", replacing(plan, 4, call("shop.choose_pickup", return_id=rid, slot=later))),
@@ -458,7 +457,6 @@ def reorder_usual(w: World) -> Draft:
         criteria=ordered(dw, ru, [(u, q_last)]),
         milestones=[read_ms, behavior("required_call", "system.sign_in", arguments={"app": "delivery"})],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("searched the restaurant first", [*plan[:3], call("delivery.search", query=ru), *plan[3:]]),
             fails("the latest order", instead(rl, latest, 1)),

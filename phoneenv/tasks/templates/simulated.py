@@ -188,7 +188,6 @@ def food_order(w: World) -> Draft:
         criteria=[state("food.orders", "created", restaurant_id=rid, total=total)],
         milestones=[behavior("required_call", "food.get_menu", arguments={"restaurant_id": rid})],
         plan=plan,
-        perturb_exempt=["3.answer"],
         backends=LLMSIM,
         probes=[
             passes("found by cuisine", replacing(plan, 0, call("food.search_restaurants", query=cuisine))),
@@ -237,7 +236,6 @@ def food_sign_in(w: World) -> Draft:
             state("food.orders", "created", restaurant_id=rid, total=total),
         ],
         plan=plan,
-        perturb_exempt=["4.answer"],
         backends=HYBRID,
         probes=[
             passes("signs in first", [sign_in, *plan[:2], *plan[3:]]),
@@ -346,7 +344,6 @@ def cinema_booking(w: World) -> Draft:
             state("cinema.bookings", "created", showtime_id=show["showtime_id"]),
         ],
         plan=plan,
-        perturb_exempt=["3.answer"],
         backends=LLMSIM,
         probes=[
             passes("searched on the day", replacing(plan, 0, call("cinema.search_movies", query=title, date=date))),

@@ -255,7 +255,6 @@ def split_bill(w: World) -> Draft:
         ],
         milestones=[read_ms, note_crit, *sms],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             fails("another amount told", finishing(plan, f"Asked them for {minor(share + 5, cur)} {cur} each.")),
             passes(
@@ -374,7 +373,6 @@ def archive_note(w: World) -> Draft:
         criteria=[*criteria, behavior("forbidden_call", "notes.delete")],
         milestones=[read_ms, *criteria],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("tag before title", [*plan[:upd], plan[upd + 1], plan[upd], *plan[upd + 2 :]]),
             passes("listed the notes first", [call("notes.list"), *plan]),
@@ -470,7 +468,6 @@ def wake_routine(w: World) -> Draft:
         criteria=[*main_crit, *backup_crit],
         milestones=[read_ms, main_crit[0], backup_crit[0]],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes(
                 "labels in other case",
@@ -545,7 +542,6 @@ def forward_email(w: World) -> Draft:
         ],
         milestones=[read_ms, sent],
         plan=plan,
-        perturb_exempt=["4.answer"],
         probes=[
             fails(
                 "marked the original read", [*plan[:-1], call("mail.mark_read", message_id=original["id"]), plan[-1]]
@@ -603,7 +599,6 @@ def share_contact(w: World) -> Draft:
         criteria=[sent, behavior("confirm_before", "messages.send")],
         milestones=[read_ms, sent],
         plan=plan,
-        perturb_exempt=["5.answer"],
         probes=[
             passes(
                 "number typed with spaces",
@@ -693,7 +688,6 @@ def meeting_invite(w: World) -> Draft:
         criteria=[*criteria, *texted],
         milestones=[read_ms, event, *texted],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes(
                 "title in other case",
@@ -844,5 +838,4 @@ def out_of_office(w: World) -> Draft:
         ],
         milestones=[read_ms, *replies],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
     )

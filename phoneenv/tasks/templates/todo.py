@@ -92,7 +92,6 @@ def add_due_item(w: World) -> Draft:
         criteria=[crit],
         milestones=[state("todo.items", "created", list_id=lst["id"], title={"regex": title_words(title)})],
         plan=plan,
-        perturb_exempt=["2.answer"],
         probes=[
             passes("capitalised", replacing(plan, 1, call("todo.add_item", **{**args, "title": title.capitalize()}))),
             passes(
@@ -201,6 +200,5 @@ def tick_off_and_clear(w: World) -> Draft:
         criteria=criteria,
         milestones=[behavior("required_call", "todo.clear_completed", arguments={"list_id": lst["id"]})],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )

@@ -360,7 +360,6 @@ def book_hotel(w: World) -> Draft:
         criteria=criteria,
         milestones=[searched_for("travel.search_hotels", "city", dest)],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=probes,
     )
 

@@ -92,7 +92,6 @@ def seat_preference(w: World) -> Draft:
         ],
         milestones=[memory_searched("seat", side, "fly", "plane")],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes("the other seat on that side", replacing(plan, 2, call("travel.check_in", booking_id=bk["id"],
                                                                           seat=f"{row}{SEATS[side][1]}"))),
@@ -151,7 +150,6 @@ def parents_train(w: World) -> Draft:
         criteria=[booked(target, "train"), mailed("confirmed")],
         milestones=[memory_searched(word, "live")],
         plan=plan,
-        perturb_exempt=["3.answer", "1.origin"],
         probes=[
             fails("the other person's city", replacing(plan, 2, call("travel.book_train", train_id=decoys[0]["id"]))),
             fails("a later train", replacing(plan, 2, call("travel.book_train", train_id=trains[1]["id"]))),
@@ -222,7 +220,6 @@ def hotel_budget(w: World) -> Draft:
         criteria=[booked(target, "hotel", nights=nights, start={"startswith": day.isoformat()}), mailed("confirmed")],
         milestones=[memory_searched("budget", "hotel")],
         plan=plan,
-        perturb_exempt=["3.answer", "1.max_price_per_night", "1.sort"],
         probes=[
             fails("the outdated budget", replacing(plan, 2, call("travel.book_hotel", hotel_id=top["id"],
                                                                  check_in=day.isoformat(), nights=nights))),

@@ -126,7 +126,6 @@ def trip_in_calendar(w: World) -> Draft:
         ],
         milestones=[milestone],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=probes,
     )
 
@@ -223,7 +222,6 @@ def plan_a_trip(w: World) -> Draft:
         ],
         milestones=[milestone, booked(f_out, "flight")],
         plan=plan,
-        perturb_exempt=["7.answer", "1.sort", "5.sort", "3.sort", "3.min_rating"],
         probes=probes,
     )
 
@@ -287,7 +285,6 @@ def share_my_eta(w: World) -> Draft:
         ],
         milestones=[milestone],
         plan=plan,
-        perturb_exempt=["6.answer"],
         fixtures=w.fixtures(permissions={"maps": {LOCATION: True}}),
         probes=probes,
     )
@@ -346,7 +343,6 @@ def weather_briefing(w: World) -> Draft:
         ],
         milestones=[milestone],
         plan=plan,
-        perturb_exempt=["3.answer"],
         probes=[
             passes("a trailing newline", replacing(plan, 2, call("notes.create", title=title, body=body + "\n"))),
             fails("two days only", replacing(plan, 2, call("notes.create", title=title, body="\n".join(lines[:2])))),

@@ -130,7 +130,6 @@ def train_or_flight(w: World) -> Draft:
         ],
         milestones=[delegated("travel.search_trains"), delegated("travel.search_flights")],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             passes("flights searched first", [*plan[3:6], *plan[0:3], *plan[6:]]),
             fails("the runner-up", replacing(plan, -2, call(f"travel.book_{rk}", **{f"{rk}_id": rt["id"]}))),
@@ -287,7 +286,6 @@ def two_city_hotels(w: World) -> Draft:
         ],
         milestones=[delegated("travel.search_hotels")],
         plan=plan,
-        perturb_exempt=[f"{len(plan) - 1}.answer"],
         probes=[
             fails("second stay from the first day", replacing(plan, -2, call("travel.book_hotel", hotel_id=hb["id"],
                                                                              check_in=start.isoformat(), nights=nb))),
