@@ -61,9 +61,11 @@ def test_ingest_keeps_every_episode_with_its_columns(run_dir: Path, tmp_path: Pa
         assert row["tool_calls"] == v.tool_calls and row["output_tokens"] == v.output_tokens
         errors = {s.feedback.error.value for s in trace.steps if not s.feedback.ok}
         assert row["error_kinds"] == sorted(errors)
-        # the task's criteria in order, then the grounded claims every verdict carries
-        assert len(v.criteria) == len(task.criteria) + 1 and v.criteria[-1].id == "grounded"
-        names = [c.description or r.id for c, r in zip(task.criteria, v.criteria, strict=False)] + ["grounded"]
+        # the task's criteria in order, then the undone guard and the grounded claims every verdict
+        # of a task that changes the phone carries
+        assert [r.id for r in v.criteria[len(task.criteria) :]] == ["not_reported_undone", "grounded"]
+        names = [c.description or r.id for c, r in zip(task.criteria, v.criteria, strict=False)]
+        names += ["not_reported_undone", "grounded"]
         failed = [n for n, r in zip(names, v.criteria, strict=True) if not r.passed]
         assert row["failed_criteria"] == failed
         assert row["harness"] is None and row["created_at"].endswith("+00:00")
