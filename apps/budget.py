@@ -183,7 +183,7 @@ class BudgetApp(App):
         return minor, n
 
     # -- entries --------------------------------------------------------------------------------
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("entries",))
     def add_expense(
         self,
         amount: Amount,
@@ -247,7 +247,7 @@ class BudgetApp(App):
         self.show_list("entries", [e["id"] for e in recs[:limit]])
         return {"entries": [dict(e) for e in recs[:limit]], "total": len(recs)}  # type: ignore[misc]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("entries",))
     def update_expense(
         self,
         entry_id: str,
@@ -283,7 +283,7 @@ class BudgetApp(App):
         self.show_detail("entries", entry_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("entries",))
     def delete_expense(self, entry_id: str) -> Deleted:
         """Delete an expense for good.
 
@@ -328,7 +328,7 @@ class BudgetApp(App):
             "other_currencies": other,  # type: ignore[typeddict-item]
         }
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("budgets",))
     def set_budget(
         self,
         category: Category,
@@ -393,7 +393,7 @@ class BudgetApp(App):
             )
         return {"checks": out}
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("budgets",))
     def delete_budget(self, category: Category) -> Deleted:
         """Remove the budget of a category.
 

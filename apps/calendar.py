@@ -476,7 +476,7 @@ class Calendar(App):
         self.show_list("events", [r["id"] for r in page])
         return {"events": [self._out(r) for r in page], "total": len(hits)}
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("events",))
     def create_event(
         self,
         title: Title,
@@ -540,7 +540,7 @@ class Calendar(App):
         self.show_detail("events", rec["id"])
         return {**self._out(rec), "conflicts": conflicts}
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("events",))
     def update_event(
         self,
         event_id: str,
@@ -613,7 +613,7 @@ class Calendar(App):
         self.show_detail("events", event_id)
         return {**self._out(new), "conflicts": conflicts}
 
-    @tool(effect=Effect.SENSITIVE, permissions=(READ, WRITE))
+    @tool(effect=Effect.SENSITIVE, permissions=(READ, WRITE), writes=("events",))
     def delete_event(self, event_id: str) -> Deleted:
         """Delete an event.
 
@@ -627,7 +627,7 @@ class Calendar(App):
         self.show_list("events", [r["id"] for r in sorted(same_day, key=_by_start)])
         return {"deleted": event_id}
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("events",))
     def add_attendee(self, event_id: str, attendee: Attendee) -> EventOut:
         """Invite someone to an event.
 
@@ -652,7 +652,7 @@ class Calendar(App):
         self.show_detail("events", event_id)
         return self._out(new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("events",))
     def remove_attendee(self, event_id: str, attendee: Attendee) -> EventOut:
         """Remove someone from an event's attendees.
 
@@ -675,7 +675,7 @@ class Calendar(App):
         self.show_detail("events", event_id)
         return self._out(new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("events",))
     def add_reminder(self, event_id: str, minutes_before: MinutesBefore) -> EventOut:
         """Add a reminder to an event: the phone alerts this many minutes before it starts. An
         event may have several reminders (at most five).
@@ -705,7 +705,7 @@ class Calendar(App):
         self.show_detail("events", event_id)
         return self._out(new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("events",))
     def remove_reminder(self, event_id: str, minutes_before: MinutesBefore) -> EventOut:
         """Remove one reminder from an event.
 

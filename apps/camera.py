@@ -78,7 +78,7 @@ class Camera(App):
             "duration_s": rec["duration_s"],
         }
 
-    @tool(effect=Effect.WRITE, permissions=(CAMERA,))
+    @tool(effect=Effect.WRITE, permissions=(CAMERA,), writes=("gallery.photos",))
     def take_photo(self, lens: Literal["back", "front"] = "back") -> Capture:
         """Take a photo now. It is saved to the gallery with the current time and place.
 
@@ -87,7 +87,7 @@ class Camera(App):
         """
         return self._capture("photo", None)
 
-    @tool(effect=Effect.WRITE, permissions=(CAMERA,))
+    @tool(effect=Effect.WRITE, permissions=(CAMERA,), writes=("gallery.photos",))
     def record_video(self, seconds: Annotated[int, Field(ge=1, le=600)]) -> Capture:
         """Record a video of the given length now; it is saved to the gallery with the current
         time and place.

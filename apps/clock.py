@@ -304,7 +304,7 @@ class Clock(App):
         self.show_list("alarms", [r["id"] for r in recs])
         return {"alarms": [self._alarm_view(r) for r in recs], "total": len(recs)}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("alarms",))
     def create_alarm(
         self,
         time: AlarmTime,
@@ -327,7 +327,7 @@ class Clock(App):
         self.show_detail("alarms", rid)
         return {**self._alarm_view(rec), "same_time": same}  # type: ignore[typeddict-item]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("alarms",))
     def update_alarm(
         self,
         alarm_id: str,
@@ -362,7 +362,7 @@ class Clock(App):
         self.show_detail("alarms", alarm_id)
         return self._alarm_view(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("alarms",))
     def set_alarm_enabled(self, alarm_id: str, enabled: bool) -> Alarm:
         """Switch an alarm on or off without deleting it.
 
@@ -376,7 +376,7 @@ class Clock(App):
         self.show_detail("alarms", alarm_id)
         return self._alarm_view(rec)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("alarms",))
     def delete_alarm(self, alarm_id: str) -> Deleted:
         """Delete an alarm.
 
@@ -389,7 +389,7 @@ class Clock(App):
         return {"deleted": alarm_id}
 
     # -- timers ---------------------------------------------------------------------------------
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("timers",))
     def start_timer(
         self,
         duration_seconds: Annotated[int, Field(ge=1, le=86400)],
@@ -426,7 +426,7 @@ class Clock(App):
         self.show_list("timers", [v["id"] for v in views])
         return {"timers": views, "total": len(views)}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("timers",))
     def cancel_timer(self, timer_id: str) -> Timer:
         """Stop a running timer before it rings.
 

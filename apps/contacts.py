@@ -445,7 +445,7 @@ class Contacts(App):
         self.show_list("contacts", [r["id"] for r in recs])
         return {"contacts": [view(r) for r in recs], "total": len(recs)}
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def create(
         self,
         name: Name,
@@ -484,7 +484,7 @@ class Contacts(App):
         self.show_detail("contacts", rec["id"])
         return view(rec)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def update(
         self,
         contact_id: str,
@@ -533,7 +533,7 @@ class Contacts(App):
         self.show_detail("contacts", contact_id)
         return view(rec)
 
-    @tool(effect=Effect.SENSITIVE, permissions=(READ, WRITE))
+    @tool(effect=Effect.SENSITIVE, permissions=(READ, WRITE), writes=("contacts",))
     def delete(self, contact_id: str) -> Deleted:
         """Delete a contact.
 
@@ -545,7 +545,7 @@ class Contacts(App):
         self.show_list("contacts", [])
         return {"deleted": contact_id}
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def set_favorite(self, contact_id: str, favorite: bool = True) -> Contact:
         """Mark or unmark a contact as favourite.
 
@@ -588,7 +588,7 @@ class Contacts(App):
             candidates=emails_of(rec),
         )
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def add_number(self, contact_id: str, number: Phone, label: Label = "mobile", primary: bool = False) -> Contact:
         """Add another phone number to a contact, with a label.
 
@@ -616,7 +616,7 @@ class Contacts(App):
             new = {**rec, "other_phones": (*others, entry)}
         return self._store(contact_id, new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def remove_number(self, contact_id: str, number: Phone) -> Contact:
         """Remove one of a contact's phone numbers. Removing the main number makes the first
         other number the main one; a contact's only number cannot be removed.
@@ -641,7 +641,7 @@ class Contacts(App):
         new = {**rec, "phone": first["number"], "phone_label": first["label"], "other_phones": tuple(others)}
         return self._store(contact_id, new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def set_primary_number(self, contact_id: str, number: Phone) -> Contact:
         """Make one of a contact's other numbers the main one (calls and texts go to it); the
         old main number stays as another number.
@@ -664,7 +664,7 @@ class Contacts(App):
         new = {**rec, "phone": chosen["number"], "phone_label": chosen["label"], "other_phones": tuple(others)}
         return self._store(contact_id, new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def add_email(self, contact_id: str, address: Email, label: Label = "home", primary: bool = False) -> Contact:
         """Add an e-mail address to a contact, with a label. A contact without an address gets
         it as the main one.
@@ -701,7 +701,7 @@ class Contacts(App):
             new = {**rec, "other_emails": (*others, entry)}
         return self._store(contact_id, new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def remove_email(self, contact_id: str, address: Email) -> Contact:
         """Remove one of a contact's e-mail addresses. Removing the main address makes the first
         other address the main one.
@@ -724,7 +724,7 @@ class Contacts(App):
         new = {**rec, "email": first["address"], "email_label": first["label"], "other_emails": tuple(others)}
         return self._store(contact_id, new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def set_primary_email(self, contact_id: str, address: Email) -> Contact:
         """Make one of a contact's other e-mail addresses the main one.
 
@@ -744,7 +744,7 @@ class Contacts(App):
         new = {**rec, "email": chosen["address"], "email_label": chosen["label"], "other_emails": tuple(others)}
         return self._store(contact_id, new)
 
-    @tool(effect=Effect.WRITE, permissions=(READ, WRITE))
+    @tool(effect=Effect.WRITE, permissions=(READ, WRITE), writes=("contacts",))
     def clear_field(self, contact_id: str, field: Literal["email", "birthday", "relation"]) -> Contact:
         """Remove a field from a contact: "email" removes every e-mail address, "birthday" the
         birthday, "relation" how the user knows them. (contacts.update can only set values.)

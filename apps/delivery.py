@@ -232,7 +232,7 @@ class Delivery(App):
         """The basket with its subtotal, delivery fee and total."""
         return self._basket()
 
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("basket",))
     def add_to_basket(
         self, item_id: str, qty: Annotated[int, Field(ge=1, le=20, description="How many, 1 to 20")] = 1
     ) -> Basket:
@@ -270,7 +270,7 @@ class Delivery(App):
             self.put("basket", {**rec, "name": item["name"], "qty": qty, "price": item["price"]})
         return self._basket()
 
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("basket",))
     def remove_from_basket(self, line_id: str) -> Deleted:
         """Take a line out of the basket.
 
@@ -282,7 +282,7 @@ class Delivery(App):
         self._basket()
         return {"deleted": line_id}
 
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("basket", "orders"))
     def place_order(self) -> DeliveryOrder:
         """Order the basket for delivery home, paid with the saved card; the basket is emptied."""
         lines = sorted(self.t("basket").values(), key=lambda r: id_key(r["id"]))
@@ -342,7 +342,7 @@ class Delivery(App):
         self.show_detail("orders", order_id)
         return _order(rec)
 
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("orders",))
     def cancel_order(self, order_id: str) -> DeliveryOrder:
         """Cancel an order the restaurant has not started on (status placed); the money goes back.
 

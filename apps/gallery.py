@@ -29,6 +29,13 @@ AlbumName = Annotated[str, Field(min_length=1, max_length=80)]
 PhotoIds = Annotated[list[str], Field(min_length=1, max_length=200)]
 
 
+class DeletedMany(TypedDict):
+    """The ids a batch deletion removed, in the order given, and how many."""
+
+    deleted: list[str]
+    total: int
+
+
 class Photo(TypedDict):
     """A photo or video in the gallery."""
 
@@ -245,7 +252,7 @@ class Gallery(App):
         self.show_detail("photos", photo_id)
         return _photo(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("photos",))
     def set_favorite(self, photo_id: str, favorite: bool = True) -> Photo:
         """Mark a photo as a favourite, or take it out of the favourites.
 
@@ -259,7 +266,7 @@ class Gallery(App):
         self.show_detail("photos", photo_id)
         return _photo(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("photos",))
     def tag_person(self, photo_id: str, name: PersonName) -> Photo:
         """Tag a person in a photo (a name already tagged, in any case, is left as is).
 
@@ -276,7 +283,7 @@ class Gallery(App):
         self.show_detail("photos", photo_id)
         return _photo(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("photos",))
     def untag_person(self, photo_id: str, name: PersonName) -> Photo:
         """Remove a person's tag from a photo (matched case-insensitively on the full name).
 
@@ -297,7 +304,7 @@ class Gallery(App):
         self.show_detail("photos", photo_id)
         return _photo(rec)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("albums", "photos"))
     def delete_photo(self, photo_id: str) -> Deleted:
         """Delete a photo or video for good; it also leaves every album.
 
@@ -311,6 +318,24 @@ class Gallery(App):
         self.remove("photos", photo_id)
         self.show_list("photos", [r["id"] for r in _newest_first(list(self.t("photos").values()))])
         return {"deleted": photo_id}
+
+    @tool(effect=Effect.SENSITIVE, writes=("albums", "photos"))
+    def delete_photos(self, photo_ids: PhotoIds) -> DeletedMany:
+        """Delete several photos or videos for good, in one action (one confirmation covers the
+        batch); each also leaves every album. Nothing is deleted if any id is unknown.
+
+        Args:
+            photo_ids: The items' ids (repeats count once).
+        """
+        ids = self._check_photos(photo_ids)
+        gone = set(ids)
+        for alb in list(self.t("albums").values()):
+            if gone.intersection(alb["photo_ids"]):
+                self.patch("albums", alb["id"], photo_ids=tuple(p for p in alb["photo_ids"] if p not in gone))
+        for pid in ids:
+            self.remove("photos", pid)
+        self.show_list("photos", [r["id"] for r in _newest_first(list(self.t("photos").values()))])
+        return {"deleted": ids, "total": len(ids)}
 
     # -- albums ---------------------------------------------------------------------------------
     @tool()
@@ -342,7 +367,7 @@ class Gallery(App):
             "photos": [_photo(photos[p]) for p in rec["photo_ids"] if p in photos],
         }
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("albums",))
     def create_album(
         self,
         name: AlbumName,
@@ -370,7 +395,7 @@ class Gallery(App):
         self.put("albums", rec)
         return self.get_album(rec["id"])
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("albums",))
     def add_to_album(self, album_id: str, photo_ids: PhotoIds) -> AlbumDetail:
         """Add photos to the end of an album (photos already in it stay where they are).
 
@@ -385,7 +410,7 @@ class Gallery(App):
             self.patch("albums", album_id, photo_ids=new)
         return self.get_album(album_id)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("albums",))
     def remove_from_album(self, album_id: str, photo_ids: PhotoIds) -> AlbumDetail:
         """Take photos out of an album (the photos stay in the gallery).
 
@@ -406,7 +431,7 @@ class Gallery(App):
         self.patch("albums", album_id, photo_ids=tuple(p for p in rec["photo_ids"] if p not in photo_ids))
         return self.get_album(album_id)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("albums",))
     def delete_album(self, album_id: str) -> Deleted:
         """Delete an album; its photos stay in the gallery.
 

@@ -195,7 +195,7 @@ class Home(App):
         return {"devices": [dict(d) for d in recs]}  # type: ignore[misc]
 
     # -- controlling ----------------------------------------------------------------------------
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("devices",))
     def switch(self, device_id: str, on: bool) -> Device:
         """Turn a light or plug on or off.
 
@@ -207,7 +207,7 @@ class Home(App):
         self.show_detail("devices", device_id)
         return dev  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("devices",))
     def set_brightness(self, device_id: str, level: Annotated[int, Field(ge=1, le=100)]) -> Device:
         """Set a light's brightness (it turns on).
 
@@ -219,7 +219,7 @@ class Home(App):
         self.show_detail("devices", device_id)
         return dev  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("devices",))
     def set_temperature(self, device_id: str, target: Annotated[float, Field(ge=-100, le=200)]) -> Device:
         """Set a thermostat's target temperature, in the thermostat's unit (see its "unit":
         C or F), rounded to half a degree.
@@ -233,7 +233,7 @@ class Home(App):
         self.show_detail("devices", device_id)
         return dev  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("devices",))
     def lock(self, device_id: str) -> Device:
         """Lock a door lock.
 
@@ -244,7 +244,7 @@ class Home(App):
         self.show_detail("devices", device_id)
         return dev  # type: ignore[return-value]
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("devices",))
     def unlock(self, device_id: str) -> Device:
         """Unlock a door lock (the door can then be opened by anyone).
 
@@ -263,7 +263,7 @@ class Home(App):
         self.show_list("scenes", [s["id"] for s in recs])
         return {"scenes": [_scene(s) for s in recs]}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("scenes",))
     def create_scene(
         self,
         name: Annotated[str, Field(min_length=1, max_length=60)],
@@ -326,7 +326,7 @@ class Home(App):
         self.show_detail("scenes", rec["id"])
         return _scene(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("devices",))
     def run_scene(self, scene_id: str) -> SceneRun:
         """Run a scene: put each of its devices in the scene's state.
 
@@ -346,7 +346,7 @@ class Home(App):
         self.show_list("devices", [d["id"] for d in changed])
         return {"scene_id": scene_id, "devices": changed}  # type: ignore[typeddict-item]
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("scenes",))
     def delete_scene(self, scene_id: str) -> Deleted:
         """Delete a scene (the devices stay as they are).
 

@@ -45,6 +45,13 @@ Message = TypedDict(
 Message.__doc__ = "An email message."
 
 
+class DeletedMany(TypedDict):
+    """The ids a batch deletion moved to the trash, in the order given, and how many."""
+
+    deleted: list[str]
+    total: int
+
+
 class MessageList(TypedDict):
     """Messages, newest first; "total" counts all that matched, "unread" the unread among them."""
 
@@ -176,7 +183,7 @@ class Mail(App):
         return _message(rec)
 
     # -- writing --------------------------------------------------------------------------------
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("messages",))
     def mark_read(self, message_id: str, read: bool = True) -> Message:
         """Mark a message read, or unread again.
 
@@ -190,7 +197,7 @@ class Mail(App):
         self.show_detail("messages", message_id)
         return _message(rec)
 
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("messages",))
     def send(
         self,
         to: Annotated[list[Email], Field(min_length=1, max_length=20)],
@@ -206,7 +213,7 @@ class Mail(App):
         """
         return self._store(to, subject, body)
 
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("messages",))
     def reply(self, message_id: str, body: Body) -> Message:
         """Reply to a message's sender (to its recipients, when replying to the user's own sent
         mail). The subject becomes "Re: <original subject>".
@@ -222,7 +229,7 @@ class Mail(App):
             subject = f"Re: {subject}"
         return self._store(to, subject[:200], body)
 
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("messages",))
     def archive(self, message_id: str) -> Message:
         """Move an inbox message to the archive (out of the inbox, still searchable).
 
@@ -240,7 +247,7 @@ class Mail(App):
         self.show_detail("messages", message_id)
         return _message(rec)
 
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("messages",))
     def delete(self, message_id: str) -> Message:
         """Delete a message: it moves to the trash.
 
@@ -259,3 +266,36 @@ class Mail(App):
             "messages", [r["id"] for r in _newest_first(list(self.t("messages").values())) if r["folder"] == "inbox"]
         )
         return _message(rec)
+
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("messages",))
+    def delete_many(self, message_ids: Annotated[list[str], Field(min_length=1, max_length=200)]) -> DeletedMany:
+        """Delete several messages in one action (one confirmation covers the batch): they move to
+        the trash. Nothing moves if any id is unknown or already in the trash.
+
+        Args:
+            message_ids: The messages' ids (repeats count once).
+        """
+        ids: list[str] = []
+        for i, mid in enumerate(message_ids):
+            if mid not in self.t("messages"):
+                raise ToolError(
+                    ErrorKind.NOT_FOUND,
+                    f"no message with id {mid!r}",
+                    hint="call mail.search or mail.list_inbox to find the right ids",
+                    path=f"/message_ids/{i}",
+                )
+            if self.t("messages")[mid]["folder"] == "trash":
+                raise ToolError(
+                    ErrorKind.PRECONDITION_FAILED,
+                    f"message {mid} is already in the trash",
+                    hint="leave it out; messages in the trash cannot be deleted from here",
+                    path=f"/message_ids/{i}",
+                )
+            if mid not in ids:
+                ids.append(mid)
+        for mid in ids:
+            self.patch("messages", mid, folder="trash")
+        self.show_list(
+            "messages", [r["id"] for r in _newest_first(list(self.t("messages").values())) if r["folder"] == "inbox"]
+        )
+        return {"deleted": ids, "total": len(ids)}

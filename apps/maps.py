@@ -241,7 +241,7 @@ class Maps(App):
             ErrorKind.NOT_FOUND, f"no place with id {place_id!r}", hint="call maps.list_places or maps.search"
         )
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("places",))
     def save_place(self, label: Label, place_id: str) -> SavedPlace:
         """Save a map place under a label of the user's choice ("Home", "Work", "Gym").
 
@@ -263,7 +263,7 @@ class Maps(App):
         self.show_detail("places", rec["id"])
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("places",))
     def rename_place(self, place_id: str, label: Label) -> SavedPlace:
         """Give a saved place another label.
 
@@ -278,7 +278,7 @@ class Maps(App):
         self.show_detail("places", place_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("places",))
     def delete_place(self, place_id: str) -> Deleted:
         """Delete a saved place.
 
@@ -380,7 +380,7 @@ class Maps(App):
         }
 
     # -- sharing --------------------------------------------------------------------------------
-    @tool(effect=Effect.SENSITIVE, permissions=(LOCATION,))
+    @tool(effect=Effect.SENSITIVE, permissions=(LOCATION,), writes=("shares",))
     def share_location(
         self,
         to: Annotated[str, Field(min_length=3, max_length=254, description="A phone number or e-mail address")],

@@ -463,7 +463,7 @@ class Messages(App):
         self.show_list("messages", [m["id"] for m in page])
         return {"messages": page, "total": len(recs)}
 
-    @tool(effect=Effect.WRITE, permissions=(READ,))
+    @tool(effect=Effect.WRITE, permissions=(READ,), writes=("messages",))
     def mark_read(self, number: Number) -> MarkedRead:
         """Mark every incoming message of the conversation with a number as read.
 
@@ -479,7 +479,7 @@ class Messages(App):
         self.show_list("messages", [r["id"] for r in recs])
         return {"number": recs[-1]["number"], "marked": marked}
 
-    @tool(effect=Effect.SENSITIVE, permissions=(SEND,))
+    @tool(effect=Effect.SENSITIVE, permissions=(SEND,), writes=("messages",))
     def send(self, to: Number, body: Body) -> Message:
         """Send an SMS to a phone number (saved as a contact or not). To text a contact by name,
         look up their number with contacts.search first.
@@ -499,7 +499,7 @@ class Messages(App):
         self.show_list("messages", [r["id"] for r in self._thread(rec["number"])])
         return self._out(rec)
 
-    @tool(effect=Effect.SENSITIVE, permissions=(SEND,))
+    @tool(effect=Effect.SENSITIVE, permissions=(SEND,), writes=("messages",))
     def send_photos(
         self,
         to: Number,
@@ -531,7 +531,7 @@ class Messages(App):
         self.show_list("messages", [r["id"] for r in self._thread(rec["number"])])
         return {**self._out(rec), "attachments": list(ids)}
 
-    @tool(effect=Effect.SENSITIVE, permissions=(READ, SEND))
+    @tool(effect=Effect.SENSITIVE, permissions=(READ, SEND), writes=("messages",))
     def forward(self, message_id: str, to: Number) -> Message:
         """Forward a message's text unchanged to another phone number as a new SMS.
 
@@ -544,7 +544,7 @@ class Messages(App):
         self.show_list("messages", [r["id"] for r in self._thread(rec["number"])])
         return self._out(rec)
 
-    @tool(effect=Effect.SENSITIVE, permissions=(READ,))
+    @tool(effect=Effect.SENSITIVE, permissions=(READ,), writes=("messages",))
     def delete(self, message_id: str) -> Deleted:
         """Delete one message.
 

@@ -312,7 +312,7 @@ class Music(App):
         self.show_list("songs", [s["id"] for s in songs])
         return {"songs": songs, "podcasts": pods}  # type: ignore[typeddict-item]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("songs",))
     def like_song(self, song_id: str, liked: bool = True) -> Song:
         """Add a song to the liked songs, or take it out.
 
@@ -346,7 +346,7 @@ class Music(App):
         """
         return self._detail(self._playlist(playlist_id))
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("playlists",))
     def create_playlist(
         self,
         name: PlaylistName,
@@ -374,7 +374,7 @@ class Music(App):
         self.put("playlists", rec)
         return self._detail(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("playlists",))
     def add_to_playlist(self, playlist_id: str, song_ids: SongIds) -> PlaylistDetail:
         """Add songs to the end of a playlist (a song already in it is not added twice).
 
@@ -389,7 +389,7 @@ class Music(App):
             rec = self.patch("playlists", playlist_id, song_ids=new)
         return self._detail(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("playlists",))
     def remove_from_playlist(self, playlist_id: str, song_id: str) -> PlaylistDetail:
         """Take a song out of a playlist.
 
@@ -409,7 +409,7 @@ class Music(App):
         rec = self.patch("playlists", playlist_id, song_ids=tuple(s for s in rec["song_ids"] if s != song_id))
         return self._detail(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("playlists",))
     def move_in_playlist(
         self, playlist_id: str, song_id: str, position: Annotated[int, Field(ge=1, le=1000)]
     ) -> PlaylistDetail:
@@ -444,7 +444,7 @@ class Music(App):
         return self._detail(rec)
 
     # -- player ---------------------------------------------------------------------------------
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("player",))
     def play(
         self, song_id: str | None = None, playlist_id: str | None = None, episode_id: str | None = None
     ) -> NowPlaying:
@@ -482,7 +482,7 @@ class Music(App):
             self._set_player(song_id=None, episode_id=episode_id, playlist_id=None, playing=True)
         return self._now()
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("player",))
     def add_to_queue(self, song_id: str, next: bool = False) -> NowPlaying:
         """Queue a song: at the end of the queue, or to play next.
 
@@ -500,7 +500,7 @@ class Music(App):
         """What plays now (a song or an episode), from which playlist, and the queue."""
         return self._now()
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("player",))
     def pause(self) -> NowPlaying:
         """Pause playback (what plays and the queue are kept)."""
         if self._player()["playing"]:
@@ -520,7 +520,7 @@ class Music(App):
         self.show_list("podcasts", [r["id"] for r in recs])
         return {"podcasts": recs, "total": len(recs)}  # type: ignore[typeddict-item]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("podcasts",))
     def subscribe(self, podcast_id: str, subscribed: bool = True) -> Podcast:
         """Follow a podcast, or unfollow it.
 
@@ -552,7 +552,7 @@ class Music(App):
         self.show_list("episodes", [r["id"] for r in recs])
         return {"episodes": recs, "total": len(recs)}  # type: ignore[typeddict-item]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("episodes",))
     def mark_played(self, episode_id: str, played: bool = True) -> Episode:
         """Mark an episode as played, or as not played.
 
@@ -566,7 +566,7 @@ class Music(App):
         self.show_detail("episodes", episode_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("episodes",))
     def download_episode(self, episode_id: str, downloaded: bool = True) -> Episode:
         """Download an episode for offline listening, or remove the download.
 

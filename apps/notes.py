@@ -198,7 +198,7 @@ class Notes(App):
         self.show_detail("notes", note_id)
         return _note(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("notes",))
     def create(
         self,
         title: Title,
@@ -226,7 +226,7 @@ class Notes(App):
         self.show_detail("notes", rec["id"])
         return _note(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("notes",))
     def update(self, note_id: str, title: Title | None = None, body: Body | None = None) -> Note:
         """Replace a note's title or whole text; fields left out stay as they are. To add a line
         to the text, use notes.append instead.
@@ -246,7 +246,7 @@ class Notes(App):
             raise ToolError(ErrorKind.INVALID_ARGUMENTS, "nothing to update", hint="pass a title or a body")
         return self._edit(note_id, **changes)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("notes",))
     def append(self, note_id: str, text: Annotated[str, Field(min_length=1, max_length=MAX_BODY)]) -> Note:
         """Add text to the end of a note, on a new line.
 
@@ -265,7 +265,7 @@ class Notes(App):
             )
         return self._edit(note_id, body=body)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("notes",))
     def delete(self, note_id: str) -> Deleted:
         """Delete a note for good.
 
@@ -279,7 +279,7 @@ class Notes(App):
         self.show_list("notes", [r["id"] for r in _order(list(self.t("notes").values()))])
         return {"deleted": note_id}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("notes",))
     def pin(self, note_id: str, pinned: bool = True) -> Note:
         """Pin a note to the top of the list, or unpin it.
 
@@ -293,7 +293,7 @@ class Notes(App):
         self.show_detail("notes", note_id)
         return _note(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("notes",))
     def add_tag(self, note_id: str, tag: Tag) -> Note:
         """Add a tag to a note (a tag it already has, in any case, is left as is).
 
@@ -304,7 +304,7 @@ class Notes(App):
         rec = self._get(note_id)
         return self._edit(note_id, tags=_merge_tags(rec["tags"], [tag], "tag"))
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("notes",))
     def remove_tag(self, note_id: str, tag: Tag) -> Note:
         """Remove a tag from a note (matched case-insensitively).
 
@@ -357,7 +357,7 @@ class Notes(App):
     def _item(self, item_id: str) -> dict[str, Any]:
         return self.require("items", item_id, "checklist item", "notes.list_items")
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items", "notes"))
     def create_checklist(
         self,
         title: Title,
@@ -376,7 +376,7 @@ class Notes(App):
         self.show_list("items", [r["id"] for r in recs])
         return {"note": note, "items": [dict(r) for r in recs]}  # type: ignore[misc]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items", "notes"))
     def to_checklist(self, note_id: str) -> Checklist:
         """Turn a note's text into a checklist: each non-blank line of the text becomes an item
         (a leading "-", "*" or "[ ]" is dropped; "[x]" makes the item done) and the text is
@@ -433,7 +433,7 @@ class Notes(App):
             "total": len(items),
         }
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items",))
     def add_item(self, note_id: str, text: ItemText) -> ChecklistItem:
         """Add an item at the end of a checklist (a note without items becomes a checklist).
 
@@ -446,7 +446,7 @@ class Notes(App):
         self.show_list("items", [r["id"] for r in self._items(note_id)])
         return dict(rec)  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items",))
     def check_item(self, item_id: str, done: bool = True) -> ChecklistItem:
         """Check an item off (done) or uncheck it.
 
@@ -460,7 +460,7 @@ class Notes(App):
         self.show_list("items", [r["id"] for r in self._items(rec["note_id"])])
         return dict(rec)  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items",))
     def remove_item(self, item_id: str) -> Deleted:
         """Remove an item from a checklist.
 

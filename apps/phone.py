@@ -315,7 +315,7 @@ class PhoneApp(App):
         return f"Blocked: {who}"
 
     # -- tools ----------------------------------------------------------------------------------
-    @tool(effect=Effect.SENSITIVE, permissions=(CALL,))
+    @tool(effect=Effect.SENSITIVE, permissions=(CALL,), writes=("active", "calls"))
     def call(self, number: Number) -> ActiveCall:
         """Place a phone call to a number; it stays in progress until phone.end_call. To call a
         contact by name, look up their number with contacts.search first.
@@ -354,7 +354,7 @@ class PhoneApp(App):
         self.show_list("active", [ACTIVE])
         return self._active(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("active", "calls"))
     def end_call(self) -> CallEntry:
         """Hang up the call in progress; its call-log entry gets the call's duration."""
         active = self.t("active").get(ACTIVE)
@@ -415,7 +415,7 @@ class PhoneApp(App):
         self.show_list("calls", [r["id"] for r in page])
         return {"calls": [self._entry(r) for r in page], "total": len(recs)}
 
-    @tool(effect=Effect.SENSITIVE, permissions=(WRITE_LOG,))
+    @tool(effect=Effect.SENSITIVE, permissions=(WRITE_LOG,), writes=("calls",))
     def delete_call_log_entry(self, call_id: str) -> Deleted:
         """Delete one entry from the call log.
 
@@ -434,7 +434,7 @@ class PhoneApp(App):
         self.show_list("calls", sorted(self.t("calls"), key=id_key))
         return {"deleted": call_id}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("blocked",))
     def block_number(self, number: Number) -> BlockedNumber:
         """Block a phone number: calls from it no longer ring and it cannot be called.
 
@@ -454,7 +454,7 @@ class PhoneApp(App):
         self.show_list("blocked", sorted(self.t("blocked"), key=id_key))
         return {"id": rec["id"], "number": rec["number"], "contact": self.contact_name(rec["number"])}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("blocked",))
     def unblock_number(self, number: Number) -> Unblocked:
         """Unblock a blocked phone number.
 
@@ -527,7 +527,7 @@ class PhoneApp(App):
         unread = sum(1 for r in self.t("voicemails").values() if not r.get("read"))
         return {"voicemails": out, "total": len(recs), "unread": unread}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("voicemails",))
     def play_voicemail(self, voicemail_id: str) -> Voicemail:
         """Play a voicemail: gives its full transcript and marks it as heard.
 
@@ -540,7 +540,7 @@ class PhoneApp(App):
         self.show_detail("voicemails", voicemail_id)
         return self._voicemail(rec)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("voicemails",))
     def delete_voicemail(self, voicemail_id: str) -> Deleted:
         """Delete a voicemail.
 
@@ -552,7 +552,7 @@ class PhoneApp(App):
         self.show_list("voicemails", sorted(self.t("voicemails"), key=id_key))
         return {"deleted": voicemail_id}
 
-    @tool(effect=Effect.SENSITIVE, permissions=(CALL,))
+    @tool(effect=Effect.SENSITIVE, permissions=(CALL,), writes=("active", "calls"))
     def call_back_voicemail(self, voicemail_id: str) -> ActiveCall:
         """Call back whoever left a voicemail (the call stays in progress until phone.end_call).
 

@@ -243,7 +243,7 @@ class Restaurants(App):
             "times": self._times(rest, day, party_size),
         }
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("reservations",))
     def reserve(
         self,
         restaurant_id: str,
@@ -298,7 +298,7 @@ class Restaurants(App):
         self.show_detail("reservations", reservation_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("reservations",))
     def change_reservation(
         self, reservation_id: str, time: str | None = None, party_size: Party | None = None
     ) -> Reservation:
@@ -329,7 +329,7 @@ class Restaurants(App):
         self.show_detail("reservations", reservation_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("reservations",))
     def cancel_reservation(self, reservation_id: str) -> Reservation:
         """Cancel a reservation (it stays listed as cancelled).
 

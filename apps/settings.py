@@ -385,7 +385,7 @@ class Settings(App):
         return {"settings": [{"key": k, "value": self.value(k)} for k in DEFAULTS]}
 
     # -- writing --------------------------------------------------------------------------------
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("settings",))
     def set_wifi(self, enabled: bool) -> SetResult:
         """Turn Wi-Fi on or off.
 
@@ -394,7 +394,7 @@ class Settings(App):
         """
         return self._set("wifi", enabled)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("settings",))
     def set_bluetooth(self, enabled: bool) -> SetResult:
         """Turn Bluetooth on or off.
 
@@ -403,7 +403,7 @@ class Settings(App):
         """
         return self._set("bluetooth", enabled)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("dnd_timer", "settings"))
     def set_dnd(self, enabled: bool) -> SetResult:
         """Turn do-not-disturb (silences calls and notifications) on or off, until changed
         again; this ends a do-not-disturb set until a time. Schedules stay as they are.
@@ -460,7 +460,7 @@ class Settings(App):
                 )
         return tuple(d for d in WEEKDAYS if d in days)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("dnd_timer", "settings"))
     def set_dnd_until(self, until: LocalTime) -> SetResult:
         """Turn do-not-disturb on until a time, after which it goes off by itself ("until 7 tomorrow
         morning", "until my meeting ends").
@@ -508,7 +508,7 @@ class Settings(App):
             "schedules": [self._schedule(r) for r in recs],
         }
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("dnd_schedules",))
     def add_dnd_schedule(
         self,
         name: Annotated[str, Field(min_length=1, max_length=60)],
@@ -556,7 +556,7 @@ class Settings(App):
         self.show_detail("dnd_schedules", rec["id"])
         return self._schedule(rec)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("dnd_schedules",))
     def update_dnd_schedule(
         self,
         schedule_id: str,
@@ -595,7 +595,7 @@ class Settings(App):
         self.show_detail("dnd_schedules", schedule_id)
         return self._schedule(new)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("dnd_schedules",))
     def delete_dnd_schedule(self, schedule_id: str) -> Deleted:
         """Delete a do-not-disturb schedule (settings.update_dnd_schedule with enabled=false
         only pauses it).
@@ -608,7 +608,7 @@ class Settings(App):
         self.show_list("dnd_schedules", sorted(self.t("dnd_schedules"), key=id_key))
         return {"deleted": schedule_id}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("settings",))
     def set_airplane_mode(self, enabled: bool) -> SetResult:
         """Turn airplane mode on or off. Turning it on also turns Wi-Fi and Bluetooth off; turning
         it off leaves them off (turn them on with settings.set_wifi / settings.set_bluetooth).
@@ -620,7 +620,7 @@ class Settings(App):
             return self._set("airplane_mode", True, ("wifi", False), ("bluetooth", False))
         return self._set("airplane_mode", False)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("settings",))
     def set_location(self, enabled: bool) -> SetResult:
         """Turn location services (GPS) on or off.
 
@@ -629,7 +629,7 @@ class Settings(App):
         """
         return self._set("location", enabled)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("settings",))
     def set_brightness(self, level: Level) -> SetResult:
         """Set the screen brightness.
 
@@ -638,7 +638,7 @@ class Settings(App):
         """
         return self._set("brightness", level)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("settings",))
     def set_volume(self, stream: Literal["ring", "media"], level: Level) -> SetResult:
         """Set the ring volume (calls and notifications) or the media volume (music, videos).
 
@@ -648,7 +648,7 @@ class Settings(App):
         """
         return self._set(f"volume_{stream}", level)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("settings",))
     def set_dark_mode(self, enabled: bool) -> SetResult:
         """Turn the dark theme on or off.
 
@@ -672,7 +672,7 @@ class Settings(App):
             "permissions": [{"permission": r["permission"], "granted": r["granted"]} for r in recs],
         }
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("system.permissions",))
     def grant_permission(self, app: AppName, permission: Permission) -> PermissionResult:
         """Grant a runtime permission to an app.
 
@@ -682,7 +682,7 @@ class Settings(App):
         """
         return self._permission(app, permission, True)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("system.permissions",))
     def revoke_permission(self, app: AppName, permission: Permission) -> PermissionResult:
         """Revoke a runtime permission from an app.
 

@@ -321,7 +321,7 @@ class Shop(App):
         """The cart's lines and their total."""
         return self._show_cart()
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("cart",))
     def add_to_cart(
         self, product_id: str, size: Annotated[str, Field(max_length=20)] | None = None, qty: Qty = 1
     ) -> Cart:
@@ -353,7 +353,7 @@ class Shop(App):
         self.show_list("cart", [r["id"] for r in cart["lines"]])
         return cart
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("cart",))
     def update_cart(self, line_id: str, qty: Annotated[int, Field(ge=0, le=10)]) -> Cart:
         """Change how many of a cart line to buy; 0 removes the line.
 
@@ -369,7 +369,7 @@ class Shop(App):
             self.patch("cart", line_id, qty=qty)
         return self._show_cart()
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("cart",))
     def remove_from_cart(self, line_id: str) -> Deleted:
         """Take a line out of the cart.
 
@@ -389,7 +389,7 @@ class Shop(App):
         self.show_list("addresses", [r["id"] for r in recs])
         return {"addresses": [dict(r) for r in recs]}  # type: ignore[misc]
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("cart", "orders"))
     def checkout(self, address_id: str | None = None) -> Order:
         """Buy everything in the cart with the saved card and send it to a saved address; the
         cart is emptied.
@@ -467,7 +467,7 @@ class Shop(App):
         self.show_detail("orders", order_id)
         return _order(rec)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("orders",))
     def cancel_order(self, order_id: str) -> Order:
         """Cancel an order that has not shipped yet; the money goes back to the card.
 
@@ -494,7 +494,7 @@ class Shop(App):
         self.show_list("returns", [r["id"] for r in recs])
         return {"returns": [dict(r) for r in recs]}  # type: ignore[misc]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("returns",))
     def start_return(
         self,
         order_id: str,
@@ -574,7 +574,7 @@ class Shop(App):
         self._return_rec(return_id)
         return {"return_id": return_id, "slots": self._slots()}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("returns",))
     def choose_pickup(self, return_id: str, slot: str) -> Return:
         """Step 2 of a return: book a courier pickup slot (changeable until confirmed).
 
@@ -600,7 +600,7 @@ class Shop(App):
         self.show_detail("returns", return_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("returns",))
     def confirm_return(self, return_id: str) -> Return:
         """Step 3 of a return: confirm it; the courier comes in the chosen slot.
 

@@ -190,7 +190,7 @@ class System(App):
             )
         return {"app": app, "permission": permission, "granted": rec["granted"]}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("permissions",))
     def request_permission(
         self,
         app: AppName,
@@ -227,7 +227,7 @@ class System(App):
         accounts = sorted(self.phone.state.table("system.accounts").values(), key=lambda r: r["app"])
         return {"accounts": [{"app": r["app"], "account": r["account"], "signed_in": r["signed_in"]} for r in accounts]}
 
-    @tool(effect=Effect.WRITE, secret=("password",))
+    @tool(effect=Effect.WRITE, secret=("password",), writes=("accounts",))
     def sign_in(
         self,
         app: AppName,
@@ -270,7 +270,7 @@ class System(App):
         new = self.phone.state.update("system.accounts", app, account=rec["account"] or account, signed_in=True)
         return {"app": app, "account": new["account"], "signed_in": True}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("accounts",))
     def sign_out(self, app: AppName) -> AccountState:
         """Sign an app out of its account.
 
@@ -294,7 +294,7 @@ class System(App):
         recs.sort(key=lambda r: (r["time"], r["id"]), reverse=True)
         return {"notifications": listing(recs)}
 
-    @tool(name="notify", effect=Effect.WRITE)
+    @tool(name="notify", effect=Effect.WRITE, writes=("notifications",))
     def post_notification(
         self,
         title: Annotated[str, Field(min_length=1, max_length=100)],
@@ -317,7 +317,7 @@ class System(App):
         rid = max(self.t("notifications"), key=id_key)
         return dict(self.t("notifications")[rid])  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("notifications",))
     def dismiss_notification(self, notification_id: str) -> Notification:
         """Mark a notification read.
 

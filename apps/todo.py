@@ -161,7 +161,7 @@ class Todo(App):
         self.show_list("lists", [r["id"] for r in recs])
         return {"lists": out, "total": len(out)}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("lists",))
     def create_list(self, name: ListName) -> TodoList:
         """Create a to-do list.
 
@@ -211,7 +211,7 @@ class Todo(App):
         self.show_list("items", [r["id"] for r in hits])
         return {"items": hits, "total": len(hits)}  # type: ignore[typeddict-item]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items",))
     def add_item(
         self,
         list_id: str,
@@ -256,7 +256,7 @@ class Todo(App):
             )
         return format_local_time(when)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items",))
     def update_item(
         self,
         item_id: str,
@@ -295,7 +295,7 @@ class Todo(App):
         self.show_detail("items", item_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items",))
     def complete_item(self, item_id: str, done: bool = True) -> Item:
         """Tick an item off as done, or reopen it.
 
@@ -309,7 +309,7 @@ class Todo(App):
         self.show_detail("items", item_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items",))
     def set_reminder(self, item_id: str, at: LocalTime | None = None) -> Item:
         """Set or remove the reminder of an item.
 
@@ -325,7 +325,7 @@ class Todo(App):
         self.show_detail("items", item_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("items",))
     def move_item(self, item_id: str, list_id: str) -> Item:
         """Move an item to another list (it keeps its due time, reminder and done state).
 
@@ -346,7 +346,7 @@ class Todo(App):
         self.show_detail("items", item_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("items",))
     def delete_item(self, item_id: str) -> Deleted:
         """Delete an item for good.
 
@@ -358,7 +358,7 @@ class Todo(App):
         self.show_list("items", [r["id"] for r in self._items_of(rec["list_id"])])
         return {"deleted": item_id}
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("items",))
     def clear_completed(self, list_id: str) -> Cleared:
         """Delete every done item of a list for good (open items stay).
 

@@ -545,7 +545,7 @@ class Travel(App):
         self.show_detail("bookings", rid)
         return view
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("mail.messages", "bookings"))
     def book_flight(self, flight_id: str, passengers: Annotated[int, Field(ge=1, le=9)] = 1) -> BookingView:
         """Book and pay for seats on a flight; the confirmation arrives by mail.
 
@@ -555,7 +555,7 @@ class Travel(App):
         """
         return self._book_connection("flights", "flight", flight_id, passengers)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("mail.messages", "bookings"))
     def book_train(self, train_id: str, passengers: Annotated[int, Field(ge=1, le=9)] = 1) -> BookingView:
         """Book and pay for tickets on a train; the confirmation arrives by mail.
 
@@ -565,7 +565,7 @@ class Travel(App):
         """
         return self._book_connection("trains", "train", train_id, passengers)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("mail.messages", "bookings"))
     def book_hotel(
         self,
         hotel_id: str,
@@ -654,7 +654,7 @@ class Travel(App):
         self.show_detail("bookings", booking_id)
         return self._booking(rec)
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("mail.messages", "bookings"))
     def cancel_booking(self, booking_id: str) -> Cancelled:
         """Cancel a booking. Cancelled more than 24 hours before it starts, it is refunded in
         full; later, nothing is refunded. A cancellation mail follows.
@@ -685,7 +685,7 @@ class Travel(App):
         self.show_detail("bookings", booking_id)
         return {**self._booking(rec), "refund": refund}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("mail.messages", "bookings"))
     def check_in(self, booking_id: str, seat: Seat) -> BookingView:
         """Check in online for a booked flight and pick a seat; the boarding pass arrives by
         mail. Check-in opens 30 hours before departure and closes 45 minutes before. Seats

@@ -311,7 +311,7 @@ class Wallet(App):
         self.show_list("payees", [p["id"] for p in hits])
         return {"payees": [dict(p) for p in hits]}  # type: ignore[misc]
 
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("payees",))
     def add_payee(self, contact_id: str) -> Payee:
         """Add a person from the address book as a payee (by their mobile number); a contact
         already added is returned as it is.
@@ -346,7 +346,7 @@ class Wallet(App):
         return rec  # type: ignore[return-value]
 
     # -- transfers -----------------------------------------------------------------------------
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("accounts", "transactions"))
     def send_money(self, payee_id: str, amount: Amount, note: Note = "", account_id: str | None = None) -> Payment:
         """Send money to a payee now, from the primary account unless another is named.
 
@@ -399,7 +399,7 @@ class Wallet(App):
             },
         )
 
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("requests",))
     def request_money(self, payee_id: str, amount: Amount, note: Note = "") -> MoneyRequest:
         """Ask a person for money; they get a request they can pay or decline.
 
@@ -458,7 +458,7 @@ class Wallet(App):
             )
         return req
 
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("accounts", "requests", "transactions"))
     def pay_request(self, request_id: str, account_id: str | None = None) -> Payment:
         """Pay a pending request someone sent the user, for the amount asked.
 
@@ -480,7 +480,7 @@ class Wallet(App):
         self.patch("requests", request_id, status="paid")
         return {"transaction": tx, "balance": balance}  # type: ignore[typeddict-item]
 
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("requests",))
     def decline_request(self, request_id: str) -> MoneyRequest:
         """Decline a pending request someone sent the user.
 
@@ -492,7 +492,7 @@ class Wallet(App):
         self.show_detail("requests", request_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("requests",))
     def cancel_request(self, request_id: str) -> MoneyRequest:
         """Withdraw a pending request the user sent.
 
@@ -504,7 +504,7 @@ class Wallet(App):
         self.show_detail("requests", request_id)
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.WRITE, requires_login=True)
+    @tool(effect=Effect.WRITE, requires_login=True, writes=("requests",))
     def split_bill(
         self,
         total: Annotated[float, Field(gt=0, le=1_000_000, description="The whole bill, e.g. 86.4")],
@@ -573,7 +573,7 @@ class Wallet(App):
             raise ToolError(ErrorKind.PRECONDITION_FAILED, f"{bill_id} is already paid", hint="nothing left to do")
         return bill
 
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("accounts", "bills", "transactions"))
     def pay_bill(self, bill_id: str, account_id: str | None = None) -> Payment:
         """Pay a bill now, in full (a scheduled payment of it is replaced).
 
@@ -594,7 +594,7 @@ class Wallet(App):
         self.patch("bills", bill_id, status="paid", paid_on=self.now().date().isoformat(), scheduled_for=None)
         return {"transaction": tx, "balance": balance}  # type: ignore[typeddict-item]
 
-    @tool(effect=Effect.SENSITIVE, requires_login=True)
+    @tool(effect=Effect.SENSITIVE, requires_login=True, writes=("bills",))
     def schedule_bill(self, bill_id: str, date: Date) -> Bill:
         """Schedule a bill to be paid in full on a date, from today up to its due date.
 

@@ -318,7 +318,7 @@ class Weather(App):
         self.show_list("locations", [r["id"] for r in recs])
         return {"locations": [dict(r) for r in recs], "total": len(recs)}  # type: ignore[misc]
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("locations",))
     def add_location(self, city: City) -> Location:
         """Save a city to the list.
 
@@ -332,7 +332,7 @@ class Weather(App):
         self.show_detail("locations", rec["id"])
         return rec  # type: ignore[return-value]
 
-    @tool(effect=Effect.SENSITIVE)
+    @tool(effect=Effect.SENSITIVE, writes=("locations",))
     def remove_location(self, location_id: str) -> Deleted:
         """Remove a saved city from the list.
 

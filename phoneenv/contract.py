@@ -126,6 +126,8 @@ class ToolSpec(BaseModel):
     ``parameters`` and ``returns`` are JSON Schema (draft 2020-12) objects; ``parameters`` is in the
     OpenAI function-calling form (``{"type": "object", "properties": ..., "required": ...}``).
     ``secret_parameters`` names arguments whose values are redacted (``***``) in traces and logs.
+    ``writes`` names the tables (``app.table``) a successful call may change; empty for a read
+    (not sent to a model: :meth:`to_openai` renders name, description and parameters).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -141,6 +143,7 @@ class ToolSpec(BaseModel):
     requires_login: bool = False
     returns_image: bool = False
     secret_parameters: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
     def to_openai(self, *, name_style: Literal["dotted", "underscore"] = "dotted") -> dict[str, Any]:
         """Render as an OpenAI ``tools`` entry: ``{"type": "function", "function": {...}}``.

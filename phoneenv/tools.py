@@ -140,6 +140,7 @@ class _ToolMeta:
     returns_image: bool
     secret: tuple[str, ...]
     name: str | None
+    writes: tuple[str, ...] = ()
 
 
 def tool(
@@ -151,6 +152,7 @@ def tool(
     returns_image: bool = False,
     secret: tuple[str, ...] | list[str] = (),
     name: str | None = None,
+    writes: tuple[str, ...] | list[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark an app method as a tool.
 
@@ -162,6 +164,11 @@ def tool(
         returns_image: the result carries a screenshot.
         secret: argument names redacted as ``***`` in traces.
         name: the verb, if not the method name (``app.verb`` is the tool name).
+        writes: the tables a successful call may change: the app's own by name (``"lists"``),
+            another app's as ``"app.table"`` (a booking's confirmation mail, ``"mail.messages"``).
+            Every ``write`` and ``sensitive`` tool declares them; a change outside them is a bug
+            the tool tests catch, so the records a call can touch (and so collateral damage) are
+            known from the spec.
     """
 
     meta = _ToolMeta(
@@ -172,6 +179,7 @@ def tool(
         returns_image,
         tuple(secret),
         name,
+        tuple(writes),
     )
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -393,6 +401,7 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
         requires_login=meta.requires_login,
         returns_image=meta.returns_image,
         secret_parameters=meta.secret,
+        writes=tuple(t if "." in t or not app else f"{app}.{t}" for t in meta.writes),
     )
     return ToolDef(spec, ArgumentValidator(model), method)
 

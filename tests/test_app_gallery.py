@@ -95,7 +95,7 @@ def ids(res: dict[str, Any]) -> list[str]:
 
 def test_schemas_are_valid_and_deleting_is_sensitive() -> None:
     tools = {n: e for n, e in SandboxBackend().tools().items() if n.split(".")[0] in ("gallery", "camera")}
-    assert len(tools) == 14
+    assert len(tools) == 15
     for entry in tools.values():
         Draft202012Validator.check_schema(entry.spec.parameters)
     assert tools["gallery.delete_photo"].spec.effect is Effect.SENSITIVE
@@ -158,6 +158,36 @@ def test_deleting_a_photo_takes_it_out_of_albums() -> None:
     assert ok(phone("gallery.delete_photo", photo_id="ph_2")) == {"deleted": "ph_2"}
     assert phone.table("gallery.albums")["alb_1"]["photo_ids"] == ("ph_1",)
     assert "ph_2" not in phone.table("gallery.photos")
+
+
+def test_several_photos_are_deleted_in_one_action_or_none_is() -> None:
+    phone = Phone()
+    bad = phone("gallery.delete_photos", photo_ids=["ph_1", "ph_9"])
+    assert bad.error is ErrorKind.NOT_FOUND and bad.path == "/photo_ids/1"
+    assert set(phone.table("gallery.photos")) == {"ph_1", "ph_2", "ph_3", "ph_4"}  # nothing deleted
+    done = ok(phone("gallery.delete_photos", photo_ids=["ph_2", "ph_1", "ph_2"]))
+    assert done == {"deleted": ["ph_2", "ph_1"], "total": 2}
+    assert set(phone.table("gallery.photos")) == {"ph_3", "ph_4"}
+    assert phone.table("gallery.albums")["alb_1"]["photo_ids"] == ()
+
+
+def test_one_confirmation_covers_one_sensitive_call_and_a_batch_is_one_call() -> None:
+    """With ``confirm_sensitive``, a confirmation admits the next sensitive call, whole: a batch
+    delete of three photos needs one; the single delete after it needs its own."""
+    from phoneenv.env import PhonePlanEnv
+
+    t = task()
+    t = t.model_copy(update={"fixtures": t.fixtures.model_copy(update={"confirm_sensitive": True})})
+    env = PhonePlanEnv(tasks=[t])
+    env.reset(seed=0, options={"task": t})
+
+    def step(name: str, **args: Any) -> Feedback:
+        return env.step({"name": name, "arguments": args})[-1]["feedback"]
+
+    assert step("gallery.delete_photos", photo_ids=["ph_1", "ph_2"]).error is ErrorKind.CONFIRMATION_REQUIRED
+    assert step("user.confirm", question="Delete the two Old Town photos?").ok
+    assert step("gallery.delete_photos", photo_ids=["ph_1", "ph_2", "ph_3"]).result["total"] == 3
+    assert step("gallery.delete_photo", photo_id="ph_4").error is ErrorKind.CONFIRMATION_REQUIRED
 
 
 def test_a_photo_gets_the_time_and_the_place_where_the_phone_is() -> None:

@@ -645,3 +645,17 @@ def test_reply_goes_to_the_sender_with_re_subject_and_a_fresh_mail_fails():
     # The same mail as a reply passes the same criterion: only the subject line was wrong.
     crit = state_crits(t)[0]
     assert match({"folder": "sent", "to": (msg["from"],), "subject": f"Re: {subject}", "body": text}, crit.where)
+
+
+def test_several_mails_go_to_the_trash_in_one_action_or_none_does():
+    t = tasks("mail.archive")[0]
+    inbox = [m["id"] for m in rows(t, "mail.messages") if m["folder"] == "inbox"][:2]
+    _, fbs = play(t, [sign_in(t), ("mail.delete_many", {"message_ids": [inbox[0], "em_999"]})])
+    assert fbs[1]["error"] == "not_found" and fbs[1]["path"] == "/message_ids/1"
+    verdict, fbs = play(t, [sign_in(t), ("mail.delete_many", {"message_ids": [*inbox, inbox[0]]})])
+    assert fbs[1]["ok"] and fbs[1]["result"] == {"deleted": inbox, "total": 2}
+    assert sorted(verdict["collateral"]) == sorted(f"mail.messages/{i} updated" for i in inbox)
+    _, fbs = play(
+        t, [sign_in(t), ("mail.delete_many", {"message_ids": inbox}), ("mail.delete_many", {"message_ids": inbox[:1]})]
+    )
+    assert fbs[2]["error"] == "precondition_failed" and fbs[2]["path"] == "/message_ids/0"

@@ -1324,7 +1324,7 @@ class MemoryTools:
             out.append(item)
         return {"memories": out}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("memory.entries",))
     def save(
         self,
         kind: Literal["preference", "episode", "fact"],
@@ -1363,7 +1363,7 @@ class MemoryTools:
             "supersedes": entry.supersedes,
         }
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("memory.entries",))
     def remind(
         self,
         content: Content,
@@ -1419,7 +1419,7 @@ class MemoryTools:
             "created": entry.created,
         }
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, writes=("memory.entries",))
     def forget(self, id: Annotated[int, Field(ge=1)]) -> Forgotten:
         """Forget a memory: it is no longer returned by memory.search.
 
