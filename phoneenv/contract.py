@@ -587,7 +587,9 @@ class Fixtures(BaseModel):
         return changes
 
 
-GROUNDED_TYPES = ("time", "date", "money", "temperature", "email", "phone", "status", "count", "duration", "person")
+GROUNDED_TYPES = (
+    "time", "date", "money", "temperature", "email", "phone", "status", "count", "percent", "duration", "person",
+)  # fmt: skip
 """The claim types a verdict holds to the world by default (:mod:`phoneenv.tasks.grounding`)."""
 
 

@@ -1009,3 +1009,21 @@ def test_another_fact_told_as_context_is_not_a_second_answer(crit, text, ok):
     people = [{"id": "c1", "name": "Iris Lang"}, {"id": "c3", "name": "Lea Braun"}]
     ctx = Context(now="2026-11-20T09:00:00", contacts=people)
     assert check_answer(AnswerCriterion(**crit), text, None, ctx)[0] is ok, text
+
+
+@pytest.mark.parametrize(
+    ("text", "crit", "expected"),
+    [
+        # a 12-hour time without its half of the day reads as either half ("by 1:15")
+        ("Be there by 1:15.", {"type": "time", "value": "13:15"}, True),
+        ("Be there by 1:15.", {"type": "time", "value": "01:15"}, True),
+        ("Be there by 01:15.", {"type": "time", "value": "13:15"}, False),  # zero-padded: the 24-hour clock
+        ("Be there by 2:15.", {"type": "time", "value": "13:15"}, False),
+        ("Head out at one minute to one tomorrow afternoon.", {"type": "time", "value": "12:59"}, True),
+        # the dots of "p.m." do not end the part of the answer about a place
+        ("Dubai: 1:00 p.m.; Sao Paulo: 6:00 a.m.", {"type": "time", "value": "13:00", "about": "Dubai"}, True),
+        ("Dubai: 1:00 a.m.; Sao Paulo: 6:00 p.m.", {"type": "time", "value": "13:00", "about": "Dubai"}, False),
+    ],
+)
+def test_twelve_hour_times_read_in_either_half_of_the_day_unless_said(text, crit, expected):
+    assert ok(text, **crit) is expected

@@ -252,6 +252,23 @@ def test_spoken_times_are_the_times_they_say():
 
 
 TOLD_TYPED = [
+    # status: a draft, a request, a call, a tick need a call of that kind; "shipped" a record's state
+    ("status", "mail.send_email/0", 'Saved "Book club" as a draft for Christopher.', False),
+    ("status", "mail.reply/0", "Your reply to Margot is drafted but not sent yet.", False),
+    ("status", "wallet.pay_back/0", "Requested 18 GBP from Clive Morrison.", False),  # it was paid
+    ("status", "messages.last_texter/0", 'Kyle Rubio texted last ("See you then!"); I called him back.', False),
+    ("status", "checklists.make/0", 'Made the "Camping gear" checklist and ticked off the headlamp.', False),
+    ("status", "checklists.make/0", 'Made the "Camping gear" checklist; nothing is ticked off yet.', True),
+    # percent: a level or chance the grounds hold, of the setting the part of the sentence names
+    ("percent", "settings.brightness/0", "Brightness is 65%, media volume 30%.", True),
+    ("percent", "settings.brightness/0", "Brightness is 75%, media volume 30%.", False),
+    ("percent", "settings.brightness/0", "Brightness is 65%, media volume 40%.", False),
+    ("percent", "settings.toggle/0", "Do not disturb is on, light theme is back, brightness set to 70%.", False),
+    ("percent", "settings.toggle/0", "DND is on, you're on the light theme and brightness is at 80%.", True),
+    ("percent", "weather.rain_alarm/0", "Rain is forecast (76%): alarm moved to 06:45.", False),
+    # a spoken time is no count ("half past six alarm"); "800 m" is a distance, not a duration
+    ("count", "clock.delete_alarm/0", "Deleted the half past six alarm; the quarter past seven one is on again.", True),
+    ("duration", "maps.nearest_text/0", "Texted Dragica: Riverside Pharmacy, 28 Harbour Road - 800 m from here.", True),
     # date: "today is" is the clock's date, whatever record the sentence also names
     ("date", "mail.reply/7", "Replied. By the way, today is Saturday, 21 November.", True),
     ("date", "mail.reply/7", "Replied. By the way, today is Saturday, 14 November.", False),

@@ -282,8 +282,11 @@ _DUR_UNITS = {
     "week": 604800,
     "weeks": 604800,
 }
+_DUR_WORD = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|wk)"
 _DUR_UNIT = r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wk)"
-_DUR_PART = rf"(?:(?:{_NUM})(?:\s*|-)|\ban?\s+){_DUR_UNIT}\b(?:\s+and\s+a\s+(?:half|quarter))?"
+_DUR_PART = rf"(?:(?:(?:{_NUM})(?:\s*|-)|\ban?\s+){_DUR_WORD}|(?<![\w.,])\d+(?:[smhd]|\s+h))\b(?:\s+and\s+a\s+(?:half|quarter))?"
+"""One part of a duration: a number and a unit ("20 minutes", "2hrs", "a day", "4 h"); a one-letter
+unit other than "h" only glued to its digits ("15m": "800 m" is a distance)."""
 _RE_DURATION = re.compile(
     rf"(?:\b(?:half an? hour|a quarter of an hour|half a (?:minute|day))\b|(?<![\w.,]){_DUR_PART}(?:,?\s*(?:and\s+)?{_DUR_PART})*)"
     r"(?:\s+(ago|earlier|later|from now))?",
@@ -563,7 +566,13 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
     for m in _RE_CLOCK.finditer(t):
         hm = _part_hm(int(m[1]), int(m[2]), m[4]) if m[4] else _hm(int(m[1]), int(m[2]), m[3])
         if sc.take(m.start(), m.end(), "time") and hm:
-            sc.claim("time", hm, m.start(), m.end())
+            h = int(m[1])
+            if not (m[3] or m[4]) and 0 < h < 12 and not m[1].startswith("0"):
+                # "by 1:15" is 01:15 or 13:15, as "at seven" is: a 12-hour time without its half
+                # of the day ("07:00", zero-padded, is the 24-hour clock's)
+                sc.claim("time", hm, m.start(), m.end(), alts=(_hm(h + 12, int(m[2]), None),))
+            else:
+                sc.claim("time", hm, m.start(), m.end())
     for m in _RE_DOT_CLOCK.finditer(t):
         if sc.take(m.start(2), m.end(), "time") and (hm := _hm(int(m[2]), int(m[3]), m[4])):
             sc.claim("time", hm, m.start(2), m.end())
@@ -588,7 +597,7 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
                 sc.claim("time", hm, m.start(), m.end())
             continue
         ap = "p" if day.startswith("p") else "a" if re.match(r"a\.?\s?m", day) else None
-        if ap is None and 0 < h <= 12:
+        if ap is None and 0 <= h <= 12:  # 0: "five to one" is 00:55 or 12:55
             first, other = _hm(h % 12, mins, None), _hm(h % 12 + 12, mins, None)
             if first and other:
                 sc.claim("time", first, m.start(), m.end(), alts=(other,))
@@ -856,9 +865,10 @@ _IDIOM = re.compile(
     re.I,
 )
 _CLAUSE = re.compile(r"[;,.!?:()\n\u2013\u2014]+|\s-\s|\b(?:and|but|though|although|however)\b", re.I)
-_ABOUT_PART = re.compile(r"[;,!?\n]+|\.(?!\d)|\s[-\u2013\u2014]\s|\b(?:and|but|while|whereas)\b", re.I)
+_ABOUT_PART = re.compile(r"[;,!?\n]+|\.(?!\d|[mM]\b)|\s[-\u2013\u2014]\s|\b(?:and|but|while|whereas)\b", re.I)
 """Where a part of an answer about one thing ends (``AnswerCriterion.about``): a sentence end,
-comma, semicolon, spaced dash, "and", "but", "while" (not a colon: "Dubai: 13:00")."""
+comma, semicolon, spaced dash, "and", "but", "while" (not a colon: "Dubai: 13:00"; not the
+dots of "p.m.")."""
 
 
 def _clause_polarity(clause: str) -> tuple[bool, bool | None]:

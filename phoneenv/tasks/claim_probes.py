@@ -13,6 +13,7 @@ that must **pass** (the same answer said another way)::
               swapped                              answer plus a true fact ("It's <today>.")
     temperature  the unit swapped (°C ↔ °F)        answer's sentences in reverse order
     count     a count one more ("3 people")
+    percent   a percentage 7 points up ("87%")
     duration  minutes doubled and ten more ("50 minutes" for 20)
     person    a contact's surname changed ("Stanley Potter")
     email     the address's domain changed         a dictated text greeted, thanked, signed,
@@ -49,6 +50,7 @@ from phoneenv.tasks.grounding import (
     AUTHORED_KEYS,
     Grounds,
     _count_claims,
+    _percent_claims,
     _phone,
     _region,
     temperature_claims,
@@ -61,7 +63,7 @@ from phoneenv.tasks.world import given_names
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
-    "time", "date", "weekday", "money", "currency", "temperature", "count", "duration", "person", "email", "phone",
+    "time", "date", "weekday", "money", "currency", "temperature", "count", "percent", "duration", "person", "email", "phone",
     "dictation", "undone", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
@@ -279,6 +281,12 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
             for n, a, b, _ in _count_claims(original):
                 new = str(n + 1) + original[a:b][len(str(n)) :]
                 fail("count", step, key, original[:a] + new + original[b:], new, g.holds("count", n + 1))
+                break
+        if "percent" not in exempt and plain(original) == original:
+            for n, a, b in _percent_claims(original):
+                m = n + 7 if n < 93 else n - 7
+                new = str(m) + original[a:b][len(str(n)) :]
+                fail("percent", step, key, original[:a] + new + original[b:], new, g.holds("percent", m))
                 break
         if "duration" not in exempt:
             for c in claims(original, "duration", ctx):

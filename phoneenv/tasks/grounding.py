@@ -63,6 +63,8 @@ count          "table for four", "2 guests": a party size the episode set (a fie
                tool, people or records addressed, whole-number fields of its writes and changed
                records, a stay's nights); else a count any part of the grounds holds (a list's
                length, a whole-number field, a number in a text)
+percent        "80%", "65 percent": a whole number the grounds hold (a brightness, a volume, a
+               chance of rain)
 duration       a stated duration (minutes; a ``*_s`` field in seconds), the span between two
                times of one record, or between two subject times; "in 25 minutes": from the
                clock to a held time. Exact to the minute when told in minutes; whole or half
@@ -74,8 +76,8 @@ person         a full name whose first name is a contact's (and a given name of 
 =============  ===============================================================================
 
 A negated claim ("not 14:00", "instead of Tuesday") is not told. Free speech stays free: words
-that carry no typed value (a pleasantry, an opinion) are not claims here. Places, item names,
-percentages and distances are not checked here.
+that carry no typed value (a pleasantry, an opinion) are not claims here. Places, item names
+and distances are not checked here.
 
 Grounding is support, with sentence-level aboutness: a planner that reads ten alarms and tells,
 in a sentence that names none of them, the time of the wrong one passes this check (the task's
@@ -476,7 +478,8 @@ def _counts(value: Any, out: set[int], parties: set[int] | None = None) -> None:
         v = stack.pop()
         if isinstance(v, Mapping):
             for k, x in v.items():
-                if isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1000 and not _MONEY_KEYS.search(str(k)):
+                money = _MONEY_KEYS.search(str(k)) and (k != "value" or "currency" in v)  # a setting's value counts
+                if isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1000 and not money:
                     out.add(x)
                     if parties is not None and _PARTY_KEYS.search(str(k)):
                         parties.add(x)
@@ -644,8 +647,13 @@ _NAME_KEYS = frozenset(
 """Fields that name a record in words a planner repeats ("Lunch with Osamu", "Grand Plaza",
 "MD 571", "Berlin"): a clause that says one of them is about that record."""
 _TOKEN = re.compile(r"[^\W\d_]{4,}")
+_WORDY_ID = re.compile(r"[a-z]{4,}(?:_[a-z]+)*")
+"""A record id that is words, not a serial ("brightness", "ring_volume"): the record's name."""
 _TOKEN_ANY = re.compile(r"[^\W\d_]+")
 _CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)")
+_PART = re.compile(r"[.;!?\n]+(?:\s|$)|[,()]|\s[-\u2013\u2014]\s|\band\b", re.I)
+"""Where a part of a sentence about one thing ends: a clause end, a comma, a bracket, a spaced
+dash, "and" ("Brightness 65%, ring volume 30%")."""
 _TYPED = ("time", "date", "money", "temperature")
 
 
@@ -795,7 +803,7 @@ def _held_in(ev: Evidence, type: str, value: Any, unit: str, later: Iterable[int
         return str(value).lower() in ev.emails
     if type == "phone":
         return value in ev.phones
-    if type == "count":
+    if type in ("count", "percent"):
         return value in ev.counts
     return False
 
@@ -803,11 +811,16 @@ def _held_in(ev: Evidence, type: str, value: Any, unit: str, later: Iterable[int
 def _holds(ev: Evidence, type: str) -> bool:
     if type == "status":
         return bool(ev.statuses)
+    if type == "percent":
+        return bool(ev.counts)
     return bool({"time": ev.times | ev.end_times, "date": ev.dates, "money": ev.money, "temperature": ev.temps}[type])
 
 
 def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
     names = [str(v) for k, v in rec.items() if k in _NAME_KEYS and isinstance(v, str) and v.strip()]
+    rid = rec.get("id")
+    if not names and isinstance(rid, str) and _WORDY_ID.fullmatch(rid):  # a setting: "ring_volume"
+        names = [rid.replace("_", " ")]
     if not names:
         return None
     tokens = frozenset(t for n in names for t in _TOKEN.findall(n.lower()) if t not in STOPWORDS)
@@ -1063,6 +1076,11 @@ def _verb(*prefixes: str) -> Callable[[str], bool]:
     return lambda name: name.rpartition(".")[2].startswith(prefixes)
 
 
+def _NO_TOOL(name: str) -> bool:
+    """No tool does it: a state only a record holds ("delivered", "shipped", "pending")."""
+    return False
+
+
 STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = {
     "paid": (
         r"paid|settled",
@@ -1101,6 +1119,36 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         _verb("delete", "remove", "clear", "forget", "cancel", "untag", "unblock"),
         frozenset({"deleted", "removed"}),
     ),
+    "requested": (
+        r"requested",
+        lambda name: _verb("request_money", "split")(name) or name in ("messages.send", "mail.send"),
+        frozenset(),
+    ),
+    "drafted": (
+        r"drafted|saved\s+(?:it\s+|\S+\s+){0,4}?as\s+an?\s+draft|(?:left|saved)\s+(?:it\s+)?in\s+(?:your\s+)?drafts",
+        _verb("draft", "save_draft"),
+        frozenset({"draft", "drafts"}),
+    ),
+    "called": (
+        r"called(?!\s+off)|rang|phoned",
+        lambda name: name.rpartition(".")[2] in ("call", "call_back_voicemail", "dial"),
+        frozenset(),
+    ),
+    "ticked": (
+        r"ticked|checked\s+off|crossed\s+off|marked\s+(?:it\s+|them\s+|\S+\s+)?(?:as\s+)?(?:done|complete[d]?)",
+        _verb("check_item", "complete", "mark_done", "toggle_item"),
+        frozenset(),
+    ),
+    "pending": (
+        r"pending|outstanding|unpaid|awaiting\s+payment",
+        lambda name: False,
+        frozenset({"pending", "requested", "unpaid", "due", "open"}),
+    ),
+    "shipped": (
+        r"shipped|dispatched|out\s+for\s+delivery",
+        _NO_TOOL,
+        frozenset({"shipped", "dispatched", "in_transit", "out_for_delivery", "delivered"}),
+    ),
 }
 """The things a planner tells as done, checked as ``status`` claims: family → (the words that
 tell it, which tools do it (by name), the record ``status`` values that hold it). A family
@@ -1119,7 +1167,7 @@ _RE_STATUS_ACT = re.compile(
 sent ...", "... and e-mailed Stanley" (the words after contractions are expanded: "I've" → "I
 have")."""
 _RE_STATUS_STATE = re.compile(
-    r"\b(?:is|are|was|were|has|have|had|got)\s+(?:(?:now|just|already|successfully|also|all|been)\s+)*"
+    r"\b(?:is|are|was|were|has|have|had|got)\s+(?:(?:now|just|already|successfully|also|all|been|still)\s+)*"
     rf"(?:{_STATUS_WORDS})\b",
     re.I,
 )
@@ -1158,7 +1206,7 @@ _COUNT_NOUNS = (
     r"|room|bag|bottle"
 )
 _RE_COUNT = re.compile(
-    rf"(?<![\d.,:/#-])(\d{{1,3}})\s+(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?(?:{_COUNT_NOUNS})\b"
+    rf"(?<![\d.,:/#-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{{1,3}})\s+(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?(?:{_COUNT_NOUNS})\b"
     r"(?!\s*(?:[:.]\d|%))"
     r"|\b(?:table|booking|reservation|party|room)\s+(?:for|of)\s+(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))"
     r"|\beach\s+of\s+(?:the\s+|those\s+)?(\d{1,3})\b(?![:.]\d)"
@@ -1189,6 +1237,15 @@ def _count_claims(text: str) -> list[tuple[int, int, int, bool]]:
         party = g == 2 or (g == 1 and bool(_PARTY_WORDS.match(text, m.end(1))))
         out.append((int(m.group(g)), m.start(g), m.end(g) if g != 1 else m.end(), party))
     return out
+
+
+_RE_PERCENT = re.compile(r"(?<![\d.,:/#-])(\d{1,3})\s*(?:%|percent\b|per\s+cent\b)", re.I)
+"""A whole percentage told: "80%", "65 percent" (a level, a chance, a share)."""
+
+
+def _percent_claims(text: str) -> list[tuple[int, int, int]]:
+    """``(percent, start, end)`` of each whole percentage told in ``text`` (already :func:`plain`)."""
+    return [(int(m[1]), m.start(), m.end()) for m in _RE_PERCENT.finditer(text)]
 
 
 _RE_FULL_NAME = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\s+([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b")
@@ -1349,11 +1406,13 @@ def check_text(
             if not neg:
                 start = t.find(span)
                 judge("temperature", [v], start, start + len(span), unit)
-    pt = plain(text) if "status" in types or "count" in types else ""  # contractions, number words
+    pt = plain(text) if {"status", "count", "percent"} & set(types) else ""  # contractions, number words
     if "status" in types:
         for family, a, b, own in _status_claims(pt):
             _, does, holds = STATUS_FAMILIES[family]
             if any(does(n) for n in g.acts):
+                continue
+            if does is _NO_TOOL and source != "answer":  # a text passing on what a mail or text said
                 continue
             if not own:
                 if not holds:
@@ -1380,6 +1439,23 @@ def check_text(
             held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
             why = "it is what the episode did, which counts " + (", ".join(map(str, held)) or "nothing") if own else ""
             out.append(Ungrounded("count", pt[a:b], source, tuple(map(str, held)), why))
+    if "percent" in types:
+        for n, a, b in _percent_claims(pt):
+            ends = [e.end() for e in _PART.finditer(pt, 0, a)]
+            lead = pt[ends[-1] if ends else 0 : a]
+            if _RE_COUNT_DENIED.search(lead):
+                continue
+            # about the records its part names ("brightness 70%"), else anything the grounds hold
+            anchors = g.anchors(lead, "percent")
+            said = set(_TOKEN.findall(lead.lower()))
+            best = max((len(x.tokens & said) for x in anchors), default=0)
+            anchors = [x for x in anchors if len(x.tokens & said) == best]  # "ring volume": not media's
+            pool = set().union(*(x.ev.counts for x in anchors)) if anchors else set()
+            pool = pool or (g.subject.counts | g.read.counts | g.did.counts)
+            if n not in pool:
+                held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
+                why = f"it is about {', '.join(dict.fromkeys(x.label for x in anchors))}" if anchors else ""
+                out.append(Ungrounded("percent", pt[a:b], source, tuple(f"{x}%" for x in held), why))
     if "duration" in types:
         for c in claims(text, "duration", ctx):
             if c.negated or not isinstance(c.value, (int, float)) or not 0 < c.value < 86400:
