@@ -252,6 +252,21 @@ def test_spoken_times_are_the_times_they_say():
 
 
 TOLD_TYPED = [
+    # a time the episode set is told as set: not moved by a duration the goal holds ("an hour before")
+    (
+        "time",
+        "todo.add_due_item/0",
+        'Added "collect the prescription" to Errands, due tomorrow at 17:00, reminder at 15:00.',
+        False,
+    ),
+    (
+        "time",
+        "todo.add_due_item/0",
+        'Added "collect the prescription" to Errands, due tomorrow at 17:00, reminder at 16:00.',
+        True,
+    ),
+    # a count of what the episode made ("made ... with 3 items")
+    ("count", "checklists.make/0", 'Made the "Camping gear" checklist with 3 items.', True),
     # status: a draft, a request, a call, a tick need a call of that kind; "shipped" a record's state
     ("status", "mail.send_email/0", 'Saved "Book club" as a draft for Christopher.', False),
     ("status", "mail.reply/0", "Your reply to Margot is drafted but not sent yet.", False),

@@ -777,7 +777,8 @@ class Grounds:
         ``ending``: the claim is the far end of a range (an end time grounds it)."""
         kept = pool is self.subject or pool is self.read or pool is self.did
         if type == "time":
-            times = self._derived_times(pool) if kept else pool.derived_times()
+            # what the episode set is told as set ("reminder at 16:00"), not moved by a duration
+            times = pool.times if pool is self.did else self._derived_times(pool) if kept else pool.derived_times()
             if _time_ok(value, text, start, times):
                 return True
             cued = ending or bool(_END_CUE.search(text[max(0, start - 40) : start]))
@@ -1201,6 +1202,7 @@ _COUNT_NOUNS = (
     r"people|persons|guests|adults|children|kids|diners|travell?ers|passengers|seats|tickets|nights|pairs|items"
     r"|units|pieces|entries|transactions|expenses|messages|texts|e-?mails|events|meetings|alarms|reminders|notes"
     r"|photos|pictures|songs|tracks|episodes|contacts|orders|bills|requests|ways|shares|rooms|bags|bottles"
+    r"|movies|films|books|tasks|things|dishes|lines|stops|places|tabs"
     r"|person|guest|adult|child|diner|seat|ticket|night|pair|item|unit|piece|entry|transaction|expense|message"
     r"|text|e-?mail|event|meeting|alarm|reminder|note|photo|picture|song|track|episode|contact|order|bill|request"
     r"|room|bag|bottle"
@@ -1216,7 +1218,7 @@ _RE_COUNT = re.compile(
 """A count told: "2 people", "table for four" (number words read as digits), "each of 3",
 "1 left"; not a time, a price or a percentage ("4:30", "2.50", "20%")."""
 _COUNT_ACT = re.compile(
-    r"\b(?:book|reserv|order|bought|buy|text|messag|e-?mail|sent|send|invit|told|tell|notif|split|request|add|creat"
+    r"\b(?:book|reserv|order|bought|buy|text|messag|e-?mail|sent|send|invit|told|tell|notif|split|request|add|creat|made|make|wrote|writ|start"
     r"|set|schedul|mov|chang|updat|delet|remov|cancel|paid|pay|download|mark|tag|sav|shar|forward|repl)\w*\b",
     re.I,
 )
@@ -1370,9 +1372,11 @@ def check_text(
                 out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
                 continue
             own = Evidence(dates=set(g.did.dates), month_days=g.did.month_days)
-            if re.match(r"\s*(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", t[c.start : c.end], re.I) or (
+            today = re.match(r"\s*(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", t[c.start : c.end], re.I)
+            if (today and not (g.did.dates and acted(c.start, "date"))) or (
                 _TODAY_IS.search(t[max(0, c.start - 24) : c.start])
-            ):  # the clock grounds "today" and "today is Tuesday, 10 November", not "Tuesday"
+            ):  # the clock grounds "today" and "today is Tuesday, 10 November", not "Tuesday"; what
+                # the episode set for a day is told as that day ("due today" for tomorrow's fails)
                 own.dates |= _clock_values(ctx, "date")
                 if _date_check(c, t, own, g.subject.today)[0]:
                     continue
