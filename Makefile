@@ -68,6 +68,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_vector.py
 	$(BIN)/python benchmarks/bench_tools.py
 	$(BIN)/python benchmarks/bench_eval.py
+	$(BIN)/python benchmarks/bench_load.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -12,6 +12,11 @@ glob (``"clock.*"``). Several selectors joined by ``,`` are a union.
 The suite is the templates' tasks followed by the generated tasks of the loop directory
 (``$PHONEENV_LOOP_DIR``, else ``runs/loop``: its ``tasks.jsonl``, see
 :mod:`phoneenv.loop.generated`) that were accepted or approved in review.
+
+The whole suite is built once per process, when first needed. A template task's id
+(``clock.set_alarm/0``), a ``template:`` or an ``app:`` selector builds only the templates it
+names until then (milliseconds, not seconds): a task is a pure function of its template and
+index, so it is the same task either way.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import difflib
 import fnmatch
 import functools
 import hashlib
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from phoneenv.contract import Category, Domain, TaskSpec
@@ -57,7 +63,42 @@ def _template_index() -> dict[str, TaskSpec]:
 
 @functools.lru_cache(maxsize=1)
 def _template_ids() -> frozenset[str]:
-    return frozenset(_template_index())
+    """Every template task's id, from the templates' names and counts (nothing built)."""
+    from phoneenv.tasks.templates import all_templates
+
+    return frozenset(f"{name}/{k}" for name, tpl in all_templates().items() for k in range(tpl.count))
+
+
+_TEMPLATE_ID = re.compile(r"([a-z][a-z0-9_]*\.[a-z0-9_]+)/(\d+)")
+
+
+@functools.lru_cache(maxsize=512)
+def _template_task(task_id: str) -> TaskSpec | None:
+    """The template task ``task_id`` names, built alone (or taken from the suite once it is
+    built); None when no template has that task."""
+    m = _TEMPLATE_ID.fullmatch(task_id)
+    if m is None:
+        return None
+    if _templates.cache_info().currsize:
+        return _template_index().get(task_id)
+    from phoneenv.tasks.templates import all_templates
+
+    tpl = all_templates().get(m[1])
+    k = int(m[2])
+    return tpl.task(k) if tpl is not None and k < tpl.count else None
+
+
+def _template_tasks(keep: Callable[[Any], bool]) -> list[TaskSpec]:
+    """The tasks of the templates ``keep`` accepts, in suite order, built alone unless the suite
+    is built; then the generated tasks whose template it names."""
+    from phoneenv.tasks.templates import all_templates
+
+    if _templates.cache_info().currsize:
+        names = {n for n, tpl in all_templates().items() if keep(tpl)}
+        out = [t for t in _templates() if t.template in names]
+    else:
+        out = [t for tpl in all_templates().values() if keep(tpl) for t in tpl.tasks()]
+    return out
 
 
 def _generated() -> tuple[TaskSpec, ...]:
@@ -101,6 +142,8 @@ _GENERATED_INDEX: list[Any] = [None, {}]
 
 def get_task(task_id: str) -> TaskSpec:
     """The task with id ``task_id``. Raises ``KeyError`` naming close ids when there is none."""
+    if (one := _template_task(task_id)) is not None:
+        return one
     try:
         return _index()[task_id]
     except KeyError:
@@ -209,6 +252,18 @@ def no_match_message(
 
 
 def _select_one(sel: str) -> list[TaskSpec]:
+    if (one := _template_task(sel)) is not None:
+        return [one]
+    kind, _, value = sel.partition(":")
+    if kind in ("template", "app") and value:
+        from phoneenv.tasks.templates import all_templates
+
+        if kind == "template" and value in all_templates():
+            own = _template_tasks(lambda tpl: tpl.name == value)
+            return own + [t for t in _generated() if t.template == value]
+        if kind == "app" and any(value in tpl.apps for tpl in all_templates().values()):
+            own = _template_tasks(lambda tpl: value in tpl.apps)
+            return own + [t for t in _generated() if value in t.apps]
     suite = _suite()
     if sel == "all":
         return list(suite)
