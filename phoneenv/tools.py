@@ -29,6 +29,8 @@ take precedence; declare tighter ones wherever the meaning allows (counts, minut
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import types
 from collections.abc import Callable, Sequence
@@ -335,9 +337,22 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 def _returns_schema(ret: Any) -> dict[str, Any]:
     """The JSON Schema of a tool's return annotation, its definitions inlined where they are
     finite; a recursive result (a UI element tree) keeps its ``$defs``, since results are
-    described to the agent, never decoded against a grammar."""
+    described to the agent, never decoded against a grammar. Built once per annotation (many
+    tools return one shape); each call gets its own copy."""
     if ret in (None, type(None)):
         return {}
+    try:
+        return copy.deepcopy(_returns_cached(ret))
+    except TypeError:  # an unhashable annotation
+        return _returns_uncached(ret)
+
+
+@functools.lru_cache(maxsize=1024)
+def _returns_cached(ret: Any) -> dict[str, Any]:
+    return _returns_uncached(ret)
+
+
+def _returns_uncached(ret: Any) -> dict[str, Any]:
     schema = TypeAdapter(ret).json_schema()
     try:
         return inline_refs(schema)
