@@ -125,6 +125,7 @@ ANDROID = AndroidDriver(
             "gallery.create_album",
             "gallery.delete_album",
             "gallery.delete_photo",
+            "gallery.delete_photos",
             "gallery.get_album",
             "gallery.get_photo",
             "gallery.list_albums",

@@ -105,6 +105,7 @@ ONE_CALL_EACH = {
     "mail.reply": {"message_id": "em_1", "body": "Yes"},
     "mail.archive": {"message_id": "em_2"},
     "mail.delete": {"message_id": "em_2"},
+    "mail.delete_many": {"message_ids": ["em_1"]},
 }
 
 
@@ -117,7 +118,7 @@ def test_every_tool_needs_sign_in_and_no_secret_leaks() -> None:
         assert fb.error is ErrorKind.LOGIN_REQUIRED and fb.recoverable, name
         assert fb.hint == 'call system.sign_in {"app": "mail", "account": "sam@example.com"}, then retry'
     assert phone.backend.tables() == before.tables
-    assert phone.backend.clock() == "2026-11-29T09:00:09"
+    assert phone.backend.clock() == "2026-11-29T09:00:10"  # a second a call
 
     wrong = phone("system.sign_in", app="mail", account=SAM, password="wrong-password")
     assert wrong.error is ErrorKind.PERMISSION_DENIED
@@ -288,6 +289,7 @@ def test_tool_specs() -> None:
         "mail.reply": Effect.SENSITIVE,
         "mail.archive": Effect.WRITE,
         "mail.delete": Effect.SENSITIVE,
+        "mail.delete_many": Effect.SENSITIVE,
     }
     for name in effects:
         spec = tools[name].spec
