@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from phoneenv.extras import require
-from rl.rollout import Sample, _Sampler
+from rl.sampling import Sample, Sampler
 
 __all__ = ["VLLMSampler", "check_vllm_generation", "sampling_params_kwargs"]
 
@@ -91,8 +91,8 @@ def sampling_params_kwargs(
     return kwargs
 
 
-class VLLMSampler(_Sampler):
-    """A :class:`rl.rollout._Sampler` whose replies come from a ``vllm.LLM``.
+class VLLMSampler(Sampler):
+    """A :class:`rl.sampling.Sampler` whose replies come from a ``vllm.LLM``.
 
     Args:
         llm: the engine (``trainer.vllm_generation.llm``); anything with vLLM's

@@ -1,0 +1,166 @@
+"""The import graph of phoneenv, agents, apps and rl, read from the source (``ast``): module-level
+and function-level imports both count (a lazy import is still a dependency), imports under
+``if TYPE_CHECKING:`` do not. A circle is a group of modules that reach one another.
+
+The circles that remain are listed in ``KNOWN`` (issue: no import circles); a new circle, or a
+known one that grew, fails naming its modules and one path around it. When a known circle is
+broken, remove it from the list: the test fails until the list matches the code."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("phoneenv", "agents", "apps", "rl")
+
+KNOWN = {
+    frozenset({"phoneenv.tasks.answers", "phoneenv.tasks.predicates"}),
+    frozenset({"phoneenv.contract", "phoneenv.harness.feedback", "phoneenv.sharing", "phoneenv.tools"}),
+    frozenset({"phoneenv.evaluation", "phoneenv.export", "phoneenv.loop.runstore", "rl.sft"}),
+    frozenset(
+        {"phoneenv.cli", "phoneenv.evolve_cli", "phoneenv.farm.distributed", "phoneenv.propose_cli", "rl.trainers"}
+    ),
+    frozenset(
+        {
+            "phoneenv.harness.providers",
+            "phoneenv.harness.providers.confirm",
+            "phoneenv.harness.providers.delegation",
+            "phoneenv.harness.providers.finish",
+            "phoneenv.harness.providers.memory",
+            "phoneenv.harness.providers.skills",
+            "phoneenv.harness.providers.step_up",
+        }
+    ),
+}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for base in PACKAGES:
+        for p in (ROOT / base).rglob("*.py"):
+            if "__pycache__" in p.parts:
+                continue
+            name = ".".join(p.relative_to(ROOT).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the modules of these packages it imports (an imported name that is a submodule
+    counts as that submodule)."""
+    mods = modules()
+
+    def owner(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+
+        def visit(node: ast.AST, mod: str = mod, package: str = package) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    continue
+                targets: list[str] = []
+                if isinstance(child, ast.Import):
+                    targets = [a.name for a in child.names]
+                elif isinstance(child, ast.ImportFrom):
+                    base = child.module or ""
+                    if child.level:
+                        parts = package.split(".")
+                        up = parts[: len(parts) - (child.level - 1)]
+                        base = ".".join([*up, *([child.module] if child.module else [])])
+                    targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in child.names]
+                for t in targets:
+                    if (o := owner(t)) is not None and o != mod:
+                        graph[mod].add(o)
+                visit(child)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")))
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[frozenset[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                group = set()
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    group.add(w)
+                    if w == v:
+                        break
+                if len(group) > 1:
+                    out.append(frozenset(group))
+    return out
+
+
+def path_around(graph: dict[str, set[str]], group: frozenset[str]) -> list[str]:
+    """One cycle through ``group``: from its first module back to it, within the group."""
+    start = min(group)
+    prev = {start: ""}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & group):
+                if w == start:
+                    path = [v]
+                    while prev[path[-1]]:
+                        path.append(prev[path[-1]])
+                    return [start, *reversed(path[:-1]), start] if len(path) > 1 else [start, v, start]
+                if w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return [start]
+
+
+def test_the_graph_is_read_from_the_source():
+    graph = import_graph()
+    assert "phoneenv.contract" in graph["phoneenv.env"]  # a module-level import
+    assert "phoneenv.tasks" in graph["phoneenv.env"]  # a function-level one counts too
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
+    assert path_around({"a": {"b"}, "b": {"a"}}, frozenset("ab")) == ["a", "b", "a"]
+
+
+def test_no_new_import_circle():
+    graph = import_graph()
+    found = set(circles(graph))
+    new = [g for g in found if g not in KNOWN]
+    assert not new, "new import circles: " + "; ".join(" -> ".join(path_around(graph, g)) for g in new)
+    gone = [sorted(g) for g in KNOWN - found]
+    assert not gone, f"circles broken (remove them from KNOWN): {gone}"
