@@ -313,3 +313,6 @@ def _select_one(sel: str) -> list[TaskSpec]:
         return [_index()[sel]]
     near = _close(sel, _index(), n=3)
     raise KeyError(no_match_message(sel, f"no task {sel!r}", value=sel.split("/")[0], near=near))
+
+
+from phoneenv.tasks import answers as _answers  # noqa: E402, F401  (registers the states/consistent conditions)

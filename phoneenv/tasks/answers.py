@@ -103,7 +103,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from phoneenv.tasks.identity import ContactBook, contact_ids, mentioned_contacts
-from phoneenv.tasks.predicates import Context, norm, says, searches
+from phoneenv.tasks.predicates import Context, norm, register_operator, says, searches
 
 if TYPE_CHECKING:
     from phoneenv.contract import AnswerCriterion
@@ -1493,3 +1493,17 @@ def call_judge(judge: Judge, rubric: str, text: str | None, value: Any) -> tuple
     if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], bool):
         return got[0], f"judge: {got[1]}"
     return False, f"judge gave an unreadable reply {got!r}"
+
+
+def _states_op(value: Any, facts: Any, ctx: Context) -> bool:
+    """The ``states`` condition: a text states every fact of ``facts`` (:func:`states_facts`)."""
+    return isinstance(value, str) and states_facts(value, facts, ctx)
+
+
+def _consistent_op(value: Any, facts: Any, ctx: Context) -> bool:
+    """The ``consistent`` condition: a text contradicts none of ``facts`` (:func:`consistent_facts`)."""
+    return isinstance(value, str) and consistent_facts(value, facts, ctx)
+
+
+register_operator("states", _states_op)
+register_operator("consistent", _consistent_op)

@@ -44,7 +44,9 @@ from typing import Any
 
 from phoneenv.tasks.identity import contact_ids, same_number
 
-__all__ = ["CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm", "plain", "says", "words"]
+__all__ = [
+    "CONTEXT_OPERATORS", "OPERATORS", "Context", "check", "match", "norm", "plain", "register_operator", "says", "words",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -428,18 +430,6 @@ def _people(value: Any, cids: Any, ctx: Context) -> bool:
     return found == set(cids)
 
 
-def _states(value: Any, facts: Any, ctx: Context) -> bool:
-    from phoneenv.tasks.answers import states_facts
-
-    return isinstance(value, str) and states_facts(value, facts, ctx)
-
-
-def _consistent(value: Any, facts: Any, ctx: Context) -> bool:
-    from phoneenv.tasks.answers import consistent_facts
-
-    return isinstance(value, str) and consistent_facts(value, facts, ctx)
-
-
 def _ref(value: Any, sel: Any, ctx: Context) -> bool:
     """``{"ref": {"table": "notes.notes", "where": {...}, "change": "created"}}``: the value is
     the id of a record of ``table`` in the end state that matches ``where`` (one created during
@@ -462,12 +452,22 @@ CONTEXT_OPERATORS: dict[str, Callable[[Any, Any, Context], bool]] = {
     "person": _person,
     "has_person": _has_person,
     "people": _people,
-    "states": _states,
-    "consistent": _consistent,
     "dictates": _dictates,
     "ref": _ref,
 }
 """Operators that need a :class:`Context` (contacts, clock) besides the value and argument."""
+
+
+def register_operator(name: str, fn: Callable[[Any, Any, Context], bool]) -> None:
+    """Add a context operator ``name`` (``fn(value, argument, ctx) -> bool``) to
+    :data:`CONTEXT_OPERATORS`. The typed fact operators ``states`` and ``consistent`` are
+    registered by :mod:`phoneenv.tasks.answers`, which reads the facts (the package
+    :mod:`phoneenv.tasks` imports it, so they are there whenever this module is).
+
+    Raises ``ValueError`` for a name already taken by another operator."""
+    if name in OPERATORS or CONTEXT_OPERATORS.get(name, fn) is not fn:
+        raise ValueError(f"operator {name!r} is taken")
+    CONTEXT_OPERATORS[name] = fn
 
 
 _EMPTY = Context()
