@@ -20,17 +20,6 @@ KNOWN = {
     frozenset(
         {"phoneenv.cli", "phoneenv.evolve_cli", "phoneenv.farm.distributed", "phoneenv.propose_cli", "rl.trainers"}
     ),
-    frozenset(
-        {
-            "phoneenv.harness.providers",
-            "phoneenv.harness.providers.confirm",
-            "phoneenv.harness.providers.delegation",
-            "phoneenv.harness.providers.finish",
-            "phoneenv.harness.providers.memory",
-            "phoneenv.harness.providers.skills",
-            "phoneenv.harness.providers.step_up",
-        }
-    ),
 }
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from phoneenv.contract import Feedback
 from phoneenv.frames import DELEGATE_TOOL
-from phoneenv.harness.providers import ToolProvider
+from phoneenv.harness.providers.base import ToolProvider
 from phoneenv.tools import ToolDef
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field
 
 from phoneenv.contract import Domain, Feedback
-from phoneenv.harness.providers import ToolProvider
+from phoneenv.harness.providers.base import ToolProvider
 from phoneenv.tools import ToolDef, build_tool, tool
 
 if TYPE_CHECKING:

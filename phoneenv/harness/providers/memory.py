@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from phoneenv.contract import Feedback
 from phoneenv.harness.episode_memory import MEMORY_TABLE, EpisodeMemory
-from phoneenv.harness.providers import Notes, ToolProvider
+from phoneenv.harness.providers.base import Notes, ToolProvider
 from phoneenv.tools import ToolDef
 
 if TYPE_CHECKING:

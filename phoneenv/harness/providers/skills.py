@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from phoneenv.contract import Feedback
-from phoneenv.harness.providers import ToolProvider
+from phoneenv.harness.providers.base import ToolProvider
 from phoneenv.harness.skills import READ_TOOL, SkillLibrary
 from phoneenv.tools import ToolDef
 

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from phoneenv.contract import Domain, Feedback, ToolSpec
 from phoneenv.harness import feedback
-from phoneenv.harness.providers import Notes, ToolProvider
+from phoneenv.harness.providers.base import Notes, ToolProvider
 from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.tools import ToolDef, build_tool, tool
 
