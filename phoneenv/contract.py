@@ -150,9 +150,9 @@ class ToolSpec(BaseModel):
 
         OpenAI's own API accepts only ``[a-zA-Z0-9_-]`` in names; ``name_style="underscore"``
         renders ``messages.send`` as ``messages__send``, a name the env also accepts. Description
-        and parameters are rendered compactly (:func:`phoneenv.tools.compact_parameters`).
+        and parameters are rendered compactly (:func:`phoneenv.compact.compact_parameters`).
         """
-        from phoneenv.tools import compact_parameters, compact_text
+        from phoneenv.compact import compact_parameters, compact_text
 
         name = self.name if name_style == "dotted" else self.name.replace(".", "__")
         return {

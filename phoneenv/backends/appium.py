@@ -60,7 +60,7 @@ from phoneenv.backends.base import Backend
 from phoneenv.contract import Domain, ErrorKind, Feedback, TaskSpec
 from phoneenv.extras import require
 from phoneenv.harness import feedback
-from phoneenv.harness.feedback import to_tool_error
+from phoneenv.harness.feedback import from_tool_error, to_tool_error
 from phoneenv.tools import ToolDef, ToolError, build_tool, tool
 
 if TYPE_CHECKING:
@@ -692,7 +692,7 @@ class AppiumUi:
         try:
             result = entry.method(self, **arguments)
         except ToolError as exc:
-            return exc.feedback(entry.spec.parameters)
+            return from_tool_error(exc, entry.spec.parameters)
         except Exception as exc:
             sel = {k: arguments[k] for k in ("text", "resource_id", "content_desc") if arguments.get(k)}
             if name == "ui.type":

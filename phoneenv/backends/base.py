@@ -21,6 +21,7 @@ import numpy as np
 from phoneenv.app import App
 from phoneenv.contract import Feedback, TaskSpec, ToolSpec
 from phoneenv.harness import feedback
+from phoneenv.harness.feedback import from_tool_error
 from phoneenv.phone import SECONDS_PER_CALL, Phone
 from phoneenv.tools import ToolDef, ToolError
 
@@ -197,7 +198,7 @@ class PhoneBackend(Backend):
                 self._ran()
                 return Feedback(ok=True, result=result, image=self._frame() if spec.returns_image else None)
         except ToolError as exc:
-            return exc.feedback(spec.parameters)
+            return from_tool_error(exc, spec.parameters)
         except Exception as exc:
             return self._failed(name, exc)
 

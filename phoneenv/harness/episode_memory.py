@@ -86,7 +86,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from phoneenv.contract import Domain, ErrorKind, Feedback, Fixtures, MemoryFixture, TaskSpec
-from phoneenv.harness.feedback import internal_error
+from phoneenv.harness.feedback import from_tool_error, internal_error
 from phoneenv.harness.memory import (
     CachedEmbedder,
     Embedder,
@@ -328,7 +328,7 @@ class EpisodeMemory:
         """
         tdef = _defs().get(name)
         if tdef is None or (name == WAIT_TOOL and not self._wait_ok):
-            return ToolError(ErrorKind.UNKNOWN_TOOL, f"there is no tool {name[:80]!r}").feedback()
+            return from_tool_error(ToolError(ErrorKind.UNKNOWN_TOOL, f"there is no tool {name[:80]!r}"))
         if name == "memory.search" and not self._resolved:
             self._resolve()
         if tdef.spec.app == "system":
@@ -339,7 +339,7 @@ class EpisodeMemory:
         try:
             result = tdef.method(owner, **arguments)
         except ToolError as exc:
-            return exc.feedback(tdef.spec.parameters)
+            return from_tool_error(exc, tdef.spec.parameters)
         except Exception:  # a broken embedder or database: the world's fault, never the agent's
             log.exception("tool %s raised", name)
             return internal_error(name, "the memory store")

@@ -82,6 +82,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback
 from phoneenv.extras import MissingExtra, install_command, require
+from phoneenv.harness.feedback import from_tool_error
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, tool
 
 __all__ = [
@@ -1453,12 +1454,14 @@ class MemoryTools:
         """
         entry = self.tools().get(name)
         if entry is None:
-            return ToolError(
-                ErrorKind.UNKNOWN_TOOL,
-                f"there is no tool {name[:80]!r}",
-                hint="see the tool list",
-                candidates=sorted(self.tools()),
-            ).feedback()
+            return from_tool_error(
+                ToolError(
+                    ErrorKind.UNKNOWN_TOOL,
+                    f"there is no tool {name[:80]!r}",
+                    hint="see the tool list",
+                    candidates=sorted(self.tools()),
+                )
+            )
         tdef, fn = entry
         try:
             args = tdef.validator.validate(dict(arguments))
@@ -1475,7 +1478,7 @@ class MemoryTools:
         try:
             return Feedback(ok=True, result=fn(**args))
         except ToolError as exc:
-            return exc.feedback()
+            return from_tool_error(exc)
 
 
 def memory_tools(store: MemoryStore, clock: Callable[[], str]) -> dict[str, tuple[ToolDef, Callable[..., Any]]]:
