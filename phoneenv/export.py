@@ -24,22 +24,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from phoneenv.contract import Trace
 from phoneenv.extras import require
+from phoneenv.tracefiles import find_trace_files, read_traces
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ExportReport", "episode_row", "export_run", "find_trace_files", "read_traces", "step_rows"]
-
-SKIPPED_FILES = frozenset({"results.jsonl", "metrics.jsonl", "sft_log.jsonl", "rl_log.jsonl"})
-"""JSON Lines files of a run folder that are not traces."""
 
 EPISODE_COLUMNS: dict[str, tuple[str, str]] = {
     "task_id": ("string", "the task's id"),
@@ -97,43 +92,6 @@ class ExportReport:
     steps: int
     sft: int | None
     files: int
-
-
-def find_trace_files(run_dir: Path) -> list[Path]:
-    """The trace files of a run folder, in path order: ``traces/**/*.jsonl`` when the folder has
-    a ``traces`` folder (both the one-seed layout ``traces/<task>.jsonl`` and the seeded one
-    ``traces/<task>/seed-<s>.jsonl``), else every ``*.jsonl`` under it except the run's other
-    JSON Lines files (``results.jsonl``, ``metrics.jsonl``...). A file is returned as itself.
-
-    Raises:
-        FileNotFoundError: ``run_dir`` does not exist.
-    """
-    run_dir = Path(run_dir)
-    if not run_dir.exists():
-        raise FileNotFoundError(f"{run_dir} does not exist")
-    if run_dir.is_file():
-        return [run_dir]
-    root = run_dir / "traces" if (run_dir / "traces").is_dir() else run_dir
-    return sorted(p for p in root.rglob("*.jsonl") if p.name not in SKIPPED_FILES and not p.name.startswith("."))
-
-
-def read_traces(files: Iterable[Path]) -> Iterator[Trace]:
-    """Every trace of ``files`` (one JSON trace a line), in order.
-
-    Raises:
-        ValueError: a line is not a trace (the message names the file and line).
-    """
-    for path in files:
-        with Path(path).open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield Trace.model_validate_json(line)
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    where = "/".join(str(p) for p in first.get("loc", ()))
-                    raise ValueError(f"{path}, line {n}: not a trace ({where}: {first['msg']})") from None
 
 
 def _json(value: Any) -> str | None:

@@ -122,11 +122,11 @@ def load_traces(sources: TraceSource | Iterable[TraceSource]) -> list[Trace]:
     """Traces from :class:`Trace` objects, JSONL files (one trace a line) or folders of them.
 
     A folder contributes its trace files in path order, found as
-    :func:`phoneenv.export.find_trace_files` finds them (``traces/**/*.jsonl``, so a multi-seed
+    :func:`phoneenv.tracefiles.find_trace_files` finds them (``traces/**/*.jsonl``, so a multi-seed
     run's ``traces/seed-<s>/`` folders too); a run's other JSON Lines files (``results.jsonl``,
     ``metrics.jsonl``...) are skipped.
     """
-    from phoneenv.export import find_trace_files
+    from phoneenv.tracefiles import find_trace_files
 
     if isinstance(sources, (Trace, str, Path)):
         sources = [sources]

@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("phoneenv", "agents", "apps", "rl")
 
 KNOWN = {
-    frozenset({"phoneenv.evaluation", "phoneenv.export", "phoneenv.loop.runstore", "rl.sft"}),
     frozenset(
         {"phoneenv.cli", "phoneenv.evolve_cli", "phoneenv.farm.distributed", "phoneenv.propose_cli", "rl.trainers"}
     ),

@@ -288,7 +288,7 @@ class RunStore:
 
     def ingest_run(self, run_dir: str | Path, *, origin: str = "eval") -> int:
         """Store every trace of an eval run folder (``traces/**/*.jsonl``; see
-        :func:`phoneenv.export.find_trace_files`), the run named as ``str(run_dir)`` and the
+        :func:`phoneenv.tracefiles.find_trace_files`), the run named as ``str(run_dir)`` and the
         harness read from its ``run.json`` when the traces name none. Idempotent: each trace is
         keyed by its file and line, so ingesting again (or a run stored while it ran) adds
         nothing. Returns how many traces were read.
@@ -297,7 +297,7 @@ class RunStore:
             FileNotFoundError: ``run_dir`` does not exist.
             ValueError: a line of a trace file is not a trace (the message names the file and line).
         """
-        from phoneenv.export import find_trace_files
+        from phoneenv.tracefiles import find_trace_files
 
         run_dir = Path(run_dir)
         harness = _run_harness(run_dir)

@@ -1,0 +1,53 @@
+"""The trace files of a run folder and the traces in them (one JSON trace a line): what the
+exporter, the run store and SFT read. Depends on :mod:`phoneenv.contract` alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from phoneenv.contract import Trace
+
+__all__ = ["SKIPPED_FILES", "find_trace_files", "read_traces"]
+
+SKIPPED_FILES = frozenset({"results.jsonl", "metrics.jsonl", "sft_log.jsonl", "rl_log.jsonl"})
+"""JSON Lines files of a run folder that are not traces."""
+
+
+def find_trace_files(run_dir: Path) -> list[Path]:
+    """The trace files of a run folder, in path order: ``traces/**/*.jsonl`` when the folder has
+    a ``traces`` folder (both the one-seed layout ``traces/<task>.jsonl`` and the seeded one
+    ``traces/<task>/seed-<s>.jsonl``), else every ``*.jsonl`` under it except the run's other
+    JSON Lines files (``results.jsonl``, ``metrics.jsonl``...). A file is returned as itself.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` does not exist.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise FileNotFoundError(f"{run_dir} does not exist")
+    if run_dir.is_file():
+        return [run_dir]
+    root = run_dir / "traces" if (run_dir / "traces").is_dir() else run_dir
+    return sorted(p for p in root.rglob("*.jsonl") if p.name not in SKIPPED_FILES and not p.name.startswith("."))
+
+
+def read_traces(files: Iterable[Path]) -> Iterator[Trace]:
+    """Every trace of ``files`` (one JSON trace a line), in order.
+
+    Raises:
+        ValueError: a line is not a trace (the message names the file and line).
+    """
+    for path in files:
+        with Path(path).open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield Trace.model_validate_json(line)
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    where = "/".join(str(p) for p in first.get("loc", ()))
+                    raise ValueError(f"{path}, line {n}: not a trace ({where}: {first['msg']})") from None
