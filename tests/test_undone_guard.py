@@ -129,3 +129,25 @@ def test_every_suite_task_that_changes_the_phone_is_guarded():
         "travel_memory.time_to_place",
         "travel_subagent.warmest_city",
     }
+
+
+def test_the_prover_leaves_free_arguments_alone_and_perturbs_fixed_ones():
+    """``free_arguments``: the answer of an action task and a greeting no word of which the goal
+    holds are free; a body that names the goal's place, a recipient's number, a size code and the
+    answer of a task that asks for one are not."""
+    from phoneenv.contract import AnswerCriterion
+    from phoneenv.tasks.validate import free_arguments
+
+    plan = [
+        call("camera.take_photo"),
+        call("messages.send_photos", to="+4915112345678", photo_ids=["ph_5"], body="Hi! Look at this"),
+        call("shop.add_to_cart", product_id="p_1", size="XL"),
+        call("messages.send", to="+4915112345678", body="I'm at Central Station"),
+        call("finish", answer="Sent."),
+    ]
+    created = [state("messages.messages", "created", body={"says": "Central Station"})]
+    task = TaskSpec(id="t/0", domain="communication", goal="Send Ana a photo; I'm at Central Station.",
+                    criteria=created, reference_plan=plan)  # fmt: skip
+    assert free_arguments(task) == {"1.body", "4.answer"}
+    asked = task.model_copy(update={"criteria": [*created, AnswerCriterion(contains=["sent"])]})
+    assert free_arguments(asked) == {"1.body"}
