@@ -57,9 +57,11 @@ def round_cmd(
 
     client = None
     if model is not None:
-        from phoneenv.cli import make_client
+        from agents.factory import make_client
+        from phoneenv.cli_errors import usage_errors
 
-        client = make_client(base_url, model, api_key)
+        with usage_errors():
+            client = make_client(base_url, model, api_key)
     try:
         result = evolve.run_round(run, loop=loop, client=client, min_size=min_size, max_clusters=max_clusters)
     except (OSError, HarnessError, ValueError) as exc:

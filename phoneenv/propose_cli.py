@@ -62,9 +62,10 @@ def propose_cmd(
     apps' schemas, not a near-duplicate, criteria false at the start and after random plans, and
     solved by a planner in one of K attempts. Solved tasks go into <loop>/tasks.jsonl (and the
     suite: `--tasks source:generated`); unsolved ones wait for review (`phoneenv review list`)."""
+    from agents.factory import make_client
     from agents.planner import LLMPlanner
     from agents.toolfilter import parse_tool_filter
-    from phoneenv.cli import make_client
+    from phoneenv.cli_errors import usage_errors
     from phoneenv.llm import InfrastructureError
     from phoneenv.loop import loop_dir
     from phoneenv.loop.propose import Outcome, parse_gap, propose
@@ -78,7 +79,8 @@ def propose_cmd(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--tools") from None
     try:
-        client = make_client(base_url, model, api_key)
+        with usage_errors():
+            client = make_client(base_url, model, api_key)
     except (OSError, ValueError) as exc:
         raise typer.BadParameter(f"cannot load the model: {exc}", param_hint="--model") from None
     solver: Any = None
@@ -89,7 +91,8 @@ def propose_cmd(
         else:
             solver_name = solver_model
             try:
-                solver_client = make_client(solver_base_url or base_url, solver_model, api_key, "--solver-model")
+                with usage_errors():
+                    solver_client = make_client(solver_base_url or base_url, solver_model, api_key, "--solver-model")
             except (OSError, ValueError) as exc:
                 raise typer.BadParameter(f"cannot load the model: {exc}", param_hint="--solver-model") from None
 

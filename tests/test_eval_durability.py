@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 import phoneenv.cli as cli
+from agents import factory
 from phoneenv.backends.sandbox import SandboxBackend
 from phoneenv.contract import Trace
 from phoneenv.evaluation import (
@@ -225,7 +226,7 @@ def test_run_json_holds_no_api_key(tmp_path, monkeypatch):
         def chat(self, messages, **kwargs):
             raise InfrastructureError("connection refused", kind="connection")
 
-    monkeypatch.setattr(cli, "make_client", lambda *args, **kwargs: DeadServer())
+    monkeypatch.setattr(factory, "make_client", lambda *args, **kwargs: DeadServer())
     out = tmp_path / "llm"
     res = runner.invoke(
         cli.app,

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from agents import factory
 from phoneenv.cli import app
 from phoneenv.contract import ToolCall
 from phoneenv.llm import ChatResult, TokenUsage
@@ -95,10 +96,9 @@ def run(*args: str) -> str:
 
 
 def the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: Any, *, train: bool = False) -> None:
-    import phoneenv.cli as cli
     from rl.sampler import SamplerConfig, TaskSampler
 
-    monkeypatch.setattr(cli, "make_client", lambda *a, **k: client)
+    monkeypatch.setattr(factory, "make_client", lambda *a, **k: client)
     monkeypatch.setattr("phoneenv.harness.memory.default_embedder", lambda device="cpu": bag_of_words)
     # the process-wide embedder made from it is this test's alone (memory search shares it)
     monkeypatch.setattr("phoneenv.harness.memory._shared", None)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from agents import factory
 from phoneenv.llm import ChatResult, TokenUsage
 from phoneenv.loop import REVIEW_DB, TASKS_FILE, loop_dir
 from phoneenv.loop.propose import PROPOSALS_FILE, GoalIndex, check_draft, parse_drafts, parse_gap, propose
@@ -345,7 +346,7 @@ def test_cli_tasks_propose(monkeypatch):
         made.append((base_url, model, option))
         return Proposer([SWIM, TYPO]) if option == "--model" else Solver()
 
-    monkeypatch.setattr(cli, "make_client", fake_client)
+    monkeypatch.setattr(factory, "make_client", fake_client)
     monkeypatch.setattr("phoneenv.harness.memory.default_embedder", lambda device="cpu": bag_of_words)
     # the process-wide embedder made from it is this test's alone (memory search shares it)
     monkeypatch.setattr("phoneenv.harness.memory._shared", None)

@@ -83,9 +83,10 @@ class ClientSpec:
     api_key: str | None = None
 
     def build(self) -> Any:
-        """The client (:func:`phoneenv.cli.make_client`); raises ``typer.BadParameter`` when
-        neither a served model nor a local folder is usable."""
-        from phoneenv.cli import make_client
+        """The client (:func:`agents.factory.make_client`); raises
+        :class:`~agents.factory.AgentSpecError` when neither a served model nor a local folder is
+        usable."""
+        from agents.factory import make_client
 
         return make_client(self.base_url, self.model, self.api_key)
 
@@ -105,17 +106,17 @@ class AgentSpec:
     options: dict[str, Any] | None = None
 
     def build(self) -> Any:
-        """A fresh agent (:func:`phoneenv.cli._make_agent`, or the ``factory``); raises
-        ``typer.BadParameter`` for an unknown name or an unusable model, ``ImportError`` /
+        """A fresh agent (:func:`agents.factory.make_agent`, or the ``factory``); raises
+        :class:`~agents.factory.AgentSpecError` for an unknown name or an unusable model, ``ImportError`` /
         ``AttributeError`` for a factory that is not there."""
         if self.factory is not None:
             import importlib
 
             module, _, attr = self.factory.partition(":")
             return getattr(importlib.import_module(module), attr)(**(self.options or {}))
-        from phoneenv.cli import _make_agent
+        from agents.factory import make_agent
 
-        return _make_agent(self.name, self.seed, self.llm)
+        return make_agent(self.name, self.seed, self.llm)
 
 
 # ------------------------------------------------------------------------------------------------
