@@ -146,3 +146,14 @@ def test_no_new_import_circle():
     assert not new, "new import circles: " + "; ".join(" -> ".join(path_around(graph, g)) for g in new)
     gone = [sorted(g) for g in KNOWN - found]
     assert not gone, f"circles broken (remove them from KNOWN): {gone}"
+
+
+def _is_cli(module: str) -> bool:
+    return module in ("phoneenv.cli", "phoneenv.cli_errors", "phoneenv.__main__") or module.endswith("_cli")
+
+
+def test_the_library_never_imports_the_command_line():
+    graph = import_graph()
+    assert _is_cli("phoneenv.evolve_cli") and not _is_cli("phoneenv.evaluation")
+    reach = sorted(f"{m} -> {t}" for m, ts in graph.items() if not _is_cli(m) for t in ts if _is_cli(t))
+    assert reach == []
