@@ -61,6 +61,8 @@ def make_agent(name: str, seed: int, llm: dict[str, Any] | None = None, client: 
         opts = llm or {}
         try:
             client = client or make_client(opts.get("base_url"), opts.get("model"), opts.get("api_key"))
+        except AgentSpecError:
+            raise  # already names what is missing and the option
         except (OSError, ValueError) as exc:
             raise AgentSpecError(f"cannot load the model: {exc}", param_hint="--model") from None
         try:
