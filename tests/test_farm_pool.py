@@ -796,7 +796,7 @@ def _fault_storm(own, tmp_path) -> None:
     # on a mismatch, say which device was retired (or kept) and why, whole
     assert set(retired) == broken, {named.get(s, s): retired.get(s, "kept") for s in set(retired) ^ broken}
     assert "unauthorized" in retired[serial["unauthorized"]]
-    assert retired[serial["full"]].startswith("storage full")
+    assert retired[serial["full"]].startswith("storage full"), retired[serial["full"]]  # the reason, on a miss
     assert "did not answer" in retired[serial["hung"]]
     for name in ("killed", "offline"):
         assert re.search(r"offline|not listed|unreachable|disconnected", retired[serial[name]]), retired[serial[name]]
