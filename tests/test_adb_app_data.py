@@ -369,7 +369,7 @@ def test_reference_verdicts_match_the_sandbox_with_app_snapshots(adb_server, tmp
 def test_capture_login_command(adb_server, login_phone, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from phoneenv.device_cli import device_app
+    from phoneenv.cli.device import device_app
 
     server, dev, _ = login_phone
     args = ["capture-login", "--app", "mail", "--account", ACCOUNT, "--out", str(tmp_path)]

@@ -166,14 +166,13 @@ def test_cli_tasks_commands():
 
 
 def test_cli_validate_reports_a_probe_with_the_wrong_verdict(monkeypatch):
-    import phoneenv.cli as cli
     from phoneenv.contract import Probe
 
     task = select("contacts.favorite/0")[0]
     lying = task.model_copy(
         update={"probes": [Probe(name="do nothing", expect="pass", plan=[task.reference_plan[-1]])]}
     )
-    monkeypatch.setattr(cli, "_select", lambda *_: [lying])
+    monkeypatch.setattr("phoneenv.cli.tasks.select_tasks", lambda *_: [lying])
     res = runner.invoke(app, ["tasks", "validate", "contacts.favorite/0"])
     assert res.exit_code == 1 and "BROKEN contacts.favorite/0" in res.output
     assert "probe 'do nothing' must pass but fails" in " ".join(res.output.split())

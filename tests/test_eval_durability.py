@@ -401,7 +401,9 @@ def test_cli_waits_out_a_blip_and_stops_with_everything_written_past_the_budget(
     clock = FakeClock()
     backend = FlakyBackend(failing)
     monkeypatch.setattr(backends, "make_backend", lambda name, **kw: backend)
-    monkeypatch.setattr(cli, "InfraRetry", partial(InfraRetry, sleep=clock.sleep, clock=clock, jitter_s=0.0))
+    monkeypatch.setattr(
+        "phoneenv.cli.evaluate.InfraRetry", partial(InfraRetry, sleep=clock.sleep, clock=clock, jitter_s=0.0)
+    )
     out = tmp_path / "run"
     res = _eval(out, "--backend", "sandbox", "--infra-budget-s", "20")
     assert res.exit_code == code, res.output

@@ -149,11 +149,31 @@ def test_no_new_import_circle():
 
 
 def _is_cli(module: str) -> bool:
-    return module in ("phoneenv.cli", "phoneenv.cli_errors", "phoneenv.__main__") or module.endswith("_cli")
+    return module in ("phoneenv.cli", "phoneenv.__main__") or module.startswith("phoneenv.cli.")
 
 
 def test_the_library_never_imports_the_command_line():
     graph = import_graph()
-    assert _is_cli("phoneenv.evolve_cli") and not _is_cli("phoneenv.evaluation")
+    assert _is_cli("phoneenv.cli.evolve") and not _is_cli("phoneenv.evaluation") and not _is_cli("phoneenv.client")
     reach = sorted(f"{m} -> {t}" for m, ts in graph.items() if not _is_cli(m) for t in ts if _is_cli(t))
     assert reach == []
+
+
+def test_the_command_line_is_one_package():
+    """Every command group is a module of ``phoneenv/cli/``; none lies loose beside the library."""
+    loose = sorted(m for m in import_graph() if m.endswith("_cli") or m.endswith(".cli_errors"))
+    assert loose == []
+    groups = {p.stem for p in (Path(__file__).parent.parent / "phoneenv" / "cli").glob("*.py")}
+    assert {
+        "evaluate",
+        "tasks",
+        "view",
+        "farm",
+        "device",
+        "mcp",
+        "traces",
+        "review",
+        "propose",
+        "evolve",
+        "train",
+    } <= groups

@@ -251,8 +251,8 @@ def test_review_cli_lists_shows_and_decides(
     from rich.console import Console
     from typer.testing import CliRunner
 
-    from phoneenv import review_cli
     from phoneenv.cli import app
+    from phoneenv.cli import review as review_cli
     from phoneenv.loop import REVIEW_DB
 
     monkeypatch.setattr(review_cli, "console", Console(width=250, no_color=True))

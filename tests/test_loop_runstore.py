@@ -226,6 +226,29 @@ def test_train_rl_stores_in_the_loop_unless_told_not_to(tmp_path: Path, monkeypa
     assert seen.pop("cfg").run_store == str(tmp_path / "L")
     assert CliRunner().invoke(app, [*args, "--no-store"]).exit_code == 0
     assert seen.pop("cfg").run_store is None
+    monkeypatch.delenv("PHONEENV_LOOP_DIR")  # no loop configured: the store goes with the run
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert seen.pop("cfg").run_store == str(tmp_path / "rl" / "loop")
+
+
+def test_an_eval_with_no_loop_configured_writes_nothing_outside_its_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --loop or $PHONEENV_LOOP_DIR the run store and the review queue go to <out>/loop;
+    the current folder stays empty, and the line that reports the queue names that folder."""
+    from phoneenv.loop.review import ReviewQueue
+
+    monkeypatch.delenv("PHONEENV_LOOP_DIR")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    out = tmp_path / "run"
+    res = _eval(out)
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in cwd.rglob("*")) == []
+    assert len(RunStore(out / "loop" / "runs.sqlite").rows()) == 2
+    assert [i.kind for i in ReviewQueue(out / "loop" / "review.sqlite").items()] == ["sensitive"]
+    assert f"1 queued for review (phoneenv review list --loop {out / 'loop'})" in "".join(res.output.split("\n"))
 
 
 @pytest.mark.slow

@@ -123,7 +123,7 @@ def _tasks_list(selector: str, columns: int, monkeypatch: pytest.MonkeyPatch) ->
 
     from rich.console import Console
 
-    from phoneenv import cli
+    from phoneenv.cli import tasks as cli
 
     buf = io.StringIO()
     monkeypatch.setattr(cli, "console", Console(file=buf, width=columns, no_color=True, color_system=None))

@@ -61,7 +61,7 @@ def test_apps_filter_is_the_task_filter_without_user_system_tools():
 def test_default_training_plans_fit_the_apps_filter():
     """Every call of the default training tasks' reference plans is offered under ``apps``, so the
     filter ``train sft`` and ``train rl`` default to does not hide a needed tool."""
-    from phoneenv.cli import DEFAULT_TRAIN_TASKS
+    from phoneenv.cli.train import DEFAULT_TRAIN_TASKS
     from phoneenv.tasks import select
 
     tasks = select(DEFAULT_TRAIN_TASKS)

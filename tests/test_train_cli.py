@@ -158,7 +158,7 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
     base.mkdir()
     (base / "config.json").write_text('{"max_position_embeddings": 8192}')
     monkeypatch.setattr(rl.sft, "train_sft", fake_train_sft)
-    monkeypatch.setattr("phoneenv.cli._base_model", lambda *a: base)
+    monkeypatch.setattr("phoneenv.cli.train.base_model", lambda *a: base)
     ids = ["settings.toggle/0", "clock.alarm_off/0", "subagent.album_of_person/0"]
     res = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "sft"), "--tasks", ",".join(ids)])
     assert res.exit_code == 0, res.output
@@ -187,7 +187,7 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
 def test_sft_default_base_is_smollm2_on_a_gpu_and_tiny_on_a_cpu(monkeypatch):
     import torch
 
-    from phoneenv.cli import _default_sft_model
+    from phoneenv.cli.train import _default_sft_model
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert _default_sft_model() == "smollm2"

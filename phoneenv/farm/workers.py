@@ -18,7 +18,7 @@ stop or restart it: ``{"runtime": "docker", "container": NAME, "image": IMAGE, "
 ``phoneenv farm restart FARM_FILE SERIAL``, which restarts that one worker on the same port,
 waits until it answers and reconnects it.
 
-Used by ``phoneenv farm up|down|status|restart`` (:mod:`phoneenv.farm_cli`).
+Used by ``phoneenv farm up|down|status|restart`` (:mod:`phoneenv.cli.farm`).
 """
 
 from __future__ import annotations

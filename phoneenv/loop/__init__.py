@@ -46,15 +46,20 @@ HARNESS_DIR = "harness"
 ROUNDS_DIR = "rounds"
 
 
-def loop_dir(path: str | os.PathLike[str] | None = None) -> Path:
-    """The loop directory: ``path`` when given, else ``$PHONEENV_LOOP_DIR``, else ``runs/loop``.
+def loop_dir(path: str | os.PathLike[str] | None = None, default: str | os.PathLike[str] | None = None) -> Path:
+    """The loop directory: ``path`` when given, else ``$PHONEENV_LOOP_DIR``, else ``default``,
+    else ``runs/loop``.
 
-    The folder is not created here; whoever writes into it creates it.
+    ``phoneenv eval`` passes ``<out>/loop`` as ``default``: an eval whose loop is not configured
+    keeps its run store with the run, never in the current folder. The folder is not created
+    here; whoever writes into it creates it.
     """
     if path is not None:
         return Path(path)
     env = os.environ.get(LOOP_DIR_ENV)
-    return Path(env) if env else DEFAULT_LOOP_DIR
+    if env:
+        return Path(env)
+    return Path(default) if default is not None else DEFAULT_LOOP_DIR
 
 
 def reviewer_name() -> str:

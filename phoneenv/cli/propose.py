@@ -65,7 +65,7 @@ def propose_cmd(
     from agents.factory import make_client
     from agents.planner import LLMPlanner
     from agents.toolfilter import parse_tool_filter
-    from phoneenv.cli_errors import usage_errors
+    from phoneenv.cli.errors import usage_errors
     from phoneenv.llm import InfrastructureError
     from phoneenv.loop import loop_dir
     from phoneenv.loop.propose import Outcome, parse_gap, propose

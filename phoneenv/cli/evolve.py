@@ -58,7 +58,7 @@ def round_cmd(
     client = None
     if model is not None:
         from agents.factory import make_client
-        from phoneenv.cli_errors import usage_errors
+        from phoneenv.cli.errors import usage_errors
 
         with usage_errors():
             client = make_client(base_url, model, api_key)
