@@ -683,8 +683,10 @@ def render_report(run: Run, *, screens: ScreenMode = "captures", plots: bool = T
         plots: draw the plots (needs matplotlib, the ``view`` extra).
 
     Raises:
-        phoneenv.extras.MissingExtra: ``plots`` without matplotlib.
+        phoneenv.extras.MissingExtra: ``plots`` without matplotlib (raised before any replay).
     """
+    if plots:
+        _pyplot()  # the extra is checked before the replays, which take seconds an episode
     for e in run.episodes:
         if e.diff is None and e.note is None:
             _replay(e, screens)

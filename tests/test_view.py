@@ -298,6 +298,24 @@ def test_view_cli_writes_the_report_and_refuses_what_is_not_a_run(runs, tmp_path
     assert res.exit_code == 2 and "captures, all or none" in res.output
 
 
+def test_view_without_its_extra_says_so_before_replaying_anything(runs, monkeypatch):
+    """No matplotlib: ``render_report`` raises MissingExtra before the first replay (replays take
+    seconds an episode, so the check comes first); without plots it needs no extra."""
+    import sys
+
+    import phoneenv.view as view
+    from phoneenv.extras import MissingExtra
+
+    replayed: list[str] = []
+    monkeypatch.setattr(view, "_replay", lambda e, screens: replayed.append(e.task_id))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(MissingExtra, match="view"):
+        view.render_report(view.load_run(runs["ref"]))
+    assert replayed == []
+    view.render_report(view.load_run(runs["ref"]), plots=False)
+    assert replayed
+
+
 # -- in a real browser ----------------------------------------------------------------------------
 
 
@@ -456,9 +474,9 @@ def test_compare_cli_prints_and_writes_an_escaped_page(runs, tmp_path, monkeypat
     """The command prints the counts and the differing tasks, and its HTML escapes run text."""
     from rich.console import Console
 
-    import phoneenv.view_cli
+    import phoneenv.cli.view
 
-    monkeypatch.setattr(phoneenv.view_cli, "console", Console(width=200))  # no folded task ids
+    monkeypatch.setattr(phoneenv.cli.view, "console", Console(width=200))  # no folded task ids
     hostile = shutil.copytree(runs["random"], tmp_path / "hostile")
     cfg = json.loads((hostile / "run.json").read_text())
     (hostile / "run.json").write_text(json.dumps({**cfg, "agent": "<script>window.__pwned=1</script>"}))
