@@ -12,10 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from phoneenv.errors import PhoneEnvError
+
 __all__ = ["USER_AGENT_KWARGS", "AgentSpecError", "make_agent", "make_client", "user_agent"]
 
 
-class AgentSpecError(ValueError):
+class AgentSpecError(PhoneEnvError, ValueError):
     """A planner or model that cannot be built from its options; ``param_hint`` names the
     command-line option (``--agent``, ``--model``, ``--tools``)."""
 

@@ -15,7 +15,7 @@ N = 32).
 
 Traces: ``run_episodes(out_dir=...)`` with the reference agent on sandbox Tool tasks, every
 trace serialised, and written nowhere (the floor), one file per episode on the episode's
-thread (``_atomic_write``, as ``eval`` did before), or by the run's
+thread (``atomic_write``, as ``eval`` did before), or by the run's
 :class:`~phoneenv.evaluation.TraceWriter` thread (now); then the writer with ``gc.freeze()``
 after set-up. Each figure is the median of the repetitions, interleaved.
 """
@@ -43,7 +43,7 @@ from agents.llm.client import OpenAIChatClient  # noqa: E402
 from agents.planner import LLMPlanner  # noqa: E402
 from agents.reference import ReferenceAgent  # noqa: E402
 from phoneenv import evaluation  # noqa: E402
-from phoneenv.evaluation import _atomic_write, run_episodes  # noqa: E402
+from phoneenv.evaluation import atomic_write, run_episodes  # noqa: E402
 from phoneenv.tasks import load_suite  # noqa: E402
 from tests.latency_openai import plans_by_goal  # noqa: E402
 
@@ -129,7 +129,7 @@ class _Inline(evaluation.TraceWriter):
     def submit(self, task_id: str, text: str) -> Future:
         done: Future = Future()
         path = self.path_for(task_id)
-        _atomic_write(path, text, sync=False)
+        atomic_write(path, text, sync=False)
         done.set_result(path)
         return done
 

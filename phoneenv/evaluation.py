@@ -34,6 +34,7 @@ import tenacity
 from pydantic import TypeAdapter, ValidationError
 
 from phoneenv.contract import Category, TaskSpec
+from phoneenv.errors import RunConfigError
 from phoneenv.llm import InfrastructureError
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ SYNC_INTERVAL_S = 1.0
 (``fsync``); see :class:`RunFolder`."""
 
 
-def _atomic_write(path: Path, text: str, *, sync: bool = True) -> None:
+def atomic_write(path: Path, text: str, *, sync: bool = True) -> None:
     """Write ``text`` (UTF-8) to ``path`` whole or not at all: a temporary file in the same
     folder, flushed to disk (``fsync``, unless not ``sync``), then renamed over ``path``
     (``os.replace`` is atomic on POSIX and Windows). A failure leaves ``path`` as it was and
@@ -218,8 +219,8 @@ def _episode(
 ) -> _Episode:
     """One episode as a generator: it resets ``env``, then yields each ``(observation, info)`` the
     agent must act on and takes the agent's decision by ``send`` (or its
-    :class:`InfrastructureError` by ``throw``); it returns what :func:`_play_trace` returns.
-    :func:`_play_trace` drives it with ``agent.act``, :func:`_aplay_trace` with ``await
+    :class:`InfrastructureError` by ``throw``); it returns what :func:`play_trace` returns.
+    :func:`play_trace` drives it with ``agent.act``, :func:`_aplay_trace` with ``await
     agent.aact`` (so the env steps stay on the caller's thread either way)."""
     t0 = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"task": task})
@@ -273,7 +274,7 @@ def _episode(
     return result, trace, kind is not None and not abort_kind
 
 
-def _play_trace(
+def play_trace(
     agent: AgentLike,
     env: Any,
     task: TaskSpec,
@@ -308,7 +309,7 @@ def _play_trace(
 
 
 async def _aplay_trace(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple[EpisodeResult, Any, bool]:
-    """:func:`_play_trace` for an event loop: an agent with an ``aact`` coroutine (the
+    """:func:`play_trace` for an event loop: an agent with an ``aact`` coroutine (the
     :class:`~agents.planner.LLMPlanner` over a served model) is awaited, so other episodes step
     while it waits on its model; any other agent's ``act`` runs inline. The env steps run on the
     loop's thread."""
@@ -337,13 +338,13 @@ def play_episode(agent: AgentLike, env: Any, task: TaskSpec, seed: int) -> tuple
     An :class:`~phoneenv.llm.InfrastructureError` from the agent ends the episode as an
     infrastructure error; one from ``env.reset`` (a device that is gone or refuses the task's
     fixtures) propagates."""
-    result, trace, _ = _play_trace(agent, env, task, seed)
+    result, trace, _ = play_trace(agent, env, task, seed)
     return result, trace.model_dump_json() + "\n"
 
 
 class TraceWriter:
     """The one writer of a run's traces: a single thread that writes each episode's trace to its
-    own file, ``<folder>/<task-id>.jsonl`` (atomically, see :func:`_atomic_write`; synced to the
+    own file, ``<folder>/<task-id>.jsonl`` (atomically, see :func:`atomic_write`; synced to the
     disk with the run's group syncs), in the order they are handed over.
 
     The episode loop only serialises the trace and hands the text over (:meth:`submit`): creating
@@ -369,7 +370,7 @@ class TraceWriter:
 
     def path_for(self, task_id: str) -> Path:
         """Where the trace of ``task_id`` goes."""
-        return self.folder / _trace_name(task_id)
+        return self.folder / trace_name(task_id)
 
     def submit(self, task_id: str, text: str) -> Future[Path]:
         """Queue ``text`` (one trace as JSON, ending in a newline) to be written as the trace of
@@ -380,7 +381,7 @@ class TraceWriter:
             if self._failed is not None:  # the run stops at that failure: write nothing after it
                 raise OSError(f"{path.name} not written: an earlier trace failed ({self._failed})")
             try:
-                _atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
+                atomic_write(path, text, sync=False)  # to the disk with the run's next group sync
             except BaseException as exc:
                 self._failed = exc
                 raise
@@ -436,7 +437,7 @@ def _play(
     """One episode of ``agent`` on ``task``, its trace handed to ``run``'s writer; returns the
     result and the write's future (None without an output folder). ``t0`` is when the episode's
     wall time starts (``time.perf_counter``)."""
-    result, trace, _ = _play_trace(agent, env, task, seed, between=run.report_ready)
+    result, trace, _ = play_trace(agent, env, task, seed, between=run.report_ready)
     result.wall_s = time.perf_counter() - t0
     return result, run.write(task, trace)
 
@@ -447,7 +448,7 @@ def _utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-class _Pooled:
+class Pooled:
     """Plays episodes on devices leased from a pool, re-running a try lost to its device from
     reset on another device, up to ``max_attempts`` tries (see :func:`run_episodes`)."""
 
@@ -518,7 +519,7 @@ class _Pooled:
             last_device = lease.serial
             try:
                 env = self.env_for(lease)
-                result, trace, agent_failed = _play_trace(
+                result, trace, agent_failed = play_trace(
                     self.agent, env, task, seed, abort_on_device_fault=True, between=between
                 )
             except InfrastructureError as exc:  # construction or reset: the device is gone or refuses
@@ -594,7 +595,7 @@ class _Pooled:
             self.drop_env(serial)
 
 
-def _trace_name(task_id: str) -> str:
+def trace_name(task_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", task_id) + ".jsonl"
 
 
@@ -765,7 +766,7 @@ def run_episodes(
         return []
     run = _Run(agent, tasks, out_dir, seed, on_episode, env_kwargs, max_consecutive_infra, infra_retry)
     pooled = (
-        _Pooled(agent, tasks, pool, max_attempts, run.env_kwargs, dict(device_options or {}), lease_timeout_s, seed,
+        Pooled(agent, tasks, pool, max_attempts, run.env_kwargs, dict(device_options or {}), lease_timeout_s, seed,
                 out_dir)
         if pool is not None
         else None
@@ -926,7 +927,7 @@ class _Run:
         log.warning("%s ended in an infrastructure error; waiting %.1f s before the next task", task.id, wait)
         return wait
 
-    def sequential(self, pooled: _Pooled | None) -> None:
+    def sequential(self, pooled: Pooled | None) -> None:
         """Play the tasks one after another (``concurrency=1``)."""
 
         def attempt(task: TaskSpec, name: str) -> tuple[EpisodeResult, Future[Path] | None]:
@@ -1041,7 +1042,7 @@ class _Run:
         if stop:
             raise stop[0]
 
-    def close(self, pooled: _Pooled | None, *, quiet: bool) -> None:
+    def close(self, pooled: Pooled | None, *, quiet: bool) -> None:
         """Close the envs and the pool's, wait for the traces and report the episodes still
         waiting for theirs. ``quiet``: an error is already propagating, so a failed trace write
         does not replace it."""
@@ -1074,7 +1075,7 @@ async def _aclose_clients(agents: list[Any]) -> None:
             await aclose()
 
 
-def _pooled_episode(pooled: _Pooled, task: TaskSpec, run: _Run) -> tuple[EpisodeResult, Future[Path] | None]:
+def _pooled_episode(pooled: Pooled, task: TaskSpec, run: _Run) -> tuple[EpisodeResult, Future[Path] | None]:
     """One episode through the pool, its trace handed to the run's writer."""
     t0 = time.perf_counter()
     res, trace = pooled.play(task, pooled.seed, between=run.report_ready)
@@ -1298,8 +1299,8 @@ def write_results(out_dir: Path, results: list[EpisodeResult], board: Scoreboard
     """Write ``results.jsonl`` (one line per episode) and ``scoreboard.json`` into ``out_dir``,
     each whole or not at all (see :class:`RunFolder` for results written as they happen)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out_dir / RunFolder.RESULTS, "".join(json.dumps(asdict(r)) + "\n" for r in results))
-    _atomic_write(out_dir / RunFolder.SCOREBOARD, json.dumps(board.to_json(), indent=2) + "\n")
+    atomic_write(out_dir / RunFolder.RESULTS, "".join(json.dumps(asdict(r)) + "\n" for r in results))
+    atomic_write(out_dir / RunFolder.SCOREBOARD, json.dumps(board.to_json(), indent=2) + "\n")
 
 
 _RESULT = TypeAdapter(EpisodeResult)
@@ -1328,11 +1329,6 @@ def read_results(path: Path) -> list[EpisodeResult]:
             problem = exc.errors()[0]
             raise ValueError(f"{path}, line {n}: not an episode result ({problem['msg']})") from None
     return out
-
-
-class RunConfigError(ValueError):
-    """An eval output folder that cannot take this run: it holds another run (without resume),
-    none to resume, or a run made with another configuration (the message names the keys)."""
 
 
 class RunFolder:
@@ -1413,8 +1409,8 @@ class RunFolder:
                 )
             self._clear()
         self.traces.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.path / self.MANIFEST, json.dumps({"format": self.FORMAT, **config}, indent=2) + "\n")
-        _atomic_write(self.path / self.RESULTS, "")
+        atomic_write(self.path / self.MANIFEST, json.dumps({"format": self.FORMAT, **config}, indent=2) + "\n")
+        atomic_write(self.path / self.RESULTS, "")
         self._open()
 
     def resume(self, config: dict[str, Any]) -> list[EpisodeResult]:
@@ -1463,7 +1459,7 @@ class RunFolder:
         self.traces.mkdir(parents=True, exist_ok=True)
         for stale in self.traces.glob(".*.tmp"):  # a trace being written when the run was killed
             stale.unlink()
-        _atomic_write(self.path / self.RESULTS, "".join(json.dumps(asdict(r)) + "\n" for r in kept))
+        atomic_write(self.path / self.RESULTS, "".join(json.dumps(asdict(r)) + "\n" for r in kept))
         self._open()
         return kept
 
@@ -1489,7 +1485,7 @@ class RunFolder:
     def write_scoreboard(self, board: Scoreboard) -> None:
         """Write ``scoreboard.json`` atomically."""
         self.path.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.path / self.SCOREBOARD, json.dumps(board.to_json(), indent=2) + "\n")
+        atomic_write(self.path / self.SCOREBOARD, json.dumps(board.to_json(), indent=2) + "\n")
 
     def close(self) -> None:
         """Sync and close ``results.jsonl`` and release the folder. Idempotent."""

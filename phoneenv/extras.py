@@ -29,6 +29,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from phoneenv.errors import PhoneEnvError
+
 __all__ = ["EXTRAS", "MissingExtra", "install_command", "needs", "require", "source_checkout"]
 
 #: The extras declared in pyproject.toml, each with what it is for (the README's table says which
@@ -49,7 +51,7 @@ EXTRAS: dict[str, str] = {
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-class MissingExtra(ImportError):
+class MissingExtra(PhoneEnvError, ImportError):
     """An optional feature was used without its extra installed.
 
     ``str(exc)`` is one line: ``<feature> needs the '<extra>' extra: <install command>`` followed by

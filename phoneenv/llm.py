@@ -13,25 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from phoneenv.errors import InfrastructureError
+
 __all__ = ["ChatClient", "ChatResult", "InfrastructureError", "TokenUsage"]
-
-
-class InfrastructureError(RuntimeError):
-    """The world failed, not the agent: a model server refused, timed out, returned 5xx,
-    rate-limited or answered with something that is not a completion past the retry budget, the
-    context overflowed, or a device was lost.
-
-    Evaluation labels an episode that hits one as an infrastructure error (never an agent
-    failure) and goes on with the next episode. ``kind`` is a short label: ``connection``
-    (refused, reset, a body cut off), ``timeout``, ``rate_limit`` (429), ``server_error`` (5xx),
-    ``malformed_response`` (a 2xx whose body is not a chat completion: not JSON, HTML, no
-    ``choices``, no message), ``server_refused`` (another 4xx), ``context_overflow``,
-    ``invalid_output``, ``device``.
-    """
-
-    def __init__(self, message: str, kind: str = "connection") -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 @dataclass

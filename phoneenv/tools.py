@@ -43,6 +43,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_mod
 
 from phoneenv.compact import INT_MAX, INT_MIN, compact_parameters, compact_text
 from phoneenv.contract import Domain, Effect, ErrorKind, ToolSpec
+from phoneenv.errors import ArgumentError, ToolError
 from phoneenv.sharing import ReadOnlyList
 
 __all__ = [
@@ -80,46 +81,9 @@ _RECOVERABLE = {
 }
 
 
-class ToolError(Exception):
-    """Raised inside a tool to report a structured failure; the env turns it into a Feedback.
-
-    Args:
-        kind: the :class:`ErrorKind`.
-        message: what went wrong, in words the agent can act on.
-        hint: what to do instead (a tool to call, a value to use).
-        candidates: nearest valid names, when a lookup missed.
-    """
-
-    def __init__(
-        self,
-        kind: ErrorKind,
-        message: str,
-        *,
-        hint: str | None = None,
-        candidates: list[str] | None = None,
-        path: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.hint = hint
-        self.candidates = candidates
-        self.path = path
-
-
 def recoverable(kind: ErrorKind) -> bool:
     """Whether an agent can recover from ``kind`` by acting differently."""
     return _RECOVERABLE[kind]
-
-
-class ArgumentError(Exception):
-    """Arguments failed validation: ``path`` is a JSON Pointer into them, ``expected`` the type."""
-
-    def __init__(self, message: str, path: str, expected: str | None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.path = path
-        self.expected = expected
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from phoneenv.env import PhonePlanEnv, _own_spaces
+from phoneenv.env import PhonePlanEnv, env_spaces
+from phoneenv.errors import PhoneEnvError
 from phoneenv.sharing import ReadOnlyDict, ReadOnlyList
 
 __all__ = ["PhonePlanVectorEnv", "WorkerError", "batch_infos"]
@@ -43,7 +44,7 @@ __all__ = ["PhonePlanVectorEnv", "WorkerError", "batch_infos"]
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
-class WorkerError(RuntimeError):
+class WorkerError(PhoneEnvError, RuntimeError):
     """A worker process of :class:`PhonePlanVectorEnv` died or could not be reached; the vector
     env is closed (make a new one)."""
 
@@ -351,7 +352,7 @@ class PhonePlanVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.workers = min(workers, num_envs)
         self.render_mode = env_kwargs.get("render_mode")
-        obs_space, act_space = _own_spaces(
+        obs_space, act_space = env_spaces(
             bool(env_kwargs.get("screenshots", False)), tuple(env_kwargs.get("screen_size", (360, 640)))
         )
         self.single_observation_space = obs_space

@@ -513,9 +513,9 @@ def feedback_text(feedback: Feedback) -> str:
 
 
 def _goal_text(goal: str) -> str:
-    from phoneenv.env import _ascii  # the env's goal observation is ASCII with backslash escapes
+    from phoneenv.env import ascii_text  # the env's goal observation is ASCII with backslash escapes
 
-    return _ascii(goal)
+    return ascii_text(goal)
 
 
 def _redacted(value: Any) -> bool:

@@ -89,7 +89,7 @@ def test_an_episode_that_raises_lets_the_ones_in_flight_finish_and_be_reported(t
     assert "subagent.birthday_note/0" in started and len(started) >= 3
     # every other episode that started finished and was reported, in task order, with its trace
     assert reported == [t for t in IDS if t in started and t != "subagent.birthday_note/0"]
-    assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == sorted(evaluation._trace_name(t) for t in reported)
+    assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == sorted(evaluation.trace_name(t) for t in reported)
 
 
 def test_concurrency_needs_an_agent_factory_and_no_pool():
@@ -179,7 +179,7 @@ def test_achat_retries_what_chat_retries_and_raises_the_same_errors():
 
 
 def test_a_trace_write_that_fails_stops_the_run_with_the_episodes_before_it_reported(tmp_path, monkeypatch):
-    real = evaluation._atomic_write
+    real = evaluation.atomic_write
     written: list[str] = []
 
     def second_fails(path, text, **kwargs):
@@ -188,12 +188,12 @@ def test_a_trace_write_that_fails_stops_the_run_with_the_episodes_before_it_repo
             raise OSError(28, "No space left on device")
         return real(path, text, **kwargs)
 
-    monkeypatch.setattr(evaluation, "_atomic_write", second_fails)
+    monkeypatch.setattr(evaluation, "atomic_write", second_fails)
     reported: list[str] = []
     with pytest.raises(OSError, match="No space left"):
         run_episodes(ReferenceAgent(), TASKS, tmp_path, on_episode=lambda r: reported.append(r.task_id))
     assert reported == IDS[:1]
-    assert [p.name for p in tmp_path.glob("*.jsonl")] == [evaluation._trace_name(IDS[0])]
+    assert [p.name for p in tmp_path.glob("*.jsonl")] == [evaluation.trace_name(IDS[0])]
 
 
 def test_the_request_json_is_what_the_sdk_would_send_for_the_typed_arguments():

@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field, ValidationError
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from agents.llm.parsing import parse_reply
+from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import needs, require
 from phoneenv.llm import ChatResult, InfrastructureError, TokenUsage
 
@@ -77,7 +78,7 @@ _ENV_MAX_ATTEMPTS = "PHONEENV_LLM_MAX_ATTEMPTS"
 _ENV_BACKOFF_MAX = "PHONEENV_LLM_BACKOFF_MAX"
 
 
-class MalformedResponse(openai.OpenAIError):
+class MalformedResponse(openai.OpenAIError, PhoneEnvError):
     """A model server answered 2xx with a body that is not a chat completion. ``status`` and
     ``content_type`` are the response's; the message names what is wrong without quoting the
     body past a short start."""

@@ -134,7 +134,7 @@ def _corpus() -> Iterator[str]:
     yield '{"type": "function", "function": {"name": "finish", "arguments": {"answer": "Done."}}}'
 
 
-def _train_tokenizer(vocab_size: int):
+def train_tokenizer(vocab_size: int):
     """A byte-level BPE ``tokenizers.Tokenizer`` trained on :func:`_corpus` (deterministic).
 
     Normalizer, pre-tokenizer and decoder are those of ``Qwen2Tokenizer`` (NFC, Qwen's split regex,
@@ -205,7 +205,7 @@ def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer = _wrap_tokenizer(_train_tokenizer(VOCAB_SIZE))
+    tokenizer = _wrap_tokenizer(train_tokenizer(VOCAB_SIZE))
     eos_id = tokenizer.convert_tokens_to_ids(IM_END)
     pad_id = tokenizer.convert_tokens_to_ids(PAD)
 

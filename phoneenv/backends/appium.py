@@ -58,6 +58,7 @@ from typing_extensions import TypedDict
 
 from phoneenv.backends.base import Backend
 from phoneenv.contract import Domain, ErrorKind, Feedback, TaskSpec
+from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import require
 from phoneenv.harness import feedback
 from phoneenv.harness.feedback import from_tool_error, to_tool_error
@@ -323,12 +324,12 @@ def flatten_screen(screen: Screen) -> dict[str, dict[str, Any]]:
 # -------------------------------------------------------------------------------------------------
 
 
-class AppiumSessionError(RuntimeError):
+class AppiumSessionError(PhoneEnvError, RuntimeError):
     """No Appium session: the server could not be reached or refused to create one. The message
     says which server and driver, why, and what to check."""
 
 
-class SnapshotUnsupportedError(NotImplementedError):
+class SnapshotUnsupportedError(PhoneEnvError, NotImplementedError):
     """Appium drives the UI only and cannot snapshot a device's state; AVD snapshots belong to
     the emulator backend (``backend="emulator"``)."""
 

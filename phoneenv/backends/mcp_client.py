@@ -80,6 +80,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from phoneenv.backends.base import Backend
 from phoneenv.backends.llmsim import SchemaValidator, canonical_json
 from phoneenv.contract import Domain, Effect, ErrorKind, Feedback, TaskSpec, ToolSpec
+from phoneenv.errors import PhoneEnvError
 from phoneenv.harness import feedback
 from phoneenv.phone import SECONDS_PER_CALL
 
@@ -143,7 +144,7 @@ class McpServer(BaseModel):
         return " ".join(self.command or [])
 
 
-class ReplayMiss(LookupError):
+class ReplayMiss(PhoneEnvError, LookupError):
     """A call (or a tool list) that a ``replay``-mode cache does not hold."""
 
 

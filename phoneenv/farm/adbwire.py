@@ -95,6 +95,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from phoneenv.errors import PhoneEnvError
+
 __all__ = [
     "AUTH_RSAPUBLICKEY",
     "AUTH_SIGNATURE",
@@ -205,7 +207,7 @@ _DENT_V2 = struct.Struct("<4sIQQIIIIQqqqI")  # stat_v2 fields, namelen
 _MAX_STDIN = 64 * 1024 * 1024
 
 
-class ProtocolError(Exception):
+class ProtocolError(PhoneEnvError):
     """The peer broke the adb protocol (bad magic, oversized or truncated message, bad checksum)."""
 
 

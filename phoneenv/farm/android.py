@@ -48,6 +48,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from phoneenv.errors import PhoneEnvError
+
 __all__ = [
     "BIRTHDAY",
     "BOOL",
@@ -97,7 +99,7 @@ BindType = Literal["s", "i", "l", "b", "f", "d", "n"]
 float, double, null), as Android's ``content`` command defines them."""
 
 
-class MappingError(ValueError):
+class MappingError(PhoneEnvError, ValueError):
     """A value or an id that a mapping cannot carry (e.g. an id without the table's prefix)."""
 
 

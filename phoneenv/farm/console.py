@@ -74,6 +74,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from phoneenv.errors import PhoneEnvError
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -118,7 +120,7 @@ _EMULATOR_SERIAL = re.compile(r"^emulator-(\d+)$")
 # --------------------------------------------------------------------------------------- errors
 
 
-class ConsoleError(RuntimeError):
+class ConsoleError(PhoneEnvError, RuntimeError):
     """Base class of every emulator-console failure."""
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from phoneenv.contract import TaskSpec
-from phoneenv.evaluation import EpisodeResult, _atomic_write, _trace_name, play_episode
+from phoneenv.evaluation import EpisodeResult, atomic_write, play_episode, trace_name
 from phoneenv.extras import require
 from phoneenv.llm import InfrastructureError
 
@@ -264,13 +264,13 @@ class EpisodeWorker:
         :class:`InfrastructureError` (no trace), or a step whose feedback is a device fault,
         which ends the episode at once (its trace kept). An infrastructure error of the agent's
         own (its model server) is not the device's. Other exceptions propagate (a bug)."""
-        from phoneenv.evaluation import _play_trace, _Pooled
+        from phoneenv.evaluation import Pooled, play_trace
 
         key = (device.serial, device.adb_host, device.adb_port)
         t0 = time.perf_counter()
         try:
             env = self._env("device", device)
-            result, trace, agent_failed = _play_trace(self.agent, env, task, seed, abort_on_device_fault=True)
+            result, trace, agent_failed = play_trace(self.agent, env, task, seed, abort_on_device_fault=True)
         except InfrastructureError as exc:
             log.warning("reset of %s failed on %s: %s", task.id, device.serial, exc)
             self._drop(key)
@@ -280,7 +280,7 @@ class EpisodeWorker:
             return res, None, f"{kind}: {exc}"
         failure = None
         if result.infrastructure_error and not agent_failed:
-            failure = _Pooled._why(trace) or "the device failed during the episode"
+            failure = Pooled._why(trace) or "the device failed during the episode"
             self._drop(key)
         return result, trace.model_dump_json() + "\n", failure
 
@@ -480,8 +480,8 @@ def run_episodes_ray(
             trace.attempts = attempts
             text = trace.model_dump_json() + "\n"
         if text is not None and out_dir is not None:
-            path = out_dir / _trace_name(task.id)
-            _atomic_write(path, text, sync=False)
+            path = out_dir / trace_name(task.id)
+            atomic_write(path, text, sync=False)
             res.trace_path = str(path)
         run.results.append(res)
         if on_episode is not None:

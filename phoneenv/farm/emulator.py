@@ -66,6 +66,7 @@ import tenacity
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import needs
 from phoneenv.farm.console import ConsoleAuthError, ConsoleClient, ConsoleError, validate_snapshot_name
 
@@ -120,7 +121,7 @@ ANIMATION_SETTINGS = ("window_animation_scale", "transition_animation_scale", "a
 # --------------------------------------------------------------------------------------- errors
 
 
-class EmulatorError(RuntimeError):
+class EmulatorError(PhoneEnvError, RuntimeError):
     """Base class of emulator-management failures."""
 
 

@@ -59,6 +59,7 @@ from typing import Any, Literal, Protocol
 import tenacity
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import require
 from phoneenv.llm import InfrastructureError
 
@@ -361,7 +362,7 @@ class AdbOps:
             raise RuntimeError(f"`{' '.join(argv)}` exited with {done.returncode}: {tail}")
 
 
-class StepUnavailable(Exception):
+class StepUnavailable(PhoneEnvError):
     """A recovery step that does not apply to this device (said why); it is skipped, not failed."""
 
 

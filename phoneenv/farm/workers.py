@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import require
 from phoneenv.farm.adbwire import A_AUTH, A_CNXN, A_VERSION, MAX_PAYLOAD, pack_message, unpack_header
 from phoneenv.farm.pool import FarmFile
@@ -67,7 +68,7 @@ worker is its process, so ``adb reboot`` heals nothing there (skipped: 0 s) and 
 seconds; after 10 s of reconnecting and 10 s of re-attaching, the pool restarts the worker."""
 
 
-class WorkerError(RuntimeError):
+class WorkerError(PhoneEnvError, RuntimeError):
     """A worker could not be started, did not become healthy, or could not be reached by adb.
     The message names the worker and carries the tail of its log where there is one."""
 

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from typing_extensions import TypedDict
 
 from phoneenv.contract import Domain, Feedback
+from phoneenv.errors import PhoneEnvError
 from phoneenv.harness.feedback import from_tool_error, invalid_arguments, not_found, to_tool_error
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, tool
 
@@ -74,7 +75,7 @@ APP_PATTERN = r"^[A-Za-z0-9_]+$"
 _FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 
-class SkillError(ValueError):
+class SkillError(PhoneEnvError, ValueError):
     """A skill file is malformed; ``str()`` names the file first (``path: problem``).
 
     Attributes:

@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from phoneenv.errors import PhoneEnvError
 from phoneenv.loop import HARNESS_DIR, loop_dir
 
 __all__ = [
@@ -58,7 +59,7 @@ _NAME = re.compile(r"^v(\d+)$")
 _SKILL_PATH = re.compile(r"^[A-Za-z0-9_]+/[a-z0-9]+(-[a-z0-9]+)*/SKILL\.md$")
 
 
-class HarnessError(ValueError):
+class HarnessError(PhoneEnvError, ValueError):
     """A harness version that cannot be loaded or made (unknown name, bad ``harness.json``,
     a skill that does not parse, an edit that conflicts); the message says which and why."""
 

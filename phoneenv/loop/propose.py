@@ -131,7 +131,7 @@ def parse_gap(spec: str) -> Gap:
         ValueError: an unknown kind, tag or domain (close names suggested), or a cluster file that
             is missing or not a cluster.
     """
-    from phoneenv.tasks import _close, load_suite
+    from phoneenv.tasks import close_matches, load_suite
 
     suite = load_suite(generated=False)
     tags = sorted({c for t in suite for c in t.capabilities})
@@ -140,7 +140,7 @@ def parse_gap(spec: str) -> Gap:
     if not sep:
         kind, value = ("capability" if spec in tags else "domain" if spec in domains else ""), spec
         if not kind:
-            near = _close(spec, [*tags, *domains])
+            near = close_matches(spec, [*tags, *domains])
             raise ValueError(
                 f"gap {spec!r} is neither a capability tag nor a domain"
                 + (f"; did you mean {', '.join(near)}?" if near else "")
@@ -148,7 +148,7 @@ def parse_gap(spec: str) -> Gap:
             )
     if kind == "capability":
         if value not in tags:
-            near = _close(value, tags)
+            near = close_matches(value, tags)
             raise ValueError(
                 f"unknown capability {value!r}" + (f"; did you mean {', '.join(near)}?" if near else "")
                 + f"\n  capabilities: {', '.join(tags)}"
@@ -157,7 +157,7 @@ def parse_gap(spec: str) -> Gap:
         return Gap("capability", value, spec, _apps_of(examples), examples, [f"The capability {value!r}."])
     if kind == "domain":
         if value not in domains:
-            near = _close(value, domains)
+            near = close_matches(value, domains)
             raise ValueError(f"unknown domain {value!r}" + (f"; did you mean {', '.join(near)}?" if near else ""))
         examples = [t for t in suite if t.domain.value == value]
         return Gap("domain", value, spec, _apps_of(examples), examples, [f"The domain {value!r}."])
@@ -571,7 +571,7 @@ def check_by_execution(
     """
     from agents.random_agent import RandomAgent
     from phoneenv.env import PhonePlanEnv
-    from phoneenv.evaluation import _play_trace
+    from phoneenv.evaluation import play_trace
     from phoneenv.tasks.validate import perturbations, run_plan
 
     env = PhonePlanEnv(tasks=[task], backend=task.backends[0])
@@ -584,7 +584,7 @@ def check_by_execution(
         out["problems"].append("the no-op plan succeeds: the criteria hold on the fixture state")
     wins = 0
     for seed in range(random_plans):
-        result, _, _ = _play_trace(RandomAgent(seed=seed), env, task, seed)
+        result, _, _ = play_trace(RandomAgent(seed=seed), env, task, seed)
         wins += bool(result.success)
     out["random"] = {"plans": random_plans, "successes": wins}
     if wins:
@@ -595,7 +595,7 @@ def check_by_execution(
     if solver is not None:
         solved, steps, plan = 0, [], None
         for k in range(attempts):
-            result, trace, _ = _play_trace(solver(), env, task, k)
+            result, trace, _ = play_trace(solver(), env, task, k)
             steps.append(result.steps)
             if result.success:
                 solved += 1

@@ -190,7 +190,7 @@ def _vocabulary() -> dict[str, tuple[str, ...]]:
     }
 
 
-def _close(word: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
+def close_matches(word: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
     return difflib.get_close_matches(word, list(candidates), n=n, cutoff=cutoff)
 
 
@@ -200,12 +200,12 @@ def _suggestions(word: str, kind: str | None = None) -> list[str]:
     vocab = _vocabulary()
     out: list[str] = []
     for k in (kind,) if kind else _KINDS:
-        out += [f"{k}:{v}" for v in _close(word, vocab[k])]
+        out += [f"{k}:{v}" for v in close_matches(word, vocab[k])]
     if kind in (None, "template"):
         families = sorted({t.split(".")[0] for t in vocab["template"]})
-        out += [f"{f}.*" for f in _close(word.split(".")[0].rstrip("*?[]"), families, n=2)]
+        out += [f"{f}.*" for f in close_matches(word.split(".")[0].rstrip("*?[]"), families, n=2)]
     if kind is None and word not in ("all", "cross-app"):
-        out += _close(word, ("all", "cross-app"), n=1)
+        out += close_matches(word, ("all", "cross-app"), n=1)
     return list(dict.fromkeys(out))
 
 
@@ -302,7 +302,7 @@ def _select_one(sel: str) -> list[TaskSpec]:
                 raise ValueError(no_match_message(sel, problem, kind=kind, value=value))
             return [t for t in suite if t.source == value]
         problem = f"unknown selector kind {kind!r}; use category:, domain:, template:, app:, split:, source:"
-        near = [f"{k}:{value}" for k in _close(kind, _KINDS, n=1)]
+        near = [f"{k}:{value}" for k in close_matches(kind, _KINDS, n=1)]
         raise ValueError(no_match_message(sel, problem, value=value, near=near))
     if any(ch in sel for ch in "*?["):
         found = [t for t in suite if fnmatch.fnmatchcase(t.id, sel)]
@@ -311,7 +311,7 @@ def _select_one(sel: str) -> list[TaskSpec]:
         return found
     if sel in _index():
         return [_index()[sel]]
-    near = _close(sel, _index(), n=3)
+    near = close_matches(sel, _index(), n=3)
     raise KeyError(no_match_message(sel, f"no task {sel!r}", value=sel.split("/")[0], near=near))
 
 

@@ -203,14 +203,14 @@ _MONTHS = {
     for m in names
 }
 _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?"
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?"
 _ORD = r"(?:st|nd|rd|th)"
 
 _RE_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+")
 _RE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?)?\b")
 _RE_MONTH_DATE = re.compile(
-    rf"\b(?:{_WEEKDAY},?\s+)?(?:(?:the\s+)?\d{{1,2}}{_ORD}?\s+(?:of\s+)?{_MONTH}|{_MONTH}\s+\d{{1,2}}{_ORD}?(?!\d|:))"
+    rf"\b(?:{WEEKDAY},?\s+)?(?:(?:the\s+)?\d{{1,2}}{_ORD}?\s+(?:of\s+)?{_MONTH}|{_MONTH}\s+\d{{1,2}}{_ORD}?(?!\d|:))"
     rf"(?:,?\s+\d{{4}})?\b",
     re.I,
 )
@@ -219,10 +219,10 @@ _RE_SHORT_DATE = re.compile(r"(?<![\d/.,])(\d{1,2})/(\d{1,2})(?![\d/])")
 """A numeric date without a year ("9/11"): month first in a US world, day first elsewhere; read
 only after a word that introduces a date ("on 9/11", "moved to 9/11", "Monday 9/11"), so "3/4
 of them" stays a fraction."""
-_DATE_LEAD = re.compile(rf"(?:\b(?:on|to|for|until|till|by|from|before|after)|{_WEEKDAY}),?\s*\(?$", re.I)
+_DATE_LEAD = re.compile(rf"(?:\b(?:on|to|for|until|till|by|from|before|after)|{WEEKDAY}),?\s*\(?$", re.I)
 _RE_REL_DATE = re.compile(
     rf"\b(?:the day after tomorrow|the day before yesterday|today|tonight|tomorrow|yesterday"
-    rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(_WEEKDAYS)}))\b",
+    rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(WEEKDAYS)}))\b",
     re.I,
 )
 _RE_NTH = re.compile(rf"\bon the (\d{{1,2}}){_ORD}\b", re.I)
@@ -467,7 +467,7 @@ def _relative_date(phrase: str, today: dt.date) -> str | None:
     if m := re.fullmatch(r"(next|this|last|coming) week", phrase):
         return (today + dt.timedelta(days={"next": 7, "coming": 7, "this": 0, "last": -7}[m[1]])).isoformat()
     words = phrase.split()
-    day = next((i for i, w in enumerate(_WEEKDAYS) if w.startswith(words[-1][:3])), None)
+    day = next((i for i, w in enumerate(WEEKDAYS) if w.startswith(words[-1][:3])), None)
     if day is None:
         return None
     if words[0] == "last":
@@ -530,7 +530,7 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         if now is None or lead is None or not sc.free(m.start(), m.end()):
             continue
         # "Monday 30/11" is one date: the weekday is part of the span, not a date of its own.
-        start = head + lead.start() if re.match(_WEEKDAY, lead.group(), re.I) else m.start()
+        start = head + lead.start() if re.match(WEEKDAY, lead.group(), re.I) else m.start()
         a, b = int(m[1]), int(m[2])
         orders = [(b, a), (a, b)] if region == "US" else [(a, b), (b, a)]  # (day, month)
         day_month = next(((d, mo) for d, mo in orders if 1 <= mo <= 12 and 1 <= d <= 31), None)
@@ -681,13 +681,13 @@ _RE_SERVICE_NO = re.compile(r"\b([A-Z][A-Z0-9]|ICE|TGV|AVE|RJX|EST)\s?\d{1,4}\b(
 "ICE 578"): an id, not an amount or a count. Case matters: "at 8" or "ok 5" are not codes."""
 
 
-def _scan(text: str, ctx: Context) -> _Scan:
-    region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
-    return _scan_cached(text, ctx.now, region)
+def scan(text: str, ctx: Context) -> _Scan:
+    region = phone_region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
+    return scan_cached(text, ctx.now, region)
 
 
 @functools.lru_cache(maxsize=512)
-def _scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
+def scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
     """All spans and claims of ``text`` (read-only once built: cached per text, clock, region)."""
     t = _words_to_digits(text)
     sc = _Scan(t, [], [])
@@ -784,7 +784,7 @@ def _join_ranges(sc: _Scan) -> None:
 
 
 @functools.lru_cache(maxsize=64)
-def _region(phones: tuple[str, ...]) -> str:
+def phone_region(phones: tuple[str, ...]) -> str:
     import phonenumbers
 
     for p in phones:
@@ -944,7 +944,7 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
         return [Claim(type, p) for p in _split_items(text)]
     if type == "text":
         return [Claim(type, norm(text))]
-    sc = _scan(text, ctx)
+    sc = scan(text, ctx)
     if type == "number":
         found = [c for c in sc.claims if c.type in ("number", "money")]
         if unit:
@@ -1261,7 +1261,7 @@ def _check_typed(
             # another fact told as context ("due 27 November; last scanned on 24 November",
             # "Iris Lang, and next is Lea Braun"): judged by the grounded check, not as the
             # answer (a criterion naming its context values judges those itself)
-            t = text if type in ("contact", "contacts") else _scan(text or "", ctx).text
+            t = text if type in ("contact", "contacts") else scan(text or "", ctx).text
             primary = [c for c in found if not _secondary(t or "", c)]
             found = primary or found
         if type in ("contact", "contacts"):
@@ -1274,7 +1274,7 @@ def _check_typed(
             ok, why = not miss, f"{what} lacks {', '.join(map(repr, miss))}"
         else:
             if context and what == "answer":  # context values said beside the answer are no claims
-                t = _scan(text or "", ctx).text
+                t = scan(text or "", ctx).text
                 # a range's ends are each the answer or a context value ("16:00-18:00" tells a
                 # wrong end when 17:00 is the one that may be said beside 16:00)
                 found = [e for c in found for e in _told_ends(type, c, [want, *context], tol, currency)]
@@ -1314,8 +1314,8 @@ def _secondary(text: str, c: Claim) -> bool:
     )
 
 
-_ABOUT_BEFORE = re.compile(r"\b(?:about|around|roughly|approx(?:imately|\.)?|circa|ca\.)\s+(?:at\s+)?$|~\s*$", re.I)
-_BY_BEFORE = re.compile(r"\b(?:by|before|no\s+later\s+than)\s+(?:about\s+|around\s+)?$", re.I)
+ABOUT_BEFORE = re.compile(r"\b(?:about|around|roughly|approx(?:imately|\.)?|circa|ca\.)\s+(?:at\s+)?$|~\s*$", re.I)
+BY_BEFORE = re.compile(r"\b(?:by|before|no\s+later\s+than)\s+(?:about\s+|around\s+)?$", re.I)
 
 
 def _rounds(type: str, c: Claim, x: Any, text: str) -> bool:
@@ -1326,9 +1326,9 @@ def _rounds(type: str, c: Claim, x: Any, text: str) -> bool:
         return False
     before = text[max(0, c.start - 30) : c.start]
     diff = (_minutes(c.value) - _minutes(x) + 720) % 1440 - 720  # across midnight: 00:00 is 43 min after 23:17
-    if _ABOUT_BEFORE.search(before):
+    if ABOUT_BEFORE.search(before):
         return abs(diff) <= 15
-    return bool(_BY_BEFORE.search(before)) and 0 <= diff <= 60
+    return bool(BY_BEFORE.search(before)) and 0 <= diff <= 60
 
 
 def _minutes(hm: str) -> int:

@@ -44,15 +44,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phoneenv.contract import AnswerCriterion, CompositeCriterion, Criterion, TaskSpec, ToolCall
-from phoneenv.tasks.answers import _scan, claims
+from phoneenv.tasks.answers import claims, scan
 from phoneenv.tasks.grounding import (
-    _RE_FULL_NAME,
     AUTHORED_KEYS,
+    RE_FULL_NAME,
     Grounds,
-    _count_claims,
-    _percent_claims,
-    _phone,
-    _region,
+    count_claims,
+    normal_phone,
+    percent_claims,
+    phone_region,
     temperature_claims,
 )
 from phoneenv.tasks.identity import contact_ids
@@ -69,7 +69,7 @@ CLAIM_PROBE_TYPES = (
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
 _RE_EMAIL = re.compile(r"[\w.+-]+@([\w-]+(?:\.[\w-]+)+)")
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _OTHER_SURNAMES = ("Potter", "Fischer", "Walsh")
 """Surnames for a person told wrongly (surnames of the world: see :func:`world.surnames`)."""
 _SWAP_CURRENCY = {"USD": "EUR", "EUR": "USD", "GBP": "USD", "AUD": "GBP", "JPY": "USD", "CHF": "EUR"}
@@ -156,7 +156,7 @@ def _spoken(hm: str) -> str | None:
 def _spoken_times(original: str, ctx: Context) -> str:
     """``original`` with each ``HH:MM`` time it tells (not negated, not a range) spoken
     (:func:`_spoken`); unchanged where none can be."""
-    text = _scan(original, ctx).text
+    text = scan(original, ctx).text
     out, cursor = original, 0
     for c in claims(original, "time", ctx):
         span = text[c.start : c.end]
@@ -204,7 +204,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
     plan = list(task.reference_plan or [])
     if not plan or plan[-1].name != "finish":
         return []
-    region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
+    region = phone_region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
     out: list[ClaimProbe] = []
     if undone := undone_answer(task):
         out.append(ClaimProbe("undone", "fail", f"answer: {undone!r}", _with(plan, len(plan) - 1, "answer", undone)))
@@ -215,7 +215,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
         out.append(ClaimProbe(type, "fail", f"{where}: {new!r}", _with(plan, step, key, text), held))
 
     for step, key, original in _texts(plan):
-        text = _scan(original, ctx).text  # number words as digits: the spans below index it
+        text = scan(original, ctx).text  # number words as digits: the spans below index it
         if "time" not in exempt:
             for c in claims(original, "time", ctx):
                 if c.negated or c.ends() is not None or not re.fullmatch(r"\d{1,2}:\d{2}", text[c.start : c.end]):
@@ -230,7 +230,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                     continue
                 day = dt.date.fromisoformat(c.value)
                 if re.match(r"[A-Za-z]{3}", span):  # the weekday beside the date swapped: always false
-                    wrong = _WEEKDAYS[(day.weekday() + 1) % 7]
+                    wrong = WEEKDAYS[(day.weekday() + 1) % 7]
                     swapped = re.sub(r"^[A-Za-z]+", wrong, span)
                     fail("weekday", step, key, _put(original, text, c.start, c.end, swapped), swapped, False)
                 later = day + dt.timedelta(days=1)
@@ -278,12 +278,12 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 )
                 break
         if "count" not in exempt and plain(original) == original:  # counts as digits: spans index it as written
-            for n, a, b, _ in _count_claims(original):
+            for n, a, b, _ in count_claims(original):
                 new = str(n + 1) + original[a:b][len(str(n)) :]
                 fail("count", step, key, original[:a] + new + original[b:], new, g.holds("count", n + 1))
                 break
         if "percent" not in exempt and plain(original) == original:
-            for n, a, b in _percent_claims(original):
+            for n, a, b in percent_claims(original):
                 m = n + 7 if n < 93 else n - 7
                 new = str(m) + original[a:b][len(str(n)) :]
                 fail("percent", step, key, original[:a] + new + original[b:], new, g.holds("percent", m))
@@ -300,7 +300,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 fail("duration", step, key, _put(original, text, c.start, c.end, new), new, held)
                 break
         if "person" not in exempt and ctx.contacts:
-            for m in _RE_FULL_NAME.finditer(original):
+            for m in RE_FULL_NAME.finditer(original):
                 if len(contact_ids(m[0], ctx.contacts)) != 1 or m[1].casefold() not in given_names():
                     continue
                 other = next(
@@ -316,14 +316,14 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 fail("email", step, key, _put(original, text, at, m.end(), new), new, g.holds("email", new))
                 break
         if "phone" not in exempt and sum(ch.isdigit() for ch in text) >= 7:
-            sc = _scan(original, ctx)
+            sc = scan(original, ctx)
             for a, b, kind in sc.spans:
-                if kind != "phone" or _phone(text[a:b], region, valid=True) is None:
+                if kind != "phone" or normal_phone(text[a:b], region, valid=True) is None:
                     continue
                 span = text[a:b]
                 last = max(i for i, ch in enumerate(span) if ch.isdigit())
                 new = span[:last] + str((int(span[last]) + 1) % 10) + span[last + 1 :]
-                p = _phone(new, region)
+                p = normal_phone(new, region)
                 fail("phone", step, key, _put(original, text, a, b, new), new, p is None or g.holds("phone", p))
                 break
     # a dictated text: greeted and abbreviated must pass; a commitment added must fail
@@ -366,7 +366,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
     answer = plan[-1].arguments.get("answer")
     crits = _answer_criteria(task.criteria)
     if isinstance(answer, str) and answer.strip() and not any(c.equals is not None for c in crits):
-        text = _scan(answer, ctx).text
+        text = scan(answer, ctx).text
         twelve, cursor = answer, 0
         for c in claims(answer, "time", ctx):
             span = text[c.start : c.end]

@@ -104,14 +104,14 @@ import phonenumbers
 from phoneenv.contract import GROUNDED_TYPES
 from phoneenv.harness.memory import STOPWORDS
 from phoneenv.tasks.answers import (
-    _ABOUT_BEFORE,
-    _BY_BEFORE,
-    _WEEKDAY,
-    _WEEKDAYS,
-    _region,
-    _scan,
-    _scan_cached,
+    ABOUT_BEFORE,
+    BY_BEFORE,
+    WEEKDAY,
+    WEEKDAYS,
     claims,
+    phone_region,
+    scan,
+    scan_cached,
 )
 from phoneenv.tasks.identity import contact_ids, mentioned_contacts
 from phoneenv.tasks.predicates import Context, plain
@@ -150,7 +150,7 @@ _RE_TEMP = re.compile(
     re.I,
 )
 _RE_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_RE_WEEKDAY_NEAR_DATE = re.compile(rf"\b({_WEEKDAY})\b,?\s+(?:the\s+)?$", re.I)
+_RE_WEEKDAY_NEAR_DATE = re.compile(rf"\b({WEEKDAY})\b,?\s+(?:the\s+)?$", re.I)
 _END_KEYS = re.compile(r"(?:^|_)(?:end|ends|until|arrives?|arrival|finish|finishes|close|closes)(?:$|_)", re.I)
 _END_CUE = re.compile(
     r"(?:\b(?:until|till|to|through|ends?|ending|ended|finish\w*|over|arriv\w*|lands?|landing|gets?\s+in|back"
@@ -269,7 +269,7 @@ class Ungrounded:
         return f"{self.source} says {self.said!r} ({self.type}); {self.why or held}"
 
 
-def _phone(raw: str, region: str, *, valid: bool = False) -> str | None:
+def normal_phone(raw: str, region: str, *, valid: bool = False) -> str | None:
     """``raw`` as an E.164 number, or None when it is not a possible one (``valid``: not a
     valid one: an assigned range of its country, as libphonenumber's metadata holds)."""
     try:
@@ -357,7 +357,7 @@ def evidence_of(
         ev.today = now.date()
         ev.dates.add(now.date().isoformat())
         ev.times.add(now.strftime("%H:%M"))
-    region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
+    region = phone_region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
     amounts = ev.world_money if world else ev.money
 
     day = str(ctx.now)[:10] if ctx.now else None
@@ -426,7 +426,7 @@ def _string_facts(s: str, day: str | None, region: str) -> _Facts:
     phone region: the same records come back in every episode of a task)."""
     if _RE_OFFSET.fullmatch(s):  # "+01:00": a UTC offset, not a time of day
         return _Facts(*(frozenset() for _ in range(9)))
-    sc = _scan_cached(s, day, region)
+    sc = scan_cached(s, day, region)
     times: set[str] = set()
     dates: set[str] = set()
     durations: set[int] = set()
@@ -451,7 +451,7 @@ def _string_facts(s: str, day: str | None, region: str) -> _Facts:
     phones: set[str] = set()
     if sum(ch.isdigit() for ch in s) >= 7 and not _ISO_ONLY.fullmatch(s):
         phones.update(p for _, p in _phones_in(s, region))
-        if (p := _phone(s, region)) is not None:
+        if (p := normal_phone(s, region)) is not None:
             phones.add(p)
     facts = (times, dates, durations, amounts, temps, emails, month_days, phones, counts)
     return _Facts(*(frozenset(x) for x in facts))
@@ -562,9 +562,9 @@ def _time_ok(value: str, text: str, start: int, pool: set[str]) -> bool:
         return True
     before = text[max(0, start - 30) : start]
     mins = _minutes(value)
-    if _ABOUT_BEFORE.search(before):
+    if ABOUT_BEFORE.search(before):
         return any(abs(_minutes(p) - mins) <= _ROUGH_MIN for p in pool)
-    if _BY_BEFORE.search(before):  # "out by 23:00" for 22:17: a bound that holds
+    if BY_BEFORE.search(before):  # "out by 23:00" for 22:17: a bound that holds
         return any(0 <= mins - _minutes(p) <= _BOUND_MIN for p in pool)
     if _AFTER.search(before):
         return any(0 <= _minutes(p) - mins <= _BOUND_MIN for p in pool)
@@ -573,7 +573,7 @@ def _time_ok(value: str, text: str, start: int, pool: set[str]) -> bool:
 
 def _weekday_of(word: str) -> int | None:
     w = word.lower()[:3]
-    return next((i for i, name in enumerate(_WEEKDAYS) if name.startswith(w)), None)
+    return next((i for i, name in enumerate(WEEKDAYS) if name.startswith(w)), None)
 
 
 _TODAY_IS = re.compile(r"\btoday(?:['’]s\s+date)?(?:\s+is|['’]s|,)\s*$", re.I)
@@ -584,7 +584,7 @@ def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -
     """Whether the date claim ``c`` of ``text`` is grounded, and why not."""
     span = text[c.start : c.end]
     # a weekday written with the date must be its weekday ("Thursday, 27 November" for a Friday)
-    named = re.match(rf"\s*({_WEEKDAY})\b", span, re.I)
+    named = re.match(rf"\s*({WEEKDAY})\b", span, re.I)
     lead = _RE_WEEKDAY_NEAR_DATE.search(text[max(0, c.start - 14) : c.start])
     word = named[1] if named and re.search(r"\d", span) else (lead[1] if lead else None)
     if word is not None and isinstance(c.value, str) and not c.range_end:
@@ -602,7 +602,7 @@ def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -
     # a weekday said alone names the next such day (the reader's value), the last one ("I paid
     # on Tuesday") or today; said alone (not "this"/"last"), also such a day of the next three
     # weeks the evidence holds ("the train on Tuesday" for a booking two weeks ahead)
-    bare = re.fullmatch(rf"(?:(this|last)\s+)?({_WEEKDAY})", span.strip(), re.I)
+    bare = re.fullmatch(rf"(?:(this|last)\s+)?({WEEKDAY})", span.strip(), re.I)
     today = today or ev.today
     if bare and today is not None:
         day = _weekday_of(bare[2])
@@ -1230,7 +1230,7 @@ _RE_COUNT_DENIED = re.compile(r"\b(?:not|never|no|if|whether|should|could|would|
 _PARTY_WORDS = re.compile(r"\s+(?:people|persons|guests|adults|diners|person|guest|adult|diner)\b", re.I)
 
 
-def _count_claims(text: str) -> list[tuple[int, int, int, bool]]:
+def count_claims(text: str) -> list[tuple[int, int, int, bool]]:
     """``(count, start, end, party)`` of each count told in ``text`` (already :func:`plain`);
     ``party``: the count is a party's size ("table for 4", "2 guests")."""
     out = []
@@ -1245,12 +1245,12 @@ _RE_PERCENT = re.compile(r"(?<![\d.,:/#-])(\d{1,3})\s*(?:%|percent\b|per\s+cent\
 """A whole percentage told: "80%", "65 percent" (a level, a chance, a share)."""
 
 
-def _percent_claims(text: str) -> list[tuple[int, int, int]]:
+def percent_claims(text: str) -> list[tuple[int, int, int]]:
     """``(percent, start, end)`` of each whole percentage told in ``text`` (already :func:`plain`)."""
     return [(int(m[1]), m.start(), m.end()) for m in _RE_PERCENT.finditer(text)]
 
 
-_RE_FULL_NAME = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\s+([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b")
+RE_FULL_NAME = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\s+([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b")
 _RE_TOLD_TO = re.compile(
     r"\b(?:texted|messaged|e-?mailed|told|informed|notified|invited|called|let|asked|requested(?:\s+[^.;!?]*?)?\s+from"
     r"|sent(?:\s+[^.;!?]*?)?\s+to|forwarded(?:\s+[^.;!?]*?)?\s+to|shared(?:\s+[^.;!?]*?)?\s+with)\b",
@@ -1268,7 +1268,7 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
     from phoneenv.tasks.world import given_names, surnames  # Faker's name lists: loaded on first use
 
     out: list[tuple[str, str]] = []
-    for m in _RE_FULL_NAME.finditer(text):
+    for m in RE_FULL_NAME.finditer(text):
         if (
             m[1].casefold() in given_names()
             and m[2].casefold() in surnames()
@@ -1301,7 +1301,7 @@ def check_text(
     out: list[Ungrounded] = []
     if not text or not text.strip():
         return out
-    sc = _scan(text, ctx)
+    sc = scan(text, ctx)
     t = sc.text
     bounds = [0, *(m.end() for m in _CLAUSE.finditer(t)), len(t) + 1]
 
@@ -1362,7 +1362,7 @@ def check_text(
             nxt = found[i + 1] if i + 1 < len(found) else None
             if (
                 nxt is not None
-                and re.fullmatch(rf"{_WEEKDAY}", t[c.start : c.end].strip(), re.I)
+                and re.fullmatch(rf"{WEEKDAY}", t[c.start : c.end].strip(), re.I)
                 and re.fullmatch(r"[\s,]*", t[c.end : nxt.start])
             ):  # "Wednesday 2026-11-11": the weekday labels the date beside it (checked with it)
                 continue
@@ -1429,7 +1429,7 @@ def check_text(
             why = f"the episode did no such thing (it called {', '.join(did[:4])})"
             out.append(Ungrounded("status", pt[a:b], source, (), why))
     if "count" in types:
-        for n, a, b, party in _count_claims(pt):
+        for n, a, b, party in count_claims(pt):
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, a)]
             lead = pt[ends[-1] if ends else 0 : a]
             if _RE_COUNT_DENIED.search(lead):
@@ -1444,7 +1444,7 @@ def check_text(
             why = "it is what the episode did, which counts " + (", ".join(map(str, held)) or "nothing") if own else ""
             out.append(Ungrounded("count", pt[a:b], source, tuple(map(str, held)), why))
     if "percent" in types:
-        for n, a, b in _percent_claims(pt):
+        for n, a, b in percent_claims(pt):
             ends = [e.end() for e in _PART.finditer(pt, 0, a)]
             lead = pt[ends[-1] if ends else 0 : a]
             if _RE_COUNT_DENIED.search(lead):
@@ -1466,7 +1466,7 @@ def check_text(
                 continue
             span = t[c.start : c.end]
             minutes = c.value / 60
-            rough = bool(_ABOUT_BEFORE.search(t[max(0, c.start - 20) : c.start])) or bool(
+            rough = bool(ABOUT_BEFORE.search(t[max(0, c.start - 20) : c.start])) or bool(
                 re.search(
                     r"\b(?:almost|nearly|just\s+(?:under|over)|over|under|less\s+than|more\s+than)\s+$",
                     t[max(0, c.start - 20) : c.start],
@@ -1492,11 +1492,11 @@ def check_text(
             if e.lower().rstrip(".") not in g.every.emails:
                 out.append(Ungrounded("email", e, source, tuple(sorted(g.every.emails))[:3]))
     if "phone" in types and sum(ch.isdigit() for ch in text) >= 7:
-        region = _region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
+        region = phone_region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
         for a, b, kind in sc.spans:
             if kind != "phone":
                 continue
-            p = _phone(t[a:b], region, valid=True)
+            p = normal_phone(t[a:b], region, valid=True)
             if p is not None and p not in g.every.phones:
                 out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(g.every.phones))[:3]))
     return out

@@ -27,11 +27,11 @@ from phoneenv.backends.adb.faults import DeviceFault, ReadFault, ResetError
 from phoneenv.backends.adb.shell import (
     DeviceShell,
     Reader,
-    _value,
+    const_reader,
     gather,
 )
 from phoneenv.backends.adb.state import DevicePhone, DeviceState
-from phoneenv.backends.adb.tables import TableIO, _norm_table
+from phoneenv.backends.adb.tables import TableIO, norm_table
 from phoneenv.backends.base import PhoneBackend
 from phoneenv.contract import Feedback, StateCriterion, TaskSpec
 from phoneenv.farm import android as A
@@ -245,7 +245,7 @@ class AdbBackend(TableIO, AppData, PhoneBackend):
                 tbl = {k: v for k, v in tbl.items() if k in spec.mapping.keys}
             if isinstance(spec.mapping, A.CallStateTable):
                 tbl = {}
-            tables[name] = _norm_table(tbl)
+            tables[name] = norm_table(tbl)
         return tables, snap.meta, installed
 
     def _clock_commands(self, now: float, tz_name: str) -> list[list[str]]:
@@ -286,7 +286,7 @@ class AdbBackend(TableIO, AppData, PhoneBackend):
         finally:
             self.state.end_call()
         for name, want in expected.items():
-            have = _norm_table(actual.get(name, {}))
+            have = norm_table(actual.get(name, {}))
             for rid in sorted(set(want) | set(have)):
                 if want.get(rid) != have.get(rid):
                     diffs.append(f"{name}/{rid}: expected {want.get(rid)!r}, device has {have.get(rid)!r}")
@@ -378,7 +378,7 @@ class AdbBackend(TableIO, AppData, PhoneBackend):
             gather(
                 [
                     self._packages_reader(),
-                    self._app_snapshots_reader(digest, snap_pkgs) if use_app else _value(False),
+                    self._app_snapshots_reader(digest, snap_pkgs) if use_app else const_reader(False),
                     self._uids_reader(uid_pkgs),
                 ]
             )
@@ -502,7 +502,7 @@ class AdbBackend(TableIO, AppData, PhoneBackend):
     def restore(self, snapshot: Any) -> None:
         """Seed the device back to ``snapshot`` and verify it (raises :class:`ResetError`)."""
         tables, meta = snapshot
-        expected = {k: _norm_table(v) for k, v in tables.items()}
+        expected = {k: norm_table(v) for k, v in tables.items()}
         self.shell.apply(self._seed_commands(expected, self.phone.tz))
         self.state.meta = {**meta, "seq": dict(meta.get("seq", {}))}
         diffs = self._verify(expected, self.state.meta["now"], self.phone.fixtures.timezone, check_clock=False)

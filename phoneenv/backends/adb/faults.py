@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from phoneenv.contract import ErrorKind, Feedback
+from phoneenv.errors import PhoneEnvError
 from phoneenv.harness import feedback
 from phoneenv.llm import InfrastructureError
 
@@ -62,5 +63,5 @@ class ResetError(InfrastructureError):
         super().__init__(message, kind="reset")
 
 
-class UnmappedTable(KeyError):
+class UnmappedTable(PhoneEnvError, KeyError):
     """A tool touched a table that has no Android mapping (a driver lists a tool it should not)."""

@@ -74,7 +74,7 @@ class Unchecked(list[str]):
 
 
 @dataclass(frozen=True)
-class _Section:
+class Section:
     out: str
     status: int
 
@@ -189,12 +189,12 @@ class DeviceShell:
             raise self._fault(exc) from exc
         return bytes(res.stdout or res.output), bytes(res.stderr), int(res.returncode)
 
-    def batch(self, commands: Sequence[Sequence[str]], *, check: bool = True) -> list[_Section]:
+    def batch(self, commands: Sequence[Sequence[str]], *, check: bool = True) -> list[Section]:
         """Run ``commands`` (argument lists) in as few round trips as fit :data:`MAX_SCRIPT_BYTES`;
         returns each command's stdout and exit status. With ``check``, a non-zero status (of a
         command that is not :class:`Unchecked`) or a provider error on stderr raises
         :class:`DeviceFault` naming the command."""
-        out: list[_Section] = []
+        out: list[Section] = []
         start = 0
         while start < len(commands):
             nonce = secrets.token_hex(8)
@@ -225,7 +225,7 @@ class DeviceShell:
         check: bool,
         fault: type[DeviceFault],
         first: int = 0,
-    ) -> list[_Section]:
+    ) -> list[Section]:
         """``commands``' sections of ``text`` (each followed by ``echo <nonce>:<i>:$?``, ``i``
         counted from ``first``), checked as :meth:`batch` says; failures raise ``fault``."""
         sections = _split_sections(text, nonce, len(commands), first)
@@ -246,7 +246,7 @@ class DeviceShell:
                 raise fault(f"a command failed on {self.serial}: {err.strip()[:400]}")
         return sections
 
-    def apply(self, commands: Sequence[Sequence[str]], *, then: Sequence[Sequence[str]] = ()) -> list[_Section]:
+    def apply(self, commands: Sequence[Sequence[str]], *, then: Sequence[Sequence[str]] = ()) -> list[Section]:
         """Run write commands (argument lists) chained with ``&&``, in as few round trips as fit
         :data:`MAX_SCRIPT_BYTES`; the first failure stops the chain and raises
         :class:`DeviceFault` with the device's stderr, as does a provider error on stderr (some
@@ -259,7 +259,7 @@ class DeviceShell:
         stderr are told from the reads' by the nonce ``N`` (64 random bits), and the reads run
         whatever the writes did (their output is then dropped)."""
         start = 0
-        reads: list[_Section] | None = None if then else []
+        reads: list[Section] | None = None if then else []
         while start < len(commands):
             nonce = secrets.token_hex(8)
             parts: list[str] = []
@@ -335,19 +335,19 @@ def _utf8(data: bytes, serial: str) -> str:
         raise DeviceFault(f"{serial} printed bytes that are not UTF-8") from None
 
 
-def _split_sections(text: str, nonce: str, count: int, first: int = 0) -> list[_Section]:
+def _split_sections(text: str, nonce: str, count: int, first: int = 0) -> list[Section]:
     sections = []
     pos = 0
     for i in range(first, first + count):
         m = re.compile(re.escape(f"{nonce}:{i}:") + r"(\d+)\n").search(text, pos)
         if m is None:
             break
-        sections.append(_Section(text[pos : m.start()], int(m.group(1))))
+        sections.append(Section(text[pos : m.start()], int(m.group(1))))
         pos = m.end()
     return sections
 
 
-Reader = Generator[list[list[str]], list[_Section], T]
+Reader = Generator[list[list[str]], list[Section], T]
 """Device reads as a generator: it yields the commands (argument lists) it needs next, is sent
 their sections (stdout and status, in order) and returns what it read. Readers run together with
 :func:`gather` share round trips: a whole verification is one or two."""
@@ -376,7 +376,7 @@ def gather(readers: Sequence[Reader[Any]]) -> Reader[list[Any]]:
     return results
 
 
-def _value(value: T) -> Reader[T]:
+def const_reader(value: T) -> Reader[T]:
     """A reader that reads nothing and returns ``value``."""
     return value
     yield []  # unreachable: makes this a generator

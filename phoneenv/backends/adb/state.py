@@ -21,7 +21,7 @@ __all__ = ["DevicePhone", "DeviceState"]
 
 
 @dataclass(frozen=True)
-class _Table:
+class Table:
     """A mapped table: its full name, app, mapping and id prefix."""
 
     name: str
@@ -64,7 +64,7 @@ class DeviceState:
     def __init__(self, backend: AdbBackend) -> None:
         self._backend = backend
         self.meta: dict[str, Any] = {"now": 0.0, "seq": {}, "view": None, "foreground": "launcher"}
-        self.mapped: dict[str, _Table] = backend.mapped_tables()
+        self.mapped: dict[str, Table] = backend.mapped_tables()
         self._cache: dict[str, dict[str, dict[str, Any]]] = {}
         self._written: dict[tuple[str, str], dict[str, Any]] = {}
         self.in_call = False
@@ -87,7 +87,7 @@ class DeviceState:
         """Seed the cache with tables just read (a verified reset's state)."""
         self._cache = {k: v for k, v in tables.items() if k in self.mapped}
 
-    def _spec(self, name: str) -> _Table:
+    def _spec(self, name: str) -> Table:
         spec = self.mapped.get(name)
         if spec is None:
             raise UnmappedTable(f"table {name!r} has no Android mapping")

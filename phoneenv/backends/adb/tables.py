@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from phoneenv.app import App
 from phoneenv.backends.adb.faults import DeviceFault, ReadFault, UnmappedTable
 from phoneenv.backends.adb.parsing import input_text_commands, parse_ids, parse_rows, parse_runtime_permissions
-from phoneenv.backends.adb.shell import DeviceShell, Reader, _Section, gather
-from phoneenv.backends.adb.state import DevicePhone, DeviceState, _Table
+from phoneenv.backends.adb.shell import DeviceShell, Reader, Section, gather
+from phoneenv.backends.adb.state import DevicePhone, DeviceState, Table
 from phoneenv.farm import android as A
 
 __all__ = ["TableIO"]
@@ -29,7 +29,7 @@ def _norm(value: Any) -> Any:
     return value
 
 
-def _norm_table(tbl: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def norm_table(tbl: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     return {rid: {k: _norm(v) for k, v in rec.items()} for rid, rec in tbl.items()}
 
 
@@ -69,13 +69,13 @@ class TableIO:
     _installed: tuple[str, ...]
 
     # -- mapping ---------------------------------------------------------------------------------
-    def mapped_tables(self) -> dict[str, _Table]:
+    def mapped_tables(self) -> dict[str, Table]:
         """Every table with an Android mapping, by full name (``messages.messages``)."""
-        out: dict[str, _Table] = {}
+        out: dict[str, Table] = {}
         for app, driver in self._drivers.items():
             cls = self._classes[app]
             for table, mapping in driver.tables.items():
-                out[f"{app}.{table}"] = _Table(f"{app}.{table}", app, mapping, cls.tables.get(table, ""))
+                out[f"{app}.{table}"] = Table(f"{app}.{table}", app, mapping, cls.tables.get(table, ""))
         return out
 
     def _wanted(self, name: str) -> bool:
@@ -110,11 +110,11 @@ class TableIO:
                 raise
             raise ReadFault(exc.detail, exc.kind) from exc
 
-    def read_table(self, spec: _Table) -> dict[str, dict[str, Any]]:
+    def read_table(self, spec: Table) -> dict[str, dict[str, Any]]:
         """Read one mapped table from the device (id → record)."""
         return self._run(self._table_reader(spec))
 
-    def _table_reader(self, spec: _Table) -> Reader[dict[str, dict[str, Any]]]:
+    def _table_reader(self, spec: Table) -> Reader[dict[str, dict[str, Any]]]:
         """The reads of one mapped table (id → record)."""
         m = spec.mapping
         if isinstance(m, A.ProviderTable):
@@ -200,7 +200,7 @@ class TableIO:
             out.append(typed)
         return out
 
-    def _provider_reader(self, spec: _Table, m: A.ProviderTable) -> Reader[dict[str, dict[str, Any]]]:
+    def _provider_reader(self, spec: Table, m: A.ProviderTable) -> Reader[dict[str, dict[str, Any]]]:
         tz = self.phone.tz
         readers = [self._rows_reader(m.uri, m.columns, m.read_where)]
         for child in m.children:
@@ -280,7 +280,7 @@ class TableIO:
         return out
 
     @staticmethod
-    def _sections_reader(commands: Sequence[list[str]]) -> Reader[list[_Section]]:
+    def _sections_reader(commands: Sequence[list[str]]) -> Reader[list[Section]]:
         """The sections of ``commands``, as a reader."""
         return (yield list(commands))
 
@@ -297,7 +297,7 @@ class TableIO:
         types.update({col: t for col, (t, _) in m.derived.items()})
         return types
 
-    def _insert_commands(self, spec: _Table, m: A.ProviderTable, record: Mapping[str, Any]) -> list[list[str]]:
+    def _insert_commands(self, spec: Table, m: A.ProviderTable, record: Mapping[str, Any]) -> list[list[str]]:
         tz = self.phone.tz
         n = A.android_id(record["id"], spec.prefix)
         row = A.encode_row(m, record, tz)
@@ -329,7 +329,7 @@ class TableIO:
             cmds.append(["content", "delete", "--uri", child.uri, "--where", where])
         return cmds
 
-    def write_insert(self, spec: _Table, record: dict[str, Any], typed: bool = False) -> None:
+    def write_insert(self, spec: Table, record: dict[str, Any], typed: bool = False) -> None:
         """Write a new record (through the app's UI when its driver types such inserts and
         ``typed``)."""
         m = spec.mapping
@@ -344,7 +344,7 @@ class TableIO:
             return
         self.shell.apply(self._insert_commands(spec, m, record))
 
-    def write_update(self, spec: _Table, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    def write_update(self, spec: Table, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         """Make record ``old`` read as ``new`` on the device."""
         m = spec.mapping
         if isinstance(m, A.SettingsTable):
@@ -374,7 +374,7 @@ class TableIO:
             cmds += self._child_inserts(m, new, n)
         self.shell.apply(cmds)
 
-    def write_delete(self, spec: _Table, old: Mapping[str, Any]) -> None:
+    def write_delete(self, spec: Table, old: Mapping[str, Any]) -> None:
         """Delete record ``old`` on the device (its child rows first)."""
         m = spec.mapping
         if isinstance(m, A.SettingsTable):
@@ -393,7 +393,7 @@ class TableIO:
             raise A.MappingError(f"setting {key!r} has no Android home: {m.unmapped.get(key, 'unmapped')}")
         self.shell.apply([sk.put_args(value, A.Ctx(self.phone.tz))])
 
-    def _typed_insert(self, spec: _Table, m: A.ProviderTable, ui: A.TypedInsert, record: dict[str, Any]) -> None:
+    def _typed_insert(self, spec: Table, m: A.ProviderTable, ui: A.TypedInsert, record: dict[str, Any]) -> None:
         """Insert ``record`` the way a user would: open the compose screen, type the text, submit;
         then find the row the app wrote, give it the record's id and other fields, and check the
         text arrived intact (a :class:`DeviceFault` when it did not)."""

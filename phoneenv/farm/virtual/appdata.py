@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["AppDataCommands"]
 
 
-class _DataFiles:
+class DataFiles:
     """The files the shell's redirections see: the device's, with app data directories kept in
     step with the tables (a read exports them, a write imports them) and ``/data/data`` refused
     to the shell user."""

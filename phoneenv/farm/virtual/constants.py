@@ -48,7 +48,7 @@ KEYCODES: dict[str, int] = {
 """Key names ``input keyevent`` accepts here, with Android's ``KeyEvent`` codes."""
 
 
-_SYSTEM_PACKAGES = (
+SYSTEM_PACKAGES = (
     "android",
     "com.android.shell",
     "com.android.providers.contacts",
@@ -60,7 +60,7 @@ _SYSTEM_PACKAGES = (
 )
 
 
-_DEFAULT_SORT = {"content://sms": "date DESC", "content://call_log/calls": "date DESC"}
+DEFAULT_SORT = {"content://sms": "date DESC", "content://call_log/calls": "date DESC"}
 """Providers whose default order is not ``_id`` (Telephony.Sms and CallLog.Calls sort newest first)."""
 
 
@@ -84,7 +84,7 @@ ACCOUNT_FILE = "shared_prefs/account.xml"
 """Where an app keeps its sign-in session, relative to its data directory."""
 
 
-_SETTINGS_DEFAULTS: dict[str, dict[str, str]] = {
+SETTINGS_DEFAULTS: dict[str, dict[str, str]] = {
     "global": {"auto_time": "1", "auto_time_zone": "1", "adb_enabled": "1", "device_provisioned": "1"},
     "secure": {"default_input_method": "com.android.inputmethod.latin/.LatinIME", "user_setup_complete": "1"},
     "system": {"screen_brightness_mode": "0", "screen_off_timeout": "60000"},

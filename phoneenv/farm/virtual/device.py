@@ -13,20 +13,20 @@ from zoneinfo import ZoneInfo
 from phoneenv.app import App
 from phoneenv.contract import Fixtures
 from phoneenv.farm.shell import Shell, ShellResult
-from phoneenv.farm.virtual.appdata import AppDataCommands, _DataFiles
+from phoneenv.farm.virtual.appdata import AppDataCommands, DataFiles
 from phoneenv.farm.virtual.constants import (
-    _SETTINGS_DEFAULTS,
-    _SYSTEM_PACKAGES,
     ADB_KEYBOARD,
     DATA_DIR,
     FIRST_APP_UID,
     LAUNCHER,
+    SETTINGS_DEFAULTS,
+    SYSTEM_PACKAGES,
 )
 from phoneenv.farm.virtual.packages import PackageCommands
 from phoneenv.farm.virtual.props import PropsCommands
 from phoneenv.farm.virtual.provider import ProviderCommands
 from phoneenv.farm.virtual.settings import SettingsCommands
-from phoneenv.farm.virtual.ui import UiCommands, _Compose
+from phoneenv.farm.virtual.ui import Compose, UiCommands
 from phoneenv.phone import Phone, app_classes, build_fixture_state
 
 __all__ = ["VirtualDevice"]
@@ -97,9 +97,9 @@ class VirtualDevice(PropsCommands, ProviderCommands, SettingsCommands, PackageCo
             "init.svc.bootanim": "stopped",
             "persist.sys.timezone": timezone,
         }
-        self.settings: dict[str, dict[str, str]] = {ns: dict(v) for ns, v in _SETTINGS_DEFAULTS.items()}
+        self.settings: dict[str, dict[str, str]] = {ns: dict(v) for ns, v in SETTINGS_DEFAULTS.items()}
         self.foreground = LAUNCHER
-        self.compose: _Compose | None = None
+        self.compose: Compose | None = None
         self.files = VirtualFiles(mtime=0)
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._routes = self._build_routes()
@@ -114,7 +114,7 @@ class VirtualDevice(PropsCommands, ProviderCommands, SettingsCommands, PackageCo
         self.labels: dict[str, str] = {}
         self._private = self._build_private()
         self._unreadable: set[str] = set()
-        self._sh = Shell(self._commands(), files=_DataFiles(self), clock=lambda: self.phone.state.meta["now"])
+        self._sh = Shell(self._commands(), files=DataFiles(self), clock=lambda: self.phone.state.meta["now"])
         self.load(Fixtures(clock=clock, timezone=timezone, installed_apps=installed, accounts={}))
 
     # -- DeviceHandler ---------------------------------------------------------------------------
@@ -176,7 +176,7 @@ class VirtualDevice(PropsCommands, ProviderCommands, SettingsCommands, PackageCo
         pkgs = [rec["package"] for rec in self.phone.state.table("system.apps").values()]
         if self.adb_keyboard:
             pkgs.append(ADB_KEYBOARD)
-        return sorted(set(pkgs) | set(_SYSTEM_PACKAGES))
+        return sorted(set(pkgs) | set(SYSTEM_PACKAGES))
 
     # -- commands --------------------------------------------------------------------------------
     def _commands(self) -> dict[str, Any]:

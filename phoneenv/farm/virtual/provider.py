@@ -14,8 +14,8 @@ from phoneenv.app import App
 from phoneenv.farm import android as A
 from phoneenv.farm.shell import Invocation
 from phoneenv.farm.virtual.constants import (
-    _DEFAULT_SORT,
     DATA_LIST_BASE,
+    DEFAULT_SORT,
 )
 from phoneenv.phone import Phone
 
@@ -315,7 +315,7 @@ class ProviderCommands:
         columns, rows = self._rows(route)
         if row_id is not None:
             where = f"_id={row_id}" + (f" AND ({where})" if where else "")
-        names, result = self._select(columns, rows, projection, where, sort or _DEFAULT_SORT.get(route.uri), route.uri)
+        names, result = self._select(columns, rows, projection, where, sort or DEFAULT_SORT.get(route.uri), route.uri)
         if not result:
             inv.write("No result found.\n")
             return

@@ -29,7 +29,7 @@ __all__ = ["UiCommands", "input_text_decode"]
 
 
 @dataclass
-class _Compose:
+class Compose:
     """A compose screen with its focused text field."""
 
     app: str
@@ -190,7 +190,7 @@ class UiCommands:
                     fields = _match_compose(typed.compose, action, data, pkg)
                     if fields is not None:
                         target = cls.package
-                        self.compose = _Compose(app, table, typed, fields)
+                        self.compose = Compose(app, table, typed, fields)
         if target is None:
             inv.error(f"Error: Activity not started, unable to resolve Intent {{ {shown} }}")
             return 1
@@ -282,7 +282,7 @@ class UiCommands:
             self._submit(self.compose)
             self.compose.text = ""
 
-    def _submit(self, compose: _Compose) -> None:
+    def _submit(self, compose: Compose) -> None:
         """The app writes what was typed as a new row (Messages: a sent SMS, read, dated now)."""
         if (compose.app, compose.table) == ("messages", "messages"):
             route = self._routes[self._classes["messages"].android.tables["messages"].uri]  # type: ignore[union-attr]

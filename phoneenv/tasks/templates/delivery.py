@@ -96,7 +96,7 @@ def _line(it: dict[str, Any], qty: int) -> dict[str, Any]:
     return {"item_id": it["id"], "name": it["name"], "qty": qty, "price": it["price"]}
 
 
-def _enough(w: World, dw: DeliveryWorld, rest: str, lines: list[tuple[str, int]]) -> None:
+def lower_minimum_order(w: World, dw: DeliveryWorld, rest: str, lines: list[tuple[str, int]]) -> None:
     """Lower the restaurant's minimum order so that ``lines`` reach it."""
     r = dw.restaurants[rest]
     sub = sum(dw.menu[rest][d]["price"] * q for d, q in lines)
@@ -132,7 +132,7 @@ def order_dish(w: World) -> Draft:
     lines = [(dish, qty)]
     if w.rng.random() < 0.4:
         lines.append((w.rng.choice([d for d in dishes if d != dish]), 1))
-    _enough(w, dw, rest, lines)
+    lower_minimum_order(w, dw, rest, lines)
     words = " and ".join(f"{NUMBER_WORDS[q]} {d}" for d, q in lines)
     goal = w.rng.choice(
         [
@@ -183,7 +183,7 @@ def order_dish(w: World) -> Draft:
     )
 
 
-def _past_order(
+def past_order(
     w: World, dw: DeliveryWorld, rest: str, lines: list[tuple[str, int]], status: str, minutes_ago: int
 ) -> dict[str, Any]:
     r = dw.restaurants[rest]
@@ -222,8 +222,8 @@ def track_and_tell(w: World) -> Draft:
     sign in, find the order on its way (an older one was delivered), text its eta."""
     dw = seed_delivery(w)
     old_rest, rest = w.rng.sample(sorted(dw.restaurants), 2)
-    _past_order(w, dw, old_rest, [(sorted(dw.menu[old_rest])[0], 1)], "delivered", w.rng.randrange(1500, 9000))
-    cur = _past_order(
+    past_order(w, dw, old_rest, [(sorted(dw.menu[old_rest])[0], 1)], "delivered", w.rng.randrange(1500, 9000))
+    cur = past_order(
         w, dw, rest, [(sorted(dw.menu[rest])[1], 2)], w.rng.choice(["preparing", "on_the_way"]), w.rng.randrange(5, 20)
     )
     c = w.rng.choice(w.contacts)
@@ -333,9 +333,9 @@ def usual_order(w: World) -> Draft:
     dish = w.rng.choice(sorted(dw.menu[rest]))
     old_dish = w.rng.choice(sorted(dw.menu[old_rest]))
     qty = w.rng.choice([1, 2])
-    _enough(w, dw, rest, [(dish, qty)])
-    _enough(w, dw, old_rest, [(old_dish, 1)])
-    _past_order(w, dw, old_rest, [(old_dish, 1)], "delivered", w.rng.randrange(3000, 9000))
+    lower_minimum_order(w, dw, rest, [(dish, qty)])
+    lower_minimum_order(w, dw, old_rest, [(old_dish, 1)])
+    past_order(w, dw, old_rest, [(old_dish, 1)], "delivered", w.rng.randrange(3000, 9000))
     book = MemoryBook()
     old = book.add(
         "preference", f"My usual delivery order is {old_dish} from {old_rest}", ago(w, w.rng.randrange(200, 400))

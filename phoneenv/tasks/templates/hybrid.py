@@ -96,12 +96,12 @@ NUMBER_WORDS = {1: "a", 2: "two", 3: "three"}
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _day_words(day: dt.date) -> str:
+def day_words(day: dt.date) -> str:
     """``Saturday 5 December``."""
     return f"{day.strftime('%A')} {day.day} {day.strftime('%B')}"
 
 
-def _stamp(t: dt.datetime) -> str:
+def iso_stamp(t: dt.datetime) -> str:
     return t.isoformat(timespec="seconds")
 
 
@@ -111,7 +111,7 @@ def _num(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def _money(x: float) -> float:
+def round_money(x: float) -> float:
     return round(x + 1e-9, 2)
 
 
@@ -170,7 +170,7 @@ def _texting(plan: list[ToolCall], to: str | None = None, body: str | None = Non
     return replacing(plan, i, call("messages.send", **args))
 
 
-def _ids(w: World, prefix: str, n: int, lo: int, hi: int) -> list[str]:
+def spaced_ids(w: World, prefix: str, n: int, lo: int, hi: int) -> list[str]:
     """``n`` distinct, non-consecutive ids ``<prefix><k>`` (so an id moved by one names nothing)."""
     picked: list[int] = []
     while len(picked) < n:
@@ -180,11 +180,11 @@ def _ids(w: World, prefix: str, n: int, lo: int, hi: int) -> list[str]:
     return [f"{prefix}{k}" for k in picked]
 
 
-def _sim(tool: str, result: Any, **arguments: Any) -> SimulatedCall:
+def simulated_call(tool: str, result: Any, **arguments: Any) -> SimulatedCall:
     return SimulatedCall(tool=tool, arguments=arguments, result=result)
 
 
-def _restaurant(w: World, rid: str, name: str, cuisine: str) -> dict[str, Any]:
+def restaurant_record(w: World, rid: str, name: str, cuisine: str) -> dict[str, Any]:
     return {
         "id": rid,
         "restaurant_id": rid,
@@ -199,7 +199,7 @@ def _restaurant(w: World, rid: str, name: str, cuisine: str) -> dict[str, Any]:
     }
 
 
-def _listing(rec: dict[str, Any]) -> dict[str, Any]:
+def as_listing(rec: dict[str, Any]) -> dict[str, Any]:
     """A seeded record as a search result (the schema's fields only, no ``id``)."""
     return {k: v for k, v in rec.items() if k != "id"}
 
@@ -214,7 +214,7 @@ def _tracking(w: World, carrier: str) -> str:
     return f"0{w.rng.randrange(10**12, 10**13)}D"
 
 
-def _parcel(w: World, shop: tuple[str, str, str], carrier: str, delivery: dt.date) -> dict[str, Any]:
+def parcel_record(w: World, shop: tuple[str, str, str], carrier: str, delivery: dt.date) -> dict[str, Any]:
     """A parcel record in transit (the tracker's list fields, plus ``id`` for the sandbox)."""
     tid = _tracking(w, carrier)
     return {
@@ -229,10 +229,10 @@ def _parcel(w: World, shop: tuple[str, str, str], carrier: str, delivery: dt.dat
     }
 
 
-def _tracked(p: dict[str, Any], hub: str) -> dict[str, Any]:
+def tracked_parcel(p: dict[str, Any], hub: str) -> dict[str, Any]:
     """``parcels.track_parcel``'s result for parcel record ``p``."""
     return {
-        **_listing(p),
+        **as_listing(p),
         "location": hub,
         "events": [
             {"time": p["last_update"], "location": hub, "description": "Arrived at the sorting centre"},
@@ -254,11 +254,11 @@ def order_food_text_eta(w: World) -> Draft:
     """Template ``hybrid.order_food_text_eta``, e.g. task 0: "Order a Bun Cha from Saigon Kitchen for delivery home and text Manabu what time it will arrive."."""
     name, cuisine, menu = w.rng.choice(RESTAURANTS)
     other_name, other_cuisine, _ = w.rng.choice([r for r in RESTAURANTS if r[0] != name])
-    rid, other_rid = _ids(w, "rst_", 2, 10, 90)
-    rest = _restaurant(w, rid, name, cuisine)
-    other = _restaurant(w, other_rid, other_name, other_cuisine)
+    rid, other_rid = spaced_ids(w, "rst_", 2, 10, 90)
+    rest = restaurant_record(w, rid, name, cuisine)
+    other = restaurant_record(w, other_rid, other_name, other_cuisine)
     w.table("food.restaurants").extend([rest, other])
-    item_ids = _ids(w, "itm_", len(menu), 100, 400)
+    item_ids = spaced_ids(w, "itm_", len(menu), 100, 400)
     k = w.rng.randrange(3)
     dish, _, price = menu[k]
     price = w.price(price)
@@ -268,8 +268,8 @@ def order_food_text_eta(w: World) -> Draft:
 
     placed = w.now + dt.timedelta(minutes=1)
     eta = placed + dt.timedelta(minutes=rest["eta_minutes"] + w.rng.choice([2, 4, 7, 9]))
-    subtotal = _money(price * qty)
-    total = _money(subtotal + rest["delivery_fee"])
+    subtotal = round_money(price * qty)
+    total = round_money(subtotal + rest["delivery_fee"])
     order = {
         "order_id": f"ord_{w.rng.randrange(200, 900)}",
         "restaurant_id": rid,
@@ -280,9 +280,9 @@ def order_food_text_eta(w: World) -> Draft:
         "total": total,
         "currency": w.currency,
         "status": "placed",
-        "placed_at": _stamp(placed),
-        "eta": _stamp(eta),
-        "last_update": _stamp(placed),
+        "placed_at": iso_stamp(placed),
+        "eta": iso_stamp(eta),
+        "last_update": iso_stamp(placed),
     }
     menu_result = {
         "restaurant_id": rid,
@@ -300,15 +300,15 @@ def order_food_text_eta(w: World) -> Draft:
             for i, (iid, (n, d, p)) in enumerate(zip(item_ids, menu, strict=True))
         ],
     }
-    found = {"restaurants": [_listing(rest)], "total": 1}
+    found = {"restaurants": [as_listing(rest)], "total": 1}
     items = [{"item_id": item_ids[k], "qty": qty}]
     hhmm = eta.strftime("%H:%M")
     simulated = [
-        _sim("food.search_restaurants", found, query=name),
-        _sim("food.search_restaurants", found, query=name.lower()),
-        _sim("food.search_restaurants", found, query=cuisine),
-        _sim("food.get_menu", menu_result, restaurant_id=rid),
-        _sim("food.place_order", order, restaurant_id=rid, items=items),
+        simulated_call("food.search_restaurants", found, query=name),
+        simulated_call("food.search_restaurants", found, query=name.lower()),
+        simulated_call("food.search_restaurants", found, query=cuisine),
+        simulated_call("food.get_menu", menu_result, restaurant_id=rid),
+        simulated_call("food.place_order", order, restaurant_id=rid, items=items),
     ]
     first = first_name(c)
     plan = [
@@ -374,9 +374,9 @@ def parcel_window_calendar(w: World) -> Draft:
     shop = w.rng.choice(SHOPS)
     carrier = w.rng.choice(CARRIERS)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 4))
-    p = _parcel(w, shop, carrier, day)
+    p = parcel_record(w, shop, carrier, day)
     other_shop = w.rng.choice([s for s in SHOPS if s != shop])
-    old = _parcel(w, other_shop, w.rng.choice(CARRIERS), w.now.date() - dt.timedelta(days=3))
+    old = parcel_record(w, other_shop, w.rng.choice(CARRIERS), w.now.date() - dt.timedelta(days=3))
     old.update(status="delivered", estimated_delivery=None, last_update=w.ts(60 * 24 * 3 - 45))
     w.table("parcels.parcels").extend([p, old])
     order_no = w.rng.randrange(10000, 99999)
@@ -417,9 +417,9 @@ def parcel_window_calendar(w: World) -> Draft:
     hub = w.rng.choice(["Leipzig hub", "Kassel hub", "Hamburg depot", "Cologne hub"])
     tid = p["tracking_id"]
     simulated = [
-        _sim("parcels.get_delivery_window", window, tracking_id=tid),
-        _sim("parcels.track_parcel", _tracked(p, hub), tracking_id=tid),
-        _sim("parcels.list_parcels", {"parcels": [_listing(p), _listing(old)], "total": 2}),
+        simulated_call("parcels.get_delivery_window", window, tracking_id=tid),
+        simulated_call("parcels.track_parcel", tracked_parcel(p, hub), tracking_id=tid),
+        simulated_call("parcels.list_parcels", {"parcels": [as_listing(p), as_listing(old)], "total": 2}),
     ]
     start, end = f"{day.isoformat()}T{ws}", f"{day.isoformat()}T{we}"
     title, phrasing = pick(w, ["Parcel delivery", "Be home for the parcel", "Delivery window", "Stay in"], [0, 1])
@@ -433,7 +433,7 @@ def parcel_window_calendar(w: World) -> Draft:
         call("mail.search", query=shop[0]),
         call("parcels.get_delivery_window", tracking_id=tid),
         call("calendar.create_event", title=title, start=start, end=end),
-        call("finish", answer=f"It comes on {_day_words(day)} between {ws} and {we}; it is in your calendar."),
+        call("finish", answer=f"It comes on {day_words(day)} between {ws} and {we}; it is in your calendar."),
     ]
     opt = options[0]
     later = f"{day.isoformat()}T{int(we[:2]) + 1:02d}:{we[3:]}"
@@ -463,9 +463,9 @@ def parcel_window_calendar(w: World) -> Draft:
         probes=[
             passes("title in other case", replacing(plan, 2, call("calendar.create_event", title=title.upper(), start=start, end=end))),
             passes("the day in other words", finishing(plan, f"{day.strftime('%A')}, {_h12(ws)} to {_h12(we)}. Blocked.")),
-            fails("a hedged day", finishing(plan, f"{_day_words(day)} or {_day_words(day + dt.timedelta(days=1))}.")),
-            passes("the shipping day beside", finishing(plan, f"It comes on {_day_words(day)} between {ws} and {we} (shipped on {_day_words(dt.date.fromisoformat(shipped))}).")),
-            fails("only the shipping day", finishing(plan, f"It shipped on {_day_words(dt.date.fromisoformat(shipped))}.")),
+            fails("a hedged day", finishing(plan, f"{day_words(day)} or {day_words(day + dt.timedelta(days=1))}.")),
+            passes("the shipping day beside", finishing(plan, f"It comes on {day_words(day)} between {ws} and {we} (shipped on {day_words(dt.date.fromisoformat(shipped))}).")),
+            fails("only the shipping day", finishing(plan, f"It shipped on {day_words(dt.date.fromisoformat(shipped))}.")),
             passes("tracked the parcel too", [plan[0], call("parcels.track_parcel", tracking_id=tid), *plan[1:]]),
             fails(
                 "another offered slot",
@@ -490,7 +490,7 @@ def parcel_reschedule_text(w: World) -> Draft:
     shop = w.rng.choice(SHOPS)
     carrier = w.rng.choice(CARRIERS)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 3))
-    p = _parcel(w, shop, carrier, day)
+    p = parcel_record(w, shop, carrier, day)
     w.table("parcels.parcels").append(p)
     old_ws, old_we = w.rng.choice(list(WINDOWS.values()))
     tid = p["tracking_id"]
@@ -499,7 +499,7 @@ def parcel_reschedule_text(w: World) -> Draft:
             "id": w.next_id("messages.messages", "m_"),
             "number": w.phone_number("landline"),
             "direction": "in",
-            "body": f"{carrier}: Your parcel {tid} from {shop[0]} will be delivered on {_day_words(day)} "
+            "body": f"{carrier}: Your parcel {tid} from {shop[0]} will be delivered on {day_words(day)} "
             f"between {old_ws} and {old_we}. Change the day in the Parcel Tracker app.",
             "time": w.ts(w.ago_within(w.rng, 30, 600)),
             "read": False,
@@ -516,7 +516,7 @@ def parcel_reschedule_text(w: World) -> Draft:
         "delivery_date": new_day.isoformat(),
         "window_start": ws,
         "window_end": we,
-        "last_update": _stamp(w.now + dt.timedelta(minutes=1)),
+        "last_update": iso_stamp(w.now + dt.timedelta(minutes=1)),
     }
     options = [
         {"date": (day + dt.timedelta(days=d)).isoformat(), "window_start": a, "window_end": b}
@@ -534,18 +534,20 @@ def parcel_reschedule_text(w: World) -> Draft:
     }
     hub = w.rng.choice(["Leipzig hub", "Kassel hub", "Hamburg depot", "Cologne hub"])
     simulated = [
-        _sim("parcels.reschedule_delivery", changed, tracking_id=tid, date=new_day.isoformat(), window=window),
-        _sim("parcels.get_delivery_window", current, tracking_id=tid),
-        _sim("parcels.track_parcel", _tracked(p, hub), tracking_id=tid),
-        _sim("parcels.list_parcels", {"parcels": [_listing(p)], "total": 1}),
+        simulated_call(
+            "parcels.reschedule_delivery", changed, tracking_id=tid, date=new_day.isoformat(), window=window
+        ),
+        simulated_call("parcels.get_delivery_window", current, tracking_id=tid),
+        simulated_call("parcels.track_parcel", tracked_parcel(p, hub), tracking_id=tid),
+        simulated_call("parcels.list_parcels", {"parcels": [as_listing(p)], "total": 1}),
     ]
     first = first_name(c)
     (phrasing,) = pick(w, [0, 1])
     goal = (
-        f"I won't be home when my {shop[0]} parcel comes. Move the delivery to {_day_words(new_day)} in the "
+        f"I won't be home when my {shop[0]} parcel comes. Move the delivery to {day_words(new_day)} in the "
         f"{window}, and text {first} the new day and time window."
         if phrasing == 0
-        else f"Please push my {shop[0]} delivery to {_day_words(new_day)}, {window} slot, and text {first} "
+        else f"Please push my {shop[0]} delivery to {day_words(new_day)}, {window} slot, and text {first} "
         "the new day and time."
     )
     weekday = new_day.strftime("%A")
@@ -556,9 +558,9 @@ def parcel_reschedule_text(w: World) -> Draft:
         call(
             "messages.send",
             to=c["phone"],
-            body=f"My {shop[0]} parcel now arrives on {_day_words(new_day)} between {ws} and {we}.",
+            body=f"My {shop[0]} parcel now arrives on {day_words(new_day)} between {ws} and {we}.",
         ),
-        call("finish", answer=f"Moved to {_day_words(new_day)}, {ws}-{we}, and told {first}."),
+        call("finish", answer=f"Moved to {day_words(new_day)}, {ws}-{we}, and told {first}."),
     ]
     o_ws, o_we = old_ws, old_we
     return Draft(
@@ -589,7 +591,7 @@ def parcel_reschedule_text(w: World) -> Draft:
                 _texting(plan, body=f"Parcel moved to {weekday}, between {_h12(ws).split(':')[0]} and {_h12(we).replace(':00', '')}."),
             ),
             passes("checked the current window first", [plan[0], call("parcels.get_delivery_window", tracking_id=tid), *plan[1:]]),
-            fails("the old window in the text", _texting(plan, body=f"Parcel comes {_day_words(day)}, {o_ws}-{o_we}.")),
+            fails("the old window in the text", _texting(plan, body=f"Parcel comes {day_words(day)}, {o_ws}-{o_we}.")),
             fails(f"texted {decoy['name']}", _texting(plan, to=decoy["phone"])),
         ],
     )  # fmt: skip
@@ -612,7 +614,7 @@ def cinema_book_text(w: World) -> Draft:
     title, genre, runtime, rating, synopsis = w.rng.choice(MOVIES)
     cinema, other_cinema = w.rng.sample(CINEMAS, 2)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 7))
-    mid, other_mid = _ids(w, "mov_", 2, 10, 90)
+    mid, other_mid = spaced_ids(w, "mov_", 2, 10, 90)
     movie = {
         "movie_id": mid,
         "title": title,
@@ -641,7 +643,7 @@ def cinema_book_text(w: World) -> Draft:
         (cinema, target_t, str(w.rng.randrange(2, 8))),
         (cinema, w.rng.choice(["22:30", "22:45", "23:00"]), "1"),
     ]
-    sids = _ids(w, "shw_", len(rows), 100, 900)
+    sids = spaced_ids(w, "shw_", len(rows), 100, 900)
     price = w.price(w.rng.choice([9.5, 11.0, 12.5, 13.0]))
     showtimes = [
         {
@@ -670,37 +672,37 @@ def cinema_book_text(w: World) -> Draft:
         "hall": show["hall"],
         "start": show["start"],
         "seats": seats,
-        "price": _money(price * 2),
+        "price": round_money(price * 2),
         "currency": w.currency,
         "status": "confirmed",
-        "booked_at": _stamp(w.now + dt.timedelta(minutes=1)),
+        "booked_at": iso_stamp(w.now + dt.timedelta(minutes=1)),
     }
     found = {"movies": [movie], "total": 1}
     date = day.isoformat()
     simulated = [
-        _sim("cinema.search_movies", found, query=title),
-        _sim("cinema.search_movies", found, query=title.lower()),
-        _sim("cinema.search_movies", found, query=title, date=date),
-        _sim("cinema.search_movies", {"movies": [movie, other_movie], "total": 2}, date=date),
-        _sim("cinema.list_showtimes", {"date": date, "showtimes": showtimes}, movie_id=mid, date=date),
-        _sim(
+        simulated_call("cinema.search_movies", found, query=title),
+        simulated_call("cinema.search_movies", found, query=title.lower()),
+        simulated_call("cinema.search_movies", found, query=title, date=date),
+        simulated_call("cinema.search_movies", {"movies": [movie, other_movie], "total": 2}, date=date),
+        simulated_call("cinema.list_showtimes", {"date": date, "showtimes": showtimes}, movie_id=mid, date=date),
+        simulated_call(
             "cinema.list_showtimes",
             {"date": date, "showtimes": [s for s in showtimes if s["cinema"] == cinema]},
             movie_id=mid,
             date=date,
             cinema=cinema,
         ),
-        _sim("cinema.book_tickets", booking, showtime_id=show["showtime_id"], seats=seats),
+        simulated_call("cinema.book_tickets", booking, showtime_id=show["showtime_id"], seats=seats),
     ]
     c = w.rng.choice(w.contacts)
     decoy = namesake(w, c, email=False)
     first = first_name(c)
     (phrasing,) = pick(w, [0, 1])
     goal = (
-        f"Book seats {seats[0]} and {seats[1]} for {title} on {_day_words(day)}, the first screening after "
+        f"Book seats {seats[0]} and {seats[1]} for {title} on {day_words(day)}, the first screening after "
         f"7 pm at {cinema}, and text {first} the start time and the cinema."
         if phrasing == 0
-        else f"Get us seats {seats[0]} and {seats[1]} for {title} at {cinema} on {_day_words(day)}, whichever "
+        else f"Get us seats {seats[0]} and {seats[1]} for {title} at {cinema} on {day_words(day)}, whichever "
         f"screening comes first after 7 pm, then text {first} where and when it starts."
     )
     decoy_t = showtimes[1]["start"][11:16]
@@ -785,10 +787,10 @@ def cinema_book_text(w: World) -> Draft:
 def cancel_order_note_refund(w: World) -> Draft:
     """Template ``hybrid.cancel_order_note_refund``, e.g. task 0: "Cancel my Green Bowl order that is still being prepared, add the refund to my \"Expenses\" note, and tell me how much it is."."""
     (name, cuisine, menu), (o_name, o_cuisine, o_menu) = w.rng.sample(RESTAURANTS, 2)
-    rid, o_rid = _ids(w, "rst_", 2, 10, 90)
-    rest, other = _restaurant(w, rid, name, cuisine), _restaurant(w, o_rid, o_name, o_cuisine)
+    rid, o_rid = spaced_ids(w, "rst_", 2, 10, 90)
+    rest, other = restaurant_record(w, rid, name, cuisine), restaurant_record(w, o_rid, o_name, o_cuisine)
     w.table("food.restaurants").extend([rest, other])
-    oids = _ids(w, "ord_", 3, 200, 900)
+    oids = spaced_ids(w, "ord_", 3, 200, 900)
     ages = [w.rng.randrange(8, 20), 60 * 24 * w.rng.randrange(2, 6) + 30, 60 * 24 * w.rng.randrange(8, 20) + 30]
     specs = [(rest, menu, "preparing"), (rest, menu, "delivered"), (other, o_menu, "delivered")]
     orders = []
@@ -803,7 +805,7 @@ def cancel_order_note_refund(w: World) -> Draft:
             }
             for i, j in enumerate(picks)
         ]
-        subtotal = _money(sum(it["qty"] * it["price"] for it in items))
+        subtotal = round_money(sum(it["qty"] * it["price"] for it in items))
         placed = w.now - dt.timedelta(minutes=age)
         open_ = status != "delivered"
         orders.append(
@@ -815,12 +817,12 @@ def cancel_order_note_refund(w: World) -> Draft:
                 "items": items,
                 "subtotal": subtotal,
                 "delivery_fee": r["delivery_fee"],
-                "total": _money(subtotal + r["delivery_fee"]),
+                "total": round_money(subtotal + r["delivery_fee"]),
                 "currency": w.currency,
                 "status": status,
-                "placed_at": _stamp(placed),
-                "eta": _stamp(placed + dt.timedelta(minutes=r["eta_minutes"] + 5)) if open_ else None,
-                "last_update": _stamp(placed + dt.timedelta(minutes=3 if open_ else r["eta_minutes"])),
+                "placed_at": iso_stamp(placed),
+                "eta": iso_stamp(placed + dt.timedelta(minutes=r["eta_minutes"] + 5)) if open_ else None,
+                "last_update": iso_stamp(placed + dt.timedelta(minutes=3 if open_ else r["eta_minutes"])),
             }
         )
     w.table("food.orders").extend(orders)
@@ -857,13 +859,13 @@ def cancel_order_note_refund(w: World) -> Draft:
         "status": "cancelled",
         "refund": refund,
         "currency": w.currency,
-        "last_update": _stamp(w.now + dt.timedelta(minutes=1)),
+        "last_update": iso_stamp(w.now + dt.timedelta(minutes=1)),
     }
     simulated = [
-        _sim("food.list_past_orders", {"orders": listed, "total": 3}),
-        _sim("food.list_past_orders", {"orders": listed[:1], "total": 1}, status="preparing"),
-        _sim("food.order_status", {**_listing(target), "courier": None}, order_id=target["order_id"]),
-        _sim("food.cancel_order", cancelled, order_id=target["order_id"]),
+        simulated_call("food.list_past_orders", {"orders": listed, "total": 3}),
+        simulated_call("food.list_past_orders", {"orders": listed[:1], "total": 1}, status="preparing"),
+        simulated_call("food.order_status", {**as_listing(target), "courier": None}, order_id=target["order_id"]),
+        simulated_call("food.cancel_order", cancelled, order_id=target["order_id"]),
     ]
     goal = (
         f'Cancel my {name} order that is still being prepared, add the refund to my "{note_title}" note, '

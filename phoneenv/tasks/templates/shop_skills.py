@@ -27,7 +27,7 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.delivery import _enough, _past_order, ordered, seed_delivery, sign_in
+from phoneenv.tasks.templates.delivery import lower_minimum_order, ordered, past_order, seed_delivery, sign_in
 from phoneenv.tasks.templates.restaurants import day_words, seed_restaurants, table_time
 from phoneenv.tasks.templates.shop import add_order, item, return_plan, returned, seed_shop
 from phoneenv.tasks.templates.skills import read_skill
@@ -429,9 +429,9 @@ def reorder_usual(w: World) -> Draft:
     w.rng.shuffle(events)
     events += [(ru, u, q_last, "delivered"), (rl, latest, 1, "delivered")]
     for (rest, dish, q, status), m in zip(events, minutes[: len(events)], strict=True):
-        _enough(w, dw, rest, [(dish, q)])
-        _past_order(w, dw, rest, [(dish, q)], status, m)
-    _enough(w, dw, ru, [(u, q_last)])
+        lower_minimum_order(w, dw, rest, [(dish, q)])
+        past_order(w, dw, rest, [(dish, q)], status, m)
+    lower_minimum_order(w, dw, ru, [(u, q_last)])
     read, read_ms = read_skill("reorder-the-usual")
     rid = dw.restaurants[ru]["id"]
     plan = [

@@ -378,7 +378,7 @@ CHEAPER_ASKS = [
 ]
 
 
-def _sim(tool: str, result: Any, **arguments: Any) -> SimulatedCall:
+def simulated_call(tool: str, result: Any, **arguments: Any) -> SimulatedCall:
     return SimulatedCall(tool=tool, arguments=arguments, result=result)
 
 
@@ -464,11 +464,11 @@ def cheaper_app(w: World) -> Draft:
     found = {"restaurants": [frest], "total": 1}
     f_items = [{"item_id": f_item, "qty": qty}]
     simulated = [
-        _sim("food.search_restaurants", found, query=rest),
-        _sim("food.search_restaurants", found, query=rest.lower()),
-        _sim("food.search_restaurants", found, query=cuisine),
-        _sim("food.get_menu", menu_result, restaurant_id=frid),
-        _sim("food.place_order", f_order, restaurant_id=frid, items=f_items),
+        simulated_call("food.search_restaurants", found, query=rest),
+        simulated_call("food.search_restaurants", found, query=rest.lower()),
+        simulated_call("food.search_restaurants", found, query=cuisine),
+        simulated_call("food.get_menu", menu_result, restaurant_id=frid),
+        simulated_call("food.place_order", f_order, restaurant_id=frid, items=f_items),
     ]
     d_total = round(it["price"] * qty + r["delivery_fee"] + 1e-9, 2)
     f_total = f_order["total"]

@@ -36,15 +36,15 @@ from phoneenv.tasks.templates.hybrid import (
     MOVIES,
     RESTAURANTS,
     SHOPS,
-    _day_words,
-    _ids,
-    _listing,
-    _money,
-    _parcel,
-    _restaurant,
-    _sim,
-    _stamp,
-    _tracked,
+    as_listing,
+    day_words,
+    iso_stamp,
+    parcel_record,
+    restaurant_record,
+    round_money,
+    simulated_call,
+    spaced_ids,
+    tracked_parcel,
 )
 from phoneenv.tasks.world import World
 
@@ -67,13 +67,13 @@ def parcel_eta(w: World) -> Draft:
     shop, other_shop = w.rng.sample(SHOPS, 2)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 6))
     other_day = day + dt.timedelta(days=w.rng.choice([2, 3, 4]))
-    p = _parcel(w, shop, w.rng.choice(CARRIERS), day)
-    q = _parcel(w, other_shop, w.rng.choice(CARRIERS), other_day)
+    p = parcel_record(w, shop, w.rng.choice(CARRIERS), day)
+    q = parcel_record(w, other_shop, w.rng.choice(CARRIERS), other_day)
     hub = w.rng.choice(["Leipzig hub", "Kassel hub", "Hamburg depot", "Cologne hub"])
     tid = p["tracking_id"]
     simulated = [
-        _sim("parcels.list_parcels", {"parcels": [_listing(p), _listing(q)], "total": 2}),
-        _sim("parcels.track_parcel", _tracked(p, hub), tracking_id=tid),
+        simulated_call("parcels.list_parcels", {"parcels": [as_listing(p), as_listing(q)], "total": 2}),
+        simulated_call("parcels.track_parcel", tracked_parcel(p, hub), tracking_id=tid),
     ]
     goal = w.rng.choice([f"When is my {shop[2]} from {shop[0]} going to arrive?",
                          f"Which day will the {shop[0]} parcel with the {shop[2]} be delivered?"])  # fmt: skip
@@ -107,18 +107,18 @@ def _food_world(w: World) -> dict[str, Any]:
     many; the script answers the search by name or cuisine, the menu and both orders."""
     name, cuisine, menu = RESTAURANTS[w.index % len(RESTAURANTS)]
     other_name, other_cuisine, _ = w.rng.choice([r for r in RESTAURANTS if r[0] != name])
-    rid, other_rid = _ids(w, "rst_", 2, 10, 90)
-    rest = _restaurant(w, rid, name, cuisine)
-    other = _restaurant(w, other_rid, other_name, other_cuisine)
+    rid, other_rid = spaced_ids(w, "rst_", 2, 10, 90)
+    rest = restaurant_record(w, rid, name, cuisine)
+    other = restaurant_record(w, other_rid, other_name, other_cuisine)
     w.table("food.restaurants").extend([rest, other])
-    item_ids = _ids(w, "itm_", len(menu), 100, 400)
+    item_ids = spaced_ids(w, "itm_", len(menu), 100, 400)
     k = w.rng.randrange(3)
     dish, _, price = menu[k]
     price = w.price(price)
     qty = w.rng.choice([1, 2, 3])
     placed = w.now + dt.timedelta(minutes=1)
-    subtotal = _money(price * qty)
-    total = _money(subtotal + rest["delivery_fee"])
+    subtotal = round_money(price * qty)
+    total = round_money(subtotal + rest["delivery_fee"])
     order = {
         "order_id": f"ord_{w.rng.randrange(200, 900)}",
         "restaurant_id": rid,
@@ -129,12 +129,12 @@ def _food_world(w: World) -> dict[str, Any]:
         "total": total,
         "currency": w.currency,
         "status": "placed",
-        "placed_at": _stamp(placed),
-        "eta": _stamp(placed + dt.timedelta(minutes=rest["eta_minutes"])),
-        "last_update": _stamp(placed),
+        "placed_at": iso_stamp(placed),
+        "eta": iso_stamp(placed + dt.timedelta(minutes=rest["eta_minutes"])),
+        "last_update": iso_stamp(placed),
     }
     wrong = {**order, "order_id": f"ord_{w.rng.randrange(900, 999)}", "items": [{**order["items"][0], "qty": qty + 1}],
-             "subtotal": _money(price * (qty + 1)), "total": _money(price * (qty + 1) + rest["delivery_fee"])}  # fmt: skip
+             "subtotal": round_money(price * (qty + 1)), "total": round_money(price * (qty + 1) + rest["delivery_fee"])}  # fmt: skip
     menu_result = {
         "restaurant_id": rid,
         "name": name,
@@ -144,15 +144,15 @@ def _food_world(w: World) -> dict[str, Any]:
             for iid, (n, d, p) in zip(item_ids, menu, strict=True)
         ],
     }
-    found = {"restaurants": [_listing(rest)], "total": 1}
+    found = {"restaurants": [as_listing(rest)], "total": 1}
     items = [{"item_id": item_ids[k], "qty": qty}]
     too_many = [{"item_id": item_ids[k], "qty": qty + 1}]
     simulated = [
-        _sim("food.search_restaurants", found, query=name),
-        _sim("food.search_restaurants", found, query=cuisine),
-        _sim("food.get_menu", menu_result, restaurant_id=rid),
-        _sim("food.place_order", order, restaurant_id=rid, items=items),
-        _sim("food.place_order", wrong, restaurant_id=rid, items=too_many),
+        simulated_call("food.search_restaurants", found, query=name),
+        simulated_call("food.search_restaurants", found, query=cuisine),
+        simulated_call("food.get_menu", menu_result, restaurant_id=rid),
+        simulated_call("food.place_order", order, restaurant_id=rid, items=items),
+        simulated_call("food.place_order", wrong, restaurant_id=rid, items=too_many),
     ]
     return {"name": name, "cuisine": cuisine, "rid": rid, "dish": dish, "qty": qty, "total": total,
             "items": items, "too_many": too_many, "simulated": simulated}  # fmt: skip
@@ -267,7 +267,7 @@ def cinema_booking(w: World) -> Draft:
     title, genre, runtime, rating, synopsis = MOVIES[w.index % len(MOVIES)]
     cinema, other_cinema = w.rng.sample(CINEMAS, 2)
     day = w.now.date() + dt.timedelta(days=w.rng.randrange(1, 7))
-    (mid,) = _ids(w, "mov_", 1, 10, 90)
+    (mid,) = spaced_ids(w, "mov_", 1, 10, 90)
     movie = {"movie_id": mid, "title": title, "genre": genre, "runtime_min": runtime, "age_rating": rating,
              "language": w.rng.choice(["German", "English (OV)"]), "synopsis": synopsis}  # fmt: skip
     target_t = w.rng.choice(["19:30", "20:00", "20:15", "20:45"])
@@ -277,7 +277,7 @@ def cinema_booking(w: World) -> Draft:
         (cinema, target_t, str(w.rng.randrange(2, 8))),
         (cinema, w.rng.choice(["22:30", "22:45", "23:00"]), "1"),
     ]
-    sids = _ids(w, "shw_", len(rows), 100, 900)
+    sids = spaced_ids(w, "shw_", len(rows), 100, 900)
     price = w.price(w.rng.choice([9.5, 11.0, 12.5, 13.0]))
     date = day.isoformat()
     showtimes = [
@@ -288,20 +288,20 @@ def cinema_booking(w: World) -> Draft:
     row = w.rng.choice("DEFGH")
     n = w.rng.randrange(4, 12)
     seats = [f"{row}{n}", f"{row}{n + 1}"]
-    booking_ids = _ids(w, "bkg_", len(rows), 10, 99)
+    booking_ids = spaced_ids(w, "bkg_", len(rows), 10, 99)
 
     def booking(show: dict[str, Any], bid: str) -> dict[str, Any]:
         return {"booking_id": bid, "showtime_id": show["showtime_id"], "movie_id": mid, "movie_title": title,
                 "cinema": show["cinema"], "hall": show["hall"], "start": show["start"], "seats": seats,
-                "price": _money(price * 2), "currency": w.currency, "status": "confirmed",
-                "booked_at": _stamp(w.now + dt.timedelta(minutes=1))}  # fmt: skip
+                "price": round_money(price * 2), "currency": w.currency, "status": "confirmed",
+                "booked_at": iso_stamp(w.now + dt.timedelta(minutes=1))}  # fmt: skip
 
     found = {"movies": [movie], "total": 1}
     simulated = [
-        _sim("cinema.search_movies", found, query=title),
-        _sim("cinema.search_movies", found, query=title, date=date),
-        _sim("cinema.list_showtimes", {"date": date, "showtimes": showtimes}, movie_id=mid, date=date),
-        _sim(
+        simulated_call("cinema.search_movies", found, query=title),
+        simulated_call("cinema.search_movies", found, query=title, date=date),
+        simulated_call("cinema.list_showtimes", {"date": date, "showtimes": showtimes}, movie_id=mid, date=date),
+        simulated_call(
             "cinema.list_showtimes",
             {"date": date, "showtimes": [s for s in showtimes if s["cinema"] == cinema]},
             movie_id=mid,
@@ -309,15 +309,15 @@ def cinema_booking(w: World) -> Draft:
             cinema=cinema,
         ),
         *(
-            _sim("cinema.book_tickets", booking(show, bid), showtime_id=show["showtime_id"], seats=seats)
+            simulated_call("cinema.book_tickets", booking(show, bid), showtime_id=show["showtime_id"], seats=seats)
             for show, bid in zip(showtimes, booking_ids, strict=True)
         ),
     ]
     show = showtimes[2]
     goal = w.rng.choice([
-        f"Book seats {seats[0]} and {seats[1]} for {title} on {_day_words(day)}: the first screening after 7 pm "
+        f"Book seats {seats[0]} and {seats[1]} for {title} on {day_words(day)}: the first screening after 7 pm "
         f"at {cinema}.",
-        f"Get me seats {seats[0]} and {seats[1]} for {title} at {cinema} on {_day_words(day)}, whichever "
+        f"Get me seats {seats[0]} and {seats[1]} for {title} at {cinema} on {day_words(day)}, whichever "
         "screening comes first after 7 pm.",
     ])  # fmt: skip
     plan = [
