@@ -215,8 +215,8 @@ class TrainConfig(GRPOConfig):
 
     Raises:
         ValueError: (at construction) an unknown ``algo`` or ``care_controller``, G < 2,
-        ``max_turns`` or ``max_new_tokens`` < 1, ``care_cost_weight`` outside [0, 1], a malformed
-        tool filter, or ``care_controller="llm"`` without a base URL and model.
+            ``max_turns`` or ``max_new_tokens`` < 1, ``care_cost_weight`` outside [0, 1], a malformed
+            tool filter, or ``care_controller="llm"`` without a base URL and model.
     """
 
     _VALID_DICT_FIELDS: ClassVar[list[str]] = [*GRPOConfig._VALID_DICT_FIELDS, "env_kwargs", "care", "sampler"]
