@@ -203,7 +203,7 @@ class TrainConfig(GRPOConfig):
     * ``competence_sampling=True``: groups come from tasks in the learnable zone (see
       :class:`rl.sampler.CompetenceSampler`), since all-won and all-lost groups carry no advantage.
     * ``invalid_reply_penalty=0`` here (the algorithms as published); ``phoneenv train rl`` sets
-      0.5, measured on the tiny model over 120 steps (README, *Train a planner*).
+      0.5, measured on the tiny model over 120 steps (docs/figures/care.md).
     * ``tool_filter="task"``: the task's apps' tools, as ``phoneenv eval --tools task`` and
       ``phoneenv train sft --tools task`` offer them.
     * ``care_controller_api_key`` is read from ``$PHONEENV_CONTROLLER_API_KEY`` when unset and is
