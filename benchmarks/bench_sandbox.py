@@ -79,7 +79,7 @@ def main() -> None:
     wrapped = gym.make("PhonePlan-v0", task=task, max_steps=10**9)
     wrapped.reset(seed=0)
     wrapped_rate = best_rate(lambda: wrapped.step(ACTION), n_steps, repeats, lambda: wrapped.reset(seed=0))
-    phoneenv.freeze_gc()  # what the README advises after set-up: full collections stop re-scanning the suite
+    phoneenv.freeze_gc()  # what the docs advise after set-up: full collections stop re-scanning the suite
     frozen_rate = best_rate(lambda: env.step(ACTION), n_steps, repeats, lambda: env.reset(seed=0))
     gc.unfreeze()
     result = env.step(ACTION)[4]["feedback"].result

@@ -32,7 +32,7 @@ Run (needs the ``[rl]`` extra)::
    RL step, one line per arm, from each arm's ``metrics.jsonl``), and the models and logs.
 
 Target (issue 14): CARE within 3 points of GRPO's success with ≥ 25% fewer output tokens; the
-ablation shorter still, with lower success. The README's "CARE's effect, measured" section holds
+ablation shorter still, with lower success. The "CARE's effect, measured" section of docs/figures/care.md holds
 the figures of the last full run, whatever they are.
 """
 

@@ -6,7 +6,7 @@ Run: ``.venv/bin/python benchmarks/rl_reply_validity.py runs/loop/runs.sqlite [-
 A reply without a tool call is a step whose feedback error is ``invalid_json`` (the env's answer to
 text that holds no call). Per band it prints the training episodes, their success rate, the share
 of replies without a call, how many won episodes hold one, and output tokens per episode. The
-README's *Train a planner* figures (3.0% -> 38% without ``--invalid-reply-penalty``, 2.2-3.3%
+the figures of docs/figures/care.md (3.0% -> 38% without ``--invalid-reply-penalty``, 2.2-3.3%
 with it) come from this script.
 """
 

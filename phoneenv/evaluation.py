@@ -1151,9 +1151,9 @@ def _row(label: str, rs: list[EpisodeResult]) -> Row:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k estimator of Chen et al. (2021): the probability that at least one of
-    ``k`` episodes drawn without replacement from ``n`` (``c`` of them successes) succeeds,
-    ``1 - C(n-c, k) / C(n, k)``.
+    """The unbiased pass@k estimator of the Codex paper (arXiv:2107.03374, 2021): the probability
+    that at least one of ``k`` episodes drawn without replacement from ``n`` (``c`` of them
+    successes) succeeds, ``1 - C(n-c, k) / C(n, k)``.
 
     Raises:
         ValueError: unless ``0 <= c <= n`` and ``1 <= k <= n``.

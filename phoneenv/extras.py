@@ -33,8 +33,8 @@ from phoneenv.errors import PhoneEnvError
 
 __all__ = ["EXTRAS", "MissingExtra", "install_command", "needs", "require", "source_checkout"]
 
-#: The extras declared in pyproject.toml, each with what it is for (the README's table says which
-#: command needs which).
+#: The extras declared in pyproject.toml, each with what it is for (the table of
+#: docs/reference/extras.md says which command needs which).
 EXTRAS: dict[str, str] = {
     "llm": "LLM planners and the LLM-simulated backend (OpenAI-compatible clients, transformers, xgrammar)",
     "rl": "SFT and GRPO/CARE training on TRL",
@@ -46,6 +46,7 @@ EXTRAS: dict[str, str] = {
     "view": "HTML reports of runs (matplotlib plots)",
     "data": "Hugging Face datasets export",
     "gpu": "GPU training (vLLM, DeepSpeed)",
+    "docs": "the documentation site (MkDocs, Material, mkdocstrings)",
 }
 
 _PACKAGE_DIR = Path(__file__).resolve().parent

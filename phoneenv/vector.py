@@ -329,8 +329,8 @@ class PhonePlanVectorEnv(VectorEnv):
             the wrong length, a malformed ``reset_mask``.
         WorkerError: a worker process died (the message names it and its exit code); the env
             is closed afterwards.
-        Whatever an env raises at construction or reset (an unknown task id, ``KeyError``), as
-            that env raised it, after every worker has answered.
+        Exception: whatever an env raises at construction or reset (an unknown task id,
+            ``KeyError``), as that env raised it, after every worker has answered.
     """
 
     metadata: ClassVar[dict[str, Any]] = {**PhonePlanEnv.metadata, "autoreset_mode": AutoresetMode.NEXT_STEP}

@@ -349,7 +349,7 @@ def care_rewards(
 
     Raises:
         ValueError: G < 1, not 1-D, mismatched lengths, NaN/inf, success not 0/1, progress or cost
-        outside [0, 1].
+            outside [0, 1].
 
     Source: the Qwen-Planner-Agent report (CARE).
     """
@@ -410,9 +410,9 @@ def care_advantages(rewards: ArrayLike, success: ArrayLike, cfg: CareConfig) -> 
 
     Raises:
         ValueError: G < 1, not 1-D, mismatched lengths, NaN/inf or ``|r| > 1e100``, success not
-        0/1.
+            0/1.
 
-    Source: the Qwen-Planner-Agent report (CARE); GRPO (Shao et al. 2024) for the normalisation.
+    Source: the Qwen-Planner-Agent report (CARE); GRPO (DeepSeekMath, arXiv:2402.03300) for the normalisation.
     """
     r = _rewards_vector(rewards)
     s = _success_vector(success, r.size)
@@ -583,7 +583,7 @@ def efficiency_cost(
 
     Raises:
         ValueError: negative or NaN counts, mismatched lengths, G < 1, a needed array is None,
-        budgets ≤ 0, weight outside [0, 1].
+            budgets ≤ 0, weight outside [0, 1].
 
     Source: the Qwen-Planner-Agent report (CARE efficiency cost).
     """
@@ -1098,7 +1098,7 @@ class LLMController(_ControllerBase):
 
         Raises:
             ValueError: ``step`` negative or not an int, ``stats`` not a :class:`TrainingStats`
-            (caller errors; nothing the model says raises).
+                (caller errors; nothing the model says raises).
         """
         if not self._start(step, stats):
             return []

@@ -203,7 +203,7 @@ class TrainConfig(GRPOConfig):
     * ``competence_sampling=True``: groups come from tasks in the learnable zone (see
       :class:`rl.sampler.CompetenceSampler`), since all-won and all-lost groups carry no advantage.
     * ``invalid_reply_penalty=0`` here (the algorithms as published); ``phoneenv train rl`` sets
-      0.5, measured on the tiny model over 120 steps (README, *Train a planner*).
+      0.5, measured on the tiny model over 120 steps (docs/figures/care.md).
     * ``tool_filter="task"``: the task's apps' tools, as ``phoneenv eval --tools task`` and
       ``phoneenv train sft --tools task`` offer them.
     * ``care_controller_api_key`` is read from ``$PHONEENV_CONTROLLER_API_KEY`` when unset and is
@@ -215,8 +215,8 @@ class TrainConfig(GRPOConfig):
 
     Raises:
         ValueError: (at construction) an unknown ``algo`` or ``care_controller``, G < 2,
-        ``max_turns`` or ``max_new_tokens`` < 1, ``care_cost_weight`` outside [0, 1], a malformed
-        tool filter, or ``care_controller="llm"`` without a base URL and model.
+            ``max_turns`` or ``max_new_tokens`` < 1, ``care_cost_weight`` outside [0, 1], a malformed
+            tool filter, or ``care_controller="llm"`` without a base URL and model.
     """
 
     _VALID_DICT_FIELDS: ClassVar[list[str]] = [*GRPOConfig._VALID_DICT_FIELDS, "env_kwargs", "care", "sampler"]

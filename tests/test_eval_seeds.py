@@ -281,14 +281,15 @@ def test_cli_agent_module_class_errors(tmp_path, spec, said):
     assert res.exit_code == 2 and said in " ".join(res.output.replace("│", " ").split()), res.output
 
 
-def test_readme_python_api_example_runs(tmp_path, monkeypatch, capsys):
-    """The README's eval-loop example, run as written (in a scratch folder)."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme.split("### Your own agent, and the eval loop from Python", 1)[1]
+def test_docs_python_api_example_runs(tmp_path, monkeypatch, capsys):
+    """The docs' eval-loop example (docs/guides/plan-with-an-llm.md), run as written in a scratch
+    folder, gives what it says (tests/test_docs_site.py runs it too, without these checks)."""
+    guide = (Path(__file__).parent.parent / "docs" / "guides" / "plan-with-an-llm.md").read_text()
+    section = guide.split("loop from Python:", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "plan-with-an-llm.md", "exec"), namespace)
     results, board, specs = namespace["results"], namespace["board"], namespace["specs"]
     assert len(results) == 2 * len(namespace["select"]("contacts.*")) and all(r.success for r in results)
     assert {r.seed for r in results} == {0, 1} and (tmp_path / "runs/py/seed-1").is_dir()

