@@ -8,16 +8,19 @@ package and permissions, with ``@tool`` methods (see :mod:`phoneenv.tools`) and 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
 from typing_extensions import TypedDict
 
+from phoneenv import toolcache
 from phoneenv.contract import Domain, ErrorKind, Fixtures
 from phoneenv.farm.android import AndroidDriver
 from phoneenv.state import PhoneState
-from phoneenv.tools import ToolDef, ToolError, build_tool
+from phoneenv.tools import ToolDef, ToolError, build_tool, tool_def_from_spec
 
 __all__ = [
     "MAX_YEAR",
@@ -156,15 +159,27 @@ class App:
     def tool_defs(cls) -> list[ToolDef]:
         """This app's tools, built once per class from the ``@tool`` methods, sorted by name."""
         if cls.__dict__.get("_tool_defs") is None:
-            defs = []
+            methods: dict[str, Callable[..., Any]] = {}
             for attr, member in vars(cls).items():
                 if callable(member) and hasattr(member, "__phoneenv_tool__"):
                     if attr in App.__dict__:
                         raise TypeError(
                             f"{cls.__name__}.{attr} shadows App.{attr}; name the method otherwise and pass @tool(name=...)"
                         )
-                    defs.append(build_tool(cls.name, cls.domain, member))
-            cls._tool_defs = sorted(defs, key=lambda d: d.spec.name)
+                    verb = member.__phoneenv_tool__.name or member.__name__
+                    methods[f"{cls.name}.{verb}" if cls.name else verb] = member
+            names = sorted(methods)
+            owner, folders = f"{cls.__module__}.{cls.__qualname__}", _source_folders(cls)
+            cached = toolcache.load(cls.name, owner, names, folders) if folders else None
+            if cached is not None:
+                defs = [tool_def_from_spec(spec, methods[spec.name]) for spec in cached]
+            else:
+                defs = sorted(
+                    (build_tool(cls.name, cls.domain, m) for m in methods.values()), key=lambda d: d.spec.name
+                )
+                if folders:
+                    toolcache.store(cls.name, owner, [d.spec for d in defs], folders)
+            cls._tool_defs = defs
         return cls._tool_defs  # type: ignore[return-value]
 
     # -- state helpers --------------------------------------------------------------------------
@@ -270,3 +285,16 @@ def listing(records: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any] 
     if key is not None:
         records = sorted(records, key=key)
     return [dict(r) for r in records]
+
+
+def _source_folders(cls: type) -> tuple[str, ...]:
+    """The folders an app class's tool specs are built from, beside the ``phoneenv`` package: its
+    top-level package's path (``apps/`` and the ``PHONEENV_APPS_PATH`` folders for the apps
+    package), else its module's folder; empty (no caching) for a class of no file."""
+    top = sys.modules.get(cls.__module__.partition(".")[0])
+    path = getattr(top, "__path__", None)
+    if path is not None:
+        return tuple(str(p) for p in path)
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    return (os.path.dirname(os.path.abspath(file)),) if file else ()

@@ -60,6 +60,7 @@ __all__ = [
     "compact_text",
     "nearest_tools",
     "tool",
+    "tool_def_from_spec",
 ]
 
 MAX_STRING = 20_000
@@ -313,13 +314,53 @@ def _returns_uncached(ret: Any) -> dict[str, Any]:
         return schema
 
 
-@dataclass(frozen=True)
 class ToolDef:
-    """A tool ready to serve: its spec, its argument validator, and the unbound method."""
+    """A tool ready to serve: its spec, its argument validator, and the unbound method.
 
-    spec: ToolSpec
-    validator: ArgumentValidator
-    method: Callable[..., Any]
+    The validator (a pydantic model of the signature) is built on first use when the ToolDef was
+    made from a cached spec (:func:`tool_def_from_spec`): a process that serves one task's tools
+    never builds the models of the other ~250.
+    """
+
+    __slots__ = ("_app", "_validator", "method", "spec")
+
+    def __init__(self, spec: ToolSpec, validator: ArgumentValidator | None, method: Callable[..., Any]) -> None:
+        self.spec = spec
+        self.method = method
+        self._validator = validator
+        self._app = spec.app
+
+    @property
+    def validator(self) -> ArgumentValidator:
+        """The :class:`ArgumentValidator` of the tool's arguments (built once, on first use)."""
+        if self._validator is None:
+            self._validator = ArgumentValidator(_arguments_model(self._app, self.method)[0])
+        return self._validator
+
+    def __repr__(self) -> str:
+        return f"ToolDef({self.spec.name!r})"
+
+
+def _arguments_model(app: str, method: Callable[..., Any]) -> tuple[Any, dict[str, Any], Any]:
+    """The pydantic model of ``method``'s arguments, its type hints and its parsed docstring."""
+    hints = get_type_hints(method, include_extras=True)
+    doc = docstring_parser.parse(inspect.getdoc(method) or "")
+    param_docs = {p.arg_name: (p.description or "") for p in doc.params}
+    fields: dict[str, Any] = {}
+    for pname, param in list(inspect.signature(method).parameters.items())[1:]:
+        if pname not in hints:
+            raise TypeError(f"{method.__qualname__}: parameter {pname!r} has no type hint")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (bounded(hints[pname]), Field(default, description=param_docs.get(pname) or None))
+    meta: _ToolMeta = method.__phoneenv_tool__  # type: ignore[attr-defined]
+    verb = meta.name or method.__name__
+    name = f"{app}.{verb}" if app else verb
+    model = create_model(  # type: ignore[call-overload]
+        name.replace(".", "__"),
+        __config__=ConfigDict(extra="forbid", strict=True),
+        **fields,
+    )
+    return model, hints, doc
 
 
 def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> ToolDef:
@@ -333,22 +374,9 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
     meta: _ToolMeta | None = getattr(method, "__phoneenv_tool__", None)
     if meta is None:
         raise TypeError(f"{method.__qualname__} is not marked with @tool")
-    hints = get_type_hints(method, include_extras=True)
-    doc = docstring_parser.parse(inspect.getdoc(method) or "")
-    param_docs = {p.arg_name: (p.description or "") for p in doc.params}
-    fields: dict[str, Any] = {}
-    for pname, param in list(inspect.signature(method).parameters.items())[1:]:
-        if pname not in hints:
-            raise TypeError(f"{method.__qualname__}: parameter {pname!r} has no type hint")
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (bounded(hints[pname]), Field(default, description=param_docs.get(pname) or None))
+    model, hints, doc = _arguments_model(app, method)
     verb = meta.name or method.__name__
     name = f"{app}.{verb}" if app else verb
-    model = create_model(  # type: ignore[call-overload]
-        name.replace(".", "__"),
-        __config__=ConfigDict(extra="forbid", strict=True),
-        **fields,
-    )
     params = inline_refs(_drop_default_max_length(model.model_json_schema()))
     params.pop("title", None)
     for prop in params.get("properties", {}).values():
@@ -372,6 +400,15 @@ def build_tool(app: str, app_domain: Domain, method: Callable[..., Any]) -> Tool
         writes=tuple(t if "." in t or not app else f"{app}.{t}" for t in meta.writes),
     )
     return ToolDef(spec, ArgumentValidator(model), method)
+
+
+def tool_def_from_spec(spec: ToolSpec, method: Callable[..., Any]) -> ToolDef:
+    """The :class:`ToolDef` of ``method`` from its already built ``spec`` (a cached one, see
+    :mod:`phoneenv.toolcache`); the argument validator is built on first use. Raises
+    ``TypeError`` if the method is not marked with :func:`tool`."""
+    if getattr(method, "__phoneenv_tool__", None) is None:
+        raise TypeError(f"{method.__qualname__} is not marked with @tool")
+    return ToolDef(spec, None, method)
 
 
 _NEAR_CUTOFF = 0.5

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 
@@ -173,3 +175,21 @@ def _vector_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ.pop("PHONEENV_VECTOR_CACHE", None)
     else:
         os.environ["PHONEENV_VECTOR_CACHE"] = old
+
+
+_TOOL_CACHE: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The apps' tool-spec cache (``$PHONEENV_TOOL_CACHE``, :mod:`phoneenv.toolcache`) of this
+    test process (each xdist worker its own, and the subprocesses it starts) is a temporary
+    folder, set before any test module is imported, never the user's ``~/.cache``."""
+    if "PHONEENV_TOOL_CACHE" not in os.environ:
+        _TOOL_CACHE.append(tempfile.mkdtemp(prefix="phoneenv-tool-specs-"))
+        os.environ["PHONEENV_TOOL_CACHE"] = _TOOL_CACHE[0]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _TOOL_CACHE:
+        os.environ.pop("PHONEENV_TOOL_CACHE", None)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -56,10 +56,9 @@ def cache_root(cache_dir: Path | str | None = None) -> Path:
     ``~/.cache/phoneenv/models``."""
     if cache_dir is not None:
         return Path(cache_dir)
-    env = os.environ.get("PHONEENV_CACHE")
-    if env:
-        return Path(env) / "models"
-    return Path.home() / ".cache" / "phoneenv" / "models"
+    from phoneenv.caches import cache_root as root
+
+    return root() / "models"
 
 
 def gguf_path() -> Path:

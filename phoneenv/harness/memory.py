@@ -451,11 +451,9 @@ class VectorCache:
 
 def vector_cache_dir() -> Path | None:
     """The folder of the on-disk vector caches (:data:`VECTOR_CACHE_ENV`), or None when off."""
-    env = os.environ.get(VECTOR_CACHE_ENV)
-    if env is not None:
-        return None if env.strip().lower() in ("", "0", "off", "false", "no") else Path(env)
-    root = os.environ.get("PHONEENV_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "phoneenv") / "vectors"
+    from phoneenv.caches import cache_folder
+
+    return cache_folder("vectors", VECTOR_CACHE_ENV)
 
 
 def default_vector_cache(model_key: str, dim: int) -> VectorCache | None:
