@@ -1149,6 +1149,11 @@ def _shipped_skills() -> Any:
     return SkillLibrary.load()
 
 
+def _forget_apps() -> None:
+    """Forget the shipped skills loaded so far (called by :func:`apps.add_path`)."""
+    _shipped_skills.cache_clear()
+
+
 def _make_memory(memory: Any, user: str | None, memory_path: str | Path | None) -> EpisodeMemory | None:
     if isinstance(memory, EpisodeMemory):
         if user is not None or memory_path is not None:

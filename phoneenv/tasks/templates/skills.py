@@ -24,6 +24,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.clock.templates import spoken
+from apps.messages.templates import who
 from phoneenv.contract import BehaviorCriterion, Category, Criterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -38,8 +40,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.clock import spoken
-from phoneenv.tasks.templates.messages import who
 from phoneenv.tasks.world import CURRENCIES, World
 
 __all__ = [
