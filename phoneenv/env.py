@@ -229,7 +229,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         screen_size: (width, height) of screenshots in pixels.
         simulator: the :class:`~phoneenv.llm.ChatClient` that simulates tools for ``llmsim`` and
             ``hybrid`` (without one, only scripted results are served).
-        skills: the harness's skills: ``True`` for the shipped ones (``apps/skills``), a
+        skills: the harness's skills: ``True`` for the shipped ones (``apps/<app>/skills``), a
             :class:`~phoneenv.harness.skills.SkillLibrary`, or ``False`` for none. Skills that
             cover the episode's tools are listed in ``info["skills"]`` (name and description);
             their bodies are read with the ``skills.read`` tool.

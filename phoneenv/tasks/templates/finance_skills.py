@@ -1,5 +1,5 @@
 """Skills templates over the wallet, budget and home apps: the procedure lives only in a shipped
-skill (``apps/skills/<app>/<name>/SKILL.md``), the goal only names the request.
+skill (``apps/<app>/skills/<name>/SKILL.md``), the goal only names the request.
 
 | template | skill | the rule the goal does not state |
 |---|---|---|

@@ -1,5 +1,5 @@
 """Skills templates for the gallery, music and to-do apps: the procedure lives only in a shipped
-skill (``apps/skills/<app>/<name>/SKILL.md``), the goal only names it.
+skill (``apps/<app>/skills/<name>/SKILL.md``), the goal only names it.
 
 | template | skill | the rule the goal does not state |
 |---|---|---|

@@ -3,7 +3,7 @@
 Each goal names a procedure ("split the bill", "archive my note", "set up my wake-up routine")
 without saying how this phone does it; the rule - a note and message format, a required
 confirmation, a pair of alarms, a forward layout, a contact card, an invite form, an
-out-of-office text - is written in one shipped skill (``apps/skills/*/<name>/SKILL.md``) that
+out-of-office text - is written in one shipped skill (``apps/*/skills/<name>/SKILL.md``) that
 the agent reads with ``skills.read``. The criteria check that the rule was followed (exact formats
 as state criteria, confirmations as ``confirm_before``); a milestone records reading the skill.
 A plan that does what the goal says, competently but without the skill, fails every task.
