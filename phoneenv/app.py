@@ -1,6 +1,7 @@
 """The base class of sandbox apps: state access, the phone clock, the screen, and tool discovery.
 
-An app is one module under ``apps/``: a subclass of :class:`App` declaring its tables, Android
+An app is one folder under ``apps/`` (``apps/<name>/__init__.py``; its own task templates and
+skills beside it, see :mod:`apps`): a subclass of :class:`App` declaring its tables, Android
 package and permissions, with ``@tool`` methods (see :mod:`phoneenv.tools`) and an optional
 ``row()`` that says how a record looks in the app's list view.
 """

@@ -229,7 +229,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         screen_size: (width, height) of screenshots in pixels.
         simulator: the :class:`~phoneenv.llm.ChatClient` that simulates tools for ``llmsim`` and
             ``hybrid`` (without one, only scripted results are served).
-        skills: the harness's skills: ``True`` for the shipped ones (``apps/skills``), a
+        skills: the harness's skills: ``True`` for the shipped ones (``apps/<app>/skills``), a
             :class:`~phoneenv.harness.skills.SkillLibrary`, or ``False`` for none. Skills that
             cover the episode's tools are listed in ``info["skills"]`` (name and description);
             their bodies are read with the ``skills.read`` tool.
@@ -1147,6 +1147,11 @@ def _shipped_skills() -> Any:
     from phoneenv.harness.skills import SkillLibrary
 
     return SkillLibrary.load()
+
+
+def _forget_apps() -> None:
+    """Forget the shipped skills loaded so far (called by :func:`apps.add_path`)."""
+    _shipped_skills.cache_clear()
 
 
 def _make_memory(memory: Any, user: str | None, memory_path: str | Path | None) -> EpisodeMemory | None:

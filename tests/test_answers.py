@@ -790,7 +790,7 @@ def test_a_time_with_its_part_of_the_day(text, times):
 def test_patterns_and_answers_read_a_part_of_the_day_alike():
     """Every hour said with its part of the day (``clock.day_part``) is the time both to the
     answer reader and to ``clock.time_pattern``; the other half of the day is neither."""
-    from phoneenv.tasks.templates.clock import day_part, time_pattern
+    from apps.clock.templates import day_part, time_pattern
 
     for hour in range(24):
         for minute in (0, 15):

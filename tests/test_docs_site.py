@@ -109,14 +109,6 @@ def test_shell_blocks_that_run_are_phoneenv_commands():
                     )
 
 
-def test_the_add_an_app_example_is_the_plugin_app_the_tests_load():
-    """The guide's module is not run on the page (an app is read when ``apps`` is imported), but
-    it is the very file ``tests/test_app_plugin.py`` loads as a plugin app."""
-    page = DOCS / "guides" / "add-an-app.md"
-    shown = next(b.code for b in blocks(page) if b.lang == "python")
-    assert shown == (ROOT / "tests" / "plugin_app" / "parking.py").read_text()
-
-
 # -- every block that claims to run, runs --------------------------------------------------------
 
 
@@ -127,39 +119,54 @@ def _runnable(page: Path) -> list[Block]:
 RUNNABLE = [p for p in PAGES if _runnable(p)]
 
 
-def _phoneenv(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-    }
-    env["COLUMNS"] = "120"
-    return subprocess.run(
-        [sys.executable, "-m", "phoneenv", *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
+# Runs one page's blocks (JSON on stdin) in a fresh interpreter: a page may change its process for
+# good (the add-an-app guide puts an app on the apps path), which must not leak into other tests.
+_RUNNER = r"""
+import json, os, shlex, subprocess, sys, traceback
+from pathlib import Path
+
+page, blocks = json.load(sys.stdin)
+namespace = {"__name__": "docs_" + Path(page).stem.replace("-", "_")}
+for b in blocks:
+    where = f"{page}:{b['line']}"
+    if b["lang"] == "python" and b["title"]:
+        Path(b["title"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(b["title"]).write_text(b["code"])
+    elif b["lang"] == "python":
+        try:
+            exec(compile(b["code"], where, "exec"), namespace)
+        except BaseException:
+            print(f"{where}: the block raised", file=sys.stderr)
+            traceback.print_exc()
+            sys.exit(1)
+    else:
+        for argv in b["commands"]:
+            env = {**os.environ, "COLUMNS": "120"}
+            res = subprocess.run([sys.executable, "-m", "phoneenv", *argv[1:]], env=env, capture_output=True,
+                                 text=True, timeout=300)
+            if res.returncode != 0:
+                print(f"{where}: {shlex.join(argv)} exited {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}",
+                      file=sys.stderr)
+                sys.exit(1)
+"""
 
 
 @pytest.mark.parametrize("page", RUNNABLE, ids=[_rel(p).removeprefix("docs/") for p in RUNNABLE])
-def test_a_page_runs_as_written(page: Path, tmp_path, monkeypatch):
+def test_a_page_runs_as_written(page: Path, tmp_path):
     """The page's python and shell blocks, in order, in a scratch folder (nothing is written in
-    the repository); the python blocks share one namespace."""
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
-    for b in _runnable(page):
-        where = f"{_rel(page)}:{b.line}"
-        if b.lang == "python" and b.title:
-            (tmp_path / b.title).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / b.title).write_text(b.code)
-        elif b.lang == "python":
-            exec(compile(b.code, where, "exec"), namespace)
-        else:
-            for argv in commands(b.code):
-                res = _phoneenv(argv, tmp_path)
-                assert res.returncode == 0, (
-                    f"{where}: {shlex.join(argv)} exited {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-                )
-
-
-# -- the site builds, strictly --------------------------------------------------------------------
+    the repository), in a fresh interpreter; the python blocks share one namespace."""
+    payload = [
+        {"lang": b.lang, "title": b.title, "code": b.code, "line": b.line,
+         "commands": commands(b.code) if b.lang in ("sh", "bash") else []}
+        for b in _runnable(page)
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PHONEENV_APPS_PATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    res = subprocess.run(
+        [sys.executable, "-c", _RUNNER], input=json.dumps([_rel(page), payload]), cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-6000:]
 
 
 def _build(out: Path) -> subprocess.CompletedProcess[str]:

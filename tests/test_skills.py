@@ -19,7 +19,7 @@ from phoneenv.harness.skills import (
     SkillLibrary,
     load_skills,
     parse_skill,
-    shipped_skills_dir,
+    shipped_skills_dirs,
     skills_for,
     unknown_references,
 )
@@ -246,10 +246,11 @@ def test_scoped_library_serves_only_the_episode_skills(shipped):
 
 def test_at_least_six_shipped_skills_under_their_apps(shipped):
     assert len(shipped) >= 6
-    root = shipped_skills_dir()
+    roots = shipped_skills_dirs()
+    assert roots and all(r.name == "skills" and r.parent.name in APP_CLASSES for r in roots), roots
     for s in shipped.values():
-        rel = s.path.relative_to(root)
-        assert len(rel.parts) == 3 and rel.parts[0] in APP_CLASSES, rel  # <app>/<skill-name>/SKILL.md
+        root = s.path.parents[1]  # apps/<app>/skills/<skill-name>/SKILL.md
+        assert root in roots and s.path.parent.name == s.name, s.path
     covered = {a for s in shipped.values() for a in s.apps} | {
         t.split(".")[0] for s in shipped.values() for t in s.tools
     }

@@ -47,7 +47,8 @@ def test_skill_tasks_name_a_shipped_skill_whose_rule_the_goal_does_not_state(tas
         if t.category is not Category.SKILLS:
             continue
         skill, marker = SKILLS[t.template]
-        body = (ROOT / "apps" / "skills" / skill / "SKILL.md").read_text()
+        app, _, folder = skill.partition("/")
+        body = (ROOT / "apps" / app / "skills" / folder / "SKILL.md").read_text()
         name = skill.split("/")[1]
         assert re.search(rf"^name: {name}$", body, re.M)
         assert marker in body.split("---", 2)[2] and marker not in t.goal, t.id

@@ -19,7 +19,8 @@ an optional free ``metadata`` mapping. Anything else is an error, so a typo does
 every tool its procedure mentions (a messaging skill that looks up a contact lists
 ``messages.send``, not ``contacts.search``, or it would show in every contacts episode).
 
-Skills ship under ``apps/skills/<app>/<skill-name>/SKILL.md`` (:func:`shipped_skills_dir`) and
+Skills ship in their app's folder, ``apps/<app>/skills/<skill-name>/SKILL.md`` (an app folder on
+``PHONEENV_APPS_PATH`` ships its own the same way: :func:`shipped_skills_dirs`), and
 can be added from any folder (:func:`load_skills`). An episode sees only the skills whose
 ``tools``/``apps`` meet its tool set (:func:`skills_for`): their names and descriptions go into
 the observation or ``info`` (:meth:`SkillLibrary.descriptions`), and the agent reads a body with
@@ -34,7 +35,9 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -58,7 +61,7 @@ __all__ = [
     "SkillText",
     "load_skills",
     "parse_skill",
-    "shipped_skills_dir",
+    "shipped_skills_dirs",
     "skills_for",
     "unknown_references",
 ]
@@ -204,15 +207,31 @@ def parse_skill(text: str, path: Path | str | None = None) -> Skill:
     )
 
 
-def shipped_skills_dir() -> Path:
-    """The folder of the skills that ship with the sandbox apps: ``apps/skills``.
+def shipped_skills_dirs() -> list[Path]:
+    """The folders of the skills that ship with the apps: the ``skills/`` folder of every app
+    folder (``apps/clock/skills``) on the apps path (the ``apps`` package's own folder, then those
+    of ``PHONEENV_APPS_PATH`` and :func:`apps.add_path`), in path then app order.
 
-    Found from the ``apps`` package's location without importing it.
+    Found from the ``apps`` package's location without importing it (when it is imported, from
+    its ``__path__``).
     """
-    spec = importlib.util.find_spec("apps")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the 'apps' package is not installed, so there are no shipped skills")
-    return Path(next(iter(spec.submodule_search_locations))) / "skills"
+    module = sys.modules.get("apps")
+    if module is not None:
+        roots = list(module.__path__)
+    else:
+        spec = importlib.util.find_spec("apps")
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError("the 'apps' package is not installed, so there are no shipped skills")
+        roots = [
+            *spec.submodule_search_locations,
+            *filter(None, os.environ.get("PHONEENV_APPS_PATH", "").split(os.pathsep)),
+        ]
+    return [
+        d
+        for root in roots
+        for d in sorted(Path(root).glob("*/skills"))
+        if d.is_dir() and (d.parent / "__init__.py").is_file()
+    ]
 
 
 def _skill_files(folder: Path) -> list[Path]:
@@ -223,7 +242,7 @@ def _skill_files(folder: Path) -> list[Path]:
 
 def load_skills(*folders: Path | str) -> dict[str, Skill]:
     """Load every skill under ``folders`` (each searched recursively for ``SKILL.md``; a folder
-    may itself be one skill). With no folder, the shipped skills (:func:`shipped_skills_dir`).
+    may itself be one skill). With no folder, the shipped skills (:func:`shipped_skills_dirs`).
 
     Returns ``{name: Skill}`` sorted by name.
 
@@ -231,7 +250,7 @@ def load_skills(*folders: Path | str) -> dict[str, Skill]:
         SkillError: a folder that does not exist, a malformed ``SKILL.md`` (see
             :func:`parse_skill`), or two skills with one name (both files named).
     """
-    roots = [Path(f) for f in folders] or [shipped_skills_dir()]
+    roots = [Path(f) for f in folders] or shipped_skills_dirs()
     found: dict[str, Skill] = {}
     seen: set[Path] = set()
     for root in roots:

@@ -396,6 +396,13 @@ def _tool_names() -> set[str]:
     return set(make_backend("sandbox").tools())
 
 
+def _skill_app(path: Path) -> str:
+    """The app a skill file belongs to: ``<app>/skills/<name>/SKILL.md`` in an app folder (the
+    shipped skills), ``<app>/<name>/SKILL.md`` in a harness version's skills."""
+    parent = path.parent.parent
+    return parent.parent.name if parent.name == "skills" else parent.name
+
+
 def _shipped_skill_for(tool: str | None) -> Any:
     """The shipped skill listing ``tool`` among its tools (the first by name), or None."""
     if not tool:
@@ -437,7 +444,7 @@ def rule_skill(cluster: Cluster, harness_skills: Mapping[str, Any] | None = None
     existing = existing or _shipped_skill_for(tool)
     if existing is not None and existing.path is not None:
         before = Path(existing.path).read_text(encoding="utf-8")
-        app = Path(existing.path).parent.parent.name
+        app = _skill_app(Path(existing.path))
         heading = "## Pitfalls seen in evaluation"
         after = before.rstrip() + ("\n" if heading in before else f"\n\n{heading}\n") + "\n".join(pitfalls) + "\n"
         name = existing.name

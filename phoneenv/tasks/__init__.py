@@ -112,6 +112,13 @@ def _suite() -> tuple[TaskSpec, ...]:
     return _templates() + generated if generated else _templates()
 
 
+def _forget_apps() -> None:
+    """Forget the suite built so far (called by :func:`apps.add_path` when apps join)."""
+    for cached in (_templates, _template_index, _template_ids, _template_task, _vocabulary):
+        cached.cache_clear()
+    _GENERATED_INDEX[:] = [None, {}]
+
+
 def needed_calls(task: TaskSpec) -> int:
     """The tool calls the task's reference plan makes, ``finish`` calls and confirmations
     with the user (``user.confirm``) not counted; 0 without a plan. Reference plans are the

@@ -6,7 +6,9 @@
 
 Each template yields ``count`` tasks with ids ``<name>/<k>``; task ``k`` uses the world of seed
 ``crc32(name) * 1000 + k``, so ids and contents are stable across processes and Python versions.
-Modules of this package are imported by :func:`all_templates`.
+The modules of this package (the suites that span apps: cross-app, memory, skills, sub-agent,
+hybrid...) and the ``templates`` module of every app folder (``apps/clock/templates.py``, also
+those on ``PHONEENV_APPS_PATH``: :func:`apps.template_modules`) are imported by :func:`all_templates`.
 """
 
 from __future__ import annotations
@@ -191,9 +193,14 @@ def template(
 
 
 def all_templates() -> dict[str, Template]:
-    """Every registered template by name (imports this package's modules once)."""
+    """Every registered template, sorted by name: imports this package's modules and the app
+    folders' templates modules (:func:`apps.template_modules`) once each."""
+    import apps
+
     for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         importlib.import_module(f"{__name__}.{mod.name}")
+    for name in apps.template_modules():
+        importlib.import_module(name)
     return dict(sorted(_REGISTRY.items()))
 
 

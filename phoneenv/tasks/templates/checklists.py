@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.notes.templates import NEW_NOTES
 from phoneenv.contract import Domain
 from phoneenv.tasks.templates import Draft, call, fails, passes, replacing, state, suffixed, template
-from phoneenv.tasks.templates.notes import NEW_NOTES
 from phoneenv.tasks.world import World
 
 # Seeded checklists: title, how the user names it, a search word, its items.

@@ -14,6 +14,8 @@ import re
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from apps.calendar.templates import day_words, found, hm, iso, upcoming
+from apps.clock.templates import spoken
 from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -36,8 +38,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.calendar import day_words, found, hm, iso, upcoming
-from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.world import World
 
 # -- shared helpers ------------------------------------------------------------------------------

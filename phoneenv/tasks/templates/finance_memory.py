@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.home.templates import fahrenheit, seed_home, temperature
 from phoneenv.contract import Category, CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -28,7 +29,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.home import fahrenheit, seed_home, temperature
 from phoneenv.tasks.templates.memory import MemoryBook, ago, memory_searched
 from phoneenv.tasks.templates.wallet import exempt, from_minor, paid, secure, seed_budget, seed_wallet, to_minor
 from phoneenv.tasks.world import World

@@ -1,5 +1,5 @@
 """Skills templates over the wallet, budget and home apps: the procedure lives only in a shipped
-skill (``apps/skills/<app>/<name>/SKILL.md``), the goal only names the request.
+skill (``apps/<app>/skills/<name>/SKILL.md``), the goal only names the request.
 
 | template | skill | the rule the goal does not state |
 |---|---|---|
@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.home.templates import ROOMS, seed_home, temperature
 from phoneenv.contract import Category, Criterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -30,7 +31,6 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.finance_tools import scene_action
-from phoneenv.tasks.templates.home import ROOMS, seed_home, temperature
 from phoneenv.tasks.templates.skills import read_skill
 from phoneenv.tasks.templates.wallet import (
     BILL_KINDS,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.home.templates import ROOMS, seed_home
 from phoneenv.contract import Criterion, Domain, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
@@ -31,7 +32,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.home import ROOMS, seed_home
 from phoneenv.tasks.templates.wallet import (
     OWED,
     add_text,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.home.templates import ROOMS, fahrenheit, seed_home, temperature
 from phoneenv.contract import Criterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     CANCELLED,
@@ -34,7 +35,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.home import ROOMS, fahrenheit, seed_home, temperature
 from phoneenv.tasks.templates.wallet import (
     CATEGORY_SEEDS,
     MERCHANTS,

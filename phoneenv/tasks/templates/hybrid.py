@@ -15,6 +15,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from apps.clock.templates import time_pattern
 from phoneenv.contract import CompositeCriterion, Domain, SimulatedCall, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -34,7 +35,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import time_pattern
 from phoneenv.tasks.world import World
 
 HYBRID = ["hybrid"]

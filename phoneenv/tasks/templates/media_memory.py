@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.gallery.templates import outing_of, photos_of
+from apps.todo.templates import NEW_ITEMS
 from phoneenv.contract import Category, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -25,10 +27,8 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.gallery import outing_of, photos_of
 from phoneenv.tasks.templates.media_world import day_words, seed_music, seed_todo
 from phoneenv.tasks.templates.memory import MemoryBook, ago, forget_relations, memory_searched
-from phoneenv.tasks.templates.todo import NEW_ITEMS
 from phoneenv.tasks.world import World
 
 MEMORY = Category.MEMORY

@@ -1,5 +1,5 @@
 """Skills templates for the gallery, music and to-do apps: the procedure lives only in a shipped
-skill (``apps/skills/<app>/<name>/SKILL.md``), the goal only names it.
+skill (``apps/<app>/skills/<name>/SKILL.md``), the goal only names it.
 
 | template | skill | the rule the goal does not state |
 |---|---|---|
@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.gallery.templates import album_criteria, outing_of, photos_of, sent_photos
 from phoneenv.contract import Category, Criterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -28,7 +29,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.gallery import album_criteria, outing_of, photos_of, sent_photos
 from phoneenv.tasks.templates.media_world import MONTHS, day_words, seed_music, seed_todo
 from phoneenv.tasks.templates.skills import read_skill
 from phoneenv.tasks.world import World

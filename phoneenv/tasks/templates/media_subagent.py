@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from apps.gallery.templates import album_criteria, got_photos, outing_of, photos_of
 from phoneenv.contract import Category, Criterion, Domain, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
@@ -34,7 +35,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.gallery import album_criteria, got_photos, outing_of, photos_of
 from phoneenv.tasks.templates.media_world import day_words, seed_gallery, seed_music, seed_todo
 from phoneenv.tasks.world import World
 

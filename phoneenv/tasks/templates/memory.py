@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from apps.clock.templates import spoken
+from apps.messages.templates import TEXTS
 from phoneenv.contract import Category, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -44,8 +46,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import spoken
-from phoneenv.tasks.templates.messages import TEXTS
 from phoneenv.tasks.world import World
 
 __all__ = ["COUNT", "MemoryBook", "ago", "forget_relations"]

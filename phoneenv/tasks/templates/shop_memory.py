@@ -8,6 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.delivery.templates import ordered, seed_delivery, sign_in
+from apps.restaurants.templates import NUMBER_WORDS, day_words, open_at, seed_restaurants
+from apps.shop.templates import add_order, in_stock, item, return_plan, returned, seed_shop
 from phoneenv.contract import Category, CompositeCriterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -23,10 +26,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.delivery import ordered, seed_delivery, sign_in
 from phoneenv.tasks.templates.memory import MemoryBook, ago, memory_searched
-from phoneenv.tasks.templates.restaurants import NUMBER_WORDS, day_words, open_at, seed_restaurants
-from phoneenv.tasks.templates.shop import add_order, in_stock, item, return_plan, returned, seed_shop
 from phoneenv.tasks.world import World
 
 MEMORY = Category.MEMORY

@@ -10,7 +10,10 @@ import datetime as dt
 import re
 from typing import Any
 
+from apps.delivery.templates import lower_minimum_order, ordered, past_order, seed_delivery, sign_in
 from apps.restaurants import confirmation_code
+from apps.restaurants.templates import day_words, seed_restaurants, table_time
+from apps.shop.templates import add_order, item, return_plan, returned, seed_shop
 from phoneenv.contract import Category, CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -27,9 +30,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.delivery import lower_minimum_order, ordered, past_order, seed_delivery, sign_in
-from phoneenv.tasks.templates.restaurants import day_words, seed_restaurants, table_time
-from phoneenv.tasks.templates.shop import add_order, item, return_plan, returned, seed_shop
 from phoneenv.tasks.templates.skills import read_skill
 from phoneenv.tasks.world import World
 

@@ -16,6 +16,9 @@ import datetime as dt
 import re
 from typing import Any
 
+from apps.delivery.templates import ordered, seed_delivery, sign_in
+from apps.restaurants.templates import DINNER, day_words, open_at, seed_restaurants
+from apps.shop.templates import add_order, item, return_plan, returned, seed_shop
 from phoneenv.contract import Category, CompositeCriterion, Domain, SimulatedCall, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
@@ -34,10 +37,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.delivery import ordered, seed_delivery, sign_in
 from phoneenv.tasks.templates.hybrid import RESTAURANTS
-from phoneenv.tasks.templates.restaurants import DINNER, day_words, open_at, seed_restaurants
-from phoneenv.tasks.templates.shop import add_order, item, return_plan, returned, seed_shop
 from phoneenv.tasks.world import World
 
 AGENT_APP = "agent"

@@ -3,7 +3,7 @@
 Each goal names a procedure ("split the bill", "archive my note", "set up my wake-up routine")
 without saying how this phone does it; the rule - a note and message format, a required
 confirmation, a pair of alarms, a forward layout, a contact card, an invite form, an
-out-of-office text - is written in one shipped skill (``apps/skills/*/<name>/SKILL.md``) that
+out-of-office text - is written in one shipped skill (``apps/*/skills/<name>/SKILL.md``) that
 the agent reads with ``skills.read``. The criteria check that the rule was followed (exact formats
 as state criteria, confirmations as ``confirm_before``); a milestone records reading the skill.
 A plan that does what the goal says, competently but without the skill, fails every task.
@@ -24,6 +24,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.clock.templates import spoken
+from apps.messages.templates import who
 from phoneenv.contract import BehaviorCriterion, Category, Criterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -38,8 +40,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.clock import spoken
-from phoneenv.tasks.templates.messages import who
 from phoneenv.tasks.world import CURRENCIES, World
 
 __all__ = [

@@ -16,6 +16,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from apps.clock.templates import spoken
 from phoneenv.contract import CompositeCriterion, Domain, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
@@ -34,7 +35,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.world import World
 
 AGENT_APP = "agent"

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from apps.maps.templates import MODE_WORDS, trip_minutes
+from apps.travel.templates import SEATS, booked, day_words, mailed, trip_day, upcoming_flight
 from phoneenv.contract import Category, CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -27,9 +29,7 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.maps import MODE_WORDS, trip_minutes
 from phoneenv.tasks.templates.memory import MemoryBook, ago, memory_searched
-from phoneenv.tasks.templates.travel import SEATS, booked, day_words, mailed, trip_day, upcoming_flight
 from phoneenv.tasks.templates.travel_seed import destinations, home, seed_hotels, seed_maps, seed_route
 from phoneenv.tasks.world import World
 

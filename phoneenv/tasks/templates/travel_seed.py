@@ -290,7 +290,7 @@ def add_booking(w: World, conn_or_hotel: dict[str, Any], kind: str, **over: Any)
 LOCATION = "android.permission.ACCESS_FINE_LOCATION"
 """The permission maps needs to read and share the phone's location."""
 SPEEDS = {"drive": (30.0, 5), "transit": (20.0, 8), "walk": (5.0, 0), "bike": (15.0, 0)}
-"""The maps app's model (see ``apps/maps.py``): km/h and minutes of overhead per mode."""
+"""The maps app's model (see ``apps/maps/__init__.py``): km/h and minutes of overhead per mode."""
 
 
 def street_minutes(a: dict[str, Any], b: dict[str, Any], mode: str) -> int:

@@ -14,6 +14,10 @@ import datetime as dt
 import math
 import re
 
+from apps.maps.templates import MEETINGS
+from apps.messages.templates import similar
+from apps.travel.templates import booked, day_words, hm, trip_day
+from apps.weather.templates import degrees, imperial
 from phoneenv.contract import Category, CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -29,10 +33,7 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.maps import MEETINGS
-from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.templates.skills import read_skill
-from phoneenv.tasks.templates.travel import booked, day_words, hm, trip_day
 from phoneenv.tasks.templates.travel_seed import (
     LOCATION,
     add_booking,
@@ -45,7 +46,6 @@ from phoneenv.tasks.templates.travel_seed import (
     seed_weather,
     street_minutes,
 )
-from phoneenv.tasks.templates.weather import degrees, imperial
 from phoneenv.tasks.world import World
 
 SKILLS = Category.SKILLS

@@ -12,6 +12,9 @@ import datetime as dt
 import re
 from typing import Any
 
+from apps.messages.templates import similar
+from apps.travel.templates import booked, day_words, hm, trip_day
+from apps.weather.templates import degrees, forecast_day
 from phoneenv.contract import Category, CompositeCriterion, Domain, ToolCall
 from phoneenv.frames import delegate_steps
 from phoneenv.tasks.templates import (
@@ -28,9 +31,7 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.templates.subagent import AGENT_APP
-from phoneenv.tasks.templates.travel import booked, day_words, hm, trip_day
 from phoneenv.tasks.templates.travel_seed import (
     add_booking,
     arrival_at_home,
@@ -41,7 +42,6 @@ from phoneenv.tasks.templates.travel_seed import (
     seed_route,
     seed_weather,
 )
-from phoneenv.tasks.templates.weather import degrees, forecast_day
 from phoneenv.tasks.world import World
 
 SUBAGENT = Category.SUBAGENT

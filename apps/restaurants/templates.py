@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.clock.templates import one_time, spoken
+from apps.messages.templates import similar
 from apps.restaurants import confirmation_code
 from phoneenv.contract import Domain
 from phoneenv.tasks.templates import (
@@ -26,8 +28,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import one_time, spoken
-from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.world import World
 
 __all__ = ["PLACES", "add_reservation", "day_words", "open_at", "seed_restaurants", "table_time"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.messages.templates import spaced
 from phoneenv.contract import Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -21,7 +22,6 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.media_world import day_words, seed_gallery
-from phoneenv.tasks.templates.messages import spaced
 from phoneenv.tasks.world import World
 
 __all__ = ["album_criteria", "outing_of", "photos_of", "sent_photos"]

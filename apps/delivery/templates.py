@@ -12,6 +12,8 @@ import datetime as dt
 import itertools
 from typing import Any
 
+from apps.clock.templates import one_time, spoken
+from apps.messages.templates import similar
 from phoneenv.contract import Category, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -28,10 +30,8 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import one_time, spoken
 from phoneenv.tasks.templates.hybrid import RESTAURANTS
 from phoneenv.tasks.templates.memory import MemoryBook, ago
-from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.world import World
 
 __all__ = ["DeliveryWorld", "seed_delivery", "sign_in"]

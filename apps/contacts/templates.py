@@ -3,6 +3,8 @@ people."""
 
 from __future__ import annotations
 
+from apps.messages.templates import looked_up, similar, spaced, tell, tell_probes, telling, who
+from apps.phone.templates import add_call, digits_pattern, other_number_pattern, unknown_number
 from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -16,8 +18,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.messages import looked_up, similar, spaced, tell, tell_probes, telling, who
-from phoneenv.tasks.templates.phone import add_call, digits_pattern, other_number_pattern, unknown_number
 from phoneenv.tasks.world import World
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from apps.clock.templates import spoken
 from phoneenv.contract import Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -21,7 +22,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.clock import spoken
 from phoneenv.tasks.templates.media_world import day_words, seed_todo
 from phoneenv.tasks.world import World
 

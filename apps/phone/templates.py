@@ -6,6 +6,8 @@ import datetime as dt
 import re
 from typing import Any
 
+from apps.clock.templates import spoken
+from apps.messages.templates import looked_up, similar, spaced
 from phoneenv.contract import Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -21,8 +23,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import spoken
-from phoneenv.tasks.templates.messages import looked_up, similar, spaced
 from phoneenv.tasks.world import World
 
 CALL_PHONE = "android.permission.CALL_PHONE"

@@ -7,6 +7,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from apps.messages.templates import looked_up, similar
 from phoneenv.contract import CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -24,7 +25,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.messages import looked_up, similar
 from phoneenv.tasks.templates.travel_seed import LOCATION, seed_maps, street_minutes
 from phoneenv.tasks.world import World
 

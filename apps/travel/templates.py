@@ -12,6 +12,8 @@ import datetime as dt
 import zoneinfo
 from typing import Any
 
+from apps.clock.templates import time_alone
+from apps.messages.templates import looked_up, similar
 from phoneenv.contract import CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
     Draft,
@@ -32,8 +34,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.clock import time_alone
-from phoneenv.tasks.templates.messages import looked_up, similar
 from phoneenv.tasks.templates.travel_seed import (
     CITIES,
     add_booking,

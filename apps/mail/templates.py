@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from apps.messages.templates import looked_up, similar, who
 from phoneenv.contract import Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -22,7 +23,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.messages import looked_up, similar, who
 from phoneenv.tasks.world import World
 
 # Mails a template may add to the inbox (subjects never seeded by the world).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import zoneinfo
 
+from apps.messages.templates import looked_up, tell, tell_probes, telling, who
 from phoneenv.contract import CompositeCriterion, Domain
 from phoneenv.tasks.templates import Draft, answer, behavior, call, fails, finishing, passes, replacing, state, template
-from phoneenv.tasks.templates.messages import looked_up, tell, tell_probes, telling, who
 from phoneenv.tasks.world import World
 
 ALARM_LABELS = ["Gym", "Take medicine", "Catch the train", "Walk the dog", "Flight check-in", "Yoga", "Call mom"]

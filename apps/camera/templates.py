@@ -3,6 +3,7 @@ camera permission when the app lacks it)."""
 
 from __future__ import annotations
 
+from apps.messages.templates import looked_up, similar, spaced
 from phoneenv.contract import CompositeCriterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -18,7 +19,6 @@ from phoneenv.tasks.templates import (
     template,
 )
 from phoneenv.tasks.templates.media_world import seed_gallery
-from phoneenv.tasks.templates.messages import looked_up, similar, spaced
 from phoneenv.tasks.world import World
 
 CAMERA = "android.permission.CAMERA"

@@ -8,6 +8,7 @@ import math
 import re
 from typing import Any, get_args
 
+from apps.messages.templates import looked_up, similar
 from apps.weather import Condition
 from phoneenv.contract import CompositeCriterion, Domain, ToolCall
 from phoneenv.tasks.templates import (
@@ -23,7 +24,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.messages import looked_up, similar
 from phoneenv.tasks.templates.travel_seed import destinations, seed_weather
 from phoneenv.tasks.world import World
 

@@ -7,6 +7,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from apps.clock.templates import spoken
+from apps.messages.templates import looked_up, similar, tell, tell_probes, telling, who
 from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -23,8 +25,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.clock import spoken
-from phoneenv.tasks.templates.messages import looked_up, similar, tell, tell_probes, telling, who
 from phoneenv.tasks.world import EVENT_KINDS, World, circle
 
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from apps.messages.templates import looked_up, tell, tell_probes, telling, who
 from phoneenv.contract import CompositeCriterion, Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -21,7 +22,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.messages import looked_up, tell, tell_probes, telling, who
 from phoneenv.tasks.world import NOTE_SEEDS, World
 
 # New notes (titles never seeded by the world) and their items; no item reads the same backwards.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from apps.messages.templates import similar
 from phoneenv.contract import Domain, StateCriterion, ToolCall
 from phoneenv.tasks.templates import (
     CANCELLED,
@@ -28,7 +29,6 @@ from phoneenv.tasks.templates import (
     state,
     template,
 )
-from phoneenv.tasks.templates.messages import similar
 from phoneenv.tasks.world import World
 
 __all__ = ["PRODUCTS", "ShopWorld", "item", "return_plan", "seed_shop"]

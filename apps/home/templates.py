@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.messages.templates import looked_up
 from phoneenv.contract import Criterion, Domain
 from phoneenv.tasks.templates import (
     Draft,
@@ -29,7 +30,6 @@ from phoneenv.tasks.templates import (
     suffixed,
     template,
 )
-from phoneenv.tasks.templates.messages import looked_up
 from phoneenv.tasks.world import World
 
 __all__ = ["ROOMS", "seed_home", "temperature"]
