@@ -27,6 +27,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,14 +42,18 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "AgentLike",
+    "DeviceTries",
+    "DeviceTry",
     "EpisodeResult",
     "InfraRetry",
     "RunConfigError",
     "RunFolder",
+    "RunLedger",
     "Scoreboard",
     "TraceWriter",
     "check_seeds",
     "harness_of",
+    "infra_result",
     "model_record",
     "pass_at_k",
     "pass_hat_k",
@@ -59,6 +64,7 @@ __all__ = [
     "run_episodes",
     "score",
     "seed_folder",
+    "try_on_device",
 ]
 
 CATEGORY_LABELS = {
@@ -448,6 +454,129 @@ def _utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
+def infra_result(task: TaskSpec, seed: int, kind: str, wall_s: float = 0.0, device: str | None = None) -> EpisodeResult:
+    """The result of an episode that played no step: its reset (or every try's) ended in an
+    infrastructure error of ``kind``; ``wall_s`` seconds were spent on it."""
+    return EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0, wall_s, None,
+                         seed, kind, device=device)  # fmt: skip
+
+
+@dataclass
+class DeviceTry:
+    """One try of an episode on a leased device (:func:`try_on_device`).
+
+    ``failure`` says why the device lost the try, None when it held up; ``trace`` is None when
+    the try never got past reset."""
+
+    result: EpisodeResult
+    trace: Any
+    failure: str | None
+
+
+def _device_failure(trace: Any) -> str | None:
+    """The first infrastructure feedback of a trace's steps, in words."""
+    for step in trace.steps:
+        fb = step.feedback
+        if getattr(fb, "infrastructure", False):
+            err = getattr(getattr(fb, "error", None), "value", None) or "device_error"
+            return f"step {step.index}: {err}: {fb.message or ''}".strip()
+    return None
+
+
+def try_on_device(
+    agent: AgentLike,
+    env_for: Callable[[], Any],
+    drop_env: Callable[[], None],
+    task: TaskSpec,
+    seed: int,
+    between: Callable[[], None] | None = None,
+) -> DeviceTry:
+    """Play one try of ``task`` on a leased device, as every runner does (local pools and Ray
+    actors alike): ``env_for()`` gives the device's env; a construction or reset that raises
+    :class:`~phoneenv.errors.InfrastructureError` loses the try (no trace), and so does a step
+    whose feedback is a device fault, which ends the episode at once (its trace kept). An
+    infrastructure error of the agent's own (its model server) is not the device's. ``drop_env``
+    is called when the device lost the try (its env is not reused). Other exceptions propagate."""
+    t0 = time.perf_counter()
+    try:
+        env = env_for()
+        result, trace, agent_failed = play_trace(agent, env, task, seed, abort_on_device_fault=True, between=between)
+    except InfrastructureError as exc:
+        drop_env()
+        kind = getattr(exc, "kind", None) or "device"
+        return DeviceTry(infra_result(task, seed, kind, time.perf_counter() - t0), None, f"{kind}: {exc}")
+    result.wall_s = time.perf_counter() - t0
+    if result.infrastructure_error and not agent_failed:
+        drop_env()
+        return DeviceTry(result, trace, _device_failure(trace) or "the device failed during the episode")
+    return DeviceTry(result, trace, None)
+
+
+class DeviceTries:
+    """The tries of one episode on leased devices, and the episode they make: the last try played,
+    with every try in ``Trace.attempts`` (a lost try keeps the steps it played), ``attempts`` and
+    ``time_lost_s`` on the result. Local pools (:class:`Pooled`) and Ray
+    (:func:`phoneenv.farm.distributed.run_episodes_ray`) both build their episodes with it."""
+
+    def __init__(self, task: TaskSpec, seed: int, agent_name: str) -> None:
+        self.task = task
+        self.seed = seed
+        self.agent_name = agent_name
+        self.attempts: list[Any] = []
+        self.lost_s = 0.0
+        self.last_kind = "pool"
+        self.last_device: str | None = None
+        self.played: tuple[EpisodeResult, Any] | None = None  # the last try that got past reset
+
+    def add(self, device: str, started: str, one: DeviceTry) -> None:
+        """Record try ``one`` on ``device`` (``started``: ISO 8601 UTC)."""
+        from phoneenv.contract import Attempt
+
+        wall = one.result.wall_s
+        self.last_device = device
+        one.result.device = device
+        if one.failure is None:
+            self.attempts.append(Attempt(device=device, started=started, wall_s=wall))
+            self.played = (one.result, one.trace)
+            return
+        kind = one.result.infrastructure_kind or "device"
+        steps = list(one.trace.steps) if one.trace is not None else []
+        self.attempts.append(
+            Attempt(device=device, started=started, wall_s=wall, failure=one.failure[:500], kind=kind, steps=steps)
+        )
+        self.lost_s += wall
+        self.last_kind = kind
+        if one.trace is not None:
+            self.played = (one.result, one.trace.model_copy(deep=True))
+
+    def no_device(self) -> None:
+        """The pool had no device for the next try."""
+        self.last_kind = "pool"
+
+    def outcome(self) -> tuple[EpisodeResult, Any]:
+        """The episode: the try that held up; else the last try played, labelled as lost to the
+        infrastructure; else (no try got past reset, or no device at all) a result with no steps
+        and a trace of the tries alone."""
+        from phoneenv.contract import Trace
+
+        if self.played is not None:
+            result, trace = self.played
+            if not self.attempts or self.attempts[-1].failure is not None:  # every try lost
+                result.infrastructure_error = True
+                result.success = False
+                result.infrastructure_kind = self.last_kind
+        else:
+            trace = Trace(
+                task_id=self.task.id, seed=self.seed, backend="device", category=self.task.category,
+                domain=self.task.domain, goal=self.task.goal, agent=self.agent_name,
+            )  # fmt: skip
+            result = infra_result(self.task, self.seed, self.last_kind, self.lost_s, self.last_device)
+        trace.attempts = self.attempts
+        result.attempts = len(self.attempts)
+        result.time_lost_s = self.lost_s
+        return result, trace
+
+
 class Pooled:
     """Plays episodes on devices leased from a pool, re-running a try lost to its device from
     reset on another device, up to ``max_attempts`` tries (see :func:`run_episodes`)."""
@@ -497,98 +626,35 @@ class Pooled:
 
     def play(self, task: TaskSpec, seed: int, between: Callable[[], None] | None = None) -> tuple[EpisodeResult, Any]:
         """Play ``task`` until a try is not lost to its device (or the tries run out); returns
-        the result (``trace_path`` None) and the trace with every try in ``attempts``. When the
-        pool has no device left, :attr:`exhausted` holds why and the result is an
-        infrastructure error."""
-        from phoneenv.contract import Attempt, Trace
+        the result (``trace_path`` None) and the trace with every try in ``attempts``
+        (:class:`DeviceTries`). When the pool has no device left, :attr:`exhausted` holds why
+        and the result is an infrastructure error."""
         from phoneenv.farm.pool import PoolExhausted
 
-        attempts: list[Attempt] = []
-        final: tuple[EpisodeResult, Any] | None = None
-        lost = 0.0
-        last_kind, last_device = "pool", None
+        tries = DeviceTries(task, seed, self.agent.name)
         for _ in range(self.max_attempts):
             try:
                 lease = self.pool.lease(timeout_s=self.lease_timeout_s)
             except PoolExhausted as exc:
                 log.error("no device for %s: %s", task.id, exc)
                 self.exhausted = exc
-                last_kind = "pool"
+                tries.no_device()
                 break
-            started, t0 = _utc_now(), time.perf_counter()
-            last_device = lease.serial
+            started = _utc_now()
             try:
-                env = self.env_for(lease)
-                result, trace, agent_failed = play_trace(
-                    self.agent, env, task, seed, abort_on_device_fault=True, between=between
+                one = try_on_device(
+                    self.agent, partial(self.env_for, lease), partial(self.drop_env, lease.serial), task, seed, between
                 )
-            except InfrastructureError as exc:  # construction or reset: the device is gone or refuses
-                wall = time.perf_counter() - t0
-                kind = getattr(exc, "kind", None) or "device"
-                log.warning("try %d of %s on %s failed at reset: %s", len(attempts) + 1, task.id, lease.serial, exc)
-                self.pool.release(lease, failed=f"{kind}: {exc}")
-                self.drop_env(lease.serial)
-                attempts.append(
-                    Attempt(device=lease.serial, started=started, wall_s=wall, failure=str(exc)[:500], kind=kind)
-                )
-                lost += wall
-                last_kind = kind
-                continue
             except BaseException:
                 self.pool.release(lease)
                 raise
-            wall = time.perf_counter() - t0
-            result.wall_s = wall
-            result.device = lease.serial
-            if result.infrastructure_error and not agent_failed:
-                why = self._why(trace) or "the device failed during the episode"
-                log.warning("try %d of %s on %s lost to the device: %s", len(attempts) + 1, task.id, lease.serial, why)
-                self.pool.release(lease, failed=why)
-                self.drop_env(lease.serial)
-                attempts.append(
-                    Attempt(
-                        device=lease.serial, started=started, wall_s=wall, failure=why[:500],
-                        kind=result.infrastructure_kind, steps=list(trace.steps),
-                    )
-                )  # fmt: skip
-                lost += wall
-                last_kind = result.infrastructure_kind or "device"
-                final = (result, trace.model_copy(deep=True))
-                continue
-            self.pool.release(lease)
-            attempts.append(Attempt(device=lease.serial, started=started, wall_s=wall))
-            final = (result, trace)
-            break
-        if final is not None and attempts and attempts[-1].failure is None:
-            result, trace = final
-        elif final is not None:  # every try lost: the last played try's trace, labelled as lost
-            result, trace = final
-            result.infrastructure_error = True
-            result.success = False
-            result.infrastructure_kind = last_kind
-        else:  # no try got past reset (or no device at all): a trace of the tries alone
-            trace = Trace(
-                task_id=task.id, seed=seed, backend="device", category=task.category, domain=task.domain,
-                goal=task.goal, agent=self.agent.name,
-            )  # fmt: skip
-            result = EpisodeResult(
-                task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0, lost, None, seed,
-                last_kind, device=last_device,
-            )  # fmt: skip
-        trace.attempts = attempts
-        result.attempts = len(attempts)
-        result.time_lost_s = lost
-        return result, trace
-
-    @staticmethod
-    def _why(trace: Any) -> str | None:
-        """The first infrastructure feedback of a trace's steps, in words."""
-        for step in trace.steps:
-            fb = step.feedback
-            if getattr(fb, "infrastructure", False):
-                err = getattr(getattr(fb, "error", None), "value", None) or "device_error"
-                return f"step {step.index}: {err}: {fb.message or ''}".strip()
-        return None
+            self.pool.release(lease, failed=one.failure)
+            tries.add(lease.serial, started, one)
+            if one.failure is None:
+                break
+            log.warning("try %d of %s on %s lost to the device: %s", len(tries.attempts), task.id, lease.serial,
+                        one.failure)  # fmt: skip
+        return tries.outcome()
 
     def close(self) -> None:
         for serial in list(self.envs):
@@ -806,67 +872,50 @@ def check_seeds(seeds: Iterable[int]) -> list[int]:
     return out
 
 
-class _Run:
-    """One call of :func:`run_episodes`: its envs, trace writer, reporter and outage state."""
+class RunLedger:
+    """What every runner of episodes shares (:func:`run_episodes` here, sequential, concurrent or
+    on a device pool, and :func:`phoneenv.farm.distributed.run_episodes_ray`): the trace writer,
+    the reporter that hands each finished episode to ``on_episode`` once its trace is on disk, and
+    the infrastructure rules (:meth:`judge`: episodes in a row, an outage's budget).
+
+    Args:
+        out_dir: where traces go (``<task_id>.jsonl``), None for none.
+        seed: the episodes' seed.
+        on_episode: called with each finished result, in the order they are reported.
+        max_consecutive_infra: infrastructure-error episodes in a row that stop the run (None:
+            no limit).
+        infra_retry: how an outage is waited out (None: not at all).
+    """
 
     def __init__(
         self,
-        agent: AgentLike,
-        tasks: list[TaskSpec],
         out_dir: Path | None,
         seed: int,
         on_episode: Callable[[EpisodeResult], None] | None,
-        env_kwargs: dict[str, Any] | None,
         max_consecutive_infra: int | None,
         infra_retry: InfraRetry | None,
     ) -> None:
-        self.agent = agent
-        self.tasks = tasks
         self.seed = seed
-        self.env_kwargs = dict(env_kwargs or {})
-        self.backend = self.env_kwargs.pop("backend", "auto")
         self.max_consecutive_infra = max_consecutive_infra
         self.infra_retry = infra_retry
         self.policy = infra_retry if infra_retry is not None else InfraRetry(budget_s=0.0)
         self.outage = _Outage(self.policy)
         self.writer = TraceWriter(out_dir) if out_dir is not None else None
         self.reporter = _Reporter(on_episode)
-        self.envs: list[Any] = []  # every env made, to close
-        self.free: dict[str, list[Any]] = defaultdict(list)  # envs not in an episode, by backend
         self.streak = 0
 
-    def backend_of(self, task: TaskSpec) -> str:
-        return task.backends[0] if self.backend == "auto" else self.backend
-
-    def take_env(self, name: str) -> Any:
-        """A free env of backend ``name`` (made on first need); give it back with :meth:`give_env`."""
-        from phoneenv.env import PhonePlanEnv
-
-        if self.free[name]:
-            return self.free[name].pop()
-        env = PhonePlanEnv(tasks=self.tasks, backend=name, **self.env_kwargs)
-        self.envs.append(env)
-        return env
-
-    def give_env(self, name: str, env: Any) -> None:
-        self.free[name].append(env)
-
     def write(self, task: TaskSpec, trace: Any) -> Future[Path] | None:
-        """Hand the trace to the writer (serialised here, before the env is reused)."""
+        """Hand the trace (a :class:`~phoneenv.contract.Trace`, serialised here before the env
+        is reused, or its JSON line) to the writer; None without an output folder."""
         if self.writer is None:
             return None
-        return self.writer.submit(task.id, trace.model_dump_json() + "\n")
+        return self.writer.submit(task.id, trace if isinstance(trace, str) else trace.model_dump_json() + "\n")
 
     def report_ready(self) -> None:
         """Report the finished episodes whose traces are on disk by now (called between the steps
         of the next episode, so an episode is reported within a step of its file being written,
         not one whole episode later: a run killed meanwhile keeps it in ``results.jsonl``)."""
         self.reporter.drain(wait=False)
-
-    def reset_failed(self, task: TaskSpec, t0: float, exc: InfrastructureError, name: str) -> EpisodeResult:
-        log.warning("reset of %s failed on %s: %s", task.id, name, exc)
-        return EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
-                             time.perf_counter() - t0, None, self.seed, getattr(exc, "kind", "connection"))  # fmt: skip
 
     def retry_kwargs(self) -> dict[str, Any]:
         """tenacity's arguments for retrying a reset that raised an InfrastructureError, within the
@@ -906,10 +955,10 @@ class _Run:
             return 0.0
         self.streak += 1
         if self.max_consecutive_infra is not None and self.streak >= self.max_consecutive_infra:
-            detail = f"the last: {reason}" if reason is not None else "is the model server up?"
+            kind = getattr(reason, "kind", None) or res.infrastructure_kind or "connection"
+            detail = f"the last: {reason}" if reason is not None else f"the last: {kind}; is the model server up?"
             raise InfrastructureError(
-                f"{self.streak} episodes in a row ended in an infrastructure error; {detail}",
-                kind=getattr(reason, "kind", "connection"),
+                f"{self.streak} episodes in a row ended in an infrastructure error; {detail}", kind=kind
             ) from reason
         if self.infra_retry is None:
             return 0.0
@@ -926,6 +975,60 @@ class _Run:
         wait = outage.next_wait()
         log.warning("%s ended in an infrastructure error; waiting %.1f s before the next task", task.id, wait)
         return wait
+
+    def finish_writes(self, *, quiet: bool) -> None:
+        """Wait for the traces and report the episodes still waiting for theirs. ``quiet``: an
+        error is already propagating, so a failed trace write does not replace it."""
+        if self.writer is not None:
+            self.writer.close()
+        if quiet:
+            with contextlib.suppress(OSError):
+                self.reporter.drain(wait=True)
+        else:
+            self.reporter.drain(wait=True)
+
+
+class _Run(RunLedger):
+    """One call of :func:`run_episodes`: a :class:`RunLedger` and the envs it plays on."""
+
+    def __init__(
+        self,
+        agent: AgentLike,
+        tasks: list[TaskSpec],
+        out_dir: Path | None,
+        seed: int,
+        on_episode: Callable[[EpisodeResult], None] | None,
+        env_kwargs: dict[str, Any] | None,
+        max_consecutive_infra: int | None,
+        infra_retry: InfraRetry | None,
+    ) -> None:
+        super().__init__(out_dir, seed, on_episode, max_consecutive_infra, infra_retry)
+        self.agent = agent
+        self.tasks = tasks
+        self.env_kwargs = dict(env_kwargs or {})
+        self.backend = self.env_kwargs.pop("backend", "auto")
+        self.envs: list[Any] = []  # every env made, to close
+        self.free: dict[str, list[Any]] = defaultdict(list)  # envs not in an episode, by backend
+
+    def backend_of(self, task: TaskSpec) -> str:
+        return task.backends[0] if self.backend == "auto" else self.backend
+
+    def take_env(self, name: str) -> Any:
+        """A free env of backend ``name`` (made on first need); give it back with :meth:`give_env`."""
+        from phoneenv.env import PhonePlanEnv
+
+        if self.free[name]:
+            return self.free[name].pop()
+        env = PhonePlanEnv(tasks=self.tasks, backend=name, **self.env_kwargs)
+        self.envs.append(env)
+        return env
+
+    def give_env(self, name: str, env: Any) -> None:
+        self.free[name].append(env)
+
+    def reset_failed(self, task: TaskSpec, t0: float, exc: InfrastructureError, name: str) -> EpisodeResult:
+        log.warning("reset of %s failed on %s: %s", task.id, name, exc)
+        return infra_result(task, self.seed, getattr(exc, "kind", "connection"), time.perf_counter() - t0)
 
     def sequential(self, pooled: Pooled | None) -> None:
         """Play the tasks one after another (``concurrency=1``)."""
@@ -1052,13 +1155,7 @@ class _Run:
             if pooled is not None:
                 pooled.close()
         finally:
-            if self.writer is not None:
-                self.writer.close()
-            if quiet:
-                with contextlib.suppress(OSError):
-                    self.reporter.drain(wait=True)
-            else:
-                self.reporter.drain(wait=True)
+            self.finish_writes(quiet=quiet)
 
 
 async def _aclose_clients(agents: list[Any]) -> None:

@@ -13,6 +13,13 @@ the trace's JSON text; the driver writes the trace atomically and then reports t
 ``on_episode`` (``RunFolder.append`` in ``phoneenv eval``), in the order episodes finish. So a run
 that stops, for whatever reason, keeps every finished episode.
 
+The driver shares its rules with :func:`phoneenv.evaluation.run_episodes` rather than restating
+them: one :class:`~phoneenv.evaluation.RunLedger` writes the traces, reports each episode once its
+trace is on disk and stops the run after ``max_consecutive_infra`` infrastructure errors in a row;
+an actor plays a try on a leased device with :func:`~phoneenv.evaluation.try_on_device` and the
+driver builds the episode from its tries with :class:`~phoneenv.evaluation.DeviceTries`, the same
+calls a device pool makes in one process.
+
 Reproducibility: an episode depends only on the task, the env seed and the agent's seed (the
 random agent reseeds from the seed and the task id at each reset), so the same seeds give the same
 scores and byte-identical traces as :func:`phoneenv.evaluation.run_episodes` in one process.
@@ -50,7 +57,14 @@ from pathlib import Path
 from typing import Any
 
 from phoneenv.contract import TaskSpec
-from phoneenv.evaluation import EpisodeResult, atomic_write, play_episode, trace_name
+from phoneenv.evaluation import (
+    DeviceTries,
+    DeviceTry,
+    EpisodeResult,
+    RunLedger,
+    infra_result,
+    play_episode,
+)
 from phoneenv.extras import require
 from phoneenv.llm import InfrastructureError
 
@@ -250,10 +264,7 @@ class EpisodeWorker:
         except InfrastructureError as exc:
             log.warning("reset of %s failed on %s: %s", task.id, device.serial if device else backend, exc)
             self._drop((device.serial, device.adb_host, device.adb_port) if device is not None else backend)
-            kind = getattr(exc, "kind", "connection")
-            res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
-                                time.perf_counter() - t0, None, seed, kind)  # fmt: skip
-            return res, None
+            return infra_result(task, seed, getattr(exc, "kind", "connection"), time.perf_counter() - t0), None
 
     def play_on_device(
         self, task: TaskSpec, seed: int, device: DeviceLease
@@ -264,25 +275,14 @@ class EpisodeWorker:
         :class:`InfrastructureError` (no trace), or a step whose feedback is a device fault,
         which ends the episode at once (its trace kept). An infrastructure error of the agent's
         own (its model server) is not the device's. Other exceptions propagate (a bug)."""
-        from phoneenv.evaluation import Pooled, play_trace
+        from phoneenv.evaluation import try_on_device
 
         key = (device.serial, device.adb_host, device.adb_port)
-        t0 = time.perf_counter()
-        try:
-            env = self._env("device", device)
-            result, trace, agent_failed = play_trace(self.agent, env, task, seed, abort_on_device_fault=True)
-        except InfrastructureError as exc:
-            log.warning("reset of %s failed on %s: %s", task.id, device.serial, exc)
-            self._drop(key)
-            kind = getattr(exc, "kind", None) or "device"
-            res = EpisodeResult(task.id, task.category.value, task.domain.value, False, 0.0, 0, 0, True, 0,
-                                time.perf_counter() - t0, None, seed, kind)  # fmt: skip
-            return res, None, f"{kind}: {exc}"
-        failure = None
-        if result.infrastructure_error and not agent_failed:
-            failure = Pooled._why(trace) or "the device failed during the episode"
-            self._drop(key)
-        return result, trace.model_dump_json() + "\n", failure
+        one = try_on_device(self.agent, lambda: self._env("device", device), lambda: self._drop(key), task, seed)
+        if one.failure is not None:
+            log.warning("%s lost on %s: %s", task.id, device.serial, one.failure)
+        text = one.trace.model_dump_json() + "\n" if one.trace is not None else None
+        return one.result, text, one.failure
 
     def _drop(self, key: Any) -> None:
         stale = self.envs.pop(key, None)
@@ -458,34 +458,24 @@ def run_episodes_ray(
     run.workers = len(actors)
     idle: deque[Any] = deque(actors)
     queue: deque[tuple[TaskSpec, int]] = deque((t, 1) for t in tasks)  # (task, attempt)
-    running: dict[Any, tuple[Any, TaskSpec, int, Any, str, float]] = {}  # ref -> (actor, task, attempt, lease, start)
-    tries: dict[str, list[Any]] = {}  # task id -> its tries on leased devices (contract.Attempt)
-    streak = 0
+    running: dict[Any, tuple[Any, TaskSpec, int, Any, str]] = {}  # ref -> (actor, task, attempt, lease, start)
+    tries: dict[str, DeviceTries] = {}  # task id -> its tries on leased devices
+    ledger = RunLedger(out_dir, seed, on_episode, max_consecutive_infra, None)
     failure: BaseException | None = None
 
     def finish(res: EpisodeResult, text: str | None, task: TaskSpec) -> None:
-        if task.id in tries:  # played on leased devices: every try goes into the trace, as run_episodes does
-            from phoneenv.contract import Trace
-
-            attempts = tries.pop(task.id)
-            res.attempts = len(attempts)
-            res.time_lost_s = sum(a.wall_s for a in attempts if a.failure is not None)
-            if text is not None:
-                trace = Trace.model_validate_json(text)
-            else:  # no try got past reset: a trace of the tries alone
-                trace = Trace(
-                    task_id=task.id, seed=seed, backend="device", category=task.category, domain=task.domain,
-                    goal=task.goal, agent=agent.name,
-                )  # fmt: skip
-            trace.attempts = attempts
+        """Write and report an episode and apply the run's infrastructure rules to it, as
+        :func:`~phoneenv.evaluation.run_episodes` does (one :class:`RunLedger`)."""
+        nonlocal failure
+        if task.id in tries:  # played on leased devices: every try goes into the trace
+            res, trace = tries.pop(task.id).outcome()
             text = trace.model_dump_json() + "\n"
-        if text is not None and out_dir is not None:
-            path = out_dir / trace_name(task.id)
-            atomic_write(path, text, sync=False)
-            res.trace_path = str(path)
-        run.results.append(res)
-        if on_episode is not None:
-            on_episode(res)
+        ledger.reporter.add(res, ledger.write(task, text) if text is not None else None)
+        if failure is None:
+            try:
+                ledger.judge(task, res, None, last=False)
+            except InfrastructureError as exc:  # the episodes still running finish first
+                failure = exc
 
     try:
         while queue or running:
@@ -498,11 +488,11 @@ def run_episodes_ray(
                     ref = actor.play.remote(task, seed, name, None)
                 else:
                     ref = actor.play_on_device.remote(task, seed, _plain(lease))
-                running[ref] = (actor, task, attempt, lease, _utc_now(), time.perf_counter())
+                running[ref] = (actor, task, attempt, lease, _utc_now())
             if not running:
                 break
             [ref], _ = ray.wait(list(running), num_returns=1)
-            actor, task, attempt, lease, started, t0 = running.pop(ref)
+            actor, task, attempt, lease, started = running.pop(ref)
             try:
                 res, text, *lost = ray.get(ref)
             except RayActorError as exc:  # the worker process or its node is gone
@@ -536,25 +526,29 @@ def run_episodes_ray(
                 continue
             idle.append(actor)
             if lease is not None:
+                from phoneenv.contract import Trace
+
                 why: str | None = lost[0] if lost else None
-                res.device = lease.serial
                 pool.release(lease, failed=why)
-                tries.setdefault(task.id, []).append(_attempt(lease.serial, started, t0, why, res, text))
+                trace = Trace.model_validate_json(text) if text is not None else None
+                tries.setdefault(task.id, DeviceTries(task, seed, agent.name)).add(
+                    lease.serial, started, DeviceTry(res, trace, why)
+                )
                 if why is not None and attempt < max_attempts and failure is None:
                     run.reruns.append(Rerun(task.id, "device", why, lease.serial))
                     log.warning("%s lost on device %s (%s); playing it again on another", task.id, lease.serial, why)
                     queue.appendleft((task, attempt + 1))
                     continue
             finish(res, text, task)
-            streak = streak + 1 if res.infrastructure_error else 0
-            if max_consecutive_infra is not None and streak >= max_consecutive_infra and failure is None:
-                failure = InfrastructureError(
-                    f"{streak} episodes in a row ended in an infrastructure error (the last: {res.infrastructure_kind})",
-                    kind=res.infrastructure_kind or "connection",
-                )
         if failure is not None:
             raise failure
+    except BaseException:
+        ledger.finish_writes(quiet=True)  # the error that stops the run is the one raised
+        raise
+    else:
+        ledger.finish_writes(quiet=False)
     finally:
+        run.results = ledger.reporter.results
         try:  # close the envs (device connections) of the actors that are free
             ray.get([a.close.remote() for a in idle], timeout=10)
         except Exception:
@@ -573,20 +567,6 @@ def _utc_now() -> str:
     import datetime as dt
 
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _attempt(serial: str, started: str, t0: float, why: str | None, res: EpisodeResult, text: str | None) -> Any:
-    """One try on a leased device as a :class:`~phoneenv.contract.Attempt` (a lost try keeps
-    the steps it played)."""
-    from phoneenv.contract import Attempt, Trace
-
-    wall = time.perf_counter() - t0
-    if why is None:
-        return Attempt(device=serial, started=started, wall_s=wall)
-    steps = list(Trace.model_validate_json(text).steps) if text is not None else []
-    return Attempt(
-        device=serial, started=started, wall_s=wall, failure=why[:500], kind=res.infrastructure_kind, steps=steps
-    )
 
 
 def _plain(lease: Any) -> DeviceLease | None:
