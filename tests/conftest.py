@@ -193,3 +193,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     for folder in _TOOL_CACHE:
         os.environ.pop("PHONEENV_TOOL_CACHE", None)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[object]:
+    """Debian's chromium driven by Playwright (never Playwright's own browser download), for the
+    browser tests of the viewer's pages and the docs site; skips with the reason when either is
+    missing."""
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield browser
+        browser.close()

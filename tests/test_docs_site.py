@@ -229,19 +229,6 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
 # -- in a real browser ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    """Debian's chromium driven by Playwright (never Playwright's own browser download)."""
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):
         pass

@@ -319,19 +319,6 @@ def test_view_without_its_extra_says_so_before_replaying_anything(runs, monkeypa
 # -- in a real browser ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    """Debian's chromium driven by Playwright (never Playwright's own browser download)."""
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
 def _open(chromium, path: Path):
     """A page showing ``path``, and the console errors and uncaught exceptions it logs."""
     page = chromium.new_page(viewport={"width": 1200, "height": 900})
