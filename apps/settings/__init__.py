@@ -301,7 +301,8 @@ class Settings(App):
         return f"{_LABELS.get(key, key)}: {shown}"
 
     def screen(self, view: tuple[Any, ...] | None) -> tuple[str, list[str]]:
-        """Every setting with its current value (defaults included); a permission list when shown."""
+        """Every setting with its current value (defaults included); a permission list when shown;
+        do-not-disturb schedules and timers as the records they are."""
         if view is not None and view[1] == "list" and view[2] == "permissions":
             perms = self.phone.state.table("system.permissions")
             return self.title, [
@@ -309,6 +310,8 @@ class Settings(App):
                 for i in view[3]
                 if i in perms
             ]
+        if view is not None and view[2] != "settings":  # a do-not-disturb schedule or timer: the records themselves
+            return super().screen(view)
         keys = view[3] if view is not None and view[1] == "list" else tuple(DEFAULTS)
         if view is not None and view[1] == "detail":
             keys = (view[3],)
