@@ -14,7 +14,7 @@ handed them), then plays the plan.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.base import Agent, AgentAction
@@ -29,7 +29,8 @@ class ReferenceAgent(Agent):
     """Replays ``TaskSpec.reference_plan`` for the task named in ``info["task_id"]``.
 
     Args:
-        lookup: task id → :class:`TaskSpec` (default: the built-in suite's ``get_task``).
+        lookup: task id → :class:`TaskSpec` (default: the built-in suite's ``get_task``); for
+            tasks of your own, :meth:`for_tasks`.
 
     Raises:
         ValueError: at ``reset``, when the task has no reference plan.
@@ -42,10 +43,26 @@ class ReferenceAgent(Agent):
         self._plan: list[str] = []
         self._i = 0
 
+    @classmethod
+    def for_tasks(cls, tasks: Iterable[TaskSpec]) -> ReferenceAgent:
+        """A reference agent for ``tasks`` (hand-written ones, say), the suite's for other ids."""
+        own = {t.id: t for t in tasks}
+        return cls(lambda task_id: own[task_id] if task_id in own else get_task(task_id))
+
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
         """Load the plan of ``info["task_id"]``; with ``tools.search`` offered, prefixed by one
-        search that loads the plan's tools the env does not offer yet."""
-        task = self.lookup(info["task_id"])
+        search that loads the plan's tools the env does not offer yet.
+
+        Raises:
+            KeyError: the lookup has no such task (the message says how to pass your own).
+        """
+        try:
+            task = self.lookup(info["task_id"])
+        except KeyError as exc:
+            raise KeyError(
+                f"{exc.args[0] if exc.args else info['task_id']}; a task of your own needs "
+                "ReferenceAgent.for_tasks([task, ...])"
+            ) from None
         if not task.reference_plan:
             raise ValueError(f"task {task.id} has no reference plan")
         self._plan = [c.model_dump_json(exclude_none=True) for c in task.reference_plan]

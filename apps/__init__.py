@@ -27,13 +27,21 @@ import inspect
 import os
 import pkgutil
 import sys
+import warnings
 from pathlib import Path
 
 from phoneenv.app import App
 
 __all__ = ["APP_CLASSES", "add_path", "app_folders", "skill_folders", "template_modules"]
 
-__path__ += [p for p in os.environ.get("PHONEENV_APPS_PATH", "").split(os.pathsep) if p]
+_ENV_PATH = [p for p in os.environ.get("PHONEENV_APPS_PATH", "").split(os.pathsep) if p]
+for _missing in [p for p in _ENV_PATH if not os.path.isdir(p)]:
+    warnings.warn(
+        f"PHONEENV_APPS_PATH names {_missing!r}, which is not a folder: no app is read from it",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+__path__ += [p for p in _ENV_PATH if os.path.isdir(p)]
 
 _FOLDERS: dict[str, Path] = {}
 """Module name → folder, for the apps that are packages (filled by :func:`_discover`)."""

@@ -652,6 +652,29 @@ class TaskSpec(BaseModel):
     grounding_exempt: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
+    def _name_criteria(self) -> TaskSpec:
+        """A criterion or milestone written without an ``id`` gets the one a template would give it
+        (``created:contacts.contacts``; else its kind: ``answer``, ``behavior``, ``all_of``...;
+        ``#2``, ``#3`` when taken), so a verdict names every criterion it reports."""
+        taken = {c.id for c in [*self.criteria, *self.milestones] if c.id}
+        for group in (self.criteria, self.milestones):
+            for i, c in enumerate(group):
+                if c.id:
+                    continue
+                base = (
+                    f"{c.change}:{c.table}"
+                    if isinstance(c, StateCriterion)
+                    else {"composite": "all"}.get(c.kind, c.kind)
+                )
+                name, k = base, 1
+                while name in taken:
+                    k += 1
+                    name = f"{base}#{k}"
+                taken.add(name)
+                group[i] = c.model_copy(update={"id": name})
+        return self
+
+    @model_validator(mode="after")
     def _check_grounding_exempt(self) -> TaskSpec:
         for kind, why in self.grounding_exempt.items():
             if kind not in GROUNDED_TYPES:

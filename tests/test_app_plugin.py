@@ -157,3 +157,16 @@ def test_add_path_refuses_a_missing_folder_and_a_second_app_of_a_name(tmp_path):
     with pytest.raises(TypeError, match="two apps named 'notes'"):
         apps.add_path(tmp_path)
     assert list(apps.__path__) == paths and "parking" not in apps.APP_CLASSES
+
+
+def test_an_apps_path_entry_that_is_no_folder_is_said_not_skipped_silently(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PHONEENV_APPS_PATH": str(tmp_path / "typo")}
+    res = subprocess.run([sys.executable, "-c", "import apps; print(len(apps.APP_CLASSES))"], env=env,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "PHONEENV_APPS_PATH names" in res.stderr and "typo" in res.stderr and "not a folder" in res.stderr
+    assert int(res.stdout) >= 22

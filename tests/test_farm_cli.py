@@ -237,3 +237,21 @@ def test_ping_answers_device_unauthorized_refused_and_silent():
         for s in accepted:
             s.close()
     assert runner.invoke(app, ["device", "ping", "no-port"]).exit_code == 2
+
+
+def test_no_adb_on_path_is_said_by_name(monkeypatch):
+    """A farm that cannot start an adb server because there is no adb says so, not only that no
+    server answers."""
+    import socket
+
+    import pytest
+
+    from phoneenv.farm.workers import WorkerError, ensure_adb_server
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("PHONEENV_ADB", raising=False)
+    with pytest.raises(WorkerError, match=r"adb is not on PATH.*apt-get install adb"):
+        ensure_adb_server("127.0.0.1", port)

@@ -182,7 +182,11 @@ def ensure_adb_server(host: str, port: int, *, start: bool = True) -> None:
     if start and adb and host in ("127.0.0.1", "localhost", "::1"):
         subprocess.run([adb, "-P", str(port), "start-server"], capture_output=True, timeout=30, check=False)
     if _adb_server_version(host, port) is None:
-        raise WorkerError(f"no adb server answers on {host}:{port} (and none could be started here)")
+        if start and not adb and host in ("127.0.0.1", "localhost", "::1"):
+            why = "adb is not on PATH to start one: apt-get install adb, or set PHONEENV_ADB"
+        else:
+            why = "none could be started here"
+        raise WorkerError(f"no adb server answers on {host}:{port}; {why}")
 
 
 def adb_states(host: str, port: int) -> dict[str, str]:

@@ -229,6 +229,17 @@ def run_plan(env: Any, task: TaskSpec, plan: list[ToolCall]) -> tuple[dict[str, 
     return info, feedbacks
 
 
+def _crashes(what: str, plan: list[ToolCall], feedbacks: list[Any]) -> list[str]:
+    """A problem for each step of ``plan`` that failed inside the backend (``internal_error``: a
+    tool raised something other than a ToolError). Such a run fails its verdict for a reason that
+    is no check of the task, so a perturbation or probe it ends proves nothing."""
+    return [
+        f"{what}: step {i} ({plan[i].name if i < len(plan) else 'finish'}) failed inside the backend: {fb.message}"
+        for i, fb in enumerate(feedbacks)
+        if not fb.ok and fb.error is not None and fb.error.value == "internal_error"
+    ]
+
+
 def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     """Check that ``task`` is solvable and not trivially or loosely verified.
 
@@ -236,7 +247,8 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     after the root's ``finish``); a reference-plan step that returned an error; the reference
     plan failing; the empty plan succeeding; a perturbed or inlined plan (see
     :func:`inlined_plans`) succeeding; no perturbation to try at all; a verdict probe whose
-    verdict differs from the one it declares.
+    verdict differs from the one it declares; any step of a perturbed plan or a probe that
+    failed inside the backend (a tool that raised: its verdict proves nothing).
     """
     from phoneenv.env import PhonePlanEnv
 
@@ -266,19 +278,22 @@ def prove(task: TaskSpec, env: Any = None) -> TaskProof:
     n = 0
     for key, plan in perturbations(task, effects):
         n += 1
-        info, _ = run_plan(env, task, plan)
+        info, fbs = run_plan(env, task, plan)
+        problems += _crashes(f"perturbing {key}", plan, fbs)
         if info["verdict"]["success"]:
             problems.append(f"perturbing {key} still succeeds")
     for key, plan in inlined_plans(task):
         n += 1
-        info, _ = run_plan(env, task, plan)
+        info, fbs = run_plan(env, task, plan)
+        problems += _crashes(key, plan, fbs)
         if info["verdict"]["success"]:
             problems.append(f"{key} (the delegation done by its parent itself) still succeeds")
     if n == 0:
         problems.append("no argument to perturb")
     as_expected = 0
     for probe in task.probes:
-        info, _ = run_plan(env, task, probe.plan)
+        info, fbs = run_plan(env, task, probe.plan)
+        problems += _crashes(f"probe {probe.name!r}", probe.plan, fbs)
         verdict = info["verdict"]
         if verdict["success"] == (probe.expect == "pass"):
             as_expected += 1
