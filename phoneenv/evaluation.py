@@ -37,6 +37,7 @@ from pydantic import TypeAdapter, ValidationError
 from phoneenv.contract import Category, TaskSpec
 from phoneenv.errors import RunConfigError
 from phoneenv.llm import InfrastructureError
+from phoneenv.tracefiles import jsonl_lines
 
 log = logging.getLogger(__name__)
 
@@ -1412,7 +1413,7 @@ def read_results(path: Path) -> list[EpisodeResult]:
     """
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = jsonl_lines(path.read_text(encoding="utf-8", errors="replace"))
     while lines and not lines[-1].strip():
         lines.pop()
     out = []

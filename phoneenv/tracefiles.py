@@ -10,10 +10,19 @@ from pydantic import ValidationError
 
 from phoneenv.contract import Trace
 
-__all__ = ["SKIPPED_FILES", "find_trace_files", "read_traces"]
+__all__ = ["SKIPPED_FILES", "find_trace_files", "jsonl_lines", "read_traces"]
 
 SKIPPED_FILES = frozenset({"results.jsonl", "metrics.jsonl", "sft_log.jsonl", "rl_log.jsonl"})
 """JSON Lines files of a run folder that are not traces."""
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text, split on ``\\n`` alone (a ``\\r`` before it dropped).
+
+    Never ``str.splitlines()``: it also breaks at U+2028, U+2029, U+0085, ``\\v``, ``\\f`` and
+    ``\\x1c``-``\\x1e``, which JSON keeps raw inside strings, so a model's answer holding one would
+    cut its trace in two. The last element is ``""`` when the text ends with a newline."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def find_trace_files(run_dir: Path) -> list[Path]:

@@ -54,6 +54,7 @@ from typing import Any
 
 from phoneenv.contract import TaskSpec, Trace
 from phoneenv.llm import InfrastructureError
+from phoneenv.tracefiles import jsonl_lines
 
 __all__ = [
     "DIFFERENCE_CLASSES",
@@ -116,7 +117,7 @@ def load_trace_sources(folder: str | Path, task_ids: Iterable[str]) -> tuple[lis
     for path in sorted(folder.rglob("*.jsonl")):
         rel = path.relative_to(folder).as_posix()
         try:
-            first = path.read_text(encoding="utf-8").splitlines()[0]
+            first = jsonl_lines(path.read_text(encoding="utf-8"))[0]
             trace = Trace.model_validate_json(first)
         except (IndexError, ValueError, UnicodeDecodeError):
             skipped.append(f"{rel}: not a trace")

@@ -47,6 +47,7 @@ from pydantic import ValidationError
 
 from phoneenv.contract import Trace
 from phoneenv.evaluation import CATEGORY_LABELS, EpisodeResult, RunFolder, read_results
+from phoneenv.tracefiles import jsonl_lines
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +203,7 @@ def _read_traces(folder: Path) -> list[tuple[Path, Trace]]:
     if not folder.is_dir():
         return out
     for path in sorted(p for p in folder.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file()):
-        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        for n, line in enumerate(jsonl_lines(path.read_text(encoding="utf-8", errors="replace")), 1):
             if not line.strip():
                 continue
             try:
@@ -214,7 +215,9 @@ def _read_traces(folder: Path) -> list[tuple[Path, Trace]]:
 
 def _read_metrics(path: Path) -> list[dict[str, Any]]:
     records = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    for n, line in enumerate(jsonl_lines(path.read_text(encoding="utf-8", errors="replace")), 1):
+        if not line.strip():
+            continue
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:

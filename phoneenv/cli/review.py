@@ -19,6 +19,7 @@ from rich.table import Table
 
 from phoneenv.loop import REVIEW_DB, loop_dir, reviewer_name
 from phoneenv.loop.review import KINDS, STATUSES, ReviewItem, ReviewQueue
+from phoneenv.tracefiles import jsonl_lines
 
 review_app = typer.Typer(help="The loop's review queue: what needs a person's decision.", no_args_is_help=True)
 console = Console()
@@ -92,7 +93,7 @@ def _trace_summary(ref: Any) -> list[str]:
         elif isinstance(ref, dict):
             trace = Trace.model_validate(ref)
         else:
-            text = Path(str(ref)).read_text(encoding="utf-8").splitlines()[0]
+            text = jsonl_lines(Path(str(ref)).read_text(encoding="utf-8"))[0]
             trace = Trace.model_validate_json(text)
     except (OSError, ValueError, IndexError) as exc:
         return [f"(trace not readable: {exc})"]

@@ -53,6 +53,7 @@ import yaml
 
 from phoneenv.contract import INFRASTRUCTURE_ERRORS, Trace
 from phoneenv.loop import REVIEW_DB, ROUNDS_DIR, loop_dir
+from phoneenv.tracefiles import jsonl_lines
 
 __all__ = [
     "CLUSTERS_FILE",
@@ -98,7 +99,7 @@ def read_run(run_dir: str | Path) -> list[tuple[Trace, Path]]:
         raise FileNotFoundError(f"{run_dir}: no traces folder (is it an eval run's --out?)")
     out = []
     for file in sorted(folder.rglob("*.jsonl")):
-        for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(jsonl_lines(file.read_text(encoding="utf-8")), 1):
             if not line.strip():
                 continue
             try:
