@@ -927,10 +927,21 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         """Record what the agent's model spent to produce the next action (``prompt``,
         ``output`` — thinking included — and ``thinking`` tokens): attached to the next step and
         summed into the verdict's ``prompt_tokens``/``output_tokens``/``thinking_tokens``. Call
-        before :meth:`step`."""
-        pending = self._pending_tokens or {}
+        before :meth:`step`.
+
+        Raises:
+            ValueError: a count that is not a whole number >= 0 (a missing or None one is 0);
+                nothing is recorded then.
+        """
+        counts = {}
         for key in ("prompt", "output", "thinking"):
-            value = int(tokens.get(key, 0) or 0)
+            raw = tokens.get(key, 0)
+            value = 0 if raw is None else raw
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"tokens[{key!r}] is {raw!r}: a token count is a whole number >= 0")
+            counts[key] = int(value)
+        pending = self._pending_tokens or {}
+        for key, value in counts.items():
             pending[key] = pending.get(key, 0) + value
             self._token_totals[key] = self._token_totals.get(key, 0) + value
         self._pending_tokens = pending

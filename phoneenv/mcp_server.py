@@ -88,11 +88,14 @@ RESOURCES: dict[str, tuple[str, str]] = {
 }
 """The served resources: name (after ``phoneenv://episode/``) → (MIME type, description)."""
 
+MAX_SEED = 2**63 - 1
+"""The largest episode seed ``episode__reset`` takes (its schema's bound)."""
+
 _RESET_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "seed": {
-            "anyOf": [{"type": "integer", "minimum": 0, "maximum": 2**63 - 1}, {"type": "null"}],
+            "anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_SEED}, {"type": "null"}],
             "default": None,
             "description": "Seed of the new episode (default: none).",
         }
@@ -254,9 +257,13 @@ class EpisodeServer:
     def _reset_call(self, arguments: dict[str, Any]) -> dict[str, Any]:
         seed = arguments.get("seed")
         extra = sorted(set(arguments) - {"seed"})
-        if extra or not (seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0)):
+        if extra or not (
+            seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED)
+        ):
             what = (
-                f"unknown arguments {extra}" if extra else f"seed must be a non-negative integer or null, not {seed!r}"
+                f"unknown arguments {extra}"
+                if extra
+                else f"seed must be an integer from 0 to {MAX_SEED} (2**63 - 1) or null, not {seed!r}"
             )
             return {"ok": False, "error": "invalid_arguments", "message": f"{RESET_TOOL}: {what}", "path": "/seed"}
         self._reset(seed)

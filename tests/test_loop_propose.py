@@ -173,7 +173,7 @@ def test_the_prompt_shows_the_gaps_tools_tables_and_an_example_with_criterion_ki
 @pytest.mark.parametrize(
     ("bad", "problem"),
     [
-        (TYPO, "criterion 0: no table 'clock.alarm' (tables: clock.alarms, clock.timers)"),
+        (TYPO, "criterion updated:clock.alarm: no table 'clock.alarm' (tables: clock.alarms, clock.timers)"),
         (
             draft("x", [{"kind": "state", "table": "clock.alarms", "where": {"colour": "red"}, "change": "created"}]),
             "clock.alarms has no field 'colour'",

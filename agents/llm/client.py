@@ -32,7 +32,7 @@ import os
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from agents.llm.parsing import parse_reply
@@ -102,14 +102,29 @@ class _Choice(BaseModel):
     message: _Message
 
 
+def _count(value: Any) -> int | None:
+    """A token count a server reported: a whole number >= 0, else unknown (None, logged): a
+    negative or non-numeric count must not reach verdicts and scoreboards."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        log.warning("the server reported a token count of %r; counted as unknown", value)
+        return None
+    return value
+
+
 class _TokenDetails(BaseModel):
     reasoning_tokens: int | None = None
+
+    _check = field_validator("reasoning_tokens", mode="before")(lambda v: _count(v))
 
 
 class _Usage(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     completion_tokens_details: _TokenDetails | None = None
+
+    _check = field_validator("prompt_tokens", "completion_tokens", mode="before")(lambda v: _count(v))
 
 
 class _Completion(BaseModel):

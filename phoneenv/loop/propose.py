@@ -314,7 +314,8 @@ def draft_prompt(gap: Gap, n: int, *, existing: Sequence[str] = (), max_tools: i
 def parse_drafts(text: str) -> list[Any]:
     """The drafts in a model's reply: every top-level JSON value in ``text`` (fences and prose
     around them ignored), arrays flattened, ``{"tasks": [...]}`` unwrapped. Items that are not
-    objects are returned as they are (:func:`check_draft` rejects them)."""
+    objects are returned as they are (:func:`check_draft` rejects them); a value nested too deep
+    for the parser (a ``RecursionError``) is no draft and is skipped whole."""
     decoder = json.JSONDecoder()
     out: list[Any] = []
     i = 0
@@ -326,6 +327,11 @@ def parse_drafts(text: str) -> list[Any]:
             value, end = decoder.raw_decode(text, i)
         except json.JSONDecodeError:
             i += 1
+            continue
+        except RecursionError:  # nested deeper than Python's stack: no draft, skip the whole run
+            i += 1
+            while i < len(text) and text[i] in "[{ \t\r\n":
+                i += 1
             continue
         if isinstance(value, dict) and isinstance(value.get("tasks"), list):
             value = value["tasks"]
