@@ -314,3 +314,26 @@ def test_review_cli_lists_shows_and_decides(
     assert res.exit_code == 2 and "no review item 99" in res.output
     res = run(app, ["review", "list", "--status", "approved", "--loop", str(tmp_path / "other")])
     assert res.exit_code == 0 and "no review item (status approved)" in res.output
+
+
+def test_review_show_masks_the_tasks_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verdict item's goal is read from the suite: a task whose goal holds a fixture secret (a
+    generated one that quotes the vault's password, say) shows it masked, as traces do."""
+    from typer.testing import CliRunner
+
+    import phoneenv.tasks
+    from phoneenv.cli import app
+    from phoneenv.intake import MASK, fixture_secrets
+    from phoneenv.loop import REVIEW_DB
+
+    real = phoneenv.tasks.get_task("budget.fix_expense/0")
+    [secret] = fixture_secrets(real.fixtures)
+    leaky = real.model_copy(update={"goal": f"Sign in with {secret} and fix the expense."})
+    monkeypatch.setattr(phoneenv.tasks, "get_task", lambda task_id: leaky)
+    monkeypatch.setenv("PHONEENV_LOOP_DIR", str(tmp_path / "loop"))
+    queue = ReviewQueue(tmp_path / "loop" / REVIEW_DB)
+    payload = {"task_id": real.id, "seed": 0, "run": "runs/x", "why": f"the answer quoted {secret}", "verdict": {}}
+    item = queue.submit("verdict", f"check {secret}", payload, source="eval", reason="contradiction")
+    res = CliRunner().invoke(app, ["review", "show", str(item)])
+    assert res.exit_code == 0, res.output
+    assert secret not in res.output and f"Sign in with {MASK}" in res.output

@@ -8,6 +8,7 @@ and the time.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -121,26 +122,26 @@ def _trace_summary(ref: Any) -> list[str]:
     return lines
 
 
-def _show_task(task_json: dict[str, Any]) -> None:
+def _show_task(task_json: dict[str, Any], esc: Callable[[str], str] = escape) -> None:
     from phoneenv.contract import TaskSpec
 
     task = TaskSpec.model_validate(task_json)
     console.print(
-        f"[bold]task[/bold] {escape(task.id)} ({task.category.value}, {task.domain.value}, source {task.source})"
+        f"[bold]task[/bold] {esc(task.id)} ({task.category.value}, {task.domain.value}, source {task.source})"
     )
-    console.print(f"[bold]goal[/bold]: {escape(task.goal)}")
+    console.print(f"[bold]goal[/bold]: {esc(task.goal)}")
     fx = task.fixtures
     console.print(f"[bold]fixtures[/bold]: clock {fx.clock} {fx.timezone}, location {fx.location.get('label')}")
     for table, records in fx.records.items():
-        console.print(f"  {escape(table)}: {len(records)} records")
+        console.print(f"  {esc(table)}: {len(records)} records")
         for r in records[:5]:
-            console.print(f"    {escape(json.dumps(r, ensure_ascii=False)[:160])}", highlight=False)
+            console.print(f"    {esc(json.dumps(r, ensure_ascii=False)[:160])}", highlight=False)
     for what, crits in (("criteria", task.criteria), ("milestones", task.milestones)):
         if crits:
             console.print(f"[bold]{what}[/bold]:")
             for c in crits:
                 console.print(
-                    f"  {escape(json.dumps(c.model_dump(mode='json', exclude_defaults=True), ensure_ascii=False))}",
+                    f"  {esc(json.dumps(c.model_dump(mode='json', exclude_defaults=True), ensure_ascii=False))}",
                     highlight=False,
                 )
 
@@ -150,39 +151,61 @@ def show_cmd(item_id: IdArg, loop: LoopOpt = None) -> None:
     """Show an item: for a task its goal, fixtures and criteria; for a verdict the episode's trace;
     for an edit its diff; then the evidence and every decision taken."""
     it = _get(_queue(loop), item_id)
-    console.print(f"[bold]#{it.id}[/bold] {it.kind} [{it.status}] {escape(it.title)}")
-    console.print(f"queued by {escape(it.source or '?')} at {it.created_at}: {escape(it.reason)}")
+    masker = _masker_of(it)
+
+    def esc(text: str) -> str:  # the item's task's secrets masked, then rich markup escaped
+        return escape(masker.text(text))
+
+    console.print(f"[bold]#{it.id}[/bold] {it.kind} [{it.status}] {esc(it.title)}")
+    console.print(f"queued by {esc(it.source or '?')} at {it.created_at}: {esc(it.reason)}")
     p = it.payload
     if it.kind == "task":
-        _show_task(p["task"])
+        _show_task(p["task"], esc)
         console.print(
-            f"[bold]provenance[/bold]: {escape(json.dumps(p.get('provenance'), ensure_ascii=False))}", highlight=False
+            f"[bold]provenance[/bold]: {esc(json.dumps(p.get('provenance'), ensure_ascii=False))}", highlight=False
         )
     elif it.kind in ("skill_edit", "instruction_edit"):
         if it.kind == "skill_edit":
-            console.print(f"skill {escape(str(p['skill']))} at {escape(str(p['path']))}")
+            console.print(f"skill {esc(str(p['skill']))} at {esc(str(p['path']))}")
         console.print(Syntax(p.get("diff") or "", "diff", word_wrap=True))
     elif it.kind == "mix_weight":
-        console.print(f"weight of {escape(str(p['group']))}: {p['before']} -> {p['after']}")
+        console.print(f"weight of {esc(str(p['group']))}: {p['before']} -> {p['after']}")
     else:
-        console.print(
-            f"{escape(str(p['task_id']))} seed {p['seed']} in run {escape(str(p['run']))}: {escape(str(p['why']))}"
-        )
+        console.print(f"{esc(str(p['task_id']))} seed {p['seed']} in run {esc(str(p['run']))}: {esc(str(p['why']))}")
         try:
             from phoneenv.tasks import get_task
 
-            console.print(f"[bold]goal[/bold]: {escape(get_task(str(p['task_id'])).goal)}")
+            console.print(f"[bold]goal[/bold]: {esc(get_task(str(p['task_id'])).goal)}")
         except KeyError:
             pass
     for k, ev in enumerate(it.evidence, 1):
         ref = ev.get("trace")
         head = {key: val for key, val in ev.items() if key != "trace"}
-        console.print(f"[bold]evidence {k}[/bold]: {escape(json.dumps(head, ensure_ascii=False))}", highlight=False)
+        console.print(f"[bold]evidence {k}[/bold]: {esc(json.dumps(head, ensure_ascii=False))}", highlight=False)
         if ref is not None:
             for line in _trace_summary(ref):
-                console.print(escape(line), highlight=False)
+                console.print(esc(line), highlight=False)
     for d in it.decisions:
-        console.print(f"{d.at} {d.action} by {escape(d.reviewer)}" + (f": {escape(d.note)}" if d.note else ""))
+        console.print(f"{d.at} {d.action} by {esc(d.reviewer)}" + (f": {esc(d.note)}" if d.note else ""))
+
+
+def _masker_of(item: ReviewItem) -> Any:
+    """A masker of the secrets in the fixtures of the item's task (the payload's task, else the
+    suite's task of its id): a goal, fixture or trace line shown holds none of them."""
+    from phoneenv.contract import TaskSpec
+    from phoneenv.intake import Masker, masker_for
+
+    p = item.payload
+    try:
+        if item.kind == "task":
+            task = TaskSpec.model_validate(p["task"])
+        else:
+            from phoneenv.tasks import get_task
+
+            task = get_task(str(p["task_id"]))
+    except (KeyError, TypeError, ValueError):
+        return Masker()
+    return masker_for(task.fixtures, frozenset())
 
 
 def _decided(item: ReviewItem) -> None:
