@@ -322,11 +322,14 @@ def test_broken_lines_and_taken_ids_in_tasks_jsonl_are_skipped_not_fatal(caplog)
     with path.open("a") as fh:
         fh.write("{not json\n")
         fh.write(json.dumps({"task": {"goal": "no id"}, "provenance": {"status": "accepted"}}) + "\n")
+    with path.open("ab") as fb:  # one invalid byte, and a line nested past the parser's stack
+        fb.write(b'{"task": "caf\xe9"}\n' + b"[" * 100_000 + b"\n")
     assert [t.id for t in select("source:generated")] == [task.id]
     assert get_task("contacts.favorite/0").source == "template"
     text = caplog.text
     assert "line 4 is not JSON" in text and "'contacts.favorite/0' is taken" in text
     assert "line 3: task id" in text and "line 5: not a valid task" in text
+    assert "line 6 is not UTF-8" in text and "line 7 is not JSON" in text
 
 
 def test_selector_source_is_validated():

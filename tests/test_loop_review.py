@@ -337,3 +337,40 @@ def test_review_show_masks_the_tasks_secrets(tmp_path: Path, monkeypatch: pytest
     res = CliRunner().invoke(app, ["review", "show", str(item)])
     assert res.exit_code == 0, res.output
     assert secret not in res.output and f"Sign in with {MASK}" in res.output
+
+
+@pytest.mark.parametrize("damage", ["not sqlite", "foreign schema", "bad payload row"])
+def test_a_corrupt_or_foreign_queue_is_one_line_not_a_traceback(tmp_path: Path, damage: str, monkeypatch) -> None:
+    """Every review command meets a damaged queue file with one line naming it and what to do,
+    and an eval whose loop holds it still keeps every episode."""
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from phoneenv.cli import app
+    from phoneenv.loop import REVIEW_DB
+
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    db = loop / REVIEW_DB
+    if damage == "not sqlite":
+        db.write_bytes(b"garbage\xff" * 10)
+    elif damage == "foreign schema":
+        with sqlite3.connect(db) as con:
+            con.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, something TEXT)")
+            con.execute("INSERT INTO items (something) VALUES ('x')")
+    else:
+        queue = ReviewQueue(db)
+        queue.submit("instruction_edit", "e", {"before": "", "after": "A.", "diff": "+A."})
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE items SET payload = '{not json'")
+    monkeypatch.setenv("PHONEENV_LOOP_DIR", str(loop))
+    for argv in (["list"], ["show", "1"], ["approve", "1"], ["reject", "1", "--reason", "r"]):
+        res = CliRunner().invoke(app, ["review", *argv])
+        assert res.exit_code == 2, (argv, res.output)
+        flat = " ".join(res.output.split())
+        assert "cannot be read as a review queue" in flat and "review.sqlite" in flat and "Traceback" not in flat
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["eval", "--tasks", "calendar.create_event/0,settings.toggle/0", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2

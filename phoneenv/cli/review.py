@@ -7,11 +7,14 @@ and the time.
 
 from __future__ import annotations
 
+import functools
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -38,6 +41,26 @@ def _queue(loop: Path | None) -> ReviewQueue:
     return ReviewQueue(loop_dir(loop) / REVIEW_DB)
 
 
+def _readable(command: Callable[..., None]) -> Callable[..., None]:
+    """A review command whose queue file is corrupt or foreign (not SQLite, another schema, a row
+    whose JSON does not parse) ends in one line naming the file and what to do, not a traceback."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except (click.exceptions.Exit, click.exceptions.ClickException, typer.Abort):
+            raise
+        except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+            path = loop_dir(kwargs.get("loop")) / REVIEW_DB
+            _fail(
+                f"{path} cannot be read as a review queue ({type(exc).__name__}: {exc}); move it aside "
+                "(a new queue is made on the next submit) or pass --loop to use another"
+            )
+
+    return run
+
+
 def _fail(message: str, code: int = 2) -> None:
     console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code=code)
@@ -52,6 +75,7 @@ def _get(queue: ReviewQueue, item_id: int) -> ReviewItem:
 
 
 @review_app.command("list")
+@_readable
 def list_cmd(
     status: Annotated[str | None, typer.Option(help=f"Only items of this status ({', '.join(STATUSES)}).")] = None,
     kind: Annotated[str | None, typer.Option(help=f"Only items of this kind ({', '.join(KINDS)}).")] = None,
@@ -60,6 +84,8 @@ def list_cmd(
     """List the queue's items, oldest first."""
     try:
         items = _queue(loop).items(status=status, kind=kind)
+    except json.JSONDecodeError:
+        raise  # a damaged row: _readable says which file
     except ValueError as exc:
         _fail(str(exc))
     if not items:
@@ -147,6 +173,7 @@ def _show_task(task_json: dict[str, Any], esc: Callable[[str], str] = escape) ->
 
 
 @review_app.command("show")
+@_readable
 def show_cmd(item_id: IdArg, loop: LoopOpt = None) -> None:
     """Show an item: for a task its goal, fixtures and criteria; for a verdict the episode's trace;
     for an edit its diff; then the evidence and every decision taken."""
@@ -214,6 +241,7 @@ def _decided(item: ReviewItem) -> None:
 
 
 @review_app.command("approve")
+@_readable
 def approve_cmd(
     item_id: IdArg,
     note: Annotated[str, typer.Option(help="Why, or what to keep in mind.")] = "",
@@ -225,11 +253,14 @@ def approve_cmd(
     _get(queue, item_id)
     try:
         _decided(queue.approve(item_id, reviewer or reviewer_name(), note))
+    except json.JSONDecodeError:
+        raise  # a damaged row: _readable says which file
     except ValueError as exc:
         _fail(str(exc))
 
 
 @review_app.command("reject")
+@_readable
 def reject_cmd(
     item_id: IdArg,
     reason: Annotated[str, typer.Option(help="Why the item is rejected (required).")],
@@ -241,11 +272,14 @@ def reject_cmd(
     _get(queue, item_id)
     try:
         _decided(queue.reject(item_id, reviewer or reviewer_name(), reason))
+    except json.JSONDecodeError:
+        raise  # a damaged row: _readable says which file
     except ValueError as exc:
         _fail(str(exc))
 
 
 @review_app.command("edit")
+@_readable
 def edit_cmd(
     item_id: IdArg,
     file: Annotated[Path, typer.Option("--file", help="A JSON file with the item's new payload (whole).")],
@@ -263,5 +297,7 @@ def edit_cmd(
         _fail(f"{file}: {exc}")
     try:
         _decided(queue.edit(item_id, reviewer or reviewer_name(), payload, note))
+    except json.JSONDecodeError:
+        raise  # a damaged row: _readable says which file
     except ValueError as exc:
         _fail(str(exc))

@@ -45,29 +45,37 @@ log = logging.getLogger(__name__)
 
 def read_entries(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The entries of a ``tasks.jsonl`` (``[]`` when the file does not exist), each
-    ``{"task": dict, "provenance": dict, "line": int}``; lines that are not such an object are
-    skipped with a warning naming the line."""
+    ``{"task": dict, "provenance": dict, "line": int}``; lines that are not such an object (not
+    UTF-8, not JSON, another shape) are skipped with a warning naming the line, so one damaged
+    line never stops the suite from loading."""
     path = Path(path)
     if not path.is_file():
         return []
     out: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as fh:
-        for n, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                entry = json.loads(text)
-            except json.JSONDecodeError as exc:
-                log.warning("%s line %d is not JSON (%s); skipped", path, n, exc)
-                continue
-            if not (
-                isinstance(entry, dict)
-                and isinstance(entry.get("task"), dict)
-                and isinstance(entry.get("provenance"), dict)
-            ):
-                log.warning("%s line %d is not a {task, provenance} object; skipped", path, n)
-                continue
-            out.append({**entry, "line": n})
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        log.warning("%s cannot be read (%s); no generated task loaded from it", path, exc)
+        return []
+    for n, line in enumerate(raw.split(b"\n"), 1):  # one bad line is skipped, never the whole file
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            log.warning("%s line %d is not UTF-8 (%s); skipped", path, n, exc)
+            continue
+        except (json.JSONDecodeError, RecursionError) as exc:
+            log.warning("%s line %d is not JSON (%s); skipped", path, n, exc)
+            continue
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("task"), dict)
+            and isinstance(entry.get("provenance"), dict)
+        ):
+            log.warning("%s line %d is not a {task, provenance} object; skipped", path, n)
+            continue
+        out.append({**entry, "line": n})
     return out
 
 
