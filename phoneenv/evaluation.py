@@ -1451,6 +1451,9 @@ class RunFolder:
 
     MANIFEST = "run.json"
     RESULTS = "results.jsonl"
+    SUPERSEDED = "results.superseded.jsonl"
+    """Where :meth:`resume` keeps the lines of the episodes it runs again (infrastructure errors),
+    appended, so no recorded line is ever lost."""
     SCOREBOARD = "scoreboard.json"
     TRACES = "traces"
     FORMAT = 1
@@ -1466,6 +1469,9 @@ class RunFolder:
         self._fh: Any = None
         self._lock_fh: Any = None
         self._synced_at = time.monotonic()
+        self.redo: set[tuple[str, int]] = set()
+        """After :meth:`resume`: the (task id, seed) of the earlier infrastructure-error episodes,
+        to run again (``phoneenv eval`` runs them after the episodes never played)."""
 
     @property
     def traces(self) -> Path:
@@ -1515,9 +1521,10 @@ class RunFolder:
         """Continue the run in the folder; return the episodes it keeps, in order.
 
         The configuration must equal the one in ``run.json`` (else :class:`RunConfigError`
-        naming the keys that differ). Infrastructure-error episodes are dropped so they run
-        again; so is a last line cut short by a kill. ``results.jsonl`` is rewritten (atomically)
-        with the kept episodes, and new ones are appended after them.
+        naming the keys that differ). Infrastructure-error episodes are taken out of the run so
+        they run again (their keys in :attr:`redo`, their lines appended to
+        :data:`SUPERSEDED`); so is a last line cut short by a kill. ``results.jsonl`` is
+        rewritten (atomically) with the kept episodes, and new ones are appended after them.
 
         Raises:
             RunConfigError: no ``run.json`` here, a different configuration, or another run is
@@ -1552,8 +1559,14 @@ class RunFolder:
             raise RunConfigError(f"cannot resume {self.path}: this run was made with another configuration ({shown})")
         results = read_results(self.path / self.RESULTS)
         kept = [r for r in results if not r.infrastructure_error]
-        if len(kept) < len(results):
-            log.warning("resuming %s: %d infrastructure-error episodes run again", self.path, len(results) - len(kept))
+        again = [r for r in results if r.infrastructure_error]
+        self.redo = {(r.task_id, r.seed) for r in again}
+        if again:
+            log.warning("resuming %s: %d infrastructure-error episodes run again", self.path, len(again))
+            with (self.path / self.SUPERSEDED).open("a", encoding="utf-8") as fh:  # kept, never dropped
+                fh.write("".join(json.dumps(asdict(r)) + "\n" for r in again))
+                fh.flush()
+                os.fsync(fh.fileno())
         self.traces.mkdir(parents=True, exist_ok=True)
         for stale in self.traces.glob(".*.tmp"):  # a trace being written when the run was killed
             stale.unlink()

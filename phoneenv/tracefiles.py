@@ -12,7 +12,9 @@ from phoneenv.contract import Trace
 
 __all__ = ["SKIPPED_FILES", "find_trace_files", "jsonl_lines", "read_traces"]
 
-SKIPPED_FILES = frozenset({"results.jsonl", "metrics.jsonl", "sft_log.jsonl", "rl_log.jsonl"})
+SKIPPED_FILES = frozenset(
+    {"results.jsonl", "results.superseded.jsonl", "metrics.jsonl", "sft_log.jsonl", "rl_log.jsonl"}
+)
 """JSON Lines files of a run folder that are not traces."""
 
 

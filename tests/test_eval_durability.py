@@ -424,8 +424,9 @@ def test_cli_waits_out_a_blip_and_stops_with_everything_written_past_the_budget(
         monkeypatch.setattr(backend, "failing", set())  # the device is back: resume re-runs the lost one
         res = _eval(out, "--backend", "sandbox", "--resume")
         assert res.exit_code == 0, res.output
+        ids = SMALL.split(",")  # the one lost runs again after those never played
         assert [(r.task_id, r.infrastructure_error) for r in read_results(out / "results.jsonl")] == [
-            (t, False) for t in SMALL.split(",")
+            (t, False) for t in [ids[0], *ids[2:], ids[1]]
         ]
 
 
@@ -699,3 +700,24 @@ def test_an_agent_raising_stop_iteration_is_a_bug_reported_not_an_episode_end():
     task = get_task("contacts.favorite/0")
     with pytest.raises(RuntimeError, match=r"Exhausted\.act raised StopIteration"):
         play_episode(Exhausted(), PhonePlanEnv(tasks=[task]), task, 0)
+
+
+def test_resume_runs_earlier_infrastructure_errors_after_new_tasks_and_keeps_their_lines(tmp_path):
+    """An endpoint that failed before must not spend the outage budget before any never-played
+    task runs: --resume plays the never-played tasks first, then the earlier infrastructure
+    errors; their old lines go to results.superseded.jsonl (none is lost), and it says so."""
+    out = tmp_path / "run"
+    res = _eval(out)
+    assert res.exit_code == 0, res.output
+    ids = SMALL.split(",")
+    lines = (out / "results.jsonl").read_text().splitlines()
+    rows = {json.loads(line)["task_id"]: json.loads(line) for line in lines}
+    broken = {**rows[ids[1]], "success": False, "infrastructure_error": True, "infrastructure_kind": "server_error"}
+    (out / "results.jsonl").write_text(json.dumps(rows[ids[0]]) + "\n" + json.dumps(broken) + "\n")
+    res = _eval(out, "--resume")
+    assert res.exit_code == 0, res.output
+    assert "2 to run" not in res.output and "1 earlier infrastructure errors run again" in " ".join(res.output.split())
+    order = [json.loads(line)["task_id"] for line in (out / "results.jsonl").read_text().splitlines()]
+    assert order == [ids[0], ids[2], ids[3], ids[1]]  # the redo after the never-played ones
+    [old] = (out / "results.superseded.jsonl").read_text().splitlines()
+    assert json.loads(old) == broken

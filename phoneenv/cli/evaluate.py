@@ -413,10 +413,15 @@ def eval_cmd(
 
         recorder = EvalRecorder(loop_dir(loop, default=out / "loop"), str(out))
     done = {(r.task_id, r.seed) for r in previous}
-    plan = [(s, [t for t in selected if (t.id, s) not in done]) for s in range(seed, seed + seeds)]
+    redo = folder.redo  # earlier infrastructure errors: after the never-played tasks, so a still
+    plan = [  # failing endpoint cannot spend the outage budget before any new task runs
+        (s, sorted((t for t in selected if (t.id, s) not in done), key=lambda t, s=s: (t.id, s) in redo))
+        for s in range(seed, seed + seeds)
+    ]
     if resume:
         left = sum(len(ts) for _, ts in plan)
-        console.print(f"resuming {out}: {len(previous)} episodes done, {left} to run")
+        again = f" ({len(redo)} earlier infrastructure errors run again, after the others)" if redo else ""
+        console.print(f"resuming {out}: {len(previous)} episodes done, {left} to run{again}")
     board = _run(
         planner,
         plan,
