@@ -235,6 +235,20 @@ def _masker_of(item: ReviewItem) -> Any:
     return masker_for(task.fixtures, frozenset())
 
 
+def _decide(loop: Path | None, item_id: int, act: Callable[[ReviewQueue], ReviewItem]) -> None:
+    """Take a decision on a pending item (``act`` on the queue) and say it; a decision the queue
+    refuses (the item is not pending, a payload that does not fit) is one error line."""
+    queue = _queue(loop)
+    _get(queue, item_id)
+    try:
+        item = act(queue)
+    except json.JSONDecodeError:
+        raise  # a damaged row: _readable says which file
+    except ValueError as exc:
+        _fail(str(exc))
+    _decided(item)
+
+
 def _decided(item: ReviewItem) -> None:
     d = item.decisions[-1]
     console.print(f"#{item.id} {d.action} by {escape(d.reviewer)} at {d.at}; status {item.status}")
@@ -249,14 +263,7 @@ def approve_cmd(
     loop: LoopOpt = None,
 ) -> None:
     """Approve a pending item (as last edited): the loop may act on it."""
-    queue = _queue(loop)
-    _get(queue, item_id)
-    try:
-        _decided(queue.approve(item_id, reviewer or reviewer_name(), note))
-    except json.JSONDecodeError:
-        raise  # a damaged row: _readable says which file
-    except ValueError as exc:
-        _fail(str(exc))
+    _decide(loop, item_id, lambda q: q.approve(item_id, reviewer or reviewer_name(), note))
 
 
 @review_app.command("reject")
@@ -268,14 +275,7 @@ def reject_cmd(
     loop: LoopOpt = None,
 ) -> None:
     """Reject a pending item, saying why."""
-    queue = _queue(loop)
-    _get(queue, item_id)
-    try:
-        _decided(queue.reject(item_id, reviewer or reviewer_name(), reason))
-    except json.JSONDecodeError:
-        raise  # a damaged row: _readable says which file
-    except ValueError as exc:
-        _fail(str(exc))
+    _decide(loop, item_id, lambda q: q.reject(item_id, reviewer or reviewer_name(), reason))
 
 
 @review_app.command("edit")
@@ -289,15 +289,9 @@ def edit_cmd(
 ) -> None:
     """Replace a pending item's payload with the JSON object of --file (the old one is kept in the
     decision); the item stays pending until approved."""
-    queue = _queue(loop)
-    _get(queue, item_id)
+    _get(_queue(loop), item_id)
     try:
         payload = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         _fail(f"{file}: {exc}")
-    try:
-        _decided(queue.edit(item_id, reviewer or reviewer_name(), payload, note))
-    except json.JSONDecodeError:
-        raise  # a damaged row: _readable says which file
-    except ValueError as exc:
-        _fail(str(exc))
+    _decide(loop, item_id, lambda q: q.edit(item_id, reviewer or reviewer_name(), payload, note))
