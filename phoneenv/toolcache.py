@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 TOOL_CACHE_ENV = "PHONEENV_TOOL_CACHE"
 _SPECS = TypeAdapter(list[ToolSpec])
+_NOT_SOURCE = frozenset({"__pycache__", "node_modules", "site-packages"})
+"""Folders under an apps path that hold no app source (walked past when keying the cache)."""
 
 
 def tool_cache_dir() -> Path | None:
@@ -55,7 +57,7 @@ def source_key(folders: tuple[str, ...]) -> str:
     roots = [str(Path(__file__).resolve().parent), *folders]
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            dirnames[:] = sorted(d for d in dirnames if d not in _NOT_SOURCE and not d.startswith("."))
             for name in sorted(filenames):
                 if name.endswith(".py"):
                     path = os.path.join(dirpath, name)
