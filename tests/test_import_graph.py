@@ -201,3 +201,16 @@ def test_no_module_imports_another_modules_private_name(tmp_path):
     assert private_imports(paths) == []
     (tmp_path / "m.py").write_text("from phoneenv.env import _secret, __version__, public\n")
     assert private_imports({"m": tmp_path / "m.py"}) == ["m: from phoneenv.env import _secret"]
+
+
+def test_the_command_line_needs_no_undeclared_click():
+    """typer vendors click and does not install it: importing ``click`` works here (other
+    packages bring it) but not in the Docker images, where it broke every command."""
+    found = []
+    for mod, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            found += [f"{mod}: {n}" for n in names if n.split(".")[0] == "click"]
+    assert found == []

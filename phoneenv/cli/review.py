@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -49,9 +48,7 @@ def _readable(command: Callable[..., None]) -> Callable[..., None]:
     def run(*args: Any, **kwargs: Any) -> None:
         try:
             command(*args, **kwargs)
-        except (click.exceptions.Exit, click.exceptions.ClickException, typer.Abort):
-            raise
-        except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+        except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:  # typer's Exit and usage errors pass
             path = loop_dir(kwargs.get("loop")) / REVIEW_DB
             _fail(
                 f"{path} cannot be read as a review queue ({type(exc).__name__}: {exc}); move it aside "
