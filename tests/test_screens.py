@@ -35,9 +35,9 @@ def test_a_dnd_schedule_on_screen_renders():
     assert lines[:2] == ["name: Night", "days: mon"]  # the schedule just made, in detail
 
 
-@pytest.mark.parametrize("name", sorted(n for n, t in all_templates().items() if "sandbox" in t.task(0).backends))
+@pytest.mark.parametrize("name", sorted(n for n in all_templates() if "sandbox" in get_task(f"{n}/0").backends))
 def test_every_reference_step_renders(name):
-    task = all_templates()[name].task(0)
+    task = get_task(f"{name}/0")  # built once, at collection (get_task keeps it)
     env = PhonePlanEnv(tasks=[task], screenshots=True, render_mode="rgb_array")
     env.reset(seed=0)
     for call in task.reference_plan or []:
