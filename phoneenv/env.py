@@ -109,7 +109,7 @@ from phoneenv.harness.episode_memory import EpisodeMemory
 from phoneenv.harness.providers import ToolProvider, default_providers
 from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
-from phoneenv.harness.toolselect import DEFAULT_K, ToolSearch, ToolSelector, selector_for
+from phoneenv.harness.toolselect import DEFAULT_K, ToolSearch, ToolSelector, selector_for, task_tools
 from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, masker_for, read_action, seal
 from phoneenv.sharing import ReadOnlyList, openai_tools
 from phoneenv.tasks.verify import CallRecord, confirmed_by, context_of, episode_changes, episode_grounds, verify
@@ -246,7 +246,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             that list the ``agent`` app (the Sub-agent category's). ``info["tools"]`` and
             :attr:`tools` list the active frame's tools.
         tools: which tools are offered (:mod:`phoneenv.harness.toolselect`): ``"all"``
-            (default), ``"retrieve"`` (at reset, the ``tools_k`` backend tools most relevant to
+            (default), ``"task"`` (the backend tools of the task's apps and of the phone's own,
+            :data:`~phoneenv.harness.toolselect.DEVICE_APPS`, plus every harness tool), ``"retrieve"`` (at reset, the ``tools_k`` backend tools most relevant to
             the goal, plus every harness tool), ``"search"`` (the same plus ``tools.search``,
             which loads more tools into the episode), or a
             :class:`~phoneenv.harness.toolselect.ToolSelector`. A call of a tool that exists
@@ -340,6 +341,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         (:mod:`phoneenv.harness.providers`), in the order their tools are listed."""
         # -- tool selection (phoneenv.harness.toolselect) --
         self._selector = tools if isinstance(tools, ToolSelector) else selector_for(tools, tools_k, tools_budget)
+        self._task_apps_only = tools == "task"
         self._offered_names: frozenset[str] | None = None
         """Backend tools offered this episode (None: all); harness tools are always offered."""
         self._harness_names: frozenset[str] = frozenset()
@@ -527,6 +529,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             self._offered_names = frozenset(
                 self._selector.offer(task.goal, self._selectable, self._harness_specs, task_id=task.id)
             )
+            self._offer()
+        elif self._task_apps_only:  # tools="task": the task's apps and the phone's own
+            self._offered_names = frozenset(task_tools(task, self._selectable))
             self._offer()
         self._masker = masker_for(task.fixtures, self._secret_keys)
         self._before = self.backend.frozen_tables()
@@ -1090,7 +1095,7 @@ def _check_arguments(
     if delegation is not None and not _is_bool(delegation):
         raise TypeError(f"delegation must be True, False or None, not {_kind(delegation)}")
     if not isinstance(tools, (str, ToolSelector)):
-        raise TypeError(f"tools must be 'all', 'retrieve', 'search' or a ToolSelector, not {_kind(tools)}")
+        raise TypeError(f"tools must be 'all', 'task', 'retrieve', 'search' or a ToolSelector, not {_kind(tools)}")
     if not _is_int(tools_k):
         raise TypeError(f"tools_k must be an int >= 0, not {_kind(tools_k)}")
     if tools_k < 0:
@@ -1100,7 +1105,7 @@ def _check_arguments(
             raise TypeError(f"tools_budget must be an int >= 1 (tokens) or None, not {_kind(tools_budget)}")
         if tools_budget < 1:
             raise ValueError(f"tools_budget must be an int >= 1 (tokens) or None, not {tools_budget}")
-        if isinstance(tools, ToolSelector) or tools == "all":
+        if isinstance(tools, ToolSelector) or tools in ("all", "task"):
             raise ValueError(
                 "tools_budget goes with tools='retrieve' or 'search' (a ToolSelector carries its own budget)"
             )

@@ -23,7 +23,7 @@ hold ``__``, so the mapping is one-to-one and reversible (:meth:`EpisodeServer.t
 
 A call's result is the step's :class:`~phoneenv.contract.Feedback` as JSON, in
 ``structuredContent`` and as one text block (plus the screen as a PNG image block for a tool
-that returns one); ``isError`` is set when the feedback is an error. The call that ends the
+that returns one, and after every call with ``screenshots=True``); ``isError`` is set when the feedback is an error. The call that ends the
 episode (``finish``, or the step that reaches ``max_steps``) adds ``episode``: ``{"over": true,
 "terminated", "truncated", "success", "progress", "verdict"}`` (the
 :class:`~phoneenv.contract.Verdict` as a dict). Later calls answer ``precondition_failed`` until
@@ -34,11 +34,20 @@ episode (``finish``, or the step that reaches ``max_steps``) adds ``episode``: `
 max_steps), ``verdict`` (the verdict once the episode is over, else ``{"over": false}``) and
 ``trace`` (the episode's :class:`~phoneenv.contract.Trace`, secrets masked).
 
-The tool list is the active frame's: after ``agent__delegate`` opens a sub-agent frame, or its
-``finish`` closes it, a client re-lists the tools (``tools/list``) to see the change.
+**Which tools.** The server offers the tools of the env's tool selection
+(:mod:`phoneenv.harness.toolselect`): by default (``tools="task"``) the task's apps and the
+phone's own (``system``, ``screen``, ``user``) plus the harness tools, 20 to 72 tools for a task of the
+suite, within the 128 tools OpenAI's API accepts; ``"retrieve"``, ``"search"`` and ``"all"`` as
+for the env. The list is the active frame's: after ``agent__delegate`` opens a sub-agent frame,
+its ``finish`` closes it, ``tools__search`` loads tools or ``episode__reset`` starts over, the
+server sends ``notifications/tools/list_changed`` (it declares ``tools.listChanged``) before the
+call's result, and a client re-lists the tools (``tools/list``).
 
-Calls are served one at a time (a lock around the env), in a worker thread so a slow backend
-(``llmsim``) does not stall the transport.
+**Threads.** Every use of the env (reset, steps, the screen, the trace, close) runs on one
+thread the server owns, one call at a time, whichever thread or task the transport serves a
+request on: an episode's objects (the env, its backend, its memory store) are only ever used
+from that thread. A step that raises despite the env's contract (a defect) answers
+``internal_error`` with a hint to call ``episode__reset``, which then starts a clean episode.
 """
 
 from __future__ import annotations
@@ -48,8 +57,10 @@ import io
 import json
 import logging
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
@@ -71,6 +82,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 NameStyle = Literal["underscore", "dotted"]
 """How tool names are served: ``underscore`` (``clock__set_alarm``) or ``dotted`` (``clock.set_alarm``)."""
@@ -156,6 +169,9 @@ class EpisodeServer:
             (and on :meth:`close` for one still running), so a run of an MCP client can be
             scored and viewed like any phoneenv run.
 
+    Its methods may be called from any thread: each runs its env work on the server's episode
+    thread (see the module docstring) and waits for it.
+
     Raises:
         ValueError: an unknown ``names`` style, or tool names that collide once mapped.
     """
@@ -173,22 +189,55 @@ class EpisodeServer:
         self.env: PhonePlanEnv = getattr(env, "unwrapped", env)
         self.names: NameStyle = names
         self.trace_path = Path(trace_path) if trace_path is not None else None
-        self._lock = threading.Lock()
         self._info: dict[str, Any] = {}
         self._over = False
         self._written = True
-        self._reset(seed)
+        self._announced: tuple[str, ...] = ()
+        self._episode_thread: int | None = None
+        self._worker: ThreadPoolExecutor | None = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="phoneenv-episode", initializer=self._mark_episode_thread
+        )
+        try:
+            self._on_episode_thread(self._reset, seed)
+            self._announced = self._on_episode_thread(self._served_names)
+        except BaseException:
+            self._worker.shutdown(wait=False)
+            self._worker = None
+            raise
+
+    def _mark_episode_thread(self) -> None:
+        self._episode_thread = threading.get_ident()
+
+    def _on_episode_thread(self, fn: Callable[..., _T], /, *args: Any) -> _T:
+        """``fn(*args)`` run on the episode thread (directly when already on it); its result,
+        or its exception raised here."""
+        if threading.get_ident() == self._episode_thread:
+            return fn(*args)
+        if self._worker is None:
+            raise RuntimeError("the episode server is closed")
+        return self._worker.submit(fn, *args).result()
 
     @classmethod
     def for_task(
-        cls, task: str, *, backend: str = "sandbox", max_steps: int | None = None, **kwargs: Any
+        cls,
+        task: str,
+        *,
+        backend: str = "sandbox",
+        max_steps: int | None = None,
+        tools: str = "task",
+        screenshots: bool = False,
+        **kwargs: Any,
     ) -> EpisodeServer:
-        """A server over a new ``PhonePlanEnv(task=task, backend=backend, max_steps=max_steps)``;
-        ``kwargs`` go to :class:`EpisodeServer`. Raises ``KeyError`` for an unknown task id and
-        ``ValueError`` for a backend that cannot run it."""
+        """A server over a new ``PhonePlanEnv(task=task, backend=backend, max_steps=max_steps,
+        tools=tools, screenshots=screenshots)`` (``tools``: ``"task"``, the default,
+        ``"retrieve"``, ``"search"`` or ``"all"``; see the module docstring; ``screenshots``:
+        every call's result carries the screen after it as an image block); ``kwargs`` go to
+        :class:`EpisodeServer`. Raises ``KeyError`` for an unknown task id and ``ValueError``
+        for a backend that cannot run it or an unknown ``tools``."""
         from phoneenv.env import PhonePlanEnv
 
-        return cls(PhonePlanEnv(task=task, backend=backend, max_steps=max_steps), **kwargs)
+        env = PhonePlanEnv(task=task, backend=backend, max_steps=max_steps, tools=tools, screenshots=screenshots)
+        return cls(env, **kwargs)
 
     # -- names --------------------------------------------------------------------------------
     def to_mcp(self, name: str) -> str:
@@ -218,11 +267,25 @@ class EpisodeServer:
         """The episode's tools as ``mcp.types.Tool`` (the active frame's, plus ``episode__reset``)."""
         from mcp import types
 
-        with self._lock:
-            specs = self._specs()
+        specs = self._on_episode_thread(self._specs)
         tools = [_mcp_tool(self.to_mcp(s.name), s, types) for s in specs]
         tools.append(_mcp_tool(self.to_mcp(RESET_TOOL), _reset_spec(), types))
         return tools
+
+    def _served_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.env.tool_specs)
+
+    def tools_changed(self) -> bool:
+        """Whether the offered tools differ from those last announced (at start, or by an
+        earlier True answer, which counts as announcing them): the server then sends
+        ``notifications/tools/list_changed``."""
+
+        def check() -> bool:
+            now = self._served_names()
+            changed, self._announced = now != self._announced, now
+            return changed
+
+        return self._on_episode_thread(check)
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """Serve one call (``name`` as served): a step of the episode, or ``episode__reset``.
@@ -231,11 +294,10 @@ class EpisodeServer:
         from mcp import types
 
         canonical = self.to_canonical(name)
-        with self._lock:
-            if canonical == RESET_TOOL:
-                payload, image = self._reset_call(arguments or {}), None
-            else:
-                payload, image = self._step(canonical, arguments or {})
+        if canonical == RESET_TOOL:
+            payload, image = self._on_episode_thread(self._reset_call, arguments or {}), None
+        else:
+            payload, image = self._on_episode_thread(self._step, canonical, arguments or {})
         content: list[Any] = [types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))]
         if image is not None:
             content.append(
@@ -273,10 +335,29 @@ class EpisodeServer:
         }
 
     def _step(self, canonical: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray | None]:
-        obs, _, terminated, truncated, info = self.env.step({"name": canonical, "arguments": arguments})
+        reset = self.to_mcp(RESET_TOOL)
+        if self._over:
+            return {
+                "ok": False,
+                "error": "precondition_failed",
+                "message": "the episode is over",
+                "hint": f"call {reset} to start a new episode; the verdict is in {_URI}verdict",
+            }, None
+        try:
+            obs, _, terminated, truncated, info = self.env.step({"name": canonical, "arguments": arguments})
+        except Exception as exc:  # a defect: the env's contract is never to raise on an action
+            log.error("env.step raised on %s in %s", canonical, self.env.task.id, exc_info=True)
+            return {
+                "ok": False,
+                "error": "internal_error",
+                "message": f"the env failed inside this call ({type(exc).__name__}), not because of it",
+                "hint": f"call {reset} to start the task over",
+            }, None
         payload: dict[str, Any] = json.loads(obs["feedback"])
         fb = info.get("feedback")
         image = getattr(fb, "image", None)
+        if image is None:
+            image = obs.get("screenshot")  # screenshots=True: the screen after every call
         if "verdict" in info:
             self._over = True
             payload["episode"] = {
@@ -321,30 +402,32 @@ class EpisodeServer:
         name = uri[len(_URI) :] if uri.startswith(_URI) else None
         if name not in RESOURCES:
             raise KeyError(f"no resource {uri!r}; resources: {', '.join(_URI + n for n in RESOURCES)}")
+        return self._on_episode_thread(self._read, name)
+
+    def _read(self, name: str) -> tuple[str | bytes, str]:
         mime = RESOURCES[name][0]
         env = self.env
-        with self._lock:
-            if name == "screen.png":
-                return png_bytes(env.backend.screenshot()), mime
-            if name == "screen.txt":
-                return screen_text(env), mime
-            if name == "task":
-                task = env.task
-                doc = {
-                    "id": task.id,
-                    "goal": self._goal,
-                    "category": task.category.value,
-                    "domain": task.domain.value,
-                    "step": len(env.trace.steps),
-                    "max_steps": self._info.get("max_steps"),
-                    "over": self._over,
-                }
-                return json.dumps(doc, ensure_ascii=False), mime
-            if name == "verdict":
-                verdict = env.verdict if self._over else None
-                doc = {"over": False} if verdict is None else {"over": True, **verdict.model_dump(mode="json")}
-                return json.dumps(doc, ensure_ascii=False), mime
-            return env.trace.model_dump_json(), mime
+        if name == "screen.png":
+            return png_bytes(env.backend.screenshot()), mime
+        if name == "screen.txt":
+            return screen_text(env), mime
+        if name == "task":
+            task = env.task
+            doc = {
+                "id": task.id,
+                "goal": self._goal,
+                "category": task.category.value,
+                "domain": task.domain.value,
+                "step": len(env.trace.steps),
+                "max_steps": self._info.get("max_steps"),
+                "over": self._over,
+            }
+            return json.dumps(doc, ensure_ascii=False), mime
+        if name == "verdict":
+            verdict = env.verdict if self._over else None
+            doc = {"over": False} if verdict is None else {"over": True, **verdict.model_dump(mode="json")}
+            return json.dumps(doc, ensure_ascii=False), mime
+        return env.trace.model_dump_json(), mime
 
     def instructions(self) -> str:
         """The server's instructions: the user's goal and how the episode ends."""
@@ -358,24 +441,53 @@ class EpisodeServer:
         )
 
     def close(self) -> None:
-        """Write the trace of an unfinished episode (with ``trace_path``) and close the env."""
-        with self._lock:
+        """Write the trace of an unfinished episode (with ``trace_path``), close the env and
+        stop the episode thread. Idempotent."""
+        if self._worker is None:
+            return
+
+        def close() -> None:
             self._write_trace()
             self.env.close()
+
+        try:
+            self._on_episode_thread(close)
+        finally:
+            worker, self._worker = self._worker, None
+            worker.shutdown(wait=threading.get_ident() != self._episode_thread)
 
     # -- the SDK server -----------------------------------------------------------------------
     def build(self, name: str = "phoneenv") -> Server[Any]:
         """The ``mcp.server.lowlevel.Server`` serving this episode (tools and resources)."""
         import anyio
         from mcp import types
-        from mcp.server.lowlevel import Server
+        from mcp.server.lowlevel import NotificationOptions, Server
+        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ToolsListChanged
         from mcp.shared.exceptions import MCPError
+
+        bus = InMemorySubscriptionBus()  # the 2026-07-28 era: list changes ride subscriptions/listen
+
+        class EpisodeMCPServer(Server[Any]):
+            """The SDK's server, declaring ``tools.listChanged`` (the episode's tools change)."""
+
+            def create_initialization_options(self, notification_options: Any = None, *args: Any, **kw: Any) -> Any:
+                options = notification_options or NotificationOptions(tools_changed=True)
+                return super().create_initialization_options(options, *args, **kw)
 
         async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
             return types.ListToolsResult(tools=await anyio.to_thread.run_sync(self.list_tools))
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            return await anyio.to_thread.run_sync(self.call_tool, params.name, params.arguments)
+            result = await anyio.to_thread.run_sync(self.call_tool, params.name, params.arguments)
+            for name in RESOURCES:  # a call may change each of them (the verdict: finish, reset)
+                await bus.publish(ResourceUpdated(_URI + name))
+            if await anyio.to_thread.run_sync(self.tools_changed):
+                try:  # each era's channel; the session drops its copy at 2026-07-28
+                    await bus.publish(ToolsListChanged())
+                    await ctx.session.send_tool_list_changed()
+                except Exception:  # a client gone mid-call; the result below fails the same way
+                    log.warning("could not send tools/list_changed", exc_info=True)
+            return result
 
         async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
             return types.ListResourcesResult(resources=self.list_resources())
@@ -395,7 +507,7 @@ class EpisodeServer:
 
         from phoneenv import __version__
 
-        return Server(
+        return EpisodeMCPServer(
             name,
             version=__version__,
             instructions=self.instructions(),
@@ -403,6 +515,7 @@ class EpisodeServer:
             on_call_tool=call_tool,
             on_list_resources=list_resources,
             on_read_resource=read_resource,
+            on_subscriptions_listen=ListenHandler(bus),
         )
 
 
@@ -435,7 +548,7 @@ async def _serve_stdio(server: EpisodeServer) -> None:
     from mcp.server.stdio import stdio_server
 
     lowlevel = server.build()
-    async with stdio_server() as (read, write):
+    async with stdio_server() as (read, write):  # the options declare tools.listChanged
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 

@@ -18,7 +18,7 @@ from phoneenv.errors import PhoneEnvError
 
 __all__ = ["EVAL_HELP", "TOOL_SELECTIONS", "EvalConfig", "EvalConfigError"]
 
-TOOL_SELECTIONS = ("all", "retrieve", "search")
+TOOL_SELECTIONS = ("all", "task", "retrieve", "search")
 """The tool selections of the env (:class:`phoneenv.harness.toolselect.ToolSelector`)."""
 
 
@@ -109,8 +109,9 @@ class EvalConfig:
     tool_selection: str = field(
         default="all",
         metadata=_h(
-            "Tools the env offers (phoneenv.harness.toolselect): all, retrieve (the --tool-k tools most relevant "
-            "to the goal plus the harness tools) or search (the same plus tools.search, which loads more)."
+            "Tools the env offers (phoneenv.harness.toolselect): all, task (the task's apps and the phone's own "
+            "plus the harness tools), retrieve (the --tool-k tools most relevant to the goal plus the harness "
+            "tools) or search (the same plus tools.search, which loads more)."
         ),
     )
     tool_k: int = field(default=20, metadata=_h("Tools offered at reset with --tool-selection retrieve|search."))
@@ -249,7 +250,7 @@ class EvalConfig:
                 "tool_selection",
                 f"unknown tool selection {self.tool_selection!r}; choose from {', '.join(TOOL_SELECTIONS)}",
             )
-        if self.tool_budget is not None and self.tool_selection == "all":
+        if self.tool_budget is not None and self.tool_selection in ("all", "task"):
             raise EvalConfigError("tool_budget", "needs --tool-selection retrieve or search")
 
     def run_record(self, task_ids: list[str], harness: str | None = None) -> dict[str, Any]:

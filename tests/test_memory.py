@@ -455,3 +455,23 @@ def test_tools_validate_arguments(tools, name, arguments, kind, path):
 def test_unknown_memory_tool(tools):
     fb = tools.call("memory.delete", {"id": 1})
     assert fb.error is ErrorKind.UNKNOWN_TOOL and "memory.forget" in fb.candidates
+
+
+def test_one_store_from_many_threads():
+    """A store opened on one thread serves saves, searches and snapshots from eight others at
+    once (the MCP server's and thread pools' case): no error, every save kept, ids distinct."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = MemoryStore(embedder=FakeEmbedder(), mode="bm25")
+
+    def work(i: int) -> tuple[int, int]:
+        saved = s.save("fact", f"thread {i} parked on level {i % 5}", created=at(1 + i % 20, 9))
+        hits = s.search(f"thread {i} parked", k=3)
+        s.snapshot()
+        return saved, len(hits)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(work, range(64)))
+    assert len({r[0] for r in results}) == 64 and all(n >= 1 for _, n in results)
+    assert len(s.entries("fact")) == 64
+    s.close()

@@ -24,7 +24,7 @@ from agents.random_agent import sample_schema
 from agents.reference import ReferenceAgent
 from phoneenv.harness.providers.step_up import AUTHENTICATE_TOOL
 from phoneenv.harness.toolselect import SEARCH, SEARCH_TOOL, ToolSelector, plan_tools, selector_for, tool_document
-from phoneenv.tasks import get_task
+from phoneenv.tasks import get_task, load_suite
 from phoneenv.tools import ArgumentError, compact_parameters
 
 GOLDEN = Path(__file__).with_name("golden_tool_specs.json")
@@ -168,6 +168,31 @@ def test_all_mode_offers_every_tool_and_no_search():
     env = gym.make("PhonePlan-v0", task="clock.what_time/0")
     _, info = env.reset(seed=0)
     assert SEARCH not in _names(info["tools"]) and len(info["tools"]) > 200
+    env.close()
+
+
+def test_task_mode_offers_the_tasks_apps_and_the_phones_own():
+    """clock.what_time/0 names the clock app: its 10 tools, the phone's 11 (system.*, screen.capture)
+    and the harness tools; a tool of another app is not offered. Over the suite, every tool of
+    every reference plan is offered and no task is offered more than OpenAI's 128."""
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0", tools="task")
+    _, info = env.reset(seed=0)
+    u = env.unwrapped
+    harness = {n for n, (_, p) in u._tool_map.items() if p is not None and "__" not in n}
+    backend = set(_names(info["tools"])) - harness
+    assert {n.split(".")[0] for n in backend} == {"clock", "system", "screen"}
+    assert len(backend) == 10 + 10 + 1
+    obs, *_ = env.step({"name": "weather.forecast", "arguments": {"place": "Lisbon"}})
+    assert json.loads(obs["feedback"])["error"] == "precondition_failed"
+    for task in load_suite():
+        if not u.backend.can_run(task):
+            continue
+        _, info = env.reset(options={"task": task.id})
+        names = set(_names(info["tools"]))
+        assert len(names) <= 128, (task.id, len(names))
+        assert set(plan_tools(task)) <= names, task.id
+    with pytest.raises(ValueError, match="tools_budget goes with tools='retrieve' or 'search'"):
+        gym.make("PhonePlan-v0", task="clock.what_time/0", tools="task", tools_budget=3000)
     env.close()
 
 

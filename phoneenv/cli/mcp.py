@@ -37,6 +37,17 @@ def serve(
     trace: Annotated[
         Path | None, typer.Option(help="Write the episode's trace (JSON) here whenever an episode ends.")
     ] = None,
+    tools: Annotated[
+        str,
+        typer.Option(
+            help="Tools offered: task (the task's apps and the phone's own, plus the harness tools; at most 73 "
+            "tools in the suite), retrieve (the 20 most relevant), search (the same plus tools__search) or all "
+            "(every tool: more than OpenAI's API accepts)."
+        ),
+    ] = "task",
+    screenshots: Annotated[
+        bool, typer.Option("--screenshots", help="Return the screen after every call as an image block.")
+    ] = False,
 ) -> None:
     """Serve one live episode of TASK: its tools as MCP tools, the screen and the verdict as
     resources; `finish` ends the episode and returns the verdict, `episode__reset` starts over.
@@ -47,6 +58,10 @@ def serve(
         _fail(f"--transport must be stdio or http, not {transport!r}")
     if names not in ("underscore", "dotted"):
         _fail(f"--names must be underscore or dotted, not {names!r}")
+    from phoneenv.harness.toolselect import MODES
+
+    if tools not in MODES:
+        _fail(f"--tools must be one of {', '.join(MODES)}, not {tools!r}")
     from phoneenv.mcp_server import EpisodeServer, require_mcp, serve_http, serve_stdio
 
     try:
@@ -56,7 +71,14 @@ def serve(
     style: Literal["underscore", "dotted"] = "dotted" if names == "dotted" else "underscore"
     try:
         server = EpisodeServer.for_task(
-            task, backend=backend, max_steps=max_steps, names=style, seed=seed, trace_path=trace
+            task,
+            backend=backend,
+            max_steps=max_steps,
+            tools=tools,
+            screenshots=screenshots,
+            names=style,
+            seed=seed,
+            trace_path=trace,
         )
     except (KeyError, ValueError) as exc:
         _fail(str(exc.args[0]) if exc.args else str(exc))

@@ -74,7 +74,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple, Protocol, get_args
+from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeVar, cast, get_args
 
 import numpy as np
 from pydantic import Field
@@ -741,6 +741,20 @@ def _text(value: Any, what: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _locked(method: _Method) -> _Method:
+    """``method`` run while holding its store's lock (see :class:`MemoryStore` on threads)."""
+
+    @functools.wraps(method)
+    def run(self: MemoryStore, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, run)
+
+
 class MemoryStore:
     """One user's memory in SQLite (see the module docstring for storage, conflicts and ranking).
 
@@ -760,8 +774,10 @@ class MemoryStore:
         ValueError: blank ``user``, unknown ``mode``.
         sqlite3.Error: the file cannot be opened or is not a memory database.
 
-    Not thread-safe (one ``sqlite3`` connection, used from the creating thread). Several stores
-    may share one file; each sees the others' committed writes.
+    Safe across threads: one ``sqlite3`` connection opened with ``check_same_thread=False``
+    and one lock that every public method holds, so an env whose steps run on worker threads
+    (the MCP server's, a thread pool's) may call it from any of them. Several stores may share
+    one file; each sees the others' committed writes.
     """
 
     def __init__(
@@ -782,7 +798,8 @@ class MemoryStore:
         self.user = user
         self.min_similarity = float(min_similarity)
         self._embedder = embedder
-        self._db = sqlite3.connect(self.path)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
         self._db.executescript(_SCHEMA)
         self._vectors: dict[tuple[int, str], np.ndarray] = {}
         self._bm25_key: tuple[tuple[int, str], ...] | None = None
@@ -792,6 +809,7 @@ class MemoryStore:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
+    @_locked
     def close(self) -> None:
         """Close the database connection; the store is unusable afterwards."""
         self._db.close()
@@ -819,6 +837,7 @@ class MemoryStore:
 
     # -- writes ---------------------------------------------------------------------------------
 
+    @_locked
     def save(
         self,
         kind: str,
@@ -859,6 +878,7 @@ class MemoryStore:
             )
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
+    @_locked
     def forget(self, id: int) -> bool:
         """Mark an entry invalid (it stays in the history; search and due_intents skip it).
 
@@ -875,6 +895,7 @@ class MemoryStore:
             self._db.execute("UPDATE entries SET valid = 0 WHERE id = ?", (id,))
         return True
 
+    @_locked
     def mark_fired(self, id: int) -> bool:
         """Record that intent ``id`` fired, so :meth:`due_intents` no longer lists it.
 
@@ -894,6 +915,7 @@ class MemoryStore:
             self._db.execute("UPDATE entries SET fired = 1 WHERE id = ?", (id,))
         return True
 
+    @_locked
     def seed(self, entries: Iterable[Mapping[str, Any]]) -> list[int]:
         """Insert fixture entries in order, in one transaction; return their ids.
 
@@ -936,6 +958,7 @@ class MemoryStore:
 
     # -- reads ----------------------------------------------------------------------------------
 
+    @_locked
     def get(self, id: int) -> Entry:
         """The entry ``id`` of this user, valid or not.
 
@@ -947,6 +970,7 @@ class MemoryStore:
             raise KeyError(f"no memory {id}")
         return Entry._from_row(row)
 
+    @_locked
     def entries(self, kind: str | None = None, *, include_invalid: bool = False) -> list[Entry]:
         """This user's entries, oldest first (``created``, then ``id``); valid only by default.
 
@@ -963,6 +987,7 @@ class MemoryStore:
             args.append(kind)
         return [Entry._from_row(r) for r in self._db.execute(sql + " ORDER BY created, id", args)]
 
+    @_locked
     def search(
         self,
         query: str,
@@ -1032,6 +1057,7 @@ class MemoryStore:
                 break
         return hits
 
+    @_locked
     def due_intents(self, now: str, place: str | None = None, events: Iterable[str] = ()) -> list[Entry]:
         """Valid intents not yet fired whose trigger holds now, oldest first (``created``, ``id``).
 
@@ -1068,10 +1094,12 @@ class MemoryStore:
 
     # -- snapshots ------------------------------------------------------------------------------
 
+    @_locked
     def snapshot(self) -> MemorySnapshot:
         """This user's rows, valid or not, as tuples in column order (cheap: one SELECT)."""
         return tuple(self._db.execute(f"{_SELECT} WHERE user = ? ORDER BY id", (self.user,)).fetchall())
 
+    @_locked
     def restore(self, snapshot: MemorySnapshot) -> None:
         """Make this user's rows exactly ``snapshot``'s (one transaction); other users' rows are
         untouched. Ids are restored too, and new entries get the ids they got after the snapshot

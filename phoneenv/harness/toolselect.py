@@ -1,4 +1,4 @@
-"""Tool selection: which of an episode's tools the env offers (``tools="all" | "retrieve" | "search"``).
+"""Tool selection: which of an episode's tools the env offers (``tools="all" | "task" | "retrieve" | "search"``).
 
 Offering every tool costs every turn: the 256 specs of a sandbox episode are about 130,000
 characters of JSON. With ``gym.make("PhonePlan-v0", tools="retrieve", tools_k=20)`` the env
@@ -9,6 +9,9 @@ the same and adds :data:`SEARCH` (``tools.search(query, k)``): its result lists 
 tools and *loads* them into the episode's offered set (announced in the next step's
 ``info["tools"]``). A call of a tool that exists but is not offered is a
 ``precondition_failed`` feedback whose hint names ``tools.search`` (recorded like any call).
+``tools="task"`` offers the backend tools of the task's own apps (``TaskSpec.apps``) and of the
+phone's (:data:`DEVICE_APPS`), plus every harness tool (:func:`task_tools`): what a one-app task
+needs without a ranking, and what ``phoneenv mcp serve`` offers by default.
 
 Ranking (:class:`ToolSelector`), for a goal:
 
@@ -67,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHARS_PER_TOKEN",
     "DEFAULT_K",
+    "DEVICE_APPS",
     "MODES",
     "NEIGHBOURS",
     "SEARCH",
@@ -76,14 +80,18 @@ __all__ = [
     "estimate_tokens",
     "plan_tools",
     "selector_for",
+    "task_tools",
     "tool_document",
 ]
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["all", "retrieve", "search"]
-MODES: tuple[str, ...] = ("all", "retrieve", "search")
+Mode = Literal["all", "task", "retrieve", "search"]
+MODES: tuple[str, ...] = ("all", "task", "retrieve", "search")
 """The env's ``tools=`` modes."""
+DEVICE_APPS: tuple[str, ...] = ("system", "screen", "user")
+"""The phone's own apps, whose tools ``tools="task"`` offers in every episode (signing in,
+permissions, notifications, the screen, authenticating the user) beside the task's apps."""
 DEFAULT_K = 20
 """Backend tools offered at reset in ``retrieve``/``search`` (``tools_k``)."""
 NEIGHBOURS = 10
@@ -399,14 +407,23 @@ _SELECTORS: dict[tuple[str, int, int | None], ToolSelector] = {}
 _SELECTORS_LOCK = threading.Lock()
 
 
+def task_tools(task: TaskSpec, specs: Sequence[ToolSpec]) -> list[str]:
+    """The names of ``specs`` (an episode's backend tools) that ``tools="task"`` offers for
+    ``task``: those of its apps (``task.apps``) and of :data:`DEVICE_APPS`, in ``specs``'
+    order. A task that names no apps (one about the user's memory, say) gets the phone's own."""
+    apps = {*task.apps, *DEVICE_APPS}
+    return [s.name for s in specs if s.app in apps]
+
+
 def selector_for(mode: str, k: int = DEFAULT_K, budget: int | None = None) -> ToolSelector | None:
     """The process-wide :class:`ToolSelector` for ``mode``, ``k`` and ``budget`` (None for
-    ``"all"``), so every env of a process shares one set of indexes and caches.
+    ``"all"`` and ``"task"``, which rank nothing), so every env of a process shares one set of
+    indexes and caches.
 
     Raises:
         ValueError: an unknown mode or a bad ``k`` or ``budget`` (see :class:`ToolSelector`).
     """
-    if mode == "all":
+    if mode in ("all", "task"):
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError(f"tools_k must be an integer >= 0, not {k!r}")
         return None
