@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from phoneenv.farm.adbwire import AdbDeviceServer, ShellResult, VirtualFiles
+from tests import waiting
 
 __all__ = [
     "AdbServer",
@@ -119,7 +120,7 @@ class AdbServer:
             preexec_fn=_dying_with_parent,
         )
         log.close()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + waiting.scaled(timeout)
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"adb server exited with {self.process.returncode}:\n{self.log_tail()}")
@@ -178,7 +179,7 @@ def adb_cli(
     client would otherwise read and forward to ``adb shell``."""
     binary = adb_binary()
     assert binary is not None, "adb is not installed"
-    return subprocess.run(
+    return waiting.run(
         [binary, "-P", str(port), *args],
         input=input,
         stdin=stdin if stdin is not None else (None if input is not None else subprocess.DEVNULL),
@@ -270,7 +271,7 @@ def state_of(client: Any, serial: str) -> str | None:
 def wait_for_state(client: Any, serial: str, states: set[str | None], timeout: float = 15.0) -> str | None:
     """Poll the device list until ``serial``'s state is one of ``states`` (``None``: not listed);
     returns it, or raises ``TimeoutError`` naming the last state seen."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + waiting.scaled(timeout)
     state = state_of(client, serial)
     while state not in states:
         if time.monotonic() > deadline:

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests import waiting
+
 __all__ = ["LLMServer", "ServerStartError", "serve_tiny_model", "start_server"]
 
 SERVER_ENV = {
@@ -114,7 +116,7 @@ class LLMServer:
         return [p.pid for p in live_group_members(self.process.pid)]
 
     def _wait_group_gone(self, timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + waiting.scaled(timeout)
         while self.live_group_members() and time.monotonic() < deadline:
             time.sleep(0.05)
 
@@ -220,7 +222,7 @@ def start_server(
                     f"`{' '.join(cmd)}` exited with code {process.returncode} before it was ready; "
                     f"log tail:\n{server.log_tail()}"
                 )
-            if time.monotonic() - t0 > startup_timeout:
+            if time.monotonic() - t0 > waiting.scaled(startup_timeout):
                 raise ServerStartError(
                     f"`{' '.join(cmd)}` not healthy after {startup_timeout:.0f} s; log tail:\n{server.log_tail()}"
                 )

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests import waiting
 from tests.adb import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +107,7 @@ class RayCluster:
         )  # fmt: skip
         for k in range(self.workers):
             self._start([f"--address={self.address}", f"--temp-dir={self.tmp / f'w{k}'}"], f"worker{k}")
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + waiting.scaled(timeout)
         while time.monotonic() < deadline:
             for proc in self.procs:
                 if proc.poll() is not None:
@@ -143,7 +144,7 @@ class RayCluster:
         for proc in reversed(self.procs):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + waiting.scaled(10)
         for proc in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))

@@ -39,6 +39,7 @@ from phoneenv.farm.adbwire import (
     shell_packet,
     unpack_header,
 )
+from tests import waiting
 from tests.adb import (
     ECHO_MODEL,
     AdbServer,
@@ -292,7 +293,7 @@ def test_malformed_input_drops_that_connection_and_the_server_keeps_serving(
         bystander.send(b"OPEN", 1, 0, b"exec:echo still here\0")
         _, local_id, _, _ = bystander.recv(timeout=5)
         assert bystander.recv(timeout=5)[3] == b"still here\n"
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + waiting.scaled(5)
         while device.connection_count > 1:  # the attacker's connection is forgotten right after its EOF
             assert time.monotonic() < deadline
             time.sleep(0.01)
@@ -306,7 +307,7 @@ def test_a_host_that_stops_reading_cannot_hang_stop() -> None:
         host.handshake()
         for stream in range(1, 17):  # 16 MiB in flight at once: far more than the socket buffers hold
             host.send(b"OPEN", stream, 0, b"exec:bytes 1048576 0\0")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + waiting.scaled(10)
         while server.stats.streams < 2:  # the device blocks too (its OKAYs find no room) before 16
             assert time.monotonic() < deadline
             time.sleep(0.02)
@@ -570,7 +571,7 @@ def test_cable_pull_goes_offline_and_the_host_reconnects(adb_server, echo) -> No
 
     with DeviceTracker(adb_server.port) as tracker:
         assert server.close_all_connections() == 1
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + waiting.scaled(15)
         while not offline_then_device(list(tracker.states)):
             assert time.monotonic() < deadline, tracker.states
             time.sleep(0.02)
@@ -587,7 +588,7 @@ def test_adb_server_restart_then_reconnect(tmp_path: Path) -> None:
         assert server.connection_count == 1
         assert adb.cli("kill-server").returncode == 0
         adb.process.wait(10)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + waiting.scaled(10)
         while server.connection_count:  # the host's end closed; the device notices
             assert time.monotonic() < deadline
             time.sleep(0.02)

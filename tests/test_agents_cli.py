@@ -16,6 +16,7 @@ from phoneenv.backends.sandbox import SandboxBackend
 from phoneenv.cli import app
 from phoneenv.evaluation import EpisodeResult, run_episodes, score
 from phoneenv.tasks import select
+from tests import waiting
 
 runner = CliRunner()
 
@@ -91,13 +92,12 @@ def test_random_agent_draws_do_not_depend_on_the_hash_seed(tmp_path):
     two processes with one agent seed drew other calls (found on Ray workers). Two processes with
     different hash seeds must now play the same episodes."""
     import os
-    import subprocess
     import sys
 
     digests = []
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        out = subprocess.run([sys.executable, "-c", _DRAWS], env=env, capture_output=True, text=True, timeout=300)
+        out = waiting.run([sys.executable, "-c", _DRAWS], env=env, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
         digests.append(out.stdout.strip())
     assert len(digests[0]) == 64 and digests[0] == digests[1]

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import waiting
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = Path(__file__).with_name("plugin_app") / "parking.py"
 FOLDER = Path(__file__).with_name("plugin_app") / "plants"
@@ -75,7 +77,7 @@ print(json.dumps(out))
 def _run(folder: Path, code: str = PLAY, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PHONEENV_APPS_PATH": str(folder), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, *(args or ("-c", code))]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return waiting.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
 def test_an_app_from_its_own_folder_joins_the_sandbox(tmp_path):
@@ -141,7 +143,7 @@ print(json.dumps({"before": before, "missing": missing, "after": "plants" in app
 def test_add_path_adds_an_app_folder_at_run_time(tmp_path):
     shutil.copytree(FOLDER, tmp_path / "plants", ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if k != "PHONEENV_APPS_PATH"} | {"PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "-c", ADD, str(tmp_path)], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
+    res = waiting.run([sys.executable, "-c", ADD, str(tmp_path)], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out == {"before": False, "missing": True, "after": True, "same": True, "tasks": 4}
@@ -161,11 +163,10 @@ def test_add_path_refuses_a_missing_folder_and_a_second_app_of_a_name(tmp_path):
 
 def test_an_apps_path_entry_that_is_no_folder_is_said_not_skipped_silently(tmp_path):
     import os
-    import subprocess
     import sys
 
     env = {**os.environ, "PHONEENV_APPS_PATH": str(tmp_path / "typo")}
-    res = subprocess.run([sys.executable, "-c", "import apps; print(len(apps.APP_CLASSES))"], env=env,
+    res = waiting.run([sys.executable, "-c", "import apps; print(len(apps.APP_CLASSES))"], env=env,
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "PHONEENV_APPS_PATH names" in res.stderr and "typo" in res.stderr and "not a folder" in res.stderr

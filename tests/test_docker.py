@@ -27,6 +27,7 @@ pytest.importorskip("bashlex", reason="the virtual device needs bashlex (pip ins
 from phoneenv.cli import app
 from phoneenv.farm.workers import DOCKER, adb_ping, docker_available
 from phoneenv.tasks import select, split_of
+from tests import waiting
 from tests.adb import state_of, wait_for_state
 from tests.test_farm_cli import (
     MODEL,
@@ -44,7 +45,7 @@ runner = CliRunner()
 
 
 def _docker(*args: str, timeout: float = 120.0, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)
+    proc = waiting.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)
     if check:
         assert proc.returncode == 0, f"docker {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -58,7 +59,7 @@ def _builder() -> str | None:
         if not client:
             continue
         try:
-            ok = subprocess.run([client, "build", "--help"], capture_output=True, env=env, timeout=30).returncode == 0
+            ok = waiting.run([client, "build", "--help"], capture_output=True, env=env, timeout=30).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             continue
         if ok:
@@ -92,7 +93,7 @@ def docker_build():
         if CA_BUNDLE.exists():
             cmd += ["--secret", f"id=ca,src={CA_BUNDLE}"]
         t0 = time.monotonic()
-        proc = subprocess.run(
+        proc = waiting.run(
             [*cmd, "."],
             cwd=ROOT,
             capture_output=True,
@@ -113,7 +114,7 @@ def _health(name: str) -> str:
 
 
 def _wait_health(name: str, wanted: str, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + waiting.scaled(timeout)
     while (health := _health(name)) != wanted and time.monotonic() < deadline:
         time.sleep(0.5)
     return health
@@ -161,7 +162,7 @@ def test_farm_up_docker_stands_up_workers_that_play_episodes_heal_and_come_down(
         rows = {r["serial"]: r for r in json.loads(status.output)}
         assert rows[hung["serial"]]["worker"] == "running/unhealthy"
         assert rows[serials[1]]["worker"] == "running/healthy" and rows[serials[1]]["ready"]
-        proc = subprocess.run(hung["restart"], capture_output=True, text=True, timeout=180)
+        proc = waiting.run(hung["restart"], capture_output=True, text=True, timeout=180)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert _health(hung["worker"]["container"]) == "healthy"
         assert state_of(adb_server, hung["serial"]) == "device"

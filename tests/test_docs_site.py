@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import waiting
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]  # the README is the site's landing page
@@ -162,7 +164,7 @@ def test_a_page_runs_as_written(page: Path, tmp_path):
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "PHONEENV_APPS_PATH"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    res = subprocess.run(
+    res = waiting.run(
         [sys.executable, "-c", _RUNNER], input=json.dumps([_rel(page), payload]), cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
@@ -170,7 +172,7 @@ def test_a_page_runs_as_written(page: Path, tmp_path):
 
 
 def _build(out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return waiting.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(out)],
         capture_output=True,
         text=True,
@@ -205,7 +207,7 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
         (copy / pkg).symlink_to(ROOT / pkg)
     page = copy / "docs" / "getting-started.md"
     page.write_text(page.read_text() + "\nSee [nowhere](concepts/no-such-page.md).\n")
-    res = subprocess.run(
+    res = waiting.run(
         [
             sys.executable,
             "-m",

@@ -35,6 +35,7 @@ from phoneenv.evaluation import (
 )
 from phoneenv.llm import InfrastructureError
 from phoneenv.tasks import get_task, select
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -97,7 +98,7 @@ def test_a_killed_run_keeps_its_finished_episodes_and_resume_completes_it(tmp_pa
     with log.open("wb") as sink:
         proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI, *cmd], env=_env(), stdout=sink, stderr=sink)
     results = out / "results.jsonl"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + waiting.scaled(120)
     try:
         while len(_lines(results)) < 4:
             assert proc.poll() is None, log.read_text(errors="replace")
@@ -118,7 +119,7 @@ def test_a_killed_run_keeps_its_finished_episodes_and_resume_completes_it(tmp_pa
         Trace.model_validate_json(path.read_text(encoding="utf-8"))
     assert not (out / "scoreboard.json").exists()  # SIGKILL: nothing ran after the kill
 
-    res = subprocess.run(
+    res = waiting.run(
         [sys.executable, "-m", "phoneenv.cli", *cmd, "--resume"], env=_env(), capture_output=True, text=True,
         timeout=300,
     )  # fmt: skip

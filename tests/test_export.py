@@ -14,6 +14,7 @@ from phoneenv.contract import Trace
 from phoneenv.evaluation import run_episodes
 from phoneenv.export import episode_row, export_run, find_trace_files, read_traces
 from phoneenv.tasks import get_task
+from tests import waiting
 
 datasets = pytest.importorskip("datasets", reason="the export needs the 'data' extra (datasets)")
 
@@ -174,14 +175,13 @@ def test_episode_row_counts_hand_checked():
 
 def test_export_without_the_data_extra_says_how_to_install_it(run_dir, tmp_path):
     """`datasets` hidden in a fresh interpreter: one line naming the install command, exit code 1."""
-    import subprocess
     import sys
 
     code = (
         "import sys\nsys.modules['datasets'] = None\nfrom phoneenv.cli import app\n"
         f"sys.argv = ['phoneenv', 'traces', 'export', {str(run_dir)!r}, '--to', {str(tmp_path / 'ds')!r}]\napp()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = waiting.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     out = proc.stdout.strip()
     assert len(out.splitlines()) == 1 and "phoneenv traces export needs the 'data' extra" in out

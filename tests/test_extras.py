@@ -17,6 +17,7 @@ import pytest
 
 from phoneenv import extras
 from phoneenv.extras import MissingExtra, install_command, needs, require
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +26,7 @@ def _run(code: str, *args: str, hide: tuple[str, ...] = ()) -> subprocess.Comple
     """Run ``code`` in a fresh interpreter with ``hide`` made unimportable; returns the process."""
     prelude = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in hide)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run(
+    return waiting.run(
         [sys.executable, "-c", prelude + textwrap.dedent(code), *args],
         capture_output=True,
         text=True,

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import threading
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from phoneenv.farm.adbwire import AdbDeviceServer
 from phoneenv.farm.virtual import VirtualDevice
 from phoneenv.farm.workers import FarmFile, WorkerError, adb_ping, farm_up
 from phoneenv.tasks import select
+from tests import waiting
 from tests.adb import state_of, wait_for_state
 
 runner = CliRunner()
@@ -160,7 +160,7 @@ def test_the_restart_argv_brings_a_killed_worker_back_on_its_serial(local_farm, 
     assert rows[other["serial"]]["ready"]
 
     # what the pool runs as its last recovery step
-    proc = subprocess.run(victim["restart"], capture_output=True, text=True, timeout=120)
+    proc = waiting.run(victim["restart"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     after = json.loads(path.read_text())
     new_pid = after["devices"][0]["worker"]["pid"]

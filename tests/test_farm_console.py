@@ -25,6 +25,7 @@ from phoneenv.farm.console import (
     read_token,
     validate_snapshot_name,
 )
+from tests import waiting
 
 TOKEN = "Zq8pL2mN4vX7cR1t"
 
@@ -259,7 +260,7 @@ def test_server_survives_garbage_and_abrupt_disconnects(server: ConsoleServer) -
             client.command("%$#@! ~~ ;; rm -rf /")
         client.snapshot_save("still_alive")
         assert client.snapshot_list() == ["still_alive"]
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + waiting.scaled(5)
     while server._clients and time.monotonic() < deadline:
         time.sleep(0.02)
     assert server._clients == set()  # every dropped session was cleaned up
@@ -334,7 +335,7 @@ def test_kill_calls_the_hook_and_default_kill_stops_listening(phone: Phone) -> N
     try:
         ConsoleClient("127.0.0.1", srv.port, token=TOKEN).kill()
         assert srv.killed.wait(5)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + waiting.scaled(5)
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", srv.port), timeout=0.5).close()

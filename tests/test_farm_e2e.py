@@ -19,6 +19,7 @@ pytest.importorskip("adbutils", reason="the farm needs adbutils (pip install -e 
 pytest.importorskip("bashlex", reason="the virtual device needs bashlex (pip install -e '.[device]')")
 
 from phoneenv.farm.pool import FarmFile, HealthPolicy
+from tests import waiting
 from tests.adb import clean_env
 from tests.test_farm_cli import _pid_running, farm_up_local
 from tests.test_farm_pool import TEMPLATES
@@ -28,10 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # Local workers come back in seconds: the connection steps get a few seconds each (a killed
 # worker refuses every connection), and the restart step (the farm file's `phoneenv farm restart`
 # argv: a new Python process that starts a new worker) its default time.
+_F = waiting.time_factor()  # a loaded machine answers a healthy worker's shell later
 LOCAL_HEALTH = HealthPolicy(
-    shell_deadline_s=3.0,
+    shell_deadline_s=3.0 * _F,
     min_free_mb=64,
-    deadlines={"reconnect": 2.0, "reattach": 2.0, "reboot": 2.0, "restart": 120.0},
+    deadlines={"reconnect": 2.0 * _F, "reattach": 2.0 * _F, "reboot": 2.0 * _F, "restart": 120.0 * _F},
     poll_s=0.2,
 )
 
@@ -69,7 +71,7 @@ def results_of(run: Path) -> list[dict]:
 
 def wait_for_results(run: Path, n: int, proc: subprocess.Popen, timeout: float = 120.0) -> list[dict]:
     """Wait until the run in ``run`` has at least ``n`` results (polled every 10 ms)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + waiting.scaled(timeout)
     while time.monotonic() < deadline:
         rows = results_of(run)
         if len(rows) >= n:
@@ -171,7 +173,7 @@ def test_eval_on_a_farm_heals_a_killed_worker_with_its_restart_argv(adb_server, 
 def eval_on_farm(path: Path, out: Path, ids: list[str], *extra: str, timeout: float = 300.0) -> str:
     """`phoneenv eval --agent reference --farm FILE --tasks IDS --out OUT [extra]` in its own
     process; its output (asserting exit code 0)."""
-    done = subprocess.run(
+    done = waiting.run(
         phoneenv_cmd("eval", "--agent", "reference", "--farm", str(path), "--tasks", ",".join(ids), "--out", str(out),
                      *extra),
         stdin=subprocess.DEVNULL, capture_output=True, text=True, env=subprocess_env(), timeout=timeout,
@@ -215,7 +217,7 @@ def test_validate_devices_on_two_farm_workers_agrees_everywhere(adb_server, tmp_
     out = tmp_path / "validate"
     with farm_up_local(adb_server, tmp_path / "farm.json", 2) as (_, data):
         serials = [d["serial"] for d in data["devices"]]
-        done = subprocess.run(
+        done = waiting.run(
             phoneenv_cmd("validate-devices", "--tasks", ",".join(ids), "--serial", serials[0], "--serial", serials[1],
                          "--adb-port", str(adb_server.port), "--timeout-s", "10", "--out", str(out)),
             stdin=subprocess.DEVNULL, capture_output=True, text=True, env=subprocess_env(), timeout=300,

@@ -53,6 +53,7 @@ from phoneenv.farm.emulator import (
     restart_from_snapshot,
     sweep_stale_locks,
 )
+from tests import waiting
 
 REPO = Path(__file__).resolve().parents[1]
 STANDIN = Path(__file__).with_name("farm_standin_emulator.py")
@@ -710,7 +711,7 @@ def test_recipe_fixture_on_the_stand_in(rig: Rig, adb_server, runtime_dir: Path,
     spec_file.write_text(rig.spec.model_dump_json())  # JSON is YAML
     env = rig.launcher().env
     env["PHONEENV_RUNTIME_DIR"] = str(runtime_dir)  # the lock directory the other launcher tests use
-    done = subprocess.run(
+    done = waiting.run(
         [
             sys.executable,
             str(REPO / "emulator_images" / "recipe.py"),
@@ -1107,7 +1108,7 @@ def test_real_emulator_boot_fixture_and_reset(tmp_path: Path) -> None:
     adb = shutil.which("adb")
     if adb is None:
         pytest.skip("adb is not installed")
-    subprocess.run([adb, "start-server"], check=True, capture_output=True, timeout=60)
+    waiting.run([adb, "start-server"], check=True, capture_output=True, timeout=60)
     launcher = EmulatorLauncher(avd, emulator=emulator, log_dir=tmp_path)
     assert prepare_fixture(launcher, poll_interval=2.0).count(avd.fixture_snapshot) == 1
     with launcher.start(snapshot=avd.fixture_snapshot, poll_interval=2.0) as emu:

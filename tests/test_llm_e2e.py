@@ -20,6 +20,7 @@ from phoneenv.contract import Fixtures, TaskSpec
 from phoneenv.env import PhonePlanEnv
 from phoneenv.evaluation import run_episodes
 from phoneenv.tasks import get_task
+from tests import waiting
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +29,9 @@ class ScriptedClient(OpenAIChatClient):
     """The real HTTP client, with the server told what to say for each next request."""
 
     def __init__(self, server, replies, **kw):
-        super().__init__(server.base_url, server.model, timeout=30, max_attempts=2, backoff_max=0.2, **kw)
+        super().__init__(
+            server.base_url, server.model, timeout=waiting.scaled(30), max_attempts=2, backoff_max=0.2, **kw
+        )
         self.server = server
         self.replies = list(replies)
 
@@ -73,7 +76,9 @@ def test_random_model_replies_become_feedback_or_labelled_errors(llm_server, tmp
     from phoneenv.contract import ErrorKind
 
     task = get_task("contacts.lookup_number/1")
-    client = OpenAIChatClient(llm_server.base_url, llm_server.model, timeout=30, max_attempts=2, backoff_max=0.2)
+    client = OpenAIChatClient(
+        llm_server.base_url, llm_server.model, timeout=waiting.scaled(30), max_attempts=2, backoff_max=0.2
+    )
     res = run_episodes(LLMPlanner(client, max_tokens=24), [task], tmp_path, env_kwargs={"max_steps": 3})
     trace = json.loads((tmp_path / "contacts.lookup_number-1.jsonl").read_text())
     assert trace["verdict"] is not None and res[0].steps == len(trace["steps"]) <= 3

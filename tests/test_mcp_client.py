@@ -18,6 +18,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from phoneenv.backends.mcp_client import McpClientBackend, McpServer, ReplayCache, ReplayMiss, tool_verb
 from phoneenv.contract import AnswerCriterion, BehaviorCriterion, TaskSpec
 from phoneenv.env import PhonePlanEnv
+from tests import waiting
 from tests.test_mcp_server import _wait_for_url
 
 SERVER = Path(__file__).with_name("mcp_fixtures") / "checklist_server.py"
@@ -224,7 +225,7 @@ def test_a_backend_left_open_does_not_keep_the_process_alive(tmp_path: Path) -> 
         "print(b.call('checklist.list_items', {}).result['count'])\n"
     )
     root = Path(__file__).resolve().parents[1]
-    out = subprocess.run(
+    out = waiting.run(
         [sys.executable, "-c", code],
         env={**os.environ, "PYTHONPATH": str(root)},
         capture_output=True,

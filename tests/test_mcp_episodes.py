@@ -29,6 +29,7 @@ from PIL import Image
 from phoneenv.contract import Trace
 from phoneenv.mcp_server import EpisodeServer
 from phoneenv.tasks import get_task, load_suite
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_TASK = "delivery.usual_order/0"  # its plan starts with memory.search
@@ -284,7 +285,7 @@ def test_solved_over_stdio(task_id: str, screenshots: bool, tmp_path: Path) -> N
     params = StdioServerParameters(command=sys.executable, args=args, env=_env(), cwd=str(tmp_path))
 
     async def main() -> list[dict[str, Any]]:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=waiting.scaled(120)) as client:
             return await _solve(client, task_id, screenshots)
 
     _assert_solved(anyio.run(main), task_id)
@@ -308,7 +309,7 @@ def test_solved_over_http(task_id: str, screenshots: bool, tmp_path: Path) -> No
         url = _wait_for_url(proc)
 
         async def main() -> list[dict[str, Any]]:
-            async with Client(url, read_timeout_seconds=120) as client:
+            async with Client(url, read_timeout_seconds=waiting.scaled(120)) as client:
                 return await _solve(client, task_id, screenshots)
 
         _assert_solved(anyio.run(main), task_id)

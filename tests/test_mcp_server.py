@@ -26,6 +26,7 @@ from PIL import Image
 from phoneenv.contract import Trace
 from phoneenv.mcp_server import RESOURCES, EpisodeServer
 from phoneenv.tasks import get_task
+from tests import waiting
 
 TASK = "clock.what_time/0"
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,7 +193,7 @@ def test_stdio_transport_with_trace_file(tmp_path: Path) -> None:
     )
 
     async def main() -> list[Any]:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=waiting.scaled(120)) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"clock__world_time", "finish", "episode__reset"} <= names
             shot = (await client.read_resource("phoneenv://episode/screen.png")).contents[0]
@@ -219,7 +220,7 @@ def test_streamable_http_transport(tmp_path: Path) -> None:
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
 
         async def main() -> list[Any]:
-            async with Client(url, read_timeout_seconds=60) as client:
+            async with Client(url, read_timeout_seconds=waiting.scaled(60)) as client:
                 assert get_task(TASK).goal in (client.instructions or "")
                 first = await _play_reference(client)
                 again = await client.call_tool("episode__reset", {})
@@ -251,14 +252,14 @@ def _wait_for_url(proc: subprocess.Popen[str], timeout: float = 120.0) -> str:
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(timeout)
+    reader.join(waiting.scaled(timeout))
     assert found, f"no URL on stderr within {timeout} s (exit {proc.poll()}): {''.join(lines)[-2000:]}"
     return found[0]
 
 
 @pytest.mark.slow
 def test_cli_errors_are_one_line() -> None:
-    out = subprocess.run(
+    out = waiting.run(
         [sys.executable, "-m", "phoneenv", "mcp", "serve", "--task", "no.such/0"],
         env={**os.environ, **_env()},
         capture_output=True,
@@ -267,7 +268,7 @@ def test_cli_errors_are_one_line() -> None:
     )
     assert out.returncode == 1
     assert "Traceback" not in out.stderr and "no.such/0" in out.stderr
-    out = subprocess.run(
+    out = waiting.run(
         [sys.executable, "-m", "phoneenv", "mcp", "serve", "--task", TASK, "--transport", "carrier-pigeon"],
         env={**os.environ, **_env()},
         capture_output=True,
@@ -284,7 +285,7 @@ def test_missing_sdk_is_one_line_naming_the_install() -> None:
         "from phoneenv.cli import app\n"
         f"app(['mcp', 'serve', '--task', {TASK!r}])\n"
     )
-    out = subprocess.run(
+    out = waiting.run(
         [sys.executable, "-c", code], env={**os.environ, **_env()}, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 1

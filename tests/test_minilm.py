@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -20,6 +19,7 @@ threadpoolctl = pytest.importorskip("threadpoolctl")
 
 from phoneenv.harness import minilm  # noqa: E402
 from phoneenv.harness.minilm import EMBED_THREADS_ENV, MiniLMEmbedder, default_threads  # noqa: E402
+from tests import waiting  # noqa: E402
 from tests.test_memory import REAL_FACTS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +161,7 @@ def test_no_torch_and_lazy_model_in_a_fresh_process():
     # load neither torch nor the encoder; the first memory.search loads the encoder, still no torch.
     env = {k: v for k, v in os.environ.items() if k != EMBED_THREADS_ENV}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
+    proc = waiting.run(
         [sys.executable, "-c", PROBE.format(heavy=HEAVY)],
         capture_output=True,
         text=True,

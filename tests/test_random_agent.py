@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import ast
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +36,7 @@ print(repr(sample_schema(schema, random.Random(1), StableXeger(random.Random(1))
 
 def _python(code: str, hash_seed: str, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": hash_seed, "COLUMNS": "200"}
-    proc = subprocess.run(
+    proc = waiting.run(
         [sys.executable, *(["-c", code] if code else []), *args],
         env=env,
         capture_output=True,

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from rl.trainers import TrainConfig, build_dataset, episode_prompt, parse_episode_prompt, success_reward
+from tests import waiting
 
 TASK = "contacts.lookup_number/0"
 TOOLS = ["contacts", "user", "finish"]
@@ -408,7 +409,6 @@ def test_groups_split_over_two_processes_are_gathered_whole(tmp_path, tiny_model
     on each rank; CARE must see both members (and the JSONL shows whole groups)."""
     import os
     import socket
-    import subprocess
     import sys
 
     from rl.care import CareConfig, efficiency_cost, group_care
@@ -428,7 +428,7 @@ def test_groups_split_over_two_processes_are_gathered_whole(tmp_path, tiny_model
         port = sock.getsockname()[1]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRL_EXPERIMENTAL_SILENCE="1", OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={port}", str(script)]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = waiting.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     for rank in (0, 1):  # each rank ran exactly its own member of each group

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from phoneenv.contract import Category, Domain
 from phoneenv.tasks import SPLITS, load_suite, select
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,7 +173,7 @@ def test_tasks_list_reads_the_terminal_width():
     """The command line itself, with COLUMNS=80: the narrow layout, no line over 80."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80", "NO_COLOR": "1"}
     code = "from phoneenv.cli import app\napp(prog_name='phoneenv')\n"
-    proc = subprocess.run(
+    proc = waiting.run(
         [sys.executable, "-c", code, "tasks", "list", "subagent.meeting_from_availability/1*"],
         capture_output=True,
         text=True,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 
 import pytest
 
 from phoneenv.tasks import load_suite, select
+from tests import waiting
 
 IDS = ["clock.set_alarm/0", "wallet.pay_bill/3", "memory.recall_answer/5", "cross.sms_event_location/8"]
 
@@ -27,7 +27,7 @@ print(json.dumps(out))
 
 
 def test_a_task_built_alone_is_the_suites_task_and_builds_nothing_else():
-    proc = subprocess.run([sys.executable, "-c", FRESH, *IDS], capture_output=True, text=True, timeout=300, check=True)
+    proc = waiting.run([sys.executable, "-c", FRESH, *IDS], capture_output=True, text=True, timeout=300, check=True)
     fresh = json.loads(proc.stdout)
     suite = {t.id: t for t in load_suite(generated=False)}
     for i in IDS:

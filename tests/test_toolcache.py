@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,7 @@ print(json.dumps(out, sort_keys=True))
 
 def _dump(cache: str) -> dict:
     env = {**os.environ, "PHONEENV_TOOL_CACHE": cache}
-    out = subprocess.run(
+    out = waiting.run(
         [sys.executable, "-c", _DUMP], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=300
     )
     return json.loads(out.stdout)
