@@ -38,9 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import tenacity
+
 from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import require
-from phoneenv.farm.adbwire import A_AUTH, A_CNXN, A_VERSION, MAX_PAYLOAD, pack_message, unpack_header
+from phoneenv.farm.handshake import HandshakeError, handshake
 from phoneenv.farm.pool import FarmFile
 
 __all__ = [
@@ -109,31 +111,13 @@ def adb_ping(host: str, port: int, timeout_s: float = 5.0) -> PingResult:
     endpoint accepts but does not answer within ``timeout_s`` seconds (a hung device), and
     ``WorkerError`` when it answers something other than ``CNXN`` or ``AUTH``.
     """
-    t0 = time.monotonic()
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.settimeout(max(0.05, timeout_s - (time.monotonic() - t0)))
-        sock.sendall(pack_message(A_CNXN, A_VERSION, MAX_PAYLOAD, b"host::\0"))
-        try:
-            header = _recv_exact(sock, 24)
-            command, _arg0, _arg1, length, _check = unpack_header(header)
-            if length > MAX_PAYLOAD:
-                raise WorkerError(f"{host}:{port} announced a {length}-byte handshake payload")
-            payload = _recv_exact(sock, length)
-        except TimeoutError:
-            raise TimeoutError(
-                f"{host}:{port} accepted but did not answer the adb handshake in {timeout_s} s"
-            ) from None
-    elapsed = time.monotonic() - t0
-    if command == A_AUTH:
-        return PingResult("unauthorized", {}, elapsed)
-    if command != A_CNXN:
-        raise WorkerError(f"{host}:{port} answered the adb handshake with command 0x{command:08x}, not CNXN")
-    text = payload.rstrip(b"\0").decode("utf-8", "replace")
-    kind, _, props = text.partition("::")
-    if kind != "device":
-        raise WorkerError(f"{host}:{port} answered with a {kind!r} banner, not a device's")
+    try:
+        state, text, elapsed = handshake(host, port, timeout_s)
+    except HandshakeError as exc:
+        raise WorkerError(str(exc)) from None
+    props = text.partition("::")[2]
     banner = dict(p.split("=", 1) for p in props.split(";") if "=" in p)
-    return PingResult("device", banner, elapsed)
+    return PingResult(state, banner, elapsed)  # type: ignore[arg-type]
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -309,20 +293,35 @@ def _container_health(docker: str, name: str) -> tuple[str, str]:
     return status, health
 
 
+HEALTH_POLL_S = 0.5
+"""How often ``farm up`` asks Docker for a worker's health while it waits."""
+
+
 def _wait_container_healthy(docker: str, name: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    status, health = "missing", ""
-    while time.monotonic() < deadline:
-        status, health = _container_health(docker, name)
-        if status == "running" and health == "healthy":
-            return
-        if status in ("exited", "dead", "missing") or health == "unhealthy":
-            break
-        time.sleep(0.5)
-    logs = _docker(docker, "logs", "--tail", "30", name, check=False, timeout=30)
+    """Wait until Docker reports the container ``running``/``healthy``. A worker still
+    ``starting``, or ``unhealthy`` (a check that failed under load; Docker keeps checking and a
+    later success makes it healthy again) is waited for until ``timeout_s`` has passed; one that
+    exited, died or is gone ends the wait at once. Raises ``WorkerError`` (one line: the state,
+    the seconds waited, the log's last line) otherwise."""
+    t0 = time.monotonic()
+
+    def waiting(state: tuple[str, str]) -> bool:
+        status, health = state
+        return status not in ("exited", "dead", "missing") and (status, health) != ("running", "healthy")
+
+    status, health = tenacity.Retrying(
+        stop=tenacity.stop_after_delay(timeout_s),
+        wait=tenacity.wait_fixed(HEALTH_POLL_S),
+        retry=tenacity.retry_if_result(waiting),
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else ("missing", ""),
+    )(_container_health, docker, name)
+    if (status, health) == ("running", "healthy"):
+        return
+    logs = _docker(docker, "logs", "--tail", "5", name, check=False, timeout=30)
+    last = next((line.strip() for line in reversed((logs.stdout + logs.stderr).splitlines()) if line.strip()), "")
     raise WorkerError(
-        f"worker container {name} is {status}/{health or 'no health'} after waiting up to {timeout_s:.0f} s; "
-        f"its log:\n{(logs.stdout + logs.stderr).strip()}"
+        f"worker container {name} is {status}/{health or 'no health'} after {time.monotonic() - t0:.0f} s "
+        f"(the deadline: {timeout_s:.0f} s); its log's last line: {last or '-'} (docker logs {name})"
     )
 
 
