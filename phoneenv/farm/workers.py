@@ -56,6 +56,7 @@ __all__ = [
     "farm_status",
     "farm_up",
     "restart_worker",
+    "stop_adb_server",
 ]
 
 DEFAULT_IMAGE = "phoneenv-virtual-device"
@@ -156,12 +157,13 @@ def _adb_server_version(host: str, port: int, timeout_s: float = 2.0) -> int | N
     return int(reply[8:12], 16) if reply.startswith(b"OKAY") else None
 
 
-def ensure_adb_server(host: str, port: int, *, start: bool = True) -> None:
+def ensure_adb_server(host: str, port: int, *, start: bool = True) -> bool:
     """Make sure an adb server answers on ``host:port``: when none does, ``host`` is loopback,
-    ``start`` is true and ``adb`` is on PATH, run ``adb -P port start-server``. Raises
+    ``start`` is true and ``adb`` is on PATH, run ``adb -P port start-server``. Returns True when
+    this call started the server (the caller stops it: :func:`stop_adb_server`). Raises
     ``WorkerError`` when no server answers afterwards."""
     if _adb_server_version(host, port) is not None:
-        return
+        return False
     adb = os.environ.get("PHONEENV_ADB") or shutil.which("adb")
     if start and adb and host in ("127.0.0.1", "localhost", "::1"):
         subprocess.run([adb, "-P", str(port), "start-server"], capture_output=True, timeout=30, check=False)
@@ -171,6 +173,28 @@ def ensure_adb_server(host: str, port: int, *, start: bool = True) -> None:
         else:
             why = "none could be started here"
         raise WorkerError(f"no adb server answers on {host}:{port}; {why}")
+    return True
+
+
+def stop_adb_server(host: str, port: int, timeout_s: float = 10.0) -> bool:
+    """Stop the adb server on ``host:port`` (``adb kill-server``: its ``host:kill`` request) and
+    wait until it no longer answers. Returns False when none answered; raises ``WorkerError``
+    when it still answers after ``timeout_s`` seconds."""
+    if _adb_server_version(host, port) is None:
+        return False
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout_s) as s:
+        s.sendall(b"0009host:kill")
+        with contextlib.suppress(OSError):
+            s.recv(4)  # OKAY, then the server exits
+    gone = tenacity.Retrying(
+        stop=tenacity.stop_after_delay(timeout_s),
+        wait=tenacity.wait_fixed(0.1),
+        retry=tenacity.retry_if_result(lambda version: version is not None),
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else 0,
+    )(_adb_server_version, host, port, 1.0)
+    if gone is not None:
+        raise WorkerError(f"the adb server on {host}:{port} still answers {timeout_s:.0f} s after adb kill-server")
+    return True
 
 
 def adb_states(host: str, port: int) -> dict[str, str]:
@@ -466,11 +490,13 @@ def farm_up(
     if out_path.exists():
         raise FileExistsError(f"{out_path} already describes a farm; `phoneenv farm down {out_path}` first")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    ensure_adb_server(adb_host, adb_port)
+    started_adb = ensure_adb_server(adb_host, adb_port)
+    if started_adb:
+        log(f"started an adb server on {adb_host}:{adb_port} (farm down stops it)")
     devices: list[dict[str, Any]] = []
     data = {
         "version": 1,
-        "adb": {"host": adb_host, "port": adb_port},
+        "adb": {"host": adb_host, "port": adb_port, **({"started_by_farm": True} if started_adb else {})},
         "health": WORKER_HEALTH,
         "devices": devices,
     }
@@ -508,6 +534,9 @@ def farm_up(
         return _save(data, out_path)
     except BaseException:
         _stop_workers(devices, docker, adb_host, adb_port)
+        if started_adb:
+            with contextlib.suppress(WorkerError):
+                stop_adb_server(adb_host, adb_port)
         raise
 
 
@@ -530,15 +559,30 @@ def _stop_workers(devices: Sequence[dict[str, Any]], docker: str, adb_host: str,
     return stopped
 
 
-def farm_down(farm_path: str | os.PathLike[str], *, docker: str = DOCKER, remove_file: bool = True) -> list[str]:
+def farm_down(
+    farm_path: str | os.PathLike[str],
+    *,
+    docker: str = DOCKER,
+    remove_file: bool = True,
+    keep_adb_server: bool = False,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> list[str]:
     """Disconnect every worker of the farm file from adb and stop it (``docker rm -f`` its
-    container, or SIGTERM its local process when that pid is still the worker); then remove the
-    farm file unless ``remove_file`` is false. Returns the serials stopped. Devices without a
-    ``worker`` record (emulators, phones listed by hand) are left alone. Raises ``OSError`` / ``pydantic.ValidationError`` for a bad farm file."""
+    container, or SIGTERM its local process when that pid is still the worker); stop the adb
+    server when ``farm up`` started it (the farm file's ``adb.started_by_farm``) unless
+    ``keep_adb_server``; then remove the farm file unless ``remove_file`` is false. Returns the
+    serials stopped. Devices without a ``worker`` record (emulators, phones listed by hand) are
+    left alone, and so is an adb server that ran before ``farm up``. Raises ``OSError`` /
+    ``pydantic.ValidationError`` for a bad farm file, ``WorkerError`` when the adb server does
+    not stop."""
     path = Path(farm_path)
     data = _farm_dict(FarmFile.load(path))
     workers = [d for d in data["devices"] if d.get("worker")]
-    stopped = _stop_workers(workers, docker, data["adb"]["host"], data["adb"]["port"])
+    host, port = data["adb"]["host"], data["adb"]["port"]
+    stopped = _stop_workers(workers, docker, host, port)
+    owned = data["adb"].get("started_by_farm") is True
+    if owned and not keep_adb_server and stop_adb_server(host, port):
+        log(f"stopped the adb server on {host}:{port} (farm up started it)")
     if remove_file:
         path.unlink(missing_ok=True)
     return stopped
