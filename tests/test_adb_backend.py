@@ -258,6 +258,14 @@ def test_compare_names_why_a_device_episode_left_no_trace(tmp_path):
         compare([task], backend, tmp_path)
 
 
+def test_why_not_names_what_is_in_the_way_and_agrees_with_can_run():
+    backend = AdbBackend(serial="none")
+    suite = {t.id: t for t in load_suite()}
+    assert backend.why_not(suite["clock.start_timer/0"]) == "tool clock.start_timer has no device driver"
+    assert "memory.entries" in backend.why_not(suite["memory.forget_outdated/0"])
+    assert all((backend.why_not(t) is None) == backend.can_run(t) for t in suite.values())
+
+
 def test_coverage_of_the_suite():
     tasks = runnable()
     apps = Counter(a for t in tasks for a in t.apps)
