@@ -137,3 +137,29 @@ def test_the_health_check_imports_nothing_of_phoneenv_and_answers_like_device_pi
     refused = run(f"127.0.0.1:{port}", "--timeout", "2")
     assert refused.returncode == 1 and refused.stderr.startswith("no device: ")
     assert run("no-port").returncode == 2
+
+
+# -- the root Docker image: where the results land -------------------------------------------------
+
+
+def test_eval_in_the_root_image_says_where_the_host_finds_the_run(tmp_path, monkeypatch):
+    """The root image sets PHONEENV_RUNS_VOLUME=/runs: eval names the host folder that holds the
+    run (the one mounted there), and warns of an --out outside it, which a --rm container loses."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert "ENV PHONEENV_RUNS_VOLUME=/runs" in (root / "Dockerfile").read_text()
+    volume = tmp_path / "runs"
+    monkeypatch.setenv("PHONEENV_RUNS_VOLUME", str(volume))
+    args = ["eval", "--agent", "reference", "--tasks", "budget.fix_expense/0", "--out"]
+    res = runner.invoke(app, [*args, str(volume / "reference-test")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "on the host it is runs/reference-test in the folder mounted on" in text
+    assert 'docker run --rm -v "$PWD/runs:' in text
+    res = runner.invoke(app, [*args, str(tmp_path / "elsewhere")])
+    assert res.exit_code == 0, res.output
+    assert "is inside this container, outside" in " ".join(res.output.split())
+    monkeypatch.delenv("PHONEENV_RUNS_VOLUME")
+    res = runner.invoke(app, [*args, str(tmp_path / "host")])
+    assert res.exit_code == 0 and "note:" not in res.output  # outside the image: nothing to say

@@ -18,6 +18,7 @@ from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
 from phoneenv.cli.common import (
     base_model,
     console,
+    container_note,
     eval_models_folder,
     fail,
     load_harness,
@@ -450,6 +451,8 @@ def eval_cmd(
     if farm_summary(board.farm):
         console.print(farm_summary(board.farm), highlight=False)
     console.print(f"traces in {folder.traces}")
+    if (note := container_note(folder.path)) is not None:  # the root Docker image: where the host finds them
+        console.print(note, highlight=False, markup=False)
     if board.infrastructure_errors and board.categories[-1].episodes == 0:
         fail(
             "every episode ended in an infrastructure error (is the model server or the device up? see the warnings above)"
