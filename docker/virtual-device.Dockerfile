@@ -8,7 +8,7 @@
 # Build arguments:
 #   BASE_IMAGE   a Debian/Ubuntu image with python3 (>= 3.10) and its venv module
 #                (default python:3.11-slim; where no registry serves images, an imported
-#                debootstrap of bookworm: see docker/README.md)
+#                debootstrap of bookworm: docker/base-image.sh, docs/guides/run-a-farm.md)
 #   PIP_INDEX_URL, PIP_EXTRA_INDEX_URL   package index (default PyPI)
 # Secret (optional): `--secret id=ca,src=/etc/ssl/certs/ca-certificates.crt` gives pip a CA bundle
 # (a proxy's) for the build only; it never enters a layer.
