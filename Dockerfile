@@ -48,6 +48,8 @@ RUN --mount=type=secret,id=ca \
     && rm -rf build *.egg-info \
     && mkdir -p /runs
 
+# Results reach the host only through a folder mounted here (docker run -v "$PWD/runs:/runs"); eval says so.
+ENV PHONEENV_RUNS_VOLUME=/runs
 VOLUME /runs
 # Healthy = the installation can play an episode end to end: the reference plan of one small
 # task on the sandbox, through the same env and scorer as the eval (~10 s: loading the suite).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make the base image phoneenv-base:bookworm (Debian bookworm, minbase, with python3, venv, pip and
 # CA certificates) with debootstrap, for machines where no registry serves python:3.11-slim.
-# Needs root, debootstrap and a running Docker engine. About a minute with a near mirror.
+# Needs root, debootstrap and a running Docker engine. Several minutes (5.5 min measured on a busy
+# 2-core machine), most of them downloading and unpacking packages; less with a near mirror.
 #
 #   docker/base-image.sh [IMAGE [MIRROR]]
 #   DOCKER_BUILDKIT=1 docker build --build-arg BASE_IMAGE=phoneenv-base:bookworm \

@@ -602,6 +602,15 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _why_not(backend: Any, task: TaskSpec) -> str | None:
+    """Why the device ``backend`` cannot run ``task`` faithfully (its ``why_not``, which names the
+    tool or table), None when it can; a backend without ``why_not`` says only ``can_run``."""
+    why_not = getattr(backend, "why_not", None)
+    if why_not is not None:
+        return why_not(task)
+    return None if backend.can_run(task) else f"{type(backend).__name__}.can_run refuses it"
+
+
 def validate_devices(
     tasks: Sequence[TaskSpec],
     serials: Sequence[str],
@@ -617,6 +626,7 @@ def validate_devices(
     set_device_clock: bool = True,
     backend_factory: Callable[[str], Any] | None = None,
     on_episode: Callable[[str, str, str, int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Play ``tasks`` on each device of ``serials`` and on the sandbox; compare and classify.
 
@@ -635,6 +645,8 @@ def validate_devices(
         backend_factory: serial → device backend (default: an ``AdbBackend`` with the options
             above); for tests and other device kinds.
         on_episode: called as ``(side, task_id, source, run)`` before each episode (progress).
+        on_total: called once, before the first episode, with the number of episodes planned
+            (each source on the sandbox and on every device; re-runs come on top).
 
     Returns the report dict (:func:`build_report`).
 
@@ -675,8 +687,8 @@ def validate_devices(
     for t in tasks:
         if not t.reference_plan:
             skipped[t.id] = "no reference plan"
-        elif not probe.can_run(t):
-            skipped[t.id] = "the device backend cannot run it faithfully (a tool without a driver or an unmapped table)"
+        elif (why := _why_not(probe, t)) is not None:
+            skipped[t.id] = f"the device backend cannot run it faithfully: {why}"
         elif not box_backend.can_run(t):
             skipped[t.id] = f"the sandbox cannot run it (backends {t.backends})"
         else:
@@ -692,6 +704,8 @@ def validate_devices(
         root.mkdir(parents=True, exist_ok=True)
 
     comparisons: list[_Comparison] = []
+    if on_total is not None:
+        on_total(len(sources) * (1 + len(serials)) if runnable else 0)
     if runnable:
         box_env = PhonePlanEnv(tasks=runnable, backend=box_backend)
         try:

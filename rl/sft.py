@@ -66,7 +66,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -942,6 +942,23 @@ def _jsonl_callback(path: Path) -> Any:
     return JsonlLogger()
 
 
+def _step_callback(on_step: Callable[[int, int], None]) -> Any:
+    from transformers import TrainerCallback
+
+    class StepReporter(TrainerCallback):
+        """Calls ``on_step(step, max_steps)`` when training begins (step 0) and after each step."""
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                on_step(state.global_step, state.max_steps)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                on_step(state.global_step, state.max_steps)
+
+    return StepReporter()
+
+
 def train_sft(
     model_dir: Path | str,
     traces: TraceSource | Iterable[TraceSource] | list[dict[str, Any]],
@@ -950,10 +967,13 @@ def train_sft(
     *,
     tool_specs_or_tools: Iterable[ToolSpec | dict[str, Any]] | None = None,
     harness: Any = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Fine-tune the checkpoint in ``model_dir`` on ``traces`` with TRL's SFTTrainer; with
     ``harness`` (a :class:`phoneenv.loop.harness.Harness`), on the prompt that version gives
     (see :func:`traces_to_examples`), so the model is trained for the harness it is evaluated with.
+    ``on_step(step, max_steps)`` is called when training begins and after each optimiser step
+    (``phoneenv train sft`` draws its progress bar with it).
 
     Writes ``out_dir/sft_log.jsonl`` (one Trainer log record a line), ``out_dir/tensorboard``
     (when enabled) and ``out_dir/model`` (when ``save_model``). Returns ``{"losses"`` (training loss
@@ -996,6 +1016,8 @@ def train_sft(
     log_path = out_dir / "sft_log.jsonl"
     log_path.unlink(missing_ok=True)
     callbacks = [_jsonl_callback(log_path)]
+    if on_step is not None:
+        callbacks.append(_step_callback(on_step))
     if cfg.tensorboard:
         try:
             from torch.utils.tensorboard import SummaryWriter

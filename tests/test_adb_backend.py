@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
+import socket
 import string
 import time
 from collections import Counter
@@ -204,16 +206,64 @@ def _summary(trace_path: str) -> tuple:
     return v["success"], v["progress"], failed, v["collateral"], v["errors"], v["infrastructure_error"], steps
 
 
+class _Warnings(logging.Handler):
+    """The warnings phoneenv.evaluation logs while it is attached (why a reset failed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 def compare(tasks: list[TaskSpec], backend: AdbBackend, tmp_path: Path) -> list[str]:
     """Run the reference agent on ``tasks`` on both backends; the tasks whose verdict (success,
-    progress, failed criteria with reasons, collateral, errors) or any step's feedback differ."""
-    dev = run_episodes(ReferenceAgent(), tasks, tmp_path / "device", env_kwargs={"backend": backend})
+    progress, failed criteria with reasons, collateral, errors) or any step's feedback differ.
+    A device episode that left no trace (its reset failed: a read timeout, a device gone) fails
+    the comparison with the reason the eval logged, not later on the missing trace."""
+    warnings = _Warnings()
+    evaluation_log = logging.getLogger("phoneenv.evaluation")
+    evaluation_log.addHandler(warnings)
+    try:
+        dev = run_episodes(ReferenceAgent(), tasks, tmp_path / "device", env_kwargs={"backend": backend})
+    finally:
+        evaluation_log.removeHandler(warnings)
+    for d in dev:
+        if d.trace_path is None:
+            why = next((m for m in warnings.messages if d.task_id in m), "no warning was logged")
+            raise AssertionError(
+                f"{d.task_id}: the device episode left no trace ({d.infrastructure_kind} infrastructure error): {why}"
+            )
     box = run_episodes(ReferenceAgent(), tasks, tmp_path / "sandbox", env_kwargs={"backend": "sandbox"})
     bad = []
     for d, s in zip(dev, box, strict=True):
         if _summary(d.trace_path) != _summary(s.trace_path):
             bad.append(d.task_id)
     return bad
+
+
+def test_compare_names_why_a_device_episode_left_no_trace(tmp_path):
+    """The helper above on a device that cannot be reached (as after a read timeout, the episode's
+    reset fails and no trace is written): an AssertionError naming the task and the cause, not a
+    TypeError from reading a trace at ``None``."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # no adb server here
+    backend = AdbBackend(serial="127.0.0.1:5555", adb_port=port, timeout_s=1)
+    task = runnable()[0]
+    with pytest.raises(
+        AssertionError, match=rf"{task.id}: the device episode left no trace .*reset of .* failed .*unreachable"
+    ):
+        compare([task], backend, tmp_path)
+
+
+def test_why_not_names_what_is_in_the_way_and_agrees_with_can_run():
+    backend = AdbBackend(serial="none")
+    suite = {t.id: t for t in load_suite()}
+    assert backend.why_not(suite["clock.start_timer/0"]) == "tool clock.start_timer has no device driver"
+    assert "memory.entries" in backend.why_not(suite["memory.forget_outdated/0"])
+    assert all((backend.why_not(t) is None) == backend.can_run(t) for t in suite.values())
 
 
 def test_coverage_of_the_suite():

@@ -124,7 +124,7 @@ def test_farm_up_docker_stands_up_workers_that_play_episodes_heal_and_come_down(
     image = "phoneenv-virtual-device:test"
     docker_build("docker/virtual-device.Dockerfile", image)
     config = json.loads(_docker("image", "inspect", image).stdout)[0]["Config"]
-    assert config["Healthcheck"]["Test"][1:4] == ["phoneenv", "device", "ping"]
+    assert config["Healthcheck"]["Test"][1:4] == ["python3", "-I", "/opt/phoneenv/phoneenv/farm/handshake.py"]
 
     path = tmp_path / "farm.json"
     prefix = f"phoneenv-test-{uuid.uuid4().hex[:8]}"

@@ -255,3 +255,36 @@ def test_no_adb_on_path_is_said_by_name(monkeypatch):
     monkeypatch.delenv("PHONEENV_ADB", raising=False)
     with pytest.raises(WorkerError, match=r"adb is not on PATH.*apt-get install adb"):
         ensure_adb_server("127.0.0.1", port)
+
+
+def test_farm_down_stops_the_adb_server_farm_up_started_and_only_that_one(adb_server, tmp_path):
+    """Every command that starts a process stops it: `farm up` on a port where no adb server
+    runs starts one (Debian's adb), and `farm down` stops it; a server that ran before is left."""
+    import shutil
+
+    from phoneenv.farm.workers import _adb_server_version
+
+    if shutil.which("adb") is None:
+        pytest.skip("needs Debian's adb on PATH (apt-get install adb)")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = tmp_path / "own.json"
+    up = runner.invoke(app, ["farm", "up", "--local", "--workers", "1", "--adb-port", str(port), "--out", str(path)])
+    try:
+        assert up.exit_code == 0, up.output
+        assert f"started an adb server on 127.0.0.1:{port}" in up.output
+        assert json.loads(path.read_text())["adb"]["started_by_farm"] is True
+        assert _adb_server_version("127.0.0.1", port) is not None
+        down = runner.invoke(app, ["farm", "down", str(path)])
+        assert down.exit_code == 0, down.output
+        assert f"stopped the adb server on 127.0.0.1:{port}" in down.output
+        assert _adb_server_version("127.0.0.1", port) is None
+    finally:
+        if path.exists():
+            runner.invoke(app, ["farm", "down", str(path)])
+        subprocess.run(["adb", "-P", str(port), "kill-server"], capture_output=True, timeout=30, check=False)
+    shared = tmp_path / "shared.json"
+    with farm_up_local(adb_server, shared, 1) as (_, data):
+        assert "started_by_farm" not in data["adb"]
+    assert _adb_server_version("127.0.0.1", adb_server.port) is not None  # not ours: still up

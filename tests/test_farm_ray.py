@@ -243,3 +243,25 @@ def test_training_steps_its_envs_on_the_cluster(cluster, tiny_model_dir, tmp_pat
         assert local[0]["metrics"][key] == remote[0]["metrics"][key], key
     assert local[0]["groups"] == remote[0]["groups"]
     assert pools == [(2, True)]  # one pool of G actors, for the Ray run only, closed when training ended
+
+
+def test_bare_ray_flag_works_beside_a_running_cluster(cluster, tmp_path):
+    """`eval --ray --workers 2` (the docs' local form) with a Ray head already running (found
+    through RAY_ADDRESS, as `ray start --head` is found through /tmp/ray): the eval plays its
+    episodes instead of ending in Ray's "num_cpus must not be provided" traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.ray_cluster import ROOT
+
+    ids = ",".join(t.id for t in sandbox_tasks(2))
+    env = {**os.environ, "RAY_ADDRESS": cluster.address, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    argv = ["eval", "--agent", "reference", "--tasks", ids, "--out", str(tmp_path / "ray"), "--ray", "--workers", "2"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "phoneenv", *argv], capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out and "--resume" not in out
+    assert len((tmp_path / "ray" / "results.jsonl").read_text().splitlines()) == 2

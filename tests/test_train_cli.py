@@ -22,6 +22,7 @@ def test_sft_then_rl_from_the_command_line(tmp_path, monkeypatch):
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "tokens of erroneous replies masked" in res.output and any((sft / "detours").rglob("*.jsonl"))
+    assert "train sft" in res.output and "6/6" in res.output  # the progress bar, fed by the real trainer
     losses = [json.loads(line)["loss"] for line in (sft / "sft_log.jsonl").read_text().splitlines() if '"loss"' in line]
     assert len(losses) == 6 and losses[-1] < losses[0]
     assert (sft / "model" / "config.json").exists()
@@ -193,3 +194,30 @@ def test_sft_default_base_is_smollm2_on_a_gpu_and_tiny_on_a_cpu(monkeypatch):
     assert _default_sft_model() == "smollm2"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert _default_sft_model() == "tiny"
+
+
+@pytest.mark.parametrize("steps", [4])
+def test_train_sft_shows_its_step_count_and_eta(tmp_path, monkeypatch, steps):
+    """`train sft` draws eval's progress bar (steps done of all, elapsed, remaining) from the
+    trainer's steps (rl.sft.train_sft's on_step), with the trainer's own tqdm bar off."""
+    import rl.sft
+
+    seen = {}
+
+    def fake_train(base, traces, out, cfg, harness=None, on_step=None):
+        seen["cfg"] = cfg
+        for step in range(steps + 1):
+            on_step(step, steps)
+        return {"losses": [1.0, 0.5], "steps": steps, "examples": 1, "trained_tokens": 1, "masked_tokens": 0}
+
+    monkeypatch.setattr(rl.sft, "train_sft", fake_train)
+    monkeypatch.setattr(rl.sft, "reference_traces", lambda ids, out, seed=0: [])
+    monkeypatch.setattr(rl.sft, "detour_traces", lambda ids, out, per_task=0, seed=0: [])
+    res = CliRunner().invoke(
+        app,
+        ["train", "sft", "--model", "tiny", "--out", str(tmp_path), "--steps", str(steps), "--detours", "0",
+         "--tasks", "template:settings.toggle"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "train sft" in res.output and f"{steps}/{steps}" in res.output and "0:00:00" in res.output
+    assert seen["cfg"].extra["disable_tqdm"] is True

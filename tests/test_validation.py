@@ -309,10 +309,13 @@ def test_replayed_traces_with_a_tool_the_device_lacks_are_a_driver_gap(adb_serve
 
 def test_tasks_the_device_cannot_run_are_skipped_with_the_reason(adb_server, tmp_path):
     hybrid = next(t for t in load_suite() if t.id.startswith("hybrid."))
+    timer = next(t for t in load_suite() if t.id == "clock.start_timer/0")  # a tool with no driver
     with devices(adb_server, VirtualDevice()) as (serial,):
-        report = validate_devices([hybrid], [serial], tmp_path, adb_port=adb_server.port)
-    assert list(report["tasks"]["skipped"]) == [hybrid.id]
+        report = validate_devices([hybrid, timer], [serial], tmp_path, adb_port=adb_server.port)
+    assert list(report["tasks"]["skipped"]) == [hybrid.id, timer.id]
     assert "cannot run it faithfully" in report["tasks"]["skipped"][hybrid.id]
+    assert report["tasks"]["skipped"][hybrid.id].endswith("it runs on hybrid, not the sandbox or a device")
+    assert report["tasks"]["skipped"][timer.id].endswith(": tool clock.start_timer has no device driver")
     assert report["agreement"]["episodes"] == {"compared": 0, "agreed": 0, "rate": None}
     with pytest.raises(ValueError, match="twice"):
         validate_devices([hybrid], [serial, serial])
@@ -333,6 +336,7 @@ def test_cli_end_to_end(adb_server, tmp_path):
         res = runner.invoke(app, [*args, "--adb-port", str(adb_server.port), "--out", str(tmp_path / "ok")])
         assert res.exit_code == 0, res.output
         assert "episodes: 100.0% agree (3/3)" in res.output
+        assert "validate-devices" in res.output and "6/6" in res.output  # progress: 3 on the sandbox, 3 on the device
         report = json.loads((tmp_path / "ok" / "report.json").read_text())
         assert report["agreement"]["episodes"]["compared"] == 3 and report["devices"] == [serial]
         # no device answers on that port's neighbour: every reset fails, the report says so, exit 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,30 @@ def progress() -> Progress:
         TimeRemainingColumn(),
         console=console,
         transient=False,
+    )
+
+
+RUNS_VOLUME_ENV = "PHONEENV_RUNS_VOLUME"
+"""Set by the root Docker image to its runs volume (``/runs``): where a container's results reach the host."""
+
+
+def container_note(path: Path) -> str | None:
+    """Where the host finds ``path`` when this process runs in the root Docker image (which sets
+    :data:`RUNS_VOLUME_ENV`): a path in a ``--rm`` container is gone when it exits unless a host
+    folder is mounted on the runs volume. None outside the image."""
+    runs = os.environ.get(RUNS_VOLUME_ENV)
+    if not runs:
+        return None
+    volume, target = Path(runs), path.absolute()
+    mount = f'docker run --rm -v "$PWD/runs:{volume}" phoneenv ...'
+    if target != volume and volume not in target.parents:
+        return (
+            f"note: {target} is inside this container, outside {volume}: it is gone when the container is; "
+            f"write under {volume} and mount a host folder there ({mount})"
+        )
+    return (
+        f"note: {target} is this container's path; on the host it is runs/{target.relative_to(volume)} in the "
+        f"folder mounted on {volume} ({mount}); with no folder mounted there it is gone when a --rm container exits"
     )
 
 

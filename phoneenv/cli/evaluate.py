@@ -18,6 +18,7 @@ from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
 from phoneenv.cli.common import (
     base_model,
     console,
+    container_note,
     eval_models_folder,
     fail,
     load_harness,
@@ -400,6 +401,8 @@ def eval_cmd(
             env_kwargs["simulator"] = make_client(
                 sim_base_url or base_url, sim_model or cfg.model, api_key, option="--sim-model"
             )
+    # Ray is started or joined before the run folder is: a Ray that cannot be is no episode's fault
+    runner = _ray_runner(ray, workers, agent, seed, llm, env_kwargs, sim_base_url, sim_model, api_key)
     if not resume:
         try:
             record = model_record(planner)  # recorded, not compared by --resume (RunFolder.RECORDED)
@@ -433,7 +436,7 @@ def eval_cmd(
         price_per_mtok=price_per_mtok,
         max_consecutive_infra=max_consecutive_infra,
         infra_retry=InfraRetry(budget_s=infra_budget_s),
-        runner=_ray_runner(ray, workers, agent, seed, llm, env_kwargs, sim_base_url, sim_model, api_key),
+        runner=runner,
         pool=pool,
         max_attempts=max_attempts,
         concurrency=concurrency,
@@ -448,6 +451,8 @@ def eval_cmd(
     if farm_summary(board.farm):
         console.print(farm_summary(board.farm), highlight=False)
     console.print(f"traces in {folder.traces}")
+    if (note := container_note(folder.path)) is not None:  # the root Docker image: where the host finds them
+        console.print(note, highlight=False, markup=False)
     if board.infrastructure_errors and board.categories[-1].episodes == 0:
         fail(
             "every episode ended in an infrastructure error (is the model server or the device up? see the warnings above)"
@@ -486,15 +491,19 @@ def _ray_runner(
     address: str | None, workers: int, agent: str, seed: int, llm: dict[str, Any], env_kwargs: dict[str, Any],
     sim_base_url: str | None, sim_model: str | None, api_key: str | None,
 ) -> Any:  # fmt: skip
-    """``--ray``: the Ray runner (phoneenv.farm.distributed), the simulator passed as a spec."""
+    """``--ray``: the Ray runner (phoneenv.farm.distributed), the simulator passed as a spec; Ray
+    started or joined. One line and exit code 2 when Ray cannot be started or the cluster joined."""
     if address is None:
         return None
-    from phoneenv.farm.distributed import AgentSpec, ClientSpec, eval_runner
+    from phoneenv.farm.distributed import AgentSpec, ClientSpec, RaySetupError, eval_runner
 
     sim: Any = None
     if "simulator" in env_kwargs:
         same = sim_model is None and sim_base_url is None and agent == "llm"
         sim = "planner" if same else ClientSpec(sim_base_url or llm["base_url"], sim_model or llm["model"], api_key)
-    return eval_runner(
-        AgentSpec(agent, seed, llm if agent == "llm" or ":" in agent else None), address, workers, simulator=sim
-    )
+    try:
+        return eval_runner(
+            AgentSpec(agent, seed, llm if agent == "llm" or ":" in agent else None), address, workers, simulator=sim
+        )
+    except RaySetupError as exc:
+        fail(f"{exc} (no episode was played)")

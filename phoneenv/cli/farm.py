@@ -100,13 +100,22 @@ def _existing(farm: Path) -> None:
 def down(
     farm: Annotated[Path, typer.Argument(help="The farm file written by `farm up`.")],
     keep_file: Annotated[bool, typer.Option(help="Keep the farm file.")] = False,
+    keep_adb_server: Annotated[
+        bool, typer.Option(help="Leave running the adb server that `farm up` started (other tools may share it).")
+    ] = False,
 ) -> None:
-    """Disconnect and stop every worker of the farm (containers removed, processes ended)."""
+    """Disconnect and stop every worker of the farm (containers removed, processes ended), and the
+    adb server when `farm up` started it."""
     from phoneenv.farm.workers import farm_down
 
     _existing(farm)
     try:
-        stopped = farm_down(farm, remove_file=not keep_file)
+        stopped = farm_down(
+            farm,
+            remove_file=not keep_file,
+            keep_adb_server=keep_adb_server,
+            log=lambda msg: console.print(msg, highlight=False),
+        )
     except _errors() as exc:
         _fail(exc)
     console.print(f"stopped {len(stopped)} workers: {', '.join(stopped) or '-'}", highlight=False)

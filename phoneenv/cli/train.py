@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
-from phoneenv.cli.common import base_model, console, load_harness, recorded_filter, select_tasks
+from phoneenv.cli.common import base_model, console, load_harness, progress, recorded_filter, select_tasks
 from phoneenv.extras import require
 
 train_app = typer.Typer(
@@ -116,8 +116,17 @@ def train_sft_cmd(
         traces += detour_traces(ids, out / "detours", per_task=detours, seed=seed)
     context = json.loads((base / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
     rate = lr if lr is not None else (4e-3 if model == "tiny" else 1e-4)
-    cfg = SFTRunConfig(learning_rate=rate, max_steps=steps, tool_filter=tools, max_length=context, seed=seed)
-    summary = train_sft(base, traces, out, cfg, harness=version)
+    cfg = SFTRunConfig(
+        learning_rate=rate, max_steps=steps, tool_filter=tools, max_length=context, seed=seed,
+        extra={"disable_tqdm": True},  # the step count and ETA are the progress bar below
+    )  # fmt: skip
+    with progress() as prog:
+        bar = prog.add_task("train sft", total=steps, status="steps")
+
+        def on_step(step: int, total: int) -> None:
+            prog.update(bar, completed=step, total=total or steps)
+
+        summary = train_sft(base, traces, out, cfg, harness=version, on_step=on_step)
     losses = summary["losses"]
     console.print_json(json.dumps({k: v for k, v in summary.items() if k not in ("losses", "config")}, default=str))
     console.print(

@@ -54,24 +54,43 @@ def validate_devices_cmd(
     if traces is not None and not traces.is_dir():
         raise typer.BadParameter(f"{traces} is not a folder", param_hint="--traces")
 
-    def tick(side: str, task_id: str, source: str, run: int) -> None:
-        again = f" (re-run {run})" if run else ""
-        console.print(f"[dim]{side}[/dim] {task_id} {source}{again}", highlight=False)
+    from phoneenv.cli.common import progress
 
-    report = validate_devices(
-        selected,
-        serial,
-        out,
-        adb_host=adb_host,
-        adb_port=adb_port,
-        traces=traces,
-        reruns=reruns,
-        seed=seed,
-        time_tolerance_s=time_tolerance_s,
-        timeout_s=timeout_s,
-        set_device_clock=set_clock,
-        on_episode=tick,
-    )
+    with progress() as prog:
+        bar = prog.add_task("validate-devices", total=None, status="")
+        started = 0
+
+        def total(n: int) -> None:
+            prog.update(bar, total=n)
+
+        def tick(side: str, task_id: str, source: str, run: int) -> None:
+            nonlocal started
+            if run:  # a re-run of a differing episode: one more than planned
+                prog.update(bar, total=(prog.tasks[0].total or 0) + 1)
+            if started:
+                prog.advance(bar)  # the episode before this one is done
+            started += 1
+            again = f" (re-run {run})" if run else ""
+            prog.update(bar, status=f"{side} {task_id} {source}{again}")
+
+        report = validate_devices(
+            selected,
+            serial,
+            out,
+            adb_host=adb_host,
+            adb_port=adb_port,
+            traces=traces,
+            reruns=reruns,
+            seed=seed,
+            time_tolerance_s=time_tolerance_s,
+            timeout_s=timeout_s,
+            set_device_clock=set_clock,
+            on_episode=tick,
+            on_total=total,
+        )
+        if started:
+            prog.advance(bar)
+        prog.update(bar, status="done")
     a = report["agreement"]
     for level in ("episodes", "criteria", "steps"):
         r = a[level]

@@ -47,6 +47,7 @@ the same code; machines of a real cluster need phoneenv installed (the farm's Do
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -57,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from phoneenv.contract import TaskSpec
+from phoneenv.errors import PhoneEnvError
 from phoneenv.evaluation import (
     DeviceTries,
     DeviceTry,
@@ -76,6 +78,7 @@ __all__ = [
     "DeviceLease",
     "EpisodeWorker",
     "RayRun",
+    "RaySetupError",
     "Rerun",
     "SerialPool",
     "init_ray",
@@ -335,15 +338,24 @@ def _source_root() -> str | None:
     return None if root.name in ("site-packages", "dist-packages") else str(root)
 
 
+class RaySetupError(PhoneEnvError, ConnectionError):
+    """Ray could not be started here, or the cluster named could not be joined: a driver setup
+    error, raised before any episode runs (no episode is to blame, and there is nothing to resume).
+    The message is one line saying what was tried and what Ray answered."""
+
+
 def init_ray(address: str | None = None, *, num_cpus: int | None = None, **kwargs: Any) -> bool:
     """Connect this process to Ray unless it already is: ``address`` None or ``"local"`` starts
-    a local Ray (``num_cpus`` CPUs, no dashboard); ``"auto"`` or ``HOST:PORT`` joins that
-    cluster. The workers get the driver's source checkout on ``PYTHONPATH`` (see the module).
+    a Ray of this process's own (``num_cpus`` CPUs, no dashboard), even where a cluster already
+    runs on the machine (``ray start --head``, or ``RAY_ADDRESS``: ``"auto"`` joins that one);
+    ``"auto"`` or ``HOST:PORT`` joins that cluster (its CPUs are the cluster's: ``num_cpus`` is
+    not used). The workers get the driver's source checkout on ``PYTHONPATH`` (see the module).
     Returns True when this call started the connection (the caller shuts it down).
 
     Raises:
         phoneenv.extras.MissingExtra: ray is not installed (``phoneenv[ray]``).
-        ConnectionError: no cluster answers at ``address``.
+        RaySetupError: Ray could not be started, or no cluster answers at ``address`` (a
+            ``ConnectionError``).
     """
     require("ray", "ray", feature="--ray (episodes on Ray actors)")
     import ray
@@ -358,11 +370,22 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, **kwarg
         env_vars.setdefault("PYTHONPATH", os.pathsep.join(paths))
         runtime_env["env_vars"] = env_vars
     options: dict[str, Any] = {"runtime_env": runtime_env or None, "configure_logging": False, **kwargs}
-    if address in (None, "local"):
-        options.setdefault("include_dashboard", False)
-        ray.init(num_cpus=num_cpus, **options)
-    else:
-        ray.init(address=address, **options)
+    local = address in (None, "local")
+    try:
+        if local:
+            # address="local", not None: Ray takes None as "join the cluster this machine runs, if
+            # any" (RAY_ADDRESS, /tmp/ray/ray_current_cluster), where num_cpus is refused.
+            options.setdefault("include_dashboard", False)
+            ray.init(address="local", num_cpus=num_cpus, **options)
+        else:
+            ray.init(address=address, **options)
+    except Exception as exc:  # Ray raises ValueError, ConnectionError, RuntimeError, TimeoutError...
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        what = "start a local Ray" if local else f"join the Ray cluster at {address}"
+        hint = "" if local else " (is it up? `ray status --address ADDRESS`; `ray start --head` starts one)"
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise RaySetupError(f"cannot {what}: {reason}{hint}") from exc
     return True
 
 
@@ -629,11 +652,15 @@ def eval_runner(
     used (each actor builds its own from ``agent``), ``simulator`` replaces the env's simulator
     client (a :class:`ClientSpec`, or ``"planner"``), and ``infra_retry`` is not supported on Ray
     (an infrastructure-error episode is kept as it is; with devices it is re-run on another).
+    Ray is started or joined here (:func:`init_ray`), so that a setup error comes before any
+    episode and is not taken for one.
 
     Raises:
         phoneenv.extras.MissingExtra: ray is not installed (before any episode runs).
+        RaySetupError: Ray could not be started, or the cluster at ``address`` joined.
     """
-    require("ray", "ray", feature="--ray (episodes on Ray actors)")
+    local = address == RAY_LOCAL
+    init_ray(None if local else address, num_cpus=max(workers, 1) if local else None)
 
     def run(
         _agent: Any,

@@ -38,9 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import tenacity
+
 from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import require
-from phoneenv.farm.adbwire import A_AUTH, A_CNXN, A_VERSION, MAX_PAYLOAD, pack_message, unpack_header
+from phoneenv.farm.handshake import HandshakeError, handshake
 from phoneenv.farm.pool import FarmFile
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "farm_status",
     "farm_up",
     "restart_worker",
+    "stop_adb_server",
 ]
 
 DEFAULT_IMAGE = "phoneenv-virtual-device"
@@ -109,31 +112,13 @@ def adb_ping(host: str, port: int, timeout_s: float = 5.0) -> PingResult:
     endpoint accepts but does not answer within ``timeout_s`` seconds (a hung device), and
     ``WorkerError`` when it answers something other than ``CNXN`` or ``AUTH``.
     """
-    t0 = time.monotonic()
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.settimeout(max(0.05, timeout_s - (time.monotonic() - t0)))
-        sock.sendall(pack_message(A_CNXN, A_VERSION, MAX_PAYLOAD, b"host::\0"))
-        try:
-            header = _recv_exact(sock, 24)
-            command, _arg0, _arg1, length, _check = unpack_header(header)
-            if length > MAX_PAYLOAD:
-                raise WorkerError(f"{host}:{port} announced a {length}-byte handshake payload")
-            payload = _recv_exact(sock, length)
-        except TimeoutError:
-            raise TimeoutError(
-                f"{host}:{port} accepted but did not answer the adb handshake in {timeout_s} s"
-            ) from None
-    elapsed = time.monotonic() - t0
-    if command == A_AUTH:
-        return PingResult("unauthorized", {}, elapsed)
-    if command != A_CNXN:
-        raise WorkerError(f"{host}:{port} answered the adb handshake with command 0x{command:08x}, not CNXN")
-    text = payload.rstrip(b"\0").decode("utf-8", "replace")
-    kind, _, props = text.partition("::")
-    if kind != "device":
-        raise WorkerError(f"{host}:{port} answered with a {kind!r} banner, not a device's")
+    try:
+        state, text, elapsed = handshake(host, port, timeout_s)
+    except HandshakeError as exc:
+        raise WorkerError(str(exc)) from None
+    props = text.partition("::")[2]
     banner = dict(p.split("=", 1) for p in props.split(";") if "=" in p)
-    return PingResult("device", banner, elapsed)
+    return PingResult(state, banner, elapsed)  # type: ignore[arg-type]
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -172,12 +157,13 @@ def _adb_server_version(host: str, port: int, timeout_s: float = 2.0) -> int | N
     return int(reply[8:12], 16) if reply.startswith(b"OKAY") else None
 
 
-def ensure_adb_server(host: str, port: int, *, start: bool = True) -> None:
+def ensure_adb_server(host: str, port: int, *, start: bool = True) -> bool:
     """Make sure an adb server answers on ``host:port``: when none does, ``host`` is loopback,
-    ``start`` is true and ``adb`` is on PATH, run ``adb -P port start-server``. Raises
+    ``start`` is true and ``adb`` is on PATH, run ``adb -P port start-server``. Returns True when
+    this call started the server (the caller stops it: :func:`stop_adb_server`). Raises
     ``WorkerError`` when no server answers afterwards."""
     if _adb_server_version(host, port) is not None:
-        return
+        return False
     adb = os.environ.get("PHONEENV_ADB") or shutil.which("adb")
     if start and adb and host in ("127.0.0.1", "localhost", "::1"):
         subprocess.run([adb, "-P", str(port), "start-server"], capture_output=True, timeout=30, check=False)
@@ -187,6 +173,28 @@ def ensure_adb_server(host: str, port: int, *, start: bool = True) -> None:
         else:
             why = "none could be started here"
         raise WorkerError(f"no adb server answers on {host}:{port}; {why}")
+    return True
+
+
+def stop_adb_server(host: str, port: int, timeout_s: float = 10.0) -> bool:
+    """Stop the adb server on ``host:port`` (``adb kill-server``: its ``host:kill`` request) and
+    wait until it no longer answers. Returns False when none answered; raises ``WorkerError``
+    when it still answers after ``timeout_s`` seconds."""
+    if _adb_server_version(host, port) is None:
+        return False
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout_s) as s:
+        s.sendall(b"0009host:kill")
+        with contextlib.suppress(OSError):
+            s.recv(4)  # OKAY, then the server exits
+    gone = tenacity.Retrying(
+        stop=tenacity.stop_after_delay(timeout_s),
+        wait=tenacity.wait_fixed(0.1),
+        retry=tenacity.retry_if_result(lambda version: version is not None),
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else 0,
+    )(_adb_server_version, host, port, 1.0)
+    if gone is not None:
+        raise WorkerError(f"the adb server on {host}:{port} still answers {timeout_s:.0f} s after adb kill-server")
+    return True
 
 
 def adb_states(host: str, port: int) -> dict[str, str]:
@@ -309,20 +317,35 @@ def _container_health(docker: str, name: str) -> tuple[str, str]:
     return status, health
 
 
+HEALTH_POLL_S = 0.5
+"""How often ``farm up`` asks Docker for a worker's health while it waits."""
+
+
 def _wait_container_healthy(docker: str, name: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    status, health = "missing", ""
-    while time.monotonic() < deadline:
-        status, health = _container_health(docker, name)
-        if status == "running" and health == "healthy":
-            return
-        if status in ("exited", "dead", "missing") or health == "unhealthy":
-            break
-        time.sleep(0.5)
-    logs = _docker(docker, "logs", "--tail", "30", name, check=False, timeout=30)
+    """Wait until Docker reports the container ``running``/``healthy``. A worker still
+    ``starting``, or ``unhealthy`` (a check that failed under load; Docker keeps checking and a
+    later success makes it healthy again) is waited for until ``timeout_s`` has passed; one that
+    exited, died or is gone ends the wait at once. Raises ``WorkerError`` (one line: the state,
+    the seconds waited, the log's last line) otherwise."""
+    t0 = time.monotonic()
+
+    def waiting(state: tuple[str, str]) -> bool:
+        status, health = state
+        return status not in ("exited", "dead", "missing") and (status, health) != ("running", "healthy")
+
+    status, health = tenacity.Retrying(
+        stop=tenacity.stop_after_delay(timeout_s),
+        wait=tenacity.wait_fixed(HEALTH_POLL_S),
+        retry=tenacity.retry_if_result(waiting),
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else ("missing", ""),
+    )(_container_health, docker, name)
+    if (status, health) == ("running", "healthy"):
+        return
+    logs = _docker(docker, "logs", "--tail", "5", name, check=False, timeout=30)
+    last = next((line.strip() for line in reversed((logs.stdout + logs.stderr).splitlines()) if line.strip()), "")
     raise WorkerError(
-        f"worker container {name} is {status}/{health or 'no health'} after waiting up to {timeout_s:.0f} s; "
-        f"its log:\n{(logs.stdout + logs.stderr).strip()}"
+        f"worker container {name} is {status}/{health or 'no health'} after {time.monotonic() - t0:.0f} s "
+        f"(the deadline: {timeout_s:.0f} s); its log's last line: {last or '-'} (docker logs {name})"
     )
 
 
@@ -467,11 +490,13 @@ def farm_up(
     if out_path.exists():
         raise FileExistsError(f"{out_path} already describes a farm; `phoneenv farm down {out_path}` first")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    ensure_adb_server(adb_host, adb_port)
+    started_adb = ensure_adb_server(adb_host, adb_port)
+    if started_adb:
+        log(f"started an adb server on {adb_host}:{adb_port} (farm down stops it)")
     devices: list[dict[str, Any]] = []
     data = {
         "version": 1,
-        "adb": {"host": adb_host, "port": adb_port},
+        "adb": {"host": adb_host, "port": adb_port, **({"started_by_farm": True} if started_adb else {})},
         "health": WORKER_HEALTH,
         "devices": devices,
     }
@@ -509,6 +534,9 @@ def farm_up(
         return _save(data, out_path)
     except BaseException:
         _stop_workers(devices, docker, adb_host, adb_port)
+        if started_adb:
+            with contextlib.suppress(WorkerError):
+                stop_adb_server(adb_host, adb_port)
         raise
 
 
@@ -531,15 +559,30 @@ def _stop_workers(devices: Sequence[dict[str, Any]], docker: str, adb_host: str,
     return stopped
 
 
-def farm_down(farm_path: str | os.PathLike[str], *, docker: str = DOCKER, remove_file: bool = True) -> list[str]:
+def farm_down(
+    farm_path: str | os.PathLike[str],
+    *,
+    docker: str = DOCKER,
+    remove_file: bool = True,
+    keep_adb_server: bool = False,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> list[str]:
     """Disconnect every worker of the farm file from adb and stop it (``docker rm -f`` its
-    container, or SIGTERM its local process when that pid is still the worker); then remove the
-    farm file unless ``remove_file`` is false. Returns the serials stopped. Devices without a
-    ``worker`` record (emulators, phones listed by hand) are left alone. Raises ``OSError`` / ``pydantic.ValidationError`` for a bad farm file."""
+    container, or SIGTERM its local process when that pid is still the worker); stop the adb
+    server when ``farm up`` started it (the farm file's ``adb.started_by_farm``) unless
+    ``keep_adb_server``; then remove the farm file unless ``remove_file`` is false. Returns the
+    serials stopped. Devices without a ``worker`` record (emulators, phones listed by hand) are
+    left alone, and so is an adb server that ran before ``farm up``. Raises ``OSError`` /
+    ``pydantic.ValidationError`` for a bad farm file, ``WorkerError`` when the adb server does
+    not stop."""
     path = Path(farm_path)
     data = _farm_dict(FarmFile.load(path))
     workers = [d for d in data["devices"] if d.get("worker")]
-    stopped = _stop_workers(workers, docker, data["adb"]["host"], data["adb"]["port"])
+    host, port = data["adb"]["host"], data["adb"]["port"]
+    stopped = _stop_workers(workers, docker, host, port)
+    owned = data["adb"].get("started_by_farm") is True
+    if owned and not keep_adb_server and stop_adb_server(host, port):
+        log(f"stopped the adb server on {host}:{port} (farm up started it)")
     if remove_file:
         path.unlink(missing_ok=True)
     return stopped

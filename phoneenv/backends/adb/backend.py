@@ -171,35 +171,46 @@ class AdbBackend(TableIO, AppData, PhoneBackend):
         """Whether ``task`` runs faithfully here: it runs on the sandbox (not an LLM-simulated
         app), has a reference plan whose every tool has a driver, installs every app (the
         device cannot hide one), seeds no read-only table, and its criteria, milestones and
-        allowed changes name only mapped tables (and mapped settings keys)."""
-        if not ({"sandbox", self.name} & set(task.backends)) or not task.reference_plan:
-            return False
-        if task.fixtures.installed_apps is not None and set(self._drivers) - set(task.fixtures.installed_apps):
-            return False
+        allowed changes name only mapped tables (and mapped settings keys). See :meth:`why_not`."""
+        return self.why_not(task) is None
+
+    def why_not(self, task: TaskSpec) -> str | None:
+        """Why ``task`` does not run faithfully here, naming the tool, app, table or settings key
+        in the way (``"tool clock.set_timer has no device driver"``); None when it does
+        (:meth:`can_run`)."""
+        if not ({"sandbox", self.name} & set(task.backends)):
+            return f"it runs on {', '.join(task.backends)}, not the sandbox or a device"
+        if not task.reference_plan:
+            return "no reference plan"
+        if task.fixtures.installed_apps is not None:
+            hidden = sorted(set(self._drivers) - set(task.fixtures.installed_apps))
+            if hidden:
+                return f"it leaves out apps a device cannot hide: {', '.join(hidden)}"
         offered = {name for d in self._drivers.values() for name in d.tools}
         for call in task.reference_plan:
             app = call.name.split(".", 1)[0]
             if call.name in ENV_TOOLS or (app == "memory" and app not in self._classes):
                 continue
             if call.name not in offered:
-                return False
+                return f"tool {call.name} has no device driver"
         mapped = self.mapped_tables()
         for table, rows in task.fixtures.records.items():
             spec = mapped.get(table)
             if spec is not None and rows and not isinstance(spec.mapping, (A.ProviderTable, A.SettingsTable)):
-                return False
+                return f"it seeds table {table}, which the device can only read"
         selectors: list[Any] = [c for c in (*task.criteria, *task.milestones) if isinstance(c, StateCriterion)]
         selectors += list(task.allowed_changes)
         for sel in selectors:
             spec = mapped.get(sel.table)
             if spec is None:
-                return False
+                return f"table {sel.table} (in its criteria) is not mapped to the device"
             if isinstance(spec.mapping, A.SettingsTable):
                 key = sel.where.get("id")
                 keys = key.get("in", []) if isinstance(key, dict) else [key]
-                if key is not None and any(k not in spec.mapping.keys for k in keys):
-                    return False
-        return True
+                missing = [k for k in keys if k not in spec.mapping.keys]
+                if key is not None and missing:
+                    return f"settings key {missing[0]} (in its criteria) is not mapped to the device"
+        return None
 
     # -- device ----------------------------------------------------------------------------------
     @property
