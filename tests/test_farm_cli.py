@@ -283,7 +283,7 @@ def test_farm_down_stops_the_adb_server_farm_up_started_and_only_that_one(adb_se
     finally:
         if path.exists():
             runner.invoke(app, ["farm", "down", str(path)])
-        subprocess.run(["adb", "-P", str(port), "kill-server"], capture_output=True, timeout=30, check=False)
+        waiting.run(["adb", "-P", str(port), "kill-server"], capture_output=True, timeout=30, check=False)
     shared = tmp_path / "shared.json"
     with farm_up_local(adb_server, shared, 1) as (_, data):
         assert "started_by_farm" not in data["adb"]

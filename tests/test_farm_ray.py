@@ -14,6 +14,7 @@ from agents import RandomAgent, ReferenceAgent
 from phoneenv.evaluation import EpisodeResult, run_episodes
 from phoneenv.farm.distributed import AgentSpec, ray_flag_argv, run_episodes_ray
 from phoneenv.tasks import select
+from tests import waiting
 from tests.ray_cluster import driver_auth
 
 driver_auth()  # before ray is imported (see there)
@@ -250,7 +251,6 @@ def test_bare_ray_flag_works_beside_a_running_cluster(cluster, tmp_path):
     through RAY_ADDRESS, as `ray start --head` is found through /tmp/ray): the eval plays its
     episodes instead of ending in Ray's "num_cpus must not be provided" traceback."""
     import os
-    import subprocess
     import sys
 
     from tests.ray_cluster import ROOT
@@ -258,7 +258,7 @@ def test_bare_ray_flag_works_beside_a_running_cluster(cluster, tmp_path):
     ids = ",".join(t.id for t in sandbox_tasks(2))
     env = {**os.environ, "RAY_ADDRESS": cluster.address, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
     argv = ["eval", "--agent", "reference", "--tasks", ids, "--out", str(tmp_path / "ray"), "--ray", "--workers", "2"]
-    proc = subprocess.run(
+    proc = waiting.run(
         [sys.executable, "-m", "phoneenv", *argv], capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path
     )
     out = proc.stdout + proc.stderr

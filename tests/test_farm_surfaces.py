@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phoneenv.cli import app
+from tests import waiting
 
 runner = CliRunner()
 
@@ -120,11 +121,11 @@ def test_the_health_check_imports_nothing_of_phoneenv_and_answers_like_device_pi
     assert '"python3", "-I", "/opt/phoneenv/phoneenv/farm/handshake.py"' in dockerfile
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-I", str(script), *args], capture_output=True, text=True, timeout=60)
+        return waiting.run([sys.executable, "-I", str(script), *args], capture_output=True, text=True, timeout=60)
 
     with AdbDeviceServer(VirtualDevice()) as server:
         assert run(server.serial, "--timeout", "4").returncode == 0
-        modules = subprocess.run(
+        modules = waiting.run(
             [sys.executable, "-I", "-c", f"import runpy, sys; sys.argv = [{str(script)!r}, {server.serial!r}]\n"
              f"try:\n    runpy.run_path({str(script)!r}, run_name='__main__')\nexcept SystemExit as e:\n"
              "    assert e.code == 0\nprint(sorted(m for m in sys.modules if m.startswith('phoneenv')))"],
