@@ -136,26 +136,22 @@ def png_bytes(image: np.ndarray) -> bytes:
 
 
 def screen_text(env: PhonePlanEnv) -> str:
-    """The phone's screen as text: status line, title and rows, as the screenshot draws them.
+    """The phone's screen as text: status line, title and rows, as the screenshot draws them
+    (each row on one line: a value's line breaks and control characters are spaces).
 
-    Worlds without an in-process phone (an emulator) have no text form: then one line says so.
+    A world without an in-process phone shows its backend's text screen (the simulated apps'
+    frame); one without any (an emulator) gets one line saying so.
     """
+    from phoneenv.screen import one_line, phone_screen
+
     phone = getattr(env.backend, "phone", None)
     if phone is None or not hasattr(phone, "apps"):
-        return f"(the {env.backend.name} backend's screen is available as screen.png only)"
-    state = phone.state
-    fg = state.meta.get("foreground", "launcher")
-    app = phone.apps.get(fg)
-    clock = phone.local_now().strftime("%a %d %b %H:%M")
-    if app is None:
-        rows = [
-            rec["title"] for rec in state.tables.get("system.apps", {}).values() if not phone.apps[rec["id"]].system
-        ]
-        title = "Home"
-    else:
-        view = state.meta.get("view")
-        title, rows = app.screen(view if view is not None and view[0] == fg else None)
-    return "\n".join([clock, f"== {title} ==", *rows])
+        text = env.backend.screen_text()
+        return (
+            text if text is not None else f"(the {env.backend.name} backend's screen is available as screen.png only)"
+        )
+    status, title, rows = phone_screen(phone)
+    return "\n".join([one_line(status), f"== {one_line(title)} ==", *map(one_line, rows)])
 
 
 class EpisodeServer:
