@@ -291,7 +291,7 @@ class EpisodeServer:
 
         canonical = self.to_canonical(name)
         if canonical == RESET_TOOL:
-            payload, image = self._on_episode_thread(self._reset_call, arguments or {}), None
+            payload, image = self._on_episode_thread(self._reset_call, arguments or {})
         else:
             payload, image = self._on_episode_thread(self._step, canonical, arguments or {})
         content: list[Any] = [types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))]
@@ -312,7 +312,14 @@ class EpisodeServer:
         self._written = False
         return obs
 
-    def _reset_call(self, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _reset_call(self, arguments: Any) -> tuple[dict[str, Any], np.ndarray | None]:
+        if not isinstance(arguments, dict):  # the protocol's type; a client in process may send any
+            return {
+                "ok": False,
+                "error": "invalid_arguments",
+                "message": f"{RESET_TOOL}: arguments must be an object, not {type(arguments).__name__}",
+                "path": "",
+            }, None
         seed = arguments.get("seed")
         extra = sorted(set(arguments) - {"seed"})
         if extra or not (
@@ -323,12 +330,17 @@ class EpisodeServer:
                 if extra
                 else f"seed must be an integer from 0 to {MAX_SEED} (2**63 - 1) or null, not {seed!r}"
             )
-            return {"ok": False, "error": "invalid_arguments", "message": f"{RESET_TOOL}: {what}", "path": "/seed"}
-        self._reset(seed)
+            return {
+                "ok": False,
+                "error": "invalid_arguments",
+                "message": f"{RESET_TOOL}: {what}",
+                "path": "/seed",
+            }, None
+        obs = self._reset(seed)
         return {
             "ok": True,
             "result": {"episode": "started", "task_id": self.env.task.id, "goal": self._goal, "seed": seed},
-        }
+        }, obs.get("screenshot")  # screenshots=True: the new episode's first screen
 
     def _step(self, canonical: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray | None]:
         reset = self.to_mcp(RESET_TOOL)
