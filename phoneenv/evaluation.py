@@ -37,7 +37,7 @@ from pydantic import TypeAdapter, ValidationError
 from phoneenv.contract import Category, TaskSpec
 from phoneenv.errors import RunConfigError
 from phoneenv.llm import InfrastructureError
-from phoneenv.tracefiles import jsonl_lines
+from phoneenv.tracefiles import jsonl_lines, read_json_file
 
 log = logging.getLogger(__name__)
 
@@ -1409,11 +1409,14 @@ def read_results(path: Path) -> list[EpisodeResult]:
 
     A last line that is not a whole result (a run killed while writing it) is dropped with a
     warning. Raises ``ValueError`` naming the line for any other line that is not an
-    :class:`EpisodeResult` as JSON.
+    :class:`EpisodeResult` as JSON, and naming the file when it cannot be read (a folder).
     """
     if not path.exists():
         return []
-    lines = jsonl_lines(path.read_text(encoding="utf-8", errors="replace"))
+    try:
+        lines = jsonl_lines(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError as exc:  # a folder where the file should be, no permission
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     while lines and not lines[-1].strip():
         lines.pop()
     out = []
@@ -1549,9 +1552,13 @@ class RunFolder:
                 )
             raise RunConfigError(f"{self.path} holds no run to resume (no {self.MANIFEST}); drop --resume to start one")
         try:
-            saved = json.loads(manifest.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RunConfigError(f"{manifest} is not JSON ({exc}); cannot resume this run") from None
+            saved = read_json_file(manifest)
+        except (OSError, ValueError) as exc:
+            raise RunConfigError(f"{exc}; cannot resume this run") from None
+        if not isinstance(saved, dict):
+            raise RunConfigError(
+                f"{manifest}: not a run manifest (a JSON {type(saved).__name__}); cannot resume this run"
+            )
         want = {"format": self.FORMAT, **config}
         differ = sorted(k for k in saved.keys() | want.keys() if k not in self.RECORDED and saved.get(k) != want.get(k))
         if differ:

@@ -136,26 +136,22 @@ def png_bytes(image: np.ndarray) -> bytes:
 
 
 def screen_text(env: PhonePlanEnv) -> str:
-    """The phone's screen as text: status line, title and rows, as the screenshot draws them.
+    """The phone's screen as text: status line, title and rows, as the screenshot draws them
+    (each row on one line: a value's line breaks and control characters are spaces).
 
-    Worlds without an in-process phone (an emulator) have no text form: then one line says so.
+    A world without an in-process phone shows its backend's text screen (the simulated apps'
+    frame); one without any (an emulator) gets one line saying so.
     """
+    from phoneenv.screen import one_line, phone_screen
+
     phone = getattr(env.backend, "phone", None)
     if phone is None or not hasattr(phone, "apps"):
-        return f"(the {env.backend.name} backend's screen is available as screen.png only)"
-    state = phone.state
-    fg = state.meta.get("foreground", "launcher")
-    app = phone.apps.get(fg)
-    clock = phone.local_now().strftime("%a %d %b %H:%M")
-    if app is None:
-        rows = [
-            rec["title"] for rec in state.tables.get("system.apps", {}).values() if not phone.apps[rec["id"]].system
-        ]
-        title = "Home"
-    else:
-        view = state.meta.get("view")
-        title, rows = app.screen(view if view is not None and view[0] == fg else None)
-    return "\n".join([clock, f"== {title} ==", *rows])
+        text = env.backend.screen_text()
+        return (
+            text if text is not None else f"(the {env.backend.name} backend's screen is available as screen.png only)"
+        )
+    status, title, rows = phone_screen(phone)
+    return "\n".join([one_line(status), f"== {one_line(title)} ==", *map(one_line, rows)])
 
 
 class EpisodeServer:
@@ -295,7 +291,7 @@ class EpisodeServer:
 
         canonical = self.to_canonical(name)
         if canonical == RESET_TOOL:
-            payload, image = self._on_episode_thread(self._reset_call, arguments or {}), None
+            payload, image = self._on_episode_thread(self._reset_call, arguments or {})
         else:
             payload, image = self._on_episode_thread(self._step, canonical, arguments or {})
         content: list[Any] = [types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))]
@@ -316,7 +312,14 @@ class EpisodeServer:
         self._written = False
         return obs
 
-    def _reset_call(self, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _reset_call(self, arguments: Any) -> tuple[dict[str, Any], np.ndarray | None]:
+        if not isinstance(arguments, dict):  # the protocol's type; a client in process may send any
+            return {
+                "ok": False,
+                "error": "invalid_arguments",
+                "message": f"{RESET_TOOL}: arguments must be an object, not {type(arguments).__name__}",
+                "path": "",
+            }, None
         seed = arguments.get("seed")
         extra = sorted(set(arguments) - {"seed"})
         if extra or not (
@@ -327,12 +330,17 @@ class EpisodeServer:
                 if extra
                 else f"seed must be an integer from 0 to {MAX_SEED} (2**63 - 1) or null, not {seed!r}"
             )
-            return {"ok": False, "error": "invalid_arguments", "message": f"{RESET_TOOL}: {what}", "path": "/seed"}
-        self._reset(seed)
+            return {
+                "ok": False,
+                "error": "invalid_arguments",
+                "message": f"{RESET_TOOL}: {what}",
+                "path": "/seed",
+            }, None
+        obs = self._reset(seed)
         return {
             "ok": True,
             "result": {"episode": "started", "task_id": self.env.task.id, "goal": self._goal, "seed": seed},
-        }
+        }, obs.get("screenshot")  # screenshots=True: the new episode's first screen
 
     def _step(self, canonical: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray | None]:
         reset = self.to_mcp(RESET_TOOL)

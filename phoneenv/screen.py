@@ -8,6 +8,7 @@ as text (:func:`render_screen_text`: the same rows, cut the same way, for ``rend
 from __future__ import annotations
 
 import functools
+import unicodedata
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +17,7 @@ from PIL import Image, ImageDraw, ImageFont
 if TYPE_CHECKING:
     from phoneenv.phone import Phone
 
-__all__ = ["phone_screen", "render_phone", "render_phone_text", "render_screen", "render_screen_text"]
+__all__ = ["one_line", "phone_screen", "render_phone", "render_phone_text", "render_screen", "render_screen_text"]
 
 _BG = (250, 250, 252)
 _BAR = (33, 37, 41)
@@ -47,9 +48,9 @@ def render_screen(status: str, title: str, lines: list[str], size: tuple[int, in
     d = ImageDraw.Draw(img)
     small, big, body = _font(12), _font(18), _font(14)
     d.rectangle((0, 0, w, 24), fill=_BAR)
-    d.text((8, 5), status, fill=(255, 255, 255), font=small)
+    d.text((8, 5), one_line(status), fill=(255, 255, 255), font=small)
     d.rectangle((0, 24, w, 64), fill=_TITLE)
-    d.text((12, 34), title, fill=(255, 255, 255), font=big)
+    d.text((12, 34), one_line(title), fill=(255, 255, 255), font=big)
     y = 72
     for text in _visible_rows(lines, size):
         d.text((12, y + 4), text, fill=_TEXT, font=body)
@@ -63,7 +64,27 @@ def _row_chars(width: int) -> int:
     return max(8, (width - 24) // 8)
 
 
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one row of a screen: line breaks (``\\n``, U+2028, ...), tabs and other control
+    characters (a terminal's escape sequences among them) become spaces, lone surrogates U+FFFD,
+    and bidirectional overrides are dropped; a record's value, which a tool call may fill with
+    any of them, then neither splits a row nor reaches a terminal as a command."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch in _BIDI:
+            continue
+        out.append(" " if cat in ("Cc", "Zl", "Zp") else "\ufffd" if cat == "Cs" else ch)
+    return "".join(out)
+
+
 def _cut(line: str, n: int) -> str:
+    line = one_line(line)
     return line if len(line) <= n else line[: n - 3] + "..."
 
 

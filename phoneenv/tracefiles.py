@@ -3,6 +3,7 @@ exporter, the run store and SFT read. Depends on :mod:`phoneenv.contract` alone.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 
 from phoneenv.contract import Trace
 
-__all__ = ["SKIPPED_FILES", "find_trace_files", "jsonl_lines", "read_traces"]
+__all__ = ["SKIPPED_FILES", "find_trace_files", "jsonl_lines", "read_json_file", "read_traces"]
 
 SKIPPED_FILES = frozenset(
     {"results.jsonl", "results.superseded.jsonl", "metrics.jsonl", "sft_log.jsonl", "rl_log.jsonl"}
@@ -49,16 +50,40 @@ def read_traces(files: Iterable[Path]) -> Iterator[Trace]:
     """Every trace of ``files`` (one JSON trace a line), in order.
 
     Raises:
-        ValueError: a line is not a trace (the message names the file and line).
+        ValueError: a file is not UTF-8 or a line is not a trace (the message names the file
+            and line).
     """
     for path in files:
-        with Path(path).open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield Trace.model_validate_json(line)
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    where = "/".join(str(p) for p in first.get("loc", ()))
-                    raise ValueError(f"{path}, line {n}: not a trace ({where}: {first['msg']})") from None
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not a trace file (not UTF-8: {exc.reason} at byte {exc.start})") from None
+        for n, line in enumerate(jsonl_lines(text), 1):
+            if not line.strip():
+                continue
+            try:
+                yield Trace.model_validate_json(line)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = "/".join(str(p) for p in first.get("loc", ()))
+                raise ValueError(f"{path}, line {n}: not a trace ({where}: {first['msg']})") from None
+
+
+def read_json_file(path: Path) -> object:
+    """The JSON document in ``path`` (a run's ``run.json``, ``scoreboard.json``, ...).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: one line naming ``path`` when it cannot be read (a folder, no permission),
+            is not UTF-8, not JSON, or is nested deeper than Python's parser goes.
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # a folder where the file should be, no permission
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not JSON this reader takes (nested too deeply)") from None

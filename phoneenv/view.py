@@ -47,7 +47,7 @@ from pydantic import ValidationError
 
 from phoneenv.contract import Trace
 from phoneenv.evaluation import CATEGORY_LABELS, EpisodeResult, RunFolder, read_results
-from phoneenv.tracefiles import jsonl_lines
+from phoneenv.tracefiles import jsonl_lines, read_json_file
 
 log = logging.getLogger(__name__)
 
@@ -191,11 +191,9 @@ class Run:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return read_json_file(path)
     except FileNotFoundError:
         return None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not JSON ({exc})") from None
 
 
 def _read_traces(folder: Path) -> list[tuple[Path, Trace]]:

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 console = Console()
 
@@ -56,8 +57,8 @@ def view_cmd(
         raise typer.BadParameter(f"{screens!r}: use captures, all or none", param_hint="--screens")
     try:
         path = write_report(run_dir, out, screens=screens)  # type: ignore[arg-type]
-    except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]{exc}[/red]", markup=True, highlight=False)
+    except (OSError, ValueError) as exc:  # a missing, unreadable or damaged run file: one line
+        console.print(f"[red]{escape(str(exc))}[/red]", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     console.print(f"report: {path}")
     if serve:
@@ -87,8 +88,8 @@ def compare_cmd(
 
     try:
         cmp = compare_runs(run_a, run_b)
-    except (FileNotFoundError, ValueError) as exc:
-        console.print(Text(str(exc), style="red"))
+    except (OSError, ValueError) as exc:  # a missing, unreadable or damaged run file: one line
+        console.print(Text(str(exc), style="red"), soft_wrap=True)
         raise typer.Exit(2) from None
     summ = cmp.summary()
     head = Table(title="Means over the paired episodes (infrastructure errors left out)")

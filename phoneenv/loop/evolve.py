@@ -53,7 +53,7 @@ import yaml
 
 from phoneenv.contract import INFRASTRUCTURE_ERRORS, Trace
 from phoneenv.loop import REVIEW_DB, ROUNDS_DIR, loop_dir
-from phoneenv.tracefiles import jsonl_lines
+from phoneenv.tracefiles import jsonl_lines, read_json_file
 
 __all__ = [
     "CLUSTERS_FILE",
@@ -99,7 +99,11 @@ def read_run(run_dir: str | Path) -> list[tuple[Trace, Path]]:
         raise FileNotFoundError(f"{run_dir}: no traces folder (is it an eval run's --out?)")
     out = []
     for file in sorted(folder.rglob("*.jsonl")):
-        for n, line in enumerate(jsonl_lines(file.read_text(encoding="utf-8")), 1):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:  # a folder named like a trace, bytes not UTF-8
+            raise ValueError(f"{file}: not a trace file ({getattr(exc, 'strerror', None) or exc})") from None
+        for n, line in enumerate(jsonl_lines(text), 1):
             if not line.strip():
                 continue
             try:
@@ -725,7 +729,9 @@ def run_round(
     run_dir = Path(run_dir)
     traces = read_run(run_dir)
     manifest = run_dir / "run.json"
-    config = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
+    config = read_json_file(manifest) if manifest.exists() else {}
+    if not isinstance(config, dict):
+        raise ValueError(f"{manifest}: not a run manifest (a JSON {type(config).__name__})")
     harness = load_harness(config.get("harness") or BASE_VERSION, loop)
     clusters = cluster_failures(failure_cases(traces), min_size=min_size)[:max_clusters]
     queue = _queue(loop, queue)
@@ -817,7 +823,9 @@ def _run_summary(run_dir: Path) -> dict[str, Any]:
     if not results:
         raise FileNotFoundError(f"{run_dir}: no episode results (results.jsonl)")
     manifest = run_dir / RunFolder.MANIFEST
-    config = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
+    config = read_json_file(manifest) if manifest.exists() else {}
+    if not isinstance(config, dict):
+        raise ValueError(f"{manifest}: not a run manifest (a JSON {type(config).__name__})")
     board = score(config.get("agent", "?"), results)
     return {
         "run": str(run_dir),
