@@ -109,3 +109,16 @@ def test_resume_meets_a_damaged_run_with_one_line(file: str, good_run: Path, tmp
         run, damaged = _damaged(good_run, where, file, kind)
         _check(["eval", "--tasks", TASKS, "--out", str(run), "--resume"], damaged, f"resume {file} {kind}")
         shutil.rmtree(where)
+
+
+def test_an_unwritable_scoreboard_is_one_line_and_keeps_the_episodes(good_run: Path, tmp_path: Path) -> None:
+    """``scoreboard.json`` a folder in a resumed run: the scoreboard is printed, one line says it
+    cannot be written (naming the file), the episodes stay, exit 2; no episode is blamed."""
+    run, damaged = _damaged(good_run, tmp_path, "scoreboard.json", "dir")
+    before = (run / "results.jsonl").read_bytes()
+    res = CliRunner().invoke(app, ["eval", "--tasks", TASKS, "--out", str(run), "--resume"])
+    assert res.exit_code == 2, res.output
+    flat = "".join(res.output.split())
+    assert "Traceback" not in res.output and "stoppedbyanerrorintheepisode" not in flat
+    assert "cannotwritethescoreboard" in flat and "scoreboard.json" in flat
+    assert (run / "results.jsonl").read_bytes() == before

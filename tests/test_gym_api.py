@@ -241,7 +241,7 @@ BAD_ARGUMENTS = [
     ({"user": 5}, TypeError, "user must be a str or None, not int 5"),
     ({"memory_path": 5}, TypeError, "memory_path must be a path (str or Path) or None, not int 5"),
     ({"delegation": "auto"}, TypeError, "delegation must be True, False or None, not str 'auto'"),
-    ({"tools": 5}, TypeError, "tools must be 'all', 'retrieve', 'search' or a ToolSelector, not int 5"),
+    ({"tools": 5}, TypeError, "tools must be 'all', 'task', 'retrieve', 'search' or a ToolSelector, not int 5"),
     ({"tools_k": "3"}, TypeError, "tools_k must be an int >= 0, not str '3'"),
     ({"tools_k": -1}, ValueError, "tools_k must be an int >= 0, not -1"),
     ({"taks": "clock.what_time/0"}, TypeError, "unknown argument 'taks' (did you mean 'tasks' or 'task'?)"),

@@ -244,17 +244,21 @@ def _run(
         agent.name, results, wall, price_per_mtok=price_per_mtok, farm=farm, model=model_record(agent),
         harness=harness_of(agent),
     )  # fmt: skip
+    unwritten = False
     try:
         folder.write_scoreboard(board)
-    except OSError as exc:
-        console.print(f"[red]cannot write the scoreboard:[/red] {exc}")
-        stopped = stopped or exc
-    if stopped is None:
+    except OSError as exc:  # the run's own output, not an episode: one line, the episodes are kept
+        console.print(f"[red]cannot write the scoreboard:[/red] {exc.strerror or exc}: {exc.filename or ''}")
+        unwritten = True
+    if stopped is None and not unwritten:
         return board
     if isinstance(stopped, MissingExtra):  # one line naming the install command (_App); episodes so far are kept
         raise stopped
     print_scoreboard(board)
     kept = f"{len(results)} episodes are in {folder.path / RunFolder.RESULTS}; rerun with --resume to continue"
+    if stopped is None:
+        console.print(f"{kept} once the scoreboard's path is writable")
+        raise typer.Exit(code=2)
     if isinstance(stopped, InfrastructureError):
         console.print(f"[red]stopped:[/red] {stopped}")
         console.print(kept)
