@@ -21,6 +21,7 @@ pytest.importorskip("bashlex", reason="the virtual device needs bashlex (pip ins
 from phoneenv.backends.adb import AdbBackend, ResetError, check_package
 from phoneenv.backends.sandbox import app_classes
 from phoneenv.farm.virtual import APP_DATA_LABEL, DATA_DIR, VirtualDevice
+from tests import waiting
 from tests.test_adb_backend import _ran, compare, runnable
 
 CLOCK = "com.google.android.deskclock"
@@ -95,7 +96,7 @@ def login_phone(adb_server):
 
 def _backend(adb_server, server, **kw) -> AdbBackend:
     kw.setdefault("set_device_clock", False)  # a phone without adb root keeps its own clock
-    return AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10, **kw)
+    return AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(10), **kw)
 
 
 # -- pm clear ----------------------------------------------------------------------------------------
@@ -360,7 +361,9 @@ def test_reference_verdicts_match_the_sandbox_with_app_snapshots(adb_server, tmp
 
     tasks = [t for t in runnable() if "clock" in t.apps][:12:4]
     with served_device(adb_server, VirtualDevice()) as (server, _):
-        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10, app_snapshots=True)
+        backend = AdbBackend(
+            serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(10), app_snapshots=True
+        )
         assert compare(tasks, backend, tmp_path / "first") == []
         assert compare(tasks, backend, tmp_path / "second") == []
         assert backend.last_reset["how"] == "app_snapshots"

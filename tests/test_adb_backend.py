@@ -40,6 +40,7 @@ from phoneenv.env import PhonePlanEnv
 from phoneenv.evaluation import run_episodes, score
 from phoneenv.farm.virtual import VirtualDevice, input_text_decode
 from phoneenv.tasks import load_suite
+from tests import waiting
 
 MARKER = re.compile(r"^[0-9a-f]{16}(:\d+:\d+)?$")
 PHONE = "+4915111111111"
@@ -105,7 +106,7 @@ def served(adb_server):
 
     dev = VirtualDevice()
     with served_device(adb_server, dev) as (server, _):
-        yield server, dev, AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10)
+        yield server, dev, AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(10))
 
 
 # -- pure functions ----------------------------------------------------------------------------
@@ -534,7 +535,7 @@ def test_a_device_gone_mid_episode_is_an_infrastructure_failure_in_the_evaluatio
     dev = VirtualDevice()
     task = _contacts_task()
     with served_device(adb_server, dev) as (server, _):
-        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=5)
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(5))
         agent = _Scripted(list(task.reference_plan), at=1, hook=server.stop)
         [res] = run_episodes(agent, [task], env_kwargs={"backend": backend})
     assert res.infrastructure_error is True and res.success is False
@@ -552,7 +553,7 @@ def test_a_device_lost_between_episodes_fails_those_resets_as_infrastructure(adb
     task = _contacts_task()
     done = []
     with served_device(adb_server, dev) as (server, _):
-        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=5)
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(5))
         agent = _Scripted(list(task.reference_plan), at=-1, hook=None)
 
         def after(result) -> None:
@@ -581,7 +582,7 @@ def test_unauthorized_device(adb_server):
     task = _contacts_task()
     with served_device(adb_server, dev) as (server, _):
         port = server.port
-        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=5)
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(5))
         backend.reset(task)
         server.stop()
         with AdbDeviceServer(dev, port=port, require_auth=True) as locked:
@@ -609,7 +610,7 @@ def test_adb_server_killed_then_restarted(tmp_path):
     try:
         port = adb.port
         with served_device(adb.client, dev) as (server, _):
-            backend = AdbBackend(serial=server.serial, adb_port=port, timeout_s=5)
+            backend = AdbBackend(serial=server.serial, adb_port=port, timeout_s=waiting.scaled(5))
             backend.reset(task)
             adb.process.kill()
             adb.process.wait()
@@ -742,7 +743,7 @@ def test_a_device_that_refuses_a_fixture_fails_reset_loudly(adb_server):
 
     task = next(t for t in runnable() if t.template == "clock.alarm_off")
     with served_device(adb_server, VirtualDevice(root=False)) as (server, _):
-        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10)
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(10))
         with pytest.raises(ResetError, match="refused the fixtures"):
             backend.reset(task)
         backend.set_device_clock = False  # the clock aside, DeskClock's provider needs root
@@ -752,7 +753,7 @@ def test_a_device_that_refuses_a_fixture_fails_reset_loudly(adb_server):
         server,
         _,
     ):
-        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10)
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(10))
         with pytest.raises(ResetError, match=r"lacks the apps the task installs: messages"):
             backend.reset(task)
 
@@ -770,7 +771,7 @@ def test_a_device_that_silently_drops_rows_fails_verification(adb_server):
 
     dev._insert = dropping
     with served_device(adb_server, dev) as (server, _):
-        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10)
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(10))
         with pytest.raises(
             ResetError, match=r"not in the fixture state.*contacts\.contacts/c_1.*'email': 'ana@example.com'"
         ):

@@ -28,6 +28,7 @@ pytest.importorskip("bashlex", reason="the virtual device needs bashlex (pip ins
 from phoneenv.backends.adb import MAX_SCRIPT_BYTES, AdbBackend
 from phoneenv.farm.virtual import VirtualDevice
 from phoneenv.tasks import load_suite
+from tests import waiting
 
 BEFORE = 20
 """Round trips of one reset of any of these tasks before batching (the fewest measured)."""
@@ -72,7 +73,7 @@ def test_a_reset_takes_a_handful_of_round_trips(adb_server, kind):
     assert len(tasks) >= 8 and len({a for t in tasks for a in t.apps} - {"system", "user"}) >= 5
     dev = VirtualDevice()
     with served_device(adb_server, dev) as (server, _):
-        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=10, kind=kind)
+        backend = AdbBackend(serial=server.serial, adb_port=adb_server.port, timeout_s=waiting.scaled(10), kind=kind)
         backend.shell.record = True
         counts = []
         for rep in range(2):  # the second pass restores the app data archives (kind="device")

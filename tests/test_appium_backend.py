@@ -35,6 +35,7 @@ from phoneenv.backends.appium import (
 )
 from phoneenv.contract import ErrorKind, Feedback, Fixtures, StateCriterion, TaskSpec
 from phoneenv.env import PhonePlanEnv
+from tests import waiting
 from tests.appium_server import NOTES_APP, AppiumUnavailable, appium_command, serve_appium
 
 PKG = "com.example.notes:id/"
@@ -101,7 +102,7 @@ HOSTILE = [
 @pytest.fixture
 def session(appium_server) -> AppiumSession:
     """A fresh fake-driver session on the shared server (a fresh app: no clicks, empty fields)."""
-    s = AppiumSession.fake(appium_server.url, str(NOTES_APP), command_timeout_s=20)
+    s = AppiumSession.fake(appium_server.url, str(NOTES_APP), command_timeout_s=waiting.scaled(20))
     s.start()
     yield s
     s.quit()
@@ -437,7 +438,7 @@ def test_text_typed_into_a_password_field_is_redacted_everywhere(appium_server) 
     """A password the agent types into a field marked ``password`` (not a fixture secret: the
     env cannot know it beforehand) is typed for real but recorded as ``***`` in the trace, and
     masked in what comes after: the screen read back, a message, the finish answer."""
-    session = AppiumSession.fake(appium_server.url, str(NOTES_APP), command_timeout_s=20)
+    session = AppiumSession.fake(appium_server.url, str(NOTES_APP), command_timeout_s=waiting.scaled(20))
     typed = "hunter2-Zq9"
     task = TaskSpec(
         id="ui.password",
@@ -603,7 +604,7 @@ def test_session_start_failure_is_typed(tmp_path) -> None:
 def test_backend_episode_through_the_env(appium_server) -> None:
     """A whole episode on the env: typed tool calls, verification over ui.elements, and a reset
     that gives a fresh app (the second episode starts with an empty compose field)."""
-    session = AppiumSession.fake(appium_server.url, str(NOTES_APP), command_timeout_s=20)
+    session = AppiumSession.fake(appium_server.url, str(NOTES_APP), command_timeout_s=waiting.scaled(20))
     backend = AppiumBackend(session)
     task = TaskSpec(
         id="ui.compose",

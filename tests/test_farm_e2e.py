@@ -29,11 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # Local workers come back in seconds: the connection steps get a few seconds each (a killed
 # worker refuses every connection), and the restart step (the farm file's `phoneenv farm restart`
 # argv: a new Python process that starts a new worker) its default time.
-_F = waiting.time_factor()  # a loaded machine answers a healthy worker's shell later
+# On a loaded machine a healthy worker answers its shell later and a restarted one (a new Python
+# process) comes up later: those two scale. The connection steps do not: they retry until their
+# deadline against a killed worker, so a longer one only delays the restart that heals it.
+_F = waiting.time_factor()
 LOCAL_HEALTH = HealthPolicy(
     shell_deadline_s=3.0 * _F,
     min_free_mb=64,
-    deadlines={"reconnect": 2.0 * _F, "reattach": 2.0 * _F, "reboot": 2.0 * _F, "restart": 120.0 * _F},
+    deadlines={"reconnect": 2.0, "reattach": 2.0, "reboot": 2.0, "restart": 120.0 * _F},
     poll_s=0.2,
 )
 
