@@ -15,7 +15,6 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -32,6 +31,7 @@ from mcp import Client, StdioServerParameters
 from phoneenv.contract import ErrorKind, Feedback, Trace
 from phoneenv.mcp_server import MAX_SEED, RESOURCES, EpisodeServer
 from phoneenv.tasks import get_task
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_TASK = "delivery.usual_order/0"  # memory, delivery and the phone's own tools
@@ -271,7 +271,7 @@ def test_stdio_server_survives_the_corpus(tmp_path: Path) -> None:
     )
 
     async def main() -> set[str]:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=waiting.scaled(120)) as client:
             return await _drive(client, ops)
 
     kinds = anyio.run(main)
@@ -355,23 +355,13 @@ def test_http_server_survives_the_corpus_and_malformed_json_rpc(tmp_path: Path) 
     """60 corpus operations through the SDK client over streamable HTTP, then malformed JSON-RPC
     sent raw in a live session: every broken request gets an HTTP 4xx or a JSON-RPC error, none
     a 5xx, and the server then still solves the task."""
-    from tests.test_mcp_server import _wait_for_url
+    from tests.test_mcp_server import serving_http
 
     ops = _wire_corpus(60)
-    cmd = [sys.executable, "-m", "phoneenv", "mcp", "serve", "--task", MEMORY_TASK, "--transport", "http"]
-    proc = subprocess.Popen(
-        [*cmd, "--port", "0"],
-        env={**os.environ, **_env()},
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = _wait_for_url(proc)
+    with serving_http(["--task", MEMORY_TASK], tmp_path) as (url, proc):
 
         async def main() -> set[str]:
-            async with Client(url, read_timeout_seconds=120) as client:
+            async with Client(url, read_timeout_seconds=waiting.scaled(120)) as client:
                 return await _drive(client, ops)
 
         kinds = anyio.run(main)
@@ -411,14 +401,9 @@ def test_http_server_survives_the_corpus_and_malformed_json_rpc(tmp_path: Path) 
         assert status == 200 and answer["result"]["structuredContent"]["ok"] is True, answer
 
         async def again() -> set[str]:
-            async with Client(url, read_timeout_seconds=120) as client:
+            async with Client(url, read_timeout_seconds=waiting.scaled(120)) as client:
                 return await _drive(client, ops[:5])
 
         anyio.run(again)
         read = _post(url, _rpc("resources/read", {"uri": URI + "screen.png"}), session)[1]
         assert base64.b64decode(read["result"]["contents"][0]["blob"])[:4] == b"\x89PNG"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()

@@ -10,7 +10,6 @@ import io
 import json
 import os
 import random
-import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -294,27 +293,14 @@ def test_solved_over_stdio(task_id: str, screenshots: bool, tmp_path: Path) -> N
 @pytest.mark.slow
 @pytest.mark.parametrize(("task_id", "screenshots"), CASES, ids=["memory", "subagent", "screenshots"])
 def test_solved_over_http(task_id: str, screenshots: bool, tmp_path: Path) -> None:
-    from tests.test_mcp_server import _wait_for_url
+    from tests.test_mcp_server import serving_http
 
-    cmd = [sys.executable, "-m", "phoneenv", "mcp", "serve", "--task", task_id, "--transport", "http", "--port", "0"]
-    proc = subprocess.Popen(
-        cmd + (["--screenshots"] if screenshots else []),
-        env={**os.environ, **_env()},
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = _wait_for_url(proc)
+    args = ["--task", task_id] + (["--screenshots"] if screenshots else [])
+    with serving_http(args, tmp_path) as (url, _):
 
         async def main() -> list[dict[str, Any]]:
             async with Client(url, read_timeout_seconds=waiting.scaled(120)) as client:
                 return await _solve(client, task_id, screenshots)
 
-        _assert_solved(anyio.run(main), task_id)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        payloads = anyio.run(main)
+    _assert_solved(payloads, task_id)

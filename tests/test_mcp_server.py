@@ -5,12 +5,14 @@ streamable HTTP (loopback, port 0)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -207,16 +209,7 @@ def test_stdio_transport_with_trace_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_streamable_http_transport(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "phoneenv", "mcp", "serve", "--task", TASK, "--transport", "http", "--port", "0"],
-        env={**os.environ, **_env()},
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = _wait_for_url(proc)
+    with serving_http(["--task", TASK], tmp_path) as (url, _):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
 
         async def main() -> list[Any]:
@@ -228,11 +221,27 @@ def test_streamable_http_transport(tmp_path: Path) -> None:
                 return [first, await _play_reference(client)]
 
         first, second = anyio.run(main)
-        _check_success(first)
-        _check_success(second)
+    _check_success(first)
+    _check_success(second)
+
+
+@contextlib.contextmanager
+def serving_http(args: list[str], cwd: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``phoneenv mcp serve ARGS --transport http --port 0`` in a subprocess of this checkout:
+    yields its URL (once it listens) and the process; stops it on exit."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "phoneenv", "mcp", "serve", *args, "--transport", "http", "--port", "0"],
+        env={**os.environ, **_env()},
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield _wait_for_url(proc), proc
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=waiting.scaled(30))
         if proc.stderr is not None:
             proc.stderr.close()
 

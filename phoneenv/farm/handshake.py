@@ -18,7 +18,7 @@ import struct
 import sys
 import time
 
-__all__ = ["HandshakeError", "handshake", "main"]
+__all__ = ["HandshakeError", "handshake", "main", "recv_exact"]
 
 _HEADER = struct.Struct("<6I")  # command, arg0, arg1, data_length, data_check, magic
 A_CNXN = int.from_bytes(b"CNXN", "little")
@@ -33,7 +33,8 @@ class HandshakeError(ValueError):
     banner)."""
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Exactly ``n`` bytes from ``sock``. Raises ``ConnectionResetError`` when it closes first."""
     buf = b""
     while len(buf) < n:
         chunk = sock.recv(n - len(buf))
@@ -58,12 +59,12 @@ def handshake(host: str, port: int, timeout_s: float = 5.0) -> tuple[str, str, f
         sock.settimeout(max(0.05, timeout_s - (time.monotonic() - t0)))
         sock.sendall(header + HOST_BANNER)
         try:
-            command, _arg0, _arg1, length, _check, magic = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+            command, _arg0, _arg1, length, _check, magic = _HEADER.unpack(recv_exact(sock, _HEADER.size))
             if magic != command ^ 0xFFFFFFFF:
                 raise HandshakeError(f"{host}:{port} answered with a bad adb header (magic 0x{magic:08x})")
             if length > MAX_PAYLOAD:
                 raise HandshakeError(f"{host}:{port} announced a {length}-byte handshake payload")
-            payload = _recv_exact(sock, length)
+            payload = recv_exact(sock, length)
         except TimeoutError:
             raise TimeoutError(
                 f"{host}:{port} accepted but did not answer the adb handshake in {timeout_s} s"

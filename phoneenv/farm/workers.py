@@ -42,7 +42,7 @@ import tenacity
 
 from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import require
-from phoneenv.farm.handshake import HandshakeError, handshake
+from phoneenv.farm.handshake import HandshakeError, handshake, recv_exact
 from phoneenv.farm.pool import FarmFile
 
 __all__ = [
@@ -121,16 +121,6 @@ def adb_ping(host: str, port: int, timeout_s: float = 5.0) -> PingResult:
     return PingResult(state, banner, elapsed)  # type: ignore[arg-type]
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionResetError("the device endpoint closed the connection during the handshake")
-        buf += chunk
-    return buf
-
-
 # -- the adb server ------------------------------------------------------------------------------
 
 
@@ -151,7 +141,7 @@ def _adb_server_version(host: str, port: int, timeout_s: float = 2.0) -> int | N
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as s:
             s.sendall(b"000chost:version")
-            reply = _recv_exact(s, 12)
+            reply = recv_exact(s, 12)
     except OSError:
         return None
     return int(reply[8:12], 16) if reply.startswith(b"OKAY") else None
