@@ -9,6 +9,9 @@ The phone: task ``messages.text_contact/0`` padded with N filler contacts and N 
 - reset: median ``env.reset`` to the padded task (fixture snapshot built and cached). Baseline:
   what a reset copied before tables were copy-on-write (every table of the fixture snapshot
   copied for the restore, and again for verification's before-state).
+- first write: median ``env.step`` of the episode's first ``messages.send`` after a reset (the
+  table copied on its first write, the thread found in the table's line index). Baseline: the
+  same step on the bare task, so the ratio is what the phone's size costs.
 - finish: median ``env.step`` of ``finish`` after one ``messages.send`` (verification: the
   diff, the criteria, the verdict). Baseline: the record-by-record diff of every table that
   finish ran before (``diff_tables`` over plain copies), the diff alone. The task's criteria
@@ -128,6 +131,12 @@ def measure(n_records: int, reps: int) -> list[tuple[str, float, str, float, str
         env.reset(seed=0, options=opts)
         env.step(SEND)
 
+    # the first write of an episode (a send into a thread), against the same on the bare task
+    first_write = median_ms(lambda: env.step(SEND), reps, lambda: env.reset(seed=0, options=opts))
+    bare = PhonePlanEnv(task=get_task(TASK), memory=False, max_steps=10**9)
+    bare.reset(seed=0)
+    first_write_base = median_ms(lambda: bare.step(SEND), reps, lambda: bare.reset(seed=0))
+    bare.close()
     finish = median_ms(lambda: env.step(FINISH), reps, after_send)
     after_send()
     end = env.unwrapped.backend.tables()
@@ -154,6 +163,7 @@ def measure(n_records: int, reps: int) -> list[tuple[str, float, str, float, str
     env.close()
     return [
         ("reset", reset, "≤ 2 ms at 100k", reset_base, "copy every table"),
+        ("first write", first_write, "≤ 5 ms at 100k", first_write_base, "the same on the bare task"),
         ("finish", finish, "≤ 2 ms at 100k", finish_base, "diff every record"),
         ("reset (hybrid)", h_reset, "≤ 2 ms at 100k", reset_base, "copy every table"),
         ("finish (hybrid)", h_finish, "≤ 2 ms at 100k", finish_base, "diff every record"),
