@@ -111,7 +111,7 @@ from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
 from phoneenv.harness.toolselect import DEFAULT_K, ToolSearch, ToolSelector, selector_for, task_tools
 from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, masker_for, read_action, seal
-from phoneenv.sharing import ReadOnlyList, openai_tools
+from phoneenv.sharing import ReadOnlyList, openai_tools, shared_specs
 from phoneenv.tasks.verify import CallRecord, confirmed_by, context_of, episode_changes, episode_grounds, verify
 from phoneenv.tools import ArgumentError, ToolDef
 
@@ -393,13 +393,13 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         self._tool_map = tmap
         self._backend_tools = btools
         self._tools_key = key
-        specs = ReadOnlyList([*(e.spec for e in btools.values()), *extra])
+        specs = shared_specs([*(e.spec for e in btools.values()), *extra])  # one list per process
         self._all_specs: list[ToolSpec] = specs
         self._secret_keys = frozenset(p for d in offered.values() for p in d.spec.secret_parameters)
         self._all_openai = openai_tools(specs)
         self._harness_names = frozenset(tmap)  # the providers' tools: always offered
-        self._selectable = ReadOnlyList(s for s in specs if s.name not in self._harness_names)
-        self._harness_specs = ReadOnlyList(s for s in specs if s.name in self._harness_names)
+        self._selectable = shared_specs(s for s in specs if s.name not in self._harness_names)
+        self._harness_specs = shared_specs(s for s in specs if s.name in self._harness_names)
         self._offer()
 
     # -- tool selection (phoneenv.harness.toolselect) ----------------------------------------------

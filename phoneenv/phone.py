@@ -157,6 +157,51 @@ def check_records(records: Mapping[str, Sequence[Any]], classes: Mapping[str, ty
                 raise ValueError(f"{where}: field {field!r}: {first['msg']}") from None
 
 
+def _fill_system_tables(
+    apps_t: dict[str, Any],
+    perms: dict[str, Any],
+    installed: tuple[str, ...],
+    fixtures: Fixtures,
+    classes: Mapping[str, type[App]],
+) -> None:
+    """Add the installed apps' rows to ``system.apps`` and their permissions (granted unless the
+    fixtures deny them) to ``system.permissions``."""
+    for name in installed:
+        cls = classes[name]
+        apps_t[name] = {"id": name, "name": name, "title": cls.title, "package": cls.package}
+        declared = fixtures.permissions.get(name, {})
+        for perm in cls.permissions:
+            perms[f"{name}/{perm}"] = {
+                "id": f"{name}/{perm}",
+                "app": name,
+                "permission": perm,
+                "granted": declared.get(perm, True),
+            }
+
+
+_SYSTEM_KEPT = 256
+"""Distinct (apps, grants) whose system tables are kept."""
+_system: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
+def _system_tables(
+    installed: tuple[str, ...], fixtures: Fixtures, classes: Mapping[str, type[App]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(system.apps, system.permissions)`` for these apps and grants, made once per process and
+    shared by every fixture state with the same (a state copies a table on its first write, so
+    a shared one is never written in place; ~5 KiB a task otherwise)."""
+    grants = tuple(sorted((app, tuple(sorted(p.items()))) for app, p in fixtures.permissions.items()))
+    key = (tuple((n, classes[n]) for n in installed), grants)  # the classes are held: ids stay theirs
+    hit = _system.get(key)
+    if hit is None:
+        hit = ({}, {})
+        _fill_system_tables(hit[0], hit[1], installed, fixtures, classes)
+        if len(_system) >= _SYSTEM_KEPT:
+            _system.clear()
+        _system[key] = hit
+    return hit
+
+
 def build_fixture_state(fixtures: Fixtures, classes: Mapping[str, type[App]]) -> tuple[Snapshot, tuple[str, ...]]:
     """Build the phone state a task starts from: seeded records plus system tables.
 
@@ -177,22 +222,14 @@ def build_fixture_state(fixtures: Fixtures, classes: Mapping[str, type[App]]) ->
         raise ValueError(f"bad clock/timezone in fixtures: {exc}") from exc
     now = local.replace(tzinfo=tz).timestamp() if local.tzinfo is None else local.timestamp()
     state = PhoneState(records, now=now)
-    apps_t = state.table("system.apps")
-    perms = state.table("system.permissions")
     for name in installed:
-        cls = classes[name]
-        apps_t[name] = {"id": name, "name": name, "title": cls.title, "package": cls.package}
-        declared = fixtures.permissions.get(name, {})
-        for perm in cls.permissions:
-            perms[f"{name}/{perm}"] = {
-                "id": f"{name}/{perm}",
-                "app": name,
-                "permission": perm,
-                "granted": declared.get(perm, True),
-            }
-        for perm in declared:
-            if perm not in cls.permissions:
+        for perm in fixtures.permissions.get(name, {}):
+            if perm not in classes[name].permissions:
                 raise ValueError(f"fixtures set permission {perm!r} that app {name!r} does not declare")
+    if "system.apps" in state.tables or "system.permissions" in state.tables:  # seeded: added to
+        _fill_system_tables(state.table("system.apps"), state.table("system.permissions"), installed, fixtures, classes)
+    else:  # the same for every task with these apps and grants: built once, shared (never written in place)
+        state.tables["system.apps"], state.tables["system.permissions"] = _system_tables(installed, fixtures, classes)
     accounts = state.table("system.accounts")
     for app, acc in fixtures.accounts.items():
         accounts[app] = {

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from phoneenv.contract import ToolSpec
 
-__all__ = ["ReadOnlyDict", "ReadOnlyList", "freeze_gc", "openai_tools"]
+__all__ = ["ReadOnlyDict", "ReadOnlyList", "freeze_gc", "openai_tools", "shared_specs"]
 
 _MAX_LISTS = 512
 """Distinct tool lists kept (a backend's set, each harness variant, each sub-agent frame's)."""
@@ -72,6 +72,24 @@ class ReadOnlyDict(dict):  # type: ignore[type-arg]
 
 _entries: dict[int, tuple[ToolSpec, ReadOnlyDict]] = {}
 _lists: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], ReadOnlyList]] = {}
+_spec_lists: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], ReadOnlyList]] = {}
+
+
+def shared_specs(specs: Iterable[ToolSpec]) -> ReadOnlyList:
+    """``specs`` as one :class:`ReadOnlyList` shared by every caller that passes the same spec
+    objects in the same order (as :func:`openai_tools` shares their rendering): an env's tool
+    lists cost a lookup, not a list of ~260 references per env. Same objects, same list: an env
+    that compares lists by identity sees a change exactly when the tools change."""
+    held = tuple(specs)
+    key = tuple(map(id, held))
+    hit = _spec_lists.get(key)  # a hit holds the objects with these ids, so they are these specs
+    if hit is not None:
+        return hit[1]
+    shared = ReadOnlyList(held)
+    if len(_spec_lists) >= _MAX_LISTS:
+        _spec_lists.clear()
+    _spec_lists[key] = (held, shared)
+    return shared
 
 
 def _entry(spec: ToolSpec) -> ReadOnlyDict:

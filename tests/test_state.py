@@ -4,6 +4,7 @@ with a record-by-record comparison, and no tool writes into a shared table."""
 from __future__ import annotations
 
 import copy
+import json
 import random
 
 import pytest
@@ -184,3 +185,32 @@ def test_pad_fixtures_adds_filler_that_changes_no_task():
         pad_fixtures(task.fixtures, {"notes.notes": 3})
     with pytest.raises(ValueError, match="≥ 0"):
         pad_fixtures(task.fixtures, {"phone.calls": -1})
+
+
+def test_system_tables_are_shared_by_fixtures_alike_and_written_copy_on_write():
+    """Two tasks with the same apps and grants start from one system.apps and one
+    system.permissions table (built once); granting a permission in one episode changes that
+    episode only: the other task, a second env and the next reset still see it denied."""
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.tasks import get_task
+
+    a, b = get_task("camera.photo_to_contact/6"), get_task("camera.photo_to_contact/7")
+    one = PhonePlanEnv(task=a, memory=False)
+    two = PhonePlanEnv(task=b, memory=False)
+    one.reset(seed=0)
+    two.reset(seed=0)
+    perms = lambda env: env.unwrapped.backend.phone.state.tables["system.permissions"]  # noqa: E731
+    same_grants = a.fixtures.permissions == b.fixtures.permissions
+    assert (perms(one) is perms(two)) is same_grants
+    denied = [rid for rid, r in perms(one).items() if not r["granted"]]
+    assert denied, "the task denies a permission to ask for"
+    app, perm = denied[0].split("/", 1)
+    step = {"name": "system.request_permission", "arguments": {"app": app, "permission": perm}}
+    obs, *_ = one.step(step)
+    assert json.loads(obs["feedback"])["result"]["granted"] is True
+    assert perms(one)[denied[0]]["granted"] is True  # this episode: granted
+    assert perms(two)[denied[0]]["granted"] is False  # the other env: untouched
+    one.reset(seed=0)
+    assert perms(one)[denied[0]]["granted"] is False  # the next episode: from the fixtures again
+    one.close()
+    two.close()

@@ -49,6 +49,7 @@ from typing_extensions import TypedDict
 from phoneenv.contract import Domain, Feedback
 from phoneenv.errors import PhoneEnvError
 from phoneenv.harness.feedback import from_tool_error, invalid_arguments, not_found, to_tool_error
+from phoneenv.sharing import ReadOnlyList
 from phoneenv.tools import ArgumentError, ToolDef, ToolError, build_tool, tool
 
 __all__ = [
@@ -337,6 +338,7 @@ class SkillLibrary:
             by_name[s.name] = s
         self._skills = dict(sorted(by_name.items()))
         self._scopes: dict[frozenset[str], SkillLibrary] = {}
+        self._described: ReadOnlyList | None = None
 
     @classmethod
     def load(cls, *folders: Path | str) -> SkillLibrary:
@@ -376,9 +378,17 @@ class SkillLibrary:
 
     def descriptions(self, tool_names: Iterable[str] | None = None) -> list[dict[str, str]]:
         """``[{"name": ..., "description": ...}]`` of the skills that apply to ``tool_names``
-        (every skill when None), sorted by name: what an agent sees before reading any body."""
-        pool = self._skills.values() if tool_names is None else skills_for(tool_names, self._skills)
-        return [{"name": s.name, "description": s.description} for s in pool]
+        (every skill when None), sorted by name: what an agent sees before reading any body.
+        Every skill's (None) is made once per library and shared (a
+        :class:`~phoneenv.sharing.ReadOnlyList`; do not change its dicts): each env's
+        ``info["skills"]`` is that list, not a copy."""
+        if tool_names is None:
+            if self._described is None:
+                self._described = ReadOnlyList(
+                    {"name": s.name, "description": s.description} for s in self._skills.values()
+                )
+            return self._described
+        return [{"name": s.name, "description": s.description} for s in skills_for(tool_names, self._skills)]
 
     def nearest(self, name: str, n: int = 3) -> list[str]:
         """Up to ``n`` skill names closest to ``name`` (difflib ratio ≥ 0.4), best first; when none
