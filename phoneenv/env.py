@@ -247,8 +247,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             :attr:`tools` list the active frame's tools.
         tools: which tools are offered (:mod:`phoneenv.harness.toolselect`): ``"all"``
             (default), ``"task"`` (the backend tools of the task's apps and of the phone's own,
-            :data:`~phoneenv.harness.toolselect.DEVICE_APPS`, plus every harness tool), ``"retrieve"`` (at reset, the ``tools_k`` backend tools most relevant to
-            the goal, plus every harness tool), ``"search"`` (the same plus ``tools.search``,
+            :data:`~phoneenv.harness.toolselect.DEVICE_APPS`, plus every harness tool),
+            ``"retrieve"`` (at reset, the ``tools_k`` backend tools most relevant to the goal,
+            plus every harness tool), ``"search"`` (the same plus ``tools.search``,
             which loads more tools into the episode), or a
             :class:`~phoneenv.harness.toolselect.ToolSelector`. A call of a tool that exists
             but is not offered is a ``precondition_failed`` feedback.
