@@ -417,6 +417,8 @@ _APP_CUTOFF = 0.6
 """Least bigram similarity for an app prefix to name an app whose tools are suggested."""
 _MAX_INDEXES = 256
 """Distinct tool lists whose name index is kept (each backend's, each sub-agent frame's)."""
+_ANSWERS_KEPT = 4096
+"""Queries whose nearest names each index keeps."""
 
 
 def _bigrams(text: str) -> set[str]:
@@ -441,12 +443,25 @@ class _NameIndex:
             self.matrix[[self.vocab[x] for x in g], j] = 1.0
         self.sizes = np.array([len(g) for g in grams], dtype=np.float32)
         self._scales: dict[int, np.ndarray] = {}
+        self._answers: dict[tuple[str, int, float], tuple[int, ...]] = {}
 
     def best(self, query: str, n: int, cutoff: float) -> list[int]:
         """Indices of up to ``n`` names whose Dice similarity to ``query`` (over bigram sets) is at
-        least ``cutoff``, best first (ties in list order)."""
+        least ``cutoff``, best first (ties in list order). Answers are kept per query (up to
+        :data:`_ANSWERS_KEPT`): a planner, and the samples of a group of rollouts, repeat the
+        same wrong names."""
         if not self.names or n <= 0:
             return []
+        key = (query, n, cutoff)
+        hit = self._answers.get(key)
+        if hit is None:
+            hit = tuple(self._best(query, n, cutoff))
+            if len(self._answers) >= _ANSWERS_KEPT:
+                self._answers.clear()
+            self._answers[key] = hit
+        return list(hit)
+
+    def _best(self, query: str, n: int, cutoff: float) -> list[int]:
         q = _bigrams(query)
         scale = self._scales.get(len(q))
         if scale is None:  # 2 / (|name| + |query|) for every name, once per query size

@@ -119,3 +119,15 @@ def test_the_env_suggests_from_the_active_frame(specs):
     fb = json.loads(env.step('{"name": "contacts.get", "arguments": {"contact_id": "c_1"}}')[0]["feedback"])
     assert fb["error"] == "precondition_failed" and len(fb["candidates"]) == 3
     assert set(fb["candidates"]) == {"contacts.search", "contacts.list", "finish"}
+
+
+def test_a_repeated_name_gets_the_same_answer_as_a_list_of_its_own(specs):
+    """Answers are kept per query (a planner repeats its wrong names): the second call gives
+    what the first did, each as a new list, so a caller changing one changes no later answer."""
+    for query in ["contacts.gett", "mesages.send", "clok.create_alarm", "zzz", "Contacts.Get"]:
+        first = nearest_tools(query, specs)
+        again = nearest_tools(query, specs)
+        assert again == first and again is not first
+        first.append("changed")
+        assert "changed" not in nearest_tools(query, specs)
+    assert nearest_tools("contacts.gett", specs, n=1) == ["contacts.get"]
