@@ -49,6 +49,6 @@ def test_episode_reset_keeps_to_its_seed_bound():
 
     server = EpisodeServer.for_task("clock.alarm_off/0")
     for seed in (MAX_SEED + 1, -1, 1.5, True):
-        out = server._reset_call({"seed": seed})
+        out, _ = server._reset_call({"seed": seed})
         assert out["ok"] is False and out["error"] == "invalid_arguments" and out["path"] == "/seed", out
-    assert server._reset_call({"seed": MAX_SEED})["ok"] is True
+    assert server._reset_call({"seed": MAX_SEED})[0]["ok"] is True

@@ -141,7 +141,7 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
 
     seen = {}
 
-    def fake_train_sft(base, traces, out, cfg, tool_specs_or_tools=None, harness=None):
+    def fake_train_sft(base, traces, out, cfg, tool_specs_or_tools=None, harness=None, on_step=None):
         seen.update(traces=traces, cfg=cfg, given=tool_specs_or_tools, harness=harness)
         return {"losses": [], "steps": 0, "examples": 0, "trained_tokens": 0, "masked_tokens": 0}
 

@@ -8,7 +8,8 @@ where a check that outlives its timeout marks a healthy worker unhealthy).
 The host sends ``CNXN(version, maxdata, "host::\\0")``; a device answers ``CNXN`` with its
 ``device::key=value;...`` banner, or ``AUTH`` when it wants the host's key (``unauthorized``).
 :func:`phoneenv.farm.workers.adb_ping` is this handshake for the library and ``phoneenv device
-ping``. Nothing here imports phoneenv: keep it that way (tests/test_farm_surfaces.py checks it).
+ping``. Run as a script, nothing here imports phoneenv: keep it that way (tests/test_farm_surfaces.py
+checks it); imported from the package, its error joins phoneenv's one root.
 """
 
 from __future__ import annotations
@@ -28,9 +29,17 @@ MAX_PAYLOAD = 1024 * 1024
 HOST_BANNER = b"host::\0"
 
 
-class HandshakeError(ValueError):
+if __package__:  # imported as phoneenv.farm.handshake: under the one root of phoneenv's errors
+    from phoneenv.errors import PhoneEnvError
+
+    _BASES: tuple[type[Exception], ...] = (PhoneEnvError, ValueError)
+else:  # run as the health check's script (python3 -I handshake.py): the standard library alone
+    _BASES = (ValueError,)
+
+
+class HandshakeError(*_BASES):  # type: ignore[misc]
     """The endpoint answered, but not as an adb device (another command, a bad header, another
-    banner)."""
+    banner). A :class:`~phoneenv.errors.PhoneEnvError` when imported from phoneenv."""
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:
