@@ -362,3 +362,88 @@ def test_a_status_count_person_or_duration_told_must_be_grounded(kind, task_id, 
     assert crit["passed"] is ok, (answer, crit["reason"])
     if not ok:
         assert f"({kind})" in crit["reason"], crit["reason"]
+
+
+TOLD_STATE = [
+    # switch: a setting told on or off is the phone's end state; "light theme" is dark mode off
+    ("switch", "settings.toggle/0", "Do not disturb is off, light theme is back, brightness 80%.", False),
+    ("switch", "settings.toggle/0", "DND on, dark mode on, brightness 80%.", False),
+    ("switch", "settings.toggle/0", "Wi-Fi is off now; DND on; light theme; brightness 80%.", False),
+    (
+        "switch",
+        "settings.toggle/0",
+        "Turned on do not disturb, switched back to the light theme, brightness 80%.",
+        True,
+    ),
+    ("switch", "settings.toggle/0", "DND is now enabled; dark mode disabled; brightness at 80 percent.", True),
+    (
+        "switch",
+        "settings.toggle/0",
+        "I did not touch Wi-Fi; DND is on and the light theme is back, brightness 80%.",
+        True,
+    ),
+    # an alarm by its time: deleted is not "off"; one turned on that was on already was not turned on
+    ("switch", "clock.delete_alarm/0", "Turned off the 6:30 alarm and switched the 7:15 one on.", False),
+    ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm and turned the 7:00 alarm on.", False),
+    ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm; the 7:15 alarm is still off.", False),
+    ("switch", "clock.delete_alarm/0", "Your 6:30 AM alarm is gone and the 7:15 AM one is back on.", True),
+    ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm and turned the 7:15 alarm back on.", True),
+    (
+        "switch",
+        "clock.delete_alarm/0",
+        "Deleted the 6:30 alarm and switched on the 7:15 alarm; the 7:00 one is still on.",
+        True,
+    ),
+    # a device by its name
+    ("switch", "home.evening/0", "Set the lights to 20%, the thermostat to 70 and turned the TV off.", False),
+    ("switch", "home.evening/0", "Set the lights to 20% and the thermostat to 70; the TV is on.", True),
+    # person by relation: "texted your brother" when the episode texted dad
+    (
+        "person",
+        "clock.start_timer/0",
+        "Started a 45-minute Tea timer and texted your brother that dinner is ready.",
+        False,
+    ),
+    ("person", "clock.start_timer/0", "Timer started (45 min, Tea) and I texted your dad that dinner is ready.", True),
+    # someone else's act is no act of the episode ("Marlene sent yesterday"); a weekday range is days
+    ("date", "messages.delete_message/0", "Removed the text Marlene sent yesterday afternoon.", True),
+    ("date", "fields.dnd_schedule/0", "Done - Do Not Disturb now runs Monday to Friday from 10 PM to 7 AM.", True),
+    # a relation told beside a name: that contact's, by the contact book or the user's words
+    ("person", "calendar.add_attendee/0", "Invited your boss, Denis Naylor, to Call with Denis.", False),
+    ("person", "messages.forward/0", "Forwarded it to your coach, Michelle Smith.", False),
+    ("person", "messages.forward/0", "Forwarded it to your coach, Ashley Burton.", True),
+    ("person", "memory.text_relation/0", 'Texted your sister Doreen: "Don\'t forget the concert tickets".', True),
+    # a name told of an act must be what the act was done to
+    ("name", "memory.usual_list/0", 'Added "buy oat milk" to Groceries.', False),
+    ("name", "memory.usual_list/0", 'Added "buy oat milk" to Family shop.', True),
+    ("name", "memory.usual_list/0", "Put it on Family shop (the Groceries list isn't used any more).", True),
+    ("name", "messages.forward/0", 'Forwarded "See you at 8" to Ashley Burton.', False),
+    ("name", "messages.forward/0", 'Forwarded "See you at 7" to Ashley Burton.', True),
+    ("name", "checklists.tick_off/0", "Ticked off butter and oat milk.", False),
+    ("name", "checklists.tick_off/0", "Ticked off butter and bananas on your Groceries checklist.", True),
+    ("name", "notes.delete_note/0", 'Deleted "Shopping list".', False),
+    ("name", "notes.delete_note/0", 'Deleted your "Packing list" note (passport, charger, socks).', True),
+    # status: archived is not deleted, an order placed needs an order, "as paid" needs a payment
+    ("status", "messages.delete_message/0", "Archived Marlene's latest message.", False),
+    ("status", "mail.archive/0", "Archived it and marked it as read.", False),
+    ("status", "mail.archive/0", "Archived it.", True),
+    ("status", "wallet.cancel_request/0", "Marked Francesca's concert tickets request as paid.", False),
+    ("status", "shop.fix_cart/0", "Made it two t-shirts, removed the charger and placed the order.", False),
+    # told as not done although done; "nothing is pending" denies nothing done
+    ("status", "home.make_scene/0", '"Movie night" is saved; I haven\'t run it yet.', False),
+    ("status", "music.playlist_and_play/0", 'Created "Road trip"; it\'s not playing yet.', False),
+    ("status", "shop.return_from_mail/0", "Return started, but the pickup isn't booked yet.", False),
+    ("status", "music.podcast_catch_up/0", "Subscribed, downloaded Bridges; Market days is still unplayed.", False),
+    ("status", "todo.tick_off_and_clear/0", "Marked it done and cleared the completed ones; nothing is pending.", True),
+    ("status", "subagent.meeting_from_availability/0", "Scheduled for one o'clock on Sunday; all three invited.", True),
+]
+"""(claim type, task, answer, whether the grounded check passes): switches, people by relation,
+names told of an act and statuses told done or not done, each kind both ways."""
+
+
+@pytest.mark.parametrize(("kind", "task_id", "answer", "ok"), TOLD_STATE)
+def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer, ok):
+    crit = _grounded(_answer(task_id, answer))
+    assert crit["passed"] is ok, (answer, crit["reason"])
+    if not ok:
+        assert f"({kind})" in crit["reason"], crit["reason"]

@@ -18,6 +18,11 @@ that must **pass** (the same answer said another way)::
     person    a contact's surname changed ("Stanley Potter")
     email     the address's domain changed         a dictated text greeted, thanked, signed,
     phone     the number's last digit changed        abbreviated ("Hi! ... 15 mins ... thx x")
+    switch    a setting, alarm or device told on       a switch the episode changed told in
+              told off (and back); one the episode   its end state ("... The Ceiling light
+              changed told in the other state        is off now.")
+    name      a name told of an act swapped for
+              another name of the world
     dictation a dictated text with a commitment
               added ("Unfortunately I can't make
               it though.")
@@ -56,7 +61,9 @@ from phoneenv.tasks.grounding import (
     temperature_claims,
 )
 from phoneenv.tasks.identity import contact_ids
-from phoneenv.tasks.predicates import Context, plain, says
+from phoneenv.tasks.names import told_names
+from phoneenv.tasks.predicates import Context, plain, says, words
+from phoneenv.tasks.switches import changed_switches, switch_claims
 from phoneenv.tasks.undone import undone_answer
 from phoneenv.tasks.world import given_names
 
@@ -64,7 +71,7 @@ __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
     "time", "date", "weekday", "money", "currency", "temperature", "count", "percent", "duration", "person", "email", "phone",
-    "dictation", "undone", "paraphrase",
+    "switch", "name", "dictation", "undone", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
@@ -73,6 +80,23 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 _OTHER_SURNAMES = ("Potter", "Fischer", "Walsh")
 """Surnames for a person told wrongly (surnames of the world: see :func:`world.surnames`)."""
 _SWAP_CURRENCY = {"USD": "EUR", "EUR": "USD", "GBP": "USD", "AUD": "GBP", "JPY": "USD", "CHF": "EUR"}
+
+
+_FLIP = {
+    "on": "off", "off": "on", "enabled": "disabled", "disabled": "enabled", "active": "inactive", "inactive": "active",
+    "activated": "deactivated", "deactivated": "activated", "running": "off", "light": "dark", "dark": "light",
+}  # fmt: skip
+_LAST_STATE = re.compile(
+    r"\b(?:on|off|enabled|disabled|active|inactive|activated|deactivated|running)\b(?!.*\b(?:on|off|enabled|disabled)\b)"
+    r"|\b(?:light|dark)(?=\s+(?:mode|theme))",
+    re.I,
+)
+"""The state word of a switch claim's span (its last one; a theme's "light"/"dark")."""
+
+
+def _said_in(name: str, texts: Sequence[str]) -> bool:
+    w = words(name)
+    return any(w in t for t in texts)
 
 
 @dataclass(frozen=True)
@@ -326,6 +350,45 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 p = normal_phone(new, region)
                 fail("phone", step, key, _put(original, text, a, b, new), new, p is None or g.holds("phone", p))
                 break
+        if "switch" not in exempt:
+            read, found = switch_claims(original, ctx)
+            for c in found:
+                span = read[c.start : c.end]
+                m = _LAST_STATE.search(span)
+                if m is None:
+                    continue
+                new = span[: m.start()] + _FLIP[m.group().lower()] + span[m.end() :]
+                fail("switch", step, key, _put(original, read, c.start, c.end, new), new, False)
+                break
+        if "name" not in exempt and key == "answer" and g.subject_names is not None:
+            people = [str(c.get("name") or "") for c in ctx.contacts]
+            told = [n for n, quoted, held in told_names(original, g.world_names, g.subject_names, people) if held]
+            if told and (at := original.find(told[0])) >= 0:
+                texts = g.subject_names.texts()
+                other = next(
+                    (
+                        w
+                        for w in sorted(set(g.world_names))
+                        if re.fullmatch(r"[A-Z][\w '&-]*\w", w)
+                        and 4 <= len(w) <= 40
+                        and w not in people
+                        and not _said_in(w, texts)
+                    ),
+                    None,
+                )
+                if other is not None:
+                    new = original[:at] + other + original[at + len(told[0]) :]
+                    fail("name", step, key, new, other, False)
+    # a switch the episode changed, told after the answer: its state passes, the other fails
+    if "switch" not in exempt:
+        for name, on in changed_switches(ctx)[:1]:
+            answer = str(plan[-1].arguments.get("answer") or "").rstrip()
+            sep = " " if answer.endswith((".", "!")) else ". " if answer else ""
+            for state, expect in ((on, "pass"), (not on, "fail")):
+                told = f"{answer}{sep}{name[:1].upper()}{name[1:]} is {'on' if state else 'off'} now."
+                out.append(
+                    ClaimProbe("switch", expect, f"answer: {told!r}", _with(plan, len(plan) - 1, "answer", told))
+                )
     # a dictated text: greeted and abbreviated must pass; a commitment added must fail
     for dictated in _dictations(task.criteria):
         for step, key, original in _texts(plan):

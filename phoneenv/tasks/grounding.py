@@ -72,12 +72,16 @@ duration       a stated duration (minutes; a ``*_s`` field in seconds), the span
 person         a full name whose first name is a contact's (and a given name of the world) and
                whose surname is a surname of the world must be a contact's full name; a contact
                told as texted, told, asked, invited, "sent to" must be one the episode's writes
-               addressed (by number, address, name or id, or through a record they name by id)
+               addressed (by number, address, name or id, or through a record they name by id),
+               and so must a contact told by relation ("texted your dad": :data:`RELATION_WORDS`)
+switch         a setting or an alarm told on or off ("DND is off", "turned the 7:15 alarm back
+               on", "back to the light theme"): the state the phone holds at the end
+               (:mod:`phoneenv.tasks.switches`); an alarm told off that was deleted fails
 =============  ===============================================================================
 
 A negated claim ("not 14:00", "instead of Tuesday") is not told. Free speech stays free: words
-that carry no typed value (a pleasantry, an opinion) are not claims here. Places, item names
-and distances are not checked here.
+that carry no typed value (a pleasantry, an opinion) are not claims here. Names told of an act
+are checked by :mod:`phoneenv.tasks.names` (type ``name``); distances are not checked.
 
 Grounding is support, with sentence-level aboutness: a planner that reads ten alarms and tells,
 in a sentence that names none of them, the time of the wrong one passes this check (the task's
@@ -114,7 +118,9 @@ from phoneenv.tasks.answers import (
     scan_cached,
 )
 from phoneenv.tasks.identity import contact_ids, mentioned_contacts
+from phoneenv.tasks.names import SubjectNames, name_claims, record_names, subject_strings
 from phoneenv.tasks.predicates import Context, plain
+from phoneenv.tasks.switches import check_switches
 
 __all__ = [
     "AUTHORED_KEYS",
@@ -163,6 +169,14 @@ _ACTION_BEFORE = re.compile(
     r"|\s+(?:you\s+|them\s+|him\s+|her\s+)?)$",
     re.I,
 )
+_OTHERS_ACT = re.compile(r"(?:\b(?:he|she|they|who|which)|(?<!^)(?<![.!?]\s)\b(?!I\b)[A-Z][a-z]+)\s+$")
+"""Who did the act a verb tells, when it is not the planner: a pronoun or a name right before
+it ("Marlene sent", "she moved")."""
+_WEEKDAY_RANGE = re.compile(
+    rf"^\s*(?:to|-|\u2013|through|thru|till|until)\s*(?:{WEEKDAY})\b|\b(?:{WEEKDAY})\s*(?:to|-|\u2013|through|thru|till|until)\s*$",
+    re.I,
+)
+"""A weekday that ends a range of days ("Monday to Friday"): days of a schedule, not a date."""
 _RE_MONTH_DAY = re.compile(r"-{0,2}(\d{2})-(\d{2})")
 _TEMP_KEYS = re.compile(r"temp|high|low|feels", re.I)
 
@@ -668,6 +682,7 @@ class Named:
     ev: Evidence
     label: str
     amounts: tuple[tuple[str, float, str], ...] = ()
+    names: tuple[str, ...] = ()
 
 
 class Grounds:
@@ -689,6 +704,10 @@ class Grounds:
         self.acts = acts  # the tools whose calls changed the world and succeeded
         self.addressed = addressed  # the contacts (ids) those calls named, in their arguments or results
         self.now: int | None = None  # the clock's time of day in minutes, when known
+        self.subject_names: SubjectNames | None = None  # what the episode's acts were done to
+        self.world_names: list[str] = []  # the names of the records read, changed or in the fixtures
+        self.user_texts: list[str] = []  # the user's words: the goal and memory entries, as text
+        self.changed_words: frozenset[str] = frozenset()  # short strings of the changed records, lower case
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
@@ -837,7 +856,7 @@ def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
         for k, v in rec.items()
         if isinstance(v, (int, float)) and not isinstance(v, bool) and _MONEY_KEYS.search(str(k))
     )
-    return Named(tokens, codes, ev, names[0], amounts)
+    return Named(tokens, codes, ev, names[0], amounts, tuple(names))
 
 
 def _id_records(value: Any) -> Iterable[Mapping[str, Any]]:
@@ -868,10 +887,12 @@ def _records(value: Any) -> Iterable[Mapping[str, Any]]:
 @dataclass
 class WorldGrounds:
     """What the fixtures add to an episode's grounds (see :func:`world_grounds`): their amounts
-    (``ev.world_money``) and the records a clause can name."""
+    (``ev.world_money``), the records a clause can name, and their ``names``
+    (:func:`~phoneenv.tasks.names.record_names`)."""
 
     ev: Evidence
     named: list[Named]
+    names: list[str] = field(default_factory=list)
 
 
 def world_grounds(records: Iterable[Mapping[str, Any]], ctx: Context, *, limit: int = 2000) -> WorldGrounds:
@@ -881,7 +902,7 @@ def world_grounds(records: Iterable[Mapping[str, Any]], ctx: Context, *, limit: 
     recs = list(itertools.islice(records, limit))
     ev = evidence_of(recs, ctx, world=True, clock=False)
     named = [n for r in recs if (n := _named(r, ctx))]
-    return WorldGrounds(ev, named)
+    return WorldGrounds(ev, named, record_names(recs))
 
 
 def grounds(
@@ -893,9 +914,11 @@ def grounds(
     world: WorldGrounds | None = None,
     ctx: Context,
     zone: str | None = None,
+    expected: Sequence[Any] = (),
 ) -> tuple[Grounds, list[tuple[str, str]]]:
     """The :class:`Grounds` of an episode and the texts the planner wrote (``(source, text)``).
-    ``zone``: the phone's IANA time zone; with it, the clock's time in each city the goal names
+    ``expected``: the task's expected answer values (evidence like ``memory``, and subject names:
+    :mod:`phoneenv.tasks.names`). ``zone``: the phone's IANA time zone; with it, the clock's time in each city the goal names
     (a zone's city: "Dubai" for ``Asia/Dubai``) is a subject time too ("what's the time in
     Dubai?" is answered from the phone's own clock).
 
@@ -907,6 +930,7 @@ def grounds(
         for c in calls
         if c.name == "finish" and c.frame != "main" and c.arguments.get("answer")
     )
+    memory = [*memory, *expected]
     subject = evidence_of(memory, ctx, goal=goal)
     subject.times.update(_zone_times(goal, ctx, zone))
     did = evidence_of(memory, ctx, goal=goal, clock=False)  # what the user asked and the episode did
@@ -988,6 +1012,16 @@ def grounds(
                         addressed.update(ids)
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
     g.focus = frozenset(focus)
+    strings, ids = subject_strings(
+        [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
+    )
+    g.subject_names = SubjectNames(strings, ids, (ctx.tables, ctx.before))
+    g.user_texts = [goal, *(json.dumps(m, default=str) for m in memory)]
+    g.changed_words = frozenset(
+        x.strip().lower() for x, _, _, _ in _walk(now_recs) if isinstance(x, str) and len(x) <= 30
+    )
+    results = [c.feedback.result for c in calls if c.ok and c.feedback.result is not None and c.name != "finish"]
+    g.world_names = [*record_names([*results, *now_recs, *was_recs]), *(world.names if world is not None else ())]
     if (now := _clock(ctx)) is not None:
         g.now = now.hour * 60 + now.minute
     return g, texts
@@ -1084,11 +1118,24 @@ def _NO_TOOL(name: str) -> bool:
 
 STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = {
     "paid": (
-        r"paid|settled",
-        _verb("pay", "checkout", "purchase", "buy", "place_order", "send_money"),
+        r"paid|settled|marked\s+(?:\S+\s+){0,5}?as\s+paid",
+        _verb("pay", "checkout", "purchase", "buy", "place_order", "send_money", "mark_paid"),
         frozenset({"paid"}),
     ),
-    "scheduled": (r"scheduled", _verb("schedule"), frozenset()),
+    "ordered": (
+        r"ordered|placed\s+(?:the\s+|your\s+|an\s+|a\s+|this\s+)?order",
+        _verb("place_order", "checkout", "order", "buy", "purchase", "reorder", "book", "request_ride"),
+        frozenset({"placed", "ordered"}),
+    ),
+    "archived": (r"archived", _verb("archive"), frozenset({"archived", "archive"})),
+    "played": (r"played|playing|started\s+playing", _verb("play", "mark_played", "resume"), frozenset()),
+    "ran": (r"ran", _verb("run", "activate", "apply", "trigger"), frozenset()),
+    "read": (
+        r"marked\s+(?:it\s+|them\s+|\S+\s+){0,3}?(?:as\s+)?read\b",
+        _verb("mark_read", "mark_as_read", "read", "open", "mark"),
+        frozenset(),
+    ),
+    "scheduled": (r"scheduled", _verb("schedule", "create_event", "add_event"), frozenset()),
     "cancelled": (
         r"cancell?ed|called\s+off",
         _verb("cancel", "decline", "delete", "remove", "forget", "clear"),
@@ -1174,9 +1221,61 @@ _RE_STATUS_STATE = re.compile(
 )
 """A thing told as a record's state: "the bill is paid", "it has been cancelled"."""
 _RE_STATUS_DENIED = re.compile(
-    r"\b(?:not|never|no|cannot|unable|failed|without|if|whether|once|when|before|until|should|could|would)\b|n't",
+    r"\b(?:not|never|no|nothing|none|neither|nor|cannot|unable|failed|without|if|whether|once|when|before|until|should|could|would)\b|n't",
     re.I,
 )
+
+
+_UNDONE_FORMS: dict[str, str] = {
+    "paid": r"paid|pay|unpaid",
+    "booked": r"booked|book|reserved|reserve",
+    "cancelled": r"cancell?ed|cancel",
+    "sent": r"sent|send|unsent",
+    "texted": r"texted|text",
+    "emailed": r"e-?mailed|e-?mail",
+    "deleted": r"deleted|delete|removed|remove",
+    "ordered": r"ordered|order|placed|place",
+    "played": r"played|playing|play|unplayed",
+    "ran": r"run|running|ran|started|start|activated|activate",
+    "archived": r"archived|archive",
+    "scheduled": r"scheduled|schedule",
+    "called": r"called|call",
+    "read": r"read|unread",
+}
+"""How a thing is told as *not* done ("I have not run it yet", "the pickup is not booked yet",
+"it is still unplayed"): the family's words, base forms and un- forms."""
+_RE_UNDONE = re.compile(
+    r"\b(?:(?:i|we)\s+(?:have|had|did)\s+not\s+(?:yet\s+|actually\s+)?"
+    r"|(?:is|are|was|were|has|have)\s+not\s+(?:been\s+)?(?:yet\s+)?"
+    r"|(?:not|never)\s+(?:yet\s+)?|still\s+)"
+    r"(?:" + "|".join(f"(?P<{k}>{v})" for k, v in _UNDONE_FORMS.items()) + r")\b(?P<rest>[^.;!?\n]*)",
+    re.I,
+)
+
+
+def _undone_claims(t: str) -> list[tuple[str, int, int]]:
+    """``(family, start, end)`` of each thing ``t`` (already :func:`plain`) tells the planner
+    has not done yet: told by the planner of no named thing ("I have not paid it", "I did not
+    cancel anything") or with "yet"/"still" ("is not booked yet", "still unplayed"); questions
+    and conditions aside ("I did not order the Chicken Tikka" may be about another dish than the
+    one ordered: not read)."""
+    out = []
+    for m in _RE_UNDONE.finditer(t):
+        family = next(k for k in _UNDONE_FORMS if m.group(k))
+        head = m.group(0)[: m.start("rest") - m.start()].lower()
+        if head.startswith("still") and not re.search(r"\bun\w+$", head):
+            continue  # "still running" is a state, not a thing left undone
+        rest = m["rest"].lower()
+        if "yet" in head or "yet" in rest or head.startswith("still"):
+            pass
+        elif not (re.match(r"(?:i|we)\s", head) and re.match(r"\s*(?:(?:it|them|that|this|anything)\b|[,;:]|$)", rest)):
+            continue  # "I did not order the Chicken Tikka" may be about another thing than the one ordered
+        ends = [e.end() for e in _CLAUSE.finditer(t, 0, m.start())]
+        lead = t[ends[-1] if ends else 0 : m.start()]
+        if re.search(r"\b(?:if|whether|unless|once|when|should|could|would)\b", lead, re.I) or "?" in m["rest"]:
+            continue
+        out.append((family, m.start(), m.start("rest")))
+    return out
 
 
 def _status_claims(t: str) -> list[tuple[str, int, int, bool]]:
@@ -1260,11 +1359,39 @@ _RE_TOLD_TO = re.compile(
 "sent the photos to Ben", "requested 43 USD from each of Ana, Ben and Cy")."""
 
 
+RELATION_WORDS: dict[str, str] = {
+    "mom": r"mom|mum|mother|mommy|mummy|ma",
+    "dad": r"dad|father|daddy|papa|pa",
+    "sister": r"sister|sis",
+    "brother": r"brother|bro",
+    "boss": r"boss|manager",
+    "coworker": r"co-?worker|colleague",
+    "neighbor": r"neighbou?r",
+    "landlord": r"landlord|landlady",
+    "dentist": r"dentist",
+    "coach": r"coach|trainer",
+    "aunt": r"aunt|auntie",
+    "uncle": r"uncle",
+    "son": r"son",
+    "daughter": r"daughter",
+    "grandma": r"grandma|grandmother|granny|nan",
+    "grandpa": r"grandpa|grandfather|grandad",
+}
+"""How people say a contact's ``relation``: "texted your dad" is about the contact whose
+relation is ``dad``."""
+_RE_RELATION = re.compile(
+    r"\b(?:your|ur)\s+(?:" + "|".join(f"(?P<{k}>{v})" for k, v in RELATION_WORDS.items()) + r")\b(?!['’]s)", re.I
+)
+
+
 def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
     """``(said, why)`` of each person ``text`` tells wrongly: a full name whose first name is a
     contact's (and a given name of the world: "Curry House" is a restaurant) and whose surname is
-    a surname of the world, but no contact is so called ("Stanley Potter" for Stanley Brookes); a contact named as told, texted or asked ("texted Sandra", "sent
-    it to Ben") whom no call of the episode addressed."""
+    a surname of the world, but no contact is so called ("Stanley Potter" for Stanley Brookes); a
+    contact named as told, texted or asked ("texted Sandra", "sent it to Ben") whom no call of
+    the episode addressed; a relation told of someone ("texted your brother", "your boss, Denis
+    Naylor") who is not that relation by the contact book or, where it says none, by the user's
+    words ("Doreen is my sister")."""
     from phoneenv.tasks.world import given_names, surnames  # Faker's name lists: loaded on first use
 
     out: list[tuple[str, str]] = []
@@ -1276,6 +1403,22 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
             and contact_ids(m[1], ctx.contacts)
         ):
             out.append((m[0], f"no contact is called {m[0]}"))
+    # a relation told beside a name ("your boss, Denis Naylor"; "Doreen, your mother"): that
+    # contact's relation, where the contact book or the user's words say one
+    for r in _RE_RELATION.finditer(text):
+        relation = next(k for k, v in r.groupdict().items() if v)
+        after = re.match(r",?\s+((?:[A-Z][\w'-]+\s?){1,3})", text[r.end() : r.end() + 40])
+        before = re.search(r"((?:[A-Z][\w'-]+\s?){1,3}),\s+$", text[max(0, r.start() - 40) : r.start()])
+        for said in (after[1] if after else "", before[1] if before else ""):
+            ids = contact_ids(said.strip(), ctx.contacts) if said.strip() else set()
+            if len(ids) != 1:
+                continue
+            (cid,) = ids
+            rec = next((c for c in ctx.contacts if c.get("id") == cid), {})
+            known = rec.get("relation")
+            kin = {str(c.get("id")) for c in ctx.contacts if c.get("relation") == relation}
+            if (known and known != relation) or (not known and (kin or not _user_says(g, relation, said))):
+                out.append((f"{r[0]} {said.strip()}", f"{said.strip()} is not your {relation}"))
     if not g.acts:
         return out
     for m in _RE_TOLD_TO.finditer(text):
@@ -1286,7 +1429,22 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
                 (cid,) = ids
                 name = next((str(c.get("name")) for c in ctx.contacts if c.get("id") == cid), cid)
                 out.append((name, f"the episode addressed no message or request to {name}"))
+        for r in _RE_RELATION.finditer(rest):  # "texted your brother": a contact of that relation
+            relation = next(k for k, v in r.groupdict().items() if v)
+            kin = {str(c.get("id")) for c in ctx.contacts if c.get("relation") == relation}
+            if kin & g.addressed or (not kin and _user_says(g, relation)):
+                continue  # the user's words may say who it is ("Doreen is my sister")
+            who = "no contact is" if not kin else "the episode addressed no message or request to"
+            out.append((r[0], f"{who} your {relation}"))
     return out
+
+
+def _user_says(g: Grounds, relation: str, name: str = "") -> bool:
+    """Whether the user's words (the goal, memory) name ``relation`` (beside ``name``'s first
+    name, when given: "Doreen is my sister")."""
+    pattern = re.compile(rf"\b(?:{RELATION_WORDS.get(relation, relation)})\b", re.I)
+    first = name.split()[0].lower() if name.strip() else ""
+    return any(pattern.search(t) and (not first or first in t.lower()) for t in g.user_texts)
 
 
 def check_text(
@@ -1314,7 +1472,9 @@ def check_text(
         Tuesday", "booked for 19:30", "paid 45 EUR")."""
         here = clause(start)
         lead = t[max(bounds[0], start - len(here) - 1, start - 60) : start]
-        return type in g.done and bool(_ACTION_BEFORE.search(lead))
+        m = _ACTION_BEFORE.search(lead) if type in g.done else None
+        # "the text Marlene sent yesterday": someone else's act, not the episode's
+        return m is not None and not _OTHERS_ACT.search(lead[: m.start()])
 
     def judge(type: str, values: Sequence[Any], start: int, end: int, unit: str = "", ending: bool = False) -> None:
         if acted(start, type):
@@ -1366,6 +1526,13 @@ def check_text(
                 and re.fullmatch(r"[\s,]*", t[c.end : nxt.start])
             ):  # "Wednesday 2026-11-11": the weekday labels the date beside it (checked with it)
                 continue
+            span = t[c.start : c.end].strip()
+            if re.fullmatch(rf"{WEEKDAY}(?:\s*(?:to|-|\u2013|through|thru|till|until)\s*{WEEKDAY})?", span, re.I) and (
+                re.search(r"\s|-|\u2013", span)
+                or _WEEKDAY_RANGE.search(t[c.end : c.end + 16])
+                or _WEEKDAY_RANGE.search(t[max(0, c.start - 16) : c.start])
+            ):
+                continue  # "Monday to Friday": the days of a schedule, not dates
             # a weekday's agreement with its date first, whatever the evidence
             _, why = _date_check(c, t, Evidence(), g.subject.today)
             if why:
@@ -1414,8 +1581,8 @@ def check_text(
     if "status" in types:
         for family, a, b, own in _status_claims(pt):
             _, does, holds = STATUS_FAMILIES[family]
-            if any(does(n) for n in g.acts):
-                continue
+            if any(does(n) for n in g.acts) or (own and holds & g.changed_words):
+                continue  # a call of that kind, or a record it changed now says so (a note tagged "archive")
             if does is _NO_TOOL and source != "answer":  # a text passing on what a mail or text said
                 continue
             if not own:
@@ -1428,6 +1595,12 @@ def check_text(
             did = sorted(g.acts) or ["nothing that changed the phone"]
             why = f"the episode did no such thing (it called {', '.join(did[:4])})"
             out.append(Ungrounded("status", pt[a:b], source, (), why))
+        for family, a, b in _undone_claims(pt):  # told as not done, but done
+            _, does, _ = STATUS_FAMILIES[family]
+            done = sorted(n for n in g.acts if does(n))
+            if done:
+                why = f"the episode did it (it called {', '.join(done[:4])})"
+                out.append(Ungrounded("status", pt[a:b], source, (), why))
     if "count" in types:
         for n, a, b, party in count_claims(pt):
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, a)]
@@ -1484,6 +1657,14 @@ def check_text(
                 continue
             near = sorted(pool, key=lambda x: abs(x - minutes))[:3]
             out.append(Ungrounded("duration", span, source, tuple(f"{x} min" for x in near)))
+    if "name" in types and source == "answer" and g.subject_names is not None:
+        for said, why in name_claims(
+            text, g.world_names, g.subject_names, (str(c.get("name") or "") for c in ctx.contacts)
+        ):
+            out.append(Ungrounded("name", said, source, (), why))
+    if "switch" in types:
+        for said, held, why in check_switches(text, ctx):
+            out.append(Ungrounded("switch", said, source, held, why))
     if "person" in types and ctx.contacts:
         for said, why in _person_claims(text, g, ctx):
             out.append(Ungrounded("person", said, source, (), why))

@@ -674,9 +674,15 @@ def episode_grounds(
             _WORLD_CACHE.pop(next(iter(_WORLD_CACHE)))
         _WORLD_CACHE[key] = (task, world)
     memory = [m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in task.fixtures.memory or ()]
-    memory.extend(criterion_facts(task.criteria))
     return grounds(
-        goal=task.goal, calls=calls, changed=changes, memory=memory, world=world, ctx=ctx, zone=task.fixtures.timezone
+        goal=task.goal,
+        calls=calls,
+        changed=changes,
+        memory=memory,
+        world=world,
+        ctx=ctx,
+        zone=task.fixtures.timezone,
+        expected=list(criterion_facts(task.criteria)),
     )
 
 

@@ -344,6 +344,7 @@ def lights_off(w: World) -> Draft:
     plan.append(call("finish", answer=f"Switched off {len(left_on)} lights.", value=len(left_on)))
     offs = [suffixed(state("home.devices", "updated", id=d["id"], on=False), d["id"]) for d in left_on]
     first = next(i for i, c in enumerate(plan) if c.name == "home.switch")
+    room_of_first = next(n for n, x in rooms.items() if x["id"] == left_on[0]["room_id"]).lower()
     return Draft(
         goal=goal,
         criteria=[
@@ -369,7 +370,9 @@ def lights_off(w: World) -> Draft:
             passes("the count in words", finishing(plan, f"There were {len(left_on)} lights on; all off now.")),
             passes(
                 "the count with rooms",
-                finishing(plan, f"Switched off {len(left_on)} lights, 1 of them in the hallway.", value=len(left_on)),
+                finishing(
+                    plan, f"Switched off {len(left_on)} lights, 1 of them in the {room_of_first}.", value=len(left_on)
+                ),
             ),
             fails("one left on", replacing(plan, first)),
             fails(

@@ -1,0 +1,251 @@
+"""Name claims: what the planner tells it did must name the records it did it to.
+
+"Cancelled your Golden Dragon table" when the episode cancelled the Harbour Grill booking,
+"Added to Groceries" when the item went on the "Family shop" list, 'Deleted "Shopping list"'
+when the note deleted was "Packing list": the act is right, the name is false. A typed value
+(a time, an amount) is checked by :mod:`phoneenv.tasks.grounding`; this module checks the
+*names* an act is told of.
+
+A **name** is either
+
+- a name the world holds: the name fields (:data:`~phoneenv.tasks.grounding._NAME_KEYS`:
+  title, name, restaurant, subject, item...) of the records the planner read, changed or could
+  have read (the fixtures of the apps it used), written in the text with its capital letter or
+  a digit ("Golden Dragon", "Invoice #4151"); people are left to the person claims; or
+- a quoted phrase ("Shopping list", 'Road trip').
+
+A name is **told of an act** when it follows, in its clause, a verb of an act (cancelled,
+booked, added, deleted, ticked, paid, archived...: :data:`ACT_VERBS`), and no word of context
+stands between them ("after", "before", "than", "instead of", "not", "because": the
+Budget meeting in "moved it to after the Budget meeting" is context, not the thing moved).
+
+Such a name must be one of the episode's **subject names**: the user's words (the goal and the
+task's expected answers), the string values of the records the episode changed (as they are
+now and as they were), of its successful write calls' arguments and results, and of the records
+those name by id (the list an item was added to; the restaurant of a booking). A world name
+passes when a subject name holds it (word for word); a quoted phrase when a subject name holds
+it, or three quarters of its content words. A text the planner wrote is no evidence for itself
+(an event titled "Dinner at Bella Pizza" does not ground its own "Bella Pizza").
+
+Questions and negated clauses are not told. Only the final answer is read here: a text to a
+person may name records the episode never changed ("see you at Cafe Luna").
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from phoneenv.harness.memory import STOPWORDS
+from phoneenv.tasks.predicates import words
+
+__all__ = ["ACT_VERBS", "NAME_FIELDS", "SubjectNames", "name_claims", "record_names", "subject_strings", "told_names"]
+
+NAME_FIELDS = frozenset(
+    {"title", "name", "event", "city", "restaurant", "carrier", "label", "category", "merchant", "payee", "item",
+     "product", "dish", "hotel", "station", "place", "venue", "film", "movie", "show", "subject", "cinema",
+     "theatre", "theater", "shop", "store", "airline", "destination", "origin", "address", "location", "room",
+     "list", "playlist", "album", "artist", "podcast", "episode", "size", "mode", "device", "scene", "provider"}
+)  # fmt: skip
+"""The fields whose values name a record or a thing a planner may tell it acted on."""
+
+
+def record_names(values: Iterable[Any], limit: int = 5000) -> list[str]:
+    """The strings under :data:`NAME_FIELDS` keys anywhere in ``values`` (JSON), and short
+    ``text`` values (a checklist's "oat milk"), at most ``limit``."""
+    out: list[str] = []
+    stack = list(values)
+    while stack and len(out) < limit:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                if isinstance(x, str):
+                    if (k in NAME_FIELDS or (k == "text" and len(x) <= 60)) and x.strip():
+                        out.append(x)
+                elif isinstance(x, (Mapping, list, tuple)):
+                    stack.append(x)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return out
+
+
+ACT_VERBS = (
+    r"cancell?ed|booked|reserved|ordered|bought|purchased|paid|settled|deleted|removed|erased|archived|added|created"
+    r"|made|saved|ticked|checked\s+off|crossed\s+off|marked|moved|rescheduled|updated|changed|renamed|sent|texted"
+    r"|e-?mailed|forwarded|replied|invited|blocked|unblocked|returned|subscribed|unsubscribed|downloaded|played"
+    r"|started|stopped|logged|recorded|forgot|cleared|joined|accepted|declined|shared|put|pinned|unpinned"
+    r"|favou?rited|tagged|untagged|transferred|requested|split|scheduled|set|turned|switched|dimmed|opened|closed"
+    r"|locked|unlocked|ran|activated|checked\s+in\s+(?:to|at)?|called|rang|phoned|noted|wrote|filed|copied"
+)
+"""Verbs of the planner's own act, as told in an answer (past tense)."""
+_ACT = re.compile(
+    rf"(?:^|(?<=[\s,;:(\"'“]))(?:i\s+(?:have\s+|had\s+)?|we\s+(?:have\s+)?)?(?:just\s+|also\s+|now\s+)?(?:{ACT_VERBS})\b",
+    re.I,
+)
+_CONTEXT = re.compile(
+    r"\b(?:after|before|than|instead\s+of|rather\s+than|unlike|except|apart\s+from|other\s+than|not|because|since"
+    r"|while|whereas|but|although|though|like|near|next\s+to|beside|behind|opposite|versus|vs\.?|or|either|neither"
+    r"|nor|compared|cheaper|dearer|instead|if|unless|until|then|so|which|who|that|where|when)\b|n't|[?(\[]",
+    re.I,
+)
+"""Words after which a name is context, not what the act was done to."""
+_CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)|\s[-\u2013\u2014]\s|:\s")
+_QUOTE = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|(?<![\w])'([^']{3,80})'(?!\w)")
+_DENIED = re.compile(r"\b(?:not|never|no|cannot|failed|unable)\b|n't\b", re.I)
+_CONTENT = re.compile(r"[^\W_]{2,}")
+
+
+class SubjectNames:
+    """The subject names of an episode (see the module docstring), as :func:`words` strings,
+    with the records the subject names by id looked up on first need.
+
+    Args:
+        strings: the subject's strings (:func:`subject_strings`).
+        ids: the ids they hold that may name records (values of ``*_id`` fields and the like).
+        tables: the states to look ids up in (end state first, then the fixtures).
+    """
+
+    def __init__(
+        self, strings: Iterable[str], ids: Iterable[str], tables: Sequence[Mapping[str, Mapping[str, Any]]]
+    ) -> None:
+        self._plain = [s for s in dict.fromkeys(strings) if s]
+        self._ids = frozenset(ids)
+        self._tables = tables
+        self._words: list[str] | None = None
+
+    def texts(self, skip: str = "") -> list[str]:
+        """The subject strings as :func:`words` strings (`` a b c ``), the records named by id
+        included; ``skip``: a text whose own words are no evidence (the one being checked)."""
+        if self._words is None:
+            extra: list[str] = []
+            if self._ids:
+                for tables in self._tables:
+                    for tab in tables.values():
+                        for rid in self._ids & tab.keys() if isinstance(tab, Mapping) else ():
+                            rec = tab[rid]
+                            if isinstance(rec, Mapping):
+                                extra.extend(str(v) for v in rec.values() if isinstance(v, str))
+            self._words = [words(s) for s in dict.fromkeys([*self._plain, *extra])]
+        if not skip:
+            return self._words
+        own = words(skip)
+        return [w for w in self._words if w != own]
+
+
+_ID_LIKE = re.compile(r"[a-z]{1,6}_\d+|[a-z]+")
+
+
+def subject_strings(values: Iterable[Any], skip: frozenset[str] = frozenset()) -> tuple[list[str], set[str]]:
+    """The string leaves of ``values`` (records, call arguments and results, the goal) and the
+    ids among them (``"tl_5"``, ``"dr_2"``: short lower-case words with a serial, or whole
+    values of a key ending ``id``); strings in ``skip`` are left out."""
+    out: list[str] = []
+    ids: set[str] = set()
+    stack: list[tuple[Any, str]] = [(v, "") for v in values]
+    while stack:
+        v, key = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend((x, str(k)) for k, x in v.items())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend((x, key) for x in v)
+        elif isinstance(v, str) and v.strip() and v.strip() not in skip and len(v) <= 2000:
+            out.append(v)
+            if len(v) <= 40 and (key == "id" or key.endswith("_id") or key.endswith("_ids") or _ID_LIKE.fullmatch(v)):
+                ids.add(v)
+    return out, ids
+
+
+def _lower_ok(name: str) -> bool:
+    """Whether a name written in lower case is still a name, not a common word: two words or
+    more ("oat milk", "cast-iron pan"), or one of six letters or more ("butter")."""
+    content = [x for x in _CONTENT.findall(words(name)) if x not in STOPWORDS]
+    return len(content) >= 2 or (len(content) == 1 and len(content[0]) >= 6)
+
+
+def _held(name: str, texts: Sequence[str], quoted: bool) -> bool:
+    w = words(name)
+    if w.strip() == "":
+        return True
+    if any(w in t for t in texts):
+        return True
+    if not quoted:
+        return False
+    every = w.split()
+    numbers = [x for x in every if any(ch.isdigit() for ch in x)]
+    need = max(1, -(-3 * len(every) // 4))  # three quarters of its words, rounded up, every number
+    return any(all(f" {x} " in t for x in numbers) and sum(f" {x} " in t for x in every) >= need for t in texts)
+
+
+def told_names(
+    text: str, world_names: Iterable[str], subject: SubjectNames, people: Iterable[str] = ()
+) -> list[tuple[str, bool, bool]]:
+    """``(name, quoted, held)`` of each name ``text`` (a final answer) tells of an act, in order
+    (see the module docstring); ``held``: a subject name holds it.
+
+    Args:
+        text: the answer.
+        world_names: the names the world holds (records read, changed or in the fixtures).
+        subject: the episode's :class:`SubjectNames`.
+        people: contacts' names (left to the person claims).
+    """
+    out: list[tuple[str, bool, bool]] = []
+    if not text or not text.strip():
+        return out
+    folk = {words(p) for p in people}
+    folk |= {f" {w.split()[0]} " for w in folk if w.strip()}
+    names = sorted(
+        {n.strip() for n in world_names if 4 <= len(n.strip()) <= 60 and words(n) not in folk}, key=len, reverse=True
+    )
+    bounds = [0, *(m.end() for m in _CLAUSE.finditer(text)), len(text)]
+    texts: list[str] | None = None
+    for a, b in itertools.pairwise(bounds):
+        clause = text[a:b]
+        if _DENIED.search(clause) or clause.rstrip().endswith("?"):
+            continue
+        act = _ACT.search(clause)
+        if act is None:
+            continue
+        tail_start = act.end()
+        quotes = list(_QUOTE.finditer(clause, tail_start))
+        blank = list(clause)
+        for m in quotes:
+            blank[m.start() : m.end()] = "_" * (m.end() - m.start())
+        stop = _CONTEXT.search("".join(blank), tail_start)
+        end = stop.start() if stop else len(clause)
+        tail = clause[tail_start:end]
+        said: list[tuple[int, str, bool]] = []
+        taken: list[tuple[int, int]] = []
+        for m in quotes:
+            if m.end() <= end:
+                said.append((m.start(), next(g for g in m.groups() if g), True))
+                taken.append((m.start() - tail_start, m.end() - tail_start))
+        low = tail.lower()
+        for n in names:
+            for m in re.finditer(r"(?<![\w])" + re.escape(n.lower()) + r"(?![\w])", low):
+                if any(s <= m.start() < e for s, e in taken):
+                    continue
+                if not (tail[m.start()].isupper() or any(ch.isdigit() for ch in n) or _lower_ok(n)):
+                    continue
+                said.append((m.start() + tail_start, tail[m.start() : m.end()], False))
+                taken.append(m.span())
+        for _, name, quoted in sorted(said):
+            if words(name) in folk:
+                continue
+            if texts is None:
+                texts = subject.texts(skip=text)
+            out.append((name, quoted, _held(name, texts, quoted)))
+    return out
+
+
+def name_claims(
+    text: str, world_names: Iterable[str], subject: SubjectNames, people: Iterable[str] = ()
+) -> list[tuple[str, str]]:
+    """``(said, why)`` of each name ``text`` (a final answer) tells of an act that no subject
+    name holds (see the module docstring; arguments as :func:`told_names`)."""
+    return [
+        (name, "nothing the episode acted on is so called or says so")
+        for name, _, held in told_names(text, world_names, subject, people)
+        if not held
+    ]
