@@ -1,0 +1,101 @@
+"""The file inputs of the device commands fuzzed with damaged files (issue 34, tests/fuzzfiles.py):
+the farm file (``eval --farm``, ``farm status|down|restart``), an eval run's traces replayed by
+``validate-devices --traces`` (whole files and single damaged trace lines and actions), AVD
+definitions (``device emulator list|start``), the console token file (``device emulator stop
+--token-path``), an MCP replay cache (``mcp tools --record``) and a virtual device's fault plan
+(``device serve --faults``, read by :class:`~phoneenv.farm.faults.FaultyDevice`).
+
+No device, emulator or Docker is needed: each file is read (or refused) before device work, and
+the work that follows fails on its own (an adb server port nobody listens on, no emulator on
+PATH, an MCP server command that does not exist). A damaged file gives one error naming it with
+exit code 2, or is read around; never a traceback, never a hang."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.fuzzfiles import check, fuzz_file
+
+REPO = Path(__file__).resolve().parents[1]
+NO_PID = 2**31 - 1
+"""A pid no process has (Linux pids stay below 2**22): a farm file's local worker that is gone."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- the farm file ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def farm(tmp_path: Path) -> tuple[Path, dict]:
+    """A farm file of one local worker that is gone (its pid is no process's), reached through an
+    adb server port nobody listens on."""
+    device_port = _free_port()
+    doc = {
+        "version": 1,
+        "adb": {"host": "127.0.0.1", "port": _free_port()},
+        "devices": [
+            {
+                "serial": f"127.0.0.1:{device_port}",
+                "kind": "virtual",
+                "restart": ["true"],
+                "worker": {"runtime": "local", "pid": NO_PID, "port": device_port, "log": str(tmp_path / "w.log")},
+            }
+        ],
+    }
+    return tmp_path / "farm.json", doc
+
+
+@pytest.mark.parametrize("command", ["eval", "status", "down", "restart"])
+def test_the_farm_file_damaged_is_one_line_before_any_device_work(command: str, farm, tmp_path: Path) -> None:
+    """Each command reads the farm file before it leases, signals or restarts anything: damage is
+    one line naming the file (exit 2); a file still of the schema goes on to the devices, which
+    nobody serves. Wrong types in a worker record (the pid ``farm down`` signals) are refused."""
+    path, doc = farm
+    argv = (
+        {
+            "eval": ["eval", "--tasks", "clock.alarm_off/0", "--out", str(tmp_path / "run"), "--overwrite", "--farm"],
+            "status": ["farm", "status"],
+            "down": ["farm", "down", "--keep-file"],
+            "restart": ["farm", "restart", "--timeout", "1"],
+        }[command]
+        + [str(path)]
+        + (["127.0.0.1:9"] if command == "restart" else [])
+    )
+    went_on = {  # the file was read: the devices answered (nobody does), or the serial is no worker's
+        "eval": ("no device of the pool is ready",),
+        "status": ("handshake",),
+        "down": (),
+        "restart": ("has no worker serving",),
+    }[command]
+    good = json.dumps(doc, indent=2).encode()
+    path.write_bytes(good)
+    res = check(argv, path, "good", went_on=went_on)
+    if command == "eval":  # what to run next names this farm file
+        assert f"phoneenvfarmstatus{path}" in "".join(res.output.split()), res.output
+    fuzz_file(path, doc, argv, went_on=went_on, limit=None, dump=lambda d: json.dumps(d, indent=2))
+
+
+@pytest.mark.parametrize("pid", [-1, 0, "1", 10**30])
+def test_a_worker_pid_that_is_no_one_process_is_refused(pid: object, farm) -> None:
+    """A local worker's pid is what ``farm down`` signals: -1 would signal every process of the
+    user, 0 the process group. Such a farm file is refused with the file named (exit 2) by
+    ``status`` and ``down`` before anything is signalled."""
+    path, doc = farm
+    doc["devices"][0]["worker"].update(pid=pid, port=None)  # no port: the pid alone says which process
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    commands = [["farm", "status", str(path)]]
+    if pid != -1:  # never `farm down` with -1: were the check undone, it would signal every process
+        commands.append(["farm", "down", str(path)])
+    for argv in commands:
+        res = check(argv, path, f"{argv[1]} pid {pid!r}")
+        assert res.exit_code == 2 and "devices.0.worker" in "".join(res.output.split()), res.output
+    assert path.exists()  # not removed: nothing was stopped
