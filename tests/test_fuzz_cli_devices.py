@@ -13,12 +13,15 @@ exit code 2, or is read around; never a traceback, never a hang."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from tests.fuzzfiles import check, fuzz_file
+from phoneenv.cli import app
+from tests.fuzzfiles import KINDS, check, damage, fuzz_file
 
 REPO = Path(__file__).resolve().parents[1]
 NO_PID = 2**31 - 1
@@ -99,3 +102,67 @@ def test_a_worker_pid_that_is_no_one_process_is_refused(pid: object, farm) -> No
         res = check(argv, path, f"{argv[1]} pid {pid!r}")
         assert res.exit_code == 2 and "devices.0.worker" in "".join(res.output.split()), res.output
     assert path.exists()  # not removed: nothing was stopped
+
+
+# -- validate-devices --traces ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("good") / "run"
+    res = CliRunner().invoke(app, ["eval", "--tasks", "clock.alarm_off/0,settings.toggle/0", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_validate_devices_reads_around_damaged_traces_and_says_which(good_run: Path, tmp_path: Path) -> None:
+    """A damaged trace file of --traces (whole, or its trace line with a wrong type: an action's
+    name a number, its arguments a string, steps not a list) is left out with a warning naming it,
+    and the batch goes on to the device (here an adb port nobody serves: every reset fails). A
+    trace whose actions are odd but of the schema (an unknown tool, arguments of the wrong types,
+    a 3 MB argument, raw text) is replayed as it is, on both sides."""
+    run = tmp_path / "run"
+    shutil.copytree(good_run, run)
+    trace = run / "traces" / "clock.alarm_off-0.jsonl"
+    good = trace.read_bytes()
+    argv = ["validate-devices", "--tasks", "clock.alarm_off/0", "--serial", f"127.0.0.1:{_free_port()}"]
+    argv += ["--adb-port", str(_free_port()), "--timeout-s", "2", "--reruns", "0"]
+    argv += ["--traces", str(run), "--out", str(tmp_path / "out")]
+    res = check(argv, trace, "good", went_on=("differences:",))
+    assert res.exit_code == 1 and "episodes: 0.0% agree (0/2)" in res.output  # reference + the trace
+
+    def played(label: str, left_out: bool) -> None:
+        res = check(argv, trace, label, went_on=("differences:",))
+        said = "".join(res.output.split())
+        assert res.exit_code == 1, (label, res.output)
+        assert ("clock.alarm_off-0.jsonl:notatrace" in said) == left_out, (label, res.output)
+        assert ("(0/1)" if left_out else "(0/2)") in said, (label, res.output)  # the reference alone, or both
+
+    for kind in KINDS:
+        damage(trace, kind, good)
+        played(kind, left_out=True)
+    doc = json.loads(good.decode().split("\n")[0])
+    step = ["steps", 0, "action"]
+    for label, line, left_out in [
+        ("action name a number", _set(doc, [*step, "name"], 7), True),
+        ("arguments a string", _set(doc, [*step, "arguments"], "fuzz"), True),
+        ("steps not a list", _set(doc, ["steps"], "fuzz"), True),
+        ("no task id", {k: v for k, v in doc.items() if k != "task_id"}, True),
+        ("an unknown tool", _set(doc, [*step, "name"], "no.such_tool"), False),
+        ("arguments of wrong types", _set(doc, [*step, "arguments"], {"alarm_id": 7, "enabled": "yes"}), False),
+        ("a 3 MB argument", _set(doc, [*step, "arguments"], {"alarm_id": "a" * 3_000_000}), False),
+        ("raw text", _set(_set(doc, [*step], None), ["steps", 0, "raw"], '{"name": [[[['), False),
+    ]:
+        damage(trace, "empty", good)
+        trace.write_text(json.dumps(line) + "\n" + good.decode(), encoding="utf-8")  # the first line is the trace
+        played(label, left_out)
+
+
+def _set(doc: dict, path: list, value: object) -> dict:
+    """A copy of ``doc`` with the value at ``path`` replaced."""
+    new = json.loads(json.dumps(doc))
+    node = new
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return new
