@@ -13,15 +13,18 @@ exit code 2, or is read around; never a traceback, never a hang."""
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
 import socket
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from phoneenv.cli import app
-from tests.fuzzfiles import KINDS, check, damage, fuzz_file
+from tests.fuzzfiles import KINDS, check, damage, fuzz_file, mistyped
 
 REPO = Path(__file__).resolve().parents[1]
 NO_PID = 2**31 - 1
@@ -166,3 +169,114 @@ def _set(doc: dict, path: list, value: object) -> dict:
         node = node[key]
     node[path[-1]] = value
     return new
+
+
+# -- AVD definitions, the console token, the MCP replay cache --------------------------------------
+
+
+@pytest.mark.parametrize("command", ["list", "start"])
+def test_avd_definitions_damaged_are_one_line(command: str, tmp_path: Path, monkeypatch) -> None:
+    """``device emulator list DIR`` and ``start SPEC`` on a damaged AVD definition: one line naming
+    it (exit 2); a definition still of the schema goes on to look for the emulator (none here)."""
+    for name in ("PATH", "ANDROID_HOME", "ANDROID_SDK_ROOT"):
+        monkeypatch.setenv(name, str(tmp_path / "nothing"))  # never an emulator of this machine
+    monkeypatch.setenv("ANDROID_AVD_HOME", str(tmp_path / "avd"))
+    good = (REPO / "emulator_images" / "pixel6-api34.yaml").read_bytes()
+    spec = tmp_path / "images" / "pixel6.yaml"
+    spec.parent.mkdir()
+    spec.write_bytes(good)
+    argv = ["device", "emulator", "list", str(spec.parent)] if command == "list" else None
+    argv = argv or ["device", "emulator", "start", str(spec), "--boot-timeout", "1"]
+    check(argv, spec, "good", went_on=("no Android emulator found",))
+    fuzz_file(spec, yaml.safe_load(good), argv, went_on=("no Android emulator found",), limit=30, dump=yaml.safe_dump)
+
+
+def test_the_console_token_file_damaged_is_one_line_and_never_sent(tmp_path: Path) -> None:
+    """``device emulator stop --token-path``: a token file that cannot be read or holds no token
+    (several lines, spaces, 3 MB) is one line naming it (exit 2), and nothing of it reaches the
+    console (the token is sent as the line ``auth TOKEN``); a wrong token is the console's to
+    reject (exit 1, the file named)."""
+    from phoneenv.farm.console import ConsoleServer, MemorySnapshotHooks
+
+    token = tmp_path / "token"
+    with ConsoleServer(MemorySnapshotHooks(), token="abcdEFGH12345678") as server:
+        argv = ["device", "emulator", "stop", "emulator-5554", "--console-port", str(server.port)]
+        argv += ["--token-path", str(token)]
+        went_on = ("rejected the token", "is missing or empty")
+        for kind in KINDS:
+            damage(token, kind, b"wrongtoken\n")
+            check(argv, token, kind, went_on=went_on)
+        damage(token, "empty", b"")
+        token.write_text("abcdEFGH12345678\nkill\n", encoding="utf-8")  # the right token, then a command
+        res = check(argv, token, "two lines")
+        assert res.exit_code == 2 and "holdsnotoken" in "".join(res.output.split())
+        assert not server.killed.is_set()
+        token.write_text("abcdEFGH12345678\n", encoding="utf-8")
+        assert check(argv, token, "right").exit_code == 0 and server.killed.wait(5)
+
+
+def test_the_mcp_replay_cache_damaged_is_one_line(tmp_path: Path) -> None:
+    """``mcp tools --record CACHE``: a cache that cannot be read, is not a replay cache, or whose
+    recorded tools are not usable (a tool without a name, a schema that is not one) is one line
+    naming it (exit 2), before any server is started; one still of the schema without the app's
+    tools goes on to the server (whose command does not exist)."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    cache = tmp_path / "rec.json"
+    doc = {
+        "format": 1,
+        "tools": {
+            "checklist": [
+                {
+                    "name": "add_item",
+                    "description": "Add an item.",
+                    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+                }
+            ]
+        },
+        "calls": {
+            "k1": {"app": "checklist", "tool": "add_item", "arguments": {"text": "x"}, "writes": "", "result": {}}
+        },
+    }
+    good = json.dumps(doc).encode()
+    argv = ["mcp", "tools", "--app", "checklist", "--command", str(tmp_path / "no-server"), "--record", str(cache)]
+    cache.write_bytes(good)
+    assert check(argv, cache, "good").exit_code == 0
+    fuzz_file(cache, doc, argv, went_on=("could not list its tools",), limit=None)
+
+
+# -- device serve --faults -------------------------------------------------------------------------
+
+
+def test_a_damaged_fault_plan_is_logged_once_and_the_last_good_plan_stays(tmp_path: Path, caplog) -> None:
+    """The fault file of ``device serve --faults`` is read before each command: damaged (or a
+    ``fail_commands`` pattern that is no regular expression) it is one warning naming it, and the
+    device keeps the last good plan and answers; never an exception inside a command."""
+    pytest.importorskip("bashlex", reason="the virtual device needs bashlex (pip install -e '.[device]')")
+    from phoneenv.farm.faults import FaultyDevice
+    from phoneenv.farm.virtual import VirtualDevice
+
+    plan = tmp_path / "faults.json"
+    doc = {"full_storage": True, "fail_commands": ["^rm "], "free_mb": 1.0, "total_mb": 2.0}
+    good = json.dumps(doc).encode()
+    inner = VirtualDevice()
+    cases = [(kind, None) for kind in KINDS] + mistyped(doc) + [("bad pattern", {"fail_commands": ["("]})]
+    for label, bad in cases:
+        damage(plan, "empty", good)  # whatever the last case left there (a folder) goes
+        plan.write_bytes(good)
+        dev = FaultyDevice(inner, faults_file=plan)
+        assert dev.shell("df /data").exit_code == 0 and dev.plan.full_storage, label
+        if bad is None:
+            damage(plan, label, good)
+        else:
+            plan.write_text(json.dumps(bad), encoding="utf-8")
+        os.utime(plan, ns=(1, 1))  # a change the reader sees even within the clock's resolution
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="phoneenv.farm.faults"):
+            dev.shell("getprop sys.boot_completed")
+            res = dev.shell("rm /sdcard/x")
+        accepted = not caplog.records
+        if not accepted:
+            (record,) = caplog.records
+            assert str(plan) in record.getMessage() and "\n" not in record.getMessage(), label
+            assert dev.plan.full_storage and dev.plan.fail_commands == ["^rm "], label  # the last good plan
+        assert res.exit_code in (0, 1), label
