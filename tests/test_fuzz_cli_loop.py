@@ -32,6 +32,15 @@ PAYLOADS = {
 }
 
 
+WRONG_TYPE = {
+    "skill_edit": ("diff", 7),
+    "instruction_edit": ("before", None),
+    "mix_weight": ("group", 7),
+    "verdict": ("seed", "0"),
+    "task": ("provenance", "gap x"),
+}
+
+
 @pytest.mark.parametrize("kind", [*PAYLOADS, "task"])
 def test_review_edit_meets_a_damaged_payload_file_with_one_line(kind: str, tmp_path: Path) -> None:
     """``review edit ID --file F``: a payload file that is damaged or does not fit the item's kind
@@ -62,6 +71,11 @@ def test_review_edit_meets_a_damaged_payload_file_with_one_line(kind: str, tmp_p
         else:
             shown = CliRunner().invoke(app, ["review", "show", str(item), "--loop", str(loop)])
             assert shown.exit_code == 0 and "Traceback" not in shown.output, (label, shown.output)
+    key, wrong = WRONG_TYPE[kind]  # a key of the kind with a value its readers cannot take
+    damage(file, "empty", good)
+    file.write_text(json.dumps({**queue.get(item).payload, key: wrong}), encoding="utf-8")
+    res = check(argv, file, f"{kind} {key} {wrong!r}")
+    assert res.exit_code == 2 and f"payload.{key}" in res.output, res.output
 
 
 # -- sampler weights -------------------------------------------------------------------------------
