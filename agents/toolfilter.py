@@ -153,16 +153,25 @@ def model_filter(model_dir: str | os.PathLike[str] | None) -> str | None:
     were recorded).
 
     Raises:
-        ValueError: a record that is not JSON or holds a malformed filter (naming the file).
+        ValueError: a record that cannot be read (a folder, not UTF-8), is not JSON or holds a
+            malformed filter (naming the file).
     """
     if model_dir is None:
         return None
+    from phoneenv.tracefiles import read_json_file
+
     path = Path(model_dir) / MODEL_FILTER_FILE
-    if not path.is_file():
+    if not path.exists():
         return None
     try:
-        text = json.loads(path.read_text(encoding="utf-8"))["tool_filter"]
+        data = read_json_file(path)  # a damaged file (not UTF-8, not JSON, nested too deeply): ValueError
+        if not isinstance(data, dict) or not isinstance(data.get("tool_filter"), str):
+            raise ValueError("an object with a 'tool_filter' string expected")
+        text = data["tool_filter"]
         parse_tool_filter(text)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not a tool-filter record ({exc})") from None
+    except (OSError, ValueError) as exc:
+        message = str(exc).removeprefix(f"{path}: ")
+        raise ValueError(
+            f"{path}: not a tool-filter record ({message}); fix it, or delete it and pass --tools"
+        ) from None
     return str(text)

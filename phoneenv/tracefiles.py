@@ -50,14 +50,19 @@ def read_traces(files: Iterable[Path]) -> Iterator[Trace]:
     """Every trace of ``files`` (one JSON trace a line), in order.
 
     Raises:
-        ValueError: a file is not UTF-8 or a line is not a trace (the message names the file
-            and line).
+        FileNotFoundError: a file does not exist.
+        ValueError: a file cannot be read (a folder where the file should be, no permission), is
+            not UTF-8, or a line is not a trace (the message names the file, and the line).
     """
     for path in files:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path}: not a trace file (not UTF-8: {exc.reason} at byte {exc.start})") from None
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
         for n, line in enumerate(jsonl_lines(text), 1):
             if not line.strip():
                 continue

@@ -54,7 +54,7 @@ from typing import Any
 
 from phoneenv.contract import TaskSpec, Trace
 from phoneenv.llm import InfrastructureError
-from phoneenv.tracefiles import jsonl_lines
+from phoneenv.tracefiles import read_traces
 
 __all__ = [
     "DIFFERENCE_CLASSES",
@@ -103,8 +103,9 @@ def reference_source(task: TaskSpec) -> Source:
 def load_trace_sources(folder: str | Path, task_ids: Iterable[str]) -> tuple[list[Source], list[str]]:
     """The recorded actions of every trace under ``folder`` (``*.jsonl`` files, searched
     recursively; an eval run's folder means its ``traces/``) for the tasks in ``task_ids``; returns
-    ``(sources, skipped)`` where ``skipped`` names each file left out and why (not a trace, or a
-    task outside the selection). A step recorded as parsed is re-sent as its action, one that
+    ``(sources, skipped)`` where ``skipped`` names each file left out and why (not a trace: a
+    file that cannot be read, is not UTF-8 or whose first trace line is damaged; or a task
+    outside the selection). A step recorded as parsed is re-sent as its action, one that
     did not parse as its raw text. Raises ``FileNotFoundError`` when ``folder`` is not a folder."""
     folder = Path(folder)
     if not folder.is_dir():
@@ -117,9 +118,10 @@ def load_trace_sources(folder: str | Path, task_ids: Iterable[str]) -> tuple[lis
     for path in sorted(folder.rglob("*.jsonl")):
         rel = path.relative_to(folder).as_posix()
         try:
-            first = jsonl_lines(path.read_text(encoding="utf-8"))[0]
-            trace = Trace.model_validate_json(first)
-        except (IndexError, ValueError, UnicodeDecodeError):
+            trace = next(read_traces([path]), None)  # the first trace; a folder or damage: ValueError
+        except ValueError:
+            trace = None
+        if trace is None:
             skipped.append(f"{rel}: not a trace")
             continue
         if trace.task_id not in wanted:

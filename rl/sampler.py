@@ -84,6 +84,10 @@ _GROUPERS: dict[str, Callable[[TaskSpec], str]] = {
 }
 
 
+_TABLES = ("capability", "difficulty", "source", "category", "domain", "group")
+"""The weight tables of :class:`SamplerConfig` (key → weight)."""
+
+
 @dataclass
 class SamplerConfig:
     """Weights of :class:`TaskSampler` (see the module docstring for the formula).
@@ -122,12 +126,18 @@ class SamplerConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        self.difficulty = {int(k): v for k, v in self.difficulty.items()}
-        for name in ("capability", "difficulty", "source", "category", "domain", "group"):
+        for name in _TABLES:
+            if not isinstance(getattr(self, name), Mapping):
+                raise ValueError(f"{name} must map keys to weights, not {getattr(self, name)!r}"[:200])
+        try:
+            self.difficulty = {int(k): v for k, v in self.difficulty.items()}
+        except ValueError:
+            raise ValueError(f"difficulty keys must be integers 1-5, not {sorted(map(str, self.difficulty))}") from None
+        for name in _TABLES:
             for key, w in getattr(self, name).items():
                 _check_weight(f"{name}[{key!r}]", w)
         _check_weight("default_weight", self.default_weight)
-        if isinstance(self.group_by, str) and self.group_by not in _GROUPERS:
+        if not callable(self.group_by) and (not isinstance(self.group_by, str) or self.group_by not in _GROUPERS):
             raise ValueError(f"group_by must be one of {sorted(_GROUPERS)} or a callable, not {self.group_by!r}")
 
 
@@ -463,8 +473,25 @@ def config_to_json(config: SamplerConfig) -> dict[str, Any]:
     return data
 
 
-def config_from_json(data: Mapping[str, Any]) -> SamplerConfig:
-    """A :class:`SamplerConfig` from :func:`config_to_json`'s data (``ValueError`` for bad weights)."""
+def config_from_json(data: Any) -> SamplerConfig:
+    """A :class:`SamplerConfig` from :func:`config_to_json`'s data (a weights file's JSON).
+
+    Raises:
+        ValueError: ``data`` is not an object of :class:`SamplerConfig`'s fields: an unknown field,
+            a table that is not an object of weights, a weight that is not a finite number >= 0,
+            an unknown ``group_by``, a ``seed`` that is not an integer >= 0.
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"sampler weights must be a JSON object of SamplerConfig's fields, not {type(data).__name__}")
+    known = list(SamplerConfig.__dataclass_fields__)
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ValueError(f"unknown sampler field {', '.join(map(repr, unknown))[:200]} (known: {', '.join(known)})")
+    seed = data.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, not {seed!r}")
+    if not isinstance(data.get("group_by", "template"), str):
+        raise ValueError(f"group_by must be one of {sorted(_GROUPERS)}, not {data['group_by']!r}")
     return SamplerConfig(**dict(data))
 
 

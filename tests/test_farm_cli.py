@@ -202,7 +202,7 @@ def test_farm_commands_on_a_missing_farm_file_say_so(tmp_path):
     for args in (["down", str(gone)], ["status", str(gone)], ["restart", str(gone), "127.0.0.1:5555"]):
         result = runner.invoke(app, ["farm", *args])
         said = "".join(result.output.split())  # rich wraps a long path anywhere
-        assert result.exit_code == 1 and f"thereisnofarmfile{gone}(already`phoneenvfarmdown`?" in said, said
+        assert result.exit_code == 2 and f"thereisnofarmfile{gone}(already`phoneenvfarmdown`?" in said, said
 
 
 # -- phoneenv device ping ------------------------------------------------------------------------

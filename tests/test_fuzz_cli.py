@@ -1,14 +1,14 @@
 """The commands that read a run folder's files (``view``, ``compare``, ``traces export``,
-``evolve round``, ``evolve weights``, ``eval --resume``) fuzzed with damaged files (issue 34):
-empty, truncated, random bytes, not UTF-8, nested deeper than Python's parser goes, another
-schema, a 3 MB line, Unicode line separators, a folder where the file should be. Each command
-either reads around the damage (exit 0) or ends with one error naming the file; never a
-traceback. (``review``'s queue and ``tasks.jsonl`` have their own tests in test_loop_review.py
-and test_loop_propose.py; the line separators in test_line_separators.py.)"""
+``evolve round``, ``evolve weights``, ``evolve report``, ``eval --resume``) fuzzed with damaged
+files (issue 34): empty, truncated, random bytes, not UTF-8, nested deeper than Python's parser
+goes, another schema, a 3 MB line, Unicode line separators, a folder where the file should be
+(tests/fuzzfiles.py). Each command either reads around the damage (exit 0) or ends with one
+error naming the file; never a traceback. (The other file inputs of the command line are in
+test_fuzz_cli_inputs.py; ``review``'s queue and ``tasks.jsonl`` have their own tests in
+test_loop_review.py and test_loop_propose.py; the line separators in test_line_separators.py.)"""
 
 from __future__ import annotations
 
-import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,26 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from phoneenv.cli import app
+from tests.fuzzfiles import KINDS, corrupt
 
 TASKS = "clock.alarm_off/0,settings.toggle/0"
 
 
-def corrupt(text: bytes, kind: str) -> bytes | None:
-    """``text`` damaged the ``kind`` way; None: a folder instead of the file."""
-    return {
-        "empty": b"",
-        "truncated": text[: len(text) // 2],
-        "random": bytes(random.Random(0).randrange(256) for _ in range(300)),
-        "non-utf8": text[:40] + b"\xff\xfe" + text[40:],
-        "deep": b"[" * 100_000 + b"\n",
-        "schema": b'{"a": 1}\n[1, 2]\n5\n',
-        "huge line": b'{"x": "' + b"a" * 3_000_000 + b'"}\n',
-        "separators": text.replace(b'"', '"\u2028'.encode(), 3),
-        "dir": None,
-    }[kind]
-
-
-KINDS = ["empty", "truncated", "random", "non-utf8", "deep", "schema", "huge line", "separators", "dir"]
 FILES = ["results.jsonl", "run.json", "scoreboard.json", "trace"]
 
 
@@ -77,24 +62,46 @@ def _check(argv: list[str], damaged: Path, label: str) -> int:
     return res.exit_code
 
 
-READERS: dict[str, Callable[[Path, Path], list[str]]] = {
-    "view": lambda run, tmp: ["view", str(run), "--out", str(tmp / "report.html")],
-    "compare": lambda run, tmp: ["compare", str(run), str(run)],
-    "export": lambda run, tmp: ["traces", "export", str(run), "--to", str(tmp / "dataset")],
-    "evolve-round": lambda run, tmp: ["evolve", "round", "--run", str(run), "--loop", str(tmp / "loop")],
-    "evolve-weights": lambda run, tmp: ["evolve", "weights", "--run", str(run), "--loop", str(tmp / "loop")],
+READERS: dict[str, Callable[[Path, Path, Path], list[str]]] = {
+    "view": lambda run, tmp, loop: ["view", str(run), "--out", str(tmp / "report.html")],
+    "compare": lambda run, tmp, loop: ["compare", str(run), str(run)],
+    "export": lambda run, tmp, loop: ["traces", "export", str(run), "--to", str(tmp / "dataset")],
+    "evolve-round": lambda run, tmp, loop: ["evolve", "round", "--run", str(run), "--loop", str(tmp / "loop")],
+    "evolve-weights": lambda run, tmp, loop: ["evolve", "weights", "--run", str(run), "--loop", str(tmp / "loop")],
+    # the round was made from the good run (--before); the damaged one is the run after it
+    "evolve-report": lambda run, tmp, loop: [
+        "evolve",
+        "report",
+        "--before",
+        str(loop.parent / "run"),
+        "--after",
+        str(run),
+        "--loop",
+        str(loop),
+    ],
 }
 
 
+@pytest.fixture(scope="module")
+def round_loop(good_run: Path) -> Path:
+    """A loop with round 1 made from ``good_run`` (what ``evolve report --before`` needs)."""
+    loop = good_run.parent / "loop"
+    res = CliRunner().invoke(app, ["evolve", "round", "--run", str(good_run), "--loop", str(loop)])
+    assert res.exit_code == 0, res.output
+    return loop
+
+
 @pytest.mark.parametrize("command", sorted(READERS))
-def test_run_readers_meet_damaged_files_with_one_line(command: str, good_run: Path, tmp_path: Path) -> None:
+def test_run_readers_meet_damaged_files_with_one_line(
+    command: str, good_run: Path, round_loop: Path, tmp_path: Path
+) -> None:
     """36 damaged run folders (4 files x 9 kinds of damage) per command."""
     failed = 0
     for file in FILES:
         for kind in KINDS:
             where = tmp_path / f"{file}-{kind}".replace(" ", "-")
             run, damaged = _damaged(good_run, where, file, kind)
-            failed += _check(READERS[command](run, where), damaged, f"{command} {file} {kind}") != 0
+            failed += _check(READERS[command](run, where, round_loop), damaged, f"{command} {file} {kind}") != 0
             shutil.rmtree(where)
     assert failed > 0  # some damage is refused (each command reads at least one of these files)
 

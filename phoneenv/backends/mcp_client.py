@@ -84,7 +84,16 @@ from phoneenv.errors import PhoneEnvError
 from phoneenv.harness import feedback
 from phoneenv.phone import SECONDS_PER_CALL
 
-__all__ = ["CACHE_FORMAT", "McpClientBackend", "McpEntry", "McpServer", "ReplayCache", "ReplayMiss", "tool_verb"]
+__all__ = [
+    "CACHE_FORMAT",
+    "McpClientBackend",
+    "McpEntry",
+    "McpServer",
+    "ReplayCache",
+    "ReplayCacheError",
+    "ReplayMiss",
+    "tool_verb",
+]
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +157,39 @@ class ReplayMiss(PhoneEnvError, LookupError):
     """A call (or a tool list) that a ``replay``-mode cache does not hold."""
 
 
+class ReplayCacheError(PhoneEnvError, ValueError):
+    """A replay cache file that cannot be read or is not a replay cache; the message names it."""
+
+
+def _cache_problem(doc: Any) -> str | None:
+    """What makes ``doc`` (a replay cache file's JSON) no replay cache, None when it is one: the
+    layout of :class:`ReplayCache`, each recorded tool an object with a name, each call's
+    ``result`` an object."""
+    if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
+        return f"an object with 'format': {CACHE_FORMAT} expected"
+    tools, calls = doc.get("tools") or {}, doc.get("calls") or {}
+    if not isinstance(tools, dict):
+        return "'tools' must be an object of tool lists by app"
+    for app, listed in tools.items():
+        if not isinstance(listed, list):
+            return f"tools.{app} must be a list of tools"
+        for i, tool in enumerate(listed):
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
+                return f"tools.{app}.{i} must be a tool object with a name"
+            for key, kind in (
+                ("inputSchema", dict), ("outputSchema", dict), ("annotations", dict), ("description", str),
+                ("title", str),
+            ):  # fmt: skip
+                if tool.get(key) is not None and not isinstance(tool[key], kind):
+                    return f"tools.{app}.{i}.{key} must be {'an object' if kind is dict else 'a string'}"
+    if not isinstance(calls, dict):
+        return "'calls' must be an object of recorded calls by key"
+    for key, entry in calls.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("result"), dict):
+            return f"calls.{key} must be an object with a 'result' object"
+    return None
+
+
 class ReplayCache:
     """The recorded tool lists and answers of MCP servers: one JSON file, written atomically
     after each new entry (entries sorted by key, so equal recordings are equal files).
@@ -160,7 +202,9 @@ class ReplayCache:
         path: the file (read when it exists, created on the first entry), or None for memory only.
 
     Raises:
-        ValueError: a file that is not a replay cache of :data:`CACHE_FORMAT`.
+        ReplayCacheError: (a ``ValueError``) a file that cannot be read or is not a replay cache of
+            :data:`CACHE_FORMAT` (a tool list that is not a list of named tools, a call without its
+            result...); the message names the file.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
@@ -169,12 +213,16 @@ class ReplayCache:
         self._tools: dict[str, list[dict[str, Any]]] = {}
         self._calls: dict[str, dict[str, Any]] = {}
         if self.path is not None and self.path.exists():
+            from phoneenv.tracefiles import read_json_file
+
+            fix = "move it aside to record a new one"
             try:
-                doc = json.loads(self.path.read_text(encoding="utf-8"))
+                doc = read_json_file(self.path)
             except ValueError as exc:
-                raise ValueError(f"{self.path}: not a replay cache (not JSON: {exc})") from None
-            if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
-                raise ValueError(f"{self.path}: not a replay cache of format {CACHE_FORMAT}")
+                raise ReplayCacheError(f"{exc}; not a replay cache ({fix})") from None
+            problem = _cache_problem(doc)
+            if problem is not None:
+                raise ReplayCacheError(f"{self.path}: not a replay cache of format {CACHE_FORMAT}: {problem} ({fix})")
             self._tools = dict(doc.get("tools") or {})
             self._calls = dict(doc.get("calls") or {})
 
@@ -354,8 +402,9 @@ def _entry(server: McpServer, tool: Mapping[str, Any]) -> McpEntry:
     try:
         validator = SchemaValidator(params)
     except Exception as exc:  # jsonschema.SchemaError: the server's schema, not the agent's input
+        reason = getattr(exc, "message", None) or str(exc).splitlines()[0]  # not the whole metaschema
         raise ValueError(
-            f"MCP server {server.app!r}: tool {tool['name']!r} has an invalid input schema: {exc}"
+            f"MCP server {server.app!r}: tool {tool['name']!r} has an invalid input schema: {reason}"
         ) from None
     spec = ToolSpec(
         name=f"{server.app}.{tool_verb(tool['name'])}",
@@ -412,6 +461,8 @@ class McpClientBackend(Backend):
     Raises:
         ValueError: duplicate apps, an app the inner backend has, a tool name clash, an invalid
             input schema, ``replay`` without a cache, an unknown mode.
+        ReplayCacheError: (a ``ValueError``) a cache file that cannot be read or is no replay
+            cache, or whose recorded tool list is not usable (named).
         ReplayMiss: ``replay`` mode and a server whose tool list the cache lacks.
         ConnectionError: a server that cannot be reached to list its tools.
         ImportError: the ``mcp`` extra is missing and a server must be contacted.
@@ -454,8 +505,17 @@ class McpClientBackend(Backend):
             raise ValueError(f"MCP app names {taken} are apps of the {inner.name} backend; pick other names")
         self._entries: dict[str, McpEntry] = {}
         for app in self.servers:
+            cached = self.cache is not None and self.mode != "live" and self.cache.tools(app) is not None
             for tool in self._tool_list(app):
-                entry = _entry(self.servers[app], tool)
+                try:
+                    entry = _entry(self.servers[app], tool)
+                except ValueError as exc:
+                    if not cached:
+                        raise
+                    raise ReplayCacheError(
+                        f"{self._cache_name()}: a recorded tool of {app!r} is not usable: {exc} (move the cache "
+                        "aside to record a new one)"
+                    ) from None
                 if entry.spec.name in self._entries:
                     raise ValueError(
                         f"MCP tools {self._entries[entry.spec.name].mcp_name!r} and {tool['name']!r} of {app!r} "

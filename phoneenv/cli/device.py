@@ -12,10 +12,11 @@ import importlib
 import signal
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 device_app = typer.Typer(
     help="Virtual Android devices that the real adb server can `adb connect` to.",
@@ -170,6 +171,16 @@ def _emulator_errors() -> tuple[type[BaseException], ...]:
     return (EmulatorError, ConsoleError, ValueError)
 
 
+def _emulator_fail(exc: BaseException) -> NoReturn:
+    """One error line; exit code 2 for an AVD definition or a token file that cannot be read or
+    is invalid (a usage problem), 1 for what the emulator or its console did."""
+    from phoneenv.farm.console import TokenFileError
+    from phoneenv.farm.emulator import AvdSpecError
+
+    console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+    raise typer.Exit(2 if isinstance(exc, (AvdSpecError, TokenFileError)) else 1) from None
+
+
 @emulator_app.command("list")
 def emulator_list(
     directory: Annotated[
@@ -182,8 +193,7 @@ def emulator_list(
     try:
         specs = load_avd_specs(directory)
     except _emulator_errors() as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        _emulator_fail(exc)
     for name, spec in specs.items():
         created = "created" if (avd_home() / f"{name}.ini").exists() else "not created"
         typer.echo(f"{name}\t{spec.system_image}\t{spec.device}\t{created}")  # tab-separated, for scripts
@@ -219,8 +229,7 @@ def emulator_start(
         )
         emu = launcher.start(snapshot=snapshot, cold_boot=cold, read_only=read_only, boot_timeout=boot_timeout)
     except _emulator_errors() as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        _emulator_fail(exc)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -252,6 +261,5 @@ def emulator_stop(
     try:
         console_for_serial(serial, host=host, console_port=console_port, token_path=token_path).kill()
     except _emulator_errors() as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        _emulator_fail(exc)
     console.print(f"asked {serial} to exit", highlight=False)

@@ -342,7 +342,8 @@ def eval_cmd(
             fail(
                 "no device of the pool is ready: "
                 + "; ".join(f"{serial}: {reason}" for serial, reason in failed.items())
-                + " (is it running and `adb connect`ed? `phoneenv farm status FARM` shows a farm's workers)"
+                + " (is it running and `adb connect`ed? "
+                + (f"`phoneenv farm status {farm}` shows the farm's workers)" if farm else "`adb devices` lists them)")
             )
         for serial, reason in failed.items():
             console.print(f"[yellow]{serial} is not ready ({reason}); the pool heals it or retires it[/yellow]")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 __all__ = ["evolve_app"]
@@ -33,7 +34,7 @@ LoopOption = Annotated[
 
 
 def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
+    console.print(f"[red]error:[/red] {escape(message)}")
     raise typer.Exit(code=2)
 
 
@@ -80,12 +81,13 @@ def round_cmd(
 @evolve_app.command("apply")
 def apply_cmd(loop: LoopOption = None) -> None:
     """Make a new harness version (parent: the latest) from the approved edits not yet applied."""
+    from phoneenv.harness.skills import SkillError
     from phoneenv.loop.evolve import apply_approved
     from phoneenv.loop.harness import HarnessError
 
     try:
         version = apply_approved(loop)
-    except HarnessError as exc:
+    except (HarnessError, SkillError) as exc:
         _fail(str(exc))
     if version is None:
         console.print("no approved edit is waiting: nothing to apply")
@@ -132,13 +134,13 @@ def weights_cmd(
     version's approved mix weights over them; every change is appended to <loop>/weights.jsonl."""
     from phoneenv.loop import loop_dir
     from phoneenv.loop.harness import latest_version
-    from rl.sampler import apply_mix, config_from_json, config_to_json, result_rows, weights_from_results
+    from rl.sampler import apply_mix, config_to_json, result_rows, weights_from_results
 
     folder = loop_dir(loop)
     current = folder / "weights.json"
     log_path = folder / "weights.jsonl"
     try:
-        base = config_from_json(json.loads(current.read_text(encoding="utf-8"))) if current.is_file() else None
+        base = _current_weights(current)
         config, changes = weights_from_results(
             result_rows(run), base, rule=rule, floor=floor, min_episodes=min_episodes, round_name=str(run),
             log_path=log_path,
@@ -154,14 +156,31 @@ def weights_cmd(
     console.print(f"{len(changes) + len(more)} weight changes logged in {log_path}; weights in {current}")
 
 
+def _current_weights(current: Path) -> Any:
+    """The sampler weights in ``current`` (``<loop>/weights.json``), None when there is no such
+    file. Raises ``ValueError`` naming the file when it is damaged or holds no weights."""
+    from phoneenv.tracefiles import read_json_file
+    from rl.sampler import config_from_json
+
+    if not current.exists():
+        return None
+    try:
+        return config_from_json(read_json_file(current))
+    except ValueError as exc:
+        message = str(exc) if str(current) in str(exc) else f"{current}: {exc}"
+        raise ValueError(f"{message}; not sampler weights (move it aside to start from even weights)") from None
+
+
 @evolve_app.command("versions")
 def versions_cmd(loop: LoopOption = None) -> None:
     """List the harness versions: name, parent, edits, skills of their own, mix."""
+    from phoneenv.harness.skills import SkillError
     from phoneenv.loop.harness import HarnessError, versions
 
     try:
         found = versions(loop)
-    except HarnessError as exc:
+        skills = {h.name: h.own_skills() for h in found}  # a malformed SKILL.md: one line naming it
+    except (HarnessError, SkillError) as exc:
         _fail(str(exc))
     table = Table(title="Harness versions")
     for col in ("name", "parent", "created", "edits", "skills", "instructions", "mix"):
@@ -172,7 +191,7 @@ def versions_cmd(loop: LoopOption = None) -> None:
             h.manifest.parent or "—",
             h.manifest.created_at,
             ", ".join(f"#{i}" for i in h.manifest.edits) or "—",
-            ", ".join(h.own_skills()) or "—",
+            ", ".join(skills[h.name]) or "—",
             f"{len(h.instructions.splitlines())} lines" if h.instructions else "—",
             ", ".join(f"{k}={v:g}" for k, v in h.manifest.mix.items()) or "—",
         )

@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 farm_app = typer.Typer(
@@ -34,10 +35,14 @@ def _errors() -> tuple[type[BaseException], ...]:
     return (WorkerError, OSError, ValueError, KeyError, ValidationError)
 
 
-def _fail(exc: BaseException) -> None:
+def _fail(exc: BaseException | str) -> None:
+    """One error line; exit code 2 for a farm file that is missing or is no farm file (a usage
+    problem: the file names what to fix), 1 for what the workers or devices did."""
+    from phoneenv.farm.pool import FarmFileError
+
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-    console.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(1)
+    console.print(f"[red]error:[/red] {escape(str(message))}", highlight=False)
+    raise typer.Exit(2 if isinstance(exc, FarmFileError) else 1)
 
 
 @farm_app.command("up")
@@ -90,9 +95,14 @@ def up(
 
 def _existing(farm: Path) -> None:
     """Exit with code 2 and a clear message when the farm file is missing."""
+    from phoneenv.farm.pool import FarmFileError
+
     if not farm.exists():
         _fail(
-            f"there is no farm file {farm} (already `phoneenv farm down`? `phoneenv farm up --out {farm}` writes one)"
+            FarmFileError(
+                f"there is no farm file {farm} (already `phoneenv farm down`? `phoneenv farm up --out {farm}` "
+                "writes one)"
+            )
         )
 
 

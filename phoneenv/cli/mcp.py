@@ -15,9 +15,9 @@ import typer
 mcp_app = typer.Typer(help="Serve phoneenv episodes over the Model Context Protocol.", no_args_is_help=True)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 1) -> None:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
+    raise typer.Exit(code)
 
 
 @mcp_app.command("serve")
@@ -130,8 +130,12 @@ def tools(
         server = McpServer(app=app, command=shlex.split(command) if command else None, url=url, domain=domain)  # type: ignore[arg-type]
     except ValidationError as exc:
         _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()))
+    from phoneenv.backends.mcp_client import ReplayCacheError
+
     try:
         backend = McpClientBackend([server], cache=record, mode="record" if record else "live")
+    except ReplayCacheError as exc:  # --record names a file that is no replay cache: a usage problem
+        _fail(str(exc), code=2)
     except (ConnectionError, ValueError) as exc:
         _fail(str(exc))
     try:

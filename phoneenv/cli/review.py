@@ -21,8 +21,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from phoneenv.loop import REVIEW_DB, loop_dir, reviewer_name
-from phoneenv.loop.review import KINDS, STATUSES, ReviewItem, ReviewQueue
-from phoneenv.tracefiles import jsonl_lines
+from phoneenv.loop.review import KINDS, STATUSES, ReviewItem, ReviewQueue, check_payload
+from phoneenv.tracefiles import read_json_file, read_traces
 
 review_app = typer.Typer(help="The loop's review queue: what needs a person's decision.", no_args_is_help=True)
 console = Console()
@@ -117,9 +117,10 @@ def _trace_summary(ref: Any) -> list[str]:
         elif isinstance(ref, dict):
             trace = Trace.model_validate(ref)
         else:
-            text = jsonl_lines(Path(str(ref)).read_text(encoding="utf-8"))[0]
-            trace = Trace.model_validate_json(text)
-    except (OSError, ValueError, IndexError) as exc:
+            trace = next(read_traces([Path(str(ref))]), None)
+            if trace is None:
+                return [f"(trace not readable: {ref} holds no trace)"]
+    except (OSError, ValueError) as exc:
         return [f"(trace not readable: {exc})"]
     v = trace.verdict
     lines = [
@@ -286,9 +287,14 @@ def edit_cmd(
 ) -> None:
     """Replace a pending item's payload with the JSON object of --file (the old one is kept in the
     decision); the item stays pending until approved."""
-    _get(_queue(loop), item_id)
+    item = _get(_queue(loop), item_id)
+    fix = f"; fix --file (`phoneenv review show {item_id}` shows the payload now) and run again"
     try:
-        payload = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        _fail(f"{file}: {exc}")
+        payload = read_json_file(file)
+        check_payload(item.kind, payload)
+    except FileNotFoundError:
+        _fail(f"there is no payload file {file}")
+    except ValueError as exc:  # damaged, not JSON, or a payload that does not fit the item's kind
+        message = str(exc)
+        _fail((message if str(file) in message else f"{file}: {message}") + fix)
     _decide(loop, item_id, lambda q: q.edit(item_id, reviewer or reviewer_name(), payload, note))

@@ -43,6 +43,32 @@ def _default_sft_model() -> str:
     return "tiny"
 
 
+def _context_length(model_dir: Path) -> int | None:
+    """The context length (``max_position_embeddings``) a model folder's ``config.json`` records,
+    None when it records none. Raises ``typer.BadParameter`` (``--model``) naming the file when
+    it is missing, damaged, or not a model config."""
+    from phoneenv.tracefiles import read_json_file
+
+    path = model_dir / "config.json"
+    try:
+        config = read_json_file(path)
+    except FileNotFoundError:
+        raise typer.BadParameter(
+            f"{model_dir} is no model folder: it has no config.json", param_hint="--model"
+        ) from None
+    except ValueError as exc:
+        raise typer.BadParameter(f"{exc}; not a model folder's config", param_hint="--model") from None
+    if not isinstance(config, dict):
+        raise typer.BadParameter(f"{path}: not a model config (not a JSON object)", param_hint="--model")
+    length = config.get("max_position_embeddings")
+    if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
+        raise typer.BadParameter(
+            f"{path}: not a model config (max_position_embeddings {length!r} is no length in tokens)",
+            param_hint="--model",
+        )
+    return length
+
+
 @train_app.command("sft")
 def train_sft_cmd(
     model: Annotated[
@@ -110,11 +136,11 @@ def train_sft_cmd(
     if model is None:
         model = _default_sft_model()
     base = base_model(model, out, "smollm2")
+    context = _context_length(base)  # before any episode is played: a damaged model folder fails here
     ids = ",".join(t.id for t in selected)
     traces = reference_traces(ids, out / "traces", seed=seed)
     if detours:
         traces += detour_traces(ids, out / "detours", per_task=detours, seed=seed)
-    context = json.loads((base / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
     rate = lr if lr is not None else (4e-3 if model == "tiny" else 1e-4)
     cfg = SFTRunConfig(
         learning_rate=rate, max_steps=steps, tool_filter=tools, max_length=context, seed=seed,
@@ -288,12 +314,16 @@ def train_rl_cmd(
         evaluated = ",".join(held_out)
     weights = None
     if sampler is not None:
+        from phoneenv.tracefiles import read_json_file
         from rl.sampler import config_from_json, config_to_json
 
         try:
-            weights = config_to_json(config_from_json(json.loads(sampler.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, TypeError) as exc:
-            raise typer.BadParameter(f"not a sampler weights file: {exc}", param_hint="--sampler") from None
+            weights = config_to_json(config_from_json(read_json_file(sampler)))
+        except (OSError, ValueError) as exc:  # missing, damaged, not JSON, or weights that are not weights
+            message = str(exc) if str(sampler) in str(exc) else f"{sampler}: {exc}"
+            raise typer.BadParameter(
+                f"not a sampler weights file: {message} (`phoneenv evolve weights` writes one)", param_hint="--sampler"
+            ) from None
     per_eval_batch = eval_generations * max(1, -(-group_size // eval_generations))  # a multiple of G_eval
     base = _rl_base_model(model, out)
     if tools is None:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 __all__ = ["validate_devices_cmd"]
 
@@ -91,6 +92,14 @@ def validate_devices_cmd(
         if started:
             prog.advance(bar)
         prog.update(bar, status="done")
+    left_out = report["tasks"].get("traces_skipped") or []
+    if left_out:  # damaged or foreign trace files are read around, and said
+        shown = "; ".join(left_out[:3]) + ("; ..." if len(left_out) > 3 else "")
+        console.print(
+            f"[yellow]warning:[/yellow] {len(left_out)} trace files of {escape(str(traces))} left out: "
+            f"{escape(shown)} (all in {escape(str(out / 'report.md'))})",
+            soft_wrap=True,
+        )
     a = report["agreement"]
     for level in ("episodes", "criteria", "steps"):
         r = a[level]

@@ -80,6 +80,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_TOKEN_PATH",
+    "MAX_TOKEN_CHARS",
     "AdbEmuConsole",
     "ConsoleAuthError",
     "ConsoleClient",
@@ -93,6 +94,7 @@ __all__ = [
     "SnapshotHooks",
     "SnapshotInfo",
     "SnapshotLoadError",
+    "TokenFileError",
     "console_for_serial",
     "format_snapshot_table",
     "parse_snapshot_list",
@@ -100,6 +102,8 @@ __all__ = [
     "validate_snapshot_name",
 ]
 
+MAX_TOKEN_CHARS = 256
+"""The longest console auth token :func:`read_token` takes (the emulator writes 16 characters)."""
 DEFAULT_TOKEN_PATH = Path("~/.emulator_console_auth_token")
 """Where the emulator and adb read the console auth token (``$HOME`` expanded at use)."""
 
@@ -134,6 +138,11 @@ class ConsoleTimeoutError(ConsoleError, TimeoutError):
 
 class ConsoleAuthError(ConsoleError):
     """The console wants a token and none was found, or it rejected the one sent."""
+
+
+class TokenFileError(ConsoleAuthError):
+    """The console auth token file cannot be read or holds no token (not one word of printable
+    characters); the message names the file."""
 
 
 class ConsoleCommandError(ConsoleError):
@@ -179,15 +188,24 @@ def read_token(path: str | os.PathLike[str] | None = None) -> str | None:
 
     Returns the file's content stripped of whitespace; ``None`` when the file does not exist.
     An empty file returns ``""`` (the emulator then disables authentication). Raises
-    :class:`ConsoleAuthError` when the file exists but cannot be read.
+    :class:`TokenFileError` (a :class:`ConsoleAuthError`) when the file exists but cannot be read
+    (a folder, not UTF-8), or holds no token: the token is sent as the console line ``auth
+    TOKEN``, so it must be one word of at most :data:`MAX_TOKEN_CHARS` printable characters.
     """
     target = Path(path if path is not None else DEFAULT_TOKEN_PATH).expanduser()
     try:
-        return target.read_text(encoding="utf-8").strip()
+        token = target.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConsoleAuthError(f"cannot read the console auth token file {target}: {exc}") from exc
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise TokenFileError(f"cannot read the console auth token file {target}: {reason}") from None
+    if len(token) > MAX_TOKEN_CHARS or not all(ch.isprintable() and not ch.isspace() for ch in token):
+        raise TokenFileError(
+            f"the console auth token file {target} holds no token (one word of at most {MAX_TOKEN_CHARS} "
+            "printable characters expected); write the emulator's token there, or pass another --token-path"
+        )
+    return token
 
 
 def parse_snapshot_list(lines: Sequence[str] | str) -> list[str]:

@@ -371,8 +371,11 @@ def load_avd_spec(path: str | os.PathLike[str]) -> AvdSpec:
         data = yaml.safe_load(source.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise AvdSpecError(f"AVD definition {source} does not exist") from exc
-    except (OSError, yaml.YAMLError) as exc:
-        raise AvdSpecError(f"cannot read AVD definition {source}: {exc}") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise AvdSpecError(f"cannot read AVD definition {source}: {' '.join(str(reason).split())}") from None
+    except RecursionError:  # YAML nested deeper than the parser goes
+        raise AvdSpecError(f"cannot read AVD definition {source}: nested too deeply") from None
     if not isinstance(data, dict):
         raise AvdSpecError(f"AVD definition {source} must be a YAML mapping, got {type(data).__name__}")
     try:

@@ -47,7 +47,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from phoneenv.farm.adbwire import ShellResult, VirtualFiles
 
@@ -74,6 +74,17 @@ class FaultPlan(BaseModel):
     fail_commands: list[str] = Field(default_factory=list)
     free_mb: float = Field(4096.0, ge=0)
     total_mb: float = Field(8192.0, gt=0)
+
+    @field_validator("fail_commands")
+    @classmethod
+    def _patterns(cls, patterns: list[str]) -> list[str]:
+        """Each pattern compiles (a plan with a broken one is refused whole, not at a command)."""
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return patterns
 
 
 def write_faults(path: str | os.PathLike[str], plan: FaultPlan | None = None, **faults: Any) -> FaultPlan:
@@ -151,7 +162,10 @@ class FaultyDevice:
             if self._file_seen != seen:
                 import logging
 
-                logging.getLogger(__name__).warning("fault file %s is not a fault plan: %s", self._file, exc)
+                reason = " ".join(str(exc).split())  # one log line, not pydantic's block
+                logging.getLogger(__name__).warning(
+                    "fault file %s is not a fault plan (the last good plan stays): %s", self._file, reason
+                )
             self._file_seen = seen
             return
         with self._changed:

@@ -72,6 +72,7 @@ __all__ = [
     "FarmAdb",
     "FarmDevice",
     "FarmFile",
+    "FarmFileError",
     "HealthPolicy",
     "HealthResult",
     "Lease",
@@ -115,6 +116,15 @@ def guess_kind(serial: str) -> DeviceKind:
 
 
 # -- the farm file --------------------------------------------------------------------------------
+
+
+FARM_FILE_FIX = "fix it, or write a new one with `phoneenv farm up --out {path}`"
+"""What to do about a farm file that is not one (said after the problem)."""
+
+
+class FarmFileError(PhoneEnvError, ValueError):
+    """A farm file that cannot be read or is not a farm file (:meth:`FarmFile.load`); the message
+    names the file and the first problem."""
 
 
 class FarmAdb(BaseModel):
@@ -172,16 +182,26 @@ class FarmFile(BaseModel):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> FarmFile:
         """Read and validate the farm file at ``path``. Raises ``FileNotFoundError`` when it is
-        missing and ``ValueError`` naming the file and the first problem when it is not a farm
-        file (not JSON, a wrong version, a device without a serial, ...)."""
+        missing and :class:`FarmFileError` (a ``ValueError``) naming the file and the first
+        problem when it cannot be read or is not a farm file (a folder, not UTF-8, not JSON, a
+        wrong version, a device without a serial, ...)."""
+        from phoneenv.tracefiles import read_json_file
+
         path = Path(path)
-        text = path.read_text(encoding="utf-8")
         try:
-            return cls.model_validate_json(text)
+            data = read_json_file(path)
+        except FileNotFoundError:
+            raise
+        except ValueError as exc:
+            raise FarmFileError(f"{exc}; not a farm file ({FARM_FILE_FIX.format(path=path)})") from None
+        try:
+            return cls.model_validate(data)
         except ValidationError as exc:
             problem = exc.errors()[0]
             where = ".".join(str(p) for p in problem.get("loc", ())) or "the file"
-            raise ValueError(f"{path} is not a farm file: {where}: {problem['msg']}") from None
+            raise FarmFileError(
+                f"{path} is not a farm file: {where}: {problem['msg']} ({FARM_FILE_FIX.format(path=path)})"
+            ) from None
 
     def dump(self, path: str | os.PathLike[str]) -> None:
         """Write the farm file to ``path`` (JSON, whole or not at all: a temporary file renamed over it)."""

@@ -36,14 +36,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import tenacity
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError
 
 from phoneenv.errors import PhoneEnvError
 from phoneenv.extras import require
 from phoneenv.farm.handshake import HandshakeError, handshake, recv_exact
-from phoneenv.farm.pool import FarmFile
+from phoneenv.farm.pool import FARM_FILE_FIX, FarmFile, FarmFileError
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -82,6 +83,51 @@ class WorkerError(PhoneEnvError, RuntimeError):
 def _farm_dict(farm: Any) -> dict[str, Any]:
     """The farm file as JSON data, unknown keys (the ``worker`` records) included."""
     return json.loads(farm.model_dump_json(exclude_none=True))
+
+
+class _DockerWorker(BaseModel):
+    """A ``worker`` record of a container: ``docker rm -f`` / ``docker restart`` take its name."""
+
+    model_config = ConfigDict(extra="allow")
+
+    runtime: Literal["docker"]
+    container: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]  # Docker's names
+    image: StrictStr | None = None
+    port: Annotated[StrictInt, Field(ge=1, le=65535)] | None = None
+
+
+class _LocalWorker(BaseModel):
+    """A ``worker`` record of a local process: ``farm down`` signals its pid, so the pid must be
+    one process's (never 0 or -1, which signal a process group or every process)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    runtime: Literal["local"]
+    pid: Annotated[StrictInt, Field(gt=0, lt=2**31)]
+    port: Annotated[StrictInt, Field(ge=1, le=65535)]
+    log: Annotated[StrictStr, Field(min_length=1)]
+
+
+_WORKER: TypeAdapter[Any] = TypeAdapter(Annotated[_DockerWorker | _LocalWorker, Field(discriminator="runtime")])
+
+
+def _read_farm(path: Path) -> dict[str, Any]:
+    """The farm file at ``path`` as JSON data (:func:`_farm_dict`), each device's ``worker``
+    record checked (:class:`_DockerWorker`, :class:`_LocalWorker`) before anything acts on it.
+    Raises ``FileNotFoundError``, and :class:`~phoneenv.farm.pool.FarmFileError` naming the file
+    and the first problem."""
+    data = _farm_dict(FarmFile.load(path))
+    for i, device in enumerate(data["devices"]):
+        if device.get("worker") is None:
+            continue  # a device listed by hand: no worker to stop or restart
+        try:
+            _WORKER.validate_python(device["worker"])
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(p) for p in ("devices", i, "worker", *problem.get("loc", ())))
+            fix = FARM_FILE_FIX.format(path=path)
+            raise FarmFileError(f"{path} is not a farm file: {where}: {problem['msg']} ({fix})") from None
+    return data
 
 
 def _save(data: dict[str, Any], path: Path) -> Any:
@@ -562,11 +608,11 @@ def farm_down(
     server when ``farm up`` started it (the farm file's ``adb.started_by_farm``) unless
     ``keep_adb_server``; then remove the farm file unless ``remove_file`` is false. Returns the
     serials stopped. Devices without a ``worker`` record (emulators, phones listed by hand) are
-    left alone, and so is an adb server that ran before ``farm up``. Raises ``OSError`` /
-    ``pydantic.ValidationError`` for a bad farm file, ``WorkerError`` when the adb server does
-    not stop."""
+    left alone, and so is an adb server that ran before ``farm up``. Raises
+    ``FileNotFoundError`` / :class:`~phoneenv.farm.pool.FarmFileError` for a missing or bad farm
+    file (before any worker is touched), ``WorkerError`` when the adb server does not stop."""
     path = Path(farm_path)
-    data = _farm_dict(FarmFile.load(path))
+    data = _read_farm(path)
     workers = [d for d in data["devices"] if d.get("worker")]
     host, port = data["adb"]["host"], data["adb"]["port"]
     stopped = _stop_workers(workers, docker, host, port)
@@ -600,9 +646,9 @@ class DeviceStatus:
 
 def farm_status(farm_path: str | os.PathLike[str], *, docker: str = DOCKER) -> list[DeviceStatus]:
     """The state of every device of the farm file (see :class:`DeviceStatus`). An adb server that
-    does not answer shows every device as ``adb=None``. Raises ``OSError`` /
-    ``pydantic.ValidationError`` for a bad farm file."""
-    data = _farm_dict(FarmFile.load(Path(farm_path)))
+    does not answer shows every device as ``adb=None``. Raises ``FileNotFoundError`` /
+    :class:`~phoneenv.farm.pool.FarmFileError` for a missing or bad farm file."""
+    data = _read_farm(Path(farm_path))
     host, port = data["adb"]["host"], data["adb"]["port"]
     try:
         states = adb_states(host, port)
@@ -634,10 +680,12 @@ def restart_worker(
 ) -> None:
     """Restart the worker serving ``serial`` (the farm file's ``restart`` step): ``docker restart``
     its container, or stop its local process and start a new one on the same port (the farm file
-    gets the new pid); wait until it answers adb and ``adb connect`` it again. Raises ``KeyError``
-    when the farm has no worker for ``serial``, ``WorkerError`` when it does not come back."""
+    gets the new pid); wait until it answers adb and ``adb connect`` it again. Raises
+    ``FileNotFoundError`` / :class:`~phoneenv.farm.pool.FarmFileError` for a missing or bad farm
+    file, ``KeyError`` when the farm has no worker for ``serial``, ``WorkerError`` when it does
+    not come back."""
     path = Path(farm_path)
-    data = _farm_dict(FarmFile.load(path))
+    data = _read_farm(path)
     device = next((d for d in data["devices"] if d["serial"] == serial and d.get("worker")), None)
     if device is None:
         raise KeyError(f"{path} has no worker serving {serial}")

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from phoneenv.contract import INFRASTRUCTURE_ERRORS, Trace
 from phoneenv.loop import REVIEW_DB, ROUNDS_DIR, loop_dir
@@ -64,6 +65,7 @@ __all__ = [
     "cluster_failures",
     "failure_cases",
     "propose_edits",
+    "read_round",
     "read_run",
     "round_dir",
     "round_report",
@@ -871,13 +873,17 @@ def round_report(
 
     Raises:
         FileNotFoundError: a run without results, or no round in the loop.
+        ValueError: the chosen round's ``clusters.json`` is damaged (:func:`read_round`).
     """
     b, a = _run_summary(Path(before)), _run_summary(Path(after))
     root = loop_dir(loop) / ROUNDS_DIR
     rounds = sorted((int(p.name) for p in root.iterdir() if p.name.isdigit()), reverse=True) if root.is_dir() else []
     if round_no is None:
         for n in rounds:
-            data = json.loads((root / str(n) / CLUSTERS_FILE).read_text(encoding="utf-8"))
+            try:
+                data = read_round(root / str(n) / CLUSTERS_FILE)
+            except (OSError, ValueError):
+                continue  # a damaged round is not known to be made from `before`; read (and named) if chosen
             if Path(data["run"]).resolve() == Path(before).resolve():
                 round_no = n
                 break
@@ -886,7 +892,10 @@ def round_report(
     if round_no is None:
         raise FileNotFoundError(f"no round in {root}: run `phoneenv evolve round --run {before}` first")
     folder = root / str(round_no)
-    clusters = json.loads((folder / CLUSTERS_FILE).read_text(encoding="utf-8"))["clusters"]
+    try:
+        clusters = read_round(folder / CLUSTERS_FILE)["clusters"]
+    except ValueError as exc:
+        raise ValueError(f"{exc} (pass --round N for another round, or make a new one)") from None
     chain = _lineage(loop, a["harness"])
     names = [h.name for h in chain]
     stop = names.index(b["harness"]) if b["harness"] in names else len(chain)
@@ -933,6 +942,49 @@ def round_report(
     (folder / f"{REPORT_FILE}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (folder / f"{REPORT_FILE}.md").write_text(report_markdown(report), encoding="utf-8")
     return report
+
+
+class _Signature(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    error_kind: StrictStr
+    focus: StrictStr
+
+
+class _RoundCluster(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: StrictStr
+    signature: _Signature
+    pairs: list[tuple[StrictStr, StrictInt | None]] = Field(default_factory=list)
+    items: dict[str, StrictInt] = Field(default_factory=dict)
+
+
+class _Round(BaseModel):
+    """What :func:`round_report` reads of a round's ``clusters.json``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run: StrictStr
+    clusters: list[_RoundCluster]
+
+
+def read_round(path: Path) -> dict[str, Any]:
+    """A round's ``clusters.json`` (written by :func:`run_round`) as JSON data, checked to hold
+    what :func:`round_report` reads: the ``run`` it was made from, and per cluster its ``id``,
+    ``signature``, failing ``pairs`` and review ``items``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: one line naming the file when it cannot be read or is no round's clusters file.
+    """
+    data = read_json_file(path)
+    try:
+        return _Round.model_validate(data).model_dump()
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem.get("loc", ())) or "the file"
+        raise ValueError(f"{path}: not a round's {CLUSTERS_FILE} ({where}: {problem['msg']})") from None
 
 
 def _pct(x: float | None) -> str:

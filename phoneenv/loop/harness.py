@@ -27,7 +27,7 @@ import re
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -74,8 +74,8 @@ class HarnessManifest(BaseModel):
     name: str
     parent: str | None = None
     created_at: str
-    edits: list[int] = Field(default_factory=list)
-    mix: dict[str, float] = Field(default_factory=dict)
+    edits: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)  # review item ids
+    mix: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
 
 
 def _now() -> str:
@@ -94,13 +94,20 @@ class Harness:
         manifest: its :class:`HarnessManifest`.
         path: its folder, or None for ``v0`` without a folder.
         instructions: the text of ``instructions.md`` ("" when absent).
+
+    Raises:
+        HarnessError: an ``instructions.md`` that cannot be read (not UTF-8, no permission).
     """
 
     def __init__(self, manifest: HarnessManifest, path: Path | None) -> None:
         self.manifest = manifest
         self.path = path
         file = None if path is None else path / INSTRUCTIONS_FILE
-        self.instructions = file.read_text(encoding="utf-8").strip() if file is not None and file.is_file() else ""
+        try:
+            self.instructions = file.read_text(encoding="utf-8").strip() if file is not None and file.is_file() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.reason if isinstance(exc, UnicodeDecodeError) else exc.strerror or exc
+            raise HarnessError(f"{file}: cannot be read ({reason}); fix or remove it") from None
 
     @property
     def name(self) -> str:
@@ -159,14 +166,18 @@ def _base() -> Harness:
 
 
 def _read(folder: Path) -> Harness:
+    from phoneenv.tracefiles import read_json_file
+
     file = folder / MANIFEST_FILE
     try:
-        manifest = HarnessManifest.model_validate_json(file.read_text(encoding="utf-8"))
+        manifest = HarnessManifest.model_validate(read_json_file(file))
     except FileNotFoundError:
         raise HarnessError(f"{folder}: not a harness version (no {MANIFEST_FILE})") from None
     except ValidationError as exc:
         problem = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in exc.errors())
         raise HarnessError(f"{file}: not a harness manifest ({problem})") from None
+    except ValueError as exc:  # a folder, not UTF-8, not JSON (read_json_file names the file)
+        raise HarnessError(f"{exc}; not a harness manifest") from None
     return Harness(manifest, folder)
 
 
@@ -182,7 +193,7 @@ def versions(loop: str | Path | None = None) -> list[Harness]:
     if root.is_dir():
         for folder in root.iterdir():
             m = _NAME.match(folder.name)
-            if m and (folder / MANIFEST_FILE).is_file():
+            if m and (folder / MANIFEST_FILE).exists():
                 found[int(m.group(1))] = _read(folder)
     return [found[n] for n in sorted(found)]
 
@@ -204,7 +215,7 @@ def load_harness(spec: str | Path, loop: str | Path | None = None) -> Harness:
         return latest_version(loop)
     if _NAME.match(text):
         folder = harness_root(loop) / text
-        if (folder / MANIFEST_FILE).is_file():
+        if (folder / MANIFEST_FILE).exists():
             return _read(folder)
         if text == BASE_VERSION:
             return _base()

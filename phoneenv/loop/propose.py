@@ -123,6 +123,27 @@ def _apps_of(tasks: Iterable[TaskSpec]) -> list[str]:
     return [a for a, _ in counts.most_common()]
 
 
+def _cluster_problem(data: Any) -> str | None:
+    """Why ``data`` is no cluster file's JSON (``Cluster.summary()`` of :mod:`phoneenv.loop.evolve`),
+    None when it is one: an object with a ``signature`` object and ``templates``; ``apps``,
+    ``capabilities`` objects (or lists) of names; ``reasons`` and ``messages`` lists of text."""
+    if not isinstance(data, dict) or "signature" not in data or "templates" not in data:
+        return "an object with 'signature' and 'templates' expected"
+    if not isinstance(data["signature"], dict):
+        return "'signature' must be an object"
+    for key in ("templates", "apps", "capabilities"):
+        names = data.get(key) or {}
+        if not isinstance(names, (dict, list)) or not all(isinstance(n, str) for n in names):
+            return f"'{key}' must be an object (or a list) of names"
+    for key in ("reasons", "messages"):
+        lines = data.get(key) or []
+        if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+            return f"'{key}' must be a list of strings"
+    if not isinstance(data.get("id", ""), str):
+        return "'id' must be a string"
+    return None
+
+
 def parse_gap(spec: str) -> Gap:
     """The :class:`Gap` ``spec`` names: ``capability:TAG``, ``domain:NAME``, ``cluster:FILE``
     (a ``cluster-<id>.json`` of ``phoneenv evolve round``), or a bare tag or domain.
@@ -162,13 +183,18 @@ def parse_gap(spec: str) -> Gap:
         examples = [t for t in suite if t.domain.value == value]
         return Gap("domain", value, spec, _apps_of(examples), examples, [f"The domain {value!r}."])
     if kind == "cluster":
+        from phoneenv.tracefiles import read_json_file
+
         path = Path(value)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            data = read_json_file(path)
+        except (OSError, ValueError) as exc:
             raise ValueError(f"cannot read the cluster file {value!r}: {exc}") from None
-        if not isinstance(data, dict) or "signature" not in data or "templates" not in data:
-            raise ValueError(f"{value!r} is not a cluster file of `phoneenv evolve round` (cluster-<id>.json)")
+        problem = _cluster_problem(data)
+        if problem is not None:
+            raise ValueError(
+                f"{value!r} is not a cluster file of `phoneenv evolve round` (cluster-<id>.json): {problem}"
+            )
         templates = set(data.get("templates") or {})
         examples = [t for t in suite if t.template in templates]
         sig = data["signature"]

@@ -74,6 +74,34 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "sensitive": ("task_id", "seed", "run", "verdict", "why"),
 }
 
+_EPISODE_TYPES: dict[str, tuple[type, ...]] = {
+    "task_id": (str,),
+    "seed": (int, type(None)),
+    "run": (str,),
+    "verdict": (dict, type(None)),
+    "why": (str,),
+}
+_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
+    "skill_edit": {"skill": (str,), "path": (str,), "before": (str, type(None)), "diff": (str,)},
+    "instruction_edit": {"before": (str,), "diff": (str,)},
+    "mix_weight": {"group": (str,), "before": (int, float)},
+    "verdict": _EPISODE_TYPES,
+    "sim_inconsistent": _EPISODE_TYPES,
+    "sensitive": _EPISODE_TYPES,
+}
+"""The JSON types of each kind's keys (beside ``after`` and ``task``, checked on their own): what
+``review show`` and ``evolve apply`` read them as."""
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "an object", list: "a list"}
+
+
+def _json_type(value: Any) -> str:
+    """What ``value`` is in JSON's words (``a string``, ``null``...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
 
 class Decision(BaseModel):
     """One decision on an item: ``action`` (``approve``, ``reject`` or ``edit``), the ``reviewer``
@@ -126,7 +154,8 @@ def canonical_json(value: Any) -> str:
 
 def check_payload(kind: str, payload: Any) -> None:
     """Check that ``payload`` fits ``kind``: a JSON object with the kind's keys (see the module
-    docstring); for ``task``, ``payload["task"]`` must be a valid :class:`~phoneenv.contract.TaskSpec`;
+    docstring), each of JSON type the readers take (a ``diff`` a string, a ``seed`` an integer or
+    null...); for ``task``, ``payload["task"]`` must be a valid :class:`~phoneenv.contract.TaskSpec`;
     for ``mix_weight``, ``after`` must be a number >= 0.
 
     Raises:
@@ -157,6 +186,11 @@ def check_payload(kind: str, payload: Any) -> None:
             raise ValueError(f"payload.after must be a weight >= 0, not {after!r}")
     elif kind in ("skill_edit", "instruction_edit") and not isinstance(payload["after"], str):
         raise ValueError("payload.after must be the new text")
+    for key, types in _TYPES.get(kind, {}).items():
+        value = payload[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            names = " or ".join("null" if t is type(None) else _TYPE_NAMES[t] for t in types)
+            raise ValueError(f"payload.{key} must be {names}, not {_json_type(value)}")
 
 
 def _now() -> str:
