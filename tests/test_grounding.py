@@ -405,6 +405,12 @@ TOLD_STATE = [
         False,
     ),
     ("person", "clock.start_timer/0", "Timer started (45 min, Tea) and I texted your dad that dinner is ready.", True),
+    # a count after an act verb, of any things: records changed alike (2 lights dimmed, 1 thermostat)
+    ("count", "home.evening/0", "Set all three living room lights to 20%.", False),
+    ("count", "home.evening/0", "Set the 2 living room lights to 20% and the thermostat to 70.", True),
+    ("count", "memory.shop_my_size/0", "Ordered two cotton t-shirts in size L.", False),
+    ("count", "memory.shop_my_size/0", "Ordered one cotton t-shirt in size L.", True),
+    ("count", "cross.block_spam_caller/0", "Blocked +4917717106809 and deleted its 3 texts.", False),
     # someone else's act is no act of the episode ("Marlene sent yesterday"); a weekday range is days
     ("date", "messages.delete_message/0", "Removed the text Marlene sent yesterday afternoon.", True),
     ("date", "fields.dnd_schedule/0", "Done - Do Not Disturb now runs Monday to Friday from 10 PM to 7 AM.", True),

@@ -60,8 +60,11 @@ status         a thing told as done: paid, scheduled, cancelled, booked/reserved
 count          "table for four", "2 guests": a party size the episode set (a field
                ``party_size``, ``guests``...); told after a verb of an act ("Texted 4 people",
                "Booked 4 nights", "from each of 3"): a count of what the episode did (calls of a
-               tool, people or records addressed, whole-number fields of its writes and changed
-               records, a stay's nights); else a count any part of the grounds holds (a list's
+               tool, people or records addressed, records changed alike (one table, one kind of
+               change, the same fields: 2 lights dimmed beside 1 thermostat set), list lengths and
+               quantity fields of its writes and changed records (``qty``, ``nights``...), a
+               stay's nights, the goal's numbers; not a brightness or a position); else a count
+               any part of the grounds holds (a list's
                length, a whole-number field, a number in a text)
 percent        "80%", "65 percent": a whole number the grounds hold (a brightness, a volume, a
                chance of rain)
@@ -483,6 +486,43 @@ _DAY_PAIRS = (
 _PARTY_KEYS = re.compile(r"party|guests|people|persons|diners|covers|travell?ers|passengers", re.I)
 
 
+_QTY_KEYS = re.compile(
+    r"party|guests|people|persons|diners|covers|travell?ers|passengers|qty|quantity|count|nights|tickets|seats|rooms"
+    r"|items|number_of|adults|children",
+    re.I,
+)
+
+
+def _quantities(values: Iterable[Any]) -> set[int]:
+    """The counts an act's records and arguments hold as counts: list lengths, quantity fields
+    (``qty``, ``party_size``, ``nights``...: :data:`_QTY_KEYS`) and the nights between a
+    record's two dates; not every whole number (a brightness, a position, a year)."""
+    out: set[int] = set()
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                if isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1000 and _QTY_KEYS.search(str(k)):
+                    out.add(x)
+                elif isinstance(x, (Mapping, list, tuple)):
+                    stack.append(x)
+            for a, b in _DAY_PAIRS:
+                x, y = v.get(a), v.get(b)
+                if isinstance(x, str) and isinstance(y, str):
+                    try:
+                        nights = (dt.date.fromisoformat(y[:10]) - dt.date.fromisoformat(x[:10])).days
+                    except ValueError:
+                        continue
+                    if 0 < nights <= 366:
+                        out.add(nights)
+        elif isinstance(v, (list, tuple)):
+            if v:
+                out.add(len(v))
+            stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple)))
+    return out
+
+
 def _counts(value: Any, out: set[int], parties: set[int] | None = None) -> None:
     """The counts ``value`` holds: whole-number fields (0-1000), list lengths, and the nights
     between a record's two dates (``check_in``/``check_out``, ``start``/``end``...); a party's
@@ -708,6 +748,7 @@ class Grounds:
         self.world_names: list[str] = []  # the names of the records read, changed or in the fixtures
         self.user_texts: list[str] = []  # the user's words: the goal and memory entries, as text
         self.changed_words: frozenset[str] = frozenset()  # short strings of the changed records, lower case
+        self.act_counts: frozenset[int] | None = None  # what an act verb may count (see grounds())
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
@@ -980,6 +1021,20 @@ def grounds(
         targets = {json.dumps(c.arguments.get(key), sort_keys=True) for c in writes if c.arguments.get(key)}
         if targets:
             did.counts.add(len(targets))
+            per_tool[f"{key}:targets"] = len(targets)
+    # what an act verb may count ("Texted 4 people", "cleared 3 items"): calls, people, records
+    # changed per table, list lengths and quantity fields of the writes, nights, the user's numbers
+    act_counts = set(per_tool.values()) | _quantities([*(c.arguments for c in writes), *now_recs])
+    per_kind: dict[tuple[str, str, frozenset[str]], int] = {}  # records changed alike: same table, kind, fields
+    for ch in changed:
+        table, kind = getattr(ch, "table", None), getattr(ch, "kind", None)
+        if isinstance(table, str) and isinstance(kind, str):
+            old, new = getattr(ch, "old", None) or {}, getattr(ch, "new", None) or {}
+            fields = frozenset(k for k in new if old.get(k) != new.get(k)) if kind == "updated" else frozenset()
+            per_kind[(table, kind, fields)] = per_kind.get((table, kind, fields), 0) + 1
+    act_counts.update(per_kind.values())
+    said = [x for x, _, _, _ in _walk(memory) if isinstance(x, str)]  # the user's numbers: words, not record ids
+    act_counts.update(evidence_of([*said, *expected], ctx, goal=goal, clock=False).counts)
     for c in writes:
         _counts(c.arguments, did.counts, did.parties)
         for leaf, key, _, _ in _walk(c.arguments):  # a duration the episode set ("minutes_before": 15)
@@ -1011,6 +1066,7 @@ def grounds(
                     if isinstance(sub, str) and k2 != "id" and len(ids := contact_ids(sub, ctx.contacts)) == 1:
                         addressed.update(ids)
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
+    g.act_counts = frozenset(act_counts | did.parties)
     g.focus = frozenset(focus)
     strings, ids = subject_strings(
         [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
@@ -1323,6 +1379,12 @@ _COUNT_ACT = re.compile(
 )
 """A verb of an act before a count in its clause: the count is of what the episode did ("Texted
 4 people", "Booked a table for four")."""
+_RE_ACT_COUNT = re.compile(
+    r"(?<![\d.,:/#$€£-])(\d{1,3})\s+(?:[a-z][a-z-]*\s+){0,2}?(?!(?:hours|minutes|mins|seconds|days|weeks|months|years"
+    r"|times|km|miles|metres|meters|euros|dollars|pounds|yen|percent|degrees|stars|points|ways|am|pm)\b)([a-z][a-z-]*s)\b",
+)
+"""A count of things after a verb of an act, whatever the things ("cleared 3 completed items",
+"switched off 2 lamps"); units of time, money and measure are no things."""
 _RE_COUNT_DENIED = re.compile(r"\b(?:not|never|no|if|whether|should|could|would|up\s+to|max(?:imum)?)\b|n't", re.I)
 
 
@@ -1602,13 +1664,27 @@ def check_text(
                 why = f"the episode did it (it called {', '.join(done[:4])})"
                 out.append(Ungrounded("status", pt[a:b], source, (), why))
     if "count" in types:
-        for n, a, b, party in count_claims(pt):
+        found = count_claims(pt)
+        for m in _RE_ACT_COUNT.finditer(pt):  # "cleared 3 completed items", "ordered 2 cotton t-shirts"
+            ends = [e.end() for e in _CLAUSE.finditer(pt, 0, m.start())]
+            verb = _COUNT_ACT.search(lead := pt[ends[-1] if ends else 0 : m.start()])
+            if (
+                verb
+                and not _OTHERS_ACT.search(lead[: verb.start()])
+                and not any(a <= m.start(1) < b for _, a, b, _ in found)
+            ):
+                found.append((int(m[1]), m.start(1), m.end(), False))
+        for n, a, b, party in found:
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, a)]
             lead = pt[ends[-1] if ends else 0 : a]
             if _RE_COUNT_DENIED.search(lead):
                 continue
-            own = bool(_COUNT_ACT.search(lead))
-            pool = g.did.counts if own else g.subject.counts | g.read.counts | g.did.counts
+            verb = _COUNT_ACT.search(lead)
+            own = verb is not None and not _OTHERS_ACT.search(lead[: verb.start()])  # not "Maureen sent 1 text"
+            acts = g.act_counts if g.act_counts is not None else g.did.counts
+            pool = set(acts) if own else g.subject.counts | g.read.counts | g.did.counts
+            if own and re.search(r"\b(?:ways|shares)\b", pt[a:b], re.I):  # a split counts the user too
+                pool |= {x + 1 for x in acts}
             if party and (g.did.parties or g.subject.parties):  # a party's size: the booking's
                 pool = g.did.parties | g.subject.parties
             if n in pool:
