@@ -138,6 +138,9 @@ class BenchConfig:
         vllm: RL rollouts through TRL's colocated vLLM engine; None: when vLLM is installed and
             the device is CUDA.
         vllm_memory: the GPU memory share of that engine (``vllm_gpu_memory_utilization``).
+        time_budget_s: seconds the whole run may take, or None: a seed is started (all its arms
+            and their evaluations) only when :func:`next_seed_fits` says the last seed's time
+            still fits; the seeds that ran are recorded (``rl_seeds_run``). At least one runs.
     """
 
     templates: str = TEMPLATES
@@ -167,6 +170,7 @@ class BenchConfig:
     bf16: bool | None = None
     vllm: bool | None = None
     vllm_memory: float = 0.3
+    time_budget_s: float | None = None
 
     @classmethod
     def quick(cls) -> BenchConfig:
@@ -180,12 +184,18 @@ class BenchConfig:
     def gpu(cls, model: str = "smollm2") -> BenchConfig:
         """The one-GPU preset of ``benchmarks/gpu_care.py`` (SmolLM2-135M): a pretrained model
         takes SFT's learning rate of 1e-4 and RL's of 1e-5 (the tiny model's 4e-3/1e-3 would wreck
-        it), 150 SFT steps, 3 seeds × 6 RL steps per arm, 4 evaluation episodes per task,
-        ``device="cuda"``; bf16 and vLLM as the hardware and the install allow. Sized by estimate
-        for 10 minutes on one H100 (not measured: no GPU was lent to the session that wrote it)."""
+        it), 150 SFT steps, up to 3 seeds × 4 RL steps per arm, 1 evaluation episode per task,
+        ``device="cuda"``, bf16 and vLLM as the hardware and the install allow, and a time budget
+        of 540 s (:attr:`time_budget_s`: seeds stop starting when the next would not fit).
+
+        Sized by estimate, not measured (no GPU was lent to the session that wrote it): with
+        transformers generation (batch 1, about 15 ms a token for a 135M model) an episode of
+        ~150 sampled tokens takes ~2.5 s, an RL step of G = 8 ~20 s, an evaluation of 24 episodes
+        ~60 s, so one seed of three arms ~6-7 min after ~1.5 min of SFT and its evaluation: the
+        budget then runs one seed; vLLM's batched sampling should fit all three."""
         return cls(
-            model=model, sft_steps=150, sft_lr=1e-4, rl_steps=6, rl_lr=1e-5, eval_episodes=4, device="cuda",
-            threads=4,
+            model=model, sft_steps=150, sft_lr=1e-4, rl_steps=4, rl_lr=1e-5, eval_episodes=1, device="cuda",
+            threads=4, time_budget_s=540.0,
         )  # fmt: skip
 
 
@@ -666,6 +676,15 @@ def _free_accelerator() -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+def next_seed_fits(elapsed: float, last_seed_seconds: float | None, budget: float | None) -> bool:
+    """Whether another RL seed (all arms and their evaluations) may start: always without a
+    budget or before the first seed (``last_seed_seconds`` None); else when ``elapsed`` plus the
+    last seed's duration stays within ``budget`` (seconds)."""
+    if budget is None or last_seed_seconds is None:
+        return True
+    return elapsed + last_seed_seconds <= budget
+
+
 def _fmt(v: float | None, spec: str = ".3f") -> str:
     return "n/a" if v is None or v != v else format(v, spec)
 
@@ -830,7 +849,12 @@ def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
     summaries: dict[str, dict[str, Any]] = {arm: {} for arm in cfg.arms}
     rows: dict[str, dict[str, list[list[list[float]]]]] = {arm: {s: [] for s in splits} for arm in cfg.arms}
     digests: dict[str, dict[int, str]] = {arm: {} for arm in cfg.arms}
+    seeds_run: list[int] = []
+    last_seed: float | None = None
     for seed in cfg.rl_seeds:
+        if not next_seed_fits(time.perf_counter() - started, last_seed, cfg.time_budget_s):
+            break
+        seed_started = time.perf_counter()
         for arm in cfg.arms:
             t = time.perf_counter()
             summary = train_arm(cfg, arm, start, train_ids, out, seed, hw)
@@ -845,6 +869,8 @@ def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
                 rows[arm][split].append(evaluate(final, ids, cfg, hw["device"])["rows"])
             walls[f"eval_{arm}_seed{seed}"] = time.perf_counter() - t
             _free_accelerator()
+        seeds_run.append(seed)
+        last_seed = time.perf_counter() - seed_started
     evals: dict[str, dict[str, Any]] = {
         "sft": {split: episode_summary(sft_eval[split]["rows"]) | {"seeds": 1} for split in splits}
     }
@@ -857,7 +883,7 @@ def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
             for split in splits
         }
     identical = {
-        arm: {seed: digests[arm][seed] == digests["grpo"][seed] for seed in cfg.rl_seeds}
+        arm: {seed: digests[arm][seed] == digests["grpo"][seed] for seed in seeds_run}
         for arm in cfg.arms
         if arm != "grpo" and "grpo" in digests
     }
@@ -866,6 +892,7 @@ def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
     result = {
         "command": command,
         "config": asdict(cfg),
+        "rl_seeds_run": seeds_run,
         "hardware": hw
         | {"torch": torch.__version__, "gpu": torch.cuda.get_device_name() if hw["device"] != "cpu" else None},
         "train_tasks": train_ids,

@@ -225,3 +225,10 @@ def test_configs_built_for_cuda(bench, tmp_path, fake_cuda, monkeypatch) -> None
     assert bench.hardware(cfg)["vllm"] is False  # HF generation where vLLM is not installed
     cpu = bench.plan(replace(cfg, device="cpu", bf16=None, vllm=None), tmp_path)
     assert cpu["hardware"] == {"device": "cpu", "bf16": False, "vllm": False}
+
+
+def test_a_time_budget_stops_starting_seeds(bench) -> None:
+    assert bench.next_seed_fits(1e9, None, 10.0)  # the first seed always runs
+    assert bench.next_seed_fits(1e9, 1e9, None)  # no budget
+    assert bench.next_seed_fits(300.0, 200.0, 540.0) and not bench.next_seed_fits(400.0, 200.0, 540.0)
+    assert bench.BenchConfig.gpu().time_budget_s == 540.0 and bench.BenchConfig.quick().time_budget_s is None
