@@ -698,7 +698,8 @@ def group_advantages(
         tool_calls: shape ``(G,)``, counts ≥ 0.
         cfg: CARE's parameters (``"penalty"`` uses ``mu``; every algo uses the thresholds to
             report the group's mode).
-        budget_tokens, budget_calls: positive budgets of :func:`efficiency_cost`.
+        budget_tokens: positive output-token budget of :func:`efficiency_cost`.
+        budget_calls: positive tool-call budget of :func:`efficiency_cost`.
         cost_weight: the cost's share from tokens, in [0, 1].
         penalty: shape ``(G,)``, ≥ 0, subtracted from the rewards in every algo, or None.
 

@@ -182,7 +182,7 @@ def test_dry_run_plans_every_arm_and_seed_on_the_cpu(bench, tmp_path, capsys) ->
     assert json.loads(capsys.readouterr().out)["hardware"] == {"device": "cpu", "bf16": False, "vllm": False}
     assert sorted(p["runs"]) == sorted(f"seed{s}/{a}" for s in (0, 1, 2) for a in bench.ARMS)
     assert all(kw["use_cpu"] and not kw["bf16"] and not kw["use_vllm"] for kw in p["runs"].values())
-    assert p["episodes_per_model"] == {"train": 18 * 2, "heldout": 6 * 2}
+    assert p["episodes_per_model"] == {"train": 18 * 1, "heldout": 6 * 1}
     assert not any(tmp_path.iterdir())  # nothing built, nothing trained
     with pytest.raises(ValueError, match="CUDA"):
         bench.hardware(replace(bench.BenchConfig(), device="cuda"))

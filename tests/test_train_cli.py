@@ -46,6 +46,11 @@ def test_sft_then_rl_from_the_command_line(tmp_path, monkeypatch):
 
     assert {g["episode"] for r in evals for g in r["groups"]} == {episode_prompt("settings.toggle/0", 0)}
     assert "success on the training tasks" in res.output
+    # per step: the share of groups per CARE mode and with zero advantages, in the log and printed
+    train = [r for r in records if r["kind"] == "rollout" and r["mode"] == "train"]
+    shares = [r["metrics"][f"groups/{m}_share"] for r in train for m in ("shaping", "outcome", "efficiency")]
+    assert len(shares) == 3 and sum(shares) == pytest.approx(1.0)
+    assert "CARE mode shares" in res.output and "zero-advantage groups" in res.output
     res = runner.invoke(app, ["train", "rl", "--algo", "ppo", "--out", str(rl)])
     assert res.exit_code != 0 and "unknown algorithm" in res.output
 
