@@ -128,7 +128,7 @@ import numpy as np
 
 from agents.toolfilter import save_model_filter
 from phoneenv.extras import needs, require
-from rl.care import DEFAULT_COST_WEIGHT
+from rl.care import DEFAULT_COST_WEIGHT, CareConfig, GroupAdvantages
 from rl.rollout import RolloutConfig, Trajectory, rollout_members, to_trl
 from rl.train_help import DEFAULT_INVALID_REPLY_PENALTY, TRAIN_HELP
 
@@ -750,8 +750,8 @@ MODES: tuple[str, ...] = ("shaping", "outcome", "efficiency")
 
 
 def batch_advantages(
-    stats: Sequence[EpisodeStats], groups: Sequence[slice], cfg: TrainConfig, care_config: Any
-) -> list[Any]:
+    stats: Sequence[EpisodeStats], groups: Sequence[slice], cfg: TrainConfig, care_config: CareConfig
+) -> list[GroupAdvantages]:
     """Every group's rewards and advantages under ``cfg.algo``: :func:`rl.care.group_advantages`
     (the function :mod:`rl.bandit` calls too) per block of the gathered batch, with the episodes'
     success, progress, output tokens and tool calls, the cost's budgets and weight of ``cfg``, and
@@ -789,7 +789,9 @@ def batch_advantages(
     ]
 
 
-def group_shares(results: Sequence[Any], advantages: Sequence[np.ndarray] | None = None) -> dict[str, float]:
+def group_shares(
+    results: Sequence[GroupAdvantages], advantages: Sequence[np.ndarray] | None = None
+) -> dict[str, float]:
     """Per step, the shares of its groups: ``groups/{shaping,outcome,efficiency}_share`` (CARE's
     mode of each group's success rate, for every algorithm: the mode CARE used or would have used)
     and ``groups/zero_advantage_share`` (groups whose advantages are all exactly 0: they cannot
