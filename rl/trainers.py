@@ -56,9 +56,12 @@ still get distinct, reproducible sampling seeds.
   asserts that every block of ``G`` consecutive gathered episodes has one episode key and member
   indices ``0..G−1``. The cost is :func:`rl.care.efficiency_cost` of output tokens and tool calls
   against absolute budgets. With ``algo="penalty"`` (the CARE report's ablation) every group's
-  reward is :func:`rl.care.penalty_rewards` ``s(1 − μc)`` and its advantages are vanilla
-  :func:`rl.care.grpo_advantages`. With ``algo="grpo"`` TRL's advantages stay (group mean/std of
-  the env reward ``success``, ``scale_rewards="group"``); all share everything else.
+  reward is :func:`rl.care.penalty_rewards` ``s(1 − μc)`` and its advantages are TRL's
+  normalisation of it (sample std + 1e-4). With ``algo="grpo"`` TRL's advantages stay (group
+  mean/std of the env reward ``success``, ``scale_rewards="group"``); all share everything else.
+  Every algorithm's groups go through :func:`batch_advantages`, i.e. :func:`rl.care.group_advantages`,
+  the function the bandit (:mod:`rl.bandit`) uses too, and each step logs the share of its groups
+  per CARE mode and with all-zero advantages (:func:`group_shares`).
 
 A step whose advantages are *all* zero (every group all-won or all-lost, CARE without
 ``shape_all_failure``) cannot change the policy: it is logged loudly (``logging.warning``, a
