@@ -2,7 +2,7 @@
 
 Run (needs the ``[rl]`` extra)::
 
-    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # a smoke run, ≤ 15 min on 2 cores
+    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # a smoke run: 23 min at load 4 on 2 cores
     .venv/bin/python benchmarks/care_vs_grpo.py                # the measurement, hours on 2 cores
     .venv/bin/python benchmarks/care_vs_grpo.py --quick --dry-run   # the plan only: no model is built
 
@@ -177,9 +177,10 @@ class BenchConfig:
         """The ``--quick`` preset: 600 SFT steps (two thirds of the full run's: its 900 took 379 s
         here; 450 gave 14% sampled success), then 4 RL steps per arm and seed over 3 seeds, 1
         evaluation episode per task. It checks that the pipeline runs and whether the arms part
-        at all, not CARE's effect. Measured with 2 evaluation episodes per task: 1,763 s on the
-        2 cores at load 3-7 (other jobs beside it; SFT 471 s, RL 764 s, evaluations 523 s), so
-        one episode a task now: about 13 min on an idle machine by the same shares."""
+        at all, not CARE's effect. Measured on the 2 cores beside other jobs: with 2 evaluation
+        episodes per task 1,763 s at load 3-7 (SFT 471 s, RL 764 s, evaluations 523 s); with 1,
+        this preset, 1,376 s at load 4 (SFT 545 s, RL 623 s, evaluations 176 s): about 11 min on
+        an idle machine by the same shares (not measured idle)."""
         return cls(sft_steps=600, rl_steps=4, eval_episodes=1)
 
     @classmethod
@@ -752,7 +753,7 @@ def parse_args(argv: Sequence[str] | None = None, preset: str | None = None) -> 
         preset: ``"gpu"`` starts from :meth:`BenchConfig.gpu` (``benchmarks/gpu_care.py``).
     """
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run (≤ 15 min on 2 cores)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run (23 min at load 4 on 2 cores)")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: a new temporary folder)")
     ap.add_argument(
         "--dry-run", action="store_true", help="print the plan (split, hardware, every arm's TrainConfig) and exit"
