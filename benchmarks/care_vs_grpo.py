@@ -1,9 +1,10 @@
-"""CARE vs GRPO vs the efficiency-penalised ablation, from one SFT start, on 2 CPU cores.
+"""CARE vs GRPO vs the efficiency-penalised ablation, from one SFT start, over several RL seeds.
 
 Run (needs the ``[rl]`` extra)::
 
-    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # a smoke run, ≤ 10 min
-    .venv/bin/python benchmarks/care_vs_grpo.py                # the measurement, ≤ 60 min
+    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # a smoke run: 23 min at load 4 on 2 cores
+    .venv/bin/python benchmarks/care_vs_grpo.py                # the measurement, hours on 2 cores
+    .venv/bin/python benchmarks/care_vs_grpo.py --quick --dry-run   # the plan only: no model is built
 
 1. **Task split.** The instances of a few templates (``--templates``) are split by index: the
    first ``--train-instances`` of each template are trained on, the rest are held out (same
@@ -17,28 +18,47 @@ Run (needs the ``[rl]`` extra)::
    offer (``--tools``, one :mod:`agents.toolfilter` filter for all). Both styles succeed, so the
    SFT start solves tasks at several lengths (2–6 calls, 87–296 output tokens measured): what an
    efficiency reward can cut, as a planner's redundant reads are in the CARE report's setting.
-3. **Three arms, same start, same seeds, same budget** (:func:`rl.trainers.train_rl`):
-   ``grpo`` (success reward, TRL's group normalisation), ``care`` (:func:`rl.care.group_care`,
-   with the CARE controller as configured by default) and ``penalty`` (the reward
-   ``s·(1 − μ·c)`` of :func:`rl.care.penalty_rewards` in every group, vanilla normalisation:
-   the CARE report's ablation without the competence-aware calibration).
-4. **Evaluation.** The SFT model and each arm's final model run ``--eval-episodes`` sampled
-   episodes (the training temperature; the same sampling seeds for every model) on every
-   held-out task, through the same rollout as training (:func:`rl.rollout.rollout_members`).
-   Reported per model: success rate, output tokens and tool calls per episode; per arm the
-   ratios to GRPO. The training tasks are evaluated the same way (``train`` rows).
-5. **Artifacts** in ``--out``: ``care_vs_grpo.json`` (command, seeds, configuration, wall times,
-   results, per-step curves), ``care_vs_grpo.png`` (success and output tokens per episode against
-   RL step, one line per arm, from each arm's ``metrics.jsonl``), and the models and logs.
+3. **Three arms, same start, same seeds, same budget** (:func:`rl.trainers.train_rl`), each run
+   once per RL seed (``--rl-seeds``, ≥ 3 by default: the seed sets TRL's data order and the
+   rollouts' sampling seeds): ``grpo`` (success reward, TRL's group normalisation), ``care``
+   (:func:`rl.care.group_care`, with the CARE controller as configured by default) and ``penalty``
+   (the reward ``s·(1 − μ·c)`` of :func:`rl.care.penalty_rewards` in every group, TRL's
+   normalisation: the CARE report's ablation without the competence-aware calibration). Every arm
+   gets the same invalid-reply penalty (``--invalid-reply-penalty``, default
+   :data:`rl.train_help.DEFAULT_INVALID_REPLY_PENALTY`, the one ``phoneenv train rl`` uses).
+4. **Evaluation.** The SFT model and each arm's final model (one per seed) run ``--eval-episodes``
+   sampled episodes (the training temperature; the same sampling seeds for every model) on every
+   training task and every held-out task, through the same rollout as training
+   (:func:`rl.rollout.rollout_members`), reported separately (``train``, ``heldout``). Per model:
+   success rate, output tokens and tool calls per episode, each with its standard error
+   (:func:`summarise_arm`: over the seeds' means, ``scipy.stats.sem``; and over the pooled
+   episodes); per arm the paired differences to GRPO, seed by seed, with their standard errors
+   (:func:`paired_to_reference`).
+5. **Per RL step** (:func:`curves`, from each run's ``metrics.jsonl``): training success, tokens
+   and calls; the share of groups per CARE mode (shaping, outcome, efficiency: the mode CARE used,
+   or would have used in the other arms), the share of groups with all-zero advantages, whether
+   the whole step was zero, and the mean and largest ``|A|``; :func:`step_summary` averages them
+   per arm. ``identical_to_grpo`` says, per seed, whether an arm's final weights equal GRPO's bit
+   for bit (the sign that no step changed anything differently).
+6. **Device.** ``--device auto`` (default) trains and evaluates on CUDA when torch sees a GPU and
+   on the CPU otherwise (:func:`rl.hardware.resolve_device`); ``--bf16`` defaults to what the GPU
+   supports; ``--vllm`` (default: when vLLM is installed and a GPU is used) samples RL rollouts
+   with TRL's colocated vLLM engine. ``benchmarks/gpu_care.py`` runs this benchmark on one GPU.
+7. **Artifacts** in ``--out``: ``care_vs_grpo.json`` (command, seeds, configuration, wall times,
+   results with standard errors, per-step curves and shares), ``care_vs_grpo.png`` (success and
+   output tokens per episode against RL step, one line per arm, mean over seeds), and the models
+   and logs.
 
 Target (issue 14): CARE within 3 points of GRPO's success with ≥ 25% fewer output tokens; the
-ablation shorter still, with lower success. The "CARE's effect, measured" section of docs/figures/care.md holds
-the figures of the last full run, whatever they are.
+ablation shorter still, with lower success. The "CARE's effect, measured" section of
+docs/figures/care.md holds the figures of the last runs, whatever they are.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import hashlib
 import json
 import os
 import platform
@@ -51,9 +71,15 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from rl.train_help import DEFAULT_INVALID_REPLY_PENALTY  # plain values, no torch import
 
 ARMS: tuple[str, ...] = ("grpo", "care", "penalty")
 """The three arms, in the order they are trained and printed (GRPO first: it is the reference)."""
+
+METRICS: tuple[str, ...] = ("success", "output_tokens", "tool_calls")
+"""What is measured per evaluation episode (success 0/1, counts per episode)."""
 
 TEMPLATES = "clock.alarm_off,clock.delete_alarm,clock.wake_up"
 """Default task templates: 8 instances each, state criteria only (the ``finish`` answer is free);
@@ -71,7 +97,7 @@ RL step costs more on CPU (attention over the prompt dominates a small model's s
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """One benchmark run's settings (``--quick`` and full presets; every field is a flag).
+    """One benchmark run's settings (``--quick``, full and GPU presets; every field is a flag).
 
     Attributes:
         templates: comma-separated task templates (sandbox).
@@ -85,8 +111,10 @@ class BenchConfig:
         max_turns, max_new_tokens: per episode / per reply.
         temperature: sampling temperature of RL and evaluation (0.5: more solved groups than at
             1.0, where CARE's efficiency mode acts, with the styles still sampled).
-        eval_episodes: sampled episodes per evaluated task.
-        seed: training seed (TRL's data order and the rollouts' sampling seeds) of every arm.
+        eval_episodes: sampled episodes per evaluated task and model.
+        seed: the SFT seed (one SFT start for every arm and seed).
+        rl_seeds: the RL seeds (TRL's data order and the rollouts' sampling seeds); every arm runs
+            once per seed, from the same start, and the standard errors are over these runs.
         eval_seed: base sampling seed of evaluation (the same for every model).
         mu: the efficiency weight μ of the ``penalty`` arm (CARE uses its own configuration).
         budget_tokens, budget_calls: the efficiency cost's budgets (``care_budget_tokens``,
@@ -97,15 +125,22 @@ class BenchConfig:
         checked: SFT also on each training task's checked plan (:func:`rl.sft.checked_traces`:
             a re-read after every change), so the SFT start solves tasks in two styles, one with
             1–2 redundant calls, and efficiency has something to cut.
-        invalid_reply_penalty: ν of :class:`rl.trainers.TrainConfig`, the same in every arm: ν × the
-            episode's share of replies without a tool call, subtracted from the reward before the
-            advantages (0: the algorithms as published; ``phoneenv train rl`` uses 0.5). Replies
-            that hold no call ("Done......" to the token cap after the last call) grew to a third
-            of the replies over a 120-step run without it, inflating tokens in every arm.
+        invalid_reply_penalty: ν of :class:`rl.trainers.TrainConfig`, the same in every arm:
+            :data:`rl.train_help.DEFAULT_INVALID_REPLY_PENALTY` (0) by default, the default of
+            ``phoneenv train rl`` too (why 0: that constant's docstring).
         arms: the RL arms to run.
-        threads: torch intra-op threads. 1 by default: a tiny model's ops are too small to split,
-            and on a busy machine two threads made the rollouts about 8× slower in CPU time
-            (measured: G=4 episodes, 22.7 s of CPU with 2 threads, 2.7 s with 1).
+        threads: torch intra-op threads on the CPU. 1 by default: a tiny model's ops are too small
+            to split, and on a busy machine two threads made the rollouts about 8× slower in CPU
+            time (measured: G=4 episodes, 22.7 s of CPU with 2 threads, 2.7 s with 1).
+        device: ``auto`` (CUDA when torch sees a GPU, else the CPU), ``cuda`` or ``cpu``
+            (:func:`rl.hardware.resolve_device`): SFT, RL and evaluation all run there.
+        bf16: bf16 mixed precision for SFT and RL; None: on where the GPU supports it.
+        vllm: RL rollouts through TRL's colocated vLLM engine; None: when vLLM is installed and
+            the device is CUDA.
+        vllm_memory: the GPU memory share of that engine (``vllm_gpu_memory_utilization``).
+        time_budget_s: seconds the whole run may take, or None: a seed is started (all its arms
+            and their evaluations) only when :func:`next_seed_fits` says the last seed's time
+            still fits; the seeds that ran are recorded (``rl_seeds_run``). At least one runs.
     """
 
     templates: str = TEMPLATES
@@ -122,26 +157,53 @@ class BenchConfig:
     temperature: float = 0.5
     eval_episodes: int = 8
     seed: int = 0
+    rl_seeds: tuple[int, ...] = (0, 1, 2)
     eval_seed: int = 1234
     mu: float | None = None
     budget_tokens: float = 200.0
     budget_calls: float = 6.0
     checked: bool = True
-    invalid_reply_penalty: float = 0.0
+    invalid_reply_penalty: float = DEFAULT_INVALID_REPLY_PENALTY
     arms: tuple[str, ...] = field(default=ARMS)
     threads: int = 1
+    device: str = "auto"
+    bf16: bool | None = None
+    vllm: bool | None = None
+    vllm_memory: float = 0.3
+    time_budget_s: float | None = None
 
     @classmethod
     def quick(cls) -> BenchConfig:
         """The ``--quick`` preset: 600 SFT steps (two thirds of the full run's: its 900 took 379 s
-        here, and fewer steps leave the tiny model weaker: 450 gave 14% sampled success), then 4
-        RL steps per arm and 2 evaluation episodes per task (≤ 10 min); it checks that the
-        pipeline runs, not CARE's effect."""
-        return cls(sft_steps=600, rl_steps=4, eval_episodes=2)
+        here; 450 gave 14% sampled success), then 4 RL steps per arm and seed over 3 seeds, 1
+        evaluation episode per task. It checks that the pipeline runs and whether the arms part
+        at all, not CARE's effect. Measured on the 2 cores beside other jobs: with 2 evaluation
+        episodes per task 1,763 s at load 3-7 (SFT 471 s, RL 764 s, evaluations 523 s); with 1,
+        this preset, 1,376 s at load 4 (SFT 545 s, RL 623 s, evaluations 176 s): about 11 min on
+        an idle machine by the same shares (not measured idle)."""
+        return cls(sft_steps=600, rl_steps=4, eval_episodes=1)
+
+    @classmethod
+    def gpu(cls, model: str = "smollm2") -> BenchConfig:
+        """The one-GPU preset of ``benchmarks/gpu_care.py`` (SmolLM2-135M): a pretrained model
+        takes SFT's learning rate of 1e-4 and RL's of 1e-5 (the tiny model's 4e-3/1e-3 would wreck
+        it), 150 SFT steps, up to 3 seeds × 4 RL steps per arm, 1 evaluation episode per task,
+        ``device="cuda"``, bf16 and vLLM as the hardware and the install allow, and a time budget
+        of 540 s (:attr:`time_budget_s`: seeds stop starting when the next would not fit).
+
+        Sized by estimate, not measured (no GPU was lent to the session that wrote it): with
+        transformers generation (batch 1, about 15 ms a token for a 135M model) an episode of
+        ~150 sampled tokens takes ~2.5 s, an RL step of G = 8 ~20 s, an evaluation of 24 episodes
+        ~60 s, so one seed of three arms ~6-7 min after ~1.5 min of SFT and its evaluation: the
+        budget then runs one seed; vLLM's batched sampling should fit all three."""
+        return cls(
+            model=model, sft_steps=150, sft_lr=1e-4, rl_steps=4, rl_lr=1e-5, eval_episodes=1, device="cuda",
+            threads=4, time_budget_s=540.0,
+        )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------
-# Pieces (importable: the smoke test runs them on a tiny budget)
+# Pieces (importable: the tests run them on a tiny budget or without training)
 # ------------------------------------------------------------------------------------------------
 
 
@@ -174,6 +236,29 @@ def _instance(task_id: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
+def hardware(cfg: BenchConfig) -> dict[str, Any]:
+    """What the run uses, decided by the hardware (:mod:`rl.hardware`): ``device`` (``"cuda"`` or
+    ``"cpu"``), ``bf16`` and ``vllm`` (bools).
+
+    Raises:
+        ValueError: ``device="cuda"`` without a GPU; ``bf16=True`` where it is not supported;
+            ``vllm=True`` on the CPU or without the ``vllm`` package.
+    """
+    from rl.hardware import bf16_supported, resolve_device, vllm_installed
+
+    device = resolve_device(cfg.device)
+    on_gpu = device != "cpu"
+    bf16 = (on_gpu and bf16_supported(device)) if cfg.bf16 is None else cfg.bf16
+    if bf16 and not (on_gpu and bf16_supported(device)):
+        raise ValueError(f"--bf16 needs a CUDA GPU that supports bf16; the device is {device}")
+    vllm = (on_gpu and vllm_installed()) if cfg.vllm is None else cfg.vllm
+    if vllm and not on_gpu:
+        raise ValueError("--vllm needs a CUDA GPU (TRL's colocate mode)")
+    if vllm and not vllm_installed():
+        raise ValueError("--vllm needs the vllm package (the 'vllm' extra)")
+    return {"device": device, "bf16": bool(bf16), "vllm": bool(vllm)}
+
+
 def rollout_config(cfg: BenchConfig) -> Any:
     """The :class:`rl.rollout.RolloutConfig` shared by RL and evaluation."""
     from rl.rollout import RolloutConfig
@@ -187,13 +272,15 @@ def rollout_config(cfg: BenchConfig) -> Any:
     )
 
 
-def evaluate(model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig) -> dict[str, Any]:
-    """Sampled episodes of a checkpoint on ``task_ids``: ``cfg.eval_episodes`` per task.
+def evaluate(model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig, device: str = "cpu") -> dict[str, Any]:
+    """Sampled episodes of a checkpoint on ``task_ids``: ``cfg.eval_episodes`` per task, on ``device``.
 
     Episode ``k`` of task ``t`` is sampled with the same seeds for every model (``cfg.eval_seed``),
     so models differ only by their weights. Returns ``success`` (rate), ``output_tokens`` and
-    ``tool_calls`` (means per episode), ``episodes``, ``seconds`` and ``per_task``
-    (``{task: [success, output_tokens, tool_calls]}``, means).
+    ``tool_calls`` (means per episode), ``episodes`` (count), ``rows`` (``[[success,
+    output_tokens, tool_calls], ...]`` per episode, task by task: what the standard errors are
+    computed from), ``seconds`` and ``per_task`` (``{task: [success, output_tokens, tool_calls]}``,
+    means).
     """
     import numpy as np
     import torch
@@ -204,7 +291,7 @@ def evaluate(model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig) -
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(device).eval()
     rc = rollout_config(cfg)
     rows: list[tuple[float, float, float]] = []
     per_task: dict[str, list[float]] = {}
@@ -216,43 +303,105 @@ def evaluate(model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig) -
         rows.extend(got)
         per_task[task_id] = np.mean(np.array(got), axis=0).round(4).tolist()
     arr = np.array(rows, dtype=np.float64)
+    del model
     return {
         "success": float(arr[:, 0].mean()),
         "output_tokens": float(arr[:, 1].mean()),
         "tool_calls": float(arr[:, 2].mean()),
         "episodes": len(rows),
+        "rows": arr.tolist(),
         "seconds": time.perf_counter() - started,
         "per_task": per_task,
     }
 
 
-def curves(metrics_path: Path | str) -> dict[str, list[float]]:
-    """Per RL step, from a ``metrics.jsonl``: ``step``, ``success`` and ``output_tokens`` (means
-    over the step's training episodes), ``tool_calls``; steps in file order.
+# ------------------------------------------------------------------------------------------------
+# Statistics
+# ------------------------------------------------------------------------------------------------
 
-    Raises:
-        FileNotFoundError: no such file.
+
+def episode_summary(rows: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Mean and standard error over episodes, per metric of :data:`METRICS`.
+
+    Args:
+        rows: shape ``(N, 3)``: success (0/1), output tokens, tool calls per episode; ``N ≥ 1``.
+
+    Returns:
+        ``{metric: mean, f"{metric}_se": standard error}`` for each metric (``scipy.stats.sem``,
+        ddof = 1: ``std/sqrt(N)``; NaN for ``N = 1``) and ``episodes``: ``N``.
     """
-    out: dict[str, list[float]] = {"step": [], "success": [], "output_tokens": [], "tool_calls": []}
-    with Path(metrics_path).open(encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            if rec.get("kind") != "rollout" or rec.get("mode") != "train":
-                continue
-            m = rec["metrics"]
-            out["step"].append(float(rec["step"]))
-            out["success"].append(float(m["phone/success"]))
-            out["output_tokens"].append(float(m["phone/output_tokens"]))
-            out["tool_calls"].append(float(m["phone/tool_calls"]))
+    import numpy as np
+    from scipy import stats
+
+    arr = np.asarray(rows, dtype=np.float64).reshape(-1, len(METRICS))
+    if arr.shape[0] == 0:
+        raise ValueError("episode_summary needs at least one episode")
+    out: dict[str, Any] = {}
+    for k, name in enumerate(METRICS):
+        out[name] = float(arr[:, k].mean())
+        out[f"{name}_se"] = float(stats.sem(arr[:, k])) if arr.shape[0] > 1 else float("nan")
+    out["episodes"] = int(arr.shape[0])
     return out
 
 
-def smooth(values: Sequence[float], window: int) -> list[float]:
-    """Trailing moving average over ``window`` points (shorter at the start); ``[]`` for ``[]``."""
-    out: list[float] = []
-    for i in range(len(values)):
-        chunk = values[max(0, i - window + 1) : i + 1]
-        out.append(sum(chunk) / len(chunk))
+def summarise_arm(per_seed: Sequence[Sequence[Sequence[float]]]) -> dict[str, Any]:
+    """One arm on one split over its RL seeds.
+
+    Args:
+        per_seed: for each seed, the evaluation rows of its final model (shape ``(N_s, 3)``, as
+            :func:`evaluate`'s ``rows``).
+
+    Returns:
+        Per metric: ``metric`` (mean over the seeds of each seed's mean), ``metric_se`` (its
+        standard error over the seeds, ``scipy.stats.sem`` of the seed means, ddof = 1: it holds
+        both the RL seed's variance and the evaluation's sampling noise; NaN with one seed),
+        ``metric_se_episodes`` (the standard error over the pooled episodes: the evaluation noise
+        alone) and ``metric_per_seed``; then ``seeds`` and ``episodes`` (pooled count).
+    """
+    import numpy as np
+    from scipy import stats
+
+    if not per_seed:
+        raise ValueError("summarise_arm needs at least one seed")
+    means = np.array([np.asarray(r, dtype=np.float64).reshape(-1, len(METRICS)).mean(axis=0) for r in per_seed])
+    pooled = episode_summary([row for rows in per_seed for row in rows])
+    out: dict[str, Any] = {}
+    for k, name in enumerate(METRICS):
+        out[name] = float(means[:, k].mean())
+        out[f"{name}_se"] = float(stats.sem(means[:, k])) if len(per_seed) > 1 else float("nan")
+        out[f"{name}_se_episodes"] = pooled[f"{name}_se"]
+        out[f"{name}_per_seed"] = means[:, k].round(6).tolist()
+    out["seeds"] = len(per_seed)
+    out["episodes"] = pooled["episodes"]
+    return out
+
+
+def paired_to_reference(arm: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+    """An arm against the reference arm (GRPO), seed by seed: both ran from the same start with the
+    same RL seed, so the differences are paired.
+
+    Args:
+        arm, reference: :func:`summarise_arm` results with the same seeds in the same order.
+
+    Returns:
+        ``success_diff`` (points, ×100) with ``success_diff_se``; ``output_tokens_diff`` and
+        ``tool_calls_diff`` (per episode) with their ``_se`` (``scipy.stats.sem`` of the per-seed
+        differences; NaN with one seed); ``output_tokens_ratio`` and ``tool_calls_ratio`` (ratio
+        of the means; None where the reference's is 0).
+    """
+    import numpy as np
+    from scipy import stats
+
+    out: dict[str, Any] = {}
+    for name, scale in (("success", 100.0), ("output_tokens", 1.0), ("tool_calls", 1.0)):
+        a, r = np.asarray(arm[f"{name}_per_seed"]), np.asarray(reference[f"{name}_per_seed"])
+        if a.shape != r.shape:
+            raise ValueError(f"paired differences need the same seeds: {a.size} against {r.size}")
+        d = scale * (a - r)
+        out[f"{name}_diff"] = float(d.mean())
+        out[f"{name}_diff_se"] = float(stats.sem(d)) if d.size > 1 else float("nan")
+    for name in ("output_tokens", "tool_calls"):
+        out[f"{name}_ratio"] = arm[name] / reference[name] if reference[name] else None
     return out
 
 
@@ -273,30 +422,135 @@ def ratios(results: dict[str, dict[str, Any]], reference: str = "grpo") -> dict[
     return out
 
 
-def plot(arm_curves: dict[str, dict[str, list[float]]], path: Path | str, window: int = 5) -> Path:
+# ------------------------------------------------------------------------------------------------
+# Per RL step
+# ------------------------------------------------------------------------------------------------
+
+CURVE_KEYS: tuple[str, ...] = (
+    "step", "success", "output_tokens", "tool_calls", "shaping_share", "outcome_share", "efficiency_share",
+    "zero_advantage_share", "zero_step", "adv_abs_mean", "adv_abs_max",
+)  # fmt: skip
+"""The per-step series :func:`curves` returns."""
+
+
+def curves(metrics_path: Path | str) -> dict[str, list[float]]:
+    """Per RL step, from a ``metrics.jsonl`` (training rollouts only, in file order): ``step``,
+    ``success``, ``output_tokens``, ``tool_calls`` (means over the step's episodes), the shares of
+    the step's groups per CARE mode (``shaping_share``, ``outcome_share``, ``efficiency_share``)
+    and with all-zero advantages (``zero_advantage_share``), ``zero_step`` (1.0 when every
+    advantage of the step was 0), ``adv_abs_mean`` and ``adv_abs_max`` (of ``|A|``). Shares are
+    NaN in files written before they were logged.
+
+    Raises:
+        FileNotFoundError: no such file.
+    """
+    nan = float("nan")
+    out: dict[str, list[float]] = {k: [] for k in CURVE_KEYS}
+    with Path(metrics_path).open(encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if rec.get("kind") != "rollout" or rec.get("mode") != "train":
+                continue
+            m = rec["metrics"]
+            out["step"].append(float(rec["step"]))
+            out["success"].append(float(m["phone/success"]))
+            out["output_tokens"].append(float(m["phone/output_tokens"]))
+            out["tool_calls"].append(float(m["phone/tool_calls"]))
+            for mode in ("shaping", "outcome", "efficiency", "zero_advantage"):
+                out[f"{mode}_share"].append(float(m.get(f"groups/{mode}_share", nan)))
+            out["zero_step"].append(float(m.get("adv/abs_max", nan) == 0.0))
+            out["adv_abs_mean"].append(float(m.get("adv/abs_mean", nan)))
+            out["adv_abs_max"].append(float(m.get("adv/abs_max", nan)))
+    return out
+
+
+def step_summary(runs: Sequence[dict[str, list[float]]]) -> dict[str, float]:
+    """Means over every step of an arm's runs (one :func:`curves` per seed): the mode shares
+    (``shaping_share``, ``outcome_share``, ``efficiency_share``), ``zero_advantage_share`` (of
+    groups), ``zero_step_share`` (of steps), ``adv_abs_mean`` and ``adv_abs_max`` (the largest
+    ``|A|`` of any step), and ``steps`` (count, all seeds)."""
+    import numpy as np
+
+    def pooled(key: str) -> np.ndarray:
+        return np.array([v for c in runs for v in c[key]], dtype=np.float64)
+
+    steps = pooled("step")
+    if steps.size == 0:
+        return {"steps": 0}
+    out = {k: float(np.nanmean(pooled(k))) for k in ("shaping_share", "outcome_share", "efficiency_share")}
+    out["zero_advantage_share"] = float(np.nanmean(pooled("zero_advantage_share")))
+    out["zero_step_share"] = float(pooled("zero_step").mean())
+    out["adv_abs_mean"] = float(np.nanmean(pooled("adv_abs_mean")))
+    out["adv_abs_max"] = float(np.nanmax(pooled("adv_abs_max")))
+    out["steps"] = int(steps.size)
+    return out
+
+
+def smooth(values: Sequence[float], window: int) -> list[float]:
+    """Trailing moving average over ``window`` points (shorter at the start); ``[]`` for ``[]``."""
+    out: list[float] = []
+    for i in range(len(values)):
+        chunk = values[max(0, i - window + 1) : i + 1]
+        out.append(sum(chunk) / len(chunk))
+    return out
+
+
+def mean_curve(runs: Sequence[dict[str, list[float]]], key: str) -> tuple[list[float], list[float]]:
+    """``(steps, mean over runs of key)`` at the steps every run reached (runs of one arm, one per seed)."""
+    import numpy as np
+
+    n = min((len(c["step"]) for c in runs), default=0)
+    if n == 0:
+        return [], []
+    values = np.array([c[key][:n] for c in runs], dtype=np.float64)
+    return list(runs[0]["step"][:n]), values.mean(axis=0).tolist()
+
+
+def plot(arm_runs: dict[str, list[dict[str, list[float]]]], path: Path | str, window: int = 5) -> Path:
     """Write a PNG: success rate (left) and output tokens per episode (right) against RL step, one
-    line per arm (trailing mean over ``window`` steps, raw values faint)."""
+    line per arm (the mean over its seeds, then a trailing mean over ``window`` steps; the raw
+    mean faint)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for arm, c in arm_curves.items():
+    for arm, runs in arm_runs.items():
         for ax, key in zip(axes, ("success", "output_tokens"), strict=True):
-            (line,) = ax.plot(c["step"], smooth(c[key], window), label=arm)
-            ax.plot(c["step"], c[key], color=line.get_color(), alpha=0.2)
+            steps, values = mean_curve(runs, key)
+            (line,) = ax.plot(steps, smooth(values, window), label=f"{arm} ({len(runs)} seeds)")
+            ax.plot(steps, values, color=line.get_color(), alpha=0.2)
     axes[0].set(xlabel="RL step", ylabel="training success rate", ylim=(-0.02, 1.02))
     axes[1].set(xlabel="RL step", ylabel="output tokens per episode")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.suptitle(f"CARE vs GRPO vs penalty (trailing mean over {window} steps)")
+    fig.suptitle(f"CARE vs GRPO vs penalty (mean over seeds, trailing mean over {window} steps)")
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def weights_digest(model_dir: Path | str) -> str:
+    """SHA-256 over a checkpoint folder's weight files (``*.safetensors``, ``pytorch_model*.bin``;
+    not ``training_args.bin``, which differs per arm), in name order: two models with the same
+    digest have bit-identical weights."""
+    h = hashlib.sha256()
+    folder = Path(model_dir)
+    for f in sorted([*folder.glob("*.safetensors"), *folder.glob("pytorch_model*.bin")]):
+        h.update(f.name.encode())
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------
+# Training
+# ------------------------------------------------------------------------------------------------
 
 
 def base_model(cfg: BenchConfig, out: Path) -> Path:
@@ -320,13 +574,27 @@ def base_model(cfg: BenchConfig, out: Path) -> Path:
     return path
 
 
-def sft(cfg: BenchConfig, base: Path, train_ids: Sequence[str], out: Path) -> dict[str, Any]:
+def sft_run_config(cfg: BenchConfig, hw: dict[str, Any]) -> Any:
+    """The :class:`rl.sft.SFTRunConfig` of the cold start on the run's hardware (``hw``:
+    :func:`hardware`): ``use_cpu`` on the CPU, bf16 where asked, pinned memory on a GPU."""
+    from rl.sft import SFTRunConfig
+
+    extra: dict[str, Any] = {"use_cpu": hw["device"] == "cpu"}
+    if hw["device"] != "cpu":
+        extra["dataloader_pin_memory"] = True
+    return SFTRunConfig(
+        learning_rate=cfg.sft_lr, max_steps=cfg.sft_steps, tensorboard=False, seed=cfg.seed, bf16=hw["bf16"],
+        extra=extra,
+    )  # fmt: skip
+
+
+def sft(cfg: BenchConfig, base: Path, train_ids: Sequence[str], out: Path, hw: dict[str, Any]) -> dict[str, Any]:
     """SFT on the training tasks' reference traces (and, with ``cfg.checked``, their checked
     plans' traces), prompts offering the ``cfg.tools`` filter."""
     from agents.toolfilter import allowed_tools, parse_tool_filter
     from agents.toolfilter import offered as offered_tool
     from phoneenv.tasks import get_task
-    from rl.sft import SFTRunConfig, checked_traces, episode_tools, reference_traces, train_sft
+    from rl.sft import checked_traces, episode_tools, reference_traces, train_sft
 
     if parse_tool_filter(cfg.tools) == "task":
         raise ValueError("the benchmark's SFT takes a filter of app or tool names (or 'all'), not 'task'")
@@ -336,20 +604,21 @@ def sft(cfg: BenchConfig, base: Path, train_ids: Sequence[str], out: Path) -> di
     traces = reference_traces(tasks, out / "traces")
     if cfg.checked:
         traces += checked_traces(tasks, out / "checked")
-    run = SFTRunConfig(learning_rate=cfg.sft_lr, max_steps=cfg.sft_steps, tensorboard=False, seed=cfg.seed)
-    return train_sft(base, traces, out / "sft", run, tool_specs_or_tools=offered)
+    return train_sft(base, traces, out / "sft", sft_run_config(cfg, hw), tool_specs_or_tools=offered)
 
 
-def train_arm(cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str], out: Path) -> dict[str, Any]:
-    """RL of one arm from ``start``; returns :func:`rl.trainers.train_rl`'s summary."""
-    from rl.trainers import TrainConfig, train_rl
-
+def train_kwargs(
+    cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str], out: Path, seed: int, hw: dict[str, Any]
+) -> dict[str, Any]:
+    """The :class:`rl.trainers.TrainConfig` fields of one arm and RL seed on the run's hardware
+    (``hw``: :func:`hardware`): the device (``use_cpu``), bf16, vLLM's colocate mode, and the same
+    invalid-reply penalty in every arm. Plain values, so the tests build them for CUDA on a CPU."""
     care: dict[str, Any] | None = None
     if arm == "penalty" and cfg.mu is not None:
         care = {"mu": cfg.mu}
-    tc = TrainConfig(
+    return dict(
         model_path=str(start),
-        output_dir=str(out / arm),
+        output_dir=str(out / f"seed{seed}" / arm),
         tasks=list(train_ids),
         seeds=[0],
         algo=arm,
@@ -361,15 +630,48 @@ def train_arm(cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str],
         temperature=cfg.temperature,
         max_steps=cfg.rl_steps,
         learning_rate=cfg.rl_lr,
-        seed=cfg.seed,
-        use_cpu=True,
+        seed=seed,
+        use_cpu=hw["device"] == "cpu",
+        bf16=hw["bf16"],
+        use_vllm=hw["vllm"],
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=cfg.vllm_memory,
         tool_filter=cfg.tools,
         care_budget_tokens=cfg.budget_tokens,
         care_budget_calls=cfg.budget_calls,
         invalid_reply_penalty=cfg.invalid_reply_penalty,
         report_to="none",
     )
-    return train_rl(tc)
+
+
+def train_arm(
+    cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str], out: Path, seed: int, hw: dict[str, Any]
+) -> dict[str, Any]:
+    """RL of one arm and seed from ``start``; returns :func:`rl.trainers.train_rl`'s summary."""
+    from rl.trainers import TrainConfig, train_rl
+
+    return train_rl(TrainConfig(**train_kwargs(cfg, arm, start, train_ids, out, seed, hw)))
+
+
+def _free_accelerator() -> None:
+    """Release what the last trainer held on the GPU (a colocated vLLM engine too, best effort),
+    so that the next arm starts from the same free memory."""
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:  # pragma: no cover - torch is a dependency of every run
+        return
+    if "vllm" in sys.modules:  # pragma: no cover - needs a GPU and vLLM
+        try:
+            from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+            destroy_model_parallel()
+            destroy_distributed_environment()
+        except Exception:  # vLLM versions differ; the next engine may still start
+            pass
 
 
 # ------------------------------------------------------------------------------------------------
@@ -377,73 +679,160 @@ def train_arm(cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str],
 # ------------------------------------------------------------------------------------------------
 
 
-def _fmt_ratio(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
+def next_seed_fits(elapsed: float, last_seed_seconds: float | None, budget: float | None) -> bool:
+    """Whether another RL seed (all arms and their evaluations) may start: always without a
+    budget or before the first seed (``last_seed_seconds`` None); else when ``elapsed`` plus the
+    last seed's duration stays within ``budget`` (seconds)."""
+    if budget is None or last_seed_seconds is None:
+        return True
+    return elapsed + last_seed_seconds <= budget
+
+
+def _fmt(v: float | None, spec: str = ".3f") -> str:
+    return "n/a" if v is None or v != v else format(v, spec)
 
 
 def report(result: dict[str, Any]) -> str:
-    """The printed table: one row per model (held-out and training tasks), then the ratios."""
+    """The printed tables: per model and split the means ± standard errors (over seeds for the
+    arms, over episodes for the SFT start), the paired differences to GRPO, and the per-step
+    shares of groups per CARE mode and with zero advantages."""
     lines = [
-        f"{'model':<8} {'split':<8} {'success':>8} {'out tok/ep':>11} {'calls/ep':>9} {'episodes':>9}",
+        f"{'model':<8} {'split':<8} {'success':>15} {'out tok/ep':>15} {'calls/ep':>13} {'seeds':>5} {'episodes':>8}",
     ]
     for name, row in result["eval"].items():
-        for split in ("heldout", "train"):
+        for split in ("train", "heldout"):
             r = row[split]
             lines.append(
-                f"{name:<8} {split:<8} {r['success']:>8.3f} {r['output_tokens']:>11.1f} {r['tool_calls']:>9.2f} "
-                f"{r['episodes']:>9d}"
+                f"{name:<8} {split:<8} {_fmt(r['success']):>7} ± {_fmt(r['success_se']):<5} "
+                f"{_fmt(r['output_tokens'], '.1f'):>7} ± {_fmt(r['output_tokens_se'], '.1f'):<5} "
+                f"{_fmt(r['tool_calls'], '.2f'):>5} ± {_fmt(r['tool_calls_se'], '.2f'):<5} "
+                f"{r.get('seeds', 1):>5} {r['episodes']:>8}"
             )
-    for split in ("heldout", "train"):
-        if "grpo" not in result["eval"]:
-            break
-        rows = {a: result["eval"][a][split] for a in result["eval"] if a != "sft"}
-        for arm, r in ratios(rows).items():
+    for split, arms in result.get("paired", {}).items():
+        for arm, d in arms.items():
             lines.append(
-                f"{arm}/grpo ({split}): success {r['success_diff']:+.1f} points, output tokens "
-                f"{_fmt_ratio(r['output_tokens'])}, tool calls {_fmt_ratio(r['tool_calls'])}"
+                f"{arm}−grpo ({split}, paired by seed): success {_fmt(d['success_diff'], '+.1f')} ± "
+                f"{_fmt(d['success_diff_se'], '.1f')} points, output tokens {_fmt(d['output_tokens_diff'], '+.1f')} ± "
+                f"{_fmt(d['output_tokens_diff_se'], '.1f')} (ratio {_fmt(d['output_tokens_ratio'])}), tool calls "
+                f"{_fmt(d['tool_calls_diff'], '+.2f')} ± {_fmt(d['tool_calls_diff_se'], '.2f')} "
+                f"(ratio {_fmt(d['tool_calls_ratio'])})"
             )
+    lines.append(
+        f"{'arm':<8} {'steps':>5} {'shaping':>8} {'outcome':>8} {'effic.':>8} {'zero-adv groups':>16} "
+        f"{'zero steps':>11} {'mean |A|':>9} {'max |A|':>8}"
+    )
+    for arm, s in result.get("steps", {}).items():
+        if not s.get("steps"):
+            continue
+        lines.append(
+            f"{arm:<8} {s['steps']:>5} {s['shaping_share']:>8.2f} {s['outcome_share']:>8.2f} "
+            f"{s['efficiency_share']:>8.2f} {s['zero_advantage_share']:>16.2f} {s['zero_step_share']:>11.2f} "
+            f"{s['adv_abs_mean']:>9.3f} {s['adv_abs_max']:>8.3f}"
+        )
+    for arm, same in result.get("identical_to_grpo", {}).items():
+        lines.append(f"{arm}: final weights bit-identical to GRPO's at seeds {[s for s, v in same.items() if v]}")
     return "\n".join(lines)
 
 
-def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchConfig, Path | None]:
-    """The run's :class:`BenchConfig` (``--quick`` preset or full, then any flag) and ``--out``."""
+def _parse_value(name: str, text: str, default: Any) -> Any:
+    if name == "rl_seeds":
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    if name == "arms":
+        return tuple(a.strip() for a in text.split(",") if a.strip())
+    if name in ("mu",):
+        return float(text)
+    return type(default)(text)
+
+
+def parse_args(argv: Sequence[str] | None = None, preset: str | None = None) -> tuple[BenchConfig, Path | None, bool]:
+    """The run's :class:`BenchConfig` (``--quick``, ``--gpu``, or the full preset, then any flag),
+    ``--out`` and ``--dry-run``.
+
+    Args:
+        argv: the command line (default ``sys.argv[1:]``).
+        preset: ``"gpu"`` starts from :meth:`BenchConfig.gpu` (``benchmarks/gpu_care.py``).
+    """
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run (≤ 10 min on 2 cores)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run (23 min at load 4 on 2 cores)")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: a new temporary folder)")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="print the plan (split, hardware, every arm's TrainConfig) and exit"
+    )
     defaults = BenchConfig()
     for f in BenchConfig.__dataclass_fields__.values():
         flag = "--" + f.name.replace("_", "-")
+        value = getattr(defaults, f.name)
         if f.name == "arms":
             ap.add_argument(flag, default=None, help=f"comma-separated arms (default {','.join(ARMS)})")
+        elif f.name == "rl_seeds":
+            ap.add_argument(flag, default=None, help="comma-separated RL seeds (default 0,1,2)")
         elif f.name == "mu":
-            ap.add_argument(flag, type=float, default=None, help="μ of the penalty arm (default: CareConfig's)")
-        elif isinstance(getattr(defaults, f.name), bool):
+            ap.add_argument(flag, default=None, help="μ of the penalty arm (default: CareConfig's)")
+        elif f.name in ("bf16", "vllm"):
             ap.add_argument(
-                flag, action=argparse.BooleanOptionalAction, default=None, help=f"default {getattr(defaults, f.name)!r}"
+                flag, action=argparse.BooleanOptionalAction, default=None, help="default: what the hardware allows"
             )
+        elif f.name == "device":
+            ap.add_argument(flag, choices=("auto", "cuda", "cpu"), default=None, help="default auto")
+        elif isinstance(value, bool):
+            ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=f"default {value!r}")
         else:
-            typ = type(getattr(defaults, f.name))
-            ap.add_argument(flag, type=typ, default=None, help=f"default {getattr(defaults, f.name)!r} (full run)")
+            ap.add_argument(flag, default=None, help=f"default {value!r} (full run)")
     args = ap.parse_args(argv)
-    cfg = BenchConfig.quick() if args.quick else BenchConfig()
+    cfg = BenchConfig.gpu() if preset == "gpu" else (BenchConfig.quick() if args.quick else BenchConfig())
     changes: dict[str, Any] = {}
     for name in BenchConfig.__dataclass_fields__:
         value = getattr(args, name)
         if value is None:
             continue
+        if isinstance(value, str):
+            try:
+                value = _parse_value(name, value, getattr(defaults, name))
+            except ValueError as exc:
+                ap.error(f"--{name.replace('_', '-')}: {exc}")
         if name == "arms":
-            value = tuple(a.strip() for a in value.split(",") if a.strip())
             bad = set(value) - set(ARMS)
             if bad or "grpo" not in value:
                 ap.error(f"--arms takes {', '.join(ARMS)} and must include grpo, got {value}")
+        if name == "rl_seeds" and (not value or len(set(value)) != len(value)):
+            ap.error(f"--rl-seeds takes distinct integers, got {value}")
         changes[name] = value
-    return replace(cfg, **changes), args.out
+    return replace(cfg, **changes), args.out, args.dry_run
+
+
+def plan(cfg: BenchConfig, out: Path, hw: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What :func:`run` would do, without building a model: the split, the hardware
+    (:func:`hardware`, or ``hw`` as given: ``benchmarks/gpu_care.py --dry-run`` plans for a GPU on
+    a machine without one), SFT's settings, and every arm × seed's :class:`rl.trainers.TrainConfig`
+    fields (:func:`train_kwargs`), the SFT checkpoint being ``OUT/sft/model``."""
+    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances)
+    hw = hardware(cfg) if hw is None else hw
+    start = out / "sft" / "model"
+    runs = {
+        f"seed{seed}/{arm}": train_kwargs(cfg, arm, start, train_ids, out, seed, hw)
+        for seed in cfg.rl_seeds
+        for arm in cfg.arms
+    }
+    return {
+        "config": asdict(cfg),
+        "hardware": hw,
+        "train_tasks": train_ids,
+        "heldout_tasks": held_ids,
+        "sft": asdict(sft_run_config(cfg, hw)),
+        "runs": runs,
+        "episodes_per_model": {
+            "train": len(train_ids) * cfg.eval_episodes,
+            "heldout": len(held_ids) * cfg.eval_episodes,
+        },
+    }
 
 
 def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
-    """SFT, the arms, the evaluations and the artifacts; returns what ``care_vs_grpo.json`` holds."""
+    """SFT, the arms over the RL seeds, the evaluations and the artifacts; returns what
+    ``care_vs_grpo.json`` holds."""
     import torch
 
+    hw = hardware(cfg)
     torch.set_num_threads(cfg.threads)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -451,30 +840,64 @@ def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
     train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances)
     base = base_model(cfg, out)
     t = time.perf_counter()
-    sft_summary = sft(cfg, base, train_ids, out)
+    sft_summary = sft(cfg, base, train_ids, out, hw)
     walls["sft"] = time.perf_counter() - t
+    _free_accelerator()
     start = Path(sft_summary["model_dir"])
-    evals: dict[str, dict[str, Any]] = {}
+    splits = {"train": train_ids, "heldout": held_ids}
     t = time.perf_counter()
-    evals["sft"] = {"heldout": evaluate(start, held_ids, cfg), "train": evaluate(start, train_ids, cfg)}
+    sft_eval = {split: evaluate(start, ids, cfg, hw["device"]) for split, ids in splits.items()}
     walls["eval_sft"] = time.perf_counter() - t
-    arm_curves: dict[str, dict[str, list[float]]] = {}
-    summaries: dict[str, dict[str, Any]] = {}
+    arm_runs: dict[str, list[dict[str, list[float]]]] = {arm: [] for arm in cfg.arms}
+    summaries: dict[str, dict[str, Any]] = {arm: {} for arm in cfg.arms}
+    rows: dict[str, dict[str, list[list[list[float]]]]] = {arm: {s: [] for s in splits} for arm in cfg.arms}
+    digests: dict[str, dict[int, str]] = {arm: {} for arm in cfg.arms}
+    seeds_run: list[int] = []
+    last_seed: float | None = None
+    for seed in cfg.rl_seeds:
+        if not next_seed_fits(time.perf_counter() - started, last_seed, cfg.time_budget_s):
+            break
+        seed_started = time.perf_counter()
+        for arm in cfg.arms:
+            t = time.perf_counter()
+            summary = train_arm(cfg, arm, start, train_ids, out, seed, hw)
+            walls[f"rl_{arm}_seed{seed}"] = time.perf_counter() - t
+            _free_accelerator()
+            summaries[arm][str(seed)] = {k: v for k, v in summary.items() if k not in ("distributed", "eval_curve")}
+            arm_runs[arm].append(curves(summary["metrics_path"]))
+            final = Path(summary["final_model"])
+            digests[arm][seed] = weights_digest(final)
+            t = time.perf_counter()
+            for split, ids in splits.items():
+                rows[arm][split].append(evaluate(final, ids, cfg, hw["device"])["rows"])
+            walls[f"eval_{arm}_seed{seed}"] = time.perf_counter() - t
+            _free_accelerator()
+        seeds_run.append(seed)
+        last_seed = time.perf_counter() - seed_started
+    evals: dict[str, dict[str, Any]] = {
+        "sft": {split: episode_summary(sft_eval[split]["rows"]) | {"seeds": 1} for split in splits}
+    }
     for arm in cfg.arms:
-        t = time.perf_counter()
-        summary = train_arm(cfg, arm, start, train_ids, out)
-        walls[f"rl_{arm}"] = time.perf_counter() - t
-        summaries[arm] = {k: v for k, v in summary.items() if k not in ("distributed",)}
-        arm_curves[arm] = curves(summary["metrics_path"])
-        t = time.perf_counter()
-        final = Path(summary["final_model"])
-        evals[arm] = {"heldout": evaluate(final, held_ids, cfg), "train": evaluate(final, train_ids, cfg)}
-        walls[f"eval_{arm}"] = time.perf_counter() - t
-    plot_path = plot(arm_curves, out / "care_vs_grpo.png")
+        evals[arm] = {split: summarise_arm(rows[arm][split]) for split in splits}
+    paired = {}
+    if "grpo" in cfg.arms:
+        paired = {
+            split: {a: paired_to_reference(evals[a][split], evals["grpo"][split]) for a in cfg.arms if a != "grpo"}
+            for split in splits
+        }
+    identical = {
+        arm: {seed: digests[arm][seed] == digests["grpo"][seed] for seed in seeds_run}
+        for arm in cfg.arms
+        if arm != "grpo" and "grpo" in digests
+    }
+    plot_path = plot(arm_runs, out / "care_vs_grpo.png")
     walls["total"] = time.perf_counter() - started
     result = {
         "command": command,
         "config": asdict(cfg),
+        "rl_seeds_run": seeds_run,
+        "hardware": hw
+        | {"torch": torch.__version__, "gpu": torch.cuda.get_device_name() if hw["device"] != "cpu" else None},
         "train_tasks": train_ids,
         "heldout_tasks": held_ids,
         "host": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": _load()},
@@ -482,14 +905,16 @@ def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
         | {"first_loss": sft_summary["losses"][0], "last_loss": sft_summary["losses"][-1]},
         "rl": summaries,
         "eval": evals,
-        "ratios": {
-            split: ratios({a: evals[a][split] for a in cfg.arms}) for split in ("heldout", "train") if "grpo" in evals
-        },
-        "curves": arm_curves,
+        "paired": paired,
+        "steps": {arm: step_summary(arm_runs[arm]) for arm in cfg.arms},
+        "identical_to_grpo": identical,
+        "weights_digest": digests,
+        "curves": arm_runs,
+        "eval_rows": {"sft": {s: sft_eval[s]["rows"] for s in splits}} | {a: rows[a] for a in cfg.arms},
         "wall_seconds": walls,
         "plot": str(plot_path),
     }
-    (out / "care_vs_grpo.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    (out / "care_vs_grpo.json").write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return result
 
 
@@ -500,26 +925,28 @@ def _load() -> list[float] | None:
         return None
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run the benchmark and print the table (see the module docstring)."""
+def main(argv: Sequence[str] | None = None, preset: str | None = None) -> dict[str, Any]:
+    """Run the benchmark (or, with ``--dry-run``, print its plan) and print the tables (see the
+    module docstring). Returns the result (or the plan)."""
     import tempfile
 
-    cfg, out = parse_args(argv)
+    cfg, out, dry = parse_args(argv, preset)
     out = out or Path(tempfile.mkdtemp(prefix="care_vs_grpo_"))
+    if dry:
+        p = plan(cfg, out)
+        print(json.dumps(p, indent=1, default=str))
+        return p
     command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
     result = run(cfg, out, command)
     walls = result["wall_seconds"]
     print(
         f"train tasks {len(result['train_tasks'])}, held-out {len(result['heldout_tasks'])} ({cfg.templates}); "
-        f"SFT {cfg.sft_steps} steps, RL {cfg.rl_steps} steps × G={cfg.group_size} per arm; wall {walls['total']:.0f} s "
-        f"(load at the end {result['host']['load']}); out {out}"
+        f"SFT {cfg.sft_steps} steps, RL {cfg.rl_steps} steps × G={cfg.group_size} per arm × seeds {list(cfg.rl_seeds)}; "
+        f"{result['hardware']['device']}; wall {walls['total']:.0f} s (load at the end {result['host']['load']}); "
+        f"out {out}"
     )
     print(report(result))
-    for arm, summary in result["rl"].items():
-        print(
-            f"{arm}: {summary.get('zero_advantage_steps', 0)} of {summary.get('steps', 0)} RL steps had all-zero "
-            "advantages (no learning signal)"
-        )
+    return result
 
 
 if __name__ == "__main__":

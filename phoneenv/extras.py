@@ -2,7 +2,7 @@
 
 phoneenv's core (the env, the sandbox backend, the rule-based agents, ``eval`` with them) needs only
 the base dependencies. Everything else sits behind an extra declared in ``pyproject.toml`` (``llm``,
-``rl``, ``memory``, ``device``, ``farm``, ``ray``, ``mcp``, ``view``, ``data``, ``gpu``). A feature
+``rl``, ``memory``, ``device``, ``farm``, ``ray``, ``mcp``, ``view``, ``data``, ``vllm``, ``gpu``). A feature
 imports its optional packages lazily, after calling :func:`require`, or inside :func:`needs`, so a
 missing package surfaces as :class:`MissingExtra`::
 
@@ -45,6 +45,7 @@ EXTRAS: dict[str, str] = {
     "mcp": "MCP server and client (the official mcp SDK)",
     "view": "HTML reports of runs (matplotlib plots)",
     "data": "Hugging Face datasets export",
+    "vllm": "vLLM rollouts in train rl (--vllm, TRL's colocate mode)",
     "gpu": "GPU training (vLLM, DeepSpeed)",
     "docs": "the documentation site (MkDocs, Material, mkdocstrings)",
 }

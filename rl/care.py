@@ -115,12 +115,16 @@ from numpy.typing import ArrayLike
 __all__ = [
     "CONTROLLER_KINDS",
     "DEFAULT_BOUNDS",
+    "DEFAULT_COST_WEIGHT",
+    "GROUP_ALGOS",
     "LAMBDA_MAX",
     "MU_MAX",
     "PARAMS",
+    "TRL_EPS",
     "Bound",
     "CareConfig",
     "ControllerChange",
+    "GroupAdvantages",
     "GroupResult",
     "LLMController",
     "RewardMode",
@@ -129,6 +133,7 @@ __all__ = [
     "care_advantages",
     "care_rewards",
     "efficiency_cost",
+    "group_advantages",
     "group_care",
     "grpo_advantages",
     "make_controller",
@@ -184,20 +189,21 @@ class CareConfig:
             floor divides efficiency differences by ``σ_floor ≈ 0.433`` instead of their own tiny
             std, μ sets their weight directly (``|A| ≤ μ/0.433``). The former default 0.1
             (``|A| ≤ 0.23``) barely moved a policy: on the :mod:`rl.bandit` bandit (arms
-            (0.95, 800), (0.95, 250), (0.75, 60), (0, 20) tokens, budget 1000, G = 8, lr 0.1,
-            1 group per step, 20 seeds, ``python -m rl.bandit``) GRPO ends at 93.25% success and
-            498 expected tokens after 300 steps (467 at step 150); CARE with μ = 0.1 at 93.02% /
-            342 tokens (392 at step 150, only −16%); with μ = 0.3 at 93.26% / 273 tokens (314 at
-            step 150, −33%); with μ = 0.5 at 93.20% / 258. So 0.3 gets most of the effect, in half
-            the steps, at no cost in success, while keeping ``|A| ≤ 0.69`` below a balanced
-            win/loss (±1) and room below the cap for the controller to tighten. The same μ in the
-            uncalibrated ablation (:func:`penalty_rewards` + vanilla normalisation) ends at
-            87.47% success / 197 tokens: the floor, not μ, is what protects success.
+            (success, tokens, calls) = (0.95, 800, 8), (0.95, 250, 3), (0.75, 60, 1), (0, 20, 1),
+            the trainer's cost with budgets 1000 tokens and 10 calls, G = 8, lr 0.1, 1 group per
+            step, 20 seeds, ``python -m rl.bandit``) GRPO ends at 93.11% success and 488 expected
+            tokens after 300 steps (461 at step 150); CARE with μ = 0.1 at 93.00% / 347 tokens
+            (396 at step 150, only −14%); with μ = 0.3 at 93.21% / 275 tokens (318 at step 150,
+            −31%); with μ = 0.5 at 93.13% / 259. So 0.3 gets most of the effect, in half the
+            steps, at no cost in success, while keeping ``|A| ≤ 0.69`` below a balanced win/loss
+            (±1) and room below the cap for the controller to tighten. The same μ in the
+            uncalibrated ablation (:func:`penalty_rewards` + TRL's normalisation) ends at
+            87.65% success / 200 tokens: the floor, not μ, is what protects success.
         p_f (`float`, defaults to `0.25`):
             Declared success rate of the std floor ``σ_floor = sqrt(p_f·(1 − p_f))``;
             ``0 < p_f ≤ 0.5`` (the function is symmetric, 0.5 is its maximum 0.5). 0.25 gives
             ``σ_floor = √3/4 ≈ 0.433``; see the module docstring for why. On the bandit above,
-            CARE without the floor (``p_f → 0``, μ = 0.3) ends at 88.4% success: the floor is what
+            CARE without the floor (``p_f → 0``, μ = 0.3) ends at 88.2% success: the floor is what
             keeps efficiency from costing success.
         shape_all_failure (`bool`, defaults to `False`):
             Whether an all-failure group (``p = 0``) gets non-zero advantages from progress
@@ -610,6 +616,122 @@ def efficiency_cost(
         parts.append(share * np.minimum(arr / float(budget), 1.0))
     cost = parts[0] if len(parts) == 1 else parts[0] + parts[1]
     return np.clip(cost, 0.0, 1.0)
+
+
+#: Share of the efficiency cost given to output tokens (the rest to tool calls) when nothing says
+#: otherwise: ``TrainConfig.care_cost_weight``'s default and :func:`rl.bandit.run_bandit`'s.
+DEFAULT_COST_WEIGHT = 0.5
+
+#: TRL's ε in ``A = (r − mean)/(std + ε)`` (``GRPOTrainer._generate_and_score_completions``).
+TRL_EPS = 1e-4
+
+#: The algorithms :func:`group_advantages` knows (``TrainConfig.algo``, :func:`rl.bandit.run_bandit`).
+GROUP_ALGOS: tuple[str, ...] = ("care", "grpo", "penalty")
+
+
+@dataclass(frozen=True)
+class GroupAdvantages:
+    """One group's rewards and advantages under one algorithm (:func:`group_advantages`).
+
+    Attributes:
+        algo: ``"care"``, ``"grpo"`` or ``"penalty"``.
+        rewards: shape ``(G,)`` float64, the rewards the advantages were computed from (after
+            any penalty).
+        advantages: shape ``(G,)`` float64.
+        cost: shape ``(G,)`` float64 in [0, 1], :func:`efficiency_cost` of the group.
+        mode: CARE's :class:`RewardMode` of the group's success rate under the config: the mode
+            CARE used (``"care"``) or would have used (the others: logged so that every arm
+            reports its share of groups per mode).
+        p: group success rate ``mean(s)``.
+        floored: CARE's std floor was the denominator (always False for the others).
+    """
+
+    algo: str
+    rewards: np.ndarray
+    advantages: np.ndarray
+    cost: np.ndarray
+    mode: RewardMode
+    p: float
+    floored: bool
+
+    @property
+    def zero(self) -> bool:
+        """Whether every advantage is exactly 0 (the group cannot move the policy)."""
+        return not bool(np.any(self.advantages))
+
+
+def group_advantages(
+    algo: str,
+    success: ArrayLike,
+    progress: ArrayLike | None,
+    output_tokens: ArrayLike,
+    tool_calls: ArrayLike,
+    cfg: CareConfig,
+    *,
+    budget_tokens: float,
+    budget_calls: float,
+    cost_weight: float = DEFAULT_COST_WEIGHT,
+    penalty: ArrayLike | None = None,
+) -> GroupAdvantages:
+    """Rewards and advantages of one group under ``algo``: the one function the trainer
+    (:class:`rl.trainers.PhoneGRPOTrainer`, per gathered group) and the bandit
+    (:func:`rl.bandit.run_bandit`) both call, so the two cannot drift apart.
+
+    With ``c = efficiency_cost(output_tokens, tool_calls, budget_tokens, budget_calls, cost_weight)``
+    and ``ν_i = penalty_i`` (0 when None)::
+
+        grpo      r = s − ν                    A = (r − mean r)/(std₁(r) + 1e-4)
+        penalty   r = s·(1 − μ·c) − ν          A = (r − mean r)/(std₁(r) + 1e-4)
+        care      group_care(s, q, c, cfg, penalty=ν)  (population std, floored: see care_advantages)
+
+    ``std₁`` is the sample std (ddof = 1, Bessel's correction) and 1e-4 is :data:`TRL_EPS`: TRL
+    1.16's ``GRPOTrainer._generate_and_score_completions`` with ``scale_rewards="group"`` divides
+    by ``nanstd(rewards.view(-1, G), dim=1) + 1e-4`` where ``trl.trainer.utils.nanstd`` applies
+    ``count/(count − 1)`` to the variance. So ``"grpo"`` reproduces TRL's own advantages and
+    ``"penalty"`` is the CARE report's ablation under TRL's vanilla normalisation.
+
+    Args:
+        algo: one of :data:`GROUP_ALGOS`.
+        success: shape ``(G,)``, 0/1.
+        progress: shape ``(G,)`` in [0, 1], or None (zeros; used by CARE's shaping mode only).
+        output_tokens: shape ``(G,)``, counts ≥ 0.
+        tool_calls: shape ``(G,)``, counts ≥ 0.
+        cfg: CARE's parameters (``"penalty"`` uses ``mu``; every algo uses the thresholds to
+            report the group's mode).
+        budget_tokens: positive output-token budget of :func:`efficiency_cost`.
+        budget_calls: positive tool-call budget of :func:`efficiency_cost`.
+        cost_weight: the cost's share from tokens, in [0, 1].
+        penalty: shape ``(G,)``, ≥ 0, subtracted from the rewards in every algo, or None.
+
+    Returns:
+        A :class:`GroupAdvantages`.
+
+    Raises:
+        ValueError: an unknown ``algo`` or any malformed vector (as the functions above).
+
+    Source: GRPO (Shao et al. 2024, DeepSeekMath) as implemented by TRL 1.16 for ``"grpo"``;
+    the Qwen-Planner-Agent report (CARE and its ablation) for ``"care"`` and ``"penalty"``.
+    """
+    if algo not in GROUP_ALGOS:
+        raise ValueError(f"algo must be one of {GROUP_ALGOS}, got {algo!r}")
+    s = _success_vector(success)
+    cost = efficiency_cost(output_tokens, tool_calls, budget_tokens, budget_calls, cost_weight)
+    if cost.size != s.size:
+        raise ValueError(f"cost has length {cost.size}, expected {s.size}")
+    pen = None
+    if penalty is not None:
+        pen = _vector("penalty", penalty, s.size)
+        if np.any(pen < 0):
+            raise ValueError("penalty must be ≥ 0")
+    mode = reward_mode(float(s.mean()), cfg)
+    if algo == "care":
+        res = group_care(s, progress, cost, cfg, penalty=pen)
+        return GroupAdvantages(algo, res.rewards, res.advantages, cost, res.mode, res.p, res.floored)
+    rewards = s.copy() if algo == "grpo" else penalty_rewards(s, cost, cfg.mu)
+    if pen is not None:
+        rewards = rewards - pen
+    advantages = grpo_advantages(rewards, eps=TRL_EPS, ddof=1) if s.size > 1 else np.zeros_like(rewards)
+    return GroupAdvantages(algo, rewards, advantages, cost, mode, float(s.mean()), False)
 
 
 # --------------------------------------------------------------------------------------------

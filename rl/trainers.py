@@ -56,9 +56,12 @@ still get distinct, reproducible sampling seeds.
   asserts that every block of ``G`` consecutive gathered episodes has one episode key and member
   indices ``0..G−1``. The cost is :func:`rl.care.efficiency_cost` of output tokens and tool calls
   against absolute budgets. With ``algo="penalty"`` (the CARE report's ablation) every group's
-  reward is :func:`rl.care.penalty_rewards` ``s(1 − μc)`` and its advantages are vanilla
-  :func:`rl.care.grpo_advantages`. With ``algo="grpo"`` TRL's advantages stay (group mean/std of
-  the env reward ``success``, ``scale_rewards="group"``); all share everything else.
+  reward is :func:`rl.care.penalty_rewards` ``s(1 − μc)`` and its advantages are TRL's
+  normalisation of it (sample std + 1e-4). With ``algo="grpo"`` TRL's advantages stay (group
+  mean/std of the env reward ``success``, ``scale_rewards="group"``); all share everything else.
+  Every algorithm's groups go through :func:`batch_advantages`, i.e. :func:`rl.care.group_advantages`,
+  the function the bandit (:mod:`rl.bandit`) uses too, and each step logs the share of its groups
+  per CARE mode and with all-zero advantages (:func:`group_shares`).
 
 A step whose advantages are *all* zero (every group all-won or all-lost, CARE without
 ``shape_all_failure``) cannot change the policy: it is logged loudly (``logging.warning``, a
@@ -128,8 +131,9 @@ import numpy as np
 
 from agents.toolfilter import save_model_filter
 from phoneenv.extras import needs, require
+from rl.care import DEFAULT_COST_WEIGHT, CareConfig, GroupAdvantages
 from rl.rollout import RolloutConfig, Trajectory, rollout_members, to_trl
-from rl.train_help import TRAIN_HELP
+from rl.train_help import DEFAULT_INVALID_REPLY_PENALTY, TRAIN_HELP
 
 with needs("rl", feature="RL training (rl.trainers, phoneenv train rl)"):
     from trl import GRPOConfig, GRPOTrainer
@@ -138,18 +142,22 @@ __all__ = [
     "ALGOS",
     "CONTROLLERS",
     "CONTROLLER_API_KEY_ENV",
+    "MODES",
     "TRAIN_EVAL",
     "EpisodeStats",
     "PhoneGRPOTrainer",
     "TrainConfig",
+    "batch_advantages",
     "build_dataset",
     "build_eval_dataset",
     "episode_prompt",
     "eval_curve",
     "gather_episode_stats",
+    "group_shares",
     "make_rollout_func",
     "make_trainer",
     "parse_episode_prompt",
+    "step_shares",
     "success_reward",
     "train_rl",
 ]
@@ -202,8 +210,9 @@ class TrainConfig(GRPOConfig):
       (``kind: "controller"``).
     * ``competence_sampling=True``: groups come from tasks in the learnable zone (see
       :class:`rl.sampler.CompetenceSampler`), since all-won and all-lost groups carry no advantage.
-    * ``invalid_reply_penalty=0`` here (the algorithms as published); ``phoneenv train rl`` sets
-      0.5, measured on the tiny model over 120 steps (docs/figures/care.md).
+    * ``invalid_reply_penalty`` = :data:`rl.train_help.DEFAULT_INVALID_REPLY_PENALTY` (0: the
+      algorithms as published), the one default of ``TrainConfig``, ``phoneenv train rl`` and
+      ``benchmarks/care_vs_grpo.py`` (why 0: see that constant).
     * ``tool_filter="task"``: the task's apps' tools, as ``phoneenv eval --tools task`` and
       ``phoneenv train sft --tools task`` offer them.
     * ``care_controller_api_key`` is read from ``$PHONEENV_CONTROLLER_API_KEY`` when unset and is
@@ -253,8 +262,8 @@ class TrainConfig(GRPOConfig):
     shape_all_failure: bool = field(default=False, metadata=_help("shape_all_failure"))
     care_budget_tokens: float | None = field(default=None, metadata=_help("care_budget_tokens"))
     care_budget_calls: float | None = field(default=None, metadata=_help("care_budget_calls"))
-    care_cost_weight: float = field(default=0.5, metadata=_help("care_cost_weight"))
-    invalid_reply_penalty: float = field(default=0.0, metadata=_help("invalid_reply_penalty"))
+    care_cost_weight: float = field(default=DEFAULT_COST_WEIGHT, metadata=_help("care_cost_weight"))
+    invalid_reply_penalty: float = field(default=DEFAULT_INVALID_REPLY_PENALTY, metadata=_help("invalid_reply_penalty"))
     care_controller: str = field(default="rule", metadata=_help("care_controller", choices=list(CONTROLLERS)))
     care_controller_every: int = field(default=5, metadata=_help("care_controller_every"))
     care_controller_min_groups: int = field(default=4, metadata=_help("care_controller_min_groups"))
@@ -306,7 +315,7 @@ class TrainConfig(GRPOConfig):
         if self.max_completion_length is None:
             self.max_completion_length = self.max_turns * self.max_new_tokens
         if self.bf16 is None:
-            self.bf16 = _bf16_available() and not self.use_cpu
+            self.bf16 = not self.use_cpu and _bf16_available()
         super().__post_init__()
         for name in ("env_kwargs", "care", "sampler"):  # JSON text that did not start with "{"
             value = getattr(self, name)
@@ -390,9 +399,9 @@ class TrainConfig(GRPOConfig):
 
 
 def _bf16_available() -> bool:
-    import torch
+    from rl.hardware import bf16_supported
 
-    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    return bf16_supported("auto")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -739,6 +748,72 @@ def _column(stats: Sequence[EpisodeStats], name: str) -> np.ndarray:
     return np.array([float(getattr(s, name)) for s in stats], dtype=np.float64)
 
 
+MODES: tuple[str, ...] = ("shaping", "outcome", "efficiency")
+"""CARE's reward modes (:class:`rl.care.RewardMode` values), in the order they are reported."""
+
+
+def batch_advantages(
+    stats: Sequence[EpisodeStats], groups: Sequence[slice], cfg: TrainConfig, care_config: CareConfig
+) -> list[GroupAdvantages]:
+    """Every group's rewards and advantages under ``cfg.algo``: :func:`rl.care.group_advantages`
+    (the function :mod:`rl.bandit` calls too) per block of the gathered batch, with the episodes'
+    success, progress, output tokens and tool calls, the cost's budgets and weight of ``cfg``, and
+    ``ν × invalid share`` as the penalty when ``cfg.invalid_reply_penalty = ν > 0``.
+
+    Args:
+        stats: the gathered episodes (:func:`gather_episode_stats`), ``N = len(groups) × G``.
+        groups: one slice of ``stats`` per group (:func:`_check_groups`).
+        cfg: the run's :class:`TrainConfig`.
+        care_config: the current :class:`rl.care.CareConfig` (the controller may have moved it).
+
+    Returns:
+        One :class:`rl.care.GroupAdvantages` per group, in group order (advantages float64, shape ``(G,)``).
+    """
+    from rl.care import group_advantages
+
+    success, progress = _column(stats, "success"), _column(stats, "progress")
+    tokens, calls = _column(stats, "output_tokens"), _column(stats, "tool_calls")
+    nu = cfg.invalid_reply_penalty
+    invalid = np.array([s.invalid_share for s in stats], dtype=np.float64)
+    return [
+        group_advantages(
+            cfg.algo,
+            success[block],
+            progress[block],
+            tokens[block],
+            calls[block],
+            care_config,
+            budget_tokens=cfg.budget_tokens,
+            budget_calls=cfg.budget_calls,
+            cost_weight=cfg.care_cost_weight,
+            penalty=nu * invalid[block] if nu > 0 else None,
+        )
+        for block in groups
+    ]
+
+
+def group_shares(
+    results: Sequence[GroupAdvantages], advantages: Sequence[np.ndarray] | None = None
+) -> dict[str, float]:
+    """Per step, the shares of its groups: ``groups/{shaping,outcome,efficiency}_share`` (CARE's
+    mode of each group's success rate, for every algorithm: the mode CARE used or would have used)
+    and ``groups/zero_advantage_share`` (groups whose advantages are all exactly 0: they cannot
+    move the policy). Shares are in [0, 1]; the three mode shares sum to 1.
+
+    Args:
+        results: :class:`rl.care.GroupAdvantages` of the step's groups (at least one).
+        advantages: the advantages the step actually used per group (TRL's for GRPO without a
+            penalty); default each result's own.
+    """
+    n = len(results)
+    if n == 0:
+        raise ValueError("group_shares needs at least one group")
+    advs = [r.advantages for r in results] if advantages is None else list(advantages)
+    out = {f"groups/{m}_share": sum(r.mode.value == m for r in results) / n for m in MODES}
+    out["groups/zero_advantage_share"] = sum(not np.any(a) for a in advs) / n
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # The trainer
 # ------------------------------------------------------------------------------------------------
@@ -813,8 +888,6 @@ class PhoneGRPOTrainer(GRPOTrainer):
         import torch
         from accelerate.utils import gather
 
-        from rl.care import efficiency_cost, group_care, grpo_advantages, penalty_rewards
-
         out = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         G = self.num_generations if mode == "train" else self.num_generations_eval
@@ -836,60 +909,40 @@ class PhoneGRPOTrainer(GRPOTrainer):
         tokens, calls = _column(stats, "output_tokens"), _column(stats, "tool_calls")
         invalid = np.array([s.invalid_share for s in stats], dtype=np.float64)
         nu = self.phone_cfg.invalid_reply_penalty
+        results = batch_advantages(stats, groups, self.phone_cfg, self.care_config)
+        advantages = np.zeros(n, dtype=np.float64)
+        for block, res in zip(groups, results, strict=True):
+            advantages[block] = res.advantages
         if self.algo in ("care", "penalty") or nu > 0:
-            advantages = np.zeros(n, dtype=np.float64)
-            mode_counts = {"shaping": 0, "outcome": 0, "efficiency": 0}
-            floored = 0
-            for block in groups:
-                detail: dict[str, Any] = {}
-                pen = nu * invalid[block] if nu > 0 else None
-                if self.algo == "grpo":  # here only with nu > 0: TRL's advantages (unbiased std), penalised
-                    rewards = success[block] - pen
-                    adv = grpo_advantages(rewards, ddof=1)
-                else:
-                    cost = efficiency_cost(
-                        tokens[block],
-                        calls[block],
-                        self.phone_cfg.budget_tokens,
-                        self.phone_cfg.budget_calls,
-                        self.phone_cfg.care_cost_weight,
-                    )
-                    detail["cost"] = cost.tolist()
-                if self.algo == "care":
-                    res = group_care(success[block], progress[block], cost, self.care_config, penalty=pen)
-                    rewards, adv = res.rewards, res.advantages
-                    mode_counts[res.mode.value] += 1
-                    floored += int(res.floored)
-                    detail.update(mode=res.mode.value, floored=res.floored)
-                elif self.algo == "penalty":
-                    rewards = penalty_rewards(success[block], cost, self.care_config.mu)
-                    if pen is not None:
-                        rewards = rewards - pen
-                    adv = grpo_advantages(rewards)
-                if pen is not None:
-                    detail["invalid_share"] = invalid[block].tolist()
-                advantages[block] = adv
-                record["groups"].append(
-                    _group_record(
-                        stats, block, tokens, calls, success, progress, adv, rewards=rewards.tolist(), **detail
-                    )
-                )
             start = self.accelerator.process_index * self._phone_n_local
             local = advantages[start : start + self._phone_n_local]
             out["advantages"] = torch.tensor(local, dtype=out["advantages"].dtype, device=out["advantages"].device)
             all_adv = advantages
-            if self.algo != "grpo":
-                record["care"] = asdict(self.care_config)
-            if self.algo == "care":
-                for name, count in mode_counts.items():
-                    self._metrics[mode][f"care/mode_{name}"].append(float(count))
-                self._metrics[mode]["care/floored_groups"].append(float(floored))
-                record["mode_counts"] = mode_counts
-                record["floored_groups"] = floored
-        else:
+        else:  # grpo without a penalty: TRL's own advantages stay (batch_advantages gives the same, in float64)
             all_adv = gather(out["advantages"].detach().double()).cpu().numpy()
-            for block in groups:
-                record["groups"].append(_group_record(stats, block, tokens, calls, success, progress, all_adv[block]))
+        for block, res in zip(groups, results, strict=True):
+            detail: dict[str, Any] = {"mode": res.mode.value, "rewards": res.rewards.tolist()}
+            if self.algo != "grpo":
+                detail["cost"] = res.cost.tolist()
+            if self.algo == "care":
+                detail["floored"] = res.floored
+            if nu > 0:
+                detail["invalid_share"] = invalid[block].tolist()
+            record["groups"].append(
+                _group_record(stats, block, tokens, calls, success, progress, all_adv[block], **detail)
+            )
+        shares = group_shares(results, [all_adv[b] for b in groups])
+        mode_counts = {m: sum(r.mode.value == m for r in results) for m in MODES}
+        record["mode_counts"] = mode_counts
+        record["zero_advantage_groups"] = sum(not np.any(all_adv[b]) for b in groups)
+        if self.algo != "grpo":
+            record["care"] = asdict(self.care_config)
+        if self.algo == "care":
+            floored = sum(int(r.floored) for r in results)
+            for name, count in mode_counts.items():
+                self._metrics[mode][f"care/mode_{name}"].append(float(count))
+            self._metrics[mode]["care/floored_groups"].append(float(floored))
+            record["floored_groups"] = floored
         summary = {
             "phone/success": float(success.mean()),
             "phone/progress": float(progress.mean()),
@@ -900,7 +953,9 @@ class PhoneGRPOTrainer(GRPOTrainer):
             "phone/rollout_seconds": float(self._phone_rollout_seconds),
             "adv/mean": float(all_adv.mean()),
             "adv/std": float(all_adv.std()),
+            "adv/abs_mean": float(np.abs(all_adv).mean()),
             "adv/abs_max": float(np.abs(all_adv).max()),
+            **shares,
         }
         for name, value in summary.items():
             self._metrics[mode][name].append(value)
@@ -1040,10 +1095,10 @@ def make_trainer(
 
     Raises:
         ValueError: no model given and no ``model_path``; no task selected.
-        phoneenv.extras.MissingExtra: ``cfg.use_vllm`` without vLLM (the ``gpu`` extra).
+        phoneenv.extras.MissingExtra: ``cfg.use_vllm`` without vLLM (the ``vllm`` extra).
     """
     if getattr(cfg, "use_vllm", False):
-        require("gpu", "vllm", feature="vLLM generation in train rl (use_vllm)")
+        require("vllm", "vllm", feature="vLLM rollouts (use_vllm, TRL's colocate mode)")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -1069,6 +1124,31 @@ def make_trainer(
     )
 
 
+def step_shares(history: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Means over training steps of the per-step group shares (:func:`group_shares`).
+
+    Args:
+        history: ``kind: "rollout"`` records (``PhoneGRPOTrainer.phone_history`` or
+            ``metrics.jsonl`` lines); only ``mode == "train"`` ones are read.
+
+    Returns:
+        ``mode_shares`` (``{"shaping", "outcome", "efficiency"}``: mean share of groups per CARE
+        mode), ``zero_advantage_group_share`` (mean share of groups with all-zero advantages),
+        ``advantage_abs_mean`` (mean over steps of the mean ``|A|``); NaN where no step logged them.
+    """
+    train = [r["metrics"] for r in history if r.get("mode") == "train"]
+
+    def mean(name: str) -> float:
+        vals = [m[name] for m in train if name in m]
+        return float(np.mean(vals)) if vals else math.nan
+
+    return {
+        "mode_shares": {m: mean(f"groups/{m}_share") for m in MODES},
+        "zero_advantage_group_share": mean("groups/zero_advantage_share"),
+        "advantage_abs_mean": mean("adv/abs_mean"),
+    }
+
+
 def _means(history: list[dict[str, Any]]) -> dict[str, float]:
     def mean(name: str) -> float:
         vals = [r["metrics"][name] for r in history]
@@ -1092,6 +1172,8 @@ def train_rl(
         ``seconds_per_step``, ``rollout_seconds_per_step``, ``train_loss``, the means over all
         training rollouts of ``success``, ``progress``, ``output_tokens``, ``tool_calls``,
         ``zero_advantage_steps`` (steps whose advantages were all 0: no learning signal),
+        ``mode_shares``, ``zero_advantage_group_share`` and ``advantage_abs_mean`` (means over the
+        training steps, :func:`step_shares`),
         ``heldout`` (with held-out ``eval_tasks``: ``success``, ``progress``, ``output_tokens``,
         ``tool_calls`` means and ``episodes`` of the evaluation at the last step; else None),
         ``train_eval`` (the same block with ``eval_tasks="train"``: training success measured on
@@ -1144,6 +1226,7 @@ def train_rl(
         "train_loss": float(result.training_loss),
         **_means(history),
         "zero_advantage_steps": int(trainer.zero_advantage_steps),
+        **step_shares(history),
         "heldout": final_eval if cfg.eval_tasks != TRAIN_EVAL else None,
         "train_eval": final_eval if cfg.eval_tasks == TRAIN_EVAL else None,
         "eval_curve": eval_curve(trainer.phone_history),

@@ -1,13 +1,16 @@
 """The pieces of ``benchmarks/care_vs_grpo.py`` that need no training: the task split, the curves
-read back from a trainer's ``metrics.jsonl``, the ratios to GRPO, the plot and the flags."""
+and shares read back from a trainer's ``metrics.jsonl``, the standard errors, the paired
+differences to GRPO, the plot, the flags, the hardware choice and the dry run."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,13 +38,15 @@ def test_split_holds_out_the_later_instances_of_each_template(bench) -> None:
 
 
 def _metrics(path: Path) -> Path:
+    shares = {"groups/shaping_share": 0.5, "groups/outcome_share": 0.5, "groups/efficiency_share": 0.0}
     records = [
         {"kind": "controller_start", "step": 0},
         {
             "kind": "rollout",
             "mode": "train",
             "step": 0,
-            "metrics": {"phone/success": 0.25, "phone/output_tokens": 90.0, "phone/tool_calls": 4.0},
+            "metrics": {"phone/success": 0.25, "phone/output_tokens": 90.0, "phone/tool_calls": 4.0, **shares,
+                        "groups/zero_advantage_share": 1.0, "adv/abs_mean": 0.0, "adv/abs_max": 0.0},
         },
         {"kind": "log", "step": 1, "loss": 0.1},
         {
@@ -54,18 +59,55 @@ def _metrics(path: Path) -> Path:
             "kind": "rollout",
             "mode": "train",
             "step": 1,
-            "metrics": {"phone/success": 0.5, "phone/output_tokens": 70.0, "phone/tool_calls": 3.0},
+            "metrics": {"phone/success": 0.5, "phone/output_tokens": 70.0, "phone/tool_calls": 3.0, **shares,
+                        "groups/zero_advantage_share": 0.5, "adv/abs_mean": 0.4, "adv/abs_max": 2.0},
         },
-    ]
+    ]  # fmt: skip
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
 
 
 def test_curves_read_only_the_training_rollouts(bench, tmp_path) -> None:
     c = bench.curves(_metrics(tmp_path / "metrics.jsonl"))
-    assert c == {"step": [0.0, 1.0], "success": [0.25, 0.5], "output_tokens": [90.0, 70.0], "tool_calls": [4.0, 3.0]}
+    assert set(c) == set(bench.CURVE_KEYS)
+    assert {k: c[k] for k in ("step", "success", "output_tokens", "tool_calls")} == {
+        "step": [0.0, 1.0], "success": [0.25, 0.5], "output_tokens": [90.0, 70.0], "tool_calls": [4.0, 3.0]
+    }  # fmt: skip
+    assert c["zero_step"] == [1.0, 0.0] and c["zero_advantage_share"] == [1.0, 0.5] and c["adv_abs_max"] == [0.0, 2.0]
+    assert c["shaping_share"] == [0.5, 0.5]
+    s = bench.step_summary([c, c])
+    assert s["steps"] == 4 and s["zero_step_share"] == 0.5 and s["zero_advantage_share"] == 0.75
+    assert s["adv_abs_mean"] == pytest.approx(0.2) and s["adv_abs_max"] == 2.0
+    assert (s["shaping_share"], s["outcome_share"], s["efficiency_share"]) == (0.5, 0.5, 0.0)
+    assert bench.step_summary([]) == {"steps": 0}
+    assert bench.mean_curve([c, {**c, "success": [0.75, 1.0]}], "success") == ([0.0, 1.0], [0.5, 0.75])
     assert bench.smooth([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
     assert bench.smooth([], 3) == []
+
+
+def test_standard_errors_over_episodes_and_seeds(bench) -> None:
+    # one seed: 4 episodes, success 1, 0, 1, 1 → mean 0.75, se = std₁/√4 = 0.5/2 = 0.25
+    rows = [[1, 100, 3], [0, 200, 5], [1, 100, 3], [1, 100, 3]]
+    e = bench.episode_summary(rows)
+    assert e["success"] == 0.75 and e["success_se"] == pytest.approx(0.25) and e["episodes"] == 4
+    assert e["output_tokens"] == 125.0 and e["output_tokens_se"] == pytest.approx(25.0)
+    assert np.isnan(bench.episode_summary([[1, 1, 1]])["success_se"])
+    # three seeds with means 0.75, 0.25, 0.5: mean 0.5, se over seeds = std₁(0.25)/√3
+    other = [[0, 50, 1], [0, 50, 1], [1, 50, 1], [0, 50, 1]]
+    half = [[1, 80, 2], [0, 80, 2], [1, 80, 2], [0, 80, 2]]
+    arm = bench.summarise_arm([rows, other, half])
+    assert arm["success"] == pytest.approx(0.5) and arm["success_se"] == pytest.approx(0.25 / np.sqrt(3))
+    assert arm["success_per_seed"] == [0.75, 0.25, 0.5] and arm["seeds"] == 3 and arm["episodes"] == 12
+    assert arm["success_se_episodes"] == pytest.approx(
+        np.std([1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0], ddof=1) / np.sqrt(12)
+    )
+    # paired by seed against a reference that is 0.25 lower at every seed: +25 points, se 0
+    ref = bench.summarise_arm([half, [[0, 50, 1]] * 4, [[1, 80, 2], [0, 80, 2], [0, 80, 2], [0, 80, 2]]])
+    d = bench.paired_to_reference(arm, ref)
+    assert d["success_diff"] == pytest.approx(25.0) and d["success_diff_se"] == pytest.approx(0.0, abs=1e-9)
+    assert d["output_tokens_ratio"] == pytest.approx(arm["output_tokens"] / ref["output_tokens"])
+    with pytest.raises(ValueError, match="same seeds"):
+        bench.paired_to_reference(arm, bench.summarise_arm([rows]))
 
 
 def test_ratios_are_to_grpo(bench) -> None:
@@ -88,18 +130,105 @@ def test_ratios_are_to_grpo(bench) -> None:
 def test_plot_writes_a_png(bench, tmp_path) -> None:
     pytest.importorskip("matplotlib")
     c = bench.curves(_metrics(tmp_path / "metrics.jsonl"))
-    path = bench.plot({"grpo": c, "care": c}, tmp_path / "plot.png")
+    path = bench.plot({"grpo": [c, c], "care": [c]}, tmp_path / "plot.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_weights_digest_ignores_the_training_arguments(bench, tmp_path) -> None:
+    for name, args in (("a", b"arm a"), ("b", b"arm b")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.safetensors").write_bytes(b"same weights")
+        (tmp_path / name / "training_args.bin").write_bytes(args)
+    assert bench.weights_digest(tmp_path / "a") == bench.weights_digest(tmp_path / "b")
+    (tmp_path / "b" / "model.safetensors").write_bytes(b"other weights")
+    assert bench.weights_digest(tmp_path / "a") != bench.weights_digest(tmp_path / "b")
+
+
 def test_flags_override_the_preset(bench) -> None:
-    cfg, out = bench.parse_args(["--quick", "--rl-steps", "7", "--arms", "grpo,care", "--out", "x"])
-    assert cfg.rl_steps == 7 and cfg.arms == ("grpo", "care") and out == Path("x")
-    assert cfg.sft_steps == bench.BenchConfig.quick().sft_steps
-    full, _ = bench.parse_args([])
+    cfg, out, dry = bench.parse_args(["--quick", "--rl-steps", "7", "--arms", "grpo,care", "--out", "x"])
+    assert cfg.rl_steps == 7 and cfg.arms == ("grpo", "care") and out == Path("x") and not dry
+    assert cfg.sft_steps == bench.BenchConfig.quick().sft_steps and cfg.rl_seeds == (0, 1, 2)
+    full, _, _ = bench.parse_args([])
     assert full == bench.BenchConfig()
-    assert full.checked is True
-    off, _ = bench.parse_args(["--no-checked", "--budget-tokens", "150"])
+    assert full.checked is True and full.device == "auto" and full.bf16 is None and full.vllm is None
+    off, _, dry = bench.parse_args(["--no-checked", "--budget-tokens", "150", "--rl-seeds", "3,5", "--dry-run"])
     assert off.checked is False and off.budget_tokens == 150.0 and off.budget_calls == full.budget_calls
-    with pytest.raises(SystemExit):
-        bench.parse_args(["--arms", "care"])  # GRPO is the reference of every ratio
+    assert off.rl_seeds == (3, 5) and dry
+    dev, _, _ = bench.parse_args(["--device", "cpu", "--no-bf16", "--vllm", "--mu", "0.2"])
+    assert (dev.device, dev.bf16, dev.vllm, dev.mu) == ("cpu", False, True, 0.2)
+    gpu, _, _ = bench.parse_args(["--rl-steps", "2"], preset="gpu")
+    assert gpu == replace(bench.BenchConfig.gpu(), rl_steps=2) and gpu.device == "cuda"
+    for bad in (["--arms", "care"], ["--rl-seeds", "1,1"], ["--device", "tpu"], ["--rl-steps", "x"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)  # GRPO is the reference of every ratio; seeds distinct; known devices
+
+
+def test_one_invalid_reply_penalty_for_every_arm_and_train_rl(bench, tmp_path) -> None:
+    """The benchmark, TrainConfig and `phoneenv train rl` share one default ν, the same in every arm."""
+    import inspect
+
+    from phoneenv.cli.train import train_rl_cmd
+    from rl.train_help import DEFAULT_INVALID_REPLY_PENALTY
+
+    assert bench.BenchConfig().invalid_reply_penalty == DEFAULT_INVALID_REPLY_PENALTY
+    assert inspect.signature(train_rl_cmd).parameters["invalid_reply_penalty"].default == DEFAULT_INVALID_REPLY_PENALTY
+    cfg = replace(bench.BenchConfig.quick(), invalid_reply_penalty=0.25)
+    p = bench.plan(cfg, tmp_path)
+    assert {kw["invalid_reply_penalty"] for kw in p["runs"].values()} == {0.25}
+
+
+def test_dry_run_plans_every_arm_and_seed_on_the_cpu(bench, tmp_path, capsys) -> None:
+    p = bench.main(["--quick", "--dry-run", "--out", str(tmp_path)])
+    assert json.loads(capsys.readouterr().out)["hardware"] == {"device": "cpu", "bf16": False, "vllm": False}
+    assert sorted(p["runs"]) == sorted(f"seed{s}/{a}" for s in (0, 1, 2) for a in bench.ARMS)
+    assert all(kw["use_cpu"] and not kw["bf16"] and not kw["use_vllm"] for kw in p["runs"].values())
+    assert p["episodes_per_model"] == {"train": 18 * 1, "heldout": 6 * 1}
+    assert not any(tmp_path.iterdir())  # nothing built, nothing trained
+    with pytest.raises(ValueError, match="CUDA"):
+        bench.hardware(replace(bench.BenchConfig(), device="cuda"))
+    with pytest.raises(ValueError, match="bf16"):
+        bench.hardware(replace(bench.BenchConfig(), bf16=True))
+    with pytest.raises(ValueError, match="GPU"):
+        bench.hardware(replace(bench.BenchConfig(), vllm=True))
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """torch says a bf16-capable CUDA GPU is there (enough to build configs; nothing runs on it)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+
+
+def test_configs_built_for_cuda(bench, tmp_path, fake_cuda, monkeypatch) -> None:
+    """On a GPU (faked: nothing runs) the plan trains on CUDA in bf16, and every arm's TrainConfig
+    and SFT's SFTConfig build for it; vLLM's colocate mode is used when vLLM is installed."""
+    pytest.importorskip("trl")
+    import rl.hardware
+    from rl.trainers import TrainConfig
+
+    monkeypatch.setattr(rl.hardware, "vllm_installed", lambda: True)
+    cfg, _, _ = bench.parse_args([], preset="gpu")
+    p = bench.plan(cfg, tmp_path)
+    assert p["hardware"] == {"device": "cuda", "bf16": True, "vllm": True}
+    for kw in p["runs"].values():
+        tc = TrainConfig(**kw)
+        assert not tc.use_cpu and tc.bf16 and tc.use_vllm and tc.vllm_mode == "colocate"
+        assert str(tc.device).startswith("cuda")
+        assert tc.learning_rate == cfg.rl_lr and tc.invalid_reply_penalty == cfg.invalid_reply_penalty
+    sft = bench.sft_run_config(cfg, p["hardware"]).to_sft_config(tmp_path / "sft")
+    assert sft.bf16 and not sft.use_cpu and sft.dataloader_pin_memory
+    monkeypatch.setattr(rl.hardware, "vllm_installed", lambda: False)
+    assert bench.hardware(cfg)["vllm"] is False  # HF generation where vLLM is not installed
+    cpu = bench.plan(replace(cfg, device="cpu", bf16=None, vllm=None), tmp_path)
+    assert cpu["hardware"] == {"device": "cpu", "bf16": False, "vllm": False}
+
+
+def test_a_time_budget_stops_starting_seeds(bench) -> None:
+    assert bench.next_seed_fits(1e9, None, 10.0)  # the first seed always runs
+    assert bench.next_seed_fits(1e9, 1e9, None)  # no budget
+    assert bench.next_seed_fits(300.0, 200.0, 540.0) and not bench.next_seed_fits(400.0, 200.0, 540.0)
+    assert bench.BenchConfig.gpu().time_budget_s == 540.0 and bench.BenchConfig.quick().time_budget_s is None

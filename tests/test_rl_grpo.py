@@ -373,10 +373,11 @@ def test_penalty_ablation_uses_penalised_rewards_and_vanilla_normalisation(tmp_p
     cost = efficiency_cost(
         [t.output_tokens for t in trajs], [t.tool_calls for t in trajs], cfg.budget_tokens, cfg.budget_calls, 0.5
     )
-    expected = grpo_advantages(penalty_rewards([1.0, 1.0], cost, CareConfig().mu))
+    expected = grpo_advantages(penalty_rewards([1.0, 1.0], cost, CareConfig().mu), ddof=1)  # TRL's normalisation
     np.testing.assert_allclose(np.sort(spies["losses"][0]), np.sort(expected), rtol=1e-6)
-    # Vanilla normalisation blows a small cost gap up to nearly ±1 (CARE's floor keeps it small).
-    assert np.abs(expected).min() > 0.9
+    # TRL's normalisation blows a small cost gap up to ±0.707, as any two unequal rewards (CARE's
+    # floor keeps it small).
+    assert np.abs(expected).min() > 0.7
     (rollout,) = [r for r in _records(summary) if r["kind"] == "rollout"]
     assert rollout["groups"][0]["rewards"] == pytest.approx(penalty_rewards([1, 1], cost, CareConfig().mu).tolist())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -10,6 +11,7 @@ from typer.testing import CliRunner
 pytest.importorskip("trl")
 
 from phoneenv.cli import app
+from rl.train_help import DEFAULT_INVALID_REPLY_PENALTY
 
 pytestmark = pytest.mark.slow
 
@@ -44,6 +46,11 @@ def test_sft_then_rl_from_the_command_line(tmp_path, monkeypatch):
 
     assert {g["episode"] for r in evals for g in r["groups"]} == {episode_prompt("settings.toggle/0", 0)}
     assert "success on the training tasks" in res.output
+    # per step: the share of groups per CARE mode and with zero advantages, in the log and printed
+    train = [r for r in records if r["kind"] == "rollout" and r["mode"] == "train"]
+    shares = [r["metrics"][f"groups/{m}_share"] for r in train for m in ("shaping", "outcome", "efficiency")]
+    assert len(shares) == 3 and sum(shares) == pytest.approx(1.0)
+    assert "CARE mode shares" in res.output and "zero-advantage groups" in res.output
     res = runner.invoke(app, ["train", "rl", "--algo", "ppo", "--out", str(rl)])
     assert res.exit_code != 0 and "unknown algorithm" in res.output
 
@@ -67,7 +74,8 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     assert cfg.model_path == str(model) and not cfg.use_cpu and cfg.num_generations == 8
     assert cfg.tool_filter == "apps" and cfg.care_controller == "rule" and cfg.competence_sampling
     assert cfg.algo == "care" and cfg.eval_tasks == "train" and not cfg.shape_all_failure
-    assert cfg.invalid_reply_penalty == 0.5
+    assert cfg.invalid_reply_penalty == DEFAULT_INVALID_REPLY_PENALTY == 0.0  # the benchmark's default too
+    assert not cfg.bf16 and not cfg.use_vllm  # a CPU: no bf16, transformers generation
     assert (cfg.eval_strategy, cfg.eval_steps, cfg.eval_on_start, cfg.num_generations_eval) == ("steps", 10, True, 4)
     assert cfg.per_device_eval_batch_size % cfg.num_generations_eval == 0
     assert (cfg.max_steps, cfg.learning_rate, cfg.temperature) == (40, 1e-3, 0.5)
@@ -121,6 +129,68 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     assert helps["tools"].startswith(TRAIN_HELP["tool_filter"]) and helps["temperature"].startswith(
         TRAIN_HELP["temperature"]
     )
+
+
+def _fake_model(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    return ["train", "rl", "--model", str(model), "--out", str(tmp_path / "rl"), "--tasks", "template:settings.toggle"]
+
+
+def test_train_rl_bf16_and_vllm_flags_check_the_hardware(tmp_path, monkeypatch):
+    """On this CPU: --bf16 is refused (torch says no bf16 GPU), --vllm without the vllm package
+    names its extra, --vllm with vLLM but no GPU is refused; nothing is trained."""
+    import torch
+
+    import phoneenv.cli.train
+    import rl.trainers
+    from phoneenv.extras import MissingExtra
+
+    assert not torch.cuda.is_available()
+    seen = {}
+    monkeypatch.setattr(rl.trainers, "train_rl", lambda cfg: seen.setdefault("cfg", cfg) and {"steps": 0})
+    args = _fake_model(tmp_path)
+    runner = CliRunner()
+    res = runner.invoke(app, [*args, "--bf16"])
+    assert res.exit_code == 2 and "bf16 needs a CUDA GPU" in " ".join(res.output.split()), res.output
+    res = runner.invoke(app, [*args, "--vllm"])
+    if importlib.util.find_spec("vllm") is None:  # the CLI prints it as one line (test_extras)
+        assert isinstance(res.exception, MissingExtra) and res.exception.extra == "vllm"
+    monkeypatch.setattr(phoneenv.cli.train, "require", lambda *a, **k: None)  # as if vllm were installed
+    res = runner.invoke(app, [*args, "--vllm"])
+    assert res.exit_code == 2 and "needs a CUDA GPU" in " ".join(res.output.split()), res.output
+    assert "cfg" not in seen
+    res = runner.invoke(app, [*args, "--no-bf16"])
+    assert res.exit_code == 0 and seen.pop("cfg").bf16 is False, res.output
+
+
+def test_train_rl_on_a_gpu_builds_a_cuda_config_with_vllm_and_bf16(tmp_path, monkeypatch):
+    """With torch faking a bf16-capable GPU (nothing runs on it) and vLLM present, the flags map onto
+    TRL's fields: use_vllm, vllm_mode="colocate", vllm_gpu_memory_utilization, bf16 (on by default)."""
+    import torch
+
+    import phoneenv.cli.train
+    import rl.trainers
+
+    for name, value in (("is_available", lambda: True), ("is_bf16_supported", lambda *a, **k: True),
+                        ("set_device", lambda *a, **k: None), ("device_count", lambda: 1)):  # fmt: skip
+        monkeypatch.setattr(torch.cuda, name, value)
+    monkeypatch.setattr(phoneenv.cli.train, "require", lambda *a, **k: None)
+    seen = {}
+    monkeypatch.setattr(rl.trainers, "train_rl", lambda cfg: seen.setdefault("cfg", cfg) and {"steps": 0})
+    args = _fake_model(tmp_path)
+    res = CliRunner().invoke(app, [*args, "--vllm", "--vllm-memory", "0.5"])
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert (cfg.use_vllm, cfg.vllm_mode, cfg.vllm_gpu_memory_utilization) == (True, "colocate", 0.5)
+    assert cfg.bf16 and not cfg.use_cpu and str(cfg.device).startswith("cuda")
+    res = CliRunner().invoke(app, [*args, "--no-bf16", "--use-cpu"])
+    assert res.exit_code == 0, res.output
+    cfg = seen.pop("cfg")
+    assert not cfg.bf16 and cfg.use_cpu and not cfg.use_vllm
+    res = CliRunner().invoke(app, [*args, "--vllm", "--use-cpu"])
+    assert res.exit_code == 2 and "--use-cpu" in res.output
 
 
 def test_train_rl_without_a_model_asks_for_sft_first(tmp_path, monkeypatch):

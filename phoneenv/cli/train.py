@@ -163,7 +163,8 @@ def train_sft_cmd(
         console.print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f} over {summary['steps']} steps")
 
 
-from rl.train_help import TRAIN_HELP as _RL_HELP  # noqa: E402 - plain strings, no TRL import
+from rl.train_help import DEFAULT_INVALID_REPLY_PENALTY  # noqa: E402 - plain values, no TRL import
+from rl.train_help import TRAIN_HELP as _RL_HELP  # noqa: E402
 
 DEFAULT_RL_MODEL = Path("runs/sft") / "model"
 """``train rl``'s model when ``--model`` is not given: what ``phoneenv train sft`` writes."""
@@ -184,6 +185,57 @@ def _print_curve(curve: list[dict[str, Any]], what: str) -> None:
             f"{p['success']:.3f}",
             f"{p['output_tokens']:.1f}",
             f"{p['tool_calls']:.2f}",
+        )
+    console.print(table)
+
+
+def _check_hardware(*, vllm: bool, bf16: bool | None, use_cpu: bool) -> None:
+    """Refuse, before any model loads, flags the hardware or the install cannot honour.
+
+    Raises:
+        phoneenv.extras.MissingExtra: ``--vllm`` without the ``vllm`` package (one line naming the
+            ``vllm`` extra).
+        typer.BadParameter: ``--vllm`` with ``--use-cpu`` or without a CUDA GPU; ``--bf16`` where
+            :func:`rl.hardware.bf16_supported` says no (a CPU, or a GPU without bf16).
+    """
+    from rl.hardware import bf16_supported, resolve_device
+
+    device = "cpu" if use_cpu else resolve_device("auto")
+    if vllm:
+        require("vllm", "vllm", feature="train rl --vllm (vLLM rollouts in TRL's colocate mode)")
+        if device == "cpu":
+            raise typer.BadParameter(
+                "vLLM's colocate mode needs a CUDA GPU" + (" (and --use-cpu is set)" if use_cpu else ""),
+                param_hint="--vllm",
+            )
+    if bf16 and not (device != "cpu" and bf16_supported(device)):
+        raise typer.BadParameter(
+            "bf16 needs a CUDA GPU that supports it; here torch reports "
+            + ("--use-cpu" if use_cpu else f"device {device}, bf16 supported: False"),
+            param_hint="--bf16",
+        )
+
+
+def _print_steps(metrics_path: str | None) -> None:
+    """Print per training step the share of groups per CARE mode and of groups with all-zero
+    advantages, and the mean ``|A|`` (from ``metrics.jsonl``'s rollout records)."""
+    if not metrics_path or not Path(metrics_path).exists():
+        return
+    rows = []
+    for line in Path(metrics_path).read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec.get("kind") == "rollout" and rec.get("mode") == "train" and "groups/shaping_share" in rec["metrics"]:
+            rows.append((rec["step"], rec["metrics"]))
+    if not rows:
+        return
+    table = Table(title="groups per step: CARE mode shares (the mode CARE used or would use) and zero advantages")
+    for col in ("step", "shaping", "outcome", "efficiency", "zero-advantage groups", "mean |A|"):
+        table.add_column(col, justify="right")
+    for step, m in rows:
+        table.add_row(
+            str(step),
+            *(f"{m[f'groups/{k}_share']:.2f}" for k in ("shaping", "outcome", "efficiency", "zero_advantage")),
+            f"{m.get('adv/abs_mean', float('nan')):.3f}",
         )
     console.print(table)
 
@@ -239,10 +291,12 @@ def train_rl_cmd(
             min=0.0,
             max=1.0,
             help=_RL_HELP["invalid_reply_penalty"]
-            + " 0.5 here: over 120 steps without it the tiny model's replies without a call grew to 38% and its"
-            " episodes to 199 tokens; with it they stayed at 2-3% and about 97 tokens, success 0.229 at step 120.",
+            + " 0 by default, as benchmarks/care_vs_grpo.py: 0.5 in every arm collapsed GRPO and the penalty"
+            " ablation there. With --algo care over long runs 0.5 helps: over 120 steps without it the tiny"
+            " model's replies without a call grew to 38% and its episodes to 199 tokens; with it they stayed at"
+            " 2-3% and about 97 tokens, success 0.229 at step 120.",
         ),
-    ] = 0.5,
+    ] = DEFAULT_INVALID_REPLY_PENALTY,
     competence_sampling: Annotated[bool, typer.Option(help=_RL_HELP["competence_sampling"])] = True,
     sampler: Annotated[
         Path | None,
@@ -267,6 +321,30 @@ def train_rl_cmd(
         int, typer.Option(min=1, help="Episodes per evaluated task and seed (TRL's num_generations_eval).")
     ] = 4,
     use_cpu: Annotated[bool, typer.Option(help="Train on the CPU even when a GPU is present.")] = False,
+    vllm: Annotated[
+        bool,
+        typer.Option(
+            "--vllm",
+            help="Sample the rollouts with vLLM inside the training process (TRL's use_vllm=True, "
+            "vllm_mode='colocate'); needs a CUDA GPU and the vllm extra. Off: transformers generation.",
+        ),
+    ] = False,
+    vllm_memory: Annotated[
+        float,
+        typer.Option(
+            min=0.05,
+            max=0.95,
+            help="Share of GPU memory vLLM may take with --vllm (TRL's vllm_gpu_memory_utilization).",
+        ),
+    ] = 0.3,
+    bf16: Annotated[
+        bool | None,
+        typer.Option(
+            "--bf16/--no-bf16",
+            help="bf16 mixed precision (TRL's bf16). Default: on where a CUDA GPU supports bf16 and --use-cpu is "
+            "off; --bf16 where the hardware lacks it is an error.",
+        ),
+    ] = None,
     env_ray: Annotated[str | None, typer.Option(metavar="ADDRESS", help=_RL_HELP["env_ray"])] = None,
     store: Annotated[
         bool,
@@ -289,6 +367,7 @@ def train_rl_cmd(
 
     Each option's help is its TrainConfig field's; `python -m rl.trainers --help` lists every field (GRPOConfig's too). The LLM controller's API key comes from $PHONEENV_CONTROLLER_API_KEY and is written nowhere."""
     require("rl", "torch", "transformers", "trl", "datasets", "accelerate", feature="phoneenv train rl")
+    _check_hardware(vllm=vllm, bf16=bf16, use_cpu=use_cpu)
     from phoneenv.loop import loop_dir
     from rl.trainers import ALGOS, CONTROLLERS, TrainConfig, train_rl
 
@@ -348,6 +427,10 @@ def train_rl_cmd(
         temperature=temperature,
         seed=seed,
         use_cpu=use_cpu,
+        bf16=bf16,
+        use_vllm=vllm,
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=vllm_memory,
         tool_filter="all" if all_tools else tools,
         shape_all_failure=shape_all_failure,
         invalid_reply_penalty=invalid_reply_penalty,
@@ -365,6 +448,7 @@ def train_rl_cmd(
     summary = train_rl(cfg)
     console.print_json(json.dumps(summary, default=str))
     _print_curve(summary.get("eval_curve") or [], "training tasks" if eval_tasks == "train" else "held-out tasks")
+    _print_steps(summary.get("metrics_path"))
     if summary.get("zero_advantage_steps"):
         console.print(
             f"[yellow]warning:[/] {summary['zero_advantage_steps']} of {summary['steps']} steps had all-zero "
