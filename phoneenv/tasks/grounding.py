@@ -486,6 +486,22 @@ _DAY_PAIRS = (
 _PARTY_KEYS = re.compile(r"party|guests|people|persons|diners|covers|travell?ers|passengers", re.I)
 
 
+def _nights(rec: Mapping[str, Any]) -> set[int]:
+    """The nights (1-366) between each pair of a record's dates (``check_in``/``check_out``,
+    ``start``/``end``...: :data:`_DAY_PAIRS`)."""
+    out: set[int] = set()
+    for a, b in _DAY_PAIRS:
+        x, y = rec.get(a), rec.get(b)
+        if isinstance(x, str) and isinstance(y, str):
+            try:
+                nights = (dt.date.fromisoformat(y[:10]) - dt.date.fromisoformat(x[:10])).days
+            except ValueError:
+                continue
+            if 0 < nights <= 366:
+                out.add(nights)
+    return out
+
+
 _QTY_KEYS = re.compile(
     r"party|guests|people|persons|diners|covers|travell?ers|passengers|qty|quantity|count|nights|tickets|seats|rooms"
     r"|items|number_of|adults|children",
@@ -507,15 +523,7 @@ def _quantities(values: Iterable[Any]) -> set[int]:
                     out.add(x)
                 elif isinstance(x, (Mapping, list, tuple)):
                     stack.append(x)
-            for a, b in _DAY_PAIRS:
-                x, y = v.get(a), v.get(b)
-                if isinstance(x, str) and isinstance(y, str):
-                    try:
-                        nights = (dt.date.fromisoformat(y[:10]) - dt.date.fromisoformat(x[:10])).days
-                    except ValueError:
-                        continue
-                    if 0 < nights <= 366:
-                        out.add(nights)
+            out.update(_nights(v))
         elif isinstance(v, (list, tuple)):
             if v:
                 out.add(len(v))
@@ -539,15 +547,7 @@ def _counts(value: Any, out: set[int], parties: set[int] | None = None) -> None:
                         parties.add(x)
                 elif isinstance(x, (Mapping, list, tuple)):
                     stack.append(x)
-            for a, b in _DAY_PAIRS:
-                x, y = v.get(a), v.get(b)
-                if isinstance(x, str) and isinstance(y, str):
-                    try:
-                        nights = (dt.date.fromisoformat(y[:10]) - dt.date.fromisoformat(x[:10])).days
-                    except ValueError:
-                        continue
-                    if 0 < nights <= 366:
-                        out.add(nights)
+            out.update(_nights(v))
         elif isinstance(v, (list, tuple)):
             out.add(len(v))
             stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple)))
