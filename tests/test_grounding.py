@@ -411,6 +411,20 @@ TOLD_STATE = [
     ("count", "memory.shop_my_size/0", "Ordered two cotton t-shirts in size L.", False),
     ("count", "memory.shop_my_size/0", "Ordered one cotton t-shirt in size L.", True),
     ("count", "cross.block_spam_caller/0", "Blocked +4917717106809 and deleted its 3 texts.", False),
+    ("count", "notes.create_note/0", "Note created with three films; Osamu Shimizu has the list.", True),
+    # a spoken time or an amount in words is no count of things
+    (
+        "count",
+        "clock.delete_alarm/0",
+        "Deleted the half past six alarm; the quarter past seven alarm is on again.",
+        True,
+    ),
+    (
+        "count",
+        "wallet.pay_bill/0",
+        "All done: electricity paid, one hundred thirty-four dollars and thirty-five cents.",
+        True,
+    ),
     # someone else's act is no act of the episode ("Marlene sent yesterday"); a weekday range is days
     ("date", "messages.delete_message/0", "Removed the text Marlene sent yesterday afternoon.", True),
     ("date", "fields.dnd_schedule/0", "Done - Do Not Disturb now runs Monday to Friday from 10 PM to 7 AM.", True),

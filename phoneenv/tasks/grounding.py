@@ -509,10 +509,12 @@ _QTY_KEYS = re.compile(
 )
 
 
-def _quantities(values: Iterable[Any]) -> set[int]:
-    """The counts an act's records and arguments hold as counts: list lengths, quantity fields
-    (``qty``, ``party_size``, ``nights``...: :data:`_QTY_KEYS`) and the nights between a
-    record's two dates; not every whole number (a brightness, a position, a year)."""
+def _quantities(values: Iterable[Any], lines: bool = False) -> set[int]:
+    """The counts an act's records and arguments hold as counts: list lengths, the lines of a
+    text written as a list, quantity fields (``qty``, ``party_size``, ``nights``...:
+    :data:`_QTY_KEYS`) and the nights between a record's two dates; not every whole number (a
+    brightness, a position, a year). ``lines``: count the lines of texts (the planner's own
+    arguments; an app's confirmation mail is no list)."""
     out: set[int] = set()
     stack = list(values)
     while stack:
@@ -521,13 +523,15 @@ def _quantities(values: Iterable[Any]) -> set[int]:
             for k, x in v.items():
                 if isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1000 and _QTY_KEYS.search(str(k)):
                     out.add(x)
-                elif isinstance(x, (Mapping, list, tuple)):
+                elif isinstance(x, (Mapping, list, tuple, str)):
                     stack.append(x)
             out.update(_nights(v))
         elif isinstance(v, (list, tuple)):
             if v:
                 out.add(len(v))
-            stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple)))
+            stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple, str)))
+        elif lines and isinstance(v, str) and "\n" in v.strip():  # a list written a line an item ("Dune\nMiddlemarch")
+            out.add(len([x for x in v.splitlines() if x.strip()]))
     return out
 
 
@@ -1024,7 +1028,7 @@ def grounds(
             per_tool[f"{key}:targets"] = len(targets)
     # what an act verb may count ("Texted 4 people", "cleared 3 items"): calls, people, records
     # changed per table, list lengths and quantity fields of the writes, nights, the user's numbers
-    act_counts = set(per_tool.values()) | _quantities([*(c.arguments for c in writes), *now_recs])
+    act_counts = set(per_tool.values()) | _quantities([c.arguments for c in writes], lines=True) | _quantities(now_recs)
     per_kind: dict[tuple[str, str, frozenset[str]], int] = {}  # records changed alike: same table, kind, fields
     for ch in changed:
         table, kind = getattr(ch, "table", None), getattr(ch, "kind", None)
@@ -1380,8 +1384,10 @@ _COUNT_ACT = re.compile(
 """A verb of an act before a count in its clause: the count is of what the episode did ("Texted
 4 people", "Booked a table for four")."""
 _RE_ACT_COUNT = re.compile(
-    r"(?<![\d.,:/#$€£-])(\d{1,3})\s+(?:[a-z][a-z-]*\s+){0,2}?(?!(?:hours|minutes|mins|seconds|days|weeks|months|years"
-    r"|times|km|miles|metres|meters|euros|dollars|pounds|yen|percent|degrees|stars|points|ways|am|pm)\b)([a-z][a-z-]*s)\b",
+    r"(?<![\d.,:/#$€£-])(?<!past\s)(?<!to\s)(?<!at\s)(?<!half\s)(?<!quarter\s)(\d{1,3})\s+(?:[a-z][a-z-]*\s+){0,2}?"
+    r"(?!(?:hours|minutes|mins|seconds|secs|days|weeks|months|years|times|km|kms|miles|metres|meters|euros|dollars"
+    r"|pounds|cents|pence|yen|francs|percent|degrees|stars|points|ways|this|is|was|has|does|its|his|us|as|plus|less"
+    r"|across|always|perhaps|thus|yes|o'clock)\b)([a-z][a-z-]{2,}s)\b",
 )
 """A count of things after a verb of an act, whatever the things ("cleared 3 completed items",
 "switched off 2 lamps"); units of time, money and measure are no things."""
