@@ -95,6 +95,7 @@ _CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)|\s[-\u2013\u2014]\s|:\s")
 _QUOTE = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|(?<![\w])'([^']{3,80})'(?!\w)")
 _DENIED = re.compile(r"\b(?:not|never|no|cannot|failed|unable)\b|n't\b", re.I)
 _CONTENT = re.compile(r"[^\W_]{2,}")
+_WORD = re.compile(r"\w+")
 
 
 class SubjectNames:
@@ -195,9 +196,12 @@ def told_names(
         return out
     folk = {words(p) for p in people}
     folk |= {f" {w.split()[0]} " for w in folk if w.strip()}
-    names = sorted(
-        {n.strip() for n in world_names if 4 <= len(n.strip()) <= 60 and words(n) not in folk}, key=len, reverse=True
-    )
+    by_first: dict[str, list[str]] = {}  # the names by their first word, longest first: one look-up a word
+    for n in {n.strip() for n in world_names}:
+        if 4 <= len(n) <= 60 and (first := _WORD.match(n.lower())) is not None:
+            by_first.setdefault(first.group(), []).append(n)
+    for v in by_first.values():
+        v.sort(key=len, reverse=True)
     bounds = [0, *(m.end() for m in _CLAUSE.finditer(text)), len(text)]
     texts: list[str] | None = None
     for a, b in itertools.pairwise(bounds):
@@ -222,14 +226,19 @@ def told_names(
                 said.append((m.start(), next(g for g in m.groups() if g), True))
                 taken.append((m.start() - tail_start, m.end() - tail_start))
         low = tail.lower()
-        for n in names:
-            for m in re.finditer(r"(?<![\w])" + re.escape(n.lower()) + r"(?![\w])", low):
-                if any(s <= m.start() < e for s, e in taken):
+        for w in _WORD.finditer(low):
+            at = w.start()
+            if any(s <= at < e for s, e in taken):
+                continue
+            for n in by_first.get(w.group(), ()):
+                end = at + len(n)
+                if not low.startswith(n.lower(), at) or (end < len(low) and (low[end].isalnum() or low[end] == "_")):
                     continue
-                if not (tail[m.start()].isupper() or any(ch.isdigit() for ch in n) or _lower_ok(n)):
+                if not (tail[at].isupper() or any(ch.isdigit() for ch in n) or _lower_ok(n)):
                     continue
-                said.append((m.start() + tail_start, tail[m.start() : m.end()], False))
-                taken.append(m.span())
+                said.append((at + tail_start, tail[at:end], False))
+                taken.append((at, end))
+                break
         for _, name, quoted in sorted(said):
             if words(name) in folk:
                 continue
