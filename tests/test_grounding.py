@@ -187,6 +187,29 @@ def test_claim_probes_are_generated_both_ways():
     assert ("temperature", "answer: '8.6°F'") in kinds and ("temperature", "messages.send body: '8.6°F'") in kinds
 
 
+def test_switch_and_name_probes_are_generated_both_ways():
+    from phoneenv.tasks.claim_probes import claim_probes
+
+    task = get_task("clock.set_alarm/0")  # "Alarm set for 05:00; the 07:15 one is off."
+    env = PhonePlanEnv(tasks=[task])
+    run_plan(env, task, task.reference_plan)
+    probes = [p for p in claim_probes(task, env.episode_grounds(), env.episode_context()) if p.type == "switch"]
+    told = {(p.expect, p.plan[-1].arguments["answer"]) for p in probes}
+    assert told == {
+        ("fail", "Alarm set for 05:00; the 07:15 one is on."),  # the told state flipped, the rest as written
+        ("pass", "Alarm set for 05:00; the 07:15 one is off. The 07:15 alarm is off now."),  # what it changed
+        ("fail", "Alarm set for 05:00; the 07:15 one is off. The 07:15 alarm is on now."),
+    }
+    for p in probes:
+        assert run_plan(env, task, p.plan)[0]["verdict"]["success"] is (p.expect == "pass"), p.plan[-1]
+    task = get_task("memory.usual_list/0")  # "Added to Family shop."; the world also has Errands, Groceries...
+    env = PhonePlanEnv(tasks=[task])
+    run_plan(env, task, task.reference_plan)
+    (name,) = [p for p in claim_probes(task, env.episode_grounds(), env.episode_context()) if p.type == "name"]
+    assert (name.expect, name.plan[-1].arguments["answer"]) == ("fail", "Added to Errands.")
+    assert not run_plan(env, task, name.plan)[0]["verdict"]["success"]
+
+
 @pytest.mark.parametrize(
     ("value", "ok"),
     [
@@ -386,6 +409,7 @@ TOLD_STATE = [
     ("switch", "clock.delete_alarm/0", "Turned off the 6:30 alarm and switched the 7:15 one on.", False),
     ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm and turned the 7:00 alarm on.", False),
     ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm; the 7:15 alarm is still off.", False),
+    ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm; the 7:15 one is still off.", False),  # "one": an alarm
     ("switch", "clock.delete_alarm/0", "Your 6:30 AM alarm is gone and the 7:15 AM one is back on.", True),
     ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm and turned the 7:15 alarm back on.", True),
     (

@@ -61,8 +61,8 @@ from phoneenv.tasks.grounding import (
     temperature_claims,
 )
 from phoneenv.tasks.identity import contact_ids
-from phoneenv.tasks.names import told_names
-from phoneenv.tasks.predicates import Context, plain, says, words
+from phoneenv.tasks.names import held_by, told_names
+from phoneenv.tasks.predicates import Context, plain, says
 from phoneenv.tasks.switches import changed_switches, switch_claims
 from phoneenv.tasks.undone import undone_answer
 from phoneenv.tasks.world import given_names
@@ -92,11 +92,6 @@ _LAST_STATE = re.compile(
     re.I,
 )
 """The state word of a switch claim's span (its last one; a theme's "light"/"dark")."""
-
-
-def _said_in(name: str, texts: Sequence[str]) -> bool:
-    w = words(name)
-    return any(w in t for t in texts)
 
 
 @dataclass(frozen=True)
@@ -357,8 +352,9 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 m = _LAST_STATE.search(span)
                 if m is None:
                     continue
-                new = span[: m.start()] + _FLIP[m.group().lower()] + span[m.end() :]
-                fail("switch", step, key, _put(original, read, c.start, c.end, new), new, False)
+                new = _FLIP[m.group().lower()]  # only the state word: the rest stays as written ("the 7:15 one")
+                at = c.start + m.start()
+                fail("switch", step, key, _put(original, read, at, at + len(m.group()), new), new, False)
                 break
         if "name" not in exempt and key == "answer" and g.subject_names is not None:
             people = [str(c.get("name") or "") for c in ctx.contacts]
@@ -372,7 +368,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                         if re.fullmatch(r"[A-Z][\w '&-]*\w", w)
                         and 4 <= len(w) <= 40
                         and w not in people
-                        and not _said_in(w, texts)
+                        and not held_by(w, texts)
                     ),
                     None,
                 )

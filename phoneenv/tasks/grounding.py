@@ -1326,9 +1326,9 @@ def _undone_claims(t: str) -> list[tuple[str, int, int]]:
         if head.startswith("still") and not re.search(r"\bun\w+$", head):
             continue  # "still running" is a state, not a thing left undone
         rest = m["rest"].lower()
-        if "yet" in head or "yet" in rest or head.startswith("still"):
-            pass
-        elif not (re.match(r"(?:i|we)\s", head) and re.match(r"\s*(?:(?:it|them|that|this|anything)\b|[,;:]|$)", rest)):
+        marked = "yet" in head or "yet" in rest or head.startswith("still")
+        own_bare = re.match(r"(?:i|we)\s", head) and re.match(r"\s*(?:(?:it|them|that|this|anything)\b|[,;:]|$)", rest)
+        if not (marked or own_bare):
             continue  # "I did not order the Chicken Tikka" may be about another thing than the one ordered
         ends = [e.end() for e in _CLAUSE.finditer(t, 0, m.start())]
         lead = t[ends[-1] if ends else 0 : m.start()]

@@ -41,7 +41,16 @@ from typing import Any
 from phoneenv.harness.memory import STOPWORDS
 from phoneenv.tasks.predicates import words
 
-__all__ = ["ACT_VERBS", "NAME_FIELDS", "SubjectNames", "name_claims", "record_names", "subject_strings", "told_names"]
+__all__ = [
+    "ACT_VERBS",
+    "NAME_FIELDS",
+    "SubjectNames",
+    "held_by",
+    "name_claims",
+    "record_names",
+    "subject_strings",
+    "told_names",
+]
 
 NAME_FIELDS = frozenset(
     {"title", "name", "event", "city", "restaurant", "carrier", "label", "category", "merchant", "payee", "item",
@@ -138,10 +147,10 @@ class SubjectNames:
 _ID_LIKE = re.compile(r"[a-z]{1,6}_\d+|[a-z]+")
 
 
-def subject_strings(values: Iterable[Any], skip: frozenset[str] = frozenset()) -> tuple[list[str], set[str]]:
+def subject_strings(values: Iterable[Any]) -> tuple[list[str], set[str]]:
     """The string leaves of ``values`` (records, call arguments and results, the goal) and the
     ids among them (``"tl_5"``, ``"dr_2"``: short lower-case words with a serial, or whole
-    values of a key ending ``id``); strings in ``skip`` are left out."""
+    values of a key ending ``id``)."""
     out: list[str] = []
     ids: set[str] = set()
     stack: list[tuple[Any, str]] = [(v, "") for v in values]
@@ -151,7 +160,7 @@ def subject_strings(values: Iterable[Any], skip: frozenset[str] = frozenset()) -
             stack.extend((x, str(k)) for k, x in v.items())
         elif isinstance(v, (list, tuple, set, frozenset)):
             stack.extend((x, key) for x in v)
-        elif isinstance(v, str) and v.strip() and v.strip() not in skip and len(v) <= 2000:
+        elif isinstance(v, str) and v.strip() and len(v) <= 2000:
             out.append(v)
             if len(v) <= 40 and (key == "id" or key.endswith("_id") or key.endswith("_ids") or _ID_LIKE.fullmatch(v)):
                 ids.add(v)
@@ -165,7 +174,9 @@ def _lower_ok(name: str) -> bool:
     return len(content) >= 2 or (len(content) == 1 and len(content[0]) >= 6)
 
 
-def _held(name: str, texts: Sequence[str], quoted: bool) -> bool:
+def held_by(name: str, texts: Sequence[str], quoted: bool = False) -> bool:
+    """Whether one of ``texts`` (:func:`words` strings) holds ``name`` word for word; a
+    ``quoted`` phrase also when one holds three quarters of its words and every number."""
     w = words(name)
     if w.strip() == "":
         return True
@@ -217,12 +228,12 @@ def told_names(
         for m in quotes:
             blank[m.start() : m.end()] = "_" * (m.end() - m.start())
         stop = _CONTEXT.search("".join(blank), tail_start)
-        end = stop.start() if stop else len(clause)
-        tail = clause[tail_start:end]
+        tail_end = stop.start() if stop else len(clause)
+        tail = clause[tail_start:tail_end]
         said: list[tuple[int, str, bool]] = []
         taken: list[tuple[int, int]] = []
         for m in quotes:
-            if m.end() <= end:
+            if m.end() <= tail_end:
                 said.append((m.start(), next(g for g in m.groups() if g), True))
                 taken.append((m.start() - tail_start, m.end() - tail_start))
         low = tail.lower()
@@ -244,7 +255,7 @@ def told_names(
                 continue
             if texts is None:
                 texts = subject.texts(skip=text)
-            out.append((name, quoted, _held(name, texts, quoted)))
+            out.append((name, quoted, held_by(name, texts, quoted)))
     return out
 
 

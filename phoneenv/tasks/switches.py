@@ -57,14 +57,24 @@ SETTING_NAMES: tuple[tuple[str, str, bool], ...] = (
 """How a boolean setting is said: ``(pattern, setting id, sense)``; ``sense`` False: the
 words name the setting's off state ("light theme" is dark mode off)."""
 
+_SETTING_PATTERNS = tuple((re.compile(p, re.I), key, sense) for p, key, sense in SETTING_NAMES)
 _SPOKEN = {"dnd": "do not disturb", "wifi": "Wi-Fi", "airplane_mode": "airplane mode", "dark_mode": "dark mode"}
 SETTINGS_TABLE = "settings.settings"
 ALARMS_TABLE = "clock.alarms"
 
 _ON = r"on|enabled|active|activated|running"
 _OFF = r"off|disabled|inactive|deactivated"
+_ON_WORDS = frozenset(_ON.split("|"))
 _STATE = rf"(?P<state>{_ON}|{_OFF})"
 _LINK = r"(?:\s+(?:is|are|was|were|has|have|been|stays|remains|now|still|back|already|currently|all|also|switched|turned|set|left|kept|to|got|fully))*"
+_STATE_AFTER = re.compile(_LINK + r"\s+" + _STATE + r"\b", re.I)
+"""A state after a switch's name, linking words between: "DND is now on", "the 7:15 alarm back on"."""
+_STATE_BEFORE = re.compile(
+    rf"\b(?:(?:turned|switched|toggled|flipped|set)\s+{_STATE}|(?P<verb>enabled|disabled|activated|deactivated))"
+    r"\s+(?:the\s+|your\s+|my\s+)?$",
+    re.I,
+)
+"""A verb and a state before a switch's name: "turned on DND", "enabled Wi-Fi"."""
 _AFTER_STATE = re.compile(
     r"\s+(?:at|from|after|by|automatically|in\s+\d|when|once|until\s+you|the|your|a|an|every|weekdays|weekends"
     r"|today|tomorrow|tonight|\d|mon|tue|wed|thu|fri|sat|sun)",
@@ -84,7 +94,8 @@ _THEME_NOW = re.compile(
     r"|\b(?P<name2>(?:light|dark)\s+(?:mode|theme))\s+(?:is\s+)?(?:back|restored)\b",
     re.I,
 )
-_ALARM_AFTER = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?)?\s*(?:alarm|one)\b", re.I)
+_ALARM_AFTER = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?)?\s*(?:alarm|one|1(?!\d))\b", re.I)
+"""What names an alarm after its time: "the 7:15 alarm", "the 6:30 one" (read as "6:30 1")."""
 _ALARM_BEFORE = re.compile(r"\balarm\s+(?:at|for|set\s+for)\s+$", re.I)
 _ACT_BEFORE = re.compile(r"\b(?:turned|switched|toggled|flipped|put|set)\s+(?:it\s+|the\s+|your\s+|my\s+)?$", re.I)
 """A verb of the planner's act before a switch's name: "turned the 7:15 alarm on"."""
@@ -120,8 +131,8 @@ def _mentions(said: str, text: str, ctx: Context) -> list[tuple[int, int, str, s
     """``(start, end, kind, key, sense, alts)`` of every switch named in ``text`` (``said`` as
     :func:`~phoneenv.tasks.answers.scan` reads it: the spans of its claims)."""
     out = []
-    for pattern, key, sense in SETTING_NAMES:
-        for m in re.finditer(pattern, text, re.I):
+    for pattern, key, sense in _SETTING_PATTERNS:
+        for m in pattern.finditer(text):
             out.append((m.start(), m.end(), "setting", key, sense, ()))
     if re.search(r"\balarm", text, re.I):  # alarms by their time
         for c in claims(said, "time", ctx):
@@ -170,22 +181,16 @@ def switch_claims(said: str, ctx: Context) -> tuple[str, list[SwitchClaim]]:
             if not a <= start < b:
                 continue
             state: bool | None = None
-            m = re.compile(_LINK + r"\s+" + _STATE + r"\b", re.I).match(text, end)
+            m = _STATE_AFTER.match(text, end)
             act = False
             if m is not None and m.end() <= b and not _AFTER_STATE.match(text, m.end()):
-                state, span_end = m["state"].lower() in _ON.split("|"), m.end()
+                state, span_end = m["state"].lower() in _ON_WORDS, m.end()
                 act = bool(_ACT_BEFORE.search(text[a:start]))
             else:
-                lead = text[a:start]
-                v = re.search(
-                    rf"\b(?:(?:turned|switched|toggled|flipped|set)\s+{_STATE}|(?P<verb>enabled|disabled|activated|deactivated))"
-                    r"\s+(?:the\s+|your\s+|my\s+)?$",
-                    lead,
-                    re.I,
-                )
+                v = _STATE_BEFORE.search(text[a:start])
                 if v is not None:
                     word = (v["state"] or v["verb"]).lower()
-                    state, span_end, act = word in _ON.split("|"), end, True
+                    state, span_end, act = word in _ON_WORDS, end, True
                     start = a + v.start()
             if state is None:
                 continue
@@ -202,7 +207,8 @@ def switch_claims(said: str, ctx: Context) -> tuple[str, list[SwitchClaim]]:
     return text, out
 
 
-def _alarms(table: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+def _records_of(table: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The records of a table of a state (none when it is missing or not a table)."""
     return [r for r in (table or {}).values() if isinstance(r, Mapping)] if isinstance(table, Mapping) else []
 
 
@@ -293,21 +299,21 @@ def check_switches(text: str, ctx: Context) -> list[tuple[str, tuple[str, ...], 
             continue
         if c.kind == "record":  # a device, a schedule: by name
             table, field, name = c.key.split("|", 2)
-            now = [r for r in _alarms(ctx.tables.get(table)) if _folded(r) == name]
-            was = [r for r in _alarms(ctx.before.get(table)) if _folded(r) == name]
+            now = [r for r in _records_of(ctx.tables.get(table)) if _folded(r) == name]
+            was = [r for r in _records_of(ctx.before.get(table)) if _folded(r) == name]
             if (bad := _record_claim(c, said, text, f"the {name}", field, now, was)) is not None:
                 out.append(bad)
             continue
         if ALARMS_TABLE not in ctx.tables:
             continue
         times = {c.key, *c.alts}
-        now = [r for r in _alarms(ctx.tables.get(ALARMS_TABLE)) if r.get("time") in times]
-        was = [r for r in _alarms(ctx.before.get(ALARMS_TABLE)) if r.get("time") in times]
+        now = [r for r in _records_of(ctx.tables.get(ALARMS_TABLE)) if r.get("time") in times]
+        was = [r for r in _records_of(ctx.before.get(ALARMS_TABLE)) if r.get("time") in times]
         if now or was:
             if (bad := _record_claim(c, said, text, f"the {c.key} alarm", "enabled", now, was)) is not None:
                 out.append(bad)
             continue
-        held_times = sorted({str(r.get("time")) for r in _alarms(ctx.tables.get(ALARMS_TABLE))})[:4]
+        held_times = sorted({str(r.get("time")) for r in _records_of(ctx.tables.get(ALARMS_TABLE))})[:4]
         out.append((said, tuple(held_times), f"the phone has no alarm at {c.key}"))
     return out
 
