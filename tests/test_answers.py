@@ -925,8 +925,14 @@ def test_dictates_allows_a_greeting_and_nothing_added():
         "Hi Sam! I'm running about 15 mins late, see you soon x",
         "Hey, I am running about fifteen minutes late. Thanks!",
         "i'm running about 15 minutes late 🙏",
+        "Running about 15 min late, sorry!",  # the subject left out, an apology
+        "Sorry, I'm running about 15 minutes late",
     ):
         assert dictates(body, said, named), body
+    assert dictates("Could you bring the charger tonight?", "Can you bring the charger tonight?")
+    assert dictates("The viewing is on Thursday at 6:00.", "The viewing is on Thursday at 6.")
+    assert not dictates("The viewing is on Thursday at 6:30.", "The viewing is on Thursday at 6.")
+    assert not dictates("Not running about 15 minutes late", said)
     for body in (
         "I'm running about 15 minutes late. Unfortunately I can't make Saturday though.",
         "I'm running about 15 minutes late, start without me",
@@ -1001,6 +1007,18 @@ def test_a_person_may_be_named_by_title_and_surname():
         ({"type": "date", "value": "2026-11-27"}, "Due 27 November, or maybe 28 November", False),  # a hedge
         ({"type": "time", "value": "16:00"}, "It is at 16:00, then maybe 17:00", False),
         ({"type": "time", "value": "16:00"}, "At 16:00; previously it was at 14:00", True),
+        ({"type": "money", "value": 69.76}, "Paid €69.76. Your balance is now €1,619.78.", True),
+        ({"type": "money", "value": 69.76}, "Paid €1,619.78. Your balance is now €69.76.", False),
+        # a duration told roughly beside the exact one, or alone within 10 % or 5 minutes
+        ({"type": "duration", "value": 840}, "Roughly a quarter of an hour - 14 minutes by car.", True),
+        ({"type": "duration", "value": 840}, "About 15 minutes by car.", True),
+        ({"type": "duration", "value": 840}, "About 25 minutes by car.", False),
+        ({"type": "duration", "value": 840}, "About 10 minutes by car.", False),  # 14 rounds to 15, not 10
+        ({"type": "duration", "value": 540}, "About 14 minutes.", False),  # 14 is no rounding of 9
+        ({"type": "duration", "value": 3300}, "About an hour.", True),
+        ({"type": "duration", "value": 1860}, "About an hour.", False),
+        ({"type": "duration", "value": 840}, "Roughly half an hour - 14 minutes by car.", False),
+        ({"type": "duration", "value": 840}, "Not about 14 minutes.", False),
     ],
 )
 def test_another_fact_told_as_context_is_not_a_second_answer(crit, text, ok):
@@ -1027,3 +1045,26 @@ def test_another_fact_told_as_context_is_not_a_second_answer(crit, text, ok):
 )
 def test_twelve_hour_times_read_in_either_half_of_the_day_unless_said(text, crit, expected):
     assert ok(text, **crit) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("half past midnight here", [("time", "00:30", ())]),
+        ("ten past midnight", [("time", "00:10", ())]),
+        ("quarter to noon", [("time", "11:45", ())]),
+        ("everything's off and the heating's at eighteen", [("number", 18.0, ())]),  # no hour
+        ("the thermostat is now at 20", [("number", 20.0, ())]),
+        ("meet at 18.", [("time", "18:00", ()), ("number", 18.0, ())]),
+        # a bare weekday is that weekday this week or the next two; "next Thursday" is one day
+        ("arrives on Thursday", [("date", "2026-11-12", ("2026-11-19", "2026-11-26"))]),
+        ("next Thursday", [("date", "2026-11-12", ())]),
+        ("Two September birthdays", [("number", 2.0, ())]),  # a count of things of a month
+        ("on 2 September flights leave", [("date", "2026-09-02", ())]),
+    ],
+)
+def test_spoken_times_temperatures_weekdays_and_counted_months(text, found):
+    from phoneenv.tasks.answers import scan_cached
+
+    sc = scan_cached(text, "2026-11-08T08:00", "")
+    assert [(c.type, c.value, c.alts) for c in sc.claims] == found

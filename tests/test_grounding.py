@@ -480,9 +480,53 @@ TOLD_STATE = [
     ("status", "music.podcast_catch_up/0", "Subscribed, downloaded Bridges; Market days is still unplayed.", False),
     ("status", "todo.tick_off_and_clear/0", "Marked it done and cleared the completed ones; nothing is pending.", True),
     ("status", "subagent.meeting_from_availability/0", "Scheduled for one o'clock on Sunday; all three invited.", True),
+    # where a change started is the record as it was ("from 19"), told nowhere else
+    ("temperature", "memory.heating_preference/0", "Raised the thermostat from 19 to 20.5 °C.", True),
+    ("temperature", "memory.heating_preference/0", "Raised the thermostat from 18 to 20.5 °C.", False),
+    ("temperature", "memory.heating_preference/0", "Set it to 19 °C.", False),
+    # a reminder goes off at the event's start less its minutes; a time listed after one set is set too
+    ("time", "fields.event_reminders/0", "You'll get reminders at 12:00 and 12:25 before Lunch with Anka.", True),
+    ("time", "fields.event_reminders/0", "You'll be reminded at 12:00 and 12:35.", False),
+    ("time", "fields.event_reminders/0", "You'll be reminded at 11:55 and 12:25.", False),
+    # "in 4 days" of an offer delivered within 4 days is a span; of a wrong span a false day
+    (
+        "date",
+        "subagent.best_offer_reply/0",
+        "Marc Bailey's offer: $610, delivery in 4 days. I replied accepting it.",
+        True,
+    ),
+    (
+        "date",
+        "subagent.best_offer_reply/0",
+        "Marc Bailey's offer: $610, delivery in 5 days. I replied accepting it.",
+        False,
+    ),
+    # a gap told "before" another moment may be to a time read; a ride's length may not
+    (
+        "duration",
+        "travel_subagent.train_or_flight/0",
+        "Booked AR 335: it lands at 10:30, ten minutes before the earliest train (10:40).",
+        True,
+    ),
+    (
+        "duration",
+        "travel_subagent.train_or_flight/0",
+        "Booked AR 335: it lands at 10:30, 25 minutes before the train.",
+        False,
+    ),
+    # "two September birthdays" counts birthdays; it is no date
+    ("count", "subagent.birthday_note/0", "There are two September birthdays; both are in the note.", True),
+    ("date", "subagent.birthday_note/0", "The birthdays are on 2 September; both are in the note.", False),
+    # a clause naming a record in full is about it, not about one that shares a word of its name
+    ("money", "wallet.pay_bill/2", "Paid Phone November, 49.96 EUR.", False),
+    ("money", "wallet.pay_bill/2", "Paid Phone November, 42.48 EUR.", True),
+    # "today's" of a record with a day is that record's day, not the clock's
+    ("date", "budget.fix_expense/1", "Today's FreshMart expense is now filed under groceries.", False),
+    ("date", "budget.fix_expense/1", "Yesterday's FreshMart expense is now filed under groceries.", True),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
-names told of an act and statuses told done or not done, each kind both ways."""
+names told of an act, statuses told done or not done, a change's start, reminder moments, spans
+and counts, each kind both ways."""
 
 
 @pytest.mark.parametrize(("kind", "task_id", "answer", "ok"), TOLD_STATE)
@@ -491,3 +535,27 @@ def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer,
     assert crit["passed"] is ok, (answer, crit["reason"])
     if not ok:
         assert f"({kind})" in crit["reason"], crit["reason"]
+
+
+@pytest.mark.parametrize(
+    ("body", "ok"),
+    [
+        ("I'll be out in twelve minutes", True),  # the user's words, a number written out
+        ("I'll be out in 12 minutes. I'll pick up the drinks on the way.", False),  # a promise never given
+        ("I'll be out in 12 minutes, but I can't make dinner.", False),  # a refusal never given
+        ("I'll be out in 12 minutes, I'll call you right away", True),  # a light word of contact
+    ],
+)
+def test_a_text_makes_no_commitment_the_user_did_not_give(body, ok):
+    verdict = _text("clock.start_timer/4", "messages.send", "body", body)
+    crit = _grounded(verdict)
+    assert crit["passed"] is ok, (body, crit["reason"])
+    if not ok:
+        assert "(commitment)" in crit["reason"], crit["reason"]
+
+
+def test_a_price_listed_without_currency_is_the_shops_currency():
+    verdict = _text("shop.buy_item/0", "user.confirm", "question", "Buy the wireless earbuds for 49.99 USD?")
+    assert not verdict["success"]
+    assert "49.99 USD" in _grounded(verdict)["reason"]
+    assert _text("shop.buy_item/0", "user.confirm", "question", "Buy the wireless earbuds for 49.99 EUR?")["success"]

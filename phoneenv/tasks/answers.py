@@ -214,6 +214,14 @@ _RE_MONTH_DATE = re.compile(
     rf"(?:,?\s+\d{{4}})?\b",
     re.I,
 )
+_COUNTED_MONTH = re.compile(rf"\d{{1,2}}\s+{_MONTH}", re.I)
+_PLURAL_NEXT = re.compile(r"\s+([a-z]{3,}s)\b")
+_NOT_PLURAL = frozenset(
+    ["was", "is", "has", "this", "as", "plus", "always", "perhaps", "unless", "its", "thus", "his", "hers", "yes"]
+)
+"""A bare "<number> <Month>" followed by a plural noun counts things of that month (checked as a
+count), not a date; a word in -s that is no plural noun ("3 November was", "as", "this") or a
+word that leads a date before it ("on 2 September leaves") keeps it a date."""
 _RE_NUM_DATE = re.compile(r"\b(\d{1,2})([./])(\d{1,2})\2(\d{4})\b")
 _RE_SHORT_DATE = re.compile(r"(?<![\d/.,])(\d{1,2})/(\d{1,2})(?![\d/])")
 """A numeric date without a year ("9/11"): month first in a US world, day first elsewhere; read
@@ -243,8 +251,8 @@ _RE_CLOCK = re.compile(
 _RE_HOUR_PART = re.compile(rf"(?<![\d:.,])\b(\d{{1,2}})(?:\s+o'?clock)?\s+({_DAY_PART})\b", re.I)
 """An hour alone with its part of the day ("6 in the morning", "11 at night")."""
 _RE_WORD_TIME = re.compile(
-    r"\b(?:(?:a\s+)?(quarter|half|(?:30|[12]?\d)(?=\s+(?:minutes?\s+)?(?:past|to)\s+\d))\s+(?:minutes?\s+)?(past|to)\s+"
-    r"(1[0-2]|0?[1-9])(?!\d|[.,]\d|\s*(?:°|degrees?\b|%|[-–]\s*\d))"
+    r"\b(?:(?:a\s+)?(quarter|half|(?:30|[12]?\d)(?=\s+(?:minutes?\s+)?(?:past|to)\s+(?:\d|midnight|noon|midday)))\s+(?:minutes?\s+)?(past|to)\s+"
+    r"(1[0-2]|0?[1-9]|midnight|noon|midday)(?!\d|[.,]\d|\s*(?:°|degrees?\b|%|[-–]\s*\d))"
     r"|(\d{1,2})\s+o'?clock|(noon|midday|midnight))\b"
     r"(?:\s*(?:in the\s+)?(morning|afternoon|evening|at night|[ap]\.?\s?m\b\.?))?",
     re.I,
@@ -259,6 +267,13 @@ _RE_AT_HOUR = re.compile(
 phrase ends there or a word that cannot be a unit follows ("at 7 people" is no time). Without a
 part of the day, an hour of 1-12 matches either half of the day, as "7 o'clock" does. Only time
 criteria read it: the digits stay a number too ("Sydney is at 24, warmer")."""
+_WARMTH_BEFORE = re.compile(
+    r"\b(?:heating|heater|thermostat|temperature|radiator|air\s*con|AC|oven|fridge|freezer)\b"
+    r"(?:['\u2019]s|\s+(?:is|was|set|now|still|back|down|up|turned|raised|lowered|stays?)){0,3}\s*(?:\w+\s+)?$",
+    re.I,
+)
+"""What sets a temperature before "at <number>" in its clause ("the heating's at 18", "thermostat
+now at 20"): the number is no hour."""
 _DUR_UNITS = {
     "s": 1,
     "sec": 1,
@@ -504,6 +519,13 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         if m[4] is not None and (hm := _hm(int(m[4]), int(m[5]), None)):
             sc.claim("time", hm, m.start(), m.end())
     for m in _RE_MONTH_DATE.finditer(t):
+        if (
+            _COUNTED_MONTH.fullmatch(m.group())
+            and (nxt := _PLURAL_NEXT.match(t, m.end()))
+            and nxt[1].lower() not in _NOT_PLURAL
+            and not _DATE_LEAD.search(t[max(0, m.start() - 12) : m.start()])
+        ):
+            continue  # "2 September birthdays", "3 November bills": a count of things of a month
         if not sc.take(m.start(), m.end(), "date"):
             continue
         phrase = re.sub(rf"\b(\d{{1,2}}){_ORD}\b", r"\1", m.group(), flags=re.I)
@@ -561,7 +583,12 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         if not sc.take(m.start(), m.end(), "date") or now is None:
             continue
         d = _relative_date(m.group().lower(), now.date())
-        if d is not None:
+        if d is not None and m.group().lower() in WEEKDAYS:
+            # a bare weekday tells the day of the week: the coming one, or the same day a week or
+            # two on ("on Thursday" for Thursday week is no false day; "next Thursday" is one day)
+            later = tuple((dt.date.fromisoformat(d) + dt.timedelta(days=k)).isoformat() for k in (7, 14))
+            sc.claim("date", d, m.start(), m.end(), alts=later)
+        elif d is not None:
             sc.claim("date", d, m.start(), m.end())
     for m in _RE_CLOCK.finditer(t):
         hm = _part_hm(int(m[1]), int(m[2]), m[4]) if m[4] else _hm(int(m[1]), int(m[2]), m[3])
@@ -586,10 +613,13 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
             sc.claim("time", hm, m.start(), m.end())
             continue
         if hour is not None:
-            h = int(hour)
+            h = {"midnight": 0, "noon": 12, "midday": 12}.get(hour.lower(), 0) if not hour.isdigit() else int(hour)
             mins = {"quarter": 15, "half": 30}.get(part.lower()) or int(part)
             if where.lower() == "to":
                 h, mins = (h - 1) % 24, 60 - mins
+            if not hour.isdigit():  # "half past midnight" is 00:30, "quarter to noon" 11:45: no other half
+                sc.claim("time", f"{h:02d}:{mins:02d}", m.start(), m.end())
+                continue
         else:
             h, mins = int(oclock), 0
         if day in ("morning", "afternoon", "evening", "at night"):
@@ -612,6 +642,8 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         # warmer"), unless a part of the day makes them a time ("at 7 in the morning")
         if not (sc.take(m.start(1), m.end(1), "time") if m[2] else sc.free(m.start(1), m.end(1))):
             continue
+        if not m[2] and _WARMTH_BEFORE.search(t[max(0, m.start() - 40) : m.start()]):
+            continue  # "the heating's at 18", "thermostat at 20": a temperature, not a time
         h, day = int(m[1]), (m[2] or "").lower()
         if day:
             if (hm := _part_hm(h, 0, day)) is not None:
@@ -1287,16 +1319,42 @@ def _check_typed(
                     or _hedged(t, c, hits)
                     or _CORRECTION_BEFORE.search(t[max(0, c.start - 40) : c.start])
                 ]
+            if type == "duration" and what == "answer":  # "roughly a quarter of an hour" for 14 minutes
+                t = scan(text or "", ctx).text
+                rough = [c for c in found if not c.negated and _rough_of(t, c, want)]
+                found = [c for c in found if c not in rough] or [Claim(type, want)] * bool(rough)
             ok, why = _judge_single(type, found, want, tol, currency, what)
         if not ok:
             return ok, why
     return True, ""
 
 
+def rounds_to(said: float, want: float) -> bool:
+    """Whether ``said`` seconds is ``want`` seconds rounded as people round a duration: to the
+    largest of 60, 30, 15 or 5 minutes that divides ``said`` (within half that unit), and never
+    by more than a quarter of ``want`` (at least 2.5 minutes): 15 for 14 minutes, "an hour" for
+    55; not 10 for 14 (5 minutes' rounding), not 14 for 9 (no rounding), not an hour for 31."""
+    minutes, exact = said / 60, want / 60
+    unit = next((u for u in (60, 30, 15, 5) if minutes >= u and abs(minutes / u - round(minutes / u)) < 1e-9), 0)
+    return abs(minutes - exact) <= min(unit / 2, max(2.5, exact / 4)) if unit else abs(minutes - exact) < 1e-9
+
+
+def _rough_of(text: str, c: Claim, want: float) -> bool:
+    """Whether duration claim ``c`` of ``text`` is told as a rounding ("about", "roughly"...
+    before it) of ``want`` seconds (:func:`rounds_to`)."""
+    rough = ABOUT_BEFORE.search(text[max(0, c.start - 20) : c.start]) or re.search(
+        r"\b(?:about|around|roughly|approx(?:imately)?|circa)\s+(?:a|an)\s+$",
+        text[max(0, c.start - 24) : c.start],
+        re.I,
+    )
+    values = [v for v in (c.value, *c.alts) if isinstance(v, (int, float))]
+    return bool(rough) and any(rounds_to(float(v), float(want)) for v in values)
+
+
 _SECONDARY_LEAD = re.compile(
     r"\b(?:next|then|followed\s+by|after\s+(?:that|him|her|them|it)|last\s+(?:\w+ed\b|seen|sent|paid)|previous(?:ly)?"
     r"|earlier|before\s+that|ordered|shipped|scanned|runner[\s-]up|second|third|later|until|till|ends?(?:\s+at)?"
-    r"|ending)\b",
+    r"|ending|balance|remaining)\b",
     re.I,
 )
 _LEAD_START = re.compile(r"[;!?\n(]|\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s")
@@ -1306,7 +1364,7 @@ def _secondary(text: str, c: Claim) -> bool:
     """Whether claim ``c`` of ``text`` is told as another fact beside the answer: the part of
     its clause before it (from a sentence end, semicolon, bracket, ", and", ", but" or dash) has
     a marker of another fact ("next", "then", "last scanned", "previously", "earlier",
-    "ordered", "runner-up") and no hedge."""
+    "ordered", "runner-up", "your balance is") and no hedge."""
     starts = [m.end() for m in _LEAD_START.finditer(text, 0, c.start)]
     lead = text[starts[-1] if starts else 0 : c.start]
     return bool(_SECONDARY_LEAD.search(lead)) and not re.search(

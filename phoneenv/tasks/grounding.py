@@ -122,7 +122,7 @@ from phoneenv.tasks.answers import (
 )
 from phoneenv.tasks.identity import contact_ids, mentioned_contacts
 from phoneenv.tasks.names import SubjectNames, name_claims, record_names, subject_strings
-from phoneenv.tasks.predicates import Context, plain
+from phoneenv.tasks.predicates import FRAMING, Context, plain, words
 from phoneenv.tasks.switches import check_switches
 
 __all__ = [
@@ -175,6 +175,12 @@ _ACTION_BEFORE = re.compile(
 _OTHERS_ACT = re.compile(r"(?:\b(?:he|she|they|who|which)|(?<!^)(?<![.!?]\s)\b(?!I\b)[A-Z][a-z]+)\s+$")
 """Who did the act a verb tells, when it is not the planner: a pronoun or a name right before
 it ("Marlene sent", "she moved")."""
+_LISTED = re.compile(r"\s*(?:,|&|\band\b|,\s*and\b)\s*(?:at\s+|on\s+)?", re.I)
+_GAP_AFTER = re.compile(r"\s+(?:before|after|earlier|later|ahead\s+of|sooner)\b", re.I)
+_FROM_BEFORE = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?$", re.I)
+_IN_DAYS = re.compile(r"\s*in\s+(\d+)\s+(day|week)s?\s*$", re.I)
+_REMINDER_KEYS = re.compile(r"remind|minutes_before|lead", re.I)
+_START_KEYS = ("start", "time", "at", "when", "due")
 _WEEKDAY_RANGE = re.compile(
     rf"^\s*(?:to|-|\u2013|through|thru|till|until)\s*(?:{WEEKDAY})\b|\b(?:{WEEKDAY})\s*(?:to|-|\u2013|through|thru|till|until)\s*$",
     re.I,
@@ -327,7 +333,7 @@ def temperature_claims(text: str) -> list[tuple[str, float, str, bool]]:
 
 def _walk(value: Any, currency: str = "", tunit: str = "", key: str = "") -> Iterable[tuple[Any, str, str, str]]:
     """(leaf, key, currency, temperature unit) of each leaf of a JSON value; a mapping's
-    ``currency`` and ``temperature_unit`` apply to everything below it; a key ending ``_c``
+    ``currency`` and ``temperature_unit`` (or a ``unit`` "C" or "F") apply to everything below it; a key ending ``_c``
     or ``_f`` gives its number's unit."""
     stack = [(value, currency, tunit, key)]
     while stack:
@@ -337,6 +343,8 @@ def _walk(value: Any, currency: str = "", tunit: str = "", key: str = "") -> Ite
             cur = c if isinstance(c, str) and len(c) == 3 else cur
             u = v.get("temperature_unit")
             tu = u.replace("°", "").strip()[:1].upper() if isinstance(u, str) and u else tu
+            if isinstance(u := v.get("unit"), str) and u.replace("°", "").strip().upper() in ("C", "F"):
+                tu = u.replace("°", "").strip().upper()  # a thermostat's {"target": 20.5, "unit": "C"}
             stack.extend((x, cur, tu, str(kk)) for kk, x in v.items())
         elif isinstance(v, (list, tuple)):
             stack.extend((x, cur, tu, k) for x in v)
@@ -411,7 +419,7 @@ def evidence_of(
             elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
                 if cur or _MONEY_KEYS.search(key):
                     amounts.add((round(float(leaf), 2), cur))
-                if _TEMP_KEYS.search(key):
+                if _TEMP_KEYS.search(key) or (tu and key in ("target", "setpoint", "current")):
                     unit = "C" if key.endswith("_c") else "F" if key.endswith("_f") else tu
                     ev.temps.add((float(leaf), unit))
                 if _MINUTE_KEYS.search(key):
@@ -754,6 +762,7 @@ class Grounds:
         self.changed_words: frozenset[str] = frozenset()  # short strings of the changed records, lower case
         self.act_counts: frozenset[int] | None = None  # what an act verb may count (see grounds())
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
+        self.was = Evidence()  # the changed records' values before the episode changed them
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._durations: set[int] | None = None
@@ -808,6 +817,25 @@ class Grounds:
             self._durations = out
         return self._durations
 
+    @functools.cached_property
+    def gaps(self) -> set[int]:
+        """The minutes between a time done or said and a time read (a flight landing ten minutes
+        before a train the planner read of): what a duration told as "before"/"after" another
+        moment may be."""
+        times = sorted({_minutes(x) for ev in (self.subject, self.did) for x in ev.times | ev.end_times})[:50]
+        read = sorted({_minutes(x) for x in self.read.times | self.read.end_times} - set(times))[:200]
+        return {abs(a - b) for a in times for b in read}
+
+    def clashes(self, type: str, value: Any, unit: str) -> bool:
+        """Whether an amount ``value`` told in currency ``unit`` is one the world knows only in
+        other currencies (a price listed without its currency, which the shop's other records
+        give as EUR, told in USD); False for other types and amounts the world never states."""
+        if type != "money" or not unit:
+            return False
+        pool = self.every.money | self.every.world_money
+        known = {c for a, c in pool if c and abs(a - round(value, 2)) <= 0.011}
+        return bool(known) and unit not in known
+
     def holds(self, type: str, value: Any, unit: str = "") -> bool:
         """Whether the grounds hold ``value`` of ``type`` anywhere: in any part or named
         record, derived values included (a time ``"HH:MM"``, a date ``"YYYY-MM-DD"``, an
@@ -823,16 +851,25 @@ class Grounds:
         return any(_held_in(ev, type, value, unit, later) for ev in pools)
 
     def anchors(self, clause: str, type: str) -> list[Named]:
-        """The named records ``clause`` is about that hold values of ``type``."""
+        """The named records ``clause`` is about that hold values of ``type``: of those it names
+        by a word (not one most records share) or a code, the ones it names in full (every name
+        word, or a code), else the ones it names best (most words): "Paid Phone November" is
+        about the Phone November bill, not the Internet November one beside it."""
         low = clause.lower()
         words = set(_TOKEN.findall(low))
-        out = []
+        scored: list[tuple[int, bool, Named]] = []
         for n in self.named:
             if not _holds(n.ev, type):
                 continue
-            if any(t in words and t not in self._common for t in n.tokens) or any(c in low for c in n.codes):
-                out.append(n)
-        return out
+            hits = sum(t in words and t not in self._common for t in n.tokens)
+            coded = any(c in low for c in n.codes)
+            if hits or coded:
+                whole = coded or all(t in words or t in self._common for t in n.tokens)
+                scored.append((hits + 2 * coded, whole, n))
+        if any(whole for _, whole, _ in scored):  # every record the clause names in full
+            return [n for _, whole, n in scored if whole]
+        best = max((k for k, _, _ in scored), default=0)
+        return [n for k, _, n in scored if k == best]
 
     def ok(
         self, type: str, value: Any, pool: Evidence, text: str, start: int, unit: str = "", ending: bool = False
@@ -1004,7 +1041,9 @@ def grounds(
     now_recs, was_recs = _versions(changed)
     evidence_of([now_recs], ctx, skip=skip, ev=subject)
     bare = evidence_of([_unstamped(now_recs)], ctx, skip=skip, clock=False)
+    bare.times.update(t for r in now_recs for t in _reminder_times(r))
     did.merge(bare)
+    was = evidence_of([_unstamped(was_recs)], ctx, skip=skip, clock=False)  # "raised it from 19 to 20.5"
     named.extend(n for r in (*now_recs, *was_recs)[:400] if (n := _named(_without(r, skip), ctx)))
     if world is not None:
         read.world_money.update(world.ev.world_money)
@@ -1070,6 +1109,7 @@ def grounds(
                     if isinstance(sub, str) and k2 != "id" and len(ids := contact_ids(sub, ctx.contacts)) == 1:
                         addressed.update(ids)
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
+    g.was = was
     g.act_counts = frozenset(act_counts | did.parties)
     g.focus = frozenset(focus)
     strings, ids = subject_strings(
@@ -1155,6 +1195,23 @@ def _versions(changed: Sequence[Any]) -> tuple[list[Mapping[str, Any]], list[Map
         else:
             now.append(ch.new if ch.new is not None else ch.old)
     return now, was
+
+
+def _reminder_times(rec: Mapping[str, Any]) -> set[str]:
+    """The moments a record's reminders go off (``"HH:MM"``): its start time less each of its
+    reminders' minutes (``{"start": "2026-11-19T12:30", "reminders": [30, 5]}`` → 12:00, 12:25)."""
+    start = next((rec[k] for k in _START_KEYS if isinstance(rec.get(k), str)), None)
+    m = _RE_STAMP.search(start) if start else None
+    if m is None:
+        return set()
+    base = int(m[2]) * 60 + int(m[3])
+    minutes: list[int] = []
+    for k, v in rec.items():
+        if isinstance(k, str) and _REMINDER_KEYS.search(k):
+            for x in v if isinstance(v, (list, tuple)) else [v]:
+                if isinstance(x, int) and not isinstance(x, bool) and 0 < x < 1440:
+                    minutes.append(x)
+    return {f"{(base - x) // 60 % 24:02d}:{(base - x) % 60:02d}" for x in minutes}
 
 
 def _clock_values(ctx: Context, type: str) -> set[str]:
@@ -1535,9 +1592,14 @@ def check_text(
         i = next(k for k in range(1, len(bounds)) if pos < bounds[k])
         return t[bounds[i - 1] : bounds[i]]
 
+    listed: dict[str, tuple[int, bool]] = {}  # per type, the last claim judged: its end and whether acted
+
     def acted(start: int, type: str) -> bool:
         """Whether the claim at ``start`` is the value of what the episode did ("moved it to
-        Tuesday", "booked for 19:30", "paid 45 EUR")."""
+        Tuesday", "booked for 19:30", "paid 45 EUR"), or listed right after one ("reminders at
+        12:00 and 12:25")."""
+        if (prev := listed.get(type)) and prev[1] and _LISTED.fullmatch(t[prev[0] : start]):
+            return True
         here = clause(start)
         lead = t[max(bounds[0], start - len(here) - 1, start - 60) : start]
         m = _ACTION_BEFORE.search(lead) if type in g.done else None
@@ -1545,7 +1607,13 @@ def check_text(
         return m is not None and not _OTHERS_ACT.search(lead[: m.start()])
 
     def judge(type: str, values: Sequence[Any], start: int, end: int, unit: str = "", ending: bool = False) -> None:
-        if acted(start, type):
+        if _FROM_BEFORE.search(t[max(0, start - 20) : start]) and any(
+            g.ok(type, v, g.was, t, start, unit) for v in values
+        ):
+            return  # where a change started ("raised the thermostat from 19 to 20.5")
+        own = acted(start, type)
+        listed[type] = (end, own)
+        if own:
             if any(g.ok(type, v, g.did, t, start, unit, ending) for v in values):
                 return
             near = tuple(_nearest(type, values[0], _values(g.did, type))) if values else ()
@@ -1563,7 +1631,7 @@ def check_text(
                 for k, x, cur in a.amounts:  # the total of the records named ("386.98 in all")
                     totals[(k, cur)] = totals.get((k, cur), 0.0) + x
             about.money.update((round(x, 2), cur) for (_, cur), x in totals.items())
-            if any(g.ok(type, v, about, t, start, unit, ending) for v in values):
+            if any(g.ok(type, v, about, t, start, unit, ending) and not g.clashes(type, v, unit) for v in values):
                 return
             held = sorted({_show(type, x) for a in anchors for x in _values(a.ev, type)})[:3]
             why = f"it is about {', '.join(dict.fromkeys(a.label for a in anchors))}, which holds {', '.join(held)}"
@@ -1607,7 +1675,17 @@ def check_text(
                 out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
                 continue
             own = Evidence(dates=set(g.did.dates), month_days=g.did.month_days)
-            today = re.match(r"\s*(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", t[c.start : c.end], re.I)
+            today = (
+                re.match(r"\s*(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", t[c.start : c.end], re.I)
+                and not (  # "today's FreshMart expense": the day of the record it names, if it has one
+                    not re.match(r"\s*today\s+is\b", t[c.start :], re.I)
+                    and any(
+                        today_d not in a.ev.dates
+                        for a in g.anchors(clause(c.start), "date")
+                        if (today_d := g.subject.today and g.subject.today.isoformat())
+                    )
+                )
+            )
             if (today and not (g.did.dates and acted(c.start, "date"))) or (
                 _TODAY_IS.search(t[max(0, c.start - 24) : c.start])
             ):  # the clock grounds "today" and "today is Tuesday, 10 November", not "Tuesday"; what
@@ -1630,6 +1708,10 @@ def check_text(
                 "date" not in g.done and _date_check(c, t, g.read, g.subject.today)[0]
             ):
                 continue
+            if (m := _IN_DAYS.fullmatch(t[c.start : c.end])) and int(m[1]) * (
+                7 if m[2].lower() == "week" else 1
+            ) * 1440 in (set().union(*(a.ev.durations for a in anchors)) if anchors else g.every.durations):
+                continue  # "delivery in 4 days" for an offer "delivered within 4 days": a span, not a day
             pool = [*g.subject.dates, *(a for n in anchors for a in n.ev.dates)]
             if not anchors and "date" not in g.done:
                 pool += list(g.read.dates)
@@ -1735,6 +1817,8 @@ def check_text(
                 )
             )
             pool = g.durations(from_now)
+            if _GAP_AFTER.match(t, c.end):  # "ten minutes before the earliest train"
+                pool = pool | g.gaps
             if any(abs(minutes - x) <= tol for x in pool):
                 continue
             near = sorted(pool, key=lambda x: abs(x - minutes))[:3]
@@ -1744,6 +1828,10 @@ def check_text(
             text, g.world_names, g.subject_names, (str(c.get("name") or "") for c in ctx.contacts)
         ):
             out.append(Ungrounded("name", said, source, (), why))
+    if "commitment" in types and source != "answer" and g.subject_names is not None:
+        for said in _commitments(text, g):
+            why = "the user gave no such word and the episode did nothing of it"
+            out.append(Ungrounded("commitment", said, source, (), why))
     if "switch" in types:
         for said, held, why in check_switches(text, ctx):
             out.append(Ungrounded("switch", said, source, held, why))
@@ -1763,6 +1851,53 @@ def check_text(
             if p is not None and p not in g.every.phones:
                 out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(g.every.phones))[:3]))
     return out
+
+
+_RE_COMMIT = re.compile(
+    r"\b(?:I|we)(?:\s*['\u2019]ll|\s+will|\s+shall|\s+won['\u2019]t|\s+can['\u2019]t|\s+cannot|\s+can\s+not"
+    r"|\s*['\u2019]m\s+going\s+to|\s+am\s+going\s+to|\s+are\s+going\s+to)\s+([^.!?;\n]+)",
+    re.I,
+)
+_COMMIT_WORD = re.compile(r"[^\W\d_]{3,}")
+_LIGHT_WORDS = frozenset(
+    ["there", "here", "soon", "later", "back", "just", "also", "still", "make", "sure", "know", "let", "keep", "touch", "call", "text", "message", "get", "see", "then", "instead", "rather", "right", "away", "now", "today", "tonight", "tomorrow"]
+)
+
+
+def _commitments(text: str, g: Grounds) -> list[str]:
+    """The commitments and refusals ``text`` (a text the planner wrote to a person) makes in the
+    user's name that neither the user's words nor the episode hold: a clause "I'll ...", "we
+    will ...", "I can't ...", "I'm going to ..." with a content word (three letters or more, no
+    stop word, no greeting) that no user text (goal, memory) and no subject string (what the
+    episode read of the records it acted on, its writes) holds, this text aside. "I'll bring
+    towels for both of us" added to a text about a swim fails; "I'll be 15 minutes late" for a
+    user who said so passes."""
+    out: list[str] = []
+    if g.subject_names is None:
+        return out
+    held: str | None = None
+    for m in _RE_COMMIT.finditer(plain(text)):  # "twelve" is the user's "12", "thx" their "thanks"
+        content = [
+            w.lower()
+            for w in _COMMIT_WORD.findall(m[1])
+            if w.lower() not in STOPWORDS and w.lower() not in FRAMING and w.lower() not in _LIGHT_WORDS
+        ]
+        if not content:
+            continue
+        if held is None:
+            held = " ".join([*(words(u) for u in g.user_texts), *g.subject_names.texts(skip=text)])
+        if any(not _word_held(w, held) for w in content):
+            out.append(m.group().strip())
+    return out
+
+
+def _word_held(word: str, held: str) -> bool:
+    """Whether ``held`` (:func:`words` text) has ``word`` or a form of it (a plural, a verb in
+    -s, -ed, -ing: its first letters but the last two or three)."""
+    if f" {word} " in held:
+        return True
+    stem = word[: max(4, len(word) - 3)] if len(word) > 5 else word
+    return re.search(rf" {re.escape(stem)}\w{{0,4}} ", held) is not None
 
 
 def _values(ev: Evidence, type: str) -> list[Any]:

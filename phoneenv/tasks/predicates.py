@@ -263,7 +263,8 @@ def _said_at(text: str, phrase: str) -> tuple[int, int] | None:
 _FRAMING_TEXT = """hi hey hello hiya heya yo dear morning good afternoon evening night thanks thank you ty cheers love lots
     xx xo xoxo x bye see soon later talk speak take care best regards kind warm wishes just quick note reminder
     fyi ps ok okay sure please message from here this is it so oh and a the have great nice lovely day one
-    weekend all hope well i am are fine mom mum dad sis bro grandma grandpa babe honey dear sweetie"""
+    weekend all hope well i am are fine mom mum dad sis bro grandma grandpa babe honey dear sweetie sorry
+    apologies"""
 FRAMING = frozenset(_FRAMING_TEXT.split())
 """The words a text may wrap a dictated message in (greetings, thanks, sign-offs, "see you",
 "take care", a pet name): :func:`dictates` allows these and the names of the user's contacts
@@ -278,20 +279,41 @@ _SIGNED = re.compile(
 """A sign-off and the writer's name at the end of a text ("Best,\nOskar", "Thanks! Ana")."""
 
 
+_SUBJECT_START = re.compile(r"\s*(?:I\s+am|I\s+will|we\s+are|we\s+will|it\s+is)\s+(?=\w)", re.I)
+"""The subject and auxiliary a text may leave out before the dictated words, as texts do
+("Running late" for "I am running late", "Be there at 8" for "I will be there at 8")."""
+_POLITE = ((re.compile(r"\bcould\s+you\b", re.I), "can you"), (re.compile(r"\bwould\s+you\b", re.I), "will you"))
+_ON_THE_HOUR = re.compile(r"\b(\d{1,2}):00\b")
+
+
+def _spoken(text: str) -> str:
+    """``text`` with a request's politeness and a whole hour's minutes in one form: "could you" →
+    "can you", "would you" → "will you", "6:00" → "6" (a dictated "at 6" is "at 6:00")."""
+    for rx, to in _POLITE:
+        text = rx.sub(to, text)
+    return _ON_THE_HOUR.sub(r"\1", text)
+
+
 def dictates(text: Any, phrase: Any, names: Callable[[str], bool] = lambda w: False) -> bool:
     """Whether ``text`` is the dictated ``phrase``, trivially re-worded, with no fact or
     commitment added: it :func:`says` the phrase (word forms, abbreviations, number words,
     contractions, punctuation and letter case aside), and every other word of the text is a
     :data:`FRAMING` word or a name (``names(word)``, the word case-folded: the contacts' names);
     a sign-off may end it with the writer's name ("Best,\nOskar").
-    "Hi Sam! Running 15 mins late, see you soon x" dictates "Running 15 minutes late"; "Running 15
+    "Hi Sam! Running 15 mins late, see you soon x" dictates "Running 15 minutes late"; so do
+    "Sorry, running 15 min late" (the subject "I am" left out), "Could you call me?" for "Can you
+    call me?" and "at 6:00" for "at 6"; "Running 15
     minutes late. Unfortunately I can't make Saturday though" (an added refusal) and "Running 15
     minutes late, there by 9" (an added time) do not."""
     if not isinstance(text, str):
         return False
     phrase = str(phrase if phrase is not None else "")
     text = _SIGNED.sub("", text)
-    for body, said in ((text, phrase), (plain(text), plain(phrase))):
+    body_p, said_p = _spoken(plain(text)), _spoken(plain(phrase))
+    tries = [(text, phrase), (body_p, said_p)]
+    if m := _SUBJECT_START.match(said_p):  # "Running 15 min late" for "I'm running 15 minutes late"
+        tries.append((body_p, said_p[m.end() :]))
+    for body, said in tries:
         span = _said_at(body, said)
         if span is not None:
             bare = _bare(body)

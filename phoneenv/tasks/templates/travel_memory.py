@@ -272,7 +272,8 @@ def time_to_place(w: World) -> Draft:
     )  # fmt: skip
     probes = [passes("in words", finishing(plan, f"It takes {minutes} min."))]
     if wrong != minutes:
-        probes.append(fails("the other place", finishing(plan, f"About {wrong} minutes.")))
+        # told exactly: "about 15 minutes" for a 14-minute ride is a fair rounding, not the other place
+        probes.append(fails("the other place", finishing(plan, f"It takes {wrong} minutes.")))
     return _draft(
         w,
         book,
