@@ -8,6 +8,10 @@ Run: ``make bench`` (or ``.venv/bin/python benchmarks/bench_sandbox.py [--quick]
   JSON-in/JSON-out step pays).
   The raw env is measured twice: as it comes, and after :func:`phoneenv.freeze_gc` (the
   collector's full passes no longer re-scan the loaded suite).
+- error steps: a step calling an unknown tool (a fresh one-edit typo of a real tool each
+  step, so the nearest-name suggestions are computed, not recalled) and a step whose tool
+  fails (``contacts.get`` of an id no contact has: ``not_found``), interleaved with the
+  plain read step. Baseline: the read step and the JSON floor, both from the same run.
 - reset: median ``env.reset`` to a suite task's fixtures. Baseline: ``copy.deepcopy`` of the
   same fixture tables (a naive snapshot restore).
 - memory: resident set growth for 1,024 live envs, each reset to a different task.
@@ -22,7 +26,10 @@ import argparse
 import copy
 import gc
 import json
+import os
+import random
 import statistics
+import string
 import time
 
 import gymnasium as gym
@@ -32,6 +39,30 @@ from phoneenv.env import PhonePlanEnv
 from phoneenv.tasks import load_suite
 
 ACTION = '{"name": "contacts.get", "arguments": {"contact_id": "c_1"}}'
+NOT_FOUND = '{"name": "contacts.get", "arguments": {"contact_id": "c_nobody"}}'
+
+
+def typos(names: list[str], count: int, seed: int = 0) -> list[str]:
+    """``count`` distinct one-edit misspellings of ``names`` that name no tool (deleted,
+    doubled, swapped or replaced letters)."""
+    rng = random.Random(seed)
+    real, out = set(names), dict.fromkeys(())
+    while len(out) < count:
+        name = rng.choice(names)
+        i = rng.randrange(len(name) - 1)
+        c = rng.choice(string.ascii_lowercase)
+        edit = rng.randrange(4)
+        if edit == 0:
+            wrong = name[:i] + name[i + 1 :]
+        elif edit == 1:
+            wrong = name[:i] + c + name[i:]
+        elif edit == 2:
+            wrong = name[:i] + name[i + 1] + name[i] + name[i + 2 :]
+        else:
+            wrong = name[:i] + c + name[i + 1 :]
+        if wrong not in real:
+            out[wrong] = None
+    return list(out)
 
 
 def rss_bytes() -> int:
@@ -90,6 +121,17 @@ def main() -> None:
 
     floor_rate = best_rate(json_floor, n_steps, repeats)
 
+    # error steps, interleaved with the read step and the floor so that a busy spell hits all
+    names = [t["function"]["name"] for t in env.tools]
+    wrong = iter([json.dumps({"name": t, "arguments": {}}) for t in typos(names, 2 * repeats * n_steps // 5 + 1000)])
+    rates: dict[str, list[float]] = {"read": [], "floor": [], "unknown": [], "not_found": []}
+    for _ in range(repeats):
+        rates["read"].append(best_rate(lambda: env.step(ACTION), n_steps // 5, 1, lambda: env.reset(seed=0)))
+        rates["floor"].append(best_rate(json_floor, n_steps // 5, 1))
+        rates["unknown"].append(best_rate(lambda: env.step(next(wrong)), n_steps // 5, 1, lambda: env.reset(seed=0)))
+        rates["not_found"].append(best_rate(lambda: env.step(NOT_FOUND), n_steps // 5, 1, lambda: env.reset(seed=0)))
+    err = {k: statistics.median(v) for k, v in rates.items()}
+
     times = []
     for i in range(2_000 if not args.quick else 300):
         t = suite[i % len(suite)]
@@ -147,6 +189,20 @@ def main() -> None:
             f"{wrapped_rate / floor_rate:.2f}× JSON floor",
         ),
         (
+            "unknown-tool step (steps/s)",
+            f"{err['unknown']:,.0f}",
+            "≥ not-found step",
+            f"{err['unknown'] / err['not_found']:.2f}× not-found step",
+            f"{err['unknown'] / err['floor']:.2f}× JSON floor, {err['unknown'] / err['read']:.2f}× read step",
+        ),
+        (
+            "not-found step (steps/s)",
+            f"{err['not_found']:,.0f}",
+            "-",
+            f"{err['not_found'] / err['read']:.2f}× read step",
+            f"{err['not_found'] / err['floor']:.2f}× JSON floor (median of {repeats} interleaved rounds)",
+        ),
+        (
             "reset median (ms)",
             f"{reset_ms:.4f}",
             "≤ 0.45",
@@ -162,7 +218,8 @@ def main() -> None:
         ),
     ]
     width = [max(len(r[i]) for r in rows) for i in range(5)]
-    print(f"suite: {len(suite)} tasks; one process, {n_steps:,} steps per run, best of {repeats}")
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"suite: {len(suite)} tasks; one process, {n_steps:,} steps per run, best of {repeats}; load average {load}")
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)))
 

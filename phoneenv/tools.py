@@ -559,14 +559,14 @@ class _NameIndex:
         return out
 
 
-_Indexed = tuple[Sequence[ToolSpec], _NameIndex, _NameIndex, list[str]]
+_Indexed = tuple[Sequence[ToolSpec], _NameIndex, _NameIndex, list[list[str]]]
 _by_ids: dict[tuple[int, ...], _Indexed] = {}
 _by_object: dict[int, _Indexed] = {}
 
 
 def _index_of(specs: Sequence[ToolSpec]) -> _Indexed:
-    """(the specs, their name index, their app index, the app names), built once per list of
-    spec objects; an immutable list (a tuple, or the env's read-only lists) is found by identity."""
+    """(the specs, their name index, their app index, each app's tool names in the specs' order,
+    in the app index's order), built once per list of spec objects; an immutable list (a tuple, or the env's read-only lists) is found by identity."""
     frozen = type(specs) is ReadOnlyList or type(specs) is tuple
     if frozen:
         hit = _by_object.get(id(specs))  # a hit holds the object with this id: this one
@@ -577,7 +577,10 @@ def _index_of(specs: Sequence[ToolSpec]) -> _Indexed:
     hit = _by_ids.get(key)  # a hit holds the objects with these ids, so they are these specs
     if hit is None:
         apps = sorted({s.app for s in held})
-        hit = (held, _NameIndex([s.name for s in held]), _NameIndex(apps), apps)
+        names: dict[str, list[str]] = {app: [] for app in apps}
+        for s in held:
+            names[s.app].append(s.name)
+        hit = (held, _NameIndex([s.name for s in held]), _NameIndex(apps), [names[app] for app in apps])
         if len(_by_ids) >= _MAX_INDEXES:
             _by_ids.clear()
         _by_ids[key] = hit
@@ -599,13 +602,12 @@ def nearest_tools(name: str, specs: Sequence[ToolSpec], n: int = 3, cutoff: floa
     typos of the suite's tool names it ranks the intended tool first more often than difflib's
     ratio over every name did (the tests compare both).
     """
-    held, index, app_index, apps = _index_of(specs)
+    _, index, app_index, app_tools = _index_of(specs)
     query = name[:100].lower()
     near = index.best(query, n, cutoff)
     if near:
         return [index.names[j] for j in near]
     close_app = app_index.best(query.split(".", 1)[0], 1, _APP_CUTOFF)
     if close_app:
-        want = apps[close_app[0]]
-        return [s.name for s in held if s.app == want][:n]
+        return app_tools[close_app[0]][:n]
     return []
