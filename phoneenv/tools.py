@@ -33,6 +33,7 @@ import copy
 import functools
 import inspect
 import itertools
+import struct
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -530,8 +531,8 @@ class _NameIndex:
         while j >= 0:
             key = (counts[j] << 16) | j
             score = scores.get(key)
-            if score is None:  # the float32 score of _dense, as a float
-                score = scores[key] = float(np.float32(counts[j]) * self._scale(len(q))[1][j])
+            if score is None:  # the float32 score of _dense: the exact product (31 bits), rounded to float32
+                score = scores[key] = _F32.unpack(_F32.pack(counts[j] * float(self._scale(len(q))[1][j])))[0]
             scored.append((-score, j))
             j = flags.find(0x80, j + 1)
         scored.sort()
@@ -558,6 +559,9 @@ class _NameIndex:
             score[j] = -1.0
         return out
 
+
+_F32 = struct.Struct("f")
+"""Rounds a float to float32 (packing it)."""
 
 _Indexed = tuple[Sequence[ToolSpec], _NameIndex, _NameIndex, list[list[str]]]
 _by_ids: dict[tuple[int, ...], _Indexed] = {}
