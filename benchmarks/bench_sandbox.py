@@ -18,7 +18,8 @@ Run: ``make bench`` (or ``.venv/bin/python benchmarks/bench_sandbox.py [--quick]
 - memory: resident set growth for 1,024 live envs, each reset to a different task.
   Baseline: one env.
 
-Targets (issue #2): ≥ 40,000 steps/s/core, reset ≤ 0.45 ms median, 1,024 envs ≤ 4 GiB.
+Targets (issue #2): ≥ 40,000 steps/s/core, reset ≤ 0.45 ms median, 1,024 envs ≤ 4 GiB; (issue #36)
+a read step ≥ 0.3× the JSON floor, an unknown-tool step at least as fast as a not-found step.
 """
 
 from __future__ import annotations
