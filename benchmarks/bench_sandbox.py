@@ -5,15 +5,21 @@ Run: ``make bench`` (or ``.venv/bin/python benchmarks/bench_sandbox.py [--quick]
 - step: ``env.step`` on a simple read call given as JSON text (parse, validate, execute,
   feedback, observation), one process, one core; raw env and through ``gym.make`` wrappers.
   Baseline: ``json.loads`` of the action plus ``json.dumps`` of the same result (the floor any
-  JSON-in/JSON-out step pays).
+  JSON-in/JSON-out step pays), measured in rounds interleaved with the raw env's step (the
+  medians of the rounds are compared, so a busy spell of a shared machine hits both).
   The raw env is measured twice: as it comes, and after :func:`phoneenv.freeze_gc` (the
   collector's full passes no longer re-scan the loaded suite).
+- error steps: a step calling an unknown tool (a fresh one-edit typo of a real tool each
+  step, so the nearest-name suggestions are computed, not recalled) and a step whose tool
+  fails (``contacts.get`` of an id no contact has: ``not_found``), interleaved with the
+  plain read step. Baseline: the read step and the JSON floor, both from the same run.
 - reset: median ``env.reset`` to a suite task's fixtures. Baseline: ``copy.deepcopy`` of the
   same fixture tables (a naive snapshot restore).
 - memory: resident set growth for 1,024 live envs, each reset to a different task.
   Baseline: one env.
 
-Targets (issue #2): ≥ 40,000 steps/s/core, reset ≤ 0.45 ms median, 1,024 envs ≤ 4 GiB.
+Targets (issue #2): ≥ 40,000 steps/s/core, reset ≤ 0.45 ms median, 1,024 envs ≤ 4 GiB; (issue #36)
+a read step ≥ 0.3× the JSON floor, an unknown-tool step at least as fast as a not-found step.
 """
 
 from __future__ import annotations
@@ -22,7 +28,10 @@ import argparse
 import copy
 import gc
 import json
+import os
+import random
 import statistics
+import string
 import time
 
 import gymnasium as gym
@@ -32,6 +41,30 @@ from phoneenv.env import PhonePlanEnv
 from phoneenv.tasks import load_suite
 
 ACTION = '{"name": "contacts.get", "arguments": {"contact_id": "c_1"}}'
+NOT_FOUND = '{"name": "contacts.get", "arguments": {"contact_id": "c_nobody"}}'
+
+
+def typos(names: list[str], count: int, seed: int = 0) -> list[str]:
+    """``count`` distinct one-edit misspellings of ``names`` that name no tool (deleted,
+    doubled, swapped or replaced letters)."""
+    rng = random.Random(seed)
+    real, out = set(names), dict.fromkeys(())
+    while len(out) < count:
+        name = rng.choice(names)
+        i = rng.randrange(len(name) - 1)
+        c = rng.choice(string.ascii_lowercase)
+        edit = rng.randrange(4)
+        if edit == 0:
+            wrong = name[:i] + name[i + 1 :]
+        elif edit == 1:
+            wrong = name[:i] + c + name[i:]
+        elif edit == 2:
+            wrong = name[:i] + name[i + 1] + name[i] + name[i + 2 :]
+        else:
+            wrong = name[:i] + c + name[i + 1 :]
+        if wrong not in real:
+            out[wrong] = None
+    return list(out)
 
 
 def rss_bytes() -> int:
@@ -75,7 +108,6 @@ def main() -> None:
 
     env = PhonePlanEnv(task=task, max_steps=10**9)
     env.reset(seed=0)
-    raw_rate = best_rate(lambda: env.step(ACTION), n_steps, repeats, lambda: env.reset(seed=0))
     wrapped = gym.make("PhonePlan-v0", task=task, max_steps=10**9)
     wrapped.reset(seed=0)
     wrapped_rate = best_rate(lambda: wrapped.step(ACTION), n_steps, repeats, lambda: wrapped.reset(seed=0))
@@ -88,7 +120,17 @@ def main() -> None:
         json.loads(ACTION)
         json.dumps({"ok": True, "result": result})
 
-    floor_rate = best_rate(json_floor, n_steps, repeats)
+    # error steps, interleaved with the read step and the floor so that a busy spell hits all
+    names = [t["function"]["name"] for t in env.tools]
+    wrong = iter([json.dumps({"name": t, "arguments": {}}) for t in typos(names, 2 * repeats * n_steps // 5 + 1000)])
+    rates: dict[str, list[float]] = {"read": [], "floor": [], "unknown": [], "not_found": []}
+    for _ in range(repeats):
+        rates["read"].append(best_rate(lambda: env.step(ACTION), n_steps // 5, 1, lambda: env.reset(seed=0)))
+        rates["floor"].append(best_rate(json_floor, n_steps // 5, 1))
+        rates["unknown"].append(best_rate(lambda: env.step(next(wrong)), n_steps // 5, 1, lambda: env.reset(seed=0)))
+        rates["not_found"].append(best_rate(lambda: env.step(NOT_FOUND), n_steps // 5, 1, lambda: env.reset(seed=0)))
+    err = {k: statistics.median(v) for k, v in rates.items()}
+    raw_rate, floor_rate = err["read"], err["floor"]  # the step beside its floor, round by round
 
     times = []
     for i in range(2_000 if not args.quick else 300):
@@ -130,7 +172,7 @@ def main() -> None:
             f"{raw_rate:,.0f}",
             "≥ 40,000",
             f"{raw_rate / 40_000:.2f}× target",
-            f"{raw_rate / floor_rate:.2f}× JSON floor ({floor_rate:,.0f}/s)",
+            f"{raw_rate / floor_rate:.2f}× JSON floor ({floor_rate:,.0f}/s; medians of {repeats} interleaved rounds)",
         ),
         (
             "env.step, raw env, after freeze_gc()",
@@ -145,6 +187,20 @@ def main() -> None:
             "≥ 40,000",
             f"{wrapped_rate / 40_000:.2f}× target",
             f"{wrapped_rate / floor_rate:.2f}× JSON floor",
+        ),
+        (
+            "unknown-tool step (steps/s)",
+            f"{err['unknown']:,.0f}",
+            "≥ not-found step",
+            f"{err['unknown'] / err['not_found']:.2f}× not-found step",
+            f"{err['unknown'] / err['floor']:.2f}× JSON floor, {err['unknown'] / err['read']:.2f}× read step",
+        ),
+        (
+            "not-found step (steps/s)",
+            f"{err['not_found']:,.0f}",
+            "-",
+            f"{err['not_found'] / err['read']:.2f}× read step",
+            f"{err['not_found'] / err['floor']:.2f}× JSON floor (median of {repeats} interleaved rounds)",
         ),
         (
             "reset median (ms)",
@@ -162,7 +218,8 @@ def main() -> None:
         ),
     ]
     width = [max(len(r[i]) for r in rows) for i in range(5)]
-    print(f"suite: {len(suite)} tasks; one process, {n_steps:,} steps per run, best of {repeats}")
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"suite: {len(suite)} tasks; one process, {n_steps:,} steps per run, best of {repeats}; load average {load}")
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)))
 

@@ -610,7 +610,8 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
             if notes:
                 fb = fb.model_copy(update={"notifications": [*(fb.notifications or ()), *notes]})
         fb, text, escaped = seal(fb, self._masker)
-        rec = None if rec is None else rec._replace(feedback=fb)
+        if rec is not None and rec.feedback is not fb:  # sealed or noted: the record keeps what was shown
+            rec = rec._replace(feedback=fb)
         n = len(self._steps) + 1
         if not fb.ok:
             self._errors += 1

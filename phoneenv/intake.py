@@ -23,6 +23,12 @@ What is rejected, and as what (the limits are the constants below):
   outside ``[-2**63, 2**63 - 1]`` (no tool can take one; it is recorded as its decimal text,
   and the step marked escaped).
 
+Most actions are plain JSON text (ASCII, no backslash) that break none of these rules: such text
+is decoded by the C scanner and checked in a few scans of the text (brackets counted, colons
+against keys, long keys and big numbers looked for), without the walk over every value; any
+doubt sends it to the full reading, which says what is wrong. The masker looks for every form of
+every secret with one compiled pattern.
+
 The JSON Schema of each tool bounds its own arguments further (the ``finish`` answer, for
 one, to :data:`phoneenv.env.MAX_ANSWER_CHARS`).
 
@@ -50,8 +56,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
@@ -221,6 +226,15 @@ class Masker:
             if self.keys
             else None
         )
+        # One compiled pattern per question, over every form (and key) at once: one scan of the
+        # text in C, not a substring test per form. A pattern that can never match stands in
+        # for an empty alternation.
+        forms = [_alt(f, f in self._digits) for f in self._forms]
+        keys = [re.escape(f'"{k}"') for k in sorted(self.keys)]
+        self._hit = _union(forms)
+        self._any_form = _union([re.escape(f) for f in self._forms])
+        self._key_hit = _union(keys)
+        self._raw_hit = _union(forms + keys)
 
     def __bool__(self) -> bool:
         return bool(self.secrets or self.keys)
@@ -228,7 +242,7 @@ class Masker:
     def hits(self, text: str) -> bool:
         """Whether ``text`` holds a secret, literally, JSON-escaped or Python-escaped (a short
         all-digit secret only as a whole number)."""
-        return any(f in text and (f not in self._digits or self._digits[f].search(text)) for f in self._forms)
+        return self._hit.search(text) is not None
 
     def text(self, text: str) -> str:
         """``text`` with every secret (literal, JSON- or Python-escaped, also when the text
@@ -280,9 +294,8 @@ class Masker:
         return value
 
     def _str(self, text: str) -> str:
-        for form in self._forms:
-            if form in text:
-                return self._replace_forms(text)
+        if self._any_form.search(text) is not None:
+            return self._replace_forms(text)
         return text
 
     def model(self, model: ModelT) -> ModelT:
@@ -325,16 +338,31 @@ class Masker:
     def raw_hits(self, text: str) -> bool:
         """Whether ``text`` holds a secret (see :meth:`hits`) or a secret key as a JSON string
         (``"password"``): for JSON text without escapes, whether its values need masking."""
-        return self.hits(text) or any(f'"{k}"' in text for k in self.keys)
+        return self._raw_hit.search(text) is not None
 
     def json_text_hits(self, text: str) -> bool:
         """Whether the JSON ``text`` may hold a secret (exact for plain secrets; always True
         when a secret has characters JSON escapes, so the caller checks the values)."""
         if not self.secrets:
-            return bool(self.keys) and any(f'"{k}"' in text for k in self.keys)
+            return self._key_hit.search(text) is not None
         if not self._plain:
             return True
-        return self.hits(text) or (bool(self.keys) and any(f'"{k}"' in text for k in self.keys))
+        return self._raw_hit.search(text) is not None
+
+
+_NEVER = re.compile(r"(?!)")
+"""A pattern that matches nothing (the union of no alternatives)."""
+
+
+def _alt(form: str, whole_number: bool) -> str:
+    """``form`` as a regular expression: literally, or (a short all-digit secret) only where it
+    is not inside a longer run of digits."""
+    return rf"(?<!\d){re.escape(form)}(?!\d)" if whole_number else re.escape(form)
+
+
+def _union(alternatives: list[str]) -> re.Pattern[str]:
+    """One compiled pattern matching any of ``alternatives`` (regular expressions)."""
+    return re.compile("|".join(alternatives)) if alternatives else _NEVER
 
 
 def _put_back(masked: Any, original: Any, loc: tuple[Any, ...]) -> Any:
@@ -370,8 +398,7 @@ def _unescape(m: re.Match[str]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Intake:
+class Intake(NamedTuple):
     """An action after the intake.
 
     ``name`` and ``arguments`` (masked, JSON-clean) are set when the action parsed; ``error`` (an
@@ -421,11 +448,13 @@ def _show(key: str, n: int = 40) -> str:
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _Duplicate(f"duplicate key {_show(k)} in an object; every key may appear once")
-        out[k] = v
+    out = dict(pairs)
+    if len(out) != len(pairs):  # a key came twice: name the first one repeated
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Duplicate(f"duplicate key {_show(k)} in an object; every key may appear once")
+            seen.add(k)
     return out
 
 
@@ -447,6 +476,80 @@ def _loads(text: str) -> Any:
         raise _Reject(f"the JSON is nested too deeply; at most {MAX_NESTING} levels") from None
     except ValueError as exc:
         raise _Reject(f"not valid JSON: {str(exc)[:120]}") from None
+
+
+class _NotPlain(Exception):
+    """Raised while decoding plain text: a value the fast reading leaves to the full one."""
+
+
+def _plain_int(digits: str) -> int:
+    if len(digits) > 18:  # perhaps past 64 bits: the walk bounds it
+        raise _NotPlain
+    return int(digits)
+
+
+def _plain_float(digits: str) -> float:
+    value = float(digits)
+    if value - value != 0.0:  # infinite (1e999; NaN is spelled as a constant)
+        raise _NotPlain
+    return value
+
+
+_PLAIN_SCAN = json.JSONDecoder(parse_constant=_constant, parse_int=_plain_int, parse_float=_plain_float).scan_once
+"""The C scanner of :func:`_read_plain`: refuses NaN and Infinity and the numbers the walk would
+have to bound; keeps the last of duplicate keys (:data:`_PAIRS_SCAN` tells when there may be
+one)."""
+_PAIRS_SCAN = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_plain_int, parse_float=_plain_float
+).scan_once
+""":data:`_PLAIN_SCAN` that also refuses duplicate keys (a Python call per object)."""
+_LONG_KEY = re.compile(r'"[^"]{%d,}"\s*:' % (MAX_KEY_CHARS + 1))  # noqa: UP031
+"""In plain JSON text (ASCII, no backslash, so a string is what lies between two quotes), a
+key longer than :data:`MAX_KEY_CHARS` (perhaps: a match only sends the text to the walk)."""
+_PLAIN_KEYS = frozenset({"name", "arguments", "id", "type", "index"})
+"""The keys of a plain call (no ``function`` wrapper): :data:`_CALL_KEYS` without it."""
+
+
+def _read_plain(text: str, masker: Masker) -> Intake | None:
+    """The :class:`Intake` of plain JSON text (ASCII, no backslash) whose call passes every
+    check without the walk of :class:`_Cleaner`, or None: then :func:`read_action` reads it
+    in full, and reports whatever is wrong.
+
+    Such text spells no lone surrogate, holds no string longer than itself, nests at most as
+    deep as it has brackets, and its keys are found by :data:`_LONG_KEY`; the decoder rejects
+    duplicate keys and non-finite numbers and leaves integers of 19 digits or more to the walk.
+    What it decodes are fresh dicts, lists, strings, numbers, booleans and None: what the walk
+    would have copied. A secret or secret key is in the call only if it is in the text."""
+    if (
+        len(text) > MAX_STRING_CHARS
+        or text.count("{") + text.count("[") > MAX_NESTING
+        or (len(text) > MAX_KEY_CHARS and _LONG_KEY.search(text) is not None)
+    ):
+        return None
+    try:
+        obj, end = _PLAIN_SCAN(text, 0)
+        if type(obj) is not dict or not obj.keys() <= _PLAIN_KEYS:
+            return None
+        name = obj.get("name")
+        if type(name) is not str or not name or len(name) > MAX_NAME_CHARS:
+            return None
+        args = obj.get("arguments")
+        if args is None:
+            args = {}
+        elif type(args) is not dict:
+            return None
+        # Every key of every object in the text is followed by one colon, so when the text has
+        # no more colons than these two objects have keys, no key was repeated (the scanner
+        # keeps the last); else (colons in strings, nested objects) the hooked scan decides.
+        if text.count(":") != len(obj) + len(args):
+            _PAIRS_SCAN(text, 0)
+    except Exception:  # _NotPlain, not JSON, a duplicate key: the full reading says what
+        return None
+    if end != len(text) and text[end:].strip(" \t\n\r"):  # JSON's whitespace only after the call
+        return None
+    if masker and masker.raw_hits(text):
+        return Intake(name=masker.text(name), arguments=masker.value(args), real=args)
+    return Intake(name=name, arguments=args, real=args)
 
 
 class _Cleaner:
@@ -564,6 +667,15 @@ def read_action(action: Any, masker: Masker) -> Intake:
     whatever a hostile Python object raises while it is read (a ``__str__`` or ``.items`` that
     raises); the caller turns that into ``invalid_json``.
     """
+    if type(action) is str and action.isascii() and "\\" not in action:
+        fast = _read_plain(action, masker)  # most actions: plain JSON text that breaks no bound
+        if fast is not None:
+            return fast
+    return _read_full(action, masker)
+
+
+def _read_full(action: Any, masker: Masker) -> Intake:
+    """:func:`read_action` in full: decoded with every check, walked and copied."""
     text: str | None = None
     if isinstance(action, (bytes, bytearray)):
         try:

@@ -32,6 +32,8 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import itertools
+import struct
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -419,31 +421,58 @@ _MAX_INDEXES = 256
 """Distinct tool lists whose name index is kept (each backend's, each sub-agent frame's)."""
 _ANSWERS_KEPT = 4096
 """Queries whose nearest names each index keeps."""
+_SCORES_KEPT = 1 << 16
+"""Scores (a count of shared bigrams against a name) each index keeps per query size."""
 
 
 def _bigrams(text: str) -> set[str]:
     """The character bigrams of ``^text$`` (the markers weigh the first and last letters)."""
     text = f"^{text}$"
-    return {text[i : i + 2] for i in range(len(text) - 1)}
+    return set(map(str.__add__, text, text[1:]))  # each character and the next
 
 
 class _NameIndex:
-    """Tool names as a bigram incidence matrix (bigrams × names): one query's similarity to every
-    name is a few numpy operations, not a Python loop over the names."""
+    """Tool names as bigram sets, indexed two ways. For a cutoff above 0 (the usual question:
+    which names are close?), each bigram is a Python integer with one byte per name, 1 in the
+    byte of every name that holds the bigram: adding the query's bigrams' integers counts, in
+    one byte per name, the bigrams each name shares with the query (a name has fewer than 128
+    bigrams, so no byte overflows), and adding one more integer, built once per query size, sets
+    the top bit of a byte exactly when its name shares enough bigrams to reach the cutoff; only
+    those few names are scored. A cutoff of 0 (rank every name) uses a bigram incidence matrix
+    (bigrams × names, numpy), built on first use. Both score in float32, the same operations
+    in the same order, so they rank alike."""
 
     def __init__(self, names: Sequence[str]) -> None:
         self.names = list(names)
-        grams = [_bigrams(n.lower()) for n in self.names]
+        self._grams = [_bigrams(n.lower()) for n in self.names]
         self.vocab: dict[str, int] = {}
-        for g in grams:
+        for g in self._grams:
             for x in g:
                 self.vocab.setdefault(x, len(self.vocab))
-        self.matrix = np.zeros((len(self.vocab) + 1, len(self.names)), dtype=np.float32)  # last row: unseen
-        for j, g in enumerate(grams):
-            self.matrix[[self.vocab[x] for x in g], j] = 1.0
-        self.sizes = np.array([len(g) for g in grams], dtype=np.float32)
-        self._scales: dict[int, np.ndarray] = {}
+        lanes = dict.fromkeys(self.vocab, 0)
+        for j, g in enumerate(self._grams):
+            bit = 1 << (8 * j)
+            for x in g:
+                lanes[x] += bit
+        self.lanes = lanes
+        self._fits = all(len(g) < 128 for g in self._grams)  # a byte counts any name's bigrams
+        self._top = sum(0x80 << (8 * j) for j in range(len(self.names)))
+        self.sizes = np.array([len(g) for g in self._grams], dtype=np.float32)
+        self._matrix: np.ndarray | None = None
+        self._scales: dict[int, tuple[np.ndarray, list[Any]]] = {}
+        self._biases: dict[tuple[int, float], int] = {}
+        self._score_cache: dict[int, dict[int, float]] = {}
         self._answers: dict[tuple[str, int, float], tuple[int, ...]] = {}
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """Bigrams × names, 1.0 where a name holds a bigram (last row: a bigram no name has)."""
+        if self._matrix is None:
+            matrix = np.zeros((len(self.vocab) + 1, len(self.names)), dtype=np.float32)
+            for j, g in enumerate(self._grams):
+                matrix[[self.vocab[x] for x in g], j] = 1.0
+            self._matrix = matrix
+        return self._matrix
 
     def best(self, query: str, n: int, cutoff: float) -> list[int]:
         """Indices of up to ``n`` names whose Dice similarity to ``query`` (over bigram sets) is at
@@ -455,20 +484,72 @@ class _NameIndex:
         key = (query, n, cutoff)
         hit = self._answers.get(key)
         if hit is None:
-            hit = tuple(self._best(query, n, cutoff))
+            hit = tuple(self._best(query, n, cutoff) if cutoff > 0 and self._fits else self._dense(query, n, cutoff))
             if len(self._answers) >= _ANSWERS_KEPT:
                 self._answers.clear()
             self._answers[key] = hit
         return list(hit)
 
+    def _scale(self, size: int) -> tuple[np.ndarray, list[Any]]:
+        """2 / (|name| + ``size``) for every name (float32), as an array and as a list."""
+        hit = self._scales.get(size)
+        if hit is None:
+            scale = 2.0 / (self.sizes + size)
+            hit = self._scales[size] = (scale, list(scale))
+        return hit
+
+    def _bias(self, size: int, cutoff: float) -> int:
+        """For each name's byte, 128 minus the fewest shared bigrams whose score (as
+        :meth:`_dense` computes it, float32) reaches ``cutoff`` against a query of ``size``
+        bigrams; 0 where no count can (more than 128 needed)."""
+        key = (size, cutoff)
+        hit = self._biases.get(key)
+        if hit is None:
+            scale = self._scale(size)[1]
+            hit = 0
+            for j, s in enumerate(self.sizes.tolist()):
+                need = max(0, int(cutoff * (s + size) / 2) - 2)  # below the least count, by float32 rounding
+                while need <= 128 and np.float32(need) * scale[j] < cutoff:
+                    need += 1
+                hit += (128 - need) << (8 * j) if need <= 128 else 0
+            if len(self._biases) >= _ANSWERS_KEPT:
+                self._biases.clear()
+            self._biases[key] = hit
+        return hit
+
     def _best(self, query: str, n: int, cutoff: float) -> list[int]:
         q = _bigrams(query)
-        scale = self._scales.get(len(q))
-        if scale is None:  # 2 / (|name| + |query|) for every name, once per query size
-            scale = self._scales[len(q)] = 2.0 / (self.sizes + len(q))
+        shared = sum(map(self.lanes.get, q, itertools.repeat(0, len(q))))  # a bigram no name has adds 0
+        close = (shared + self._bias(len(q), cutoff)) & self._top  # the names reaching the cutoff
+        if not close:
+            return []
+        width = len(self.names)
+        flags, counts = close.to_bytes(width, "little"), shared.to_bytes(width, "little")
+        scores = self._scores(len(q))
+        scored: list[tuple[float, int]] = []
+        j = flags.find(0x80)
+        while j >= 0:
+            key = (counts[j] << 16) | j
+            score = scores.get(key)
+            if score is None:  # the float32 score of _dense: the exact product (31 bits), rounded to float32
+                score = scores[key] = _F32.unpack(_F32.pack(counts[j] * float(self._scale(len(q))[1][j])))[0]
+            scored.append((-score, j))
+            j = flags.find(0x80, j + 1)
+        scored.sort()
+        return [j for _, j in scored[:n]]
+
+    def _scores(self, size: int) -> dict[int, float]:
+        """Scores met against queries of ``size`` bigrams, by count and name (``count << 16 | j``)."""
+        hit = self._score_cache.get(size)
+        if hit is None or len(hit) > _SCORES_KEPT:
+            hit = self._score_cache[size] = {}
+        return hit
+
+    def _dense(self, query: str, n: int, cutoff: float) -> list[int]:
+        q = _bigrams(query)
         unseen = len(self.vocab)
         score = self.matrix[[self.vocab.get(x, unseen) for x in q]].sum(axis=0)
-        score *= scale
+        score *= self._scale(len(q))[0]
         out: list[int] = []
         for _ in range(min(n, len(self.names))):
             j = int(score.argmax())  # the first of equals: list order breaks ties
@@ -479,14 +560,17 @@ class _NameIndex:
         return out
 
 
-_Indexed = tuple[Sequence[ToolSpec], _NameIndex, _NameIndex, list[str]]
+_F32 = struct.Struct("f")
+"""Rounds a float to float32 (packing it)."""
+
+_Indexed = tuple[Sequence[ToolSpec], _NameIndex, _NameIndex, list[list[str]]]
 _by_ids: dict[tuple[int, ...], _Indexed] = {}
 _by_object: dict[int, _Indexed] = {}
 
 
 def _index_of(specs: Sequence[ToolSpec]) -> _Indexed:
-    """(the specs, their name index, their app index, the app names), built once per list of
-    spec objects; an immutable list (a tuple, or the env's read-only lists) is found by identity."""
+    """(the specs, their name index, their app index, each app's tool names in the specs' order,
+    in the app index's order), built once per list of spec objects; an immutable list (a tuple, or the env's read-only lists) is found by identity."""
     frozen = type(specs) is ReadOnlyList or type(specs) is tuple
     if frozen:
         hit = _by_object.get(id(specs))  # a hit holds the object with this id: this one
@@ -497,7 +581,10 @@ def _index_of(specs: Sequence[ToolSpec]) -> _Indexed:
     hit = _by_ids.get(key)  # a hit holds the objects with these ids, so they are these specs
     if hit is None:
         apps = sorted({s.app for s in held})
-        hit = (held, _NameIndex([s.name for s in held]), _NameIndex(apps), apps)
+        names: dict[str, list[str]] = {app: [] for app in apps}
+        for s in held:
+            names[s.app].append(s.name)
+        hit = (held, _NameIndex([s.name for s in held]), _NameIndex(apps), [names[app] for app in apps])
         if len(_by_ids) >= _MAX_INDEXES:
             _by_ids.clear()
         _by_ids[key] = hit
@@ -519,13 +606,12 @@ def nearest_tools(name: str, specs: Sequence[ToolSpec], n: int = 3, cutoff: floa
     typos of the suite's tool names it ranks the intended tool first more often than difflib's
     ratio over every name did (the tests compare both).
     """
-    held, index, app_index, apps = _index_of(specs)
+    _, index, app_index, app_tools = _index_of(specs)
     query = name[:100].lower()
     near = index.best(query, n, cutoff)
     if near:
         return [index.names[j] for j in near]
     close_app = app_index.best(query.split(".", 1)[0], 1, _APP_CUTOFF)
     if close_app:
-        want = apps[close_app[0]]
-        return [s.name for s in held if s.app == want][:n]
+        return app_tools[close_app[0]][:n]
     return []

@@ -131,3 +131,25 @@ def test_a_repeated_name_gets_the_same_answer_as_a_list_of_its_own(specs):
         first.append("changed")
         assert "changed" not in nearest_tools(query, specs)
     assert nearest_tools("contacts.gett", specs, n=1) == ["contacts.get"]
+
+
+def test_the_byte_lane_scores_rank_as_the_matrix_does(specs):
+    """The index answers a cutoff above 0 by adding one integer per bigram (a byte per name)
+    and scoring only the names that reach the cutoff; the bigram matrix scores every name. Both
+    must give the same names in the same order, for typos, random strings, names far longer
+    than any tool's, and every cutoff."""
+    from phoneenv.tools import _index_of
+
+    _, index, app_index, _ = _index_of(specs)
+    rng = random.Random(11)
+    names = [s.name for s in specs]
+    queries = [typo(rng.choice(names), rng).lower() for _ in range(1500)]
+    queries += [
+        "".join(rng.choice(string.ascii_lowercase + "._") for _ in range(rng.randrange(0, 40))) for _ in range(500)
+    ]
+    queries += ["", "a", "contacts.", "x" * 100, "".join(names)[:100], "messages.send" * 7]
+    for ix in (index, app_index):
+        for q in queries:
+            for cutoff in (0.01, 0.3, 0.5, 0.6, 0.75, 1.0):
+                assert ix._best(q, 3, cutoff) == ix._dense(q, 3, cutoff), (q, cutoff)
+                assert ix._best(q, 50, cutoff) == ix._dense(q, 50, cutoff), (q, cutoff)

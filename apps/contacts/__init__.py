@@ -113,7 +113,8 @@ def view(rec: Mapping[str, Any]) -> Contact:
     """A copy of contact record ``rec`` as tools return it (lists of fresh dicts, so a result never
     aliases the phone's state)."""
     out = {k: rec[k] for k in FIELD_ORDER if k in rec}
-    out.update((k, v) for k, v in rec.items() if k not in out)
+    if len(out) != len(rec):  # fields outside FIELD_ORDER follow, in the record's order
+        out.update((k, v) for k, v in rec.items() if k not in out)
     for key in ("other_phones", "other_emails"):
         if key in out:
             out[key] = [dict(x) for x in out[key]]
