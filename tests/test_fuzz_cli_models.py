@@ -66,8 +66,36 @@ def test_train_sft_reads_the_model_config_before_any_episode(tmp_path: Path, mon
     monkeypatch.setattr(rl.sft, "train_sft", lambda *args, **kwargs: summary)
     model = tmp_path / "model"
     model.mkdir()
+    for name in ("model.safetensors", "tokenizer.json"):  # by name: the trainer is a stand-in
+        (model / name).write_bytes(b"")
     file = model / "config.json"
     argv = ["train", "sft", "--model", str(model), "--tasks", TASK, "--out", str(tmp_path / "sft"), "--detours", "0"]
     config = {"model_type": "llama", "max_position_embeddings": 2048}
     refused = fuzz_file(file, config, argv, limit=None)
     assert refused > 0 and len(played) == len(KINDS) + len(mistyped(config)) - refused  # only what was read
+
+
+@pytest.mark.parametrize("command", ["sft", "rl"])
+@pytest.mark.parametrize(
+    ("files", "lacks"),
+    [
+        (["config.json", "tokenizer.json"], "weights"),
+        (["config.json", "model.safetensors"], "a tokenizer"),
+        (["tokenizer.json", "model.safetensors"], "config.json"),
+    ],
+)
+def test_train_refuses_a_model_folder_that_is_no_checkpoint(tmp_path: Path, monkeypatch, command, files, lacks):
+    """``train sft|rl --model FOLDER`` on a folder without weights, tokenizer or config: one
+    error saying what it lacks (exit 2) before any episode is played; no transformers traceback."""
+    pytest.importorskip("trl", reason="train needs the rl extra")
+    import rl.sft
+    from tests.fuzzfiles import check
+
+    monkeypatch.setattr(rl.sft, "reference_traces", lambda *a, **k: pytest.fail("an episode was played"))
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in files:
+        (model / name).write_text('{"model_type": "llama", "max_position_embeddings": 2048}', encoding="utf-8")
+    argv = ["train", command, "--model", str(model), "--tasks", TASK, "--out", str(tmp_path / command)]
+    res = check(argv, model / "config.json", f"{command} without {lacks}")
+    assert res.exit_code == 2 and lacks.replace(" ", "") in "".join(res.output.split()), res.output

@@ -145,6 +145,38 @@ def base_model(model: str | Path | None, out: Path, default: str = "tiny") -> Pa
     return Path(choice)
 
 
+def require_checkpoint(folder: Path) -> None:
+    """Refuse (``typer.BadParameter`` on ``--model``) a model folder that is no complete
+    checkpoint (:func:`checkpoint_missing`), before any episode is played or model loaded."""
+    missing = checkpoint_missing(folder)
+    if missing:
+        raise typer.BadParameter(
+            f"{folder} is no complete checkpoint: it lacks {', '.join(missing)} (a folder saved by "
+            "save_pretrained holds config.json, the weights and the tokenizer)",
+            param_hint="--model",
+        )
+
+
+_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+_TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
+
+
+def checkpoint_missing(folder: Path) -> list[str]:
+    """What a Hugging Face checkpoint ``folder`` lacks for ``from_pretrained``: ``config.json``,
+    weights (``model.safetensors``, ``pytorch_model.bin`` or a shard index) and a tokenizer
+    (``tokenizer.json``, ``tokenizer.model``, ``vocab.json`` or ``tokenizer_config.json``), as the
+    names to show; empty when complete. Files are checked by name only (their contents are read,
+    and a broken file reported, when the model loads)."""
+    out = []
+    if not (folder / "config.json").is_file():
+        out.append("config.json")
+    if not any((folder / w).is_file() for w in _WEIGHTS):
+        out.append("weights (model.safetensors or pytorch_model.bin)")
+    if not any((folder / t).is_file() for t in _TOKENIZER):
+        out.append("a tokenizer (tokenizer.json)")
+    return out
+
+
 def eval_models_folder() -> Path:
     """Where ``eval --model tiny`` builds its tiny model: beside the converted models."""
     from agents.llm.smollm2 import cache_root

@@ -10,7 +10,15 @@ import typer
 from rich.table import Table
 
 from agents.toolfilter import TOOL_FILTER_HELP, parse_tool_filter
-from phoneenv.cli.common import base_model, console, load_harness, progress, recorded_filter, select_tasks
+from phoneenv.cli.common import (
+    base_model,
+    console,
+    load_harness,
+    progress,
+    recorded_filter,
+    require_checkpoint,
+    select_tasks,
+)
 from phoneenv.extras import require
 
 train_app = typer.Typer(
@@ -137,6 +145,7 @@ def train_sft_cmd(
         model = _default_sft_model()
     base = base_model(model, out, "smollm2")
     context = _context_length(base)  # before any episode is played: a damaged model folder fails here
+    require_checkpoint(base)  # a folder without weights or tokenizer, too
     ids = ",".join(t.id for t in selected)
     traces = reference_traces(ids, out / "traces", seed=seed)
     if detours:
@@ -251,7 +260,9 @@ def _rl_base_model(model: str | None, out: Path) -> Path:
                 param_hint="--model",
             )
         model = str(DEFAULT_RL_MODEL)
-    return base_model(Path(model), out)
+    base = base_model(Path(model), out)
+    require_checkpoint(base)
+    return base
 
 
 @train_app.command("rl")
