@@ -520,6 +520,11 @@ TOLD_STATE = [
     # a clause naming a record in full is about it, not about one that shares a word of its name
     ("money", "wallet.pay_bill/2", "Paid Phone November, 49.96 EUR.", False),
     ("money", "wallet.pay_bill/2", "Paid Phone November, 42.48 EUR.", True),
+    # a party told after "booked X for", a hyphenated count of nights
+    ("count", "restaurants.book_table/2", "Booked El Patio for six at 19:30, code RS9-11281930.", False),
+    ("count", "restaurants.book_table/2", "Booked El Patio for four at 19:30, code RS9-11281930.", True),
+    ("count", "travel.cancel_refund/2", "Cancelled the 3-night stay at Hotel Aurora; refund 240 USD.", False),
+    ("count", "travel.cancel_refund/2", "Cancelled the 4-night stay at Hotel Aurora; refund 240 USD.", True),
     # "today's" of a record with a day is that record's day, not the clock's
     ("date", "budget.fix_expense/1", "Today's FreshMart expense is now filed under groceries.", False),
     ("date", "budget.fix_expense/1", "Yesterday's FreshMart expense is now filed under groceries.", True),

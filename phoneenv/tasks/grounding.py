@@ -1424,15 +1424,18 @@ _COUNT_NOUNS = (
     r"|room|bag|bottle"
 )
 _RE_COUNT = re.compile(
-    rf"(?<![\d.,:/#-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{{1,3}})\s+(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?(?:{_COUNT_NOUNS})\b"
+    rf"(?<![\d.,:/#-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{{1,3}})(?:\s+|-)(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?(?:{_COUNT_NOUNS})\b"
     r"(?!\s*(?:[:.]\d|%))"
-    r"|\b(?:table|booking|reservation|party|room)\s+(?:for|of)\s+(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))"
+    r"|\b(?:(?:table|booking|reservation|party|room)\s+(?:for|of)"
+    r"|(?:booked|reserved)\s+(?:(?!for\b)[^\s.;,!?]+\s+){1,4}for)\s+(\d{1,2})\b"
+    r"(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))(?=\s+(?:on|at|this|next|tomorrow|tonight|people|guests|diners)\b|\s*[,(])"
     r"|\beach\s+of\s+(?:the\s+|those\s+)?(\d{1,3})\b(?![:.]\d)"
     r"|(?<![\d.,:/#-])(\d{1,3})\s+(?:left|remaining|in\s+stock)\b",
     re.I,
 )
-"""A count told: "2 people", "table for four" (number words read as digits), "each of 3",
-"1 left"; not a time, a price or a percentage ("4:30", "2.50", "20%")."""
+"""A count told: "2 people", "a 3-night stay", "table for four", "booked El Patio for six at
+19:30" (number words read as digits), "each of 3", "1 left"; not a time, a price or a
+percentage ("4:30", "2.50", "20%"; "booked it for 7." may be a time and is not read)."""
 _COUNT_ACT = re.compile(
     r"\b(?:book|reserv|order|bought|buy|text|messag|e-?mail|sent|send|invit|told|tell|notif|split|request|add|creat|made|make|wrote|writ|start"
     r"|set|schedul|mov|chang|updat|delet|remov|cancel|paid|pay|download|mark|tag|sav|shar|forward|repl)\w*\b",
@@ -1860,7 +1863,36 @@ _RE_COMMIT = re.compile(
 )
 _COMMIT_WORD = re.compile(r"[^\W\d_]{3,}")
 _LIGHT_WORDS = frozenset(
-    ["there", "here", "soon", "later", "back", "just", "also", "still", "make", "sure", "know", "let", "keep", "touch", "call", "text", "message", "get", "see", "then", "instead", "rather", "right", "away", "now", "today", "tonight", "tomorrow"]
+    [
+        "there",
+        "here",
+        "soon",
+        "later",
+        "back",
+        "just",
+        "also",
+        "still",
+        "make",
+        "sure",
+        "know",
+        "let",
+        "keep",
+        "touch",
+        "call",
+        "text",
+        "message",
+        "get",
+        "see",
+        "then",
+        "instead",
+        "rather",
+        "right",
+        "away",
+        "now",
+        "today",
+        "tonight",
+        "tomorrow",
+    ]
 )
 
 
