@@ -523,6 +523,10 @@ TOLD_STATE = [
     # a party told after "booked X for", a hyphenated count of nights
     ("count", "restaurants.book_table/2", "Booked El Patio for six at 19:30, code RS9-11281930.", False),
     ("count", "restaurants.book_table/2", "Booked El Patio for four at 19:30, code RS9-11281930.", True),
+    ("count", "restaurants.move_booking/2", "Moved the table for four to 20:00.", False),
+    # money sent to people is a payment; a request is none
+    ("status", "wallet.split_dinner/2", "Sent Bert and Dino 44.26 EUR each.", False),
+    ("status", "wallet.split_dinner/2", "Sent Bert and Dino requests for 44.26 EUR each.", True),
     ("count", "travel.cancel_refund/2", "Cancelled the 3-night stay at Hotel Aurora; refund 240 USD.", False),
     ("count", "travel.cancel_refund/2", "Cancelled the 4-night stay at Hotel Aurora; refund 240 USD.", True),
     # "today's" of a record with a day is that record's day, not the clock's

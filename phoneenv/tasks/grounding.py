@@ -1235,7 +1235,11 @@ def _NO_TOOL(name: str) -> bool:
 
 STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = {
     "paid": (
-        r"paid|settled|marked\s+(?:\S+\s+){0,5}?as\s+paid",
+        r"paid|settled|marked\s+(?:\S+\s+){0,5}?as\s+paid"
+        # "sent Bert and Dino 44.26 EUR each": money sent is money paid (a request is no payment)
+        r"|sent\s+(?:(?!(?:requests?|for|a|an|invoices?|bills?|reminders?|links?|notes?)\b)[A-Za-z']+,?\s+){0,5}?"
+        r"(?=[€$£¥]\s*\d|\d+(?:[.,]\d+)?\s*(?:eur|usd|gbp|aud|jpy|chf|cad|nzd"
+        r"|euros?|dollars?|pounds?|yen|francs?)\b)",
         _verb("pay", "checkout", "purchase", "buy", "place_order", "send_money", "mark_paid"),
         frozenset({"paid"}),
     ),
@@ -1426,9 +1430,9 @@ _COUNT_NOUNS = (
 _RE_COUNT = re.compile(
     rf"(?<![\d.,:/#-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{{1,3}})(?:\s+|-)(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?(?:{_COUNT_NOUNS})\b"
     r"(?!\s*(?:[:.]\d|%))"
-    r"|\b(?:(?:table|booking|reservation|party|room)\s+(?:for|of)"
-    r"|(?:booked|reserved)\s+(?:(?!for\b)[^\s.;,!?]+\s+){1,4}for)\s+(\d{1,2})\b"
-    r"(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))(?=\s+(?:on|at|this|next|tomorrow|tonight|people|guests|diners)\b|\s*[,(])"
+    r"|\b(?:(?:table|booking|reservation|party|room)\s+(?:for|of)\s+(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))"
+    r"|(?:booked|reserved)\s+(?:(?!for\b)[^\s.;,!?]+\s+){1,4}for\s+(\d{1,2})\b"
+    r"(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))(?=\s+(?:on|at|this|next|tomorrow|tonight|people|guests|diners)\b|\s*[,(]))"
     r"|\beach\s+of\s+(?:the\s+|those\s+)?(\d{1,3})\b(?![:.]\d)"
     r"|(?<![\d.,:/#-])(\d{1,3})\s+(?:left|remaining|in\s+stock)\b",
     re.I,
@@ -1462,8 +1466,8 @@ def count_claims(text: str) -> list[tuple[int, int, int, bool]]:
     ``party``: the count is a party's size ("table for 4", "2 guests")."""
     out = []
     for m in _RE_COUNT.finditer(text):
-        g = next(i for i in range(1, 5) if m.group(i))
-        party = g == 2 or (g == 1 and bool(_PARTY_WORDS.match(text, m.end(1))))
+        g = next(i for i in range(1, 6) if m.group(i))
+        party = g in (2, 3) or (g == 1 and bool(_PARTY_WORDS.match(text, m.end(1))))
         out.append((int(m.group(g)), m.start(g), m.end(g) if g != 1 else m.end(), party))
     return out
 
