@@ -520,6 +520,11 @@ TOLD_STATE = [
     # a clause naming a record in full is about it, not about one that shares a word of its name
     ("money", "wallet.pay_bill/2", "Paid Phone November, 49.96 EUR.", False),
     ("money", "wallet.pay_bill/2", "Paid Phone November, 42.48 EUR.", True),
+    # "playing" tells an act, and what follows "Ordered your usual:" is what was ordered
+    ("name", "memory.favorite_podcast/1", 'Playing "Breakfast ideas" from Kitchen Table.', False),
+    ("name", "memory.favorite_podcast/1", 'Playing "Soups for winter" from Kitchen Table.', True),
+    ("name", "skills.reorder_usual/1", "Ordered your usual: 2 x Palak Paneer from Curry House.", False),
+    ("name", "skills.reorder_usual/1", "Ordered your usual: 2 x Lentil Soup from Green Bowl.", True),
     # a party told after "booked X for", a hyphenated count of nights
     ("count", "restaurants.book_table/2", "Booked El Patio for six at 19:30, code RS9-11281930.", False),
     ("count", "restaurants.book_table/2", "Booked El Patio for four at 19:30, code RS9-11281930.", True),

@@ -87,8 +87,11 @@ ACT_VERBS = (
     r"|started|stopped|logged|recorded|forgot|cleared|joined|accepted|declined|shared|put|pinned|unpinned"
     r"|favou?rited|tagged|untagged|transferred|requested|split|scheduled|set|turned|switched|dimmed|opened|closed"
     r"|locked|unlocked|ran|activated|checked\s+in\s+(?:to|at)?|called|rang|phoned|noted|wrote|filed|copied"
+    r"|revoked|granted|tidied|enabled|disabled|muted|unmuted|restored|snoozed|dismissed|renewed|extended"
+    r"|(?:now\s+)?playing|streaming"
 )
-"""Verbs of the planner's own act, as told in an answer (past tense)."""
+"""Verbs of the planner's own act, as told in an answer (past tense; "playing" and "now playing"
+for what the phone plays)."""
 _ACT = re.compile(
     rf"(?:^|(?<=[\s,;:(\"'“]))(?:i\s+(?:have\s+|had\s+)?|we\s+(?:have\s+)?)?(?:just\s+|also\s+|now\s+)?(?:{ACT_VERBS})\b",
     re.I,
@@ -213,7 +216,14 @@ def told_names(
             by_first.setdefault(first.group(), []).append(n)
     for v in by_first.values():
         v.sort(key=len, reverse=True)
-    bounds = [0, *(m.end() for m in _CLAUSE.finditer(text)), len(text)]
+    bounds = [0]
+    for m in _CLAUSE.finditer(text):
+        part = text[bounds[-1] : m.start()]
+        act = _ACT.search(part) if m.group().startswith(":") else None
+        if act is not None and len(part[act.end() :].split()) <= 3:
+            continue  # "Ordered your usual: 2 x Palak Paneer": what follows the colon is what was done
+        bounds.append(m.end())
+    bounds.append(len(text))
     texts: list[str] | None = None
     for a, b in itertools.pairwise(bounds):
         clause = text[a:b]
