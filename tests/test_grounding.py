@@ -488,6 +488,18 @@ TOLD_STATE = [
     ("time", "fields.event_reminders/0", "You'll get reminders at 12:00 and 12:25 before Lunch with Anka.", True),
     ("time", "fields.event_reminders/0", "You'll be reminded at 12:00 and 12:35.", False),
     ("time", "fields.event_reminders/0", "You'll be reminded at 11:55 and 12:25.", False),
+    (
+        "date",
+        "fields.reminder_change/1",
+        "Call with Karen now has one reminder, 24 hours before (Friday 27 Nov).",
+        True,
+    ),
+    (
+        "date",
+        "fields.reminder_change/1",
+        "Call with Karen now has one reminder, 24 hours before (Thursday 26 Nov).",
+        False,
+    ),
     # "in 4 days" of an offer delivered within 4 days is a span; of a wrong span a false day
     (
         "date",

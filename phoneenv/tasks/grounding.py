@@ -932,6 +932,7 @@ def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
     if not tokens and not codes:
         return None
     ev = evidence_of([rec], ctx, clock=False)
+    _add_reminders(ev, [rec])  # "24 hours before (Friday 27 Nov at 1 PM)"
     cur = rec.get("currency") if isinstance(rec.get("currency"), str) else ""
     amounts = tuple(
         (str(k), float(v), cur)
@@ -1041,7 +1042,7 @@ def grounds(
     now_recs, was_recs = _versions(changed)
     evidence_of([now_recs], ctx, skip=skip, ev=subject)
     bare = evidence_of([_unstamped(now_recs)], ctx, skip=skip, clock=False)
-    bare.times.update(t for r in now_recs for t in _reminder_times(r))
+    _add_reminders(bare, now_recs)
     did.merge(bare)
     was = evidence_of([_unstamped(was_recs)], ctx, skip=skip, clock=False)  # "raised it from 19 to 20.5"
     named.extend(n for r in (*now_recs, *was_recs)[:400] if (n := _named(_without(r, skip), ctx)))
@@ -1197,21 +1198,38 @@ def _versions(changed: Sequence[Any]) -> tuple[list[Mapping[str, Any]], list[Map
     return now, was
 
 
-def _reminder_times(rec: Mapping[str, Any]) -> set[str]:
-    """The moments a record's reminders go off (``"HH:MM"``): its start time less each of its
-    reminders' minutes (``{"start": "2026-11-19T12:30", "reminders": [30, 5]}`` → 12:00, 12:25)."""
+def _reminder_moments(rec: Mapping[str, Any]) -> set[tuple[str | None, str]]:
+    """The moments a record's reminders go off, as (``"YYYY-MM-DD"`` or None, ``"HH:MM"``): its
+    start less each of its reminders' minutes, up to a week (``{"start": "2026-11-19T12:30",
+    "reminders": [30, 1440]}`` → 12:00 on the 19th, 12:30 on the 18th)."""
     start = next((rec[k] for k in _START_KEYS if isinstance(rec.get(k), str)), None)
     m = _RE_STAMP.search(start) if start else None
     if m is None:
         return set()
-    base = int(m[2]) * 60 + int(m[3])
     minutes: list[int] = []
     for k, v in rec.items():
         if isinstance(k, str) and _REMINDER_KEYS.search(k):
             for x in v if isinstance(v, (list, tuple)) else [v]:
-                if isinstance(x, int) and not isinstance(x, bool) and 0 < x < 1440:
+                if isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 7 * 1440:
                     minutes.append(x)
-    return {f"{(base - x) // 60 % 24:02d}:{(base - x) % 60:02d}" for x in minutes}
+    out: set[tuple[str | None, str]] = set()
+    for x in minutes:
+        if m[1]:
+            at = dt.datetime.fromisoformat(f"{m[1]}T{m[2]}:{m[3]}") - dt.timedelta(minutes=x)
+            out.add((at.date().isoformat(), at.strftime("%H:%M")))
+        else:
+            base = int(m[2]) * 60 + int(m[3]) - x
+            out.add((None, f"{base // 60 % 24:02d}:{base % 60:02d}"))
+    return out
+
+
+def _add_reminders(ev: Evidence, recs: Iterable[Mapping[str, Any]]) -> None:
+    """Add the reminder moments of ``recs`` (:func:`_reminder_moments`) to ``ev``."""
+    for r in recs:
+        for day, hm in _reminder_moments(r):
+            ev.times.add(hm)
+            if day is not None:
+                ev.dates.add(day)
 
 
 def _clock_values(ctx: Context, type: str) -> set[str]:
