@@ -232,3 +232,101 @@ def test_a_time_budget_stops_starting_seeds(bench) -> None:
     assert bench.next_seed_fits(1e9, 1e9, None)  # no budget
     assert bench.next_seed_fits(300.0, 200.0, 540.0) and not bench.next_seed_fits(400.0, 200.0, 540.0)
     assert bench.BenchConfig.gpu().time_budget_s == 540.0 and bench.BenchConfig.quick().time_budget_s is None
+
+
+def _curve(success, tokens, calls=None, **shares):
+    n = len(success)
+    c = {k: [0.0] * n for k in ("shaping_share", "outcome_share", "efficiency_share", "zero_advantage_share",
+                                 "zero_step", "adv_abs_mean", "adv_abs_max")}  # fmt: skip
+    c |= {k: list(v) for k, v in shares.items()}
+    return c | {"step": [float(i) for i in range(n)], "success": list(success), "output_tokens": list(tokens),
+                "tool_calls": list(calls or [3.0] * n)}  # fmt: skip
+
+
+def test_curve_differences_are_paired_by_seed(bench) -> None:
+    grpo = [_curve([0.5, 0.5, 0.75], [100, 100, 100]), _curve([0.25, 0.5, 0.5], [120, 110, 100])]
+    same = [_curve([0.5, 0.5, 0.75], [100, 100, 100]), _curve([0.25, 0.5, 0.5], [120, 110, 100])]
+    # seed 0 departs at step 1 (tokens 90, then success 1.0), seed 1 at step 2 (tokens 80)
+    care = [_curve([0.5, 0.5, 1.0], [100, 90, 100]), _curve([0.25, 0.5, 0.5], [120, 110, 80])]
+    d = bench.curve_differences({"grpo": grpo, "same": same, "care": care})
+    assert set(d) == {"same", "care"}
+    assert d["same"]["identical_seeds"] == [0, 1] and d["same"]["first_difference"] == [None, None]
+    assert d["same"]["steps_differing"] == 0.0 and d["same"]["output_tokens_diff"] == 0.0
+    c = d["care"]
+    assert (
+        c["identical_seeds"] == [] and c["first_difference"] == [1, 2] and c["steps_differing"] == pytest.approx(3 / 6)
+    )
+    # per seed, the mean over steps of care − grpo: tokens −10/3 and −20/3; success +0.25/3 and 0
+    assert c["output_tokens_diff"] == pytest.approx(-5.0)
+    assert c["output_tokens_diff_se"] == pytest.approx(np.std([-10 / 3, -20 / 3], ddof=1) / np.sqrt(2))
+    assert c["success_diff"] == pytest.approx(0.25 / 6) and c["tool_calls_diff"] == 0.0
+
+
+def test_per_step_means_over_seeds(bench) -> None:
+    a = _curve([0.5, 1.0], [100, 80], shaping_share=[1.0, 0.0], efficiency_share=[0.0, 1.0], zero_step=[1.0, 0.0])
+    b = _curve([0.0, 0.5, 0.5], [120, 60, 60], shaping_share=[0.0, 0.0, 0.0], efficiency_share=[0.0, 0.0, 1.0],
+               zero_step=[0.0, 0.0, 1.0])  # fmt: skip
+    rows = bench.per_step([a, b])
+    assert len(rows) == 2  # the steps both seeds reached
+    assert rows[0]["success"] == 0.25 and rows[0]["shaping_share"] == 0.5 and rows[0]["zero_step"] == 0.5
+    assert rows[1]["output_tokens"] == 70.0 and rows[1]["efficiency_share"] == 0.5 and rows[1]["seeds"] == 2.0
+    assert bench.per_step([]) == []
+
+
+def test_start_figures_predict_the_mode_of_each_task(bench) -> None:
+    cfg = replace(bench.BenchConfig(), p_high=0.6, threads=2)
+    won, lost = [1.0, 100.0, 3.0], [0.0, 150.0, 5.0]
+    per_task = {
+        "a/0": [won] * 8,  # p = 1 > 0.6: efficiency
+        "a/1": [won] * 5 + [lost] * 3,  # p = 0.625 > 0.6: efficiency (at p_high 0.75 it would be outcome)
+        "a/2": [won] * 2 + [lost] * 6,  # p = 0.25 = p_low: outcome
+        "a/3": [won] + [lost] * 7,  # p = 0.125 < p_low: shaping
+    }
+    f = bench.start_figures(per_task, cfg)
+    assert f["success"] == pytest.approx(16 / 32) and f["episodes"] == 32 and f["episodes_per_task"] == 8
+    assert f["success_se"] == pytest.approx(np.std([1] * 16 + [0] * 16, ddof=1) / np.sqrt(32))
+    assert f["task_success"] == {"a/0": 1.0, "a/1": 0.625, "a/2": 0.25, "a/3": 0.125}
+    assert f["predicted_mode_shares"] == {"shaping": 0.25, "outcome": 0.25, "efficiency": 0.5}
+    assert (f["threads"], f["deterministic"], f["temperature"]) == (2, True, cfg.temperature)
+    default = bench.start_figures(per_task, replace(cfg, p_high=0.75))["predicted_mode_shares"]
+    assert default == {"shaping": 0.25, "outcome": 0.5, "efficiency": 0.25}
+
+
+def test_care_levers_reach_every_arm(bench, tmp_path) -> None:
+    """p_high and the floor go to every arm's CareConfig (they decide the mode each group is counted
+    in), the controller and μ to the arms that use them; the flags parse."""
+    cfg, _, _ = bench.parse_args(
+        ["--quick", "--p-high", "0.6", "--p-f", "0.1", "--controller", "none", "--mu", "0.4", "--start", "s/model"]
+    )
+    assert (cfg.p_high, cfg.p_f, cfg.controller, cfg.start) == (0.6, 0.1, "none", "s/model")
+    p = bench.plan(cfg, tmp_path)
+    for name, kw in p["runs"].items():
+        want = {"p_low": 0.25, "p_high": 0.6, "p_f": 0.1} | ({"mu": 0.4} if name.endswith("/penalty") else {})
+        assert kw["care"] == want and kw["care_controller"] == "none", name
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--controller", "pid"])
+    assert bench.parse_args(["--time-budget-s", "60"])[0].time_budget_s == 60.0
+
+
+def test_care_levers_build_train_configs(bench, tmp_path) -> None:
+    pytest.importorskip("trl")
+    from rl.trainers import TrainConfig
+
+    cfg, _, _ = bench.parse_args(["--quick", "--p-high", "0.6", "--p-f", "0.1"])
+    for kw in bench.plan(cfg, tmp_path)["runs"].values():
+        care = TrainConfig(**kw).care_config()
+        assert (care.p_high, care.p_f) == (0.6, 0.1)
+
+
+def test_seed_everything_makes_torch_deterministic(bench) -> None:
+    torch = pytest.importorskip("torch")
+    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
+    try:
+        bench.seed_everything(replace(bench.BenchConfig(), threads=1, seed=7))
+        assert torch.get_num_threads() == 1 and torch.are_deterministic_algorithms_enabled()
+        first = torch.rand(3)
+        bench.seed_everything(replace(bench.BenchConfig(), threads=1, seed=7, deterministic=False))
+        assert torch.equal(first, torch.rand(3)) and not torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1])
