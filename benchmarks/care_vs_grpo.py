@@ -2,7 +2,7 @@
 
 Run (needs the ``[rl]`` extra)::
 
-    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # a smoke run: 23 min at load 4 on 2 cores
+    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # 2 templates, 4 RL steps, a 900 s budget
     .venv/bin/python benchmarks/care_vs_grpo.py                # the measurement, hours on 2 cores
     .venv/bin/python benchmarks/care_vs_grpo.py --quick --dry-run   # the plan only: no model is built
 
@@ -979,7 +979,9 @@ def parse_args(argv: Sequence[str] | None = None, preset: str | None = None) -> 
         preset: ``"gpu"`` starts from :meth:`BenchConfig.gpu` (``benchmarks/gpu_care.py``).
     """
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run (23 min at load 4 on 2 cores)")
+    ap.add_argument(
+        "--quick", action="store_true", help="a small start CARE can act on, 4 RL steps per arm, a 900 s budget"
+    )
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: a new temporary folder)")
     ap.add_argument(
         "--dry-run", action="store_true", help="print the plan (split, hardware, every arm's TrainConfig) and exit"
