@@ -2,7 +2,7 @@
 
 Run (needs the ``[rl]`` extra)::
 
-    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # a smoke run: 23 min at load 4 on 2 cores
+    .venv/bin/python benchmarks/care_vs_grpo.py --quick        # 2 templates, 4 RL steps, a 900 s budget
     .venv/bin/python benchmarks/care_vs_grpo.py                # the measurement, hours on 2 cores
     .venv/bin/python benchmarks/care_vs_grpo.py --quick --dry-run   # the plan only: no model is built
 
@@ -94,6 +94,12 @@ TOOLS = "clock,finish"
 tiny model's tokenizer. The ``task`` filter adds ``system`` and ``user`` (about 1.4k more): every
 RL step costs more on CPU (attention over the prompt dominates a small model's step)."""
 
+QUICK_TEMPLATES = "clock.alarm_off,clock.delete_alarm"
+"""The ``--quick`` preset's templates (:meth:`BenchConfig.quick`)."""
+
+QUICK_TOOLS = "clock.list_alarms,clock.set_alarm_enabled,clock.delete_alarm,finish"
+"""The ``--quick`` preset's tool filter: the tools the two templates' plans call, and ``finish``."""
+
 
 @dataclass(frozen=True)
 class BenchConfig:
@@ -141,6 +147,28 @@ class BenchConfig:
         time_budget_s: seconds the whole run may take, or None: a seed is started (all its arms
             and their evaluations) only when :func:`next_seed_fits` says the last seed's time
             still fits; the seeds that ran are recorded (``rl_seeds_run``). At least one runs.
+        p_low: CARE's shaping threshold (:attr:`rl.care.CareConfig.p_low`): groups whose success
+            rate is below it are in shaping mode; given to every arm as ``p_high`` is.
+        p_high: CARE's efficiency threshold (:attr:`rl.care.CareConfig.p_high`): groups whose
+            success rate is above it are in efficiency mode. Given to every arm's ``care`` so that
+            the mode shares of the GRPO and penalty arms (the mode CARE would have used) are
+            counted on the same thresholds; only the ``care`` arm's advantages depend on it.
+        p_f: CARE's variance floor ``σ_floor = sqrt(p_f(1 − p_f))`` (:attr:`rl.care.CareConfig.p_f`),
+            the same way. Lower: larger efficiency advantages among successes (``|A| ≤ μ/σ_floor``).
+        controller: CARE's controller (``TrainConfig.care_controller``): ``rule``, ``none`` (the
+            configuration stays fixed) or ``llm`` (needs ``controller_base_url`` and
+            ``controller_model``: an OpenAI-compatible server).
+        controller_every: optimiser steps between controller updates.
+        controller_base_url, controller_model: the ``llm`` controller's server and model.
+        start_episodes: sampled episodes per training task of the SFT start's own evaluation
+            (:func:`start_figures`: its success with a standard error over episodes, and per task,
+            from which the shares of groups per CARE mode it predicts); ``group_size`` makes each
+            task's rate that of one RL group.
+        start: an SFT checkpoint folder to start the arms from instead of training one (a run of
+            the same settings wrote it to ``OUT/sft/model``); its figures are measured again and
+            its weights' digest recorded, so a reused start is visible in the JSON.
+        deterministic: ``torch.use_deterministic_algorithms(True)`` and every seed set
+            (:func:`seed_everything`) before the base model is built, SFT, RL and evaluation.
     """
 
     templates: str = TEMPLATES
@@ -171,17 +199,37 @@ class BenchConfig:
     vllm: bool | None = None
     vllm_memory: float = 0.3
     time_budget_s: float | None = None
+    p_low: float = 0.25
+    p_high: float = 0.75
+    p_f: float = 0.25
+    controller: str = "rule"
+    controller_every: int = 5
+    controller_base_url: str | None = None
+    controller_model: str | None = None
+    start_episodes: int = 8
+    start: str | None = None
+    deterministic: bool = True
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        """The ``--quick`` preset: 600 SFT steps (two thirds of the full run's: its 900 took 379 s
-        here; 450 gave 14% sampled success), then 4 RL steps per arm and seed over 3 seeds, 1
-        evaluation episode per task. It checks that the pipeline runs and whether the arms part
-        at all, not CARE's effect. Measured on the 2 cores beside other jobs: with 2 evaluation
-        episodes per task 1,763 s at load 3-7 (SFT 471 s, RL 764 s, evaluations 523 s); with 1,
-        this preset, 1,376 s at load 4 (SFT 545 s, RL 623 s, evaluations 176 s): about 11 min on
-        an idle machine by the same shares (not measured idle)."""
-        return cls(sft_steps=600, rl_steps=4, eval_episodes=1)
+        """The ``--quick`` preset: a start CARE can act on, then whether the arms' curves part.
+
+        Two templates (``clock.alarm_off``, ``clock.delete_alarm``), instances 0–3 trained (8
+        tasks) and 4–7 held out, prompts offering only the four tools their plans use
+        (:data:`QUICK_TOOLS`: about 0.6k prompt tokens instead of 1.7k for ``clock,finish``), 300
+        SFT steps: measured at temperature 0.5, this start wins 0.625 ± 0.061 of 64 sampled
+        training episodes, with per-task rates from 0.12 to 1.0, so RL's groups fall in every
+        CARE mode. Against the full run's three templates the same recipe is fragile: five
+        instances each gave 0.19 (6 of 10 tasks below ``p_low``), 18 tasks and 600 steps 0.18.
+        ``p_low = 0.3`` sends 2-of-8 groups to shaping too (predicted from the start's rates:
+        0.19 / 0.48 / 0.33 of groups in shaping / outcome / efficiency; 0.11 / 0.56 / 0.33 at
+        0.25). Then 4 RL steps per arm and seed over seeds 0, 1, 2, 1 evaluation episode per task,
+        and a time budget of 900 s (:attr:`time_budget_s`: on a loaded machine fewer seeds run;
+        ``rl_seeds_run`` in the JSON says which)."""
+        return cls(
+            templates=QUICK_TEMPLATES, tools=QUICK_TOOLS, train_instances=4, sft_steps=300, rl_steps=4,
+            eval_episodes=1, p_low=0.3, time_budget_s=900.0,
+        )  # fmt: skip
 
     @classmethod
     def gpu(cls, model: str = "smollm2") -> BenchConfig:
@@ -272,15 +320,18 @@ def rollout_config(cfg: BenchConfig) -> Any:
     )
 
 
-def evaluate(model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig, device: str = "cpu") -> dict[str, Any]:
-    """Sampled episodes of a checkpoint on ``task_ids``: ``cfg.eval_episodes`` per task, on ``device``.
+def evaluate(
+    model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig, device: str = "cpu", episodes: int | None = None
+) -> dict[str, Any]:
+    """Sampled episodes of a checkpoint on ``task_ids``: ``episodes`` (default ``cfg.eval_episodes``)
+    per task, on ``device``.
 
     Episode ``k`` of task ``t`` is sampled with the same seeds for every model (``cfg.eval_seed``),
     so models differ only by their weights. Returns ``success`` (rate), ``output_tokens`` and
     ``tool_calls`` (means per episode), ``episodes`` (count), ``rows`` (``[[success,
     output_tokens, tool_calls], ...]`` per episode, task by task: what the standard errors are
-    computed from), ``seconds`` and ``per_task`` (``{task: [success, output_tokens, tool_calls]}``,
-    means).
+    computed from), ``seconds``, ``per_task`` (``{task: [success, output_tokens, tool_calls]}``,
+    means) and ``task_rows`` (``{task: its rows}``).
     """
     import numpy as np
     import torch
@@ -295,13 +346,14 @@ def evaluate(model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig, d
     rc = rollout_config(cfg)
     rows: list[tuple[float, float, float]] = []
     per_task: dict[str, list[float]] = {}
+    task_rows: dict[str, list[list[float]]] = {}
+    n = cfg.eval_episodes if episodes is None else episodes
     for task_id in task_ids:
-        trajs = rollout_members(
-            model, tokenizer, task_id, 0, list(range(cfg.eval_episodes)), rc, sample_seed=cfg.eval_seed
-        )
+        trajs = rollout_members(model, tokenizer, task_id, 0, list(range(n)), rc, sample_seed=cfg.eval_seed)
         got = [(float(t.success), float(t.output_tokens), float(t.tool_calls)) for t in trajs]
         rows.extend(got)
         per_task[task_id] = np.mean(np.array(got), axis=0).round(4).tolist()
+        task_rows[task_id] = [list(r) for r in got]
     arr = np.array(rows, dtype=np.float64)
     del model
     return {
@@ -312,7 +364,58 @@ def evaluate(model_dir: Path | str, task_ids: Sequence[str], cfg: BenchConfig, d
         "rows": arr.tolist(),
         "seconds": time.perf_counter() - started,
         "per_task": per_task,
+        "task_rows": task_rows,
     }
+
+
+def seed_everything(cfg: BenchConfig) -> None:
+    """Make a run repeatable: torch on ``cfg.threads`` intra-op threads, Python's, NumPy's and
+    torch's generators seeded with ``cfg.seed`` (:func:`transformers.set_seed`), and, with
+    ``cfg.deterministic``, ``torch.use_deterministic_algorithms(True)`` (on CUDA with
+    ``CUBLAS_WORKSPACE_CONFIG`` set, as cuBLAS then requires; ops without a deterministic
+    implementation warn there instead of stopping the run); without it, ``(False)``. SFT and RL seed
+    again from their own ``seed`` (TRL's ``set_seed``) and every sampled reply from its own seed
+    (:func:`rl.sampling.sampling_seed`), so the run does not depend on what ran before."""
+    import torch
+    from transformers import set_seed
+
+    torch.set_num_threads(cfg.threads)
+    set_seed(cfg.seed)
+    if cfg.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=cfg.device != "cpu" and torch.cuda.is_available())
+    else:
+        torch.use_deterministic_algorithms(False)
+
+
+def start_figures(per_task: dict[str, list[list[float]]], cfg: BenchConfig) -> dict[str, Any]:
+    """The SFT start's figures on the training tasks, from its sampled episodes.
+
+    Args:
+        per_task: ``{task: [[success, output_tokens, tool_calls], ...]}``, the episodes of each
+            training task (:func:`evaluate`'s ``task_rows``).
+        cfg: the run (its temperature and thresholds ``p_low`` and ``p_high``).
+
+    Returns:
+        ``success``, ``success_se`` (over the pooled episodes, ``scipy.stats.sem``), the same for
+        ``output_tokens`` and ``tool_calls``, ``episodes``, ``episodes_per_task``,
+        ``task_success`` (``{task: rate}``), and ``predicted_mode_shares``: the share of tasks
+        whose rate puts a group of them in each CARE mode (shaping ``p < p_low``, outcome, efficiency
+        ``p > p_high``): what RL's first groups should show if every task were drawn alike; and
+        ``threads``, ``deterministic``, ``temperature``.
+    """
+    from rl.care import CareConfig, RewardMode, reward_mode
+
+    rows = [row for task_rows in per_task.values() for row in task_rows]
+    out: dict[str, Any] = episode_summary(rows)
+    care = CareConfig(p_low=cfg.p_low, p_high=cfg.p_high, p_f=cfg.p_f)
+    rates = {task: float(sum(r[0] for r in task_rows) / len(task_rows)) for task, task_rows in per_task.items()}
+    modes = [reward_mode(p, care).value for p in rates.values()]
+    out["episodes_per_task"] = len(rows) // max(len(per_task), 1)
+    out["task_success"] = rates
+    out["predicted_mode_shares"] = {m.value: modes.count(m.value) / len(modes) for m in RewardMode}
+    out |= {"threads": cfg.threads, "deterministic": cfg.deterministic, "temperature": cfg.temperature}
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -486,6 +589,84 @@ def step_summary(runs: Sequence[dict[str, list[float]]]) -> dict[str, float]:
     return out
 
 
+STEP_KEYS: tuple[str, ...] = (
+    "success", "output_tokens", "tool_calls", "shaping_share", "outcome_share", "efficiency_share",
+    "zero_advantage_share", "zero_step", "adv_abs_mean",
+)  # fmt: skip
+"""The per-step series :func:`per_step` averages over seeds."""
+
+
+def per_step(runs: Sequence[dict[str, list[float]]]) -> list[dict[str, float]]:
+    """One arm's curves step by step: for each step every run reached, the mean over its runs (one
+    per seed) of each of :data:`STEP_KEYS`; ``zero_step`` is then the share of the seeds whose step
+    had all-zero advantages. ``[]`` without runs."""
+    import numpy as np
+
+    n = min((len(c["step"]) for c in runs), default=0)
+    out: list[dict[str, float]] = []
+    for i in range(n):
+        row = {"step": float(runs[0]["step"][i]), "seeds": float(len(runs))}
+        for key in STEP_KEYS:
+            row[key] = float(np.nanmean([c[key][i] for c in runs])) if runs else float("nan")
+        out.append(row)
+    return out
+
+
+def curve_differences(arm_runs: dict[str, list[dict[str, list[float]]]], reference: str = "grpo") -> dict[str, Any]:
+    """Whether each arm's training curves differ from the reference arm's, seed by seed.
+
+    Both arms run from the same start with the same RL seed, so their step ``t`` samples with the
+    same seeds: until their weights differ enough to change a sampled token, their curves are
+    equal, and a difference is the arms' doing, not sampling luck.
+
+    Returns:
+        Per arm other than ``reference``: ``identical_seeds`` (seeds, by position, whose training
+        success, output tokens and tool calls are equal at every step), ``first_difference`` (per
+        seed, the first step where they differ, or None), ``steps_differing`` (share of all steps
+        where they differ), and, for ``success``, ``output_tokens`` and ``tool_calls``, the mean over
+        steps of arm − reference per seed, averaged over seeds (``{metric}_diff``) with its
+        standard error over seeds (``{metric}_diff_se``, ``scipy.stats.sem``; NaN with one seed).
+        ``{}`` when the reference arm did not run (``--arms care``: a lever's run beside an earlier
+        run's GRPO arm, which is the same at the same start and seeds: the loop is deterministic).
+    """
+    import numpy as np
+    from scipy import stats
+
+    out: dict[str, Any] = {}
+    ref_runs = arm_runs.get(reference)
+    if not ref_runs:
+        return out
+    for arm, runs in arm_runs.items():
+        if arm == reference:
+            continue
+        firsts: list[int | None] = []
+        differing = total = 0
+        diffs: dict[str, list[float]] = {k: [] for k in METRICS}
+        for run_, ref in zip(runs, ref_runs, strict=False):
+            n = min(len(run_["step"]), len(ref["step"]))
+            first = None
+            for i in range(n):
+                if any(run_[k][i] != ref[k][i] for k in METRICS):
+                    differing += 1
+                    first = int(run_["step"][i]) if first is None else first
+            total += n
+            firsts.append(first)
+            for k in METRICS:
+                if n:
+                    diffs[k].append(float(np.mean(np.subtract(run_[k][:n], ref[k][:n]))))
+        row: dict[str, Any] = {
+            "identical_seeds": [i for i, f in enumerate(firsts) if f is None],
+            "first_difference": firsts,
+            "steps_differing": differing / total if total else float("nan"),
+        }
+        for k in METRICS:
+            d = np.asarray(diffs[k])
+            row[f"{k}_diff"] = float(d.mean()) if d.size else float("nan")
+            row[f"{k}_diff_se"] = float(stats.sem(d)) if d.size > 1 else float("nan")
+        out[arm] = row
+    return out
+
+
 def smooth(values: Sequence[float], window: int) -> list[float]:
     """Trailing moving average over ``window`` points (shorter at the start); ``[]`` for ``[]``."""
     out: list[float] = []
@@ -607,22 +788,33 @@ def sft(cfg: BenchConfig, base: Path, train_ids: Sequence[str], out: Path, hw: d
     return train_sft(base, traces, out / "sft", sft_run_config(cfg, hw), tool_specs_or_tools=offered)
 
 
+def care_settings(cfg: BenchConfig, arm: str) -> dict[str, float]:
+    """The :class:`rl.care.CareConfig` fields an arm starts from: ``p_low``, ``p_high`` and ``p_f`` in every
+    arm (they decide the mode each group is counted in; only ``care``'s advantages use them), and
+    ``mu`` in the ``penalty`` arm when ``cfg.mu`` is set."""
+    care = {"p_low": cfg.p_low, "p_high": cfg.p_high, "p_f": cfg.p_f}
+    if arm == "penalty" and cfg.mu is not None:
+        care["mu"] = cfg.mu
+    return care
+
+
 def train_kwargs(
     cfg: BenchConfig, arm: str, start: Path, train_ids: Sequence[str], out: Path, seed: int, hw: dict[str, Any]
 ) -> dict[str, Any]:
     """The :class:`rl.trainers.TrainConfig` fields of one arm and RL seed on the run's hardware
     (``hw``: :func:`hardware`): the device (``use_cpu``), bf16, vLLM's colocate mode, and the same
     invalid-reply penalty in every arm. Plain values, so the tests build them for CUDA on a CPU."""
-    care: dict[str, Any] | None = None
-    if arm == "penalty" and cfg.mu is not None:
-        care = {"mu": cfg.mu}
     return dict(
         model_path=str(start),
         output_dir=str(out / f"seed{seed}" / arm),
         tasks=list(train_ids),
         seeds=[0],
         algo=arm,
-        care=care,
+        care=care_settings(cfg, arm),
+        care_controller=cfg.controller,
+        care_controller_every=cfg.controller_every,
+        care_controller_base_url=cfg.controller_base_url,
+        care_controller_model=cfg.controller_model,
         num_generations=cfg.group_size,
         per_device_train_batch_size=cfg.group_size,
         max_turns=cfg.max_turns,
@@ -729,6 +921,38 @@ def report(result: dict[str, Any]) -> str:
             f"{s['efficiency_share']:>8.2f} {s['zero_advantage_share']:>16.2f} {s['zero_step_share']:>11.2f} "
             f"{s['adv_abs_mean']:>9.3f} {s['adv_abs_max']:>8.3f}"
         )
+    per = result.get("per_step", {})
+    if per:
+        lines.append(
+            "per RL step, mean over seeds: success, output tokens, shares of groups per mode (shaping/outcome/"
+            "efficiency), zero-advantage groups, seeds whose step was all-zero"
+        )
+        for arm, steps in per.items():
+            for r in steps:
+                lines.append(
+                    f"  {arm:<8} step {int(r['step']):>3}: success {r['success']:.3f}, tokens {r['output_tokens']:6.1f}, "
+                    f"modes {r['shaping_share']:.2f}/{r['outcome_share']:.2f}/{r['efficiency_share']:.2f}, "
+                    f"zero-adv groups {r['zero_advantage_share']:.2f}, zero steps {r['zero_step']:.2f}, "
+                    f"mean |A| {r['adv_abs_mean']:.3f}"
+                )
+    for arm, d in result.get("curve_differences", {}).items():
+        lines.append(
+            f"{arm} vs grpo training curves: identical at seeds {d['identical_seeds']} (by position), first "
+            f"difference at steps {d['first_difference']}, {d['steps_differing']:.0%} of steps differ; mean over "
+            f"steps, paired by seed: success {_fmt(100 * d['success_diff'], '+.1f')} ± "
+            f"{_fmt(100 * d['success_diff_se'], '.1f')} points, tokens {_fmt(d['output_tokens_diff'], '+.1f')} ± "
+            f"{_fmt(d['output_tokens_diff_se'], '.1f')}, calls {_fmt(d['tool_calls_diff'], '+.2f')} ± "
+            f"{_fmt(d['tool_calls_diff_se'], '.2f')}"
+        )
+    start = result.get("start")
+    if start:
+        shares = start["predicted_mode_shares"]
+        lines.append(
+            f"SFT start: training success {start['success']:.3f} ± {start['success_se']:.3f} over {start['episodes']} "
+            f"episodes ({start['episodes_per_task']} a task, T={start['temperature']}, {start['threads']} thread(s), "
+            f"deterministic {start['deterministic']}); tasks by mode: shaping {shares['shaping']:.2f}, outcome "
+            f"{shares['outcome']:.2f}, efficiency {shares['efficiency']:.2f}"
+        )
     for arm, same in result.get("identical_to_grpo", {}).items():
         lines.append(f"{arm}: final weights bit-identical to GRPO's at seeds {[s for s, v in same.items() if v]}")
     return "\n".join(lines)
@@ -739,8 +963,10 @@ def _parse_value(name: str, text: str, default: Any) -> Any:
         return tuple(int(x) for x in text.split(",") if x.strip())
     if name == "arms":
         return tuple(a.strip() for a in text.split(",") if a.strip())
-    if name in ("mu",):
+    if name in ("mu", "time_budget_s"):
         return float(text)
+    if name in ("start", "controller_base_url", "controller_model"):
+        return text
     return type(default)(text)
 
 
@@ -753,10 +979,17 @@ def parse_args(argv: Sequence[str] | None = None, preset: str | None = None) -> 
         preset: ``"gpu"`` starts from :meth:`BenchConfig.gpu` (``benchmarks/gpu_care.py``).
     """
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run (23 min at load 4 on 2 cores)")
+    ap.add_argument(
+        "--quick", action="store_true", help="a small start CARE can act on, 4 RL steps per arm, a 900 s budget"
+    )
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: a new temporary folder)")
     ap.add_argument(
         "--dry-run", action="store_true", help="print the plan (split, hardware, every arm's TrainConfig) and exit"
+    )
+    ap.add_argument(
+        "--start-only",
+        action="store_true",
+        help="train and measure the SFT start only (OUT/start.json): e.g. to compare --threads 1 and 2",
     )
     defaults = BenchConfig()
     for f in BenchConfig.__dataclass_fields__.values():
@@ -774,6 +1007,8 @@ def parse_args(argv: Sequence[str] | None = None, preset: str | None = None) -> 
             )
         elif f.name == "device":
             ap.add_argument(flag, choices=("auto", "cuda", "cpu"), default=None, help="default auto")
+        elif f.name == "controller":
+            ap.add_argument(flag, choices=("rule", "none", "llm"), default=None, help=f"default {value!r}")
         elif isinstance(value, bool):
             ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=f"default {value!r}")
         else:
@@ -792,8 +1027,8 @@ def parse_args(argv: Sequence[str] | None = None, preset: str | None = None) -> 
                 ap.error(f"--{name.replace('_', '-')}: {exc}")
         if name == "arms":
             bad = set(value) - set(ARMS)
-            if bad or "grpo" not in value:
-                ap.error(f"--arms takes {', '.join(ARMS)} and must include grpo, got {value}")
+            if bad or not value:
+                ap.error(f"--arms takes {', '.join(ARMS)}, got {value}")
         if name == "rl_seeds" and (not value or len(set(value)) != len(value)):
             ap.error(f"--rl-seeds takes distinct integers, got {value}")
         changes[name] = value
@@ -827,27 +1062,59 @@ def plan(cfg: BenchConfig, out: Path, hw: dict[str, Any] | None = None) -> dict[
     }
 
 
+def make_start(cfg: BenchConfig, out: Path, hw: dict[str, Any]) -> dict[str, Any]:
+    """The SFT start and its figures: seeds everything (:func:`seed_everything`), trains SFT (or
+    takes ``cfg.start``), and evaluates the start on the training tasks (``cfg.start_episodes``
+    each: :func:`start_figures`) and the held-out ones (``cfg.eval_episodes`` each).
+
+    Returns:
+        ``model_dir``, ``sft`` (the SFT summary without its losses, first and last loss; or
+        ``{"reused": folder}``), ``start`` (:func:`start_figures` plus ``weights_digest``),
+        ``eval`` (``{"train", "heldout"}``: :func:`evaluate` results) and ``walls`` (seconds).
+    """
+    seed_everything(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    walls: dict[str, float] = {}
+    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances)
+    t = time.perf_counter()
+    if cfg.start:
+        start = Path(cfg.start)
+        if not (start / "config.json").exists():
+            raise ValueError(f"--start {cfg.start!r} is not a checkpoint folder")
+        sft_record: dict[str, Any] = {"reused": str(start)}
+    else:
+        base = base_model(cfg, out)
+        sft_summary = sft(cfg, base, train_ids, out, hw)
+        start = Path(sft_summary["model_dir"])
+        sft_record = {k: v for k, v in sft_summary.items() if k not in ("losses", "config")} | {
+            "first_loss": sft_summary["losses"][0],
+            "last_loss": sft_summary["losses"][-1],
+        }
+    walls["sft"] = time.perf_counter() - t
+    _free_accelerator()
+    t = time.perf_counter()
+    ev = {
+        "train": evaluate(start, train_ids, cfg, hw["device"], episodes=cfg.start_episodes),
+        "heldout": evaluate(start, held_ids, cfg, hw["device"]),
+    }
+    walls["eval_sft"] = time.perf_counter() - t
+    figures = start_figures(ev["train"]["task_rows"], cfg) | {"weights_digest": weights_digest(start)}
+    return {"model_dir": str(start), "sft": sft_record, "start": figures, "eval": ev, "walls": walls}
+
+
 def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
     """SFT, the arms over the RL seeds, the evaluations and the artifacts; returns what
     ``care_vs_grpo.json`` holds."""
     import torch
 
     hw = hardware(cfg)
-    torch.set_num_threads(cfg.threads)
-    out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    walls: dict[str, float] = {}
     train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances)
-    base = base_model(cfg, out)
-    t = time.perf_counter()
-    sft_summary = sft(cfg, base, train_ids, out, hw)
-    walls["sft"] = time.perf_counter() - t
-    _free_accelerator()
-    start = Path(sft_summary["model_dir"])
+    made = make_start(cfg, out, hw)
+    walls: dict[str, float] = dict(made["walls"])
+    start = Path(made["model_dir"])
     splits = {"train": train_ids, "heldout": held_ids}
-    t = time.perf_counter()
-    sft_eval = {split: evaluate(start, ids, cfg, hw["device"]) for split, ids in splits.items()}
-    walls["eval_sft"] = time.perf_counter() - t
+    sft_eval = made["eval"]
     arm_runs: dict[str, list[dict[str, list[float]]]] = {arm: [] for arm in cfg.arms}
     summaries: dict[str, dict[str, Any]] = {arm: {} for arm in cfg.arms}
     rows: dict[str, dict[str, list[list[list[float]]]]] = {arm: {s: [] for s in splits} for arm in cfg.arms}
@@ -901,12 +1168,14 @@ def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
         "train_tasks": train_ids,
         "heldout_tasks": held_ids,
         "host": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": _load()},
-        "sft": {k: v for k, v in sft_summary.items() if k not in ("losses", "config")}
-        | {"first_loss": sft_summary["losses"][0], "last_loss": sft_summary["losses"][-1]},
+        "sft": made["sft"],
+        "start": made["start"],
+        "curve_differences": curve_differences(arm_runs),
         "rl": summaries,
         "eval": evals,
         "paired": paired,
         "steps": {arm: step_summary(arm_runs[arm]) for arm in cfg.arms},
+        "per_step": {arm: per_step(arm_runs[arm]) for arm in cfg.arms},
         "identical_to_grpo": identical,
         "weights_digest": digests,
         "curves": arm_runs,
@@ -925,11 +1194,40 @@ def _load() -> list[float] | None:
         return None
 
 
+def start_only(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
+    """``--start-only``: :func:`make_start` alone; writes ``OUT/start.json`` (command, settings,
+    hardware, load, the start's figures, SFT's record, wall times), prints one line, returns it."""
+    import torch
+
+    hw = hardware(cfg)
+    started = time.perf_counter()
+    made = make_start(cfg, out, hw)
+    result = {
+        "command": command,
+        "config": asdict(cfg),
+        "hardware": hw | {"torch": torch.__version__},
+        "host": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": _load()},
+        "sft": made["sft"],
+        "start": made["start"],
+        "heldout": episode_summary(made["eval"]["heldout"]["rows"]),
+        "wall_seconds": made["walls"] | {"total": time.perf_counter() - started},
+    }
+    (out / "start.json").write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    st = result["start"]
+    print(
+        f"SFT start ({cfg.threads} thread(s)): training success {st['success']:.3f} ± {st['success_se']:.3f} "
+        f"({st['episodes']} episodes), tasks by mode {st['predicted_mode_shares']}, digest {st['weights_digest'][:12]}, "
+        f"wall {result['wall_seconds']['total']:.0f} s, load {result['host']['load']}; {out / 'start.json'}"
+    )
+    return result
+
+
 def main(argv: Sequence[str] | None = None, preset: str | None = None) -> dict[str, Any]:
     """Run the benchmark (or, with ``--dry-run``, print its plan) and print the tables (see the
     module docstring). Returns the result (or the plan)."""
     import tempfile
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     cfg, out, dry = parse_args(argv, preset)
     out = out or Path(tempfile.mkdtemp(prefix="care_vs_grpo_"))
     if dry:
@@ -937,6 +1235,8 @@ def main(argv: Sequence[str] | None = None, preset: str | None = None) -> dict[s
         print(json.dumps(p, indent=1, default=str))
         return p
     command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
+    if "--start-only" in argv:
+        return start_only(cfg, out, command)
     result = run(cfg, out, command)
     walls = result["wall_seconds"]
     print(

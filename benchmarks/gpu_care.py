@@ -341,7 +341,8 @@ def bench_argv(carried: Path, out: Path, rest: Sequence[str]) -> list[str]:
 
 
 FIGURE_KEYS: tuple[str, ...] = (
-    "hardware", "config", "eval", "paired", "steps", "identical_to_grpo", "wall_seconds", "sft", "command",
+    "hardware", "config", "eval", "paired", "steps", "identical_to_grpo", "wall_seconds", "sft", "command", "start",
+    "per_step", "curve_differences",
 )  # fmt: skip
 """The keys of ``care_vs_grpo.json`` that the figures file keeps."""
 

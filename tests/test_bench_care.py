@@ -158,9 +158,16 @@ def test_flags_override_the_preset(bench) -> None:
     assert (dev.device, dev.bf16, dev.vllm, dev.mu) == ("cpu", False, True, 0.2)
     gpu, _, _ = bench.parse_args(["--rl-steps", "2"], preset="gpu")
     assert gpu == replace(bench.BenchConfig.gpu(), rl_steps=2) and gpu.device == "cuda"
-    for bad in (["--arms", "care"], ["--rl-seeds", "1,1"], ["--device", "tpu"], ["--rl-steps", "x"]):
+    for bad in (
+        ["--arms", "care,ppo"],
+        ["--arms", ","],
+        ["--rl-seeds", "1,1"],
+        ["--device", "tpu"],
+        ["--rl-steps", "x"],
+    ):
         with pytest.raises(SystemExit):
-            bench.parse_args(bad)  # GRPO is the reference of every ratio; seeds distinct; known devices
+            bench.parse_args(bad)  # known arms; seeds distinct; known devices
+    assert bench.parse_args(["--arms", "care"])[0].arms == ("care",)  # a lever's run beside an earlier GRPO
 
 
 def test_one_invalid_reply_penalty_for_every_arm_and_train_rl(bench, tmp_path) -> None:
@@ -182,7 +189,7 @@ def test_dry_run_plans_every_arm_and_seed_on_the_cpu(bench, tmp_path, capsys) ->
     assert json.loads(capsys.readouterr().out)["hardware"] == {"device": "cpu", "bf16": False, "vllm": False}
     assert sorted(p["runs"]) == sorted(f"seed{s}/{a}" for s in (0, 1, 2) for a in bench.ARMS)
     assert all(kw["use_cpu"] and not kw["bf16"] and not kw["use_vllm"] for kw in p["runs"].values())
-    assert p["episodes_per_model"] == {"train": 18 * 1, "heldout": 6 * 1}
+    assert p["episodes_per_model"] == {"train": 8 * 1, "heldout": 8 * 1}
     assert not any(tmp_path.iterdir())  # nothing built, nothing trained
     with pytest.raises(ValueError, match="CUDA"):
         bench.hardware(replace(bench.BenchConfig(), device="cuda"))
@@ -227,8 +234,170 @@ def test_configs_built_for_cuda(bench, tmp_path, fake_cuda, monkeypatch) -> None
     assert cpu["hardware"] == {"device": "cpu", "bf16": False, "vllm": False}
 
 
+def test_the_quick_preset_plans_the_chosen_start_and_levers(bench, tmp_path) -> None:
+    """--quick: two clock templates, 4 instances trained and 4 held out, the four tools their plans
+    call, 300 SFT steps, a start measured on 8 episodes a task at T = 0.5, p_low 0.3 in every arm,
+    4 RL steps over 3 seeds within 900 s; the full run keeps its own settings."""
+    q = bench.BenchConfig.quick()
+    p = bench.plan(q, tmp_path)
+    assert p["train_tasks"] == [f"clock.alarm_off/{i}" for i in range(4)] + [
+        f"clock.delete_alarm/{i}" for i in range(4)
+    ]
+    assert p["heldout_tasks"] == [f"clock.alarm_off/{i}" for i in range(4, 8)] + [
+        f"clock.delete_alarm/{i}" for i in range(4, 8)
+    ]
+    assert (q.sft_steps, q.rl_steps, q.rl_seeds, q.temperature, q.start_episodes) == (300, 4, (0, 1, 2), 0.5, 8)
+    assert q.time_budget_s == 900.0 and q.deterministic and q.threads == 1
+    for kw in p["runs"].values():
+        assert kw["tool_filter"] == "clock.list_alarms,clock.set_alarm_enabled,clock.delete_alarm,finish"
+        assert kw["care"]["p_low"] == 0.3 and kw["care"]["p_high"] == 0.75 and kw["care_controller"] == "rule"
+        assert kw["temperature"] == 0.5 and kw["max_steps"] == 4 and kw["num_generations"] == 8
+    from agents.toolfilter import allowed_tools
+    from phoneenv.tasks import get_task
+
+    tools = allowed_tools(q.tools)
+    for task in p["train_tasks"] + p["heldout_tasks"]:  # every call of every reference plan is offered
+        assert {c.name for c in get_task(task).reference_plan} <= tools, task
+    full = bench.BenchConfig()
+    assert (full.templates, full.tools, full.sft_steps, full.p_low, full.time_budget_s) == (
+        bench.TEMPLATES,
+        bench.TOOLS,
+        900,
+        0.25,
+        None,
+    )
+
+
 def test_a_time_budget_stops_starting_seeds(bench) -> None:
     assert bench.next_seed_fits(1e9, None, 10.0)  # the first seed always runs
     assert bench.next_seed_fits(1e9, 1e9, None)  # no budget
     assert bench.next_seed_fits(300.0, 200.0, 540.0) and not bench.next_seed_fits(400.0, 200.0, 540.0)
-    assert bench.BenchConfig.gpu().time_budget_s == 540.0 and bench.BenchConfig.quick().time_budget_s is None
+    assert bench.BenchConfig.gpu().time_budget_s == 540.0 and bench.BenchConfig().time_budget_s is None
+
+
+def _curve(success, tokens, calls=None, **shares):
+    n = len(success)
+    c = {k: [0.0] * n for k in ("shaping_share", "outcome_share", "efficiency_share", "zero_advantage_share",
+                                 "zero_step", "adv_abs_mean", "adv_abs_max")}  # fmt: skip
+    c |= {k: list(v) for k, v in shares.items()}
+    return c | {"step": [float(i) for i in range(n)], "success": list(success), "output_tokens": list(tokens),
+                "tool_calls": list(calls or [3.0] * n)}  # fmt: skip
+
+
+def test_curve_differences_are_paired_by_seed(bench) -> None:
+    grpo = [_curve([0.5, 0.5, 0.75], [100, 100, 100]), _curve([0.25, 0.5, 0.5], [120, 110, 100])]
+    same = [_curve([0.5, 0.5, 0.75], [100, 100, 100]), _curve([0.25, 0.5, 0.5], [120, 110, 100])]
+    # seed 0 departs at step 1 (tokens 90, then success 1.0), seed 1 at step 2 (tokens 80)
+    care = [_curve([0.5, 0.5, 1.0], [100, 90, 100]), _curve([0.25, 0.5, 0.5], [120, 110, 80])]
+    d = bench.curve_differences({"grpo": grpo, "same": same, "care": care})
+    assert set(d) == {"same", "care"} and bench.curve_differences({"care": care}) == {}
+    assert d["same"]["identical_seeds"] == [0, 1] and d["same"]["first_difference"] == [None, None]
+    assert d["same"]["steps_differing"] == 0.0 and d["same"]["output_tokens_diff"] == 0.0
+    c = d["care"]
+    assert (
+        c["identical_seeds"] == [] and c["first_difference"] == [1, 2] and c["steps_differing"] == pytest.approx(3 / 6)
+    )
+    # per seed, the mean over steps of care − grpo: tokens −10/3 and −20/3; success +0.25/3 and 0
+    assert c["output_tokens_diff"] == pytest.approx(-5.0)
+    assert c["output_tokens_diff_se"] == pytest.approx(np.std([-10 / 3, -20 / 3], ddof=1) / np.sqrt(2))
+    assert c["success_diff"] == pytest.approx(0.25 / 6) and c["tool_calls_diff"] == 0.0
+
+
+def test_per_step_means_over_seeds(bench) -> None:
+    a = _curve([0.5, 1.0], [100, 80], shaping_share=[1.0, 0.0], efficiency_share=[0.0, 1.0], zero_step=[1.0, 0.0])
+    b = _curve([0.0, 0.5, 0.5], [120, 60, 60], shaping_share=[0.0, 0.0, 0.0], efficiency_share=[0.0, 0.0, 1.0],
+               zero_step=[0.0, 0.0, 1.0])  # fmt: skip
+    rows = bench.per_step([a, b])
+    assert len(rows) == 2  # the steps both seeds reached
+    assert rows[0]["success"] == 0.25 and rows[0]["shaping_share"] == 0.5 and rows[0]["zero_step"] == 0.5
+    assert rows[1]["output_tokens"] == 70.0 and rows[1]["efficiency_share"] == 0.5 and rows[1]["seeds"] == 2.0
+    assert bench.per_step([]) == []
+
+
+def test_start_figures_predict_the_mode_of_each_task(bench) -> None:
+    cfg = replace(bench.BenchConfig(), p_high=0.6, threads=2)
+    won, lost = [1.0, 100.0, 3.0], [0.0, 150.0, 5.0]
+    per_task = {
+        "a/0": [won] * 8,  # p = 1 > 0.6: efficiency
+        "a/1": [won] * 5 + [lost] * 3,  # p = 0.625 > 0.6: efficiency (at p_high 0.75 it would be outcome)
+        "a/2": [won] * 2 + [lost] * 6,  # p = 0.25 = p_low: outcome
+        "a/3": [won] + [lost] * 7,  # p = 0.125 < p_low: shaping
+    }
+    f = bench.start_figures(per_task, cfg)
+    assert f["success"] == pytest.approx(16 / 32) and f["episodes"] == 32 and f["episodes_per_task"] == 8
+    assert f["success_se"] == pytest.approx(np.std([1] * 16 + [0] * 16, ddof=1) / np.sqrt(32))
+    assert f["task_success"] == {"a/0": 1.0, "a/1": 0.625, "a/2": 0.25, "a/3": 0.125}
+    assert f["predicted_mode_shares"] == {"shaping": 0.25, "outcome": 0.25, "efficiency": 0.5}
+    assert (f["threads"], f["deterministic"], f["temperature"]) == (2, True, cfg.temperature)
+    default = bench.start_figures(per_task, replace(cfg, p_high=0.75))["predicted_mode_shares"]
+    assert default == {"shaping": 0.25, "outcome": 0.5, "efficiency": 0.25}
+
+
+def test_care_levers_reach_every_arm(bench, tmp_path) -> None:
+    """p_high and the floor go to every arm's CareConfig (they decide the mode each group is counted
+    in), the controller and μ to the arms that use them; the flags parse."""
+    cfg, _, _ = bench.parse_args(
+        ["--quick", "--p-high", "0.6", "--p-f", "0.1", "--controller", "none", "--mu", "0.4", "--start", "s/model"]
+    )
+    assert (cfg.p_high, cfg.p_f, cfg.controller, cfg.start) == (0.6, 0.1, "none", "s/model")
+    p = bench.plan(cfg, tmp_path)
+    for name, kw in p["runs"].items():
+        want = {"p_low": 0.3, "p_high": 0.6, "p_f": 0.1} | ({"mu": 0.4} if name.endswith("/penalty") else {})
+        assert kw["care"] == want and kw["care_controller"] == "none", name
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--controller", "pid"])
+    assert bench.parse_args(["--time-budget-s", "60"])[0].time_budget_s == 60.0
+
+
+def test_care_levers_build_train_configs(bench, tmp_path) -> None:
+    pytest.importorskip("trl")
+    from rl.trainers import TrainConfig
+
+    cfg, _, _ = bench.parse_args(["--quick", "--p-high", "0.6", "--p-f", "0.1"])
+    for kw in bench.plan(cfg, tmp_path)["runs"].values():
+        care = TrainConfig(**kw).care_config()
+        assert (care.p_high, care.p_f) == (0.6, 0.1)
+
+
+def test_seed_everything_makes_torch_deterministic(bench) -> None:
+    torch = pytest.importorskip("torch")
+    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
+    try:
+        bench.seed_everything(replace(bench.BenchConfig(), threads=1, seed=7))
+        assert torch.get_num_threads() == 1 and torch.are_deterministic_algorithms_enabled()
+        first = torch.rand(3)
+        bench.seed_everything(replace(bench.BenchConfig(), threads=1, seed=7, deterministic=False))
+        assert torch.equal(first, torch.rand(3)) and not torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1])
+
+
+@pytest.mark.slow
+def test_the_sft_start_is_the_same_at_one_and_two_threads(bench, tmp_path) -> None:
+    """A few SFT steps and two sampled episodes of the tiny model, seeded and deterministic, at 1 and
+    at 2 torch threads: the same weights bit for bit and the same episodes (the benchmark's start,
+    in miniature; the full start's figures at both counts are in docs/figures/care.md)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
+    cfg = replace(
+        bench.BenchConfig(), templates="clock.alarm_off", train_instances=1, sft_steps=4, max_turns=3,
+        tools="clock.list_alarms,clock.set_alarm_enabled,finish",
+    )  # fmt: skip
+    train_ids, _ = bench.split_tasks(cfg.templates, cfg.train_instances)
+    hw = {"device": "cpu", "bf16": False, "vllm": False}
+    got = []
+    base = bench.base_model(cfg, tmp_path)  # built once: building it trains a tokenizer (slow)
+    try:
+        for threads in (1, 2):
+            run = replace(cfg, threads=threads)
+            bench.seed_everything(run)
+            out = tmp_path / f"t{threads}"
+            model = bench.sft(run, base, train_ids, out, hw)["model_dir"]
+            ev = bench.evaluate(model, train_ids, run, episodes=2)
+            got.append((bench.weights_digest(model), ev["rows"]))
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1])
+    assert got[0] == got[1]
