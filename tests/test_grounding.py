@@ -537,6 +537,14 @@ TOLD_STATE = [
     ("name", "memory.favorite_podcast/1", 'Playing "Soups for winter" from Kitchen Table.', True),
     ("name", "skills.reorder_usual/1", "Ordered your usual: 2 x Palak Paneer from Curry House.", False),
     ("name", "skills.reorder_usual/1", "Ordered your usual: 2 x Lentil Soup from Green Bowl.", True),
+    ("name", "skills.reorder_usual/1", "Then ordered your usual: 2 x Palak Paneer from Curry House.", False),
+    # someone else's act names what they wrote, not what the episode did
+    (
+        "name",
+        "subagent.collect_debts/0",
+        'Nicole wrote "Sorry, forgot: I owe you 18 AUD for the cinema", so she got a request for 18 AUD.',
+        True,
+    ),
     # a party told after "booked X for", a hyphenated count of nights
     ("count", "restaurants.book_table/2", "Booked El Patio for six at 19:30, code RS9-11281930.", False),
     ("count", "restaurants.book_table/2", "Booked El Patio for four at 19:30, code RS9-11281930.", True),

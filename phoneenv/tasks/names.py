@@ -105,6 +105,11 @@ _CONTEXT = re.compile(
 """Words after which a name is context, not what the act was done to."""
 _CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)|\s[-\u2013\u2014]\s|:\s")
 _QUOTE = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|(?<![\w])'([^']{3,80})'(?!\w)")
+_NOT_SUBJECT = r"(?!(?:I|Then|And|So|Also|Just|Finally|First|Next|Now|Today|Yesterday|Done|Okay|Ok|Sure|Yes)\b)"
+_OTHERS = re.compile(
+    rf"(?:\b(?:he|she|they|who|which)|(?<=\w\s){_NOT_SUBJECT}\b[A-Z][a-z]+|^\s*{_NOT_SUBJECT}[A-Z][a-z]+)\s+$"
+)
+"""A subject right before a verb that is not the planner: a pronoun or a name ("Nicole wrote")."""
 _DENIED = re.compile(r"\b(?:not|never|no|cannot|failed|unable)\b|n't\b", re.I)
 _CONTENT = re.compile(r"[^\W_]{2,}")
 _WORD = re.compile(r"\w+")
@@ -230,8 +235,8 @@ def told_names(
         if _DENIED.search(clause) or clause.rstrip().endswith("?"):
             continue
         act = _ACT.search(clause)
-        if act is None:
-            continue
+        if act is None or _OTHERS.search(clause[: act.start()]):
+            continue  # no act, or someone else's ("Nicole wrote "...""; "she sent")
         tail_start = act.end()
         quotes = list(_QUOTE.finditer(clause, tail_start))
         blank = list(clause)
