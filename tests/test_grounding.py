@@ -545,6 +545,11 @@ TOLD_STATE = [
         'Nicole wrote "Sorry, forgot: I owe you 18 AUD for the cinema", so she got a request for 18 AUD.',
         True,
     ),
+    # a code told must be one the world holds, and not one the episode's change replaced
+    ("code", "travel.book_hotel/2", "Booked Parkside Suites; code 5AGL4N.", False),
+    ("code", "travel.book_hotel/2", "Booked Parkside Suites; code 5AGLN4.", True),
+    ("code", "restaurants.move_booking/2", "Moved to 20:00; your code is RS8-11111830.", False),
+    ("code", "restaurants.move_booking/2", "Moved to 20:00; your code is RS8-11112000.", True),
     # a party told after "booked X for", a hyphenated count of nights
     ("count", "restaurants.book_table/2", "Booked El Patio for six at 19:30, code RS9-11281930.", False),
     ("count", "restaurants.book_table/2", "Booked El Patio for four at 19:30, code RS9-11281930.", True),

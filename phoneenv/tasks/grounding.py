@@ -177,6 +177,21 @@ _OTHERS_ACT = re.compile(r"(?:\b(?:he|she|they|who|which)|(?<!^)(?<![.!?]\s)\b(?
 it ("Marlene sent", "she moved")."""
 _LISTED = re.compile(r"\s*(?:,|&|\band\b|,\s*and\b)\s*(?:at\s+|on\s+)?", re.I)
 _GAP_AFTER = re.compile(r"\s+(?:before|after|earlier|later|ahead\s+of|sooner)\b", re.I)
+_RE_CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9][A-Z0-9-]{4,}[A-Z0-9](?![\w-])")
+"""A code as records hold it: six characters or more of capitals, digits and hyphens, with a
+digit and a capital ("5AGLN4", "RS9-11281930", "TK2JZD")."""
+_RE_CODE_TOLD = re.compile(
+    r"\b(?:code|confirmation(?:\s+(?:code|number))?|reference|ref\.?|PNR|booking\s+(?:number|ref))"
+    r"(?:\s+(?:is|was))?\s*[:#]?\s*((?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9-]{4,}[A-Za-z0-9])\b",
+    re.I,
+)
+"""A code told as one ("code 5AGL4N", "booking ref: TK2JDZ", "confirmation number RS9-1128")."""
+
+
+def _code_key(code: str) -> str:
+    return code.upper().replace("-", "")
+
+
 _FROM_BEFORE = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?$", re.I)
 _IN_DAYS = re.compile(r"\s*in\s+(\d+)\s+(day|week)s?\s*$", re.I)
 _REMINDER_KEYS = re.compile(r"remind|minutes_before|lead", re.I)
@@ -763,6 +778,8 @@ class Grounds:
         self.act_counts: frozenset[int] | None = None  # what an act verb may count (see grounds())
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
+        self.codes: frozenset[str] | None = None  # the codes the world holds (see _RE_CODE_TOKEN)
+        self.old_codes: frozenset[str] = frozenset()  # codes the episode's changes replaced
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._durations: set[int] | None = None
@@ -1122,6 +1139,22 @@ def grounds(
         x.strip().lower() for x, _, _, _ in _walk(now_recs) if isinstance(x, str) and len(x) <= 30
     )
     results = [c.feedback.result for c in calls if c.ok and c.feedback.result is not None and c.name != "finish"]
+    g.codes = frozenset(
+        _code_key(m.group())
+        for x, _, _, _ in _walk([goal, *memory, *results, *now_recs, *was_recs])
+        if isinstance(x, str) and len(x) <= 4000
+        for m in _RE_CODE_TOKEN.finditer(x)
+    )
+
+    def codes_of(recs: Sequence[Any]) -> set[str]:
+        return {
+            _code_key(m.group())
+            for x, _, _, _ in _walk(recs)
+            if isinstance(x, str) and len(x) <= 4000
+            for m in _RE_CODE_TOKEN.finditer(x)
+        }
+
+    g.old_codes = frozenset(codes_of(was_recs) - codes_of(now_recs))  # a booking moved gets a new code
     g.world_names = [*record_names([*results, *now_recs, *was_recs]), *(world.names if world is not None else ())]
     if (now := _clock(ctx)) is not None:
         g.now = now.hour * 60 + now.minute
@@ -1857,6 +1890,13 @@ def check_text(
         for said in _commitments(text, g):
             why = "the user gave no such word and the episode did nothing of it"
             out.append(Ungrounded("commitment", said, source, (), why))
+    if "code" in types and g.codes is not None:
+        for m in _RE_CODE_TOLD.finditer(text):
+            key = _code_key(m[1])
+            if key not in g.codes:
+                out.append(Ungrounded("code", m[1], source, (), "no booking, order or record holds that code"))
+            elif key in g.old_codes and not re.search(r"\b(?:old|previous|was|former)\b", text[: m.start()], re.I):
+                out.append(Ungrounded("code", m[1], source, (), "the episode's change replaced that code"))
     if "switch" in types:
         for said, held, why in check_switches(text, ctx):
             out.append(Ungrounded("switch", said, source, held, why))
