@@ -219,6 +219,8 @@ def test_train_rl_stores_in_the_loop_unless_told_not_to(tmp_path: Path, monkeypa
     model = tmp_path / "m"
     model.mkdir()
     (model / "config.json").write_text("{}")
+    for name in ("model.safetensors", "tokenizer.json"):  # a checkpoint by its files' names
+        (model / name).write_bytes(b"")
     args = ["train", "rl", "--model", str(model), "--out", str(tmp_path / "rl"), "--tasks", "template:settings.toggle"]
     assert CliRunner().invoke(app, args).exit_code == 0
     assert seen.pop("cfg").run_store == str(loop_dir())

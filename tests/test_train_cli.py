@@ -66,6 +66,8 @@ def test_train_rl_options_map_onto_train_config(tmp_path, monkeypatch):
     model = tmp_path / "m"
     model.mkdir()
     (model / "config.json").write_text("{}")
+    for name in ("model.safetensors", "tokenizer.json"):  # a checkpoint by its files' names
+        (model / name).write_bytes(b"")
     runner = CliRunner()
     args = ["train", "rl", "--model", str(model), "--out", str(tmp_path / "rl"), "--tasks", "template:settings.toggle"]
     res = runner.invoke(app, args)
@@ -135,6 +137,8 @@ def _fake_model(tmp_path):
     model = tmp_path / "m"
     model.mkdir()
     (model / "config.json").write_text("{}")
+    for name in ("model.safetensors", "tokenizer.json"):  # a checkpoint by its files' names
+        (model / name).write_bytes(b"")
     return ["train", "rl", "--model", str(model), "--out", str(tmp_path / "rl"), "--tasks", "template:settings.toggle"]
 
 
@@ -228,6 +232,8 @@ def test_sft_prompts_offer_the_tools_rl_offers(tmp_path, monkeypatch):
     base = tmp_path / "base"
     base.mkdir()
     (base / "config.json").write_text('{"max_position_embeddings": 8192}')
+    for name in ("model.safetensors", "tokenizer.json"):  # a checkpoint by its files' names
+        (base / name).write_bytes(b"")
     monkeypatch.setattr(rl.sft, "train_sft", fake_train_sft)
     monkeypatch.setattr("phoneenv.cli.train.base_model", lambda *a: base)
     ids = ["settings.toggle/0", "clock.alarm_off/0", "subagent.album_of_person/0"]
