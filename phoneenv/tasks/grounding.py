@@ -870,8 +870,8 @@ class Grounds:
     def anchors(self, clause: str, type: str) -> list[Named]:
         """The named records ``clause`` is about that hold values of ``type``: of those it names
         by a word (not one most records share) or a code, the ones it names in full (every name
-        word, or a code), else the ones it names best (most words): "Paid Phone November" is
-        about the Phone November bill, not the Internet November one beside it."""
+        word, or a code) and the ones it names best (most words): "Paid Phone November" is about
+        the Phone November bill, not the Internet November one beside it."""
         low = clause.lower()
         words = set(_TOKEN.findall(low))
         scored: list[tuple[int, bool, Named]] = []
@@ -883,10 +883,8 @@ class Grounds:
             if hits or coded:
                 whole = coded or all(t in words or t in self._common for t in n.tokens)
                 scored.append((hits + 2 * coded, whole, n))
-        if any(whole for _, whole, _ in scored):  # every record the clause names in full
-            return [n for _, whole, n in scored if whole]
         best = max((k for k, _, _ in scored), default=0)
-        return [n for k, _, n in scored if k == best]
+        return [n for k, whole, n in scored if whole or k == best]
 
     def ok(
         self, type: str, value: Any, pool: Evidence, text: str, start: int, unit: str = "", ending: bool = False
