@@ -192,6 +192,16 @@ def _code_key(code: str) -> str:
     return code.upper().replace("-", "")
 
 
+def _codes_in(values: Sequence[Any]) -> set[str]:
+    """The codes (:data:`_RE_CODE_TOKEN`, as :func:`_code_key`) in the strings of ``values``."""
+    return {
+        _code_key(m.group())
+        for x, _, _, _ in _walk(values)
+        if isinstance(x, str) and len(x) <= 4000
+        for m in _RE_CODE_TOKEN.finditer(x)
+    }
+
+
 _FROM_BEFORE = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?$", re.I)
 _IN_DAYS = re.compile(r"\s*in\s+(\d+)\s+(day|week)s?\s*$", re.I)
 _REMINDER_KEYS = re.compile(r"remind|minutes_before|lead", re.I)
@@ -778,8 +788,9 @@ class Grounds:
         self.act_counts: frozenset[int] | None = None  # what an act verb may count (see grounds())
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
-        self.codes: frozenset[str] | None = None  # the codes the world holds (see _RE_CODE_TOKEN)
-        self.old_codes: frozenset[str] = frozenset()  # codes the episode's changes replaced
+        # what the codes are read from, on first need: (goal, memory and results; changed records
+        # now; as they were)
+        self.code_sources: tuple[list[Any], list[Any], list[Any]] | None = None
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._durations: set[int] | None = None
@@ -842,6 +853,15 @@ class Grounds:
         times = sorted({_minutes(x) for ev in (self.subject, self.did) for x in ev.times | ev.end_times})[:50]
         read = sorted({_minutes(x) for x in self.read.times | self.read.end_times} - set(times))[:200]
         return {abs(a - b) for a in times for b in read}
+
+    @functools.cached_property
+    def codes(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The codes the world holds (:data:`_RE_CODE_TOKEN`, as :func:`_code_key`) and those of
+        them the episode's changes replaced (a booking moved gets a new code); read on first
+        need, since few texts tell a code."""
+        said, now, was = self.code_sources or ([], [], [])
+        held_now = _codes_in(now)
+        return frozenset(_codes_in(said) | held_now | _codes_in(was)), frozenset(_codes_in(was) - held_now)
 
     def clashes(self, type: str, value: Any, unit: str) -> bool:
         """Whether an amount ``value`` told in currency ``unit`` is one the world knows only in
@@ -1137,22 +1157,7 @@ def grounds(
         x.strip().lower() for x, _, _, _ in _walk(now_recs) if isinstance(x, str) and len(x) <= 30
     )
     results = [c.feedback.result for c in calls if c.ok and c.feedback.result is not None and c.name != "finish"]
-    g.codes = frozenset(
-        _code_key(m.group())
-        for x, _, _, _ in _walk([goal, *memory, *results, *now_recs, *was_recs])
-        if isinstance(x, str) and len(x) <= 4000
-        for m in _RE_CODE_TOKEN.finditer(x)
-    )
-
-    def codes_of(recs: Sequence[Any]) -> set[str]:
-        return {
-            _code_key(m.group())
-            for x, _, _, _ in _walk(recs)
-            if isinstance(x, str) and len(x) <= 4000
-            for m in _RE_CODE_TOKEN.finditer(x)
-        }
-
-    g.old_codes = frozenset(codes_of(was_recs) - codes_of(now_recs))  # a booking moved gets a new code
+    g.code_sources = ([goal, *memory, *results], now_recs, was_recs)
     g.world_names = [*record_names([*results, *now_recs, *was_recs]), *(world.names if world is not None else ())]
     if (now := _clock(ctx)) is not None:
         g.now = now.hour * 60 + now.minute
@@ -1888,12 +1893,13 @@ def check_text(
         for said in _commitments(text, g):
             why = "the user gave no such word and the episode did nothing of it"
             out.append(Ungrounded("commitment", said, source, (), why))
-    if "code" in types and g.codes is not None:
+    if "code" in types and g.code_sources is not None:
         for m in _RE_CODE_TOLD.finditer(text):
             key = _code_key(m[1])
-            if key not in g.codes:
+            held, replaced = g.codes
+            if key not in held:
                 out.append(Ungrounded("code", m[1], source, (), "no booking, order or record holds that code"))
-            elif key in g.old_codes and not re.search(r"\b(?:old|previous|was|former)\b", text[: m.start()], re.I):
+            elif key in replaced and not re.search(r"\b(?:old|previous|was|former)\b", text[: m.start()], re.I):
                 out.append(Ungrounded("code", m[1], source, (), "the episode's change replaced that code"))
     if "switch" in types:
         for said, held, why in check_switches(text, ctx):
