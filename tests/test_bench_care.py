@@ -396,8 +396,25 @@ def test_the_sft_start_is_the_same_at_one_and_two_threads(bench, tmp_path) -> No
             out = tmp_path / f"t{threads}"
             model = bench.sft(run, base, train_ids, out, hw)["model_dir"]
             ev = bench.evaluate(model, train_ids, run, episodes=2)
-            got.append((bench.weights_digest(model), ev["rows"]))
+            got.append((_weights(model), ev["rows"]))
     finally:
         torch.set_num_threads(before[0])
         torch.use_deterministic_algorithms(before[1])
-    assert got[0] == got[1]
+    # the same episodes; the same weights up to the last bits a reduction split over two
+    # threads may round differently on some CPUs (bit for bit on the development machine)
+    assert got[0][1] == got[1][1]
+    one, two = got[0][0], got[1][0]
+    assert one.keys() == two.keys()
+    worst = max(float((one[k] - two[k]).abs().max()) for k in one)
+    assert worst <= 1e-5, worst
+
+
+def _weights(model_dir) -> dict:
+    """A checkpoint folder's tensors by name (its ``*.safetensors`` files)."""
+    from safetensors.torch import load_file
+
+    out: dict = {}
+    for f in sorted(Path(model_dir).glob("*.safetensors")):
+        out.update(load_file(f))
+    assert out, f"no weights in {model_dir}"
+    return out
