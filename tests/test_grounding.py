@@ -405,6 +405,42 @@ TOLD_STATE = [
         "I did not touch Wi-Fi; DND is on and the light theme is back, brightness 80%.",
         True,
     ),
+    # a person told of an act must be one the episode acted on or with (a name after the verb)
+    ("person", "cross.call_with_permission/0", "Calling Bobby Gibbs.", True),
+    ("person", "cross.call_with_permission/0", "Calling Alison Deleon.", False),  # another contact
+    ("person", "cross.call_with_permission/0", "Calling Bobby Deleon.", False),  # a surname swapped
+    ("person", "cross.call_with_permission/0", "Calling your landlord, Bobby Gibbs.", True),
+    ("person", "wallet.pay_back/0", "Paid Clive Morrison back 18 GBP.", True),
+    ("person", "wallet.pay_back/0", "Paid Ann Griffin back 18 GBP.", False),
+    ("person", "skills.share_contact/0", "Sent Kevin Chan's card to Mohammed Watts.", True),  # the card's name
+    ("person", "skills.share_contact/0", "Sent Ruth Cox's contact card to Mohammed Watts.", False),
+    ("person", "subagent.cheapest_quote/0", "Accepted Ashlee Ingram's quote.", True),  # the quote read
+    ("person", "subagent.cheapest_quote/0", "Accepted Sarah Jordan's quote.", False),
+    ("person", "calendar.add_attendee/0", "Added Natalie Taylor to Call with Denis.", True),
+    ("person", "calendar.add_attendee/0", "Added Lynn Fowler to Call with Denis.", False),
+    ("person", "contacts.delete_contact/1", "Deleted Zoe Holmes and blocked her number.", True),  # a deleted contact
+    (
+        "person",
+        "contacts.delete_contact/1",
+        "Blocked and deleted Zoe Stevenson.",
+        False,
+    ),  # her first name, no such surname
+    ("person", "messages.mark_thread_read/5", "Marked 1 message(s) from Karen Zamora as read.", True),
+    ("person", "messages.mark_thread_read/5", "Marked 1 message(s) from Jennifer Larsen as read.", False),
+    # a count of a kind of thing the episode acted on is the count of those things it acted on
+    ("count", "memory.split_usual/9", "Asked 3 people for 38.20 USD each.", True),
+    ("count", "memory.split_usual/9", "Asked 4 people for 38.20 USD each.", False),  # 4: another count of the episode
+    ("count", "skills.share_photos/12", "Shared both photos with Bryan.", True),
+    ("count", "skills.share_photos/12", "Shared 1 photo with Bryan.", False),
+    ("count", "skills.split_bill/9", "Split 20518 JPY 3 ways; asked for 6839 JPY each.", True),
+    ("count", "skills.split_bill/9", "Split 20518 JPY 4 ways; asked for 6839 JPY each.", False),
+    ("count", "subagent.album_of_person/14", 'Created "Best of Maureen" with two photos.', True),
+    ("count", "subagent.album_of_person/14", 'Created "Best of Maureen" with 1 photo.', False),
+    ("count", "music.playlist_and_play/5", 'Made "Rainy day" with 5 songs; it\'s playing now.', True),
+    ("count", "music.playlist_and_play/5", 'Made "Rainy day" with 4 songs; it\'s playing now.', False),
+    ("count", "skills.leave_home/4", "Switched off 5 devices and set the heating to 16.", True),
+    ("count", "skills.leave_home/4", "Switched off 6 devices; the house is ready.", False),  # 5 off, 1 set
+    ("switch", "clock.alarm_off/3", "Switched off the 7:45 am and 1 pm alarms; they're kept.", True),  # no count
     # an alarm by its time: deleted is not "off"; one turned on that was on already was not turned on
     ("switch", "clock.delete_alarm/0", "Turned off the 6:30 alarm and switched the 7:15 one on.", False),
     ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm and turned the 7:00 alarm on.", False),

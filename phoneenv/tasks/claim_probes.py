@@ -23,6 +23,11 @@ that must **pass** (the same answer said another way)::
               changed told in the other state        is off now.")
     name      a name told of an act swapped for
               another name of the world
+    code      a booking code told with one         the code told in lower case
+              character changed
+    commitment  a text to a person with a promise  a text to a person with a promise
+              the user never gave added ("I'll       made of no new content ("I'll let
+              bring the umbrellas too.")             you know when I'm there.")
     dictation a dictated text with a commitment
               added ("Unfortunately I can't make
               it though.")
@@ -52,8 +57,11 @@ from phoneenv.contract import AnswerCriterion, CompositeCriterion, Criterion, Ta
 from phoneenv.tasks.answers import claims, scan
 from phoneenv.tasks.grounding import (
     AUTHORED_KEYS,
+    RE_CODE_TOLD,
     RE_FULL_NAME,
     Grounds,
+    code_key,
+    commitments,
     count_claims,
     normal_phone,
     percent_claims,
@@ -71,7 +79,7 @@ __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
     "time", "date", "weekday", "money", "currency", "temperature", "count", "percent", "duration", "person", "email", "phone",
-    "switch", "name", "dictation", "undone", "paraphrase",
+    "switch", "name", "code", "commitment", "dictation", "undone", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
@@ -211,6 +219,29 @@ def _dictations(criteria: Sequence[Criterion]) -> list[str]:
     return [v for k, v in _conditions(criteria) if k == "dictates" and isinstance(v, str)]
 
 
+_MESSAGE_KEYS = ("body", "text", "message", "content")
+"""The arguments that hold a text to a person (a message's or mail's body)."""
+_RECIPIENT_KEYS = ("to", "message_id")
+"""Arguments that make a call's text one to a person (a recipient, the mail replied to); a
+note's body or a reminder's content is the user's own."""
+_PROMISE = "I'll bring the umbrellas for everyone too."
+"""A promise no task's user gives (:func:`~phoneenv.tasks.grounding.commitments` checks that
+the episode holds none of its words before the probe counts as must-fail)."""
+_LIGHT_PROMISE = "I'll let you know when I'm there."
+"""A promise of no new content: free speech in a text to a person."""
+
+
+def _other_code(code: str, held: frozenset[str]) -> str:
+    """``code`` with its last digit changed (to the first digit that makes a code ``held`` does
+    not hold, as :func:`~phoneenv.tasks.grounding.code_key`)."""
+    at = max(i for i, ch in enumerate(code) if ch.isdigit())
+    for d in range(1, 10):
+        new = code[:at] + str((int(code[at]) + d) % 10) + code[at + 1 :]
+        if code_key(new) not in held:
+            return new
+    return code[:at] + "X" + code[at + 1 :]
+
+
 def _twelve(hm: str) -> str:
     h, m = int(hm[:2]), hm[3:]
     return f"{h % 12 or 12}:{m} {'am' if h < 12 else 'pm'}"
@@ -229,9 +260,11 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
         out.append(ClaimProbe("undone", "fail", f"answer: {undone!r}", _with(plan, len(plan) - 1, "answer", undone)))
     exempt = set(task.grounding_exempt)
 
+    def where(step: int, key: str) -> str:
+        return "answer" if key == "answer" else f"{plan[step].name} {key}"
+
     def fail(type: str, step: int, key: str, text: str, new: str, held: bool) -> None:
-        where = "answer" if key == "answer" else f"{plan[step].name} {key}"
-        out.append(ClaimProbe(type, "fail", f"{where}: {new!r}", _with(plan, step, key, text), held))
+        out.append(ClaimProbe(type, "fail", f"{where(step, key)}: {new!r}", _with(plan, step, key, text), held))
 
     for step, key, original in _texts(plan):
         text = scan(original, ctx).text  # number words as digits: the spans below index it
@@ -375,6 +408,36 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 if other is not None:
                     new = original[:at] + other + original[at + len(told[0]) :]
                     fail("name", step, key, new, other, False)
+        if "code" not in exempt and g.code_sources is not None:
+            for m in RE_CODE_TOLD.finditer(original):
+                code = m[1]
+                if code_key(code) not in g.codes[0]:
+                    continue
+                new = _other_code(code, g.codes[0])
+                at = m.start(1)
+                fail("code", step, key, original[:at] + new + original[m.end(1) :], new, False)
+                if key != "answer" or not any(c.equals is not None for c in _answer_criteria(task.criteria)):
+                    lower = original[:at] + code.lower() + original[m.end(1) :]
+                    out.append(ClaimProbe("paraphrase", "pass", f"{where(step, key)}: the code in lower case",
+                                          _with(plan, step, key, lower)))  # fmt: skip
+                break
+    # a text to a person: a promise the user never gave fails, one of no new content passes
+    if "commitment" not in exempt and g.subject_names is not None:
+        dictated = _dictations(task.criteria)
+        for step, key, original in _texts(plan):
+            to_person = any(k in plan[step].arguments for k in _RECIPIENT_KEYS)
+            if key not in _MESSAGE_KEYS or not to_person or original in _literals(task.criteria):
+                continue
+            if any(says(original, d) for d in dictated):
+                continue
+            body = original.strip()
+            stop = "" if body[-1:] in ".!?" else "."
+            for promise, expect in ((_PROMISE, "fail"), (_LIGHT_PROMISE, "pass")):
+                told = f"{body}{stop} {promise}"
+                held = expect == "fail" and not commitments(told, g)
+                out.append(ClaimProbe("commitment" if expect == "fail" else "paraphrase", expect,
+                                      f"{where(step, key)}: {promise!r} added", _with(plan, step, key, told), held))  # fmt: skip
+            break
     # a switch the episode changed, told after the answer: its state passes, the other fails
     if "switch" not in exempt:
         for name, on in changed_switches(ctx)[:1]:

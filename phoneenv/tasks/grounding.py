@@ -121,13 +121,14 @@ from phoneenv.tasks.answers import (
     scan_cached,
 )
 from phoneenv.tasks.identity import contact_ids, mentioned_contacts
-from phoneenv.tasks.names import SubjectNames, name_claims, record_names, subject_strings
+from phoneenv.tasks.names import SubjectNames, acted_on, held_by, name_claims, record_names, subject_strings
 from phoneenv.tasks.predicates import FRAMING, Context, plain, words
 from phoneenv.tasks.switches import check_switches
 
 __all__ = [
     "AUTHORED_KEYS",
     "GROUNDED_TYPES",
+    "RE_CODE_TOLD",
     "STATUS_FAMILIES",
     "Evidence",
     "Grounds",
@@ -137,6 +138,8 @@ __all__ = [
     "authored_texts",
     "check_text",
     "check_told",
+    "code_key",
+    "commitments",
     "evidence_of",
     "grounds",
     "temperature_claims",
@@ -180,7 +183,7 @@ _GAP_AFTER = re.compile(r"\s+(?:before|after|earlier|later|ahead\s+of|sooner)\b"
 _RE_CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9][A-Z0-9-]{4,}[A-Z0-9](?![\w-])")
 """A code as records hold it: six characters or more of capitals, digits and hyphens, with a
 digit and a capital ("5AGLN4", "RS9-11281930", "TK2JZD")."""
-_RE_CODE_TOLD = re.compile(
+RE_CODE_TOLD = re.compile(
     r"\b(?:code|confirmation(?:\s+(?:code|number))?|reference|ref\.?|PNR|booking\s+(?:number|ref))"
     r"(?:\s+(?:is|was))?\s*[:#]?\s*((?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9-]{4,}[A-Za-z0-9])\b",
     re.I,
@@ -188,14 +191,15 @@ _RE_CODE_TOLD = re.compile(
 """A code told as one ("code 5AGL4N", "booking ref: TK2JDZ", "confirmation number RS9-1128")."""
 
 
-def _code_key(code: str) -> str:
+def code_key(code: str) -> str:
+    """``code`` as codes are compared: upper case, hyphens left out ("rs9-1128" → "RS91128")."""
     return code.upper().replace("-", "")
 
 
 def _codes_in(values: Sequence[Any]) -> set[str]:
-    """The codes (:data:`_RE_CODE_TOKEN`, as :func:`_code_key`) in the strings of ``values``."""
+    """The codes (:data:`_RE_CODE_TOKEN`, as :func:`code_key`) in the strings of ``values``."""
     return {
-        _code_key(m.group())
+        code_key(m.group())
         for x, _, _, _ in _walk(values)
         if isinstance(x, str) and len(x) <= 4000
         for m in _RE_CODE_TOKEN.finditer(x)
@@ -786,6 +790,7 @@ class Grounds:
         self.user_texts: list[str] = []  # the user's words: the goal and memory entries, as text
         self.changed_words: frozenset[str] = frozenset()  # short strings of the changed records, lower case
         self.act_counts: frozenset[int] | None = None  # what an act verb may count (see grounds())
+        self.kind_counts: dict[str, frozenset[int]] = {}  # what it may count of a kind of thing (_kind_counts)
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
         # what the codes are read from, on first need: (goal, memory and results; changed records
@@ -856,7 +861,7 @@ class Grounds:
 
     @functools.cached_property
     def codes(self) -> tuple[frozenset[str], frozenset[str]]:
-        """The codes the world holds (:data:`_RE_CODE_TOKEN`, as :func:`_code_key`) and those of
+        """The codes the world holds (:data:`_RE_CODE_TOKEN`, as :func:`code_key`) and those of
         them the episode's changes replaced (a booking moved gets a new code); read on first
         need, since few texts tell a code."""
         said, now, was = self.code_sources or ([], [], [])
@@ -1112,6 +1117,7 @@ def grounds(
             fields = frozenset(k for k in new if old.get(k) != new.get(k)) if kind == "updated" else frozenset()
             per_kind[(table, kind, fields)] = per_kind.get((table, kind, fields), 0) + 1
     act_counts.update(per_kind.values())
+    kind_counts = _kind_counts(writes, per_kind)
     said = [x for x, _, _, _ in _walk(memory) if isinstance(x, str)]  # the user's numbers: words, not record ids
     act_counts.update(evidence_of([*said, *expected], ctx, goal=goal, clock=False).counts)
     for c in writes:
@@ -1147,6 +1153,9 @@ def grounds(
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
     g.was = was
     g.act_counts = frozenset(act_counts | did.parties)
+    if addressed:
+        kind_counts.setdefault("person", set()).add(len(addressed))
+    g.kind_counts = {k: frozenset(v) for k, v in kind_counts.items()}
     g.focus = frozenset(focus)
     strings, ids = subject_strings(
         [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
@@ -1162,6 +1171,73 @@ def grounds(
     if (now := _clock(ctx)) is not None:
         g.now = now.hour * 60 + now.minute
     return g, texts
+
+
+_KINDS = {
+    "person": "people persons person friends friend recipients recipient attendees attendee payees payee",
+    "photo": "photos photo pictures picture pics pic images image",
+    "song": "songs song tracks track",
+    "message": "messages message texts text sms",
+    "email": "emails email e-mails e-mail mails",
+    "device": "devices device",
+    "alarm": "alarms alarm",
+    "reminder": "reminders reminder",
+    "event": "events event meetings meeting",
+    "note": "notes note",
+    "contact": "contacts contact",
+    "request": "requests request",
+    "item": "items item",
+}
+_KIND_OF = {w: kind for kind, said in _KINDS.items() for w in said.split()}
+"""The kinds of thing a count may be told of, by the words that tell them ("4 people", "2 photos")."""
+_KEY_KINDS = {
+    "to": "person", "recipients": "person", "attendees": "person", "attendee": "person", "people": "person",
+    "contact_id": "person", "contact_ids": "person", "payee_id": "person", "payee_ids": "person", "number": "person",
+    "photo_id": "photo", "photo_ids": "photo", "track_id": "song", "track_ids": "song", "song_id": "song",
+    "song_ids": "song", "message_id": "message", "message_ids": "message", "alarm_id": "alarm", "alarm_ids": "alarm",
+    "event_id": "event", "event_ids": "event", "note_id": "note", "note_ids": "note", "item_id": "item",
+    "item_ids": "item", "items": "item", "device_id": "device", "device_ids": "device", "request_id": "request",
+    "request_ids": "request", "reminder_id": "reminder",
+}  # fmt: skip
+"""The kind of thing each argument names (one per value, or a list of them)."""
+_TABLE_KINDS = {
+    "messages": "message", "photos": "photo", "tracks": "song", "devices": "device", "alarms": "alarm",
+    "reminders": "reminder", "events": "event", "notes": "note", "contacts": "contact", "requests": "request",
+    "items": "item",
+}  # fmt: skip
+"""The kind of thing each table's records are (by the table's name after the app's)."""
+
+
+def count_kind(noun: str) -> str | None:
+    """The kind of thing ``noun`` (the word a count is told of: "people", "Photos") counts, one
+    of :data:`_KINDS`; None for a word of no known kind ("birthdays", "of them")."""
+    return _KIND_OF.get(noun.lower())
+
+
+def _kind_counts(writes: Sequence[Any], per_kind: Mapping[tuple[str, str, frozenset[str]], int]) -> dict[str, set[int]]:
+    """What the episode's writes count of each kind of thing (:func:`count_kind`): per tool and
+    argument naming things of a kind (:data:`_KEY_KINDS`), the distinct values named over all its
+    calls and each list's length; per table (:data:`_TABLE_KINDS`), the records changed alike
+    (created, deleted, or updated in the same fields: "switched off 6 devices" is not five
+    switched off and one thermostat set)."""
+    named: dict[tuple[str, str], set[str]] = {}
+    out: dict[str, set[int]] = {}
+    for c in writes:
+        for key, value in c.arguments.items():
+            kind = _KEY_KINDS.get(key)
+            if kind is None:
+                continue
+            values = value if isinstance(value, list) else [value]
+            if isinstance(value, list):
+                out.setdefault(kind, set()).add(len(value))
+            named.setdefault((c.name, key), set()).update(json.dumps(v, sort_keys=True) for v in values)
+    for (_, key), values in named.items():
+        out.setdefault(_KEY_KINDS[key], set()).add(len(values))
+    for (table, _, _), n in per_kind.items():
+        kind = _TABLE_KINDS.get(table.rsplit(".", 1)[-1])
+        if kind is not None:
+            out.setdefault(kind, set()).add(n)
+    return out
 
 
 _STAMP_KEYS = frozenset(
@@ -1495,20 +1571,24 @@ _RE_COUNT = re.compile(
 19:30" (number words read as digits), "each of 3", "1 left"; not a time, a price or a
 percentage ("4:30", "2.50", "20%"; "booked it for 7." may be a time and is not read)."""
 _COUNT_ACT = re.compile(
-    r"\b(?:book|reserv|order|bought|buy|text|messag|e-?mail|sent|send|invit|told|tell|notif|split|request|add|creat|made|make|wrote|writ|start"
+    r"\b(?:book|reserv|order|bought|buy|text|messag|e-?mail|sent|send|invit|told|tell|notif|split|request|ask|add|creat|made|make|wrote|writ|start|switch|turn"
     r"|set|schedul|mov|chang|updat|delet|remov|cancel|paid|pay|download|mark|tag|sav|shar|forward|repl)\w*\b",
     re.I,
 )
 """A verb of an act before a count in its clause: the count is of what the episode did ("Texted
 4 people", "Booked a table for four")."""
 _RE_ACT_COUNT = re.compile(
-    r"(?<![\d.,:/#$€£-])(?<!past\s)(?<!to\s)(?<!at\s)(?<!half\s)(?<!quarter\s)(\d{1,3})\s+(?:[a-z][a-z-]*\s+){0,2}?"
+    r"(?<![\d.,:/#$€£-])(?<!past\s)(?<!to\s)(?<!at\s)(?<!half\s)(?<!quarter\s)(\d{1,3})(?!\s*(?:[ap]\.?m\b|o'?clock))\s+(?:[a-z][a-z-]*\s+){0,2}?"
     r"(?!(?:hours|minutes|mins|seconds|secs|days|weeks|months|years|times|km|kms|miles|metres|meters|euros|dollars"
     r"|pounds|cents|pence|yen|francs|percent|degrees|stars|points|ways|this|is|was|has|does|its|his|us|as|plus|less"
     r"|across|always|perhaps|thus|yes|o'clock)\b)([a-z][a-z-]{2,}s)\b",
 )
 """A count of things after a verb of an act, whatever the things ("cleared 3 completed items",
 "switched off 2 lamps"); units of time, money and measure are no things."""
+_COUNT_NOUN = re.compile(r"\s*([A-Za-z-]+)")
+"""The word after a count told without its noun in the span ("each of 3 people")."""
+_LAST_WORD = re.compile(r"([A-Za-z-]+)\W*$")
+"""The last word of a count's span: the thing counted ("3 completed items")."""
 _RE_COUNT_DENIED = re.compile(r"\b(?:not|never|no|if|whether|should|could|would|up\s+to|max(?:imum)?)\b|n't", re.I)
 
 
@@ -1581,7 +1661,7 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
     from phoneenv.tasks.world import given_names, surnames  # Faker's name lists: loaded on first use
 
     out: list[tuple[str, str]] = []
-    for m in RE_FULL_NAME.finditer(text):
+    for m in full_names(text):
         if (
             m[1].casefold() in given_names()
             and m[2].casefold() in surnames()
@@ -1622,6 +1702,48 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
                 continue  # the user's words may say who it is ("Doreen is my sister")
             who = "no contact is" if not kin else "the episode addressed no message or request to"
             out.append((r[0], f"{who} your {relation}"))
+    return out
+
+
+def full_names(text: str) -> list[re.Match[str]]:
+    """Every pair of capitalised words in ``text`` that may be a first name and a surname
+    (:data:`RE_FULL_NAME`), overlapping ones included: "Calling Bryan James" gives "Calling
+    Bryan" and "Bryan James"."""
+    out = []
+    pos = 0
+    while (m := RE_FULL_NAME.search(text, pos)) is not None:
+        out.append(m)
+        pos = m.start(2)
+    return out
+
+
+def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
+    """``(said, why)`` of each contact ``text`` (a final answer) tells the planner acted on or
+    with ("Calling Gillian James", "Paid 1290 USD to Billy Webster", "Accepted Barbara Campbell's
+    quote": a full name after an act's verb, :func:`~phoneenv.tasks.names.acted_on`) whom the
+    episode neither addressed (:attr:`Grounds.addressed`) nor read of the records it acted on or
+    wrote (the subject names: a shared contact card's name, a quote's provider); or a contact's
+    first name with a surname no contact has ("Blocked Zoe Stevenson" for Zoe Holmes)."""
+    out: list[tuple[str, str]] = []
+    if g.subject_names is None:
+        return out
+    texts: list[str] | None = None
+    people: list[Mapping[str, Any]] | None = None
+    for tail in acted_on(text):
+        for m in full_names(tail):
+            if people is None:  # the contacts the episode deleted too ("Deleted Zoe Holmes")
+                now = {str(c.get("id")) for c in ctx.contacts}
+                gone = (ctx.before.get("contacts.contacts") or {}).values()
+                people = [*ctx.contacts, *(c for c in gone if isinstance(c, Mapping) and str(c.get("id")) not in now)]
+            name = f"{m[1]} {m[2]}"
+            ids = contact_ids(name, people)
+            if len(ids) > 1 or ids & g.addressed or (not ids and not contact_ids(m[1], people)):
+                continue  # several so called, one the episode addressed, or no contact's first name
+            if texts is None:
+                texts = g.subject_names.texts(skip=text)
+            if not held_by(name, texts):
+                why = f"the episode did nothing to or with {name}" if ids else f"no contact is called {name}"
+                out.append((name, why))
     return out
 
 
@@ -1832,8 +1954,13 @@ def check_text(
             own = verb is not None and not _OTHERS_ACT.search(lead[: verb.start()])  # not "Maureen sent 1 text"
             acts = g.act_counts if g.act_counts is not None else g.did.counts
             pool = set(acts) if own else g.subject.counts | g.read.counts | g.did.counts
+            noun = _COUNT_NOUN.match(pt, b) if b <= a + 4 else _LAST_WORD.search(pt, a, b)
+            kind = count_kind(noun[1]) if noun else None
+            if own and kind in g.kind_counts:  # "shared 2 photos": the photos the episode shared
+                pool = set(g.kind_counts[kind])
             if own and re.search(r"\b(?:ways|shares)\b", pt[a:b], re.I):  # a split counts the user too
-                pool |= {x + 1 for x in acts}
+                people = g.kind_counts.get("person")
+                pool = {x + 1 for x in people} if people else pool | {x + 1 for x in acts}
             if party and (g.did.parties or g.subject.parties):  # a party's size: the booking's
                 pool = g.did.parties | g.subject.parties
             if n in pool:
@@ -1890,12 +2017,12 @@ def check_text(
         ):
             out.append(Ungrounded("name", said, source, (), why))
     if "commitment" in types and source != "answer" and g.subject_names is not None:
-        for said in _commitments(text, g):
+        for said in commitments(text, g):
             why = "the user gave no such word and the episode did nothing of it"
             out.append(Ungrounded("commitment", said, source, (), why))
     if "code" in types and g.code_sources is not None:
-        for m in _RE_CODE_TOLD.finditer(text):
-            key = _code_key(m[1])
+        for m in RE_CODE_TOLD.finditer(text):
+            key = code_key(m[1])
             held, replaced = g.codes
             if key not in held:
                 out.append(Ungrounded("code", m[1], source, (), "no booking, order or record holds that code"))
@@ -1905,8 +2032,11 @@ def check_text(
         for said, held, why in check_switches(text, ctx):
             out.append(Ungrounded("switch", said, source, held, why))
     if "person" in types and ctx.contacts:
-        for said, why in _person_claims(text, g, ctx):
-            out.append(Ungrounded("person", said, source, (), why))
+        wrong = _person_claims(text, g, ctx)
+        if source == "answer":
+            told = {said for said, _ in wrong}
+            wrong += [(said, why) for said, why in _acted_people(text, g, ctx) if said not in told]
+        out += [Ungrounded("person", said, source, (), why) for said, why in wrong]
     if "email" in types:
         for e in _RE_EMAIL.findall(text):
             if e.lower().rstrip(".") not in g.every.emails:
@@ -1962,7 +2092,7 @@ _LIGHT_WORDS = frozenset(
 )
 
 
-def _commitments(text: str, g: Grounds) -> list[str]:
+def commitments(text: str, g: Grounds) -> list[str]:
     """The commitments and refusals ``text`` (a text the planner wrote to a person) makes in the
     user's name that neither the user's words nor the episode hold: a clause "I'll ...", "we
     will ...", "I can't ...", "I'm going to ..." with a content word (three letters or more, no

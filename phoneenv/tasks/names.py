@@ -45,6 +45,7 @@ __all__ = [
     "ACT_VERBS",
     "NAME_FIELDS",
     "SubjectNames",
+    "acted_on",
     "held_by",
     "name_claims",
     "record_names",
@@ -88,10 +89,10 @@ ACT_VERBS = (
     r"|favou?rited|tagged|untagged|transferred|requested|split|scheduled|set|turned|switched|dimmed|opened|closed"
     r"|locked|unlocked|ran|activated|checked\s+in\s+(?:to|at)?|called|rang|phoned|noted|wrote|filed|copied"
     r"|revoked|granted|tidied|enabled|disabled|muted|unmuted|restored|snoozed|dismissed|renewed|extended"
-    r"|(?:now\s+)?playing|streaming"
+    r"|(?:now\s+)?playing|streaming|calling|dialling|dialing|ringing"
 )
 """Verbs of the planner's own act, as told in an answer (past tense; "playing" and "now playing"
-for what the phone plays)."""
+for what the phone plays, "calling" for the call it places)."""
 _ACT = re.compile(
     rf"(?:^|(?<=[\s,;:(\"'“]))(?:i\s+(?:have\s+|had\s+)?|we\s+(?:have\s+)?)?(?:just\s+|also\s+|now\s+)?(?:{ACT_VERBS})\b",
     re.I,
@@ -99,10 +100,11 @@ _ACT = re.compile(
 _CONTEXT = re.compile(
     r"\b(?:after|before|than|instead\s+of|rather\s+than|unlike|except|apart\s+from|other\s+than|not|because|since"
     r"|while|whereas|but|although|though|like|near|next\s+to|beside|behind|opposite|versus|vs\.?|or|either|neither"
-    r"|nor|compared|cheaper|dearer|instead|if|unless|until|then|so|which|who|that|where|when)\b|n't|[?(\[]",
+    r"|nor|compared|cheaper|dearer|instead|if|unless|until|then|so|which|who|that|where|when)\b|n't|[?\[]|\((?!s\))",
     re.I,
 )
-"""Words after which a name is context, not what the act was done to."""
+"""Words after which a name is context, not what the act was done to (a bracket too, but not
+a plural's "(s)": "Marked 1 message(s) from Karen")."""
 _CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)|\s[-\u2013\u2014]\s|:\s")
 _QUOTE = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|(?<![\w])'([^']{3,80})'(?!\w)")
 _NOT_SUBJECT = r"(?!(?:I|Then|And|So|Also|Just|Finally|First|Next|Now|Today|Yesterday|Done|Okay|Ok|Sure|Yes)\b)"
@@ -198,6 +200,44 @@ def held_by(name: str, texts: Sequence[str], quoted: bool = False) -> bool:
     return any(all(f" {x} " in t for x in numbers) and sum(f" {x} " in t for x in every) >= need for t in texts)
 
 
+def _act_tails(text: str) -> list[tuple[str, int, int, list[re.Match[str]]]]:
+    """Each clause of ``text`` that tells the planner's own act, not denied and not a question,
+    as ``(clause, start, end, quotes)``: ``clause[start:end]`` is what follows the act's verb up
+    to the first word of context (:data:`_CONTEXT`, quoted phrases skipped), ``quotes`` the quoted
+    phrases after the verb."""
+    bounds = [0]
+    for m in _CLAUSE.finditer(text):
+        part = text[bounds[-1] : m.start()]
+        act = _ACT.search(part) if m.group().startswith(":") else None
+        if act is not None and len(part[act.end() :].split()) <= 3:
+            continue  # "Ordered your usual: 2 x Palak Paneer": what follows the colon is what was done
+        bounds.append(m.end())
+    bounds.append(len(text))
+    out = []
+    for a, b in itertools.pairwise(bounds):
+        clause = text[a:b]
+        if _DENIED.search(clause) or clause.rstrip().endswith("?"):
+            continue
+        act = _ACT.search(clause)
+        if act is None or _OTHERS.search(clause[: act.start()]):
+            continue  # no act, or someone else's ("Nicole wrote "...""; "she sent")
+        quotes = list(_QUOTE.finditer(clause, act.end()))
+        blank = list(clause)
+        for m in quotes:
+            blank[m.start() : m.end()] = "_" * (m.end() - m.start())
+        stop = _CONTEXT.search("".join(blank), act.end())
+        out.append((clause, act.end(), stop.start() if stop else len(clause), quotes))
+    return out
+
+
+def acted_on(text: str) -> list[str]:
+    """What each clause of ``text`` (a final answer) tells the planner did something to: the
+    words after the act's verb up to the first word of context ("Calling Bryan Parry" → "Bryan
+    Parry"; "Booked it after the Budget meeting" → "it"), quoted phrases kept; denied clauses
+    and questions left out."""
+    return [clause[a:b] for clause, a, b, _ in _act_tails(text)]
+
+
 def told_names(
     text: str, world_names: Iterable[str], subject: SubjectNames, people: Iterable[str] = ()
 ) -> list[tuple[str, bool, bool]]:
@@ -221,29 +261,8 @@ def told_names(
             by_first.setdefault(first.group(), []).append(n)
     for v in by_first.values():
         v.sort(key=len, reverse=True)
-    bounds = [0]
-    for m in _CLAUSE.finditer(text):
-        part = text[bounds[-1] : m.start()]
-        act = _ACT.search(part) if m.group().startswith(":") else None
-        if act is not None and len(part[act.end() :].split()) <= 3:
-            continue  # "Ordered your usual: 2 x Palak Paneer": what follows the colon is what was done
-        bounds.append(m.end())
-    bounds.append(len(text))
     texts: list[str] | None = None
-    for a, b in itertools.pairwise(bounds):
-        clause = text[a:b]
-        if _DENIED.search(clause) or clause.rstrip().endswith("?"):
-            continue
-        act = _ACT.search(clause)
-        if act is None or _OTHERS.search(clause[: act.start()]):
-            continue  # no act, or someone else's ("Nicole wrote "...""; "she sent")
-        tail_start = act.end()
-        quotes = list(_QUOTE.finditer(clause, tail_start))
-        blank = list(clause)
-        for m in quotes:
-            blank[m.start() : m.end()] = "_" * (m.end() - m.start())
-        stop = _CONTEXT.search("".join(blank), tail_start)
-        tail_end = stop.start() if stop else len(clause)
+    for clause, tail_start, tail_end, quotes in _act_tails(text):
         tail = clause[tail_start:tail_end]
         said: list[tuple[int, str, bool]] = []
         taken: list[tuple[int, int]] = []
