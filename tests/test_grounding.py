@@ -187,6 +187,27 @@ def test_claim_probes_are_generated_both_ways():
     assert ("temperature", "answer: '8.6°F'") in kinds and ("temperature", "messages.send body: '8.6°F'") in kinds
 
 
+def test_code_and_commitment_probes_are_generated_both_ways():
+    from phoneenv.tasks.claim_probes import claim_probes
+
+    task = get_task("restaurants.book_table/0")  # answer and text tell the code RS8-11272030
+    env = PhonePlanEnv(tasks=[task])
+    run_plan(env, task, task.reference_plan)
+    probes = claim_probes(task, env.episode_grounds(), env.episode_context())
+    mine = [p for p in probes if p.type in ("code", "commitment") or "code" in p.name or "added" in p.name]
+    told = {(p.type, p.expect, p.name) for p in mine}
+    assert told == {
+        ("code", "fail", "answer: 'RS8-11272031'"),  # the last digit changed
+        ("code", "fail", "messages.send body: 'RS8-11272031'"),
+        ("paraphrase", "pass", "answer: the code in lower case"),
+        ("paraphrase", "pass", "messages.send body: the code in lower case"),
+        ("commitment", "fail", 'messages.send body: "I\'ll bring the umbrellas for everyone too." added'),
+        ("paraphrase", "pass", "messages.send body: \"I'll let you know when I'm there.\" added"),
+    }
+    for p in mine:
+        assert run_plan(env, task, p.plan)[0]["verdict"]["success"] is (p.expect == "pass"), p.name
+
+
 def test_switch_and_name_probes_are_generated_both_ways():
     from phoneenv.tasks.claim_probes import claim_probes
 
