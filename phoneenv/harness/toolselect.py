@@ -39,7 +39,6 @@ Reused from :mod:`phoneenv.harness.memory` (public API only): ``tokenize``, ``rr
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -52,6 +51,7 @@ import numpy as np
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from phoneenv.compact import tool_text
 from phoneenv.contract import Domain, Feedback, TaskSpec, ToolSpec
 from phoneenv.harness import feedback
 from phoneenv.harness.memory import (
@@ -215,9 +215,10 @@ class ToolSelector:
             order while they fit; one that does not fit is passed over for smaller ones below
             it, and the best-ranked tool is offered whatever its size, so an episode never
             starts without a backend tool. ``tools.search`` may load tools beyond it.
-        count_tokens: tokens of one tool as the model reads it, given the tool's OpenAI entry
-            as one JSON line (``json.dumps``); default :func:`estimate_tokens`. Pass the
-            model's tokenizer (``lambda text: len(tok.encode(text)) + 1``) for an exact budget.
+        count_tokens: tokens of one tool as the model reads it, given the line a chat template
+            writes for the tool's OpenAI entry (:func:`phoneenv.compact.tool_text`: its function
+            object as compact JSON); default :func:`estimate_tokens`. Pass the model's tokenizer
+            (``lambda text: len(tok.encode(text)) + 1``) for an exact budget.
 
     Thread-safe; cheap to share: :func:`selector_for` returns one per ``(mode, k, budget)`` per
     process.
@@ -317,11 +318,12 @@ class ToolSelector:
             return list(ranked)
 
     def tokens(self, spec: ToolSpec) -> int:
-        """Tokens ``spec`` takes in the offered list: :attr:`count_tokens` of its OpenAI entry
-        (:meth:`~phoneenv.contract.ToolSpec.to_openai`) as one JSON line; cached per spec object."""
+        """Tokens ``spec`` takes in the offered list: :attr:`count_tokens` of the line a chat
+        template writes for its OpenAI entry (:func:`~phoneenv.compact.tool_text` of
+        :meth:`~phoneenv.contract.ToolSpec.to_openai`); cached per spec object."""
         hit = self._sizes.get(id(spec))
         if hit is None:
-            n = self.count_tokens(json.dumps(spec.to_openai()))  # once per spec: the cache below
+            n = self.count_tokens(tool_text(spec.to_openai()))  # once per spec: the cache below
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
                 raise TypeError(f"count_tokens must return an int >= 0 (tokens), not {n!r}")
             n = int(n)
