@@ -207,6 +207,32 @@ def test_rendering_keeps_every_parameter_required_flag_type_and_enum(tool_defs):
     assert _schema_facts(lost) != facts
 
 
+def test_constrained_decoding_keeps_the_full_schema():
+    """The prompt gets the compact rendering; a grammar built for an offered tool gets its full
+    schema (:func:`phoneenv.sharing.full_parameters`), also through an agent's renamed shallow
+    copy, so constrained calls stay within every pattern and bound. A copy made by JSON falls
+    back to the rendering."""
+    pytest.importorskip("openai")
+    from agents.llm.client import LocalChatClient
+    from phoneenv.sharing import full_parameters
+
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0")
+    _, info = env.reset(seed=0)
+    entry = next(t for t in info["tools"] if t["function"]["name"] == "messages.send")
+    spec = next(s for s in env.unwrapped.tool_specs if s.name == "messages.send")
+    env.close()
+    assert "pattern" not in json.dumps(entry) and "pattern" in json.dumps(spec.parameters)
+    renamed = {"type": "function", "function": {**entry["function"], "name": "messages__send"}}
+    schema = LocalChatClient.call_schema([renamed])
+    assert schema["anyOf"][0]["properties"]["arguments"] == spec.parameters
+    assert schema["anyOf"][0]["properties"]["name"] == {"const": "messages__send"}
+    copied = json.loads(json.dumps(entry))
+    assert full_parameters(copied["function"]["parameters"]) is None
+    assert (
+        LocalChatClient.call_schema([copied])["anyOf"][0]["properties"]["arguments"] == entry["function"]["parameters"]
+    )
+
+
 def test_all_tools_cost_at_most_the_pinned_tokens():
     """``tools="all"`` of a ``delegation=True`` env (every tool: 259), as the chat template writes
     it (:func:`phoneenv.compact.tool_text`, one line each), counted by SmolLM2's tokenizer:
