@@ -123,7 +123,9 @@ def _collect_ids(value: Any, out: list[str]) -> None:
 
 
 class RandomAgent(Agent):
-    """Uniformly random tool, schema-valid random arguments.
+    """Uniformly random tool, random arguments valid for the offered schema (the compact
+    rendering: a value past a limit it leaves out, such as a date's pattern, is refused by the
+    env as ``invalid_arguments``).
 
     Each episode's draws depend only on ``seed`` and the task id (the RNG is reseeded at
     :meth:`reset` from both, see :func:`episode_seed`), not on the episodes played before nor on

@@ -1,12 +1,17 @@
-"""The compact rendering of tool specs for a model (the OpenAI ``tools`` format): descriptions
-on one line, default bounds and redundant nulls left out. Used by
-:meth:`phoneenv.contract.ToolSpec.to_openai`; depends on nothing else of phoneenv."""
+"""The compact rendering of tool specs for a model (the OpenAI ``tools`` format): what a model
+needs to choose and call a tool (names, types, enums, ``required``, non-null defaults,
+descriptions on one line), without the limits that validation enforces and reports anyway.
+Used by :meth:`phoneenv.contract.ToolSpec.to_openai`; :func:`tool_text` is the line a chat
+template writes for one offered tool. Depends on nothing else of phoneenv."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["INT_MAX", "INT_MIN", "compact_parameters", "compact_text"]
+__all__ = ["INT_MAX", "INT_MIN", "LIMIT_KEYWORDS", "compact_parameters", "compact_text", "tool_text"]
 
 INT_MIN = -(2**63)
 """Smallest integer a tool parameter accepts unless it declares its own bound (SQLite's INTEGER)."""
@@ -20,53 +25,102 @@ _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_ONE = ("items", "not", "additionalProperties", "contains", "propertyNames")
 _SUBSCHEMA_MAPS = ("properties", "$defs", "patternProperties")
 
+LIMIT_KEYWORDS = frozenset(
+    {
+        "pattern",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+    }
+)
+"""Keywords the rendering leaves out: limits on a value of the right type (a string's pattern and
+length, an array's length, a number's bounds). The env validates every call against the full
+schema and reports a value past one as an ``invalid_arguments`` feedback naming the argument
+(``path``) and the limit; the formats a model must write (``YYYY-MM-DD``, ``HH:MM``) are in the
+parameters' descriptions."""
+
 
 def compact_text(text: str) -> str:
     """``text`` with every run of whitespace (docstring line breaks) as one space."""
     return " ".join(text.split())
 
 
-_DEFAULT_INT_BOUNDS = {"minimum": INT_MIN, "maximum": INT_MAX}
-"""The integer bounds :func:`bounded` adds to a parameter that declares none: enforced by
-validation, left out of the offered rendering (about 25 tokens each)."""
-
-
 def _is_null(schema: Any) -> bool:
     return isinstance(schema, dict) and schema == {"type": "null"}
 
 
-def _compact(node: Any, described: bool, optional: bool) -> Any:
+_JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
+_ID_EXAMPLE = re.compile(r',? \(?e\.g\. "[a-z]+_\d+"\)?')
+_WORDS = re.compile(r"[a-z0-9]+")
+_FILLER = frozenset({"the", "a", "an", "s", "of", "its", "this", "new", "id", "name"})
+
+
+def _restates(name: str, description: str) -> bool:
+    """True when ``description`` says nothing beyond the parameter's name (``"The note's id."``
+    for ``note_id``, ``"New title."`` for ``title``): every word of it is a word of the name or
+    a filler word."""
+    said = set(_WORDS.findall(description.lower())) - _FILLER
+    return said <= set(_WORDS.findall(name.lower().replace("_", " ")))
+
+
+def _enum_typed(node: dict[str, Any]) -> bool:
+    """True when ``node``'s ``type`` adds nothing to its ``enum``: one type, every value of it."""
+    kind, values = node.get("type"), node.get("enum")
+    if not isinstance(kind, str) or kind not in _JSON_TYPES or not isinstance(values, list) or not values:
+        return False
+    want = _JSON_TYPES[kind]
+    return all(isinstance(v, want) and (kind == "boolean" or not isinstance(v, bool)) for v in values)
+
+
+def _compact(node: Any, described: bool, optional: bool, name: str | None) -> Any:
     """One schema node compacted; ``described``: an enclosing schema already describes it;
-    ``optional``: it is a property the call may leave out whose default is null."""
+    ``optional``: it is a property the call may leave out whose default is null; ``name``: the
+    property's name when it is one."""
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key == "title" or (key == "default" and value is None):
+        if key == "title" or (key == "default" and value is None) or key in LIMIT_KEYWORDS:
             continue
-        if key in _DEFAULT_INT_BOUNDS and value == _DEFAULT_INT_BOUNDS[key] and node.get("type") == "integer":
+        if key == "additionalProperties" and value is False:
             continue
         if key == "description" and isinstance(value, str):
             if described:
                 continue
             value = compact_text(value)
+            if name is not None and name.endswith("_id"):
+                value = _ID_EXAMPLE.sub("", value)  # ids come from results, not from examples
+            if name is not None and _restates(name, value):
+                continue
         elif key == "required" and value == []:
             continue
         out[key] = value
+    if _enum_typed(out):
+        del out["type"]
     has_desc = described or "description" in out
     for key in _SUBSCHEMA_MAPS:
         if isinstance(out.get(key), dict):
             req = set(out.get("required", ())) if key == "properties" else set()
             out[key] = {
-                name: _compact(sub, False, key == "properties" and name not in req and _null_default(sub))
-                for name, sub in out[key].items()
+                prop: _compact(
+                    sub,
+                    False,
+                    key == "properties" and prop not in req and _null_default(sub),
+                    prop if key == "properties" else None,
+                )
+                for prop, sub in out[key].items()
             }
     for key in _SUBSCHEMA_ONE:
         if isinstance(out.get(key), dict):
-            out[key] = _compact(out[key], has_desc, False)
+            out[key] = _compact(out[key], has_desc, False, None)
     for key in _SUBSCHEMA_LISTS:
         if isinstance(out.get(key), list):
-            out[key] = [_compact(sub, has_desc, False) for sub in out[key]]
+            out[key] = [_compact(sub, has_desc, False, None) for sub in out[key]]
     branches = out.get("anyOf")
     if optional and isinstance(branches, list) and any(_is_null(b) for b in branches):
         rest = [b for b in branches if not _is_null(b)]
@@ -83,21 +137,33 @@ def _null_default(prop: Any) -> bool:
 
 
 def compact_parameters(schema: dict[str, Any]) -> dict[str, Any]:
-    """A tool's ``parameters`` schema as offered to a model: the same calls, fewer tokens.
+    """A tool's ``parameters`` schema as offered to a model: the same parameters, types, enums,
+    ``required`` lists and non-null defaults, in fewer tokens.
 
-    Dropped: ``title`` keywords, ``"default": null``, an empty ``required``, the
-    ``{"type": "null"}`` branch of an optional parameter whose default is null (leaving it out
-    means the same), descriptions nested under an already described schema (the ``anyOf``
-    branch or ``items`` of a described parameter), and an integer's ``minimum`` of
-    :data:`INT_MIN` or ``maximum`` of :data:`INT_MAX` (the default bounds :func:`bounded` adds,
-    19 digits each); whitespace runs in descriptions become one space. Kept: types, enums,
-    patterns, declared bounds, ``additionalProperties``, the parameters' descriptions and
-    non-null defaults.
+    Dropped: ``title`` keywords, ``"default": null``, an empty ``required``,
+    ``"additionalProperties": false`` (validation refuses an unknown argument by name, with the
+    known ones as candidates), the limits in :data:`LIMIT_KEYWORDS` (patterns, lengths, bounds:
+    validation enforces and reports them), a ``type`` that an ``enum`` of values of that type
+    already says, the ``{"type": "null"}`` branch of an optional parameter whose default is null
+    (leaving it out means the same), descriptions nested under an already described schema (the
+    ``anyOf`` branch or ``items`` of a described parameter), an ``e.g. "c_3"`` id example in an
+    ``…_id`` parameter's description, and a parameter's description that only restates its name
+    (``"The note's id."`` for ``note_id``); whitespace runs in descriptions become one space.
 
-    The result is valid JSON Schema. Every arguments object it accepts the full schema accepts
-    too, with one exception, the same one the full schema makes for :data:`MAX_STRING`: an
-    integer beyond SQLite's 64-bit range, which validation refuses as ``invalid_arguments``
-    (a grammar built from the result can emit it; no request of the suite needs one).
-    ``schema`` is not modified.
+    The result is valid JSON Schema and no narrower than ``schema``: every arguments object the
+    full schema accepts, it accepts, but for an explicit null given for an optional parameter
+    whose default is null (leaving it out means the same). It may be wider (a date not in ``YYYY-MM-DD``, a string
+    past its length); the env validates every call against the full schema, so such a call is an
+    ``invalid_arguments`` feedback, as before. ``schema`` is not modified.
     """
-    return _compact(schema, False, False)
+    return _compact(schema, False, False, None)
+
+
+def tool_text(tool: Mapping[str, Any]) -> str:
+    """The line a chat template writes for one offered tool: the ``function`` object of an OpenAI
+    ``tools`` entry (the ``{"type": "function"}`` wrapper, the same for every tool, is not
+    repeated), or ``tool`` itself when it has none, as JSON without spaces after separators and
+    with non-ASCII characters as they are. :data:`agents.llm.tiny.CHAT_TEMPLATE` writes exactly
+    this (transformers' ``tojson`` with ``separators=(",", ":")``), and tool budgets count it."""
+    fn = tool.get("function", tool) if isinstance(tool, Mapping) else tool
+    return json.dumps(fn, separators=(",", ":"), ensure_ascii=False)

@@ -150,7 +150,9 @@ class ToolSpec(BaseModel):
 
         OpenAI's own API accepts only ``[a-zA-Z0-9_-]`` in names; ``name_style="underscore"``
         renders ``messages.send`` as ``messages__send``, a name the env also accepts. Description
-        and parameters are rendered compactly (:func:`phoneenv.compact.compact_parameters`).
+        and parameters are rendered compactly (:func:`phoneenv.compact.compact_parameters`:
+        every parameter, type, enum and ``required`` list, without the limits validation
+        enforces); :func:`phoneenv.compact.tool_text` is the line a chat template writes for it.
         """
         from phoneenv.compact import compact_parameters, compact_text
 

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from phoneenv.contract import ToolSpec
 
-__all__ = ["ReadOnlyDict", "ReadOnlyList", "freeze_gc", "openai_tools", "shared_specs"]
+__all__ = ["ReadOnlyDict", "ReadOnlyList", "freeze_gc", "full_parameters", "openai_tools", "shared_specs"]
 
 _MAX_LISTS = 512
 """Distinct tool lists kept (a backend's set, each harness variant, each sub-agent frame's)."""
@@ -101,8 +101,27 @@ def _entry(spec: ToolSpec) -> ReadOnlyDict:
     entry = ReadOnlyDict(rendered, function=ReadOnlyDict(rendered["function"]))
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
+        _full.clear()
     _entries[id(spec)] = (spec, entry)  # the spec is kept, so its id is not reused meanwhile
+    params = rendered["function"]["parameters"]
+    _full[id(params)] = (params, spec)
     return entry
+
+
+_full: dict[int, tuple[dict[str, Any], ToolSpec]] = {}
+
+
+def full_parameters(parameters: Any) -> dict[str, Any] | None:
+    """The full ``parameters`` schema (:attr:`ToolSpec.parameters`, every limit validation
+    enforces) of the tool whose offered rendering ``parameters`` is: the ``parameters`` object of
+    an entry :func:`openai_tools` made in this process (also through a shallow copy of the entry
+    or its ``function``, as a renaming agent makes). None for any other object (a copy made by
+    pickling or JSON, a hand-written tool). Constrained decoding uses it, so that a grammar holds
+    a call to the patterns and bounds the compact rendering leaves out of the prompt."""
+    hit = _full.get(id(parameters))
+    if hit is None or hit[0] is not parameters:
+        return None
+    return hit[1].parameters
 
 
 def openai_tools(specs: Iterable[ToolSpec]) -> ReadOnlyList:

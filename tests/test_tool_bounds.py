@@ -10,8 +10,9 @@ goes through ``env.step``; none may raise or come back as an infrastructure erro
 (``internal_error``, ``device_error``, ``timeout``): an agent's bad value is the agent's mistake
 (``invalid_arguments``, ``not_found``, ...), never the world's.
 
-The values are generated deterministically from the JSON Schema the agent sees
-(:func:`hostile`), so the same calls run every time; a hypothesis test adds random JSON values.
+The values are generated deterministically from the full JSON Schema of each tool the agent is
+offered (:func:`hostile`; ``phoneenv.sharing.full_parameters``, every limit the compact rendering
+leaves out of the prompt), so the same calls run every time; a hypothesis test adds random JSON values.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ import rstr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from phoneenv.compact import LIMIT_KEYWORDS
 from phoneenv.contract import AnswerCriterion, Fixtures, TaskSpec
 from phoneenv.env import PhonePlanEnv
 from phoneenv.harness.episode_memory import EpisodeMemory
+from phoneenv.sharing import full_parameters
 from phoneenv.tasks import get_task
 from phoneenv.tools import INT_MAX, INT_MIN, MAX_STRING, bounded
 
@@ -278,11 +281,19 @@ def hostile(schema: dict[str, Any], rng: random.Random, depth: int = 0) -> list[
     return out
 
 
+def _full(tool: dict[str, Any]) -> dict[str, Any]:
+    """The full parameters schema of an offered tool (every pattern and bound validation holds,
+    which the compact rendering leaves out of the prompt), so the cases below test each limit."""
+    full = full_parameters(tool["parameters"])
+    assert full is not None, tool["name"]
+    return full
+
+
 def calls_for(tool: dict[str, Any], env: PhonePlanEnv, rng: random.Random) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(label, arguments) for one OpenAI-format tool: whole-argument cases, then each parameter
+    """(label, arguments) for one OpenAI-format tool, from its full schema: whole-argument cases, then each parameter
     replaced by each hostile value while the others keep valid values (real ids where the world
     has them)."""
-    params = tool["parameters"]
+    params = _full(tool)
     props: dict[str, Any] = params.get("properties", {})
     base = {k: example(props[k], rng) for k in params.get("required", [])}
     app = tool["name"].split(".", 1)[0]
@@ -378,8 +389,8 @@ def test_integer_parameters_are_bounded_in_every_schema() -> None:
     """Every tool's full schema gives every integer a range inside SQLite's 64-bit INTEGER, and no
     string more room than MAX_STRING (a string without maxLength is held to MAX_STRING by
     validation: the fuzz above sends MAX_STRING + 1 characters to every string). The rendering the
-    agent is offered keeps every declared bound and leaves out exactly the default ones (INT_MIN,
-    INT_MAX: validation still holds them, and the fuzz above sends +-2**63 to every integer)."""
+    agent is offered leaves every bound out (validation holds them, the fuzz above sends values
+    past each, and ``full_parameters`` gives the offered rendering's full schema back)."""
     for backend in ("sandbox", "llmsim"):
         env = make_env(backend)
         _, info = env.reset(seed=0)
@@ -387,6 +398,7 @@ def test_integer_parameters_are_bounded_in_every_schema() -> None:
         specs = env.tool_specs
         assert set(offered) == {s.name for s in specs}
         for spec in specs:
+            assert full_parameters(offered[spec.name]) is spec.parameters, spec.name
             shown = dict(_walk(offered[spec.name]))
             for path, node in _walk(spec.parameters):
                 t = node.get("type")
@@ -396,8 +408,7 @@ def test_integer_parameters_are_bounded_in_every_schema() -> None:
                     lo, hi = node.get("minimum"), node.get("maximum")
                     assert lo is not None and hi is not None and INT_MIN <= lo <= hi <= INT_MAX, where
                     if t == "integer":
-                        assert shown[path].get("minimum") == (None if lo == INT_MIN else lo), where
-                        assert shown[path].get("maximum") == (None if hi == INT_MAX else hi), where
+                        assert not LIMIT_KEYWORDS & set(shown[path]), where
                 if "string" in kinds and not {"enum", "const"} & set(node):
                     assert node.get("maxLength", 0) <= MAX_STRING, where
 
@@ -468,9 +479,10 @@ def hybrid_env() -> Iterator[tuple[PhonePlanEnv, list[dict[str, Any]]]]:
 def test_random_json_values_are_never_infrastructure_errors(hybrid_env: Any, data: Any) -> None:
     env, tools = hybrid_env
     tool = data.draw(st.sampled_from(tools))
-    props = sorted(tool["parameters"].get("properties", {}))
+    params = _full(tool)
+    props = sorted(params.get("properties", {}))
     rng = random.Random(0)
-    arguments = {k: example(tool["parameters"]["properties"][k], rng) for k in tool["parameters"].get("required", [])}
+    arguments = {k: example(params["properties"][k], rng) for k in params.get("required", [])}
     if props:
         arguments[data.draw(st.sampled_from(props))] = data.draw(JSON)
     env.reset(seed=0)

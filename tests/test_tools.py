@@ -57,8 +57,15 @@ def test_openai_rendering(tools):
     spec = tools["messages.send"].spec
     rendered = spec.to_openai()
     assert rendered["type"] == "function" and rendered["function"]["name"] == "messages.send"
-    # rendered compactly (phoneenv.tools.compact_parameters): here nothing to drop, so equal
-    assert rendered["function"]["parameters"] == spec.parameters
+    # rendered compactly (phoneenv.tools.compact_parameters): the limits validation enforces go
+    assert rendered["function"]["parameters"] == {
+        "properties": {
+            "to": {"description": spec.parameters["properties"]["to"]["description"], "type": "string"},
+            "body": {"description": "The text of the message (1 to 1000 characters).", "type": "string"},
+        },
+        "required": ["to", "body"],
+        "type": "object",
+    }
     assert spec.to_openai(name_style="underscore")["function"]["name"] == "messages__send"
     json.dumps(rendered)
 

@@ -601,16 +601,23 @@ class LocalChatClient:
 
     @staticmethod
     def call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
-        """The JSON Schema of one call of any of ``tools`` (OpenAI format)."""
+        """The JSON Schema of one call of any of ``tools`` (OpenAI format). A tool the env
+        offered brings its full parameters schema (:func:`phoneenv.sharing.full_parameters`:
+        the patterns and bounds the compact rendering leaves out of the prompt), so a grammar
+        built from it emits no call that validation refuses; other tools their ``parameters``."""
+        from phoneenv.sharing import full_parameters
+
         options = []
         for t in tools:
             fn = t["function"]
+            params = fn.get("parameters", {"type": "object"})
+            full = full_parameters(params)
             options.append(
                 {
                     "type": "object",
                     "properties": {
                         "name": {"const": fn["name"]},
-                        "arguments": fn.get("parameters", {"type": "object"}),
+                        "arguments": full if full is not None else params,
                     },
                     "required": ["name", "arguments"],
                     "additionalProperties": False,

@@ -47,7 +47,7 @@ PAD_TOKEN = "<|endoftext|>"
 """The converted tokenizer's pad token (id 0); eos stays ``<|im_end|>`` (id 2)."""
 
 #: The folder name inside the cache; bump the suffix when the conversion changes.
-_FOLDER = "smollm2-135m-instruct-q4_1-v1"
+_FOLDER = "smollm2-135m-instruct-q4_1-v2"
 _STAMP = "phoneenv-smollm2.json"
 
 

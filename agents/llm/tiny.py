@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from phoneenv.compact import tool_text
 from phoneenv.extras import require
 
 __all__ = ["CHAT_TEMPLATE", "SPECIAL_TOKENS", "build_tiny_model"]
@@ -69,7 +70,8 @@ CHAT_TEMPLATE = r"""
         {{- "\n\n# Tools\n\nYou may call one or more functions to carry out the user's request.\n\n" -}}
         {{- "You are provided with function signatures within <tools></tools> XML tags:\n<tools>" -}}
         {%- for tool in tools -%}
-            {{- "\n" + (tool | tojson) -}}
+            {#- the function object alone, compact: phoneenv.compact.tool_text -#}
+            {{- "\n" + ((tool["function"] if tool is mapping and "function" in tool else tool) | tojson(separators=(",", ":"))) -}}
         {%- endfor -%}
         {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments " -}}
         {{- "within <tool_call></tool_call> XML tags:\n" -}}
@@ -110,7 +112,8 @@ CHAT_TEMPLATE = r"""
     {{- "<|im_start|>assistant\n" -}}
 {%- endif -%}
 """
-"""The Jinja chat template saved with the tokenizer (``tools`` rendered as JSON lines in the system turn)."""
+"""The Jinja chat template saved with the tokenizer (``tools`` rendered as JSON lines in the system turn,
+each as :func:`phoneenv.compact.tool_text` writes it: the function object, compact)."""
 
 
 def _corpus() -> Iterator[str]:
@@ -126,7 +129,7 @@ def _corpus() -> Iterator[str]:
         yield spec.description
         params = json.dumps(spec.parameters)
         yield params
-        yield json.dumps(spec.to_openai())
+        yield tool_text(spec.to_openai())
         yield '<tool_call>\n{"name": ' + json.dumps(spec.name) + ', "arguments": {}}\n</tool_call>'
     yield CHAT_TEMPLATE
     yield "".join(SPECIAL_TOKENS) + "system user assistant tool\n"

@@ -39,7 +39,6 @@ Reused from :mod:`phoneenv.harness.memory` (public API only): ``tokenize``, ``rr
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -52,6 +51,7 @@ import numpy as np
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from phoneenv.compact import tool_text
 from phoneenv.contract import Domain, Feedback, TaskSpec, ToolSpec
 from phoneenv.harness import feedback
 from phoneenv.harness.memory import (
@@ -215,9 +215,10 @@ class ToolSelector:
             order while they fit; one that does not fit is passed over for smaller ones below
             it, and the best-ranked tool is offered whatever its size, so an episode never
             starts without a backend tool. ``tools.search`` may load tools beyond it.
-        count_tokens: tokens of one tool as the model reads it, given the tool's OpenAI entry
-            as one JSON line (``json.dumps``); default :func:`estimate_tokens`. Pass the
-            model's tokenizer (``lambda text: len(tok.encode(text)) + 1``) for an exact budget.
+        count_tokens: tokens of one tool as the model reads it, given the line a chat template
+            writes for the tool's OpenAI entry (:func:`phoneenv.compact.tool_text`: its function
+            object as compact JSON); default :func:`estimate_tokens`. Pass the model's tokenizer
+            (``lambda text: len(tok.encode(text)) + 1``) for an exact budget.
 
     Thread-safe; cheap to share: :func:`selector_for` returns one per ``(mode, k, budget)`` per
     process.
@@ -317,11 +318,12 @@ class ToolSelector:
             return list(ranked)
 
     def tokens(self, spec: ToolSpec) -> int:
-        """Tokens ``spec`` takes in the offered list: :attr:`count_tokens` of its OpenAI entry
-        (:meth:`~phoneenv.contract.ToolSpec.to_openai`) as one JSON line; cached per spec object."""
+        """Tokens ``spec`` takes in the offered list: :attr:`count_tokens` of the line a chat
+        template writes for its OpenAI entry (:func:`~phoneenv.compact.tool_text` of
+        :meth:`~phoneenv.contract.ToolSpec.to_openai`); cached per spec object."""
         hit = self._sizes.get(id(spec))
         if hit is None:
-            n = self.count_tokens(json.dumps(spec.to_openai()))  # once per spec: the cache below
+            n = self.count_tokens(tool_text(spec.to_openai()))  # once per spec: the cache below
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
                 raise TypeError(f"count_tokens must return an int >= 0 (tokens), not {n!r}")
             n = int(n)
@@ -390,11 +392,12 @@ class ToolSelector:
         return list(out)
 
 
-CHARS_PER_TOKEN = 3.0
-"""Characters of a tool's JSON line per token in :func:`estimate_tokens`. SmolLM2's tokenizer
-(the default ``--agent llm`` model's) reads the suite's compact specs at 3.39 characters a token
-(median; 2.96 at the 5th percentile, 2.55 at the least), so the estimate errs high by about a
-tenth on a list of tools."""
+CHARS_PER_TOKEN = 3.3
+"""Characters of a tool's line (:func:`phoneenv.compact.tool_text`) per token in
+:func:`estimate_tokens`. SmolLM2's tokenizer (the default ``--agent llm`` model's) reads the
+suite's tool lines at 3.69 characters a token (median; 3.27 at the 5th percentile, 2.99 at the
+least), so the estimate errs high by about a tenth on a list of tools (all 259: 26,908
+estimated, 24,146 counted)."""
 
 
 def estimate_tokens(text: str) -> int:
