@@ -914,6 +914,19 @@ def test_a_flight_or_train_number_is_no_amount():
     assert extract_claims("Total: EUR 139", "money", CTX) == [139.0]  # a currency code is no carrier
 
 
+def test_a_count_of_things_is_no_amount_beside_it():
+    crit = AnswerCriterion(type="number", value=2, unit="salmon|maki", optional=True)
+    assert check_answer(crit, "Ordered Salmon Maki from Sushi Yama, 2400 JPY in total.", None, CTX)[0]
+    assert check_answer(crit, "Ordered 2 Salmon Maki, 2400 JPY in total.", None, CTX)[0]
+    assert not check_answer(crit, "Ordered 3 Salmon Maki, 2400 JPY in total.", None, CTX)[0]
+    assert not check_answer(crit, "Ordered 3 of them.", None, CTX)[0]  # a bare number is still read
+
+
+def test_a_time_before_a_colon_is_that_time():
+    assert extract_claims("Leave at 12:01: it's 14 minutes.", "time", CTX) == ["12:01"]
+    assert extract_claims("At 07:45:30 sharp", "time", CTX) == ["07:45"]  # seconds
+
+
 def test_dictates_allows_a_greeting_and_nothing_added():
     from phoneenv.tasks.predicates import dictates
 
@@ -929,6 +942,13 @@ def test_dictates_allows_a_greeting_and_nothing_added():
         "Sorry, I'm running about 15 minutes late",
     ):
         assert dictates(body, said, named), body
+    for body in (
+        "On my way home, talk soon. Cheers!",
+        "On my way home, talk soon x",
+        "On my way home, talk soon. Thanks!",
+    ):
+        assert dictates(body, "On my way home, talk soon"), body  # a sign-off after a dictated sign-off
+    assert dictates("On my way home. Best,\nOskar", "On my way home")  # a sign-off and the writer's name
     assert dictates("Could you bring the charger tonight?", "Can you bring the charger tonight?")
     assert dictates("The viewing is on Thursday at 6:00.", "The viewing is on Thursday at 6.")
     assert not dictates("The viewing is on Thursday at 6:30.", "The viewing is on Thursday at 6.")

@@ -250,6 +250,23 @@ def test_a_reply_subject_as_any_client_writes_it(value, ok):
     assert match({"subject": value}, {"subject": {"subject": "Re: Dinner on Saturday?"}}) is ok
 
 
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("Photos from the trip", True),
+        ("photos from the trip.", True),  # typed as a sentence
+        ("Photos from the trip!", True),
+        ("Photos from the trip 2", False),
+        ("Photos from the", False),
+        ("Photos. From the trip", False),
+    ],
+)
+def test_a_dictated_title_may_end_as_a_sentence(value, ok):
+    from phoneenv.tasks.predicates import match
+
+    assert match({"subject": value}, {"subject": {"iequals": "Photos from the trip"}}) is ok
+
+
 def _dictated_task() -> tuple[TaskSpec, ToolCall]:
     task = get_task("messages.text_contact/0")
     sent = next(c for c in task.reference_plan if c.name == "messages.send")
@@ -462,6 +479,9 @@ TOLD_STATE = [
     ("count", "skills.leave_home/4", "Switched off 5 devices and set the heating to 16.", True),
     ("count", "skills.leave_home/4", "Switched off 6 devices; the house is ready.", False),  # 5 off, 1 set
     ("switch", "clock.alarm_off/3", "Switched off the 7:45 am and 1 pm alarms; they're kept.", True),  # no count
+    # an amount told of the planner's act is one it worked with, not its sum with one it read
+    ("money", "wallet.pay_back/9", "Sent 18.75 AUD to Michael Carter.", True),
+    ("money", "wallet.pay_back/9", "Sent 19.75 AUD to Michael Carter.", False),  # 18.75 + a 1.00 it read
     # an alarm by its time: deleted is not "off"; one turned on that was on already was not turned on
     ("switch", "clock.delete_alarm/0", "Turned off the 6:30 alarm and switched the 7:15 one on.", False),
     ("switch", "clock.delete_alarm/0", "Deleted the 6:30 alarm and turned the 7:00 alarm on.", False),

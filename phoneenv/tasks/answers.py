@@ -246,7 +246,7 @@ _RE_DOT_CLOCK = re.compile(
 _DAY_PART = r"in the (?:morning|afternoon|evening)|at night"
 """A part of the day after a time ("6 in the morning", "4:15 in the afternoon", "11 at night")."""
 _RE_CLOCK = re.compile(
-    rf"(?<![\d:.,])(\d{{1,2}})[:h](\d{{2}})(?::\d{{2}})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?|\s+({_DAY_PART})\b)?", re.I
+    rf"(?<![\d:.,])(\d{{1,2}})[:h](\d{{2}})(?::\d{{2}})?(?!\d|:\d)(?:\s*([ap])\.?\s?m\b\.?|\s+({_DAY_PART})\b)?", re.I
 )
 _RE_HOUR_PART = re.compile(rf"(?<![\d:.,])\b(\d{{1,2}})(?:\s+o'?clock)?\s+({_DAY_PART})\b", re.I)
 """An hour alone with its part of the day ("6 in the morning", "11 at night")."""
@@ -979,8 +979,8 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
     sc = scan(text, ctx)
     if type == "number":
         found = [c for c in sc.claims if c.type in ("number", "money")]
-        if unit:
-            found = _linked_units(found, sc.text, unit)
+        if unit:  # a count of things: an amount with its currency is none ("2 Salmon Maki, 2400 JPY")
+            found = _linked_units([c for c in found if c.type != "money" or not c.unit], sc.text, unit)
         if not found:  # "locker #663", "no. 663": a number written as an id
             found = [
                 Claim("number", float(m[1]), m.start(1), m.end(1), _negated(sc.text, m.start(), m.end(), "number"))

@@ -825,7 +825,9 @@ class Grounds:
 
     def _derived_money(self, pool: Evidence) -> set[tuple[float, str]]:
         if id(pool) not in self._money:
-            partners = () if pool is self.read else self.read.money
+            # what the episode did is told as it did it, or worked out from its own amounts (a
+            # total paid, a share): not with any amount it read ("sent 19.75" for 18.75 + 1.00)
+            partners = () if pool is self.read or pool is self.did else self.read.money
             self._money[id(pool)] = pool.derived_money(partners)
         return self._money[id(pool)]
 

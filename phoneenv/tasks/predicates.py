@@ -6,7 +6,7 @@ A ``where`` clause maps field names to conditions; a record matches when every c
     True
 
 Operators: a literal means equality (``True`` does not equal ``1``); ``{"eq": v}``, ``{"ne": v}``, ``{"in": [..]}``,
-``{"iequals": s}`` (case- and space-insensitive), ``{"subject": s}`` (a mail subject, its
+``{"iequals": s}`` (case- and space-insensitive, a closing full stop, "!" or "?" aside: a title typed as a sentence), ``{"subject": s}`` (a mail subject, its
 reply or forward prefix in any client's form and its punctuation aside: :func:`same_subject`), ``{"icontains": s}`` (a substring of the text
 read as words: case, accents, hyphens and punctuation aside; "cancel" is in "Cancelled"), ``{"says": s}`` (the
 text states the phrase as whole words, not denied: :func:`says`), ``{"startswith": s}``,
@@ -294,6 +294,11 @@ def _spoken(text: str) -> str:
     return _ON_THE_HOUR.sub(r"\1", text)
 
 
+def _unended(text: str) -> str:
+    """``text`` without the full stops, "!", "?" and ellipses that end it."""
+    return text.rstrip(" .!?\u2026")
+
+
 def dictates(text: Any, phrase: Any, names: Callable[[str], bool] = lambda w: False) -> bool:
     """Whether ``text`` is the dictated ``phrase``, trivially re-worded, with no fact or
     commitment added: it :func:`says` the phrase (word forms, abbreviations, number words,
@@ -308,7 +313,8 @@ def dictates(text: Any, phrase: Any, names: Callable[[str], bool] = lambda w: Fa
     if not isinstance(text, str):
         return False
     phrase = str(phrase if phrase is not None else "")
-    text = _SIGNED.sub("", text)
+    if (m := _SIGNED.search(text)) and words(m.group()).split()[-1] not in FRAMING:
+        text = text[: m.start()]  # a sign-off with a name, not two sign-offs ("talk soon. Cheers!")
     body_p, said_p = _spoken(plain(text)), _spoken(plain(phrase))
     tries = [(text, phrase), (body_p, said_p)]
     if m := _SUBJECT_START.match(said_p):  # "Running 15 min late" for "I'm running 15 minutes late"
@@ -390,7 +396,7 @@ OPERATORS = {
     "subject": same_subject,
     "ne": lambda v, a: v != a,
     "in": lambda v, a: v in a,
-    "iequals": lambda v, a: v is not None and norm(v) == norm(a),
+    "iequals": lambda v, a: v is not None and _unended(norm(v)) == _unended(norm(a)),
     "icontains": lambda v, a: v is not None and words(a).strip() in words(v),
     "says": lambda v, a: isinstance(v, str) and says(v, a),
     "startswith": lambda v, a: isinstance(v, str) and v.startswith(a),
