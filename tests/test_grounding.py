@@ -479,6 +479,16 @@ TOLD_STATE = [
     ("count", "skills.leave_home/4", "Switched off 5 devices and set the heating to 16.", True),
     ("count", "skills.leave_home/4", "Switched off 6 devices; the house is ready.", False),  # 5 off, 1 set
     ("switch", "clock.alarm_off/3", "Switched off the 7:45 am and 1 pm alarms; they're kept.", True),  # no count
+    # "today" beside a time the episode set is the day it set it for: an alarm set at 11:15 for
+    # 06:25 rings tomorrow; a pickup booked for tomorrow is not today's
+    ("date", "clock.wake_up/2", "You'll be woken at 06:25 tomorrow.", True),
+    ("date", "clock.wake_up/2", "You'll be woken at 06:25 today.", False),
+    ("date", "fields.dnd_until/8", "Do not disturb until 08:00 today.", False),
+    ("date", "memory.return_pickup_time/3", "Return confirmed, pickup tomorrow at 09:00.", True),
+    ("date", "memory.return_pickup_time/3", "Return confirmed, pickup today at 09:00.", False),
+    # a booking's time is what was booked (a field named "time" in the future is no stamp)
+    ("time", "restaurants.book_table/3", "Booked Spice Route for Thursday at 7 pm, code RS12-11191900.", True),
+    ("time", "restaurants.book_table/3", "Booked Spice Route at 19:30, code RS12-11191900.", False),
     # an amount told of the planner's act is one it worked with, not its sum with one it read
     ("money", "wallet.pay_back/9", "Sent 18.75 AUD to Michael Carter.", True),
     ("money", "wallet.pay_back/9", "Sent 19.75 AUD to Michael Carter.", False),  # 18.75 + a 1.00 it read
@@ -657,6 +667,7 @@ def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer,
     ("body", "ok"),
     [
         ("I'll be out in twelve minutes", True),  # the user's words, a number written out
+        ("I'll be out in around 12 minutes", True),  # a hedge is no content
         ("I'll be out in 12 minutes. I'll pick up the drinks on the way.", False),  # a promise never given
         ("I'll be out in 12 minutes, but I can't make dinner.", False),  # a refusal never given
         ("I'll be out in 12 minutes, I'll call you right away", True),  # a light word of contact

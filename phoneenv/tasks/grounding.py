@@ -1071,7 +1071,7 @@ def grounds(
             wrote = getattr(c.effect, "value", c.effect) in ("write", "sensitive")
             evidence_of([c.feedback.result], ctx, skip=skip, ev=subject if wrote else read)
             if wrote:
-                evidence_of([_unstamped(c.feedback.result)], ctx, skip=skip, ev=did, clock=False)
+                evidence_of([_unstamped(c.feedback.result, ctx.now or "")], ctx, skip=skip, ev=did, clock=False)
             else:
                 leaves = _walk(c.feedback.result)
                 last = {x.strip().lower() for x, k, _, _ in leaves if k in ("status", "state") and isinstance(x, str)}
@@ -1083,10 +1083,10 @@ def grounds(
     skip = frozenset(written) | children
     now_recs, was_recs = _versions(changed)
     evidence_of([now_recs], ctx, skip=skip, ev=subject)
-    bare = evidence_of([_unstamped(now_recs)], ctx, skip=skip, clock=False)
+    bare = evidence_of([_unstamped(now_recs, ctx.now or "")], ctx, skip=skip, clock=False)
     _add_reminders(bare, now_recs)
     did.merge(bare)
-    was = evidence_of([_unstamped(was_recs)], ctx, skip=skip, clock=False)  # "raised it from 19 to 20.5"
+    was = evidence_of([_unstamped(was_recs, ctx.now or "")], ctx, skip=skip, clock=False)  # "raised it from 19 to 20.5"
     named.extend(n for r in (*now_recs, *was_recs)[:400] if (n := _named(_without(r, skip), ctx)))
     if world is not None:
         read.world_money.update(world.ev.world_money)
@@ -1249,13 +1249,22 @@ _STAMP_KEYS = frozenset(
 planner did, only when."""
 
 
-def _unstamped(value: Any) -> Any:
-    """``value`` (JSON) without the :data:`_STAMP_KEYS` fields of its records."""
+def _unstamped(value: Any, now: str = "") -> Any:
+    """``value`` (JSON) without the :data:`_STAMP_KEYS` fields of its records, save those later
+    than ``now`` (the clock, ``YYYY-MM-DDTHH:MM:SS``; a stamp is never in the future, so a
+    reservation's ``time`` of next Thursday is what was booked, not when)."""
     if isinstance(value, Mapping):
-        return {k: _unstamped(v) for k, v in value.items() if k not in _STAMP_KEYS}
+        return {
+            k: _unstamped(v, now)
+            for k, v in value.items()
+            if k not in _STAMP_KEYS or (now and isinstance(v, str) and _RE_ISO_STAMP.match(v) and v[:19] > now[:19])
+        }
     if isinstance(value, (list, tuple)):
-        return [_unstamped(v) for v in value]
+        return [_unstamped(v, now) for v in value]
     return value
+
+
+_RE_ISO_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -1749,6 +1758,34 @@ def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
     return out
 
 
+def _hm_of(minutes: int | None) -> str:
+    return "?" if minutes is None else f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _not_today(at: int, text: str, g: Grounds, ctx: Context, bounds: Sequence[int]) -> str | None:
+    """Why "today" at ``at`` in ``text`` is false of a time told beside it (in its clause, by the
+    clause ``bounds``) that the episode set: the episode set that time for another day ("pickup
+    today at 09:00" for tomorrow's), or set it without a date (an alarm, a do-not-disturb end)
+    at a time the clock has passed, so that it rings or ends tomorrow ("You'll be woken at 06:25
+    today" at 11:15). None where no time the episode set is told beside it, or it set one today."""
+    if g.now is None or not g.did.times or g.subject.today is None:
+        return None
+    k = next(k for k in range(1, len(bounds)) if at < bounds[k])
+    lo, hi = bounds[k - 1], bounds[k]
+    today = g.subject.today.isoformat()
+    for c in claims(text, "time", ctx):
+        if c.negated or not lo <= c.start < hi:
+            continue
+        said = [v for v in (c.value, *c.alts) if isinstance(v, str) and v in g.did.times]
+        if not said or today in g.did.dates:
+            continue
+        if g.did.dates:
+            return f"the episode set {said[0]} for {', '.join(sorted(g.did.dates)[:2])}, not today"
+        if all(_minutes(v) < g.now for v in said):
+            return f"the episode set {said[0]}, which the clock ({_hm_of(g.now)}) has passed today: it is tomorrow's"
+    return None
+
+
 def _user_says(g: Grounds, relation: str, name: str = "") -> bool:
     """Whether the user's words (the goal, memory) name ``relation`` (beside ``name``'s first
     name, when given: "Doreen is my sister")."""
@@ -1871,6 +1908,9 @@ def check_text(
                     )
                 )
             )
+            if today and (why := _not_today(c.start, t, g, ctx, bounds)):
+                out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
+                continue
             if (today and not (g.did.dates and acted(c.start, "date"))) or (
                 _TODAY_IS.search(t[max(0, c.start - 24) : c.start])
             ):  # the clock grounds "today" and "today is Tuesday, 10 November", not "Tuesday"; what
@@ -2090,6 +2130,10 @@ _LIGHT_WORDS = frozenset(
         "today",
         "tonight",
         "tomorrow",
+        "around",
+        "about",
+        "roughly",
+        "approximately",
     ]
 )
 
