@@ -486,6 +486,13 @@ TOLD_STATE = [
     ("date", "fields.dnd_until/8", "Do not disturb until 08:00 today.", False),
     ("date", "memory.return_pickup_time/3", "Return confirmed, pickup tomorrow at 09:00.", True),
     ("date", "memory.return_pickup_time/3", "Return confirmed, pickup today at 09:00.", False),
+    # a status told in a clause that names "Do not disturb" is told, not denied; moved is an act
+    ("status", "fields.dnd_off/6", "Do not disturb is off and School nights is paused.", True),
+    ("status", "fields.dnd_off/6", "Do not disturb is off and I deleted School nights.", False),
+    ("status", "restaurants.cancel_booking/3", "Cancelled your table at Le Petit Zinc.", True),
+    ("status", "restaurants.cancel_booking/3", "Moved your table at Le Petit Zinc to next week.", False),
+    ("status", "music.playlist_and_play/5", 'Made "Rainy day" and started it.', True),
+    ("status", "music.playlist_and_play/5", 'Made "Rainy day"; I haven\'t started it yet.', False),
     # a booking's time is what was booked (a field named "time" in the future is no stamp)
     ("time", "restaurants.book_table/3", "Booked Spice Route for Thursday at 7 pm, code RS12-11191900.", True),
     ("time", "restaurants.book_table/3", "Booked Spice Route at 19:30, code RS12-11191900.", False),

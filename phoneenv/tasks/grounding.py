@@ -1391,7 +1391,12 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
     ),
     "archived": (r"archived", _verb("archive"), frozenset({"archived", "archive"})),
     "played": (r"played|playing|started\s+playing", _verb("play", "mark_played", "resume"), frozenset()),
-    "ran": (r"ran", _verb("run", "activate", "apply", "trigger"), frozenset()),
+    "ran": (r"ran", _verb("run", "activate", "apply", "trigger", "start", "play"), frozenset()),
+    "moved": (
+        r"moved|rescheduled|postponed|pushed\s+back|brought\s+forward",
+        _verb("move", "reschedule", "postpone", "change", "update", "edit", "set_due", "snooze"),
+        frozenset(),
+    ),
     "read": (
         r"marked\s+(?:it\s+|them\s+|\S+\s+){0,3}?(?:as\s+)?read\b",
         _verb("mark_read", "mark_as_read", "read", "open", "mark"),
@@ -1483,9 +1488,11 @@ _RE_STATUS_STATE = re.compile(
 )
 """A thing told as a record's state: "the bill is paid", "it has been cancelled"."""
 _RE_STATUS_DENIED = re.compile(
-    r"\b(?:not|never|no|nothing|none|neither|nor|cannot|unable|failed|without|if|whether|once|when|before|until|should|could|would)\b|n't",
+    r"\b(?:not(?<!\bdo\snot)|never|no|nothing|none|neither|nor|cannot|unable|failed|without|if|whether|once|when"
+    r"|before|until|should|could|would)\b|n't",
     re.I,
 )
+"""Words that deny or make conditional a status in their clause ("Do not disturb" is a name)."""
 
 
 _UNDONE_FORMS: dict[str, str] = {
