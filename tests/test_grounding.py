@@ -493,6 +493,17 @@ TOLD_STATE = [
     ("status", "restaurants.cancel_booking/3", "Moved your table at Le Petit Zinc to next week.", False),
     ("status", "music.playlist_and_play/5", 'Made "Rainy day" and started it.', True),
     ("status", "music.playlist_and_play/5", 'Made "Rainy day"; I haven\'t started it yet.', False),
+    # switches told together: every light of the end state must be in the state told
+    ("switch", "skills.leave_home/4", "All the lights are off now.", True),
+    ("switch", "skills.leave_home/4", "All the lights are on now.", False),
+    ("switch", "subagent.lights_off/4", "All the lights are off now.", False),  # the living room's are on
+    # how often a changed record repeats: an alarm's days, a budget's period
+    ("period", "clock.set_alarm/2", "Alarm set for 06:35, just once; the 08:00 one is off.", True),
+    ("period", "clock.set_alarm/2", "Alarm set for 06:35 every day; the 08:00 one is off.", False),
+    ("period", "skills.wake_routine/0", "Set: 07:55 with a backup at 08:05, every day.", True),
+    ("period", "skills.wake_routine/0", "Set: 07:55 with a backup at 08:05, weekdays only.", False),
+    ("period", "budget.set_and_check/8", "Transport budget: 110.00 EUR a week; 14.71 EUR left this week.", True),
+    ("period", "budget.set_and_check/8", "Transport budget: 110.00 EUR a month; 14.71 EUR left this week.", False),
     # a booking's time is what was booked (a field named "time" in the future is no stamp)
     ("time", "restaurants.book_table/3", "Booked Spice Route for Thursday at 7 pm, code RS12-11191900.", True),
     ("time", "restaurants.book_table/3", "Booked Spice Route at 19:30, code RS12-11191900.", False),

@@ -791,6 +791,7 @@ class Grounds:
         self.changed_words: frozenset[str] = frozenset()  # short strings of the changed records, lower case
         self.act_counts: frozenset[int] | None = None  # what an act verb may count (see grounds())
         self.kind_counts: dict[str, frozenset[int]] = {}  # what it may count of a kind of thing (_kind_counts)
+        self.periods: list[tuple[str, frozenset[str]]] = []  # the changed records' periods (_periods)
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
         # what the codes are read from, on first need: (goal, memory and results; changed records
@@ -1159,6 +1160,7 @@ def grounds(
         kind_counts.setdefault("person", set()).add(len(addressed))
     g.kind_counts = {k: frozenset(v) for k, v in kind_counts.items()}
     g.focus = frozenset(focus)
+    g.periods = _periods(now_recs)
     strings, ids = subject_strings(
         [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
     )
@@ -1208,6 +1210,62 @@ _TABLE_KINDS = {
     "items": "item",
 }  # fmt: skip
 """The kind of thing each table's records are (by the table's name after the app's)."""
+
+
+_PERIOD_WORDS = (
+    ("daily", r"daily|every\s+(?:single\s+)?day|each\s+day|7\s+days\s+a\s+week"),
+    ("weekdays", r"(?:on\s+|every\s+)?weekdays|every\s+weekday|monday\s+to\s+friday|mon(?:day)?\s*-\s*fri(?:day)?"),
+    ("week", r"weekly|(?:per|every|each)\s+week|(?<!\bin\s)(?<!\bfor\s)(?<!\bwithin\s)(?<!\bthan\s)\ba\s+week"),
+    ("month", r"monthly|(?:per|every|each)\s+month|(?<!\bin\s)(?<!\bfor\s)(?<!\bwithin\s)(?<!\bthan\s)\ba\s+month"),
+    ("year", r"yearly|annually|(?:per|every|each)\s+year"),
+    ("once", r"one-?off|one-?time|just\s+once|only\s+once|(?<!at\s)\bonce(?!\s+(?:you|it|they|i|we|the|a|an)\b)"),
+)
+_RE_PERIOD = re.compile("|".join(rf"(?P<{k}>\b(?:{v})\b)" for k, v in _PERIOD_WORDS), re.I)
+"""How often a thing repeats, told: "every day", "weekdays", "110 EUR a week", "monthly", "a
+one-off"; not "in a week", "for a month" (a span) or "once you are home" (a condition)."""
+_PERIOD_KEYS = ("period", "frequency", "repeat", "recurrence", "interval", "cadence")
+_PERIOD_OF = {
+    "day": "daily", "daily": "daily", "week": "week", "weekly": "week", "month": "month", "monthly": "month",
+    "year": "year", "yearly": "year", "annual": "year", "annually": "year", "once": "once", "none": "once",
+    "weekdays": "weekdays",
+}  # fmt: skip
+_WEEKDAYS5 = frozenset({"mon", "tue", "wed", "thu", "fri"})
+
+
+def period_claims(text: str) -> list[tuple[str, int, int]]:
+    """``(period, start, end)`` of each repetition ``text`` tells (:data:`_RE_PERIOD`): one of
+    daily, weekdays, week, month, year, once."""
+    return [(next(k for k, v in m.groupdict().items() if v), m.start(), m.end()) for m in _RE_PERIOD.finditer(text)]
+
+
+def _periods(records: Sequence[Any]) -> list[tuple[str, frozenset[str]]]:
+    """How often each record the episode changed repeats, with the short strings that name it
+    (its time, label, category): a field ``period``, ``frequency``, ``repeat``... ("week",
+    "monthly"), or an alarm's ``days`` (none: once; all seven: daily; Monday to Friday:
+    weekdays)."""
+    out: list[tuple[str, frozenset[str]]] = []
+    for rec in records[:200]:
+        if not isinstance(rec, Mapping):
+            continue
+        found: set[str] = set()
+        for k in _PERIOD_KEYS:
+            v = rec.get(k)
+            if isinstance(v, str) and (p := _PERIOD_OF.get(v.strip().lower())):
+                found.add(p)
+        days = rec.get("days")
+        if isinstance(days, (list, tuple)) and "time" in rec:
+            short = {str(d).lower()[:3] for d in days}
+            found.add(
+                "once" if not short else "daily" if len(short) == 7 else "weekdays" if short == _WEEKDAYS5 else "week"
+            )
+        if found:
+            names = frozenset(
+                str(v).lower()[-5:] if k == "time" else str(v).lower()
+                for k, v in rec.items()
+                if k in ("time", "label", "name", "category", "title") and isinstance(v, str) and v.strip()
+            )
+            out.extend((p, names) for p in found)
+    return out
 
 
 def count_kind(noun: str) -> str | None:
@@ -2017,6 +2075,14 @@ def check_text(
             held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
             why = "it is what the episode did, which counts " + (", ".join(map(str, held)) or "nothing") if own else ""
             out.append(Ungrounded("count", pt[a:b], source, tuple(map(str, held)), why))
+    if "period" in types and g.periods:
+        for period, a, b in period_claims(t):
+            part = clause(a).lower()
+            named = [p for p, names in g.periods if any(n in part for n in names)]
+            held = named or [p for p, _ in g.periods]
+            if period not in held:
+                why = f"the episode's change repeats {' / '.join(sorted(set(held)))}"
+                out.append(Ungrounded("period", t[a:b], source, tuple(sorted(set(held))), why))
     if "percent" in types:
         for n, a, b in percent_claims(pt):
             ends = [e.end() for e in _PART.finditer(pt, 0, a)]

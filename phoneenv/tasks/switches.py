@@ -100,12 +100,18 @@ _ALARM_BEFORE = re.compile(r"\balarm\s+(?:at|for|set\s+for)\s+$", re.I)
 _ACT_BEFORE = re.compile(r"\b(?:turned|switched|toggled|flipped|put|set)\s+(?:it\s+|the\s+|your\s+|my\s+)?$", re.I)
 """A verb of the planner's act before a switch's name: "turned the 7:15 alarm on"."""
 _DELETED_WORDS = re.compile(r"\b(?:delet|remov|eras|clear)", re.I)
+_GROUP = re.compile(
+    r"\b(?:all|both|every\s+one\s+of)\s+(?:the\s+|your\s+|my\s+)?(?P<kind>lights|lamps|plugs|devices)\b", re.I
+)
+"""Switches told together: "all the lights", "both lamps", "all your devices"."""
 
 
 @dataclass(frozen=True)
 class SwitchClaim:
-    """One switch told on or off: ``kind`` ``"setting"`` (``key`` a setting id) or ``"alarm"``
-    (``key`` an ``HH:MM`` time, ``alts`` the other readings of it: 6:30 may be 18:30), the
+    """One switch told on or off: ``kind`` ``"setting"`` (``key`` a setting id), ``"alarm"``
+    (``key`` an ``HH:MM`` time, ``alts`` the other readings of it: 6:30 may be 18:30),
+    ``"record"`` (``key`` ``table|field|name``) or ``"group"`` (``key`` a kind of device told
+    together: "light" for "all the lights"), the
     ``state`` told (True: on), the span ``start:end`` of the text it was read from, and
     whether it is told as the planner's ``act`` ("turned on DND", "switched the 7:15 alarm on")
     rather than as a state ("DND is on")."""
@@ -144,6 +150,8 @@ def _mentions(said: str, text: str, ctx: Context) -> list[tuple[int, int, str, s
                 out.append((c.start, after.end(), "alarm", vals[0], True, vals[1:]))
             elif _ALARM_BEFORE.search(text[max(0, c.start - 20) : c.start]):
                 out.append((c.start, c.end, "alarm", vals[0], True, vals[1:]))
+    for m in _GROUP.finditer(text):  # "all the lights", "both lamps": every such device
+        out.append((m.start(), m.end(), "group", m["kind"].lower().rstrip("s"), True, ()))
     low = text.lower()
     for table, field, name in _named_switches(ctx):
         for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", low):
@@ -297,6 +305,13 @@ def check_switches(text: str, ctx: Context) -> list[tuple[str, tuple[str, ...], 
                 if isinstance(rec, Mapping) and rec.get("value") is c.state:
                     out.append((said, (f"{c.key} {told}",), f"{name} was {told} already: nothing turned it {told}"))
             continue
+        if c.kind == "group":  # "all the lights are off": every such device of the end state
+            for _, field, recs in _group(c.key, ctx):
+                wrong = [r for r in recs if bool(r.get(field)) != c.state]
+                if wrong:
+                    held = tuple(f"{_folded(r)} {'on' if r.get(field) else 'off'}" for r in wrong[:3])
+                    out.append((said, held, f"not every {c.key} is {told}: {', '.join(held)}"))
+            continue
         if c.kind == "record":  # a device, a schedule: by name
             table, field, name = c.key.split("|", 2)
             now = [r for r in _records_of(ctx.tables.get(table)) if _folded(r) == name]
@@ -315,6 +330,25 @@ def check_switches(text: str, ctx: Context) -> list[tuple[str, tuple[str, ...], 
             continue
         held_times = sorted({str(r.get("time")) for r in _records_of(ctx.tables.get(ALARMS_TABLE))})[:4]
         out.append((said, tuple(held_times), f"the phone has no alarm at {c.key}"))
+    return out
+
+
+def _group(kind: str, ctx: Context) -> list[tuple[str, str, list[Mapping[str, Any]]]]:
+    """``(table, field, records)`` of the end state's switches of ``kind`` ("light", "lamp",
+    "plug"; "device": every one of a table whose records have a ``kind`` or ``type``): a record
+    whose ``kind``/``type`` or name says that kind."""
+    out = []
+    for table, recs in ctx.tables.items():
+        rows = _records_of(recs) if table != ALARMS_TABLE else []
+        field = next((f for f in _SWITCH_FIELDS if rows and f in rows[0]), None)
+        sort = next((k for k in ("kind", "type") if rows and k in rows[0]), None)
+        if field is None or sort is None:
+            continue
+        mine = [
+            r for r in rows if kind == "device" or kind in str(r.get(sort, "")).lower() or kind in _folded(r).split()
+        ]
+        if mine:
+            out.append((table, field, mine))
     return out
 
 
