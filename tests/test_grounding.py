@@ -208,6 +208,18 @@ def test_code_and_commitment_probes_are_generated_both_ways():
         assert run_plan(env, task, p.plan)[0]["verdict"]["success"] is (p.expect == "pass"), p.name
 
 
+def test_a_period_probe_tells_the_repetition_the_other_way_round():
+    from phoneenv.tasks.claim_probes import claim_probes
+
+    task = get_task("skills.wake_routine/0")  # "... 07:55 with a backup at 08:05, every day."
+    env = PhonePlanEnv(tasks=[task])
+    run_plan(env, task, task.reference_plan)
+    (probe,) = [p for p in claim_probes(task, env.episode_grounds(), env.episode_context()) if p.type == "period"]
+    assert probe.expect == "fail" and not probe.held
+    assert probe.plan[-1].arguments["answer"] == "Wake-up routine set: 07:55 with a backup at 08:05, just once."
+    assert not run_plan(env, task, probe.plan)[0]["verdict"]["success"]
+
+
 def test_switch_and_name_probes_are_generated_both_ways():
     from phoneenv.tasks.claim_probes import claim_probes
 

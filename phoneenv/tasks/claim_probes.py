@@ -25,6 +25,8 @@ that must **pass** (the same answer said another way)::
               another name of the world
     code      a booking code told with one         the code told in lower case
               character changed
+    period    how often told the other way round
+              ("every day" for "just once")
     commitment  a text to a person with a promise  a text to a person with a promise
               the user never gave added ("I'll       made of no new content ("I'll let
               bring the umbrellas too.")             you know when I'm there.")
@@ -65,6 +67,7 @@ from phoneenv.tasks.grounding import (
     count_claims,
     normal_phone,
     percent_claims,
+    period_claims,
     phone_region,
     temperature_claims,
 )
@@ -79,7 +82,7 @@ __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
     "time", "date", "weekday", "money", "currency", "temperature", "count", "percent", "duration", "person", "email", "phone",
-    "switch", "name", "code", "commitment", "dictation", "undone", "paraphrase",
+    "switch", "name", "code", "commitment", "period", "dictation", "undone", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
@@ -229,6 +232,13 @@ _PROMISE = "I'll bring the umbrellas for everyone too."
 the episode holds none of its words before the probe counts as must-fail)."""
 _LIGHT_PROMISE = "I'll let you know when I'm there."
 """A promise of no new content: free speech in a text to a person."""
+
+
+_OTHER_PERIOD = {
+    "daily": "just once", "once": "every day", "weekdays": "every day", "week": "every month", "month": "every week",
+    "year": "every month",
+}  # fmt: skip
+"""A period told another way round: what a must-fail ``period`` probe tells instead."""
 
 
 def _other_code(code: str, held: frozenset[str]) -> str:
@@ -420,6 +430,12 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                     lower = original[:at] + code.lower() + original[m.end(1) :]
                     out.append(ClaimProbe("paraphrase", "pass", f"{where(step, key)}: the code in lower case",
                                           _with(plan, step, key, lower)))  # fmt: skip
+                break
+        if "period" not in exempt and g.periods:
+            for period, a, b in period_claims(original):
+                new = _OTHER_PERIOD[period]
+                held = new in {p for p, _ in g.periods}
+                fail("period", step, key, original[:a] + new + original[b:], new, held)
                 break
     # a text to a person: a promise the user never gave fails, one of no new content passes
     if "commitment" not in exempt and g.subject_names is not None:
