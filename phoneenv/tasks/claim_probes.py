@@ -63,7 +63,6 @@ from phoneenv.tasks.grounding import (
     RE_FULL_NAME,
     Grounds,
     code_key,
-    commitments,
     count_claims,
     normal_phone,
     percent_claims,
@@ -73,7 +72,7 @@ from phoneenv.tasks.grounding import (
 )
 from phoneenv.tasks.identity import contact_ids
 from phoneenv.tasks.names import held_by, told_names
-from phoneenv.tasks.predicates import Context, plain, says
+from phoneenv.tasks.predicates import Context, plain, says, words
 from phoneenv.tasks.switches import changed_switches, switch_claims
 from phoneenv.tasks.undone import undone_answer
 from phoneenv.tasks.world import given_names
@@ -228,17 +227,18 @@ _RECIPIENT_KEYS = ("to", "message_id")
 """Arguments that make a call's text one to a person (a recipient, the mail replied to); a
 note's body or a reminder's content is the user's own."""
 _PROMISE = "I'll bring the umbrellas for everyone too."
-"""A promise no task's user gives (:func:`~phoneenv.tasks.grounding.commitments` checks that
-the episode holds none of its words before the probe counts as must-fail)."""
+"""A promise no task's user gives (a task whose user or records speak of umbrellas does not
+play it: counted as held)."""
 _LIGHT_PROMISE = "I'll let you know when I'm there."
 """A promise of no new content: free speech in a text to a person."""
 
 
 _OTHER_PERIOD = {
-    "daily": "just once", "once": "every day", "weekdays": "every day", "week": "every month", "month": "every week",
-    "year": "every month",
+    "daily": ("once", "just once"), "once": ("daily", "every day"), "weekdays": ("daily", "every day"),
+    "week": ("month", "every month"), "month": ("week", "every week"), "year": ("month", "every month"),
 }  # fmt: skip
-"""A period told another way round: what a must-fail ``period`` probe tells instead."""
+"""A period told another way round: the period and the words a must-fail ``period`` probe
+tells instead."""
 
 
 def _other_code(code: str, held: frozenset[str]) -> str:
@@ -433,16 +433,18 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 break
         if "period" not in exempt and g.periods:
             for period, a, b in period_claims(original):
-                new = _OTHER_PERIOD[period]
-                held = new in {p for p, _ in g.periods}
+                other, new = _OTHER_PERIOD[period]
+                held = other in {p for p, _ in g.periods}  # another changed record repeats so
                 fail("period", step, key, original[:a] + new + original[b:], new, held)
                 break
     # a text to a person: a promise the user never gave fails, one of no new content passes
     if "commitment" not in exempt and g.subject_names is not None:
-        dictated = _dictations(task.criteria)
+        dictated, exact = _dictations(task.criteria), _literals(task.criteria)
+        # the promise's thing is one the user or the episode already speaks of: not played
+        said = any(" umbrella" in words(t) for t in [*g.user_texts, *g.subject_names.texts()])
         for step, key, original in _texts(plan):
             to_person = any(k in plan[step].arguments for k in _RECIPIENT_KEYS)
-            if key not in _MESSAGE_KEYS or not to_person or original in _literals(task.criteria):
+            if key not in _MESSAGE_KEYS or not to_person or original in exact:
                 continue
             if any(says(original, d) for d in dictated):
                 continue
@@ -450,7 +452,7 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
             stop = "" if body[-1:] in ".!?" else "."
             for promise, expect in ((_PROMISE, "fail"), (_LIGHT_PROMISE, "pass")):
                 told = f"{body}{stop} {promise}"
-                held = expect == "fail" and not commitments(told, g)
+                held = expect == "fail" and said
                 out.append(ClaimProbe("commitment" if expect == "fail" else "paraphrase", expect,
                                       f"{where(step, key)}: {promise!r} added", _with(plan, step, key, told), held))  # fmt: skip
             break

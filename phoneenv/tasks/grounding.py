@@ -139,7 +139,6 @@ __all__ = [
     "check_text",
     "check_told",
     "code_key",
-    "commitments",
     "count_kind",
     "evidence_of",
     "grounds",
@@ -1206,13 +1205,6 @@ _KEY_KINDS = {
     "request_ids": "request", "reminder_id": "reminder",
 }  # fmt: skip
 """The kind of thing each argument names (one per value, or a list of them)."""
-_TABLE_KINDS = {
-    "messages": "message", "photos": "photo", "tracks": "song", "devices": "device", "alarms": "alarm",
-    "reminders": "reminder", "events": "event", "notes": "note", "contacts": "contact", "requests": "request",
-    "items": "item",
-}  # fmt: skip
-"""The kind of thing each table's records are (by the table's name after the app's)."""
-
 
 _PERIOD_WORDS = (
     ("daily", r"daily|every\s+(?:single\s+)?day|each\s+day|7\s+days\s+a\s+week"),
@@ -1279,7 +1271,7 @@ def count_kind(noun: str) -> str | None:
 def _kind_counts(writes: Sequence[Any], per_kind: Mapping[tuple[str, str, frozenset[str]], int]) -> dict[str, set[int]]:
     """What the episode's writes count of each kind of thing (:func:`count_kind`): per tool and
     argument naming things of a kind (:data:`_KEY_KINDS`), the distinct values named over all its
-    calls and each list's length; per table (:data:`_TABLE_KINDS`), the records changed alike
+    calls and each list's length; per table whose name says a kind ("gallery.photos"), the records changed alike
     (created, deleted, or updated in the same fields: "switched off 6 devices" is not five
     switched off and one thermostat set)."""
     named: dict[tuple[str, str], set[str]] = {}
@@ -1296,7 +1288,7 @@ def _kind_counts(writes: Sequence[Any], per_kind: Mapping[tuple[str, str, frozen
     for (_, key), values in named.items():
         out.setdefault(_KEY_KINDS[key], set()).add(len(values))
     for (table, _, _), n in per_kind.items():
-        kind = _TABLE_KINDS.get(table.rsplit(".", 1)[-1])
+        kind = _KIND_OF.get(table.rsplit(".", 1)[-1])  # "gallery.photos": photos
         if kind is not None:
             out.setdefault(kind, set()).add(n)
     return out
@@ -2134,7 +2126,7 @@ def check_text(
         ):
             out.append(Ungrounded("name", said, source, (), why))
     if "commitment" in types and source != "answer" and g.subject_names is not None:
-        for said in commitments(text, g):
+        for said in _commitments(text, g):
             why = "the user gave no such word and the episode did nothing of it"
             out.append(Ungrounded("commitment", said, source, (), why))
     if "code" in types and g.code_sources is not None:
@@ -2213,7 +2205,7 @@ _LIGHT_WORDS = frozenset(
 )
 
 
-def commitments(text: str, g: Grounds) -> list[str]:
+def _commitments(text: str, g: Grounds) -> list[str]:
     """The commitments and refusals ``text`` (a text the planner wrote to a person) makes in the
     user's name that neither the user's words nor the episode hold: a clause "I'll ...", "we
     will ...", "I can't ...", "I'm going to ..." with a content word (three letters or more, no
