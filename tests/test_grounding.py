@@ -679,6 +679,59 @@ TOLD_STATE = [
     # "today's" of a record with a day is that record's day, not the clock's
     ("date", "budget.fix_expense/1", "Today's FreshMart expense is now filed under groceries.", False),
     ("date", "budget.fix_expense/1", "Yesterday's FreshMart expense is now filed under groceries.", True),
+    # one record read in several results (the product, its cart line, its order line) is one
+    # amount in a total, and one amount with and without its currency is not two to add
+    ("money", "shop.buy_item/4", "Ordered the hiking boots in size 43, 38700 JPY in total.", False),
+    ("money", "shop.buy_item/4", "Ordered the hiking boots in size 43, 19350 JPY in total.", True),
+    # no sum with an amount of the fixtures the planner never read
+    ("money", "simulated.food_sign_in/4", "Signed in and ordered; the total is 1960.0 JPY.", False),
+    ("money", "simulated.food_sign_in/4", "Signed in and ordered; the total is 1950 JPY.", True),
+    # a balance as it was before the payment, told as it is now
+    ("money", "memory.pay_rent/1", "Paid 990 EUR to Frank Hornig; your balance is now 2498.57 EUR.", False),
+    ("money", "wallet.pay_back/1", "Sent 6420 JPY to Kenichi Goto. Balance: 156134 JPY.", False),
+    ("money", "memory.pay_rent/1", "Paid 990 EUR to Frank Hornig; your balance is now 1508.57 EUR.", True),
+    ("money", "wallet.pay_back/1", "Sent 6420 JPY to Kenichi Goto; you had 156134 JPY, now 149714 JPY.", True),
+    # the week, month or year the user and the calls speak of
+    ("period", "budget.spending_answer/1", "19.74 USD last month.", False),
+    ("period", "budget.spending_answer/1", "You spent $19.74 on groceries this week.", False),
+    ("period", "budget.spending_answer/1", "So far this month you have spent $19.74 on groceries.", True),
+    # alarms listed by their times share what is told of them; a state joined by "but"
+    ("switch", "clock.alarm_off/1", "The 07:00 and 21:30 alarms are on.", False),
+    ("switch", "clock.alarm_off/1", "Your 7 am, 9:30 pm alarms are still on.", False),
+    ("switch", "clock.alarm_off/1", "The 7:00 AM and 9:30 PM alarms are now off.", True),
+    ("switch", "clock.set_alarm/1", "Alarm set for 06:20 but switched off; the 06:30 one is off.", False),
+    ("switch", "clock.set_alarm/1", "Alarm set for 06:20 and switched on; the 06:30 one is off.", True),
+    # a favourite told as not made yet, when the episode made it one
+    ("status", "contacts.add_contact/1", "Saved Hideki Kato, though he is not in your favorites yet.", False),
+    ("status", "contacts.add_contact/1", "Saved Hideki Kato and starred him.", True),
+    # an amount told as the total of the planner's order is the order's total
+    ("money", "delivery.order_dish/1", "Ordered two Bun Cha from Saigon Kitchen: 3900 JPY in total.", False),
+    (
+        "money",
+        "delivery.order_dish/1",
+        "Ordered two Bun Cha from Saigon Kitchen: 3675 JPY in total, fee included.",
+        True,
+    ),
+    # a currency the world holds no amount in and the user never named
+    ("money", "subagent.cheaper_app/14", "Ordered on the food app; it came to 24.0 USD.", False),
+    ("money", "subagent.cheaper_app/14", "Ordered on the food app; it came to £24.", True),
+    ("money", "subagent.cheaper_app/1", "The Tiramisu came to €6.50 with the fee.", True),
+    # the address a contact had before the change, told as the one it has
+    ("email", "contacts.update_email/1", "Norbert's email is now norbert.geisler@yahoo.de; I sent a test.", False),
+    (
+        "email",
+        "contacts.update_email/1",
+        "Changed Norbert's email from norbert.geisler@yahoo.de to norbert.geisler@proton.me; I sent a test.",
+        True,
+    ),
+    # the people a state the act left are told of ("... are now favorites") are those acted on
+    ("person", "contacts.favorite/1", "Marian Meister and Canan Lehmann are now favorites.", False),
+    ("person", "contacts.favorite/1", "Marian Meister and Cristina Pohl are now favorites.", True),
+    # a count of what was noted or ordered, whatever the noun
+    ("count", "subagent.birthday_note/1", "Noted 4 birthdays.", False),
+    ("count", "subagent.birthday_note/1", "Noted 3 birthdays in the note.", True),
+    ("count", "delivery.order_dish/1", "Ordered 3 of them from Saigon Kitchen.", False),
+    ("count", "delivery.order_dish/1", "Ordered 2 of them from Saigon Kitchen.", True),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans

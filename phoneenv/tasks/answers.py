@@ -114,6 +114,7 @@ __all__ = [
     "call_judge",
     "check_answer",
     "claims",
+    "currencies_named",
     "extract_claims",
     "read_value",
     "states_facts",
@@ -332,6 +333,18 @@ _CURRENCY = {
 _CUR = r"(?:€|\b(?:AU?)?\$|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD)\b)"
 _CUR_AFTER = r"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|dollars?|pounds?|francs|yen)\b)"
 _RE_CUR_TOKEN = re.compile(r"\bAU?\$|€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|dollars?|pounds?|francs|yen)\b", re.I)
+
+
+def currencies_named(text: str) -> set[str]:
+    """The ISO 4217 codes of the currencies ``text`` names, by code, sign or word ("in euros",
+    "$", "AUD"): a dollar sign is USD and AUD, since only the world's region tells which."""
+    out: set[str] = set()
+    for m in _RE_CUR_TOKEN.finditer(text or ""):
+        tok = m.group().lower()
+        out.update(("USD", "AUD") if tok == "$" else (_CURRENCY.get(tok, tok.upper()),))
+    return out
+
+
 _MINOR = (
     r"(?:\s*,?\s+(?:and\s+)?(?P<minor>\d{1,2})(?:\s*(?:cents?|pence|p)\b|(?!\w|[.,]\d|\s*[\w%$€£¥]))"
     r"|(?:\s+and)?\s+(?P<cents>\d{1,2})\s*(?:cents?|pence|p)\b)"

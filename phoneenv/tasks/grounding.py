@@ -116,6 +116,7 @@ from phoneenv.tasks.answers import (
     WEEKDAY,
     WEEKDAYS,
     claims,
+    currencies_named,
     phone_region,
     scan,
     scan_cached,
@@ -143,6 +144,7 @@ __all__ = [
     "evidence_of",
     "grounds",
     "period_claims",
+    "span_claims",
     "temperature_claims",
     "ungrounded",
     "world_grounds",
@@ -208,6 +210,9 @@ def _codes_in(values: Sequence[Any]) -> set[str]:
 
 
 _FROM_BEFORE = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?$", re.I)
+# words that tell a value as it was before ("you had 292131 before", "up from 100"): where an
+# amount only the changed records' old versions hold may be told
+_PAST_CUE = re.compile(r"\b(?:was|were|had|from|before|previous(?:ly)?|used\s+to|old|earlier|formerly)\b", re.I)
 _IN_DAYS = re.compile(r"\s*in\s+(\d+)\s+(day|week)s?\s*$", re.I)
 _REMINDER_KEYS = re.compile(r"remind|minutes_before|lead", re.I)
 _START_KEYS = ("start", "time", "at", "when", "due")
@@ -283,13 +288,16 @@ class Evidence:
     def derived_money(self, partners: Iterable[tuple[float, str]] = ()) -> set[tuple[float, str]]:
         """The evidence amounts and those the planner could work out from them: zero; the sum
         and difference of two amounts of one currency, where at least one is salient (read,
-        written or said by the user: what is left of a budget the phone holds, a shortfall);
+        written or said by the user: what is left of a budget the phone holds, a shortfall)
+        and the other is salient too or one of ``partners``, never an amount of the fixtures the
+        planner did not read (``world_money``: it could not have worked with those);
         each salient amount split in 2 to 12 equal shares (to the cent, or to the unit rounded
         down or up); ``money`` also holds the totals of each list read or changed. ``partners``:
         other amounts to combine with these (what was read, beside what was done)."""
         out = {*self.money, *self.world_money, (0.0, "")}
         salient = sorted(x for x in self.money if x[0] > 0)[:150]
-        world = sorted({x for x in (*self.world_money, *partners) if x[0] > 0} - set(salient))[:400]
+        # not with the fixtures' amounts the planner never read: it could not have worked those out
+        world = sorted({x for x in partners if x[0] > 0} - set(salient))[:400]
         for i, (a, ca) in enumerate(salient):
             for n in range(2, 13):
                 out.update({(round(a / n, 2), ca), (float(int(a / n)), ca), (float(-int(-a // n)), ca)})
@@ -297,6 +305,8 @@ class Evidence:
                 for share in (round(a / n, 2) // 0.01 * 0.01, float(int(a / n))):
                     out.add((round(a - (n - 1) * share, 2), ca))
             for b, cb in (*salient[i + 1 :], *world):
+                if b == a:  # one amount, with and without its currency: not two to add
+                    continue
                 if ca == cb or not ca or not cb:
                     cur = ca if ca == cb else ""  # with an amount of unknown currency: unknown
                     out.add((round(a + b, 2), cur))
@@ -548,8 +558,8 @@ _QTY_KEYS = re.compile(
 
 
 def _quantities(values: Iterable[Any], lines: bool = False) -> set[int]:
-    """The counts an act's records and arguments hold as counts: list lengths, the lines of a
-    text written as a list, quantity fields (``qty``, ``party_size``, ``nights``...:
+    """The counts an act's records and arguments hold as counts: list lengths, the items of a
+    text written as a list (a line an item, or short items between commas and "and"), quantity fields (``qty``, ``party_size``, ``nights``...:
     :data:`_QTY_KEYS`) and the nights between a record's two dates; not every whole number (a
     brightness, a position, a year). ``lines``: count the lines of texts (the planner's own
     arguments; an app's confirmation mail is no list)."""
@@ -570,7 +580,14 @@ def _quantities(values: Iterable[Any], lines: bool = False) -> set[int]:
             stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple, str)))
         elif lines and isinstance(v, str) and "\n" in v.strip():  # a list written a line an item ("Dune\nMiddlemarch")
             out.add(len([x for x in v.splitlines() if x.strip()]))
+        elif lines and isinstance(v, str) and len(v) <= 400:  # or in one line ("Dune, Middlemarch and Emma")
+            parts = _LIST_SEP.split(v.strip().rstrip("."))
+            if len(parts) >= 2 and all(1 <= len(p.split()) <= 5 for p in parts):
+                out.add(len(parts))
     return out
+
+
+_LIST_SEP = re.compile(r"\s*(?:[,;]\s*(?:and\s+)?|\s\band\s+)")
 
 
 def _counts(value: Any, out: set[int], parties: set[int] | None = None) -> None:
@@ -713,6 +730,26 @@ def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -
     return False, ""
 
 
+_STALE_WHY = "the records the episode changed held that before it changed them, and hold it no more"
+
+
+def _stale(g: Grounds, type: str, value: Any, cur: str = "") -> bool:
+    """Whether ``value`` of ``type`` (``"money"``, in ``cur`` or unknown; ``"email"``, lower
+    case; ``"phone"``, E.164) is one only the old versions of the records the episode changed
+    hold: a balance before the payment, a contact's address before it was replaced. Not where
+    the records as they are now or the user's words hold it (the fixtures and what the planner
+    read before its change hold the world as it was)."""
+    if type == "money":
+        if not _money_ok(round(value, 2), cur, set(g.was.money)):
+            return False
+        return not any(abs(a - value) <= 0.011 for a, _ in (*g.subject.money, *g.did.money))
+    was, now = {
+        "email": (g.was.emails, g.subject.emails | g.did.emails),
+        "phone": (g.was.phones, g.subject.phones | g.did.phones),
+    }[type]
+    return value in was and value not in now
+
+
 def _money_ok(amount: float, cur: str, pool: set[tuple[float, str]]) -> bool:
     """Whether ``pool`` holds ``amount`` (±0.01) in currency ``cur``: where the pool knows
     the currency of that amount, it must be ``cur``; an amount of unknown currency (a bare
@@ -765,6 +802,8 @@ class Named:
     label: str
     amounts: tuple[tuple[str, float, str], ...] = ()
     names: tuple[str, ...] = ()
+    rid: str = ""  # the record's id, where it has one: one record read in several results is one
+    refs: frozenset[str] = frozenset()  # the ids it holds of other records (a cart line's product)
 
 
 class Grounds:
@@ -793,6 +832,8 @@ class Grounds:
         self.act_counts: frozenset[int] | None = None  # what an act verb may count (see grounds())
         self.kind_counts: dict[str, frozenset[int]] = {}  # what it may count of a kind of thing (_kind_counts)
         self.periods: list[tuple[str, frozenset[str]]] = []  # the changed records' periods (_periods)
+        self.spans: frozenset[tuple[str, int]] = frozenset()  # the weeks, months, years asked of (_asked_spans)
+        self.totals: set[tuple[float, str]] = set()  # the totals of what the episode did (_totals)
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
         # what the codes are read from, on first need: (goal, memory and results; changed records
@@ -862,6 +903,16 @@ class Grounds:
         times = sorted({_minutes(x) for ev in (self.subject, self.did) for x in ev.times | ev.end_times})[:50]
         read = sorted({_minutes(x) for x in self.read.times | self.read.end_times} - set(times))[:200]
         return {abs(a - b) for a in times for b in read}
+
+    @functools.cached_property
+    def currencies(self) -> frozenset[str]:
+        """The currencies the episode's world holds amounts in (read, changed, in the fixtures,
+        as they were) and those the user's words name ("how much is that in dollars?")."""
+        pools = (self.subject, self.read, self.did, self.was)
+        out = {c for ev in pools for _, c in (*ev.money, *ev.world_money) if c}
+        for text in self.user_texts:
+            out |= currencies_named(text)
+        return frozenset(out)
 
     @functools.cached_property
     def codes(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -983,7 +1034,8 @@ def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
         for k, v in rec.items()
         if isinstance(v, (int, float)) and not isinstance(v, bool) and _MONEY_KEYS.search(str(k))
     )
-    return Named(tokens, codes, ev, names[0], amounts, tuple(names))
+    refs = frozenset(v for k, v in rec.items() if str(k).endswith("_id") and isinstance(v, str))
+    return Named(tokens, codes, ev, names[0], amounts, tuple(names), rid if isinstance(rid, str) else "", refs)
 
 
 def _id_records(value: Any) -> Iterable[Mapping[str, Any]]:
@@ -997,6 +1049,50 @@ def _id_records(value: Any) -> Iterable[Mapping[str, Any]]:
             stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
+
+
+_TOTAL_KEYS = re.compile(r"(?:grand_)?total(?:_amount|_price|_cost|_paid)?|amount_total", re.I)
+_TOTAL_CUE = re.compile(r"\b(?:(?:in\s+)?total|totall?ing|in\s+all|altogether|all\s+told|all\s+in)\b", re.I)
+"""Words that tell an amount as a total: "59.25 AUD in total", "a total of", "altogether"."""
+_TOTAL_ACT = re.compile(
+    r"(?:^|[^\w\s]\s*|\b(?:i|we|i\s+have|we\s+have|just|also)\s+)"
+    r"(?:order|bought|buy|paid|pay|book|reserv|checked\s+out|purchas|placed|sent|transferr)\w*\b",
+    re.I,
+)
+"""The planner's own act of buying or paying, at the start of a clause ("Ordered ...", "I paid"),
+whose total an amount told as a total is ("Ordered ...: 59.25 AUD in total")."""
+
+
+def _totals(records: Sequence[Any], results: Sequence[Any]) -> set[tuple[float, str]]:
+    """The totals of what the episode did, with their currency (``""`` unknown): the fields
+    ``total``, ``grand_total``, ``total_amount``... of the changed ``records`` as they are now,
+    and their sum per currency (two orders placed); where none holds one, those of the last
+    write's result that holds any (a cart's total is its last, not each one on the way)."""
+    found = [_held_totals(r) for r in records[:200]]
+    out = {x for f in found for x in f}
+    if not out:
+        return next((f for f in (_held_totals(r) for r in reversed(results)) if f), set())
+    sums: dict[str, float] = {}
+    for a, c in (x for f in found for x in f):
+        sums[c] = sums.get(c, 0.0) + a
+    return out | {(round(a, 2), c) for c, a in sums.items()}
+
+
+def _held_totals(value: Any) -> set[tuple[float, str]]:
+    """The totals (:data:`_TOTAL_KEYS`) anywhere in ``value``, with the currency of their record."""
+    out: set[tuple[float, str]] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            cur = v.get("currency") if isinstance(v.get("currency"), str) else ""
+            for k, x in v.items():
+                if _TOTAL_KEYS.fullmatch(str(k)) and isinstance(x, (int, float)) and not isinstance(x, bool):
+                    out.add((round(float(x), 2), cur))
+            stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return out
 
 
 def _records(value: Any) -> Iterable[Mapping[str, Any]]:
@@ -1162,6 +1258,8 @@ def grounds(
     g.kind_counts = {k: frozenset(v) for k, v in kind_counts.items()}
     g.focus = frozenset(focus)
     g.periods = _periods(now_recs)
+    g.totals = _totals(now_recs, [c.feedback.result for c in writes])
+    g.spans = _asked_spans([goal, *(json.dumps(m, default=str) for m in memory)], [c for c in calls if c.ok], ctx)
     strings, ids = subject_strings(
         [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
     )
@@ -1260,6 +1358,47 @@ def _periods(records: Sequence[Any]) -> list[tuple[str, frozenset[str]]]:
             )
             out.extend((p, names) for p in found)
     return out
+
+
+_RE_SPAN = re.compile(r"\b(this|last|next|previous|coming|current)\s+(week|month|year)\b", re.I)
+"""A week, month or year told relative to the phone's clock: "this week", "last month"."""
+_RE_SPAN_OWN = re.compile(r"\b(?<!last\s)(?<!next\s)(week|month|year)'s\b|\bso\s+far\b", re.I)
+_SPAN_OFFSET = {"this": 0, "current": 0, "last": -1, "previous": -1, "next": 1, "coming": 1}
+_SPAN_KEYS = ("period", "range", "span", "window", "month", "week", "year")
+
+
+def span_claims(text: str) -> list[tuple[tuple[str, int], int, int]]:
+    """``((unit, offset), start, end)`` of each week, month or year ``text`` tells relative to
+    now (:data:`_RE_SPAN`): "last month" is ``("month", -1)``, "this week" ``("week", 0)``."""
+    return [((m[2].lower(), _SPAN_OFFSET[m[1].lower()]), m.start(), m.end()) for m in _RE_SPAN.finditer(text)]
+
+
+def _asked_spans(user_texts: Sequence[str], calls: Sequence[Any], ctx: Context) -> frozenset[tuple[str, int]]:
+    """The weeks, months and years an episode concerns, as ``(unit, offset)`` from the clock's:
+    those the user's words name ("this week", "my week's spending": the current one) and those
+    its calls asked for (an argument ``period="month"``, ``month="2026-10"``). Empty when none is
+    named: then no span told is checked."""
+    out: set[tuple[str, int]] = set()
+    for text in user_texts:
+        out.update(span for span, _, _ in span_claims(text))
+        for m in _RE_SPAN_OWN.finditer(text):
+            if m[1]:
+                out.add((m[1].lower(), 0))
+    now = _clock(ctx)
+    for c in calls:
+        args = c.arguments if isinstance(c.arguments, Mapping) else {}
+        for k in _SPAN_KEYS:
+            v = args.get(k)
+            if not isinstance(v, str):
+                continue
+            v = v.strip().lower().replace("_", " ")
+            if v in ("week", "month", "year"):
+                out.add((v, 0))
+            elif m := _RE_SPAN.fullmatch(v):
+                out.add((m[2], _SPAN_OFFSET[m[1]]))
+            elif now is not None and (m := re.fullmatch(r"(\d{4})-(\d{2})", v)):
+                out.add(("month", int(m[1]) * 12 + int(m[2]) - now.year * 12 - now.month))
+    return frozenset(out)
 
 
 def count_kind(noun: str) -> str | None:
@@ -1466,6 +1605,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         frozenset({"booked", "reserved", "confirmed"}),
     ),
     "delivered": (r"delivered", lambda name: False, frozenset({"delivered"})),
+    "favorite": (r"favou?rited|starred", _verb("set_favorite", "favorite", "star"), frozenset()),
     "texted": (
         r"texted|sms(?:-?ed)?",
         lambda name: name.startswith("messages.") and _verb("send", "forward")(name),
@@ -1562,6 +1702,8 @@ _UNDONE_FORMS: dict[str, str] = {
     "scheduled": r"scheduled|schedule",
     "called": r"called|call",
     "read": r"read|unread",
+    "favorite": r"(?:a\s+|one\s+of\s+(?:your\s+|my\s+)?)favou?rites?|favou?rited|starred"
+    r"|in\s+(?:your\s+|my\s+)?favou?rites",
 }
 """How a thing is told as *not* done ("I have not run it yet", "the pickup is not booked yet",
 "it is still unplayed"): the family's words, base forms and un- forms."""
@@ -1642,7 +1784,8 @@ _RE_COUNT = re.compile(
 percentage ("4:30", "2.50", "20%"; "booked it for 7." may be a time and is not read)."""
 _COUNT_ACT = re.compile(
     r"\b(?:book|reserv|order|bought|buy|text|messag|e-?mail|sent|send|invit|told|tell|notif|split|request|ask|add|creat|made|make|wrote|writ|start|switch|turn"
-    r"|set|schedul|mov|chang|updat|delet|remov|cancel|paid|pay|download|mark|tag|sav|shar|forward|repl)\w*\b",
+    r"|set|schedul|mov|chang|updat|delet|remov|cancel|paid|pay|download|mark|tag|sav|shar|forward|repl)\w*\b"
+    r"|\b(?:noted|jotted|logged|listed|recorded|put)\b",
     re.I,
 )
 """A verb of an act before a count in its clause: the count is of what the episode did ("Texted
@@ -1651,7 +1794,8 @@ _RE_ACT_COUNT = re.compile(
     r"(?<![\d.,:/#$€£-])(?<!past\s)(?<!to\s)(?<!at\s)(?<!half\s)(?<!quarter\s)(\d{1,3})(?!\s*(?:[ap]\.?m\b|o'?clock))\s+(?:[a-z][a-z-]*\s+){0,2}?"
     r"(?!(?:hours|minutes|mins|seconds|secs|days|weeks|months|years|times|km|kms|miles|metres|meters|euros|dollars"
     r"|pounds|cents|pence|yen|francs|percent|degrees|stars|points|ways|this|is|was|has|does|its|his|us|as|plus|less"
-    r"|across|always|perhaps|thus|yes|o'clock)\b)([a-z][a-z-]{2,}s)\b",
+    r"|across|always|perhaps|thus|yes|o'clock)\b)([a-z][a-z-]{2,}s)\b"
+    r"|(?<![\d.,:/#$€£-])(\d{1,3})\s+of\s+(?:them|those|these)\b(?!\s+(?:in|at|on|is|are|was|were)\b)",
 )
 """A count of things after a verb of an act, whatever the things ("cleared 3 completed items",
 "switched off 2 lamps"); units of time, money and measure are no things."""
@@ -1887,11 +2031,38 @@ def check_text(
         # "the text Marlene sent yesterday": someone else's act, not the episode's
         return m is not None and not _OTHERS_ACT.search(lead[: m.start()])
 
+    def own_total(start: int, end: int) -> bool:
+        """Whether the amount at ``start:end`` is told as the total of the planner's own act
+        ("Ordered ...: 59.25 AUD in total", "a total of 59.25"), in its clause."""
+        a = max(b for b in bounds if b <= start)
+        z = min(b for b in bounds if b >= end)
+        near = t[max(a, start - 30) : start] + " " + t[end : min(z, end + 20)]
+        return bool(_TOTAL_CUE.search(near)) and bool(_TOTAL_ACT.search(t[a:start]))
+
+    def past(start: int) -> bool:
+        """Whether the clause tells the value at ``start`` as it was ("you had", "up from")."""
+        return bool(_PAST_CUE.search(t[max(b for b in bounds if b <= start) : start]))
+
     def judge(type: str, values: Sequence[Any], start: int, end: int, unit: str = "", ending: bool = False) -> None:
         if _FROM_BEFORE.search(t[max(0, start - 20) : start]) and any(
             g.ok(type, v, g.was, t, start, unit) for v in values
         ):
             return  # where a change started ("raised the thermostat from 19 to 20.5")
+        if type == "money" and unit and g.currencies and unit not in g.currencies:
+            held = ", ".join(sorted(g.currencies))
+            why = f"the episode's world holds amounts in {held} only, and the user named no other currency"
+            out.append(Ungrounded(type, t[start:end], source, (), why))
+            return
+        if type == "money" and values and g.totals and own_total(start, end):
+            if not _money_ok(round(values[0], 2), unit, g.totals):  # "59.25 AUD in total" for 56.25
+                near = tuple(_nearest(type, values[0], g.totals))
+                why = f"the total of what the episode did is {', '.join(near)}"
+                out.append(Ungrounded(type, t[start:end], source, near, why))
+            return
+        if type == "money" and values and _stale(g, type, values[0], unit) and not past(start):
+            near = tuple(_nearest(type, values[0], _values(g.did, type)))  # "your balance is now 292131"
+            out.append(Ungrounded(type, t[start:end], source, near, _STALE_WHY))
+            return
         own = acted(start, type)
         listed[type] = (end, own)
         if own:
@@ -1907,9 +2078,16 @@ def check_text(
         if anchors:
             about = Evidence()
             totals: dict[tuple[str, str], float] = {}
+            ids = {a.rid for a in anchors if a.rid}
+            seen: set[str] = set()
             for a in anchors:
                 about.merge(a.ev)
-                for k, x, cur in a.amounts:  # the total of the records named ("386.98 in all")
+                # the total of the records named ("386.98 in all"): each record once, read in
+                # however many results, and not its copies (a cart line or an order line of it)
+                if a.rid in seen or (a.refs & ids) - {a.rid}:
+                    continue
+                seen.add(a.rid)
+                for k, x, cur in a.amounts:
                     totals[(k, cur)] = totals.get((k, cur), 0.0) + x
             about.money.update((round(x, 2), cur) for (_, cur), x in totals.items())
             if any(g.ok(type, v, about, t, start, unit, ending) and not g.clashes(type, v, unit) for v in values):
@@ -2037,15 +2215,16 @@ def check_text(
                 out.append(Ungrounded("status", pt[a:b], source, (), why))
     if "count" in types:
         found = count_claims(pt)
-        for m in _RE_ACT_COUNT.finditer(pt):  # "cleared 3 completed items", "ordered 2 cotton t-shirts"
+        for m in _RE_ACT_COUNT.finditer(pt):  # "cleared 3 completed items", "ordered 2 cotton t-shirts", "4 of them"
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, m.start())]
             verb = _COUNT_ACT.search(lead := pt[ends[-1] if ends else 0 : m.start()])
+            k = 1 if m[1] else 3
             if (
                 verb
                 and not _OTHERS_ACT.search(lead[: verb.start()])
-                and not any(a <= m.start(1) < b for _, a, b, _ in found)
+                and not any(a <= m.start(k) < b for _, a, b, _ in found)
             ):
-                found.append((int(m[1]), m.start(1), m.end(), False))
+                found.append((int(m[k]), m.start(k), m.end(), False))
         for n, a, b, party in found:
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, a)]
             lead = pt[ends[-1] if ends else 0 : a]
@@ -2077,6 +2256,12 @@ def check_text(
             if period not in held:
                 why = f"the episode's change repeats {' / '.join(sorted(set(held)))}"
                 out.append(Ungrounded("period", t[a:b], source, tuple(sorted(set(held))), why))
+    if "period" in types and g.spans:
+        for span, a, b in span_claims(t):
+            if span not in g.spans:
+                held = sorted(f"{('last', 'this', 'next')[o + 1] if -1 <= o <= 1 else o} {u}" for u, o in g.spans)
+                why = f"the user and the episode's calls speak of {', '.join(held)}"
+                out.append(Ungrounded("period", t[a:b], source, tuple(held), why))
     if "percent" in types:
         for n, a, b in percent_claims(pt):
             ends = [e.end() for e in _PART.finditer(pt, 0, a)]
@@ -2147,9 +2332,12 @@ def check_text(
             wrong += [(said, why) for said, why in _acted_people(text, g, ctx) if said not in told]
         out += [Ungrounded("person", said, source, (), why) for said, why in wrong]
     if "email" in types:
-        for e in _RE_EMAIL.findall(text):
+        for m in _RE_EMAIL.finditer(t):
+            e = m.group()
             if e.lower().rstrip(".") not in g.every.emails:
                 out.append(Ungrounded("email", e, source, tuple(sorted(g.every.emails))[:3]))
+            elif _stale(g, "email", e.lower().rstrip(".")) and not past(m.start()):  # the old address as the new
+                out.append(Ungrounded("email", e, source, tuple(sorted(g.did.emails))[:3], _STALE_WHY))
     if "phone" in types and sum(ch.isdigit() for ch in text) >= 7:
         region = phone_region(tuple(str(c.get("phone") or "") for c in itertools.islice(ctx.contacts, 20)))
         for a, b, kind in sc.spans:
@@ -2158,6 +2346,8 @@ def check_text(
             p = normal_phone(t[a:b], region, valid=True)
             if p is not None and p not in g.every.phones:
                 out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(g.every.phones))[:3]))
+            elif p is not None and _stale(g, "phone", p) and not past(a):
+                out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(g.did.phones))[:3], _STALE_WHY))
     return out
 
 

@@ -113,6 +113,13 @@ _OTHERS = re.compile(
 )
 """A subject right before a verb that is not the planner: a pronoun or a name ("Nicole wrote")."""
 _DENIED = re.compile(r"\b(?:not|never|no|cannot|failed|unable)\b|n't\b", re.I)
+_NOW_STATE = re.compile(
+    r"^\s*(?P<subject>\S.{0,80}?)\s+(?:is|are)\s+now\s+(?:an?\s+|one\s+of\s+(?:your|my)\s+)?"
+    r"(?:favou?rites?|blocked|unblocked|muted|unmuted|pinned|starred|archived|in\s+(?:your|my)\s+favou?rites)\b",
+    re.I,
+)
+"""A clause that tells the state the planner's act left a thing in: "Stephen Harris and Julie
+Allen are now favorites", "the thread is now archived": its subject is what the act was done to."""
 _CONTENT = re.compile(r"[^\W_]{2,}")
 _WORD = re.compile(r"\w+")
 
@@ -219,6 +226,10 @@ def _act_tails(text: str) -> list[tuple[str, int, int, list[re.Match[str]]]]:
         if _DENIED.search(clause) or clause.rstrip().endswith("?"):
             continue
         act = _ACT.search(clause)
+        if act is None and (now := _NOW_STATE.match(clause)) is not None:
+            quotes = list(_QUOTE.finditer(clause, now.start("subject"), now.end("subject")))
+            out.append((clause, now.start("subject"), now.end("subject"), quotes))
+            continue
         if act is None or _OTHERS.search(clause[: act.start()]):
             continue  # no act, or someone else's ("Nicole wrote "...""; "she sent")
         quotes = list(_QUOTE.finditer(clause, act.end()))

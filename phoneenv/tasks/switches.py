@@ -88,14 +88,19 @@ _DENIED = re.compile(
     re.I,
 )
 _PART = re.compile(r"[.;!?\n]+(?:\s|$)|[,()]|\s[-\u2013\u2014]\s|\b(?:and|but|while|whereas)\b", re.I)
+_JOINED = re.compile(r"\s*\b(?:and|but)\b\s*", re.I)
+"""What joins two parts of one sentence that tell of one switch: "is set but switched off"."""
 _THEME_NOW = re.compile(
     r"\b(?:back\s+to|switched\s+(?:back\s+)?to|changed\s+(?:back\s+)?to|set\s+to|now\s+(?:in|on|using)|using|went\s+back\s+to)"
     r"\s+(?:the\s+|a\s+)?(?P<name>(?:light|dark)\s+(?:mode|theme))\b"
     r"|\b(?P<name2>(?:light|dark)\s+(?:mode|theme))\s+(?:is\s+)?(?:back|restored)\b",
     re.I,
 )
-_ALARM_AFTER = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?)?\s*(?:alarm|one|1(?!\d))\b", re.I)
+_ALARM_AFTER = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?)?\s*(?:alarms?|ones?|1(?!\d))\b", re.I)
 """What names an alarm after its time: "the 7:15 alarm", "the 6:30 one" (read as "6:30 1")."""
+_LISTED_WITH = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?)?\s*(?:,\s*(?:and\s+|&\s+)?|and\s+|&\s+)$", re.I)
+"""What lies between times listed together before what names them: "the 07:45 and 13:00
+alarms", "the 6:30, 7:00 and 7:30 alarms"."""
 _ALARM_BEFORE = re.compile(r"\balarm\s+(?:at|for|set\s+for)\s+$", re.I)
 _ACT_BEFORE = re.compile(r"\b(?:turned|switched|toggled|flipped|put|set)\s+(?:it\s+|the\s+|your\s+|my\s+)?$", re.I)
 """A verb of the planner's act before a switch's name: "turned the 7:15 alarm on"."""
@@ -133,23 +138,37 @@ def _parts(text: str) -> Iterable[tuple[int, int]]:
     yield start, len(text)
 
 
-def _mentions(said: str, text: str, ctx: Context) -> list[tuple[int, int, str, str, bool, tuple[str, ...]]]:
+def _mentions(
+    said: str, text: str, ctx: Context
+) -> tuple[list[tuple[int, int, str, str, bool, tuple[str, ...]]], dict[int, int]]:
     """``(start, end, kind, key, sense, alts)`` of every switch named in ``text`` (``said`` as
-    :func:`~phoneenv.tasks.answers.scan` reads it: the spans of its claims)."""
+    :func:`~phoneenv.tasks.answers.scan` reads it: the spans of its claims), and for each alarm
+    time listed before the one that names them ("the 07:45 and 13:00 alarms"), the start of
+    that one: they share what is told of it."""
     out = []
+    links: dict[int, int] = {}
     for pattern, key, sense in _SETTING_PATTERNS:
         for m in pattern.finditer(text):
             out.append((m.start(), m.end(), "setting", key, sense, ()))
     if re.search(r"\balarm", text, re.I):  # alarms by their time
+        listed: list[tuple[int, int, str, str, bool, tuple[str, ...]]] = []  # times before the one named
         for c in claims(said, "time", ctx):
             vals = tuple(v for v in (c.value, *c.alts) if isinstance(v, str))
             if not vals or c.ends() is not None:
                 continue
             after = _ALARM_AFTER.match(text, c.end)
             if after is not None:
+                if listed and _LISTED_WITH.fullmatch(text, listed[-1][1], c.start):
+                    out.extend(listed)
+                    links.update((m[0], c.start) for m in listed)
                 out.append((c.start, after.end(), "alarm", vals[0], True, vals[1:]))
+                listed = []
             elif _ALARM_BEFORE.search(text[max(0, c.start - 20) : c.start]):
                 out.append((c.start, c.end, "alarm", vals[0], True, vals[1:]))
+            else:
+                if listed and not _LISTED_WITH.fullmatch(text, listed[-1][1], c.start):
+                    listed = []
+                listed.append((c.start, c.end, "alarm", vals[0], True, vals[1:]))
     for m in _GROUP.finditer(text):  # "all the lights", "both lamps": every such device
         out.append((m.start(), m.end(), "group", m["kind"].lower().rstrip("s"), True, ()))
     low = text.lower()
@@ -157,7 +176,7 @@ def _mentions(said: str, text: str, ctx: Context) -> list[tuple[int, int, str, s
         for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", low):
             out.append((m.start(), m.end(), "record", f"{table}|{field}|{name}", True, ()))
     out.sort(key=lambda m: (m[0], -m[1]))
-    return [m for i, m in enumerate(out) if not any(o[0] <= m[0] < o[1] for o in out[:i])]  # longest first
+    return [m for i, m in enumerate(out) if not any(o[0] <= m[0] < o[1] for o in out[:i])], links  # longest first
 
 
 def switch_claims(said: str, ctx: Context) -> tuple[str, list[SwitchClaim]]:
@@ -175,17 +194,32 @@ def switch_claims(said: str, ctx: Context) -> tuple[str, list[SwitchClaim]]:
     if not said or not said.strip():
         return said, out
     text = scan(said, ctx).text
-    mentions = _mentions(said, text, ctx)
+    mentions, links = _mentions(said, text, ctx)
     if not mentions:
         return text, out
     blank = list(text)  # the names aside: "do not disturb" denies nothing
     for start, end, *_ in mentions:
         blank[start:end] = " " * (end - start)
     bare = "".join(blank)
+    told: dict[int, SwitchClaim] = {}  # by the start of the mention it was read from
+    last: tuple[int, int, str, str, bool, tuple[str, ...]] | None = None  # the last switch named
+    prev_end = 0
     for a, b in _parts(text):
+        joined, prev_end = _JOINED.fullmatch(text, prev_end, a) is not None, b
         if _DENIED.search(bare[a:b]) or "?" in text[b : b + 1]:
+            last = None
             continue
+        here = [m for m in mentions if a <= m[0] < b]
+        # "the 06:35 alarm is set but switched off": a state with no name of its own, joined to
+        # the part that named the switch
+        if not here and last is not None and joined and (m := _STATE_AFTER.match(text, a)) and m.end() <= b:
+            start, end, kind, key, sense, alts = last
+            on = m["state"].lower() in _ON_WORDS
+            out.append(SwitchClaim(kind, key, on == sense, start, m.end(), alts))
+            continue
+        last = here[-1] if here else None
         for start, end, kind, key, sense, alts in mentions:
+            mention = start
             if not a <= start < b:
                 continue
             state: bool | None = None
@@ -203,6 +237,10 @@ def switch_claims(said: str, ctx: Context) -> tuple[str, list[SwitchClaim]]:
             if state is None:
                 continue
             out.append(SwitchClaim(kind, key, state == sense, start, span_end, alts, act))
+            told[mention] = out[-1]
+    for start, end, kind, key, _, alts in mentions:  # "the 07:45 and 13:00 alarms are on": both
+        if start in links and (lead := told.get(links[start])) is not None:
+            out.append(SwitchClaim(kind, key, lead.state, start, end, alts, lead.act))
     for m in _THEME_NOW.finditer(text):
         if any(c.kind == "setting" and c.key == "dark_mode" and c.start <= m.start() < c.end for c in out):
             continue
