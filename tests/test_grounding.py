@@ -732,6 +732,22 @@ TOLD_STATE = [
     ("count", "subagent.birthday_note/1", "Noted 3 birthdays in the note.", True),
     ("count", "delivery.order_dish/1", "Ordered 3 of them from Saigon Kitchen.", False),
     ("count", "delivery.order_dish/1", "Ordered 2 of them from Saigon Kitchen.", True),
+    # a record's day told relative to now ("from today", "today's") is the day of that record
+    ("date", "budget.fix_expense/10", "Fixed the GreenCross Pharmacy expense from today.", False),
+    ("date", "budget.fix_expense/10", "Fixed today's GreenCross Pharmacy expense.", False),
+    ("date", "budget.fix_expense/10", "Fixed the GreenCross Pharmacy expense from yesterday.", True),
+    # what was cancelled is told as it was: the table's own time, not the restaurant's hours
+    ("time", "restaurants.cancel_booking/1", "Cancelled your 19:00 table at Trattoria Sole.", False),
+    ("time", "restaurants.cancel_booking/1", "Cancelled your 18:30 table at Trattoria Sole.", True),
+    # a time told as due or as a reminder is the due or reminder time the episode set
+    ("time", "todo.add_due_item/9", 'Added "get olive oil", due at 13:00.', False),
+    ("time", "todo.add_due_item/9", "Added; I'll remind you at 12:00.", False),
+    (
+        "time",
+        "todo.add_due_item/9",
+        "Added, due Thursday 26 November at 12 pm, with a reminder an hour before at 11 am.",
+        True,
+    ),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans

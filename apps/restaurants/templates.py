@@ -460,7 +460,15 @@ def cancel_booking(w: World) -> Draft:
             ),
             passes(
                 "called off",
-                replacing(plan, 3, call("messages.send", to=c["phone"], body="Tonight's dinner is called off, sorry!")),
+                replacing(
+                    plan,
+                    3,
+                    call(
+                        "messages.send",
+                        to=c["phone"],
+                        body=f"{dt.datetime.fromisoformat(ra['time']):%A}'s dinner is called off, sorry!",
+                    ),
+                ),
             ),
         ],
     )

@@ -175,7 +175,9 @@ _END_CUE = re.compile(
 _ACTION_BEFORE = re.compile(
     r"\b(?:mov|reschedul|chang|shift|push|postpon|set|book|reserv|schedul|add|creat|updat|put|block|plac|order"
     r"|paid|pay|transferr|sent|send|request|remind)\w*\b(?:(?:\s+[^\s.;,!?]+){0,4}?\s+(?:to|for|at|on)\s+(?:the\s+)?"
-    r"|\s+(?:you\s+|them\s+|him\s+|her\s+)?)$",
+    r"|\s+(?:you\s+|them\s+|him\s+|her\s+)?)$"
+    # what was cancelled or deleted is told as it was: "Cancelled your 20:00 table"
+    r"|\b(?:cancell?|delet|remov|eras)\w*\s+(?:your\s+|my\s+|the\s+|that\s+|this\s+)?$",
     re.I,
 )
 _OTHERS_ACT = re.compile(r"(?:\b(?:he|she|they|who|which)|(?<!^)(?<![.!?]\s)\b(?!I\b)[A-Z][a-z]+)\s+$")
@@ -213,6 +215,31 @@ _FROM_BEFORE = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?$", re.I)
 # words that tell a value as it was before ("you had 292131 before", "up from 100"): where an
 # amount only the changed records' old versions hold may be told
 _PAST_CUE = re.compile(r"\b(?:was|were|had|from|before|previous(?:ly)?|used\s+to|old|earlier|formerly)\b", re.I)
+_FIELD_CUE = re.compile(r"\b(due|remind\w*)\b(?:(?!\b(?:due|remind\w*|and|but|then|while)\b)[^.;!?()])*$", re.I)
+"""A word before a time that names the field it is of: "due at 13:00", "I'll remind you at 12:00",
+"with a reminder on Thursday at 11:00" (no other such word or "and" between)."""
+_FIELD_KEYS = {"due": ("due", "due_at", "deadline"), "reminder": ("reminder", "remind_at", "reminder_at")}
+
+
+def _cue_field(word: str) -> str:
+    return "due" if word.lower() == "due" else "reminder"
+
+
+def _field_times(values: Sequence[Any]) -> dict[str, frozenset[str]]:
+    """The times (``HH:MM``) the records and arguments in ``values`` hold in a due or reminder
+    field (:data:`_FIELD_KEYS`), by field: what "due at" and "remind you at" must tell."""
+    out: dict[str, set[str]] = {}
+    for v in values:
+        if not isinstance(v, Mapping):
+            continue
+        for name, keys in _FIELD_KEYS.items():
+            for k in keys:
+                if isinstance(x := v.get(k), str) and (m := re.search(r"T?(\d{2}:\d{2})(?::\d{2})?$", x.strip())):
+                    out.setdefault(name, set()).add(m[1])
+    return {k: frozenset(x) for k, x in out.items()}
+
+
+_RELATIVE_DAY = re.compile(r"\s*(?:today|yesterday|tomorrow|tonight|last\s+night)\b", re.I)
 _IN_DAYS = re.compile(r"\s*in\s+(\d+)\s+(day|week)s?\s*$", re.I)
 _REMINDER_KEYS = re.compile(r"remind|minutes_before|lead", re.I)
 _START_KEYS = ("start", "time", "at", "when", "due")
@@ -834,6 +861,7 @@ class Grounds:
         self.periods: list[tuple[str, frozenset[str]]] = []  # the changed records' periods (_periods)
         self.spans: frozenset[tuple[str, int]] = frozenset()  # the weeks, months, years asked of (_asked_spans)
         self.totals: set[tuple[float, str]] = set()  # the totals of what the episode did (_totals)
+        self.field_times: dict[str, frozenset[str]] = {}  # the due and reminder times it set (_field_times)
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
         # what the codes are read from, on first need: (goal, memory and results; changed records
@@ -1259,6 +1287,7 @@ def grounds(
     g.focus = frozenset(focus)
     g.periods = _periods(now_recs)
     g.totals = _totals(now_recs, [c.feedback.result for c in writes])
+    g.field_times = _field_times([*now_recs, *(c.arguments for c in writes)])
     g.spans = _asked_spans([goal, *(json.dumps(m, default=str) for m in memory)], [c for c in calls if c.ok], ctx)
     strings, ids = subject_strings(
         [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
@@ -2108,6 +2137,14 @@ def check_text(
             if not c.negated:
                 for k, part in enumerate([c] if c.ends() is None else list(c.ends())):
                     vals = [v for v in (part.value, *part.alts) if isinstance(v, str)]
+                    cue = _FIELD_CUE.search(t[max(0, part.start - 45) : part.start])
+                    field_times = g.field_times.get(_cue_field(cue[1])) if cue else None
+                    if field_times and not past(part.start):  # "due at 13:00": the due time it set
+                        if not set(vals) & field_times:
+                            held = tuple(sorted(field_times)[:3])
+                            why = f"the {_cue_field(cue[1])} time the episode set is {', '.join(held)}"
+                            out.append(Ungrounded("time", t[part.start : part.end], source, held, why))
+                        continue
                     judge("time", vals, part.start, part.end, ending=k == 1)
     if "date" in types:
         found = claims(text, "date", ctx)
@@ -2145,6 +2182,16 @@ def check_text(
                     )
                 )
             )
+            held = g.did.dates | g.was.dates
+            if (
+                _RELATIVE_DAY.match(t, c.start)
+                and (_FROM_BEFORE.search(t[max(0, c.start - 20) : c.start]) or re.match(r"['\u2019]s\b", t[c.end :]))
+                and held
+                and c.value not in held
+            ):  # "the GreenCross expense from today", "today's GreenCross expense" for one of the 13th
+                why = f"what the episode changed is of {', '.join(sorted(held)[:3])}"
+                out.append(Ungrounded("date", t[c.start : c.end], source, tuple(sorted(held)[:3]), why))
+                continue
             if today and (why := _not_today(c.start, t, g, ctx, bounds)):
                 out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
                 continue
