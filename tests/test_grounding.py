@@ -739,6 +739,10 @@ TOLD_STATE = [
     # what was cancelled is told as it was: the table's own time, not the restaurant's hours
     ("time", "restaurants.cancel_booking/1", "Cancelled your 19:00 table at Trattoria Sole.", False),
     ("time", "restaurants.cancel_booking/1", "Cancelled your 18:30 table at Trattoria Sole.", True),
+    # a value the user gave without a unit grounds no other unit than the one the world holds it in
+    ("temperature", "memory.heating_preference/1", "Thermostat set to 20.5°F.", False),
+    ("temperature", "memory.heating_preference/1", "Thermostat set to 20.5 °C, as you like it.", True),
+    ("temperature", "memory.heating_preference/1", "Thermostat set to 20.5 degrees.", True),
     # a time told as due or as a reminder is the due or reminder time the episode set
     ("time", "todo.add_due_item/9", 'Added "get olive oil", due at 13:00.', False),
     ("time", "todo.add_due_item/9", "Added; I'll remind you at 12:00.", False),

@@ -789,14 +789,21 @@ def _money_ok(amount: float, cur: str, pool: set[tuple[float, str]]) -> bool:
 
 
 def _temp_ok(v: float, unit: str, pool: set[tuple[float, str]]) -> bool:
+    """Whether ``pool`` holds the temperature ``v`` in ``unit`` (``"C"``, ``"F"``, ``""`` unknown):
+    the same value (±0.5) in that unit, or converted (±1.0); a value of unknown unit ("21.5
+    degrees" the user said) grounds any unit, unless the same value is known in another unit
+    (a thermostat's 21.5 °C told as "21.5°F")."""
+    bare = False
     for p, pu in pool:
-        if (not unit or not pu or unit == pu) and abs(p - v) <= 0.5:
+        if (not unit or unit == pu) and abs(p - v) <= 0.5:
             return True
+        if not pu and abs(p - v) <= 0.5:
+            bare = True
         if unit and pu and unit != pu:
             conv = p * 9 / 5 + 32 if pu == "C" else (p - 32) * 5 / 9
             if abs(conv - v) <= 1.0:
                 return True
-    return False
+    return bare and not any(pu and pu != unit and abs(p - v) <= 0.5 for p, pu in pool)
 
 
 _NAME_KEYS = frozenset(
