@@ -739,6 +739,19 @@ TOLD_STATE = [
     # what was cancelled is told as it was: the table's own time, not the restaurant's hours
     ("time", "restaurants.cancel_booking/1", "Cancelled your 19:00 table at Trattoria Sole.", False),
     ("time", "restaurants.cancel_booking/1", "Cancelled your 18:30 table at Trattoria Sole.", True),
+    # a time told beside a word only one changed record's label has is that record's time
+    (
+        "time",
+        "skills.wake_routine/1",
+        "Wake-up routine set: 06:25 with a backup at 06:45, Tuesdays and Thursdays.",
+        False,
+    ),
+    (
+        "time",
+        "skills.wake_routine/1",
+        "Wake-up routine set: 06:25 with a backup at 6:35 am, Tuesdays and Thursdays.",
+        True,
+    ),
     # a value the user gave without a unit grounds no other unit than the one the world holds it in
     ("temperature", "memory.heating_preference/1", "Thermostat set to 20.5°F.", False),
     ("temperature", "memory.heating_preference/1", "Thermostat set to 20.5 °C, as you like it.", True),

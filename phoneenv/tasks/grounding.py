@@ -239,6 +239,38 @@ def _field_times(values: Sequence[Any]) -> dict[str, frozenset[str]]:
     return {k: frozenset(x) for k, x in out.items()}
 
 
+def _labelled_times(records: Sequence[Any]) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """``(label words, times)`` of each changed record with a label and a time (an alarm "Wake
+    up (backup)" at 05:30), its words lower case, its times ``HH:MM``."""
+    out = []
+    for r in records[:200]:
+        if not isinstance(r, Mapping) or not isinstance(r.get("label"), str):
+            continue
+        times = {m[1] for k in _START_KEYS if isinstance(x := r.get(k), str) and (m := _HHMM.search(x))}
+        if times:
+            out.append((frozenset(_TOKEN.findall(r["label"].lower())), frozenset(times)))
+    return out
+
+
+_HHMM = re.compile(r"(?:^|T)(\d{2}:\d{2})(?::\d{2})?$")
+
+
+def _labelled_time(g: Grounds, lead: str) -> frozenset[str] | None:
+    """The times of the one changed record a word of whose label, and of no other's, ``lead``
+    (the words before a time) says: "with a backup at 06:30" is the "Wake up (backup)" alarm's
+    time. None where no such word is said."""
+    ends = [
+        m.end() for m in _PART.finditer(lead)
+    ]  # in the time's own part: not "'Walk the dog' is set, and the 7:15 one"
+    said = set(_TOKEN.findall(lead[ends[-1] if ends else 0 :].lower()))
+    hits = []
+    for label, times in g.labelled:
+        own = label - set().union(*(w for w, _ in g.labelled if w is not label))
+        if own & said:
+            hits.append(times)
+    return hits[0] if len(hits) == 1 else None
+
+
 _RELATIVE_DAY = re.compile(r"\s*(?:today|yesterday|tomorrow|tonight|last\s+night)\b", re.I)
 _IN_DAYS = re.compile(r"\s*in\s+(\d+)\s+(day|week)s?\s*$", re.I)
 _REMINDER_KEYS = re.compile(r"remind|minutes_before|lead", re.I)
@@ -869,6 +901,7 @@ class Grounds:
         self.spans: frozenset[tuple[str, int]] = frozenset()  # the weeks, months, years asked of (_asked_spans)
         self.totals: set[tuple[float, str]] = set()  # the totals of what the episode did (_totals)
         self.field_times: dict[str, frozenset[str]] = {}  # the due and reminder times it set (_field_times)
+        self.labelled: list[tuple[frozenset[str], frozenset[str]]] = []  # changed records' labels and times
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
         # what the codes are read from, on first need: (goal, memory and results; changed records
@@ -1295,6 +1328,7 @@ def grounds(
     g.periods = _periods(now_recs)
     g.totals = _totals(now_recs, [c.feedback.result for c in writes])
     g.field_times = _field_times([*now_recs, *(c.arguments for c in writes)])
+    g.labelled = _labelled_times(now_recs)
     g.spans = _asked_spans([goal, *(json.dumps(m, default=str) for m in memory)], [c for c in calls if c.ok], ctx)
     strings, ids = subject_strings(
         [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
@@ -2145,11 +2179,15 @@ def check_text(
                 for k, part in enumerate([c] if c.ends() is None else list(c.ends())):
                     vals = [v for v in (part.value, *part.alts) if isinstance(v, str)]
                     cue = _FIELD_CUE.search(t[max(0, part.start - 45) : part.start])
-                    field_times = g.field_times.get(_cue_field(cue[1])) if cue else None
+                    what = _cue_field(cue[1]) if cue else "labelled"
+                    field_times = g.field_times.get(what) if cue else None
+                    if not field_times and not past(part.start):  # "a backup at 06:30": the backup's
+                        field_times, what = _labelled_time(g, t[max(0, part.start - 30) : part.start]), "labelled"
                     if field_times and not past(part.start):  # "due at 13:00": the due time it set
                         if not set(vals) & field_times:
                             held = tuple(sorted(field_times)[:3])
-                            why = f"the {_cue_field(cue[1])} time the episode set is {', '.join(held)}"
+                            whose = f"the {what} time" if what != "labelled" else "the time of the record so labelled"
+                            why = f"{whose} the episode set is {', '.join(held)}"
                             out.append(Ungrounded("time", t[part.start : part.end], source, held, why))
                         continue
                     judge("time", vals, part.start, part.end, ending=k == 1)
