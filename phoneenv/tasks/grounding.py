@@ -218,6 +218,8 @@ _PAST_CUE = re.compile(r"\b(?:was|were|had|from|before|previous(?:ly)?|used\s+to
 _FIELD_CUE = re.compile(r"\b(due|remind\w*)\b(?:(?!\b(?:due|remind\w*|and|but|then|while)\b)[^.;!?()])*$", re.I)
 """A word before a time that names the field it is of: "due at 13:00", "I'll remind you at 12:00",
 "with a reminder on Thursday at 11:00" (no other such word or "and" between)."""
+_HHMM = re.compile(r"(?:^|T)(\d{2}:\d{2})(?::\d{2})?$")
+"""The time of day a time or stamp field ends with: "05:30", "2026-11-26T12:00"."""
 _FIELD_KEYS = {"due": ("due", "due_at", "deadline"), "reminder": ("reminder", "remind_at", "reminder_at")}
 
 
@@ -234,7 +236,7 @@ def _field_times(values: Sequence[Any]) -> dict[str, frozenset[str]]:
             continue
         for name, keys in _FIELD_KEYS.items():
             for k in keys:
-                if isinstance(x := v.get(k), str) and (m := re.search(r"T?(\d{2}:\d{2})(?::\d{2})?$", x.strip())):
+                if isinstance(x := v.get(k), str) and (m := _HHMM.search(x.strip())):
                     out.setdefault(name, set()).add(m[1])
     return {k: frozenset(x) for k, x in out.items()}
 
@@ -250,9 +252,6 @@ def _labelled_times(records: Sequence[Any]) -> list[tuple[frozenset[str], frozen
         if times:
             out.append((frozenset(_TOKEN.findall(r["label"].lower())), frozenset(times)))
     return out
-
-
-_HHMM = re.compile(r"(?:^|T)(\d{2}:\d{2})(?::\d{2})?$")
 
 
 def _labelled_time(g: Grounds, lead: str) -> frozenset[str] | None:
@@ -1147,20 +1146,12 @@ def _totals(records: Sequence[Any], results: Sequence[Any]) -> set[tuple[float, 
 
 
 def _held_totals(value: Any) -> set[tuple[float, str]]:
-    """The totals (:data:`_TOTAL_KEYS`) anywhere in ``value``, with the currency of their record."""
-    out: set[tuple[float, str]] = set()
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Mapping):
-            cur = v.get("currency") if isinstance(v.get("currency"), str) else ""
-            for k, x in v.items():
-                if _TOTAL_KEYS.fullmatch(str(k)) and isinstance(x, (int, float)) and not isinstance(x, bool):
-                    out.add((round(float(x), 2), cur))
-            stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-    return out
+    """The totals (:data:`_TOTAL_KEYS`) anywhere in ``value``, with their currency (:func:`_walk`)."""
+    return {
+        (round(float(leaf), 2), cur)
+        for leaf, key, cur, _ in _walk(value)
+        if _TOTAL_KEYS.fullmatch(key) and isinstance(leaf, (int, float)) and not isinstance(leaf, bool)
+    }
 
 
 def _records(value: Any) -> Iterable[Mapping[str, Any]]:
@@ -1329,12 +1320,12 @@ def grounds(
     g.totals = _totals(now_recs, [c.feedback.result for c in writes])
     g.field_times = _field_times([*now_recs, *(c.arguments for c in writes)])
     g.labelled = _labelled_times(now_recs)
-    g.spans = _asked_spans([goal, *(json.dumps(m, default=str) for m in memory)], [c for c in calls if c.ok], ctx)
     strings, ids = subject_strings(
         [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
     )
     g.subject_names = SubjectNames(strings, ids, (ctx.tables, ctx.before))
     g.user_texts = [goal, *(json.dumps(m, default=str) for m in memory)]
+    g.spans = _asked_spans(g.user_texts, [c for c in calls if c.ok], ctx)
     g.changed_words = frozenset(
         x.strip().lower() for x, _, _, _ in _walk(now_recs) if isinstance(x, str) and len(x) <= 30
     )
