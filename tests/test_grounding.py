@@ -220,6 +220,26 @@ def test_a_period_probe_tells_the_repetition_the_other_way_round():
     assert not run_plan(env, task, probe.plan)[0]["verdict"]["success"]
 
 
+def test_size_and_place_probes_swap_the_told_value_for_another_the_world_holds():
+    from phoneenv.tasks.claim_probes import claim_probes
+
+    cases = {
+        "shop.buy_item/4": ("size", "Ordered the hiking boots in size 43.", "size 43"),  # the size the cart holds
+        "cross.sms_event_location/3": ("place", "The pottery class on Saturday is at Harbour Hall.", "Harbour Hall"),
+    }
+    for task_id, (kind, told, value) in cases.items():
+        task = get_task(task_id)
+        env = PhonePlanEnv(tasks=[task])
+        run_plan(env, task, task.reference_plan)
+        (probe,) = [p for p in claim_probes(task, env.episode_grounds(), env.episode_context()) if p.type == kind]
+        before, after = told.split(value)
+        ref = {a for c in task.reference_plan for a in c.arguments.values() if isinstance(a, str)}
+        (new,) = {a for c in probe.plan for a in c.arguments.values() if isinstance(a, str)} - ref
+        assert told in ref and new.startswith(before) and new.endswith(after) and value not in new, new
+        assert probe.expect == "fail" and not probe.held
+        assert not run_plan(env, task, probe.plan)[0]["verdict"]["success"], probe.name
+
+
 def test_switch_and_name_probes_are_generated_both_ways():
     from phoneenv.tasks.claim_probes import claim_probes
 
@@ -765,6 +785,101 @@ TOLD_STATE = [
         "Added, due Thursday 26 November at 12 pm, with a reminder an hour before at 11 am.",
         True,
     ),
+    # the person or amount an act is told of is what a call of that act was about, not another's
+    ("status", "wallet.settle_requests/1", "Paid Arnold Hellwig and declined Etta's request.", False),
+    ("status", "wallet.settle_requests/1", "Paid Arnold and declined Etta.", False),
+    ("status", "wallet.settle_requests/1", "Paid 26 EUR to Etta; declined the other one.", False),
+    ("status", "wallet.settle_requests/1", "Paid Etta Cichorius 14 EUR and declined Arnold's 26 EUR request.", True),
+    ("status", "wallet.split_dinner/1", "Requested 70.13 AUD from each of 2 people.", False),
+    ("status", "wallet.split_dinner/1", "Requested 46.75 AUD from each of 2 people.", True),
+    # an alarm by its label: deleted is not switched off
+    ("switch", "clock.delete_alarm/5", "Switched off the Gym alarm and turned the 6:30 alarm on.", False),
+    ("switch", "clock.delete_alarm/5", "Deleted the Gym alarm and turned the 6:30 alarm on.", True),
+    # a code told bare: the one the planner wrote, not the old one or one a slip away
+    ("code", "memory.updated_fact/9", "Sent Molly the gate code of our building (JX2-72).", False),
+    ("code", "memory.updated_fact/9", "Sent Molly the gate code of our building (RX4-28).", False),
+    ("code", "memory.updated_fact/9", "Sent Molly the new gate code RX4-29 (it used to be JX2-72).", True),
+    # a size told is the size the episode ordered; one the shop lists may be told as such
+    ("size", "shop.buy_item/8", "Ordered the rain jacket in size M.", False),
+    ("size", "memory.shop_my_size/1", "Ordered the denim jeans in size 30.", False),
+    ("size", "memory.shop_my_size/1", "Ordered the denim jeans in your size, 28.", True),
+    # a day told as paid or due is the payment or due day of what the episode changed
+    ("date", "wallet.pay_bill/3", "Electricity November will be paid on Tuesday 8 December.", False),
+    ("date", "wallet.pay_bill/3", "Scheduled Electricity November for 7 December; it is due 8 December.", True),
+    ("date", "wallet.pay_bill/3", "Scheduled it for 7 December; Internet November is also due 8 December.", True),
+    # a day told with a forecast's temperature is that forecast's day
+    ("date", "weather.text_forecast/1", "Texted Carmen: today in Hamburg it'll rain, high 6.2°C.", False),
+    ("date", "weather.text_forecast/1", "Texted Carmen: tomorrow Hamburg gets rain, with a high of 6.2°C.", True),
+    # a place told is where the record the sentence (or the request) is about is
+    ("place", "cross.sms_event_location/3", "It's at Cafe Luna; I texted Paula.", False),
+    ("place", "cross.sms_event_location/3", "The pottery class is at Bright Smile Dental.", False),
+    ("place", "cross.sms_event_location/3", "It's at Harbour Hall; I texted Paula.", True),
+    ("place", "cross.sms_event_location/3", "Pottery class: Harbour Hall (lunch with Stacey is at Cafe Luna).", True),
+    # a time told on your clock or a city's is the one the record set in that city's zone holds there
+    ("time", "fields.event_in_zone/2", "Added for 16:30 your time (09:30 in Singapore).", False),
+    ("time", "fields.event_in_zone/2", "Added: 09:30 Singapore time.", False),
+    ("time", "fields.event_in_zone/2", "Added: 16:30 Singapore time, which is 9:30 am for you.", True),
+    # a time told as an arrival is the arrival the episode's order holds, roughly or not
+    ("time", "delivery.order_dish/1", "Ordered two Bun Cha from Saigon Kitchen; it arrives around 11:40.", False),
+    ("time", "delivery.order_dish/1", "Ordered two Bun Cha from Saigon Kitchen, arriving about 11:00.", True),
+    # who a text went to, told in a sentence of its own
+    ("person", "calendar.delete_event/0", "Deleted Lunch with Christel. The text went to Tina Conradi.", False),
+    ("person", "calendar.delete_event/0", "Deleted Lunch with Christel; the text went to Christel Berger.", True),
+    # a flight number one digit off the one the world holds
+    ("code", "travel.flight_to_calendar/1", "Booked AR 273, departing 11:20; it's in your calendar.", False),
+    ("code", "travel.flight_to_calendar/1", "Booked AR272, departing 11:20; it's in your calendar.", True),
+    # a place no record holds, told as where the changed record is; an address a number off
+    ("place", "calendar.move_event/1", "Moved Book club to 15:00 and told Julian. It's at Harbour Hall.", False),
+    ("place", "calendar.move_event/1", "Moved Book club to 15:00 and told Julian. It's still at Cafe Luna.", True),
+    ("place", "maps.nearest_text/1", "Trattoria Roma, at 118 Market Street, Sydney; sent to Nicholas.", False),
+    ("place", "maps.nearest_text/1", "Trattoria Roma, at 116 Market Street, Sydney; sent to Nicholas.", True),
+    # a total told in a sentence of its own; a line's quantity told with its item
+    ("money", "delivery.order_dish/2", "Ordered three Miso Soup from Sushi Yama. The total is 12.50 EUR.", False),
+    ("count", "delivery.order_dish/2", "Ordered four Miso Soup from Sushi Yama.", False),
+    ("count", "delivery.order_dish/2", "Ordered 3 x Miso Soup from Sushi Yama.", True),
+    ("count", "shop.buy_item/1", "Ordered three of the cast-iron pan.", False),
+    ("count", "shop.buy_item/1", "Ordered 2 of the cast-iron pan.", True),
+    # statuses no call made: waitlisted, muted; "left it unread" after marking it read
+    ("status", "travel.book_hotel/1", "Waitlisted for Parkside Suites for 5 nights.", False),
+    ("status", "cross.block_spam_caller/1", "Muted and deleted.", False),
+    (
+        "status",
+        "messages.unread_count/1",
+        "3 unread, from Gregory Hartman, Kimberly Flores, Melissa Moore; I left them unread.",
+        False,
+    ),
+    (
+        "status",
+        "messages.unread_count/1",
+        "3 unread, from Gregory Hartman, Kimberly Flores, Melissa Moore; all marked read now.",
+        True,
+    ),
+    # a value the changed record held before the change, told as now
+    ("percent", "settings.brightness/1", "Brightness is 65%, media volume 25%. Brightness is now 50%.", False),
+    ("percent", "settings.brightness/1", "Brightness is 65% (it was 50%), media volume 25%.", True),
+    # a high told with the day's low
+    ("temperature", "weather.text_forecast/3", "Texted Joshua: tomorrow in Canberra fog, high 7.5°C.", False),
+    ("temperature", "weather.text_forecast/3", "Texted Joshua: tomorrow in Canberra fog, high 23°C, low 7.5°C.", True),
+    # a label or category told of the change must be the one it set
+    ("status", "fields.contact_add_number/1", "Saved +493018157229 as Hinrich's work number.", False),
+    ("status", "fields.contact_add_number/1", "Saved +493018157229 as a home number, now the main one.", True),
+    ("status", "budget.fix_expense/1", "Fixed: the FreshMart expense is now under dining.", False),
+    ("status", "budget.fix_expense/1", "Moved the FreshMart expense from shopping to groceries.", True),
+    # how long the record the episode set runs
+    ("duration", "calendar.create_event/6", "Added Haircut and told Shohei Yamada. It runs for an hour.", False),
+    ("duration", "calendar.create_event/1", "Added Car service and told Yosuke. It lasts an hour.", True),
+    # the day of someone else's act is a day of the records read
+    ("date", "phone.last_missed_call/2", "Yui Okada (+817090036903) at 16:39. They called this morning.", False),
+    ("date", "phone.last_missed_call/1", "An unknown number, +17184465796, called this morning at 08:17.", True),
+    # an amount told of a payment is the amount it paid
+    ("status", "memory.pay_rent/1", "Paid 970 EUR to Frank Hornig.", False),
+    ("status", "memory.pay_rent/1", "Paid 990 EUR to Frank Hornig, your new rent.", True),
+    # a forwarded mail's subject is held word for word
+    ("name", "mail.reply/3", 'Replied. I replied to "Fwd: Time for your check-up".', False),
+    ("name", "mail.reply/3", 'Replied to "Re: Time for your check-up".', True),
+    # a contact by title and surname
+    ("person", "contacts.delete_contact/2", "Blocked and deleted Mr Cox.", True),
+    ("person", "contacts.delete_contact/2", "Blocked and deleted Mr Fowler.", False),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans
@@ -777,6 +892,22 @@ def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer,
     assert crit["passed"] is ok, (answer, crit["reason"])
     if not ok:
         assert f"({kind})" in crit["reason"], crit["reason"]
+
+
+@pytest.mark.parametrize(
+    ("task_id", "answer"),
+    [
+        # "nothing else" is no amount of zero
+        ("travel_skills.plan_a_trip/1", "Booked SK 186, Grand Plaza and BW 691. Nothing else needed your attention."),
+        # a dollar named by its country is one amount, and the count beside it is no amount
+        ("memory.split_usual/8", "Asked 2 people for 42 Australian dollars each."),
+        # a low chance told after its weather does not say it will rain
+        ("weather.rain_alarm/3", "No rain tomorrow: fog. I left the alarm at 07:00. The chance of rain is only 11%."),
+    ],
+)
+def test_a_right_answer_in_other_words_passes_the_whole_verdict(task_id, answer):
+    verdict = _answer(task_id, answer)
+    assert verdict["success"], [c["reason"] for c in verdict["criteria"] if not c["passed"]]
 
 
 @pytest.mark.parametrize(

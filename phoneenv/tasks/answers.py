@@ -329,10 +329,20 @@ _CURRENCY = {
     "a$": "AUD",
     "au$": "AUD",
     "aud": "AUD",
+    "australian dollar": "AUD",
+    "australian dollars": "AUD",
+    "us dollar": "USD",
+    "us dollars": "USD",
+    "american dollars": "USD",
+    "swiss francs": "CHF",
+    "japanese yen": "JPY",
+    "british pounds": "GBP",
 }
+_NAMED = r"(?:australian\s+|us\s+|american\s+)?dollars?|(?:british\s+)?pounds?|(?:swiss\s+)?francs|(?:japanese\s+)?yen"
+"""Currencies in words, with the country that tells which dollar ("42 Australian dollars")."""
 _CUR = r"(?:€|\b(?:AU?)?\$|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD)\b)"
-_CUR_AFTER = r"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|dollars?|pounds?|francs|yen)\b)"
-_RE_CUR_TOKEN = re.compile(r"\bAU?\$|€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|dollars?|pounds?|francs|yen)\b", re.I)
+_CUR_AFTER = rf"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|{_NAMED})\b)"
+_RE_CUR_TOKEN = re.compile(rf"\bAU?\$|€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|{_NAMED})\b", re.I)
 
 
 def currencies_named(text: str) -> set[str]:
@@ -340,7 +350,7 @@ def currencies_named(text: str) -> set[str]:
     "$", "AUD"): a dollar sign is USD and AUD, since only the world's region tells which."""
     out: set[str] = set()
     for m in _RE_CUR_TOKEN.finditer(text or ""):
-        tok = m.group().lower()
+        tok = " ".join(m.group().lower().split())
         out.update(("USD", "AUD") if tok == "$" else (_CURRENCY.get(tok, tok.upper()),))
     return out
 
@@ -354,7 +364,8 @@ cents"): 1-2 digits, then "cents"/"pence" or the end of the phrase (not a word o
 so "5 dollars 3 people" keeps 3 a number)."""
 _RE_MONEY = re.compile(
     rf"{_CUR}\s?-?(?P<whole>\d+)(?![\d.,]\d)(?:(?:\s+and)?\s+(?P<cents_after_sign>\d{{1,2}})\s*(?:cents?|pence|p)\b)"
-    rf"|(?<![\w.,])(?P<whole_words>\d+)(?![\d.,]\d)\s?(?:euros?|dollars?|pounds?|francs)\b{_MINOR}"
+    rf"|(?<![\w.,])(?P<whole_words>\d+)(?![\d.,]\d)\s?(?:euros?|(?:australian\s+|us\s+|american\s+)?dollars?"
+    rf"|(?:british\s+)?pounds?|(?:swiss\s+)?francs)\b{_MINOR}"
     rf"|{_CUR}\s?-?(?:{_NUM})|(?<![\w.,])(?:{_NUM})\s?{_CUR_AFTER}"
     r"|(?<![\w.,])(?P<only_cents>\d{1,2})\s?(?:cents?|pence)\b",
     re.I,
@@ -761,7 +772,7 @@ def scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
 
         span = m.group().replace("\u00a0", ",").replace("\u202f", ",")
         tok = _RE_CUR_TOKEN.search(span)
-        sign = tok.group().lower() if tok else ""
+        sign = " ".join(tok.group().lower().split()) if tok else ""
         if m["only_cents"]:
             amount: float | None = int(m["only_cents"]) / 100
         elif m["whole"] or m["whole_words"]:
@@ -1055,7 +1066,7 @@ def _hedged_durations(sc: _Scan, found: list[Claim]) -> list[Claim]:
 
 
 _RE_NO_MONEY = re.compile(
-    r"\b(?:nothing|zero|not\s+a\s+(?:cent|penny|thing)|none)\b|(?:\bnot|n't|n’t)\s+(?:\w+\s+){0,2}?anything\b",
+    r"\b(?:nothing(?!\s+else)|zero|not\s+a\s+(?:cent|penny|thing)|none)\b|(?:\bnot|n't|n’t)\s+(?:\w+\s+){0,2}?anything\b",
     re.I,
 )
 """Words that state an amount of zero ("nothing", "you haven't spent anything")."""

@@ -52,7 +52,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from phoneenv.contract import AnswerCriterion, CompositeCriterion, Criterion, TaskSpec, ToolCall
@@ -61,6 +61,7 @@ from phoneenv.tasks.grounding import (
     AUTHORED_KEYS,
     RE_CODE_TOLD,
     RE_FULL_NAME,
+    RE_SIZE,
     Grounds,
     code_key,
     count_claims,
@@ -68,6 +69,7 @@ from phoneenv.tasks.grounding import (
     percent_claims,
     period_claims,
     phone_region,
+    size_key,
     temperature_claims,
 )
 from phoneenv.tasks.identity import contact_ids
@@ -81,7 +83,7 @@ __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
     "time", "date", "weekday", "money", "currency", "temperature", "count", "percent", "duration", "person", "email", "phone",
-    "switch", "name", "code", "commitment", "period", "dictation", "undone", "paraphrase",
+    "switch", "name", "code", "commitment", "period", "size", "place", "dictation", "undone", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
@@ -90,6 +92,23 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 _OTHER_SURNAMES = ("Potter", "Fischer", "Walsh")
 """Surnames for a person told wrongly (surnames of the world: see :func:`world.surnames`)."""
 _SWAP_CURRENCY = {"USD": "EUR", "EUR": "USD", "GBP": "USD", "AUD": "GBP", "JPY": "USD", "CHF": "EUR"}
+
+
+_SIZES = ("XXS", "XS", "S", "M", "L", "XL", "XXL")
+
+
+def _other_size(size: str, listed: Iterable[str]) -> str:
+    """A size other than ``size``: one the shop lists, else the next letter or number size."""
+    for other in sorted(listed):
+        if other != size:
+            return other
+    if size in _SIZES:
+        i = _SIZES.index(size)
+        return _SIZES[i + 1] if i + 1 < len(_SIZES) else _SIZES[i - 1]
+    try:
+        return f"{float(size) + 1:g}"
+    except ValueError:
+        return "M" if size != "M" else "L"
 
 
 _FLIP = {
@@ -430,6 +449,26 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                     lower = original[:at] + code.lower() + original[m.end(1) :]
                     out.append(ClaimProbe("paraphrase", "pass", f"{where(step, key)}: the code in lower case",
                                           _with(plan, step, key, lower)))  # fmt: skip
+                break
+        if "size" not in exempt and g.sizes[0]:
+            for m in RE_SIZE.finditer(original):
+                if size_key(m[1]) not in g.sizes[0]:
+                    continue
+                new = _other_size(size_key(m[1]), g.sizes[1] - g.sizes[0])
+                fail("size", step, key, original[: m.start(1)] + new + original[m.end(1) :], f"size {new}", False)
+                break
+        if "place" not in exempt:
+            places = sorted({p for n in g.named for p in n.places}, key=lambda p: (-len(p), p))
+            low = original.lower()
+            for p in places:
+                if (m := re.search(rf"(?<![\w-]){re.escape(p.lower())}(?![\w-])", low)) is None:
+                    continue
+                own = {q for n in g.named if p in n.places for q in n.places}  # the record's other fields
+                other = next(
+                    (q for q in places if q not in own and q.lower() not in low and p.lower() not in q.lower()), None
+                )
+                if other is not None:
+                    fail("place", step, key, original[: m.start()] + other + original[m.end() :], other, False)
                 break
         if "period" not in exempt and g.periods:
             for period, a, b in period_claims(original):

@@ -130,6 +130,7 @@ __all__ = [
     "AUTHORED_KEYS",
     "GROUNDED_TYPES",
     "RE_CODE_TOLD",
+    "RE_SIZE",
     "STATUS_FAMILIES",
     "Evidence",
     "Grounds",
@@ -144,6 +145,7 @@ __all__ = [
     "evidence_of",
     "grounds",
     "period_claims",
+    "size_key",
     "span_claims",
     "temperature_claims",
     "ungrounded",
@@ -196,6 +198,16 @@ RE_CODE_TOLD = re.compile(
 """A code told as one ("code 5AGL4N", "booking ref: TK2JDZ", "confirmation number RS9-1128")."""
 
 
+RE_SERVICE_NUMBER = re.compile(r"(?<![\w-])([A-Z]{2})\s?(\d{2,4})(?![\w-])")
+"""A flight or train number: a carrier's two capitals and two to four digits ("AR 747", "ICE578"
+is not: three letters)."""
+
+
+def _shape(code: str) -> str:
+    """A code's shape: its letters as ``A``, its digits as ``9`` ("SP325" → "AA999")."""
+    return re.sub(r"[A-Z]", "A", re.sub(r"\d", "9", code))
+
+
 def code_key(code: str) -> str:
     """``code`` as codes are compared: upper case, hyphens left out ("rs9-1128" → "RS91128")."""
     return code.upper().replace("-", "")
@@ -215,21 +227,291 @@ _FROM_BEFORE = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?$", re.I)
 # words that tell a value as it was before ("you had 292131 before", "up from 100"): where an
 # amount only the changed records' old versions hold may be told
 _PAST_CUE = re.compile(r"\b(?:was|were|had|from|before|previous(?:ly)?|used\s+to|old|earlier|formerly)\b", re.I)
-_FIELD_CUE = re.compile(r"\b(due|remind\w*)\b(?:(?!\b(?:due|remind\w*|and|but|then|while)\b)[^.;!?()])*$", re.I)
+_FIELD_WORDS = r"due|remind\w*|arriv\w*|eta|deliver\w*"
+_FIELD_CUE = re.compile(
+    rf"\b({_FIELD_WORDS})\b(?:(?!\b(?:{_FIELD_WORDS}|and|but|then|while)\b)[^.;!?()])*$",
+    re.I,
+)
 """A word before a time that names the field it is of: "due at 13:00", "I'll remind you at 12:00",
-"with a reminder on Thursday at 11:00" (no other such word or "and" between)."""
+"with a reminder on Thursday at 11:00", "it arrives around 09:10" (no other such word or "and"
+between)."""
 _HHMM = re.compile(r"(?:^|T)(\d{2}:\d{2})(?::\d{2})?$")
 """The time of day a time or stamp field ends with: "05:30", "2026-11-26T12:00"."""
-_FIELD_KEYS = {"due": ("due", "due_at", "deadline"), "reminder": ("reminder", "remind_at", "reminder_at")}
+_FIELD_KEYS = {
+    "due": ("due", "due_at", "deadline"),
+    "reminder": ("reminder", "remind_at", "reminder_at"),
+    "arrival": ("eta", "arrival", "arrives", "arrival_time", "arrive_at", "delivery_eta"),
+}
+
+
+_DATE_CUE = re.compile(
+    r"\b(due|paid|pay|payment|scheduled)\b(?:(?!\b(?:due|paid|pay|payment|scheduled|and|but|then|while)\b)[^.;!?()])*$",
+    re.I,
+)
+"""A word before a date that names the field it is of: "due on 2 December", "will be paid on
+Tuesday", "scheduled for the 1st" (no other such word or "and" between)."""
+_DATE_KEYS = {
+    "due": ("due", "due_at", "due_date", "deadline"),
+    "paid": ("scheduled_for", "paid_on", "pay_on", "payment_date", "scheduled"),
+}
+
+
+def _field_dates(values: Sequence[Any]) -> dict[str, frozenset[str]]:
+    """The dates (``YYYY-MM-DD``) the records and arguments in ``values`` hold in a due or
+    payment field (:data:`_DATE_KEYS`), by field: what "due on" and "paid on" must tell."""
+    out: dict[str, set[str]] = {}
+    for v in values:
+        if isinstance(v, Mapping):
+            for name, keys in _DATE_KEYS.items():
+                for k in keys:
+                    if isinstance(x := v.get(k), str) and re.match(r"\d{4}-\d{2}-\d{2}", x.strip()):
+                        out.setdefault(name, set()).add(x.strip()[:10])
+    return {k: frozenset(x) for k, x in out.items()}
+
+
+_TEMP_KEYS = re.compile(r"high|low|max|min|temp|temperature|feels_like|(?:high|low|max|min|temp)_[cf]", re.I)
+
+
+def _dated_temperatures(values: Sequence[Any], limit: int = 400) -> list[tuple[str, frozenset[float]]]:
+    """``(day, temperatures)`` of each record in ``values`` (call results) with a ``date`` and
+    temperature fields (a forecast's day: its high and low), at most ``limit`` records."""
+    out = []
+    stack = list(values)
+    while stack and len(out) < limit:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            day = v.get("date")
+            temps = frozenset(
+                round(float(x), 1)
+                for k, x in v.items()
+                if _TEMP_KEYS.fullmatch(str(k)) and isinstance(x, (int, float)) and not isinstance(x, bool)
+            )
+            if isinstance(day, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) and temps:
+                out.append((day, temps))
+            stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return out
+
+
+def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` of each place ``text`` tells that is where a record read is (its
+    :data:`_PLACE_KEYS` field), in a sentence about other records that are elsewhere: the
+    records the other words of its part name (:meth:`Grounds.anchors`; a part ends at a comma,
+    a bracket, "and"), or where they name none, its sentence's, or where that names none, the
+    records the episode changed, or where it changed none with a place, those the user's request
+    names. "It's at Bright Smile Dental" answering "where is my film night?"
+    is about the film night at North Park gate: the dental practice is another event's place."""
+    where: dict[str, list[Named]] = {}
+    for n in g.named:
+        for p in n.places:
+            where.setdefault(p.lower(), []).append(n)
+    if not where and not g.changed_places:
+        return []
+    goal = g.user_texts[0] if g.user_texts else ""
+
+    def about(start: int, end: int) -> tuple[tuple[str, ...], str] | None:
+        """The places of what the text at ``start:end`` is about, and what that is."""
+        for bound in (_PART, _CLAUSE):  # its part ("Team standup at 10:30, at Room 4.12"), then its sentence
+            a = max((e.end() for e in bound.finditer(text, 0, start)), default=0)
+            z = bound.search(text, end)
+            if named := g.anchors(text[a:start] + " " + text[end : z.start() if z else len(text)], "place"):
+                return tuple(x for n in named for x in n.places), ", ".join(dict.fromkeys(n.label for n in named))
+        if g.changed_places:  # what the episode changed ("Dinner is at ..." for the event it made)
+            return tuple(x for ps in g.changed_places for x in ps), "what the episode changed"
+        if goal and (named := g.anchors(goal, "place")):  # what the user asked of
+            return tuple(x for n in named for x in n.places), ", ".join(dict.fromkeys(n.label for n in named))
+        return None
+
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    low = text.lower()
+    seen: list[tuple[int, int]] = []
+    for p, owners in where.items():
+        for m in re.finditer(rf"(?<![\w-]){re.escape(p)}(?![\w-])", low):
+            seen.append(m.span())
+            if (found := about(m.start(), m.end())) is None or any(x.lower() == p for x in found[0]):
+                continue
+            held = tuple(dict.fromkeys(found[0]))[:3]
+            why = f"{found[1]} is at {', '.join(held)}; {p} is where {owners[0].label} is"
+            out.append((text[m.start() : m.end()], held, why))
+    # a place no record holds, told as where something is ("It's at Harbour Hall", ", at 117 Harbour Road")
+    texts: list[str] | None = None
+    for m in _RE_AT_PLACE.finditer(text):
+        a, z = m.span("place")
+        if any(s <= a < e for s, e in seen) or (found := about(a, z)) is None or not found[0]:
+            continue
+        if texts is None:
+            texts = [words(x) for x in (*g.world_names, *g.user_texts, *found[0], *(p for p in where))]
+        if any(words(m["place"]) in t for t in texts):
+            continue
+        held = tuple(dict.fromkeys(found[0]))[:3]
+        out.append((m["place"], held, f"{found[1]} is at {', '.join(held)}; no record holds {m['place']}"))
+    return out
+
+
+_RE_AT_PLACE = re.compile(
+    r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*)(?:now\s+|still\s+)?at\s+(?:the\s+)?"
+    r"(?P<place>(?:\d{1,4}[A-Za-z]?\s+)?[A-Z][\w'&-]*(?:\.[\w'&-]+)*"
+    r"(?:\s+(?:[A-Z][\w'&-]*(?:\.[\w'&-]+)*|\d{1,4}(?:[.,]\d+)?[A-Za-z]?\b|of|de|la|am|on))*)"
+)
+"""A place told as where something is: "It's at Harbour Hall", "..., at 117 Harbour Road"."""
+
+
+_TEMP_LABEL = re.compile(
+    r"\b(highs?|top|max|maximum|lows?|min|minimum)\b(?:\s+(?:of|at|is|was|will\s+be))?\s*:?\s*(?:around\s+|about\s+)?$",
+    re.I,
+)
+"""A word that tells which of a day's temperatures a value is: "high 13°C", "a low of 2"."""
+
+
+def _temperature_labels(values: Sequence[Any]) -> dict[str, frozenset[float]]:
+    """``{"high": ..., "low": ...}``: the values of the fields ``high``/``max``/``temp_max`` and
+    ``low``/``min``/``temp_min`` of ``values`` (call results), to one decimal."""
+    out: dict[str, set[float]] = {}
+    for x, key, _, _ in _walk(values):
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            k = key.lower()
+            which = (
+                "high"
+                if k in ("high", "max", "temp_max", "high_c", "high_f")
+                else "low"
+                if k in ("low", "min", "temp_min", "low_c", "low_f")
+                else None
+            )
+            if which:
+                out.setdefault(which, set()).add(round(float(x), 1))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+_PART_OF_TODAY = re.compile(r"\b(?:this\s+(?:morning|afternoon|evening)|tonight|earlier\s+today)\b", re.I)
+
+
+_OTHERS_DID = re.compile(
+    r"(?:\b(?i:he|she|they|who)|(?<![\w'])(?!(?:I|Then|And|So|Also|Just|Done|You|We)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
+    r"(?:\s+\([^)]*\))?\s+(?:also\s+|last\s+|just\s+)?(?:called|rang|phoned|texted|messaged|e-?mailed|wrote|left|tried\s+to\s+call)\b"
+    r"[^.;!?]*$"
+)
+"""Someone else's act told before a day ("They called this morning", "Yui Okada (+81...) called at
+16:39 today"): the day of a record the planner read."""
+_LASTS = re.compile(
+    r"\b(?:runs?|running|lasts?|lasting|goes\s+on|takes?)\s+(?:for\s+)?(?:about\s+|around\s+|roughly\s+|just\s+)?$",
+    re.I,
+)
+"""A word before a duration that tells how long a record runs ("It runs for an hour", "lasts 30 min")."""
+_ENUM_KEYS = ("category", "label", "severity", "priority")
+_ENUM_KNOWN = {"label": frozenset({"home", "work", "mobile", "cell", "office"})}
+"""Fields whose few values an answer names ("under health", "as a home number"), and values a
+field may hold beside those the world shows."""
+
+
+def _enum_values(
+    changed: Sequence[Any], ctx: Context, limit: int = 2000
+) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Field → (the values the changed records hold in it now, every value the fixtures and
+    :data:`_ENUM_KNOWN` give it), lower case, for the :data:`_ENUM_KEYS` the changed records
+    hold (nested ones too: a contact's ``other_phones[].label``)."""
+    mine: dict[str, set[str]] = {}
+    for x, key, _, _ in _walk(list(changed[:200])):
+        key = "label" if key.endswith("_label") else key  # a contact's "phone_label"
+        if key in _ENUM_KEYS and isinstance(x, str) and 3 <= len(x) <= 30:
+            mine.setdefault(key, set()).add(x.strip().lower())
+    if not mine:
+        return {}
+    known: dict[str, set[str]] = {k: set(_ENUM_KNOWN.get(k, ())) for k in mine}
+    recs = itertools.islice((r for tab in ctx.before.values() if isinstance(tab, Mapping) for r in tab.values()), limit)
+    for x, key, _, _ in _walk(list(recs)):
+        key = "label" if key.endswith("_label") else key
+        if key in known and isinstance(x, str) and 3 <= len(x) <= 30:
+            known[key].add(x.strip().lower())
+    return {k: (frozenset(v), frozenset(known[k] | v)) for k, v in mine.items()}
+
+
+_ENUM_CUE = re.compile(
+    r"\b(?i:under|in|as|to|into|now)\s+(?:(?i:the|a|an|your|their|his|her)\s+|[A-Z]\w+['\u2019]s\s+)?$"
+)
+_ENUM_ACT = re.compile(
+    r"\b(?:now|saved|added|filed|moved|set|changed|updated|fixed|put|labell?ed|categori[sz]ed|recategori[sz]ed|marked|stored)\b",
+    re.I,
+)
+
+
+def _enum_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` of each value of an :data:`_ENUM_KEYS` field told of the planner's
+    change ("Fixed: the expense is now under shopping", "Saved it as a work number") that the
+    changed records do not hold in that field: the value right after "under", "as a", "to",
+    "now"... in a clause that tells the act or "now", not as it was ("from shopping")."""
+    out = []
+    low = text.lower()
+    for key, (mine, known) in g.enums.items():
+        for v in known - mine:
+            for m in re.finditer(rf"(?<![\w-]){re.escape(v)}(?![\w-])", low):
+                a = max((e.end() for e in _CLAUSE.finditer(text, 0, m.start())), default=0)
+                lead = text[a : m.start()]
+                if not _ENUM_CUE.search(lead) or not _ENUM_ACT.search(lead) or _PAST_CUE.search(lead):
+                    continue
+                if re.search(r"\b(?:not|never|instead\s+of|rather\s+than)\b|n't", lead, re.I):
+                    continue
+                held = tuple(sorted(mine))
+                out.append((text[m.start() : m.end()], held, f"the episode's change holds {key} {', '.join(held)}"))
+    return out
+
+
+_LINE_QTY_KEYS = ("qty", "quantity", "count")
+_LINE_NAME_KEYS = ("name", "item", "product", "dish", "title")
+
+
+def _line_counts(values: Sequence[Any], limit: int = 400) -> dict[str, frozenset[int]]:
+    """An item's name (lower case) → the quantities of the lines that hold it, in ``values``
+    (the changed records and the writes' arguments and results): an order's ``{"name": "Salmon
+    Maki", "qty": 2}``. What "Ordered three Salmon Maki" must agree with."""
+    out: dict[str, set[int]] = {}
+    stack = list(values)
+    seen = 0
+    while stack and seen < limit:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            seen += 1
+            qty = next(
+                (v[k] for k in _LINE_QTY_KEYS if isinstance(v.get(k), int) and not isinstance(v.get(k), bool)), None
+            )
+            name = next((v[k] for k in _LINE_NAME_KEYS if isinstance(v.get(k), str)), None)
+            if qty is not None and name and 3 <= len(name.strip()) <= 60 and 0 < qty < 1000:
+                out.setdefault(" ".join(name.lower().split()), set()).add(qty)
+            stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return {k: frozenset(x) for k, x in out.items()}
+
+
+def _dated_by_temperature(t: str, c: Any, g: Grounds) -> tuple[tuple[str, ...], str] | None:
+    """``(held, why)`` where date claim ``c`` in ``t`` is told in a sentence with a temperature
+    that only days other than it hold (the days read, :attr:`Grounds.dated`): "Today in Seoul:
+    cloudy, high 13°C" for tomorrow's forecast. None where no day read holds the temperatures."""
+    a = max((m.end() for m in re.finditer(r"[.;!?\n]+(?:\s|$)", t[: c.start])), default=0)
+    z = re.compile(r"[.;!?\n]+(?:\s|$)").search(t, c.end)
+    told = [v for _, v, _, neg in temperature_claims(t[a : z.start() if z else len(t)]) if not neg]
+    if not told or not isinstance(c.value, str):
+        return None
+    days = sorted({d for d, temps in g.dated if any(round(v, 1) in temps for v in told)})
+    if (
+        not days
+        or c.value in days
+        or not all(v in {x for d, temps in g.dated if d in days for x in temps} for v in told)
+    ):
+        return None
+    return tuple(days[:3]), f"the day read with {', '.join(f'{v:g}' for v in told)}° is {', '.join(days[:3])}"
 
 
 def _cue_field(word: str) -> str:
-    return "due" if word.lower() == "due" else "reminder"
+    """The field (:data:`_FIELD_KEYS`) a cue word names: "due", "reminder" or "arrival"."""
+    w = word.lower()
+    return "due" if w == "due" else "reminder" if w.startswith("remind") else "arrival"
 
 
 def _field_times(values: Sequence[Any]) -> dict[str, frozenset[str]]:
-    """The times (``HH:MM``) the records and arguments in ``values`` hold in a due or reminder
-    field (:data:`_FIELD_KEYS`), by field: what "due at" and "remind you at" must tell."""
+    """The times (``HH:MM``) the records and arguments in ``values`` hold in a due, reminder or
+    arrival field (:data:`_FIELD_KEYS`), by field: what "due at", "remind you at" and "arrives
+    at" must tell."""
     out: dict[str, set[str]] = {}
     for v in values:
         if not isinstance(v, Mapping):
@@ -869,6 +1151,8 @@ class Named:
     names: tuple[str, ...] = ()
     rid: str = ""  # the record's id, where it has one: one record read in several results is one
     refs: frozenset[str] = frozenset()  # the ids it holds of other records (a cart line's product)
+    places: tuple[str, ...] = ()  # where it is: its location, place, venue or address fields
+    now: bool = False  # a changed record as the episode left it (other versions of it are as they were)
 
 
 class Grounds:
@@ -900,9 +1184,20 @@ class Grounds:
         self.spans: frozenset[tuple[str, int]] = frozenset()  # the weeks, months, years asked of (_asked_spans)
         self.totals: set[tuple[float, str]] = set()  # the totals of what the episode did (_totals)
         self.field_times: dict[str, frozenset[str]] = {}  # the due and reminder times it set (_field_times)
+        self.field_dates: dict[str, frozenset[str]] = {}  # the due and payment days of changed records (_field_dates)
+        self.enums: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # field → (changed, known) (_enum_values)
+        self.line_counts: dict[str, frozenset[int]] = {}  # an item's name (lower case) → its quantities (_line_counts)
+        self.changed_places: list[tuple[str, ...]] = []  # the places of the records the episode changed
+        self.zoned: list[tuple[str, frozenset[str], frozenset[str]]] = []  # (city, its times, yours) (_zoned_times)
+        self.temp_labels: dict[str, frozenset[float]] = {}  # "high"/"low" → values read (_temperature_labels)
+        self.dated: list[tuple[str, frozenset[float]]] = []  # days read and their temperatures (_dated_temperatures)
+        self.read_field_dates: dict[str, frozenset[str]] = {}  # those of every record the calls returned too
         self.labelled: list[tuple[frozenset[str], frozenset[str]]] = []  # changed records' labels and times
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
+        self.sizes: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # set; any seen (_sizes)
+        self.main_amounts: list[tuple[str, float | None]] = []  # each write's tool and amount (_main_amount)
+        self.touched: list[tuple[str, tuple[str, ...], frozenset[float]]] = []  # what each write was about (_touched)
         # what the codes are read from, on first need: (goal, memory and results; changed records
         # now; as they were)
         self.code_sources: tuple[list[Any], list[Any], list[Any]] | None = None
@@ -990,6 +1285,18 @@ class Grounds:
         held_now = _codes_in(now)
         return frozenset(_codes_in(said) | held_now | _codes_in(was)), frozenset(_codes_in(was) - held_now)
 
+    @functools.cached_property
+    def numbers(self) -> frozenset[str]:
+        """The flight and train numbers the world holds (:data:`RE_SERVICE_NUMBER`, spaces left
+        out: "AR747"), read on first need."""
+        said, now, was = self.code_sources or ([], [], [])
+        return frozenset(
+            m[1] + m[2]
+            for x, _, _, _ in _walk([said, now, was])
+            if isinstance(x, str) and len(x) <= 4000
+            for m in RE_SERVICE_NUMBER.finditer(x)
+        )
+
     def clashes(self, type: str, value: Any, unit: str) -> bool:
         """Whether an amount ``value`` told in currency ``unit`` is one the world knows only in
         other currencies (a price listed without its currency, which the shop's other records
@@ -1023,7 +1330,7 @@ class Grounds:
         words = set(_TOKEN.findall(low))
         scored: list[tuple[int, bool, Named]] = []
         for n in self.named:
-            if not _holds(n.ev, type):
+            if not (n.places if type == "place" else _holds(n.ev, type)):
                 continue
             hits = sum(t in words and t not in self._common for t in n.tokens)
             coded = any(c in low for c in n.codes)
@@ -1102,7 +1409,15 @@ def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and _MONEY_KEYS.search(str(k))
     )
     refs = frozenset(v for k, v in rec.items() if str(k).endswith("_id") and isinstance(v, str))
-    return Named(tokens, codes, ev, names[0], amounts, tuple(names), rid if isinstance(rid, str) else "", refs)
+    places = tuple(
+        v.strip() for k, v in rec.items() if k in _PLACE_KEYS and isinstance(v, str) and 4 <= len(v.strip()) <= 80
+    )
+    rid = rid if isinstance(rid, str) else ""
+    return Named(tokens, codes, ev, names[0], amounts, tuple(names), rid, refs, places)
+
+
+_PLACE_KEYS = frozenset({"location", "place", "venue", "address", "where", "meeting_point"})
+"""Fields that say where a record is: a place told in a text is one of these of a record read."""
 
 
 def _id_records(value: Any) -> Iterable[Mapping[str, Any]]:
@@ -1128,6 +1443,14 @@ _TOTAL_ACT = re.compile(
 )
 """The planner's own act of buying or paying, at the start of a clause ("Ordered ...", "I paid"),
 whose total an amount told as a total is ("Ordered ...: 59.25 AUD in total")."""
+_TOTAL_SAID = re.compile(
+    r"(?:^|[.;!?]\s+)(?:the\s+|your\s+|order\s+)?(?:grand\s+|order\s+)?total(?:\s+(?:is|was|came\s+to|comes\s+to"
+    r"|will\s+be|of))?\s*:?\s*(?:just\s+|only\s+)?$"
+    r"|\b(?:order|bought|buy|paid|pay|purchas|placed)\w*\b[^.;!?]*\sfor\s+$",
+    re.I,
+)
+"""An amount told as the total of what was bought, in a sentence of its own ("... The total is
+21.25 AUD") or after "for" in a clause of buying ("Ordered two Bun Cha ... for 24.0 GBP")."""
 
 
 def _totals(records: Sequence[Any], results: Sequence[Any]) -> set[tuple[float, str]]:
@@ -1187,6 +1510,133 @@ def world_grounds(records: Iterable[Mapping[str, Any]], ctx: Context, *, limit: 
     return WorldGrounds(ev, named, record_names(recs))
 
 
+_SIZE_WORDS = {"extra small": "XS", "small": "S", "medium": "M", "large": "L", "extra large": "XL"}
+RE_SIZE = re.compile(
+    r"\bsize\s+(?:(?:UK|EU|US|EUR)\s+)?(\d{1,2}(?:[.,]5)?|X{0,3}[SL]|M|XXL|XXXL|extra[\s-]small|small|medium"
+    r"|extra[\s-]large|large)\b(?![.,]\d)",
+    re.I,
+)
+"""A clothing or shoe size told: "in size 43", "size M", "size UK 9.5", "size medium"."""
+
+
+def size_key(size: str) -> str:
+    """A size as sizes are compared: "medium" → "M", "9,5" → "9.5", "xl" → "XL"."""
+    s = " ".join(size.lower().replace("-", " ").split())
+    return _SIZE_WORDS.get(s, s.upper().replace(",", "."))
+
+
+def _sizes(values: Any) -> frozenset[str]:
+    """The sizes (:func:`size_key`) that fields ``size`` and ``sizes`` of ``values`` hold."""
+    return frozenset(
+        size_key(str(x))
+        for x, key, _, _ in _walk(values)
+        if key in ("size", "sizes") and isinstance(x, (str, int, float)) and not isinstance(x, bool)
+    )
+
+
+def _touched(
+    call: Any, record: Callable[[str], Mapping[str, Any] | None]
+) -> tuple[str, tuple[str, ...], frozenset[float]]:
+    """What one write ``call`` was about: ``(tool, strings, amounts)``, the :func:`words` of the
+    short strings and the numbers of its arguments and result and of the records they name by id,
+    two links deep (``{"request_id": "rq_3"}`` is about the request rq_3, and through its
+    ``payee_id`` about the payee: their names, the amount). ``record``: an id's record, or None.
+    The planner's own texts are left out."""
+    strings: list[str] = []
+    amounts: set[float] = set()
+    seen: set[str] = set()
+
+    def take(value: Any, depth: int) -> None:
+        for leaf, key, _, _ in _walk(value):
+            if isinstance(leaf, bool) or key in AUTHORED_KEYS:
+                continue
+            if isinstance(leaf, (int, float)):
+                amounts.add(round(float(leaf), 2))
+            elif isinstance(leaf, str) and 2 <= len(leaf) <= 80:
+                strings.append(words(leaf))
+                if depth and key != "id" and leaf not in seen and (rec := record(leaf)) is not None:
+                    seen.add(leaf)
+                    take(rec, depth - 1)
+
+    take([call.arguments, call.feedback.result], 2)
+    return call.name, tuple(dict.fromkeys(strings)), frozenset(amounts)
+
+
+def _main_amount(call: Any) -> float | None:
+    """The amount one write moved: its argument or result ``amount`` (or ``total``), or None."""
+    for value in (call.arguments, call.feedback.result):
+        if isinstance(value, Mapping):
+            for key in ("amount", "total", "amount_due"):
+                x = value.get(key)
+                if isinstance(x, (int, float)) and not isinstance(x, bool):
+                    return float(x)
+    return None
+
+
+_RECORD_ID = re.compile(r"[a-z]{1,8}_\w{1,30}")
+"""A value that may be a record's id ("rq_3", "py_5", "acct_1")."""
+_OBJECT_STOP = re.compile(
+    r"\s(?:and|but|then|while|whereas|after|before|instead|because|since|than|except|apart)\b|[,;:(]", re.I
+)
+"""Where the object of an act told ends: "Paid Lee Metcalfe and declined ...", "Paid Ann, ..."."""
+_OBJECT_AMOUNT = re.compile(
+    r"[€$£¥]\s*(\d+(?:\.\d{1,2})?)\b|\b(\d+(?:\.\d{1,2})?)\s*(?:[A-Z]{3}\b|euros?\b|dollars?\b|pounds?\b|yen\b)"
+)
+
+
+def _other_act(
+    text: str, start: int, does: Callable[[str], bool], g: Grounds, money: bool = False
+) -> tuple[str, str] | None:
+    """``(said, why)`` where the object of an act told at ``start`` in ``text`` (a person's name
+    or an amount, up to the next clause or act: "Paid Lee Metcalfe and declined Aaron Thomas's
+    request") is what only the episode's writes of another kind were about (:func:`_touched`):
+    the planner declined Lee's request and paid Aaron's. A person or amount no write was about is
+    left to the other checks; one a write of the told kind was about is right. ``money``: the
+    act moves money (paid, sent, requested): an amount told of it must be one its writes were
+    about, or their amounts' sum ("Paid 1230 EUR" for a payment of 1260 fails); so must one told
+    "each" ("Requested 66.40 EUR from each" for requests of 44.26)."""
+    if not g.touched:
+        return None
+    from phoneenv.tasks.world import given_names, surnames  # Faker's name lists: loaded on first use
+
+    end = _CLAUSE.search(text, start)
+    tail = text[start : end.start() if end else len(text)]
+    if (stop := _OBJECT_STOP.search(tail)) is not None:
+        tail = tail[: stop.start()]
+    said: list[tuple[str, Callable[[tuple[str, ...], frozenset[float]], bool]]] = []
+    for m in full_names(tail):
+        if m[1].casefold() in given_names() or m[2].casefold() in surnames():
+            w = words(m[0])
+            said.append((m[0], lambda strs, _, w=w: any(w in s for s in strs)))
+    if not said:
+        for m in re.finditer(r"\b[A-Z][a-z]{2,}\b", tail):
+            if m[0].casefold() in given_names():
+                w = words(m[0])
+                said.append((m[0], lambda strs, _, w=w: any(w in s for s in strs)))
+    for m in _OBJECT_AMOUNT.finditer(tail):
+        v = round(float(m[1] or m[2]), 2)
+        said.append((m[0], lambda _, amts, v=v: v in amts))
+    for what, about in said:
+        hit = sorted({tool for tool, strs, amts in g.touched if about(strs, amts)})
+        if hit and not any(does(tool) for tool in hit):
+            return what, f"{what} is what the episode's {', '.join(hit[:3])} call was about"
+    if money or _EACH.search(tail):  # "Paid 1230 EUR" for 1260; "Requested 66.40 EUR from each" for 44.26
+        own = {a for tool, _, amts in g.touched if does(tool) for a in amts}
+        if not own or _TOTAL_CUE.search(tail):
+            return None  # a total is checked as one (see check_text)
+        mains = [main for tool, main in g.main_amounts if does(tool) and main is not None]
+        for m in _OBJECT_AMOUNT.finditer(tail):
+            v = float(m[1] or m[2])
+            close = [*own, sum(mains)] if len(mains) > 1 and not _EACH.search(tail) else own
+            if not any(abs(v - a) <= max(0.011, a / 2000) for a in close):  # a share rounded (4518 for 4519 JPY)
+                tools = ", ".join(sorted({t for t, _, _ in g.touched if does(t)})[:3])
+                return m[0], f"the episode's {tools} set no such amount"
+    return None
+
+
+_EACH = re.compile(r"\b(?:each|apiece|per\s+(?:person|head)|a\s+head|a\s+piece)\b", re.I)
+
+
 def grounds(
     *,
     goal: str,
@@ -1244,7 +1694,11 @@ def grounds(
     _add_reminders(bare, now_recs)
     did.merge(bare)
     was = evidence_of([_unstamped(was_recs, ctx.now or "")], ctx, skip=skip, clock=False)  # "raised it from 19 to 20.5"
-    named.extend(n for r in (*now_recs, *was_recs)[:400] if (n := _named(_without(r, skip), ctx)))
+    for r in now_recs[:400]:  # the changed records as the episode left them: what "now" tells of
+        if n := _named(_without(r, skip), ctx):
+            n.now = True
+            named.append(n)
+    named.extend(n for r in was_recs[: max(0, 400 - len(now_recs))] if (n := _named(_without(r, skip), ctx)))
     if world is not None:
         read.world_money.update(world.ev.world_money)
         named.extend(world.named)
@@ -1310,6 +1764,16 @@ def grounds(
                     if isinstance(sub, str) and k2 != "id" and len(ids := contact_ids(sub, ctx.contacts)) == 1:
                         addressed.update(ids)
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
+
+    def record(rid: str) -> Mapping[str, Any] | None:  # a record a call returned, or a fixture's
+        if len(rid) > 40 or not _RECORD_ID.fullmatch(rid):
+            return None
+        if (rec := by_id().get(rid)) is not None:
+            return rec
+        return next((tab[rid] for tab in ctx.before.values() if isinstance(tab, Mapping) and rid in tab), None)
+
+    g.touched = [_touched(c, record) for c in writes]
+    g.main_amounts = [(c.name, _main_amount(c)) for c in writes]
     g.was = was
     g.act_counts = frozenset(act_counts | did.parties)
     if addressed:
@@ -1318,7 +1782,28 @@ def grounds(
     g.focus = frozenset(focus)
     g.periods = _periods(now_recs)
     g.totals = _totals(now_recs, [c.feedback.result for c in writes])
+    g.sizes = (
+        _sizes([now_recs, [c.arguments for c in writes]]),
+        _sizes([now_recs, was_recs, [c.feedback.result for c in calls if c.ok]]),
+    )
     g.field_times = _field_times([*now_recs, *(c.arguments for c in writes)])
+    g.field_dates = _field_dates(now_recs)
+    g.enums = _enum_values(now_recs, ctx)
+    g.line_counts = _line_counts([*now_recs, *(c.feedback.result for c in writes), *(c.arguments for c in writes)])
+    g.changed_places = [
+        places
+        for r in now_recs[:200]
+        if isinstance(r, Mapping)
+        and (places := tuple(v.strip() for k, v in r.items() if k in _PLACE_KEYS and isinstance(v, str) and v.strip()))
+    ]
+    g.zoned = _zoned_times(
+        [*now_recs, *(r for c in writes for r in itertools.islice(_id_records(c.feedback.result), 50))]
+    )
+    g.temp_labels = _temperature_labels([c.feedback.result for c in calls if c.ok and c.name != "finish"])
+    g.dated = _dated_temperatures([c.feedback.result for c in calls if c.ok and c.name != "finish"])
+    if g.field_dates:  # and those of the records the calls returned: another bill's due day
+        listed = _field_dates([r for c in calls if c.ok for r in itertools.islice(_id_records(c.feedback.result), 500)])
+        g.read_field_dates = {k: listed.get(k, frozenset()) | v for k, v in g.field_dates.items()}
     g.labelled = _labelled_times(now_recs)
     strings, ids = subject_strings(
         [goal, *expected, *now_recs, *was_recs, *(c.arguments for c in writes), *(c.feedback.result for c in writes)]
@@ -1531,6 +2016,44 @@ def _zone_cities() -> dict[str, str]:
     return out
 
 
+def _zoned_times(records: Sequence[Any]) -> list[tuple[str, frozenset[str], frozenset[str]]]:
+    """``(city, zone times, phone times)`` of each changed record set in another time zone (an
+    event with ``timezone`` "America/Sao_Paulo", ``zone_start`` 14:00 and ``start`` 04:00): the
+    city as people say it (lower case, accents dropped), its times ``HH:MM`` there and on the phone."""
+    out = []
+    for r in records[:200]:
+        if not isinstance(r, Mapping) or not isinstance(zone := r.get("timezone"), str) or "/" not in zone:
+            continue
+        there = {m[1] for k in ("zone_start", "zone_end") if isinstance(x := r.get(k), str) and (m := _HHMM.search(x))}
+        here = {m[1] for k in ("start", "end") if isinstance(x := r.get(k), str) and (m := _HHMM.search(x))}
+        if there and here and there != here:
+            out.append((words(zone.rsplit("/", 1)[1].replace("_", " ")).strip(), frozenset(there), frozenset(here)))
+    return out
+
+
+_YOUR_TIME = re.compile(
+    r"\s*\(?\s*(?:your\s+(?:local\s+)?time|local\s+time|for\s+you|here|at\s+home|your\s+end)\b", re.I
+)
+"""Words right after a time that tell it on the phone's clock: "04:00 your time", "04:00 local time"."""
+
+
+def _zone_swap(t: str, start: int, end: int, vals: Sequence[str], g: Grounds) -> tuple[tuple[str, ...], str] | None:
+    """``(held, why)`` where a time at ``start:end`` of ``t`` is told on the phone's clock ("04:00
+    your time") or in a city's ("14:00 in São Paulo", "São Paulo time") that a record the episode
+    set in that city's zone holds on the other clock: the two told the wrong way round."""
+    after = words(t[end : end + 30])
+    for city, there, here in g.zoned:
+        if _YOUR_TIME.match(t, end):
+            want, other, which = here, there, "your time"
+        elif after.startswith((f" in {city} ", f" {city} ")):
+            want, other, which = there, here, f"{city.title()} time"
+        else:
+            continue
+        if not set(vals) & want and set(vals) & other:
+            return tuple(sorted(want)), f"in {which} it is {', '.join(sorted(want))}; {vals[0]} is the other clock's"
+    return None
+
+
 def _zone_times(goal: str, ctx: Context, zone: str | None) -> set[str]:
     """The clock's time (``HH:MM``) in each city of a time zone that ``goal`` names."""
     now = _clock(ctx)
@@ -1712,6 +2235,12 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         lambda name: False,
         frozenset({"pending", "requested", "unpaid", "due", "open"}),
     ),
+    "muted": (r"muted|silenced", _verb("mute", "silence"), frozenset({"muted", "silenced"})),
+    "waitlisted": (
+        r"wait-?listed|put\s+(?:you\s+|it\s+)?on\s+(?:the\s+|a\s+)?wait(?:ing)?\s*list",
+        _NO_TOOL,
+        frozenset({"waitlisted", "waitlist", "waiting_list"}),
+    ),
     "shipped": (
         r"shipped|dispatched|out\s+for\s+delivery",
         _NO_TOOL,
@@ -1777,6 +2306,13 @@ _RE_UNDONE = re.compile(
 )
 
 
+_RE_LEFT_UNDONE = re.compile(
+    r"\b(?:left|kept)\s+(?:it|them|that|this|(?:the|your)\s+\w+(?:\s+\w+)?)\s+un(?P<family>read|played|paid|sent)\b",
+    re.I,
+)
+"""A thing told as left not done: "I left it unread", "kept the message unread"."""
+
+
 def _undone_claims(t: str) -> list[tuple[str, int, int]]:
     """``(family, start, end)`` of each thing ``t`` (already :func:`plain`) tells the planner
     has not done yet: told by the planner of no named thing ("I have not paid it", "I did not
@@ -1799,6 +2335,10 @@ def _undone_claims(t: str) -> list[tuple[str, int, int]]:
         if re.search(r"\b(?:if|whether|unless|once|when|should|could|would)\b", lead, re.I) or "?" in m["rest"]:
             continue
         out.append((family, m.start(), m.start("rest")))
+    for m in _RE_LEFT_UNDONE.finditer(t):
+        ends = [e.end() for e in _CLAUSE.finditer(t, 0, m.start())]
+        if not re.search(r"\b(?:if|whether|unless|should|could|would)\b", t[ends[-1] if ends else 0 : m.start()], re.I):
+            out.append((m["family"].lower(), m.start(), m.end()))
     return out
 
 
@@ -1893,11 +2433,13 @@ def percent_claims(text: str) -> list[tuple[int, int, int]]:
 RE_FULL_NAME = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\s+([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b")
 _RE_TOLD_TO = re.compile(
     r"\b(?:texted|messaged|e-?mailed|told|informed|notified|invited|called|let|asked|requested(?:\s+[^.;!?]*?)?\s+from"
-    r"|sent(?:\s+[^.;!?]*?)?\s+to|forwarded(?:\s+[^.;!?]*?)?\s+to|shared(?:\s+[^.;!?]*?)?\s+with)\b",
+    r"|sent(?:\s+[^.;!?]*?)?\s+to|forwarded(?:\s+[^.;!?]*?)?\s+to|shared(?:\s+[^.;!?]*?)?\s+with"
+    r"|(?:text|message|sms|e-?mail|mail|reply|request|invite|invitation|it|photos?|note|link)s?\s+"
+    r"(?:went|goes|has\s+gone|have\s+gone|was\s+sent|were\s+sent|got\s+sent|is\s+going|are\s+going)\s+to)\b",
     re.I,
 )
 """A verb of telling someone, whose object is the people the episode addressed ("texted Ana",
-"sent the photos to Ben", "requested 43 USD from each of Ana, Ben and Cy")."""
+"sent the photos to Ben", "requested 43 USD from each of Ana, Ben and Cy", "the text went to Ana")."""
 
 
 RELATION_WORDS: dict[str, str] = {
@@ -1992,6 +2534,9 @@ def full_names(text: str) -> list[re.Match[str]]:
     return out
 
 
+_TITLE = re.compile(r"Mr|Mrs|Ms|Miss|Mx|Dr|Prof")
+
+
 def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
     """``(said, why)`` of each contact ``text`` (a final answer) tells the planner acted on or
     with ("Calling Gillian James", "Paid 1290 USD to Billy Webster", "Accepted Barbara Campbell's
@@ -2012,11 +2557,14 @@ def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
                 people = [*ctx.contacts, *(c for c in gone if isinstance(c, Mapping) and str(c.get("id")) not in now)]
             name = f"{m[1]} {m[2]}"
             ids = contact_ids(name, people)
-            if len(ids) > 1 or ids & g.addressed or (not ids and not contact_ids(m[1], people)):
+            titled = _TITLE.fullmatch(m[1]) is not None  # "Mr Cox": a contact by title and surname
+            if len(ids) > 1 or ids & g.addressed or (not ids and not titled and not contact_ids(m[1], people)):
                 continue  # several so called, one the episode addressed, or no contact's first name
             if texts is None:
                 texts = g.subject_names.texts(skip=text)
-            if not held_by(name, texts):
+            # "Mr Cox" for the one contact so called: held as the contact's own name
+            full = [str(c.get("name") or "") for c in people if str(c.get("id")) in ids]
+            if not held_by(name, texts) and not any(held_by(f, texts) for f in full if f):
                 why = f"the episode did nothing to or with {name}" if ids else f"no contact is called {name}"
                 out.append((name, why))
     return out
@@ -2094,11 +2642,16 @@ def check_text(
 
     def own_total(start: int, end: int) -> bool:
         """Whether the amount at ``start:end`` is told as the total of the planner's own act
-        ("Ordered ...: 59.25 AUD in total", "a total of 59.25"), in its clause."""
+        ("Ordered ...: 59.25 AUD in total", "a total of 59.25"), in its clause, or as a total
+        of its own ("The total is 21.25 AUD"; "Ordered ... for 24.0 GBP")."""
         a = max(b for b in bounds if b <= start)
         z = min(b for b in bounds if b >= end)
         near = t[max(a, start - 30) : start] + " " + t[end : min(z, end + 20)]
-        return bool(_TOTAL_CUE.search(near)) and bool(_TOTAL_ACT.search(t[a:start]))
+        if _TOTAL_CUE.search(near) and _TOTAL_ACT.search(t[a:start]):
+            return True
+        return bool(_TOTAL_SAID.search(t[a:start])) and not re.match(
+            r"\s*(?:each|apiece|per\b|a\s+(?:head|piece))", t[end:]
+        )
 
     def past(start: int) -> bool:
         """Whether the clause tells the value at ``start`` as it was ("you had", "up from")."""
@@ -2169,13 +2722,16 @@ def check_text(
             if not c.negated:
                 for k, part in enumerate([c] if c.ends() is None else list(c.ends())):
                     vals = [v for v in (part.value, *part.alts) if isinstance(v, str)]
+                    if g.zoned and vals and (swap := _zone_swap(t, part.start, part.end, vals, g)) is not None:
+                        out.append(Ungrounded("time", t[part.start : part.end], source, *swap))
+                        continue
                     cue = _FIELD_CUE.search(t[max(0, part.start - 45) : part.start])
                     what = _cue_field(cue[1]) if cue else "labelled"
                     field_times = g.field_times.get(what) if cue else None
                     if not field_times and not past(part.start):  # "a backup at 06:30": the backup's
                         field_times, what = _labelled_time(g, t[max(0, part.start - 30) : part.start]), "labelled"
                     if field_times and not past(part.start):  # "due at 13:00": the due time it set
-                        if not set(vals) & field_times:
+                        if not any(_time_ok(v, t, part.start, set(field_times)) for v in vals):
                             held = tuple(sorted(field_times)[:3])
                             whose = f"the {what} time" if what != "labelled" else "the time of the record so labelled"
                             why = f"{whose} the episode set is {', '.join(held)}"
@@ -2205,6 +2761,32 @@ def check_text(
             _, why = _date_check(c, t, Evidence(), g.subject.today)
             if why:
                 out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
+                continue
+            cue = _DATE_CUE.search(t[max(0, c.start - 45) : c.start]) if g.field_dates else None
+            what = "due" if cue and cue[1].lower() == "due" else "paid"
+            days = g.field_dates.get(what, frozenset()) if cue and not past(c.start) else frozenset()
+            if days and isinstance(c.value, str) and (c.value in days or c.value not in g.read_field_dates[what]):
+                if c.value not in days:  # "will be paid on Wednesday 2 December" for a payment set for the 1st
+                    which = "due" if what == "due" else "payment"
+                    why = f"the {which} day of what the episode changed is {', '.join(sorted(days)[:3])}"
+                    out.append(Ungrounded("date", t[c.start : c.end], source, tuple(sorted(days)[:3]), why))
+                continue  # another record's due day ("the electricity bill is due on the 10th") is read below
+            lead = t[max((e.end() for e in _CLAUSE.finditer(t, 0, c.start)), default=0) : c.start]
+            told = {v for v in (c.value, *c.alts) if isinstance(v, str)}
+            if re.fullmatch(WEEKDAY, t[c.start : c.end].strip(), re.I) and g.subject.today is not None:
+                told = {(g.subject.today - dt.timedelta(days=k)).isoformat() for k in range(1, 8)} & {
+                    d
+                    for d in g.read.dates
+                    if d[:10] in told
+                    or dt.date.fromisoformat(d[:10]).weekday() == _weekday_of(t[c.start : c.end].strip())
+                }  # a lone weekday of a past act: that day of the last week
+            if g.read.dates and told is not None and not told & g.read.dates and _OTHERS_DID.search(lead):
+                held = tuple(sorted(g.read.dates)[-3:])  # "They called this morning" for a call of the 30th
+                why = f"someone else's act, which the records read date {', '.join(held)}"
+                out.append(Ungrounded("date", t[c.start : c.end], source, held, why))
+                continue
+            if g.dated and (bad := _dated_by_temperature(t, c, g)) is not None:
+                out.append(Ungrounded("date", t[c.start : c.end], source, *bad))
                 continue
             own = Evidence(dates=set(g.did.dates), month_days=g.did.month_days)
             today = (
@@ -2263,6 +2845,14 @@ def check_text(
             near = tuple(_nearest("date", c.value, pool))
             why = f"it is about {', '.join(dict.fromkeys(a.label for a in anchors))}" if anchors else ""
             out.append(Ungrounded("date", t[c.start : c.end], source, near, why))
+    if "date" in types and g.read.dates and g.subject.today is not None:  # "They called this morning"
+        today = g.subject.today.isoformat()
+        for m in _PART_OF_TODAY.finditer(t):
+            lead = t[max((e.end() for e in _CLAUSE.finditer(t, 0, m.start())), default=0) : m.start()]
+            if today not in g.read.dates and _OTHERS_DID.search(lead):
+                held = tuple(sorted(g.read.dates)[-3:])
+                why = f"someone else's act, which the records read date {', '.join(held)}"
+                out.append(Ungrounded("date", m[0], source, held, why))
     if "money" in types:
         for c in sc.claims:
             if c.type == "money" and not c.negated and isinstance(c.value, float):
@@ -2271,11 +2861,28 @@ def check_text(
         for span, v, unit, neg in temperature_claims(t):
             if not neg:
                 start = t.find(span)
+                label = _TEMP_LABEL.search(t[max(0, start - 20) : start]) if g.temp_labels else None
+                if label is not None:  # "high 2.1°C" for the low: the value of that label
+                    which = "high" if label[1].lower() in ("high", "highs", "top", "max", "maximum") else "low"
+                    mine, other = (
+                        g.temp_labels.get(which, frozenset()),
+                        g.temp_labels.get("low" if which == "high" else "high", frozenset()),
+                    )
+                    if round(v, 1) in other and round(v, 1) not in mine:
+                        why = f"{v:g} is a {'low' if which == 'high' else 'high'} the episode read, not a {which}"
+                        out.append(
+                            Ungrounded("temperature", span, source, tuple(f"{x:g}" for x in sorted(mine)[:3]), why)
+                        )
+                        continue
                 judge("temperature", [v], start, start + len(span), unit)
     pt = plain(text) if {"status", "count", "percent"} & set(types) else ""  # contractions, number words
     if "status" in types:
         for family, a, b, own in _status_claims(pt):
             _, does, holds = STATUS_FAMILIES[family]
+            money = family in ("paid", "sent", "requested")
+            if own and any(does(n) for n in g.acts) and (other := _other_act(pt, b, does, g, money)) is not None:
+                out.append(Ungrounded("status", f"{pt[a:b]} {other[0]}", source, (), other[1]))
+                continue  # the act was done, to another person or amount ("Paid Lee" for Lee's declined request)
             if any(does(n) for n in g.acts) or (own and holds & g.changed_words):
                 continue  # a call of that kind, or a record it changed now says so (a note tagged "archive")
             if does is _NO_TOOL and source != "answer":  # a text passing on what a mail or text said
@@ -2296,7 +2903,19 @@ def check_text(
             if done:
                 why = f"the episode did it (it called {', '.join(done[:4])})"
                 out.append(Ungrounded("status", pt[a:b], source, (), why))
+    if "count" in types and g.line_counts:  # "Ordered three Lentil Soup", "2 x Iced Coffee": that line's quantity
+        low = pt.lower()
+        for name, qtys in g.line_counts.items():
+            pattern = rf"(?<![\w.,:/-])(\d{{1,3}})\s*(?:x\s*|×\s*)?(?:of\s+(?:the\s+|your\s+|those\s+)?)?{re.escape(name)}(?:e?s)?\b"
+            for m in re.finditer(pattern, low):
+                ends = [e.end() for e in _CLAUSE.finditer(pt, 0, m.start())]
+                if int(m[1]) in qtys or _RE_COUNT_DENIED.search(pt[ends[-1] if ends else 0 : m.start()]):
+                    continue
+                held = tuple(str(q) for q in sorted(qtys))
+                why = f"the episode's {name} line holds {', '.join(held)}"
+                out.append(Ungrounded("count", pt[m.start() : m.end()], source, held, why))
     if "count" in types:
+        pt = re.sub(r"\(s\)", "s ", pt)  # "removed 2 call(s)": a plural; same length, so spans still fit
         found = count_claims(pt)
         for m in _RE_ACT_COUNT.finditer(pt):  # "cleared 3 completed items", "ordered 2 cotton t-shirts", "4 of them"
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, m.start())]
@@ -2356,8 +2975,20 @@ def check_text(
             said = set(_TOKEN.findall(lead.lower()))
             best = max((len(x.tokens & said) for x in anchors), default=0)
             anchors = [x for x in anchors if len(x.tokens & said) == best]  # "ring volume": not media's
+            changed = {x.rid for x in anchors if x.now and x.rid}
+            if changed and not _PAST_CUE.search(lead):  # "brightness is now 30%": the changed record as it is
+                anchors = [x for x in anchors if x.now or x.rid not in changed]
             pool = set().union(*(x.ev.counts for x in anchors)) if anchors else set()
             pool = pool or (g.subject.counts | g.read.counts | g.did.counts)
+            if (
+                not anchors
+                and n in g.was.counts
+                and n not in g.subject.counts | g.did.counts
+                and not _PAST_CUE.search(lead)
+            ):
+                why = "only what the episode changed held it, before the change"  # "the lights are at 60%" after 45
+                out.append(Ungrounded("percent", pt[a:b], source, (), why))
+                continue
             if n not in pool:
                 held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
                 why = f"it is about {', '.join(dict.fromkeys(x.label for x in anchors))}" if anchors else ""
@@ -2382,7 +3013,9 @@ def check_text(
                 )
             )
             pool = g.durations(from_now)
-            if _GAP_AFTER.match(t, c.end):  # "ten minutes before the earliest train"
+            if g.did.spans and _LASTS.search(t[max(0, c.start - 25) : c.start]) and not past(c.start):
+                pool = set(g.did.spans)  # "It runs for an hour": what the episode set runs from start to end
+            elif _GAP_AFTER.match(t, c.end):  # "ten minutes before the earliest train"
                 pool = pool | g.gaps
             if any(abs(minutes - x) <= tol for x in pool):
                 continue
@@ -2397,14 +3030,55 @@ def check_text(
         for said in _commitments(text, g):
             why = "the user gave no such word and the episode did nothing of it"
             out.append(Ungrounded("commitment", said, source, (), why))
+    if "place" in types:
+        out.extend(Ungrounded("place", said, source, held, why) for said, held, why in _place_claims(text, g))
+    if "status" in types and g.enums:
+        out.extend(Ungrounded("status", said, source, held, why) for said, held, why in _enum_claims(text, g))
+    if "size" in types and g.sizes[0]:  # a size told where the episode set one: the size it set
+        done, seen = g.sizes
+        for m in RE_SIZE.finditer(text):
+            key = size_key(m[1])
+            if key in done:
+                continue
+            part = text[max((e.end() for e in _CLAUSE.finditer(text, 0, m.start())), default=0) : m.start()]
+            if key in seen and not _COUNT_ACT.search(part):
+                continue  # a size the shop lists, told as such ("size 44 is sold out")
+            why = f"the episode set size {', '.join(sorted(done))}"
+            out.append(Ungrounded("size", m[0], source, tuple(sorted(done)), why))
     if "code" in types and g.code_sources is not None:
-        for m in RE_CODE_TOLD.finditer(text):
+        cued = list(RE_CODE_TOLD.finditer(text))
+        for m in cued:
             key = code_key(m[1])
             held, replaced = g.codes
             if key not in held:
                 out.append(Ungrounded("code", m[1], source, (), "no booking, order or record holds that code"))
             elif key in replaced and not re.search(r"\b(?:old|previous|was|former)\b", text[: m.start()], re.I):
                 out.append(Ungrounded("code", m[1], source, (), "the episode's change replaced that code"))
+        for m in RE_SERVICE_NUMBER.finditer(text):  # "Booked AR 510" where the world has AR 509
+            told = m[1] + m[2]
+            if told in g.numbers:
+                continue
+            near = sorted(n for n in g.numbers if n[:2] == m[1] and len(n) == len(told))
+            if near:
+                held = tuple(f"{n[:2]} {n[2:]}" for n in near[:3])
+                out.append(Ungrounded("code", m[0], source, held, f"the world holds {', '.join(held)}, not {m[0]}"))
+        changed = _codes_in(g.code_sources[1]) if source == "answer" else set()
+        for m in _RE_CODE_TOKEN.finditer(text):  # a code told bare ("(SP3-26)"): wrong where one held is a slip away
+            key = code_key(m[0])
+            lead = text[max(0, m.start() - 60) : m.start()]
+            if changed and key not in changed and not _PAST_CUE.search(lead):
+                same = sorted(h for h in changed if _shape(h) == _shape(key))
+                if same:  # "Sent Yoko the gate code (CR6-12)" for the SP3-25 the message holds
+                    why = f"what the episode wrote holds {same[0]}, not {m[0]}"
+                    out.append(Ungrounded("code", m[0], source, tuple(same[:3]), why))
+                    continue
+            if any(c.start(1) <= m.start() < c.end(1) for c in cued) or key in g.codes[0]:
+                continue
+            near = sorted(
+                h for h in g.codes[0] if len(h) == len(key) and sum(a != b for a, b in zip(h, key, strict=True)) <= 2
+            )
+            if near:
+                out.append(Ungrounded("code", m[0], source, tuple(near[:3]), f"the world holds {near[0]}, not {m[0]}"))
     if "switch" in types:
         for said, held, why in check_switches(text, ctx):
             out.append(Ungrounded("switch", said, source, held, why))

@@ -193,14 +193,15 @@ def _lower_ok(name: str) -> bool:
 
 def held_by(name: str, texts: Sequence[str], quoted: bool = False) -> bool:
     """Whether one of ``texts`` (:func:`words` strings) holds ``name`` word for word; a
-    ``quoted`` phrase also when one holds three quarters of its words and every number."""
+    ``quoted`` phrase also when one holds three quarters of its words and every number (not
+    one that starts "Fwd:": a forwarded mail's subject is held word for word or not at all)."""
     w = words(name)
     if w.strip() == "":
         return True
     if any(w in t for t in texts):
         return True
-    if not quoted:
-        return False
+    if not quoted or re.match(r" (?:fwd|fw) ", w):
+        return False  # "Fwd: ..." says a forwarded mail: only one so called holds it
     every = w.split()
     numbers = [x for x in every if any(ch.isdigit() for ch in x)]
     need = max(1, -(-3 * len(every) // 4))  # three quarters of its words, rounded up, every number

@@ -98,6 +98,13 @@ _CLAUSE_END = re.compile(r"[.;!?\n]\s|[;!?\n]")
 _LOW_CHANCE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|per\s?cent)\s+(?:chance|probability|risk)\s+(?:of\s+)?$", re.I)
 """A chance told before a phrase ("a 16% chance of rain"): under 50 % it does not state the
 phrase."""
+_CHANCE_OF = re.compile(r"\b(?:chance|probability|risk)\s+of\s+$", re.I)
+_LOW_CHANCE_AFTER = re.compile(
+    r"\s+(?:is|was|will\s+be|stands\s+at|at)\s+(?:only\s+|just\s+|about\s+|around\s+)?(\d+(?:\.\d+)?)\s*(?:%|per\s?cent)",
+    re.I,
+)
+"""A chance told after its phrase ("the chance of rain is only 15%"): under 50 % it does not
+state the phrase either."""
 _PART_END = re.compile(r"[,:\u2013\u2014]|\s-\s")
 """Where a part of a sentence ends for a denial: a comma, colon or dash ("Don't worry, got your
 message" denies nothing of "got your message"; "Not a problem - see you at 8" states "see you at
@@ -253,6 +260,13 @@ def _said_at(text: str, phrase: str) -> tuple[int, int] | None:
         low = _LOW_CHANCE.search(body, max(0, m.start() - 40), m.start())
         if low is not None and float(low[1]) < 50:
             continue
+        low = (
+            _LOW_CHANCE_AFTER.match(body, m.end())
+            if _CHANCE_OF.search(body, max(0, m.start() - 30), m.start())
+            else None
+        )
+        if low is not None and float(low[1]) < 50:
+            continue  # "the chance of rain is only 15%"
         if not _DENIED_BEFORE.search(body[parts_end[-1] if parts_end else start : m.start()]) and not _HEDGED.search(
             body[start : m.start()] + " " + rest
         ):

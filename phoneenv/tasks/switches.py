@@ -175,6 +175,16 @@ def _mentions(
     for table, field, name in _named_switches(ctx):
         for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", low):
             out.append((m.start(), m.end(), "record", f"{table}|{field}|{name}", True, ()))
+    if "alarm" in low:  # an alarm by its label, told as one: "the Take medicine alarm"
+        labels = {
+            _folded(r)
+            for tables in (ctx.tables, ctx.before)
+            for r in _records_of(tables.get(ALARMS_TABLE))
+            if len(_folded(r)) >= 3
+        }
+        for name in labels:
+            for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"\s+alarm\b", low):
+                out.append((m.start(), m.end(), "record", f"{ALARMS_TABLE}|enabled|{name}", True, ()))
     out.sort(key=lambda m: (m[0], -m[1]))
     return [m for i, m in enumerate(out) if not any(o[0] <= m[0] < o[1] for o in out[:i])], links  # longest first
 
@@ -354,7 +364,8 @@ def check_switches(text: str, ctx: Context) -> list[tuple[str, tuple[str, ...], 
             table, field, name = c.key.split("|", 2)
             now = [r for r in _records_of(ctx.tables.get(table)) if _folded(r) == name]
             was = [r for r in _records_of(ctx.before.get(table)) if _folded(r) == name]
-            if (bad := _record_claim(c, said, text, f"the {name}", field, now, was)) is not None:
+            what = f"the {name} alarm" if table == ALARMS_TABLE else f"the {name}"
+            if (bad := _record_claim(c, said, text, what, field, now, was)) is not None:
                 out.append(bad)
             continue
         if ALARMS_TABLE not in ctx.tables:
