@@ -880,6 +880,24 @@ TOLD_STATE = [
     # a contact by title and surname
     ("person", "contacts.delete_contact/2", "Blocked and deleted Mr Cox.", True),
     ("person", "contacts.delete_contact/2", "Blocked and deleted Mr Fowler.", False),
+    # an arrival told roughly is still that arrival to the nearest five minutes
+    ("time", "delivery.usual_order/1", "Ordered Iced Coffee from Saigon Kitchen. It should arrive around 09:50.", False),
+    ("time", "delivery.usual_order/1", "Ordered Iced Coffee from Saigon Kitchen; it should be there around 9:40.", True),
+    # a size the shop does not list, where the episode set none
+    ("size", "shop.price_check/1", "It costs 74.50 EUR; yes, size 38 is in stock.", False),
+    ("size", "shop.price_check/1", "It costs 74.50 EUR; size 39 is in stock, and so is size 40.", True),
+    # "That's X" after an act: what the act moved
+    ("money", "skills.pay_bill_safely/2", "Phone November: paid for 2026-11-22. That's 45.75 EUR.", False),
+    ("money", "skills.pay_bill_safely/2", "Phone November: paid for 2026-11-22. That's 40.75 EUR.", True),
+    # a duration told with a way of travel is that way's
+    ("duration", "travel_memory.time_to_place/1", "About 13 minutes by car, or 13 minutes by bike.", False),
+    ("duration", "travel_memory.time_to_place/1", "About 13 minutes by car (16 minutes by bike).", True),
+    # a temperature told with a decimal is not a rounding of another
+    ("temperature", "memory.heating_preference/11", "Set the thermostat to 21.5°C, your usual.", False),  # now 22
+    ("temperature", "memory.heating_preference/1", "Set the thermostat to 20.5°C, your usual.", True),
+    # an amount with thousands separators
+    ("status", "wallet.split_dinner/7", "Requested ¥4,518 from each of 3 people.", True),
+    ("status", "memory.pay_rent/10", "Paid 111,000 JPY to Tomoya Saito.", False),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans
@@ -908,6 +926,18 @@ def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer,
 def test_a_right_answer_in_other_words_passes_the_whole_verdict(task_id, answer):
     verdict = _answer(task_id, answer)
     assert verdict["success"], [c["reason"] for c in verdict["criteria"] if not c["passed"]]
+
+
+@pytest.mark.parametrize(
+    ("body", "ok"),
+    [
+        ("My boarding pass: BW 969 London → Edinburgh, seat 16A, departs 09:00.", False),  # the flight is BW 968
+        ("My boarding pass: BW 968 London → Edinburgh, seat 16A, departs 09:00.", True),
+    ],
+)
+def test_a_flight_number_the_planner_wrote_grounds_nothing(body, ok):
+    crit = _grounded(_text("travel.check_in_forward/1", "mail.send", "body", body))
+    assert crit["passed"] is ok, (body, crit["reason"])
 
 
 @pytest.mark.parametrize(

@@ -450,11 +450,11 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                     out.append(ClaimProbe("paraphrase", "pass", f"{where(step, key)}: the code in lower case",
                                           _with(plan, step, key, lower)))  # fmt: skip
                 break
-        if "size" not in exempt and g.sizes[0]:
+        if "size" not in exempt and g.sizes_set:
             for m in RE_SIZE.finditer(original):
-                if size_key(m[1]) not in g.sizes[0]:
+                if size_key(m[1]) not in g.sizes_set:
                     continue
-                new = _other_size(size_key(m[1]), g.sizes[1] - g.sizes[0])
+                new = _other_size(size_key(m[1]), g.sizes_seen - g.sizes_set)
                 fail("size", step, key, original[: m.start(1)] + new + original[m.end(1) :], f"size {new}", False)
                 break
         if "place" not in exempt:

@@ -302,10 +302,7 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
     records the episode changed, or where it changed none with a place, those the user's request
     names. "It's at Bright Smile Dental" answering "where is my film night?"
     is about the film night at North Park gate: the dental practice is another event's place."""
-    where: dict[str, list[Named]] = {}
-    for n in g.named:
-        for p in n.places:
-            where.setdefault(p.lower(), []).append(n)
+    where, told = g.places
     if not where and not g.changed_places:
         return []
     goal = g.user_texts[0] if g.user_texts else ""
@@ -326,14 +323,14 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
     out: list[tuple[str, tuple[str, ...], str]] = []
     low = text.lower()
     seen: list[tuple[int, int]] = []
-    for p, owners in where.items():
-        for m in re.finditer(rf"(?<![\w-]){re.escape(p)}(?![\w-])", low):
-            seen.append(m.span())
-            if (found := about(m.start(), m.end())) is None or any(x.lower() == p for x in found[0]):
-                continue
-            held = tuple(dict.fromkeys(found[0]))[:3]
-            why = f"{found[1]} is at {', '.join(held)}; {p} is where {owners[0].label} is"
-            out.append((text[m.start() : m.end()], held, why))
+    for m in told.finditer(low) if told is not None else ():
+        p, owners = m[0], where[m[0]]
+        seen.append(m.span())
+        if (found := about(m.start(), m.end())) is None or any(x.lower() == p for x in found[0]):
+            continue
+        held = tuple(dict.fromkeys(found[0]))[:3]
+        why = f"{found[1]} is at {', '.join(held)}; {p} is where {owners[0].label} is"
+        out.append((text[m.start() : m.end()], held, why))
     # a place no record holds, told as where something is ("It's at Harbour Hall", ", at 117 Harbour Road")
     texts: list[str] | None = None
     for m in _RE_AT_PLACE.finditer(text):
@@ -341,7 +338,7 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
         if any(s <= a < e for s, e in seen) or (found := about(a, z)) is None or not found[0]:
             continue
         if texts is None:
-            texts = [words(x) for x in (*g.world_names, *g.user_texts, *found[0], *(p for p in where))]
+            texts = [words(x) for x in (*g.world_names, *g.user_texts, *found[0], *where)]
         if any(words(m["place"]) in t for t in texts):
             continue
         held = tuple(dict.fromkeys(found[0]))[:3]
@@ -393,6 +390,39 @@ _OTHERS_DID = re.compile(
 )
 """Someone else's act told before a day ("They called this morning", "Yui Okada (+81...) called at
 16:39 today"): the day of a record the planner read."""
+_MODES = {
+    "bicycle": "bike",
+    "cycling": "bike",
+    "walking": "walk",
+    "driving": "drive",
+    "car": "drive",
+    "public": "transit",
+}
+_RE_MODE = re.compile(
+    r"\b(?:by\s+)?(bike|bicycle|cycl\w*|walk\w*|on\s+foot|driv\w*|by\s+car|car|transit|bus|train|public\s+transport|subway|metro|tram)\b",
+    re.I,
+)
+
+
+def _mode_near(text: str, start: int, end: int) -> str | None:
+    """The way of travel told beside a duration at ``start:end`` of ``text`` (the nearest in its
+    clause, within 25 characters): "15 minutes by bike" → "bike", "a 20-minute walk" → "walk"."""
+    a = max((e.end() for e in _CLAUSE.finditer(text, 0, start)), default=0)
+    z = _CLAUSE.search(text, end)
+    near = list(_RE_MODE.finditer(text, max(a, start - 25), min(z.start() if z else len(text), end + 25)))
+    if not near:
+        return None
+    closest = min(near, key=lambda m: (m.start() - end) if m.start() >= end else (start - m.end()) + 0.5)
+    w = closest[1].lower()
+    if w.startswith(("bike", "bicycle", "cycl")):
+        return "bike"
+    if w.startswith("walk") or w.startswith("on"):
+        return "walk"
+    if w.startswith(("driv", "by car", "car")):
+        return "drive"
+    return "transit"
+
+
 _LASTS = re.compile(
     r"\b(?:runs?|running|lasts?|lasting|goes\s+on|takes?)\s+(?:for\s+)?(?:about\s+|around\s+|roughly\s+|just\s+)?$",
     re.I,
@@ -1010,13 +1040,16 @@ def _minutes(hm: str) -> int:
     return int(h) * 60 + int(m)
 
 
-def _time_ok(value: str, text: str, start: int, pool: set[str]) -> bool:
+def _time_ok(value: str, text: str, start: int, pool: set[str], rough: int = _ROUGH_MIN) -> bool:
+    """Whether time ``value`` told at ``start`` of ``text`` is one of ``pool`` (``HH:MM``): as
+    it is, or told roughly ("around", "about": within ``rough`` minutes), as a bound that holds
+    ("by 23:00" for 22:17, within an hour) or a start after ("after 19:00")."""
     if value in pool:
         return True
     before = text[max(0, start - 30) : start]
     mins = _minutes(value)
     if ABOUT_BEFORE.search(before):
-        return any(abs(_minutes(p) - mins) <= _ROUGH_MIN for p in pool)
+        return any(abs(_minutes(p) - mins) <= rough for p in pool)
     if BY_BEFORE.search(before):  # "out by 23:00" for 22:17: a bound that holds
         return any(0 <= mins - _minutes(p) <= _BOUND_MIN for p in pool)
     if _AFTER.search(before):
@@ -1103,20 +1136,22 @@ def _money_ok(amount: float, cur: str, pool: set[tuple[float, str]]) -> bool:
 
 def _temp_ok(v: float, unit: str, pool: set[tuple[float, str]]) -> bool:
     """Whether ``pool`` holds the temperature ``v`` in ``unit`` (``"C"``, ``"F"``, ``""`` unknown):
-    the same value (±0.5) in that unit, or converted (±1.0); a value of unknown unit ("21.5
-    degrees" the user said) grounds any unit, unless the same value is known in another unit
-    (a thermostat's 21.5 °C told as "21.5°F")."""
+    the same value in that unit (±0.5 told whole, a rounding: "6°C" for 6.2; ±0.05 told with a
+    decimal: "21.5" is not 22), or converted (±1.0); a value of unknown unit ("21.5 degrees"
+    the user said) grounds any unit, unless the same value is known in another unit (a
+    thermostat's 21.5 °C told as "21.5°F")."""
     bare = False
+    tol = 0.5 if v == round(v) else 0.05
     for p, pu in pool:
-        if (not unit or unit == pu) and abs(p - v) <= 0.5:
+        if (not unit or unit == pu) and abs(p - v) <= tol:
             return True
-        if not pu and abs(p - v) <= 0.5:
+        if not pu and abs(p - v) <= tol:
             bare = True
         if unit and pu and unit != pu:
             conv = p * 9 / 5 + 32 if pu == "C" else (p - 32) * 5 / 9
             if abs(conv - v) <= 1.0:
                 return True
-    return bare and not any(pu and pu != unit and abs(p - v) <= 0.5 for p, pu in pool)
+    return bare and not any(pu and pu != unit and abs(p - v) <= tol for p, pu in pool)
 
 
 _NAME_KEYS = frozenset(
@@ -1189,15 +1224,17 @@ class Grounds:
         self.line_counts: dict[str, frozenset[int]] = {}  # an item's name (lower case) → its quantities (_line_counts)
         self.changed_places: list[tuple[str, ...]] = []  # the places of the records the episode changed
         self.zoned: list[tuple[str, frozenset[str], frozenset[str]]] = []  # (city, its times, yours) (_zoned_times)
-        self.temp_labels: dict[str, frozenset[float]] = {}  # "high"/"low" → values read (_temperature_labels)
-        self.dated: list[tuple[str, frozenset[float]]] = []  # days read and their temperatures (_dated_temperatures)
         self.read_field_dates: dict[str, frozenset[str]] = {}  # those of every record the calls returned too
         self.labelled: list[tuple[frozenset[str], frozenset[str]]] = []  # changed records' labels and times
         self.focus: frozenset[str] = frozenset()  # the statuses of the last read that returned any
         self.was = Evidence()  # the changed records' values before the episode changed them
-        self.sizes: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # set; any seen (_sizes)
+        self.acted = Evidence()  # what the writes returned and changed (did, less the user's words)
+        self.sizes_set: frozenset[str] = frozenset()  # the sizes the episode set (_sizes); those seen: sizes_seen
         self.main_amounts: list[tuple[str, float | None]] = []  # each write's tool and amount (_main_amount)
-        self.touched: list[tuple[str, tuple[str, ...], frozenset[float]]] = []  # what each write was about (_touched)
+        # what the lazy properties below are read from: (the calls, the writes, the changed records
+        # now and before, an id's record)
+        self.written: frozenset[str] = frozenset()  # the texts the planner wrote (stripped)
+        self.episode: tuple[Sequence[Any], Sequence[Any], list[Any], list[Any], Callable[[str], Any]] | None = None
         # what the codes are read from, on first need: (goal, memory and results; changed records
         # now; as they were)
         self.code_sources: tuple[list[Any], list[Any], list[Any]] | None = None
@@ -1212,6 +1249,61 @@ class Grounds:
         # a word most read records share ("meeting", "flight") names none of them
         limit = max(2, len(self.named) // 3)
         self._common = frozenset(t for t, k in df.items() if k > limit)
+
+    @functools.cached_property
+    def touched(self) -> list[tuple[str, tuple[str, ...], frozenset[float]]]:
+        """What each write was about (:func:`_touched`), worked out on first need."""
+        return [_touched(c, self.episode[4]) for c in self.episode[1]] if self.episode else []
+
+    @functools.cached_property
+    def sizes_seen(self) -> frozenset[str]:
+        """Every size the changed records and the calls' results hold (:func:`_sizes`)."""
+        if not self.episode:
+            return self.sizes_set
+        calls, _, now, was, _ = self.episode
+        return _sizes([now, was, [c.feedback.result for c in calls if c.ok]]) | self.sizes_set
+
+    @functools.cached_property
+    def temp_labels(self) -> dict[str, frozenset[float]]:
+        """ "high"/"low" → the temperatures the calls read as such (:func:`_temperature_labels`)."""
+        results = [c.feedback.result for c in self.episode[0] if c.ok and c.name != "finish"] if self.episode else []
+        return _temperature_labels(results)
+
+    @functools.cached_property
+    def dated(self) -> list[tuple[str, frozenset[float]]]:
+        """The days the calls read and their temperatures (:func:`_dated_temperatures`)."""
+        results = [c.feedback.result for c in self.episode[0] if c.ok and c.name != "finish"] if self.episode else []
+        return _dated_temperatures(results)
+
+    @functools.cached_property
+    def places(self) -> tuple[dict[str, list[Named]], re.Pattern[str] | None]:
+        """The places of the named records (lower case) → the records there, and one pattern
+        that finds any of them in a lower-case text (longest first), or None where none."""
+        where: dict[str, list[Named]] = {}
+        for n in self.named:
+            for p in n.places:
+                where.setdefault(p.lower(), []).append(n)
+        if not where:
+            return where, None
+        alts = "|".join(re.escape(p) for p in sorted(where, key=len, reverse=True))
+        return where, re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])")
+
+    @functools.cached_property
+    def mode_minutes(self) -> dict[str, frozenset[int]]:
+        """A way of travel ("bike", "walk", "drive", "transit") → the minutes the calls read for
+        it (a route's ``{"mode": "bike", "minutes": 20}``)."""
+        out: dict[str, set[int]] = {}
+        stack: list[Any] = [c.feedback.result for c in self.episode[0] if c.ok] if self.episode else []
+        while stack:
+            v = stack.pop()
+            if isinstance(v, Mapping):
+                mode, mins = v.get("mode"), v.get("minutes", v.get("duration_min"))
+                if isinstance(mode, str) and isinstance(mins, (int, float)) and not isinstance(mins, bool):
+                    out.setdefault(_MODES.get(mode.lower(), mode.lower()), set()).add(round(mins))
+                stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
+            elif isinstance(v, (list, tuple)):
+                stack.extend(v)
+        return {k: frozenset(x) for k, x in out.items()}
 
     @functools.cached_property
     def every(self) -> Evidence:
@@ -1288,12 +1380,12 @@ class Grounds:
     @functools.cached_property
     def numbers(self) -> frozenset[str]:
         """The flight and train numbers the world holds (:data:`RE_SERVICE_NUMBER`, spaces left
-        out: "AR747"), read on first need."""
+        out: "AR747"), read on first need; the texts the planner wrote hold none."""
         said, now, was = self.code_sources or ([], [], [])
         return frozenset(
             m[1] + m[2]
-            for x, _, _, _ in _walk([said, now, was])
-            if isinstance(x, str) and len(x) <= 4000
+            for x, key, _, _ in _walk([said, now, was])
+            if isinstance(x, str) and len(x) <= 4000 and x.strip() not in self.written  # not the planner's own words
             for m in RE_SERVICE_NUMBER.finditer(x)
         )
 
@@ -1443,6 +1535,12 @@ _TOTAL_ACT = re.compile(
 )
 """The planner's own act of buying or paying, at the start of a clause ("Ordered ...", "I paid"),
 whose total an amount told as a total is ("Ordered ...: 59.25 AUD in total")."""
+_THATS = re.compile(
+    r"^\s*(?:that(?:'s|\s+is|\s+was|\s+comes\s+to|\s+came\s+to|\s+makes)|which\s+(?:is|comes\s+to|makes))\s*"
+    r"(?:just\s+|only\s+|a\s+total\s+of\s+)?$",
+    re.I,
+)
+"""An amount told as what the act before it came to, in a sentence of its own: "That's 24.00 GBP"."""
 _TOTAL_SAID = re.compile(
     r"(?:^|[.;!?]\s+)(?:the\s+|your\s+|order\s+)?(?:grand\s+|order\s+)?total(?:\s+(?:is|was|came\s+to|comes\s+to"
     r"|will\s+be|of))?\s*:?\s*(?:just\s+|only\s+)?$"
@@ -1576,16 +1674,13 @@ def _main_amount(call: Any) -> float | None:
 _RECORD_ID = re.compile(r"[a-z]{1,8}_\w{1,30}")
 """A value that may be a record's id ("rq_3", "py_5", "acct_1")."""
 _OBJECT_STOP = re.compile(
-    r"\s(?:and|but|then|while|whereas|after|before|instead|because|since|than|except|apart)\b|[,;:(]", re.I
+    r"\s(?:and|but|then|while|whereas|after|before|instead|because|since|than|except|apart)\b|[,;:](?!\d)|\(", re.I
 )
 """Where the object of an act told ends: "Paid Lee Metcalfe and declined ...", "Paid Ann, ..."."""
-_OBJECT_AMOUNT = re.compile(
-    r"[€$£¥]\s*(\d+(?:\.\d{1,2})?)\b|\b(\d+(?:\.\d{1,2})?)\s*(?:[A-Z]{3}\b|euros?\b|dollars?\b|pounds?\b|yen\b)"
-)
 
 
 def _other_act(
-    text: str, start: int, does: Callable[[str], bool], g: Grounds, money: bool = False
+    text: str, start: int, does: Callable[[str], bool], g: Grounds, ctx: Context, money: bool = False
 ) -> tuple[str, str] | None:
     """``(said, why)`` where the object of an act told at ``start`` in ``text`` (a person's name
     or an amount, up to the next clause or act: "Paid Lee Metcalfe and declined Aaron Thomas's
@@ -1613,9 +1708,10 @@ def _other_act(
             if m[0].casefold() in given_names():
                 w = words(m[0])
                 said.append((m[0], lambda strs, _, w=w: any(w in s for s in strs)))
-    for m in _OBJECT_AMOUNT.finditer(tail):
-        v = round(float(m[1] or m[2]), 2)
-        said.append((m[0], lambda _, amts, v=v: v in amts))
+    sc = scan(tail, ctx)  # the amounts told with a currency ("¥4,518", "11.00 GBP")
+    amounts = [(sc.text[c.start : c.end], round(float(c.value), 2)) for c in sc.claims if c.type == "money" and c.unit]
+    for said_amount, v in amounts:
+        said.append((said_amount, lambda _, amts, v=v: v in amts))
     for what, about in said:
         hit = sorted({tool for tool, strs, amts in g.touched if about(strs, amts)})
         if hit and not any(does(tool) for tool in hit):
@@ -1625,12 +1721,11 @@ def _other_act(
         if not own or _TOTAL_CUE.search(tail):
             return None  # a total is checked as one (see check_text)
         mains = [main for tool, main in g.main_amounts if does(tool) and main is not None]
-        for m in _OBJECT_AMOUNT.finditer(tail):
-            v = float(m[1] or m[2])
+        for said_amount, v in amounts:
             close = [*own, sum(mains)] if len(mains) > 1 and not _EACH.search(tail) else own
             if not any(abs(v - a) <= max(0.011, a / 2000) for a in close):  # a share rounded (4518 for 4519 JPY)
                 tools = ", ".join(sorted({t for t, _, _ in g.touched if does(t)})[:3])
-                return m[0], f"the episode's {tools} set no such amount"
+                return said_amount, f"the episode's {tools} set no such amount"
     return None
 
 
@@ -1667,6 +1762,7 @@ def grounds(
     subject.times.update(_zone_times(goal, ctx, zone))
     did = evidence_of(memory, ctx, goal=goal, clock=False)  # what the user asked and the episode did
     read = Evidence(today=subject.today)
+    acted = Evidence()  # what the episode's writes returned and changed: what it did, without the user's words
     written: set[str] = set()
     texts: list[tuple[str, str]] = []
     named: list[Named] = []
@@ -1678,7 +1774,7 @@ def grounds(
             wrote = getattr(c.effect, "value", c.effect) in ("write", "sensitive")
             evidence_of([c.feedback.result], ctx, skip=skip, ev=subject if wrote else read)
             if wrote:
-                evidence_of([_unstamped(c.feedback.result, ctx.now or "")], ctx, skip=skip, ev=did, clock=False)
+                evidence_of([_unstamped(c.feedback.result, ctx.now or "")], ctx, skip=skip, ev=acted, clock=False)
             else:
                 leaves = _walk(c.feedback.result)
                 last = {x.strip().lower() for x, k, _, _ in leaves if k in ("status", "state") and isinstance(x, str)}
@@ -1692,7 +1788,8 @@ def grounds(
     evidence_of([now_recs], ctx, skip=skip, ev=subject)
     bare = evidence_of([_unstamped(now_recs, ctx.now or "")], ctx, skip=skip, clock=False)
     _add_reminders(bare, now_recs)
-    did.merge(bare)
+    acted.merge(bare)
+    did.merge(acted)
     was = evidence_of([_unstamped(was_recs, ctx.now or "")], ctx, skip=skip, clock=False)  # "raised it from 19 to 20.5"
     for r in now_recs[:400]:  # the changed records as the episode left them: what "now" tells of
         if n := _named(_without(r, skip), ctx):
@@ -1772,9 +1869,10 @@ def grounds(
             return rec
         return next((tab[rid] for tab in ctx.before.values() if isinstance(tab, Mapping) and rid in tab), None)
 
-    g.touched = [_touched(c, record) for c in writes]
+    g.episode = (calls, writes, now_recs, was_recs, record)
     g.main_amounts = [(c.name, _main_amount(c)) for c in writes]
     g.was = was
+    g.acted = acted
     g.act_counts = frozenset(act_counts | did.parties)
     if addressed:
         kind_counts.setdefault("person", set()).add(len(addressed))
@@ -1782,10 +1880,7 @@ def grounds(
     g.focus = frozenset(focus)
     g.periods = _periods(now_recs)
     g.totals = _totals(now_recs, [c.feedback.result for c in writes])
-    g.sizes = (
-        _sizes([now_recs, [c.arguments for c in writes]]),
-        _sizes([now_recs, was_recs, [c.feedback.result for c in calls if c.ok]]),
-    )
+    g.sizes_set = _sizes([now_recs, [c.arguments for c in writes]])
     g.field_times = _field_times([*now_recs, *(c.arguments for c in writes)])
     g.field_dates = _field_dates(now_recs)
     g.enums = _enum_values(now_recs, ctx)
@@ -1799,8 +1894,6 @@ def grounds(
     g.zoned = _zoned_times(
         [*now_recs, *(r for c in writes for r in itertools.islice(_id_records(c.feedback.result), 50))]
     )
-    g.temp_labels = _temperature_labels([c.feedback.result for c in calls if c.ok and c.name != "finish"])
-    g.dated = _dated_temperatures([c.feedback.result for c in calls if c.ok and c.name != "finish"])
     if g.field_dates:  # and those of the records the calls returned: another bill's due day
         listed = _field_dates([r for c in calls if c.ok for r in itertools.islice(_id_records(c.feedback.result), 500)])
         g.read_field_dates = {k: listed.get(k, frozenset()) | v for k, v in g.field_dates.items()}
@@ -1816,6 +1909,7 @@ def grounds(
     )
     results = [c.feedback.result for c in calls if c.ok and c.feedback.result is not None and c.name != "finish"]
     g.code_sources = ([goal, *memory, *results], now_recs, was_recs)
+    g.written = skip
     g.world_names = [*record_names([*results, *now_recs, *was_recs]), *(world.names if world is not None else ())]
     if (now := _clock(ctx)) is not None:
         g.now = now.hour * 60 + now.minute
@@ -2667,6 +2761,16 @@ def check_text(
             why = f"the episode's world holds amounts in {held} only, and the user named no other currency"
             out.append(Ungrounded(type, t[start:end], source, (), why))
             return
+        if type == "money" and values and _THATS.search(t[max(b for b in bounds if b <= start) : start]):
+            mains = [a for _, a in g.main_amounts if a is not None]  # "Sent 2 requests. That's 24.00 GBP."
+            pool = (
+                set(g.totals) | {(round(a, 2), "") for a in mains} | ({(round(sum(mains), 2), "")} if mains else set())
+            )
+            if pool and not _money_ok(round(values[0], 2), unit, pool):
+                near = tuple(_nearest(type, values[0], pool))
+                why = f"what the episode did moved {', '.join(near)}"
+                out.append(Ungrounded(type, t[start:end], source, near, why))
+                return
         if type == "money" and values and g.totals and own_total(start, end):
             if not _money_ok(round(values[0], 2), unit, g.totals):  # "59.25 AUD in total" for 56.25
                 near = tuple(_nearest(type, values[0], g.totals))
@@ -2680,9 +2784,12 @@ def check_text(
         own = acted(start, type)
         listed[type] = (end, own)
         if own:
-            if any(g.ok(type, v, g.did, t, start, unit, ending) for v in values):
+            # a temperature the episode set is told as set, not as the user once wanted it ("set to
+            # 21.5°C, your usual" where it set 22 after the user changed their mind)
+            pool = g.acted if type == "temperature" and g.acted.temps else g.did
+            if any(g.ok(type, v, pool, t, start, unit, ending) for v in values):
                 return
-            near = tuple(_nearest(type, values[0], _values(g.did, type))) if values else ()
+            near = tuple(_nearest(type, values[0], _values(pool, type))) if values else ()
             why = "it is what the episode did, whose records hold " + (", ".join(near) or "none")
             out.append(Ungrounded(type, t[start:end], source, near, why))
             return
@@ -2731,7 +2838,8 @@ def check_text(
                     if not field_times and not past(part.start):  # "a backup at 06:30": the backup's
                         field_times, what = _labelled_time(g, t[max(0, part.start - 30) : part.start]), "labelled"
                     if field_times and not past(part.start):  # "due at 13:00": the due time it set
-                        if not any(_time_ok(v, t, part.start, set(field_times)) for v in vals):
+                        # told roughly, a set time is still that time to the nearest five minutes
+                        if not any(_time_ok(v, t, part.start, set(field_times), rough=5) for v in vals):
                             held = tuple(sorted(field_times)[:3])
                             whose = f"the {what} time" if what != "labelled" else "the time of the record so labelled"
                             why = f"{whose} the episode set is {', '.join(held)}"
@@ -2880,7 +2988,7 @@ def check_text(
         for family, a, b, own in _status_claims(pt):
             _, does, holds = STATUS_FAMILIES[family]
             money = family in ("paid", "sent", "requested")
-            if own and any(does(n) for n in g.acts) and (other := _other_act(pt, b, does, g, money)) is not None:
+            if own and any(does(n) for n in g.acts) and (other := _other_act(pt, b, does, g, ctx, money)) is not None:
                 out.append(Ungrounded("status", f"{pt[a:b]} {other[0]}", source, (), other[1]))
                 continue  # the act was done, to another person or amount ("Paid Lee" for Lee's declined request)
             if any(does(n) for n in g.acts) or (own and holds & g.changed_words):
@@ -3013,7 +3121,10 @@ def check_text(
                 )
             )
             pool = g.durations(from_now)
-            if g.did.spans and _LASTS.search(t[max(0, c.start - 25) : c.start]) and not past(c.start):
+            if (mode := _mode_near(t, c.start, c.end)) and (by_mode := g.mode_minutes.get(mode)):
+                pool = set(by_mode)  # "15 minutes by bike": the bike's time, not the car's
+                tol = min(tol, max(2.0, 0.1 * minutes))
+            elif g.did.spans and _LASTS.search(t[max(0, c.start - 25) : c.start]) and not past(c.start):
                 pool = set(g.did.spans)  # "It runs for an hour": what the episode set runs from start to end
             elif _GAP_AFTER.match(t, c.end):  # "ten minutes before the earliest train"
                 pool = pool | g.gaps
@@ -3034,17 +3145,20 @@ def check_text(
         out.extend(Ungrounded("place", said, source, held, why) for said, held, why in _place_claims(text, g))
     if "status" in types and g.enums:
         out.extend(Ungrounded("status", said, source, held, why) for said, held, why in _enum_claims(text, g))
-    if "size" in types and g.sizes[0]:  # a size told where the episode set one: the size it set
-        done, seen = g.sizes
-        for m in RE_SIZE.finditer(text):
+    if "size" in types and (found := list(RE_SIZE.finditer(text))):
+        # where the episode set a size: the size it set; else a size the shop lists or the user said
+        done, seen = g.sizes_set, g.sizes_seen
+        said = {size_key(m[1]) for u in g.user_texts for m in RE_SIZE.finditer(u)}
+        for m in found:
             key = size_key(m[1])
-            if key in done:
+            if key in done or (not done and (key in said or not seen)):
                 continue
             part = text[max((e.end() for e in _CLAUSE.finditer(text, 0, m.start())), default=0) : m.start()]
-            if key in seen and not _COUNT_ACT.search(part):
+            if key in seen and not (done and _COUNT_ACT.search(part)):
                 continue  # a size the shop lists, told as such ("size 44 is sold out")
-            why = f"the episode set size {', '.join(sorted(done))}"
-            out.append(Ungrounded("size", m[0], source, tuple(sorted(done)), why))
+            held = tuple(sorted(done or seen))
+            why = f"the episode set size {', '.join(held)}" if done else f"the shop lists sizes {', '.join(held)}"
+            out.append(Ungrounded("size", m[0], source, held, why))
     if "code" in types and g.code_sources is not None:
         cued = list(RE_CODE_TOLD.finditer(text))
         for m in cued:
@@ -3062,7 +3176,7 @@ def check_text(
             if near:
                 held = tuple(f"{n[:2]} {n[2:]}" for n in near[:3])
                 out.append(Ungrounded("code", m[0], source, held, f"the world holds {', '.join(held)}, not {m[0]}"))
-        changed = _codes_in(g.code_sources[1]) if source == "answer" else set()
+        changed = _codes_in(g.code_sources[1]) if source == "answer" and _RE_CODE_TOKEN.search(text) else set()
         for m in _RE_CODE_TOKEN.finditer(text):  # a code told bare ("(SP3-26)"): wrong where one held is a slip away
             key = code_key(m[0])
             lead = text[max(0, m.start() - 60) : m.start()]
