@@ -881,8 +881,18 @@ TOLD_STATE = [
     ("person", "contacts.delete_contact/2", "Blocked and deleted Mr Cox.", True),
     ("person", "contacts.delete_contact/2", "Blocked and deleted Mr Fowler.", False),
     # an arrival told roughly is still that arrival to the nearest five minutes
-    ("time", "delivery.usual_order/1", "Ordered Iced Coffee from Saigon Kitchen. It should arrive around 09:50.", False),
-    ("time", "delivery.usual_order/1", "Ordered Iced Coffee from Saigon Kitchen; it should be there around 9:40.", True),
+    (
+        "time",
+        "delivery.usual_order/1",
+        "Ordered Iced Coffee from Saigon Kitchen. It should arrive around 09:50.",
+        False,
+    ),
+    (
+        "time",
+        "delivery.usual_order/1",
+        "Ordered Iced Coffee from Saigon Kitchen; it should be there around 9:40.",
+        True,
+    ),
     # a size the shop does not list, where the episode set none
     ("size", "shop.price_check/1", "It costs 74.50 EUR; yes, size 38 is in stock.", False),
     ("size", "shop.price_check/1", "It costs 74.50 EUR; size 39 is in stock, and so is size 40.", True),
@@ -898,6 +908,27 @@ TOLD_STATE = [
     # an amount with thousands separators
     ("status", "wallet.split_dinner/7", "Requested ¥4,518 from each of 3 people.", True),
     ("status", "memory.pay_rent/10", "Paid 111,000 JPY to Tomoya Saito.", False),
+    # a warning's severity is the one read; a voicemail told as left is one the phone holds
+    ("status", "weather.save_trip_city/4", "Added Los Angeles. There is a severe fog advisory.", False),
+    ("status", "weather.save_trip_city/4", "Added Los Angeles. There is a minor fog advisory.", True),
+    (
+        "status",
+        "phone.last_missed_call/3",
+        "An unknown number, +61298710195, at 09:57; they left a voicemail too.",
+        False,
+    ),
+    # what a payment was for is what the records acted on say
+    ("name", "wallet.pay_back/1", "Sent 6420 JPY to Kenichi Goto. That was for the taxi home.", False),
+    ("name", "wallet.pay_back/1", "Sent 6420 JPY to Kenichi Goto. That was for the concert tickets.", True),
+    # a time told as an end ("until 09:30") is the end the episode set
+    ("time", "fields.dnd_until/1", "Do not disturb is on until 10:00.", False),  # the review's start
+    ("time", "fields.dnd_until/1", "Do not disturb is on until half past eleven.", True),
+    # an act told of every one of several things it did to one
+    ("status", "wallet.settle_requests/1", "Paid both requests.", False),
+    ("status", "wallet.settle_requests/1", "Paid one and declined the other; both requests are settled.", True),
+    # a weekday range told of a schedule the episode set is the schedule's days
+    ("date", "fields.dnd_schedule/4", "Do not disturb will turn on Monday to Thursday from 09:00 to 12:00.", False),
+    ("date", "fields.dnd_schedule/4", "Do not disturb will turn on Sun–Thu, 9 am to noon.", True),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans

@@ -227,7 +227,7 @@ _FROM_BEFORE = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?$", re.I)
 # words that tell a value as it was before ("you had 292131 before", "up from 100"): where an
 # amount only the changed records' old versions hold may be told
 _PAST_CUE = re.compile(r"\b(?:was|were|had|from|before|previous(?:ly)?|used\s+to|old|earlier|formerly)\b", re.I)
-_FIELD_WORDS = r"due|remind\w*|arriv\w*|eta|deliver\w*"
+_FIELD_WORDS = r"due|remind\w*|arriv\w*|eta|deliver\w*|until|till|ends?|ending"
 _FIELD_CUE = re.compile(
     rf"\b({_FIELD_WORDS})\b(?:(?!\b(?:{_FIELD_WORDS}|and|but|then|while)\b)[^.;!?()])*$",
     re.I,
@@ -241,6 +241,7 @@ _FIELD_KEYS = {
     "due": ("due", "due_at", "deadline"),
     "reminder": ("reminder", "remind_at", "reminder_at"),
     "arrival": ("eta", "arrival", "arrives", "arrival_time", "arrive_at", "delivery_eta"),
+    "end": ("until", "end", "ends", "end_time", "ends_at"),
 }
 
 
@@ -483,7 +484,59 @@ def _enum_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]
                     continue
                 held = tuple(sorted(mine))
                 out.append((text[m.start() : m.end()], held, f"the episode's change holds {key} {', '.join(held)}"))
+    # a severity told of what was read ("It's an extreme warning" for a moderate one)
+    read = g.read_severities
+    for v in _SEVERITIES - read if read else ():
+        for m in re.finditer(rf"(?<![\w-]){v}(?![\w-])(?=\s+(?:\w+\s+)?(?:warning|alert|advisory|watch)s?\b)", low):
+            held = tuple(sorted(read))
+            out.append((text[m.start() : m.end()], held, f"the warnings read are {', '.join(held)}"))
     return out
+
+
+_RE_PURPOSE = re.compile(
+    r"\b(?i:that|it|this|which)\s+(?i:was)\s+for\s+(?i:the\s+|your\s+|their\s+)?(?P<what>[A-Za-z][\w' -]{2,40}?)\s*(?:[.;!,]|$)"
+)
+"""What a payment or request is told to be for: "That was for the concert tickets"."""
+_NOT_A_THING = re.compile(
+    rf"\b(?:{WEEKDAY}|today|tonight|tomorrow|yesterday|morning|evening|afternoon|week|month|year|you|me|him|her|them|us"
+    r"|people|persons|guests|two|three|four|five|six|a|an|one|both|all|real|sure|free|nothing)\b",
+    re.I,
+)
+"""Words that make "it was for ..." no thing a payment was for ("it was for tomorrow", "for two")."""
+_RE_VOICEMAIL = re.compile(
+    r"(?:\b(?P<who>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)|\b(?i:they|he|she))\s+(?:also\s+)?left\s+(?:you\s+)?(?:a\s+)?"
+    r"(?i:voice\s?-?mail|voice\s+message)"
+)
+"""A voicemail told as left: "Maureen left you a voicemail too", "they left a voice message"."""
+
+
+def _no_voicemail(m: re.Match[str], ctx: Context) -> str:
+    """Why the voicemail ``m`` tells of is none the phone holds ("" where it holds one): no
+    voicemail at all, or none from the contact named."""
+    vms = [
+        r
+        for tables in (ctx.tables, ctx.before)
+        for r in (tables.get("phone.voicemails") or {}).values()
+        if isinstance(r, Mapping)
+    ]
+    if not vms:
+        return "the phone holds no voicemail"
+    who = m["who"]
+    if who and (ids := contact_ids(who, ctx.contacts)):
+        numbers = {
+            normal_phone(str(c.get(k)))
+            for c in ctx.contacts
+            if str(c.get("id")) in ids
+            for k in ("phone", "mobile", "work_phone")
+            if c.get(k)
+        }
+        if not any(normal_phone(str(r.get("number") or "")) in numbers for r in vms):
+            return f"the phone holds no voicemail from {who}"
+    return ""
+
+
+_SEVERITIES = frozenset({"minor", "moderate", "severe", "extreme", "mild", "major", "critical"})
+"""Words for how bad a warning is: one told must be a severity of the warnings read."""
 
 
 _LINE_QTY_KEYS = ("qty", "quantity", "count")
@@ -533,8 +586,10 @@ def _dated_by_temperature(t: str, c: Any, g: Grounds) -> tuple[tuple[str, ...], 
 
 
 def _cue_field(word: str) -> str:
-    """The field (:data:`_FIELD_KEYS`) a cue word names: "due", "reminder" or "arrival"."""
+    """The field (:data:`_FIELD_KEYS`) a cue word names: "due", "reminder", "arrival" or "end"."""
     w = word.lower()
+    if w in ("until", "till") or w.startswith("end"):
+        return "end"
     return "due" if w == "due" else "reminder" if w.startswith("remind") else "arrival"
 
 
@@ -1306,6 +1361,14 @@ class Grounds:
         return {k: frozenset(x) for k, x in out.items()}
 
     @functools.cached_property
+    def read_severities(self) -> frozenset[str]:
+        """The ``severity`` values (lower case) of the records the calls returned."""
+        results = [c.feedback.result for c in self.episode[0] if c.ok] if self.episode else []
+        return frozenset(
+            x.strip().lower() for x, key, _, _ in _walk(results) if key == "severity" and isinstance(x, str)
+        )
+
+    @functools.cached_property
     def every(self) -> Evidence:
         """All the grounds in one :class:`Evidence`: every part and every named record (what a
         sentence naming several records may combine; the addresses and numbers the world holds)."""
@@ -1729,6 +1792,42 @@ def _other_act(
     return None
 
 
+def _one_of_many(does: Callable[[str], bool], g: Grounds) -> bool:
+    """Whether the episode's writes did the act ``does`` tells to one thing only (one call, no
+    list of several in its arguments) while other writes did something else: "Paid both" where
+    it paid one request and declined the other."""
+    writes = g.episode[1] if g.episode else []
+    mine = [c for c in writes if does(c.name)]
+    if len(mine) != 1 or len(writes) < 2:
+        return False
+    return not any(isinstance(v, (list, tuple)) and len(v) > 1 for v in mine[0].arguments.values())
+
+
+_DAY_KEYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def _schedule_days(span: str, g: Grounds) -> tuple[tuple[str, ...], str] | None:
+    """``(held, why)`` where a weekday range told ("Monday to Thursday") is no ``days`` list a
+    changed record holds (a schedule set for Sunday to Thursday); None where it is one, or no
+    changed record holds days, or the span is one weekday."""
+    ends = [_weekday_of(w) for w in re.findall(WEEKDAY, span, re.I)]
+    if len(ends) != 2 or None in ends or not g.episode:
+        return None
+    a, z = ends
+    told = {_DAY_KEYS[(a + k) % 7] for k in range((z - a) % 7 + 1)}
+    held = [
+        frozenset(str(d).lower()[:3] for d in days)
+        for r in g.episode[2][:200]
+        if isinstance(r, Mapping) and isinstance(days := r.get("days"), (list, tuple)) and days
+    ]
+    if not held or any(told == h for h in held):
+        return None
+    shown = tuple(",".join(d for d in _DAY_KEYS if d in h) for h in held[:3])
+    return shown, f"the schedule the episode set runs on {'; '.join(shown)}"
+
+
+_BOTH = re.compile(r"\s+(?:both|all\s+(?:of\s+)?(?:the|your|them|those|these)\b|each\s+of\s+(?:the|your|them))", re.I)
+"""An act told of every one of several things: "Paid both requests", "cancelled all of them"."""
 _EACH = re.compile(r"\b(?:each|apiece|per\s+(?:person|head)|a\s+head|a\s+piece)\b", re.I)
 
 
@@ -2835,6 +2934,12 @@ def check_text(
                     cue = _FIELD_CUE.search(t[max(0, part.start - 45) : part.start])
                     what = _cue_field(cue[1]) if cue else "labelled"
                     field_times = g.field_times.get(what) if cue else None
+                    if (
+                        field_times
+                        and (named := g.anchors(clause(part.start), "time"))
+                        and not any(a.now for a in named)
+                    ):
+                        field_times = None  # "your other meeting ends at 12:00": another record's, read as any time
                     if not field_times and not past(part.start):  # "a backup at 06:30": the backup's
                         field_times, what = _labelled_time(g, t[max(0, part.start - 30) : part.start]), "labelled"
                     if field_times and not past(part.start):  # "due at 13:00": the due time it set
@@ -2864,6 +2969,8 @@ def check_text(
                 or _WEEKDAY_RANGE.search(t[c.end : c.end + 16])
                 or _WEEKDAY_RANGE.search(t[max(0, c.start - 16) : c.start])
             ):
+                if (bad := _schedule_days(span, g)) is not None:  # "Monday to Thursday" for Sunday to Thursday
+                    out.append(Ungrounded("date", span, source, *bad))
                 continue  # "Monday to Friday": the days of a schedule, not dates
             # a weekday's agreement with its date first, whatever the evidence
             _, why = _date_check(c, t, Evidence(), g.subject.today)
@@ -2991,6 +3098,10 @@ def check_text(
             if own and any(does(n) for n in g.acts) and (other := _other_act(pt, b, does, g, ctx, money)) is not None:
                 out.append(Ungrounded("status", f"{pt[a:b]} {other[0]}", source, (), other[1]))
                 continue  # the act was done, to another person or amount ("Paid Lee" for Lee's declined request)
+            if own and _BOTH.match(pt, b) and _one_of_many(does, g):
+                why = "the episode did that to one thing only: the others got a call of another kind"
+                out.append(Ungrounded("status", pt[a : _BOTH.match(pt, b).end()], source, (), why))
+                continue  # "Paid both requests" where it paid one and declined the other
             if any(does(n) for n in g.acts) or (own and holds & g.changed_words):
                 continue  # a call of that kind, or a record it changed now says so (a note tagged "archive")
             if does is _NO_TOOL and source != "answer":  # a text passing on what a mail or text said
@@ -3143,7 +3254,14 @@ def check_text(
             out.append(Ungrounded("commitment", said, source, (), why))
     if "place" in types:
         out.extend(Ungrounded("place", said, source, held, why) for said, held, why in _place_claims(text, g))
-    if "status" in types and g.enums:
+    if "name" in types and g.subject_names is not None and (purpose := _RE_PURPOSE.search(text)) is not None:
+        what = purpose["what"].strip()  # "That was for the concert tickets": what the records acted on say
+        if not _NOT_A_THING.search(what) and not held_by(what, g.subject_names.texts(skip=text), quoted=True):
+            why = "nothing the episode acted on says so"
+            out.append(Ungrounded("name", what, source, (), why))
+    if "status" in types and (vm := _RE_VOICEMAIL.search(text)) is not None and (why := _no_voicemail(vm, ctx)):
+        out.append(Ungrounded("status", vm[0], source, (), why))
+    if "status" in types:
         out.extend(Ungrounded("status", said, source, held, why) for said, held, why in _enum_claims(text, g))
     if "size" in types and (found := list(RE_SIZE.finditer(text))):
         # where the episode set a size: the size it set; else a size the shop lists or the user said
