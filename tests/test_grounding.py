@@ -929,6 +929,14 @@ TOLD_STATE = [
     # a weekday range told of a schedule the episode set is the schedule's days
     ("date", "fields.dnd_schedule/4", "Do not disturb will turn on Monday to Thursday from 09:00 to 12:00.", False),
     ("date", "fields.dnd_schedule/4", "Do not disturb will turn on Sun–Thu, 9 am to noon.", True),
+    # times said in words, with the part of the day
+    ("time", "clock.set_alarm/1", "Alarm set for six-twenty in the evening; the 06:30 one is off.", False),
+    ("time", "clock.set_alarm/1", "Alarm set for six-twenty in the morning; the six-thirty one is off.", True),
+    # counts said in words
+    ("count", "delivery.order_dish/2", "Ordered a dozen Miso Soup from Sushi Yama.", False),
+    # the day someone else did something, by a lone weekday
+    ("date", "messages.forward/5", "Forwarded it to Timothy Garcia. Mary sent it on Sunday.", True),
+    ("date", "messages.forward/5", "Forwarded it to Timothy Garcia. Mary sent it on Saturday.", False),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans
@@ -952,6 +960,11 @@ def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer,
         ("memory.split_usual/8", "Asked 2 people for 42 Australian dollars each."),
         # a low chance told after its weather does not say it will rain
         ("weather.rain_alarm/3", "No rain tomorrow: fog. I left the alarm at 07:00. The chance of rain is only 11%."),
+        # an amount in words with its cents
+        ("wallet.pay_back/7", "Sent Bridget Peters twelve dollars fifty."),
+        ("budget.spending_answer/1", "nineteen dollars seventy-four this month."),
+        # what a payment moved, not what a decline did not
+        ("wallet.settle_requests/10", "Paid one, declined one. That's fourteen dollars in all."),
     ],
 )
 def test_a_right_answer_in_other_words_passes_the_whole_verdict(task_id, answer):

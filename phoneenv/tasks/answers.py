@@ -103,7 +103,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from phoneenv.tasks.identity import ContactBook, contact_ids, mentioned_contacts
-from phoneenv.tasks.predicates import Context, norm, register_operator, says, searches
+from phoneenv.tasks.predicates import Context, norm, register_operator, says, searches, worded_numbers
 
 if TYPE_CHECKING:
     from phoneenv.contract import AnswerCriterion
@@ -172,7 +172,7 @@ _A_SINGLE = re.compile(r"\ba single\b", re.I)
 def _words_to_digits(text: str) -> str:
     from text_to_num import alpha2digit
 
-    text = _A_SINGLE.sub("1", text)  # "a single unread text"
+    text = worded_numbers(_A_SINGLE.sub("1", text))  # "a single unread text"; "six-twenty in the evening"
     out, last = [], 0
     for m in _KEEP_ONE.finditer(text):
         out.append(alpha2digit(text[last : m.start()], "en", threshold=0) if m.start() > last else "")
@@ -356,12 +356,14 @@ def currencies_named(text: str) -> set[str]:
 
 
 _MINOR = (
-    r"(?:\s*,?\s+(?:and\s+)?(?P<minor>\d{1,2})(?:\s*(?:cents?|pence|p)\b|(?!\w|[.,]\d|\s*[\w%$€£¥]))"
+    r"(?:\s*,?\s+(?:and\s+)?(?P<minor>\d{1,2})(?:\s*(?:cents?|pence|p)\b|(?!\w|[.,]\d|\s*(?:[\d%$€£¥]|(?:people|persons"
+    r"|guests|items?|ways?|of|x|times|nights?|days?|hours?|minutes?|mins?|percent|each|per|apiece"
+    r"|(?!this\b|thus\b|plus\b|less\b)[a-z]{3,}s)\b)))"
     r"|(?:\s+and)?\s+(?P<cents>\d{1,2})\s*(?:cents?|pence|p)\b)"
 )
 """The cents after whole units in words ("16 dollars 50", "36 dollars and 32 cents", "$5 and 20
-cents"): 1-2 digits, then "cents"/"pence" or the end of the phrase (not a word or another number,
-so "5 dollars 3 people" keeps 3 a number)."""
+cents", "48 Australian dollars 57 in all"): 1-2 digits, then "cents"/"pence" or anything but a
+count's noun or another number ("5 dollars 3 people" keeps 3 a number)."""
 _RE_MONEY = re.compile(
     rf"{_CUR}\s?-?(?P<whole>\d+)(?![\d.,]\d)(?:(?:\s+and)?\s+(?P<cents_after_sign>\d{{1,2}})\s*(?:cents?|pence|p)\b)"
     rf"|(?<![\w.,])(?P<whole_words>\d+)(?![\d.,]\d)\s?(?:euros?|(?:australian\s+|us\s+|american\s+)?dollars?"

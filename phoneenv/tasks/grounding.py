@@ -386,7 +386,7 @@ _PART_OF_TODAY = re.compile(r"\b(?:this\s+(?:morning|afternoon|evening)|tonight|
 
 _OTHERS_DID = re.compile(
     r"(?:\b(?i:he|she|they|who)|(?<![\w'])(?!(?:I|Then|And|So|Also|Just|Done|You|We)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
-    r"(?:\s+\([^)]*\))?\s+(?:also\s+|last\s+|just\s+)?(?:called|rang|phoned|texted|messaged|e-?mailed|wrote|left|tried\s+to\s+call)\b"
+    r"(?:\s+\([^)]*\))?\s+(?:also\s+|last\s+|just\s+)?(?:called|rang|phoned|texted|messaged|e-?mailed|wrote|sent|replied|left|tried\s+to\s+call)\b"
     r"[^.;!?]*$"
 )
 """Someone else's act told before a day ("They called this morning", "Yui Okada (+81...) called at
@@ -1724,14 +1724,29 @@ def _touched(
 
 
 def _main_amount(call: Any) -> float | None:
-    """The amount one write moved: its argument or result ``amount`` (or ``total``), or None."""
-    for value in (call.arguments, call.feedback.result):
+    """The amount one write moved: its argument or result ``amount`` (or ``total``), or that of
+    a record its result holds (a payment's ``transaction``), or None; None for a write that
+    moves no money (a declined request)."""
+    if not any(STATUS_FAMILIES[f][1](call.name) for f in ("paid", "requested", "ordered", "sent")):
+        return None
+    result = call.feedback.result
+    nested = [v for v in result.values() if isinstance(v, Mapping)] if isinstance(result, Mapping) else []
+    for value in (call.arguments, result, *nested):
         if isinstance(value, Mapping):
             for key in ("amount", "total", "amount_due"):
                 x = value.get(key)
                 if isinstance(x, (int, float)) and not isinstance(x, bool):
                     return float(x)
     return None
+
+
+def _named_before(lead: str) -> bool:
+    """Whether ``lead`` ends with a person's given name (the subject of the verb after it):
+    "Mary sent it", at the start of a sentence too."""
+    from phoneenv.tasks.world import given_names
+
+    m = re.search(r"\b([A-Z][a-z]+)\s+$", lead)
+    return m is not None and m[1] not in ("I", "Then", "Also", "Just", "So", "And") and m[1].casefold() in given_names()
 
 
 _RECORD_ID = re.compile(r"[a-z]{1,8}_\w{1,30}")
@@ -2831,7 +2846,7 @@ def check_text(
         lead = t[max(bounds[0], start - len(here) - 1, start - 60) : start]
         m = _ACTION_BEFORE.search(lead) if type in g.done else None
         # "the text Marlene sent yesterday": someone else's act, not the episode's
-        return m is not None and not _OTHERS_ACT.search(lead[: m.start()])
+        return m is not None and not _OTHERS_ACT.search(lead[: m.start()]) and not _named_before(lead[: m.start()])
 
     def own_total(start: int, end: int) -> bool:
         """Whether the amount at ``start:end`` is told as the total of the planner's own act
@@ -2995,11 +3010,12 @@ def check_text(
                     if d[:10] in told
                     or dt.date.fromisoformat(d[:10]).weekday() == _weekday_of(t[c.start : c.end].strip())
                 }  # a lone weekday of a past act: that day of the last week
-            if g.read.dates and told is not None and not told & g.read.dates and _OTHERS_DID.search(lead):
-                held = tuple(sorted(g.read.dates)[-3:])  # "They called this morning" for a call of the 30th
-                why = f"someone else's act, which the records read date {', '.join(held)}"
-                out.append(Ungrounded("date", t[c.start : c.end], source, held, why))
-                continue
+            if g.read.dates and _OTHERS_DID.search(lead):  # someone else's act: a day of the records read
+                if not told & g.read.dates:
+                    held = tuple(sorted(g.read.dates)[-3:])  # "They called this morning" for a call of the 30th
+                    why = f"someone else's act, which the records read date {', '.join(held)}"
+                    out.append(Ungrounded("date", t[c.start : c.end], source, held, why))
+                continue  # "Mary sent it on Sunday" for a text of last Sunday
             if g.dated and (bad := _dated_by_temperature(t, c, g)) is not None:
                 out.append(Ungrounded("date", t[c.start : c.end], source, *bad))
                 continue

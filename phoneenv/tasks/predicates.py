@@ -180,6 +180,7 @@ def plain(text: str) -> str:
     from text_to_num import alpha2digit
 
     expanded = _NOUN_IS.sub(_noun_is, contractions.fix(text.replace("\u2019", "'"), slang=False))
+    expanded = worded_numbers(expanded)
     expanded = _AN_UNIT.sub(r"1 \1", _GLUED_HALF.sub(_glued, expanded))
     return _SHORT.sub(_short_long, _UNIT_SHORT.sub(_unit_long, alpha2digit(expanded, "en", threshold=0)))
 
@@ -196,6 +197,59 @@ def says(text: Any, phrase: Any) -> bool:
     at Harbour Hall or Pier 7, not sure which"). A phrase with no letter or digit is in every text."""
     phrase, text = str(phrase if phrase is not None else ""), str(text if text is not None else "")
     return _said(text, phrase) or _said(plain(text), plain(phrase))
+
+
+_UNITS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+_TEENS = {"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+          "seventeen": 17, "eighteen": 18, "nineteen": 19}  # fmt: skip
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50}
+_HOUR_WORD = "|".join([*_UNITS, "ten", "eleven", "twelve"])
+_MINUTE_WORD = (
+    rf"oh[\s-]+(?:{'|'.join(_UNITS)})|{'|'.join(_TEENS)}|(?:{'|'.join(_TENS)})(?:[\s-]+(?:{'|'.join(_UNITS)}))?"
+)
+_WORD_TIME = re.compile(
+    rf"\b(?P<h>{_HOUR_WORD})[\s-]+(?P<m>{_MINUTE_WORD})\b"
+    r"(?=\s+(?:in\s+the\s+(?:morning|afternoon|evening)|at\s+night|tonight|[ap]\.?\s?m\b))"
+    rf"|(?:(?<=\bat\s)|(?<=\bby\s)|(?<=\bfor\s)|(?<=\bfrom\s)|(?<=\buntil\s)|(?<=\btill\s))(?P<h2>{_HOUR_WORD})[\s-]+(?P<m2>{_MINUTE_WORD})\b(?![\s-]+(?:minutes?|hours?|euros?|dollars?|pounds?|people|items?)\b)",
+    re.I,
+)
+"""A time in words: an hour word and minutes in words, before a part of the day ("six-twenty in
+the evening", "four oh nine in the afternoon", "eleven-thirty-six at night") or after "at",
+"by", "for"... ("at six-twenty")."""
+
+
+def _word_number(words_: str) -> int:
+    total = 0
+    for w in re.split(r"[\s-]+", words_.lower()):
+        total += _UNITS.get(w, 0) + _TEENS.get(w, 0) + _TENS.get(w, 0)
+    return total
+
+
+def _word_time(m: re.Match[str]) -> str:
+    hour, minute = (m["h"], m["m"]) if m["h"] else (m["h2"], m["m2"])
+    return f"{_word_number(hour)}:{_word_number(minute):02d}"
+
+
+_COUNT_WORDS = {"a couple of": "2", "a dozen": "12", "half a dozen": "6", "a pair of": "2"}
+_WORD_COUNT = re.compile(
+    r"\b(?:half\s+a\s+dozen|a\s+couple\s+of|a\s+dozen|a\s+pair\s+of)\b(?=\s+(?:(?P<det>them|those|these|the|your|my|our|us)\b|\w))",
+    re.I,
+)
+"""Counts said in words ("a couple of requests", "a dozen photos", "half a dozen"): as digits."""
+
+
+def worded_numbers(text: str) -> str:
+    """``text`` with the times and counts said in words that number words alone do not give as
+    digits: "six-twenty in the evening" → "6:20 in the evening", "four oh nine in the
+    afternoon" → "4:09 in the afternoon", "a couple of requests" → "2 requests", "half a dozen"
+    → "6", "a dozen" → "12"."""
+    text = _WORD_TIME.sub(_word_time, text)
+    return _WORD_COUNT.sub(
+        lambda m: (
+            _COUNT_WORDS[" ".join(m[0].lower().split())] + (" of" if m[0].lower().endswith(" of") and m["det"] else "")
+        ),
+        text,
+    )
 
 
 _NUMBER_TEXT = (
