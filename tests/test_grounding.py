@@ -937,6 +937,23 @@ TOLD_STATE = [
     # the day someone else did something, by a lone weekday
     ("date", "messages.forward/5", "Forwarded it to Timothy Garcia. Mary sent it on Sunday.", True),
     ("date", "messages.forward/5", "Forwarded it to Timothy Garcia. Mary sent it on Saturday.", False),
+    # a state that tells the act as not done
+    (
+        "status",
+        "delivery.usual_order/1",
+        "Ordered Iced Coffee from Saigon Kitchen. It's sitting in your basket.",
+        False,
+    ),
+    ("status", "checklists.tick_off/1", 'Done. "sunscreen" is still unticked.', False),
+    ("status", "checklists.tick_off/1", 'Done: sunscreen and passport ticked, "charger" is unticked again.', True),
+    ("status", "contacts.favorite/2", "Done. Anthony is not a favourite now.", False),
+    # who got the text, told as a list or as having it
+    ("person", "calendar.create_event/1", "Added Car service. Recipients: Yosuke Matsumoto and Miki Aoki.", False),
+    ("person", "calendar.create_event/1", "Added Car service. Recipient: Yosuke Matsumoto.", True),
+    ("person", "camera.photo_to_contact/1", "Sent. Your landlord has the message now.", False),
+    # a record's length told beside its name
+    ("duration", "fields.reminder_change/1", "Now it reminds you a day before (Call with Karen: 30 minutes).", False),
+    ("duration", "fields.reminder_change/1", "Now it reminds you a day before (Call with Karen: 15 minutes).", True),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans

@@ -2547,7 +2547,26 @@ def _undone_claims(t: str) -> list[tuple[str, int, int]]:
         ends = [e.end() for e in _CLAUSE.finditer(t, 0, m.start())]
         if not re.search(r"\b(?:if|whether|unless|should|could|would)\b", t[ends[-1] if ends else 0 : m.start()], re.I):
             out.append((m["family"].lower(), m.start(), m.end()))
+    for family, rx in _UNDONE_STATES:  # "It's sitting in your basket until you confirm", "is still unticked"
+        for m in rx.finditer(t):
+            ends = [e.end() for e in _CLAUSE.finditer(t, 0, m.start())]
+            if not re.search(r"\b(?:if|whether|unless|should|could|would)\b|\?", t[ends[-1] if ends else 0 : m.end()]):
+                out.append((family, m.start(), m.end()))
     return out
+
+
+_UNDONE_STATES = (
+    ("ordered", re.compile(r"\b(?:sitting|still|left|waiting)\s+in\s+(?:your\s+|the\s+)?(?:basket|cart)\b", re.I)),
+    ("ordered", re.compile(r"\b(?:on\s+hold|waiting)\s+until\s+you\s+confirm", re.I)),
+    ("ticked", re.compile(r"\bstill\s+unticked\b|\b(?:is|are)\s+not\s+(?:yet\s+)?ticked(?:\s+off)?\b", re.I)),
+    (
+        "favorite",
+        re.compile(r"\b(?:is|are)\s+not\s+(?:a\s+)?favou?rites?\s+now\b|\bno\s+longer\s+(?:a\s+)?favou?rite", re.I),
+    ),
+    ("paid", re.compile(r"\b(?:still\s+)?shows?\s+as\s+unpaid\b|\bis\s+still\s+unpaid\b", re.I)),
+)
+"""States that tell a thing as not done ("It's sitting in your basket until you confirm" after
+the order was placed; "'rice' is still unticked"; "is not a favourite now"), by status family."""
 
 
 def _status_claims(t: str) -> list[tuple[str, int, int, bool]]:
@@ -2643,9 +2662,15 @@ _RE_TOLD_TO = re.compile(
     r"\b(?:texted|messaged|e-?mailed|told|informed|notified|invited|called|let|asked|requested(?:\s+[^.;!?]*?)?\s+from"
     r"|sent(?:\s+[^.;!?]*?)?\s+to|forwarded(?:\s+[^.;!?]*?)?\s+to|shared(?:\s+[^.;!?]*?)?\s+with"
     r"|(?:text|message|sms|e-?mail|mail|reply|request|invite|invitation|it|photos?|note|link)s?\s+"
-    r"(?:went|goes|has\s+gone|have\s+gone|was\s+sent|were\s+sent|got\s+sent|is\s+going|are\s+going)\s+to)\b",
+    r"(?:went|goes|has\s+gone|have\s+gone|was\s+sent|were\s+sent|got\s+sent|is\s+going|are\s+going)\s+to"
+    r"|recipients?\s*:)",
     re.I,
 )
+_RE_HAS_IT = re.compile(
+    r"(?P<who>\b(?i:your|ur)\s+\w+|\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\s+(?:now\s+)?(?:has|have|got)\s+(?:the|your|my)\s+"
+    r"(?:message|text|e-?mail|note|photos?|invite|request|link)\b",
+)
+"""Someone told as having what the planner sent: "Your landlord has the message now"."""
 """A verb of telling someone, whose object is the people the episode addressed ("texted Ana",
 "sent the photos to Ben", "requested 43 USD from each of Ana, Ben and Cy", "the text went to Ana")."""
 
@@ -2712,6 +2737,16 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
                 out.append((f"{r[0]} {said.strip()}", f"{said.strip()} is not your {relation}"))
     if not g.acts:
         return out
+    for m in _RE_HAS_IT.finditer(text):  # "Your landlord has the message now": the one addressed
+        who = m["who"]
+        if (r := _RE_RELATION.match(who)) is not None:
+            relation = next(k for k, v in r.groupdict().items() if v)
+            kin = {str(c.get("id")) for c in ctx.contacts if c.get("relation") == relation}
+            if not kin & g.addressed and (kin or not _user_says(g, relation)):
+                whom = "the episode addressed no message or request to" if kin else "no contact is"
+                out.append((who, f"{whom} your {relation}"))
+        elif len(ids := contact_ids(who, ctx.contacts)) == 1 and not ids & g.addressed:
+            out.append((who, f"the episode addressed no message or request to {who}"))
     for m in _RE_TOLD_TO.finditer(text):
         end = _CLAUSE.search(text, m.end())
         rest = text[m.end() : end.start() if end else len(text)]
@@ -3248,6 +3283,16 @@ def check_text(
                 )
             )
             pool = g.durations(from_now)
+            lead = t[max(0, c.start - 60) : c.start].lower()  # "Yoga class: two hours", "Gym lasts an hour"
+            named = [
+                a
+                for a in g.named
+                if (a.ev.spans or a.ev.durations)
+                and len(a.label) >= 3
+                and re.search(
+                    rf"{re.escape(a.label.lower())}\s*(?::|is|lasts|runs|takes)\s*(?:for\s+|about\s+)?$", lead
+                )
+            ]
             if (mode := _mode_near(t, c.start, c.end)) and (by_mode := g.mode_minutes.get(mode)):
                 pool = set(by_mode)  # "15 minutes by bike": the bike's time, not the car's
                 tol = min(tol, max(2.0, 0.1 * minutes))
@@ -3255,6 +3300,8 @@ def check_text(
                 pool = set(g.did.spans)  # "It runs for an hour": what the episode set runs from start to end
             elif _GAP_AFTER.match(t, c.end):  # "ten minutes before the earliest train"
                 pool = pool | g.gaps
+            elif named and not from_now and not rough:  # "(Yoga class: two hours)": that record's length
+                pool = set().union(*(a.ev.spans | a.ev.durations for a in named))
             if any(abs(minutes - x) <= tol for x in pool):
                 continue
             near = sorted(pool, key=lambda x: abs(x - minutes))[:3]
