@@ -485,7 +485,7 @@ def _enum_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]
                 held = tuple(sorted(mine))
                 out.append((text[m.start() : m.end()], held, f"the episode's change holds {key} {', '.join(held)}"))
     # a severity told of what was read ("It's an extreme warning" for a moderate one)
-    read = g.read_severities
+    read = g.read_severities if _RE_SEVERITY.search(low) else frozenset()
     for v in _SEVERITIES - read if read else ():
         for m in re.finditer(rf"(?<![\w-]){v}(?![\w-])(?=\s+(?:\w+\s+)?(?:warning|alert|advisory|watch)s?\b)", low):
             held = tuple(sorted(read))
@@ -537,6 +537,7 @@ def _no_voicemail(m: re.Match[str], ctx: Context) -> str:
 
 _SEVERITIES = frozenset({"minor", "moderate", "severe", "extreme", "mild", "major", "critical"})
 """Words for how bad a warning is: one told must be a severity of the warnings read."""
+_RE_SEVERITY = re.compile(r"\b(?:" + "|".join(sorted(_SEVERITIES)) + r")\b")
 
 
 _LINE_QTY_KEYS = ("qty", "quantity", "count")
@@ -3289,6 +3290,7 @@ def check_text(
                 for a in g.named
                 if (a.ev.spans or a.ev.durations)
                 and len(a.label) >= 3
+                and a.label.lower() in lead
                 and re.search(
                     rf"{re.escape(a.label.lower())}\s*(?::|is|lasts|runs|takes)\s*(?:for\s+|about\s+)?$", lead
                 )
