@@ -899,6 +899,7 @@ TOLD_STATE = [
     # "That's X" after an act: what the act moved
     ("money", "skills.pay_bill_safely/2", "Phone November: paid for 2026-11-22. That's 45.75 EUR.", False),
     ("money", "skills.pay_bill_safely/2", "Phone November: paid for 2026-11-22. That's 40.75 EUR.", True),
+    ("money", "skills.pay_bill_safely/1", "Internet November: scheduled for 2026-11-20. That's 94.25 AUD.", False),
     # a duration told with a way of travel is that way's
     ("duration", "travel_memory.time_to_place/1", "About 13 minutes by car, or 13 minutes by bike.", False),
     ("duration", "travel_memory.time_to_place/1", "About 13 minutes by car (16 minutes by bike).", True),

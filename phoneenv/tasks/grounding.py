@@ -1728,7 +1728,7 @@ def _main_amount(call: Any) -> float | None:
     """The amount one write moved: its argument or result ``amount`` (or ``total``), or that of
     a record its result holds (a payment's ``transaction``), or None; None for a write that
     moves no money (a declined request)."""
-    if not any(STATUS_FAMILIES[f][1](call.name) for f in ("paid", "requested", "ordered", "sent")):
+    if not any(STATUS_FAMILIES[f][1](call.name) for f in ("paid", "requested", "ordered", "sent", "scheduled")):
         return None
     result = call.feedback.result
     nested = [v for v in result.values() if isinstance(v, Mapping)] if isinstance(result, Mapping) else []
