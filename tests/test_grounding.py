@@ -955,6 +955,14 @@ TOLD_STATE = [
     # a record's length told beside its name
     ("duration", "fields.reminder_change/1", "Now it reminds you a day before (Call with Karen: 30 minutes).", False),
     ("duration", "fields.reminder_change/1", "Now it reminds you a day before (Call with Karen: 15 minutes).", True),
+    # a conflict denied where the call reported one; a one-off told of a repeating alarm
+    ("status", "skills.meeting_invite/8", "Done. No clashes with anything else in your calendar.", False),
+    (
+        "period",
+        "skills.wake_routine/1",
+        "Wake-up routine set: 06:25 with a backup at 06:35. It's just for tomorrow.",
+        False,
+    ),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans

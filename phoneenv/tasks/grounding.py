@@ -503,6 +503,12 @@ _NOT_A_THING = re.compile(
     re.I,
 )
 """Words that make "it was for ..." no thing a payment was for ("it was for tomorrow", "for two")."""
+_RE_NO_CLASH = re.compile(
+    r"\bno\s+(?:clash(?:es)?|conflicts?|overlaps?)\b|\b(?:does\s+not|doesn't|won't|will\s+not)\s+(?:clash|conflict|overlap)\b"
+    r"|\bnothing\s+(?:clashes|conflicts|overlaps)\b",
+    re.I,
+)
+"""A conflict denied: "No clashes with anything else", "it doesn't clash with anything"."""
 _RE_VOICEMAIL = re.compile(
     r"(?:\b(?P<who>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)|\b(?i:they|he|she))\s+(?:also\s+)?left\s+(?:you\s+)?(?:a\s+)?"
     r"(?i:voice\s?-?mail|voice\s+message)"
@@ -2065,7 +2071,11 @@ _PERIOD_WORDS = (
     ("week", r"weekly|(?:per|every|each)\s+week|(?<!\bin\s)(?<!\bfor\s)(?<!\bwithin\s)(?<!\bthan\s)\ba\s+week"),
     ("month", r"monthly|(?:per|every|each)\s+month|(?<!\bin\s)(?<!\bfor\s)(?<!\bwithin\s)(?<!\bthan\s)\ba\s+month"),
     ("year", r"yearly|annually|(?:per|every|each)\s+year"),
-    ("once", r"one-?off|one-?time|just\s+once|only\s+once|(?<!at\s)\bonce(?!\s+(?:you|it|they|i|we|the|a|an)\b)"),
+    (
+        "once",
+        r"one-?off|one-?time|just\s+once|only\s+once|(?<!at\s)\bonce(?!\s+(?:you|it|they|i|we|the|a|an)\b)"
+        r"|(?:just|only)\s+(?:for\s+)?tomorrow(?:\s+morning)?",
+    ),
 )
 _RE_PERIOD = re.compile("|".join(rf"(?P<{k}>\b(?:{v})\b)" for k, v in _PERIOD_WORDS), re.I)
 """How often a thing repeats, told: "every day", "weekdays", "110 EUR a week", "monthly", "a
@@ -3324,6 +3334,19 @@ def check_text(
         if not _NOT_A_THING.search(what) and not held_by(what, g.subject_names.texts(skip=text), quoted=True):
             why = "nothing the episode acted on says so"
             out.append(Ungrounded("name", what, source, (), why))
+    if "status" in types and (no := _RE_NO_CLASH.search(text)) is not None and g.episode:
+        clashes = [
+            x
+            for c in g.episode[1]
+            if isinstance(c.feedback.result, Mapping)
+            for x in c.feedback.result.get("conflicts") or ()
+        ]
+        if clashes:  # "No clashes with anything else" where the create call reported one
+            out.append(
+                Ungrounded(
+                    "status", no[0], source, tuple(map(str, clashes[:3])), "the episode's call reported a conflict"
+                )
+            )
     if "status" in types and (vm := _RE_VOICEMAIL.search(text)) is not None and (why := _no_voicemail(vm, ctx)):
         out.append(Ungrounded("status", vm[0], source, (), why))
     if "status" in types:
