@@ -273,25 +273,34 @@ def _field_dates(values: Sequence[Any]) -> dict[str, frozenset[str]]:
 _TEMP_KEYS = re.compile(r"high|low|max|min|temp|temperature|feels_like|(?:high|low|max|min|temp)_[cf]", re.I)
 
 
-def _dated_temperatures(values: Sequence[Any], limit: int = 400) -> list[tuple[str, frozenset[float]]]:
-    """``(day, temperatures)`` of each record in ``values`` (call results) with a ``date`` and
-    temperature fields (a forecast's day: its high and low), at most ``limit`` records."""
-    out = []
-    stack = list(values)
-    while stack and len(out) < limit:
+def _mappings(values: Any, limit: int = 400) -> Iterable[Mapping[str, Any]]:
+    """Every mapping in ``values`` (a JSON value: call results, records), nested ones too, at
+    most ``limit`` of them."""
+    stack = [values]
+    seen = 0
+    while stack and seen < limit:
         v = stack.pop()
         if isinstance(v, Mapping):
-            day = v.get("date")
-            temps = frozenset(
-                round(float(x), 1)
-                for k, x in v.items()
-                if _TEMP_KEYS.fullmatch(str(k)) and isinstance(x, (int, float)) and not isinstance(x, bool)
-            )
-            if isinstance(day, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) and temps:
-                out.append((day, temps))
+            seen += 1
+            yield v
             stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
+
+
+def _dated_temperatures(values: Sequence[Any]) -> list[tuple[str, frozenset[float]]]:
+    """``(day, temperatures)`` of each record in ``values`` (call results) with a ``date`` and
+    temperature fields (a forecast's day: its high and low)."""
+    out = []
+    for v in _mappings(values):
+        day = v.get("date")
+        temps = frozenset(
+            round(float(x), 1)
+            for k, x in v.items()
+            if _TEMP_KEYS.fullmatch(str(k)) and isinstance(x, (int, float)) and not isinstance(x, bool)
+        )
+        if isinstance(day, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) and temps:
+            out.append((day, temps))
     return out
 
 
@@ -550,26 +559,16 @@ _LINE_QTY_KEYS = ("qty", "quantity", "count")
 _LINE_NAME_KEYS = ("name", "item", "product", "dish", "title")
 
 
-def _line_counts(values: Sequence[Any], limit: int = 400) -> dict[str, frozenset[int]]:
+def _line_counts(values: Sequence[Any]) -> dict[str, frozenset[int]]:
     """An item's name (lower case) → the quantities of the lines that hold it, in ``values``
     (the changed records and the writes' arguments and results): an order's ``{"name": "Salmon
     Maki", "qty": 2}``. What "Ordered three Salmon Maki" must agree with."""
     out: dict[str, set[int]] = {}
-    stack = list(values)
-    seen = 0
-    while stack and seen < limit:
-        v = stack.pop()
-        if isinstance(v, Mapping):
-            seen += 1
-            qty = next(
-                (v[k] for k in _LINE_QTY_KEYS if isinstance(v.get(k), int) and not isinstance(v.get(k), bool)), None
-            )
-            name = next((v[k] for k in _LINE_NAME_KEYS if isinstance(v.get(k), str)), None)
-            if qty is not None and name and 3 <= len(name.strip()) <= 60 and 0 < qty < 1000:
-                out.setdefault(" ".join(name.lower().split()), set()).add(qty)
-            stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
+    for v in _mappings(values):
+        qty = next((v[k] for k in _LINE_QTY_KEYS if isinstance(v.get(k), int) and not isinstance(v.get(k), bool)), None)
+        name = next((v[k] for k in _LINE_NAME_KEYS if isinstance(v.get(k), str)), None)
+        if qty is not None and name and 3 <= len(name.strip()) <= 60 and 0 < qty < 1000:
+            out.setdefault(" ".join(name.lower().split()), set()).add(qty)
     return {k: frozenset(x) for k, x in out.items()}
 
 
@@ -1252,6 +1251,18 @@ class Named:
     now: bool = False  # a changed record as the episode left it (other versions of it are as they were)
 
 
+class Episode(NamedTuple):
+    """What the lazy parts of :class:`Grounds` are read from: the episode's ``calls``, its
+    successful ``writes``, the changed records as the episode left them (``now``) and as they
+    were before an update (``was``), and ``record``, an id's record (a result's or a fixture's)."""
+
+    calls: Sequence[Any]
+    writes: Sequence[Any]
+    now: list[Any]
+    was: list[Any]
+    record: Callable[[str], Mapping[str, Any] | None]
+
+
 class Grounds:
     """The evidence of one episode, in three parts (see the module docstring): ``subject`` (the
     goal, the records the episode changed, memory, the clock), ``read`` (call results; world
@@ -1296,7 +1307,7 @@ class Grounds:
         # what the lazy properties below are read from: (the calls, the writes, the changed records
         # now and before, an id's record)
         self.written: frozenset[str] = frozenset()  # the texts the planner wrote (stripped)
-        self.episode: tuple[Sequence[Any], Sequence[Any], list[Any], list[Any], Callable[[str], Any]] | None = None
+        self.episode: Episode | None = None
         # what the codes are read from, on first need: (goal, memory and results; changed records
         # now; as they were)
         self.code_sources: tuple[list[Any], list[Any], list[Any]] | None = None
@@ -1315,26 +1326,26 @@ class Grounds:
     @functools.cached_property
     def touched(self) -> list[tuple[str, tuple[str, ...], frozenset[float]]]:
         """What each write was about (:func:`_touched`), worked out on first need."""
-        return [_touched(c, self.episode[4]) for c in self.episode[1]] if self.episode else []
+        return [_touched(c, self.episode.record) for c in self.episode.writes] if self.episode else []
 
     @functools.cached_property
     def sizes_seen(self) -> frozenset[str]:
         """Every size the changed records and the calls' results hold (:func:`_sizes`)."""
         if not self.episode:
             return self.sizes_set
-        calls, _, now, was, _ = self.episode
+        calls, now, was = self.episode.calls, self.episode.now, self.episode.was
         return _sizes([now, was, [c.feedback.result for c in calls if c.ok]]) | self.sizes_set
 
     @functools.cached_property
     def temp_labels(self) -> dict[str, frozenset[float]]:
         """ "high"/"low" → the temperatures the calls read as such (:func:`_temperature_labels`)."""
-        results = [c.feedback.result for c in self.episode[0] if c.ok and c.name != "finish"] if self.episode else []
+        results = [c.feedback.result for c in self.episode.calls if c.ok and c.name != "finish"] if self.episode else []
         return _temperature_labels(results)
 
     @functools.cached_property
     def dated(self) -> list[tuple[str, frozenset[float]]]:
         """The days the calls read and their temperatures (:func:`_dated_temperatures`)."""
-        results = [c.feedback.result for c in self.episode[0] if c.ok and c.name != "finish"] if self.episode else []
+        results = [c.feedback.result for c in self.episode.calls if c.ok and c.name != "finish"] if self.episode else []
         return _dated_temperatures(results)
 
     @functools.cached_property
@@ -1355,22 +1366,16 @@ class Grounds:
         """A way of travel ("bike", "walk", "drive", "transit") → the minutes the calls read for
         it (a route's ``{"mode": "bike", "minutes": 20}``)."""
         out: dict[str, set[int]] = {}
-        stack: list[Any] = [c.feedback.result for c in self.episode[0] if c.ok] if self.episode else []
-        while stack:
-            v = stack.pop()
-            if isinstance(v, Mapping):
-                mode, mins = v.get("mode"), v.get("minutes", v.get("duration_min"))
-                if isinstance(mode, str) and isinstance(mins, (int, float)) and not isinstance(mins, bool):
-                    out.setdefault(_MODES.get(mode.lower(), mode.lower()), set()).add(round(mins))
-                stack.extend(x for x in v.values() if isinstance(x, (Mapping, list, tuple)))
-            elif isinstance(v, (list, tuple)):
-                stack.extend(v)
+        for v in _mappings([c.feedback.result for c in self.episode.calls if c.ok] if self.episode else []):
+            mode, mins = v.get("mode"), v.get("minutes", v.get("duration_min"))
+            if isinstance(mode, str) and isinstance(mins, (int, float)) and not isinstance(mins, bool):
+                out.setdefault(_MODES.get(mode.lower(), mode.lower()), set()).add(round(mins))
         return {k: frozenset(x) for k, x in out.items()}
 
     @functools.cached_property
     def read_severities(self) -> frozenset[str]:
         """The ``severity`` values (lower case) of the records the calls returned."""
-        results = [c.feedback.result for c in self.episode[0] if c.ok] if self.episode else []
+        results = [c.feedback.result for c in self.episode.calls if c.ok] if self.episode else []
         return frozenset(
             x.strip().lower() for x, key, _, _ in _walk(results) if key == "severity" and isinstance(x, str)
         )
@@ -1818,7 +1823,7 @@ def _one_of_many(does: Callable[[str], bool], g: Grounds) -> bool:
     """Whether the episode's writes did the act ``does`` tells to one thing only (one call, no
     list of several in its arguments) while other writes did something else: "Paid both" where
     it paid one request and declined the other."""
-    writes = g.episode[1] if g.episode else []
+    writes = g.episode.writes if g.episode else []
     mine = [c for c in writes if does(c.name)]
     if len(mine) != 1 or len(writes) < 2:
         return False
@@ -1839,7 +1844,7 @@ def _schedule_days(span: str, g: Grounds) -> tuple[tuple[str, ...], str] | None:
     told = {_DAY_KEYS[(a + k) % 7] for k in range((z - a) % 7 + 1)}
     held = [
         frozenset(str(d).lower()[:3] for d in days)
-        for r in g.episode[2][:200]
+        for r in g.episode.now[:200]
         if isinstance(r, Mapping) and isinstance(days := r.get("days"), (list, tuple)) and days
     ]
     if not held or any(told == h for h in held):
@@ -1990,7 +1995,7 @@ def grounds(
             return rec
         return next((tab[rid] for tab in ctx.before.values() if isinstance(tab, Mapping) and rid in tab), None)
 
-    g.episode = (calls, writes, now_recs, was_recs, record)
+    g.episode = Episode(calls, writes, now_recs, was_recs, record)
     g.main_amounts = [(c.name, _main_amount(c)) for c in writes]
     g.was = was
     g.acted = acted
@@ -3337,7 +3342,7 @@ def check_text(
     if "status" in types and (no := _RE_NO_CLASH.search(text)) is not None and g.episode:
         clashes = [
             x
-            for c in g.episode[1]
+            for c in g.episode.writes
             if isinstance(c.feedback.result, Mapping)
             for x in c.feedback.result.get("conflicts") or ()
         ]

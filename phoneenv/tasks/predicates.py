@@ -218,11 +218,11 @@ the evening", "four oh nine in the afternoon", "eleven-thirty-six at night") or 
 "by", "for"... ("at six-twenty")."""
 
 
-def _word_number(words_: str) -> int:
-    total = 0
-    for w in re.split(r"[\s-]+", words_.lower()):
-        total += _UNITS.get(w, 0) + _TEENS.get(w, 0) + _TENS.get(w, 0)
-    return total
+def _word_number(said: str) -> int:
+    """A number said in words ("thirty-six", "oh nine"), by ``text2num``; a leading "oh" is 0."""
+    from text_to_num import text2num
+
+    return int(text2num(" ".join(w for w in re.split(r"[\s-]+", said.lower()) if w != "oh"), "en"))
 
 
 def _word_time(m: re.Match[str]) -> str:
