@@ -963,6 +963,30 @@ TOLD_STATE = [
         "Wake-up routine set: 06:25 with a backup at 06:35. It's just for tomorrow.",
         False,
     ),
+    # a weekday abbreviated, a day told as today's, a length told as an adjective in words
+    ("date", "calendar.move_event/0", "Moved the parent-teacher meeting to Wed and told Stanley.", False),
+    ("date", "calendar.move_event/0", "Moved the parent-teacher meeting to Tue. and told Stanley.", True),
+    ("date", "clock.set_alarm/0", "Alarm set for 05:00; the 07:15 one is off. Enjoy the rest of your Tuesday!", False),
+    ("date", "clock.set_alarm/0", "Alarm set for 05:00; the 07:15 one is off. Happy Tuesday!", False),
+    ("date", "clock.set_alarm/0", "Alarm set for 05:00; the 07:15 one is off. Enjoy the rest of your Monday!", True),
+    (
+        "duration",
+        "travel.train_tell_arrival/0",
+        "Booked SR 766 at 11:30, arriving 16:05 after a three-hour ride.",
+        False,
+    ),
+    (
+        "duration",
+        "travel.train_tell_arrival/0",
+        "Booked SR 766 at 11:30, arriving 16:05: a three and a half hour trip.",
+        False,
+    ),
+    (
+        "duration",
+        "travel.train_tell_arrival/0",
+        "Booked SR 766 at 11:30, arriving 16:05 after a four-and-a-half-hour ride.",
+        True,
+    ),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans

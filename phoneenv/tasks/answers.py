@@ -167,19 +167,35 @@ _KEEP_ONE = re.compile(
 """Where "one" is a pronoun ("the first one", "one of them", "the only one"), not a count: kept
 as a word ("only one message" is a count)."""
 _A_SINGLE = re.compile(r"\ba single\b", re.I)
+_NUMBER_WORD = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen"
+    r"|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred"
+)
+_RE_NUMBER_ADJ = re.compile(
+    rf"\b((?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-)?(?:{_NUMBER_WORD}))-(?=(?:second|minute|min|hour"
+    r"|hr|day|night|week|month|year|person|people|seat|ticket|room|bedroom|course|piece|pack|item|dollar|euro|pound"
+    r"|star|page|track|episode|stop|mile|kilometre|kilometer|km|degree)s?\b)",
+    re.I,
+)
+"""A number word joined to its noun as an adjective ("a three-hour drive", "a twenty-five-minute
+walk", "a two-night stay"): read as the number and the noun, as "3 hour" is."""
 
 
 def _words_to_digits(text: str) -> str:
     from text_to_num import alpha2digit
 
     text = worded_numbers(_A_SINGLE.sub("1", text))  # "a single unread text"; "six-twenty in the evening"
+    text = _RE_NUMBER_ADJ.sub(r"\1 ", text)  # "a three-hour drive": "a three hour drive"
     out, last = [], 0
     for m in _KEEP_ONE.finditer(text):
         out.append(alpha2digit(text[last : m.start()], "en", threshold=0) if m.start() > last else "")
         out.append(m.group())
         last = m.end()
     out.append(alpha2digit(text[last:], "en", threshold=0) if last < len(text) else "")
-    return "".join(out)
+    return _RE_AND_A_HALF.sub(r"\1 \3s and a \2", "".join(out))  # "2 and a half hours": "2 hours and a half"
+
+
+_RE_AND_A_HALF = re.compile(r"\b(\d+)\s+and\s+a\s+(half|quarter)\s+(second|minute|hour|day|week|month|year)s?\b", re.I)
 
 
 _NUM = r"\d{1,3}(?:[,.\u00a0\u202f]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?"
@@ -229,11 +245,28 @@ _RE_SHORT_DATE = re.compile(r"(?<![\d/.,])(\d{1,2})/(\d{1,2})(?![\d/])")
 only after a word that introduces a date ("on 9/11", "moved to 9/11", "Monday 9/11"), so "3/4
 of them" stays a fraction."""
 _DATE_LEAD = re.compile(rf"(?:\b(?:on|to|for|until|till|by|from|before|after)|{WEEKDAY}),?\s*\(?$", re.I)
+_DAY_ABBR = r"(?<![\w'’])(?-i:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?"
+_DAY_LEAD = "|".join(rf"(?<=\b{w}\s)" for w in ("on", "to", "by", "until", "till", "from", "before", "after"))
 _RE_REL_DATE = re.compile(
     rf"\b(?:the day after tomorrow|the day before yesterday|today|tonight|tomorrow|yesterday"
-    rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(WEEKDAYS)}))\b",
+    rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(WEEKDAYS)}))\b"
+    rf"|\b(?:next|this|last|coming)\s+{_DAY_ABBR}|(?:{_DAY_LEAD}){_DAY_ABBR}|(?<!\bthe\s)(?<![\w'’]){_DAY_ABBR}"
+    r"(?=\s*(?:[,;)!?\d\u2013-]|$|(?<=\.)\s|(?:at|am|pm|a\.m|p\.m|morning|afternoon|evening|night|noon|midday|to"
+    r"|through|thru|till|until)\b))",
     re.I,
 )
+"""A day told relative to the clock: "tomorrow", "in 3 days", "next week", "this Friday", and a
+weekday's abbreviation where it reads as a day ("on Tue.", "Thurs at 5", "Sat, 12:00"; not "sat
+down" or "the Sun")."""
+
+
+def _full_weekday(phrase: str) -> str:
+    """``phrase`` (lower case) with a weekday's abbreviation written out: "next thurs." -> "next thursday"."""
+    words = phrase.rstrip(".").split()
+    day = next((w for w in WEEKDAYS if words and w.startswith(words[-1][:3])), None) if words else None
+    return " ".join([*words[:-1], day]) if day and len(words[-1]) < len(day) else phrase
+
+
 _RE_NTH = re.compile(rf"\bon the (\d{{1,2}}){_ORD}\b", re.I)
 _RE_AMPM = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)  # "4 pm", "12.16pm"
 _RE_DOT_CLOCK = re.compile(
@@ -608,8 +641,9 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
     for m in _RE_REL_DATE.finditer(t):
         if not sc.take(m.start(), m.end(), "date") or now is None:
             continue
-        d = _relative_date(m.group().lower(), now.date())
-        if d is not None and m.group().lower() in WEEKDAYS:
+        phrase = _full_weekday(m.group().lower())
+        d = _relative_date(phrase, now.date())
+        if d is not None and phrase in WEEKDAYS:
             # a bare weekday tells the day of the week: the coming one, or the same day a week or
             # two on ("on Thursday" for Thursday week is no false day; "next Thursday" is one day)
             later = tuple((dt.date.fromisoformat(d) + dt.timedelta(days=k)).isoformat() for k in (7, 14))

@@ -1123,8 +1123,11 @@ def _weekday_of(word: str) -> int | None:
     return next((i for i, name in enumerate(WEEKDAYS) if name.startswith(w)), None)
 
 
-_TODAY_IS = re.compile(r"\btoday(?:['’]s\s+date)?(?:\s+is|['’]s|,)\s*$", re.I)
-"""The words before a date that make it the clock's: "today is", "today's date is", "today,"."""
+_TODAY_IS = re.compile(
+    r"(?:\btoday(?:['’]s\s+date)?(?:\s+is|['’]s|,|\s*\()|\b(?:the\s+)?rest\s+of\s+(?:your|the|this)|\bhappy)\s*$", re.I
+)
+"""The words before a date that make it the clock's: "today is", "today's date is", "today,",
+"today (Wed)", "enjoy the rest of your Sunday", "happy Friday"."""
 
 
 def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -> tuple[bool, str]:
@@ -3042,6 +3045,20 @@ def check_text(
             _, why = _date_check(c, t, Evidence(), g.subject.today)
             if why:
                 out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
+                continue
+            if (
+                g.subject.today is not None
+                and isinstance(c.value, str)
+                and _TODAY_IS.search(t[max(0, c.start - 24) : c.start])
+            ):  # "today is Tuesday", "enjoy the rest of your Sunday": the clock's day, and no other
+                today = g.subject.today
+                day = _weekday_of(span) if re.fullmatch(WEEKDAY + r"\.?", span, re.I) else None
+                if (today.weekday() if day is not None else today.isoformat()) != (
+                    day if day is not None else c.value[:10]
+                ):
+                    held = f"{WEEKDAYS[today.weekday()].title()} {today.isoformat()}"
+                    why = f"the phone's clock says today is {held}"
+                    out.append(Ungrounded("date", t[c.start : c.end], source, (held,), why))
                 continue
             cue = _DATE_CUE.search(t[max(0, c.start - 45) : c.start]) if g.field_dates else None
             what = "due" if cue and cue[1].lower() == "due" else "paid"
