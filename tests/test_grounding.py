@@ -987,10 +987,50 @@ TOLD_STATE = [
         "Booked SR 766 at 11:30, arriving 16:05 after a four-and-a-half-hour ride.",
         True,
     ),
+    # an act told by another verb, a state told by a name and a participle, after an opener
+    ("status", "wallet.cancel_request/0", "Got it. Declined the request to Francesca Webster.", False),
+    ("status", "wallet.cancel_request/0", "Got it. Cancelled the request to Francesca Webster.", True),
+    ("status", "home.let_in/0", "No problem! Locked the door and texted Lesley Ahmed.", False),
+    ("status", "home.let_in/0", "Door unlocked, and Lesley Ahmed has been texted.", True),
+    ("status", "skills.return_item/0", "Got it. Return waitlisted. Have a lovely day!", False),
+    ("status", "skills.return_item/0", "Got it. Return booked. Have a lovely day!", True),
+    ("status", "skills.pay_bill_safely/0", "Electricity November: paid for Friday 27 November.", False),
+    ("status", "skills.pay_bill_safely/0", "Electricity November: scheduled for Friday 27 November.", True),
+    ("status", "subagent.pay_chosen_bill/0", "Great news: Scheduled Electricity November (69.76 EUR).", False),
+    ("status", "subagent.pay_chosen_bill/0", "Great news: Paid Electricity November (69.76 EUR).", True),
+    # a currency by any ISO code, where the world holds amounts in another
+    ("money", "memory.pay_rent/0", "Paid 1410 CAD to Rachel Rodriguez.", False),
+    ("money", "memory.pay_rent/0", "Paid A$1,410 to Rachel Rodriguez.", True),
+    # an amount in brackets after an act is the act's; an order line's quantity is no amount
+    ("money", "delivery.order_dish/0", "Ordered a Tiramisu from Pizza Roma (6.50 EUR).", False),
+    ("money", "delivery.order_dish/0", "Ordered a Tiramisu from Pizza Roma (5.50 EUR, no delivery fee).", True),
+    # a first name alone told of an act; a message told with its sender
+    ("person", "memory.tag_partner/0", "Here's what I did: Tagged Asuka.", False),
+    ("person", "memory.tag_partner/0", "Here's what I did: Tagged Sayuri.", True),
+    ("person", "travel_skills.share_my_eta/0", "Sent Hiroshi your ETA (11:34) and shared your location.", False),
+    ("person", "wallet.settle_requests/0", "I paid Sandra's money request for the taxi home, declined Derek's.", False),
+    ("person", "wallet.settle_requests/0", "I paid Heather's money request for the taxi home, declined Derek's.", True),
+    ("person", "fields.voicemail_callback/0", "Fiona said: Hey, Bernard here. I left the keys at the bakery.", False),
+    ("person", "fields.voicemail_callback/0", "Bernard said: Hey, Bernard here. I left the keys at the bakery.", True),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans
 and counts, each kind both ways."""
+
+
+NUMBER_OWNERS = [
+    ("contacts.lookup_number/0", "messages.send", "Jemma's number is +447999030281", False),
+    ("contacts.lookup_number/0", "messages.send", "Irene Jackson: +44 7999 030281", True),
+    ("cross.note_contact_number/0", "notes.create", "Erin Robinson: +19297416976", False),
+    ("cross.note_contact_number/0", "notes.create", "Eric: +1 929 741 6976", True),
+]
+"""(task, tool, body, passes): a contact's number told as someone else's, in a text or a note."""
+
+
+@pytest.mark.parametrize(("task_id", "tool", "body", "ok"), NUMBER_OWNERS)
+def test_a_number_is_told_as_its_owners(task_id, tool, body, ok):
+    crit = _grounded(_text(task_id, tool, "body", body))
+    assert crit["passed"] is ok, (body, crit["reason"])
 
 
 @pytest.mark.parametrize(("kind", "task_id", "answer", "ok"), TOLD_STATE)

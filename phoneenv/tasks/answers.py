@@ -373,9 +373,21 @@ _CURRENCY = {
 }
 _NAMED = r"(?:australian\s+|us\s+|american\s+)?dollars?|(?:british\s+)?pounds?|(?:swiss\s+)?francs|(?:japanese\s+)?yen"
 """Currencies in words, with the country that tells which dollar ("42 Australian dollars")."""
-_CUR = r"(?:€|\b(?:AU?)?\$|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD)\b)"
-_CUR_AFTER = rf"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|{_NAMED})\b)"
-_RE_CUR_TOKEN = re.compile(rf"\bAU?\$|€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|{_NAMED})\b", re.I)
+
+
+def _iso_codes() -> str:
+    from price_parser._currencies import CURRENCY_CODES
+
+    words = {"ALL", "TOP", "CUP", "MOP", "PEN", "SOS", "BOB", "BAM", "TRY", "MAD", "GEL", "AFL", "FOK", "RON"}
+    return "|".join(sorted({c for c in CURRENCY_CODES if re.fullmatch(r"[A-Z]{3}", c)} - words))
+
+
+_ISO = rf"(?-i:{_iso_codes()})"
+"""Any other ISO 4217 code, in capitals only ("4298 CNY", "CAD 12"; price-parser's list, less the
+codes that are English words: "ALL", "TOP")."""
+_CUR = rf"(?:€|\b(?:AU?)?\$|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD)\b|\b{_ISO}\b)"
+_CUR_AFTER = rf"(?:€|\$|£|¥|(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|{_NAMED})\b|{_ISO}\b)"
+_RE_CUR_TOKEN = re.compile(rf"\bAU?\$|€|\$|£|¥|\b(?:EUR|USD|GBP|CHF|JPY|AUD|euros?|{_NAMED})\b|\b{_ISO}\b", re.I)
 
 
 def currencies_named(text: str) -> set[str]:

@@ -550,6 +550,39 @@ def _no_voicemail(m: re.Match[str], ctx: Context) -> str:
     return ""
 
 
+_RE_SAID = re.compile(
+    r"\b(?P<who>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)(?:['\u2019]s\s+(?:voicemail|message|text|e-?mail|note)\s+(?:says|said|reads)"
+    r"|\s+(?:said|says|wrote|writes|texted|asked|e-?mailed|messaged))\s*[:,]?\s*[\"\u201c'\u2018]?(?P<quote>[^\"\u201d\u2019\n]{12,})"
+)
+"""A message told with its sender: "Maaya said: Hey, I left the keys...", "Ana wrote 'See you at 6'"."""
+_PERSON_KEYS = ("contact", "from", "sender", "from_name", "author", "name", "number", "from_number")
+
+
+def _misquoted(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
+    """``(said, why)`` of each message ``text`` tells with a sender ("Kana said: Hey, Maaya
+    here...") where a record the episode read holds those words (the first six) and is from
+    someone else, by its ``contact``/``from``/``sender``/``number`` field."""
+    if g.episode is None:
+        return []
+    out = []
+    for m in _RE_SAID.finditer(text):
+        head = " ".join(words(m["quote"]).split()[:6])
+        ids = contact_ids(m["who"], ctx.contacts)
+        if len(head.split()) < 4 or not ids:
+            continue
+        senders = [  # per record read that holds the words: the contacts it is from
+            {p for k in _PERSON_KEYS if isinstance(p := rec.get(k), str) and p and contact_ids(p, ctx.contacts)}
+            for c in g.episode.calls
+            for rec in _mappings(getattr(c.feedback, "result", None))
+            if any(isinstance(v, str) and len(v) > 11 and head in words(v) for v in rec.values())
+        ]
+        senders = [x for x in senders if x]
+        if senders and not any(contact_ids(p, ctx.contacts) & ids for x in senders for p in x):
+            sender = min(senders[0], key=lambda p: (p[:1] in "+0123456789", p))  # a name before a number
+            out.append((m["who"], f"those words are from {sender}'s message"))
+    return out
+
+
 _SEVERITIES = frozenset({"minor", "moderate", "severe", "extreme", "mild", "major", "critical"})
 """Words for how bad a warning is: one told must be a severity of the warnings read."""
 _RE_SEVERITY = re.compile(r"\b(?:" + "|".join(sorted(_SEVERITIES)) + r")\b")
@@ -828,6 +861,13 @@ _MONEY_KEYS = re.compile(
     r"|value|paid|owed|budget|deposit|charge",
     re.I,
 )
+_COUNT_KEYS = re.compile(
+    r"^(?:qty|quantity|count|rating|stars|guests|seats|party(?:_size)?|nights|people|size|capacity|floor|row|year"
+    r"|page|position|index|rank|reviews?)$|minutes|_s$|_id$|percent|_pct$|distance|_km$|_m$",
+    re.I,
+)
+"""Keys of a record with a ``currency`` whose numbers are no amounts (an order line's ``qty``, a
+restaurant's ``rating``, ``eta_minutes``)."""
 _MINUTE_KEYS = re.compile(r"minutes|_min$|duration|runtime|length|eta|late|delay|lead|before|offset", re.I)
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|'([^']{3,})'(?!\w)")
 
@@ -888,7 +928,7 @@ def evidence_of(
                     ev.statuses.add(leaf.strip().lower())
                 text(leaf, cur, tu, key)
             elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
-                if cur or _MONEY_KEYS.search(key):
+                if _MONEY_KEYS.search(key) or (cur and not _COUNT_KEYS.search(key)):
                     amounts.add((round(float(leaf), 2), cur))
                 if _TEMP_KEYS.search(key) or (tu and key in ("target", "setpoint", "current")):
                     unit = "C" if key.endswith("_c") else "F" if key.endswith("_f") else tu
@@ -2415,6 +2455,13 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         _verb("book", "reserve", "change_reservation", "create_event", "choose_pickup"),
         frozenset({"booked", "reserved", "confirmed"}),
     ),
+    "declined": (
+        r"declined|rejected|turned\s+(?:it\s+|them\s+)?down",
+        _verb("decline", "reject"),
+        frozenset({"declined", "rejected"}),
+    ),
+    "unlocked": (r"unlocked", _verb("unlock"), frozenset({"unlocked"})),
+    "locked": (r"locked", _verb("lock"), frozenset({"locked"})),
     "delivered": (r"delivered", lambda name: False, frozenset({"delivered"})),
     "favorite": (r"favou?rited|starred", _verb("set_favorite", "favorite", "star"), frozenset()),
     "texted": (
@@ -2482,7 +2529,8 @@ without the planner doing either) is checked only where told as the planner's ow
 _STATUS_WORDS = "|".join(f"(?P<{k}>{v[0]})" for k, v in STATUS_FAMILIES.items())
 _RE_STATUS_ACT = re.compile(
     r"(?:\b(?:i|we)(?:\s+have|\s+had)?\s+|(?:^|[.!;\n]\s*|\s[-\u2013\u2014]\s+|,?\s+and\s+)"
-    r"(?:(?:done|ok|okay|sure|all\s+set|great)[,:!.]?\s+)?)"
+    r"(?:(?:done|ok|okay|sure|all\s+set|all\s+done|great(?:\s+news)?|good\s+news|got\s+it|no\s+problem|update"
+    r"|(?:a\s+)?(?:quick\s+)?summary|here\s+is\s+(?:what\s+(?:i|we)\s+did|a\s+(?:quick\s+)?summary))[,:!.]?\s+)?)"
     r"(?:(?:also|just|now|already|successfully|then|gone\s+ahead\s+and)\s+)*"
     rf"(?:{_STATUS_WORDS})\b",
     re.I,
@@ -2496,6 +2544,15 @@ _RE_STATUS_STATE = re.compile(
     re.I,
 )
 """A thing told as a record's state: "the bill is paid", "it has been cancelled"."""
+_RE_STATUS_LABEL = re.compile(
+    r"(?:^|[.!;\n]\s*|\s[-\u2013\u2014]\s+)(?:[-*\u2022]\s*)?"
+    r"(?:(?!(?:i|we|you|they|he|she|it|someone|who|which|that|this|there|here)\b)[A-Za-z][\w'\u2019-]*\s+){1,4}?"
+    rf"(?:{_STATUS_WORDS})\b(?=\s*(?:[.,;!(\n]|$|and\b|[-\u2013\u2014]))",
+    re.I,
+)
+_RE_STATUS_COLON = re.compile(rf"(?:^|[.!;\n]\s*)(?:[-*\u2022]\s*)?[^.!;:\n]{{1,40}}:\s*(?:{_STATUS_WORDS})\b", re.I)
+"""A thing told as a record's state by its name and a participle, no verb ("Return waitlisted.",
+"Door locked and Ana told", "Phone November: paid for the 21st")."""
 _RE_STATUS_DENIED = re.compile(
     r"\b(?:not(?<!\bdo\snot)|never|no|nothing|none|neither|nor|cannot|unable|failed|without|if|whether|once|when"
     r"|before|until|should|could|would)\b|n't",
@@ -2593,7 +2650,12 @@ def _status_claims(t: str) -> list[tuple[str, int, int, bool]]:
     :func:`~phoneenv.tasks.predicates.plain`: contractions expanded), negated, conditional and
     questioned ones aside."""
     out: list[tuple[str, int, int, bool]] = []
-    for own, pattern in ((True, _RE_STATUS_ACT), (False, _RE_STATUS_STATE)):
+    for own, pattern in (
+        (True, _RE_STATUS_ACT),
+        (False, _RE_STATUS_STATE),
+        (False, _RE_STATUS_LABEL),
+        (False, _RE_STATUS_COLON),
+    ):
         for m in pattern.finditer(t):
             family = next(k for k, v in m.groupdict().items() if v)
             a, b = m.span(family)
@@ -2797,6 +2859,13 @@ def full_names(text: str) -> list[re.Match[str]]:
 
 
 _TITLE = re.compile(r"Mr|Mrs|Ms|Miss|Mx|Dr|Prof")
+_RE_FIRST_NAME = re.compile(
+    r"(?<![\w'\u2019-])([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b(?!\s+[A-Z][a-z])"
+    r"(?!['\u2019]s\b(?!\s+(?:\w+\s+)?(?:request|bill|order|booking|message|text|e-?mail|call|invite|invitation|number|card)))"
+)
+"""A capitalised word standing alone (no capitalised word after it; a possessive only of a record:
+"Emma's request"): a first name told of an act ("Tagged Taro", "added Asuka and your boss",
+"paid Emma's money request")."""
 
 
 def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
@@ -2812,11 +2881,23 @@ def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
     texts: list[str] | None = None
     people: list[Mapping[str, Any]] | None = None
     for tail in acted_on(text):
-        for m in full_names(tail):
-            if people is None:  # the contacts the episode deleted too ("Deleted Zoe Holmes")
-                now = {str(c.get("id")) for c in ctx.contacts}
-                gone = (ctx.before.get("contacts.contacts") or {}).values()
-                people = [*ctx.contacts, *(c for c in gone if isinstance(c, Mapping) and str(c.get("id")) not in now)]
+        if people is None:  # the contacts the episode deleted too ("Deleted Zoe Holmes")
+            now = {str(c.get("id")) for c in ctx.contacts}
+            gone = (ctx.before.get("contacts.contacts") or {}).values()
+            people = [*ctx.contacts, *(c for c in gone if isinstance(c, Mapping) and str(c.get("id")) not in now)]
+        fulls = full_names(tail)
+        for m in _RE_FIRST_NAME.finditer(tail):  # "Tagged Taro", "Sent Wendy your ETA": a first name alone
+            if any(f.start() <= m.start() < f.end() and contact_ids(f[0], people) for f in fulls):
+                continue  # part of a contact's full name: read below
+            ids = contact_ids(m[1], people)
+            if not ids or ids & g.addressed:
+                continue
+            if texts is None:
+                texts = g.subject_names.texts(skip=text)
+            full = [str(c.get("name") or "") for c in people if str(c.get("id")) in ids]
+            if not held_by(m[1], texts) and not any(held_by(f, texts) for f in full if f):
+                out.append((m[1], f"the episode did nothing to or with {' or '.join(full) or m[1]}"))
+        for m in fulls:
             name = f"{m[1]} {m[2]}"
             ids = contact_ids(name, people)
             titled = _TITLE.fullmatch(m[1]) is not None  # "Mr Cox": a contact by title and surname
@@ -2899,6 +2980,9 @@ def check_text(
         here = clause(start)
         lead = t[max(bounds[0], start - len(here) - 1, start - 60) : start]
         m = _ACTION_BEFORE.search(lead) if type in g.done else None
+        if m is None and type == "money" and "money" in g.done and re.search(r"\(\s*$", lead):
+            # "Ordered a Lentil Soup from Green Bowl (9.50 EUR)": the bracket tells the act's amount
+            m = _TOTAL_ACT.search(t[max(b for b in bounds if b <= start) : start])
         # "the text Marlene sent yesterday": someone else's act, not the episode's
         return m is not None and not _OTHERS_ACT.search(lead[: m.start()]) and not _named_before(lead[: m.start()])
 
@@ -3369,6 +3453,8 @@ def check_text(
                     "status", no[0], source, tuple(map(str, clashes[:3])), "the episode's call reported a conflict"
                 )
             )
+    if "person" in types:  # "Kana said: Hey, Maaya here ..." for Maaya's voicemail
+        out.extend(Ungrounded("person", said, source, (), why) for said, why in _misquoted(text, g, ctx))
     if "status" in types and (vm := _RE_VOICEMAIL.search(text)) is not None and (why := _no_voicemail(vm, ctx)):
         out.append(Ungrounded("status", vm[0], source, (), why))
     if "status" in types:
@@ -3447,7 +3533,41 @@ def check_text(
                 out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(g.every.phones))[:3]))
             elif p is not None and _stale(g, "phone", p) and not past(a):
                 out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(g.did.phones))[:3], _STALE_WHY))
+            elif p is not None and (whose := _number_of_other(t, a, p, region, ctx)) is not None:
+                out.append(Ungrounded("person", whose[0], source, (whose[1],), f"{t[a:b]} is {whose[1]}'s number"))
     return out
+
+
+_RE_NUMBER_OF = re.compile(
+    r"((?:[A-Z][\w'\u2019-]+\s+){0,2}[A-Z][\w-]+)(?:['\u2019]s?\s+(?:(?:mobile|cell|phone|home|work|new)\s+)*number"
+    r"(?:\s+(?:is|was|:))?|\s*(?::|\(|[-\u2013\u2014]|,|\s+(?:is\s+)?(?:on|at)))\s*$"
+)
+"""A contact named right before a number as its owner: "Christine's number is", "Laura Roman:",
+"Ben (", "reach Ana on"."""
+
+
+def _number_of_other(t: str, at: int, phone: str, region: str, ctx: Context) -> tuple[str, str] | None:
+    """``(said, owner)`` where the number at ``at`` is one contact's and the text names another
+    contact right before it as its owner ("Christine's number is +61 478..." for Benjamin's);
+    None where it names none, names the owner, or the number is no single contact's."""
+    owners = [c for c in ctx.contacts if normal_phone(str(c.get("phone") or ""), region) == phone]
+    m = _RE_NUMBER_OF.search(t[max(0, at - 60) : at])
+    if len(owners) != 1 or m is None:
+        return None
+    from phoneenv.tasks.world import given_names
+
+    said = m[1].split()
+    owner = owners[0]
+    for k in range(len(said)):  # "Put Edward": the longest tail that is a contact's name
+        ids = contact_ids(" ".join(said[k:]), ctx.contacts)
+        if ids:
+            return None if str(owner.get("id")) in ids else (" ".join(said[k:]), str(owner.get("name")))
+    # no contact so called: wrong where it is a person's name ("Laura Roman:" for Edward Roman's)
+    names = [w for w in said if w.casefold() in given_names()]
+    first = str(owner.get("name") or "").split()[:1]
+    if not names or (first and len(names[0]) >= 3 and first[0].casefold().startswith(names[0].casefold())):
+        return None  # no name, or the owner's by a short form ("Ben" for Benjamin)
+    return " ".join(said[said.index(names[0]) :]), str(owner.get("name"))
 
 
 _RE_COMMIT = re.compile(
