@@ -1012,6 +1012,56 @@ TOLD_STATE = [
     ("person", "wallet.settle_requests/0", "I paid Heather's money request for the taxi home, declined Derek's.", True),
     ("person", "fields.voicemail_callback/0", "Fiona said: Hey, Bernard here. I left the keys at the bakery.", False),
     ("person", "fields.voicemail_callback/0", "Bernard said: Hey, Bernard here. I left the keys at the bakery.", True),
+    # read as a chat client shows it: Markdown emphasis is no part of a value
+    ("money", "simulated.food_sign_in/0", "Signed in and ordered; the total is **21.5 AUD**.", False),
+    ("money", "simulated.food_sign_in/0", "Signed in and ordered; the total is **19.5 AUD**.", True),
+    ("status", "skills.pay_bill_safely/0", "Great news: Electricity November: paid for Friday 27 November.", False),
+    # a bare number in a record's text ("Nights: 1") is summed with no amount
+    (
+        "money",
+        "travel_subagent.two_city_hotels/0",
+        "Booked Riverside Hotel (12751 JPY) and The Linden (55500 JPY).",
+        False,
+    ),
+    (
+        "money",
+        "travel_subagent.two_city_hotels/0",
+        "Booked Riverside Hotel (12750 JPY) and The Linden (55500 JPY).",
+        True,
+    ),
+    # a seat told is the one set; the clock told is the clock; two days told together agree
+    ("code", "travel_memory.seat_preference/0", "Checked in: seat 12D.", False),
+    ("code", "travel_memory.seat_preference/0", "Checked in: seat 12 C.", True),
+    ("time", "cross.text_missed_caller/0", "Texted Edward Montoya. (Finished just now, at 08:04.)", False),
+    ("time", "cross.text_missed_caller/0", "Texted Edward Montoya. It's 8:31 now.", True),
+    (
+        "date",
+        "calendar.delete_event/5",
+        "I cancelled Budget meeting tomorrow (Tuesday 24 November), told Shawn.",
+        False,
+    ),
+    ("date", "calendar.delete_event/5", "I cancelled Budget meeting today (Tuesday 24 November), told Shawn.", True),
+    (
+        "time",
+        "hybrid.parcel_window_calendar/0",
+        "It comes on Thu 19 Nov between **10 a.m.** and noon; it's in your calendar.",
+        True,
+    ),
+    # a range with one end right and the other not; a move told by how far
+    ("time", "cross.event_from_email/0", "Added Dinner with Alf from 20:30 to 21:30 at Cafe Luna and replied.", False),
+    ("time", "cross.event_from_email/0", "Added Dinner with Alf, 7:30 to 9:30 pm at Cafe Luna, and replied.", True),
+    (
+        "duration",
+        "weather.rain_alarm/0",
+        "Rain is forecast (67%), so I moved your alarm 20 minutes earlier, to 06:45.",
+        False,
+    ),
+    (
+        "duration",
+        "weather.rain_alarm/0",
+        "Rain is forecast (67%): alarm moved a quarter of an hour earlier, to 06:45.",
+        True,
+    ),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans

@@ -790,10 +790,20 @@ def scan(text: str, ctx: Context) -> _Scan:
     return scan_cached(text, ctx.now, region)
 
 
+_RE_EMPHASIS = re.compile(r"\*\*|__|`|(?<![\w*])\*(?=[^\s*])|(?<=[^\s*])\*(?![\w*])")
+
+
+def unmarked(text: str) -> str:
+    """``text`` without Markdown emphasis (``**bold**``, ``__bold__``, ``*italic*``, ``code``), as a
+    chat client shows it: "between **3:30 p.m.** and 5:30 p.m." reads as a range. Bullets ("* ",
+    "- ") and every other character stay."""
+    return _RE_EMPHASIS.sub("", text) if ("*" in text or "_" in text or "`" in text) else text
+
+
 @functools.lru_cache(maxsize=512)
 def scan_cached(text: str, now_text: str | None, region: str) -> _Scan:
     """All spans and claims of ``text`` (read-only once built: cached per text, clock, region)."""
-    t = _words_to_digits(text)
+    t = _words_to_digits(unmarked(text))
     sc = _Scan(t, [], [])
     for m in _RE_EMAIL.finditer(t):
         sc.take(m.start(), m.end(), "other")

@@ -120,6 +120,7 @@ from phoneenv.tasks.answers import (
     phone_region,
     scan,
     scan_cached,
+    unmarked,
 )
 from phoneenv.tasks.identity import contact_ids, mentioned_contacts
 from phoneenv.tasks.names import SubjectNames, acted_on, held_by, name_claims, record_names, subject_strings
@@ -759,9 +760,9 @@ class Evidence:
         down or up); ``money`` also holds the totals of each list read or changed. ``partners``:
         other amounts to combine with these (what was read, beside what was done)."""
         out = {*self.money, *self.world_money, (0.0, "")}
-        salient = sorted(x for x in self.money if x[0] > 0)[:150]
+        salient = sorted(x for x in self.money if x[0] > 0 and x[1] != BARE)[:150]
         # not with the fixtures' amounts the planner never read: it could not have worked those out
-        world = sorted({x for x in partners if x[0] > 0} - set(salient))[:400]
+        world = sorted({x for x in partners if x[0] > 0 and x[1] != BARE} - set(salient))[:400]
         for i, (a, ca) in enumerate(salient):
             for n in range(2, 13):
                 out.update({(round(a / n, 2), ca), (float(int(a / n)), ca), (float(-int(-a // n)), ca)})
@@ -849,20 +850,29 @@ def _walk(value: Any, currency: str = "", tunit: str = "", key: str = "") -> Ite
             tu = u.replace("°", "").strip()[:1].upper() if isinstance(u, str) and u else tu
             if isinstance(u := v.get("unit"), str) and u.replace("°", "").strip().upper() in ("C", "F"):
                 tu = u.replace("°", "").strip().upper()  # a thermostat's {"target": 20.5, "unit": "C"}
-            stack.extend((x, cur, tu, str(kk)) for kk, x in v.items())
+            # a list result's {"bookings": [...], "total": 1}: the number of results, no amount
+            counted = isinstance(v.get("total"), int) and any(isinstance(x, list) for x in v.values())
+            stack.extend((x, cur, tu, "count" if counted and kk == "total" else str(kk)) for kk, x in v.items())
         elif isinstance(v, (list, tuple)):
             stack.extend((x, cur, tu, k) for x in v)
         else:
             yield v, k, cur, tu
 
 
+_RE_SEAT_CODE = re.compile(r"\d{1,2}\s?[A-K]", re.I)
+RE_SEAT = re.compile(r"\bseats?\s*(?:no\.?\s*|number\s*)?(\d{1,2}\s?[A-K])\b", re.I)
+"""A seat told: "seat 19C", "seat no. 4 A"."""
+BARE = "?"
+"""The currency of a bare number read in a record's text ("83 Market Street"): it grounds an
+amount told in any currency as it stands, and is never summed or split into another."""
 _MONEY_KEYS = re.compile(
     r"amount|price|total|balance|limit|spent|left|remaining|cost|fee|fare|subtotal|minimum|due|share|refund|tip"
     r"|value|paid|owed|budget|deposit|charge",
     re.I,
 )
 _COUNT_KEYS = re.compile(
-    r"^(?:qty|quantity|count|rating|stars|guests|seats|party(?:_size)?|nights|people|size|capacity|floor|row|year"
+    r"^(?:qty|quantity|count|rating|stars|guests|seats|party(?:_size)?|nights|people|passengers|travell?ers|adults"
+    r"|children|bags|rooms|size|capacity|floor|row|year"
     r"|page|position|index|rank|reviews?)$|minutes|_s$|_id$|percent|_pct$|distance|_km$|_m$",
     re.I,
 )
@@ -881,12 +891,16 @@ def evidence_of(
     ev: Evidence | None = None,
     world: bool = False,
     clock: bool = True,
+    said: bool = False,
 ) -> Evidence:
     """The :class:`Evidence` in ``values`` (JSON values: call results, records, memory entries)
     and the ``goal`` text (and each quoted part of it alone: the words the user dictated), read
     against the clock and contacts of ``ctx``, added to ``ev`` when given; strings in ``skip``
     (texts the planner wrote, stripped) are not read. ``world``: the values are records the
-    planner did not read (the fixtures), whose amounts join ``world_money`` (not summed)."""
+    planner did not read (the fixtures), whose amounts join ``world_money`` (not summed).
+    ``said``: the values are the user's words (memory entries). A bare number in a string of a
+    record ("83 Market Street", "Nights: 2") is an amount of currency :data:`BARE` (matched as
+    any currency, never summed); in the goal or the user's words, of unknown currency ``""``."""
     ev = ev if ev is not None else Evidence()
     now = _clock(ctx)
     if now is not None and clock and ev.today is None:
@@ -898,7 +912,7 @@ def evidence_of(
 
     day = str(ctx.now)[:10] if ctx.now else None
 
-    def text(s: str, cur: str, tu: str, key: str = "") -> None:
+    def text(s: str, cur: str, tu: str, key: str = "", bare: str = "" if said else BARE) -> None:
         s = s.strip()
         if not s or s in skip or len(s) > 20000:
             return
@@ -906,7 +920,7 @@ def evidence_of(
         (ev.end_times if _END_KEYS.search(key) else ev.times).update(f.times)
         ev.dates.update(f.dates)
         ev.durations.update(f.durations)
-        amounts.update((a, u if u is not None else cur) for a, u in f.amounts)
+        amounts.update((a, u if u is not None else bare) for a, u in f.amounts)
         ev.temps.update((v, u or tu) for v, u in f.temps)
         ev.emails.update(f.emails)
         ev.month_days.update(f.month_days)
@@ -914,9 +928,9 @@ def evidence_of(
         ev.counts.update(f.counts)
 
     if goal:
-        text(goal, "", "")
+        text(goal, "", "", bare="")
         for m in _QUOTED.finditer(goal):
-            text(next(g for g in m.groups() if g), "", "")
+            text(next(g for g in m.groups() if g), "", "", bare="")
     for value in values:
         if not world:
             _list_totals(value, amounts)
@@ -956,6 +970,17 @@ _RE_OFFSET = re.compile(r"[+\-\u2212]\d{1,2}:\d{2}")
 _ISO_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:\d{2})?")
 
 
+_NOT_AN_AMOUNT = re.compile(
+    r"(?:\s+|-)(?:nights?|people|persons?|guests?|adults?|children|kids|seats?|tickets?|rooms?|stars?|hours?|minutes?"
+    r"|mins?|days?|weeks?|months?|years?|km|miles?|percent|times|items?|pieces?|photos?|songs?|episodes?|floors?)\b|\s*%",
+    re.I,
+)
+_NOT_AN_AMOUNT_BEFORE = re.compile(
+    r"\b(?:rated|rating|row|seat|gate|platform|room|floor|level|no\.?|number|#)\s*$", re.I
+)
+"""A number told with its noun ("2 nights", "rated 4"): a count or a measure, not an amount."""
+
+
 @functools.lru_cache(maxsize=65536)
 def _string_facts(s: str, day: str | None, region: str) -> _Facts:
     """The typed values one string of the world holds (read once per string, clock day and
@@ -976,7 +1001,11 @@ def _string_facts(s: str, day: str | None, region: str) -> _Facts:
         elif c.type == "duration" and isinstance(c.value, int):
             durations.add(c.value // 60)
         elif c.type in ("money", "number") and isinstance(c.value, float):
-            amounts.add((round(c.value, 2), c.unit if c.type == "money" else None))
+            if c.type == "money" or (
+                not _NOT_AN_AMOUNT.match(sc.text, c.end)
+                and not _NOT_AN_AMOUNT_BEFORE.search(sc.text[max(0, c.start - 12) : c.start])
+            ):
+                amounts.add((round(c.value, 2), c.unit if c.type == "money" else None))
             if c.type == "number" and c.value.is_integer() and 0 <= c.value <= 1000:
                 counts.add(int(c.value))
             if c.type == "number" and re.match(r"\s*(?:min|minutes?)\b", sc.text[c.end : c.end + 9]):
@@ -1163,6 +1192,18 @@ def _weekday_of(word: str) -> int | None:
     return next((i for i, name in enumerate(WEEKDAYS) if name.startswith(w)), None)
 
 
+_NOW_CUE = re.compile(
+    r"\b(?:just\s+now|right\s+now|it(?:\s+is|['\u2019]s)\s+now|the\s+time\s+is(?:\s+now)?|(?:the\s+)?current\s+time\s+is"
+    r"|(?:the\s+)?time\s+now\s+is|as\s+of\s+now)\s*[,:]?\s*(?:at\s+|about\s+|around\s+)?$",
+    re.I,
+)
+"""Words before a time that make it the clock's: "just now, at 10:45", "it's now 09:40", "the time is"."""
+_RE_SHIFT = re.compile(
+    r"\b((?<!of\s)(?<!half\s)(?:\d+|an?)\s*(?:minutes?|mins?|hours?|hrs?)(?:\s+and\s+a\s+half)?|half\s+an?\s+hour"
+    r"|a\s+quarter\s+of\s+an\s+hour)\s+(?:earlier|later|sooner|forward|back)\b",
+    re.I,
+)
+"""A move told by how far: "20 minutes earlier", "an hour later"."""
 _TODAY_IS = re.compile(
     r"(?:\btoday(?:['’]s\s+date)?(?:\s+is|['’]s|,|\s*\()|\b(?:the\s+)?rest\s+of\s+(?:your|the|this)|\bhappy)\s*$", re.I
 )
@@ -1234,7 +1275,7 @@ def _money_ok(amount: float, cur: str, pool: set[tuple[float, str]]) -> bool:
     near = [c for a, c in pool if abs(a - amount) <= 0.011]
     if not near:
         return False
-    known = {c for c in near if c}
+    known = {c for c in near if c and c != BARE}
     return not cur or not known or cur in known
 
 
@@ -1335,6 +1376,8 @@ class Grounds:
         self.spans: frozenset[tuple[str, int]] = frozenset()  # the weeks, months, years asked of (_asked_spans)
         self.totals: set[tuple[float, str]] = set()  # the totals of what the episode did (_totals)
         self.field_times: dict[str, frozenset[str]] = {}  # the due and reminder times it set (_field_times)
+        self.set_spans: frozenset[tuple[str, str]] = frozenset()  # (start, end) of what it set, HH:MM
+        self.shifts: frozenset[int] = frozenset()  # minutes each changed time moved by
         self.field_dates: dict[str, frozenset[str]] = {}  # the due and payment days of changed records (_field_dates)
         self.enums: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # field → (changed, known) (_enum_values)
         self.line_counts: dict[str, frozenset[int]] = {}  # an item's name (lower case) → its quantities (_line_counts)
@@ -1481,7 +1524,7 @@ class Grounds:
         """The currencies the episode's world holds amounts in (read, changed, in the fixtures,
         as they were) and those the user's words name ("how much is that in dollars?")."""
         pools = (self.subject, self.read, self.did, self.was)
-        out = {c for ev in pools for _, c in (*ev.money, *ev.world_money) if c}
+        out = {c for ev in pools for _, c in (*ev.money, *ev.world_money) if c and c != BARE}
         for text in self.user_texts:
             out |= currencies_named(text)
         return frozenset(out)
@@ -1494,6 +1537,24 @@ class Grounds:
         said, now, was = self.code_sources or ([], [], [])
         held_now = _codes_in(now)
         return frozenset(_codes_in(said) | held_now | _codes_in(was)), frozenset(_codes_in(was) - held_now)
+
+    @functools.cached_property
+    def seats(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The seats (``"19C"``) the world holds (a ``seat`` field or a seat told in the user's
+        words and the results) and those the changed records hold now, read on first need."""
+        said, now, was = self.code_sources or ([], [], [])
+
+        def seats(values: Any, text: bool) -> set[str]:
+            out = set()
+            for x, key, _, _ in _walk(values):
+                if isinstance(x, str) and key in ("seat", "seats") and _RE_SEAT_CODE.fullmatch(x.strip()):
+                    out.add(x.strip().upper().replace(" ", ""))
+                elif text and isinstance(x, str) and len(x) <= 4000:
+                    out.update(m[1].upper().replace(" ", "") for m in RE_SEAT.finditer(x))
+            return out
+
+        now_seats = seats(now, False)
+        return frozenset(seats(said, True) | now_seats | seats(was, False)), frozenset(now_seats)
 
     @functools.cached_property
     def numbers(self) -> frozenset[str]:
@@ -1514,7 +1575,7 @@ class Grounds:
         if type != "money" or not unit:
             return False
         pool = self.every.money | self.every.world_money
-        known = {c for a, c in pool if c and abs(a - round(value, 2)) <= 0.011}
+        known = {c for a, c in pool if c and c != BARE and abs(a - round(value, 2)) <= 0.011}
         return bool(known) and unit not in known
 
     def holds(self, type: str, value: Any, unit: str = "") -> bool:
@@ -1927,9 +1988,9 @@ def grounds(
         if c.name == "finish" and c.frame != "main" and c.arguments.get("answer")
     )
     memory = [*memory, *expected]
-    subject = evidence_of(memory, ctx, goal=goal)
+    subject = evidence_of(memory, ctx, goal=goal, said=True)
     subject.times.update(_zone_times(goal, ctx, zone))
-    did = evidence_of(memory, ctx, goal=goal, clock=False)  # what the user asked and the episode did
+    did = evidence_of(memory, ctx, goal=goal, clock=False, said=True)  # what the user asked and the episode did
     read = Evidence(today=subject.today)
     acted = Evidence()  # what the episode's writes returned and changed: what it did, without the user's words
     written: set[str] = set()
@@ -2051,6 +2112,27 @@ def grounds(
     g.totals = _totals(now_recs, [c.feedback.result for c in writes])
     g.sizes_set = _sizes([now_recs, [c.arguments for c in writes]])
     g.field_times = _field_times([*now_recs, *(c.arguments for c in writes)])
+    g.shifts = frozenset(  # how far the episode moved each time it changed, in minutes
+        abs(_minutes(b[1]) - _minutes(a[1])) % 1440
+        for ch in changed
+        if not isinstance(ch, Mapping) and ch.kind == "updated" and isinstance(ch.old, Mapping)
+        for k, v in ch.old.items()
+        if isinstance(v, str)
+        and isinstance(w := ch.new.get(k), str)
+        and (a := _HHMM.search(v))
+        and (b := _HHMM.search(w))
+        and a[1] != b[1]
+    )
+    g.set_spans = frozenset(
+        (a[1], b[1])
+        for r in (*now_recs, *(c.arguments for c in writes))
+        if isinstance(r, Mapping)
+        for ks, ke in _DAY_PAIRS
+        if isinstance(r.get(ks), str)
+        and isinstance(r.get(ke), str)
+        and (a := _HHMM.search(r[ks]))
+        and (b := _HHMM.search(r[ke]))
+    )
     g.field_dates = _field_dates(now_recs)
     g.enums = _enum_values(now_recs, ctx)
     g.line_counts = _line_counts([*now_recs, *(c.feedback.result for c in writes), *(c.arguments for c in writes)])
@@ -2550,7 +2632,7 @@ _RE_STATUS_LABEL = re.compile(
     rf"(?:{_STATUS_WORDS})\b(?=\s*(?:[.,;!(\n]|$|and\b|[-\u2013\u2014]))",
     re.I,
 )
-_RE_STATUS_COLON = re.compile(rf"(?:^|[.!;\n]\s*)(?:[-*\u2022]\s*)?[^.!;:\n]{{1,40}}:\s*(?:{_STATUS_WORDS})\b", re.I)
+_RE_STATUS_COLON = re.compile(rf"(?:^|[.!;:\n]\s*)(?:[-*\u2022]\s*)?[^.!;:\n]{{1,40}}:\s*(?:{_STATUS_WORDS})\b", re.I)
 """A thing told as a record's state by its name and a participle, no verb ("Return waitlisted.",
 "Door locked and Ana told", "Phone November: paid for the 21st")."""
 _RE_STATUS_DENIED = re.compile(
@@ -2961,6 +3043,7 @@ def check_text(
     out: list[Ungrounded] = []
     if not text or not text.strip():
         return out
+    text = unmarked(text)  # "the total is **16.0 EUR**": read as shown
     sc = scan(text, ctx)
     t = sc.text
     bounds = [0, *(m.end() for m in _CLAUSE.finditer(t)), len(t) + 1]
@@ -3078,11 +3161,36 @@ def check_text(
 
     if "time" in types:
         for c in claims(text, "time", ctx):
+            if not c.negated and (ends := c.ends()) is not None and g.set_spans:
+                told = [{v for v in (e.value, *e.alts) if isinstance(v, str)} for e in ends]
+                half = [p for p in g.set_spans if p[0] in told[0] or p[1] in told[1]]
+                if half and not any(p[0] in told[0] and p[1] in told[1] for p in half):
+                    # "from 21:00 to 21:30" for an event set 20:00-21:30: one end right, the other not
+                    held = tuple(f"{a}-{b}" for a, b in sorted(half)[:3])
+                    why = f"the episode set {', '.join(held)}"
+                    out.append(Ungrounded("time", t[c.start : c.end], source, held, why))
+                    continue
             if not c.negated:
                 for k, part in enumerate([c] if c.ends() is None else list(c.ends())):
                     vals = [v for v in (part.value, *part.alts) if isinstance(v, str)]
                     if g.zoned and vals and (swap := _zone_swap(t, part.start, part.end, vals, g)) is not None:
                         out.append(Ungrounded("time", t[part.start : part.end], source, *swap))
+                        continue
+                    if (
+                        _NOW_CUE.search(t[max(0, part.start - 30) : part.start])
+                        or (
+                            re.match(r"\s*now\b(?!\s+(?:on|in|at|for|until|set))", t[part.end : part.end + 12])
+                            and re.search(
+                                r"\bit(?:\s+is|['\u2019]s)\s*$", t[max(0, part.start - 12) : part.start], re.I
+                            )
+                        )
+                    ) and (
+                        clock := _clock_values(ctx, "time")
+                    ):  # "(Finished just now, at 10:45.)", "it's now 09:40": the phone's clock
+                        near = {_minutes(x) for x in clock}  # the clock moves as the episode runs: ±10 min
+                        if not any(abs(_minutes(v) - m) <= 10 for v in vals for m in near):
+                            why = f"the phone's clock says {', '.join(sorted(clock))}"
+                            out.append(Ungrounded("time", t[part.start : part.end], source, tuple(sorted(clock)), why))
                         continue
                     cue = _FIELD_CUE.search(t[max(0, part.start - 45) : part.start])
                     what = _cue_field(cue[1]) if cue else "labelled"
@@ -3110,6 +3218,17 @@ def check_text(
             if c.negated:
                 continue
             nxt = found[i + 1] if i + 1 < len(found) else None
+            if (
+                nxt is not None
+                and _RELATIVE_DAY.fullmatch(t[c.start : c.end].strip())
+                and re.fullmatch(r"\s*[(,]\s*", t[c.end : nxt.start])
+                and isinstance(c.value, str)
+                and isinstance(nxt.value, str)
+                and c.value[:10] not in {v[:10] for v in (nxt.value, *nxt.alts) if isinstance(v, str)}
+            ):  # "tomorrow (Tuesday 24 November)" on the 24th: the two days told disagree
+                why = f"by the phone's clock, {t[c.start : c.end].strip()} is {c.value[:10]}"
+                out.append(Ungrounded("date", t[c.start : nxt.end], source, (c.value[:10],), why))
+                continue
             if (
                 nxt is not None
                 and re.fullmatch(rf"{WEEKDAY}", t[c.start : c.end].strip(), re.I)
@@ -3380,6 +3499,13 @@ def check_text(
                 held = sorted(pool, key=lambda x: (abs(x - n), x))[:3]
                 why = f"it is about {', '.join(dict.fromkeys(x.label for x in anchors))}" if anchors else ""
                 out.append(Ungrounded("percent", pt[a:b], source, tuple(f"{x}%" for x in held), why))
+    if "duration" in types and g.shifts:
+        for m in _RE_SHIFT.finditer(t):  # "set your 07:15 alarm 20 minutes earlier" for a move of 15
+            secs = next((c.value for c in claims(m[1], "duration", ctx) if isinstance(c.value, int)), None)
+            if secs is not None and secs // 60 not in g.shifts:
+                held = tuple(f"{x} min" for x in sorted(g.shifts)[:3])
+                why = f"the episode moved it by {', '.join(held)}"
+                out.append(Ungrounded("duration", m[0], source, held, why))
     if "duration" in types:
         for c in claims(text, "duration", ctx):
             if c.negated or not isinstance(c.value, (int, float)) or not 0 < c.value < 86400:
@@ -3507,6 +3633,14 @@ def check_text(
             )
             if near:
                 out.append(Ungrounded("code", m[0], source, tuple(near[:3]), f"the world holds {near[0]}, not {m[0]}"))
+    if "code" in types and g.code_sources is not None and (told_seats := list(RE_SEAT.finditer(text))):
+        held, set_now = g.seats
+        for m in told_seats:  # "Checked in: seat 19D" for the 19C it chose
+            seat = m[1].upper().replace(" ", "")
+            pool = set_now if set_now and not _PAST_CUE.search(text[max(0, m.start() - 40) : m.start()]) else held
+            if pool and seat not in pool:
+                why = f"the seat{' the episode set' if pool is set_now else 's the world holds'}: {', '.join(sorted(pool)[:3])}"
+                out.append(Ungrounded("code", m[0], source, tuple(sorted(pool)[:3]), why))
     if "switch" in types:
         for said, held, why in check_switches(text, ctx):
             out.append(Ungrounded("switch", said, source, held, why))
@@ -3656,7 +3790,7 @@ def _values(ev: Evidence, type: str) -> list[Any]:
 
 def _show(type: str, x: Any) -> str:
     if type == "money":
-        return f"{x[0]:.2f} {x[1]}".strip()
+        return f"{x[0]:.2f} {x[1] if x[1] != BARE else ''}".strip()
     if type == "temperature":
         return f"{x[0]:g} °{x[1]}".rstrip(" °")
     return str(x)

@@ -93,8 +93,10 @@ def seat_preference(w: World) -> Draft:
         milestones=[memory_searched("seat", side, "fly", "plane")],
         plan=plan,
         probes=[
-            passes("the other seat on that side", replacing(plan, 2, call("travel.check_in", booking_id=bk["id"],
-                                                                          seat=f"{row}{SEATS[side][1]}"))),
+            # the other seat on the wanted side, told as the seat it is
+            passes("the other seat on that side", finishing(
+                replacing(plan, 2, call("travel.check_in", booking_id=bk["id"], seat=f"{row}{SEATS[side][1]}")),
+                f"Checked in: seat {row}{SEATS[side][1]}.")),
             fails("the outdated preference", replacing(plan, 2, call("travel.check_in", booking_id=bk["id"],
                                                                      seat=f"{row}{SEATS[old_side][0]}"))),
             fails("a middle seat", replacing(plan, 2, call("travel.check_in", booking_id=bk["id"], seat=f"{row}B"))),
