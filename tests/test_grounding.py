@@ -1105,6 +1105,11 @@ def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer,
         ("budget.spending_answer/1", "nineteen dollars seventy-four this month."),
         # what a payment moved, not what a decline did not
         ("wallet.settle_requests/10", "Paid one, declined one. That's fourteen dollars in all."),
+        # the request's bound told again beside the answer is no second answer
+        (
+            "travel.train_tell_arrival/0",
+            "I booked the first train leaving after 11:00: SR 766, arriving 16:05. Told Charles.",
+        ),
     ],
 )
 def test_a_right_answer_in_other_words_passes_the_whole_verdict(task_id, answer):

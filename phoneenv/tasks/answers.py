@@ -1371,6 +1371,9 @@ def _check_typed(
             return False, f"value {value!r} is not a {type}"
         if not required and not [c for c in found if not c.negated]:
             continue  # the text says nothing of this type: it does not contradict the value
+        if what == "answer" and type in _SINGLE_TYPES and len(found) > 1:
+            t = scan(text or "", ctx).text  # "the first train leaving after 6pm ...": the bound is no answer
+            found = [c for c in found if not _restated_bound(t, c)] or found
         if what == "answer" and not context and type in (*_SINGLE_TYPES, "contact", "contacts") and len(found) > 1:
             # another fact told as context ("due 27 November; last scanned on 24 November",
             # "Iris Lang, and next is Lea Braun"): judged by the grounded check, not as the
@@ -1439,6 +1442,20 @@ _SECONDARY_LEAD = re.compile(
     r"|ending|balance|remaining)\b",
     re.I,
 )
+_BOUND_LEAD = re.compile(
+    r"\b(?:first|1st|earliest|last|latest|next)\b[^.;!?]*\b(?:after|before|from|no\s+(?:earlier|later)\s+than)\s+$",
+    re.I,
+)
+"""A bound of the request told before a value ("the first train leaving after 18:00", "the last
+bus before 23:00"): a condition restated, not the answer."""
+
+
+def _restated_bound(text: str, c: Claim) -> bool:
+    """Whether claim ``c`` of ``text`` is the request's bound told again (:data:`_BOUND_LEAD`)."""
+    starts = [m.end() for m in _LEAD_START.finditer(text, 0, c.start)]
+    return bool(_BOUND_LEAD.search(text[starts[-1] if starts else 0 : c.start]))
+
+
 _LEAD_START = re.compile(r"[;!?\n(]|\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s")
 
 
@@ -1449,6 +1466,8 @@ def _secondary(text: str, c: Claim) -> bool:
     "ordered", "runner-up", "your balance is") and no hedge."""
     starts = [m.end() for m in _LEAD_START.finditer(text, 0, c.start)]
     lead = text[starts[-1] if starts else 0 : c.start]
+    if _restated_bound(text, c):
+        return True
     return bool(_SECONDARY_LEAD.search(lead)) and not re.search(
         r"\b(?:or|maybe|perhaps|possibly|probably)\b", lead, re.I
     )
