@@ -1062,6 +1062,19 @@ TOLD_STATE = [
         "Rain is forecast (67%): alarm moved a quarter of an hour earlier, to 06:45.",
         True,
     ),
+    # a line of a list is a clause of its own: "no videos" above does not deny the count below
+    (
+        "count",
+        "gallery.album_from_outing/0",
+        "Summary:\n- photos from Monday 26 October - no videos\n- Created it with 5 photos",
+        False,
+    ),
+    (
+        "count",
+        "gallery.album_from_outing/0",
+        "Summary:\n- photos from Monday 26 October - no videos\n- Created it with 4 photos",
+        True,
+    ),
 ]
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans

@@ -1310,8 +1310,8 @@ _TOKEN = re.compile(r"[^\W\d_]{4,}")
 _WORDY_ID = re.compile(r"[a-z]{4,}(?:_[a-z]+)*")
 """A record id that is words, not a serial ("brightness", "ring_volume"): the record's name."""
 _TOKEN_ANY = re.compile(r"[^\W\d_]+")
-_CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)")
-_PART = re.compile(r"[.;!?\n]+(?:\s|$)|[,()]|\s[-\u2013\u2014]\s|\band\b", re.I)
+_CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)|\n")
+_PART = re.compile(r"[.;!?\n]+(?:\s|$)|\n|[,()]|\s[-\u2013\u2014]\s|\band\b", re.I)
 """Where a part of a sentence about one thing ends: a clause end, a comma, a bracket, a spaced
 dash, "and" ("Brightness 65%, ring volume 30%")."""
 _TYPED = ("time", "date", "money", "temperature")

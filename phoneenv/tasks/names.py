@@ -105,7 +105,7 @@ _CONTEXT = re.compile(
 )
 """Words after which a name is context, not what the act was done to (a bracket too, but not
 a plural's "(s)": "Marked 1 message(s) from Karen")."""
-_CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)|\s[-\u2013\u2014]\s|:\s")
+_CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)|\n|\s[-\u2013\u2014]\s|:\s")
 _QUOTE = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|(?<![\w])'([^']{3,80})'(?!\w)")
 _NOT_SUBJECT = r"(?!(?:I|Then|And|So|Also|Just|Finally|First|Next|Now|Today|Yesterday|Done|Okay|Ok|Sure|Yes)\b)"
 _OTHERS = re.compile(

@@ -87,7 +87,7 @@ _DENIED = re.compile(
     r"|when|wanted|asked\s+(?:me\s+)?to)\b|n't|'ll",
     re.I,
 )
-_PART = re.compile(r"[.;!?\n]+(?:\s|$)|[,()]|\s[-\u2013\u2014]\s|\b(?:and|but|while|whereas)\b", re.I)
+_PART = re.compile(r"[.;!?\n]+(?:\s|$)|\n|[,()]|\s[-\u2013\u2014]\s|\b(?:and|but|while|whereas)\b", re.I)
 _JOINED = re.compile(r"\s*\b(?:and|but)\b\s*", re.I)
 """What joins two parts of one sentence that tell of one switch: "is set but switched off"."""
 _THEME_NOW = re.compile(
