@@ -1062,6 +1062,85 @@ TOLD_STATE = [
         "Rain is forecast (67%): alarm moved a quarter of an hour earlier, to 06:45.",
         True,
     ),
+    # a total told beside another amount; the end state's total where no call returned it
+    ("money", "skills.safe_dinner/9", "Placed it: ¥3,675 total, well over the ¥750 minimum.", True),
+    (
+        "money",
+        "simulated.food_sign_in/7",
+        "Logged back in and ordered 3 Dragon Rolls from Sushi Yama — ¥6,075 total.",
+        False,
+    ),
+    (
+        "money",
+        "delivery.order_dish/7",
+        "Ordered 2× Diavola and 1× Margherita from Pizza Roma — €33.50 with delivery.",
+        False,
+    ),
+    (
+        "money",
+        "shop.fix_cart/7",
+        "Removed the phone charger and bumped the yoga mat to 2. Your cart total is now A$298.18.",
+        False,
+    ),
+    (
+        "money",
+        "shop.fix_cart/7",
+        "Removed the phone charger and bumped the yoga mat to 2. Your cart total is now A$268.20.",
+        True,
+    ),
+    (
+        "size",
+        "shop.fix_cart/7",
+        "Cart updated: 2 × Yoga mat and your Hiking boots (size 42); the charger is out.",
+        True,
+    ),
+    ("count", "shop.cancel_order/6", "Cancelled order o_1 (the $64 backpack) and texted Krista Diaz.", True),
+    # an arrival told beside the place it comes from; what was switched off told as it was
+    (
+        "time",
+        "delivery.order_dish/7",
+        "Your pizzas from Pizza Roma are on the way: two Diavola and one Margherita, ETA 10:30.",
+        False,
+    ),
+    ("time", "clock.alarm_off/7", "Turned off your 7:45 and 8:00 alarms; they're still saved for later.", False),
+    ("time", "clock.alarm_off/7", "Turned off your 7:45 AM and 1 PM alarms; they're still saved for later.", True),
+    # a place's own address in brackets; a common word that is also an event's place
+    (
+        "place",
+        "maps.leave_for_meeting/10",
+        "Leave at 12:01 to get to Trattoria Roma (70 Park Avenue) right at 12:15.",
+        True,
+    ),
+    (
+        "place",
+        "fields.dnd_until/6",
+        "Your phone will stay quiet until 8:45 PM on Monday the 16th, when Yoga class ends.",
+        True,
+    ),
+    # a contact reached on another of their numbers; seats; a surname a slip off; a relation
+    ("person", "fields.reach_work_number/11", "All set. Diana Wallis now has your message on her work phone.", True),
+    (
+        "person",
+        "gallery.album_from_outing/6",
+        "Album “Lakeside Park 2026” is ready: 3 photos of you and Susan Sharon.",
+        False,
+    ),
+    ("person", "messages.text_contact/7", "Sent it to your neighbor Thomas and your cousin Maria Richards.", False),
+    # a record's length told as an adjective of the act; a call's direction
+    (
+        "duration",
+        "memory.usual_booking/7",
+        "I texted Taverna Olympia and put a three-hour brunch in your calendar.",
+        False,
+    ),
+    (
+        "duration",
+        "memory.usual_booking/7",
+        "I texted Taverna Olympia and put a two-hour brunch in your calendar.",
+        True,
+    ),
+    ("status", "phone.delete_call_entry/7", "Deleted your outgoing call to Donald on Tue 24 Nov at 7:11 pm.", False),
+    ("status", "phone.delete_call_entry/7", "Deleted the incoming call from Donald on Tue 24 Nov at 7:11 pm.", True),
     # a line of a list is a clause of its own: "no videos" above does not deny the count below
     (
         "count",
@@ -1079,6 +1158,18 @@ TOLD_STATE = [
 """(claim type, task, answer, whether the grounded check passes): switches, people by relation,
 names told of an act, statuses told done or not done, a change's start, reminder moments, spans
 and counts, each kind both ways."""
+
+
+SEATS_TEXTED = [
+    ("Hey Kenichi! Booked Paper Tigers for Tuesday, 8:45pm at Cinema Paradiso, seats F5 and F7.", False),
+    ("Hey Kenichi! Booked Paper Tigers for Tuesday, 8:45pm at Cinema Paradiso, seats F5 & F6.", True),
+]
+
+
+@pytest.mark.parametrize(("body", "ok"), SEATS_TEXTED)
+def test_seats_told_in_a_text_are_the_seats_booked(body, ok):
+    crit = _grounded(_text("hybrid.cinema_book_text/7", "messages.send", "body", body))
+    assert crit["passed"] is ok, (body, crit["reason"])
 
 
 NUMBER_OWNERS = [
@@ -1118,6 +1209,11 @@ def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer,
         ("budget.spending_answer/1", "nineteen dollars seventy-four this month."),
         # what a payment moved, not what a decline did not
         ("wallet.settle_requests/10", "Paid one, declined one. That's fourteen dollars in all."),
+        # another thing's amount told as a comparison is no second answer
+        (
+            "subagent.pay_chosen_bill/8",
+            "Paid Internet November, £32.69 — cheaper than Phone (£38.61) and Electricity (£62.46).",
+        ),
         # the request's bound told again beside the answer is no second answer
         (
             "travel.train_tell_arrival/0",

@@ -1374,12 +1374,12 @@ def _check_typed(
         if what == "answer" and type in _SINGLE_TYPES and len(found) > 1:
             t = scan(text or "", ctx).text  # "the first train leaving after 6pm ...": the bound is no answer
             found = [c for c in found if not _restated_bound(t, c)] or found
-        if what == "answer" and not context and type in (*_SINGLE_TYPES, "contact", "contacts") and len(found) > 1:
+        if what == "answer" and type in (*_SINGLE_TYPES, "contact", "contacts") and len(found) > 1:
             # another fact told as context ("due 27 November; last scanned on 24 November",
             # "Iris Lang, and next is Lea Braun"): judged by the grounded check, not as the
             # answer (a criterion naming its context values judges those itself)
             t = text if type in ("contact", "contacts") else scan(text or "", ctx).text
-            primary = [c for c in found if not _secondary(t or "", c)]
+            primary = [c for c in found if not _secondary(t or "", c, bool(context))]
             found = primary or found
         if type in ("contact", "contacts"):
             ok, why = _judge_people(type, found, want, what)
@@ -1439,7 +1439,12 @@ def _rough_of(text: str, c: Claim, want: float) -> bool:
 _SECONDARY_LEAD = re.compile(
     r"\b(?:next|then|followed\s+by|after\s+(?:that|him|her|them|it)|last\s+(?:\w+ed\b|seen|sent|paid)|previous(?:ly)?"
     r"|earlier|before\s+that|ordered|shipped|scanned|runner[\s-]up|second|third|later|until|till|ends?(?:\s+at)?"
-    r"|ending|balance|remaining)\b",
+    r"|ending|balance|remaining|than|instead\s+of|replac\w*|compared|versus|vs|minimum|maximum|e\.g|for\s+example"
+    r"|other|another|too)\b",
+    re.I,
+)
+_OTHER_THING_LEAD = re.compile(
+    r"\b(?:than|instead\s+of|replac\w*|compared|versus|vs|minimum|maximum|e\.g|for\s+example|other|another)\b",
     re.I,
 )
 _BOUND_LEAD = re.compile(
@@ -1459,18 +1464,22 @@ def _restated_bound(text: str, c: Claim) -> bool:
 _LEAD_START = re.compile(r"[;!?\n(]|\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s")
 
 
-def _secondary(text: str, c: Claim) -> bool:
+def _secondary(text: str, c: Claim, context: bool = False) -> bool:
     """Whether claim ``c`` of ``text`` is told as another fact beside the answer: the part of
     its clause before it (from a sentence end, semicolon, bracket, ", and", ", but" or dash) has
     a marker of another fact ("next", "then", "last scanned", "previously", "earlier",
     "ordered", "runner-up", "your balance is") and no hedge."""
     starts = [m.end() for m in _LEAD_START.finditer(text, 0, c.start)]
     lead = text[starts[-1] if starts else 0 : c.start]
+    if not lead.strip() and text[: c.start].rstrip().endswith("("):  # "Electricity (£62.46)": the words before it
+        starts = [m.end() for m in re.finditer(r"[;!?\n]|\.(?!\d)|\s[-\u2013\u2014]\s", text[: c.start])]
+        lead = text[starts[-1] if starts else 0 : c.start]
     if _restated_bound(text, c):
         return True
-    return bool(_SECONDARY_LEAD.search(lead)) and not re.search(
-        r"\b(?:or|maybe|perhaps|possibly|probably)\b", lead, re.I
-    )
+    # where the criterion names context values, only another thing's value is set aside here:
+    # "ends at 22:15" for a film ending 22:17 is judged against the context
+    marker = _OTHER_THING_LEAD if context else _SECONDARY_LEAD
+    return bool(marker.search(lead)) and not re.search(r"\b(?:or|maybe|perhaps|possibly|probably)\b", lead, re.I)
 
 
 ABOUT_BEFORE = re.compile(r"\b(?:about|around|roughly|approx(?:imately|\.)?|circa|ca\.)\s+(?:at\s+)?$|~\s*$", re.I)

@@ -122,7 +122,7 @@ from phoneenv.tasks.answers import (
     scan_cached,
     unmarked,
 )
-from phoneenv.tasks.identity import contact_ids, mentioned_contacts
+from phoneenv.tasks.identity import contact_ids, mentioned_contacts, numbers_of
 from phoneenv.tasks.names import SubjectNames, acted_on, held_by, name_claims, record_names, subject_strings
 from phoneenv.tasks.predicates import FRAMING, Context, plain, words
 from phoneenv.tasks.switches import check_switches
@@ -178,11 +178,28 @@ _END_CUE = re.compile(
 _ACTION_BEFORE = re.compile(
     r"\b(?:mov|reschedul|chang|shift|push|postpon|set|book|reserv|schedul|add|creat|updat|put|block|plac|order"
     r"|paid|pay|transferr|sent|send|request|remind)\w*\b(?:(?:\s+[^\s.;,!?]+){0,4}?\s+(?:to|for|at|on)\s+(?:the\s+)?"
-    r"|\s+(?:you\s+|them\s+|him\s+|her\s+)?)$"
-    # what was cancelled or deleted is told as it was: "Cancelled your 20:00 table"
-    r"|\b(?:cancell?|delet|remov|eras)\w*\s+(?:your\s+|my\s+|the\s+|that\s+|this\s+)?$",
+    r"|\s+(?:you\s+|them\s+|him\s+|her\s+)?)$",
     re.I,
 )
+_SPAN_ACT = re.compile(
+    r"\b(?:put|added|created|booked|scheduled|blocked|reserved|made)\b(?:\s+\w+){0,3}\s+an?\s+$", re.I
+)
+"""An act that made a record, told with the record's length as an adjective: "put a three-hour
+brunch in your calendar", "booked a 90-minute slot"."""
+_CALL_DIRECTIONS = {"outgoing": "out", "outbound": "out", "incoming": "in", "inbound": "in", "missed": "missed"}
+_RE_CALL_KIND = re.compile(r"\b(outgoing|outbound|incoming|inbound|missed)\s+(?:phone\s+)?call\b", re.I)
+"""A call told by its direction ("your outgoing call to Donald"): the ``direction`` of the call the
+episode acted on."""
+_OTHER_AMOUNT = re.compile(
+    r"[€$£¥]\s?\d|\d\s?(?:[A-Z]{3}|euros?|dollars?|pounds?|yen)\b|\b(?:than|compared|versus|vs)\b"
+)
+_AS_IT_WAS = re.compile(
+    r"\b(?:cancell?|delet|remov|eras|disabl|enabl|(?:turn|switch)\w*\s+(?:off|on))\w*\s+(?:your\s+|my\s+|the\s+|that\s+"
+    r"|this\s+)?$",
+    re.I,
+)
+"""What was cancelled, deleted or switched is told as it was, a value of the record acted on
+("Cancelled your 20:00 table", "Turned off your 7:45 alarm"), whether or not the act changed it."""
 _OTHERS_ACT = re.compile(r"(?:\b(?:he|she|they|who|which)|(?<!^)(?<![.!?]\s)\b(?!I\b)[A-Z][a-z]+)\s+$")
 """Who did the act a verb tells, when it is not the planner: a pronoun or a name right before
 it ("Marlene sent", "she moved")."""
@@ -227,10 +244,16 @@ def _codes_in(values: Sequence[Any]) -> set[str]:
 _FROM_BEFORE = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?$", re.I)
 # words that tell a value as it was before ("you had 292131 before", "up from 100"): where an
 # amount only the changed records' old versions hold may be told
-_PAST_CUE = re.compile(r"\b(?:was|were|had|from|before|previous(?:ly)?|used\s+to|old|earlier|formerly)\b", re.I)
+_PAST_CUE = re.compile(
+    r"\b(?:was|were|had|from(?=\s+(?:about\s+|around\s+)?[\d$€£¥])|(?:up|down)\s+from|before|previous(?:ly)?"
+    r"|(?:chang|mov|switch|updat|rais|lower|reduc|increas|edit|fix)\w*\b[^.;!?]{0,60}?\bfrom"
+    r"|used\s+to|old|earlier|formerly)\b",
+    re.I,
+)
 _FIELD_WORDS = r"due|remind\w*|arriv\w*|eta|deliver\w*|until|till|ends?|ending"
 _FIELD_CUE = re.compile(
-    rf"\b({_FIELD_WORDS})\b(?:(?!\b(?:{_FIELD_WORDS}|and|but|then|while)\b)[^.;!?()])*$",
+    rf"\b({_FIELD_WORDS})\b(?:(?!\b(?:{_FIELD_WORDS}|and|but|then|while|ordered|placed|booked|sent|left|started)\b"
+    r"|\s[-\u2013\u2014]\s)[^.;!?()])*$",
     re.I,
 )
 """A word before a time that names the field it is of: "due at 13:00", "I'll remind you at 12:00",
@@ -320,6 +343,8 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
 
     def about(start: int, end: int) -> tuple[tuple[str, ...], str] | None:
         """The places of what the text at ``start:end`` is about, and what that is."""
+        if apposition := re.match(r"\s*\([^()]*\)", text[end:]):
+            end += apposition.end()  # "Trattoria Roma (70 Park Avenue)": the bracket tells of the place itself
         for bound in (_PART, _CLAUSE):  # its part ("Team standup at 10:30, at Room 4.12"), then its sentence
             a = max((e.end() for e in bound.finditer(text, 0, start)), default=0)
             z = bound.search(text, end)
@@ -337,6 +362,8 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
     for m in told.finditer(low) if told is not None else ():
         p, owners = m[0], where[m[0]]
         seen.append(m.span())
+        if " " not in p and text[m.start() : m.end()].islower():
+            continue  # "your phone will stay quiet": a common word, not the place called "Phone"
         if (found := about(m.start(), m.end())) is None or any(x.lower() == p for x in found[0]):
             continue
         held = tuple(dict.fromkeys(found[0]))[:3]
@@ -859,9 +886,10 @@ def _walk(value: Any, currency: str = "", tunit: str = "", key: str = "") -> Ite
             yield v, k, cur, tu
 
 
-_RE_SEAT_CODE = re.compile(r"\d{1,2}\s?[A-K]", re.I)
-RE_SEAT = re.compile(r"\bseats?\s*(?:no\.?\s*|number\s*)?(\d{1,2}\s?[A-K])\b", re.I)
-"""A seat told: "seat 19C", "seat no. 4 A"."""
+_SEAT = r"(?:\d{1,2}\s?[A-K]|[A-Z]\s?\d{1,2})"
+_RE_SEAT_CODE = re.compile(_SEAT, re.I)
+RE_SEAT = re.compile(rf"\bseats?\s*(?:no\.?\s*|number\s*)?({_SEAT}(?:(?:\s*,\s*|\s+and\s+|\s*&\s*){_SEAT})*)\b")
+"""Seats told: "seat 19C", "seat no. 4 A", "seats F5 and F6" (a row letter in capitals)."""
 BARE = "?"
 """The currency of a bare number read in a record's text ("83 Market Street"): it grounds an
 amount told in any currency as it stands, and is never summed or split into another."""
@@ -1549,8 +1577,12 @@ class Grounds:
             for x, key, _, _ in _walk(values):
                 if isinstance(x, str) and key in ("seat", "seats") and _RE_SEAT_CODE.fullmatch(x.strip()):
                     out.add(x.strip().upper().replace(" ", ""))
+                elif isinstance(x, str) and key in ("seat", "seats"):  # "F5, F6"
+                    out.update(y.upper().replace(" ", "") for y in _RE_SEAT_CODE.findall(x))
                 elif text and isinstance(x, str) and len(x) <= 4000:
-                    out.update(m[1].upper().replace(" ", "") for m in RE_SEAT.finditer(x))
+                    out.update(
+                        y.upper().replace(" ", "") for m in RE_SEAT.finditer(x) for y in _RE_SEAT_CODE.findall(m[1])
+                    )
             return out
 
         now_seats = seats(now, False)
@@ -1705,10 +1737,14 @@ def _id_records(value: Any) -> Iterable[Mapping[str, Any]]:
 
 
 _TOTAL_KEYS = re.compile(r"(?:grand_)?total(?:_amount|_price|_cost|_paid)?|amount_total", re.I)
-_TOTAL_CUE = re.compile(r"\b(?:(?:in\s+)?total|totall?ing|in\s+all|altogether|all\s+told|all\s+in)\b", re.I)
+_TOTAL_CUE = re.compile(
+    r"\b(?:(?:in\s+)?total|totall?ing|in\s+all|altogether|all\s+told|all\s+in|(?:with|including|incl\.?)\s+(?:the\s+)?"
+    r"(?:delivery|shipping|fees?))\b",
+    re.I,
+)
 """Words that tell an amount as a total: "59.25 AUD in total", "a total of", "altogether"."""
 _TOTAL_ACT = re.compile(
-    r"(?:^|[^\w\s]\s*|\b(?:i|we|i\s+have|we\s+have|just|also)\s+)"
+    r"(?:^|[^\w\s]\s*|\b(?:i|we|i\s+have|we\s+have|just|also|and|then)\s+)"
     r"(?:order|bought|buy|paid|pay|book|reserv|checked\s+out|purchas|placed|sent|transferr)\w*\b",
     re.I,
 )
@@ -1721,8 +1757,8 @@ _THATS = re.compile(
 )
 """An amount told as what the act before it came to, in a sentence of its own: "That's 24.00 GBP"."""
 _TOTAL_SAID = re.compile(
-    r"(?:^|[.;!?]\s+)(?:the\s+|your\s+|order\s+)?(?:grand\s+|order\s+)?total(?:\s+(?:is|was|came\s+to|comes\s+to"
-    r"|will\s+be|of))?\s*:?\s*(?:just\s+|only\s+)?$"
+    r"(?:^|[.;!?]\s+|,\s+|[-\u2013\u2014]\s+)(?:the\s+|your\s+|order\s+)?(?:new\s+|grand\s+|order\s+|cart\s+|basket\s+)*total"
+    r"(?:\s+(?:is|was|came\s+to|comes\s+to|will\s+be|of))?(?:\s+now)?\s*:?\s*(?:just\s+|only\s+)?$"
     r"|\b(?:order|bought|buy|paid|pay|purchas|placed)\w*\b[^.;!?]*\sfor\s+$",
     re.I,
 )
@@ -1737,12 +1773,26 @@ def _totals(records: Sequence[Any], results: Sequence[Any]) -> set[tuple[float, 
     write's result that holds any (a cart's total is its last, not each one on the way)."""
     found = [_held_totals(r) for r in records[:200]]
     out = {x for f in found for x in f}
-    if not out:
-        return next((f for f in (_held_totals(r) for r in reversed(results)) if f), set())
+    if not out:  # the last write's, where it tells one (an earlier one's is stale: a line removed since)
+        return _held_totals(results[-1]) if results else set()
     sums: dict[str, float] = {}
     for a, c in (x for f in found for x in f):
         sums[c] = sums.get(c, 0.0) + a
     return out | {(round(a, 2), c) for c, a in sums.items()}
+
+
+def _line_sums(changed: Sequence[Any], ctx: Context) -> set[tuple[float, str]]:
+    """The sum of ``qty`` x ``price`` over the rows of each table the episode changed whose rows
+    have both, as the end state holds them (a cart after a line was removed: no call returned
+    that total, but the planner can work it out); currency ``""`` unknown."""
+    out = set()
+    for table in {ch.table for ch in changed if not isinstance(ch, Mapping)}:
+        rows = [r for r in (ctx.tables.get(table) or {}).values() if isinstance(r, Mapping)]
+        if rows and all(
+            isinstance(r.get("qty"), (int, float)) and isinstance(r.get("price"), (int, float)) for r in rows
+        ):
+            out.add((round(sum(r["qty"] * r["price"] for r in rows), 2), ""))
+    return out
 
 
 def _held_totals(value: Any) -> set[tuple[float, str]]:
@@ -1807,7 +1857,7 @@ def _sizes(values: Any) -> frozenset[str]:
     return frozenset(
         size_key(str(x))
         for x, key, _, _ in _walk(values)
-        if key in ("size", "sizes") and isinstance(x, (str, int, float)) and not isinstance(x, bool)
+        if key in ("size", "sizes") and isinstance(x, (str, int, float)) and not isinstance(x, bool) and str(x).strip()
     )
 
 
@@ -2109,7 +2159,7 @@ def grounds(
     g.kind_counts = {k: frozenset(v) for k, v in kind_counts.items()}
     g.focus = frozenset(focus)
     g.periods = _periods(now_recs)
-    g.totals = _totals(now_recs, [c.feedback.result for c in writes])
+    g.totals = _totals(now_recs, [c.feedback.result for c in writes]) or _line_sums(changed, ctx)
     g.sizes_set = _sizes([now_recs, [c.arguments for c in writes]])
     g.field_times = _field_times([*now_recs, *(c.arguments for c in writes)])
     g.shifts = frozenset(  # how far the episode moved each time it changed, in minutes
@@ -2855,6 +2905,9 @@ RELATION_WORDS: dict[str, str] = {
     "daughter": r"daughter",
     "grandma": r"grandma|grandmother|granny|nan",
     "grandpa": r"grandpa|grandfather|grandad",
+    "cousin": r"cousin",
+    "niece": r"niece",
+    "nephew": r"nephew",
 }
 """How people say a contact's ``relation``: "texted your dad" is about the contact whose
 relation is ``dad``."""
@@ -2871,17 +2924,24 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
     the episode addressed; a relation told of someone ("texted your brother", "your boss, Denis
     Naylor") who is not that relation by the contact book or, where it says none, by the user's
     words ("Doreen is my sister")."""
+    import difflib
+
     from phoneenv.tasks.world import given_names, surnames  # Faker's name lists: loaded on first use
 
     out: list[tuple[str, str]] = []
     for m in full_names(text):
-        if (
-            m[1].casefold() in given_names()
-            and m[2].casefold() in surnames()
-            and not contact_ids(m[0], ctx.contacts)
-            and contact_ids(m[1], ctx.contacts)
-        ):
-            out.append((m[0], f"no contact is called {m[0]}"))
+        if contact_ids(m[0], ctx.contacts) or not (firsts := contact_ids(m[1], ctx.contacts)):
+            continue
+        # a surname one slip off the contact's ("Susan Sharon" for Susan Shannon)
+        near = [
+            str(c.get("name"))
+            for c in ctx.contacts
+            if str(c.get("id")) in firsts
+            and len(parts := str(c.get("name") or "").split()) > 1
+            and difflib.SequenceMatcher(None, parts[-1].casefold(), m[2].casefold()).ratio() >= 0.75
+        ]
+        if near or (m[1].casefold() in given_names() and m[2].casefold() in surnames()):
+            out.append((m[0], f"no contact is called {m[0]}" + (f" ({near[0]} is)" if near else "")))
     # a relation told beside a name ("your boss, Denis Naylor"; "Doreen, your mother"): that
     # contact's relation, where the contact book or the user's words say one
     for r in _RE_RELATION.finditer(text):
@@ -3062,10 +3122,13 @@ def check_text(
             return True
         here = clause(start)
         lead = t[max(bounds[0], start - len(here) - 1, start - 60) : start]
-        m = _ACTION_BEFORE.search(lead) if type in g.done else None
+        m = (_ACTION_BEFORE.search(lead) if type in g.done else None) or _AS_IT_WAS.search(lead)
         if m is None and type == "money" and "money" in g.done and re.search(r"\(\s*$", lead):
-            # "Ordered a Lentil Soup from Green Bowl (9.50 EUR)": the bracket tells the act's amount
-            m = _TOTAL_ACT.search(t[max(b for b in bounds if b <= start) : start])
+            # "Ordered a Lentil Soup from Green Bowl (9.50 EUR)": the bracket tells the act's amount,
+            # where no other amount or comparison stands between ("cheaper than Phone (£38.61)")
+            act = _TOTAL_ACT.search(part := t[max(b for b in bounds if b <= start) : start])
+            if act and not _OTHER_AMOUNT.search(part, act.end()):
+                m = act
         # "the text Marlene sent yesterday": someone else's act, not the episode's
         return m is not None and not _OTHERS_ACT.search(lead[: m.start()]) and not _named_before(lead[: m.start()])
 
@@ -3075,8 +3138,14 @@ def check_text(
         of its own ("The total is 21.25 AUD"; "Ordered ... for 24.0 GBP")."""
         a = max(b for b in bounds if b <= start)
         z = min(b for b in bounds if b >= end)
-        near = t[max(a, start - 30) : start] + " " + t[end : min(z, end + 20)]
-        if _TOTAL_CUE.search(near) and _TOTAL_ACT.search(t[a:start]):
+        if re.match(r"\s*(?:minimum|min\b|maximum|max\b|limit|budget|fee|deposit|discount|tip|balance)", t[end:]):
+            return False  # "well over the ¥750 minimum": another amount, named after it
+        # the cue right before ("a total of", "in total:") or right after it ("59.25 AUD in total")
+        before = re.search(
+            rf"(?:{_TOTAL_CUE.pattern})(?:\s+of)?\s*[:=]?\s*(?:just\s+|only\s+)?$", t[max(a, start - 30) : start], re.I
+        )
+        after = re.match(rf"\s*,?\s*(?:{_TOTAL_CUE.pattern})", t[end : min(z, end + 20)], re.I)
+        if (before or after) and _TOTAL_ACT.search(t[a:start]):
             return True
         return bool(_TOTAL_SAID.search(t[a:start])) and not re.match(
             r"\s*(?:each|apiece|per\b|a\s+(?:head|piece))", t[end:]
@@ -3199,6 +3268,7 @@ def check_text(
                         field_times
                         and (named := g.anchors(clause(part.start), "time"))
                         and not any(a.now for a in named)
+                        and any(v in a.ev.times | a.ev.end_times for a in named for v in vals)
                     ):
                         field_times = None  # "your other meeting ends at 12:00": another record's, read as any time
                     if not field_times and not past(part.start):  # "a backup at 06:30": the backup's
@@ -3412,7 +3482,7 @@ def check_text(
     if "count" in types and g.line_counts:  # "Ordered three Lentil Soup", "2 x Iced Coffee": that line's quantity
         low = pt.lower()
         for name, qtys in g.line_counts.items():
-            pattern = rf"(?<![\w.,:/-])(\d{{1,3}})\s*(?:x\s*|×\s*)?(?:of\s+(?:the\s+|your\s+|those\s+)?)?{re.escape(name)}(?:e?s)?\b"
+            pattern = rf"(?<![\w.,:/$€£¥-])(\d{{1,3}})\s*(?:x\s*|×\s*)?(?:of\s+(?:the\s+|your\s+|those\s+)?)?{re.escape(name)}(?:e?s)?\b"
             for m in re.finditer(pattern, low):
                 ends = [e.end() for e in _CLAUSE.finditer(pt, 0, m.start())]
                 if int(m[1]) in qtys or _RE_COUNT_DENIED.search(pt[ends[-1] if ends else 0 : m.start()]):
@@ -3542,6 +3612,13 @@ def check_text(
                 tol = min(tol, max(2.0, 0.1 * minutes))
             elif g.did.spans and _LASTS.search(t[max(0, c.start - 25) : c.start]) and not past(c.start):
                 pool = set(g.did.spans)  # "It runs for an hour": what the episode set runs from start to end
+            elif (
+                g.did.spans
+                and re.match(r"[\s-]*[a-z]", t[c.end : c.end + 3])
+                and not _GAP_AFTER.match(t, c.end)
+                and _SPAN_ACT.search(t[max(b for b in bounds if b <= c.start) : c.start])
+            ):  # "put a three-hour brunch in your calendar": the length of what it set
+                pool = set(g.did.spans)
             elif _GAP_AFTER.match(t, c.end):  # "ten minutes before the earliest train"
                 pool = pool | g.gaps
             elif named and not from_now and not rough:  # "(Yoga class: two hours)": that record's length
@@ -3585,6 +3662,19 @@ def check_text(
         out.append(Ungrounded("status", vm[0], source, (), why))
     if "status" in types:
         out.extend(Ungrounded("status", said, source, held, why) for said, held, why in _enum_claims(text, g))
+    if "status" in types and g.episode is not None and (kinds := list(_RE_CALL_KIND.finditer(text))):
+        held = {
+            str(r.get("direction")).lower()
+            for r in g.episode.now
+            if isinstance(r, Mapping)
+            and r.get("direction")
+            and ("duration_s" in r or str(r.get("id")).startswith("call"))
+        }
+        for m in kinds:  # "Deleted your outgoing call" for an incoming one
+            told = _CALL_DIRECTIONS[m[1].lower()]
+            if held and told not in held and not _PAST_CUE.search(text[max(0, m.start() - 20) : m.start()]):
+                why = f"the call the episode acted on is {', '.join(sorted(held))}"
+                out.append(Ungrounded("status", m[0], source, tuple(sorted(held)), why))
     if "size" in types and (found := list(RE_SIZE.finditer(text))):
         # where the episode set a size: the size it set; else a size the shop lists or the user said
         done, seen = g.sizes_set, g.sizes_seen
@@ -3635,11 +3725,13 @@ def check_text(
                 out.append(Ungrounded("code", m[0], source, tuple(near[:3]), f"the world holds {near[0]}, not {m[0]}"))
     if "code" in types and g.code_sources is not None and (told_seats := list(RE_SEAT.finditer(text))):
         held, set_now = g.seats
-        for m in told_seats:  # "Checked in: seat 19D" for the 19C it chose
-            seat = m[1].upper().replace(" ", "")
+        for m, seat in ((x, y.upper().replace(" ", "")) for x in told_seats for y in _RE_SEAT_CODE.findall(x[1])):
+            # "Checked in: seat 19D" for the 19C it chose; "seats F5 and F7" for F5 and F6
             pool = set_now if set_now and not _PAST_CUE.search(text[max(0, m.start() - 40) : m.start()]) else held
             if pool and seat not in pool:
-                why = f"the seat{' the episode set' if pool is set_now else 's the world holds'}: {', '.join(sorted(pool)[:3])}"
+                why = (
+                    f"{'the episode set' if pool is set_now else 'the world holds'} seats {', '.join(sorted(pool)[:3])}"
+                )
                 out.append(Ungrounded("code", m[0], source, tuple(sorted(pool)[:3]), why))
     if "switch" in types:
         for said, held, why in check_switches(text, ctx):
@@ -3684,7 +3776,7 @@ def _number_of_other(t: str, at: int, phone: str, region: str, ctx: Context) -> 
     """``(said, owner)`` where the number at ``at`` is one contact's and the text names another
     contact right before it as its owner ("Christine's number is +61 478..." for Benjamin's);
     None where it names none, names the owner, or the number is no single contact's."""
-    owners = [c for c in ctx.contacts if normal_phone(str(c.get("phone") or ""), region) == phone]
+    owners = [c for c in ctx.contacts if any(normal_phone(n, region) == phone for n in numbers_of(c))]
     m = _RE_NUMBER_OF.search(t[max(0, at - 60) : at])
     if len(owners) != 1 or m is None:
         return None

@@ -100,6 +100,16 @@ def _international(raw: str) -> tuple[int, str] | None:
     return num.country_code, str(num.national_number)
 
 
+def numbers_of(contact: Mapping[str, Any]) -> list[str]:
+    """A contact's phone numbers: its ``phone`` and each ``other_phones`` entry's ``number`` (a
+    work or home line: ``{"label": "work", "number": "+44..."}``)."""
+    out = [str(contact.get("phone"))] if contact.get("phone") else []
+    for p in contact.get("other_phones") or ():
+        if isinstance(p, Mapping) and p.get("number"):
+            out.append(str(p["number"]))
+    return out
+
+
 class _Index(NamedTuple):
     """Where :func:`contact_ids` and :func:`mentioned_contacts` look, for one contacts table:
     table keys by id, e-mail, phone digits (``suffix[k]``: last k digits of numbers with at
@@ -124,12 +134,12 @@ def _build(table: Mapping[str, Mapping[str, Any]]) -> _Index:
         idx.ids.setdefault(str(c.get("id")), []).append(key)
         if c.get("email"):
             idx.email.setdefault(_fold(c["email"]), []).append(key)
-        d = _digits(c.get("phone"))
-        for k in (7, 8, 9):
-            if len(d) >= k:
-                idx.suffix[k].setdefault(d[-k:], []).append(key)
-        if len(d) in idx.exact:
-            idx.exact[len(d)].setdefault(d, []).append(key)
+        for d in {_digits(n) for n in numbers_of(c)}:
+            for k in (7, 8, 9):
+                if len(d) >= k:
+                    idx.suffix[k].setdefault(d[-k:], []).append(key)
+            if len(d) in idx.exact:
+                idx.exact[len(d)].setdefault(d, []).append(key)
         name = _fold(c.get("name"))
         idx.full.setdefault(name, []).append(key)
         idx.first.setdefault(name.split(" ")[0], []).append(key)
@@ -154,7 +164,7 @@ def _number_keys(idx: _Index, text: str) -> list[str]:
 _LOOKUP: dict[str, tuple[Callable[[_Index, str], Iterable[str]], Callable[[Mapping[str, Any], str], bool]]] = {
     "id": (lambda i, a: i.ids.get(a, ()), lambda c, a: str(c.get("id")) == a),
     "email": (lambda i, a: i.email.get(a, ()), lambda c, a: bool(c.get("email")) and _fold(c["email"]) == a),
-    "number": (_number_keys, lambda c, a: same_number(c.get("phone"), a)),
+    "number": (_number_keys, lambda c, a: any(same_number(n, a) for n in numbers_of(c))),
     "full": (lambda i, a: i.full.get(a, ()), lambda c, a: _fold(c.get("name")) == a),
     "first": (lambda i, a: i.first.get(a, ()), lambda c, a: _fold(c.get("name")).split(" ")[0] == a),
     "last": (lambda i, a: i.last.get(a, ()), lambda c, a: _surname(c.get("name")) == a),
@@ -277,7 +287,7 @@ def contact_ids(ref: Any, contacts: Iterable[Mapping[str, Any]]) -> set[str]:
     if "@" in text:
         return {c["id"] for c in people if c.get("email") and _fold(c["email"]) == text}
     if _digits(text) and not any(ch.isalpha() for ch in text):
-        return {c["id"] for c in people if same_number(c.get("phone"), text)}
+        return {c["id"] for c in people if any(same_number(n, text) for n in numbers_of(c))}
     if m := _TITLED.fullmatch(text):
         return {c["id"] for c in people if _surname(c.get("name")) == m[1]}
     full = {c["id"] for c in people if _fold(c.get("name")) == text}
