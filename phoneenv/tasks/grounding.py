@@ -1221,11 +1221,12 @@ def _weekday_of(word: str) -> int | None:
 
 
 _NOW_CUE = re.compile(
-    r"\b(?:just\s+now|right\s+now|it(?:\s+is|['\u2019]s)\s+now|the\s+time\s+is(?:\s+now)?|(?:the\s+)?current\s+time\s+is"
-    r"|(?:the\s+)?time\s+now\s+is|as\s+of\s+now)\s*[,:]?\s*(?:at\s+|about\s+|around\s+)?$",
+    r"\b(?:(?:just|right)\s+now\s*,?\s*(?:at\s+)?|(?:it(?:\s+is|['\u2019]s)\s+now|the\s+time\s+is(?:\s+now)?"
+    r"|(?:the\s+)?current\s+time\s+is|(?:the\s+)?time\s+now\s+is|as\s+of\s+now)\s*[,:]?\s*)(?:about\s+|around\s+)?$",
     re.I,
 )
-"""Words before a time that make it the clock's: "just now, at 10:45", "it's now 09:40", "the time is"."""
+"""Words before a time that make it the clock's: "just now, at 10:45", "it's now 09:40", "the time is"
+(not "it's now at 15:00": a record's new time)."""
 _RE_SHIFT = re.compile(
     r"\b((?<!of\s)(?<!half\s)(?:\d+|an?)\s*(?:minutes?|mins?|hours?|hrs?)(?:\s+and\s+a\s+half)?|half\s+an?\s+hour"
     r"|a\s+quarter\s+of\s+an\s+hour)\s+(?:earlier|later|sooner|forward|back)\b",
@@ -1565,6 +1566,21 @@ class Grounds:
         said, now, was = self.code_sources or ([], [], [])
         held_now = _codes_in(now)
         return frozenset(_codes_in(said) | held_now | _codes_in(was)), frozenset(_codes_in(was) - held_now)
+
+    @functools.cached_property
+    def read_spans(self) -> frozenset[tuple[str, str]]:
+        """The (start, end) times (``HH:MM``) of the records the calls returned: an event's, a
+        delivery window's (``window_start``/``window_end``), read on first need."""
+        calls = self.episode.calls if self.episode else []
+        return frozenset(
+            (a[1], b[1])
+            for r in _mappings([c.feedback.result for c in calls if c.ok])
+            for ks, ke in (*_DAY_PAIRS, ("window_start", "window_end"))
+            if isinstance(r.get(ks), str)
+            and isinstance(r.get(ke), str)
+            and (a := _HHMM.search(r[ks]))
+            and (b := _HHMM.search(r[ke]))
+        )
 
     @functools.cached_property
     def seats(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -3233,7 +3249,8 @@ def check_text(
             if not c.negated and (ends := c.ends()) is not None and g.set_spans:
                 told = [{v for v in (e.value, *e.alts) if isinstance(v, str)} for e in ends]
                 half = [p for p in g.set_spans if p[0] in told[0] or p[1] in told[1]]
-                if half and not any(p[0] in told[0] and p[1] in told[1] for p in half):
+                read = any(p[0] in told[0] and p[1] in told[1] for p in g.read_spans)  # a window the calls returned
+                if half and not read and not any(p[0] in told[0] and p[1] in told[1] for p in half):
                     # "from 21:00 to 21:30" for an event set 20:00-21:30: one end right, the other not
                     held = tuple(f"{a}-{b}" for a, b in sorted(half)[:3])
                     why = f"the episode set {', '.join(held)}"
