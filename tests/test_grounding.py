@@ -1119,6 +1119,10 @@ TOLD_STATE = [
     ),
     # a contact reached on another of their numbers; seats; a surname a slip off; a relation
     ("person", "fields.reach_work_number/11", "All set. Diana Wallis now has your message on her work phone.", True),
+    ("phone", "fields.reach_work_number/11", "Done, I texted Diana Wallis on her mobile (+447464602864).", False),
+    # whose number a text carried is what was sent, not whom it was sent to
+    ("person", "contacts.lookup_number/0", "Texted Irene's number to Rebecca: +447999030281.", True),
+    ("person", "contacts.lookup_number/0", "Texted Irene's number to Terry: +447999030281.", False),
     (
         "person",
         "gallery.album_from_outing/6",

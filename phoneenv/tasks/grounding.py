@@ -2895,6 +2895,12 @@ _RE_TOLD_TO = re.compile(
     r"|recipients?\s*:)",
     re.I,
 )
+_RE_WHOSE_DETAILS = re.compile(
+    r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?['\u2019]s\s+(?:(?:phone|mobile|work|home|new|e-?mail)\s+)?"
+    r"(?:number|address|e-?mail|contact(?:\s+card)?|details|card)\b"
+    r"|(?::|\bnumber(?:\s+is)?,?)\s*\+?\d[\d\s().-]{6,}\d"
+)
+"""Whose details a text carried ("Irene's number", ": +44 7999 030281"): what was sent, not to whom."""
 _RE_HAS_IT = re.compile(
     r"(?P<who>\b(?i:your|ur)\s+\w+|\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\s+(?:now\s+)?(?:has|have|got)\s+(?:the|your|my)\s+"
     r"(?:message|text|e-?mail|note|photos?|invite|request|link)\b",
@@ -2988,7 +2994,8 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
             out.append((who, f"the episode addressed no message or request to {who}"))
     for m in _RE_TOLD_TO.finditer(text):
         end = _CLAUSE.search(text, m.end())
-        rest = text[m.end() : end.start() if end else len(text)]
+        # "texted Irene's number to Rebecca": whose number was sent is what was sent, not to whom
+        rest = _RE_WHOSE_DETAILS.sub(" ", text[m.end() : end.start() if end else len(text)])
         for ids in mentioned_contacts(rest, ctx.contacts):
             if len(ids) == 1 and not ids & g.addressed:
                 (cid,) = ids
@@ -3778,7 +3785,34 @@ def check_text(
                 out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(g.did.phones))[:3], _STALE_WHY))
             elif p is not None and (whose := _number_of_other(t, a, p, region, ctx)) is not None:
                 out.append(Ungrounded("person", whose[0], source, (whose[1],), f"{t[a:b]} is {whose[1]}'s number"))
+            elif (
+                p is not None
+                and source == "answer"
+                and g.episode is not None
+                and _DIALLED.search(t[max(b for b in bounds if b <= a) : a])
+                and (used := _numbers_used(g.episode.writes, region))
+                and p not in used
+                and contact_ids(p, ctx.contacts) & g.addressed
+            ):  # "texted Diana on her mobile (+44 7464...)" where the text went to her work line
+                why = f"the episode's calls went to {', '.join(sorted(used)[:3])}"
+                out.append(Ungrounded("phone", t[a:b], source, tuple(sorted(used)[:3]), why))
     return out
+
+
+_DIALLED = re.compile(r"\b(?:texted|messaged|called|rang|phoned|sent|sms\w*|dialled|dialed)\b[^.;!?]*$", re.I)
+"""A number told in a clause of texting or calling someone: the number the act used."""
+
+
+def _numbers_used(writes: Sequence[Any], region: str) -> frozenset[str]:
+    """The E.164 numbers the episode's successful writes sent to or called (``to``, ``number``,
+    ``phone``, ``recipients`` arguments)."""
+    out = set()
+    for c in writes:
+        for k in ("to", "number", "phone", "recipients"):
+            for v in c.arguments.get(k) if isinstance(c.arguments.get(k), list) else [c.arguments.get(k)]:
+                if isinstance(v, str) and (n := normal_phone(v, region)) is not None:
+                    out.add(n)
+    return frozenset(out)
 
 
 _RE_NUMBER_OF = re.compile(
@@ -3794,9 +3828,10 @@ def _number_of_other(t: str, at: int, phone: str, region: str, ctx: Context) -> 
     contact right before it as its owner ("Christine's number is +61 478..." for Benjamin's);
     None where it names none, names the owner, or the number is no single contact's."""
     owners = [c for c in ctx.contacts if any(normal_phone(n, region) == phone for n in numbers_of(c))]
-    m = _RE_NUMBER_OF.search(t[max(0, at - 60) : at])
-    if len(owners) != 1 or m is None:
-        return None
+    lead = t[max(0, at - 60) : at]
+    m = _RE_NUMBER_OF.search(lead)
+    if len(owners) != 1 or m is None or re.search(r"\b(?:to|for|with|from)\s+$", lead[: m.start(1)]):
+        return None  # "texted it to Rebecca: +44...": the one it went to, not the number's owner
     from phoneenv.tasks.world import given_names
 
     said = m[1].split()
