@@ -1145,6 +1145,16 @@ TOLD_STATE = [
     ),
     ("status", "phone.delete_call_entry/7", "Deleted your outgoing call to Donald on Tue 24 Nov at 7:11 pm.", False),
     ("status", "phone.delete_call_entry/7", "Deleted the incoming call from Donald on Tue 24 Nov at 7:11 pm.", True),
+    # a day of the month gone by, an amount's cents in words, a changed record that now says so
+    ("date", "budget.fix_expense/6", "All fixed: Cafe Luna on the 7th is now 26.64 euros instead of 46.64.", True),
+    ("date", "budget.fix_expense/6", "All fixed: Cafe Luna on the 6th is now 26.64 euros instead of 46.64.", False),
+    (
+        "count",
+        "wallet.settle_requests/6",
+        "Aaron's been paid twenty-two pounds fifty for the groceries; Lee's is declined.",
+        True,
+    ),
+    ("status", "skills.archive_note/7", "Done - they are archived now; you'll find them tagged archived.", True),
     # a line of a list is a clause of its own: "no videos" above does not deny the count below
     (
         "count",
@@ -1213,6 +1223,8 @@ def test_a_state_name_or_relation_told_must_be_the_worlds(kind, task_id, answer,
         ("budget.spending_answer/1", "nineteen dollars seventy-four this month."),
         # what a payment moved, not what a decline did not
         ("wallet.settle_requests/10", "Paid one, declined one. That's fourteen dollars in all."),
+        # what someone else said, reported, is no second answer
+        ("messages.unread_count/6", "Only one unread text, from John Johnson - he says he'll see you at 7."),
         # another thing's amount told as a comparison is no second answer
         (
             "subagent.pay_chosen_bill/8",

@@ -539,6 +539,15 @@ _REL_DAYS = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "the day 
 _REL_DAYS["the day before yesterday"] = -2
 
 
+def _nth_of_month(today: dt.date, months: int, day: int) -> dt.date | None:
+    """Day ``day`` of the month ``months`` after ``today``'s (None where that month has no such day)."""
+    y, mo = divmod(today.year * 12 + today.month - 1 + months, 12)
+    try:
+        return dt.date(y, mo + 1, day)
+    except ValueError:
+        return None
+
+
 def _relative_date(phrase: str, today: dt.date) -> str | None:
     """``today``/``tomorrow``/..., ``in N days|weeks``, ``[next|this|coming|last] <weekday>``
     (the next such day after today; ``last``: the one before), ``next|this|last week`` (today ± 7
@@ -640,16 +649,12 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         if not sc.take(m.start(), m.end(), "date") or now is None:
             continue
         day = int(m[1])
-        y, mo = now.year, now.month
-        for _ in range(3):
-            try:
-                d = dt.date(y, mo, day)
-            except ValueError:
-                d = None
-            if d is not None and d >= now.date():
-                sc.claim("date", d.isoformat(), m.start(), m.end())
-                break
-            y, mo = (y + 1, 1) if mo == 12 else (y, mo + 1)
+        # "on the 7th": the next such day, or the last one gone ("the expense on the 7th")
+        days = [d for k in range(-2, 3) if (d := _nth_of_month(now.date(), k, day)) is not None]
+        ahead = [d for d in days if d >= now.date()]
+        past = [d for d in days if d < now.date()]
+        if ahead:
+            sc.claim("date", ahead[0].isoformat(), m.start(), m.end(), alts=tuple(d.isoformat() for d in past[-1:]))
     for m in _RE_REL_DATE.finditer(t):
         if not sc.take(m.start(), m.end(), "date") or now is None:
             continue
@@ -1443,6 +1448,12 @@ _SECONDARY_LEAD = re.compile(
     r"|other|another|too)\b",
     re.I,
 )
+_REPORTED = re.compile(
+    r"\b(?:(?i:he|she|they)|(?!I\b)[A-Z][a-z]+)(?:\s+(?i:also|just))?\s+(?i:says?|said|writes?|wrote|asks?|asked|mentions?"
+    r"|mentioned)\b"
+)
+"""Words that report what someone else said: a value after them is their words ("he says he'll see
+you at 7"), not the answer."""
 _OTHER_THING_LEAD = re.compile(
     r"\b(?:than|instead\s+of|replac\w*|compared|versus|vs|minimum|maximum|e\.g|for\s+example|other|another)\b",
     re.I,
@@ -1474,7 +1485,7 @@ def _secondary(text: str, c: Claim, context: bool = False) -> bool:
     if not lead.strip() and text[: c.start].rstrip().endswith("("):  # "Electricity (£62.46)": the words before it
         starts = [m.end() for m in re.finditer(r"[;!?\n]|\.(?!\d)|\s[-\u2013\u2014]\s", text[: c.start])]
         lead = text[starts[-1] if starts else 0 : c.start]
-    if _restated_bound(text, c):
+    if _restated_bound(text, c) or _REPORTED.search(lead):
         return True
     # where the criterion names context values, only another thing's value is set aside here:
     # "ends at 22:15" for a film ending 22:17 is judged against the context

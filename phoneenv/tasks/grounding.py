@@ -190,6 +190,7 @@ _CALL_DIRECTIONS = {"outgoing": "out", "outbound": "out", "incoming": "in", "inb
 _RE_CALL_KIND = re.compile(r"\b(outgoing|outbound|incoming|inbound|missed)\s+(?:phone\s+)?call\b", re.I)
 """A call told by its direction ("your outgoing call to Donald"): the ``direction`` of the call the
 episode acted on."""
+_MONEY_BEFORE = re.compile(r"(?:pounds?|dollars?|euros?|yen|francs?|[€$£¥]\s*\d+)\s*(?:and\s+)?$", re.I)
 _OTHER_AMOUNT = re.compile(
     r"[€$£¥]\s?\d|\d\s?(?:[A-Z]{3}|euros?|dollars?|pounds?|yen)\b|\b(?:than|compared|versus|vs)\b"
 )
@@ -3483,7 +3484,7 @@ def check_text(
                 why = "the episode did that to one thing only: the others got a call of another kind"
                 out.append(Ungrounded("status", pt[a : _BOTH.match(pt, b).end()], source, (), why))
                 continue  # "Paid both requests" where it paid one and declined the other
-            if any(does(n) for n in g.acts) or (own and holds & g.changed_words):
+            if any(does(n) for n in g.acts) or holds & g.changed_words:
                 continue  # a call of that kind, or a record it changed now says so (a note tagged "archive")
             if does is _NO_TOOL and source != "answer":  # a text passing on what a mail or text said
                 continue
@@ -3518,6 +3519,8 @@ def check_text(
         pt = re.sub(r"\(s\)", "s ", pt)  # "removed 2 call(s)": a plural; same length, so spans still fit
         found = count_claims(pt)
         for m in _RE_ACT_COUNT.finditer(pt):  # "cleared 3 completed items", "ordered 2 cotton t-shirts", "4 of them"
+            if _MONEY_BEFORE.search(pt, 0, m.start()):
+                continue  # "paid twenty-two pounds fifty for the groceries": the cents of an amount
             ends = [e.end() for e in _CLAUSE.finditer(pt, 0, m.start())]
             verb = _COUNT_ACT.search(lead := pt[ends[-1] if ends else 0 : m.start()])
             k = 1 if m[1] else 3
