@@ -3960,15 +3960,24 @@ def _nearest(type: str, value: Any, pool: Sequence[Any]) -> list[str]:
 def authored_texts(calls: Sequence[Any]) -> list[tuple[str, str]]:
     """(source, text) of every text the planner wrote in a successful call: the values of the
     :data:`AUTHORED_KEYS` arguments (``"messages.send body"``). ``finish`` answers are left to
-    the caller (the root's is the answer; a sub-agent's goes to its parent, not to a person)."""
+    the caller (the root's is the answer; a sub-agent's goes to its parent, not to a person). A
+    forwarded or quoted mail inside a text (:data:`_RE_FORWARDED`, "> " lines) is left out."""
     out = []
     for c in calls:
         if not c.ok or c.name in ("finish", "agent.delegate"):
             continue
         for k, v in c.arguments.items():
             if k in AUTHORED_KEYS and isinstance(v, str) and v.strip() and v != "***":
-                out.append((f"{c.name} {k}", v))
+                own = _RE_QUOTED_LINE.sub("", _RE_FORWARDED.split(v, maxsplit=1)[0])
+                if own.strip():
+                    out.append((f"{c.name} {k}", own))
     return out
+
+
+_RE_FORWARDED = re.compile(r"-{3,}\s*(?:Forwarded message|Original Message)\s*-{3,}", re.I)
+_RE_QUOTED_LINE = re.compile(r"^>.*$", re.M)
+"""A forwarded or quoted mail inside a text ("---------- Forwarded message ----------", "> ..."):
+the other sender's words, carried, not told by the planner."""
 
 
 def ungrounded(
