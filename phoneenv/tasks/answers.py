@@ -1466,10 +1466,15 @@ _BOUND_LEAD = re.compile(
 bus before 23:00"): a condition restated, not the answer."""
 
 
+def _lead(text: str, c: Claim) -> str:
+    """The part of claim ``c``'s clause in ``text`` before it (from the last :data:`_LEAD_START`)."""
+    starts = [m.end() for m in _LEAD_START.finditer(text, 0, c.start)]
+    return text[starts[-1] if starts else 0 : c.start]
+
+
 def _restated_bound(text: str, c: Claim) -> bool:
     """Whether claim ``c`` of ``text`` is the request's bound told again (:data:`_BOUND_LEAD`)."""
-    starts = [m.end() for m in _LEAD_START.finditer(text, 0, c.start)]
-    return bool(_BOUND_LEAD.search(text[starts[-1] if starts else 0 : c.start]))
+    return bool(_BOUND_LEAD.search(_lead(text, c)))
 
 
 _LEAD_START = re.compile(r"[;!?\n(]|\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s")
@@ -1480,12 +1485,11 @@ def _secondary(text: str, c: Claim, context: bool = False) -> bool:
     its clause before it (from a sentence end, semicolon, bracket, ", and", ", but" or dash) has
     a marker of another fact ("next", "then", "last scanned", "previously", "earlier",
     "ordered", "runner-up", "your balance is") and no hedge."""
-    starts = [m.end() for m in _LEAD_START.finditer(text, 0, c.start)]
-    lead = text[starts[-1] if starts else 0 : c.start]
+    lead = _lead(text, c)
     if not lead.strip() and text[: c.start].rstrip().endswith("("):  # "Electricity (£62.46)": the words before it
         starts = [m.end() for m in re.finditer(r"[;!?\n]|\.(?!\d)|\s[-\u2013\u2014]\s", text[: c.start])]
         lead = text[starts[-1] if starts else 0 : c.start]
-    if _restated_bound(text, c) or _REPORTED.search(lead):
+    if _BOUND_LEAD.search(lead) or _REPORTED.search(lead):
         return True
     # where the criterion names context values, only another thing's value is set aside here:
     # "ends at 22:15" for a film ending 22:17 is judged against the context

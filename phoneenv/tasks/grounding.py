@@ -661,6 +661,20 @@ def _cue_field(word: str) -> str:
     return "due" if w == "due" else "reminder" if w.startswith("remind") else "arrival"
 
 
+def _time_spans(records: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]:
+    """``(start, end)`` times (``HH:MM``) of each record with a pair of :data:`_DAY_PAIRS` fields or
+    a delivery window (``window_start``/``window_end``) that both end in a time of day."""
+    return frozenset(
+        (a[1], b[1])
+        for r in records
+        for ks, ke in (*_DAY_PAIRS, ("window_start", "window_end"))
+        if isinstance(r.get(ks), str)
+        and isinstance(r.get(ke), str)
+        and (a := _HHMM.search(r[ks]))
+        and (b := _HHMM.search(r[ke]))
+    )
+
+
 def _field_times(values: Sequence[Any]) -> dict[str, frozenset[str]]:
     """The times (``HH:MM``) the records and arguments in ``values`` hold in a due, reminder or
     arrival field (:data:`_FIELD_KEYS`), by field: what "due at", "remind you at" and "arrives
@@ -999,11 +1013,6 @@ _RE_OFFSET = re.compile(r"[+\-\u2212]\d{1,2}:\d{2}")
 _ISO_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:\d{2})?")
 
 
-_NOT_AN_AMOUNT = re.compile(
-    r"(?:\s+|-)(?:nights?|people|persons?|guests?|adults?|children|kids|seats?|tickets?|rooms?|stars?|hours?|minutes?"
-    r"|mins?|days?|weeks?|months?|years?|km|miles?|percent|times|items?|pieces?|photos?|songs?|episodes?|floors?)\b|\s*%",
-    re.I,
-)
 _NOT_AN_AMOUNT_BEFORE = re.compile(
     r"\b(?:rated|rating|row|seat|gate|platform|room|floor|level|no\.?|number|#)\s*$", re.I
 )
@@ -1573,15 +1582,7 @@ class Grounds:
         """The (start, end) times (``HH:MM``) of the records the calls returned: an event's, a
         delivery window's (``window_start``/``window_end``), read on first need."""
         calls = self.episode.calls if self.episode else []
-        return frozenset(
-            (a[1], b[1])
-            for r in _mappings([c.feedback.result for c in calls if c.ok])
-            for ks, ke in (*_DAY_PAIRS, ("window_start", "window_end"))
-            if isinstance(r.get(ks), str)
-            and isinstance(r.get(ke), str)
-            and (a := _HHMM.search(r[ks]))
-            and (b := _HHMM.search(r[ke]))
-        )
+        return _time_spans(_mappings([c.feedback.result for c in calls if c.ok]))
 
     @functools.cached_property
     def seats(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -2190,16 +2191,7 @@ def grounds(
         and (b := _HHMM.search(w))
         and a[1] != b[1]
     )
-    g.set_spans = frozenset(
-        (a[1], b[1])
-        for r in (*now_recs, *(c.arguments for c in writes))
-        if isinstance(r, Mapping)
-        for ks, ke in _DAY_PAIRS
-        if isinstance(r.get(ks), str)
-        and isinstance(r.get(ke), str)
-        and (a := _HHMM.search(r[ks]))
-        and (b := _HHMM.search(r[ke]))
-    )
+    g.set_spans = _time_spans(r for r in (*now_recs, *(c.arguments for c in writes)) if isinstance(r, Mapping))
     g.field_dates = _field_dates(now_recs)
     g.enums = _enum_values(now_recs, ctx)
     g.line_counts = _line_counts([*now_recs, *(c.feedback.result for c in writes), *(c.arguments for c in writes)])
@@ -2827,6 +2819,13 @@ _COUNT_NOUNS = (
     r"|text|e-?mail|event|meeting|alarm|reminder|note|photo|picture|song|track|episode|contact|order|bill|request"
     r"|room|bag|bottle"
 )
+_NOT_AN_AMOUNT = re.compile(
+    rf"(?:\s+|-)(?:{_COUNT_NOUNS}|kids|stars?|hours?|minutes?|mins?|days?|weeks?|months?|years?|km|miles?|percent"
+    r"|times|floors?)\b|\s*%",
+    re.I,
+)
+"""A number told with its noun ("2 nights", "4 stars", "20 minutes"): no amount (read by
+:func:`_string_facts`, with :data:`_NOT_AN_AMOUNT_BEFORE`)."""
 _RE_COUNT = re.compile(
     rf"(?<![\d.,:/#-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{{1,3}})(?:\s+|-)(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?(?:{_COUNT_NOUNS})\b"
     r"(?!\s*(?:[:.]\d|%))"
@@ -3410,9 +3409,8 @@ def check_text(
             if today and (why := _not_today(c.start, t, g, ctx, bounds)):
                 out.append(Ungrounded("date", t[c.start : c.end], source, (), why))
                 continue
-            if (today and not (g.did.dates and acted(c.start, "date"))) or (
-                _TODAY_IS.search(t[max(0, c.start - 24) : c.start])
-            ):  # the clock grounds "today" and "today is Tuesday, 10 November", not "Tuesday"; what
+            if today and not (g.did.dates and acted(c.start, "date")):
+                # the clock grounds "today" ("today is Tuesday, 10 November" is judged above); what
                 # the episode set for a day is told as that day ("due today" for tomorrow's fails)
                 own.dates |= _clock_values(ctx, "date")
                 if _date_check(c, t, own, g.subject.today)[0]:
