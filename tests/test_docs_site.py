@@ -14,6 +14,7 @@ Which blocks run (the convention ``docs/index.md`` states for writers):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -281,6 +282,8 @@ def test_browser_every_page_renders(site, served, chromium):
 @pytest.mark.browser
 def test_browser_search_finds_a_page(served, chromium):
     """Material's search: typing a word lists results, and a result leads to the page about it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page, problems = _open(chromium, served)
     try:
         box = page.locator("input.md-search__input")
@@ -288,7 +291,11 @@ def test_browser_search_finds_a_page(served, chromium):
         box.type("collateral")
         results = page.locator(".md-search-result__item")
         results.first.wait_for(timeout=15_000)
-        links = [results.nth(i).locator("a").first.get_attribute("href") for i in range(results.count())]
+        # the list is rebuilt as each letter is typed: wait for the page, then read every link at once
+        # (counting items and then reading them one by one races a rebuild)
+        with contextlib.suppress(PlaywrightTimeout):
+            page.locator(".md-search-result__item a[href*='concepts/verdicts/']").first.wait_for(timeout=15_000)
+        links = page.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.getAttribute('href'))")
         assert any("concepts/verdicts/" in (href or "") for href in links), links
         page.locator(".md-search-result__item a[href*='concepts/verdicts/']").first.click()
         page.wait_for_load_state("load")
