@@ -799,6 +799,11 @@ TOLD_STATE = [
     ("code", "memory.updated_fact/9", "Sent Molly the gate code of our building (JX2-72).", False),
     ("code", "memory.updated_fact/9", "Sent Molly the gate code of our building (RX4-28).", False),
     ("code", "memory.updated_fact/9", "Sent Molly the new gate code RX4-29 (it used to be JX2-72).", True),
+    # a code of digits told after its name is one the world holds (memory says 4716)
+    ("code", "memory.updated_fact/6", "Sent Hideki the new gate code, 4617.", False),
+    ("code", "memory.updated_fact/6", "Sent Hideki the gate code: 4761", False),
+    ("code", "memory.updated_fact/6", "Texted Hideki the building's gate code (4716).", True),
+    ("code", "memory.updated_fact/6", "Gate code 4716 is on its way to Hideki; PIN-free entry.", True),
     # a size told is the size the episode ordered; one the shop lists may be told as such
     ("size", "shop.buy_item/8", "Ordered the rain jacket in size M.", False),
     ("size", "memory.shop_my_size/1", "Ordered the denim jeans in size 30.", False),

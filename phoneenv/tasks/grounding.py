@@ -215,6 +215,13 @@ RE_CODE_TOLD = re.compile(
     re.I,
 )
 """A code told as one ("code 5AGL4N", "booking ref: TK2JDZ", "confirmation number RS9-1128")."""
+RE_DIGIT_CODE_TOLD = re.compile(
+    r"\b(?:code|pin|passcode|passkey|combination)\b[^.;!?\n\d]{0,40}?(?<![\w.,:/#$\u20ac\u00a3\u00a5-])(\d{3,8})(?![\w\u00b0%]|[.,:/-]\d)",
+    re.I,
+)
+"""A code of digits told after its name ("the gate code of our building is 4716", "PIN: 0451",
+"the new gate code, 4617"): the digits, three to eight."""
+_DIGIT_RUN = re.compile(r"(?<!\d)\d{3,8}(?!\d)")
 
 
 RE_SERVICE_NUMBER = re.compile(r"(?<![\w-])([A-Z]{2})\s?(\d{2,4})(?![\w-])")
@@ -1576,6 +1583,21 @@ class Grounds:
         said, now, was = self.code_sources or ([], [], [])
         held_now = _codes_in(now)
         return frozenset(_codes_in(said) | held_now | _codes_in(was)), frozenset(_codes_in(was) - held_now)
+
+    @functools.cached_property
+    def digit_codes(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The runs of three to eight digits in the world's strings (the goal, memory, results
+        and the changed records, the planner's own words aside) and those of them told there as a
+        code (:data:`RE_DIGIT_CODE_TOLD`: "The gate code of our building is 4716"), read on
+        first need."""
+        said, now, was = self.code_sources or ([], [], [])
+        runs: set[str] = set()
+        cued: set[str] = set()
+        for x, _, _, _ in _walk([said, now, was]):
+            if isinstance(x, str) and len(x) <= 4000 and x.strip() not in self.written:
+                runs.update(_DIGIT_RUN.findall(x))
+                cued.update(m[1] for m in RE_DIGIT_CODE_TOLD.finditer(x))
+        return frozenset(runs), frozenset(cued)
 
     @functools.cached_property
     def read_spans(self) -> frozenset[tuple[str, str]]:
@@ -3723,6 +3745,11 @@ def check_text(
                 out.append(Ungrounded("code", m[1], source, (), "no booking, order or record holds that code"))
             elif key in replaced and not re.search(r"\b(?:old|previous|was|former)\b", text[: m.start()], re.I):
                 out.append(Ungrounded("code", m[1], source, (), "the episode's change replaced that code"))
+        for m in RE_DIGIT_CODE_TOLD.finditer(text):  # "the gate code, 4617" where memory says 4716
+            runs, codes = g.digit_codes
+            if codes and m[1] not in runs:
+                held = tuple(sorted(codes)[:3])
+                out.append(Ungrounded("code", m[0], source, held, f"the world holds the code {', '.join(held)}"))
         for m in RE_SERVICE_NUMBER.finditer(text):  # "Booked AR 510" where the world has AR 509
             told = m[1] + m[2]
             if told in g.numbers:
