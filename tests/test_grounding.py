@@ -444,9 +444,64 @@ TOLD_TYPED = [
         "Subscribed, downloaded 'Bridges' (54 min), marked 'Market days' played.",
         True,
     ),
+    # a time told of a record named is that record's: 10:40 is the train's arrival, not the flight's
+    ("time", "travel_subagent.train_or_flight/0", "Booked the flight AR 335 - it lands in Boston at 10:40.", False),
+    ("time", "travel_subagent.train_or_flight/0", "Booked the flight AR 335 - it lands in Boston at 10:30.", True),
+    # an act told of a record is of the record the act addressed (the charger's line went, the pan's stayed)
+    ("status", "shop.fix_cart/0", "Two cotton t-shirts now, and I took the cast-iron pan out.", False),
+    ("status", "shop.fix_cart/0", "Made it two cotton t-shirts and removed the cast-iron pan.", False),
+    ("status", "shop.fix_cart/0", "Two cotton t-shirts now, and I took the phone charger out.", True),
+    ("status", "shop.fix_cart/0", "Two cotton t-shirts; removed the phone charger, the cast-iron pan stays.", True),
+    # "sent a text message" is a text, not the e-mail sent
+    (
+        "status",
+        "contacts.update_email/0",
+        "Updated Paula's contact with paula.evans@proton.me and sent a test text message to her phone.",
+        False,
+    ),
+    (
+        "status",
+        "contacts.update_email/0",
+        "Updated Paula's e-mail to paula.evans@proton.me and sent a test email.",
+        True,
+    ),
+    # "have both paid" is a state the requests do not hold (they are pending)
+    ("status", "memory.split_usual/0", "Naoto and Shota have both paid their 5,700 JPY share.", False),
+    ("status", "memory.split_usual/0", "Requests sent; Naoto and Shota have both been asked for 5,700 JPY.", True),
+    # a bill paid now is not "scheduled"
+    (
+        "status",
+        "wallet.pay_bill/0",
+        "Your Electricity November bill of 134.35 AUD is scheduled to be paid on its due date, 16 November.",
+        False,
+    ),
+    (
+        "status",
+        "wallet.pay_bill/0",
+        "Your Electricity November bill of 134.35 AUD is paid; it was due 16 November.",
+        True,
+    ),
+    # no tool reports spam
+    ("status", "cross.block_spam_caller/0", "Blocked it, deleted its texts and reported it as spam.", False),
+    ("status", "cross.block_spam_caller/0", "Blocked it and deleted its texts.", True),
+    # a list told as a record's contents is in the record
+    (
+        "name",
+        "subagent.daily_brief/0",
+        "Team standup starts at 10:30. On the Hardware store list: sunscreen, plasters, basmati rice and batteries.",
+        False,
+    ),
+    (
+        "name",
+        "subagent.daily_brief/0",
+        "Team standup starts at 10:30. On the Hardware store list: sunscreen, plasters and basmati rice.",
+        True,
+    ),
+    ("name", "notes.delete_note/0", "Deleted the Packing list note (passport, charger, headphones).", False),
+    ("name", "notes.delete_note/0", "Deleted the Packing list note (passport, charger, socks).", True),
 ]
-"""(claim type, task, answer, whether the grounded check passes): status, count, person and
-duration claims, each kind both ways."""
+"""(claim type, task, answer, whether the grounded check passes): status, count, person,
+duration, time and list claims, each kind both ways."""
 
 
 @pytest.mark.parametrize(("kind", "task_id", "answer", "ok"), TOLD_TYPED)

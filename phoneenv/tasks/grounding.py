@@ -1379,6 +1379,7 @@ class Named:
     refs: frozenset[str] = frozenset()  # the ids it holds of other records (a cart line's product)
     places: tuple[str, ...] = ()  # where it is: its location, place, venue or address fields
     now: bool = False  # a changed record as the episode left it (other versions of it are as they were)
+    text: str = ""  # its strings as :func:`words`: what a list told of it must be in
 
 
 class Episode(NamedTuple):
@@ -1522,9 +1523,15 @@ class Grounds:
         return out
 
     def _derived_times(self, pool: Evidence) -> set[str]:
-        if id(pool) not in self._times:  # what was done or said moves by what was read, too
-            later = () if pool is self.read else self.read.durations
-            self._times[id(pool)] = pool.derived_times(later)
+        if id(pool) not in self._times:
+            out = pool.derived_times()
+            if pool is not self.read:
+                # what the episode did and the clock move by what was read, too (a film booked for
+                # 20:15 ends 134 minutes later; an arrival is now plus the ride), not what the user
+                # said alone ("leaving at 07:00" is no arrival at 07:00 plus a train's 220 minutes)
+                base = {_minutes(x) for x in self.acted.times} | ({self.now} if self.now is not None else set())
+                out.update(_hm_of((b + d) % 1440) for b in base for d in self.read.durations)
+            self._times[id(pool)] = out
         return self._times[id(pool)]
 
     def _derived_money(self, pool: Evidence) -> set[tuple[float, str]]:
@@ -1756,9 +1763,14 @@ def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
         v.strip() for k, v in rec.items() if k in _PLACE_KEYS and isinstance(v, str) and 4 <= len(v.strip()) <= 80
     )
     rid = rid if isinstance(rid, str) else ""
-    return Named(tokens, codes, ev, names[0], amounts, tuple(names), rid, refs, places)
+    held = [rec[k] for k in _CONTENT_KEYS if rec.get(k)]  # a note's body, a list's items, a playlist's tracks
+    text = words(" ".join(x for x, _, _, _ in _walk(held) if isinstance(x, str))[:4000]) if held else ""
+    return Named(tokens, codes, ev, names[0], amounts, tuple(names), rid, refs, places, text=text)
 
 
+_CONTENT_KEYS = ("body", "content", "items", "tracks", "songs", "lines", "entries", "checklist")
+"""Fields that hold what a record contains (a note's body, a list's items, a playlist's tracks):
+a list told of the record must be in them."""
 _PLACE_KEYS = frozenset({"location", "place", "venue", "address", "where", "meeting_point"})
 """Fields that say where a record is: a place told in a text is one of these of a record read."""
 
@@ -2011,6 +2023,91 @@ def _other_act(
                 tools = ", ".join(sorted({t for t, _, _ in g.touched if does(t)})[:3])
                 return said_amount, f"the episode's {tools} set no such amount"
     return None
+
+
+def _addressed(call: Any) -> set[str]:
+    """The record ids a write ``call`` addressed: the id-like strings of its arguments (``id``,
+    ``…_id``, ``…_ids`` fields) and the ``id`` or ``deleted`` its result names."""
+    out = {
+        leaf
+        for leaf, key, _, _ in _walk(call.arguments)
+        if isinstance(leaf, str) and re.fullmatch(r"(?:\w+_)?ids?", str(key))
+    }
+    res = call.feedback.result if call.ok else None
+    if isinstance(res, Mapping):
+        out.update(v for k in ("id", "deleted") if isinstance(v := res.get(k), str))
+    return out
+
+
+def _other_record(text: str, start: int, does: Callable[[str], bool], g: Grounds) -> tuple[str, str] | None:
+    """``(said, why)`` where the object of an act told at ``start`` in ``text`` names, in full, a
+    record the episode read that no write of that act addressed, while those writes addressed
+    other records of its kind (ids of one prefix: "ci_3" beside "ci_2"): "I took the cast-iron
+    pan out" where the charger's line was removed and the pan's kept; None otherwise, or where
+    the object names one of the addressed records too."""
+    if g.episode is None:
+        return None
+    mine = set().union(*(_addressed(c) for c in g.episode.writes if does(c.name)))
+    kinds = {i.partition("_")[0] for i in mine if "_" in i}
+    if not kinds:
+        return None
+    end = _CLAUSE.search(text, start)
+    tail = text[start : end.start() if end else len(text)]
+    if (stop := _OBJECT_STOP.search(tail)) is not None:
+        tail = tail[: stop.start()]
+    said = set(_TOKEN.findall(tail.lower()))
+    hits = [
+        n
+        for n in g.named
+        if n.rid
+        and n.rid.partition("_")[0] in kinds
+        and n.tokens
+        and n.tokens <= said
+        and len(n.tokens) + len(n.codes) >= 2
+    ]
+    if not hits or any(n.rid in mine for n in hits):
+        return None
+    other = sorted({n.label for n in g.named if n.rid in mine})
+    why = f"the episode's act was about {', '.join(other[:3]) or 'another record'}, not {hits[0].label}"
+    return hits[0].label, why
+
+
+_RE_LISTED = re.compile(
+    r"(?P<head>[^.;:!?()\n]{3,80}?)\s*"
+    r"(?:\(|:\s*|\s+(?:is\s+now|now\s+(?:has|holds|reads)|has|holds|contains|reads)\s*:?\s+)"
+    r"(?P<items>[^()\n.;:!?]{3,240}?)\s*(?:\)|[.;!?\n]|$)"
+)
+"""A record's name and a list told of it: "the Packing list note (passport, charger, socks)", "On
+the Hardware store list: sunscreen, plasters", "Morning run is now: Last Tram, Sunday Swell"."""
+_ITEM_SPLIT = re.compile(r"\s*(?:,|\band\b|\bthen\b|&|\+|\u2192|->)\s*", re.I)
+
+
+def _listed_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` for each item of a list told as a named record's contents (two
+    items or more, words only: no number, time or amount) that the record does not hold: none of
+    its words (three letters or more, a plural "s" aside) is in any version of the record ("On
+    the Hardware store list: sunscreen, plasters, basmati rice and batteries" where the list
+    holds no batteries). Records are named in full by their name words (:attr:`Named.tokens`)."""
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for m in _RE_LISTED.finditer(text):
+        items = [x.strip(" '\"\u2018\u2019\u201c\u201d*") for x in _ITEM_SPLIT.split(m["items"])]
+        items = [x for x in items if x]
+        if len(items) < 2 or any(re.search(r"\d", x) or len(x.split()) > 5 for x in items):
+            continue
+        head = set(_TOKEN.findall(m["head"].lower()))
+        named = [n for n in g.named if n.tokens and n.tokens <= head and n.text]
+        if not named:
+            continue
+        best = max(len(n.tokens) for n in named)
+        named = [n for n in named if len(n.tokens) == best]
+        held = " ".join(n.text for n in named)
+        for item in items:
+            ws = [w for w in _TOKEN_ANY.findall(words(item)) if len(w) >= 3 and w not in STOPWORDS]
+            if not ws or any(f" {w} " in held or f" {w.removesuffix('s')} " in held or f" {w}s " in held for w in ws):
+                continue
+            label = named[0].label
+            out.append((item, (label,), f"{label} holds no {item!r}"))
+    return out
 
 
 def _one_of_many(does: Callable[[str], bool], g: Grounds) -> bool:
@@ -2607,7 +2704,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         _verb("mark_read", "mark_as_read", "read", "open", "mark"),
         frozenset(),
     ),
-    "scheduled": (r"scheduled", _verb("schedule", "create_event", "add_event"), frozenset()),
+    "scheduled": (r"scheduled", _verb("schedule", "create_event", "add_event"), frozenset({"scheduled"})),
     "cancelled": (
         r"cancell?ed|called\s+off",
         _verb("cancel", "decline", "delete", "remove", "forget", "clear"),
@@ -2628,7 +2725,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
     "delivered": (r"delivered", lambda name: False, frozenset({"delivered"})),
     "favorite": (r"favou?rited|starred", _verb("set_favorite", "favorite", "star"), frozenset()),
     "texted": (
-        r"texted|sms(?:-?ed)?",
+        r"texted|sms(?:-?ed)?|sent\s+(?:(?:[\w'-]+\s+){0,3}?)(?:text(?:\s+message)?|sms)\b(?!\s+(?:app|thread))",
         lambda name: name.startswith("messages.") and _verb("send", "forward")(name),
         frozenset(),
     ),
@@ -2643,7 +2740,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         frozenset(),
     ),
     "deleted": (
-        r"deleted|removed|erased",
+        r"deleted|removed|erased|took\s+(?:(?:the|your|that|this|its|an?)\s+)?(?:[\w-]+\s+){1,3}?out\b",
         _verb("delete", "remove", "clear", "forget", "cancel", "untag", "unblock"),
         frozenset({"deleted", "removed"}),
     ),
@@ -2673,6 +2770,11 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         frozenset({"pending", "requested", "unpaid", "due", "open"}),
     ),
     "muted": (r"muted|silenced", _verb("mute", "silence"), frozenset({"muted", "silenced"})),
+    "reported": (
+        r"reported\s+(?:\S+\s+){0,4}?as\s+(?:spam|junk|abuse|fraud)|(?:flagged|marked)\s+(?:\S+\s+){0,4}?as\s+(?:spam|junk)",
+        _verb("report", "mark_spam", "flag", "move"),
+        frozenset({"spam", "junk", "reported"}),
+    ),
     "waitlisted": (
         r"wait-?listed|put\s+(?:you\s+|it\s+)?on\s+(?:the\s+|a\s+)?wait(?:ing)?\s*list",
         _NO_TOOL,
@@ -2702,7 +2804,7 @@ _RE_STATUS_ACT = re.compile(
 sent ...", "... and e-mailed Stanley" (the words after contractions are expanded: "I've" → "I
 have")."""
 _RE_STATUS_STATE = re.compile(
-    r"\b(?:is|are|was|were|has|have|had|got)\s+(?:(?:now|just|already|successfully|also|all|been|still)\s+)*"
+    r"\b(?:is|are|was|were|has|have|had|got)\s+(?:(?:now|just|already|successfully|also|all|both|each|been|still)\s+)*"
     rf"(?:{_STATUS_WORDS})\b",
     re.I,
 )
@@ -3136,6 +3238,11 @@ def _user_says(g: Grounds, relation: str, name: str = "") -> bool:
     return any(pattern.search(t) and (not first or first in t.lower()) for t in g.user_texts)
 
 
+_BRACKET_HEAD = re.compile(r"((?:[^\s(),;]+\s+){1,5})\(\s*$")
+"""The words right before an open bracket at the end of a text: what a value in brackets tells
+of ("the earliest train (10:40)")."""
+
+
 def check_text(
     text: str, source: str, g: Grounds, ctx: Context, types: Sequence[str] = GROUNDED_TYPES
 ) -> list[Ungrounded]:
@@ -3244,7 +3351,11 @@ def check_text(
             return
         if any(g.ok(type, v, g.subject, t, start, unit, ending) for v in values):
             return
-        anchors = g.anchors(clause(start), type)
+        lead = t[max(b for b in bounds if b <= start) : start]
+        # a value in brackets is about the words it follows ("10 minutes before the earliest train
+        # (10:40)"), not the clause's other records (the flight booked)
+        head = _BRACKET_HEAD.search(lead)
+        anchors = g.anchors(head[1] if head else clause(start), type)
         if anchors:
             about = Evidence()
             totals: dict[tuple[str, str], float] = {}
@@ -3262,7 +3373,8 @@ def check_text(
             about.money.update((round(x, 2), cur) for (_, cur), x in totals.items())
             if any(g.ok(type, v, about, t, start, unit, ending) and not g.clashes(type, v, unit) for v in values):
                 return
-            held = sorted({_show(type, x) for a in anchors for x in _values(a.ev, type)})[:3]
+            ends = [x for a in anchors for x in a.ev.end_times] if type == "time" else []
+            held = sorted({_show(type, x) for a in anchors for x in [*_values(a.ev, type), *ends]})[:4]
             why = f"it is about {', '.join(dict.fromkeys(a.label for a in anchors))}, which holds {', '.join(held)}"
             out.append(Ungrounded(type, t[start:end], source, tuple(held), why))
             return
@@ -3500,6 +3612,10 @@ def check_text(
             if own and any(does(n) for n in g.acts) and (other := _other_act(pt, b, does, g, ctx, money)) is not None:
                 out.append(Ungrounded("status", f"{pt[a:b]} {other[0]}", source, (), other[1]))
                 continue  # the act was done, to another person or amount ("Paid Lee" for Lee's declined request)
+            if own and any(does(n) for n in g.acts) and (other := _other_record(pt, a, does, g)) is not None:
+                said = pt[a:b] if other[0].lower() in pt[a:b].lower() else f"{pt[a:b]} {other[0]}"
+                out.append(Ungrounded("status", said, source, (), other[1]))
+                continue  # the act was done, to another record ("took the pan out" when the charger went)
             if own and _BOTH.match(pt, b) and _one_of_many(does, g):
                 why = "the episode did that to one thing only: the others got a call of another kind"
                 out.append(Ungrounded("status", pt[a : _BOTH.match(pt, b).end()], source, (), why))
@@ -3512,6 +3628,8 @@ def check_text(
                 if not holds:
                     continue
                 anchors = g.anchors(pt[max(0, a - 120) : b], "status")
+                if family == "scheduled" and not anchors:
+                    continue  # an event "is scheduled" for a day: only a record with a status says otherwise
                 pool = set().union(*(n.ev.statuses for n in anchors)) if anchors else g.focus | g.did.statuses
                 if pool & holds:
                     continue
@@ -3703,6 +3821,8 @@ def check_text(
                     "status", no[0], source, tuple(map(str, clashes[:3])), "the episode's call reported a conflict"
                 )
             )
+    if "name" in types and g.named:  # "On the Hardware store list: sunscreen, batteries"
+        out.extend(Ungrounded("name", said, source, held, why) for said, held, why in _listed_claims(text, g))
     if "person" in types:  # "Kana said: Hey, Maaya here ..." for Maaya's voicemail
         out.extend(Ungrounded("person", said, source, (), why) for said, why in _misquoted(text, g, ctx))
     if "status" in types and (vm := _RE_VOICEMAIL.search(text)) is not None and (why := _no_voicemail(vm, ctx)):
