@@ -499,6 +499,60 @@ TOLD_TYPED = [
     ),
     ("name", "notes.delete_note/0", "Deleted the Packing list note (passport, charger, headphones).", False),
     ("name", "notes.delete_note/0", "Deleted the Packing list note (passport, charger, socks).", True),
+    # a price spoken as two numbers is units and cents (49.99 EUR)
+    ("money", "shop.buy_item/0", "I ordered the wireless earbuds - forty-nine ninety-nine euros - for home.", True),
+    ("money", "shop.buy_item/0", "I ordered the wireless earbuds - forty-nine nineteen euros - for home.", False),
+    # "on the 12th" after a month named in the sentence is of that month
+    (
+        "date",
+        "subagent.birthday_note/0",
+        "Two contacts have September birthdays: your dad Kenichi Takahashi on the 12th and Ryohei Kimura on the 27th.",
+        True,
+    ),
+    (
+        "date",
+        "subagent.birthday_note/0",
+        "Two contacts have September birthdays: your dad Kenichi Takahashi on the 13th and Ryohei Kimura on the 27th.",
+        False,
+    ),
+    # the days of a schedule, as a range or a set
+    (
+        "date",
+        "fields.dnd_schedule/0",
+        'Done - a "Weeknights" schedule turns DND on at 22:00 and off at 07:00, Mon-Fri.',
+        True,
+    ),
+    ("date", "fields.dnd_schedule/0", "Done - DND goes on at 22:00 and off at 07:00, Mon-Sun.", False),
+    (
+        "date",
+        "fields.dnd_schedule/0",
+        "Do not disturb will turn on every night of the week from 22:00 to 07:00.",
+        False,
+    ),
+    ("date", "fields.dnd_schedule/0", "Do not disturb will turn on every weeknight from 22:00 to 07:00.", True),
+    # the people an act was told to end at the sentence (a quote's closing mark), a dash or a clause
+    (
+        "person",
+        "memory.intent_time/0",
+        "Your 11:30 reminder fired, so I texted Mary Gill: \u201cDinner is at 8 tonight, see you there.\u201d "
+        "The next one is at 4:30 PM \u2014 texting Sandra about the cake.",
+        True,
+    ),
+    (
+        "person",
+        "memory.split_usual/0",
+        "Sent payment requests for \u00a55,700 each to Naoto Tanaka and Shota Ishikawa - your usual crowd now "
+        "that Hanako has moved away.",
+        True,
+    ),
+    ("person", "memory.split_usual/0", "Sent payment requests for \u00a55,700 each to Naoto and Hanako.", False),
+    # a request's payee is addressed through the request's payee id
+    (
+        "person",
+        "wallet.cancel_request/0",
+        "Cancelled (Concert tickets, 24 GBP, requested from Francesca on 23 Nov).",
+        True,
+    ),
 ]
 """(claim type, task, answer, whether the grounded check passes): status, count, person,
 duration, time and list claims, each kind both ways."""

@@ -192,9 +192,13 @@ def _words_to_digits(text: str) -> str:
         out.append(m.group())
         last = m.end()
     out.append(alpha2digit(text[last:], "en", threshold=0) if last < len(text) else "")
-    return _RE_AND_A_HALF.sub(r"\1 \3s and a \2", "".join(out))  # "2 and a half hours": "2 hours and a half"
+    text = _RE_AND_A_HALF.sub(r"\1 \3s and a \2", "".join(out))  # "2 and a half hours": "2 hours and a half"
+    return _RE_SPOKEN_PRICE.sub(r"\1.\2 \3", text)  # "forty-nine ninety-nine euros": "49.99 euros"
 
 
+_RE_SPOKEN_PRICE = re.compile(r"(?<![\d.,:])\b(\d{1,4}) ([1-9]\d) ((?:euro|dollar|pound|franc|buck|quid)s?)\b", re.I)
+"""A price spoken as two numbers and its currency ("forty-nine ninety-nine euros", read "49 99
+euros"): the units and the cents."""
 _RE_AND_A_HALF = re.compile(r"\b(\d+)\s+and\s+a\s+(half|quarter)\s+(second|minute|hour|day|week|month|year)s?\b", re.I)
 
 
@@ -220,6 +224,12 @@ _MONTHS = {
     for m in names
 }
 _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_RE_MONTH_NAME = re.compile(
+    r"\b(" + "|".join(k for k in sorted(_MONTHS, key=len, reverse=True) if len(k) > 3 or k == "may") + r")\b(?!\s*\d)",
+    re.I,
+)
+"""A month named in full without a day after it ("September birthdays"): what a bare "on the
+12th" later in the sentence is of."""
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?"
 _ORD = r"(?:st|nd|rd|th)"
@@ -649,6 +659,18 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
         if not sc.take(m.start(), m.end(), "date") or now is None:
             continue
         day = int(m[1])
+        # "September birthdays: dad on the 12th": the month named before in the sentence
+        named = [x for x in _RE_MONTH_NAME.finditer(t, max(0, m.start() - 100), m.start())]
+        if named and not re.search(r"[.!?\n]", t[named[-1].end() : m.start()]):
+            month = _MONTHS[named[-1][0].lower()]
+            found = []
+            for y in (now.year - 1, now.year, now.year + 1):
+                with contextlib.suppress(ValueError):
+                    found.append(dt.date(y, month, day))
+            if found:
+                found.sort(key=lambda d: abs((d - now.date()).days))
+                sc.claim("date", found[0].isoformat(), m.start(), m.end(), alts=tuple(d.isoformat() for d in found[1:]))
+            continue
         # "on the 7th": the next such day, or the last one gone ("the expense on the 7th")
         days = [d for k in range(-2, 3) if (d := _nth_of_month(now.date(), k, day)) is not None]
         ahead = [d for d in days if d >= now.date()]

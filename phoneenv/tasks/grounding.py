@@ -1356,7 +1356,7 @@ _TOKEN = re.compile(r"[^\W\d_]{4,}")
 _WORDY_ID = re.compile(r"[a-z]{4,}(?:_[a-z]+)*")
 """A record id that is words, not a serial ("brightness", "ring_volume"): the record's name."""
 _TOKEN_ANY = re.compile(r"[^\W\d_]+")
-_CLAUSE = re.compile(r"[.;!?\n]+(?:\s|$)|\n")
+_CLAUSE = re.compile(r"[.;!?\n]+[\"'\u201d\u2019\u00bb)]*(?:\s|$)|\n")
 _PART = re.compile(r"[.;!?\n]+(?:\s|$)|\n|[,()]|\s[-\u2013\u2014]\s|\band\b", re.I)
 """Where a part of a sentence about one thing ends: a clause end, a comma, a bracket, a spaced
 dash, "and" ("Brightness 65%, ring volume 30%")."""
@@ -2124,15 +2124,30 @@ def _one_of_many(does: Callable[[str], bool], g: Grounds) -> bool:
 _DAY_KEYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
+_RE_EVERY_DAYS = re.compile(
+    r"\b(?:every\s+(?:single\s+)?(?P<all>day|night|evening|morning)(?:\s+of\s+the\s+week)?|(?P<all2>daily|nightly|7\s+days\s+a\s+week)"
+    r"|(?P<wd>(?:every|on)\s+week(?:day|night)s?|weekdays|weeknights)|(?P<we>(?:every|on)\s+weekends?|weekends))\b",
+    re.I,
+)
+"""Days of the week told as a set, not a range: "every night of the week", "daily", "weeknights",
+"on weekends"."""
+
+
 def _schedule_days(span: str, g: Grounds) -> tuple[tuple[str, ...], str] | None:
-    """``(held, why)`` where a weekday range told ("Monday to Thursday") is no ``days`` list a
-    changed record holds (a schedule set for Sunday to Thursday); None where it is one, or no
-    changed record holds days, or the span is one weekday."""
-    ends = [_weekday_of(w) for w in re.findall(WEEKDAY, span, re.I)]
-    if len(ends) != 2 or None in ends or not g.episode:
+    """``(held, why)`` where a weekday range told ("Monday to Thursday") or a set of days
+    (:data:`_RE_EVERY_DAYS`: "every night of the week") is no ``days`` list a changed record holds
+    (a schedule set for Sunday to Thursday); None where it is one, or no changed record holds
+    days, or the span is one weekday."""
+    if not g.episode:
         return None
-    a, z = ends
-    told = {_DAY_KEYS[(a + k) % 7] for k in range((z - a) % 7 + 1)}
+    if (every := _RE_EVERY_DAYS.fullmatch(span.strip())) is not None:
+        told = set(_DAY_KEYS[:5]) if every["wd"] else set(_DAY_KEYS[5:]) if every["we"] else set(_DAY_KEYS)
+    else:
+        ends = [_weekday_of(w) for w in re.findall(WEEKDAY, span, re.I)]
+        if len(ends) != 2 or None in ends:
+            return None
+        a, z = ends
+        told = {_DAY_KEYS[(a + k) % 7] for k in range((z - a) % 7 + 1)}
     held = [
         frozenset(str(d).lower()[:3] for d in days)
         for r in g.episode.now[:200]
@@ -2265,7 +2280,24 @@ def grounds(
                     out.setdefault(str(r["id"]), r)
         return out
 
+    def record(rid: str) -> Mapping[str, Any] | None:  # a record a call returned, or a fixture's
+        if len(rid) > 40 or not _RECORD_ID.fullmatch(rid):
+            return None
+        if (rec := by_id().get(rid)) is not None:
+            return rec
+        return next((tab[rid] for tab in ctx.before.values() if isinstance(tab, Mapping) and rid in tab), None)
+
     addressed: set[str] = set()
+
+    def address(rec: Mapping[str, Any], depth: int) -> None:  # a request's payee, through its id
+        for sub, k2, _, _ in _walk(rec):
+            if not isinstance(sub, str) or k2 == "id" or not 2 <= len(sub) <= 80:
+                continue
+            if len(ids := contact_ids(sub, ctx.contacts)) == 1:
+                addressed.update(ids)
+            elif depth and not ids and (linked := record(sub)) is not None:
+                address(linked, depth - 1)
+
     for c in writes:
         for leaf, key, _, _ in _walk([c.arguments, c.feedback.result]):
             if not isinstance(leaf, str) or not 2 <= len(leaf) <= 80 or key in AUTHORED_KEYS:
@@ -2273,18 +2305,9 @@ def grounds(
             ids = contact_ids(leaf, ctx.contacts)
             if len(ids) == 1:
                 addressed.update(ids)
-            elif not ids and leaf in by_id():
-                for sub, k2, _, _ in _walk(by_id()[leaf]):
-                    if isinstance(sub, str) and k2 != "id" and len(ids := contact_ids(sub, ctx.contacts)) == 1:
-                        addressed.update(ids)
+            elif not ids and (linked := record(leaf)) is not None:
+                address(linked, 1)
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
-
-    def record(rid: str) -> Mapping[str, Any] | None:  # a record a call returned, or a fixture's
-        if len(rid) > 40 or not _RECORD_ID.fullmatch(rid):
-            return None
-        if (rec := by_id().get(rid)) is not None:
-            return rec
-        return next((tab[rid] for tab in ctx.before.values() if isinstance(tab, Mapping) and rid in tab), None)
 
     g.episode = Episode(calls, writes, now_recs, was_recs, record)
     g.main_amounts = [(c.name, _main_amount(c)) for c in writes]
@@ -3019,6 +3042,12 @@ _RE_TOLD_TO = re.compile(
     r"|recipients?\s*:)",
     re.I,
 )
+_TOLD_TO_STOP = re.compile(
+    r"\s[-\u2013\u2014]\s|\b(?:now\s+that|because|since|although|though|whereas|but|as\s+(?:he|she|they)|who|which)\b",
+    re.I,
+)
+"""Where the people an act was told to end: a spaced dash or a clause of its own ("Sent requests to
+Naoto and Shota - your usual crowd now that Hanako has moved away")."""
 _RE_WHOSE_DETAILS = re.compile(
     r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?['\u2019]s\s+(?:(?:phone|mobile|work|home|new|e-?mail)\s+)?"
     r"(?:number|address|e-?mail|contact(?:\s+card)?|details|card)\b"
@@ -3120,6 +3149,8 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
         end = _CLAUSE.search(text, m.end())
         # "texted Irene's number to Rebecca": whose number was sent is what was sent, not to whom
         rest = _RE_WHOSE_DETAILS.sub(" ", text[m.end() : end.start() if end else len(text)])
+        if (stop := _TOLD_TO_STOP.search(rest)) is not None:  # "... - your usual crowd now that Hanako moved"
+            rest = rest[: stop.start()]
         for ids in mentioned_contacts(rest, ctx.contacts):
             if len(ids) == 1 and not ids & g.addressed:
                 (cid,) = ids
@@ -3463,7 +3494,7 @@ def check_text(
                 and re.fullmatch(r"[\s,]*", t[c.end : nxt.start])
             ):  # "Wednesday 2026-11-11": the weekday labels the date beside it (checked with it)
                 continue
-            span = t[c.start : c.end].strip()
+            span = t[c.start : c.end].strip().rstrip(".,;")
             if re.fullmatch(rf"{WEEKDAY}(?:\s*(?:to|-|\u2013|through|thru|till|until)\s*{WEEKDAY})?", span, re.I) and (
                 re.search(r"\s|-|\u2013", span)
                 or _WEEKDAY_RANGE.search(t[c.end : c.end + 16])
@@ -3905,6 +3936,12 @@ def check_text(
                     f"{'the episode set' if pool is set_now else 'the world holds'} seats {', '.join(sorted(pool)[:3])}"
                 )
                 out.append(Ungrounded("code", m[0], source, tuple(sorted(pool)[:3]), why))
+    if "date" in types and g.episode is not None:  # "every night of the week" for a Mon-Fri schedule
+        for m in _RE_EVERY_DAYS.finditer(text):
+            if not _RE_STATUS_DENIED.search(text[max(0, m.start() - 12) : m.start()]) and (
+                bad := _schedule_days(m[0], g)
+            ):
+                out.append(Ungrounded("date", m[0], source, *bad))
     if "switch" in types:
         for said, held, why in check_switches(text, ctx):
             out.append(Ungrounded("switch", said, source, held, why))
