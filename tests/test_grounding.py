@@ -553,6 +553,61 @@ TOLD_TYPED = [
         "Cancelled (Concert tickets, 24 GBP, requested from Francesca on 23 Nov).",
         True,
     ),
+    # a name holding "budget" is no budget: the time in brackets after it is told, and checked
+    ("time", "cross.email_attendees/0", "Emailed the agenda for Budget review (15:00, Room 1.10).", False),
+    ("time", "cross.email_attendees/0", "Emailed the agenda for Budget review (14:00, Room 1.10).", True),
+    # a numbered room told anywhere, and a place told after a day, is where the record named is
+    ("place", "cross.email_attendees/0", "Emailed the agenda for Budget review (Thursday, 14:00, Room 1.01).", False),
+    (
+        "place",
+        "fields.event_reminders/0",
+        "Lunch with Anka on Thursday at Cafe Roma now has reminders 30 and 5 min before.",
+        False,
+    ),
+    (
+        "place",
+        "fields.event_reminders/0",
+        "Lunch with Anka on Thursday at Cafe Luna now has reminders 30 and 5 min before.",
+        True,
+    ),
+    # "both" told of an act done to one record by one call
+    ("status", "phone.delete_call_entry/0", "Deleted both of your calls with Bastian from the log.", False),
+    ("status", "phone.delete_call_entry/0", "Deleted the call to Bastian from the log.", True),
+    # a total told "for the whole trip" is the sum of what was booked
+    (
+        "money",
+        "travel_subagent.two_city_hotels/0",
+        "Booked Riverside Hotel in Kyoto (\u00a512,750) and The Linden in Osaka (\u00a555,500) - \u00a565,250 for the whole trip.",
+        False,
+    ),
+    (
+        "money",
+        "travel_subagent.two_city_hotels/0",
+        "Booked Riverside Hotel in Kyoto (\u00a512,750) and The Linden in Osaka (\u00a555,500) - \u00a568,250 for the whole trip.",
+        True,
+    ),
+    # a field told with its value is the value the episode set (the return's reason)
+    ("name", "skills.return_item/0", "Return confirmed - I gave the reason as 'damaged'. Pickup Saturday at 9.", False),
+    ("name", "skills.return_item/0", "All set - going back (reason: changed my mind). Pickup Saturday at 9.", True),
+    # what a payment was for, told after its amount, is the note it carried
+    ("name", "wallet.pay_back/0", "Paid Clive Morrison back \u00a318 for the pizza.", False),
+    ("name", "wallet.pay_back/0", "Paid Clive Morrison back \u00a318 for the groceries.", True),
+    # "last night" is yesterday (the dinner is tonight) - in the answer here
+    ("date", "memory.split_usual/0", "Requested 5,700 JPY each for Luigi's dinner last night.", False),
+    ("date", "memory.split_usual/0", "Requested 5,700 JPY each for Luigi's dinner tonight.", True),
+    # a count told of a named record's contents is of its last version (one of 4 songs was removed)
+    (
+        "count",
+        "music.reorder_playlist/0",
+        "Last Tram is first, Paper Moon is out, and Morning run still has 4 songs.",
+        False,
+    ),
+    (
+        "count",
+        "music.reorder_playlist/0",
+        "Last Tram is first, Paper Moon is out, and Morning run now has 3 songs.",
+        True,
+    ),
 ]
 """(claim type, task, answer, whether the grounded check passes): status, count, person,
 duration, time and list claims, each kind both ways."""

@@ -258,7 +258,7 @@ _DATE_LEAD = re.compile(rf"(?:\b(?:on|to|for|until|till|by|from|before|after)|{W
 _DAY_ABBR = r"(?<![\w'’])(?-i:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?"
 _DAY_LEAD = "|".join(rf"(?<=\b{w}\s)" for w in ("on", "to", "by", "until", "till", "from", "before", "after"))
 _RE_REL_DATE = re.compile(
-    rf"\b(?:the day after tomorrow|the day before yesterday|today|tonight|tomorrow|yesterday"
+    rf"\b(?:the day after tomorrow|the day before yesterday|today|tonight|last night|tomorrow|yesterday"
     rf"|in \d+ (?:days?|weeks?)|(?:next|this|last|coming)\s+week|(?:(?:next|this|last|coming)\s+)?(?:{'|'.join(WEEKDAYS)}))\b"
     rf"|\b(?:next|this|last|coming)\s+{_DAY_ABBR}|(?:{_DAY_LEAD}){_DAY_ABBR}|(?<!\bthe\s)(?<![\w'’]){_DAY_ABBR}"
     r"(?=\s*(?:[,;)!?\d\u2013-]|$|(?<=\.)\s|(?:at|am|pm|a\.m|p\.m|morning|afternoon|evening|night|noon|midday|to"
@@ -493,9 +493,13 @@ class _Scan:
 # "$36.32 out of a $200 budget", "warmer than Tokyo (16)", "a limit of 30".
 _CONTEXT_BEFORE = re.compile(
     r"(?:\bout of|\bbudget(?:ed)?|\blimit|\bthan|\bcompared (?:to|with))\s+"
-    r"(?:(?:at|by|around|about|of|is|a|an|the|your|my|on)\s+)*(?:[\w'’-]+\s*\(\s*)?$",
+    r"(?:(?:at|by|around|about|of|is|a|an|the|your|my|on)\s+)*$"
+    r"|(?:\bthan|\bcompared (?:to|with))\s+(?:(?:at|by|around|about|of|is|a|an|the|your|my|on)\s+)*[\w'’-]+\s*\(\s*$",
     re.I,
 )
+"""Before a value: context in another role ("out of a $200 budget", "a limit of 50", "cheaper
+than Phone (£38.61)"), not a claim of its own; a name with such a word in it ("Budget review
+(14:00)") is no such context."""
 
 
 def _negated(text: str, a: int, b: int, type: str) -> bool:
@@ -547,6 +551,7 @@ def _hm(h: int, m: int, ap: str | None) -> str | None:
 
 _REL_DAYS = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "the day after tomorrow": 2}
 _REL_DAYS["the day before yesterday"] = -2
+_REL_DAYS["last night"] = -1
 
 
 def _nth_of_month(today: dt.date, months: int, day: int) -> dt.date | None:

@@ -379,7 +379,7 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
         out.append((text[m.start() : m.end()], held, why))
     # a place no record holds, told as where something is ("It's at Harbour Hall", ", at 117 Harbour Road")
     texts: list[str] | None = None
-    for m in _RE_AT_PLACE.finditer(text):
+    for m in itertools.chain(_RE_AT_PLACE.finditer(text), _RE_ROOM.finditer(text)):
         a, z = m.span("place")
         if any(s <= a < e for s, e in seen) or (found := about(a, z)) is None or not found[0]:
             continue
@@ -393,11 +393,15 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
 
 
 _RE_AT_PLACE = re.compile(
-    r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*)(?:now\s+|still\s+)?at\s+(?:the\s+)?"
+    r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*"
+    rf"|\b(?i:{WEEKDAY}|today|tomorrow|tonight|\d{{1,2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?)\s+)(?:now\s+|still\s+)?at\s+(?:the\s+)?"
     r"(?P<place>(?:\d{1,4}[A-Za-z]?\s+)?[A-Z][\w'&-]*(?:\.[\w'&-]+)*"
     r"(?:\s+(?:[A-Z][\w'&-]*(?:\.[\w'&-]+)*|\d{1,4}(?:[.,]\d+)?[A-Za-z]?\b|of|de|la|am|on))*)"
 )
-"""A place told as where something is: "It's at Harbour Hall", "..., at 117 Harbour Road"."""
+"""A place told as where something is: "It's at Harbour Hall", "..., at 117 Harbour Road", "on
+Thursday at Cafe Luna"."""
+_RE_ROOM = re.compile(r"(?<![\w.])(?P<place>(?:Room|Rm\.?|Hall|Gate|Platform)\s+\d[\w.]*\w)", re.I)
+"""A numbered room, hall, gate or platform told anywhere ("(Thursday, 14:00, Room 1.01)")."""
 
 
 _TEMP_LABEL = re.compile(
@@ -541,6 +545,13 @@ def _enum_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]
 _RE_PURPOSE = re.compile(
     r"\b(?i:that|it|this|which)\s+(?i:was)\s+for\s+(?i:the\s+|your\s+|their\s+)?(?P<what>[A-Za-z][\w' -]{2,40}?)\s*(?:[.;!,]|$)"
 )
+_RE_PAID_FOR = re.compile(
+    r"(?:[\u00a3$\u20ac\u00a5]\s?\d[\d.,]*|\d[\d.,]*\s?(?i:gbp|eur|usd|aud|jpy|chf|cad|pounds?|euros?|dollars?|yen))"
+    r"(?:\s+(?i:back|each|apiece))?\s+(?i:for)\s+(?i:the\s+|your\s+|their\s+|his\s+|her\s+)?"
+    r"(?P<what>[A-Za-z][\w' -]{2,40}?)\s*(?:[.;!,)]|\s[-\u2013\u2014]\s|$)"
+)
+"""What a payment or request is told to be for, after its amount: "Paid Clive back \u00a318 for the
+groceries"."""
 """What a payment or request is told to be for: "That was for the concert tickets"."""
 _NOT_A_THING = re.compile(
     rf"\b(?:{WEEKDAY}|today|tonight|tomorrow|yesterday|morning|evening|afternoon|week|month|year|you|me|him|her|them|us"
@@ -1790,7 +1801,9 @@ def _id_records(value: Any) -> Iterable[Mapping[str, Any]]:
 
 _TOTAL_KEYS = re.compile(r"(?:grand_)?total(?:_amount|_price|_cost|_paid)?|amount_total", re.I)
 _TOTAL_CUE = re.compile(
-    r"\b(?:(?:in\s+)?total|totall?ing|in\s+all|altogether|all\s+told|all\s+in|(?:with|including|incl\.?)\s+(?:the\s+)?"
+    r"\b(?:(?:in\s+)?total|totall?ing|in\s+all|altogether|all\s+told|all\s+in|combined|overall"
+    r"|for\s+(?:the\s+)?(?:whole|entire)\s+(?:trip|stay|order|thing|lot)|for\s+(?:both|all\s+(?:of\s+them|three|four))"
+    r"|(?:with|including|incl\.?)\s+(?:the\s+)?"
     r"(?:delivery|shipping|fees?))\b",
     re.I,
 )
@@ -2110,15 +2123,109 @@ def _listed_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
     return out
 
 
+_RE_FIELD_TOLD = re.compile(
+    r"\b(?P<field>reason|note|memo|label|category|subject)\b(?:\s+(?:as|was|is|of))?\s*[:=]?\s*"
+    r"(?:[\"'\u201c\u2018](?P<quoted>[^\"'\u201d\u2019\n]{2,60})[\"'\u201d\u2019]|(?<=:)\s*(?P<bare>[^()\n.;,]{2,60}?)\s*(?=[).;,\n]|$))",
+    re.I,
+)
+"""A field of what the episode wrote told with its value: "I gave the reason as 'damaged'",
+"(reason: changed my mind)", "label 'Gym'"."""
+
+
+def _field_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` for each field value told (:data:`_RE_FIELD_TOLD`) where the
+    episode's writes set that field (in their arguments or the records they changed) and none
+    of the values set is the one told, as words either way ("the reason as 'damaged'" for a
+    return whose reason is "changed my mind")."""
+    if g.episode is None or not g.episode.writes:
+        return []
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for m in _RE_FIELD_TOLD.finditer(text):
+        field = m["field"].lower()
+        said = (m["quoted"] or m["bare"] or "").strip()
+        if not said:
+            continue
+        held = {
+            str(x)
+            for x, key, _, _ in _walk([[c.arguments for c in g.episode.writes], g.episode.now])
+            if isinstance(x, str) and str(key).lower() == field and x.strip()
+        }
+        if not held:
+            continue
+        w = words(said)
+        if any(w in words(h) or words(h) in w for h in held):
+            continue
+        shown = tuple(sorted(held)[:3])
+        out.append((said, shown, f"the {field} the episode set is {', '.join(repr(h) for h in shown)}"))
+    return out
+
+
+_RE_HAS_COUNT = re.compile(
+    r"(?P<head>[^.;:!?()\n,]{3,60}?)\s+(?:now\s+|still\s+|only\s+)*(?:has|holds|contains|is\s+(?:now\s+)?(?:down|up)\s+to)"
+    r"\s+(?:just\s+|only\s+)?(?P<n>\d{1,3})\s+(?:(?P<open>open|unchecked|remaining|pending)\s+)?"
+    r"(?P<noun>songs|tracks|items|entries|tasks|photos|pictures|people|attendees|guests|stops|lines)\b",
+    re.I,
+)
+"""A count told of a named record's contents: "Morning run still has 4 songs", "Errands now has
+4 open items"."""
+_CONTENT_LISTS = ("songs", "tracks", "items", "entries", "tasks", "photos", "attendees", "guests", "stops", "lines")
+
+
+def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` for each count told of a named record's contents
+    (:data:`_RE_HAS_COUNT`) that the record's last version the episode saw does not hold: the
+    length of its list of things (songs, items, photos..., or ids of them: ``song_ids``; "open"
+    items: those not done), never a count field, which may be of before the items changed. The last version: the record as the episode left it, else as the last call returned
+    it ("Morning run still has 4 songs" after one of its 4 songs was removed fails)."""
+    if g.episode is None:
+        return []
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for m in _RE_HAS_COUNT.finditer(text):
+        head = set(_TOKEN.findall(m["head"].lower()))
+        named = [n for n in g.named if n.rid and n.tokens and n.tokens <= head]
+        if not named:
+            continue
+        best = max(len(n.tokens) for n in named)
+        rids = {n.rid for n in named if len(n.tokens) == best}
+        if len(rids) != 1:
+            continue
+        (rid,) = rids
+        last: Mapping[str, Any] | None = None
+        for c in g.episode.calls:
+            if c.ok and c.feedback.result is not None:
+                for r in _id_records(c.feedback.result):
+                    if r.get("id") == rid:
+                        last = r
+        for r in g.episode.now:
+            if isinstance(r, Mapping) and r.get("id") == rid:
+                last = r
+        if last is None:
+            continue
+        held: set[int] = set()  # only lists the record holds: a count field may be of before the items changed
+        for k, v in last.items():
+            if (k in _CONTENT_LISTS or str(k).endswith("_ids")) and isinstance(v, (list, tuple)):
+                held.add(
+                    len(v) if not m["open"] else sum(1 for x in v if not (isinstance(x, Mapping) and x.get("done")))
+                )
+        if held and int(m["n"]) not in held:
+            shown = tuple(str(x) for x in sorted(held))
+            label = next(n.label for n in named if n.rid == rid)
+            out.append((m[0].strip(), shown, f"{label} holds {', '.join(shown)} {m['noun'].lower()}"))
+    return out
+
+
 def _one_of_many(does: Callable[[str], bool], g: Grounds) -> bool:
     """Whether the episode's writes did the act ``does`` tells to one thing only (one call, no
-    list of several in its arguments) while other writes did something else: "Paid both" where
-    it paid one request and declined the other."""
+    list of several in its arguments) while other writes did something else, or that one call
+    named one record by id: "Paid both" where it paid one request and declined the other."""
     writes = g.episode.writes if g.episode else []
     mine = [c for c in writes if does(c.name)]
-    if len(mine) != 1 or len(writes) < 2:
+    if len(mine) != 1 or any(isinstance(v, (list, tuple)) and len(v) > 1 for v in mine[0].arguments.values()):
         return False
-    return not any(isinstance(v, (list, tuple)) and len(v) > 1 for v in mine[0].arguments.values())
+    # the others got a call of another kind, or the one call named one record by id ("Deleted both
+    # of your calls with Bastian" where one log entry went)
+    named = {str(v) for k, v in mine[0].arguments.items() if str(k).endswith("_id") and isinstance(v, str)}
+    return len(writes) >= 2 or len(named) == 1
 
 
 _DAY_KEYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -3648,7 +3755,7 @@ def check_text(
                 out.append(Ungrounded("status", said, source, (), other[1]))
                 continue  # the act was done, to another record ("took the pan out" when the charger went)
             if own and _BOTH.match(pt, b) and _one_of_many(does, g):
-                why = "the episode did that to one thing only: the others got a call of another kind"
+                why = "the episode did that to one thing only (one call, one record)"
                 out.append(Ungrounded("status", pt[a : _BOTH.match(pt, b).end()], source, (), why))
                 continue  # "Paid both requests" where it paid one and declined the other
             if any(does(n) for n in g.acts) or holds & g.changed_words:
@@ -3834,11 +3941,15 @@ def check_text(
             out.append(Ungrounded("commitment", said, source, (), why))
     if "place" in types:
         out.extend(Ungrounded("place", said, source, held, why) for said, held, why in _place_claims(text, g))
-    if "name" in types and g.subject_names is not None and (purpose := _RE_PURPOSE.search(text)) is not None:
-        what = purpose["what"].strip()  # "That was for the concert tickets": what the records acted on say
-        if not _NOT_A_THING.search(what) and not held_by(what, g.subject_names.texts(skip=text), quoted=True):
-            why = "nothing the episode acted on says so"
-            out.append(Ungrounded("name", what, source, (), why))
+    if "name" in types and g.subject_names is not None:
+        purposes = [*_RE_PURPOSE.finditer(text)]
+        if g.episode is not None and any("note" in c.arguments for c in g.episode.writes):
+            purposes += _RE_PAID_FOR.finditer(text)  # "Paid Clive back \u00a318 for the pizza": the note set
+        for purpose in purposes:
+            what = purpose["what"].strip()  # "That was for the concert tickets": what the records acted on say
+            if not _NOT_A_THING.search(what) and not held_by(what, g.subject_names.texts(skip=text), quoted=True):
+                why = "nothing the episode acted on says so"
+                out.append(Ungrounded("name", what, source, (), why))
     if "status" in types and (no := _RE_NO_CLASH.search(text)) is not None and g.episode:
         clashes = [
             x
@@ -3852,6 +3963,10 @@ def check_text(
                     "status", no[0], source, tuple(map(str, clashes[:3])), "the episode's call reported a conflict"
                 )
             )
+    if "name" in types:  # "I gave the reason as 'damaged'" for "changed my mind"
+        out.extend(Ungrounded("name", said, source, held, why) for said, held, why in _field_claims(text, g))
+    if "count" in types and g.named:  # "Morning run still has 4 songs" after one of 4 was removed
+        out.extend(Ungrounded("count", said, source, held, why) for said, held, why in _content_counts(text, g))
     if "name" in types and g.named:  # "On the Hardware store list: sunscreen, batteries"
         out.extend(Ungrounded("name", said, source, held, why) for said, held, why in _listed_claims(text, g))
     if "person" in types:  # "Kana said: Hey, Maaya here ..." for Maaya's voicemail
