@@ -608,6 +608,26 @@ TOLD_TYPED = [
         "Last Tram is first, Paper Moon is out, and Morning run now has 3 songs.",
         True,
     ),
+    # a share of an amount only where a share is told: "your 12 GBP request" is no half of 24 GBP
+    ("money", "wallet.cancel_request/0", "Cancelled your \u00a312 concert-ticket request to Francesca Webster.", False),
+    ("money", "wallet.cancel_request/0", "Cancelled your \u00a324 concert-ticket request to Francesca Webster.", True),
+    # the weather told is the forecast read for that day (fog), unless hedged
+    (
+        "status",
+        "weather.text_forecast/0",
+        "Texted Ashleigh: tomorrow will be rainy in Amsterdam, high 8.6\u00b0C.",
+        False,
+    ),
+    ("status", "weather.text_forecast/0", "Texted Ashleigh: foggy tomorrow in Amsterdam, high 8.6\u00b0C.", True),
+    (
+        "status",
+        "weather.text_forecast/0",
+        "Texted Ashleigh: fog tomorrow in Amsterdam, high 8.6\u00b0C, only a 16% chance of rain.",
+        True,
+    ),
+    # a length in brackets after a record's name is that record's (Bridges runs 65 minutes)
+    ("duration", "memory.favorite_podcast/0", "Downloaded 'Bridges' (45 min), the newest City Stories episode.", False),
+    ("duration", "memory.favorite_podcast/0", "Downloaded 'Bridges' (65 min), the newest City Stories episode.", True),
 ]
 """(claim type, task, answer, whether the grounded check passes): status, count, person,
 duration, time and list claims, each kind both ways."""

@@ -545,6 +545,7 @@ def _enum_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]
 _RE_PURPOSE = re.compile(
     r"\b(?i:that|it|this|which)\s+(?i:was)\s+for\s+(?i:the\s+|your\s+|their\s+)?(?P<what>[A-Za-z][\w' -]{2,40}?)\s*(?:[.;!,]|$)"
 )
+"""What a payment or request is told to be for: "That was for the concert tickets"."""
 _RE_PAID_FOR = re.compile(
     r"(?:[\u00a3$\u20ac\u00a5]\s?\d[\d.,]*|\d[\d.,]*\s?(?i:gbp|eur|usd|aud|jpy|chf|cad|pounds?|euros?|dollars?|yen))"
     r"(?:\s+(?i:back|each|apiece))?\s+(?i:for)\s+(?i:the\s+|your\s+|their\s+|his\s+|her\s+)?"
@@ -552,7 +553,6 @@ _RE_PAID_FOR = re.compile(
 )
 """What a payment or request is told to be for, after its amount: "Paid Clive back \u00a318 for the
 groceries"."""
-"""What a payment or request is told to be for: "That was for the concert tickets"."""
 _NOT_A_THING = re.compile(
     rf"\b(?:{WEEKDAY}|today|tonight|tomorrow|yesterday|morning|evening|afternoon|week|month|year|you|me|him|her|them|us"
     r"|people|persons|guests|two|three|four|five|six|a|an|one|both|all|real|sure|free|nothing)\b",
@@ -810,7 +810,7 @@ class Evidence:
             out.update(f"{m // 60 % 24:02d}:{m % 60:02d}" for m in moved)
         return out
 
-    def derived_money(self, partners: Iterable[tuple[float, str]] = ()) -> set[tuple[float, str]]:
+    def derived_money(self, partners: Iterable[tuple[float, str]] = (), shares: bool = True) -> set[tuple[float, str]]:
         """The evidence amounts and those the planner could work out from them: zero; the sum
         and difference of two amounts of one currency, where at least one is salient (read,
         written or said by the user: what is left of a budget the phone holds, a shortfall)
@@ -818,15 +818,17 @@ class Evidence:
         planner did not read (``world_money``: it could not have worked with those);
         each salient amount split in 2 to 12 equal shares (to the cent, or to the unit rounded
         down or up); ``money`` also holds the totals of each list read or changed. ``partners``:
-        other amounts to combine with these (what was read, beside what was done)."""
+        other amounts to combine with these (what was read, beside what was done). ``shares``:
+        False leaves the shares out (an amount told with no word of a share: "your £12 request"
+        for a request of £24 is no half of it)."""
         out = {*self.money, *self.world_money, (0.0, "")}
         salient = sorted(x for x in self.money if x[0] > 0 and x[1] != BARE)[:150]
         # not with the fixtures' amounts the planner never read: it could not have worked those out
         world = sorted({x for x in partners if x[0] > 0 and x[1] != BARE} - set(salient))[:400]
         for i, (a, ca) in enumerate(salient):
-            for n in range(2, 13):
+            for n in range(2, 13) if shares else ():
                 out.update({(round(a / n, 2), ca), (float(int(a / n)), ca), (float(-int(-a // n)), ca)})
-            for n in range(2, 13):  # the share of whoever pays the rest: 20366 = 6788 + 6788 + 6790
+            for n in range(2, 13) if shares else ():  # the share of whoever pays the rest: 20366 = 6788 + 6788 + 6790
                 for share in (round(a / n, 2) // 0.01 * 0.01, float(int(a / n))):
                     out.add((round(a - (n - 1) * share, 2), ca))
             for b, cb in (*salient[i + 1 :], *world):
@@ -837,6 +839,15 @@ class Evidence:
                     out.add((round(a + b, 2), cur))
                     out.add((round(abs(a - b), 2), cur))
         return out
+
+
+_SHARE_CUE = re.compile(
+    r"\b(?:each|apiece|per\s+(?:person|head|guest|diner|month|week|night|day)|a\s+(?:head|person|month|week|night)"
+    r"|shares?|split|splitting|divided|ways|between|half|halves|thirds?|quarters?|owes?|owed|instal+ments?|payments?)\b",
+    re.I,
+)
+"""Words of a share: where an amount may be a part of one held ("43 USD each", "your share is
+57.33", "split three ways")."""
 
 
 @dataclass(frozen=True)
@@ -1458,7 +1469,7 @@ class Grounds:
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._durations: set[int] | None = None
-        self._money: dict[int, set[tuple[float, str]]] = {}
+        self._money: dict[tuple[int, bool], set[tuple[float, str]]] = {}
         df: dict[str, int] = {}
         for n in self.named:
             for t in n.tokens:
@@ -1545,13 +1556,13 @@ class Grounds:
             self._times[id(pool)] = out
         return self._times[id(pool)]
 
-    def _derived_money(self, pool: Evidence) -> set[tuple[float, str]]:
-        if id(pool) not in self._money:
+    def _derived_money(self, pool: Evidence, shares: bool = True) -> set[tuple[float, str]]:
+        if (id(pool), shares) not in self._money:
             # what the episode did is told as it did it, or worked out from its own amounts (a
             # total paid, a share): not with any amount it read ("sent 19.75" for 18.75 + 1.00)
             partners = () if pool is self.read or pool is self.did else self.read.money
-            self._money[id(pool)] = pool.derived_money(partners)
-        return self._money[id(pool)]
+            self._money[(id(pool), shares)] = pool.derived_money(partners, shares)
+        return self._money[(id(pool), shares)]
 
     def durations(self, from_now: bool = False) -> set[int]:
         """Every duration the grounds hold or give, in minutes: the stated ones (a field
@@ -1601,6 +1612,14 @@ class Grounds:
         said, now, was = self.code_sources or ([], [], [])
         held_now = _codes_in(now)
         return frozenset(_codes_in(said) | held_now | _codes_in(was)), frozenset(_codes_in(was) - held_now)
+
+    @functools.cached_property
+    def splits(self) -> bool:
+        """Whether the user asked for, or the episode did, a split: where any amount told may be a
+        share ("Split the bill three ways"; a split call; a request to several people)."""
+        goal = self.user_texts[0] if self.user_texts else ""
+        writes = self.episode.writes if self.episode else []
+        return bool(_SHARE_CUE.search(goal)) or any("split" in c.name for c in writes)
 
     @functools.cached_property
     def digit_codes(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -1715,7 +1734,11 @@ class Grounds:
             cued = ending or bool(_END_CUE.search(text[max(0, start - 40) : start]))
             return cued and _time_ok(value, text, start, pool.end_times)
         if type == "money":
-            money = self._derived_money(pool) if kept else pool.derived_money()
+            # a share only where the text tells one ("£21.50 each", "your share"), in its clause
+            a = max((e.end() for e in _CLAUSE.finditer(text, 0, start)), default=0)
+            z = _CLAUSE.search(text, start)
+            shares = bool(_SHARE_CUE.search(text[a : z.start() if z else len(text)])) or self.splits
+            money = self._derived_money(pool, shares) if kept else pool.derived_money(shares=shares)
             return _money_ok(round(value, 2), unit, money)
         if type == "temperature":
             return _temp_ok(value, unit, pool.temps)
@@ -2211,6 +2234,71 @@ def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], s
             shown = tuple(str(x) for x in sorted(held))
             label = next(n.label for n in named if n.rid == rid)
             out.append((m[0].strip(), shown, f"{label} holds {', '.join(shown)} {m['noun'].lower()}"))
+    return out
+
+
+_WEATHER_FAMILIES: dict[str, frozenset[str]] = {
+    "sunny": frozenset({"sun"}),
+    "clear": frozenset({"sun"}),
+    "partly cloudy": frozenset({"sun", "cloud"}),
+    "cloudy": frozenset({"cloud"}),
+    "overcast": frozenset({"cloud"}),
+    "rain": frozenset({"rain"}),
+    "showers": frozenset({"rain"}),
+    "drizzle": frozenset({"rain"}),
+    "thunderstorms": frozenset({"storm", "rain"}),
+    "snow": frozenset({"snow"}),
+    "sleet": frozenset({"snow", "rain"}),
+    "fog": frozenset({"fog"}),
+    "mist": frozenset({"fog"}),
+    "windy": frozenset({"wind"}),
+}
+"""A weather condition a record holds → the kinds of weather it is."""
+_RE_WEATHER_TOLD = re.compile(
+    r"\b(?P<rain>rain(?:y|ing|s)?|showers?|showery|drizzl\w*|downpours?)\b|\b(?P<sun>sunny|sunshine|clear\s+skies)\b"
+    r"|\b(?P<cloud>cloudy|overcast)\b|\b(?P<fog>fog(?:gy)?|misty?|hazy?)\b|\b(?P<snow>snow(?:y|ing)?|sleet)\b"
+    r"|\b(?P<storm>storms?|stormy|thunder\w*)\b",
+    re.I,
+)
+"""Weather told: "it'll be rainy", "sunny", "fog", "thunderstorms"."""
+_WEATHER_HEDGE = re.compile(
+    r"\b(?:no|not|without|dry|chance|risk|possib\w*|might|may|could|likely|unlikely|probability|in\s+case)\b|n't|%",
+    re.I,
+)
+
+
+def _weather_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` for each kind of weather told (:data:`_RE_WEATHER_TOLD`: rain, sun,
+    cloud, fog, snow, storm) that no forecast the episode read holds for the day its clause
+    names, or, where the clause names no day, for any day read ("tomorrow will be rainy" for a
+    day of fog). Hedged or denied weather ("only a 16% chance of rain", "no rain") is no claim."""
+    if g.episode is None:
+        return []
+    read: list[tuple[str, str]] = []  # (date or "", condition)
+    for c in g.episode.calls:
+        if c.ok and isinstance(c.feedback.result, (Mapping, list)):
+            for r in itertools.islice(_mappings([c.feedback.result]), 200):
+                cond = r.get("condition")
+                if isinstance(cond, str) and cond.strip().lower() in _WEATHER_FAMILIES:
+                    read.append((str(r.get("date") or "")[:10], cond.strip().lower()))
+    if not read:
+        return []
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    dates = [c for c in claims(text, "date", ctx) if not c.negated and isinstance(c.value, str)]
+    for m in _RE_WEATHER_TOLD.finditer(text):
+        kind = next(k for k, v in m.groupdict().items() if v)
+        a = max((e.end() for e in _CLAUSE.finditer(text, 0, m.start())), default=0)
+        z = _CLAUSE.search(text, m.end())
+        z = z.start() if z else len(text)
+        after = re.match(r"[^.;!?\n]{0,12}", text[m.end() :])[0]  # "rain 65%", "rain chance 20%"
+        hedged = _WEATHER_HEDGE.search(text[a : m.end()]) or re.search(r"%|chance|likely|possible", after)
+        if hedged or (m[0][0].isupper() and text[a : m.start()].strip(" -*:")):
+            continue  # hedged, or a name ("Rain Check Cafe", "Jon Snow")
+        days = {c.value[:10] for c in dates if a <= c.start < z}
+        pool = [cond for d, cond in read if not days or d in days] or [cond for _, cond in read]
+        if not any(kind in _WEATHER_FAMILIES[cond] for cond in pool):
+            held = tuple(sorted(set(pool)))[:3]
+            out.append((m[0], held, f"the forecast read says {', '.join(held)}"))
     return out
 
 
@@ -3899,7 +3987,7 @@ def check_text(
                 )
             )
             pool = g.durations(from_now)
-            lead = t[max(0, c.start - 60) : c.start].lower()  # "Yoga class: two hours", "Gym lasts an hour"
+            lead = t[max(0, c.start - 60) : c.start].lower()  # "Yoga class: two hours", "'Bridges' (54 min)"
             named = [
                 a
                 for a in g.named
@@ -3907,7 +3995,8 @@ def check_text(
                 and len(a.label) >= 3
                 and a.label.lower() in lead
                 and re.search(
-                    rf"{re.escape(a.label.lower())}\s*(?::|is|lasts|runs|takes)\s*(?:for\s+|about\s+)?$", lead
+                    rf"{re.escape(a.label.lower())}['\"\u2019\u201d]?\s*(?::|is|lasts|runs|takes|\()\s*(?:for\s+|about\s+)?$",
+                    lead,
                 )
             ]
             if (mode := _mode_near(t, c.start, c.end)) and (by_mode := g.mode_minutes.get(mode)):
@@ -3965,6 +4054,8 @@ def check_text(
             )
     if "name" in types:  # "I gave the reason as 'damaged'" for "changed my mind"
         out.extend(Ungrounded("name", said, source, held, why) for said, held, why in _field_claims(text, g))
+    if "status" in types:  # "tomorrow will be rainy" for a day of fog
+        out.extend(Ungrounded("status", said, source, held, why) for said, held, why in _weather_claims(text, g, ctx))
     if "count" in types and g.named:  # "Morning run still has 4 songs" after one of 4 was removed
         out.extend(Ungrounded("count", said, source, held, why) for said, held, why in _content_counts(text, g))
     if "name" in types and g.named:  # "On the Hardware store list: sunscreen, batteries"
