@@ -1401,7 +1401,15 @@ class Named:
     refs: frozenset[str] = frozenset()  # the ids it holds of other records (a cart line's product)
     places: tuple[str, ...] = ()  # where it is: its location, place, venue or address fields
     now: bool = False  # a changed record as the episode left it (other versions of it are as they were)
-    text: str = ""  # its strings as :func:`words`: what a list told of it must be in
+    content: tuple[Any, ...] = ()  # its :data:`_CONTENT_KEYS` values: a note's body, a list's items
+
+    @functools.cached_property
+    def text(self) -> str:
+        """Its contents as :func:`words` (empty where it holds none): what a list told of it must
+        be in; worked out on first need, since few texts tell a list."""
+        if not self.content:
+            return ""
+        return words(" ".join(x for x, _, _, _ in _walk(list(self.content)) if isinstance(x, str))[:4000])
 
 
 class Episode(NamedTuple):
@@ -1735,9 +1743,8 @@ class Grounds:
             return cued and _time_ok(value, text, start, pool.end_times)
         if type == "money":
             # a share only where the text tells one ("£21.50 each", "your share"), in its clause
-            a = max((e.end() for e in _CLAUSE.finditer(text, 0, start)), default=0)
-            z = _CLAUSE.search(text, start)
-            shares = bool(_SHARE_CUE.search(text[a : z.start() if z else len(text)])) or self.splits
+            a, z = _clause_span(text, start)
+            shares = bool(_SHARE_CUE.search(text[a:z])) or self.splits
             money = self._derived_money(pool, shares) if kept else pool.derived_money(shares=shares)
             return _money_ok(round(value, 2), unit, money)
         if type == "temperature":
@@ -1797,9 +1804,8 @@ def _named(rec: Mapping[str, Any], ctx: Context) -> Named | None:
         v.strip() for k, v in rec.items() if k in _PLACE_KEYS and isinstance(v, str) and 4 <= len(v.strip()) <= 80
     )
     rid = rid if isinstance(rid, str) else ""
-    held = [rec[k] for k in _CONTENT_KEYS if rec.get(k)]  # a note's body, a list's items, a playlist's tracks
-    text = words(" ".join(x for x, _, _, _ in _walk(held) if isinstance(x, str))[:4000]) if held else ""
-    return Named(tokens, codes, ev, names[0], amounts, tuple(names), rid, refs, places, text=text)
+    content = tuple(rec[k] for k in _CONTENT_KEYS if rec.get(k))  # a note's body, a list's items, a playlist's tracks
+    return Named(tokens, codes, ev, names[0], amounts, tuple(names), rid, refs, places, content=content)
 
 
 _CONTENT_KEYS = ("body", "content", "items", "tracks", "songs", "lines", "entries", "checklist")
@@ -2099,7 +2105,7 @@ def _other_record(text: str, start: int, does: Callable[[str], bool], g: Grounds
         and n.rid.partition("_")[0] in kinds
         and n.tokens
         and n.tokens <= said
-        and len(n.tokens) + len(n.codes) >= 2
+        and len(n.tokens) + len(n.codes) >= 2  # two name words: one ("Phone") is too easily said of another thing
     ]
     if not hits or any(n.rid in mine for n in hits):
         return None
@@ -2130,12 +2136,9 @@ def _listed_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
         items = [x for x in items if x]
         if len(items) < 2 or any(re.search(r"\d", x) or len(x.split()) > 5 for x in items):
             continue
-        head = set(_TOKEN.findall(m["head"].lower()))
-        named = [n for n in g.named if n.tokens and n.tokens <= head and n.text]
+        named = _best_named(m["head"], g, lambda n: bool(n.content))
         if not named:
             continue
-        best = max(len(n.tokens) for n in named)
-        named = [n for n in named if len(n.tokens) == best]
         held = " ".join(n.text for n in named)
         for item in items:
             ws = [w for w in _TOKEN_ANY.findall(words(item)) if len(w) >= 3 and w not in STOPWORDS]
@@ -2198,18 +2201,15 @@ def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], s
     """``(said, held, why)`` for each count told of a named record's contents
     (:data:`_RE_HAS_COUNT`) that the record's last version the episode saw does not hold: the
     length of its list of things (songs, items, photos..., or ids of them: ``song_ids``; "open"
-    items: those not done), never a count field, which may be of before the items changed. The last version: the record as the episode left it, else as the last call returned
-    it ("Morning run still has 4 songs" after one of its 4 songs was removed fails)."""
+    items: those not done), never a count field, which may be of before the items changed. The
+    last version: the record as the episode left it, else as the last call returned it
+    ("Morning run still has 4 songs" after one of its 4 songs was removed fails)."""
     if g.episode is None:
         return []
     out: list[tuple[str, tuple[str, ...], str]] = []
     for m in _RE_HAS_COUNT.finditer(text):
-        head = set(_TOKEN.findall(m["head"].lower()))
-        named = [n for n in g.named if n.rid and n.tokens and n.tokens <= head]
-        if not named:
-            continue
-        best = max(len(n.tokens) for n in named)
-        rids = {n.rid for n in named if len(n.tokens) == best}
+        named = _best_named(m["head"], g, lambda n: bool(n.rid))
+        rids = {n.rid for n in named}
         if len(rids) != 1:
             continue
         (rid,) = rids
@@ -2287,9 +2287,7 @@ def _weather_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, tupl
     dates = [c for c in claims(text, "date", ctx) if not c.negated and isinstance(c.value, str)]
     for m in _RE_WEATHER_TOLD.finditer(text):
         kind = next(k for k, v in m.groupdict().items() if v)
-        a = max((e.end() for e in _CLAUSE.finditer(text, 0, m.start())), default=0)
-        z = _CLAUSE.search(text, m.end())
-        z = z.start() if z else len(text)
+        a, z = _clause_span(text, m.start())
         after = re.match(r"[^.;!?\n]{0,12}", text[m.end() :])[0]  # "rain 65%", "rain chance 20%"
         hedged = _WEATHER_HEDGE.search(text[a : m.end()]) or re.search(r"%|chance|likely|possible", after)
         if hedged or (m[0][0].isupper() and text[a : m.start()].strip(" -*:")):
@@ -2300,6 +2298,23 @@ def _weather_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, tupl
             held = tuple(sorted(set(pool)))[:3]
             out.append((m[0], held, f"the forecast read says {', '.join(held)}"))
     return out
+
+
+def _clause_span(text: str, start: int) -> tuple[int, int]:
+    """``(a, z)``: the bounds of the clause (:data:`_CLAUSE`) of ``text`` that holds ``start``."""
+    a = max((e.end() for e in _CLAUSE.finditer(text, 0, start)), default=0)
+    z = _CLAUSE.search(text, start)
+    return a, z.start() if z else len(text)
+
+
+def _best_named(head: str, g: Grounds, keep: Callable[[Named], bool] = lambda n: True) -> list[Named]:
+    """The records of ``g.named`` (those ``keep`` accepts) that ``head`` names in full (every name
+    word in it), of those the ones with the most name words ("Hardware store list" names the
+    Hardware store list, not a record called "Store")."""
+    said = set(_TOKEN.findall(head.lower()))
+    named = [n for n in g.named if n.tokens and n.tokens <= said and keep(n)]
+    best = max((len(n.tokens) for n in named), default=0)
+    return [n for n in named if len(n.tokens) == best]
 
 
 def _one_of_many(does: Callable[[str], bool], g: Grounds) -> bool:
