@@ -628,6 +628,44 @@ TOLD_TYPED = [
     # a length in brackets after a record's name is that record's (Bridges runs 65 minutes)
     ("duration", "memory.favorite_podcast/0", "Downloaded 'Bridges' (45 min), the newest City Stories episode.", False),
     ("duration", "memory.favorite_podcast/0", "Downloaded 'Bridges' (65 min), the newest City Stories episode.", True),
+    # ... and so is a rough one, in brackets after the clause that names it
+    (
+        "duration",
+        "memory.favorite_podcast/0",
+        "Downloaded and playing “Bridges”, the latest City Stories episode (about 45 minutes long).",
+        False,
+    ),
+    (
+        "duration",
+        "memory.favorite_podcast/0",
+        "Playing “Bridges”, the newest City Stories episode (about an hour).",
+        True,
+    ),
+    (
+        "duration",
+        "subagent.newest_unplayed/0",
+        "Downloaded “Market days” from City Stories (38 min) and “Soups for winter” from Kitchen Table.",
+        False,
+    ),
+    (
+        "duration",
+        "subagent.newest_unplayed/0",
+        "Downloaded “Market days” from City Stories (67 min) and “Soups for winter” from Kitchen Table.",
+        True,
+    ),
+    # the phone's clock is no end of a length: the 08:30-09:30 meeting is not 90 minutes from its end to 11:00
+    (
+        "duration",
+        "calendar.create_event/0",
+        "Added the 90-minute “Tax advisor” meeting on Sunday at Cafe Luna and let Emily Clarke know.",
+        False,
+    ),
+    (
+        "duration",
+        "calendar.create_event/0",
+        "Added the one-hour “Tax advisor” meeting on Sunday at Cafe Luna and let Emily Clarke know.",
+        True,
+    ),
 ]
 """(claim type, task, answer, whether the grounded check passes): status, count, person,
 duration, time and list claims, each kind both ways."""

@@ -1443,6 +1443,8 @@ class Grounds:
         self.acts = acts  # the tools whose calls changed the world and succeeded
         self.addressed = addressed  # the contacts (ids) those calls named, in their arguments or results
         self.now: int | None = None  # the clock's time of day in minutes, when known
+        self.clock_times: frozenset[str] = frozenset()  # the clock's times, "HH:MM" (_clock_values)
+        self.zone_times: frozenset[str] = frozenset()  # the clock's time in each city the goal names
         self.subject_names: SubjectNames | None = None  # what the episode's acts were done to
         self.world_names: list[str] = []  # the names of the records read, changed or in the fixtures
         self.user_texts: list[str] = []  # the user's words: the goal and memory entries, as text
@@ -1575,8 +1577,10 @@ class Grounds:
     def durations(self, from_now: bool = False) -> set[int]:
         """Every duration the grounds hold or give, in minutes: the stated ones (a field
         ``duration``, ``minutes``, ``duration_s``...; "45 min" in a text), the time between two
-        times of one record (a ride's departure and arrival), and between any two subject times
-        (a city's clock and the phone's; what the user said and what the episode set), cached.
+        times of one record (a ride's departure and arrival), between two subject times other than
+        the clock (what the user said and what the episode set: "15 minutes before the 09:00
+        meeting"), and between the clock and a city's clock, cached. The phone's clock is no
+        end of a duration otherwise: "the 90-minute meeting" is not the time from its end to now.
         ``from_now``: for a duration told from now ("arrives in 25 minutes"): the stated ones
         and the time from the clock to each held time instead."""
         stated = self.subject.durations | self.did.durations | self.read.durations
@@ -1587,9 +1591,12 @@ class Grounds:
             return stated | {(x - self.now) % 1440 for x in held}
         if self._durations is None:
             out = set(stated | self.subject.spans | self.did.spans | self.read.spans)
-            times = sorted({_minutes(x) for ev in (self.subject, self.did) for x in ev.times | ev.end_times})[:100]
-            for a, b in itertools.combinations(times, 2):
+            held = {x for ev in (self.subject, self.did) for x in ev.times | ev.end_times}
+            times = sorted({_minutes(x) for x in held - self.clock_times | self.did.times | self.did.end_times})
+            for a, b in itertools.combinations(times[:100], 2):
                 out.update((b - a, 1440 - (b - a)))
+            for a, b in itertools.product(self.clock_times, self.zone_times):
+                out.update(((_minutes(b) - _minutes(a)) % 1440, (_minutes(a) - _minutes(b)) % 1440))
             self._durations = out
         return self._durations
 
@@ -1775,6 +1782,8 @@ def _holds(ev: Evidence, type: str) -> bool:
         return bool(ev.statuses)
     if type == "percent":
         return bool(ev.counts)
+    if type == "duration":
+        return bool(ev.spans or ev.durations)
     return bool({"time": ev.times | ev.end_times, "date": ev.dates, "money": ev.money, "temperature": ev.temps}[type])
 
 
@@ -2401,7 +2410,8 @@ def grounds(
     )
     memory = [*memory, *expected]
     subject = evidence_of(memory, ctx, goal=goal, said=True)
-    subject.times.update(_zone_times(goal, ctx, zone))
+    zone_times = _zone_times(goal, ctx, zone)
+    subject.times.update(zone_times)
     did = evidence_of(memory, ctx, goal=goal, clock=False, said=True)  # what the user asked and the episode did
     read = Evidence(today=subject.today)
     acted = Evidence()  # what the episode's writes returned and changed: what it did, without the user's words
@@ -2575,6 +2585,7 @@ def grounds(
     g.world_names = [*record_names([*results, *now_recs, *was_recs]), *(world.names if world is not None else ())]
     if (now := _clock(ctx)) is not None:
         g.now = now.hour * 60 + now.minute
+    g.clock_times, g.zone_times = frozenset(_clock_values(ctx, "time")), frozenset(zone_times)
     return g, texts
 
 
@@ -3479,6 +3490,10 @@ def _user_says(g: Grounds, relation: str, name: str = "") -> bool:
     return any(pattern.search(t) and (not first or first in t.lower()) for t in g.user_texts)
 
 
+_ROUGH_LEAD = re.compile(
+    r"(?:about|around|roughly|approx(?:imately|\.)?|almost|nearly|just\s+(?:under|over)|over|under|~)\s*$", re.I
+)
+"""A word that makes the number after it rough ("(about 45 min)"), at the end of a text."""
 _BRACKET_HEAD = re.compile(r"((?:[^\s(),;]+\s+){1,5})\(\s*$")
 """The words right before an open bracket at the end of a text: what a value in brackets tells
 of ("the earliest train (10:40)")."""
@@ -3543,6 +3558,17 @@ def check_text(
         return bool(_TOTAL_SAID.search(t[a:start])) and not re.match(
             r"\s*(?:each|apiece|per\b|a\s+(?:head|piece))", t[end:]
         )
+
+    def bracket_lengths(start: int) -> set[int]:
+        """The lengths (minutes) of the records named in the clause before a bracket that the
+        duration at ``start`` opens ("“Market days” from City Stories (about 67 min)"): the best
+        named of those that hold a length; empty where it opens none or they hold none."""
+        a = max(b for b in bounds if b <= start)
+        lead = _ROUGH_LEAD.sub("", t[a:start])
+        if not lead.endswith("(") or len(lead) < 4:
+            return set()
+        named = g.anchors(lead[:-1], "duration")
+        return set().union(*(n.ev.spans | n.ev.durations for n in named)) if named else set()
 
     def past(start: int) -> bool:
         """Whether the clause tells the value at ``start`` as it was ("you had", "up from")."""
@@ -4021,7 +4047,7 @@ def check_text(
                 pool = set(g.did.spans)  # "It runs for an hour": what the episode set runs from start to end
             elif (
                 g.did.spans
-                and re.match(r"[\s-]*[a-z]", t[c.end : c.end + 3])
+                and re.match(r"[\s-]*[\"'\u201c\u2018]?[A-Za-z]", t[c.end : c.end + 4])
                 and not _GAP_AFTER.match(t, c.end)
                 and _SPAN_ACT.search(t[max(b for b in bounds if b <= c.start) : c.start])
             ):  # "put a three-hour brunch in your calendar": the length of what it set
@@ -4030,6 +4056,8 @@ def check_text(
                 pool = pool | g.gaps
             elif named and not from_now and not rough:  # "(Yoga class: two hours)": that record's length
                 pool = set().union(*(a.ev.spans | a.ev.durations for a in named))
+            elif not from_now and (lengths := bracket_lengths(c.start)):  # "Market days (about 67 min)"
+                pool = lengths
             if any(abs(minutes - x) <= tol for x in pool):
                 continue
             near = sorted(pool, key=lambda x: abs(x - minutes))[:3]
