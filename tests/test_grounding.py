@@ -608,6 +608,27 @@ TOLD_TYPED = [
         "Last Tram is first, Paper Moon is out, and Morning run now has 3 songs.",
         True,
     ),
+    # ... also where its contents are records of their own that name it (a checklist's 4 items)
+    (
+        "count",
+        "checklists.convert/0",
+        "Converted “Groceries” into a checklist with 5 items; bananas are ticked.",
+        False,
+    ),
+    ("count", "checklists.convert/0", "Converted “Groceries” into a checklist with 4 items; bananas are ticked.", True),
+    ("count", "checklists.convert/0", "Groceries is now a checklist with 3 open items; bananas are checked off.", True),
+    (
+        "count",
+        "checklists.convert/0",
+        "Groceries is now a checklist with 4 open items; bananas are checked off.",
+        False,
+    ),
+    # a count with a name between it and its noun ("3 City Zoo photos"), not a currency or AM/PM
+    ("count", "memory.tag_partner/0", "Tagged your partner Sayuri Fujita in all three City Zoo photos.", False),
+    ("count", "memory.tag_partner/0", "Tagged your partner Sayuri Fujita in 2 City Zoo photos.", True),
+    # a relative day and the date told after it must agree (the 24th's tomorrow is the 25th)
+    ("date", "simulated.parcel_eta/0", "It's due tomorrow: Friday 27 November.", False),
+    ("date", "simulated.parcel_eta/0", "It's due in three days: Friday 27 November.", True),
     # a share of an amount only where a share is told: "your 12 GBP request" is no half of 24 GBP
     ("money", "wallet.cancel_request/0", "Cancelled your \u00a312 concert-ticket request to Francesca Webster.", False),
     ("money", "wallet.cancel_request/0", "Cancelled your \u00a324 concert-ticket request to Francesca Webster.", True),

@@ -2196,13 +2196,13 @@ def _field_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
 
 
 _RE_HAS_COUNT = re.compile(
-    r"(?P<head>[^.;:!?()\n,]{3,60}?)\s+(?:now\s+|still\s+|only\s+)*(?:has|holds|contains|is\s+(?:now\s+)?(?:down|up)\s+to)"
+    r"(?P<head>[^.;:!?()\n,]{3,60}?)\s+(?:now\s+|still\s+|only\s+)*(?:has|holds|contains|with|is\s+(?:now\s+)?(?:down|up)\s+to)"
     r"\s+(?:just\s+|only\s+)?(?P<n>\d{1,3})\s+(?:(?P<open>open|unchecked|remaining|pending)\s+)?"
     r"(?P<noun>songs|tracks|items|entries|tasks|photos|pictures|people|attendees|guests|stops|lines)\b",
     re.I,
 )
 """A count told of a named record's contents: "Morning run still has 4 songs", "Errands now has
-4 open items"."""
+4 open items", "turned Groceries into a checklist with 4 items"."""
 _CONTENT_LISTS = ("songs", "tracks", "items", "entries", "tasks", "photos", "attendees", "guests", "stops", "lines")
 
 
@@ -2210,7 +2210,8 @@ def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], s
     """``(said, held, why)`` for each count told of a named record's contents
     (:data:`_RE_HAS_COUNT`) that the record's last version the episode saw does not hold: the
     length of its list of things (songs, items, photos..., or ids of them: ``song_ids``; "open"
-    items: those not done), never a count field, which may be of before the items changed. The
+    items: those not done), else the number of records that name it by id (a checklist's items
+    kept as records of their own), never a count field, which may be of before the items changed. The
     last version: the record as the episode left it, else as the last call returned it
     ("Morning run still has 4 songs" after one of its 4 songs was removed fails)."""
     if g.episode is None:
@@ -2218,30 +2219,29 @@ def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], s
     out: list[tuple[str, tuple[str, ...], str]] = []
     for m in _RE_HAS_COUNT.finditer(text):
         named = _best_named(m["head"], g, lambda n: bool(n.rid))
+        last: dict[str, Mapping[str, Any]] = {}  # of each record named (a note and the checklist made of it)
         rids = {n.rid for n in named}
-        if len(rids) != 1:
-            continue
-        (rid,) = rids
-        last: Mapping[str, Any] | None = None
         for c in g.episode.calls:
             if c.ok and c.feedback.result is not None:
-                for r in _id_records(c.feedback.result):
-                    if r.get("id") == rid:
-                        last = r
-        for r in g.episode.now:
-            if isinstance(r, Mapping) and r.get("id") == rid:
-                last = r
-        if last is None:
-            continue
+                last.update((r["id"], r) for r in _id_records(c.feedback.result) if r.get("id") in rids)
+        last.update((r["id"], r) for r in g.episode.now if isinstance(r, Mapping) and r.get("id") in rids)
         held: set[int] = set()  # only lists the record holds: a count field may be of before the items changed
-        for k, v in last.items():
-            if (k in _CONTENT_LISTS or str(k).endswith("_ids")) and isinstance(v, (list, tuple)):
-                held.add(
-                    len(v) if not m["open"] else sum(1 for x in v if not (isinstance(x, Mapping) and x.get("done")))
-                )
+        for rec in last.values():
+            for k, v in rec.items():
+                if (k in _CONTENT_LISTS or str(k).endswith("_ids")) and isinstance(v, (list, tuple)):
+                    done = sum(1 for x in v if isinstance(x, Mapping) and x.get("done"))
+                    held.add(len(v) - done if m["open"] else len(v))
+        if not held and last:  # its contents as records of their own that name it by id (a checklist's items)
+            kids: dict[str, Mapping[str, Any]] = {}
+            for value in (*(c.feedback.result for c in g.episode.calls if c.ok), g.episode.now):
+                for r in _id_records(value):
+                    if any(str(k).endswith("_id") and isinstance(v, str) and v in last for k, v in r.items()):
+                        kids[r["id"]] = r
+            if kids:
+                held.add(sum(1 for r in kids.values() if not (m["open"] and r.get("done"))))
         if held and int(m["n"]) not in held:
             shown = tuple(str(x) for x in sorted(held))
-            label = next(n.label for n in named if n.rid == rid)
+            label = " / ".join(dict.fromkeys(n.label for n in named if n.rid in last))
             out.append((m[0].strip(), shown, f"{label} holds {', '.join(shown)} {m['noun'].lower()}"))
     return out
 
@@ -3195,7 +3195,8 @@ _NOT_AN_AMOUNT = re.compile(
 """A number told with its noun ("2 nights", "4 stars", "20 minutes"): no amount (read by
 :func:`_string_facts`, with :data:`_NOT_AN_AMOUNT_BEFORE`)."""
 _RE_COUNT = re.compile(
-    rf"(?<![\d.,:/#-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{{1,3}})(?:\s+|-)(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?(?:{_COUNT_NOUNS})\b"
+    r"(?<![\d.,:/#-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{1,3})(?:\s+|-)(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?"
+    rf"(?-i:(?:[A-Z][a-z][\w'\u2019&-]*\s+){{0,3}})(?:{_COUNT_NOUNS})\b"
     r"(?!\s*(?:[:.]\d|%))"
     r"|\b(?:(?:table|booking|reservation|party|room)\s+(?:for|of)\s+(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))"
     r"|(?:booked|reserved)\s+(?:(?!for\b)[^\s.;,!?]+\s+){1,4}for\s+(\d{1,2})\b"
@@ -3204,7 +3205,7 @@ _RE_COUNT = re.compile(
     r"|(?<![\d.,:/#-])(\d{1,3})\s+(?:left|remaining|in\s+stock)\b",
     re.I,
 )
-"""A count told: "2 people", "a 3-night stay", "table for four", "booked El Patio for six at
+"""A count told: "2 people", "3 City Zoo photos" (a name between), "a 3-night stay", "table for four", "booked El Patio for six at
 19:30" (number words read as digits), "each of 3", "1 left"; not a time, a price or a
 percentage ("4:30", "2.50", "20%"; "booked it for 7." may be a time and is not read)."""
 _COUNT_ACT = re.compile(
