@@ -626,6 +626,11 @@ TOLD_TYPED = [
     # a count with a name between it and its noun ("3 City Zoo photos"), not a currency or AM/PM
     ("count", "memory.tag_partner/0", "Tagged your partner Sayuri Fujita in all three City Zoo photos.", False),
     ("count", "memory.tag_partner/0", "Tagged your partner Sayuri Fujita in 2 City Zoo photos.", True),
+    # a role told of a contact is the contact book's relation or what the user said (Irene is the dentist)
+    ("person", "contacts.lookup_number/0", "Irene (your physio) is on +44 7999 030281. I sent it to Rebecca.", False),
+    ("person", "contacts.lookup_number/0", "Irene (your dentist) is on +44 7999 030281. I sent it to Rebecca.", True),
+    ("person", "memory.tag_partner/0", "Tagged your partner Sayuri Fujita in 2 City Zoo photos.", True),
+    ("person", "memory.tag_partner/0", "Tagged your physio Sayuri Fujita in 2 City Zoo photos.", False),
     # a relative day and the date told after it must agree (the 24th's tomorrow is the 25th)
     ("date", "simulated.parcel_eta/0", "It's due tomorrow: Friday 27 November.", False),
     ("date", "simulated.parcel_eta/0", "It's due in three days: Friday 27 November.", True),

@@ -3305,9 +3305,19 @@ RELATION_WORDS: dict[str, str] = {
     "cousin": r"cousin",
     "niece": r"niece",
     "nephew": r"nephew",
+    "partner": r"partner|wife|husband|spouse|girlfriend|boyfriend",
+    "physio": r"physio|physiotherapist",
+    "doctor": r"doctor|GP|physician",
+    "babysitter": r"babysitter|nanny|sitter",
+    "tutor": r"tutor|teacher",
+    "therapist": r"therapist",
+    "roommate": r"roommate|flatmate|housemate",
+    "plumber": r"plumber",
+    "vet": r"vet",
 }
 """How people say a contact's ``relation``: "texted your dad" is about the contact whose
-relation is ``dad``."""
+relation is ``dad``. A role no contact holds ("your physio") is one only where the user's words
+say it ("Irene is my physio")."""
 _RE_RELATION = re.compile(
     r"\b(?:your|ur)\s+(?:" + "|".join(f"(?P<{k}>{v})" for k, v in RELATION_WORDS.items()) + r")\b(?!['’]s)", re.I
 )
@@ -3339,12 +3349,12 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
         ]
         if near or (m[1].casefold() in given_names() and m[2].casefold() in surnames()):
             out.append((m[0], f"no contact is called {m[0]}" + (f" ({near[0]} is)" if near else "")))
-    # a relation told beside a name ("your boss, Denis Naylor"; "Doreen, your mother"): that
+    # a relation told beside a name ("your boss, Denis Naylor"; "Doreen, your mother"; "Irene (your physio)"): that
     # contact's relation, where the contact book or the user's words say one
     for r in _RE_RELATION.finditer(text):
         relation = next(k for k, v in r.groupdict().items() if v)
         after = re.match(r",?\s+((?:[A-Z][\w'-]+\s?){1,3})", text[r.end() : r.end() + 40])
-        before = re.search(r"((?:[A-Z][\w'-]+\s?){1,3}),\s+$", text[max(0, r.start() - 40) : r.start()])
+        before = re.search(r"((?:[A-Z][\w'-]+\s?){1,3})(?:,\s+|\s*\(\s*)$", text[max(0, r.start() - 40) : r.start()])
         for said in (after[1] if after else "", before[1] if before else ""):
             ids = contact_ids(said.strip(), ctx.contacts) if said.strip() else set()
             if len(ids) != 1:
