@@ -626,6 +626,20 @@ TOLD_TYPED = [
     # a count with a name between it and its noun ("3 City Zoo photos"), not a currency or AM/PM
     ("count", "memory.tag_partner/0", "Tagged your partner Sayuri Fujita in all three City Zoo photos.", False),
     ("count", "memory.tag_partner/0", "Tagged your partner Sayuri Fujita in 2 City Zoo photos.", True),
+    # a text the episode wrote, told back with one name or letter swapped (it saved "A negative")
+    ("name", "memory.save_preference/0", "Saved: your blood type is AB negative.", False),
+    ("name", "memory.save_preference/0", "Saved: your blood type is A negative.", True),
+    ("name", "memory.save_preference/0", "Saved: you're A negative.", True),
+    ("name", "reminders.after_call/0", "Called Martin; then I reminded you to book a table for you and Mark.", False),
+    (
+        "name",
+        "reminders.after_call/0",
+        "Called Martin; then I reminded you to reserve a table for you and Martin.",
+        True,
+    ),
+    # a street the world holds only at other house numbers (the gym is at 57 Park Avenue)
+    ("place", "maps.save_place/0", "Saved Iron Gym (75 Park Avenue, Berlin) to your places as “Gym”.", False),
+    ("place", "maps.save_place/0", "Saved Iron Gym (57 Park Ave, Berlin) to your places as “Gym”.", True),
     # a role told of a contact is the contact book's relation or what the user said (Irene is the dentist)
     ("person", "contacts.lookup_number/0", "Irene (your physio) is on +44 7999 030281. I sent it to Rebecca.", False),
     ("person", "contacts.lookup_number/0", "Irene (your dentist) is on +44 7999 030281. I sent it to Rebecca.", True),

@@ -392,6 +392,57 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
     return out
 
 
+_STREET_WORDS = {
+    "street": "street", "st": "street", "road": "road", "rd": "road", "avenue": "avenue", "ave": "avenue",
+    "lane": "lane", "ln": "lane", "way": "way", "drive": "drive", "dr": "drive", "boulevard": "boulevard",
+    "blvd": "boulevard", "place": "place", "pl": "place", "square": "square", "sq": "square", "court": "court",
+    "ct": "court", "terrace": "terrace", "row": "row", "parade": "parade", "quay": "quay", "crescent": "crescent",
+    "close": "close",
+}  # fmt: skip
+_RE_STREET = re.compile(
+    r"(?<![\w.,-])(?P<num>\d{1,4}[A-Za-z]?)\s+(?P<street>(?:[A-Z][\w'\u2019-]*\s+){1,3}(?i:"
+    + "|".join(_STREET_WORDS)
+    + r"))\b\.?"
+    r"|(?P<street2>[A-Z][\w\u00df-]*(?i:stra(?:ss|\u00df)e|str\.|weg|platz|allee|gasse|damm|ring|ufer))\s+(?P<num2>\d{1,4}[A-Za-z]?)\b"
+)
+"""A street address told: a house number and a street ("57 Park Avenue", "12 Harbour Rd"), or a
+street and its number ("Kantstra\u00dfe 12")."""
+
+
+def _street_of(m: re.Match[str]) -> tuple[str, str]:
+    """``(street, number)`` of a :data:`_RE_STREET` match, the street in lower case with its kind
+    written out ("harbour road" for "Harbour Rd")."""
+    if m["street2"]:
+        return m["street2"].lower().replace("str.", "strasse").replace("\u00df", "ss"), m["num2"].lower()
+    *name, kind = m["street"].lower().split()
+    return " ".join([*name, _STREET_WORDS.get(kind.rstrip("."), kind)]), m["num"].lower()
+
+
+def _address_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` of each street address ``text`` tells whose street the world holds
+    only at other house numbers ("75 Park Avenue" where the gym the episode saved is at 57 Park
+    Avenue): the numbers of the street in the records the calls returned, the changed records,
+    the goal and memory."""
+    told = list(_RE_STREET.finditer(text))
+    if not told or g.episode is None:
+        return []
+    held: dict[str, set[str]] = {}
+    sources = [*g.user_texts, *g.world_names, *g.places[0]]
+    values = [c.feedback.result for c in g.episode.calls if c.ok and c.feedback.result is not None]
+    sources += [x for x, _, _, _ in _walk([*values, *g.episode.now]) if isinstance(x, str) and len(x) <= 200]
+    for s in sources:
+        for m in _RE_STREET.finditer(s):
+            street, num = _street_of(m)
+            held.setdefault(street, set()).add(num)
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for m in told:
+        street, num = _street_of(m)
+        if street in held and num not in held[street]:
+            nums = tuple(sorted(held[street]))[:3]
+            out.append((m[0].strip(), nums, f"the world holds {street} at number {', '.join(nums)} only"))
+    return out
+
+
 _RE_AT_PLACE = re.compile(
     r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*"
     rf"|\b(?i:{WEEKDAY}|today|tomorrow|tonight|\d{{1,2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?)\s+)(?:now\s+|still\s+)?at\s+(?:the\s+)?"
@@ -2155,6 +2206,76 @@ def _listed_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
                 continue
             label = named[0].label
             out.append((item, (label,), f"{label} holds no {item!r}"))
+    return out
+
+
+_RE_ECHO_WORD = re.compile(r"[\w'\u2019$\u00a3\u20ac\u00a5.+-]+")
+_PERSON_FLIP = {
+    "my": "your", "me": "you", "i": "you", "mine": "yours", "i'm": "you're", "myself": "yourself", "our": "your",
+    "us": "you", "we": "you", "i\u2019m": "you're", "you\u2019re": "you're",
+}  # fmt: skip
+"""The user's words as the planner tells them back: "my blood type" is "your blood type"."""
+
+
+def _value_like(words: Sequence[str], i: int) -> bool:
+    """Whether ``words[i]`` (as written) is a name rather than a common word: a capital letter
+    past its first ("AB", "iPhone"), or a capital first letter where no sentence starts ("Martin",
+    "A" in "is A negative"; not "I"). Numbers, times and codes are left to their typed readers."""
+    w = words[i].strip(".,;:!?'\u2019\"")
+    if not w or w == "I" or any(ch.isdigit() for ch in w):
+        return False
+    starts = i == 0 or words[i - 1].endswith((".", ":", "!", "?"))
+    return any(ch.isupper() for ch in w[1:]) or (w[0].isupper() and not starts)
+
+
+def _echo_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` where a sentence of ``text`` tells back a text the episode wrote
+    (a memory saved, a reminder, a note: three words or more, most of them told in order, the
+    user's "my" as "your") with one value swapped for another: a word or two with a digit or a
+    capital on both sides ("your blood type is AB negative" where the episode saved "My blood
+    type is A negative"; "book a table for you and Mark" for "... me and Martin"). A reworded
+    common word ("reserve" for "book") is free speech; so is a number in words for digits."""
+    import difflib
+
+    if g.episode is None:
+        return []
+    written = {
+        x.strip()
+        for c in g.episode.writes
+        for x, _, _, _ in _walk(c.arguments)
+        if isinstance(x, str) and 3 <= len(x.split()) <= 40
+    }
+    if not written:
+        return []
+
+    def toks(s: str) -> tuple[list[str], list[str]]:
+        raw = _RE_ECHO_WORD.findall(s)
+        raw = [w for w in raw if w.strip(".")]
+        return raw, [_PERSON_FLIP.get(k := w.strip(".").lower(), k) for w in raw]
+
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
+        t_raw, t_low = toks(sentence)
+        if len(t_low) < 3:
+            continue
+        for w in written:
+            w_raw, w_low = toks(w)
+            sm = difflib.SequenceMatcher(None, w_low, t_low, autojunk=False)
+            same = sum(b.size for b in sm.get_matching_blocks())
+            if same < max(3, 0.6 * len(w_low)):
+                continue
+            for op, i1, i2, j1, j2 in sm.get_opcodes():
+                if op != "replace" or not (1 <= i2 - i1 <= 2 and 1 <= j2 - j1 <= 2):
+                    continue
+                if not (
+                    any(_value_like(w_raw, i) for i in range(i1, i2))
+                    and any(_value_like(t_raw, j) for j in range(j1, j2))
+                ):
+                    continue
+                was, told = (" ".join(x).strip(".,;:!?") for x in (w_raw[i1:i2], t_raw[j1:j2]))
+                if not any(said == told and held == (was,) for said, held, _ in out):
+                    out.append((told, (was,), f"the episode wrote {w!r}: {was!r}, not {told!r}"))
+                break
     return out
 
 
@@ -4084,6 +4205,7 @@ def check_text(
             out.append(Ungrounded("commitment", said, source, (), why))
     if "place" in types:
         out.extend(Ungrounded("place", said, source, held, why) for said, held, why in _place_claims(text, g))
+        out.extend(Ungrounded("place", said, source, held, why) for said, held, why in _address_slips(text, g))
     if "name" in types and g.subject_names is not None:
         purposes = [*_RE_PURPOSE.finditer(text)]
         if g.episode is not None and any("note" in c.arguments for c in g.episode.writes):
@@ -4114,6 +4236,8 @@ def check_text(
         out.extend(Ungrounded("count", said, source, held, why) for said, held, why in _content_counts(text, g))
     if "name" in types and g.named:  # "On the Hardware store list: sunscreen, batteries"
         out.extend(Ungrounded("name", said, source, held, why) for said, held, why in _listed_claims(text, g))
+    if "name" in types and source == "answer":  # "your blood type is AB negative" for the A negative saved
+        out.extend(Ungrounded("name", said, source, held, why) for said, held, why in _echo_slips(text, g))
     if "person" in types:  # "Kana said: Hey, Maaya here ..." for Maaya's voicemail
         out.extend(Ungrounded("person", said, source, (), why) for said, why in _misquoted(text, g, ctx))
     if "status" in types and (vm := _RE_VOICEMAIL.search(text)) is not None and (why := _no_voicemail(vm, ctx)):
