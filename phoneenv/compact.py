@@ -11,7 +11,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["INT_MAX", "INT_MIN", "LIMIT_KEYWORDS", "compact_parameters", "compact_text", "tool_text"]
+__all__ = [
+    "INT_MAX",
+    "INT_MIN",
+    "LIMIT_KEYWORDS",
+    "compact_description",
+    "compact_parameters",
+    "compact_text",
+    "tool_text",
+]
 
 INT_MIN = -(2**63)
 """Smallest integer a tool parameter accepts unless it declares its own bound (SQLite's INTEGER)."""
@@ -57,15 +65,65 @@ def _is_null(schema: Any) -> bool:
 _JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
 _ID_EXAMPLE = re.compile(r',? \(?e\.g\. "[a-z]+_\d+"\)?')
 _WORDS = re.compile(r"[a-z0-9]+")
-_FILLER = frozenset({"the", "a", "an", "s", "of", "its", "this", "new", "id", "name"})
+_FILLER = frozenset(
+    {"the", "a", "an", "s", "of", "its", "this", "new", "id", "name", "one", "only", "to", "or", "and", "by"}
+)
+_BOILERPLATE = re.compile(r" \(case-insensitive\)|(?<=\()case-insensitive; |,? case-insensitive(?=;)")
+"""Phrases that many descriptions repeat and no call depends on: every search and name match of
+the apps ignores case."""
+_SWITCH = re.compile(r"(?i)(true|false) (?:to|for) [^,;:()]+, (?!\1)(?:true|false) (?:to|for) [^,;:()]+\.?")
+"""A boolean's description that only says what each value does (``"True to pin, false to
+unpin."``): the parameter's name says it."""
+_SAID_BY_NAME = {
+    "limit": re.compile(r"(?i)(?:maximum number|at most this many)(?: of [a-z]+)? (?:returned|results)\.?"),
+    "offset": re.compile(r"(?i)number of [a-z]+ to skip\.?"),
+    "qty": re.compile(r"(?i)how many\.?"),
+}
+"""Descriptions that a common parameter name says by itself (``limit``: ``"Maximum number of
+notes returned."``)."""
 
 
-def _restates(name: str, description: str) -> bool:
+def compact_description(text: str) -> str:
+    """A description as offered to a model: one line (:func:`compact_text`), without the phrases
+    of :data:`_BOILERPLATE` and without the full stop that ends it (the closing quote does)."""
+    text = _BOILERPLATE.sub("", compact_text(text))
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
+
+
+def _said(text: str, filler: frozenset[str] = frozenset()) -> set[str]:
+    """The words of ``text`` (lower case; ``_`` and punctuation split them) but ``filler``, each
+    without a plural's ``s``."""
+    words = set(_WORDS.findall(text.lower())) - filler
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words}
+
+
+def _restates(name: str, description: str, context: str = "") -> bool:
     """True when ``description`` says nothing beyond the parameter's name (``"The note's id."``
-    for ``note_id``, ``"New title."`` for ``title``): every word of it is a word of the name or
-    a filler word."""
-    said = set(_WORDS.findall(description.lower())) - _FILLER
-    return said <= set(_WORDS.findall(name.lower().replace("_", " ")))
+    for ``note_id``, ``"New title."`` for ``title``, ``"The number to block."`` for ``number`` of
+    ``phone.block_number``): every word of it is a word of the name, of ``context`` (the tool's
+    name, the values of the parameter's enum) or a filler word."""
+    return _said(description, _FILLER) <= _said(f"{name} {context}")
+
+
+def _alternatives(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """``node`` and the schemas of its values: its ``anyOf`` branches, and their ``items``."""
+    out = [node, *(b for b in node.get("anyOf") or () if isinstance(b, dict))]
+    return out + [n["items"] for n in out if isinstance(n.get("items"), dict)]
+
+
+def _said_by_name(name: str, description: str, node: dict[str, Any], tool: str) -> bool:
+    """True when a property's description adds nothing a model needs to the property's name and
+    schema and the tool's name: it restates them (:func:`_restates`; the values of its enum count
+    as said), it is a boolean's ``"True to pin, false to unpin."`` (:data:`_SWITCH`), or a
+    common name's stock phrase (:data:`_SAID_BY_NAME`)."""
+    kinds = _alternatives(node)
+    values = " ".join(str(v) for n in kinds for v in n.get("enum") or ())
+    if _restates(name, description, f"{tool} {values}"):
+        return True
+    if any(n.get("type") == "boolean" for n in kinds) and _SWITCH.fullmatch(description):
+        return True
+    stock = _SAID_BY_NAME.get(name)
+    return stock is not None and stock.fullmatch(description) is not None
 
 
 def _enum_typed(node: dict[str, Any]) -> bool:
@@ -77,10 +135,10 @@ def _enum_typed(node: dict[str, Any]) -> bool:
     return all(isinstance(v, want) and (kind == "boolean" or not isinstance(v, bool)) for v in values)
 
 
-def _compact(node: Any, described: bool, optional: bool, name: str | None) -> Any:
+def _compact(node: Any, described: bool, optional: bool, name: str | None, tool: str = "") -> Any:
     """One schema node compacted; ``described``: an enclosing schema already describes it;
     ``optional``: it is a property the call may leave out whose default is null; ``name``: the
-    property's name when it is one."""
+    property's name when it is one; ``tool``: the tool's name."""
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
@@ -92,10 +150,10 @@ def _compact(node: Any, described: bool, optional: bool, name: str | None) -> An
         if key == "description" and isinstance(value, str):
             if described:
                 continue
-            value = compact_text(value)
+            value = compact_description(value)
             if name is not None and name.endswith("_id"):
                 value = _ID_EXAMPLE.sub("", value)  # ids come from results, not from examples
-            if name is not None and _restates(name, value):
+            if name is not None and _said_by_name(name, value, node, tool):
                 continue
         elif key == "required" and value == []:
             continue
@@ -112,6 +170,7 @@ def _compact(node: Any, described: bool, optional: bool, name: str | None) -> An
                     False,
                     key == "properties" and prop not in req and _null_default(sub),
                     prop if key == "properties" else None,
+                    tool,
                 )
                 for prop, sub in out[key].items()
             }
@@ -129,14 +188,24 @@ def _compact(node: Any, described: bool, optional: bool, name: str | None) -> An
             out = {**rest[0], **out}
         elif rest:
             out["anyOf"] = rest
-    return out
+    return _ordered(out)
+
+
+def _ordered(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with ``type`` first and ``description`` last, the other keys in their order: the
+    same schema in fewer tokens (``{"type":"string","description":"…"}``)."""
+    if "type" not in node and "description" not in node:
+        return node
+    head = {"type": node["type"]} if "type" in node else {}
+    tail = {"description": node["description"]} if "description" in node else {}
+    return {**head, **{k: v for k, v in node.items() if k not in ("type", "description")}, **tail}
 
 
 def _null_default(prop: Any) -> bool:
     return isinstance(prop, dict) and prop.get("default", None) is None
 
 
-def compact_parameters(schema: dict[str, Any]) -> dict[str, Any]:
+def compact_parameters(schema: dict[str, Any], tool: str = "") -> dict[str, Any]:
     """A tool's ``parameters`` schema as offered to a model: the same parameters, types, enums,
     ``required`` lists and non-null defaults, in fewer tokens.
 
@@ -156,7 +225,7 @@ def compact_parameters(schema: dict[str, Any]) -> dict[str, Any]:
     past its length); the env validates every call against the full schema, so such a call is an
     ``invalid_arguments`` feedback, as before. ``schema`` is not modified.
     """
-    return _compact(schema, False, False, None)
+    return _compact(schema, False, False, None, tool)
 
 
 def tool_text(tool: Mapping[str, Any]) -> str:

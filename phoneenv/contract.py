@@ -154,15 +154,15 @@ class ToolSpec(BaseModel):
         every parameter, type, enum and ``required`` list, without the limits validation
         enforces); :func:`phoneenv.compact.tool_text` is the line a chat template writes for it.
         """
-        from phoneenv.compact import compact_parameters, compact_text
+        from phoneenv.compact import compact_description, compact_parameters
 
         name = self.name if name_style == "dotted" else self.name.replace(".", "__")
         return {
             "type": "function",
             "function": {
                 "name": name,
-                "description": compact_text(self.description),
-                "parameters": compact_parameters(self.parameters),
+                "description": compact_description(self.description),
+                "parameters": compact_parameters(self.parameters, self.name),
             },
         }
 
