@@ -57,11 +57,12 @@ def test_openai_rendering(tools):
     spec = tools["messages.send"].spec
     rendered = spec.to_openai()
     assert rendered["type"] == "function" and rendered["function"]["name"] == "messages.send"
-    # rendered compactly (phoneenv.tools.compact_parameters): the limits validation enforces go
+    # rendered compactly (phoneenv.tools.compact_parameters): the limits validation enforces go,
+    # and so does the full stop that ends a description
     assert rendered["function"]["parameters"] == {
         "properties": {
-            "to": {"description": spec.parameters["properties"]["to"]["description"], "type": "string"},
-            "body": {"description": "The text of the message (1 to 1000 characters).", "type": "string"},
+            "to": {"description": spec.parameters["properties"]["to"]["description"][:-1], "type": "string"},
+            "body": {"description": "The text of the message (1 to 1000 characters)", "type": "string"},
         },
         "required": ["to", "body"],
         "type": "object",
