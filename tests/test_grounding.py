@@ -648,6 +648,9 @@ TOLD_TYPED = [
     # a relative day and the date told after it must agree (the 24th's tomorrow is the 25th)
     ("date", "simulated.parcel_eta/0", "It's due tomorrow: Friday 27 November.", False),
     ("date", "simulated.parcel_eta/0", "It's due in three days: Friday 27 November.", True),
+    # ... where a bare weekday after it is that day's weekday, they agree (the 14th is a Saturday)
+    ("date", "reminders.at_time/0", "Reminder: 21:30 today (Saturday) → take the laundry out of the machine.", True),
+    ("date", "reminders.at_time/0", "Reminder: 21:30 today (Friday) → take the laundry out of the machine.", False),
     # a share of an amount only where a share is told: "your 12 GBP request" is no half of 24 GBP
     ("money", "wallet.cancel_request/0", "Cancelled your \u00a312 concert-ticket request to Francesca Webster.", False),
     ("money", "wallet.cancel_request/0", "Cancelled your \u00a324 concert-ticket request to Francesca Webster.", True),

@@ -3852,6 +3852,10 @@ def check_text(
                 and isinstance(c.value, str)
                 and isinstance(nxt.value, str)
                 and c.value[:10] not in {v[:10] for v in (nxt.value, *nxt.alts) if isinstance(v, str)}
+                and not (  # "today (Saturday)" on a Saturday: a bare weekday names the day of the week only
+                    re.fullmatch(rf"{WEEKDAY}", t[nxt.start : nxt.end].strip(), re.I)
+                    and _weekday_of(t[nxt.start : nxt.end].strip()) == dt.date.fromisoformat(c.value[:10]).weekday()
+                )
             ):  # "tomorrow (Tuesday 24 November)" on the 24th: the two days told disagree
                 why = f"by the phone's clock, {t[c.start : c.end].strip()} is {c.value[:10]}"
                 out.append(Ungrounded("date", t[c.start : nxt.end], source, (c.value[:10],), why))
