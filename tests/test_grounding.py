@@ -637,6 +637,12 @@ TOLD_TYPED = [
         "Called Martin; then I reminded you to reserve a table for you and Martin.",
         True,
     ),
+    (  # words moved, not swapped; a weekday is a date's word ("Photos from Riverside Market, 30 October")
+        "name",
+        "skills.share_photos/0",
+        'Shared both Riverside Market photos from Friday 30 October with Kaori Yamada, in a new "Shared with Kaori" album.',
+        True,
+    ),
     # a street the world holds only at other house numbers (the gym is at 57 Park Avenue)
     ("place", "maps.save_place/0", "Saved Iron Gym (75 Park Avenue, Berlin) to your places as “Gym”.", False),
     ("place", "maps.save_place/0", "Saved Iron Gym (57 Park Ave, Berlin) to your places as “Gym”.", True),

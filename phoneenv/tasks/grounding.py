@@ -2217,13 +2217,22 @@ _PERSON_FLIP = {
 """The user's words as the planner tells them back: "my blood type" is "your blood type"."""
 
 
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december",
+)  # fmt: skip
+_DATE_WORDS = frozenset((*WEEKDAYS, *(d[:3] for d in WEEKDAYS), "tues", "thurs", *_MONTH_NAMES))
+"""Weekdays (and their short forms) and months: a capital that is no name."""
+
+
 def _value_like(words: Sequence[str], i: int) -> bool:
     """Whether ``words[i]`` (as written) is a name rather than a common word: a capital letter
     past its first ("AB", "iPhone"), or a capital first letter where no sentence starts ("Martin",
-    "A" in "is A negative"; not "I"). Numbers, times and codes are left to their typed readers."""
+    "A" in "is A negative"; not "I"). Numbers, times, codes, weekdays and months are left to
+    their typed readers."""
     w = words[i].strip(".,;:!?'\u2019\"")
-    if not w or w == "I" or any(ch.isdigit() for ch in w):
-        return False
+    if not w or w == "I" or any(ch.isdigit() for ch in w) or w.lower() in _DATE_WORDS:
+        return False  # "from Friday 30 October": a date's words, read as a date
     starts = i == 0 or words[i - 1].endswith((".", ":", "!", "?"))
     return any(ch.isupper() for ch in w[1:]) or (w[0].isupper() and not starts)
 
@@ -2234,7 +2243,9 @@ def _echo_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]
     user's "my" as "your") with one value swapped for another: a word or two with a digit or a
     capital on both sides ("your blood type is AB negative" where the episode saved "My blood
     type is A negative"; "book a table for you and Mark" for "... me and Martin"). A reworded
-    common word ("reserve" for "book") is free speech; so is a number in words for digits."""
+    common word ("reserve" for "book") is free speech; so is a number in words for digits, and
+    words told elsewhere in the sentence ("Riverside Market photos from Friday 30 October" for
+    "Photos from Riverside Market, 30 October")."""
     import difflib
 
     if g.episode is None:
@@ -2272,6 +2283,8 @@ def _echo_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]
                     and any(_value_like(t_raw, j) for j in range(j1, j2))
                 ):
                     continue
+                if set(w_low[i1:i2]) <= set(t_low[:j1] + t_low[j2:]):
+                    continue  # told elsewhere in the sentence: words moved, not swapped
                 was, told = (" ".join(x).strip(".,;:!?") for x in (w_raw[i1:i2], t_raw[j1:j2]))
                 if not any(said == told and held == (was,) for said, held, _ in out):
                     out.append((told, (was,), f"the episode wrote {w!r}: {was!r}, not {told!r}"))
