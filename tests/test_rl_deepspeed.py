@@ -65,12 +65,25 @@ def test_zero_config_trains_on_two_ranks(stage: int, tmp_path, tmp_path_factory,
         "-m", "rl.trainers", str(tmp_path / "cfg.json"),
     ]  # fmt: skip
     proc = _run_group(cmd, env, timeout=420)
+    if proc.returncode != 0 and _aborted_at_teardown(proc):
+        # Known under load: both ranks finish and rank 0 prints its summary, then a C++ thread of
+        # the communication stack aborts the interpreter's exit ("terminate called without an
+        # active exception", -6) although the process group was destroyed. One more launch; a
+        # second abort, or any other failure, fails the test.
+        env["MASTER_PORT"] = str(_free_port())
+        cmd[cmd.index("--main_process_port") + 1] = env["MASTER_PORT"]
+        proc = _run_group(cmd, env, timeout=420)
     assert proc.returncode == 0, _failure_report(proc)
     assert proc.stdout.count('"algo"') == 1  # one summary, printed by rank 0 (TRL prints its logs too)
     summary = json.loads(proc.stdout[proc.stdout.index('{\n  "algo"') :])
     assert summary["distributed"] == {"type": "DEEPSPEED", "num_processes": 2, "process_index": 0, "zero_stage": stage}
     # 2 steps x 2 ranks x 2 episodes per rank, gathered into whole groups by CARE.
     assert summary["steps"] == 2 and summary["episodes"] == 8
+
+
+def _aborted_at_teardown(proc: subprocess.CompletedProcess) -> bool:
+    """Whether a failed launch finished its run (rank 0's summary is out) and then aborted on exit."""
+    return '{\n  "algo"' in proc.stdout and "terminate called without an active exception" in proc.stderr
 
 
 def _failure_report(proc: subprocess.CompletedProcess) -> str:
