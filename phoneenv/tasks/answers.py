@@ -224,10 +224,10 @@ _MONTHS = {
     for m in names
 }
 _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_RE_MONTH_NAME = re.compile(
-    r"\b(" + "|".join(k for k in sorted(_MONTHS, key=len, reverse=True) if len(k) > 3 or k == "may") + r")\b(?!\s*\d)",
-    re.I,
-)
+MONTH_NAMES = tuple(k for k in _MONTHS if len(k) > 3 or k == "may")
+"""The months' names that read as a month alone (in full, and "june", "july", "sept"; not "jan",
+"mar", "dec", which are also names and words)."""
+_RE_MONTH_NAME = re.compile(r"\b(" + "|".join(sorted(MONTH_NAMES, key=len, reverse=True)) + r")\b(?!\s*\d)", re.I)
 """A month named in full without a day after it ("September birthdays"): what a bare "on the
 12th" later in the sentence is of."""
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

@@ -113,6 +113,7 @@ from phoneenv.harness.memory import STOPWORDS
 from phoneenv.tasks.answers import (
     ABOUT_BEFORE,
     BY_BEFORE,
+    MONTH_NAMES,
     WEEKDAY,
     WEEKDAYS,
     claims,
@@ -427,7 +428,7 @@ def _address_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
     if not told or g.episode is None:
         return []
     held: dict[str, set[str]] = {}
-    sources = [*g.user_texts, *g.world_names, *g.places[0]]
+    sources = [*g.user_texts, *g.world_names]
     values = [c.feedback.result for c in g.episode.calls if c.ok and c.feedback.result is not None]
     sources += [x for x, _, _, _ in _walk([*values, *g.episode.now]) if isinstance(x, str) and len(x) <= 200]
     for s in sources:
@@ -1643,7 +1644,8 @@ class Grounds:
         if self._durations is None:
             out = set(stated | self.subject.spans | self.did.spans | self.read.spans)
             held = {x for ev in (self.subject, self.did) for x in ev.times | ev.end_times}
-            times = sorted({_minutes(x) for x in held - self.clock_times | self.did.times | self.did.end_times})
+            # not the clock's time, unless the episode set that time itself
+            times = sorted({_minutes(x) for x in (held - self.clock_times) | self.did.times | self.did.end_times})
             for a, b in itertools.combinations(times[:100], 2):
                 out.update((b - a, 1440 - (b - a)))
             for a, b in itertools.product(self.clock_times, self.zone_times):
@@ -2209,19 +2211,15 @@ def _listed_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
     return out
 
 
-_RE_ECHO_WORD = re.compile(r"[\w'\u2019$\u00a3\u20ac\u00a5.+-]+")
+_RE_ECHO_WORD = re.compile(r"[\w'$\u00a3\u20ac\u00a5.+-]+")
 _PERSON_FLIP = {
     "my": "your", "me": "you", "i": "you", "mine": "yours", "i'm": "you're", "myself": "yourself", "our": "your",
-    "us": "you", "we": "you", "i\u2019m": "you're", "you\u2019re": "you're",
+    "us": "you", "we": "you",
 }  # fmt: skip
 """The user's words as the planner tells them back: "my blood type" is "your blood type"."""
 
 
-_MONTH_NAMES = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
-    "december",
-)  # fmt: skip
-_DATE_WORDS = frozenset((*WEEKDAYS, *(d[:3] for d in WEEKDAYS), "tues", "thurs", *_MONTH_NAMES))
+_DATE_WORDS = frozenset((*WEEKDAYS, *(d[:3] for d in WEEKDAYS), "tues", "thurs", *MONTH_NAMES))
 """Weekdays (and their short forms) and months: a capital that is no name."""
 
 
@@ -2240,18 +2238,24 @@ def _value_like(words: Sequence[str], i: int) -> bool:
 def _echo_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
     """``(said, held, why)`` where a sentence of ``text`` tells back a text the episode wrote
     (a memory saved, a reminder, a note: three words or more, most of them told in order, the
-    user's "my" as "your") with one value swapped for another: a word or two with a digit or a
-    capital on both sides ("your blood type is AB negative" where the episode saved "My blood
-    type is A negative"; "book a table for you and Mark" for "... me and Martin"). A reworded
-    common word ("reserve" for "book") is free speech; so is a number in words for digits, and
+    user's "my" as "your") with one name swapped for another: a word or two that
+    :func:`_value_like` reads as a name on both sides ("your blood type is AB negative" where the
+    episode saved "My blood type is A negative"; "book a table for you and Mark" for "... me and
+    Martin"). A reworded common word ("reserve" for "book") is free speech; so is a number, and
     words told elsewhere in the sentence ("Riverside Market photos from Friday 30 October" for
     "Photos from Riverside Market, 30 October")."""
     import difflib
 
     if g.episode is None:
         return []
+
+    def toks(s: str) -> tuple[list[str], list[str]]:
+        """The words of ``s`` as written, and as compared (lower case, the user's "my" as "your")."""
+        raw = [w for w in _RE_ECHO_WORD.findall(s.replace("\u2019", "'")) if w.strip(".")]
+        return raw, [_PERSON_FLIP.get(k := w.strip(".").lower(), k) for w in raw]
+
     written = {
-        x.strip()
+        x.strip(): toks(x)
         for c in g.episode.writes
         for x, _, _, _ in _walk(c.arguments)
         if isinstance(x, str) and 3 <= len(x.split()) <= 40
@@ -2259,18 +2263,12 @@ def _echo_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]
     if not written:
         return []
 
-    def toks(s: str) -> tuple[list[str], list[str]]:
-        raw = _RE_ECHO_WORD.findall(s)
-        raw = [w for w in raw if w.strip(".")]
-        return raw, [_PERSON_FLIP.get(k := w.strip(".").lower(), k) for w in raw]
-
     out: list[tuple[str, tuple[str, ...], str]] = []
     for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
         t_raw, t_low = toks(sentence)
         if len(t_low) < 3:
             continue
-        for w in written:
-            w_raw, w_low = toks(w)
+        for w, (w_raw, w_low) in written.items():
             sm = difflib.SequenceMatcher(None, w_low, t_low, autojunk=False)
             same = sum(b.size for b in sm.get_matching_blocks())
             if same < max(3, 0.6 * len(w_low)):
@@ -4177,7 +4175,7 @@ def check_text(
                 )
             )
             pool = g.durations(from_now)
-            lead = t[max(0, c.start - 60) : c.start].lower()  # "Yoga class: two hours", "'Bridges' (54 min)"
+            lead = t[max(0, c.start - 60) : c.start].lower()  # "Yoga class: two hours", "'Gym' lasts an hour"
             named = [
                 a
                 for a in g.named
@@ -4185,7 +4183,7 @@ def check_text(
                 and len(a.label) >= 3
                 and a.label.lower() in lead
                 and re.search(
-                    rf"{re.escape(a.label.lower())}['\"\u2019\u201d]?\s*(?::|is|lasts|runs|takes|\()\s*(?:for\s+|about\s+)?$",
+                    rf"{re.escape(a.label.lower())}['\"\u2019\u201d]?\s*(?::|is|lasts|runs|takes)\s*(?:for\s+|about\s+)?$",
                     lead,
                 )
             ]
