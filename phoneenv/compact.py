@@ -216,8 +216,12 @@ def compact_parameters(schema: dict[str, Any], tool: str = "") -> dict[str, Any]
     already says, the ``{"type": "null"}`` branch of an optional parameter whose default is null
     (leaving it out means the same), descriptions nested under an already described schema (the
     ``anyOf`` branch or ``items`` of a described parameter), an ``e.g. "c_3"`` id example in an
-    ``…_id`` parameter's description, and a parameter's description that only restates its name
-    (``"The note's id."`` for ``note_id``); whitespace runs in descriptions become one space.
+    ``…_id`` parameter's description, a parameter's description that only restates its name, its
+    enum's values or ``tool`` (the tool's dotted name: ``"The number to block."`` for ``number`` of
+    ``phone.block_number``), a boolean's ``"True to pin, false to unpin."`` and the stock phrases of
+    ``limit``, ``offset`` and ``qty``, the phrases of :data:`_BOILERPLATE` and a description's
+    closing full stop (:func:`compact_description`); whitespace runs in descriptions become one
+    space, and each node writes ``type`` first and ``description`` last.
 
     The result is valid JSON Schema and no narrower than ``schema``: every arguments object the
     full schema accepts, it accepts, but for an explicit null given for an optional parameter
