@@ -109,6 +109,8 @@ class BenchConfig:
         templates: comma-separated task templates (sandbox).
         tools: the tool filter of SFT, RL and evaluation (:mod:`agents.toolfilter` syntax).
         train_instances: instances ``0..k-1`` of each template are trained on, the rest held out.
+        extra_instances: each template's next ``n`` instances beyond the suite are trained on too
+            (:func:`split_tasks`); with ``train_instances=0`` every suite instance is held out.
         model: ``tiny``, ``smollm2`` or a checkpoint folder.
         sft_steps, sft_lr: SFT optimiser steps and learning rate.
         rl_steps, rl_lr: RL optimiser steps per arm and learning rate (1e-3: at 2e-4, 40 steps
@@ -174,6 +176,7 @@ class BenchConfig:
     templates: str = TEMPLATES
     tools: str = TOOLS
     train_instances: int = 6
+    extra_instances: int = 0
     model: str = "tiny"
     sft_steps: int = 900
     sft_lr: float = 4e-3
@@ -255,13 +258,21 @@ class BenchConfig:
 # ------------------------------------------------------------------------------------------------
 
 
-def split_tasks(templates: str | Sequence[str], train_instances: int) -> tuple[list[str], list[str]]:
+def split_tasks(
+    templates: str | Sequence[str], train_instances: int, extra_instances: int = 0
+) -> tuple[list[str], list[str]]:
     """``(train ids, held-out ids)`` of the templates' sandbox instances, split by instance index.
+
+    The first ``train_instances`` of each template's suite instances are trained on, the rest
+    held out; with ``extra_instances``, each template's next instances beyond the suite
+    (:func:`phoneenv.tasks.extra_task_id`: ``count .. count + extra_instances − 1``) are
+    trained on too, after the suite's, so that every suite instance can be held out.
 
     Raises:
         ValueError: an unknown template, or a split that leaves either side empty.
     """
-    from phoneenv.tasks import select
+    from phoneenv.tasks import extra_task_id, select
+    from phoneenv.tasks.templates import all_templates
 
     names = [t.strip() for t in (templates.split(",") if isinstance(templates, str) else templates) if t.strip()]
     train: list[str] = []
@@ -272,6 +283,8 @@ def split_tasks(templates: str | Sequence[str], train_instances: int) -> tuple[l
             raise ValueError(f"no sandbox task with a reference plan in template {name!r}")
         for i, task in enumerate(sorted(tasks, key=lambda t: _instance(t.id))):
             (train if i < train_instances else held).append(task.id)
+        count = all_templates()[name].count
+        train.extend(extra_task_id(name, k) for k in range(count, count + extra_instances))
     if not train or not held:
         raise ValueError(
             f"train_instances={train_instances} leaves {len(train)} training and {len(held)} held-out tasks"
@@ -1040,7 +1053,7 @@ def plan(cfg: BenchConfig, out: Path, hw: dict[str, Any] | None = None) -> dict[
     (:func:`hardware`, or ``hw`` as given: ``benchmarks/gpu_care.py --dry-run`` plans for a GPU on
     a machine without one), SFT's settings, and every arm × seed's :class:`rl.trainers.TrainConfig`
     fields (:func:`train_kwargs`), the SFT checkpoint being ``OUT/sft/model``."""
-    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances)
+    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances, cfg.extra_instances)
     hw = hardware(cfg) if hw is None else hw
     start = out / "sft" / "model"
     runs = {
@@ -1075,7 +1088,7 @@ def make_start(cfg: BenchConfig, out: Path, hw: dict[str, Any]) -> dict[str, Any
     seed_everything(cfg)
     out.mkdir(parents=True, exist_ok=True)
     walls: dict[str, float] = {}
-    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances)
+    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances, cfg.extra_instances)
     t = time.perf_counter()
     if cfg.start:
         start = Path(cfg.start)
@@ -1109,7 +1122,7 @@ def run(cfg: BenchConfig, out: Path, command: str = "") -> dict[str, Any]:
 
     hw = hardware(cfg)
     started = time.perf_counter()
-    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances)
+    train_ids, held_ids = split_tasks(cfg.templates, cfg.train_instances, cfg.extra_instances)
     made = make_start(cfg, out, hw)
     walls: dict[str, float] = dict(made["walls"])
     start = Path(made["model_dir"])

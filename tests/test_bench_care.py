@@ -33,6 +33,10 @@ def test_split_holds_out_the_later_instances_of_each_template(bench) -> None:
     assert held == ["clock.alarm_off/6", "clock.alarm_off/7", "clock.wake_up/6", "clock.wake_up/7"]
     with pytest.raises(ValueError, match="held-out"):
         bench.split_tasks("clock.alarm_off", 8)
+    # instances beyond the suite train, and every suite instance is held out
+    train, held = bench.split_tasks("clock.alarm_off", 0, 3)
+    assert train == ["clock.alarm_off/extra-8", "clock.alarm_off/extra-9", "clock.alarm_off/extra-10"]
+    assert held == [f"clock.alarm_off/{i}" for i in range(8)]
     with pytest.raises(ValueError, match=r"unknown template 'clock\.no_such_template'; did you mean clock\.\*\?"):
         bench.split_tasks("clock.no_such_template", 2)
 

@@ -43,3 +43,37 @@ def test_selectors_agree_once_the_suite_is_built():
     assert select("clock.set_alarm/0")[0] is select("clock.set_alarm/0")[0]
     with pytest.raises(KeyError, match=re.escape("no task 'clock.set_alarm/99'")):
         select("clock.set_alarm/99")
+
+
+def test_an_instance_beyond_the_suite_is_built_on_demand_and_is_in_no_suite() -> None:
+    """``template/extra-k`` (k ≥ the template's count) is the template's instance k, built by
+    the template with its own seed; suite selectors never list it, and a suite index is refused."""
+    import gymnasium as gym
+
+    from phoneenv.tasks import extra_task_id, get_task
+    from phoneenv.tasks.templates import all_templates
+
+    tpl = all_templates()["notes.delete_note"]
+    assert tpl.count == 8
+    task_id = extra_task_id("notes.delete_note", 12)
+    assert task_id == "notes.delete_note/extra-12"
+    task = get_task(task_id)
+    built = tpl.task(12)
+    assert task.id == task_id and task.seed == built.seed == tpl.seed(12)
+    assert task.model_dump(exclude={"id"}) == built.model_dump(exclude={"id"})
+    # hand-checked: instance 12's world differs from every suite instance's
+    assert task.seed not in {t.seed for t in select("template:notes.delete_note")}
+    assert task_id not in {t.id for t in select("template:notes.delete_note")}
+    assert task_id not in {t.id for t in load_suite()}
+    assert select(task_id)[0].id == task_id  # an exact id selects it, as get_task does
+    env = gym.make("PhonePlan-v0", task=task_id)
+    env.reset(seed=0)
+    for call in task.reference_plan:
+        *_, info = env.step({"name": call.name, "arguments": call.arguments})
+    assert info["verdict"]["success"] is True
+    with pytest.raises(ValueError, match=re.escape("notes.delete_note/3 is in the suite (instances 0..7)")):
+        extra_task_id("notes.delete_note", 3)
+    with pytest.raises(KeyError, match="unknown template 'notes.no_such'"):
+        extra_task_id("notes.no_such", 12)
+    with pytest.raises(KeyError, match=re.escape("no task 'notes.delete_note/extra-3'")):
+        get_task("notes.delete_note/extra-3")

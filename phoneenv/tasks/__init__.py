@@ -31,7 +31,17 @@ from typing import Any
 
 from phoneenv.contract import Category, Domain, TaskSpec
 
-__all__ = ["SOURCES", "SPLITS", "get_task", "load_suite", "needed_calls", "no_match_message", "select", "split_of"]
+__all__ = [
+    "SOURCES",
+    "SPLITS",
+    "extra_task_id",
+    "get_task",
+    "load_suite",
+    "needed_calls",
+    "no_match_message",
+    "select",
+    "split_of",
+]
 
 SPLITS = ("train", "dev", "test")
 SOURCES = ("template", "generated")
@@ -70,15 +80,59 @@ def _template_ids() -> frozenset[str]:
 
 
 _TEMPLATE_ID = re.compile(r"([a-z][a-z0-9_]*\.[a-z0-9_]+)/(\d+)")
+_EXTRA_ID = re.compile(r"([a-z][a-z0-9_]*\.[a-z0-9_]+)/extra-(\d+)")
+
+
+def extra_task_id(template: str, k: int) -> str:
+    """The id of a template's instance ``k`` *beyond the suite* (``k`` ≥ the template's count):
+    ``"clock.alarm_off/extra-12"``. :func:`get_task`, :func:`select` and the env build it on
+    demand with the template's own builder and seed (:meth:`Template.task`), so it is as
+    deterministic as a suite task, but it is in no suite, split or scoreboard: it is for training
+    on more instances of a template than the suite holds and holding the suite's own instances
+    out (as procedurally generated levels are split). Its reference plan is not proven by the
+    suite's checks: keep those whose reference episode succeeds (:func:`rl.sft.reference_traces`
+    does).
+
+    Raises:
+        KeyError: no template is named ``template``.
+        ValueError: ``k`` is an instance the suite holds (use ``template/k``).
+    """
+    from phoneenv.tasks.templates import all_templates
+
+    tpl = all_templates().get(template)
+    if tpl is None:
+        raise KeyError(
+            no_match_message(f"template:{template}", f"unknown template {template!r}", kind="template", value=template)
+        )
+    if k < tpl.count:
+        raise ValueError(
+            f"{template}/{k} is in the suite (instances 0..{tpl.count - 1}); extra instances start at {tpl.count}"
+        )
+    return f"{template}/extra-{k}"
+
+
+def _extra_task(task_id: str) -> TaskSpec | None:
+    """The instance beyond the suite that ``task_id`` names (:func:`extra_task_id`), or None."""
+    m = _EXTRA_ID.fullmatch(task_id)
+    if m is None:
+        return None
+    from phoneenv.tasks.templates import all_templates
+
+    tpl = all_templates().get(m[1])
+    k = int(m[2])
+    if tpl is None or k < tpl.count:
+        return None
+    return tpl.task(k).model_copy(update={"id": task_id})
 
 
 @functools.lru_cache(maxsize=512)
 def _template_task(task_id: str) -> TaskSpec | None:
     """The template task ``task_id`` names, built alone (or taken from the suite once it is
-    built); None when no template has that task."""
+    built), or the instance beyond the suite it names (:func:`extra_task_id`); None when no
+    template has that task."""
     m = _TEMPLATE_ID.fullmatch(task_id)
     if m is None:
-        return None
+        return _extra_task(task_id)
     if _templates.cache_info().currsize:
         return _template_index().get(task_id)
     from phoneenv.tasks.templates import all_templates
