@@ -73,7 +73,7 @@ def test_an_instance_beyond_the_suite_is_built_on_demand_and_is_in_no_suite() ->
     assert info["verdict"]["success"] is True
     with pytest.raises(ValueError, match=re.escape("notes.delete_note/3 is in the suite (instances 0..7)")):
         extra_task_id("notes.delete_note", 3)
-    with pytest.raises(KeyError, match="unknown template 'notes.no_such'"):
+    with pytest.raises(KeyError, match=re.escape("unknown template 'notes.no_such'")):
         extra_task_id("notes.no_such", 12)
     with pytest.raises(KeyError, match=re.escape("no task 'notes.delete_note/extra-3'")):
         get_task("notes.delete_note/extra-3")
