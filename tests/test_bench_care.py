@@ -240,7 +240,7 @@ def test_configs_built_for_cuda(bench, tmp_path, fake_cuda, monkeypatch) -> None
 
 def test_the_quick_preset_plans_the_chosen_start_and_levers(bench, tmp_path) -> None:
     """--quick: two clock templates, 4 instances trained and 4 held out, the four tools their plans
-    call, 300 SFT steps, a start measured on 8 episodes a task at T = 0.5, p_low 0.3 in every arm,
+    call, 600 SFT steps, a start measured on 8 episodes a task at T = 0.8, p_low 0.3 in every arm,
     4 RL steps over 3 seeds within 900 s; the full run keeps its own settings."""
     q = bench.BenchConfig.quick()
     p = bench.plan(q, tmp_path)
@@ -250,12 +250,12 @@ def test_the_quick_preset_plans_the_chosen_start_and_levers(bench, tmp_path) -> 
     assert p["heldout_tasks"] == [f"clock.alarm_off/{i}" for i in range(4, 8)] + [
         f"clock.delete_alarm/{i}" for i in range(4, 8)
     ]
-    assert (q.sft_steps, q.rl_steps, q.rl_seeds, q.temperature, q.start_episodes) == (300, 4, (0, 1, 2), 0.5, 8)
+    assert (q.sft_steps, q.rl_steps, q.rl_seeds, q.temperature, q.start_episodes) == (600, 4, (0, 1, 2), 0.8, 8)
     assert q.time_budget_s == 900.0 and q.deterministic and q.threads == 1
     for kw in p["runs"].values():
         assert kw["tool_filter"] == "clock.list_alarms,clock.set_alarm_enabled,clock.delete_alarm,finish"
         assert kw["care"]["p_low"] == 0.3 and kw["care"]["p_high"] == 0.75 and kw["care_controller"] == "rule"
-        assert kw["temperature"] == 0.5 and kw["max_steps"] == 4 and kw["num_generations"] == 8
+        assert kw["temperature"] == 0.8 and kw["max_steps"] == 4 and kw["num_generations"] == 8
     from agents.toolfilter import allowed_tools
     from phoneenv.tasks import get_task
 
