@@ -422,3 +422,20 @@ def _weights(model_dir) -> dict:
         out.update(load_file(f))
     assert out, f"no weights in {model_dir}"
     return out
+
+
+def test_the_planner_preset_trains_beyond_the_suite_and_holds_the_suite_out(bench, tmp_path) -> None:
+    """--planner: settings.revoke_permission's instances 8..39 (beyond the suite) are trained on,
+    the suite's 0..7 held out, with the four tools the plans call; --quick and --planner clash."""
+    cfg, _, _ = bench.parse_args(["--planner"])
+    assert cfg == bench.BenchConfig.planner()
+    p = bench.plan(cfg, tmp_path)
+    assert p["train_tasks"] == [f"settings.revoke_permission/extra-{k}" for k in range(8, 40)]
+    assert p["heldout_tasks"] == [f"settings.revoke_permission/{k}" for k in range(8)]
+    assert p["episodes_per_model"] == {"train": 32 * 4, "heldout": 8 * 4}
+    assert sorted(p["runs"]) == sorted(f"seed{s}/{a}" for s in (0, 1, 2) for a in ("grpo", "care"))
+    for kw in p["runs"].values():
+        assert kw["tool_filter"] == "settings.list_app_permissions,settings.revoke_permission,user.confirm,finish"
+        assert kw["tasks"] == p["train_tasks"] and kw["max_steps"] == 8
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--quick", "--planner"])
