@@ -382,6 +382,14 @@ TOLD_TYPED = [
     ("date", "mail.reply/7", "Replied. By the way, today is Saturday, 14 November.", False),
     # status: a thing told as done must be one the episode did; a state, the record's
     ("status", "wallet.pay_bill/0", "Paid your Electricity November bill just now.", True),
+    # a permission told as revoked where no revoke succeeded (the tiny planner's "Revoked." after a refused call)
+    ("status", "settings.revoke_permission/0", "Revoked the Phone app's permission to make phone calls.", True),
+    (
+        "status",
+        "fields.dnd_schedule/0",
+        "Set up your weeknight schedule and revoked the Phone app's call access.",
+        False,
+    ),
     ("status", "wallet.pay_bill/0", "Scheduled your Electricity November bill.", False),  # it was paid, not scheduled
     ("status", "calendar.move_event/0", "Moved it to Tuesday 10 November at 17:30 and told Stanley.", True),
     ("status", "calendar.move_event/0", "I cancelled the parent-teacher meeting and told Stanley.", False),

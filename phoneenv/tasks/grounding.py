@@ -3096,6 +3096,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         _verb("decline", "reject"),
         frozenset({"declined", "rejected"}),
     ),
+    "revoked": (r"revoked", _verb("revoke"), frozenset()),
     "unlocked": (r"unlocked", _verb("unlock"), frozenset({"unlocked"})),
     "locked": (r"locked", _verb("lock"), frozenset({"locked"})),
     "delivered": (r"delivered", lambda name: False, frozenset({"delivered"})),
