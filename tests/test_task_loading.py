@@ -61,7 +61,7 @@ def test_an_instance_beyond_the_suite_is_built_on_demand_and_is_in_no_suite() ->
     built = tpl.task(12)
     assert task.id == task_id and task.seed == built.seed == tpl.seed(12)
     assert task.model_dump(exclude={"id"}) == built.model_dump(exclude={"id"})
-    # hand-checked: instance 12's world differs from every suite instance's
+    # its own world: a seed no suite instance of the template has
     assert task.seed not in {t.seed for t in select("template:notes.delete_note")}
     assert task_id not in {t.id for t in select("template:notes.delete_note")}
     assert task_id not in {t.id for t in load_suite()}

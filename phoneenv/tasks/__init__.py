@@ -79,8 +79,8 @@ def _template_ids() -> frozenset[str]:
     return frozenset(f"{name}/{k}" for name, tpl in all_templates().items() for k in range(tpl.count))
 
 
-_TEMPLATE_ID = re.compile(r"([a-z][a-z0-9_]*\.[a-z0-9_]+)/(\d+)")
-_EXTRA_ID = re.compile(r"([a-z][a-z0-9_]*\.[a-z0-9_]+)/extra-(\d+)")
+_TEMPLATE_ID = re.compile(r"([a-z][a-z0-9_]*\.[a-z0-9_]+)/(extra-)?(\d+)")
+"""A template task's id, ``name/k`` in the suite or ``name/extra-k`` beyond it."""
 
 
 def extra_task_id(template: str, k: int) -> str:
@@ -111,20 +111,6 @@ def extra_task_id(template: str, k: int) -> str:
     return f"{template}/extra-{k}"
 
 
-def _extra_task(task_id: str) -> TaskSpec | None:
-    """The instance beyond the suite that ``task_id`` names (:func:`extra_task_id`), or None."""
-    m = _EXTRA_ID.fullmatch(task_id)
-    if m is None:
-        return None
-    from phoneenv.tasks.templates import all_templates
-
-    tpl = all_templates().get(m[1])
-    k = int(m[2])
-    if tpl is None or k < tpl.count:
-        return None
-    return tpl.task(k).model_copy(update={"id": task_id})
-
-
 @functools.lru_cache(maxsize=512)
 def _template_task(task_id: str) -> TaskSpec | None:
     """The template task ``task_id`` names, built alone (or taken from the suite once it is
@@ -132,14 +118,16 @@ def _template_task(task_id: str) -> TaskSpec | None:
     template has that task."""
     m = _TEMPLATE_ID.fullmatch(task_id)
     if m is None:
-        return _extra_task(task_id)
-    if _templates.cache_info().currsize:
+        return None
+    beyond, k = m[2] is not None, int(m[3])
+    if not beyond and _templates.cache_info().currsize:
         return _template_index().get(task_id)
     from phoneenv.tasks.templates import all_templates
 
     tpl = all_templates().get(m[1])
-    k = int(m[2])
-    return tpl.task(k) if tpl is not None and k < tpl.count else None
+    if tpl is None or (k >= tpl.count) != beyond:
+        return None
+    return tpl.task(k).model_copy(update={"id": task_id}) if beyond else tpl.task(k)
 
 
 def _template_tasks(keep: Callable[[Any], bool]) -> list[TaskSpec]:
