@@ -293,15 +293,15 @@ def split_tasks(
     """``(train ids, held-out ids)`` of the templates' sandbox instances, split by instance index.
 
     The first ``train_instances`` of each template's suite instances are trained on, the rest
-    held out; with ``extra_instances``, each template's next instances beyond the suite
-    (:func:`phoneenv.tasks.extra_task_id`: ``count .. count + extra_instances − 1``) are
-    trained on too, after the suite's, so that every suite instance can be held out.
+    held out; with ``extra_instances``, each template's next ``extra_instances`` instances beyond
+    the suite whose reference plan succeeds (:func:`solvable_extras`) are trained on too, after
+    the suite's, so that every suite instance can be held out.
 
     Raises:
-        ValueError: an unknown template, or a split that leaves either side empty.
+        ValueError: an unknown template, a split that leaves either side empty, or too few
+            solvable instances beyond the suite.
     """
-    from phoneenv.tasks import extra_task_id, select
-    from phoneenv.tasks.templates import all_templates
+    from phoneenv.tasks import select
 
     names = [t.strip() for t in (templates.split(",") if isinstance(templates, str) else templates) if t.strip()]
     train: list[str] = []
@@ -312,13 +312,42 @@ def split_tasks(
             raise ValueError(f"no sandbox task with a reference plan in template {name!r}")
         for i, task in enumerate(sorted(tasks, key=lambda t: _instance(t.id))):
             (train if i < train_instances else held).append(task.id)
-        count = all_templates()[name].count
-        train.extend(extra_task_id(name, k) for k in range(count, count + extra_instances))
+        train.extend(solvable_extras(name, extra_instances))
     if not train or not held:
         raise ValueError(
             f"train_instances={train_instances} leaves {len(train)} training and {len(held)} held-out tasks"
         )
     return train, held
+
+
+def solvable_extras(template: str, n: int) -> list[str]:
+    """The ids of ``template``'s first ``n`` instances beyond the suite
+    (:func:`phoneenv.tasks.extra_task_id`, from the template's count on) whose reference plan
+    succeeds in the sandbox (:func:`phoneenv.tasks.validate.run_plan`): the suite proves only
+    its own instances. Costs one reference episode per instance tried (about 30 ms).
+
+    Raises:
+        ValueError: fewer than ``n`` of the first ``2n`` instances beyond the suite succeed.
+    """
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.tasks import extra_task_id, get_task
+    from phoneenv.tasks.templates import all_templates
+    from phoneenv.tasks.validate import run_plan
+
+    if n <= 0:
+        return []
+    count = all_templates()[template].count
+    tasks = [get_task(extra_task_id(template, k)) for k in range(count, count + 2 * n)]
+    env = PhonePlanEnv(tasks=tasks[:1], backend="sandbox")
+    out: list[str] = []
+    for task in tasks:
+        if len(out) == n:
+            break
+        if run_plan(env, task, task.reference_plan)[0]["verdict"]["success"]:
+            out.append(task.id)
+    if len(out) < n:
+        raise ValueError(f"only {len(out)} of {template}'s {2 * n} instances beyond the suite are solvable; {n} asked")
+    return out
 
 
 def _instance(task_id: str) -> int:
@@ -1063,10 +1092,10 @@ def parse_args(argv: Sequence[str] | None = None, preset: str | None = None) -> 
     args = ap.parse_args(argv)
     if args.quick and args.planner:
         ap.error("--quick and --planner are two presets: give one")
-    if preset == "gpu":
-        cfg = BenchConfig.gpu()
-    else:
-        cfg = BenchConfig.quick() if args.quick else BenchConfig.planner() if args.planner else BenchConfig()
+    preset = preset or ("quick" if args.quick else "planner" if args.planner else None)
+    cfg = {"gpu": BenchConfig.gpu, "quick": BenchConfig.quick, "planner": BenchConfig.planner}.get(
+        preset, BenchConfig
+    )()
     changes: dict[str, Any] = {}
     for name in BenchConfig.__dataclass_fields__:
         value = getattr(args, name)

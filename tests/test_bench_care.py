@@ -41,6 +41,27 @@ def test_split_holds_out_the_later_instances_of_each_template(bench) -> None:
         bench.split_tasks("clock.no_such_template", 2)
 
 
+def test_only_solvable_instances_beyond_the_suite_are_trained_on(bench, monkeypatch) -> None:
+    """An instance beyond the suite whose reference plan fails is skipped for the next one; too
+    few solvable ones is an error, not a shorter training set."""
+    from phoneenv.tasks import validate
+
+    real = validate.run_plan
+
+    def failing_nine(env, task, plan):
+        info, fbs = real(env, task, plan)
+        if task.id == "clock.alarm_off/extra-9":
+            info = {**info, "verdict": {**info["verdict"], "success": False}}
+        return info, fbs
+
+    monkeypatch.setattr(validate, "run_plan", failing_nine)
+    train, _ = bench.split_tasks("clock.alarm_off", 0, 3)
+    assert train == ["clock.alarm_off/extra-8", "clock.alarm_off/extra-10", "clock.alarm_off/extra-11"]
+    monkeypatch.setattr(validate, "run_plan", lambda env, task, plan: ({"verdict": {"success": False}}, []))
+    with pytest.raises(ValueError, match=r"only 0 of clock\.alarm_off's 6 instances beyond the suite are solvable"):
+        bench.split_tasks("clock.alarm_off", 0, 3)
+
+
 def _metrics(path: Path) -> Path:
     shares = {"groups/shaping_share": 0.5, "groups/outcome_share": 0.5, "groups/efficiency_share": 0.0}
     records = [
