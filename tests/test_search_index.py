@@ -194,6 +194,10 @@ def test_contact_ids_through_the_book_match_the_scan(seed):
         for _ in range(5):
             ref = _ref(rng, people)
             assert contact_ids(ref, ContactBook(tbl)) == contact_ids(ref, people), ref
+            gone = [person(500 + k) for k in range(step % 3)]  # records after the table's (deleted ones)
+            assert contact_ids(ref, ContactBook(tbl, gone)) == contact_ids(ref, people + gone), ref
+            ids = contact_ids(ref, people + gone)
+            assert ContactBook(tbl, gone).having_ids(ids) == [c for c in people + gone if c["id"] in ids], ref
         op = rng.random()
         if op < 0.3:
             state.insert("contacts.contacts", person(100 + step))
@@ -422,3 +426,80 @@ def test_contacts_search_matches_the_plain_scan(seed):
                 check()
                 b.restore(snap)
             check()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_people_in_told_names_through_the_book_match_the_scan(seed):
+    """The answer's names a contact is called (left to the person claims) are the same through
+    the contacts table's index (plus the records written since) as through a scan of the
+    names, after inserts, renames, deletes and restores."""
+    from phoneenv.state import PhoneState
+    from phoneenv.tasks.identity import ContactBook
+    from phoneenv.tasks.names import _Folk, _folk_words
+
+    rng = random.Random(seed)
+    pool = ["Ana Lima", "Zoë Costa", "Bryan Parry", "José", "", None, "Jo-Ann O'Neil", "Lima"]
+
+    def person(i: int) -> dict[str, Any]:
+        return {"id": f"c_{i}", "name": rng.choice([*pool, f"{rng.choice(FIRST)} {rng.choice(('Lima', 'Costa'))}"])}
+
+    asked = [" ana lima ", " ana ", " zoe ", " zoe costa ", " jose ", " jo ", " lima ", " bryan ", " costa ", " "]
+    state = PhoneState({"contacts.contacts": [person(i) for i in range(1, rng.randrange(2, 40))]})
+    snap = state.snapshot()
+    for step in range(50):
+        tbl = state.tables["contacts.contacts"]
+        scan = {w for c in tbl.values() for w in _folk_words(str(c.get("name") or "")) if w is not None}
+        book, names = _Folk(ContactBook(tbl)), _Folk([str(c.get("name") or "") for c in tbl.values()])
+        for w in asked + [f" {str(c.get('name') or '').lower()} " for c in list(tbl.values())[:3]]:
+            assert (w in book) == (w in scan) == (w in names), (w, step)
+        op = rng.random()
+        if op < 0.3:
+            state.insert("contacts.contacts", person(100 + step))
+        elif op < 0.6 and tbl:
+            rid = rng.choice(sorted(tbl))
+            state.replace("contacts.contacts", rid, {**person(0), "id": rid})
+        elif op < 0.8 and tbl:
+            state.delete("contacts.contacts", rng.choice(sorted(tbl)))
+        elif op < 0.9:
+            state.restore(snap)
+        else:
+            snap = state.snapshot()
+
+
+def test_finish_on_a_big_phone_reads_no_record_it_did_not_touch(monkeypatch):
+    """Judging an episode on a phone of 5,000 contacts and messages reads the words of no more
+    records than the episode touched (the address book's names come from the index built once
+    per fixture table), whether or not the answer tells a name: no finish grows with the phone."""
+    import json
+
+    from phoneenv.env import PhonePlanEnv
+    from phoneenv.tasks import get_task, predicates
+    from phoneenv.tasks.world import pad_fixtures
+
+    base = get_task("messages.text_contact/0")
+    counts = {"contacts.contacts": 5_000, "messages.messages": 5_000}
+    task = base.model_copy(update={"fixtures": pad_fixtures(base.fixtures, counts)})
+    send = '{"name": "messages.send", "arguments": {"to": "+4915112345678", "body": "hi"}}'
+    env = PhonePlanEnv(task=task, memory=False, max_steps=50)
+    calls = [0]
+    real = predicates.words
+
+    def counted(text: Any) -> str:
+        calls[0] += 1
+        return real(text)
+
+    for answer in ("done", "Sent hi to Ana Lima and texted Bryan Parry."):
+        finish = json.dumps({"name": "finish", "arguments": {"answer": answer}})
+        for episode in range(2):  # the first builds the indexes; the second must not scan
+            env.reset(seed=0, options={"task": task})
+            env.step(send)
+            monkeypatch.setattr(predicates, "words", counted)
+            import phoneenv.tasks.names as names
+
+            monkeypatch.setattr(names, "words", counted)
+            calls[0] = 0
+            env.step(finish)
+            monkeypatch.undo()
+            if episode == 1:
+                assert calls[0] < 500, (answer, calls[0])
+    env.close()

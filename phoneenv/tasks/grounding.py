@@ -110,6 +110,7 @@ import phonenumbers
 
 from phoneenv.contract import GROUNDED_TYPES
 from phoneenv.harness.memory import STOPWORDS
+from phoneenv.state import diff_tables
 from phoneenv.tasks.answers import (
     ABOUT_BEFORE,
     BY_BEFORE,
@@ -123,7 +124,7 @@ from phoneenv.tasks.answers import (
     scan_cached,
     unmarked,
 )
-from phoneenv.tasks.identity import contact_ids, mentioned_contacts, numbers_of
+from phoneenv.tasks.identity import CONTACTS_TABLE, ContactBook, contact_ids, mentioned_contacts, numbers_of
 from phoneenv.tasks.names import SubjectNames, acted_on, held_by, name_claims, record_names, subject_strings
 from phoneenv.tasks.predicates import FRAMING, Context, plain, words
 from phoneenv.tasks.switches import check_switches
@@ -1943,11 +1944,19 @@ def _line_sums(changed: Sequence[Any], ctx: Context) -> set[tuple[float, str]]:
     that total, but the planner can work it out); currency ``""`` unknown."""
     out = set()
     for table in {ch.table for ch in changed if not isinstance(ch, Mapping)}:
-        rows = [r for r in (ctx.tables.get(table) or {}).values() if isinstance(r, Mapping)]
-        if rows and all(
-            isinstance(r.get("qty"), (int, float)) and isinstance(r.get("price"), (int, float)) for r in rows
-        ):
-            out.add((round(sum(r["qty"] * r["price"] for r in rows), 2), ""))
+        total: float = 0
+        rows = 0
+        for r in (ctx.tables.get(table) or {}).values():  # stops at the first row without both
+            if not isinstance(r, Mapping):
+                continue
+            qty, price = r.get("qty"), r.get("price")
+            if not (isinstance(qty, (int, float)) and isinstance(price, (int, float))):
+                break
+            total += qty * price
+            rows += 1
+        else:
+            if rows:
+                out.add((round(total, 2), ""))
     return out
 
 
@@ -3553,6 +3562,30 @@ _RE_FIRST_NAME = re.compile(
 "paid Emma's money request")."""
 
 
+def _with_deleted(ctx: Context) -> Sequence[Mapping[str, Any]]:
+    """The episode's contacts (``ctx.contacts``, the end state's) and after them those it deleted.
+    From a :class:`~phoneenv.tasks.identity.ContactBook`, another one, whose deleted records are
+    found by :func:`~phoneenv.state.diff_tables` (at the cost of the records the episode
+    touched); else a list (a scan of both tables)."""
+    book = ctx.contacts
+    before = ctx.before.get(CONTACTS_TABLE) or {}
+    if not isinstance(book, ContactBook):
+        now = {str(c.get("id")) for c in book}
+        return [*book, *(c for c in before.values() if isinstance(c, Mapping) and str(c.get("id")) not in now)]
+    gone = [
+        ch.old
+        for ch in diff_tables({CONTACTS_TABLE: before}, {CONTACTS_TABLE: book.table})
+        if ch.kind == "deleted" and isinstance(ch.old, Mapping)
+    ]
+    return ContactBook(book.table, gone)
+
+
+def _names_with(people: Sequence[Mapping[str, Any]], ids: set[str]) -> list[str]:
+    """The names of the contacts among ``people`` whose id is in ``ids``, in their order."""
+    found = people.having_ids(ids) if isinstance(people, ContactBook) else [c for c in people if c.get("id") in ids]
+    return [str(c.get("name") or "") for c in found]
+
+
 def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
     """``(said, why)`` of each contact ``text`` (a final answer) tells the planner acted on or
     with ("Calling Gillian James", "Paid 1290 USD to Billy Webster", "Accepted Barbara Campbell's
@@ -3564,12 +3597,10 @@ def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
     if g.subject_names is None:
         return out
     texts: list[str] | None = None
-    people: list[Mapping[str, Any]] | None = None
+    people: Sequence[Mapping[str, Any]] | None = None
     for tail in acted_on(text):
         if people is None:  # the contacts the episode deleted too ("Deleted Zoe Holmes")
-            now = {str(c.get("id")) for c in ctx.contacts}
-            gone = (ctx.before.get("contacts.contacts") or {}).values()
-            people = [*ctx.contacts, *(c for c in gone if isinstance(c, Mapping) and str(c.get("id")) not in now)]
+            people = _with_deleted(ctx)
         fulls = full_names(tail)
         for m in _RE_FIRST_NAME.finditer(tail):  # "Tagged Taro", "Sent Wendy your ETA": a first name alone
             if any(f.start() <= m.start() < f.end() and contact_ids(f[0], people) for f in fulls):
@@ -3579,7 +3610,7 @@ def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
                 continue
             if texts is None:
                 texts = g.subject_names.texts(skip=text)
-            full = [str(c.get("name") or "") for c in people if str(c.get("id")) in ids]
+            full = _names_with(people, ids)
             if not held_by(m[1], texts) and not any(held_by(f, texts) for f in full if f):
                 out.append((m[1], f"the episode did nothing to or with {' or '.join(full) or m[1]}"))
         for m in fulls:
@@ -3591,7 +3622,7 @@ def _acted_people(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]:
             if texts is None:
                 texts = g.subject_names.texts(skip=text)
             # "Mr Cox" for the one contact so called: held as the contact's own name
-            full = [str(c.get("name") or "") for c in people if str(c.get("id")) in ids]
+            full = _names_with(people, ids)
             if not held_by(name, texts) and not any(held_by(f, texts) for f in full if f):
                 why = f"the episode did nothing to or with {name}" if ids else f"no contact is called {name}"
                 out.append((name, why))
@@ -4211,9 +4242,7 @@ def check_text(
             near = sorted(pool, key=lambda x: abs(x - minutes))[:3]
             out.append(Ungrounded("duration", span, source, tuple(f"{x} min" for x in near)))
     if "name" in types and source == "answer" and g.subject_names is not None:
-        for said, why in name_claims(
-            text, g.world_names, g.subject_names, (str(c.get("name") or "") for c in ctx.contacts)
-        ):
+        for said, why in name_claims(text, g.world_names, g.subject_names, ctx.contacts):
             out.append(Ungrounded("name", said, source, (), why))
     if "commitment" in types and source != "answer" and g.subject_names is not None:
         for said in _commitments(text, g):

@@ -175,17 +175,21 @@ class ContactBook(Sequence[Mapping[str, Any]]):
     """The records of a contacts table (id → record) as a sequence, answering
     :func:`contact_ids` from indexes built once per shared table
     (:func:`phoneenv.state.table_index`) plus the records written since: a lookup costs the
-    episode's writes, not the size of the address book. Same answers as a scan."""
+    episode's writes, not the size of the address book. Same answers as a scan. ``extra``
+    records (the contacts an episode deleted) come after the table's and are looked at one by
+    one."""
 
-    def __init__(self, table: Mapping[str, Mapping[str, Any]]) -> None:
+    def __init__(self, table: Mapping[str, Mapping[str, Any]], extra: Sequence[Mapping[str, Any]] = ()) -> None:
         self.table = table
+        self.extra = tuple(extra)  # records after the table's, looked at one by one (the deleted ones)
         self._list: list[Mapping[str, Any]] | None = None
 
     def __len__(self) -> int:
-        return len(self.table)
+        return len(self.table) + len(self.extra)
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
-        return iter(self.table.values())
+        yield from self.table.values()
+        yield from self.extra
 
     @overload
     def __getitem__(self, i: int) -> Mapping[str, Any]: ...
@@ -193,7 +197,7 @@ class ContactBook(Sequence[Mapping[str, Any]]):
     def __getitem__(self, i: slice) -> Sequence[Mapping[str, Any]]: ...
     def __getitem__(self, i: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
         if self._list is None:
-            self._list = list(self.table.values())
+            self._list = [*self.table.values(), *self.extra]
         return self._list[i]
 
     def _lookup(self) -> tuple[_Index, Set[str]]:
@@ -220,12 +224,13 @@ class ContactBook(Sequence[Mapping[str, Any]]):
         gives), at the cost of the matches and the episode's writes."""
         tbl = self.table
         if not all(isinstance(i, str) for i in ids):
-            return [c for c in tbl.values() if c.get("id") in ids]
+            return [c for c in self if c.get("id") in ids]
         idx, touched = self._lookup()
         keys = {k for i in ids for k in idx.ids.get(i, ()) if k not in touched}
         keys.update(k for k in touched if k in tbl)
         order = self._order(idx, touched)
-        return [tbl[k] for k in sorted((k for k in keys if tbl[k].get("id") in ids), key=order)]
+        found = [tbl[k] for k in sorted((k for k in keys if tbl[k].get("id") in ids), key=order)]
+        return found + [c for c in self.extra if c.get("id") in ids]
 
     def find(self, kind: str, arg: str) -> set[str]:
         """The ids of the contacts that match ``arg`` as ``kind`` (id, email, number, full,
@@ -238,6 +243,7 @@ class ContactBook(Sequence[Mapping[str, Any]]):
             c = tbl.get(k)
             if c is not None and test(c, arg):
                 out.add(c["id"])
+        out.update(c["id"] for c in self.extra if test(c, arg))
         return out
 
 

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from phoneenv.harness.memory import STOPWORDS
+from phoneenv.state import table_index
 from phoneenv.tasks.predicates import words
 
 __all__ = [
@@ -250,8 +251,58 @@ def acted_on(text: str) -> list[str]:
     return [clause[a:b] for clause, a, b, _ in _act_tails(text)]
 
 
+def _folk_words(name: str) -> tuple[str, str | None]:
+    """A person's name as :func:`~phoneenv.tasks.predicates.words`, and its first word in the
+    same form (None for a name without words)."""
+    w = words(name)
+    return w, (f" {w.split()[0]} " if w.strip() else None)
+
+
+def _name_of(person: Any) -> str:
+    """A person's name: a contact record's ``name``, or the string itself."""
+    return str(person.get("name") or "") if isinstance(person, Mapping) else str(person)
+
+
+def _folk_index(table: Mapping[str, Mapping[str, Any]]) -> dict[str, set[str]]:
+    """The words of every contact's name, and of its first word, each with the keys of the
+    records that say them (see :class:`_Folk`)."""
+    out: dict[str, set[str]] = {}
+    for key, c in table.items():
+        for w in _folk_words(_name_of(c)):
+            if w is not None:
+                out.setdefault(w, set()).add(key)
+    return out
+
+
+class _Folk:
+    """Whether words (:func:`~phoneenv.tasks.predicates.words`) are a contact's name or first
+    name (``w in folk``). From a :class:`~phoneenv.tasks.identity.ContactBook` (anything with
+    a contacts ``table``) through an index of the table's origin built once per fixture table
+    (:func:`phoneenv.state.table_index`) plus the records written since, so a test costs the
+    episode's writes, not the address book's size; from names or contact records, their set,
+    built on first use."""
+
+    def __init__(self, people: Iterable[str] | Iterable[Mapping[str, Any]]) -> None:
+        self._people = people
+        self._set: set[str] | None = None
+
+    def __contains__(self, w: str) -> bool:
+        table = getattr(self._people, "table", None)
+        if isinstance(table, Mapping):
+            index, touched = table_index(table, "names.folk", _folk_index)
+            if any(k not in touched for k in index.get(w, ())):
+                return True
+            return any((c := table.get(k)) is not None and w in _folk_words(_name_of(c)) for k in touched)
+        if self._set is None:
+            self._set = {x for p in self._people for x in _folk_words(_name_of(p)) if x is not None}
+        return w in self._set
+
+
 def told_names(
-    text: str, world_names: Iterable[str], subject: SubjectNames, people: Iterable[str] = ()
+    text: str,
+    world_names: Iterable[str],
+    subject: SubjectNames,
+    people: Iterable[str] | Iterable[Mapping[str, Any]] = (),
 ) -> list[tuple[str, bool, bool]]:
     """``(name, quoted, held)`` of each name ``text`` (a final answer) tells of an act, in order
     (see the module docstring); ``held``: a subject name holds it.
@@ -260,13 +311,16 @@ def told_names(
         text: the answer.
         world_names: the names the world holds (records read, changed or in the fixtures).
         subject: the episode's :class:`SubjectNames`.
-        people: contacts' names (left to the person claims).
+        people: contacts' names or records (left to the person claims); a
+            :class:`~phoneenv.tasks.identity.ContactBook` is tested through its table's index.
     """
     out: list[tuple[str, bool, bool]] = []
     if not text or not text.strip():
         return out
-    folk = {words(p) for p in people}
-    folk |= {f" {w.split()[0]} " for w in folk if w.strip()}
+    tails = _act_tails(text)
+    if not tails:
+        return out
+    folk = _Folk(people)
     by_first: dict[str, list[str]] = {}  # the names by their first word, longest first: one look-up a word
     for n in {n.strip() for n in world_names}:
         if 4 <= len(n) <= 60 and (first := _WORD.match(n.lower())) is not None:
@@ -274,7 +328,7 @@ def told_names(
     for v in by_first.values():
         v.sort(key=len, reverse=True)
     texts: list[str] | None = None
-    for clause, tail_start, tail_end, quotes in _act_tails(text):
+    for clause, tail_start, tail_end, quotes in tails:
         tail = clause[tail_start:tail_end]
         said: list[tuple[int, str, bool]] = []
         taken: list[tuple[int, int]] = []
@@ -306,7 +360,10 @@ def told_names(
 
 
 def name_claims(
-    text: str, world_names: Iterable[str], subject: SubjectNames, people: Iterable[str] = ()
+    text: str,
+    world_names: Iterable[str],
+    subject: SubjectNames,
+    people: Iterable[str] | Iterable[Mapping[str, Any]] = (),
 ) -> list[tuple[str, str]]:
     """``(said, why)`` of each name ``text`` (a final answer) tells of an act that no subject
     name holds (see the module docstring; arguments as :func:`told_names`)."""
