@@ -18,8 +18,16 @@ Run: ``make bench`` (or ``.venv/bin/python benchmarks/bench_sandbox.py [--quick]
 - memory: resident set growth for 1,024 live envs, each reset to a different task.
   Baseline: one env.
 
+- τ²-bench, where installed: the same three steps (read, unknown tool, not found) in its retail
+  domain (``benchmarks/tau2_step.py``, run by the interpreter that has τ²-bench: ``--tau2-python``
+  or ``TAU2_PYTHON``, else this one when it can import ``tau2``), in the same interleaved rounds;
+  each of phoneenv's steps is printed as a multiple of τ²-bench's. τ²-bench declares Python
+  ≥ 3.12 but its retail domain runs on 3.11: ``pip install --no-deps --ignore-requires-python``
+  of a checkout, then its dependencies (see docs/figures/speed.md).
+
 Targets (issue #2): ≥ 40,000 steps/s/core, reset ≤ 0.45 ms median, 1,024 envs ≤ 4 GiB; (issue #36)
-a read step ≥ 0.3× the JSON floor, an unknown-tool step at least as fast as a not-found step.
+a read step ≥ 0.3× the JSON floor and ≥ 3× τ²-bench's, unknown-tool and not-found steps at least
+as fast as τ²-bench's, an unknown-tool step at least as fast as a not-found step.
 """
 
 from __future__ import annotations
@@ -27,12 +35,16 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import importlib.util
 import json
 import os
 import random
 import statistics
 import string
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 
@@ -78,18 +90,65 @@ def rss_bytes() -> int:
         return 0
 
 
-def best_rate(fn, n: int, repeats: int, between=None, chunk: int = 1_000) -> float:
+class Tau2:
+    """τ²-bench's step in a child process (``benchmarks/tau2_step.py`` under ``python``): the
+    baseline of the step rows where τ²-bench is installed.
+
+    Raises:
+        RuntimeError: the child could not start or did not say it was ready (τ²-bench missing,
+            its data not found); the message holds the child's last words.
+    """
+
+    def __init__(self, python: str) -> None:
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).with_name("tau2_step.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            err = self.proc.stderr.read() if self.proc.stderr else ""  # type: ignore[union-attr]
+            self.proc.wait()
+            raise RuntimeError(f"τ²-bench did not start under {python}: {err.strip()[-400:]}")
+        self.tools: list[str] = json.loads(line)["tools"]
+
+    def rate(self, kind: str, n: int, actions: list[str] | None = None) -> float:
+        """Steps per second of ``n`` τ²-bench steps of ``kind`` (read, not_found, unknown)."""
+        req = {"kind": kind, "n": n, **({"actions": actions} if actions else {})}
+        self.proc.stdin.write(json.dumps(req) + "\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+        return float(json.loads(self.proc.stdout.readline())["rate"])  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        """End the child."""
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def tau2_python(given: str | None) -> str | None:
+    """The interpreter that runs τ²-bench: ``given``, else ``TAU2_PYTHON``, else this one when
+    it can import ``tau2``; None when none is known."""
+    if given or os.environ.get("TAU2_PYTHON"):
+        return given or os.environ["TAU2_PYTHON"]
+    return sys.executable if importlib.util.find_spec("tau2") is not None else None
+
+
+def best_rate(fn, n: int, repeats: int, between=None, chunk: int = 1_000, clock=time.perf_counter) -> float:
     """Best calls/second of ``fn`` over ``repeats`` runs of ``n`` calls, timed in chunks of
     ``chunk`` calls with ``between()`` (untimed) after each chunk (an env reset: episodes are
-    short, so a trace never holds more than ``chunk`` steps)."""
+    short, so a trace never holds more than ``chunk`` steps), by ``clock`` (wall time; the
+    interleaved rounds use the process's CPU time, which a busy neighbour does not inflate)."""
     best = 0.0
     for _ in range(repeats):
         spent = 0.0
         for _ in range(n // chunk):
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(chunk):
                 fn()
-            spent += time.perf_counter() - t0
+            spent += clock() - t0
             if between is not None:
                 between()
         best = max(best, (n // chunk) * chunk / spent)
@@ -99,7 +158,10 @@ def best_rate(fn, n: int, repeats: int, between=None, chunk: int = 1_000) -> flo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    ap.add_argument("--tau2-python", help="an interpreter that can import tau2 (default: $TAU2_PYTHON)")
     args = ap.parse_args()
+    python = tau2_python(args.tau2_python)
+    tau2 = Tau2(python) if python else None
     n_steps = 5_000 if args.quick else 50_000
     n_envs = 64 if args.quick else 1024
     repeats = 2 if args.quick else 5
@@ -122,13 +184,28 @@ def main() -> None:
 
     # error steps, interleaved with the read step and the floor so that a busy spell hits all
     names = [t["function"]["name"] for t in env.tools]
-    wrong = iter([json.dumps({"name": t, "arguments": {}}) for t in typos(names, 2 * repeats * n_steps // 5 + 1000)])
+    wrong = iter([json.dumps({"name": t, "arguments": {}}) for t in typos(names, 8 * 5_000 + 1000)])
     rates: dict[str, list[float]] = {"read": [], "floor": [], "unknown": [], "not_found": []}
-    for _ in range(repeats):
-        rates["read"].append(best_rate(lambda: env.step(ACTION), n_steps // 5, 1, lambda: env.reset(seed=0)))
-        rates["floor"].append(best_rate(json_floor, n_steps // 5, 1))
-        rates["unknown"].append(best_rate(lambda: env.step(next(wrong)), n_steps // 5, 1, lambda: env.reset(seed=0)))
-        rates["not_found"].append(best_rate(lambda: env.step(NOT_FOUND), n_steps // 5, 1, lambda: env.reset(seed=0)))
+    n_round, rounds = (1_000, 4) if args.quick else (5_000, 8)
+    cpu = time.process_time
+    if tau2 is not None:
+        rates.update(tau2_read=[], tau2_unknown=[], tau2_not_found=[])
+        tau2_wrong = [json.dumps({"name": t, "arguments": {}}) for t in typos(tau2.tools, rounds * n_round, seed=1)]
+    for r in range(rounds):
+        rates["read"].append(best_rate(lambda: env.step(ACTION), n_round, 1, lambda: env.reset(seed=0), clock=cpu))
+        rates["floor"].append(best_rate(json_floor, n_round, 1, clock=cpu))
+        rates["unknown"].append(
+            best_rate(lambda: env.step(next(wrong)), n_round, 1, lambda: env.reset(seed=0), clock=cpu)
+        )
+        rates["not_found"].append(
+            best_rate(lambda: env.step(NOT_FOUND), n_round, 1, lambda: env.reset(seed=0), clock=cpu)
+        )
+        if tau2 is not None:
+            rates["tau2_read"].append(tau2.rate("read", n_round))
+            rates["tau2_unknown"].append(tau2.rate("unknown", n_round, tau2_wrong[r * n_round : (r + 1) * n_round]))
+            rates["tau2_not_found"].append(tau2.rate("not_found", n_round))
+    if tau2 is not None:
+        tau2.close()
     err = {k: statistics.median(v) for k, v in rates.items()}
     raw_rate, floor_rate = err["read"], err["floor"]  # the step beside its floor, round by round
 
@@ -172,7 +249,7 @@ def main() -> None:
             f"{raw_rate:,.0f}",
             "≥ 40,000",
             f"{raw_rate / 40_000:.2f}× target",
-            f"{raw_rate / floor_rate:.2f}× JSON floor ({floor_rate:,.0f}/s; medians of {repeats} interleaved rounds)",
+            f"{raw_rate / floor_rate:.2f}× JSON floor ({floor_rate:,.0f}/s; medians of {rounds} interleaved rounds, CPU time)",
         ),
         (
             "env.step, raw env, after freeze_gc()",
@@ -200,7 +277,7 @@ def main() -> None:
             f"{err['not_found']:,.0f}",
             "-",
             f"{err['not_found'] / err['read']:.2f}× read step",
-            f"{err['not_found'] / err['floor']:.2f}× JSON floor (median of {repeats} interleaved rounds)",
+            f"{err['not_found'] / err['floor']:.2f}× JSON floor (median of {rounds} interleaved rounds)",
         ),
         (
             "reset median (ms)",
@@ -217,11 +294,29 @@ def main() -> None:
             f"first env {one_env / 2**20:.1f} MiB (shared caches)",
         ),
     ]
+    if tau2 is not None:
+        for label, key, target in (
+            ("read step vs τ²-bench's", "read", 3.0),
+            ("unknown-tool step vs τ²-bench's", "unknown", 1.0),
+            ("not-found step vs τ²-bench's", "not_found", 1.0),
+        ):
+            ratio = err[key] / err[f"tau2_{key}"]
+            rows.append(
+                (
+                    label,
+                    f"{ratio:.2f}×",
+                    f"≥ {target:g}×",
+                    f"{ratio / target:.2f}× target",
+                    f"τ²-bench retail {err[f'tau2_{key}']:,.0f}/s (medians of {rounds} interleaved rounds, CPU time)",
+                )
+            )
     width = [max(len(r[i]) for r in rows) for i in range(5)]
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"suite: {len(suite)} tasks; one process, {n_steps:,} steps per run, best of {repeats}; load average {load}")
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)))
+    if tau2 is None:
+        print("τ²-bench: not installed (give --tau2-python or TAU2_PYTHON); the steps are compared with the JSON floor")
 
 
 if __name__ == "__main__":
