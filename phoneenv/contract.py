@@ -209,6 +209,13 @@ class Feedback(BaseModel):
         """True when the error blames the world (device, network, tool bug), not the agent."""
         return self.error in INFRASTRUCTURE_ERRORS
 
+    @classmethod
+    def success(cls, result: Any, image: Any = None) -> Feedback:
+        """``Feedback(ok=True, result=result, image=image)``, validated the same way, without
+        ``__init__``'s Python wrapper (a third less: what every successful tool call builds)."""
+        data = {"ok": True, "result": result} if image is None else {"ok": True, "result": result, "image": image}
+        return cls.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
+
 
 # ---------------------------------------------------------------------------------------------
 # Tasks and criteria

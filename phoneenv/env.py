@@ -110,7 +110,7 @@ from phoneenv.harness.providers import ToolProvider, default_providers
 from phoneenv.harness.providers.confirm import MAX_QUESTION_CHARS
 from phoneenv.harness.providers.finish import MAX_ANSWER_CHARS
 from phoneenv.harness.toolselect import DEFAULT_K, ToolSearch, ToolSelector, selector_for, task_tools
-from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, masker_for, read_action, seal
+from phoneenv.intake import MASK, MAX_ACTION_CHARS, Intake, Masker, feedback_json, masker_for, read_action, seal
 from phoneenv.sharing import ReadOnlyList, openai_tools, shared_specs
 from phoneenv.tasks.verify import CallRecord, confirmed_by, context_of, episode_changes, episode_grounds, verify
 from phoneenv.tools import ArgumentError, ToolDef
@@ -701,7 +701,7 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
     # -- internals ------------------------------------------------------------------------------
     def _obs(self, fb: Feedback, text: str | None = None) -> dict[str, Any]:
         if text is None:
-            text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+            text = feedback_json(fb)
         if len(text) > MAX_TEXT:
             text = Feedback(
                 ok=fb.ok, error=fb.error, message="result too long to show; narrow the query"

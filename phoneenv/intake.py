@@ -77,6 +77,7 @@ __all__ = [
     "RAW_KEEP",
     "Intake",
     "Masker",
+    "feedback_json",
     "fixture_secrets",
     "masker_for",
     "read_action",
@@ -569,8 +570,8 @@ def _read_plain(text: str, masker: Masker) -> Intake | None:
     if end != len(text) and text[end:].strip(" \t\n\r"):  # JSON's whitespace only after the call
         return None
     if masker and masker.raw_hits(text):
-        return Intake(name=masker.text(name), arguments=masker.value(args), real=args)
-    return Intake(name=name, arguments=args, real=args)
+        return Intake(masker.text(name), masker.value(args), args)
+    return Intake(name, args, args)  # (name, arguments, real): positional, the cheaper call
 
 
 class _Cleaner:
@@ -819,6 +820,16 @@ def _storable(value: Any, depth: int) -> tuple[Any, bool]:
     return _storable(text, depth)[0], True
 
 
+_TO_JSON = Feedback.__pydantic_serializer__.to_json
+
+
+def feedback_json(fb: Feedback) -> str:
+    """``fb`` as the observation shows it: ASCII JSON without null fields (what
+    ``fb.model_dump_json(exclude_none=True, ensure_ascii=True)`` writes, without that method's
+    Python wrapper: a third less per step). Raises what pydantic raises when it cannot."""
+    return _TO_JSON(fb, exclude_none=True, ensure_ascii=True).decode()
+
+
 def seal(fb: Feedback, masker: Masker) -> tuple[Feedback, str, bool]:
     """``fb`` made safe to record and show: (feedback, its observation text, escaped).
 
@@ -829,7 +840,7 @@ def seal(fb: Feedback, masker: Masker) -> tuple[Feedback, str, bool]:
     """
     escaped = False
     try:
-        text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+        text = feedback_json(fb)
     except Exception:
         update = {}
         for name in ("result", "message", "hint", "path", "expected", "candidates", "notifications"):
@@ -839,13 +850,13 @@ def seal(fb: Feedback, masker: Masker) -> tuple[Feedback, str, bool]:
         fb = fb.model_copy(update=update)
         escaped = True
         try:
-            text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+            text = feedback_json(fb)
         except Exception:  # not reached by any known input; the step still records something true
             fb = Feedback(ok=fb.ok, error=fb.error, message="the result could not be recorded", image=fb.image)
-            text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+            text = feedback_json(fb)
     if masker and masker.json_text_hits(text):
         masked = masker.feedback(fb)
         if masked is not fb:
             fb = masked
-            text = fb.model_dump_json(exclude_none=True, ensure_ascii=True)
+            text = feedback_json(fb)
     return fb, text, escaped

@@ -196,7 +196,7 @@ class PhoneBackend(Backend):
                     meta["foreground"] = app
                 result = entry.method(phone.apps[app], **arguments)
                 self._ran()
-                return Feedback(ok=True, result=result, image=self._frame() if spec.returns_image else None)
+                return Feedback.success(result, self._frame() if spec.returns_image else None)
         except ToolError as exc:
             return from_tool_error(exc, spec.parameters)
         except Exception as exc:

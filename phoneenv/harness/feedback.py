@@ -121,16 +121,18 @@ def _error(
     expected: str | None = None,
     candidates: list[str] | None = None,
 ) -> Feedback:
-    return Feedback(
-        ok=False,
-        error=kind,
-        message=message,
-        hint=hint or DEFAULT_HINTS[kind],
-        path=path,
-        expected=expected,
-        candidates=list(candidates) if candidates else None,
-        recoverable=RECOVERABLE[kind],
-    )
+    data = {"ok": False, "error": kind, "message": message, "hint": hint or DEFAULT_HINTS[kind]}
+    if path is not None:
+        data["path"] = path
+    if expected is not None:
+        data["expected"] = expected
+    if candidates:
+        data["candidates"] = list(candidates)
+    data["recoverable"] = RECOVERABLE[kind]
+    return _VALIDATE(data)  # Feedback(**data), validated alike, without __init__'s Python wrapper
+
+
+_VALIDATE = Feedback.__pydantic_validator__.validate_python
 
 
 # ---------------------------------------------------------------------------------------------
