@@ -58,10 +58,13 @@ NOT_FOUND = '{"name": "contacts.get", "arguments": {"contact_id": "c_nobody"}}'
 
 def typos(names: list[str], count: int, seed: int = 0) -> list[str]:
     """``count`` distinct one-edit misspellings of ``names`` that name no tool (deleted,
-    doubled, swapped or replaced letters)."""
+    doubled, swapped or replaced letters). Raises ValueError when the names have too few (a
+    short list of short names: after 100 draws a misspelling asked for)."""
     rng = random.Random(seed)
     real, out = set(names), dict.fromkeys(())
-    while len(out) < count:
+    for _ in range(100 * count):
+        if len(out) >= count:
+            break
         name = rng.choice(names)
         i = rng.randrange(len(name) - 1)
         c = rng.choice(string.ascii_lowercase)
@@ -76,6 +79,8 @@ def typos(names: list[str], count: int, seed: int = 0) -> list[str]:
             wrong = name[:i] + c + name[i + 1 :]
         if wrong not in real:
             out[wrong] = None
+    if len(out) < count:
+        raise ValueError(f"{len(names)} names have fewer than {count} one-edit misspellings")
     return list(out)
 
 
@@ -190,7 +195,9 @@ def main() -> None:
     cpu = time.process_time
     if tau2 is not None:
         rates.update(tau2_read=[], tau2_unknown=[], tau2_not_found=[])
-        tau2_wrong = [json.dumps({"name": t, "arguments": {}}) for t in typos(tau2.tools, rounds * n_round, seed=1)]
+        # τ²-bench's 16 names have fewer misspellings than the rounds take: 2,000, each round
+        # a different run of them (τ²-bench keeps no answer per name, so a repeat costs the same)
+        tau2_wrong = [json.dumps({"name": t, "arguments": {}}) for t in typos(tau2.tools, 2_000, seed=1)]
     for r in range(rounds):
         rates["read"].append(best_rate(lambda: env.step(ACTION), n_round, 1, lambda: env.reset(seed=0), clock=cpu))
         rates["floor"].append(best_rate(json_floor, n_round, 1, clock=cpu))
@@ -202,7 +209,8 @@ def main() -> None:
         )
         if tau2 is not None:
             rates["tau2_read"].append(tau2.rate("read", n_round))
-            rates["tau2_unknown"].append(tau2.rate("unknown", n_round, tau2_wrong[r * n_round : (r + 1) * n_round]))
+            start = (r * n_round) % len(tau2_wrong)
+            rates["tau2_unknown"].append(tau2.rate("unknown", n_round, tau2_wrong[start:] + tau2_wrong[:start]))
             rates["tau2_not_found"].append(tau2.rate("not_found", n_round))
     if tau2 is not None:
         tau2.close()

@@ -93,3 +93,9 @@ def test_the_interpreter_is_the_one_given_then_the_environment_then_none(monkeyp
     assert bench_sandbox.tau2_python(None) == "/srv/tau2/bin/python"
     monkeypatch.delenv("TAU2_PYTHON")
     assert bench_sandbox.tau2_python(None) is None  # tau2 is not installed beside phoneenv
+
+
+def test_misspellings_of_too_few_names_are_an_error_not_a_hang():
+    assert len(set(bench_sandbox.typos(["calculate", "get_user_details"], 300))) == 300
+    with pytest.raises(ValueError, match="fewer than 5000"):
+        bench_sandbox.typos(["ab"], 5000)
