@@ -166,6 +166,25 @@ def _ref(rng: random.Random, contacts: list[dict[str, Any]]) -> Any:
     )
 
 
+def _churn(state: Any, rng: random.Random, person: Any, step: int, snap: Any) -> Any:
+    """One random change to the contacts of ``state``: insert ``person(100 + step)``, replace or
+    delete a contact, restore ``snap``, or take a new snapshot (returned; else ``snap``)."""
+    tbl = state.tables["contacts.contacts"]
+    op = rng.random()
+    if op < 0.3:
+        state.insert("contacts.contacts", person(100 + step))
+    elif op < 0.6 and tbl:
+        rid = rng.choice(sorted(tbl))
+        state.replace("contacts.contacts", rid, {**person(0), "id": rid})
+    elif op < 0.8 and tbl:
+        state.delete("contacts.contacts", rng.choice(sorted(tbl)))
+    elif op < 0.9:
+        state.restore(snap)
+    else:
+        return state.snapshot()
+    return snap
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_contact_ids_through_the_book_match_the_scan(seed):
     from phoneenv.state import PhoneState
@@ -198,18 +217,7 @@ def test_contact_ids_through_the_book_match_the_scan(seed):
             assert contact_ids(ref, ContactBook(tbl, gone)) == contact_ids(ref, people + gone), ref
             ids = contact_ids(ref, people + gone)
             assert ContactBook(tbl, gone).having_ids(ids) == [c for c in people + gone if c["id"] in ids], ref
-        op = rng.random()
-        if op < 0.3:
-            state.insert("contacts.contacts", person(100 + step))
-        elif op < 0.6 and tbl:
-            rid = rng.choice(sorted(tbl))
-            state.replace("contacts.contacts", rid, {**person(0), "id": rid})
-        elif op < 0.8 and tbl:
-            state.delete("contacts.contacts", rng.choice(sorted(tbl)))
-        elif op < 0.9:
-            state.restore(snap)
-        else:
-            snap = state.snapshot()
+        snap = _churn(state, rng, person, step, snap)
 
 
 def _old_mentions(text: Any, contacts: Any) -> list[set[str]]:
@@ -452,18 +460,7 @@ def test_people_in_told_names_through_the_book_match_the_scan(seed):
         book, names = _Folk(ContactBook(tbl)), _Folk([str(c.get("name") or "") for c in tbl.values()])
         for w in asked + [f" {str(c.get('name') or '').lower()} " for c in list(tbl.values())[:3]]:
             assert (w in book) == (w in scan) == (w in names), (w, step)
-        op = rng.random()
-        if op < 0.3:
-            state.insert("contacts.contacts", person(100 + step))
-        elif op < 0.6 and tbl:
-            rid = rng.choice(sorted(tbl))
-            state.replace("contacts.contacts", rid, {**person(0), "id": rid})
-        elif op < 0.8 and tbl:
-            state.delete("contacts.contacts", rng.choice(sorted(tbl)))
-        elif op < 0.9:
-            state.restore(snap)
-        else:
-            snap = state.snapshot()
+        snap = _churn(state, rng, person, step, snap)
 
 
 def test_finish_on_a_big_phone_reads_no_record_it_did_not_touch(monkeypatch):
