@@ -233,13 +233,15 @@ class BenchConfig:
         verdict began to check what the answer tells (the alarm tasks' answers name times the
         tiny model often gets wrong) and the tool lines became compact: 300 steps, the recipe
         before, now give 0.203 ± 0.051 at T = 0.5 (and at 0.3); 450 give 0.234; 600 give 0.719
-        ± 0.057 at 0.5 and 0.688 at 0.7. ``p_low = 0.3`` sends 2-of-8 groups to shaping too. Then
-        4 RL steps per arm and seed over seeds 0, 1, 2, 1 evaluation episode per task, and a time
+        ± 0.057 at 0.5 and 0.688 at 0.7. ``p_low = 0.3`` sends 2-of-8 groups to shaping too, and
+        ``p_high = 0.7``, its mirror, 6-of-8 groups to efficiency (at 0.75 efficiency held 2 of
+        the run's 12 groups per arm; at 0.7, 4 of 12, with shaping 5 and outcome 3). Then 4 RL
+        steps per arm and seed over seeds 0, 1, 2, 1 evaluation episode per task, and a time
         budget of 900 s (:attr:`time_budget_s`: on a loaded machine fewer seeds run;
         ``rl_seeds_run`` in the JSON says which)."""
         return cls(
             templates=QUICK_TEMPLATES, tools=QUICK_TOOLS, train_instances=4, sft_steps=600, rl_steps=4,
-            temperature=0.8, eval_episodes=1, p_low=0.3, time_budget_s=900.0,
+            temperature=0.8, eval_episodes=1, p_low=0.3, p_high=0.7, time_budget_s=900.0,
         )  # fmt: skip
 
     @classmethod

@@ -261,7 +261,7 @@ def test_configs_built_for_cuda(bench, tmp_path, fake_cuda, monkeypatch) -> None
 
 def test_the_quick_preset_plans_the_chosen_start_and_levers(bench, tmp_path) -> None:
     """--quick: two clock templates, 4 instances trained and 4 held out, the four tools their plans
-    call, 600 SFT steps, a start measured on 8 episodes a task at T = 0.8, p_low 0.3 in every arm,
+    call, 600 SFT steps, a start measured on 8 episodes a task at T = 0.8, p_low 0.3 and p_high 0.7 in every arm,
     4 RL steps over 3 seeds within 900 s; the full run keeps its own settings."""
     q = bench.BenchConfig.quick()
     p = bench.plan(q, tmp_path)
@@ -275,7 +275,7 @@ def test_the_quick_preset_plans_the_chosen_start_and_levers(bench, tmp_path) -> 
     assert q.time_budget_s == 900.0 and q.deterministic and q.threads == 1
     for kw in p["runs"].values():
         assert kw["tool_filter"] == "clock.list_alarms,clock.set_alarm_enabled,clock.delete_alarm,finish"
-        assert kw["care"]["p_low"] == 0.3 and kw["care"]["p_high"] == 0.75 and kw["care_controller"] == "rule"
+        assert kw["care"]["p_low"] == 0.3 and kw["care"]["p_high"] == 0.7 and kw["care_controller"] == "rule"
         assert kw["temperature"] == 0.8 and kw["max_steps"] == 4 and kw["num_generations"] == 8
     from agents.toolfilter import allowed_tools
     from phoneenv.tasks import get_task
