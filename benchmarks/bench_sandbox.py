@@ -187,9 +187,9 @@ def main() -> None:
 
     # error steps, interleaved with the read step and the floor so that a busy spell hits all
     names = [t["function"]["name"] for t in env.tools]
-    wrong = iter([json.dumps({"name": t, "arguments": {}}) for t in typos(names, 8 * 5_000 + 1000)])
     rates: dict[str, list[float]] = {"read": [], "floor": [], "unknown": [], "not_found": [], "read_frozen": []}
     n_round, rounds = (1_000, 4) if args.quick else (5_000, 8)
+    wrong = iter([json.dumps({"name": t, "arguments": {}}) for t in typos(names, rounds * n_round)])
     cpu = time.process_time
     if tau2 is not None:
         rates.update(tau2_read=[], tau2_unknown=[], tau2_not_found=[])

@@ -342,11 +342,14 @@ def solvable_extras(template: str, n: int) -> list[str]:
     tasks = [get_task(extra_task_id(template, k)) for k in range(count, count + 2 * n)]
     env = PhonePlanEnv(tasks=tasks[:1], backend="sandbox")
     out: list[str] = []
-    for task in tasks:
-        if len(out) == n:
-            break
-        if run_plan(env, task, task.reference_plan)[0]["verdict"]["success"]:
-            out.append(task.id)
+    try:
+        for task in tasks:
+            if len(out) == n:
+                break
+            if run_plan(env, task, task.reference_plan)[0]["verdict"]["success"]:
+                out.append(task.id)
+    finally:
+        env.close()
     if len(out) < n:
         raise ValueError(f"only {len(out)} of {template}'s {2 * n} instances beyond the suite are solvable; {n} asked")
     return out

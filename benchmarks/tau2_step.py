@@ -24,18 +24,17 @@ Protocol (JSON lines): on start, ``{"ready": true, "tools": [names]}``; then for
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 
 
 def main() -> None:
-    try:
+    with contextlib.suppress(ImportError):  # τ²-bench logs every response at debug level
         from loguru import logger
 
-        logger.remove()  # τ²-bench logs every response at debug level: not part of a step
-    except ImportError:
-        pass
+        logger.remove()
     from tau2.data_model.message import ToolCall
     from tau2.domains.retail.environment import get_environment
 

@@ -703,9 +703,9 @@ class PhonePlanEnv(gym.Env[dict[str, Any], str]):
         if text is None:
             text = feedback_json(fb)
         if len(text) > MAX_TEXT:
-            text = Feedback(
-                ok=fb.ok, error=fb.error, message="result too long to show; narrow the query"
-            ).model_dump_json(exclude_none=True)
+            text = feedback_json(
+                Feedback(ok=fb.ok, error=fb.error, message="result too long to show; narrow the query")
+            )
         if self._frames is None or self._frames.at_root:
             obs = {
                 "goal": self._goal,

@@ -460,3 +460,29 @@ def test_the_planner_preset_trains_beyond_the_suite_and_holds_the_suite_out(benc
         assert kw["tasks"] == p["train_tasks"] and kw["max_steps"] == 8
     with pytest.raises(SystemExit):
         bench.parse_args(["--quick", "--planner"])
+
+
+def test_instances_beyond_the_suite_are_trained_on_only_when_their_reference_plan_succeeds(bench, monkeypatch):
+    """solvable_extras keeps the first n instances past the template's count whose reference plan
+    wins, skips one that does not, and says so when too few of the first 2n do."""
+    from phoneenv.tasks.templates import all_templates
+
+    name = "settings.revoke_permission"
+    count = all_templates()[name].count
+    assert bench.solvable_extras(name, 0) == []
+    assert bench.solvable_extras(name, 2) == [f"{name}/extra-{count}", f"{name}/extra-{count + 1}"]
+    import phoneenv.tasks.validate as validate
+
+    real = validate.run_plan
+
+    def losing_first(env, task, plan):  # the first instance beyond the suite cannot be solved
+        out = real(env, task, plan)
+        if task.id.endswith(f"/extra-{count}"):
+            out[0]["verdict"]["success"] = False
+        return out
+
+    monkeypatch.setattr(validate, "run_plan", losing_first)
+    assert bench.solvable_extras(name, 2) == [f"{name}/extra-{count + 1}", f"{name}/extra-{count + 2}"]
+    monkeypatch.setattr(validate, "run_plan", lambda env, task, plan: ({"verdict": {"success": False}},))
+    with pytest.raises(ValueError, match=r"only 0 of .* instances beyond the suite are solvable; 2 asked"):
+        bench.solvable_extras(name, 2)
