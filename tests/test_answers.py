@@ -1088,3 +1088,32 @@ def test_spoken_times_temperatures_weekdays_and_counted_months(text, found):
 
     sc = scan_cached(text, "2026-11-08T08:00", "")
     assert [(c.type, c.value, c.alts) for c in sc.claims] == found
+
+
+@pytest.mark.parametrize(
+    ("text", "type", "claims"),
+    [
+        # "half seven" is 7:30 in British English, in the half of the day said, else either
+        ("See you at half seven in the evening", "time", ["19:30"]),
+        ("Table's at half 8 pm", "time", ["20:30"]),
+        ("Meet at half seven", "time", ["07:30"]),
+        ("It's half past seven", "time", ["07:30"]),
+        ("It takes half an hour", "time", []),
+        # a fraction of an hour, and seconds written apart from their digits
+        ("Dinner in three quarters of an hour", "duration", [2700]),
+        ("Dinner in three-quarters of an hour", "duration", [2700]),
+        ("a quarter of an hour", "duration", [900]),
+        ("the video (1 min 42 s) was left out", "duration", [102]),
+        ("800 m from here", "duration", []),
+        # a number that counts things is no amount in the expected currency
+        ("four nights at the Harbour View Inn", "money", []),
+        ("2 tickets for 30", "money", [30.0]),
+        ("You have 16,066 left", "money", [16066.0]),
+        # "at twenty-one and a half degrees" is a temperature, not a time
+        ("topping out at twenty-one and a half degrees", "time", []),
+        ("back at 7 and a half hours later", "time", []),
+    ],
+)
+def test_readers_of_british_times_fractions_of_an_hour_and_counted_things(text, type, claims):
+    values = extract_claims(text, type, CTX)
+    assert values == claims, (text, values)

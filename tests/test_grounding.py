@@ -1561,3 +1561,99 @@ def test_a_price_listed_without_currency_is_the_shops_currency():
     assert not verdict["success"]
     assert "49.99 USD" in _grounded(verdict)["reason"]
     assert _text("shop.buy_item/0", "user.confirm", "question", "Buy the wireless earbuds for 49.99 EUR?")["success"]
+
+
+# Which record a clause is about, where its names are words most records share: the records it
+# names by them (showtimes at Kino Central, not the one at Astor Filmpalast), the ones at the place
+# it says (the pottery class at Harbour Hall, not the one at Pier 7), and, for a clause that opens
+# with a pronoun, the records of the clause before it.
+ABOUT = [
+    ("simulated.cinema_booking/0", "Booked F10 and F11 for The Last Lighthouse at Kino Central at 19:15.", False),
+    ("simulated.cinema_booking/0", "Your Kino Central seats F10 and F11 are for the 19:15 show.", False),
+    (
+        "simulated.cinema_booking/0",
+        "Booked F10 and F11 at Kino Central for 20:45. The earlier Kino Central show was at 17:30.",
+        True,
+    ),
+    ("simulated.cinema_booking/0", "F10 and F11 are yours at 8:45 pm; Astor Filmpalast had a 7:15 pm show.", True),
+    ("cross.sms_event_location/0", "Texted Gotthold that the class is at Harbour Hall; it starts at 6 pm.", False),
+    ("cross.sms_event_location/0", "Told Gotthold the pottery class at Harbour Hall starts at 6 pm.", False),
+    ("cross.sms_event_location/0", "Texted Gotthold that the class is at Harbour Hall; it starts at 7 pm.", True),
+    ("cross.sms_event_location/0", "Sent Gotthold the address. The pottery class at Pier 7 starts at 6 pm.", True),
+    # a yes/no field that says a status ("locked": true), and the records of one kind changed alike
+    (
+        "skills.leave_home/0",
+        "Switched off 4 lights, the coffee machine and the TV. The front door was already locked.",
+        True,
+    ),
+    ("skills.leave_home/0", "All set:\n- Front door: locked\n- Heating: 18 °C", True),
+    ("skills.leave_home/0", "Switched off 5 lights and the TV; heating down to 18 °C.", False),
+    ("skills.leave_home/0", "Heating is down to 18 °C; the front door is unlocked.", False),
+]
+"""(task, answer, whether the grounded check passes)."""
+
+
+@pytest.mark.parametrize(("task_id", "answer", "ok"), ABOUT)
+def test_a_clause_is_held_to_the_records_it_is_about(task_id, answer, ok):
+    crit = _grounded(_answer(task_id, answer))
+    assert crit["passed"] is ok, (answer, crit["reason"])
+
+
+# Facts told as people tell them, each both ways: a change's start ("from 60% up to 80%"), the
+# end of a do-not-disturb set until a time ("turns off at 11:00"), "silenced" for do-not-disturb,
+# "that Monday" for the goal's Monday, a playlist's total length, half degrees in words, a place
+# told beside the event it names ("coffee with Linda at Corner Bakery").
+TOLD_AS_PEOPLE_TELL = [
+    ("settings.toggle/0", "DND is on and brightness went from 60% up to 80%.", True),
+    ("settings.toggle/0", "DND is on and brightness went from 70% up to 80%.", False),
+    ("fields.dnd_until/0", "Do Not Disturb is on and turns off at 11:00 on Friday.", True),
+    ("fields.dnd_until/0", "Do Not Disturb is on and turns off at 12:00 on Friday.", False),
+    ("fields.dnd_until/0", "Your phone is silenced until 11 a.m. on Friday.", True),
+    ("fields.dnd_until/0", "Silenced until 11:00 on Friday, when your coffee with Linda at Cafe Luna is over.", True),
+    (
+        "fields.dnd_until/0",
+        "Silenced until 11:00 on Friday, when your coffee with Linda at Corner Bakery is over.",
+        False,
+    ),
+    (
+        "gallery.album_from_outing/0",
+        "The album holds the 4 Riverside Market photos, taken between 10:29 and 11:31 that Monday.",
+        True,
+    ),
+    (
+        "gallery.album_from_outing/0",
+        "The album holds the 4 Riverside Market photos, taken between 10:29 and 11:31 that Tuesday.",
+        False,
+    ),
+    ("music.playlist_and_play/0", "“Road trip” is playing: five songs, a bit over 19 minutes.", True),
+    ("music.playlist_and_play/0", "“Road trip” is playing: five songs, a bit over 25 minutes.", False),
+    (
+        "travel_subagent.warmest_city/0",
+        "Warmest on Wednesday the 25th is Sydney, topping out at twenty-one and a half degrees.",
+        True,
+    ),
+    (
+        "travel_subagent.warmest_city/0",
+        "Warmest on Wednesday the 25th is Sydney, topping out at twenty-three and a half degrees.",
+        False,
+    ),
+]
+"""(task, answer, whether the grounded check passes)."""
+
+
+@pytest.mark.parametrize(("task_id", "answer", "ok"), TOLD_AS_PEOPLE_TELL)
+def test_facts_told_as_people_tell_them(task_id, answer, ok):
+    crit = _grounded(_answer(task_id, answer))
+    assert crit["passed"] is ok, (answer, crit["reason"])
+
+
+@pytest.mark.parametrize(
+    ("body", "ok"),
+    [
+        ("Hi Damian, tomorrow from 9:30 I'll be in Design sync online (you, Hollie and Terry are on it too).", True),
+        ("Hi Damian, I'll be in Design sync online, and I'll bring the cake for Terry.", False),
+    ],
+)
+def test_a_text_may_pass_on_what_the_episode_read_but_promise_nothing_new(body, ok):
+    crit = _grounded(_text("calendar.next_event/0", "messages.send", "body", body))
+    assert crit["passed"] is ok, (body, crit["reason"])

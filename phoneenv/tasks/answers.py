@@ -301,14 +301,23 @@ _RE_WORD_TIME = re.compile(
     r"(?:\s*(?:in the\s+)?(morning|afternoon|evening|at night|[ap]\.?\s?m\b\.?))?",
     re.I,
 )
+_RE_HALF_HOUR = re.compile(
+    rf"\bhalf\s+(1[0-2]|[1-9])(?![\d:.,]|\s*(?:°|degrees?\b|%|[-–]\s*\d|past\b|to\b|of\b|an?\b))"
+    rf"(?:\s*({_DAY_PART}|tonight|this (?:morning|afternoon|evening)|[ap]\.?\s?m\b\.?))?",
+    re.I,
+)
+"""A half hour as British English says it: "half seven" is 7:30 ("half past seven"), in the
+morning or the evening unless a part of the day or am/pm says which."""
 _RE_AT_HOUR = re.compile(
     r"\b(?:at|by|around|about|until|till|before|after)\s+(\d{1,2})(?![.,]\d)"
+    r"(?!\s+and\s+a\s+half\s+(?:°|degrees?|percent|%|km|kilomet|miles?|kg|kilos?|litres?|liters?)\b)"
     r"(?:\s+(tonight|this (?:morning|afternoon|evening)|in the (?:morning|afternoon|evening)|at night))?"
     r"(?=\s*(?:$|[.,;:!?)\-–—])|\s+(?:today|tomorrow|on|and|sharp|then|with|for|please|so|but|if|as|or)\b)",
     re.I,
 )
 """An hour alone after "at", "by"... ("gym at seven", "at 7 tonight", "back by 5."), where the
-phrase ends there or a word that cannot be a unit follows ("at 7 people" is no time). Without a
+phrase ends there or a word that cannot be a unit follows ("at 7 people", "at twenty-one and a
+half degrees" is no time). Without a
 part of the day, an hour of 1-12 matches either half of the day, as "7 o'clock" does. Only time
 criteria read it: the digits stay a number too ("Sydney is at 24, warmer")."""
 _WARMTH_BEFORE = re.compile(
@@ -343,11 +352,14 @@ _DUR_UNITS = {
 }
 _DUR_WORD = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|wk)"
 _DUR_UNIT = r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wk)"
-_DUR_PART = rf"(?:(?:(?:{_NUM})(?:\s*|-)|\ban?\s+){_DUR_WORD}|(?<![\w.,])\d+(?:[smhd]|\s+h))\b(?:\s+and\s+a\s+(?:half|quarter))?"
+_DUR_PART = rf"(?:(?:(?:{_NUM})(?:\s*|-)|\ban?\s+){_DUR_WORD}|(?<![\w.,])\d+(?:[smhd]|\s+[hs]))\b(?:\s+and\s+a\s+(?:half|quarter))?"
 """One part of a duration: a number and a unit ("20 minutes", "2hrs", "a day", "4 h"); a one-letter
-unit other than "h" only glued to its digits ("15m": "800 m" is a distance)."""
+unit other than "h" and "s" only glued to its digits ("15m": "800 m" is a distance; "42 s" is
+seconds)."""
+_FIXED_DURATION = r"half an? hour|(?:a|one|three|3)[\s-]quarters? of an hour|half a (?:minute|day)"
+"""Durations said as a fraction of a unit ("half an hour", "three quarters of an hour")."""
 _RE_DURATION = re.compile(
-    rf"(?:\b(?:half an? hour|a quarter of an hour|half a (?:minute|day))\b|(?<![\w.,]){_DUR_PART}(?:,?\s*(?:and\s+)?{_DUR_PART})*)"
+    rf"(?:\b(?:{_FIXED_DURATION})\b|(?<![\w.,]){_DUR_PART}(?:,?\s*(?:and\s+)?{_DUR_PART})*)"
     r"(?:\s+(ago|earlier|later|from now))?",
     re.I,
 )
@@ -694,6 +706,18 @@ def _scan_dates_times(sc: _Scan, now: dt.datetime | None, region: str = "") -> N
             sc.claim("date", d, m.start(), m.end(), alts=later)
         elif d is not None:
             sc.claim("date", d, m.start(), m.end())
+    for m in _RE_HALF_HOUR.finditer(t):  # "half seven": 7:30, as British English says it
+        if not sc.take(m.start(), m.end(), "time"):
+            continue
+        h, day = int(m[1]), (m[2] or "").lower()
+        if day and not re.match(r"[ap]", day):
+            if (hm := _part_hm(h, 30, day)) is not None:
+                sc.claim("time", hm, m.start(), m.end())
+        elif day:
+            if (hm := _hm(h, 30, day[0])) is not None:
+                sc.claim("time", hm, m.start(), m.end())
+        elif (first := _hm(h % 12, 30, None)) and (other := _hm(h % 12 + 12, 30, None)):
+            sc.claim("time", first, m.start(), m.end(), alts=(other,))
     for m in _RE_CLOCK.finditer(t):
         hm = _part_hm(int(m[1]), int(m[2]), m[4]) if m[4] else _hm(int(m[1]), int(m[2]), m[3])
         if sc.take(m.start(), m.end(), "time") and hm:
@@ -770,7 +794,7 @@ def _duration_spans(body: str) -> list[tuple[int, int, int]]:
     """The durations in a run of duration parts, as ``(start, end, seconds)`` in ``body``: parts
     in falling units make one ("1 hour and 30 minutes"), a unit that does not fall starts another
     ("30 minutes and 10 minutes" are two)."""
-    if re.fullmatch(r"half an? hour|a quarter of an hour|half a (?:minute|day)", body.strip(), re.I):
+    if re.fullmatch(_FIXED_DURATION, body.strip(), re.I):
         secs = _duration_seconds(body.strip())
         return [] if secs is None else [(0, len(body), secs)]
     groups: list[list[re.Match[str]]] = []
@@ -794,11 +818,14 @@ def _duration_seconds(span: str) -> int | None:
         "half an hour": 1800,
         "half a hour": 1800,
         "a quarter of an hour": 900,
+        "one quarter of an hour": 900,
+        "three quarters of an hour": 2700,
+        "3 quarters of an hour": 2700,
         "half a minute": 30,
         "half a day": 43200,
     }
-    if s in fixed:
-        return fixed[s]
+    if (hit := fixed.get(re.sub(r"[\s-]+", " ", s))) is not None:
+        return hit
     total = 0.0
     found = False
     for m in re.finditer(rf"(?:({_NUM})(?:\s*|-)|\b(an?)\s+)({_DUR_UNIT})\b(\s+and\s+a\s+(half|quarter))?", s):
@@ -1110,6 +1137,7 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
         bare = [c for c in sc.claims if c.type == "number"]
         if not found and not bare:  # "nothing", "you haven't spent anything": no money at all
             return [Claim("money", 0.0, m.start(), m.end()) for m in _RE_NO_MONEY.finditer(sc.text)][:1]
+        bare = [c for c in bare if not _COUNTED.match(sc.text, c.end)]  # "four nights": a count, no amount
         if not found:  # no amount with a currency: bare numbers are amounts in the expected one ("16,066 left")
             # but where some have cents, those are the amounts: "3 payments, 36.32 so far"
             cents = [c for c in bare if _RE_CENTS.search(sc.text[c.start : c.end])]
@@ -1128,6 +1156,16 @@ def claims(text: str | None, type: str, ctx: Context | None = None, *, unit: str
         found = [c for c in sc.claims if c.type == "duration"]
         return sorted([*found, *_hedged_durations(sc, found)], key=lambda c: c.start)
     return [c for c in sc.claims if c.type == type]
+
+
+_COUNTED = re.compile(
+    r"\s*(?:nights?|people|persons?|guests?|adults?|children|kids|tickets?|seats?|rooms?|items?|photos?|videos?"
+    r"|messages?|texts?|e-?mails?|payments?|entries|entry|times|stars?|songs?|tracks?|episodes?|stops?|floors?"
+    r"|pieces?|bags?|boxes?|bottles?|cups?|slices?|portions?|plates?|dishes?|orders?|requests?|bills?)\b",
+    re.I,
+)
+"""Words that count things after a number ("four nights", "2 tickets"): the number is a count,
+not an amount in the expected currency."""
 
 
 def _hedge_partner(text: str, n: Claim, found: Sequence[Claim], *, between: bool = False) -> Claim | None:

@@ -23,7 +23,10 @@ A claim, read in its sentence, is grounded when:
    records of its type: then it must be a value the user gave or the episode set;
 2. else it is a subject value;
 3. else, when its sentence names records holding values of its type, it is one of theirs
-   (the dentist appointment's time, not the yoga class's);
+   (the dentist appointment's time, not the yoga class's; named only by words most records
+   share, the ones so named: the showtimes "at Kino Central", not the one elsewhere; of
+   several, those at the place the clause says; a clause that opens with "it" is about the
+   records of the clause before: :meth:`Grounds.anchors`);
 4. else it is a read value (a date: only when the episode set no date).
 
 Texts the planner wrote are never evidence for one another (its own message read back is no
@@ -166,7 +169,7 @@ _BOUND_MIN = 60
 _AFTER = re.compile(r"\b(?:after|from|no\s+earlier\s+than)\s+(?:about\s+|around\s+)?$", re.I)
 _RE_TEMP = re.compile(
     r"(?<![\w.,])(?:(-?\d+(?:[.,]\d+)?)\s*(?:°\s*[CF]?\s*)?(?:to|-|–|and)\s*)?(-?\d+(?:[.,]\d+)?)\s*"
-    r"(?:°\s*([CF])\b|°|degrees?(?:\s+(celsius|fahrenheit|c|f)\b)?)",
+    r"(?:°\s*([CF])\b|°|(?P<half>and\s+a\s+half\s+)?degrees?(?:\s+(celsius|fahrenheit|c|f)\b)?)",
     re.I,
 )
 _RE_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -174,6 +177,7 @@ _RE_WEEKDAY_NEAR_DATE = re.compile(rf"\b({WEEKDAY})\b,?\s+(?:the\s+)?$", re.I)
 _END_KEYS = re.compile(r"(?:^|_)(?:end|ends|until|arrives?|arrival|finish|finishes|close|closes)(?:$|_)", re.I)
 _END_CUE = re.compile(
     r"(?:\b(?:until|till|to|through|ends?|ending|ended|finish\w*|over|arriv\w*|lands?|landing|gets?\s+in|back"
+    r"|(?:turns?|turning|switch\w*|goes|going|comes?|coming)\s+(?:itself\s+)?off"
     r"|by|out|closes?|done)\b|[-–—]|\bbetween\b[^.;]{1,24}\band\b)\W*(?:[\w/]+\W+){0,3}$",
     re.I,
 )
@@ -446,13 +450,13 @@ def _address_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
 
 
 _RE_AT_PLACE = re.compile(
-    r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*"
+    r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*|\b(?i:with)\s+[A-Z][a-z]+\s+"
     rf"|\b(?i:{WEEKDAY}|today|tomorrow|tonight|\d{{1,2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?)\s+)(?:now\s+|still\s+)?at\s+(?:the\s+)?"
     r"(?P<place>(?:\d{1,4}[A-Za-z]?\s+)?[A-Z][\w'&-]*(?:\.[\w'&-]+)*"
     r"(?:\s+(?:[A-Z][\w'&-]*(?:\.[\w'&-]+)*|\d{1,4}(?:[.,]\d+)?[A-Za-z]?\b|of|de|la|am|on))*)"
 )
 """A place told as where something is: "It's at Harbour Hall", "..., at 117 Harbour Road", "on
-Thursday at Cafe Luna"."""
+Thursday at Cafe Luna", "coffee with Linda at Cafe Luna"."""
 _RE_ROOM = re.compile(r"(?<![\w.])(?P<place>(?:Room|Rm\.?|Hall|Gate|Platform)\s+\d[\w.]*\w)", re.I)
 """A numbered room, hall, gate or platform told anywhere ("(Thursday, 14:00, Room 1.01)")."""
 
@@ -655,6 +659,11 @@ _RE_SAID = re.compile(
     r"|\s+(?:said|says|wrote|writes|texted|asked|e-?mailed|messaged))\s*[:,]?\s*[\"\u201c'\u2018]?(?P<quote>[^\"\u201d\u2019\n]{12,})"
 )
 """A message told with its sender: "Maaya said: Hey, I left the keys...", "Ana wrote 'See you at 6'"."""
+_BOOL_STATUS = {"locked": ("locked", "unlocked"), "paid": ("paid", "unpaid"), "archived": ("archived", "unarchived")}
+"""A record's yes/no field that is a status word: its value as the status it says (a door's
+``"locked": true`` is "locked", ``false`` "unlocked")."""
+_PRONOUN_LEAD = re.compile(r"\s*(?:it|its|it['\u2019]s|they|they['\u2019]re|this|that one)\b", re.I)
+"""A clause that opens with a pronoun for a thing: it is about what the clause before it names."""
 _PERSON_KEYS = ("contact", "from", "sender", "from_name", "author", "name", "number", "from_number")
 
 
@@ -811,7 +820,9 @@ class Evidence:
     ``""`` when none is known); ``temps``: (value, ``"C"`` | ``"F"``); ``emails``: lower case;
     ``phones``: E.164 strings; ``end_times``: times that end something (a field ``end``,
     ``arrives``, ``until``...), which ground a time only where the text says it ends
-    something ("until 17:00", "arrives 11:10", "16:00-17:00"); ``today``: the clock's date (None without a clock)."""
+    something ("until 17:00", "arrives 11:10", "16:00-17:00"); ``list_lengths``: the total
+    minutes of each list of records with a length field (a playlist's songs), told as a length
+    but never moving a time; ``today``: the clock's date (None without a clock)."""
 
     times: set[str] = field(default_factory=set)
     end_times: set[str] = field(default_factory=set)
@@ -827,6 +838,7 @@ class Evidence:
     counts: set[int] = field(default_factory=set)
     parties: set[int] = field(default_factory=set)
     spans: set[int] = field(default_factory=set)
+    list_lengths: set[int] = field(default_factory=set)
     today: dt.date | None = None
 
     def merge(self, other: Evidence) -> None:
@@ -846,6 +858,7 @@ class Evidence:
             "counts",
             "parties",
             "spans",
+            "list_lengths",
         ):
             getattr(self, name).update(getattr(other, name))
         self.today = self.today or other.today
@@ -951,12 +964,15 @@ def temperature_claims(text: str) -> list[tuple[str, float, str, bool]]:
     ``"12 degrees Celsius"``; unit ``"C"``, ``"F"`` or ``""`` when the text names none."""
     out = []
     for m in _RE_TEMP.finditer(text):
-        unit = (m[3] or m[4] or "").upper()[:1]
+        unit = (m[3] or m[5] or "").upper()[:1]
         before = text[max(0, m.start() - 30) : m.start()]
         neg = bool(re.search(r"\b(?:not|n't|instead of|rather than)\s+(?:\w+\s+)?$", before, re.I))
         for g in (1, 2):  # "46 to 58 °F": both ends carry the unit
             if m[g] is not None:
-                out.append((text[m.start(g) : m.end()] if g == 2 else m[g], float(m[g].replace(",", ".")), unit, neg))
+                value = float(m[g].replace(",", ".")) + (
+                    0.5 if g == 2 and m["half"] else 0.0
+                )  # "21 and a half degrees"
+                out.append((text[m.start(g) : m.end()] if g == 2 else m[g], value, unit, neg))
     return out
 
 
@@ -1059,6 +1075,7 @@ def evidence_of(
     for value in values:
         if not world:
             _list_totals(value, amounts)
+            _list_minutes(value, ev.list_lengths)
             _counts(value, ev.counts, ev.parties)
             _spans(value, ev.spans)
         for leaf, key, cur, tu in _walk(value):
@@ -1066,6 +1083,8 @@ def evidence_of(
                 if key in ("status", "state") and len(leaf) <= 20:
                     ev.statuses.add(leaf.strip().lower())
                 text(leaf, cur, tu, key)
+            elif isinstance(leaf, bool) and key in _BOOL_STATUS:  # a door's "locked": true is "locked"
+                ev.statuses.add(_BOOL_STATUS[key][not leaf])
             elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
                 if _MONEY_KEYS.search(key) or (cur and not _COUNT_KEYS.search(key)):
                     amounts.add((round(float(leaf), 2), cur))
@@ -1276,6 +1295,29 @@ def _list_totals(value: Any, out: set[tuple[float, str]]) -> None:
                     if isinstance(x, (int, float)) and not isinstance(x, bool) and _MONEY_KEYS.search(str(k)):
                         sums[(str(k), cur)] = sums.get((str(k), cur), 0.0) + float(x)
             out.update((round(total, 2), cur) for (_, cur), total in sums.items())
+
+
+def _list_minutes(value: Any, out: set[int]) -> None:
+    """Add to ``out`` the total (whole minutes) of each length field over each list of records in
+    ``value``: a playlist's five songs of 3-5 minutes are "a bit over 19 minutes"."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+            recs = [r for r in v if isinstance(r, Mapping)]
+            if len(recs) < 2:
+                continue
+            sums: dict[str, float] = {}
+            for r in recs:
+                for k, x in r.items():
+                    if isinstance(x, (int, float)) and not isinstance(x, bool) and _MINUTE_KEYS.search(str(k)):
+                        sums[str(k)] = sums.get(str(k), 0.0) + (
+                            x / 60 if re.search(r"(?:_s|_sec|seconds)$", str(k)) else x
+                        )
+            out.update(round(total) for total in sums.values() if 0 < total < 7 * 24 * 60)
 
 
 def _clock(ctx: Context) -> dt.datetime | None:
@@ -1637,6 +1679,8 @@ class Grounds:
         ``from_now``: for a duration told from now ("arrives in 25 minutes"): the stated ones
         and the time from the clock to each held time instead."""
         stated = self.subject.durations | self.did.durations | self.read.durations
+        # a list's total length ("five songs, a bit over 19 minutes") is told, never a move of a time
+        stated = stated | self.subject.list_lengths | self.did.list_lengths | self.read.list_lengths
         if from_now:
             if self.now is None:
                 return set(stated)
@@ -1778,16 +1822,28 @@ class Grounds:
         low = clause.lower()
         words = set(_TOKEN.findall(low))
         scored: list[tuple[int, bool, Named]] = []
-        for n in self.named:
-            if not (n.places if type == "place" else _holds(n.ev, type)):
-                continue
+        holding = [n for n in self.named if (n.places if type == "place" else _holds(n.ev, type))]
+        for n in holding:
             hits = sum(t in words and t not in self._common for t in n.tokens)
             coded = any(c in low for c in n.codes)
             if hits or coded:
                 whole = coded or all(t in words or t in self._common for t in n.tokens)
                 scored.append((hits + 2 * coded, whole, n))
+        if not scored:
+            # named only by words most records share: the records it names by any of them, when
+            # that leaves others out ("at Kino Central" among showtimes at Kino Central and one
+            # at Astor Filmpalast; "in Edinburgh": the weather there and the flight to it)
+            some = [n for n in holding if n.tokens & words]
+            return some if len(some) < len(holding) else []
         best = max((k for k, _, _ in scored), default=0)
-        return [n for k, whole, n in scored if whole or k == best]
+        out = [n for k, whole, n in scored if whole or k == best]
+        if type != "place" and len(out) > 1:
+            # where the clause also says where: the ones there ("the pottery class at Harbour
+            # Hall" of two pottery classes, the other at Pier 7)
+            there = [n for n in out if any(len(p) > 3 and p.lower() in low for p in n.places)]
+            if there and len(there) < len(out):
+                return there
+        return out
 
     def ok(
         self, type: str, value: Any, pool: Evidence, text: str, start: int, unit: str = "", ending: bool = False
@@ -2568,6 +2624,10 @@ def grounds(
             evidence_of([c.feedback.result], ctx, skip=skip, ev=subject if wrote else read)
             if wrote:
                 evidence_of([_unstamped(c.feedback.result, ctx.now or "")], ctx, skip=skip, ev=acted, clock=False)
+                # what the call was told to do, where its result does not echo it ("until" of a
+                # do-not-disturb set until a time, whose result is the switch)
+                evidence_of([c.arguments], ctx, skip=skip, ev=subject)
+                evidence_of([c.arguments], ctx, skip=skip, ev=acted, clock=False)
             else:
                 leaves = _walk(c.feedback.result)
                 last = {x.strip().lower() for x, k, _, _ in leaves if k in ("status", "state") and isinstance(x, str)}
@@ -2613,13 +2673,19 @@ def grounds(
     # changed per table, list lengths and quantity fields of the writes, nights, the user's numbers
     act_counts = set(per_tool.values()) | _quantities([c.arguments for c in writes], lines=True) | _quantities(now_recs)
     per_kind: dict[tuple[str, str, frozenset[str]], int] = {}  # records changed alike: same table, kind, fields
+    per_sort: dict[tuple[str, str, frozenset[str], str], int] = {}  # and of one kind (a light, a lock)
     for ch in changed:
         table, kind = getattr(ch, "table", None), getattr(ch, "kind", None)
         if isinstance(table, str) and isinstance(kind, str):
             old, new = getattr(ch, "old", None) or {}, getattr(ch, "new", None) or {}
             fields = frozenset(k for k in new if old.get(k) != new.get(k)) if kind == "updated" else frozenset()
             per_kind[(table, kind, fields)] = per_kind.get((table, kind, fields), 0) + 1
+            sort = next((v for k in ("kind", "type", "category") if isinstance(v := new.get(k), str)), None)
+            if sort is not None:  # "switched off 4 lights" of 6 devices switched off: those of one kind
+                sub = (table, kind, fields, sort)
+                per_sort[sub] = per_sort.get(sub, 0) + 1
     act_counts.update(per_kind.values())
+    act_counts.update(per_sort.values())
     kind_counts = _kind_counts(writes, per_kind)
     said = [x for x, _, _, _ in _walk(memory) if isinstance(x, str)]  # the user's numbers: words, not record ids
     act_counts.update(evidence_of([*said, *expected], ctx, goal=goal, clock=False).counts)
@@ -3155,7 +3221,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         lambda name: False,
         frozenset({"pending", "requested", "unpaid", "due", "open"}),
     ),
-    "muted": (r"muted|silenced", _verb("mute", "silence"), frozenset({"muted", "silenced"})),
+    "muted": (r"muted|silenced", _verb("mute", "silence", "set_dnd"), frozenset({"muted", "silenced"})),
     "reported": (
         r"reported\s+(?:\S+\s+){0,4}?as\s+(?:spam|junk|abuse|fraud)|(?:flagged|marked)\s+(?:\S+\s+){0,4}?as\s+(?:spam|junk)",
         _verb("report", "mark_spam", "flag", "move"),
@@ -3797,7 +3863,11 @@ def check_text(
         # a value in brackets is about the words it follows ("10 minutes before the earliest train
         # (10:40)"), not the clause's other records (the flight booked)
         head = _BRACKET_HEAD.search(lead)
-        anchors = g.anchors(head[1] if head else clause(start), type)
+        here = clause(start)
+        anchors = g.anchors(head[1] if head else here, type)
+        if not anchors and head is None and _PRONOUN_LEAD.match(here):
+            opens = max(b for b in bounds if b <= start)  # "...pottery class is at Harbour Hall; it starts at 6 pm"
+            anchors = g.anchors(clause(opens - 1), type) if opens > 0 else []
         if anchors:
             about = Evidence()
             totals: dict[tuple[str, str], float] = {}
@@ -3918,6 +3988,15 @@ def check_text(
                 if (bad := _schedule_days(span, g)) is not None:  # "Monday to Thursday" for Sunday to Thursday
                     out.append(Ungrounded("date", span, source, *bad))
                 continue  # "Monday to Friday": the days of a schedule, not dates
+            if re.fullmatch(WEEKDAY, span, re.I) and re.search(r"\bthat\s+$", t[max(0, c.start - 6) : c.start], re.I):
+                # "that Monday": a day told before or known to the user (the goal's Monday 26
+                # October), not the coming or the last one: any such day the grounds hold
+                wd = _weekday_of(span)
+                pool = (
+                    g.subject.dates | g.read.dates | {d for a in g.anchors(clause(c.start), "date") for d in a.ev.dates}
+                )
+                if any(dt.date.fromisoformat(d[:10]).weekday() == wd for d in pool):
+                    continue
             # a weekday's agreement with its date first, whatever the evidence
             _, why = _date_check(c, t, Evidence(), g.subject.today)
             if why:
@@ -4157,6 +4236,8 @@ def check_text(
             lead = pt[ends[-1] if ends else 0 : a]
             if _RE_COUNT_DENIED.search(lead):
                 continue
+            if _FROM_BEFORE.search(lead) and n in g.was.counts:
+                continue  # where a change started ("brightness went from 60% up to 80%")
             # about the records its part names ("brightness 70%"), else anything the grounds hold
             anchors = g.anchors(lead, "percent")
             said = set(_TOKEN.findall(lead.lower()))
@@ -4527,7 +4608,16 @@ def _commitments(text: str, g: Grounds) -> list[str]:
         if not content:
             continue
         if held is None:
-            held = " ".join([*(words(u) for u in g.user_texts), *g.subject_names.texts(skip=text)])
+            # the user's words, what the episode acted on, and what it read (the attendees of the
+            # event it passes on: "I'll be in Design sync (Hollie and Terry too)" tells, not promises)
+            read = subject_strings([c.feedback.result for c in g.episode.calls if c.ok])[0] if g.episode else []
+            held = " ".join(
+                [
+                    *(words(u) for u in g.user_texts),
+                    *g.subject_names.texts(skip=text),
+                    *(words(x) for x in read if x != text),
+                ]
+            )
         if any(not _word_held(w, held) for w in content):
             out.append(m.group().strip())
     return out
