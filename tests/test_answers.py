@@ -1117,3 +1117,37 @@ def test_spoken_times_temperatures_weekdays_and_counted_months(text, found):
 def test_readers_of_british_times_fractions_of_an_hour_and_counted_things(text, type, claims):
     values = extract_claims(text, type, CTX)
     assert values == claims, (text, values)
+
+
+@pytest.mark.parametrize(
+    ("task_id", "criterion", "text", "ok"),
+    [
+        # "vs." does not end the words that lead a value: the other offers are context
+        (
+            "subagent.best_offer_reply/0",
+            "answer_money",
+            "Marc's offer was the cheapest: $610 (vs. $680 from Wendy and $720 from your dad).",
+            True,
+        ),
+        ("subagent.best_offer_reply/0", "answer_money", "The cheapest is $610 or $680.", False),
+        # a balance after the payment and the other slots someone offered are other facts
+        (
+            "subagent.pay_chosen_bill/0",
+            "answer_money",
+            "Paid the Electricity November bill, 69.76 EUR. Your main account now has 1,619.78 EUR.",
+            True,
+        ),
+        (
+            "subagent.group_table/0",
+            "answer_time",
+            "Sunday 29 November at 19:30 was the only slot on both lists (Katherine also offered Fri 27 at 20:00), so Spice Route is booked.",
+            True,
+        ),
+        ("subagent.group_table/0", "answer_time", "Spice Route is booked for Sunday at 19:30 or 20:00.", False),
+    ],
+)
+def test_other_facts_beside_the_answer(task_id, criterion, text, ok):
+    from phoneenv.tasks import get_task
+
+    crit = next(c for c in get_task(task_id).criteria if c.id == criterion)
+    assert check_answer(crit, text, None, Context(now="2026-11-22T10:00:00"))[0] is ok, text

@@ -1657,3 +1657,34 @@ def test_facts_told_as_people_tell_them(task_id, answer, ok):
 def test_a_text_may_pass_on_what_the_episode_read_but_promise_nothing_new(body, ok):
     crit = _grounded(_text("calendar.next_event/0", "messages.send", "body", body))
     assert crit["passed"] is ok, (body, crit["reason"])
+
+
+# A value told as another fact beside the answer (after "vs.", "Katherine also offered", "your
+# account now has"), a number that is part of an amount or a date ("£38 request", "16 November
+# order"), and a call told by its kind in a clause of no act are no false claims; the same
+# values told as the answer, or the kind of the call the act was done to, still are.
+BESIDE = [
+    (
+        "wallet.settle_requests/0",
+        "Paid Heather Goodwin's £38 request for the taxi home, and declined Derek Benson's £11 request for groceries.",
+        True,
+    ),
+    (
+        "phone.last_missed_call/0",
+        "Your last missed call was from Jamie Baxter, yesterday at 12:16 pm. I'm calling him back now.",
+        True,
+    ),
+    (
+        "phone.delete_call_entry/0",
+        "Deleted the call to Bastian from Tuesday at 08:49. His missed call from Sunday 1 November is still there.",
+        True,
+    ),
+    ("phone.delete_call_entry/0", "Deleted your missed call from Bastian.", False),
+]
+"""(task, answer, whether the grounded check passes)."""
+
+
+@pytest.mark.parametrize(("task_id", "answer", "ok"), BESIDE)
+def test_values_told_beside_the_answer_are_read_as_such(task_id, answer, ok):
+    crit = _grounded(_answer(task_id, answer))
+    assert crit["passed"] is ok, (answer, crit["reason"])

@@ -1510,12 +1510,12 @@ _SECONDARY_LEAD = re.compile(
     r"\b(?:next|then|followed\s+by|after\s+(?:that|him|her|them|it)|last\s+(?:\w+ed\b|seen|sent|paid)|previous(?:ly)?"
     r"|earlier|before\s+that|ordered|shipped|scanned|runner[\s-]up|second|third|later|until|till|ends?(?:\s+at)?"
     r"|ending|balance|remaining|than|instead\s+of|replac\w*|compared|versus|vs|minimum|maximum|e\.g|for\s+example"
-    r"|other|another|too)\b",
+    r"|other|another|too|(?:account|wallet|card)\b[^.;!?]{0,20}\b(?:has|holds|is\s+at))\b",
     re.I,
 )
 _REPORTED = re.compile(
     r"\b(?:(?i:he|she|they)|(?!I\b)[A-Z][a-z]+)(?:\s+(?i:also|just))?\s+(?i:says?|said|writes?|wrote|asks?|asked|mentions?"
-    r"|mentioned)\b"
+    r"|mentioned|offered|suggested|proposed|preferred)\b"
 )
 """Words that report what someone else said: a value after them is their words ("he says he'll see
 you at 7"), not the answer."""
@@ -1542,7 +1542,11 @@ def _restated_bound(text: str, c: Claim) -> bool:
     return bool(_BOUND_LEAD.search(_lead(text, c)))
 
 
-_LEAD_START = re.compile(r"[;!?\n(]|\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s")
+_LEAD_START = re.compile(
+    r"[;!?\n(]|(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bincl)(?<!\bapprox)(?<!\bcf)\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s"
+)
+"""Where the words that lead a value start: a sentence's or a bracket's start, ", and", a dash
+(not the full stop of "vs.", "e.g.", "incl.", "approx.": the words before it still lead)."""
 
 
 def _secondary(text: str, c: Claim, context: bool = False) -> bool:

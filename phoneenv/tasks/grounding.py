@@ -3403,7 +3403,8 @@ _NOT_AN_AMOUNT = re.compile(
 """A number told with its noun ("2 nights", "4 stars", "20 minutes"): no amount (read by
 :func:`_string_facts`, with :data:`_NOT_AN_AMOUNT_BEFORE`)."""
 _RE_COUNT = re.compile(
-    r"(?<![\d.,:/#-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{1,3})(?:\s+|-)(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?"
+    r"(?<![\d.,:/#£$€¥-])(?<!\bpast\s)(?<!\bto\s)(?<!\bat\s)(\d{1,3})(?!\s+(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b)"
+    r"(?:\s+|-)(?:more\s+|other\s+|new\s+|unread\s+|missed\s+|open\s+)?"
     rf"(?-i:(?:[A-Z][a-z][\w'\u2019&-]*\s+){{0,3}})(?:{_COUNT_NOUNS})\b"
     r"(?!\s*(?:[:.]\d|%))"
     r"|\b(?:(?:table|booking|reservation|party|room)\s+(?:for|of)\s+(\d{1,3})\b(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))"
@@ -3414,8 +3415,9 @@ _RE_COUNT = re.compile(
     re.I,
 )
 """A count told: "2 people", "3 City Zoo photos" (a name between), "a 3-night stay", "table for four", "booked El Patio for six at
-19:30" (number words read as digits), "each of 3", "1 left"; not a time, a price or a
-percentage ("4:30", "2.50", "20%"; "booked it for 7." may be a time and is not read)."""
+19:30" (number words read as digits), "each of 3", "1 left"; not a time, a price, a date or a
+percentage ("4:30", "2.50", "£38 request", "16 November order", "20%"; "booked it for 7." may be
+a time and is not read)."""
 _COUNT_ACT = re.compile(
     r"\b(?:book|reserv|order|bought|buy|text|messag|e-?mail|sent|send|invit|told|tell|notif|split|request|ask|add|creat|made|make|wrote|writ|start|switch|turn"
     r"|set|schedul|mov|chang|updat|delet|remov|cancel|paid|pay|download|mark|tag|sav|shar|forward|repl)\w*\b"
@@ -4155,6 +4157,10 @@ def check_text(
                 anchors = g.anchors(pt[max(0, a - 120) : b], "status")
                 if family == "scheduled" and not anchors:
                     continue  # an event "is scheduled" for a day: only a record with a status says otherwise
+                changed = {x.rid for x in anchors if x.now and x.rid}
+                if changed and not _PAST_CUE.search(pt[max(0, a - 40) : a]):
+                    # "Derek's request is still pending" for the one it declined: as it is now
+                    anchors = [x for x in anchors if x.now or x.rid not in changed]
                 pool = set().union(*(n.ev.statuses for n in anchors)) if anchors else g.focus | g.did.statuses
                 if pool & holds:
                     continue
@@ -4378,8 +4384,18 @@ def check_text(
             and r.get("direction")
             and ("duration_s" in r or str(r.get("id")).startswith("call"))
         }
+        seen = {  # the calls the episode read: one told in a clause of no act may be any of them
+            str(r.get("direction")).lower()
+            for c in g.episode.calls
+            if c.ok
+            for r in itertools.islice(_id_records(c.feedback.result), 500)
+            if r.get("direction") and ("duration_s" in r or str(r.get("id")).startswith("call"))
+        }
         for m in kinds:  # "Deleted your outgoing call" for an incoming one
             told = _CALL_DIRECTIONS[m[1].lower()]
+            part = text[max((e.end() for e in _CLAUSE.finditer(text, 0, m.start())), default=0) : m.end()]
+            if told in seen and not _COUNT_ACT.search(part):
+                continue  # "Your last missed call was from Jamie", "his missed call is still there"
             if held and told not in held and not _PAST_CUE.search(text[max(0, m.start() - 20) : m.start()]):
                 why = f"the call the episode acted on is {', '.join(sorted(held))}"
                 out.append(Ungrounded("status", m[0], source, tuple(sorted(held)), why))
