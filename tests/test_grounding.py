@@ -1593,12 +1593,6 @@ ABOUT = [
 """(task, answer, whether the grounded check passes)."""
 
 
-@pytest.mark.parametrize(("task_id", "answer", "ok"), ABOUT)
-def test_a_clause_is_held_to_the_records_it_is_about(task_id, answer, ok):
-    crit = _grounded(_answer(task_id, answer))
-    assert crit["passed"] is ok, (answer, crit["reason"])
-
-
 # Facts told as people tell them, each both ways: a change's start ("from 60% up to 80%"), the
 # end of a do-not-disturb set until a time ("turns off at 11:00"), "silenced" for do-not-disturb,
 # "that Monday" for the goal's Monday, a playlist's total length, half degrees in words, a place
@@ -1641,12 +1635,6 @@ TOLD_AS_PEOPLE_TELL = [
 """(task, answer, whether the grounded check passes)."""
 
 
-@pytest.mark.parametrize(("task_id", "answer", "ok"), TOLD_AS_PEOPLE_TELL)
-def test_facts_told_as_people_tell_them(task_id, answer, ok):
-    crit = _grounded(_answer(task_id, answer))
-    assert crit["passed"] is ok, (answer, crit["reason"])
-
-
 @pytest.mark.parametrize(
     ("body", "ok"),
     [
@@ -1684,7 +1672,7 @@ BESIDE = [
 """(task, answer, whether the grounded check passes)."""
 
 
-@pytest.mark.parametrize(("task_id", "answer", "ok"), BESIDE)
-def test_values_told_beside_the_answer_are_read_as_such(task_id, answer, ok):
+@pytest.mark.parametrize(("task_id", "answer", "ok"), [*ABOUT, *TOLD_AS_PEOPLE_TELL, *BESIDE])
+def test_what_a_clause_is_about_and_how_people_tell_it(task_id, answer, ok):
     crit = _grounded(_answer(task_id, answer))
     assert crit["passed"] is ok, (answer, crit["reason"])

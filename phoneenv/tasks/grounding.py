@@ -105,7 +105,7 @@ import functools
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -1275,9 +1275,8 @@ def _spans(value: Any, out: set[int]) -> None:
             stack.extend(x for x in v if isinstance(x, (Mapping, list, tuple)))
 
 
-def _list_totals(value: Any, out: set[tuple[float, str]]) -> None:
-    """Add to ``out`` the total of each amount field over each list of records in ``value``
-    (three bookings of 64.80, 120.00 and 64.80 GBP: 249.60 GBP), per currency."""
+def _record_lists(value: Any) -> Iterator[list[Mapping[str, Any]]]:
+    """Each list of two records or more anywhere in ``value`` (JSON), as its records."""
     stack = [value]
     while stack:
         v = stack.pop()
@@ -1286,38 +1285,34 @@ def _list_totals(value: Any, out: set[tuple[float, str]]) -> None:
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
             recs = [r for r in v if isinstance(r, Mapping)]
-            if len(recs) < 2:
-                continue
-            sums: dict[tuple[str, str], float] = {}
-            for r in recs:
-                cur = r.get("currency") if isinstance(r.get("currency"), str) else ""
-                for k, x in r.items():
-                    if isinstance(x, (int, float)) and not isinstance(x, bool) and _MONEY_KEYS.search(str(k)):
-                        sums[(str(k), cur)] = sums.get((str(k), cur), 0.0) + float(x)
-            out.update((round(total, 2), cur) for (_, cur), total in sums.items())
+            if len(recs) >= 2:
+                yield recs
+
+
+def _list_totals(value: Any, out: set[tuple[float, str]]) -> None:
+    """Add to ``out`` the total of each amount field over each list of records in ``value``
+    (three bookings of 64.80, 120.00 and 64.80 GBP: 249.60 GBP), per currency."""
+    for recs in _record_lists(value):
+        sums: dict[tuple[str, str], float] = {}
+        for r in recs:
+            cur = r.get("currency") if isinstance(r.get("currency"), str) else ""
+            for k, x in r.items():
+                if isinstance(x, (int, float)) and not isinstance(x, bool) and _MONEY_KEYS.search(str(k)):
+                    sums[(str(k), cur)] = sums.get((str(k), cur), 0.0) + float(x)
+        out.update((round(total, 2), cur) for (_, cur), total in sums.items())
 
 
 def _list_minutes(value: Any, out: set[int]) -> None:
     """Add to ``out`` the total (whole minutes) of each length field over each list of records in
     ``value``: a playlist's five songs of 3-5 minutes are "a bit over 19 minutes"."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Mapping):
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-            recs = [r for r in v if isinstance(r, Mapping)]
-            if len(recs) < 2:
-                continue
-            sums: dict[str, float] = {}
-            for r in recs:
-                for k, x in r.items():
-                    if isinstance(x, (int, float)) and not isinstance(x, bool) and _MINUTE_KEYS.search(str(k)):
-                        sums[str(k)] = sums.get(str(k), 0.0) + (
-                            x / 60 if re.search(r"(?:_s|_sec|seconds)$", str(k)) else x
-                        )
-            out.update(round(total) for total in sums.values() if 0 < total < 7 * 24 * 60)
+    for recs in _record_lists(value):
+        sums: dict[str, float] = {}
+        for r in recs:
+            for k, x in r.items():
+                if isinstance(x, (int, float)) and not isinstance(x, bool) and _MINUTE_KEYS.search(str(k)):
+                    seconds = re.search(r"(?:_s|_sec|seconds)$", str(k))
+                    sums[str(k)] = sums.get(str(k), 0.0) + (x / 60 if seconds else x)
+        out.update(round(total) for total in sums.values() if 0 < total < 7 * 24 * 60)
 
 
 def _clock(ctx: Context) -> dt.datetime | None:
