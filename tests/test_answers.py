@@ -1112,6 +1112,10 @@ def test_spoken_times_temperatures_weekdays_and_counted_months(text, found):
         # "at twenty-one and a half degrees" is a temperature, not a time
         ("topping out at twenty-one and a half degrees", "time", []),
         ("back at 7 and a half hours later", "time", []),
+        # a number spelled digit by digit is its digits; a time so spelled stays a time
+        ("Locker six-six-three.", "number", [663.0]),
+        ("four-oh-nine in the afternoon", "time", ["16:09"]),
+        ("a two-for-one deal", "number", []),
     ],
 )
 def test_readers_of_british_times_fractions_of_an_hour_and_counted_things(text, type, claims):

@@ -1668,6 +1668,12 @@ BESIDE = [
         True,
     ),
     ("phone.delete_call_entry/0", "Deleted your missed call from Bastian.", False),
+    # a weekday told of someone else's message as the message read says it
+    (
+        "fields.voicemail_transcript/0",
+        "Bekir left it yesterday afternoon: dinner's been moved to Friday, same place. I've deleted the voicemail.",
+        True,
+    ),
 ]
 """(task, answer, whether the grounded check passes)."""
 

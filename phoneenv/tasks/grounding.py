@@ -4032,6 +4032,9 @@ def check_text(
                     or dt.date.fromisoformat(d[:10]).weekday() == _weekday_of(t[c.start : c.end].strip())
                 }  # a lone weekday of a past act: that day of the last week
             if g.read.dates and _OTHERS_DID.search(lead):  # someone else's act: a day of the records read
+                said = t[c.start : c.end].strip().lower()
+                if re.fullmatch(WEEKDAY, said, re.I) and g.episode is not None and _read_says(g, said):
+                    continue  # "dinner's been moved to Friday", as the voicemail read says it
                 if not told & g.read.dates:
                     held = tuple(sorted(g.read.dates)[-3:])  # "They called this morning" for a call of the 30th
                     why = f"someone else's act, which the records read date {', '.join(held)}"
@@ -4632,6 +4635,16 @@ def _commitments(text: str, g: Grounds) -> list[str]:
         if any(not _word_held(w, held) for w in content):
             out.append(m.group().strip())
     return out
+
+
+def _read_says(g: Grounds, word: str) -> bool:
+    """Whether a text the episode's calls returned says ``word`` (lower case, whole)."""
+    pattern = re.compile(rf"\b{re.escape(word)}\b", re.I)
+    return (
+        any(pattern.search(x) for x in subject_strings([c.feedback.result for c in g.episode.calls if c.ok])[0])
+        if g.episode is not None
+        else False
+    )
 
 
 def _word_held(word: str, held: str) -> bool:

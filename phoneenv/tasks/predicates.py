@@ -159,6 +159,21 @@ PLAIN_MAX_CHARS = 10_000
 """The longest text :func:`plain` rewrites (characters)."""
 
 
+_DIGIT_WORDS = {
+    **{
+        w: str(i)
+        for i, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"))
+    },
+    "oh": "0",
+}
+_SPELLED = re.compile(
+    rf"\b(?i:{'|'.join(_DIGIT_WORDS)})(?:-(?i:{'|'.join(_DIGIT_WORDS)})){{2,}}\b"
+    r"(?!\s+(?:in\s+the|at\s+night|tonight|this|[ap]\.?\s?m\b))"
+)
+"""A number spelled digit by digit ("six-six-three", "four-oh-two"): its digits ("663"); not a
+time so spelled ("four-oh-nine in the afternoon")."""
+
+
 @functools.lru_cache(maxsize=8192)
 def plain(text: str) -> str:
     """``text`` with its contractions expanded and its number words as digits, so that two ways
@@ -242,7 +257,9 @@ def worded_numbers(text: str) -> str:
     """``text`` with the times and counts said in words that number words alone do not give as
     digits: "six-twenty in the evening" → "6:20 in the evening", "four oh nine in the
     afternoon" → "4:09 in the afternoon", "a couple of requests" → "2 requests", "half a dozen"
-    → "6", "a dozen" → "12"."""
+    → "6", "a dozen" → "12", a number spelled digit by digit → its digits ("six-six-three" →
+    "663")."""
+    text = _SPELLED.sub(lambda m: "".join(_DIGIT_WORDS[w.lower()] for w in m[0].split("-")), text)
     text = _WORD_TIME.sub(_word_time, text)
     return _WORD_COUNT.sub(
         lambda m: (
