@@ -1579,6 +1579,14 @@ class Grounds:
         self._common = frozenset(t for t, k in df.items() if k > limit)
 
     @functools.cached_property
+    def read_strings(self) -> list[str]:
+        """The strings the episode's successful calls returned (:func:`subject_strings`), worked
+        out on first need: what a text may pass on or quote of what the planner read."""
+        if self.episode is None:
+            return []
+        return subject_strings([c.feedback.result for c in self.episode.calls if c.ok])[0]
+
+    @functools.cached_property
     def touched(self) -> list[tuple[str, tuple[str, ...], frozenset[float]]]:
         """What each write was about (:func:`_touched`), worked out on first need."""
         return [_touched(c, self.episode.record) for c in self.episode.writes] if self.episode else []
@@ -4033,7 +4041,9 @@ def check_text(
                 }  # a lone weekday of a past act: that day of the last week
             if g.read.dates and _OTHERS_DID.search(lead):  # someone else's act: a day of the records read
                 said = t[c.start : c.end].strip().lower()
-                if re.fullmatch(WEEKDAY, said, re.I) and g.episode is not None and _read_says(g, said):
+                if re.fullmatch(WEEKDAY, said, re.I) and any(
+                    re.search(rf"\b{re.escape(said)}\b", x, re.I) for x in g.read_strings
+                ):
                     continue  # "dinner's been moved to Friday", as the voicemail read says it
                 if not told & g.read.dates:
                     held = tuple(sorted(g.read.dates)[-3:])  # "They called this morning" for a call of the 30th
@@ -4375,20 +4385,11 @@ def check_text(
     if "status" in types:
         out.extend(Ungrounded("status", said, source, held, why) for said, held, why in _enum_claims(text, g))
     if "status" in types and g.episode is not None and (kinds := list(_RE_CALL_KIND.finditer(text))):
-        held = {
-            str(r.get("direction")).lower()
-            for r in g.episode.now
-            if isinstance(r, Mapping)
-            and r.get("direction")
-            and ("duration_s" in r or str(r.get("id")).startswith("call"))
-        }
-        seen = {  # the calls the episode read: one told in a clause of no act may be any of them
-            str(r.get("direction")).lower()
-            for c in g.episode.calls
-            if c.ok
-            for r in itertools.islice(_id_records(c.feedback.result), 500)
-            if r.get("direction") and ("duration_s" in r or str(r.get("id")).startswith("call"))
-        }
+        held = _call_directions(r for r in g.episode.now if isinstance(r, Mapping))
+        # the calls the episode read: one told in a clause of no act may be any of them
+        seen = _call_directions(
+            r for c in g.episode.calls if c.ok for r in itertools.islice(_id_records(c.feedback.result), 500)
+        )
         for m in kinds:  # "Deleted your outgoing call" for an incoming one
             told = _CALL_DIRECTIONS[m[1].lower()]
             part = text[max((e.end() for e in _CLAUSE.finditer(text, 0, m.start())), default=0) : m.end()]
@@ -4624,12 +4625,11 @@ def _commitments(text: str, g: Grounds) -> list[str]:
         if held is None:
             # the user's words, what the episode acted on, and what it read (the attendees of the
             # event it passes on: "I'll be in Design sync (Hollie and Terry too)" tells, not promises)
-            read = subject_strings([c.feedback.result for c in g.episode.calls if c.ok])[0] if g.episode else []
             held = " ".join(
                 [
                     *(words(u) for u in g.user_texts),
                     *g.subject_names.texts(skip=text),
-                    *(words(x) for x in read if x != text),
+                    *(words(x) for x in g.read_strings if x != text),
                 ]
             )
         if any(not _word_held(w, held) for w in content):
@@ -4637,14 +4637,13 @@ def _commitments(text: str, g: Grounds) -> list[str]:
     return out
 
 
-def _read_says(g: Grounds, word: str) -> bool:
-    """Whether a text the episode's calls returned says ``word`` (lower case, whole)."""
-    pattern = re.compile(rf"\b{re.escape(word)}\b", re.I)
-    return (
-        any(pattern.search(x) for x in subject_strings([c.feedback.result for c in g.episode.calls if c.ok])[0])
-        if g.episode is not None
-        else False
-    )
+def _call_directions(records: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The directions ("in", "out", "missed") of the call log entries among ``records``."""
+    return {
+        str(r.get("direction")).lower()
+        for r in records
+        if r.get("direction") and ("duration_s" in r or str(r.get("id")).startswith("call"))
+    }
 
 
 def _word_held(word: str, held: str) -> bool:
