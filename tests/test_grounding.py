@@ -1678,7 +1678,95 @@ BESIDE = [
 """(task, answer, whether the grounded check passes)."""
 
 
-@pytest.mark.parametrize(("task_id", "answer", "ok"), [*ABOUT, *TOLD_AS_PEOPLE_TELL, *BESIDE])
+# Every act the phone's tools do is told by a word the verdict knows (pinned, subscribed,
+# downloaded, paused, renamed, took off favourites), and an act told needs a call that did it,
+# not one that undid it (notes.pin(pinned=False) unpins). A state told of a record the clause
+# names (School nights "is paused") is that record's state, even where the episode did that act
+# to another record; a yes/no field of another kind (a lamp "on") tells nothing of it.
+SWITCHED = [
+    (
+        "cross.note_contact_number/3",
+        "Made the 'Trip contacts' note with Sarah's number and pinned it to the top.",
+        False,
+    ),
+    ("memory.favorite_podcast/3", 'Playing "Side jobs" from Money Matters; I also subscribed you to the show.', False),
+    (
+        "maps.save_place/3",
+        "Saved City Library (36 Garden Row) as 'Library' and renamed the old one to 'Old library'.",
+        False,
+    ),
+    (
+        "fields.contact_clear/0",
+        "Cleared the brother label and e-mail from Spencer's contact, and took him off your favourites too.",
+        False,
+    ),
+    (
+        "settings.revoke_permission/0",
+        "The Phone app's permission to make calls was already switched off, so nothing needed changing.",
+        False,
+    ),
+    ("fields.dnd_off/3", "Do not disturb is off and your School nights schedule is paused.", False),
+    ("fields.dnd_off/3", "DND is off, and both of your schedules (Weeknights and School nights) are paused.", False),
+    (
+        "fields.dnd_off/3",
+        "Do not disturb is now off, and your Weeknights schedule is paused but still saved. School nights is still active.",
+        True,
+    ),
+    ("skills.archive_note/0", "Archived both; Bike repair was pinned, so I unpinned it.", False),
+    (
+        "music.podcast_catch_up/3",
+        'Done: you follow Money Matters, its newest episode "Index funds" is downloaded, and "Taxes made easy" is '
+        "marked played.",
+        False,
+    ),
+    (
+        "music.podcast_catch_up/0",
+        "Subscribed to City Stories. The latest episode, “Lost cinemas”, is downloaded for the train, and “Market "
+        "days” is marked as played.",
+        False,
+    ),
+    (
+        "music.podcast_catch_up/0",
+        "Subscribed to City Stories. The latest episode, “Bridges”, is downloaded for the train, and “Market "
+        "days” is marked as played.",
+        True,
+    ),
+    (
+        "music.podcast_catch_up/3",
+        "All set: subscribed to Money Matters, latest episode downloaded, and Taxes made easy ticked off as heard.",
+        True,
+    ),
+    (
+        "skills.archive_note/0",
+        "Done - **Wedding playlist** and **Bike repair** are archived. Nothing was deleted.",
+        True,
+    ),
+    ("notes.delete_note/0", 'Done - your "Packing list" note (passport, charger, socks) has been deleted.', True),
+    (
+        "clock.set_alarm/0",
+        "Your “Walk the dog” alarm is set for 5 am tomorrow (Tuesday), and the 7:15 am alarm is switched off.",
+        True,
+    ),
+]
+"""(task, answer, whether the grounded check passes)."""
+
+
+@pytest.mark.parametrize(("task_id", "answer", "ok"), [*ABOUT, *TOLD_AS_PEOPLE_TELL, *BESIDE, *SWITCHED])
 def test_what_a_clause_is_about_and_how_people_tell_it(task_id, answer, ok):
     crit = _grounded(_answer(task_id, answer))
     assert crit["passed"] is ok, (answer, crit["reason"])
+
+
+def test_a_call_that_switched_a_thing_off_is_the_acts_un_form():
+    """``act_name``: a switch argument false names the act "un"; true, absent or another yes/no
+    argument (``primary``) leaves the tool's own name."""
+    from types import SimpleNamespace as Call
+
+    from phoneenv.tasks.grounding import act_name
+
+    assert act_name(Call(name="notes.pin", arguments={"note_id": "n_1", "pinned": False})) == "notes.unpin"
+    assert act_name(Call(name="settings.set_dnd", arguments={"enabled": False})) == "settings.unset_dnd"
+    assert act_name(Call(name="home.switch", arguments={"device_id": "d_2", "on": False})) == "home.unswitch"
+    assert act_name(Call(name="notes.pin", arguments={"note_id": "n_1", "pinned": True})) == "notes.pin"
+    assert act_name(Call(name="contacts.add_email", arguments={"primary": False})) == "contacts.add_email"
+    assert act_name(Call(name="music.pause", arguments={})) == "music.pause"

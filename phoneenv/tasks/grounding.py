@@ -143,6 +143,7 @@ __all__ = [
     "Named",
     "Ungrounded",
     "WorldGrounds",
+    "act_name",
     "authored_texts",
     "check_text",
     "check_told",
@@ -659,9 +660,30 @@ _RE_SAID = re.compile(
     r"|\s+(?:said|says|wrote|writes|texted|asked|e-?mailed|messaged))\s*[:,]?\s*[\"\u201c'\u2018]?(?P<quote>[^\"\u201d\u2019\n]{12,})"
 )
 """A message told with its sender: "Maaya said: Hey, I left the keys...", "Ana wrote 'See you at 6'"."""
-_BOOL_STATUS = {"locked": ("locked", "unlocked"), "paid": ("paid", "unpaid"), "archived": ("archived", "unarchived")}
+_BOOL_STATUS = {
+    "locked": ("locked", "unlocked"),
+    "paid": ("paid", "unpaid"),
+    "archived": ("archived", "unarchived"),
+    "pinned": ("pinned", "unpinned"),
+    "subscribed": ("subscribed", "unsubscribed"),
+    "liked": ("liked", "unliked"),
+    "downloaded": ("downloaded", "undownloaded"),
+    "enabled": ("enabled", "disabled"),
+    "on": ("on", "off"),
+}
 """A record's yes/no field that is a status word: its value as the status it says (a door's
 ``"locked": true`` is "locked", ``false`` "unlocked")."""
+_FLAG_WORDS = frozenset(
+    w for key in ("pinned", "subscribed", "liked", "downloaded", "enabled", "on") for w in _BOOL_STATUS[key]
+)
+"""The states of a record's switches (a note pinned, a lamp on): beside a state of another kind
+("locked", "paid"), a record holding only these tells nothing of it."""
+_SUBCLAUSE = re.compile(r"[,;:]\s+(?:(?:and|but|while|so)\s+)?|\s[-\u2013\u2014]\s+")
+"""Where a part of a sentence with its own subject starts: "..., and the 7:15 alarm is off"."""
+_AUX_ONLY = re.compile(
+    r"[\s\W]*(?:(?:is|are|was|were|has|have|had|been|now|just|already|also|all|both|still)\b[\s\W]*)*"
+)
+"""A part of a sentence with no subject of its own ("is now"): its subject came before."""
 _PRONOUN_LEAD = re.compile(r"\s*(?:it|its|it['\u2019]s|they|they['\u2019]re|this|that one)\b", re.I)
 """A clause that opens with a pronoun for a thing: it is about what the clause before it names."""
 _PERSON_KEYS = ("contact", "from", "sender", "from_name", "author", "name", "number", "from_number")
@@ -2085,6 +2107,25 @@ def _sizes(values: Any) -> frozenset[str]:
     )
 
 
+_SWITCH_KEYS = frozenset(
+    {"enabled", "favorite", "pinned", "subscribed", "liked", "downloaded", "played", "done", "read", "on"}
+)
+"""The yes/no arguments that switch a tool's act on or off (``notes.pin(pinned=False)`` unpins)."""
+
+
+def act_name(call: Any) -> str:
+    """The act one write ``call`` did, named as a tool: its own name, or where it switched a
+    thing off (a :data:`_SWITCH_KEYS` argument false) the name with "un" before its action:
+    ``notes.pin(pinned=False)`` is ``notes.unpin``, ``settings.set_dnd(enabled=False)`` is
+    ``settings.unset_dnd``, so an act told ("pinned", "muted") needs a call that did it, not
+    one that undid it."""
+    args = call.arguments if isinstance(call.arguments, Mapping) else {}
+    if any(args.get(k) is False for k in _SWITCH_KEYS):
+        app, _, action = call.name.rpartition(".")
+        return f"{app}.un{action}"
+    return call.name
+
+
 def _touched(
     call: Any, record: Callable[[str], Mapping[str, Any] | None]
 ) -> tuple[str, tuple[str, ...], frozenset[float]]:
@@ -2110,14 +2151,14 @@ def _touched(
                     take(rec, depth - 1)
 
     take([call.arguments, call.feedback.result], 2)
-    return call.name, tuple(dict.fromkeys(strings)), frozenset(amounts)
+    return act_name(call), tuple(dict.fromkeys(strings)), frozenset(amounts)
 
 
 def _main_amount(call: Any) -> float | None:
     """The amount one write moved: its argument or result ``amount`` (or ``total``), or that of
     a record its result holds (a payment's ``transaction``), or None; None for a write that
     moves no money (a declined request)."""
-    if not any(STATUS_FAMILIES[f][1](call.name) for f in ("paid", "requested", "ordered", "sent", "scheduled")):
+    if not any(STATUS_FAMILIES[f][1](act_name(call)) for f in ("paid", "requested", "ordered", "sent", "scheduled")):
         return None
     result = call.feedback.result
     nested = [v for v in result.values() if isinstance(v, Mapping)] if isinstance(result, Mapping) else []
@@ -2219,7 +2260,7 @@ def _other_record(text: str, start: int, does: Callable[[str], bool], g: Grounds
     the object names one of the addressed records too."""
     if g.episode is None:
         return None
-    mine = set().union(*(_addressed(c) for c in g.episode.writes if does(c.name)))
+    mine = set().union(*(_addressed(c) for c in g.episode.writes if does(act_name(c))))
     kinds = {i.partition("_")[0] for i in mine if "_" in i}
     if not kinds:
         return None
@@ -2531,7 +2572,7 @@ def _one_of_many(does: Callable[[str], bool], g: Grounds) -> bool:
     list of several in its arguments) while other writes did something else, or that one call
     named one record by id: "Paid both" where it paid one request and declined the other."""
     writes = g.episode.writes if g.episode else []
-    mine = [c for c in writes if does(c.name)]
+    mine = [c for c in writes if does(act_name(c))]
     if len(mine) != 1 or any(isinstance(v, (list, tuple)) and len(v) > 1 for v in mine[0].arguments.values()):
         return False
     # the others got a call of another kind, or the one call named one record by id ("Deleted both
@@ -2661,7 +2702,7 @@ def grounds(
         t for t in _TYPED if set(_values(bare, t)) - set(_values(clock, t)) or (t == "time" and bare.end_times)
     )
     writes = [c for c in calls if c.ok and getattr(c.effect, "value", c.effect) in ("write", "sensitive")]
-    acts = frozenset(c.name for c in writes)
+    acts = frozenset(act_name(c) for c in writes)
     # what the episode did, counted: calls of each tool, the people and records they addressed
     per_tool: dict[str, int] = {}
     for c in writes:
@@ -2740,7 +2781,7 @@ def grounds(
     g = Grounds(subject, read, named, done, did, acts, frozenset(addressed))
 
     g.episode = Episode(calls, writes, now_recs, was_recs, record)
-    g.main_amounts = [(c.name, _main_amount(c)) for c in writes]
+    g.main_amounts = [(act_name(c), _main_amount(c)) for c in writes]
     g.was = was
     g.acted = acted
     g.act_counts = frozenset(act_counts | did.parties)
@@ -3179,6 +3220,36 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
     "locked": (r"locked", _verb("lock"), frozenset({"locked"})),
     "delivered": (r"delivered", lambda name: False, frozenset({"delivered"})),
     "favorite": (r"favou?rited|starred", _verb("set_favorite", "favorite", "star"), frozenset()),
+    "unfavorite": (
+        r"unfavou?rited|unstarred|took\s+(?:\S+\s+){0,3}?(?:off|out\s+of)\s+(?:your\s+|the\s+)?favou?rites",
+        _verb("unset_favorite", "unfavorite", "unstar"),
+        frozenset(),
+    ),
+    "downloaded": (r"downloaded", _verb("download"), frozenset({"downloaded"})),
+    "pinned": (r"pinned", _verb("pin"), frozenset({"pinned"})),
+    "unpinned": (r"unpinned", _verb("unpin"), frozenset({"unpinned"})),
+    "subscribed": (r"subscribed|followed(?!\s+by)", _verb("subscribe"), frozenset({"subscribed"})),
+    "unsubscribed": (r"unsubscribed|unfollowed", _verb("unsubscribe"), frozenset({"unsubscribed"})),
+    "liked": (r"liked", _verb("like"), frozenset({"liked"})),
+    "renamed": (r"renamed", _verb("rename", "update"), frozenset()),
+    "paused": (
+        r"paused|disabled|switched\s+(?:\S+\s+){0,3}?off|turned\s+(?:\S+\s+){0,3}?off",
+        _verb("pause", "unset", "unupdate", "unswitch"),
+        frozenset({"paused", "disabled", "off"}),
+    ),
+    "blocked": (
+        # a number or person blocked, not a window of time in a calendar ("blocked that window", "Blocked.")
+        r"blocked(?=\s+(?:(?:the|that|this|their|his|her|your)\s+)?(?:number|caller|contact|sender|them|him|her"
+        r"|\+?\d|(?-i:[A-Z])))",
+        _verb("block"),
+        frozenset({"blocked"}),
+    ),
+    "unblocked": (r"unblocked", _verb("unblock"), frozenset({"unblocked"})),
+    # a permission's state is no record's status here: only "I granted" is checked
+    "granted": (r"granted", _verb("grant", "request_permission"), frozenset()),
+    "checked_in": (r"checked\s+(?:you\s+|them\s+|him\s+|her\s+)?in\b", _verb("check_in"), frozenset({"checked_in"})),
+    "tagged": (r"tagged", _verb("tag", "add_tag"), frozenset()),
+    "dismissed": (r"dismissed", _verb("dismiss"), frozenset({"dismissed"})),
     "texted": (
         r"texted|sms(?:-?ed)?|sent\s+(?:(?:[\w'-]+\s+){0,3}?)(?:text(?:\s+message)?|sms)\b(?!\s+(?:app|thread))",
         lambda name: name.startswith("messages.") and _verb("send", "forward")(name),
@@ -3363,6 +3434,43 @@ _UNDONE_STATES = (
 )
 """States that tell a thing as not done ("It's sitting in your basket until you confirm" after
 the order was placed; "'rice' is still unticked"; "is not a favourite now"), by status family."""
+
+
+def _told_state(t: str, a: int, b: int, family: str, g: Grounds) -> tuple[bool, str] | None:
+    """Whether the state ``t[a:b]`` (of ``family``, told of a record, not as the planner's act)
+    holds: ``(held, named)``; ``named`` (the records' names, or "") when the clause names records
+    that hold a status (the changed ones as the episode left them, unless the clause says
+    "was"), ``held`` when one of them does (each of them, told of "both", "all" or with "are"),
+    or, where none is named, when what the episode did or the goal does; None for an event
+    "scheduled" with no record named (only a record with a status says otherwise). "Your School
+    nights schedule is paused" where the episode paused Weeknights: School nights is named and
+    enabled, so the state fails though the episode did pause something."""
+    holds = STATUS_FAMILIES[family][2]
+    ends = [e.end() for e in _CLAUSE.finditer(t, 0, a)]
+    cuts = [m.end() for m in _SUBCLAUSE.finditer(t, ends[-1] if ends else 0, a)]
+    lead = t[cuts[-1] if cuts else ends[-1] if ends else 0 : a]
+    anchors = g.anchors(lead + t[a:b], "status")
+    if not anchors and _AUX_ONLY.fullmatch(lead):  # "The latest episode, “Lost cinemas”, is downloaded"
+        lead = t[ends[-1] if ends else 0 : a]
+        anchors = g.anchors(lead + t[a:b], "status")
+    if not anchors and _PRONOUN_LEAD.match(lead):
+        anchors = g.anchors(t[max(0, a - 120) : b], "status")  # "it has been deleted": what came before
+    # a record's yes/no fields of another kind tell nothing of this state (a lamp "on" is not "locked")
+    kin = holds | {w for pair in _BOOL_STATUS.values() if set(pair) & holds for w in pair}
+    anchors = [n for n in anchors if n.ev.statuses - _FLAG_WORDS or n.ev.statuses & kin]
+    if family == "scheduled" and not anchors:
+        return None
+    changed = {x.rid for x in anchors if x.now and x.rid}
+    if changed and not _PAST_CUE.search(t[max(0, a - 40) : a]):
+        # "Derek's request is still pending" for the one it declined: as it is now
+        anchors = [x for x in anchors if x.now or x.rid not in changed]
+    anchors = [n for n in anchors if n.ev.statuses]
+    if anchors:
+        every = re.search(r"\b(?:both|all|each|are|were)\b", lead, re.I)
+        held = (all if every else any)(n.ev.statuses & holds for n in anchors)
+        named = [n.label for n in anchors if held or not n.ev.statuses & holds]
+        return held, ", ".join(dict.fromkeys(named))
+    return bool((g.focus | g.did.statuses) & holds), ""
 
 
 def _status_claims(t: str) -> list[tuple[str, int, int, bool]]:
@@ -4155,23 +4263,20 @@ def check_text(
                 why = "the episode did that to one thing only (one call, one record)"
                 out.append(Ungrounded("status", pt[a : _BOTH.match(pt, b).end()], source, (), why))
                 continue  # "Paid both requests" where it paid one and declined the other
-            if any(does(n) for n in g.acts) or holds & g.changed_words:
-                continue  # a call of that kind, or a record it changed now says so (a note tagged "archive")
             if does is _NO_TOOL and source != "answer":  # a text passing on what a mail or text said
                 continue
-            if not own:
-                if not holds:
-                    continue
-                anchors = g.anchors(pt[max(0, a - 120) : b], "status")
-                if family == "scheduled" and not anchors:
-                    continue  # an event "is scheduled" for a day: only a record with a status says otherwise
-                changed = {x.rid for x in anchors if x.now and x.rid}
-                if changed and not _PAST_CUE.search(pt[max(0, a - 40) : a]):
-                    # "Derek's request is still pending" for the one it declined: as it is now
-                    anchors = [x for x in anchors if x.now or x.rid not in changed]
-                pool = set().union(*(n.ev.statuses for n in anchors)) if anchors else g.focus | g.did.statuses
-                if pool & holds:
-                    continue
+            told = _told_state(pt, a, b, family, g) if not own and holds else None
+            if told is not None and told[0]:
+                continue  # the record the clause names (or, none named, the goal or what was done) holds it
+            if told is None or not told[1]:  # no record named that holds a state of this kind
+                if any(does(n) for n in g.acts) or holds & g.changed_words:
+                    continue  # a call of that kind, or a record it changed now says so (a note tagged "archive")
+                if not own and told is None:
+                    continue  # a state no record's status tells
+            else:
+                why = f"{told[1]} is not {pt[a:b]}: the state its record holds says otherwise"
+                out.append(Ungrounded("status", pt[a:b], source, (), why))
+                continue
             did = sorted(g.acts) or ["nothing that changed the phone"]
             why = f"the episode did no such thing (it called {', '.join(did[:4])})"
             out.append(Ungrounded("status", pt[a:b], source, (), why))
