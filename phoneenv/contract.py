@@ -598,7 +598,7 @@ class Fixtures(BaseModel):
 
 GROUNDED_TYPES = (
     "time", "date", "money", "temperature", "email", "phone", "status", "count", "percent", "duration", "person",
-    "switch", "name", "commitment", "code", "period", "size", "place",
+    "switch", "name", "commitment", "code", "period", "size", "place", "distance",
 )  # fmt: skip
 """The claim types a verdict holds to the world by default (:mod:`phoneenv.tasks.grounding`)."""
 

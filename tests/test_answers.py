@@ -1148,6 +1148,26 @@ def test_readers_of_british_times_fractions_of_an_hour_and_counted_things(text, 
             True,
         ),
         ("subagent.group_table/0", "answer_time", "Spice Route is booked for Sunday at 19:30 or 20:00.", False),
+        # a sentence, a part after a semicolon or a bracket of its own subject that tells no
+        # answer is another fact (for the grounded check); one that points back, hedges or corrects is not
+        (
+            "subagent.todo_from_texts/0",
+            "answer_number",
+            "Done - three new errands: parcel pickup, car service booking and sending the flat photos. "
+            "Errands now has 4 open items.",
+            True,
+        ),
+        ("subagent.todo_from_texts/0", "answer_number", "Done - three new errands. Or maybe 4.", False),
+        ("subagent.todo_from_texts/0", "answer_number", "Done - three new errands. Actually 4.", False),
+        ("subagent.todo_from_texts/0", "answer_number", "Added 3 new errands, 4 in all.", False),
+        (
+            "cross.alarm_before_first_event/0",
+            "answer_time",
+            "Alarm set for half past eight tomorrow morning, 30 minutes before your 9:00 swimming lesson. "
+            "(Later in the day you've got a haircut at 3 pm.)",
+            True,
+        ),
+        ("cross.alarm_before_first_event/0", "answer_time", "Alarm set for 8:30 tomorrow. It rings at 15:00.", False),
     ],
 )
 def test_other_facts_beside_the_answer(task_id, criterion, text, ok):

@@ -208,6 +208,23 @@ def test_code_and_commitment_probes_are_generated_both_ways():
         assert run_plan(env, task, p.plan)[0]["verdict"]["success"] is (p.expect == "pass"), p.name
 
 
+def test_a_distance_probe_tells_a_distance_no_record_holds():
+    """No reference answer of the suite tells a distance; one that does gets a must-fail probe
+    (the distance doubled and one more), which the verdict refuses, while the answer passes."""
+    from phoneenv.tasks.claim_probes import claim_probes
+
+    base = get_task("maps.nearest_text/0")  # Riverside Pharmacy, 0.8 km away
+    plan = [c.model_copy(deep=True) for c in base.reference_plan]
+    plan[-1] = plan[-1].model_copy(update={"arguments": {"answer": "Riverside Pharmacy, 0.8 km away; texted Dragica."}})
+    task = base.model_copy(update={"reference_plan": plan})
+    env = PhonePlanEnv(tasks=[task])
+    assert run_plan(env, task, plan)[0]["verdict"]["success"]
+    probes = [p for p in claim_probes(task, env.episode_grounds(), env.episode_context()) if p.type == "distance"]
+    assert [(p.expect, p.name, p.held) for p in probes] == [("fail", "answer: '2.6 km'", False)]
+    assert probes[0].plan[-1].arguments["answer"] == "Riverside Pharmacy, 2.6 km away; texted Dragica."
+    assert not run_plan(env, task, probes[0].plan)[0]["verdict"]["success"]
+
+
 def test_a_period_probe_tells_the_repetition_the_other_way_round():
     from phoneenv.tasks.claim_probes import claim_probes
 
@@ -1751,7 +1768,43 @@ SWITCHED = [
 """(task, answer, whether the grounded check passes)."""
 
 
-@pytest.mark.parametrize(("task_id", "answer", "ok"), [*ABOUT, *TOLD_AS_PEOPLE_TELL, *BESIDE, *SWITCHED])
+# Objects of one act joined by "and" are each its object; a count told of "it" or "that list" is
+# of the record named before it.
+JOINED = [
+    (
+        "music.reorder_playlist/3",
+        'Removed "Rusty Gate" and "Night Swim" from Morning run and put "Paper Moon" at the top.',
+        False,
+    ),
+    ("music.reorder_playlist/3", 'Removed "Rusty Gate" from Morning run and put "Paper Moon" at the top.', True),
+    ("memory.usual_list/3", "Added to Market run; it now has 3 open items.", False),
+    ("memory.usual_list/3", "Added to Market run; it now has 1 open item.", True),
+    ("memory.usual_list/0", "Added to Family shop; that list now has 3 open items.", False),
+    # "at 7 PM" is a time, not a place
+    (
+        "restaurants.move_booking/0",
+        "Done — your Harbour Grill reservation on Tuesday (10 Nov) is now at 7 PM for 3 people.",
+        True,
+    ),
+    ("restaurants.move_booking/0", "Done — your reservation on Tuesday is now at Harbour Hall, 7 PM.", False),
+    # a distance told is one a record the episode saw holds (to the rounding its digits allow)
+    (
+        "maps.nearest_text/0",
+        "Closest is Riverside Pharmacy (28 Harbour Road, Berlin), about 1.8 km away. I've texted the address to Dragica.",
+        False,
+    ),
+    (
+        "maps.nearest_text/0",
+        "Closest is Riverside Pharmacy (28 Harbour Road, Berlin), 800 m away. I've texted the address to Dragica.",
+        True,
+    ),
+    ("maps.save_place/0", "Saved Iron Gym as “Gym” — it's about 2.3 km from you.", False),
+    ("maps.save_place/0", "Saved Iron Gym as “Gym” — it's about 3.2 km from you.", True),
+]
+"""(task, answer, whether the grounded check passes)."""
+
+
+@pytest.mark.parametrize(("task_id", "answer", "ok"), [*ABOUT, *TOLD_AS_PEOPLE_TELL, *BESIDE, *SWITCHED, *JOINED])
 def test_what_a_clause_is_about_and_how_people_tell_it(task_id, answer, ok):
     crit = _grounded(_answer(task_id, answer))
     assert crit["passed"] is ok, (answer, crit["reason"])
@@ -1770,3 +1823,23 @@ def test_a_call_that_switched_a_thing_off_is_the_acts_un_form():
     assert act_name(Call(name="notes.pin", arguments={"note_id": "n_1", "pinned": True})) == "notes.pin"
     assert act_name(Call(name="contacts.add_email", arguments={"primary": False})) == "contacts.add_email"
     assert act_name(Call(name="music.pause", arguments={})) == "music.pause"
+
+
+def test_distances_told_and_held():
+    """``distance_claims``: each distance in km, the rounding its digits allow and the share an
+    "about" allows; ``_distances``: the distance fields (``_m`` in metres) and distances in strings."""
+    from phoneenv.tasks.grounding import _distances, distance_claims
+
+    got = distance_claims("about 1.8 km away; a 4.5-km drive; 800 m; 3 miles; 1,200 m; 12 min")
+    assert [(s, round(km, 4), round(exact, 4), rough) for s, km, exact, rough in got] == [
+        ("about 1.8 km", 1.8, 0.05, 0.1),
+        ("4.5-km", 4.5, 0.05, 0.0),
+        ("800 m", 0.8, 0.05, 0.0),
+        ("3 miles", 4.828, 0.8047, 0.0),  # 1 mile = 1.609344 km; "3" is 2.5 to 3.5 miles
+        ("1,200 m", 1.2, 0.05, 0.0),
+    ]
+    assert _distances([{"distance_km": 0.8, "route": "a 3.3 km walk", "distance_m": 450, "km_left": True}]) == {
+        0.8,
+        3.3,
+        0.45,
+    }

@@ -52,7 +52,11 @@ the old value of a change ("moved from 14:00 to 16:00"). A range of times or dat
 single-valued type passes only when the remaining claims,
 deduplicated, are exactly the expected value: a hedge ("3 or 4", "14:00 or 16:00") fails, and so
 does a contradicting claim beside the right one ("Not 3 — you have 5" fails for 3 and passes for
-5). The same value written twice ("at 16:00 (4 PM)") is one claim. ``contacts`` and ``items`` use
+5). A value in a part of the text of its own (a sentence, a part after a semicolon, a bracket)
+that holds no claim of the expected value, while another part does, and that opens with a
+subject of its own rather than a pronoun for the answer's, a hedge or a correction, is another
+fact, left to the grounded check ("Three new errands. Errands now has 4 open items." passes for
+3; "Three new errands. Or maybe 4." and "... Actually 4." fail). The same value written twice ("at 16:00 (4 PM)") is one claim. ``contacts`` and ``items`` use
 set semantics: the same set, order free; a missing, extra or ambiguous member fails. Numbers and
 money compare within the criterion's ``tolerance``. With ``unit`` set on a number criterion
 (``unit="message"``, or alternatives ``"message|text"``), only numbers followed within three
@@ -1451,6 +1455,11 @@ def _check_typed(
             t = text if type in ("contact", "contacts") else scan(text or "", ctx).text
             primary = [c for c in found if not _secondary(t or "", c, bool(context))]
             found = primary or found
+            if type in _SINGLE_TYPES:
+                # a part of the text of its own subject that tells no answer ("Errands now has 4
+                # open items." after "three new errands"): another fact, for the grounded check
+                hits = [c for c in found if _matches(type, c, want, tol, currency)]
+                found = [c for c in found if c in hits or not _another_part(t or "", c, hits)]
         if type in ("contact", "contacts"):
             ok, why = _judge_people(type, found, want, what)
         elif type == "items":
@@ -1547,6 +1556,33 @@ _LEAD_START = re.compile(
 )
 """Where the words that lead a value start: a sentence's or a bracket's start, ", and", a dash
 (not the full stop of "vs.", "e.g.", "incl.", "approx.": the words before it still lead)."""
+
+
+_PART = re.compile(r"[;!?\n()]|(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bincl)(?<!\bapprox)(?<!\bcf)\.(?!\d)")
+"""Where a part of a text starts or ends: a sentence's end, a semicolon, a bracket."""
+_PART_OPENS_BACK = re.compile(
+    r"[\s\W]*(?:(?:and|but|so|or)\s+)?(?:it|its|it'?s|that|that'?s|this|they|they'?re|which|or|maybe|perhaps|possibly"
+    r"|probably|actually|sorry|correction|rather|make\s+that|i\s+mean|i\s+meant|no|not|either)\b",
+    re.I,
+)
+"""A part that opens by pointing back to what came before ("It leaves at 8:45", "Or 4"), with a
+hedge, or with a correction: about the answer's own subject, not another fact."""
+
+
+def _another_part(text: str, c: Claim, hits: Sequence[Claim]) -> bool:
+    """Whether claim ``c`` is in a part of ``text`` (:data:`_PART`: a sentence, a part after a
+    semicolon, a bracket) that holds none of ``hits`` (the claims that tell the answer), while
+    another part does, and that opens with a subject of its own: no pronoun for the answer's
+    subject, hedge or correction (:data:`_PART_OPENS_BACK`): "Booked for Wednesday the 18th.
+    Saturday 14 at 18:30 suited both too, but that slot was taken." tells Saturday as another
+    fact; "It leaves at 8:45." and "Or maybe 4." do not."""
+    if not hits:
+        return False
+    bounds = [0, *(m.end() for m in _PART.finditer(text)), len(text) + 1]
+    part = next(((a, b) for a, b in itertools.pairwise(bounds) if a <= c.start < b), None)
+    if part is None or any(part[0] <= h.start < part[1] for h in hits):
+        return False
+    return _PART_OPENS_BACK.match(text, part[0]) is None
 
 
 def _secondary(text: str, c: Claim, context: bool = False) -> bool:

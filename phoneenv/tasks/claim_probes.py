@@ -14,6 +14,7 @@ that must **pass** (the same answer said another way)::
     temperature  the unit swapped (°C ↔ °F)        answer's sentences in reverse order
     count     a count one more ("3 people")
     percent   a percentage 7 points up ("87%")
+    distance  a distance doubled and one more ("2.6 km" for 0.8)
     duration  minutes doubled and ten more ("50 minutes" for 20)
     person    a contact's surname changed ("Stanley Potter")
     email     the address's domain changed         a dictated text greeted, thanked, signed,
@@ -60,11 +61,13 @@ from phoneenv.tasks.answers import claims, scan
 from phoneenv.tasks.grounding import (
     AUTHORED_KEYS,
     RE_CODE_TOLD,
+    RE_DISTANCE,
     RE_FULL_NAME,
     RE_SIZE,
     Grounds,
     code_key,
     count_claims,
+    distance_claims,
     normal_phone,
     percent_claims,
     period_claims,
@@ -82,7 +85,8 @@ from phoneenv.tasks.world import given_names
 __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 
 CLAIM_PROBE_TYPES = (
-    "time", "date", "weekday", "money", "currency", "temperature", "count", "percent", "duration", "person", "email", "phone",
+    "time", "date", "weekday", "money", "currency", "temperature", "count", "percent", "distance", "duration", "person",
+    "email", "phone",
     "switch", "name", "code", "commitment", "period", "size", "place", "dictation", "undone", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
@@ -368,6 +372,15 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 m = n + 7 if n < 93 else n - 7
                 new = str(m) + original[a:b][len(str(n)) :]
                 fail("percent", step, key, original[:a] + new + original[b:], new, g.holds("percent", m))
+                break
+        if "distance" not in exempt:
+            for m in RE_DISTANCE.finditer(original):
+                digits = m["n"].partition(".")[2]
+                new_n = f"{float(m['n'].replace(',', '')) * 2 + 1:.{len(digits)}f}"
+                new = original[m.start() : m.start("n")] + new_n + original[m.end("n") : m.end()]
+                km = distance_claims(new)[0][1]
+                held = any(abs(km - w) < 1e-6 for w in g.distances)
+                fail("distance", step, key, original[: m.start()] + new + original[m.end() :], new.strip(), held)
                 break
         if "duration" not in exempt:
             for c in claims(original, "duration", ctx):

@@ -136,6 +136,7 @@ __all__ = [
     "AUTHORED_KEYS",
     "GROUNDED_TYPES",
     "RE_CODE_TOLD",
+    "RE_DISTANCE",
     "RE_SIZE",
     "STATUS_FAMILIES",
     "Evidence",
@@ -149,6 +150,7 @@ __all__ = [
     "check_told",
     "code_key",
     "count_kind",
+    "distance_claims",
     "evidence_of",
     "grounds",
     "period_claims",
@@ -453,11 +455,12 @@ def _address_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
 _RE_AT_PLACE = re.compile(
     r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*|\b(?i:with)\s+[A-Z][a-z]+\s+"
     rf"|\b(?i:{WEEKDAY}|today|tomorrow|tonight|\d{{1,2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?)\s+)(?:now\s+|still\s+)?at\s+(?:the\s+)?"
+    r"(?!\d{1,2}(?:[:.]\d{2})?\s*[AaPp]\.?[Mm]\b)"  # "is now at 7 PM": a time
     r"(?P<place>(?:\d{1,4}[A-Za-z]?\s+)?[A-Z][\w'&-]*(?:\.[\w'&-]+)*"
     r"(?:\s+(?:[A-Z][\w'&-]*(?:\.[\w'&-]+)*|\d{1,4}(?:[.,]\d+)?[A-Za-z]?\b|of|de|la|am|on))*)"
 )
 """A place told as where something is: "It's at Harbour Hall", "..., at 117 Harbour Road", "on
-Thursday at Cafe Luna", "coffee with Linda at Cafe Luna"."""
+Thursday at Cafe Luna", "coffee with Linda at Cafe Luna"; not a time ("is now at 7 PM")."""
 _RE_ROOM = re.compile(r"(?<![\w.])(?P<place>(?:Room|Rm\.?|Hall|Gate|Platform)\s+\d[\w.]*\w)", re.I)
 """A numbered room, hall, gate or platform told anywhere ("(Thursday, 14:00, Room 1.01)")."""
 
@@ -1614,6 +1617,15 @@ class Grounds:
         return [_touched(c, self.episode.record) for c in self.episode.writes] if self.episode else []
 
     @functools.cached_property
+    def distances(self) -> frozenset[float]:
+        """Every distance the grounds hold, in km (:func:`_distances`): the calls' results, the
+        changed records and the user's words, worked out on first need."""
+        values: list[Any] = list(self.user_texts)
+        if self.episode:
+            values += [c.feedback.result for c in self.episode.calls if c.ok] + [self.episode.now]
+        return _distances(values)
+
+    @functools.cached_property
     def sizes_seen(self) -> frozenset[str]:
         """Every size the changed records and the calls' results hold (:func:`_sizes`)."""
         if not self.episode:
@@ -2183,9 +2195,13 @@ def _named_before(lead: str) -> bool:
 _RECORD_ID = re.compile(r"[a-z]{1,8}_\w{1,30}")
 """A value that may be a record's id ("rq_3", "py_5", "acct_1")."""
 _OBJECT_STOP = re.compile(
-    r"\s(?:and|but|then|while|whereas|after|before|instead|because|since|than|except|apart)\b|[,;:](?!\d)|\(", re.I
+    r"\s(?:and(?=\s+(?:(?:also|then|just|now)\s+)?(?:i|we|\w+ed|put|set|sent|made|took|gave|left|kept|told|paid"
+    r"|got|rang|let|found|brought|bought|began|ran|did|is|are|was|were|has|have|will|it|they|she|he)\b)"
+    r"|but|then|while|whereas|after|before|instead|because|since|than|except|apart)\b|[,;:](?!\d)|\(",
+    re.I,
 )
-"""Where the object of an act told ends: "Paid Lee Metcalfe and declined ...", "Paid Ann, ..."."""
+"""Where the object of an act told ends: "Paid Lee Metcalfe and declined ...", "Paid Ann, ...";
+an "and" before no verb joins a second object ("Removed Rusty Gate and Night Swim")."""
 
 
 def _other_act(
@@ -2256,8 +2272,9 @@ def _other_record(text: str, start: int, does: Callable[[str], bool], g: Grounds
     """``(said, why)`` where the object of an act told at ``start`` in ``text`` names, in full, a
     record the episode read that no write of that act addressed, while those writes addressed
     other records of its kind (ids of one prefix: "ci_3" beside "ci_2"): "I took the cast-iron
-    pan out" where the charger's line was removed and the pan's kept; None otherwise, or where
-    the object names one of the addressed records too."""
+    pan out" where the charger's line was removed and the pan's kept; of objects joined by "and"
+    each ("Removed Rusty Gate and Night Swim" where only Rusty Gate went). None otherwise, or
+    where the object names one of the addressed records too."""
     if g.episode is None:
         return None
     mine = set().union(*(_addressed(c) for c in g.episode.writes if does(act_name(c))))
@@ -2268,21 +2285,23 @@ def _other_record(text: str, start: int, does: Callable[[str], bool], g: Grounds
     tail = text[start : end.start() if end else len(text)]
     if (stop := _OBJECT_STOP.search(tail)) is not None:
         tail = tail[: stop.start()]
-    said = set(_TOKEN.findall(tail.lower()))
-    hits = [
-        n
-        for n in g.named
-        if n.rid
-        and n.rid.partition("_")[0] in kinds
-        and n.tokens
-        and n.tokens <= said
-        and len(n.tokens) + len(n.codes) >= 2  # two name words: one ("Phone") is too easily said of another thing
-    ]
-    if not hits or any(n.rid in mine for n in hits):
-        return None
-    other = sorted({n.label for n in g.named if n.rid in mine})
-    why = f"the episode's act was about {', '.join(other[:3]) or 'another record'}, not {hits[0].label}"
-    return hits[0].label, why
+    for part in re.split(r"\s+and\s+", tail):  # each object: "Removed Rusty Gate and Night Swim"
+        said = set(_TOKEN.findall(part.lower()))
+        hits = [
+            n
+            for n in g.named
+            if n.rid
+            and n.rid.partition("_")[0] in kinds
+            and n.tokens
+            and n.tokens <= said
+            and len(n.tokens) + len(n.codes) >= 2  # two name words: one ("Phone") is too easily said of another thing
+        ]
+        if not hits or any(n.rid in mine for n in hits):
+            continue  # names no record, or one the act addressed
+        other = sorted({n.label for n in g.named if n.rid in mine})
+        why = f"the episode's act was about {', '.join(other[:3]) or 'another record'}, not {hits[0].label}"
+        return hits[0].label, why
+    return None
 
 
 _RE_LISTED = re.compile(
@@ -2444,6 +2463,10 @@ _RE_HAS_COUNT = re.compile(
 )
 """A count told of a named record's contents: "Morning run still has 4 songs", "Errands now has
 4 open items", "turned Groceries into a checklist with 4 items"."""
+_BACK_REFERENCE = re.compile(
+    r"\s*(?:and\s+|so\s+)?(?:it|(?:that|this|the)(?:\s+(?:list|playlist|note|checklist|album|one))?)\s*", re.I
+)
+"""A count's subject that names the record told of before it: "it", "that list", "the playlist"."""
 _CONTENT_LISTS = ("songs", "tracks", "items", "entries", "tasks", "photos", "attendees", "guests", "stops", "lines")
 
 
@@ -2460,6 +2483,8 @@ def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], s
     out: list[tuple[str, tuple[str, ...], str]] = []
     for m in _RE_HAS_COUNT.finditer(text):
         named = _best_named(m["head"], g, lambda n: bool(n.rid))
+        if not named and _BACK_REFERENCE.fullmatch(m["head"]):  # "Added to Market run; it now has 3 open items"
+            named = _best_named(text[max(0, m.start() - 120) : m.start()], g, lambda n: bool(n.rid))
         last: dict[str, Mapping[str, Any]] = {}  # of each record named (a note and the checklist made of it)
         rids = {n.rid for n in named}
         for c in g.episode.calls:
@@ -3571,6 +3596,63 @@ _RE_PERCENT = re.compile(r"(?<![\d.,:/#-])(\d{1,3})\s*(?:%|percent\b|per\s+cent\
 """A whole percentage told: "80%", "65 percent" (a level, a chance, a share)."""
 
 
+RE_DISTANCE = re.compile(
+    r"(?<![\w.,:/#-])(?P<about>(?:about|around|roughly|approximately|approx\.?|nearly|almost|just\s+(?:over|under)"
+    r"|under|over|~)\s*)?(?P<n>\d{1,5}(?:[.,]\d{1,3})?)\s*-?\s*"
+    r"(?P<unit>km|kilomet(?:er|re)s?|mi|miles?|m|met(?:er|re)s?)\b(?![.,]?\d)",
+    re.I,
+)
+"""A distance told: "0.8 km", "about 3 miles", "a 4.5-km drive", "800 m"."""
+_DISTANCE_KEY = re.compile(r"(?:^|_)(?:distance|km|miles?|mi|meters|metres|m)$|^distance", re.I)
+
+
+def _km(value: float, unit: str) -> float:
+    """``value`` in ``unit`` (km, kilometres, m, metres, mi, miles) as km (a mile: 1.609344 km)."""
+    u = unit.lower()
+    return value * (1.0 if u.startswith("k") else 1.609344 if u.startswith("mi") else 0.001)
+
+
+def distance_claims(text: str) -> list[tuple[str, float, float, float]]:
+    """``(said, km, exact, rough)`` of each distance told in ``text``: its value in km, the
+    rounding its digits allow in km (half its last digit's place: "0.8 km" is 0.75-0.85, "800 m"
+    0.75-0.85 km, "5 miles" 4.5-5.5 miles) and, told "about", "nearly", "under" or "over", a share
+    of the value it may be off (10%)."""
+    out = []
+    for m in RE_DISTANCE.finditer(text):
+        n = m["n"].replace(",", "" if re.fullmatch(r"\d{1,2},\d{3}", m["n"]) else ".")  # "1,200 m"; "0,8 km"
+        v = float(n)
+        places = len(n.partition(".")[2])
+        half = 0.5 * 10**-places
+        unit = m["unit"]
+        if unit.lower().startswith("m") and not unit.lower().startswith("mi") and not places:
+            half = 0.5 * 10 ** (len(n) - len(n.rstrip("0")))  # "800 m": to the 100 m, "450 m": to 10 m
+        out.append((m[0].strip(), _km(v, unit), _km(half, unit) + 1e-9, 0.1 if m["about"] else 0.0))
+    return out
+
+
+def _distances(values: Sequence[Any]) -> frozenset[float]:
+    """The distances ``values`` hold, in km: numbers under a distance key (``distance_km``,
+    ``distance``; ``*_m`` in metres, ``*_mi`` or ``miles`` in miles) and distances told in their
+    strings ("3.3 km walk")."""
+    out: set[float] = set()
+    for leaf, key, _, _ in _walk(list(values)):
+        if isinstance(leaf, bool):
+            continue
+        if isinstance(leaf, (int, float)) and _DISTANCE_KEY.search(str(key)):
+            k = str(key).lower()
+            unit = (
+                "mi"
+                if k.endswith(("_mi", "miles", "mile"))
+                else "m"
+                if k.endswith(("_m", "meters", "metres"))
+                else "km"
+            )
+            out.add(round(_km(float(leaf), unit), 4))
+        elif isinstance(leaf, str) and len(leaf) <= 2000:
+            out.update(round(km, 4) for _, km, _, _ in distance_claims(leaf))
+    return frozenset(out)
+
+
 def percent_claims(text: str) -> list[tuple[int, int, int]]:
     """``(percent, start, end)`` of each whole percentage told in ``text`` (already :func:`plain`)."""
     return [(int(m[1]), m.start(), m.end()) for m in _RE_PERCENT.finditer(text)]
@@ -4349,6 +4431,11 @@ def check_text(
                 held = sorted(f"{('last', 'this', 'next')[o + 1] if -1 <= o <= 1 else o} {u}" for u, o in g.spans)
                 why = f"the user and the episode's calls speak of {', '.join(held)}"
                 out.append(Ungrounded("period", t[a:b], source, tuple(held), why))
+    if "distance" in types and (held_km := g.distances):
+        for said, km, exact_km, rough in distance_claims(t):
+            if not any(abs(km - w) <= max(exact_km, rough * w) for w in held_km):
+                near = tuple(f"{w:g} km" for w in sorted(held_km, key=lambda w: abs(w - km))[:3])
+                out.append(Ungrounded("distance", said, source, near, "no record the episode saw is that far"))
     if "percent" in types:
         for n, a, b in percent_claims(pt):
             ends = [e.end() for e in _PART.finditer(pt, 0, a)]
