@@ -1777,6 +1777,12 @@ JOINED = [
         False,
     ),
     ("music.reorder_playlist/3", 'Removed "Rusty Gate" from Morning run and put "Paper Moon" at the top.', True),
+    (
+        "skills.archive_note/0",
+        'Archived both notes: "Wedding playlist" (I also unpinned it) and "Bike repair". You\'ll find them in the '
+        "Archive view.",
+        True,
+    ),
     ("memory.usual_list/3", "Added to Market run; it now has 3 open items.", False),
     ("memory.usual_list/3", "Added to Market run; it now has 1 open item.", True),
     ("memory.usual_list/0", "Added to Family shop; that list now has 3 open items.", False),

@@ -2197,7 +2197,7 @@ _RECORD_ID = re.compile(r"[a-z]{1,8}_\w{1,30}")
 _OBJECT_STOP = re.compile(
     r"\s(?:and(?=\s+(?:(?:also|then|just|now)\s+)?(?:i|we|\w+ed|put|set|sent|made|took|gave|left|kept|told|paid"
     r"|got|rang|let|found|brought|bought|began|ran|did|is|are|was|were|has|have|will|it|they|she|he)\b)"
-    r"|but|then|while|whereas|after|before|instead|because|since|than|except|apart)\b|[,;:](?!\d)|\(",
+    r"|but|then|while|whereas|after|before|instead|because|since|than|except|apart)\b|[,;:](?!\d)|[()]",
     re.I,
 )
 """Where the object of an act told ends: "Paid Lee Metcalfe and declined ...", "Paid Ann, ...";
