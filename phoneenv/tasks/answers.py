@@ -1551,14 +1551,14 @@ def _restated_bound(text: str, c: Claim) -> bool:
     return bool(_BOUND_LEAD.search(_lead(text, c)))
 
 
-_LEAD_START = re.compile(
-    r"[;!?\n(]|(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bincl)(?<!\bapprox)(?<!\bcf)\.(?!\d)|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s"
-)
+_FULL_STOP = r"(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bincl)(?<!\bapprox)(?<!\bcf)\.(?!\d)"
+"""A full stop that ends a sentence: not the one of "vs.", "e.g.", "incl.", "approx.", nor a decimal point."""
+_LEAD_START = re.compile(rf"[;!?\n(]|{_FULL_STOP}|,\s*(?:and|but)\b|\s[-\u2013\u2014]\s")
 """Where the words that lead a value start: a sentence's or a bracket's start, ", and", a dash
 (not the full stop of "vs.", "e.g.", "incl.", "approx.": the words before it still lead)."""
 
 
-_PART = re.compile(r"[;!?\n()]|(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bincl)(?<!\bapprox)(?<!\bcf)\.(?!\d)")
+_PART = re.compile(rf"[;!?\n()]|{_FULL_STOP}")
 """Where a part of a text starts or ends: a sentence's end, a semicolon, a bracket."""
 _PART_OPENS_BACK = re.compile(
     r"[\s\W]*(?:(?:and|but|so|or)\s+)?(?:it|its|it'?s|that|that'?s|this|they|they'?re|which|or|maybe|perhaps|possibly"

@@ -68,6 +68,7 @@ from phoneenv.tasks.grounding import (
     code_key,
     count_claims,
     distance_claims,
+    distance_number,
     normal_phone,
     percent_claims,
     period_claims,
@@ -375,11 +376,10 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 break
         if "distance" not in exempt:
             for m in RE_DISTANCE.finditer(original):
-                digits = m["n"].partition(".")[2]
-                new_n = f"{float(m['n'].replace(',', '')) * 2 + 1:.{len(digits)}f}"
+                n = distance_number(m["n"])
+                new_n = f"{float(n) * 2 + 1:.{len(n.partition('.')[2])}f}"
                 new = original[m.start() : m.start("n")] + new_n + original[m.end("n") : m.end()]
-                km = distance_claims(new)[0][1]
-                held = any(abs(km - w) < 1e-6 for w in g.distances)
+                held = g.holds("distance", distance_claims(new)[0][1:])
                 fail("distance", step, key, original[: m.start()] + new + original[m.end() :], new.strip(), held)
                 break
         if "duration" not in exempt:

@@ -151,6 +151,7 @@ __all__ = [
     "code_key",
     "count_kind",
     "distance_claims",
+    "distance_number",
     "evidence_of",
     "grounds",
     "period_claims",
@@ -1841,12 +1842,16 @@ class Grounds:
         """Whether the grounds hold ``value`` of ``type`` anywhere: in any part or named
         record, derived values included (a time ``"HH:MM"``, a date ``"YYYY-MM-DD"``, an
         amount with its ``unit`` currency, a temperature with ``"C"``/``"F"``, an address, an
-        E.164 number). A value held nowhere contradicts the world whatever sentence tells it;
+        E.164 number, a distance as ``(km, exact, rough)`` of :func:`distance_claims`: within
+        its rounding or, told "about", its share of a distance held). A value held nowhere contradicts the world whatever sentence tells it;
         one held somewhere may still be told of the wrong record (see :func:`check_text`)."""
         if type == "money" and any(
             _money_ok(round(value, 2), unit, self._derived_money(p)) for p in (self.subject, self.read, self.did)
         ):
             return True
+        if type == "distance":  # (km, the rounding its digits allow, the share "about" allows): distance_claims
+            km, exact, rough = value
+            return any(abs(km - w) <= max(exact, rough * w) for w in self.distances)
         later = self.read.durations
         pools = (self.subject, self.read, self.did, self.every)
         return any(_held_in(ev, type, value, unit, later) for ev in pools)
@@ -3606,6 +3611,12 @@ RE_DISTANCE = re.compile(
 _DISTANCE_KEY = re.compile(r"(?:^|_)(?:distance|km|miles?|mi|meters|metres|m)$|^distance", re.I)
 
 
+def distance_number(raw: str) -> str:
+    """The number of a distance told (:data:`RE_DISTANCE`'s ``n``) with a decimal point: a comma
+    is a thousands separator before three digits ("1,200 m"), else a decimal comma ("0,8 km")."""
+    return raw.replace(",", "" if re.fullmatch(r"\d{1,2},\d{3}", raw) else ".")
+
+
 def _km(value: float, unit: str) -> float:
     """``value`` in ``unit`` (km, kilometres, m, metres, mi, miles) as km (a mile: 1.609344 km)."""
     u = unit.lower()
@@ -3619,7 +3630,7 @@ def distance_claims(text: str) -> list[tuple[str, float, float, float]]:
     of the value it may be off (10%)."""
     out = []
     for m in RE_DISTANCE.finditer(text):
-        n = m["n"].replace(",", "" if re.fullmatch(r"\d{1,2},\d{3}", m["n"]) else ".")  # "1,200 m"; "0,8 km"
+        n = distance_number(m["n"])
         v = float(n)
         places = len(n.partition(".")[2])
         half = 0.5 * 10**-places
@@ -4433,7 +4444,7 @@ def check_text(
                 out.append(Ungrounded("period", t[a:b], source, tuple(held), why))
     if "distance" in types and (held_km := g.distances):
         for said, km, exact_km, rough in distance_claims(t):
-            if not any(abs(km - w) <= max(exact_km, rough * w) for w in held_km):
+            if not g.holds("distance", (km, exact_km, rough)):
                 near = tuple(f"{w:g} km" for w in sorted(held_km, key=lambda w: abs(w - km))[:3])
                 out.append(Ungrounded("distance", said, source, near, "no record the episode saw is that far"))
     if "percent" in types:
