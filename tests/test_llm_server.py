@@ -65,8 +65,12 @@ def test_tiny_checkpoint_tokenizer_and_template(tiny_model_dir):
     ]
     prompt = tok.apply_chat_template(messages, tools=[TOOL], tokenize=False, add_generation_prompt=True)
     assert prompt.startswith("<|im_start|>system\nYou operate a phone.\n\n# Tools\n")
-    # each tool as phoneenv.compact.tool_text writes it: the function object, compact JSON
-    assert "<tools>\n" + json.dumps(TOOL["function"], separators=(",", ":")) + "\n</tools>" in prompt
+    # each tool as phoneenv.compact.tool_text writes it: a TypeScript-like declaration
+    declared = (
+        "// Find contacts whose name, phone or email contains the query.\n"
+        "type contacts.search = (_: {\nquery: string,\nlimit?: integer,\n}) => any;"
+    )
+    assert "<tools>\n" + declared + "\n</tools>" in prompt
     assert "<|im_start|>user\nWhat is Ben's number?<|im_end|>\n" in prompt
     assert (
         '<|im_start|>assistant\n<tool_call>\n{"name": "contacts.search", "arguments": {"query": "Ben"}}\n'

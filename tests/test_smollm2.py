@@ -98,7 +98,8 @@ def test_convert_reload_generate_and_render_tools(tmp_path, monkeypatch):
     tools = [{"type": "function", "function": {"name": "settings__set_dnd", "description": "Do not disturb.",
                                                "parameters": {"type": "object", "properties": {"on": {"type": "boolean"}}}}}]  # fmt: skip
     text = tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
-    assert '{"name":"settings__set_dnd",' in text.split("<|im_start|>user")[0]  # the tool in the system turn
+    tool = "// Do not disturb.\ntype settings__set_dnd = (_: {\non?: boolean,\n}) => any;"
+    assert tool in text.split("<|im_start|>user")[0]  # the tool declared in the system turn
     assert (
         '<|im_start|>assistant\n<tool_call>\n{"name": "settings__set_dnd", "arguments": {"on": true}}\n</tool_call><|im_end|>\n'
         in text

@@ -251,6 +251,118 @@ def test_rendering_keeps_every_parameter_required_flag_type_and_enum(tool_defs):
     assert _schema_facts(lost) != facts
 
 
+_ODD_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "x.odd",
+        "description": "Two lines:\nthe second é",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "rows": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"id": {"type": "string", "description": "An id"}, "n": {"type": "integer"}},
+                        "required": ["id"],
+                    },
+                    "description": "The rows",
+                },
+                "days": {"type": "array", "items": {"enum": ["mon", "tue"]}, "default": ["mon"]},
+                "mixed": {"type": "array", "items": {"type": ["string", "integer"]}},
+                "maybe": {"type": ["string", "null"], "default": None},
+                "one": {"oneOf": [{"type": "number"}, {"const": "all"}]},
+                "blob": {"type": "object"},
+                "loose": {},
+            },
+            "required": ["rows"],
+        },
+    },
+}
+_ODD_TEXT = """// Two lines:
+// the second é
+type x.odd = (_: {
+// The rows
+rows: {
+// An id
+id: string,
+n?: integer,
+}[],
+days?: ("mon" | "tue")[], // default: ["mon"]
+mixed?: (string | integer)[],
+maybe?: string | null, // default: null
+one?: number | "all",
+blob?: object,
+loose?: any,
+}) => any;"""
+
+
+def test_tool_declarations_by_hand():
+    """:func:`phoneenv.compact.tool_text` writes a tool as a TypeScript-like declaration (the
+    harmony format's way): written out by hand for a schema with every branch it reads, a tool
+    without parameters, and a suite tool."""
+    from phoneenv.compact import tool_text
+
+    assert tool_text(_ODD_TOOL) == _ODD_TEXT
+    assert tool_text(_ODD_TOOL["function"]) == _ODD_TEXT  # the function object alone
+    bare = {"name": "x.bare", "description": "", "parameters": {"type": "object", "properties": {}}}
+    assert tool_text(bare) == "type x.bare = () => any;"
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0")
+    _, info = env.reset(seed=0)
+    env.close()
+    wait = next(t for t in info["tools"] if t["function"]["name"] == "system.wait")
+    assert tool_text(wait) == (
+        "// Let time pass (the user goes about their day) when something has to happen first, such as arriving"
+        " somewhere or a reminder coming due; reminders due meanwhile arrive with the result\n"
+        "type system.wait = (_: {\n// How long to wait\nminutes: integer,\n}) => any;"
+    )
+
+
+def test_the_chat_template_declares_tools_as_tool_text_writes_them():
+    """What tool budgets count is what the model reads: the chat template's ``ts_*`` macros write
+    every suite tool (and the odd schema above) exactly as :func:`phoneenv.compact.tool_text`."""
+    pytest.importorskip("transformers")
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    from agents.llm.tiny import CHAT_TEMPLATE
+    from phoneenv.compact import tool_text
+
+    env = gym.make("PhonePlan-v0", task="clock.what_time/0", delegation=True)
+    _, info = env.reset(seed=0)
+    env.close()
+    tools = [*info["tools"], _ODD_TOOL]
+    prompt = render_jinja_template([[{"role": "user", "content": "hi"}]], tools=tools, chat_template=CHAT_TEMPLATE)
+    prompt = prompt[0] if isinstance(prompt, tuple) else prompt
+    prompt = prompt[0] if isinstance(prompt, list) else prompt
+    assert "<tools>\n" + "\n".join(tool_text(t) for t in tools) + "\n</tools>" in prompt
+
+
+def test_declarations_say_every_parameter_flag_enum_default_and_description(tool_defs):
+    """Each suite tool's declaration holds, for every top-level parameter, its line (``name:``,
+    or ``name?:`` when not required) with its type or enum values, its default as JSON and its
+    description; and the tool's own description."""
+    from phoneenv.compact import tool_text
+
+    for name, d in tool_defs.items():
+        fn = d.spec.to_openai()["function"]
+        text = tool_text(fn)
+        lines = text.split("\n")
+        assert f"type {name} = " in text, name
+        if fn["description"]:
+            assert lines[0] == "// " + fn["description"].split("\n")[0], name
+        params = fn["parameters"]
+        for prop, sub in params.get("properties", {}).items():
+            flag = "" if prop in params.get("required", ()) else "?"
+            mine = [line for line in lines if line.startswith(f"{prop}{flag}: ")]
+            assert mine, (name, prop)
+            values = sub.get("enum") or (sub.get("items") or {}).get("enum") or ()
+            assert all(json.dumps(v, ensure_ascii=False) in mine[0] for v in values), (name, prop)
+            if "default" in sub:
+                assert mine[0].endswith(" // default: " + json.dumps(sub["default"], ensure_ascii=False)), (name, prop)
+            if "description" in sub:
+                assert f"// {sub['description']}\n{mine[0]}" in text, (name, prop)
+
+
 def test_constrained_decoding_keeps_the_full_schema():
     """The prompt gets the compact rendering; a grammar built for an offered tool gets its full
     schema (:func:`phoneenv.sharing.full_parameters`), also through an agent's renamed shallow
@@ -279,10 +391,11 @@ def test_constrained_decoding_keeps_the_full_schema():
 
 def test_all_tools_cost_at_most_the_pinned_tokens():
     """``tools="all"`` of a ``delegation=True`` env (every tool: 259), as the chat template writes
-    it (:func:`phoneenv.compact.tool_text`, one line each), counted by SmolLM2's tokenizer:
-    22,645 tokens (37,209 before issue #36's rendering, 24,146 before its restated descriptions,
-    boilerplate and key order went; the whole OpenAI entries as ``json.dumps`` writes them, what
-    a template that dumps each entry reads: 28,230)."""
+    it (:func:`phoneenv.compact.tool_text`, a TypeScript-like declaration each), counted by
+    SmolLM2's tokenizer: 17,522 tokens (37,209 before issue #36's rendering, 24,146 before its
+    restated descriptions, boilerplate and key order went, 22,645 as compact JSON; the whole
+    OpenAI entries as ``json.dumps`` writes them, what a template that dumps each entry reads:
+    28,230)."""
     transformers = pytest.importorskip("transformers")
     from agents.llm.smollm2 import gguf_path
     from agents.llm.tiny import CHAT_TEMPLATE
@@ -304,7 +417,7 @@ def test_all_tools_cost_at_most_the_pinned_tokens():
     )
     assert "\n".join(lines) in prompt  # the template writes exactly these lines
     count = sum(len(tok.encode(line, add_special_tokens=False)) + 1 for line in lines)
-    assert count <= 23_000, count
+    assert count <= 17_600, count
     whole = sum(len(tok.encode(json.dumps(t), add_special_tokens=False)) + 1 for t in tools)
     assert whole <= 28_600, whole
 
@@ -467,7 +580,7 @@ def test_a_budget_offers_the_ranked_tools_that_fit_in_rank_order():
     big = ranking[1]
 
     def count(text: str) -> int:
-        return 500 if json.loads(text)["name"] == big else 10  # the function object: tool_text
+        return 500 if f"type {big} = " in text else 10  # the tool's declaration: tool_text
 
     def chosen(budget: int) -> list[str]:
         sel = ToolSelector("retrieve", 6, embedder=HashEmbedder(), budget=budget, count_tokens=count)

@@ -61,6 +61,76 @@ CHAT_TEMPLATE = r"""
     {%- endif -%}
 {%- endmacro -%}
 
+{#- Tools as TypeScript-like declarations: phoneenv.compact.tool_text writes the same text. -#}
+{%- macro ts_comment(description) -%}
+    {%- if description is string and description -%}
+        {%- for line in description.split("\n") -%}
+            {{- "// " + line + "\n" -}}
+        {%- endfor -%}
+    {%- endif -%}
+{%- endmacro -%}
+
+{%- macro ts_union(node) -%}
+    {{- "enum" in node or "anyOf" in node or "oneOf" in node or (node.get("type") is not string and node.get("type") is iterable) -}}
+{%- endmacro -%}
+
+{%- macro ts_type(node) -%}
+    {%- if node is not mapping -%}
+        {{- "any" -}}
+    {%- elif "enum" in node -%}
+        {%- for value in node["enum"] -%}
+            {{- (" | " if not loop.first else "") + (value | tojson) -}}
+        {%- endfor -%}
+    {%- elif "const" in node -%}
+        {{- node["const"] | tojson -}}
+    {%- elif "anyOf" in node or "oneOf" in node -%}
+        {%- for branch in (node["anyOf"] if "anyOf" in node else node["oneOf"]) -%}
+            {{- (" | " if not loop.first else "") + ts_type(branch) -}}
+        {%- endfor -%}
+    {%- elif node.get("type") is not string and node.get("type") is iterable -%}
+        {%- for kind in node["type"] -%}
+            {{- (" | " if not loop.first else "") + ts_type(dict(node, type=kind)) -}}
+        {%- endfor -%}
+    {%- elif node.get("type") == "array" -%}
+        {%- set items = node.get("items") -%}
+        {%- if items is mapping and ts_union(items) == "True" -%}
+            {{- "(" + ts_type(items) + ")[]" -}}
+        {%- else -%}
+            {{- ts_type(items) + "[]" -}}
+        {%- endif -%}
+    {%- elif node.get("type") == "object" and node.get("properties") is mapping and node["properties"] -%}
+        {{- ts_object(node) -}}
+    {%- elif node.get("type") in ["string", "integer", "number", "boolean", "null", "object"] -%}
+        {{- node["type"] -}}
+    {%- else -%}
+        {{- "any" -}}
+    {%- endif -%}
+{%- endmacro -%}
+
+{%- macro ts_object(node) -%}
+    {{- "{\n" -}}
+    {%- for name, prop in node["properties"].items() -%}
+        {{- ts_comment(prop.get("description") if prop is mapping else none) -}}
+        {{- name + ("" if name in (node.get("required") or []) else "?") + ": " + ts_type(prop) + "," -}}
+        {%- if prop is mapping and "default" in prop -%}
+            {{- " // default: " + (prop["default"] | tojson) -}}
+        {%- endif -%}
+        {{- "\n" -}}
+    {%- endfor -%}
+    {{- "}" -}}
+{%- endmacro -%}
+
+{%- macro ts_tool(fn) -%}
+    {{- ts_comment(fn.get("description")) + "type " + (fn.get("name") | string) + " = " -}}
+    {%- set params = fn.get("parameters") -%}
+    {%- if params is mapping and params.get("properties") is mapping and params["properties"] -%}
+        {{- "(_: " + ts_object(params) + ")" -}}
+    {%- else -%}
+        {{- "()" -}}
+    {%- endif -%}
+    {{- " => any;" -}}
+{%- endmacro -%}
+
 {#- System turn: the caller's system message (or a default one when there are tools), then the tools. -#}
 {%- set has_system = messages and messages[0]["role"] == "system" -%}
 {%- set system = text(messages[0]["content"]) if has_system else "You are a helpful assistant that operates a phone by calling tools." -%}
@@ -68,10 +138,9 @@ CHAT_TEMPLATE = r"""
     {{- "<|im_start|>system\n" + system -}}
     {%- if tools -%}
         {{- "\n\n# Tools\n\nYou may call one or more functions to carry out the user's request.\n\n" -}}
-        {{- "You are provided with function signatures within <tools></tools> XML tags:\n<tools>" -}}
+        {{- "You are provided with function signatures, declared in TypeScript, within <tools></tools> XML tags:\n<tools>" -}}
         {%- for tool in tools -%}
-            {#- the function object alone, compact: phoneenv.compact.tool_text -#}
-            {{- "\n" + ((tool["function"] if tool is mapping and "function" in tool else tool) | tojson(separators=(",", ":"))) -}}
+            {{- "\n" + ts_tool(tool["function"] if tool is mapping and "function" in tool else tool) -}}
         {%- endfor -%}
         {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments " -}}
         {{- "within <tool_call></tool_call> XML tags:\n" -}}
@@ -112,8 +181,8 @@ CHAT_TEMPLATE = r"""
     {{- "<|im_start|>assistant\n" -}}
 {%- endif -%}
 """
-"""The Jinja chat template saved with the tokenizer (``tools`` rendered as JSON lines in the system turn,
-each as :func:`phoneenv.compact.tool_text` writes it: the function object, compact)."""
+"""The Jinja chat template saved with the tokenizer (``tools`` in the system turn, one line break before
+each, each as :func:`phoneenv.compact.tool_text` writes it: a TypeScript-like declaration)."""
 
 
 def _corpus() -> Iterator[str]:

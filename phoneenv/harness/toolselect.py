@@ -392,12 +392,12 @@ class ToolSelector:
         return list(out)
 
 
-CHARS_PER_TOKEN = 3.3
-"""Characters of a tool's line (:func:`phoneenv.compact.tool_text`) per token in
+CHARS_PER_TOKEN = 3.0
+"""Characters of a tool's text (:func:`phoneenv.compact.tool_text`) per token in
 :func:`estimate_tokens`. SmolLM2's tokenizer (the default ``--agent llm`` model's) reads the
-suite's tool lines at 3.77 characters a token (median; 3.34 at the 5th percentile, 3.03 at the
-least), so the estimate errs high by about a tenth on a list of tools (all 259: 25,689
-estimated, 22,645 counted)."""
+suite's tool declarations at 3.31 characters a token (median; 2.77 at the 5th percentile, 2.51
+at the least), so the estimate errs high by about a tenth on a list of tools (all 259: 19,166
+estimated, 17,522 counted)."""
 
 
 def estimate_tokens(text: str) -> int:
