@@ -152,7 +152,8 @@ class ToolSpec(BaseModel):
         renders ``messages.send`` as ``messages__send``, a name the env also accepts. Description
         and parameters are rendered compactly (:func:`phoneenv.compact.compact_parameters`:
         every parameter, type, enum and ``required`` list, without the limits validation
-        enforces); :func:`phoneenv.compact.tool_text` is the line a chat template writes for it.
+        enforces); :func:`phoneenv.compact.tool_text` is what a chat template writes for it
+        (a TypeScript-like declaration).
         """
         from phoneenv.compact import compact_description, compact_parameters
 

@@ -215,9 +215,9 @@ class ToolSelector:
             order while they fit; one that does not fit is passed over for smaller ones below
             it, and the best-ranked tool is offered whatever its size, so an episode never
             starts without a backend tool. ``tools.search`` may load tools beyond it.
-        count_tokens: tokens of one tool as the model reads it, given the line a chat template
-            writes for the tool's OpenAI entry (:func:`phoneenv.compact.tool_text`: its function
-            object as compact JSON); default :func:`estimate_tokens`. Pass the model's tokenizer
+        count_tokens: tokens of one tool as the model reads it, given what a chat template
+            writes for the tool's OpenAI entry (:func:`phoneenv.compact.tool_text`: its
+            TypeScript-like declaration); default :func:`estimate_tokens`. Pass the model's tokenizer
             (``lambda text: len(tok.encode(text)) + 1``) for an exact budget.
 
     Thread-safe; cheap to share: :func:`selector_for` returns one per ``(mode, k, budget)`` per
@@ -318,7 +318,7 @@ class ToolSelector:
             return list(ranked)
 
     def tokens(self, spec: ToolSpec) -> int:
-        """Tokens ``spec`` takes in the offered list: :attr:`count_tokens` of the line a chat
+        """Tokens ``spec`` takes in the offered list: :attr:`count_tokens` of what a chat
         template writes for its OpenAI entry (:func:`~phoneenv.compact.tool_text` of
         :meth:`~phoneenv.contract.ToolSpec.to_openai`); cached per spec object."""
         hit = self._sizes.get(id(spec))
