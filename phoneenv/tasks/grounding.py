@@ -414,9 +414,11 @@ _RE_STREET = re.compile(
     + "|".join(_STREET_WORDS)
     + r"))\b\.?"
     r"|(?P<street2>[A-Z][\w\u00df-]*(?i:stra(?:ss|\u00df)e|str\.|weg|platz|allee|gasse|damm|ring|ufer))\s+(?P<num2>\d{1,4}[A-Za-z]?)\b"
+    r"|(?<![\w.,-])(?P<street3>[A-Z][\w'\u2019-]*(?:\s+[A-Z][\w'\u2019-]*){0,2})\s+(?P<num3>\d{1,4}[A-Za-z]?)(?=,\s*[A-Z][a-z])"
 )
 """A street address told: a house number and a street ("57 Park Avenue", "12 Harbour Rd"), or a
-street and its number ("Kantstra\u00dfe 12")."""
+street and its number ("Kantstra\u00dfe 12"; "Harbour 48, Tokyo" and "Main Street 5, Leeds",
+with the town after them)."""
 
 
 def _street_of(m: re.Match[str]) -> tuple[str, str]:
@@ -424,6 +426,9 @@ def _street_of(m: re.Match[str]) -> tuple[str, str]:
     written out ("harbour road" for "Harbour Rd")."""
     if m["street2"]:
         return m["street2"].lower().replace("str.", "strasse").replace("\u00df", "ss"), m["num2"].lower()
+    if m["street3"]:
+        *name, kind = m["street3"].lower().split()
+        return " ".join([*name, _STREET_WORDS.get(kind.rstrip("."), kind)]), m["num3"].lower()
     *name, kind = m["street"].lower().split()
     return " ".join([*name, _STREET_WORDS.get(kind.rstrip("."), kind)]), m["num"].lower()
 
@@ -859,6 +864,8 @@ class Evidence:
     emails: set[str] = field(default_factory=set)
     phones: set[str] = field(default_factory=set)
     durations: set[int] = field(default_factory=set)
+    seconds: set[int] = field(default_factory=set)
+    """Durations stated in seconds (a ``*_s`` field), to the second: ``durations`` rounds them to minutes."""
     month_days: set[str] = field(default_factory=set)
     statuses: set[str] = field(default_factory=set)
     counts: set[int] = field(default_factory=set)
@@ -879,6 +886,7 @@ class Evidence:
             "emails",
             "phones",
             "durations",
+            "seconds",
             "month_days",
             "statuses",
             "counts",
@@ -1118,9 +1126,12 @@ def evidence_of(
                     unit = "C" if key.endswith("_c") else "F" if key.endswith("_f") else tu
                     ev.temps.add((float(leaf), unit))
                 if _MINUTE_KEYS.search(key):
-                    minutes = leaf / 60 if re.search(r"(?:_s|_sec|seconds)$", key) else leaf
+                    in_seconds = re.search(r"(?:_s|_sec|seconds)$", key)
+                    minutes = leaf / 60 if in_seconds else leaf
                     if 0 < minutes < 24 * 60:
                         ev.durations.add(round(minutes))
+                        if in_seconds:
+                            ev.seconds.add(round(leaf))
     return ev
 
 
@@ -1416,8 +1427,11 @@ def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -
             return True, ""
     # a weekday said alone names the next such day (the reader's value), the last one ("I paid
     # on Tuesday") or today; said alone (not "this"/"last"), also such a day of the next three
-    # weeks the evidence holds ("the train on Tuesday" for a booking two weeks ahead)
-    bare = re.fullmatch(rf"(?:(this|last)\s+)?({WEEKDAY})", span.strip(), re.I)
+    # weeks the evidence holds ("the train on Tuesday" for a booking two weeks ahead), or after
+    # "from", of the last three ("the video from Tuesday" for one taken twelve days ago)
+    bare = re.fullmatch(
+        rf"(?:(this|last)\s+)?({WEEKDAY})(?:\s+(?:morning|afternoon|evening|night))?", span.strip(), re.I
+    )
     today = today or ev.today
     if bare and today is not None:
         day = _weekday_of(bare[2])
@@ -1426,8 +1440,9 @@ def _date_check(c: Any, text: str, ev: Evidence, today: dt.date | None = None) -
             if last.isoformat() in ev.dates or (day == today.weekday() and today.isoformat() in ev.dates):
                 return True, ""
             if bare[1] is None:
-                ahead = (today + dt.timedelta(days=k) for k in range(1, 22))
-                return any(d.weekday() == day and d.isoformat() in ev.dates for d in ahead), ""
+                back = re.search(r"\bfrom\s+$", text[max(0, c.start - 8) : c.start], re.I)  # "the video from Tuesday"
+                near = (today + dt.timedelta(days=k) for k in (*range(1, 22), *(range(-21, 0) if back else ())))
+                return any(d.weekday() == day and d.isoformat() in ev.dates for d in near), ""
             return False, ""
     return False, ""
 
@@ -2468,6 +2483,10 @@ _RE_HAS_COUNT = re.compile(
 )
 """A count told of a named record's contents: "Morning run still has 4 songs", "Errands now has
 4 open items", "turned Groceries into a checklist with 4 items"."""
+_RE_EMPTY = re.compile(
+    r"(?P<head>[^.;:!?()\n,]{3,60}?)\s+(?:is|are)\s+(?:now\s+|all\s+)*(?:empty|cleared\s+out)\b(?!\s+of\b)", re.I
+)
+"""A named record's contents told as none left: "your Groceries list is now empty" (no open items)."""
 _BACK_REFERENCE = re.compile(
     r"\s*(?:and\s+|so\s+)?(?:it|(?:that|this|the)(?:\s+(?:list|playlist|note|checklist|album|one))?)\s*", re.I
 )
@@ -2482,11 +2501,14 @@ def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], s
     items: those not done), else the number of records that name it by id (a checklist's items
     kept as records of their own), never a count field, which may be of before the items changed. The
     last version: the record as the episode left it, else as the last call returned it
-    ("Morning run still has 4 songs" after one of its 4 songs was removed fails)."""
+    ("Morning run still has 4 songs" after one of its 4 songs was removed fails). A list told
+    "empty" (:data:`_RE_EMPTY`) holds no open item."""
     if g.episode is None:
         return []
     out: list[tuple[str, tuple[str, ...], str]] = []
-    for m in _RE_HAS_COUNT.finditer(text):
+    told = [(m, int(m["n"]), bool(m["open"]), m["noun"]) for m in _RE_HAS_COUNT.finditer(text)]
+    told += [(m, 0, True, "open items") for m in _RE_EMPTY.finditer(text)]
+    for m, n, open_, noun in told:
         named = _best_named(m["head"], g, lambda n: bool(n.rid))
         if not named and _BACK_REFERENCE.fullmatch(m["head"]):  # "Added to Market run; it now has 3 open items"
             named = _best_named(text[max(0, m.start() - 120) : m.start()], g, lambda n: bool(n.rid))
@@ -2501,7 +2523,7 @@ def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], s
             for k, v in rec.items():
                 if (k in _CONTENT_LISTS or str(k).endswith("_ids")) and isinstance(v, (list, tuple)):
                     done = sum(1 for x in v if isinstance(x, Mapping) and x.get("done"))
-                    held.add(len(v) - done if m["open"] else len(v))
+                    held.add(len(v) - done if open_ else len(v))
         if not held and last:  # its contents as records of their own that name it by id (a checklist's items)
             kids: dict[str, Mapping[str, Any]] = {}
             for value in (*(c.feedback.result for c in g.episode.calls if c.ok), g.episode.now):
@@ -2509,11 +2531,11 @@ def _content_counts(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], s
                     if any(str(k).endswith("_id") and isinstance(v, str) and v in last for k, v in r.items()):
                         kids[r["id"]] = r
             if kids:
-                held.add(sum(1 for r in kids.values() if not (m["open"] and r.get("done"))))
-        if held and int(m["n"]) not in held:
+                held.add(sum(1 for r in kids.values() if not (open_ and r.get("done"))))
+        if held and n not in held:
             shown = tuple(str(x) for x in sorted(held))
-            label = " / ".join(dict.fromkeys(n.label for n in named if n.rid in last))
-            out.append((m[0].strip(), shown, f"{label} holds {', '.join(shown)} {m['noun'].lower()}"))
+            label = " / ".join(dict.fromkeys(x.label for x in named if x.rid in last))
+            out.append((m[0].strip(), shown, f"{label} holds {', '.join(shown)} {noun.lower()}"))
     return out
 
 
@@ -3306,7 +3328,8 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         frozenset(),
     ),
     "drafted": (
-        r"drafted|saved\s+(?:it\s+|\S+\s+){0,4}?as\s+an?\s+draft|(?:left|saved)\s+(?:it\s+)?in\s+(?:your\s+)?drafts",
+        r"drafted|saved\s+(?:it\s+|\S+\s+){0,4}?as\s+an?\s+draft|(?:left|saved)\s+(?:it\s+)?in\s+(?:your\s+)?drafts"
+        r"|(?:put|saved|left)\s+(?:\S+\s+){0,6}?(?:in|into)\s+an?\s+draft",
         _verb("draft", "save_draft"),
         frozenset({"draft", "drafts"}),
     ),
@@ -3332,20 +3355,36 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
         frozenset({"spam", "junk", "reported"}),
     ),
     "waitlisted": (
-        r"wait-?listed|put\s+(?:you\s+|it\s+)?on\s+(?:the\s+|a\s+)?wait(?:ing)?\s*list",
+        r"wait-?listed|(?:put\s+(?:you\s+|it\s+)?)?on\s+(?:the\s+|a\s+)?wait(?:ing)?\s*list",
         _NO_TOOL,
         frozenset({"waitlisted", "waitlist", "waiting_list"}),
     ),
     "shipped": (
-        r"shipped|dispatched|out\s+for\s+delivery",
+        r"shipped|dispatched",
         _NO_TOOL,
-        frozenset({"shipped", "dispatched", "in_transit", "out_for_delivery", "delivered"}),
+        frozenset({"shipped", "dispatched", "in_transit", "out_for_delivery", "on_the_way", "delivered"}),
+    ),
+    # "on its way" is anything past the sender (not an order still "placed" or "preparing");
+    # "out for delivery" is the last leg only (an order "on_the_way", not a parcel at a hub)
+    "on_the_way": (
+        r"on\s+(?:its|their)\s+way(?!\s+(?:back|home|out))|en\s+route|in\s+transit",
+        _verb("place_order", "order", "reorder", "checkout", "buy", "purchase", "send", "forward", "share"),
+        frozenset({"shipped", "dispatched", "in_transit", "out_for_delivery", "on_the_way"}),
+    ),
+    "out_for_delivery": (
+        r"out\s+for\s+delivery",
+        _NO_TOOL,
+        frozenset({"out_for_delivery", "on_the_way"}),
     ),
 }
 """The things a planner tells as done, checked as ``status`` claims: family → (the words that
 tell it, which tools do it (by name), the record ``status`` values that hold it). A family
 with no status values ("scheduled", "sent": an event is "scheduled" and a read mail "was sent"
 without the planner doing either) is checked only where told as the planner's own act."""
+
+_MADE_BY_ACT = frozenset({"on_the_way"})
+"""Families whose state the episode's own act of that kind brings about, whatever the record says
+yet: an order placed, a card sent "is on its way" while its record still says ``placed``."""
 
 _STATUS_WORDS = "|".join(f"(?P<{k}>{v[0]})" for k, v in STATUS_FAMILIES.items())
 _RE_STATUS_ACT = re.compile(
@@ -3412,10 +3451,12 @@ _RE_UNDONE = re.compile(
 
 
 _RE_LEFT_UNDONE = re.compile(
-    r"\b(?:left|kept)\s+(?:it|them|that|this|(?:the|your)\s+\w+(?:\s+\w+)?)\s+un(?P<family>read|played|paid|sent)\b",
+    r"\b(?:left|kept)\s+(?:it|them|that|this|him|her|(?:the|your|his|her|their)\s+\w+(?:\s+\w+)?)"
+    r"\s+un(?P<family>read|played|paid|sent|blocked|locked|pinned)\b",
     re.I,
 )
-"""A thing told as left not done: "I left it unread", "kept the message unread"."""
+"""A thing told as left not done: "I left it unread", "kept the message unread", "left his number
+unblocked"."""
 
 
 def _undone_claims(t: str) -> list[tuple[str, int, int]]:
@@ -4358,6 +4399,8 @@ def check_text(
                 continue  # "Paid both requests" where it paid one and declined the other
             if does is _NO_TOOL and source != "answer":  # a text passing on what a mail or text said
                 continue
+            if family in _MADE_BY_ACT and any(does(n) for n in g.acts):
+                continue  # "Your usual is on its way" right after the order was placed
             told = _told_state(pt, a, b, family, g) if not own and holds else None
             if told is not None and told[0]:
                 continue  # the record the clause names (or, none named, the goal or what was done) holds it
@@ -4499,10 +4542,18 @@ def check_text(
                 )
             )
             tol = max(5.0, 0.1 * minutes) if rough else 15.0 if not re.search(r"\bmin|\bm\b|:\d", span, re.I) else 1.0
+            held_s = g.subject.seconds | g.did.seconds | g.read.seconds
+            if held_s and minutes < 10 and re.search(r"\d\s*-?\s*(?:sec(?:ond)?s?|s)\b", span, re.I):
+                tol_s = max(5.0, 0.1 * c.value) if rough else 1.0  # "a 41-second video": to the second
+                if not any(abs(c.value - x) <= tol_s for x in held_s):
+                    near_s = sorted(held_s, key=lambda x: abs(x - c.value))[:3]
+                    out.append(Ungrounded("duration", span, source, tuple(f"{x} s" for x in near_s)))
+                continue
             from_now = bool(
                 re.search(
                     r"\bin\s+(?:about\s+|around\s+|roughly\s+|just\s+)?$", t[max(0, c.start - 20) : c.start], re.I
                 )
+                or re.match(r"\s+(?:from\s+now|away)\b", t[c.end :], re.I)  # "about 32 minutes from now"
             )
             pool = g.durations(from_now)
             lead = t[max(0, c.start - 60) : c.start].lower()  # "Yoga class: two hours", "'Gym' lasts an hour"
@@ -4766,6 +4817,12 @@ _RE_COMMIT = re.compile(
     r"|\s*['\u2019]m\s+going\s+to|\s+am\s+going\s+to|\s+are\s+going\s+to)\s+([^.!?;\n]+)",
     re.I,
 )
+_RE_PROPOSE = re.compile(r"\blet(?:['\u2019]s|\s+us)\s+([^.!?;\n]+)", re.I)
+"""A proposal made in the user's name: "Let's go again next weekend"."""
+_RE_ON_ME = re.compile(r"(?:^|(?<=[.!?;,\n]))\s*([^.!?;,\n]{1,40}?)\s+(?:is|are)\s+on\s+me\b|\bmy\s+treat\b", re.I)
+"""An offer to pay in the user's name: "Dinner's on me afterwards", "Next pizza is on me", "my treat"."""
+_OFFERED = re.compile(r"\bon\s+me\b|\btreat\b|\bpay\s+for\b|\bshout\b", re.I)
+"""Words of a user who offered to pay (then an offer told is theirs)."""
 _COMMIT_WORD = re.compile(r"[^\W\d_]{3,}")
 _LIGHT_WORDS = frozenset(
     [
@@ -4812,12 +4869,16 @@ def _commitments(text: str, g: Grounds) -> list[str]:
     stop word, no greeting) that no user text (goal, memory) and no subject string (what the
     episode read of the records it acted on, its writes) holds, this text aside. "I'll bring
     towels for both of us" added to a text about a swim fails; "I'll be 15 minutes late" for a
-    user who said so passes."""
+    user who said so passes. A proposal ("Let's ...") is read the same way, and an offer to pay
+    ("Dinner's on me", "my treat") holds only where the user offered it."""
     out: list[str] = []
     if g.subject_names is None:
         return out
     held: str | None = None
-    for m in _RE_COMMIT.finditer(plain(text)):  # "twelve" is the user's "12", "thx" their "thanks"
+    pt = plain(text)  # "twelve" is the user's "12", "thx" their "thanks"; "Dinner's" is "Dinner is"
+    if not any(_OFFERED.search(u) for u in g.user_texts):
+        out.extend(m.group().strip(" ,") for m in _RE_ON_ME.finditer(pt))  # an offer to pay nobody made
+    for m in [*_RE_COMMIT.finditer(pt), *_RE_PROPOSE.finditer(pt)]:
         content = [
             w.lower()
             for w in _COMMIT_WORD.findall(m[1])

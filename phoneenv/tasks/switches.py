@@ -26,7 +26,8 @@ How a claim is told (in one part of a sentence: a clause, or what a comma or "an
 - a theme told as current: "back to the light theme", "switched to dark mode", "light theme
   is back".
 
-States: on, enabled, active, activated; off, disabled, inactive, deactivated. A claim about
+States: on, enabled, active, activated, connected; off, disabled, inactive, deactivated,
+disconnected. A claim about
 what will happen ("will switch off at 11:00", "turns off at 11:00", "goes off at 7"), a
 negated, conditional or questioned one, is not told. An alarm told off that no longer exists
 was deleted, not turned off (unless its part says so: "turned off and deleted"); one told on
@@ -62,11 +63,11 @@ _SPOKEN = {"dnd": "do not disturb", "wifi": "Wi-Fi", "airplane_mode": "airplane 
 SETTINGS_TABLE = "settings.settings"
 ALARMS_TABLE = "clock.alarms"
 
-_ON = r"on|enabled|active|activated|running"
-_OFF = r"off|disabled|inactive|deactivated"
+_ON = r"on|enabled|active|activated|running|connected|reconnected"
+_OFF = r"off|disabled|inactive|deactivated|disconnected"
 _ON_WORDS = frozenset(_ON.split("|"))
 _STATE = rf"(?P<state>{_ON}|{_OFF})"
-_LINK = r"(?:\s+(?:is|are|was|were|has|have|been|stays|remains|now|still|back|already|currently|all|also|switched|turned|set|left|kept|to|got|fully))*"
+_LINK = r"(?:\s+(?:is|are|was|were|has|have|been|stays|stayed|remains|remained|went|now|still|back|already|currently|all|also|switched|turned|set|left|kept|to|got|fully))*"
 _STATE_AFTER = re.compile(_LINK + r"\s+" + _STATE + r"\b", re.I)
 """A state after a switch's name, linking words between: "DND is now on", "the 7:15 alarm back on"."""
 _STATE_BEFORE = re.compile(
