@@ -1849,6 +1849,9 @@ STAGES = [
     ("contacts.delete_contact/5", "Deleted Ingolf Schmiedecke from your contacts and blocked his number.", True),
     ("todo.tick_off_and_clear/5", "Tomatoes is ticked off and cleared. Your Groceries list is now empty.", False),
     ("todo.tick_off_and_clear/5", "Ticked off tomatoes and cleared it; rice and milk are still on Groceries.", True),
+    # a line's quantity told of an order the episode read
+    ("delivery.track_and_tell/5", "Your Sushi Yama order (3 Dragon Rolls) arrives at 11:22; I texted Paul.", False),
+    ("delivery.track_and_tell/5", "Your Sushi Yama order (2 Dragon Rolls) arrives at 11:22; I texted Paul.", True),
     # a switch told connected or gone off is one the phone holds so at the end
     (
         "settings.airplane_mode/5",

@@ -2859,7 +2859,11 @@ def grounds(
     g.set_spans = _time_spans(r for r in (*now_recs, *(c.arguments for c in writes)) if isinstance(r, Mapping))
     g.field_dates = _field_dates(now_recs)
     g.enums = _enum_values(now_recs, ctx)
+    reads = [c.feedback.result for c in calls if c.ok and c.feedback.result is not None and c.name != "finish"]
+    # the lines of what the episode changed, else of what it read ("Your order (3 Dragon Rolls)" for one read)
     g.line_counts = _line_counts([*now_recs, *(c.feedback.result for c in writes), *(c.arguments for c in writes)])
+    for name, qtys in _line_counts(reads).items():
+        g.line_counts.setdefault(name, qtys)
     g.changed_places = [
         places
         for r in now_recs[:200]
