@@ -1852,6 +1852,24 @@ STAGES = [
     # a line's quantity told of an order the episode read
     ("delivery.track_and_tell/5", "Your Sushi Yama order (3 Dragon Rolls) arrives at 11:22; I texted Paul.", False),
     ("delivery.track_and_tell/5", "Your Sushi Yama order (2 Dragon Rolls) arrives at 11:22; I texted Paul.", True),
+    # a day in a bracket after a record is that record's; a value of one record beside another's
+    (
+        "music.podcast_catch_up/5",
+        "Done: following Trail Talk, 'Trail food' (out 9 November) is downloaded and 'Night skies' is played.",
+        False,
+    ),
+    (
+        "music.podcast_catch_up/5",
+        "Done: following Trail Talk, 'Trail food' (out 16 November) is downloaded and 'Night skies' is played.",
+        True,
+    ),
+    ("simulated.parcel_eta/5", "Your DHL parcel with the hiking boots should arrive on Thursday 19 November.", False),
+    ("simulated.parcel_eta/5", "Your UPS parcel with the hiking boots should arrive on Thursday 19 November.", True),
+    (
+        "simulated.parcel_eta/5",
+        "The hiking boots (UPS) arrive on Thursday 19 November; the DHL parcel with the cast-iron pan comes later.",
+        True,
+    ),
     # a switch told connected or gone off is one the phone holds so at the end
     (
         "settings.airplane_mode/5",

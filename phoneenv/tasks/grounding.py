@@ -1610,6 +1610,7 @@ class Grounds:
         # derived values, worked out on first use (most episodes tell no amount)
         self._times: dict[int, set[str]] = {}
         self._durations: set[int] | None = None
+        self._siblings: list[Any] | None = None  # _sibling_groups
         self._money: dict[tuple[int, bool], set[tuple[float, str]]] = {}
         df: dict[str, int] = {}
         for n in self.named:
@@ -2473,6 +2474,111 @@ def _field_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
         shown = tuple(sorted(held)[:3])
         out.append((said, shown, f"the {field} the episode set is {', '.join(repr(h) for h in shown)}"))
     return out
+
+
+_SWAP_SKIP_KEYS = re.compile(
+    r"(?:^|_)(?:id|ids|status|kind|type|currency|unit|time|date|start|end|created|updated"
+    r"|taken|published|last_update|estimated_delivery|tz|timezone|url|link|number|phone|email)$",
+    re.I,
+)
+"""Fields whose values are no thing's own name or feature: ids, states, units, times, addresses of reach."""
+_SWAP_NEAR = 5
+"""Words at most between a value of one record and a value of its sibling for them to be told together."""
+
+
+def _sibling_groups(g: Grounds) -> list[tuple[list[Mapping[str, Any]], list[dict[str, str]], dict[str, int]]]:
+    """The list results of the episode's calls whose records share three keys or more (2 to 50
+    records), each with its records' short string values by field (as :func:`words`, no ids,
+    states, times or reach) and, per field, how many distinct values it has; read once per
+    episode (cached on ``g``)."""
+    if g._siblings is not None:
+        return g._siblings
+    groups: list[tuple[list[Mapping[str, Any]], list[dict[str, str]], dict[str, int]]] = []
+    for c in g.episode.calls if g.episode is not None else ():
+        if not c.ok or c.feedback.result is None or c.name == "finish":
+            continue
+        stack = [c.feedback.result]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, Mapping):
+                stack.extend(x for x in v.values() if isinstance(x, (Mapping, list)))
+            elif isinstance(v, list):
+                recs = [x for x in v if isinstance(x, Mapping)]
+                stack.extend(x for x in v if isinstance(x, (Mapping, list)))
+                if not 2 <= len(recs) <= 50:
+                    continue
+                keys = set.intersection(*(set(r) for r in recs))
+                fields = sorted(k for k in keys if not _SWAP_SKIP_KEYS.search(str(k)))
+                if len(keys) < 3 or not fields:
+                    continue
+                values = [
+                    {
+                        f: words(r[f]).strip()
+                        for f in fields
+                        if isinstance(r[f], str) and 2 <= len(r[f].strip()) <= 40 and not re.search(r"\d{3}", r[f])
+                    }
+                    for r in recs
+                ]
+                distinct = {f: len({v[f] for v in values if f in v}) for f in fields}
+                groups.append((recs, values, distinct))
+    g._siblings = groups
+    return groups
+
+
+def _sibling_swaps(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(said, held, why)`` for each value of one record told right beside a value of its
+    sibling, as that sibling's: two records of one list result (records with the same keys)
+    whose field ``F`` differ, a value of record B's ``F`` told within a few words of what names
+    record A only, where A's own ``F`` is not told in that sentence part and nothing else of B
+    is ("your DHL parcel with the hiking boots" where the boots come with UPS and the pan with
+    DHL; "the Green Thumb Garden delivery (the tea set)" for the other parcel's tea set)."""
+    groups = _sibling_groups(g)
+    if not groups:
+        return []
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for part in re.split(r"[.;!?\n]+", text):
+        if not part.strip():
+            continue
+        w = words(part)
+        toks = w.split()
+        for recs, values, distinct in groups:
+            told = [{f: x for f, x in v.items() if f" {x} " in w} for v in values]
+            found = False
+            for b, tb in enumerate(told):
+                if found:
+                    break  # one swap a part: two records named by one thing each is one slip, told once
+                if len(tb) != 1:
+                    continue  # B is named by nothing, or by more than one of its own things: it is B
+                ((f, x),) = tb.items()
+                if distinct[f] < 2 or sum(1 for v in values if v.get(f) == x) != 1:
+                    continue
+                for a, ta in enumerate(told):
+                    if a == b or not ta or f in ta or f not in values[a]:
+                        continue
+                    if min(_word_gap(toks, x.split(), y.split()) for y in ta.values()) <= _SWAP_NEAR:
+                        said = next(
+                            (m[0] for m in re.finditer(re.escape(str(recs[b][f])), part, re.I)), str(recs[b][f])
+                        )
+                        why = f"{f} {recs[b][f]!r} is another record's; this one's is {recs[a][f]!r}"
+                        out.append((said, (values[a][f],), why))
+                        found = True
+                        break
+    return out
+
+
+def _word_gap(toks: list[str], x: list[str], y: list[str]) -> int:
+    """The fewest words between an occurrence of words ``x`` and one of ``y`` in ``toks``."""
+
+    def at(seq: list[str]) -> list[int]:
+        n = len(seq)
+        return [i for i in range(len(toks) - n + 1) if toks[i : i + n] == seq]
+
+    best = 10**6
+    for i in at(x):
+        for j in at(y):
+            gap = j - (i + len(x)) if j >= i else i - (j + len(y))
+            best = min(best, max(gap, 0))
+    return best
 
 
 _RE_HAS_COUNT = re.compile(
@@ -4062,6 +4168,20 @@ def check_text(
         named = g.anchors(lead[:-1], "duration")
         return set().union(*(n.ev.spans | n.ev.durations for n in named)) if named else set()
 
+    def bracket_dates(start: int) -> set[str]:
+        """The days of the records named in the clause before a bracket that the date at
+        ``start`` opens, a word or two in ("'Trail food' (out 9 November)"); empty where it
+        opens none or they hold no day."""
+        a = max(b for b in bounds if b <= start)
+        lead = t[a:start]
+        m = re.search(r"\(\s*(?:[A-Za-z]+\s+){0,2}$", lead)
+        if m is None or m.start() < 3:
+            return set()
+        if re.search(rf"(?:today|tonight|tomorrow|yesterday|{WEEKDAY}|\d)\W*$", lead[: m.start()], re.I):
+            return set()  # "tomorrow (Saturday 21 November)": the day told again, not a record's
+        named = g.anchors(lead[: m.start()], "date")
+        return set().union(*(n.ev.dates for n in named)) if named else set()
+
     def past(start: int) -> bool:
         """Whether the clause tells the value at ``start`` as it was ("you had", "up from")."""
         return bool(_PAST_CUE.search(t[max(b for b in bounds if b <= start) : start]))
@@ -4336,6 +4456,16 @@ def check_text(
                 near = tuple(_nearest("date", c.value, list(g.subject.dates)))
                 why = "it is what the episode did, whose records hold " + (", ".join(near) or "none")
                 out.append(Ungrounded("date", t[c.start : c.end], source, near, why))
+                continue
+            held = bracket_dates(c.start)
+            if held:  # "'Trail food' (out 9 November)": the day of the record the bracket follows
+                if not _date_check(c, t, Evidence(dates=held), g.subject.today)[0]:
+                    near = tuple(_nearest("date", c.value, list(held)))
+                    out.append(
+                        Ungrounded(
+                            "date", t[c.start : c.end], source, near, "the bracket follows a record of those days"
+                        )
+                    )
                 continue
             anchors = g.anchors(clause(c.start), "date")
             if anchors:  # about named records: theirs, or a day the episode set (not the clock's)
@@ -4632,6 +4762,8 @@ def check_text(
         out.extend(Ungrounded("status", said, source, held, why) for said, held, why in _weather_claims(text, g, ctx))
     if "count" in types and g.named:  # "Morning run still has 4 songs" after one of 4 was removed
         out.extend(Ungrounded("count", said, source, held, why) for said, held, why in _content_counts(text, g))
+    if "name" in types:  # "your DHL parcel with the hiking boots" for the UPS one
+        out.extend(Ungrounded("name", said, source, held, why) for said, held, why in _sibling_swaps(text, g))
     if "name" in types and g.named:  # "On the Hardware store list: sunscreen, batteries"
         out.extend(Ungrounded("name", said, source, held, why) for said, held, why in _listed_claims(text, g))
     if "name" in types and source == "answer":  # "your blood type is AB negative" for the A negative saved
