@@ -2531,7 +2531,8 @@ def _sibling_swaps(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
     whose field ``F`` differ, a value of record B's ``F`` told within a few words of what names
     record A only, where A's own ``F`` is not told in that sentence part and nothing else of B
     is ("your DHL parcel with the hiking boots" where the boots come with UPS and the pan with
-    DHL; "the Green Thumb Garden delivery (the tea set)" for the other parcel's tea set)."""
+    DHL; "Paper Moon by Juniper Road" where Juniper Road sang another song of the list). A
+    record the episode never read in a list (one result of its own) has no sibling here."""
     groups = _sibling_groups(g)
     if not groups:
         return []
