@@ -426,11 +426,8 @@ def _street_of(m: re.Match[str]) -> tuple[str, str]:
     written out ("harbour road" for "Harbour Rd")."""
     if m["street2"]:
         return m["street2"].lower().replace("str.", "strasse").replace("\u00df", "ss"), m["num2"].lower()
-    if m["street3"]:
-        *name, kind = m["street3"].lower().split()
-        return " ".join([*name, _STREET_WORDS.get(kind.rstrip("."), kind)]), m["num3"].lower()
-    *name, kind = m["street"].lower().split()
-    return " ".join([*name, _STREET_WORDS.get(kind.rstrip("."), kind)]), m["num"].lower()
+    *name, kind = (m["street"] or m["street3"]).lower().split()
+    return " ".join([*name, _STREET_WORDS.get(kind.rstrip("."), kind)]), (m["num"] or m["num3"]).lower()
 
 
 def _address_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str]]:
@@ -4158,30 +4155,31 @@ def check_text(
             r"\s*(?:each|apiece|per\b|a\s+(?:head|piece))", t[end:]
         )
 
-    def bracket_lengths(start: int) -> set[int]:
-        """The lengths (minutes) of the records named in the clause before a bracket that the
-        duration at ``start`` opens ("“Market days” from City Stories (about 67 min)"): the best
-        named of those that hold a length; empty where it opens none or they hold none."""
+    def bracket_named(start: int, type: str, lead_words: int = 0) -> list[Named]:
+        """The records named in the clause before a bracket that the value at ``start`` opens,
+        after at most ``lead_words`` words inside it ("“Market days” from City Stories (about
+        67 min)", "'Trail food' (out 9 November)"); none where it opens none, or (a date) the
+        bracket follows a day ("tomorrow (Saturday 21 November)": the day told again)."""
         a = max(b for b in bounds if b <= start)
         lead = _ROUGH_LEAD.sub("", t[a:start])
-        if not lead.endswith("(") or len(lead) < 4:
-            return set()
-        named = g.anchors(lead[:-1], "duration")
-        return set().union(*(n.ev.spans | n.ev.durations for n in named)) if named else set()
+        m = re.search(r"\(\s*(?:[A-Za-z]+\s+){0,%d}$" % lead_words, lead)  # noqa: UP031
+        if m is None or m.start() < 3:
+            return []
+        if type == "date" and re.search(
+            rf"(?:today|tonight|tomorrow|yesterday|{WEEKDAY}|\d)\W*$", lead[: m.start()], re.I
+        ):
+            return []
+        return g.anchors(lead[: m.start()], type)
+
+    def bracket_lengths(start: int) -> set[int]:
+        """The lengths (minutes) of the records a bracket the duration at ``start`` opens follows
+        (:func:`bracket_named`); empty where there are none or they hold none."""
+        return set().union(*(n.ev.spans | n.ev.durations for n in bracket_named(start, "duration")))
 
     def bracket_dates(start: int) -> set[str]:
-        """The days of the records named in the clause before a bracket that the date at
-        ``start`` opens, a word or two in ("'Trail food' (out 9 November)"); empty where it
-        opens none or they hold no day."""
-        a = max(b for b in bounds if b <= start)
-        lead = t[a:start]
-        m = re.search(r"\(\s*(?:[A-Za-z]+\s+){0,2}$", lead)
-        if m is None or m.start() < 3:
-            return set()
-        if re.search(rf"(?:today|tonight|tomorrow|yesterday|{WEEKDAY}|\d)\W*$", lead[: m.start()], re.I):
-            return set()  # "tomorrow (Saturday 21 November)": the day told again, not a record's
-        named = g.anchors(lead[: m.start()], "date")
-        return set().union(*(n.ev.dates for n in named)) if named else set()
+        """The days of the records a bracket the date at ``start`` opens follows, a word or two
+        in (:func:`bracket_named`); empty where there are none or they hold no day."""
+        return set().union(*(n.ev.dates for n in bracket_named(start, "date", 2)))
 
     def past(start: int) -> bool:
         """Whether the clause tells the value at ``start`` as it was ("you had", "up from")."""
