@@ -280,6 +280,28 @@ def test_switch_and_name_probes_are_generated_both_ways():
     assert not run_plan(env, task, name.plan)[0]["verdict"]["success"]
 
 
+def test_a_status_probe_tells_the_act_done_as_another():
+    from phoneenv.tasks.claim_probes import claim_probes
+
+    cases = {  # each reference answer's status verb, swapped for one no act of the episode did
+        "wallet.pay_back/0": ("Sent 18 GBP to Clive Morrison.", "Scheduled 18 GBP to Clive Morrison."),
+        "restaurants.cancel_booking/0": ("Cancelled.", "Booked."),
+        "skills.reorder_usual/0": (
+            "Ordered your usual: 1 x Margherita from Pizza Roma.",
+            "Cancelled your usual: 1 x Margherita from Pizza Roma.",
+        ),
+    }
+    for task_id, (told, swapped) in cases.items():
+        task = get_task(task_id)
+        env = PhonePlanEnv(tasks=[task])
+        run_plan(env, task, task.reference_plan)
+        assert task.reference_plan[-1].arguments["answer"] == told
+        probes = [p for p in claim_probes(task, env.episode_grounds(), env.episode_context()) if p.type == "status"]
+        (probe,) = [p for p in probes if p.name.startswith("answer")]
+        assert probe.expect == "fail" and probe.plan[-1].arguments["answer"] == swapped, probe.plan[-1]
+        assert not run_plan(env, task, probe.plan)[0]["verdict"]["success"], task_id
+
+
 @pytest.mark.parametrize(
     ("value", "ok"),
     [

@@ -34,6 +34,10 @@ that must **pass** (the same answer said another way)::
     dictation a dictated text with a commitment
               added ("Unfortunately I can't make
               it though.")
+    status    a status told as another ("I have
+              scheduled the bill" for "paid",
+              "cancelled" for "booked", "delivered"
+              for "on its way")
     undone    the answer reports the task's first
               action failed ("Sorry, I couldn't
               send it."): the undone guard
@@ -60,10 +64,12 @@ from phoneenv.contract import AnswerCriterion, CompositeCriterion, Criterion, Ta
 from phoneenv.tasks.answers import claims, scan
 from phoneenv.tasks.grounding import (
     AUTHORED_KEYS,
+    NO_TOOL,
     RE_CODE_TOLD,
     RE_DISTANCE,
     RE_FULL_NAME,
     RE_SIZE,
+    STATUS_FAMILIES,
     Grounds,
     code_key,
     count_claims,
@@ -74,6 +80,7 @@ from phoneenv.tasks.grounding import (
     period_claims,
     phone_region,
     size_key,
+    status_claims,
     temperature_claims,
 )
 from phoneenv.tasks.identity import contact_ids
@@ -88,7 +95,7 @@ __all__ = ["CLAIM_PROBE_TYPES", "ClaimProbe", "claim_probes"]
 CLAIM_PROBE_TYPES = (
     "time", "date", "weekday", "money", "currency", "temperature", "count", "percent", "distance", "duration", "person",
     "email", "phone",
-    "switch", "name", "code", "commitment", "period", "size", "place", "dictation", "undone", "paraphrase",
+    "status", "switch", "name", "code", "commitment", "period", "size", "place", "dictation", "undone", "paraphrase",
 )  # fmt: skip
 """The kinds of generated probe, in report order (``paraphrase``: the must-pass ones)."""
 
@@ -274,6 +281,30 @@ def _other_code(code: str, held: frozenset[str]) -> str:
         if code_key(new) not in held:
             return new
     return code[:at] + "X" + code[at + 1 :]
+
+
+_OTHER_STATUS = {
+    "paid": "scheduled", "scheduled": "paid", "booked": "cancelled", "cancelled": "booked", "ordered": "cancelled",
+    "moved": "cancelled", "sent": "drafted", "drafted": "sent", "texted": "e-mailed", "emailed": "texted",
+    "called": "texted", "requested": "paid", "declined": "paid", "pending": "paid", "deleted": "archived",
+    "archived": "deleted", "renamed": "deleted", "locked": "unlocked", "unlocked": "locked", "pinned": "unpinned",
+    "unpinned": "pinned", "subscribed": "unsubscribed", "unsubscribed": "subscribed", "blocked": "unblocked",
+    "unblocked": "blocked", "favorite": "unfavourited", "unfavorite": "favourited", "waitlisted": "booked",
+    "delivered": "cancelled", "shipped": "delivered", "on_the_way": "delivered", "out_for_delivery": "delivered",
+}  # fmt: skip
+"""A status told another way: the family a planner tells and the word a must-fail ``status`` probe
+tells in its place ("I have paid the bill" → "I have scheduled the bill"); families with no
+counterpart a sentence keeps its grammar with ("marked it as read", "played") make no probe."""
+
+
+_STATUS_PHRASES = frozenset({"on_the_way", "out_for_delivery", "waitlisted"})
+"""Families told by a phrase that a probe swaps whole ("is on its way" → "is delivered")."""
+
+
+def _other_status(word: str) -> str | None:
+    """The family of ``word`` (a status word :func:`status_claims` reads) told another way, or None."""
+    found = status_claims(f"I have {word.lower()}.")
+    return found[0][0] if found else None
 
 
 def _twelve(hm: str) -> str:
@@ -488,6 +519,25 @@ def claim_probes(task: TaskSpec, g: Grounds, ctx: Context) -> list[ClaimProbe]:
                 other, new = _OTHER_PERIOD[period]
                 held = other in {p for p, _ in g.periods}  # another changed record repeats so
                 fail("period", step, key, original[:a] + new + original[b:], new, held)
+                break
+        if "status" not in exempt:
+            pt = plain(original)  # contractions expanded: the spans index it
+            for family, a, b, _ in status_claims(pt):
+                if (word := _OTHER_STATUS.get(family)) is None:
+                    continue
+                verb = re.match(r"[\w-]+", pt[a:b])[0]
+                if family not in _STATUS_PHRASES and verb != pt[a:b].strip() and verb.lower() != "sent":
+                    continue  # "placed your order", "marked it as read": no one word to swap
+                if family not in _STATUS_PHRASES:
+                    b = a + len(verb)  # "Sent 18 GBP to Clive": the verb alone
+                other = _other_status(word)
+                if other is None or (STATUS_FAMILIES[other][1] is NO_TOOL and key != "answer"):
+                    continue
+                _, does, holds = STATUS_FAMILIES[other]
+                # the other status is held where the episode did that too, or (a state no act makes) a record says so
+                held = any(does(n) for n in g.acts) or (does is NO_TOOL and bool(holds & (g.focus | g.did.statuses)))
+                new = word.capitalize() if pt[a:b][:1].isupper() else word
+                fail("status", step, key, _put(original, pt, a, b, new), new, held)
                 break
     # a text to a person: a promise the user never gave fails, one of no new content passes
     if "commitment" not in exempt and g.subject_names is not None:

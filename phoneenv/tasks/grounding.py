@@ -135,6 +135,7 @@ from phoneenv.tasks.switches import check_switches
 __all__ = [
     "AUTHORED_KEYS",
     "GROUNDED_TYPES",
+    "NO_TOOL",
     "RE_CODE_TOLD",
     "RE_DISTANCE",
     "RE_SIZE",
@@ -157,6 +158,7 @@ __all__ = [
     "period_claims",
     "size_key",
     "span_claims",
+    "status_claims",
     "temperature_claims",
     "ungrounded",
     "world_grounds",
@@ -3326,7 +3328,7 @@ def _verb(*prefixes: str) -> Callable[[str], bool]:
     return lambda name: name.rpartition(".")[2].startswith(prefixes)
 
 
-def _NO_TOOL(name: str) -> bool:
+def NO_TOOL(name: str) -> bool:
     """No tool does it: a state only a record holds ("delivered", "shipped", "pending")."""
     return False
 
@@ -3464,12 +3466,12 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
     ),
     "waitlisted": (
         r"wait-?listed|(?:put\s+(?:you\s+|it\s+)?)?on\s+(?:the\s+|a\s+)?wait(?:ing)?\s*list",
-        _NO_TOOL,
+        NO_TOOL,
         frozenset({"waitlisted", "waitlist", "waiting_list"}),
     ),
     "shipped": (
         r"shipped|dispatched",
-        _NO_TOOL,
+        NO_TOOL,
         frozenset({"shipped", "dispatched", "in_transit", "out_for_delivery", "on_the_way", "delivered"}),
     ),
     # "on its way" is anything past the sender (not an order still "placed" or "preparing");
@@ -3481,7 +3483,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
     ),
     "out_for_delivery": (
         r"out\s+for\s+delivery",
-        _NO_TOOL,
+        NO_TOOL,
         frozenset({"out_for_delivery", "on_the_way"}),
     ),
 }
@@ -3652,8 +3654,10 @@ def _told_state(t: str, a: int, b: int, family: str, g: Grounds) -> tuple[bool, 
     return bool((g.focus | g.did.statuses) & holds), ""
 
 
-def _status_claims(t: str) -> list[tuple[str, int, int, bool]]:
-    """``(family, start, end, own_act)`` of each status told in ``t`` (a text already
+def status_claims(t: str) -> list[tuple[str, int, int, bool]]:
+    """``(family, start, end, own_act)`` of each status told in ``t`` (family: a key of
+    :data:`STATUS_FAMILIES`; ``t[start:end]`` its words; ``own_act``: told as the planner's own act,
+    "I have paid", not as a record's state, "the bill is paid") (``t``: a text already
     :func:`~phoneenv.tasks.predicates.plain`: contractions expanded), negated, conditional and
     questioned ones aside."""
     out: list[tuple[str, int, int, bool]] = []
@@ -4516,7 +4520,7 @@ def check_text(
                 judge("temperature", [v], start, start + len(span), unit)
     pt = plain(text) if {"status", "count", "percent"} & set(types) else ""  # contractions, number words
     if "status" in types:
-        for family, a, b, own in _status_claims(pt):
+        for family, a, b, own in status_claims(pt):
             _, does, holds = STATUS_FAMILIES[family]
             money = family in ("paid", "sent", "requested")
             if own and any(does(n) for n in g.acts) and (other := _other_act(pt, b, does, g, ctx, money)) is not None:
@@ -4530,7 +4534,7 @@ def check_text(
                 why = "the episode did that to one thing only (one call, one record)"
                 out.append(Ungrounded("status", pt[a : _BOTH.match(pt, b).end()], source, (), why))
                 continue  # "Paid both requests" where it paid one and declined the other
-            if does is _NO_TOOL and source != "answer":  # a text passing on what a mail or text said
+            if does is NO_TOOL and source != "answer":  # a text passing on what a mail or text said
                 continue
             if family in _MADE_BY_ACT and any(does(n) for n in g.acts):
                 continue  # "Your usual is on its way" right after the order was placed
