@@ -58,6 +58,10 @@ TOLD_WRONG = [
     ("weather.text_forecast/0", "Tomorrow in Amsterdam: fog, high 8.6°F.", "8.6°F"),
     # a number or an address that is no one's
     ("contacts.lookup_number/0", "+447999030282", "+447999030282"),
+    # the day of an act a call does at once, told as another: the clock says Monday 9 November
+    ("wallet.pay_back/3", "Sent 2,700 yen to Chiyo on Sunday.", "Sunday"),
+    ("wallet.pay_back/3", "I just sent Chiyo 2700 JPY yesterday.", "yesterday"),
+    ("wallet.pay_back/3", "Sent 2700 JPY to Chiyo on Tuesday 10 November.", "Tuesday 10 November"),
 ]
 
 
@@ -76,6 +80,13 @@ TOLD_RIGHT = [
     ("shop.price_check/0", "It costs £74.50 - and no, size 41 is sold out."),
     ("budget.spending_answer/0", "You've spent $36.32 on dining so far this month."),
     ("contacts.lookup_number/0", "Irene's number is +44 7999 030281; I sent it to Rebecca."),
+    # the act's day told right; a day of another thing beside an act
+    ("wallet.pay_back/3", "Paid Chiyo 2700 JPY on Monday."),
+    ("wallet.pay_back/3", "Sent 2700 JPY to Chiyo on Monday 9 November."),
+    ("wallet.pay_back/3", "Sent Chiyo 2700 JPY for the taxi on Sunday."),
+    ("wallet.pay_back/3", "Chiyo texted on Monday; sent her 2700 JPY."),
+    ("wallet.pay_back/3", "Chiyo sent the request on Monday and I paid her 2700 JPY."),
+    ("weather.text_forecast/0", "Sent tomorrow's forecast: fog, high 8.6°C in Amsterdam."),
 ]
 
 

@@ -120,6 +120,7 @@ from phoneenv.tasks.answers import (
     MONTH_NAMES,
     WEEKDAY,
     WEEKDAYS,
+    Claim,
     claims,
     currencies_named,
     phone_region,
@@ -4058,6 +4059,50 @@ def _hm_of(minutes: int | None) -> str:
     return "?" if minutes is None else f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
+_NOW_ACT = re.compile(
+    r"^\s*(?:(?:done|ok|okay|sure|all\s+set|great)\s*[,:!.\u2013\u2014-]?\s+)?(?:(?:i|we)\s+)?"
+    r"(?:(?:have|had|also|just|already|then|successfully)\s+)*"
+    r"(?:sent|paid|texted|sms(?:-?ed)?|e-?mailed|messaged|called|rang|phoned|replied|forwarded|transferred"
+    r"|requested|shared)\b(?P<mid>(?:[^,;:]|(?<=\d),(?=\d))*?)\s(?:on\s+)?$",
+    re.I,
+)
+"""A clause that tells, up to a date, an act a call does at once as the planner's own ("Sent
+2,700 yen to Chiyo on Sunday", "I texted Ana yesterday"): its day is the clock's."""
+_OF_ANOTHER_THING = re.compile(
+    r"\b(?:about|for|that|re|regarding|saying|asking|from|of|due|before|after|until|by|since|with|when|what|which"
+    r"|invite|invitation|event|meeting|appointment|booking|reservation|party|dinner|lunch|plan|plans)\b",
+    re.I,
+)
+"""Words between such an act and a date that make the date another thing's ("texted Bob about
+dinner on Sunday", "sent the invite for Friday")."""
+
+
+def _acts_day(t: str, c: Claim, g: Grounds) -> str | None:
+    """The date claim ``c`` of ``t`` judged as the day of the planner's own act told right before
+    it (:data:`_NOW_ACT`): a message sent, money paid, a call made happen when the call is made,
+    so "Sent 2,700 yen to Chiyo on Sunday" on a Monday fails. Returns why it is false, "" where
+    it is the clock's day, and None where the clause tells no such act, the date is another
+    thing's (:data:`_OF_ANOTHER_THING`), the episode changed nothing or the clock is unknown."""
+    ends = [e.end() for e in _CLAUSE.finditer(t, 0, c.start)]
+    start = ends[-1] if ends else 0
+    cuts = [m.end() for m in _SUBCLAUSE.finditer(t, start, c.start)]
+    m = _NOW_ACT.search(t[cuts[-1] if cuts else start : c.start])
+    if m is None or _OF_ANOTHER_THING.search(m["mid"]) or not g.acts or g.subject.today is None:
+        return None
+    if re.match(r"\s*(?:this|last|next|every)\b", t[c.start : c.end], re.I) or re.match(r"['\u2019]s\b", t[c.end :]):
+        return None  # "this Sunday", "tomorrow's forecast": a day spoken of, not the day of the act
+    if not (m.group().rstrip().lower().endswith(" on") or _RELATIVE_DAY.match(t[c.start : c.end])):
+        return None  # "sent Ryohei the forecast Sunday": only "on <day>" or "today"/"yesterday" tells the act's day
+    today = g.subject.today
+    said = {v for v in (c.value, *c.alts) if isinstance(v, str)}
+    weekday = (
+        _weekday_of(t[c.start : c.end].strip()) if re.fullmatch(WEEKDAY, t[c.start : c.end].strip(), re.I) else None
+    )
+    if today.isoformat() in {d[:10] for d in said} or weekday == today.weekday():
+        return ""
+    return f"the episode did it when its call was made: today, {today:%A} {today.isoformat()} by the phone's clock"
+
+
 def _not_today(at: int, text: str, g: Grounds, ctx: Context, bounds: Sequence[int]) -> str | None:
     """Why "today" at ``at`` in ``text`` is false of a time told beside it (in its clause, by the
     clause ``bounds``) that the episode set: the episode set that time for another day ("pickup
@@ -4354,6 +4399,11 @@ def check_text(
             ):  # "Wednesday 2026-11-11": the weekday labels the date beside it (checked with it)
                 continue
             span = t[c.start : c.end].strip().rstrip(".,;")
+            if (day := _acts_day(t, c, g)) is not None:  # "Sent 2,700 yen to Chiyo on Sunday": the clock's day
+                if day:
+                    today = g.subject.today
+                    out.append(Ungrounded("date", span, source, (f"{today:%A} {today.isoformat()}",), day))
+                continue
             if re.fullmatch(rf"{WEEKDAY}(?:\s*(?:to|-|\u2013|through|thru|till|until)\s*{WEEKDAY})?", span, re.I) and (
                 re.search(r"\s|-|\u2013", span)
                 or _WEEKDAY_RANGE.search(t[c.end : c.end + 16])
@@ -4402,7 +4452,7 @@ def check_text(
             lead = t[max((e.end() for e in _CLAUSE.finditer(t, 0, c.start)), default=0) : c.start]
             told = {v for v in (c.value, *c.alts) if isinstance(v, str)}
             if re.fullmatch(WEEKDAY, t[c.start : c.end].strip(), re.I) and g.subject.today is not None:
-                told = {(g.subject.today - dt.timedelta(days=k)).isoformat() for k in range(1, 8)} & {
+                told = {(g.subject.today - dt.timedelta(days=k)).isoformat() for k in range(8)} & {
                     d
                     for d in g.read.dates
                     if d[:10] in told
