@@ -314,6 +314,31 @@ def test_a_status_probe_tells_the_act_done_as_another():
 
 
 @pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        # told as done without asking, after an authentication; where nothing was asked it is true
+        ("home.let_in/0", "Unlocked the front door without bothering you and texted Lesley Ahmed.", False),
+        ("notes.delete_note/0", "Deleted it without asking.", True),
+        # told as left undone: a draft for a mail sent, the cart for an order placed, an offer to run a scene run
+        ("mail.send_email/0", "Saved a draft for you - ready to send.", False),
+        ("memory.shop_my_size/0", "The cotton t-shirt in size L is in your cart - just confirm the checkout.", False),
+        ("skills.evening_scene/0", '"Evening - Living room" is saved - say the word and I\'ll start it.', False),
+        (
+            "skills.evening_scene/0",
+            '"Evening - Living room" is set up and running - let me know and I\'ll tweak it.',
+            True,
+        ),
+        # the flight booked told by another flight's number (the world holds AR 637 too)
+        ("travel_subagent.train_or_flight/0", "Booked flight AR 637, arriving 10:30.", False),
+        ("travel_subagent.train_or_flight/0", "Booked AR 335, arriving 10:30, rather than the 07:00 train.", True),
+    ],
+)
+def test_how_the_episode_went_is_told_as_it_went(task_id, answer, ok):
+    verdict = _answer(task_id, answer)
+    assert verdict["success"] is ok, _grounded(verdict)["reason"]
+
+
+@pytest.mark.parametrize(
     ("value", "ok"),
     [
         ("Re: Dinner on Saturday?", True),

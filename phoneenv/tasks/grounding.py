@@ -242,6 +242,27 @@ RE_SERVICE_NUMBER = re.compile(r"(?<![\w-])([A-Z]{2})\s?(\d{2,4})(?![\w-])")
 is not: three letters)."""
 
 
+def _service_numbers(values: Any) -> set[str]:
+    """The flight and train numbers (:data:`RE_SERVICE_NUMBER`, spaces left out) in the strings of
+    ``values``."""
+    return {
+        m[1] + m[2]
+        for x, _, _, _ in _walk(values)
+        if isinstance(x, str) and len(x) <= 4000
+        for m in RE_SERVICE_NUMBER.finditer(x)
+    }
+
+
+_BOOKED_LEAD = re.compile(
+    r"\b(?:booked|reserved|bought|got\s+you\s+(?:on|a\s+seat\s+on)|checked\s+(?:you\s+|them\s+)?in)\b(?P<rest>.*)$",
+    re.I,
+)
+"""A clause up to a flight or train number that tells it as the one booked ("Booked the flight
+SK 431", "checked you in for ER 222")."""
+_NOT_THIS_ONE = re.compile(r"\b(?:instead|rather|than|not|over|cheaper|earlier|later|faster|unlike|vs)\b", re.I)
+"""Words that make the number after a booking another one ("booked SK 431 rather than SK 319")."""
+
+
 def _shape(code: str) -> str:
     """A code's shape: its letters as ``A``, its digits as ``9`` ("SP325" → "AA999")."""
     return re.sub(r"[A-Z]", "A", re.sub(r"\d", "9", code))
@@ -3440,6 +3461,7 @@ STATUS_FAMILIES: dict[str, tuple[str, Callable[[str], bool], frozenset[str]]] = 
     ),
     "drafted": (
         r"drafted|saved\s+(?:it\s+|\S+\s+){0,4}?as\s+an?\s+draft|(?:left|saved)\s+(?:it\s+)?in\s+(?:your\s+)?drafts"
+        r"|saved\s+(?:a|the|your|an)\s+(?:\S+\s+){0,2}?draft"
         r"|(?:put|saved|left)\s+(?:\S+\s+){0,6}?(?:in|into)\s+an?\s+draft",
         _verb("draft", "save_draft"),
         frozenset({"draft", "drafts"}),
@@ -3596,6 +3618,8 @@ def _undone_claims(t: str) -> list[tuple[str, int, int]]:
         ends = [e.end() for e in _CLAUSE.finditer(t, 0, m.start())]
         if not re.search(r"\b(?:if|whether|unless|should|could|would)\b", t[ends[-1] if ends else 0 : m.start()], re.I):
             out.append((m["family"].lower(), m.start(), m.end()))
+    for m in _RE_OFFER.finditer(t):  # "say the word and I will start it": not done yet
+        out.append((_OFFER_VERBS[m["verb"].lower()], m.start(), m.end()))
     for family, rx in _UNDONE_STATES:  # "It's sitting in your basket until you confirm", "is still unticked"
         for m in rx.finditer(t):
             ends = [e.end() for e in _CLAUSE.finditer(t, 0, m.start())]
@@ -3604,8 +3628,36 @@ def _undone_claims(t: str) -> list[tuple[str, int, int]]:
     return out
 
 
+_ASKING = ("user.confirm", "user.authenticate", "user.ask")
+"""The calls that put a question to the user (a confirmation, an authentication, a question)."""
+_RE_UNASKED = re.compile(
+    r"\b(?:without\s+(?:asking(?:\s+you)?|checking\s+with\s+you|confirming(?:\s+with\s+you)?|bothering\s+you"
+    r"|(?:waiting\s+for|needing)\s+(?:your|a)\s+(?:go-?ahead|ok(?:ay)?|confirmation|approval|answer|say-?so)"
+    r"|your\s+(?:go-?ahead|ok(?:ay)?|confirmation|approval|say-?so))"
+    r"|(?:no|did\s+not\s+need\s+(?:a|any|your))\s+confirmation\s+(?:was\s+)?(?:needed|required)?)\b",
+    re.I,
+)
+"""A thing told as done without asking the user ("Deleted it without asking", "without waiting for
+your go-ahead"): false where the episode asked (:data:`_ASKING`)."""
+_OFFER_VERBS = {
+    "start": "ran", "run": "ran", "activate": "ran", "send": "sent", "book": "booked", "order": "ordered",
+    "pay": "paid", "play": "played", "delete": "deleted", "cancel": "cancelled", "call": "called", "text": "texted",
+    "email": "emailed", "e-mail": "emailed", "archive": "archived",
+}  # fmt: skip
+_RE_OFFER = re.compile(
+    r"\b(?:say\s+the\s+word|just\s+say\s+(?:so|go|yes)|let\s+me\s+know|tell\s+me|give\s+me\s+the\s+(?:go-?ahead|nod))"
+    r"\s*,?\s+and\s+(?:i\s+will|i\s+can)\s+(?P<verb>" + "|".join(_OFFER_VERBS) + r")\b",
+    re.I,
+)
+"""An offer to do a thing later ("say the word and I will start it"): tells it not done yet."""
+
 _UNDONE_STATES = (
-    ("ordered", re.compile(r"\b(?:sitting|still|left|waiting)\s+in\s+(?:your\s+|the\s+)?(?:basket|cart)\b", re.I)),
+    (
+        "ordered",
+        re.compile(
+            r"\b(?:sitting|still|left|waiting|is|are)\s+(?:now\s+)?in\s+(?:your\s+|the\s+)?(?:basket|cart)\b", re.I
+        ),
+    ),
     ("ordered", re.compile(r"\b(?:on\s+hold|waiting)\s+until\s+you\s+confirm", re.I)),
     ("ticked", re.compile(r"\bstill\s+unticked\b|\b(?:is|are)\s+not\s+(?:yet\s+)?ticked(?:\s+off)?\b", re.I)),
     (
@@ -4603,6 +4655,11 @@ def check_text(
             did = sorted(g.acts) or ["nothing that changed the phone"]
             why = f"the episode did no such thing (it called {', '.join(did[:4])})"
             out.append(Ungrounded("status", pt[a:b], source, (), why))
+        if g.episode is not None and (m := _RE_UNASKED.search(pt)):  # "Deleted it without asking" after a confirm
+            asked = [c.name for c in g.episode.calls if c.name in _ASKING and getattr(c, "ok", False)]
+            if asked:
+                why = f"the episode asked the user first (it called {', '.join(dict.fromkeys(asked))})"
+                out.append(Ungrounded("status", m[0], source, (), why))
         for family, a, b in _undone_claims(pt):  # told as not done, but done
             _, does, _ = STATUS_FAMILIES[family]
             done = sorted(n for n in g.acts if does(n))
@@ -4869,9 +4926,17 @@ def check_text(
             if codes and m[1] not in runs:
                 held = tuple(sorted(codes)[:3])
                 out.append(Ungrounded("code", m[0], source, held, f"the world holds the code {', '.join(held)}"))
+        mine = _service_numbers(g.code_sources[1]) if RE_SERVICE_NUMBER.search(text) else set()
         for m in RE_SERVICE_NUMBER.finditer(text):  # "Booked AR 510" where the world has AR 509
             told = m[1] + m[2]
             if told in g.numbers:
+                ends = [e.end() for e in _CLAUSE.finditer(text, 0, m.start())]
+                cuts = [e.end() for e in _SUBCLAUSE.finditer(text, ends[-1] if ends else 0, m.start())]
+                act = _BOOKED_LEAD.search(text[cuts[-1] if cuts else ends[-1] if ends else 0 : m.start()])
+                if mine and told not in mine and act and not _NOT_THIS_ONE.search(act["rest"]):
+                    held = tuple(f"{n[:2]} {n[2:]}" for n in sorted(mine)[:3])
+                    why = f"what the episode booked is {', '.join(held)}; {m[0]} is another"
+                    out.append(Ungrounded("code", m[0], source, held, why))
                 continue
             near = sorted(n for n in g.numbers if n[:2] == m[1] and len(n) == len(told))
             if near:
