@@ -339,6 +339,22 @@ def test_how_the_episode_went_is_told_as_it_went(task_id, answer, ok):
 
 
 @pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        # what was cancelled is told as it was: 18:30 is the other table's (Golden Dragon's)
+        ("restaurants.cancel_booking/0", "Cancelled your Bistro Marais dinner on Tuesday at 18:30.", False),
+        ("restaurants.cancel_booking/0", "Cancelled your Bistro Marais dinner on Tuesday at 19:30.", True),
+        # a landing told by its day: BW 849 leaves on Friday 4 December and lands on Saturday the 5th
+        ("travel_skills.plan_a_trip/6", "Booked BW 849, which lands in Tokyo on Friday at 00:55, and BW 825.", False),
+        ("travel_skills.plan_a_trip/6", "Booked BW 849, which lands in Tokyo on Saturday at 00:55, and BW 825.", True),
+    ],
+)
+def test_a_value_of_the_record_acted_on_is_that_records(task_id, answer, ok):
+    verdict = _answer(task_id, answer)
+    assert verdict["success"] is ok, _grounded(verdict)["reason"]
+
+
+@pytest.mark.parametrize(
     ("value", "ok"),
     [
         ("Re: Dinner on Saturday?", True),

@@ -209,11 +209,13 @@ _OTHER_AMOUNT = re.compile(
 )
 _AS_IT_WAS = re.compile(
     r"\b(?:cancell?|delet|remov|eras|disabl|enabl|(?:turn|switch)\w*\s+(?:off|on))\w*\s+(?:your\s+|my\s+|the\s+|that\s+"
-    r"|this\s+)?$",
+    r"|this\s+)?(?:(?:(?!(?:and|then|but|while|so|told|texted|sent|moved|booked)\b)[^\s.;,!?]+\s+){1,5}?"
+    r"(?:at|on|for|from)\s+(?:(?!(?:and|then)\b)[^\s.;,!?]+\s+(?:at\s+)?)?)?$",
     re.I,
 )
 """What was cancelled, deleted or switched is told as it was, a value of the record acted on
-("Cancelled your 20:00 table", "Turned off your 7:45 alarm"), whether or not the act changed it."""
+("Cancelled your 20:00 table", "Turned off your 7:45 alarm", "Cancelled your Taj Garden dinner
+on Monday at 20:30"), whether or not the act changed it."""
 _OTHERS_ACT = re.compile(r"(?:\b(?:he|she|they|who|which)|(?<!^)(?<![.!?]\s)\b(?!I\b)[A-Z][a-z]+)\s+$")
 """Who did the act a verb tells, when it is not the planner: a pronoun or a name right before
 it ("Marlene sent", "she moved")."""
@@ -311,15 +313,19 @@ _FIELD_KEYS = {
 }
 
 
+_DATE_CUE_WORDS = r"due|paid|pay|payment|scheduled|lands|landing|arrives|arriving|arrival|gets\s+in(?:to)?"
 _DATE_CUE = re.compile(
-    r"\b(due|paid|pay|payment|scheduled)\b(?:(?!\b(?:due|paid|pay|payment|scheduled|and|but|then|while)\b)[^.;!?()])*$",
+    rf"\b({_DATE_CUE_WORDS})\b(?:(?!\b(?:{_DATE_CUE_WORDS}|and|but|then|while|leaves|leaving|departs|departing)\b)"
+    r"[^.;!?()])*$",
     re.I,
 )
 """A word before a date that names the field it is of: "due on 2 December", "will be paid on
-Tuesday", "scheduled for the 1st" (no other such word or "and" between)."""
+Tuesday", "scheduled for the 1st", "lands in Tokyo Friday" (no other such word or "and"
+between)."""
 _DATE_KEYS = {
     "due": ("due", "due_at", "due_date", "deadline"),
     "paid": ("scheduled_for", "paid_on", "pay_on", "payment_date", "scheduled"),
+    "arrival": ("arrives", "arrival", "arrives_at", "arrival_time", "eta", "end"),
 }
 
 
@@ -4493,11 +4499,15 @@ def check_text(
                     out.append(Ungrounded("date", t[c.start : c.end], source, (held,), why))
                 continue
             cue = _DATE_CUE.search(t[max(0, c.start - 45) : c.start]) if g.field_dates else None
-            what = "due" if cue and cue[1].lower() == "due" else "paid"
+            word = cue[1].lower() if cue else ""
+            what = "due" if word == "due" else "paid" if word.startswith(("pa", "sch")) else "arrival"
             days = g.field_dates.get(what, frozenset()) if cue and not past(c.start) else frozenset()
-            if days and isinstance(c.value, str) and (c.value in days or c.value not in g.read_field_dates[what]):
-                if c.value not in days:  # "will be paid on Wednesday 2 December" for a payment set for the 1st
-                    which = "due" if what == "due" else "payment"
+            said = {v[:10] for v in (c.value, *c.alts) if isinstance(v, str)}
+            if re.fullmatch(WEEKDAY, span, re.I):  # "lands in Tokyo Saturday": the one of those days that is one
+                said = {c.value[:10]} | {d for d in days if dt.date.fromisoformat(d).weekday() == _weekday_of(span)}
+            if days and isinstance(c.value, str) and (said & days or not said & g.read_field_dates[what]):
+                if not said & days:  # "will be paid on Wednesday 2 December" for a payment set for the 1st
+                    which = {"due": "due", "paid": "payment"}.get(what, what)
                     why = f"the {which} day of what the episode changed is {', '.join(sorted(days)[:3])}"
                     out.append(Ungrounded("date", t[c.start : c.end], source, tuple(sorted(days)[:3]), why))
                 continue  # another record's due day ("the electricity bill is due on the 10th") is read below
