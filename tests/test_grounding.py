@@ -355,6 +355,23 @@ def test_a_value_of_the_record_acted_on_is_that_records(task_id, answer, ok):
 
 
 @pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        # the thing an act left in a state, told as the subject of that state: it must be what was acted on
+        ("memory.usual_table/0", "Your table at Taj Garden is booked for Thursday at 19:30 for two.", False),
+        ("memory.usual_table/0", "Your table at Sakura Table is booked for Thursday at 19:30 for two.", True),
+        ("home.make_scene/0", '"Film night" is saved and running.', False),
+        ("home.make_scene/0", '"Movie night" is set up and running.', True),
+        # a dash inside a quoted name ends no clause
+        ("skills.evening_scene/0", '"Evening - Kitchen" is set up and running.', False),
+    ],
+)
+def test_the_subject_of_a_state_an_act_left_is_what_it_acted_on(task_id, answer, ok):
+    verdict = _answer(task_id, answer)
+    assert verdict["success"] is ok, _grounded(verdict)["reason"]
+
+
+@pytest.mark.parametrize(
     ("value", "ok"),
     [
         ("Re: Dinner on Saturday?", True),

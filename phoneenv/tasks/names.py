@@ -115,12 +115,15 @@ _OTHERS = re.compile(
 """A subject right before a verb that is not the planner: a pronoun or a name ("Nicole wrote")."""
 _DENIED = re.compile(r"\b(?:not|never|no|cannot|failed|unable)\b|n't\b", re.I)
 _NOW_STATE = re.compile(
-    r"^\s*(?P<subject>\S.{0,80}?)\s+(?:is|are)\s+now\s+(?:an?\s+|one\s+of\s+(?:your|my)\s+)?"
-    r"(?:favou?rites?|blocked|unblocked|muted|unmuted|pinned|starred|archived|in\s+(?:your|my)\s+favou?rites)\b",
+    r"^\s*(?P<subject>\S.{0,80}?)\s+(?:is|are)\s+(?:now\s+(?:an?\s+|one\s+of\s+(?:your|my)\s+)?"
+    r"(?:favou?rites?|blocked|unblocked|muted|unmuted|pinned|starred|archived|in\s+(?:your|my)\s+favou?rites)"
+    r"|(?:now\s+|all\s+)?(?:saved|set\s+up|created|booked|reserved|cancell?ed|deleted|scheduled|running|live)"
+    r"(?:\s+and\s+(?:running|live|on|active))?(?=\s*(?:[.,;!]|$|and\b|for\b|-)))\b",
     re.I,
 )
 """A clause that tells the state the planner's act left a thing in: "Stephen Harris and Julie
-Allen are now favorites", "the thread is now archived": its subject is what the act was done to."""
+Allen are now favorites", "the thread is now archived", '"Movie night" is saved and running',
+"Your table at Harbour Grill is booked for Sunday": its subject is what the act was done to."""
 _CONTENT = re.compile(r"[^\W_]{2,}")
 _WORD = re.compile(r"\w+")
 
@@ -215,7 +218,10 @@ def _act_tails(text: str) -> list[tuple[str, int, int, list[re.Match[str]]]]:
     to the first word of context (:data:`_CONTEXT`, quoted phrases skipped), ``quotes`` the quoted
     phrases after the verb."""
     bounds = [0]
+    quoted = [(q.start(), q.end()) for q in _QUOTE.finditer(text)]
     for m in _CLAUSE.finditer(text):
+        if any(a < m.start() < b for a, b in quoted):
+            continue  # '"Evening - Kitchen"': a dash inside a quoted name ends no clause
         part = text[bounds[-1] : m.start()]
         act = _ACT.search(part) if m.group().startswith(":") else None
         if act is not None and len(part[act.end() :].split()) <= 3:
@@ -228,7 +234,8 @@ def _act_tails(text: str) -> list[tuple[str, int, int, list[re.Match[str]]]]:
         if _DENIED.search(clause) or clause.rstrip().endswith("?"):
             continue
         act = _ACT.search(clause)
-        if act is None and (now := _NOW_STATE.match(clause)) is not None:
+        now = _NOW_STATE.match(clause)
+        if now is not None and (act is None or act.start() >= now.end("subject")):
             quotes = list(_QUOTE.finditer(clause, now.start("subject"), now.end("subject")))
             out.append((clause, now.start("subject"), now.end("subject"), quotes))
             continue
