@@ -372,6 +372,34 @@ def test_the_subject_of_a_state_an_act_left_is_what_it_acted_on(task_id, answer,
 
 
 @pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        # "already": the state before the episode, which turned Do Not Disturb on
+        (
+            "settings.airplane_mode/0",
+            "Airplane mode is on, Wi-Fi is back on, brightness 10%; Do Not Disturb was already on.",
+            False,
+        ),
+        (
+            "settings.airplane_mode/0",
+            "Airplane mode is on, Wi-Fi is back on, brightness 10%; Do Not Disturb is on too.",
+            True,
+        ),
+        # the order cancelled was placed, not shipped (another order of the list read is shipped)
+        (
+            "shop.cancel_order/0",
+            "The earbuds order is cancelled - it had already shipped, so it goes back. Maria knows.",
+            False,
+        ),
+        ("shop.cancel_order/0", "The earbuds order is cancelled before it shipped. Maria knows.", True),
+    ],
+)
+def test_a_state_told_as_it_already_was_is_the_state_before(task_id, answer, ok):
+    verdict = _answer(task_id, answer)
+    assert verdict["success"] is ok, _grounded(verdict)["reason"]
+
+
+@pytest.mark.parametrize(
     ("value", "ok"),
     [
         ("Re: Dinner on Saturday?", True),

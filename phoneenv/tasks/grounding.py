@@ -3710,6 +3710,8 @@ def _told_state(t: str, a: int, b: int, family: str, g: Grounds) -> tuple[bool, 
         held = (all if every else any)(n.ev.statuses & holds for n in anchors)
         named = [n.label for n in anchors if held or not n.ev.statuses & holds]
         return held, ", ".join(dict.fromkeys(named))
+    if re.search(r"\balready\b", lead, re.I) and g.was.statuses:
+        return bool(g.was.statuses & holds), ""  # "it had already shipped": what was changed, as it was
     return bool((g.focus | g.did.statuses) & holds), ""
 
 

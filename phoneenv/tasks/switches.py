@@ -320,12 +320,18 @@ def _record_claim(
             )
         if c.act and was and all(bool(r.get(field)) == c.state for r in was):
             return said, (f"{what} {told}",), f"{what} was {told} already: nothing turned it {told}"
+        if _ALREADY.search(said) and was and not any(bool(r.get(field)) == c.state for r in was):
+            return said, (f"{what} {'off' if c.state else 'on'}",), f"{what} was not {told} before the episode"
         return None
     if was:
         part = next(text[a:b] for a, b in _parts(text) if a <= c.start < b or b == len(text))
         if not _DELETED_WORDS.search(part):
             return said, ("deleted",), f"{what} was deleted, not turned {told}"
     return None
+
+
+_ALREADY = re.compile(r"\balready\b", re.I)
+"""A switch told in a state it was in before the episode ("was already on")."""
 
 
 def check_switches(text: str, ctx: Context) -> list[tuple[str, tuple[str, ...], str]]:
@@ -349,10 +355,14 @@ def check_switches(text: str, ctx: Context) -> list[tuple[str, tuple[str, ...], 
             if isinstance(value, bool) and value != c.state:
                 held = "on" if value else "off"
                 out.append((said, (f"{c.key} {held}",), f"the phone has {name} {held}"))
-            elif c.act:
+            else:
                 rec = (ctx.before.get(SETTINGS_TABLE) or {}).get(c.key)
-                if isinstance(rec, Mapping) and rec.get("value") is c.state:
+                before = rec.get("value") if isinstance(rec, Mapping) else None
+                if c.act and before is c.state:
                     out.append((said, (f"{c.key} {told}",), f"{name} was {told} already: nothing turned it {told}"))
+                elif _ALREADY.search(said) and isinstance(before, bool) and before != c.state:
+                    # "Do Not Disturb was already on" where the episode turned it on
+                    out.append((said, (f"{c.key} {'on' if before else 'off'}",), f"{name} was not {told} before"))
             continue
         if c.kind == "group":  # "all the lights are off": every such device of the end state
             for _, field, recs in _group(c.key, ctx):
