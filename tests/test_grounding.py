@@ -400,6 +400,19 @@ def test_a_state_told_as_it_already_was_is_the_state_before(task_id, answer, ok)
 
 
 @pytest.mark.parametrize(
+    ("answer", "ok"),
+    [  # the coffee with Linda is at Cafe Luna; "Harbour Hall" is no place of this episode's records
+        ("Do not disturb is on until 11:00, when your coffee at Harbour Hall ends.", False),
+        ("Do not disturb is on until 11:00, when your coffee at Cafe Luna ends.", True),
+        ("Do not disturb is on until 11:00, when your coffee with Linda ends.", True),
+    ],
+)
+def test_a_place_told_after_what_it_is_of_is_that_things(answer, ok):
+    verdict = _answer("fields.dnd_until/0", answer)
+    assert verdict["success"] is ok, _grounded(verdict)["reason"]
+
+
+@pytest.mark.parametrize(
     ("value", "ok"),
     [
         ("Re: Dinner on Saturday?", True),

@@ -397,6 +397,8 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
             a = max((e.end() for e in bound.finditer(text, 0, start)), default=0)
             z = bound.search(text, end)
             if named := g.anchors(text[a:start] + " " + text[end : z.start() if z else len(text)], "place"):
+                if bound is _PART:
+                    in_part.add(start)
                 return tuple(x for n in named for x in n.places), ", ".join(dict.fromkeys(n.label for n in named))
         if g.changed_places:  # what the episode changed ("Dinner is at ..." for the event it made)
             return tuple(x for ps in g.changed_places for x in ps), "what the episode changed"
@@ -405,6 +407,7 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
         return None
 
     out: list[tuple[str, tuple[str, ...], str]] = []
+    in_part: set[int] = set()  # the places whose own part names what they are about
     low = text.lower()
     seen: list[tuple[int, int]] = []
     for m in told.finditer(low) if told is not None else ():
@@ -425,7 +428,10 @@ def _place_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], str
             continue
         if texts is None:
             texts = [words(x) for x in (*g.world_names, *g.user_texts, *found[0], *where)]
-        if any(words(m["place"]) in t for t in texts):
+            held_words = [words(x) for x in (*g.user_texts, *found[0], *where)]
+        # "your yoga at City Gym", its part naming the yoga class at Lotus Yoga Studio: another place of
+        # the world is no excuse; told in a part that names nothing, any place the world holds may be meant
+        if any(words(m["place"]) in t for t in (held_words if a in in_part else texts)):
             continue
         held = tuple(dict.fromkeys(found[0]))[:3]
         out.append((m["place"], held, f"{found[1]} is at {', '.join(held)}; no record holds {m['place']}"))
@@ -486,14 +492,15 @@ def _address_slips(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
 
 
 _RE_AT_PLACE = re.compile(
-    r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*|\b(?i:with)\s+[A-Z][a-z]+\s+"
+    r"(?:\b(?:is|are|was|were|be)\s+|['\u2019]s\s+|,\s*|\b(?i:with)\s+[A-Z][a-z]+\s+|\b(?i:your|my)\s+[a-z][\w-]*\s+"
     rf"|\b(?i:{WEEKDAY}|today|tomorrow|tonight|\d{{1,2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?)\s+)(?:now\s+|still\s+)?at\s+(?:the\s+)?"
     r"(?!\d{1,2}(?:[:.]\d{2})?\s*[AaPp]\.?[Mm]\b)"  # "is now at 7 PM": a time
     r"(?P<place>(?:\d{1,4}[A-Za-z]?\s+)?[A-Z][\w'&-]*(?:\.[\w'&-]+)*"
     r"(?:\s+(?:[A-Z][\w'&-]*(?:\.[\w'&-]+)*|\d{1,4}(?:[.,]\d+)?[A-Za-z]?\b|of|de|la|am|on))*)"
 )
 """A place told as where something is: "It's at Harbour Hall", "..., at 117 Harbour Road", "on
-Thursday at Cafe Luna", "coffee with Linda at Cafe Luna"; not a time ("is now at 7 PM")."""
+Thursday at Cafe Luna", "coffee with Linda at Cafe Luna", "your yoga at Lotus Yoga Studio"; not a
+time ("is now at 7 PM")."""
 _RE_ROOM = re.compile(r"(?<![\w.])(?P<place>(?:Room|Rm\.?|Hall|Gate|Platform)\s+\d[\w.]*\w)", re.I)
 """A numbered room, hall, gate or platform told anywhere ("(Thursday, 14:00, Room 1.01)")."""
 
