@@ -413,6 +413,22 @@ def test_a_place_told_after_what_it_is_of_is_that_things(answer, ok):
 
 
 @pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        # a given name with a contact's surname, no one of the episode: the contact is Bobby Ayers
+        ("mail.send_email/6", "Sent Billy Ayers the 'Thank you' email.", False),
+        ("mail.send_email/6", "Sent Bobby Ayers the 'Thank you' email.", True),
+        # a relation told before a possessive name: Sabrina Davis is a coworker
+        ("contacts.lookup_number/6", "Your cousin Sabrina's number is +61463865840; Sean has it.", False),
+        ("contacts.lookup_number/6", "Your coworker Sabrina's number is +61463865840; Sean has it.", True),
+    ],
+)
+def test_a_person_told_is_the_contact_book_s(task_id, answer, ok):
+    verdict = _answer(task_id, answer)
+    assert verdict["success"] is ok, _grounded(verdict)["reason"]
+
+
+@pytest.mark.parametrize(
     ("value", "ok"),
     [
         ("Re: Dinner on Saturday?", True),

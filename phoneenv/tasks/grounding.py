@@ -3972,7 +3972,18 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
 
     out: list[tuple[str, str]] = []
     for m in full_names(text):
-        if contact_ids(m[0], ctx.contacts) or not (firsts := contact_ids(m[1], ctx.contacts)):
+        if contact_ids(m[0], ctx.contacts):
+            continue
+        if not (firsts := contact_ids(m[1], ctx.contacts)):
+            # "Billy Ayers" for the contact Bobby Ayers: a given name with a contact's surname, no one the
+            # episode read of (a person a message or record names is no contact but may be told)
+            kin = [str(c.get("name")) for c in ctx.contacts if str(c.get("name") or "").split()[-1:] == [m[2]]]
+            if (
+                kin
+                and m[1].casefold() in given_names()
+                and not any(m[0].casefold() in x.casefold() for x in g.read_strings)
+            ):
+                out.append((m[0], f"no contact is called {m[0]} ({', '.join(kin[:2])} is)"))
             continue
         # a surname one slip off the contact's ("Susan Sharon" for Susan Shannon)
         near = [
@@ -3991,7 +4002,8 @@ def _person_claims(text: str, g: Grounds, ctx: Context) -> list[tuple[str, str]]
         after = re.match(r",?\s+((?:[A-Z][\w'-]+\s?){1,3})", text[r.end() : r.end() + 40])
         before = re.search(r"((?:[A-Z][\w'-]+\s?){1,3})(?:,\s+|\s*\(\s*)$", text[max(0, r.start() - 40) : r.start()])
         for said in (after[1] if after else "", before[1] if before else ""):
-            ids = contact_ids(said.strip(), ctx.contacts) if said.strip() else set()
+            said = re.sub(r"['\u2019]s$", "", said.strip())  # "your sister Sabrina's number": Sabrina
+            ids = contact_ids(said, ctx.contacts) if said else set()
             if len(ids) != 1:
                 continue
             (cid,) = ids
