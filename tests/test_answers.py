@@ -949,6 +949,8 @@ def test_dictates_allows_a_greeting_and_nothing_added():
     ):
         assert dictates(body, "On my way home, talk soon"), body  # a sign-off after a dictated sign-off
     assert dictates("On my way home. Best,\nOskar", "On my way home")  # a sign-off and the writer's name
+    assert dictates("On my way home.\n\nTeresa", "On my way home")  # a mail signed with a first name alone
+    assert not dictates("On my way home.\n\nSaturday", "On my way home")  # an added word on the last line
     assert dictates("Could you bring the charger tonight?", "Can you bring the charger tonight?")
     assert dictates("The viewing is on Thursday at 6:00.", "The viewing is on Thursday at 6.")
     assert not dictates("The viewing is on Thursday at 6:30.", "The viewing is on Thursday at 6.")

@@ -87,6 +87,8 @@ TOLD_RIGHT = [
     ("wallet.pay_back/3", "Chiyo texted on Monday; sent her 2700 JPY."),
     ("wallet.pay_back/3", "Chiyo sent the request on Monday and I paid her 2700 JPY."),
     ("weather.text_forecast/0", "Sent tomorrow's forecast: fog, high 8.6°C in Amsterdam."),
+    # an amount in words: the pence are no count ("58 left")
+    ("budget.set_and_check/6", "Done. Forty-two pounds fifty-eight left for dining this week."),
 ]
 
 

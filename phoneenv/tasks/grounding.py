@@ -3773,7 +3773,8 @@ _RE_COUNT = re.compile(
     r"|(?:booked|reserved)\s+(?:(?!for\b)[^\s.;,!?]+\s+){1,4}for\s+(\d{1,2})\b"
     r"(?!\s*(?:[:.]\d|%|am\b|pm\b|o'?clock))(?=\s+(?:on|at|this|next|tomorrow|tonight|people|guests|diners)\b|\s*[,(]))"
     r"|\beach\s+of\s+(?:the\s+|those\s+)?(\d{1,3})\b(?![:.]\d)"
-    r"|(?<![\d.,:/#-])(\d{1,3})\s+(?:left|remaining|in\s+stock)\b",
+    r"|(?<![\d.,:/#-])(?<!pounds\s)(?<!pound\s)(?<!dollars\s)(?<!dollar\s)(?<!euros\s)(?<!euro\s)(?<!francs\s)"
+    r"(\d{1,3})\s+(?:left|remaining|in\s+stock)\b",  # not the pence of "42 pounds 58 left"
     re.I,
 )
 """A count told: "2 people", "3 City Zoo photos" (a name between), "a 3-night stay", "table for four", "booked El Patio for six at

@@ -364,6 +364,17 @@ _SIGNED = re.compile(
 """A sign-off and the writer's name at the end of a text ("Best,\nOskar", "Thanks! Ana")."""
 
 
+_SIGNED_NAME = re.compile(r"\n\s*(?P<name>[A-Z][a-z'-]+)[\s.!]*$")
+"""A first name alone on the last line of a text: how a mail is signed ("...\n\nTeresa")."""
+
+
+def _given_name(word: str) -> bool:
+    """Whether ``word`` is a given name of the world's name lists (:func:`~phoneenv.tasks.world.given_names`)."""
+    from phoneenv.tasks.world import given_names  # Faker's lists: loaded on first use
+
+    return word.casefold() in given_names()
+
+
 _SUBJECT_START = re.compile(r"\s*(?:I\s+am|I\s+will|we\s+are|we\s+will|it\s+is)\s+(?=\w)", re.I)
 """The subject and auxiliary a text may leave out before the dictated words, as texts do
 ("Running late" for "I am running late", "Be there at 8" for "I will be there at 8")."""
@@ -400,6 +411,8 @@ def dictates(text: Any, phrase: Any, names: Callable[[str], bool] = lambda w: Fa
     phrase = str(phrase if phrase is not None else "")
     if (m := _SIGNED.search(text)) and words(m.group()).split()[-1] not in FRAMING:
         text = text[: m.start()]  # a sign-off with a name, not two sign-offs ("talk soon. Cheers!")
+    elif (m := _SIGNED_NAME.search(text)) and _given_name(m["name"]):
+        text = text[: m.start()]  # a mail signed with the writer's first name alone on its last line
     body_p, said_p = _spoken(plain(text)), _spoken(plain(phrase))
     tries = [(text, phrase), (body_p, said_p)]
     if m := _SUBJECT_START.match(said_p):  # "Running 15 min late" for "I'm running 15 minutes late"
