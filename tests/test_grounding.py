@@ -431,6 +431,30 @@ def test_a_person_told_is_the_contact_book_s(task_id, answer, ok):
 
 
 @pytest.mark.parametrize(
+    ("task_id", "answer", "ok"),
+    [
+        # an item of a list told with one word swapped ("jasmine rice" for "basmati rice"), or one it lacks
+        (
+            "subagent.daily_brief/0",
+            "Sent the summary: standup at 10:30; list: sunscreen, plasters, jasmine rice.",
+            False,
+        ),
+        (
+            "subagent.daily_brief/0",
+            "Sent the summary: standup at 10:30; list: sunscreen, plasters, basmati rice.",
+            True,
+        ),
+        ("subagent.daily_brief/0", "Sent the summary: standup at 10:30; list: sunscreen, plasters and rice.", True),
+        ("notes.delete_note/0", "Deleted 'Packing list' (it had: passport, charger, socks).", True),
+        ("notes.delete_note/0", "Deleted 'Packing list' (it had: passport, charger, shoes).", False),
+    ],
+)
+def test_the_items_of_a_list_told_are_the_lists(task_id, answer, ok):
+    verdict = _answer(task_id, answer)
+    assert verdict["success"] is ok, _grounded(verdict)["reason"]
+
+
+@pytest.mark.parametrize(
     ("value", "ok"),
     [
         ("Re: Dinner on Saturday?", True),

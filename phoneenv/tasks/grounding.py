@@ -2361,7 +2361,8 @@ def _other_record(text: str, start: int, does: Callable[[str], bool], g: Grounds
 
 _RE_LISTED = re.compile(
     r"(?P<head>[^.;:!?()\n]{3,80}?)\s*"
-    r"(?:\(|:\s*|\s+(?:is\s+now|now\s+(?:has|holds|reads)|has|holds|contains|reads)\s*:?\s+)"
+    r"(?:\((?:it\s+(?:had|has|said|says|read|reads)\s*:\s*)?|:\s*"
+    r"|\s+(?:is\s+now|now\s+(?:has|holds|reads)|has|holds|contains|reads)\s*:?\s+)"
     r"(?P<items>[^()\n.;:!?]{3,240}?)\s*(?:\)|[.;!?\n]|$)"
 )
 """A record's name and a list told of it: "the Packing list note (passport, charger, socks)", "On
@@ -2382,16 +2383,52 @@ def _listed_claims(text: str, g: Grounds) -> list[tuple[str, tuple[str, ...], st
         if len(items) < 2 or any(re.search(r"\d", x) or len(x.split()) > 5 for x in items):
             continue
         named = _best_named(m["head"], g, lambda n: bool(n.content))
+        if not named:  # "(it had: ...)", "list: ...": the one record that holds most of the items told
+            ends = [e.end() for e in _CLAUSE.finditer(text, 0, m.start())]
+            named = _best_named(text[ends[-1] if ends else 0 : m.start("items")], g, lambda n: bool(n.content))
+        if not named:
+            holders = {
+                n.rid: n
+                for n in g.named
+                if n.content and sum(f" {words(x).strip()} " in n.text for x in items if words(x).strip()) >= 2
+            }
+            named = list(holders.values()) if len(holders) == 1 else []
         if not named:
             continue
         held = " ".join(n.text for n in named)
+        lines = [
+            words(line).split()
+            for n in named
+            for x, _, _, _ in _walk(list(n.content))
+            if isinstance(x, str)
+            for line in re.split(r"\n|,\s*|;\s*", x)
+        ]
         for item in items:
             ws = [w for w in _TOKEN_ANY.findall(words(item)) if len(w) >= 3 and w not in STOPWORDS]
-            if not ws or any(f" {w} " in held or f" {w.removesuffix('s')} " in held or f" {w}s " in held for w in ws):
+            if not ws:
                 continue
             label = named[0].label
-            out.append((item, (label,), f"{label} holds no {item!r}"))
+            if not any(f" {w} " in held or f" {w.removesuffix('s')} " in held or f" {w}s " in held for w in ws):
+                out.append((item, (label,), f"{label} holds no {item!r}"))
+            elif (line := _one_word_off(words(item).split(), lines)) is not None:
+                out.append((item, (line,), f"{label} holds {line!r}, not {item!r}"))
     return out
+
+
+def _one_word_off(item: list[str], lines: list[list[str]]) -> str | None:
+    """The line of ``lines`` (each as :func:`words`) that ``item`` (the same) tells with one word
+    swapped ("coffee filters" for "coffee beans", "scarf for dad" for "scarf for mom"), where no
+    line is ``item`` itself; None where none is (a plural "s" is no swap)."""
+
+    def same(a: str, b: str) -> bool:
+        return a.removesuffix("s") == b.removesuffix("s")
+
+    if any(len(x) == len(item) and all(same(a, b) for a, b in zip(x, item, strict=True)) for x in lines):
+        return None
+    for x in lines:
+        if len(x) == len(item) >= 2 and sum(not same(a, b) for a, b in zip(x, item, strict=True)) == 1:
+            return " ".join(x)
+    return None
 
 
 _RE_ECHO_WORD = re.compile(r"[\w'$\u00a3\u20ac\u00a5.+-]+")
