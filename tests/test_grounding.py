@@ -447,9 +447,12 @@ def test_a_person_told_is_the_contact_book_s(task_id, answer, ok):
         ("subagent.daily_brief/0", "Sent the summary: standup at 10:30; list: sunscreen, plasters and rice.", True),
         ("notes.delete_note/0", "Deleted 'Packing list' (it had: passport, charger, socks).", True),
         ("notes.delete_note/0", "Deleted 'Packing list' (it had: passport, charger, shoes).", False),
+        # a thing told as sent to someone by a participle alone: the planner's act, by mail here
+        ("travel.check_in_forward/0", "Checked in, seat 15C; boarding pass texted to Paul.", False),
+        ("travel.check_in_forward/0", "Checked in, seat 15C; boarding pass e-mailed to Paul.", True),
     ],
 )
-def test_the_items_of_a_list_told_are_the_lists(task_id, answer, ok):
+def test_the_items_of_a_list_and_the_channel_told_are_the_worlds(task_id, answer, ok):
     verdict = _answer(task_id, answer)
     assert verdict["success"] is ok, _grounded(verdict)["reason"]
 

@@ -3590,12 +3590,13 @@ _RE_STATUS_STATE = re.compile(
 _RE_STATUS_LABEL = re.compile(
     r"(?:^|[.!;\n]\s*|\s[-\u2013\u2014]\s+)(?:[-*\u2022]\s*)?"
     r"(?:(?!(?:i|we|you|they|he|she|it|someone|who|which|that|this|there|here)\b)[A-Za-z][\w'\u2019-]*\s+){1,4}?"
-    rf"(?:{_STATUS_WORDS})\b(?=\s*(?:[.,;!(\n]|$|and\b|[-\u2013\u2014]))",
+    rf"(?:{_STATUS_WORDS})\b(?=\s*(?:[.,;!(\n]|$|and\b|to\s+(?-i:[A-Z])|[-\u2013\u2014]))",
     re.I,
 )
 _RE_STATUS_COLON = re.compile(rf"(?:^|[.!;:\n]\s*)(?:[-*\u2022]\s*)?[^.!;:\n]{{1,40}}:\s*(?:{_STATUS_WORDS})\b", re.I)
 """A thing told as a record's state by its name and a participle, no verb ("Return waitlisted.",
-"Door locked and Ana told", "Phone November: paid for the 21st")."""
+"Door locked and Ana told", "Phone November: paid for the 21st", "boarding pass e-mailed to
+Shirley")."""
 _RE_STATUS_DENIED = re.compile(
     r"\b(?:not(?<!\bdo\snot)|never|no|nothing|none|neither|nor|cannot|unable|failed|without|if|whether|once|when"
     r"|before|until|should|could|would)\b|n't",
@@ -3781,7 +3782,13 @@ def status_claims(t: str) -> list[tuple[str, int, int, bool]]:
             if _RE_STATUS_DENIED.search(lead) or (after is not None and "?" in t[b : after.end()]):
                 continue
             if not any(s <= a < e for _, s, e, _ in out):
-                out.append((family, a, b, own))
+                # "boarding pass e-mailed to Shirley": a thing sent to someone is the planner's own act
+                to_someone = (
+                    pattern is _RE_STATUS_LABEL
+                    and family in ("texted", "emailed", "sent")
+                    and re.match(r"\s*to\s+[A-Z]", t[b:])
+                )
+                out.append((family, a, b, own or bool(to_someone)))
     return out
 
 
