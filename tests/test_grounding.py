@@ -315,144 +315,86 @@ def test_a_status_probe_tells_the_act_done_as_another():
         assert not run_plan(env, task, probe.plan)[0]["verdict"]["success"], task_id
 
 
-@pytest.mark.parametrize(
-    ("task_id", "answer", "ok"),
-    [
-        # told as done without asking, after an authentication; where nothing was asked it is true
-        ("home.let_in/0", "Unlocked the front door without bothering you and texted Lesley Ahmed.", False),
-        ("notes.delete_note/0", "Deleted it without asking.", True),
-        # told as left undone: a draft for a mail sent, the cart for an order placed, an offer to run a scene run
-        ("mail.send_email/0", "Saved a draft for you - ready to send.", False),
-        ("memory.shop_my_size/0", "The cotton t-shirt in size L is in your cart - just confirm the checkout.", False),
-        ("skills.evening_scene/0", '"Evening - Living room" is saved - say the word and I\'ll start it.', False),
-        (
-            "skills.evening_scene/0",
-            '"Evening - Living room" is set up and running - let me know and I\'ll tweak it.',
-            True,
-        ),
-        # the flight booked told by another flight's number (the world holds AR 637 too)
-        ("travel_subagent.train_or_flight/0", "Booked flight AR 637, arriving 10:30.", False),
-        ("travel_subagent.train_or_flight/0", "Booked AR 335, arriving 10:30, rather than the 07:00 train.", True),
-    ],
-)
-def test_how_the_episode_went_is_told_as_it_went(task_id, answer, ok):
-    verdict = _answer(task_id, answer)
-    assert verdict["success"] is ok, _grounded(verdict)["reason"]
+# Told facts of the episode, from the eighth held-out set's kinds (reworded, other instances)
+TOLD_OF_THE_EPISODE = [
+    # told as done without asking, after an authentication; where nothing was asked it is true
+    ("home.let_in/0", "Unlocked the front door without bothering you and texted Lesley Ahmed.", False),
+    ("notes.delete_note/0", "Deleted it without asking.", True),
+    # told as left undone: a draft for a mail sent, the cart for an order placed, an offer to run a scene run
+    ("mail.send_email/0", "Saved a draft for you - ready to send.", False),
+    ("memory.shop_my_size/0", "The cotton t-shirt in size L is in your cart - just confirm the checkout.", False),
+    ("skills.evening_scene/0", '"Evening - Living room" is saved - say the word and I\'ll start it.', False),
+    (
+        "skills.evening_scene/0",
+        '"Evening - Living room" is set up and running - let me know and I\'ll tweak it.',
+        True,
+    ),
+    # the flight booked told by another flight's number (the world holds AR 637 too)
+    ("travel_subagent.train_or_flight/0", "Booked flight AR 637, arriving 10:30.", False),
+    ("travel_subagent.train_or_flight/0", "Booked AR 335, arriving 10:30, rather than the 07:00 train.", True),
+    # what was cancelled is told as it was: 18:30 is the other table's (Golden Dragon's)
+    ("restaurants.cancel_booking/0", "Cancelled your Bistro Marais dinner on Tuesday at 18:30.", False),
+    ("restaurants.cancel_booking/0", "Cancelled your Bistro Marais dinner on Tuesday at 19:30.", True),
+    # a landing told by its day: BW 849 leaves on Friday 4 December and lands on Saturday the 5th
+    ("travel_skills.plan_a_trip/6", "Booked BW 849, which lands in Tokyo on Friday at 00:55, and BW 825.", False),
+    ("travel_skills.plan_a_trip/6", "Booked BW 849, which lands in Tokyo on Saturday at 00:55, and BW 825.", True),
+    # the thing an act left in a state, told as the subject of that state: it must be what was acted on
+    ("memory.usual_table/0", "Your table at Taj Garden is booked for Thursday at 19:30 for two.", False),
+    ("memory.usual_table/0", "Your table at Sakura Table is booked for Thursday at 19:30 for two.", True),
+    ("home.make_scene/0", '"Film night" is saved and running.', False),
+    ("home.make_scene/0", '"Movie night" is set up and running.', True),
+    # a dash inside a quoted name ends no clause
+    ("skills.evening_scene/0", '"Evening - Kitchen" is set up and running.', False),
+    # "already": the state before the episode, which turned Do Not Disturb on
+    (
+        "settings.airplane_mode/0",
+        "Airplane mode is on, Wi-Fi is back on, brightness 10%; Do Not Disturb was already on.",
+        False,
+    ),
+    (
+        "settings.airplane_mode/0",
+        "Airplane mode is on, Wi-Fi is back on, brightness 10%; Do Not Disturb is on too.",
+        True,
+    ),
+    # the order cancelled was placed, not shipped (another order of the list read is shipped)
+    (
+        "shop.cancel_order/0",
+        "The earbuds order is cancelled - it had already shipped, so it goes back. Maria knows.",
+        False,
+    ),
+    ("shop.cancel_order/0", "The earbuds order is cancelled before it shipped. Maria knows.", True),
+    # the coffee with Linda is at Cafe Luna; "Harbour Hall" is no place of this episode's records
+    ("fields.dnd_until/0", "Do not disturb is on until 11:00, when your coffee at Harbour Hall ends.", False),
+    ("fields.dnd_until/0", "Do not disturb is on until 11:00, when your coffee at Cafe Luna ends.", True),
+    ("fields.dnd_until/0", "Do not disturb is on until 11:00, when your coffee with Linda ends.", True),
+    # a given name with a contact's surname, no one of the episode: the contact is Bobby Ayers
+    ("mail.send_email/6", "Sent Billy Ayers the 'Thank you' email.", False),
+    ("mail.send_email/6", "Sent Bobby Ayers the 'Thank you' email.", True),
+    # a relation told before a possessive name: Sabrina Davis is a coworker
+    ("contacts.lookup_number/6", "Your cousin Sabrina's number is +61463865840; Sean has it.", False),
+    ("contacts.lookup_number/6", "Your coworker Sabrina's number is +61463865840; Sean has it.", True),
+    # an item of a list told with one word swapped ("jasmine rice" for "basmati rice"), or one it lacks
+    (
+        "subagent.daily_brief/0",
+        "Sent the summary: standup at 10:30; list: sunscreen, plasters, jasmine rice.",
+        False,
+    ),
+    (
+        "subagent.daily_brief/0",
+        "Sent the summary: standup at 10:30; list: sunscreen, plasters, basmati rice.",
+        True,
+    ),
+    ("subagent.daily_brief/0", "Sent the summary: standup at 10:30; list: sunscreen, plasters and rice.", True),
+    ("notes.delete_note/0", "Deleted 'Packing list' (it had: passport, charger, socks).", True),
+    ("notes.delete_note/0", "Deleted 'Packing list' (it had: passport, charger, shoes).", False),
+    # a thing told as sent to someone by a participle alone: the planner's act, by mail here
+    ("travel.check_in_forward/0", "Checked in, seat 15C; boarding pass texted to Paul.", False),
+    ("travel.check_in_forward/0", "Checked in, seat 15C; boarding pass e-mailed to Paul.", True),
+]
 
 
-@pytest.mark.parametrize(
-    ("task_id", "answer", "ok"),
-    [
-        # what was cancelled is told as it was: 18:30 is the other table's (Golden Dragon's)
-        ("restaurants.cancel_booking/0", "Cancelled your Bistro Marais dinner on Tuesday at 18:30.", False),
-        ("restaurants.cancel_booking/0", "Cancelled your Bistro Marais dinner on Tuesday at 19:30.", True),
-        # a landing told by its day: BW 849 leaves on Friday 4 December and lands on Saturday the 5th
-        ("travel_skills.plan_a_trip/6", "Booked BW 849, which lands in Tokyo on Friday at 00:55, and BW 825.", False),
-        ("travel_skills.plan_a_trip/6", "Booked BW 849, which lands in Tokyo on Saturday at 00:55, and BW 825.", True),
-    ],
-)
-def test_a_value_of_the_record_acted_on_is_that_records(task_id, answer, ok):
-    verdict = _answer(task_id, answer)
-    assert verdict["success"] is ok, _grounded(verdict)["reason"]
-
-
-@pytest.mark.parametrize(
-    ("task_id", "answer", "ok"),
-    [
-        # the thing an act left in a state, told as the subject of that state: it must be what was acted on
-        ("memory.usual_table/0", "Your table at Taj Garden is booked for Thursday at 19:30 for two.", False),
-        ("memory.usual_table/0", "Your table at Sakura Table is booked for Thursday at 19:30 for two.", True),
-        ("home.make_scene/0", '"Film night" is saved and running.', False),
-        ("home.make_scene/0", '"Movie night" is set up and running.', True),
-        # a dash inside a quoted name ends no clause
-        ("skills.evening_scene/0", '"Evening - Kitchen" is set up and running.', False),
-    ],
-)
-def test_the_subject_of_a_state_an_act_left_is_what_it_acted_on(task_id, answer, ok):
-    verdict = _answer(task_id, answer)
-    assert verdict["success"] is ok, _grounded(verdict)["reason"]
-
-
-@pytest.mark.parametrize(
-    ("task_id", "answer", "ok"),
-    [
-        # "already": the state before the episode, which turned Do Not Disturb on
-        (
-            "settings.airplane_mode/0",
-            "Airplane mode is on, Wi-Fi is back on, brightness 10%; Do Not Disturb was already on.",
-            False,
-        ),
-        (
-            "settings.airplane_mode/0",
-            "Airplane mode is on, Wi-Fi is back on, brightness 10%; Do Not Disturb is on too.",
-            True,
-        ),
-        # the order cancelled was placed, not shipped (another order of the list read is shipped)
-        (
-            "shop.cancel_order/0",
-            "The earbuds order is cancelled - it had already shipped, so it goes back. Maria knows.",
-            False,
-        ),
-        ("shop.cancel_order/0", "The earbuds order is cancelled before it shipped. Maria knows.", True),
-    ],
-)
-def test_a_state_told_as_it_already_was_is_the_state_before(task_id, answer, ok):
-    verdict = _answer(task_id, answer)
-    assert verdict["success"] is ok, _grounded(verdict)["reason"]
-
-
-@pytest.mark.parametrize(
-    ("answer", "ok"),
-    [  # the coffee with Linda is at Cafe Luna; "Harbour Hall" is no place of this episode's records
-        ("Do not disturb is on until 11:00, when your coffee at Harbour Hall ends.", False),
-        ("Do not disturb is on until 11:00, when your coffee at Cafe Luna ends.", True),
-        ("Do not disturb is on until 11:00, when your coffee with Linda ends.", True),
-    ],
-)
-def test_a_place_told_after_what_it_is_of_is_that_things(answer, ok):
-    verdict = _answer("fields.dnd_until/0", answer)
-    assert verdict["success"] is ok, _grounded(verdict)["reason"]
-
-
-@pytest.mark.parametrize(
-    ("task_id", "answer", "ok"),
-    [
-        # a given name with a contact's surname, no one of the episode: the contact is Bobby Ayers
-        ("mail.send_email/6", "Sent Billy Ayers the 'Thank you' email.", False),
-        ("mail.send_email/6", "Sent Bobby Ayers the 'Thank you' email.", True),
-        # a relation told before a possessive name: Sabrina Davis is a coworker
-        ("contacts.lookup_number/6", "Your cousin Sabrina's number is +61463865840; Sean has it.", False),
-        ("contacts.lookup_number/6", "Your coworker Sabrina's number is +61463865840; Sean has it.", True),
-    ],
-)
-def test_a_person_told_is_the_contact_book_s(task_id, answer, ok):
-    verdict = _answer(task_id, answer)
-    assert verdict["success"] is ok, _grounded(verdict)["reason"]
-
-
-@pytest.mark.parametrize(
-    ("task_id", "answer", "ok"),
-    [
-        # an item of a list told with one word swapped ("jasmine rice" for "basmati rice"), or one it lacks
-        (
-            "subagent.daily_brief/0",
-            "Sent the summary: standup at 10:30; list: sunscreen, plasters, jasmine rice.",
-            False,
-        ),
-        (
-            "subagent.daily_brief/0",
-            "Sent the summary: standup at 10:30; list: sunscreen, plasters, basmati rice.",
-            True,
-        ),
-        ("subagent.daily_brief/0", "Sent the summary: standup at 10:30; list: sunscreen, plasters and rice.", True),
-        ("notes.delete_note/0", "Deleted 'Packing list' (it had: passport, charger, socks).", True),
-        ("notes.delete_note/0", "Deleted 'Packing list' (it had: passport, charger, shoes).", False),
-        # a thing told as sent to someone by a participle alone: the planner's act, by mail here
-        ("travel.check_in_forward/0", "Checked in, seat 15C; boarding pass texted to Paul.", False),
-        ("travel.check_in_forward/0", "Checked in, seat 15C; boarding pass e-mailed to Paul.", True),
-    ],
-)
-def test_the_items_of_a_list_and_the_channel_told_are_the_worlds(task_id, answer, ok):
+@pytest.mark.parametrize(("task_id", "answer", "ok"), TOLD_OF_THE_EPISODE)
+def test_a_fact_told_of_the_episode_is_the_worlds(task_id, answer, ok):
     verdict = _answer(task_id, answer)
     assert verdict["success"] is ok, _grounded(verdict)["reason"]
 
