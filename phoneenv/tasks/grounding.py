@@ -244,13 +244,13 @@ RE_SERVICE_NUMBER = re.compile(r"(?<![\w-])([A-Z]{2})\s?(\d{2,4})(?![\w-])")
 is not: three letters)."""
 
 
-def _service_numbers(values: Any) -> set[str]:
-    """The flight and train numbers (:data:`RE_SERVICE_NUMBER`, spaces left out) in the strings of
-    ``values``."""
+def _service_numbers(values: Any, skip: frozenset[str] = frozenset()) -> set[str]:
+    """The flight and train numbers (:data:`RE_SERVICE_NUMBER`, spaces left out: "AR747") in the
+    strings of ``values`` (JSON), those in ``skip`` (stripped: the planner's own words) aside."""
     return {
         m[1] + m[2]
         for x, _, _, _ in _walk(values)
-        if isinstance(x, str) and len(x) <= 4000
+        if isinstance(x, str) and len(x) <= 4000 and x.strip() not in skip
         for m in RE_SERVICE_NUMBER.finditer(x)
     }
 
@@ -1871,12 +1871,7 @@ class Grounds:
         """The flight and train numbers the world holds (:data:`RE_SERVICE_NUMBER`, spaces left
         out: "AR747"), read on first need; the texts the planner wrote hold none."""
         said, now, was = self.code_sources or ([], [], [])
-        return frozenset(
-            m[1] + m[2]
-            for x, key, _, _ in _walk([said, now, was])
-            if isinstance(x, str) and len(x) <= 4000 and x.strip() not in self.written  # not the planner's own words
-            for m in RE_SERVICE_NUMBER.finditer(x)
-        )
+        return frozenset(_service_numbers([said, now, was], skip=self.written))
 
     def clashes(self, type: str, value: Any, unit: str) -> bool:
         """Whether an amount ``value`` told in currency ``unit`` is one the world knows only in
